@@ -1,0 +1,40 @@
+"""ndgrad: automatic differentiation for NumPy with the semantics of PyTorch's autograd.
+
+Example:
+    >>> import ndgrad
+    >>> w = ndgrad.randn(3, requires_grad=True)
+    >>> loss = (w * w).sum()
+    >>> loss.backward()
+    >>> bool(((w.grad - 2 * w).abs() < 1e-6).all())
+    True
+"""
+
+from . import _dtype
+from ._dtype import (  # noqa: F401
+    bfloat16, bool, cdouble, cfloat, complex64, complex128, double, dtype, float, float16,
+    float32, float64, get_default_dtype, half, int, int8, int16, int32, int64, long,
+    promote_types, result_type, set_default_dtype, short, uint8)
+from .tensor import Size, Tensor, device, is_tensor  # noqa: F401
+from . import ops  # noqa: E402
+from . import _tensor_methods  # noqa: F401,E402  (binds Tensor methods)
+from ._creation import (  # noqa: F401,E402
+    arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace,
+    manual_seed, ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
+    seed, tensor, zeros, zeros_like)
+from .ops import (  # noqa: F401,E402
+    abs, add, argmax, argmin, bmm, cat, chunk, clamp, clone, conj, cos, div, dot, eq, exp,
+    expand, flatten, gather, ge, gt, le, log, logical_and,
+    logical_not, logical_or, lt, matmul, max, maximum, mean, min, minimum, mm, movedim, mul,
+    mv, narrow, ne, neg, permute, pow, prod, reciprocal, relu, reshape, select, sigmoid, sign,
+    sin, split, sqrt, squeeze, stack, sub, sum, t, tanh, transpose, unbind, unsqueeze, where)
+from . import autograd  # noqa: E402
+from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa
+
+clip = clamp
+isnan = ops.isnan
+isfinite = ops.isfinite
+isinf = ops.isinf
+bitwise_not = ops.bitwise_not
+
+__version__ = "0.1.0"
+del _dtype

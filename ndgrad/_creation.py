@@ -1,0 +1,274 @@
+"""Tensor creation: ``tensor``, ``as_tensor``, ``from_numpy``, ``zeros`` ... and random numbers.
+
+Example:
+    >>> import ndgrad
+    >>> ndgrad.manual_seed(0)
+    >>> ndgrad.zeros(2, 3).shape
+    ndgrad.Size([2, 3])
+    >>> ndgrad.tensor([1, 2]).dtype
+    ndgrad.int64
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _dtype
+from .tensor import Tensor, _as_shape, _wrap, device as _device
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
+           "linspace", "eye", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like",
+           "empty_like", "rand_like", "randn_like", "randint_like", "manual_seed", "seed"]
+
+REQUIRES_GRAD_DTYPE_MSG = "Only Tensors of floating point and complex dtype can require gradients"
+
+
+def _finish(arr: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
+    if device is not None:
+        _device(str(device))
+    t = _wrap(arr)
+    if requires_grad:
+        if _dtype._FROM_NP[arr.dtype]._category < _dtype._FLOAT:
+            raise RuntimeError(REQUIRES_GRAD_DTYPE_MSG)
+        t._requires_grad = True
+    return t
+
+
+def _infer_array(data: Any) -> np.ndarray:
+    if isinstance(data, Tensor):
+        return data._data.copy()
+    if isinstance(data, np.ndarray):
+        _dtype.from_numpy_dtype(data.dtype)
+        return np.array(data, copy=True)
+    if isinstance(data, np.generic):
+        return np.array(data)
+    try:
+        arr = np.array(data)
+    except ValueError as e:
+        raise ValueError(f"expected sequence of equal-length lists (could not build a tensor: "
+                         f"{e})") from None
+    kind = arr.dtype.kind
+    if kind == "f" or arr.dtype.name == "bfloat16":
+        if not _contains_tensor(data):
+            arr = arr.astype(_dtype.get_default_dtype().np)
+    elif kind in "iu":
+        if not _contains_tensor(data):
+            arr = arr.astype(np.int64)
+    elif kind == "c":
+        if not _contains_tensor(data):
+            arr = arr.astype(_dtype.get_default_dtype().to_complex().np)
+    elif kind == "b":
+        pass
+    else:
+        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    return arr
+
+
+def _contains_tensor(data: Any) -> bool:
+    if isinstance(data, Tensor):
+        return True
+    if isinstance(data, (list, tuple)) and data:
+        return _contains_tensor(data[0])
+    return False
+
+
+def tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, ndarrays, tensors).
+
+    Python floats become the default dtype (float32), ints int64, bools bool.
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([[1.0, 2.0]], requires_grad=True)
+    tensor([[1., 2.]], requires_grad=True)
+    """
+    arr = _infer_array(data)
+    if dtype is not None:
+        arr = arr.astype(_dtype.to_dtype(dtype).np, copy=False)
+    return _finish(arr, requires_grad, device)
+
+
+def as_tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None) -> Tensor:
+    """Like ``tensor`` but shares memory with ``data`` when it is already a tensor or an ndarray
+    of the requested dtype."""
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(dtype)
+    if isinstance(data, np.ndarray):
+        d = _dtype.to_dtype(dtype).np if dtype is not None else data.dtype
+        _dtype.from_numpy_dtype(d)
+        return _finish(np.asarray(data, dtype=d), False, device)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``ndarray`` (no copy); writes show through both ways."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    _dtype.from_numpy_dtype(ndarray.dtype)
+    return _wrap(ndarray)
+
+
+def _resolve(dtype: Any) -> np.dtype:
+    return (_dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()).np
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros of the given shape."""
+    return _finish(np.zeros(_as_shape(size), dtype=_resolve(dtype)), requires_grad, device)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones of the given shape."""
+    return _finish(np.ones(_as_shape(size), dtype=_resolve(dtype)), requires_grad, device)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """An uninitialized tensor of the given shape."""
+    return _finish(np.empty(_as_shape(size), dtype=_resolve(dtype)), requires_grad, device)
+
+
+def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
+    if dtype is None:
+        dtype = _dtype.result_type(fill_value)
+    return _finish(np.full(_as_shape((size,)), fill_value, dtype=_resolve(dtype)),
+                   requires_grad, device)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 unless a bound is a float.
+
+    >>> import ndgrad
+    >>> ndgrad.arange(3)
+    tensor([0, 1, 2])
+    """
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if dtype is None:
+        is_float = any(isinstance(v, float) or (isinstance(v, Tensor) and v.is_floating_point())
+                       for v in (start, end, step))
+        dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    return _finish(np.arange(*vals).astype(_resolve(dtype)), requires_grad, device)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return _finish(np.linspace(start, end, steps).astype(_resolve(dtype)), requires_grad, device)
+
+
+def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    """The identity matrix (``n`` x ``m``)."""
+    return _finish(np.eye(n, m, dtype=_resolve(dtype)), requires_grad, device)
+
+
+# ---------------------------------------------------------------------------- random
+class _RNG:
+    gen = np.random.default_rng()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed ndgrad's global random generator (``rand``, ``randn``, ``randint`` ...)."""
+    _RNG.gen = np.random.default_rng(int(seed))
+
+
+def seed() -> int:
+    """Seed the global generator non-deterministically and return the seed."""
+    s = int(np.random.SeedSequence().entropy % (2 ** 63))
+    manual_seed(s)
+    return s
+
+
+def _floating(dtype: Any, fn: str) -> np.dtype:
+    d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    if not (d.is_floating_point or d.is_complex):
+        raise RuntimeError(f"\"{fn}\" not implemented for '{d._torch_name}'")
+    return d.np
+
+
+def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         generator: Any = None) -> Tensor:
+    """Uniform samples in [0, 1)."""
+    nd = _floating(dtype, "check_uniform_bounds")
+    arr = _RNG.gen.random(_as_shape(size)).astype(nd)
+    return _finish(arr, requires_grad, device)
+
+
+def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          generator: Any = None) -> Tensor:
+    """Standard normal samples."""
+    nd = _floating(dtype, "normal_kernel_cpu")
+    shape = _as_shape(size)
+    if nd.kind == "c":
+        arr = (_RNG.gen.standard_normal(shape) + 1j * _RNG.gen.standard_normal(shape)) / np.sqrt(2)
+    else:
+        arr = _RNG.gen.standard_normal(shape)
+    return _finish(arr.astype(nd), requires_grad, device)
+
+
+def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
+            device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Integers uniformly drawn from [low, high)."""
+    if size is None:
+        low, high, size = 0, low, high
+    if high is None:
+        raise TypeError("randint() missing required argument 'size'")
+    d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    arr = _RNG.gen.integers(low, high, size=_as_shape((size,))).astype(d.np)
+    return _finish(arr, requires_grad, device)
+
+
+def _like(t: Tensor, dtype: Any) -> tuple:
+    return t._data.shape, (_dtype.to_dtype(dtype).np if dtype is not None else t._data.dtype)
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    shape, nd = _like(input, dtype)
+    return _finish(np.zeros(shape, dtype=nd), requires_grad, device)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    shape, nd = _like(input, dtype)
+    return _finish(np.ones(shape, dtype=nd), requires_grad, device)
+
+
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    shape, nd = _like(input, dtype)
+    return _finish(np.empty(shape, dtype=nd), requires_grad, device)
+
+
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    shape, nd = _like(input, dtype)
+    return _finish(np.full(shape, fill_value, dtype=nd), requires_grad, device)
+
+
+def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    shape, nd = _like(input, dtype)
+    return rand(shape, dtype=_dtype._FROM_NP[nd], requires_grad=requires_grad)
+
+
+def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    shape, nd = _like(input, dtype)
+    return randn(shape, dtype=_dtype._FROM_NP[nd], requires_grad=requires_grad)
+
+
+def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None,
+                 device: Any = None, requires_grad: bool = False) -> Tensor:
+    shape, nd = _like(input, dtype)
+    return randint(low, high, shape, dtype=_dtype._FROM_NP[nd], requires_grad=requires_grad)

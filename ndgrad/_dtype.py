@@ -1,0 +1,217 @@
+"""Dtypes: ndgrad's names for NumPy dtypes, and PyTorch's type promotion.
+
+Example:
+    >>> import ndgrad
+    >>> ndgrad.float32.is_floating_point
+    True
+    >>> ndgrad.promote_types(ndgrad.int64, ndgrad.float16)
+    ndgrad.float16
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from ml_dtypes import bfloat16 as _np_bfloat16
+
+__all__ = [
+    "dtype", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+    "uint8", "int8", "int16", "int32", "int64", "bool", "half", "float", "double",
+    "cfloat", "cdouble", "short", "int", "long", "get_default_dtype", "set_default_dtype",
+    "promote_types", "result_type",
+]
+
+# Categories, in promotion order: a higher category wins regardless of size.
+_BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
+
+
+class dtype:
+    """A tensor element type (``ndgrad.float32`` ...), wrapping a NumPy dtype."""
+
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed",
+                 "_category", "_torch_name")
+
+    def __init__(self, name: str, np_dtype, category: int, torch_name: str) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self._category = category
+        self.is_floating_point = category == _FLOAT
+        self.is_complex = category == _COMPLEX
+        self.is_signed = name not in ("uint8", "bool")
+        self._torch_name = torch_name
+
+    def __repr__(self) -> str:
+        return f"ndgrad.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+    def to_real(self) -> "dtype":
+        """The real counterpart of a complex dtype (itself otherwise)."""
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+
+    def to_complex(self) -> "dtype":
+        return {"float64": complex128, "complex128": complex128}.get(self.name, complex64)
+
+
+float16 = dtype("float16", np.float16, _FLOAT, "Half")
+bfloat16 = dtype("bfloat16", _np_bfloat16, _FLOAT, "BFloat16")
+float32 = dtype("float32", np.float32, _FLOAT, "Float")
+float64 = dtype("float64", np.float64, _FLOAT, "Double")
+complex64 = dtype("complex64", np.complex64, _COMPLEX, "ComplexFloat")
+complex128 = dtype("complex128", np.complex128, _COMPLEX, "ComplexDouble")
+uint8 = dtype("uint8", np.uint8, _INT, "Byte")
+int8 = dtype("int8", np.int8, _INT, "Char")
+int16 = dtype("int16", np.int16, _INT, "Short")
+int32 = dtype("int32", np.int32, _INT, "Int")
+int64 = dtype("int64", np.int64, _INT, "Long")
+bool = dtype("bool", np.bool_, _BOOL, "Bool")  # noqa: A001 - PyTorch's name
+half, float, double = float16, float32, float64  # noqa: A001
+cfloat, cdouble = complex64, complex128
+short, int, long = int16, int32, int64  # noqa: A001
+
+_ALL = (float16, bfloat16, float32, float64, complex64, complex128,
+        uint8, int8, int16, int32, int64, bool)
+_FROM_NP: dict = {d.np: d for d in _ALL}
+_NAMES = {d.name: d for d in _ALL}
+
+
+def _by_name(name: str) -> dtype:
+    return _NAMES[name]
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    """The ndgrad dtype of a NumPy dtype, with PyTorch's error for unsupported ones."""
+    try:
+        return _FROM_NP[np_dtype]
+    except KeyError:
+        pass
+    nd = np.dtype(np_dtype)
+    if nd in _FROM_NP:
+        return _FROM_NP[nd]
+    raise TypeError(
+        f"can't convert np.ndarray of type numpy.{nd}. The only supported types are: "
+        "float64, float32, float16, bfloat16, complex64, complex128, int64, int32, int16, "
+        "int8, uint8, and bool.")
+
+
+def to_dtype(d) -> dtype:
+    """Accept an ndgrad dtype, a NumPy dtype/type or a Python type and return the ndgrad dtype."""
+    if isinstance(d, dtype):
+        return d
+    if d is _pyfloat:
+        return _default[0]
+    if d is _pyint:
+        return int64
+    if d is _pybool:
+        return bool
+    if d is _pycomplex:
+        return _default[0].to_complex()
+    return from_numpy_dtype(np.dtype(d))
+
+
+import builtins as _builtins  # noqa: E402
+
+_pyfloat, _pyint, _pybool, _pycomplex = (_builtins.float, _builtins.int, _builtins.bool,
+                                         _builtins.complex)
+
+_default = [float32]
+
+
+def get_default_dtype() -> dtype:
+    """The dtype of Python floats turned into tensors (``float32`` unless changed)."""
+    return _default[0]
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the default floating point dtype (float16, bfloat16, float32 or float64)."""
+    d = to_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default[0] = d
+
+
+# Promotion inside one category is size-based; across categories the higher wins.
+_ORDER = {bool: 0, uint8: 1, int8: 2, int16: 3, int32: 4, int64: 5, float16: 6, bfloat16: 7,
+          float32: 8, float64: 9, complex64: 10, complex128: 11}
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """PyTorch's ``promote_types``: the smallest dtype both ``a`` and ``b`` cast to safely."""
+    if a is b:
+        return a
+    pair = {a, b}
+    if pair == {float16, bfloat16}:
+        return float32
+    if pair == {uint8, int8}:
+        return int16
+    if a._category == _COMPLEX or b._category == _COMPLEX:
+        real = promote_types(a.to_real(), b.to_real())
+        return complex128 if real is float64 else complex64
+    return a if _ORDER[a] > _ORDER[b] else b
+
+
+def scalar_category(value) -> int:
+    """The promotion category of a Python number (bool < int < float < complex)."""
+    t = type(value)
+    if t is _pybool or t is np.bool_:
+        return _BOOL
+    if t is _pyint or isinstance(value, np.integer):
+        return _INT
+    if t is _pyfloat or isinstance(value, np.floating):
+        return _FLOAT
+    if t is _pycomplex or isinstance(value, np.complexfloating):
+        return _COMPLEX
+    raise TypeError(f"unsupported scalar type {t.__name__}")
+
+
+def _default_for_category(cat: int) -> dtype:
+    if cat == _BOOL:
+        return bool
+    if cat == _INT:
+        return int64
+    if cat == _FLOAT:
+        return _default[0]
+    return _default[0].to_complex()
+
+
+def result_type(*operands) -> dtype:
+    """PyTorch's ``result_type`` over tensors and Python scalars.
+
+    Tensors with dimensions take priority over zero-dimensional tensors, which take priority
+    over Python scalars; a lower-priority operand only matters if its category is higher.
+
+    >>> import ndgrad
+    >>> ndgrad.result_type(ndgrad.ones(2, dtype=ndgrad.int32), 2.5)
+    ndgrad.float32
+    """
+    dim_result = zero_result = scalar_cat = None
+    for op in operands:
+        d = getattr(op, "dtype", None)
+        if isinstance(d, dtype):
+            if op.ndim > 0:
+                dim_result = d if dim_result is None else promote_types(dim_result, d)
+            else:
+                zero_result = d if zero_result is None else promote_types(zero_result, d)
+        else:
+            c = scalar_category(op)
+            scalar_cat = c if scalar_cat is None else max(scalar_cat, c)
+    result = dim_result
+    if zero_result is not None:
+        if result is None:
+            result = zero_result
+        elif zero_result._category > result._category:
+            result = _promote_category(result, zero_result)
+    if scalar_cat is not None:
+        if result is None:
+            result = _default_for_category(scalar_cat)
+        elif scalar_cat > result._category:
+            result = _promote_category(result, _default_for_category(scalar_cat))
+    return result
+
+
+def _promote_category(low: dtype, high: dtype) -> dtype:
+    # A higher-category operand of lower priority: complex keeps the precision of a float.
+    if high._category == _COMPLEX and low._category == _FLOAT:
+        return complex128 if low is float64 else complex64
+    return high

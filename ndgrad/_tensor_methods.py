@@ -1,0 +1,209 @@
+"""Tensor methods and operators, bound to the op table.
+
+Note [Tensor methods live beside the op table]
+``tensor.py`` holds the Tensor's state and autograd bookkeeping; this module attaches the math
+(``x.exp()``, ``x + y``, ``x[i]`` ...) so that ``tensor.py`` does not import the ops it is used
+by. Every method here is a one-line forward to ``ndgrad.ops``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _dtype, ops
+from .ops import inplace as _inplace
+from .ops._util import is_scalar, to_tensor
+from .tensor import Tensor
+
+
+def _rtruediv(self: Tensor, other: Any) -> Tensor:
+    if is_scalar(other):
+        return ops.reciprocal(self) * other          # PyTorch records MulBackward0 here
+    return ops.div(to_tensor(other), self)
+
+
+def _rpow(self: Tensor, other: Any) -> Tensor:
+    if is_scalar(other):
+        return ops.pow(other, self)
+    return ops.pow(to_tensor(other), self)
+
+
+def _rmatmul(self: Tensor, other: Any) -> Tensor:
+    return ops.matmul(to_tensor(other), self)
+
+
+def _matmul(self: Tensor, other: Any) -> Tensor:
+    if not isinstance(other, Tensor):
+        if isinstance(other, (np.ndarray, list)):
+            other = to_tensor(other)
+        else:
+            return NotImplemented
+    return ops.matmul(self, other)
+
+
+def _setitem(self: Tensor, index: Any, value: Any) -> None:
+    _inplace.apply_inplace(self, lambda s, v: ops.index_put(s, index, v), value)
+
+
+def _type_conv(dt: _dtype.dtype):
+    def conv(self: Tensor, memory_format: Any = None) -> Tensor:
+        return ops.to(self, dt)
+    conv.__name__ = dt.name
+    conv.__doc__ = f"Cast to ``ndgrad.{dt.name}``."
+    return conv
+
+
+def _real(self: Tensor) -> Tensor:
+    return ops.real_part(self)
+
+
+def _masked_fill(self: Tensor, mask: Tensor, value: Any) -> Tensor:
+    if isinstance(mask, Tensor) and mask._data.dtype != np.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype.name}")
+    if isinstance(value, Tensor):
+        return ops.where(mask, value.to(self.dtype), self)
+    return ops.where(mask, ops.to(to_tensor(value), self.dtype) if not is_scalar(value)
+                     else value, self)
+
+
+def _new_factory(fn_name: str):
+    def make(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False, **kw: Any) -> Tensor:
+        from . import _creation
+        d = dtype if dtype is not None else self.dtype
+        if fn_name == "full":
+            return _creation.full(size[0], size[1], dtype=d, requires_grad=requires_grad)
+        return getattr(_creation, fn_name)(*size, dtype=d, requires_grad=requires_grad)
+    make.__name__ = "new_" + fn_name
+    return make
+
+
+def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
+                requires_grad: bool = False) -> Tensor:
+    from . import _creation
+    return _creation.tensor(data, dtype=dtype if dtype is not None else self.dtype,
+                            requires_grad=requires_grad)
+
+
+def _max(self: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    return ops.max(self, dim, keepdim)
+
+
+def _min(self: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    return ops.min(self, dim, keepdim)
+
+
+_METHODS = {
+    # operators
+    "__add__": lambda s, o: ops.pointwise._binary(s, o, ops.pointwise.ADD, ops.pointwise.ADD_S,
+                                                   "add"),
+    "__radd__": lambda s, o: ops.pointwise._binary(s, o, ops.pointwise.ADD, ops.pointwise.ADD_S,
+                                                    "add"),
+    "__sub__": lambda s, o: ops.pointwise._binary(s, o, ops.pointwise.SUB, ops.pointwise.SUB_S,
+                                                   "sub"),
+    "__rsub__": lambda s, o: ops.rsub(s, o),
+    "__mul__": lambda s, o: ops.pointwise._binary(s, o, ops.pointwise.MUL, ops.pointwise.MUL_S,
+                                                   "mul"),
+    "__rmul__": lambda s, o: ops.pointwise._binary(s, o, ops.pointwise.MUL, ops.pointwise.MUL_S,
+                                                    "mul"),
+    "__truediv__": lambda s, o: ops.pointwise._binary(s, o, ops.pointwise.DIV,
+                                                       ops.pointwise.DIV_S, "div", True),
+    "__rtruediv__": _rtruediv,
+    "__floordiv__": lambda s, o: ops.div(s, o, rounding_mode="floor"),
+    "__pow__": lambda s, o: ops.pow(s, o),
+    "__rpow__": _rpow,
+    "__matmul__": _matmul,
+    "__rmatmul__": _rmatmul,
+    "__neg__": lambda s: ops.neg(s),
+    "__pos__": lambda s: s,
+    "__abs__": lambda s: ops.abs(s),
+    "__eq__": lambda s, o: ops.eq(s, o),
+    "__ne__": lambda s, o: ops.ne(s, o),
+    "__lt__": lambda s, o: ops.lt(s, o),
+    "__le__": lambda s, o: ops.le(s, o),
+    "__gt__": lambda s, o: ops.gt(s, o),
+    "__ge__": lambda s, o: ops.ge(s, o),
+    "__and__": lambda s, o: ops.bitwise_and(s, o),
+    "__or__": lambda s, o: ops.bitwise_or(s, o),
+    "__xor__": lambda s, o: ops.bitwise_xor(s, o),
+    "__rand__": lambda s, o: ops.bitwise_and(s, o),
+    "__ror__": lambda s, o: ops.bitwise_or(s, o),
+    "__invert__": lambda s: ops.bitwise_not(s),
+    "__getitem__": lambda s, i: ops.getitem(s, i),
+    "__setitem__": _setitem,
+    "__iadd__": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a + b, o),
+    "__isub__": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a - b, o),
+    "__imul__": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a * b, o),
+    "__itruediv__": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a / b, o),
+    # arithmetic
+    "add": lambda s, o, *, alpha=1: ops.add(s, o, alpha=alpha),
+    "sub": lambda s, o, *, alpha=1: ops.sub(s, o, alpha=alpha),
+    "mul": lambda s, o: ops.mul(s, o),
+    "div": lambda s, o, *, rounding_mode=None: ops.div(s, o, rounding_mode=rounding_mode),
+    "true_divide": lambda s, o: ops.div(s, o),
+    "pow": lambda s, o: ops.pow(s, o),
+    "neg": ops.neg, "exp": ops.exp, "log": ops.log, "sin": ops.sin, "cos": ops.cos,
+    "tanh": ops.tanh, "sigmoid": ops.sigmoid, "relu": ops.relu, "sqrt": ops.sqrt,
+    "abs": ops.abs, "sign": ops.sign, "sgn": ops.sgn, "conj": ops.conj,
+    "reciprocal": ops.reciprocal,
+    "clamp": lambda s, min=None, max=None: ops.clamp(s, min, max),
+    "clip": lambda s, min=None, max=None: ops.clamp(s, min, max),
+    "clamp_min": ops.clamp_min, "clamp_max": ops.clamp_max,
+    "maximum": ops.maximum, "minimum": ops.minimum,
+    "where": lambda s, condition, other: ops.where(condition, s, other),
+    "masked_fill": _masked_fill,
+    "eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge,
+    "logical_not": ops.logical_not, "logical_and": ops.logical_and,
+    "logical_or": ops.logical_or, "isnan": ops.isnan, "isinf": ops.isinf,
+    "isfinite": ops.isfinite,
+    # reductions
+    "sum": lambda s, dim=None, keepdim=False, *, dtype=None: ops.sum(s, dim, keepdim,
+                                                                     dtype=dtype),
+    "mean": lambda s, dim=None, keepdim=False, *, dtype=None: ops.mean(s, dim, keepdim,
+                                                                       dtype=dtype),
+    "prod": lambda s, dim=None, keepdim=False, *, dtype=None: ops.prod(s, dim, keepdim,
+                                                                       dtype=dtype),
+    "max": _max, "min": _min, "argmax": ops.argmax, "argmin": ops.argmin,
+    "sum_to_size": ops.sum_to_size, "gather": ops.gather,
+    # linear algebra
+    "matmul": _matmul, "mm": ops.mm, "bmm": ops.bmm, "mv": ops.mv, "dot": ops.dot,
+    # shapes and views
+    "view": ops.view, "reshape": ops.reshape, "flatten": ops.flatten,
+    "view_as": lambda s, o: ops.view(s, o._data.shape),
+    "reshape_as": lambda s, o: ops.reshape(s, o._data.shape),
+    "transpose": ops.transpose, "swapaxes": ops.transpose, "permute": ops.permute,
+    "t": ops.t, "movedim": ops.movedim,
+    "expand": ops.expand, "expand_as": ops.expand_as, "squeeze": ops.squeeze,
+    "unsqueeze": ops.unsqueeze, "select": ops.select, "narrow": ops.narrow,
+    "unbind": ops.unbind, "split": ops.split, "chunk": ops.chunk,
+    "contiguous": ops.contiguous, "clone": ops.clone, "to": ops.to,
+    "type_as": lambda s, o: ops.to(s, o.dtype),
+    "float": _type_conv(_dtype.float32), "double": _type_conv(_dtype.float64),
+    "half": _type_conv(_dtype.float16), "bfloat16": _type_conv(_dtype.bfloat16),
+    "long": _type_conv(_dtype.int64), "int": _type_conv(_dtype.int32),
+    "bool": _type_conv(_dtype.bool), "cpu": lambda s: s,
+    "real_part": ops.real_part,
+    # in place
+    "add_": lambda s, o, *, alpha=1: _inplace.apply_inplace(s, lambda a, b: ops.add(
+        a, b, alpha=alpha), o),
+    "sub_": lambda s, o, *, alpha=1: _inplace.apply_inplace(s, lambda a, b: ops.sub(
+        a, b, alpha=alpha), o),
+    "mul_": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a * b, o),
+    "div_": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a / b, o),
+    "zero_": _inplace.zero_, "fill_": _inplace.fill_, "copy_": _inplace.copy_,
+    # factories
+    "new_zeros": _new_factory("zeros"), "new_ones": _new_factory("ones"),
+    "new_empty": _new_factory("empty"), "new_full": _new_factory("full"),
+    "new_tensor": _new_tensor,
+}
+
+for _name, _fn in _METHODS.items():
+    setattr(Tensor, _name, _fn)
+
+Tensor.T = property(lambda s: s.permute(tuple(range(s.ndim - 1, -1, -1))) if s.ndim != 2
+                    else ops.t(s))
+Tensor.mT = property(lambda s: ops.transpose(s, -2, -1))
+Tensor.real = property(_real)

@@ -1,0 +1,163 @@
+"""AccumulateGrad: the node at the end of every path to a leaf tensor (seeds 000 and 003).
+
+Note [AccumulateGrad: steal, clone or add]
+First gradient for a leaf (``.grad`` is None):
+  * grad mode off, nothing else references the incoming gradient and it obeys the layout
+    contract: steal it (``.grad`` becomes that very tensor's data, no copy);
+  * otherwise: copy it into a new tensor that obeys the layout contract (the leaf's strides when
+    the leaf is non-overlapping and dense, contiguous otherwise). Under ``create_graph`` the copy
+    is recorded (``CopyBackwards``), so ``.grad`` has history.
+Later gradients:
+  * grad mode off: add in place, so ``.grad`` keeps its identity and ``data_ptr()``;
+  * grad mode on (``create_graph``): ``.grad = .grad + new`` out of place, recorded.
+"Nothing else references it" is PyTorch's use_count test; here it is the CPython reference
+count of the incoming Tensor object. The engine (engine.py) hands the gradient over in a list
+it owns and keeps no other reference; tensor hooks that keep the gradient raise the count and so
+force a copy, as in PyTorch. A node with post hooks keeps its input list alive for those hooks:
+one more expected reference.
+
+Example:
+    >>> import ndgrad
+    >>> w = ndgrad.ones(2, requires_grad=True)
+    >>> (w * 2).sum().backward()
+    >>> g = w.grad
+    >>> (w * 2).sum().backward()
+    >>> w.grad is g, w.grad.tolist()
+    (True, [4.0, 4.0])
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+
+from . import grad_mode
+from .node import Node
+
+__all__ = ["AccumulateGrad", "obeys_layout_contract", "is_non_overlapping_and_dense"]
+
+_getrefcount = sys.getrefcount
+# References to the incoming gradient when nobody else holds it: the local name in
+# ``_accumulate`` and the argument of ``sys.getrefcount``.
+_BASE_REFS = 2
+_warned_layout = [False]
+
+
+def is_non_overlapping_and_dense(arr: np.ndarray) -> bool:
+    """True if the array's elements exactly tile a contiguous block of memory in some order."""
+    if arr.ndim == 0 or arr.flags.c_contiguous or arr.flags.f_contiguous:
+        return True
+    item = arr.itemsize
+    dims = sorted((abs(s), n) for s, n in zip(arr.strides, arr.shape) if n != 1)
+    expected = item
+    for stride, n in dims:
+        if stride != expected:
+            return False
+        expected *= n
+    return True
+
+
+def obeys_layout_contract(grad: np.ndarray, var: np.ndarray) -> bool:
+    """The gradient layout contract: ``grad`` has ``var``'s strides if ``var`` is non-overlapping
+    and dense (ignoring size-1 dimensions, which must not be 0-strided), else is contiguous."""
+    if grad.shape != var.shape:
+        return False
+    if is_non_overlapping_and_dense(var):
+        for n, gs, vs in zip(grad.shape, grad.strides, var.strides):
+            if n != 1:
+                if gs != vs:
+                    return False
+            elif gs == 0:
+                return False
+        return True
+    return grad.flags.c_contiguous
+
+
+def _check_result(result: Any, var: Any) -> None:
+    if not _warned_layout[0] and not obeys_layout_contract(result._data, var._data):
+        _warned_layout[0] = True
+        warnings.warn(
+            "grad and param do not obey the gradient layout contract. This is not an error, but "
+            f"may impair performance.\ngrad.sizes() = {list(result.shape)}, strides() = "
+            f"{list(result.stride())}\nparam.sizes() = {list(var.shape)}, strides() = "
+            f"{list(var.stride())}", UserWarning, stacklevel=3)
+
+
+class AccumulateGrad(Node):
+    """Accumulates the incoming gradient into ``variable.grad``."""
+
+    # Runs as soon as it is ready, before any op node (PyTorch gives it the largest number).
+    _sequence_nr = sys.maxsize
+    next_functions = ()
+
+    def __init__(self, variable: Any) -> None:
+        self.variable = variable
+        self._lock = threading.Lock()
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    def apply(self, grads: list) -> tuple:
+        if len(grads) != 1:
+            raise RuntimeError(f"AccumulateGrad: invalid number of inputs (expected 1, got "
+                               f"{len(grads)})")
+        new_grad = grads[0]
+        if new_grad is None:
+            return ()
+        var = self.variable
+        if var._grad_fn is not None:
+            raise RuntimeError("leaf variable has been moved into the graph interior")
+        if not var._requires_grad:
+            return ()
+        expected = _BASE_REFS
+        if self._post_hooks:
+            expected += 1          # the engine keeps ``grads`` for the post hooks
+        else:
+            grads[0] = None
+        with self._lock:
+            self._accumulate(var, new_grad, expected)
+            del new_grad
+        hooks = var._post_acc_hooks
+        if hooks:
+            for hook in tuple(hooks.values()):
+                hook(var)
+        return ()
+
+    @staticmethod
+    def _accumulate(var: Any, new_grad: Any, expected_refs: int) -> None:
+        vgrad = var._grad
+        enabled = grad_mode._state.enabled
+        if vgrad is None:
+            if (not enabled and _getrefcount(new_grad) <= expected_refs
+                    and obeys_layout_contract(new_grad._data, var._data)):
+                # Steal: nobody else can see this gradient.
+                if new_grad._grad_fn is None and not new_grad._requires_grad:
+                    var._grad = new_grad
+                else:
+                    var._grad = new_grad.detach()
+            else:
+                var._grad = _clone_obey_contract(new_grad, var)
+        elif not enabled:
+            data = vgrad._data
+            if (data.flags.writeable
+                    and np.can_cast(new_grad._data.dtype, data.dtype, "same_kind")):
+                np.add(data, new_grad._data, out=data)
+                vgrad._bump_version()
+                _check_result(vgrad, var)
+            else:
+                result = vgrad + new_grad
+                _check_result(result, var)
+                var._grad = result
+        else:
+            result = vgrad + new_grad
+            _check_result(result, var)
+            var._grad = result
+
+
+def _clone_obey_contract(new_grad: Any, var: Any) -> Any:
+    from ..ops import _copy_like_layout
+    return _copy_like_layout(new_grad, var)

@@ -1,0 +1,249 @@
+"""``backward`` and ``grad``: the entry points to the engine, with PyTorch's argument checks.
+
+Example:
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> (gx,) = ndgrad.autograd.grad((x ** 3).sum(), x, create_graph=True)
+    >>> gx
+    tensor([ 3., 12.], grad_fn=<MulBackward0>)
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+
+from .. import tensor as _tensor_mod
+from .engine import run_backward
+from .graph import GradientEdge
+
+__all__ = ["backward", "grad"]
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+
+TensorOrTensors = Union["Tensor", Sequence["Tensor"]]
+
+
+def _tensor_or_tensors_to_tuple(tensors: Any, length: int) -> tuple:
+    if tensors is None:
+        return (None,) * length
+    if isinstance(tensors, _tensor_mod.Tensor):
+        return (tensors,)
+    return tuple(tensors)
+
+
+def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any],
+                is_grads_batched: bool) -> tuple:
+    """Check user-given output gradients; create ``ones`` for scalar outputs that need one."""
+    from .._creation import ones_like
+    new_grads = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if isinstance(g, _tensor_mod.Tensor):
+            gshape = g._data.shape[1:] if is_grads_batched else g._data.shape
+            if out._data.shape != gshape:
+                shown = g.shape if not is_grads_batched else g.shape
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {shown} and output[{i}] "
+                    f"has a shape of {out.shape}.")
+            if out.dtype.is_complex != g.dtype.is_complex:
+                raise RuntimeError(
+                    "For complex Tensors, both grad_output and output are required to have the "
+                    f"same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and "
+                    f"output[{i}] has a dtype of {out.dtype}.")
+            if g._data.dtype != out._data.dtype:
+                g = g.to(out.dtype)
+            new_grads.append(g)
+        elif g is None:
+            if out.requires_grad:
+                if out._data.size != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not out.dtype.is_floating_point:
+                    raise RuntimeError("grad can be implicitly created only for real scalar "
+                                       f"outputs but got {out.dtype}")
+                new_grads.append(ones_like(out))
+            else:
+                new_grads.append(None)
+        else:
+            raise TypeError(f"gradients can be either Tensors or None, but got "
+                            f"{type(g).__name__}")
+    return tuple(new_grads)
+
+
+def _root_edges(tensors: Sequence[Any]) -> list:
+    from ..ops._dispatch import gradient_edge
+    edges = []
+    for i, t in enumerate(tensors):
+        if not isinstance(t, _tensor_mod.Tensor):
+            raise TypeError(f"element {i} of tensors is not a Tensor but "
+                            f"{type(t).__name__}")
+        edge = gradient_edge(t)
+        if edge[0] is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               "a grad_fn")
+        edges.append(edge)
+    return edges
+
+
+def _input_edges(inputs: Sequence[Any], accumulate_grad: bool) -> list:
+    edges = []
+    for x in inputs:
+        if isinstance(x, GradientEdge):
+            edges.append((x.node, x.output_nr))
+            continue
+        if not isinstance(x, _tensor_mod.Tensor):
+            raise TypeError(f"inputs must be Tensors or GradientEdges, got {type(x).__name__}")
+        if accumulate_grad and x._requires_grad:
+            x.retain_grad()
+        if not x._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        fn = x._grad_fn
+        if fn is not None:
+            edges.append((fn, x._output_nr))
+        else:
+            ref = x._grad_acc
+            acc = ref() if ref is not None else None
+            # No accumulator yet: the leaf is not part of any graph, so it is unreachable.
+            edges.append((acc, 0))
+    return edges
+
+
+def backward(
+    tensors: TensorOrTensors,
+    grad_tensors: Optional[TensorOrTensors] = None,
+    retain_graph: Optional[bool] = None,
+    create_graph: bool = False,
+    grad_variables: Optional[TensorOrTensors] = None,
+    inputs: Optional[Union[TensorOrTensors, GradientEdge, Sequence[GradientEdge]]] = None,
+) -> None:
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of graph leaves.
+
+    Non-scalar ``tensors`` need ``grad_tensors`` (the vector of the vector-Jacobian product).
+    ``retain_graph`` defaults to ``create_graph``; ``inputs`` restricts accumulation to the given
+    tensors (non-leaf ones retain their grad).
+
+    >>> import ndgrad
+    >>> x = ndgrad.ones(2, requires_grad=True)
+    >>> ndgrad.autograd.backward([x * 3], [ndgrad.ones(2)])
+    >>> x.grad
+    tensor([3., 3.])
+    """
+    if grad_variables is not None:
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.",
+                      FutureWarning, stacklevel=2)
+        if grad_tensors is None:
+            grad_tensors = grad_variables
+        else:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both "
+                               "passed to `backward()`. Please only use `grad_tensors`.")
+    if inputs is not None and not isinstance(inputs, (_tensor_mod.Tensor, GradientEdge)) and len(inputs) == 0:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    tensors = (tensors,) if isinstance(tensors, _tensor_mod.Tensor) else tuple(tensors)
+    inputs_t = ((inputs,) if isinstance(inputs, (_tensor_mod.Tensor, GradientEdge))
+                else tuple(inputs) if inputs is not None else ())
+    grads = _tensor_or_tensors_to_tuple(grad_tensors, len(tensors))
+    grads = _make_grads(tensors, grads, is_grads_batched=False)
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _root_edges(tensors)
+    input_edges = _input_edges(inputs_t, accumulate_grad=True) if inputs_t else None
+    if create_graph:
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the "
+            "parameter and its gradient which can cause a memory leak. We recommend using "
+            "autograd.grad when creating the graph to avoid this. If you have to use this "
+            "function, make sure to reset the .grad fields of your parameters to None after use "
+            "to break the cycle and avoid the leak.", UserWarning, stacklevel=2)
+    run_backward(roots, grads, retain_graph, create_graph, input_edges, accumulate_grad=True)
+
+
+def grad(
+    outputs: TensorOrTensors,
+    inputs: Union[TensorOrTensors, GradientEdge, Sequence[GradientEdge]],
+    grad_outputs: Optional[TensorOrTensors] = None,
+    retain_graph: Optional[bool] = None,
+    create_graph: bool = False,
+    only_inputs: bool = True,
+    allow_unused: Optional[bool] = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+) -> tuple:
+    """Return the gradients of ``outputs`` with respect to ``inputs`` (nothing is accumulated
+    into ``.grad``).
+
+    ``allow_unused`` defaults to ``materialize_grads``; ``materialize_grads=True`` returns zeros
+    instead of ``None`` for unused inputs; ``is_grads_batched=True`` treats the first dimension
+    of each ``grad_outputs`` tensor as a batch of vectors.
+
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([2.0], requires_grad=True)
+    >>> ndgrad.autograd.grad(x * x, x, ndgrad.ones(1))
+    (tensor([4.]),)
+    """
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    t_outputs = (outputs,) if isinstance(outputs, _tensor_mod.Tensor) else tuple(outputs)
+    inputs_t = ((inputs,) if isinstance(inputs, (_tensor_mod.Tensor, GradientEdge)) else tuple(inputs))
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
+                      "To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    if len(inputs_t) == 0:
+        raise RuntimeError("grad requires non-empty inputs.")
+    grads = _tensor_or_tensors_to_tuple(grad_outputs, len(t_outputs))
+    grads = _make_grads(t_outputs, grads, is_grads_batched=is_grads_batched)
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _root_edges(t_outputs)
+    input_edges = _input_edges(inputs_t, accumulate_grad=False)
+
+    def run(gs: tuple, keep: bool) -> tuple:
+        res = run_backward(roots, gs, keep, create_graph, input_edges, accumulate_grad=False)
+        if not allow_unused:
+            for i, r in enumerate(res):
+                if r is None:
+                    raise RuntimeError(
+                        f"The differentiated Tensor at index {i} appears to not have been used "
+                        "in the graph. Set allow_unused=True if this is the desired behavior.")
+        return tuple(res)
+
+    if is_grads_batched:
+        result = _batched(run, grads, retain_graph)
+    else:
+        result = run(grads, retain_graph)
+    if materialize_grads:
+        if any(result[i] is None and not isinstance(inputs_t[i], _tensor_mod.Tensor)
+               for i in range(len(inputs_t))):
+            raise RuntimeError("materialize_grads cannot be used when the given input is a "
+                               "GradientEdge")
+        from .._creation import zeros_like
+        result = tuple(r if r is not None else zeros_like(x) for r, x in zip(result, inputs_t))
+    return result
+
+
+def _batched(run: Any, grads: tuple, retain_graph: bool) -> tuple:
+    """One backward per row of the batched grad_outputs, results stacked along dim 0."""
+    from ..ops import stack
+    sizes = {g._data.shape[0] for g in grads if g is not None}
+    if len(sizes) > 1:
+        raise RuntimeError("is_grads_batched=True expects all grad_outputs to have the same "
+                           "batch size (first dimension)")
+    n = sizes.pop() if sizes else 1
+    rows = []
+    for b in range(n):
+        gs = tuple(g[b] if g is not None else None for g in grads)
+        rows.append(run(gs, True if b < n - 1 else retain_graph))
+    out = []
+    for j in range(len(rows[0])):
+        col = [r[j] for r in rows]
+        out.append(None if all(c is None for c in col) else stack(
+            [c if c is not None else _zeros_for(col) for c in col]))
+    return tuple(out)
+
+
+def _zeros_for(col: list) -> "Tensor":
+    from .._creation import zeros_like
+    return zeros_like(next(c for c in col if c is not None))

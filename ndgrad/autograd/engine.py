@@ -1,0 +1,273 @@
+"""The reverse-mode engine: runs the backward graph from given roots.
+
+Note [Engine execution order]
+Dependencies are counted over the graph reachable from the roots. A node is ready when every
+node that feeds it has run; ready nodes run latest-created first (highest sequence number;
+AccumulateGrad nodes before all others), the order PyTorch's CPU engine uses. Gradients
+arriving at a node are summed in a per-node input buffer; ``None`` is the zero gradient and is
+never materialized by the engine. The loop is iterative, so graph depth is limited only by
+memory. When ``inputs`` are given, only nodes on a path to them run (``needed``); for
+``autograd.grad`` the gradients are captured where they enter the input's node instead of being
+accumulated. Tensor hooks run before captures; node pre hooks, the node, then node post hooks.
+
+Example:
+    >>> import ndgrad
+    >>> x = ndgrad.ones(3, requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad.tolist()
+    [2.0, 2.0, 2.0]
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any, Optional, Sequence
+
+from . import grad_mode
+from .accumulate_grad import AccumulateGrad
+
+__all__ = ["run_backward"]
+
+Edge = tuple  # (node, input_nr)
+
+
+def run_backward(
+    root_edges: Sequence[Edge],
+    root_grads: Sequence[Any],
+    keep_graph: bool,
+    create_graph: bool,
+    input_edges: Optional[Sequence[Edge]] = None,
+    accumulate_grad: bool = True,
+) -> Optional[list]:
+    """Run backward from ``root_edges`` seeded with ``root_grads``.
+
+    Returns the gradients captured at ``input_edges`` when ``accumulate_grad`` is False.
+    """
+    state = grad_mode._state
+    prev = state.enabled
+    state.enabled = bool(create_graph)
+    try:
+        return _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad)
+    finally:
+        state.enabled = prev
+
+
+def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad):
+    roots = [e[0] for e in root_edges]
+    deps, parents = _dependencies(roots, want_parents=input_edges is not None)
+    for node in roots:
+        deps[node] = deps.get(node, 0) + 1
+
+    needed = captures = captured = None
+    if input_edges is not None:
+        targets = {e[0] for e in input_edges if e[0] is not None}
+        needed = _ancestors(targets, parents)
+        if accumulate_grad:
+            needed |= targets
+        else:
+            captures = {}
+            for i, (node, nr) in enumerate(input_edges):
+                if node is not None:
+                    captures.setdefault(node, []).append((nr, i))
+            captured = [None] * len(input_edges)
+
+    buffers: dict = {}
+    ready: list = []
+    tie = 0
+    for (node, nr), g in zip(root_edges, root_grads):
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node.num_inputs
+        if g is not None:
+            old = buf[nr]
+            buf[nr] = g if old is None else old + g
+        d = deps[node] - 1
+        deps[node] = d
+        if d == 0:
+            tie += 1
+            heapq.heappush(ready, (-node._sequence_nr, tie, node))
+    g = None
+
+    heappop, heappush = heapq.heappop, heapq.heappush
+    while ready:
+        node = heappop(ready)[2]
+        inputs = buffers.pop(node)
+        if needed is not None:
+            caps = captures.get(node) if captures is not None else None
+            if caps is not None or node not in needed:
+                # Tensor hooks run once, before captures and whether or not the node runs.
+                inputs = _call_tensor_pre_hooks(node, inputs)
+                if caps is not None:
+                    for nr, i in caps:
+                        captured[i] = inputs[nr]
+                if node not in needed:
+                    continue
+                outputs = _call_function(node, inputs, keep_graph, False)
+            else:
+                outputs = _call_function(node, inputs, keep_graph, True)
+        else:
+            outputs = _call_function(node, inputs, keep_graph, True)
+        inputs = None
+        if not outputs:
+            continue
+        for (nxt, nr), g in zip(node.next_functions, outputs):
+            if nxt is None:
+                continue
+            if needed is not None and nxt not in needed and (
+                    captures is None or nxt not in captures):
+                continue
+            buf = buffers.get(nxt)
+            if buf is None:
+                buf = buffers[nxt] = [None] * nxt.num_inputs
+            if g is not None:
+                old = buf[nr]
+                buf[nr] = g if old is None else old + g
+            d = deps[nxt] - 1
+            deps[nxt] = d
+            if d == 0:
+                tie += 1
+                heappush(ready, (-nxt._sequence_nr, tie, nxt))
+        # Drop our references so AccumulateGrad can steal gradients (see accumulate_grad.py).
+        outputs = g = old = buf = None
+    return captured
+
+
+def _dependencies(roots, want_parents: bool):
+    deps: dict = {}
+    parents: Optional[dict] = {} if want_parents else None
+    seen = set(roots)
+    stack = list(seen)
+    while stack:
+        fn = stack.pop()
+        for nxt, _ in fn.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if parents is not None:
+                parents.setdefault(nxt, []).append(fn)
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps, parents
+
+
+def _ancestors(targets: set, parents: dict) -> set:
+    found: set = set()
+    stack = list(targets)
+    while stack:
+        node = stack.pop()
+        for p in parents.get(node, ()):
+            if p not in found:
+                found.add(p)
+                stack.append(p)
+    return found
+
+
+def _check_hook_result(name: str, old: Any, new: Any) -> Any:
+    from ..tensor import Tensor
+    if new is None:
+        return old
+    if not isinstance(new, Tensor):
+        raise TypeError(f"expected Tensor or None (got {type(new).__name__})")
+    if new._data.shape != old._data.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    return new
+
+
+def _call_tensor_pre_hooks(node, inputs: list) -> list:
+    if type(node) is AccumulateGrad:
+        hooks = node.variable._hooks
+        if hooks and inputs[0] is not None:
+            g = inputs[0]
+            for hook in tuple(hooks.values()):
+                g = _check_hook_result(getattr(hook, "__name__", "hook"), g, hook(g))
+            inputs[0] = g
+        return inputs
+    th = node._tensor_pre_hooks
+    if th:
+        for nr, hooks in th.items():
+            g = inputs[nr]
+            if g is None:
+                continue
+            for hook in tuple(hooks.values()):
+                g = _check_hook_result(getattr(hook, "__name__", "hook"), g, hook(g))
+            inputs[nr] = g
+    rh = node._retains_grad_hooks
+    if rh:
+        for nr, hook in tuple(rh.items()):
+            if inputs[nr] is not None:
+                hook(inputs[nr])
+    return inputs
+
+
+def _call_function(node, inputs: list, keep_graph: bool, run_tensor_hooks: bool) -> tuple:
+    if run_tensor_hooks and (node._tensor_pre_hooks or node._retains_grad_hooks
+                             or type(node) is AccumulateGrad):
+        inputs = _call_tensor_pre_hooks(node, inputs)
+    pre = node._pre_hooks
+    if pre:
+        for hook in tuple(pre.values()):
+            res = hook(tuple(inputs))
+            if res is not None:
+                res = list(res)
+                if len(res) != len(inputs):
+                    raise RuntimeError(
+                        f"hook '{getattr(hook, '__name__', 'hook')}' has returned an incorrect "
+                        f"number of values (got {len(res)}, but expected {len(inputs)})")
+                inputs = res
+    post = node._post_hooks
+    if post:
+        grad_outputs = tuple(inputs)
+    outputs = node.apply(inputs)
+    if not keep_graph:
+        node.release_variables()
+    if post:
+        for hook in tuple(post.values()):
+            res = hook(tuple(outputs), grad_outputs)
+            if res is not None:
+                outputs = tuple(res)
+    if outputs:
+        outputs = _validate_outputs(node, outputs)
+    return outputs
+
+
+def _validate_outputs(node, outputs) -> list:
+    edges = node.next_functions
+    if len(outputs) != len(edges):
+        raise RuntimeError(
+            f"Function {node.name()} returned an invalid number of gradients - expected "
+            f"{len(edges)}, but got {len(outputs)}")
+    meta = node._input_meta
+    fixed = None
+    for i, g in enumerate(outputs):
+        if g is None or edges[i][0] is None:
+            continue
+        data = getattr(g, "_data", None)
+        if data is None:
+            raise TypeError(f"Function {node.name()} returned a non-Tensor gradient at index {i}: "
+                            f"{type(g).__name__}")
+        if not meta:
+            continue
+        shape, dtype = meta[i]
+        if data.shape != shape or data.dtype != dtype:
+            if fixed is None:
+                fixed = list(outputs)
+            if data.shape != shape:
+                if not _is_expandable_to(shape, data.shape):
+                    raise RuntimeError(
+                        f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                        f"{list(data.shape)} but expected shape compatible with {list(shape)}")
+                g = g.sum_to_size(shape)
+            if g._data.dtype != dtype:
+                g = g.to(dtype)
+            fixed[i] = g
+    return outputs if fixed is None else fixed
+
+
+def _is_expandable_to(shape: tuple, desired: tuple) -> bool:
+    if len(shape) > len(desired):
+        return False
+    for s, d in zip(reversed(shape), reversed(desired)):
+        if s != d and s != 1:
+            return False
+    return True

@@ -1,0 +1,148 @@
+"""Grad modes: whether operations are recorded for backward, per thread.
+
+Example:
+    >>> import ndgrad
+    >>> x = ndgrad.ones(2, requires_grad=True)
+    >>> with ndgrad.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from typing import Any, Callable, TypeVar
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _GradState(threading.local):
+    # A new thread starts with grad enabled, as in PyTorch.
+    enabled = True
+
+
+# Note [Grad mode is thread-local]
+# The dispatcher reads ``_state.enabled`` on every op (ops/_dispatch.py); the engine sets it to
+# ``create_graph`` for the duration of a backward pass in the calling thread only.
+_state = _GradState()
+
+
+def is_grad_enabled() -> bool:
+    """True if operations are currently recorded for backward in this thread."""
+    return _state.enabled
+
+
+def _set(mode: bool) -> None:
+    _state.enabled = bool(mode)
+
+
+class _GradModeContext:
+    """Shared machinery: usable as ``with`` block and as a function decorator."""
+
+    _mode: bool
+
+    def __enter__(self) -> None:
+        self._prev = _state.enabled
+        _state.enabled = self._mode
+
+    def __exit__(self, *exc: object) -> None:
+        _state.enabled = self._prev
+
+    def clone(self) -> "_GradModeContext":
+        return self.__class__()
+
+    def __call__(self, fn: F) -> F:
+        if inspect.isclass(fn):
+            raise RuntimeError("grad mode decorators can only decorate functions")
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def gen_wrapper(*args, **kwargs):
+                gen = fn(*args, **kwargs)
+                value = None
+                while True:
+                    with self.clone():
+                        try:
+                            value = gen.send(value)
+                        except StopIteration as stop:
+                            return stop.value
+                    value = yield value
+            return gen_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper  # type: ignore[return-value]
+
+
+class no_grad(_GradModeContext):
+    """Disable recording of operations, as a context manager or decorator.
+
+    >>> import ndgrad
+    >>> @ndgrad.no_grad()
+    ... def f(x):
+    ...     return x * 2
+    >>> f(ndgrad.ones(1, requires_grad=True)).requires_grad
+    False
+    """
+
+    _mode = False
+
+    def __init__(self, orig_func: Callable | None = None) -> None:
+        self._orig = orig_func
+
+    def __new__(cls, orig_func: Callable | None = None):
+        # ``@no_grad`` without parentheses, as PyTorch allows.
+        if orig_func is not None and callable(orig_func):
+            return cls()(orig_func)
+        return super().__new__(cls)
+
+
+class enable_grad(no_grad):
+    """Enable recording inside a ``no_grad`` region, as a context manager or decorator.
+
+    >>> import ndgrad
+    >>> x = ndgrad.ones(1, requires_grad=True)
+    >>> with ndgrad.no_grad():
+    ...     with ndgrad.enable_grad():
+    ...         y = x * 2
+    >>> y.requires_grad
+    True
+    """
+
+    _mode = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """Set grad mode on or off. Takes effect immediately; as a ``with`` block it restores the
+    previous mode on exit.
+
+    >>> import ndgrad
+    >>> with ndgrad.set_grad_enabled(False):
+    ...     ndgrad.is_grad_enabled()
+    False
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self._prev = _state.enabled
+        self._mode = bool(mode)
+        _state.enabled = self._mode
+
+    def __enter__(self) -> None:
+        _state.enabled = self._mode
+
+    def __exit__(self, *exc: object) -> None:
+        _state.enabled = self._prev
+
+    def clone(self) -> "set_grad_enabled":
+        return set_grad_enabled(self._mode)
+
+    def __call__(self, fn: F) -> F:
+        # Used as a decorator: construction must not leave the mode changed.
+        _state.enabled = self._prev
+        return super().__call__(fn)

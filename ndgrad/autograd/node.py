@@ -1,0 +1,160 @@
+"""Graph nodes: the backward functions the engine runs.
+
+A ``Node`` is the backward of one forward operation. ``next_functions`` holds one edge
+``(node, input_nr)`` per differentiable forward input (``(None, 0)`` where no gradient flows);
+``apply`` maps gradients w.r.t. the forward outputs to gradients w.r.t. the forward inputs.
+
+Example:
+    >>> import ndgrad
+    >>> x = ndgrad.ones(2, requires_grad=True)
+    >>> y = x * 3
+    >>> y.grad_fn.name()
+    'MulBackward0'
+    >>> y.grad_fn.next_functions[0][0].name()
+    'torch::autograd::AccumulateGrad'
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Optional
+
+from .hooks import RemovableHandle, add_hook
+
+__all__ = ["Node", "OpNode", "next_sequence_nr"]
+
+_seq = itertools.count()
+next_sequence_nr = _seq.__next__
+
+
+class Node:
+    """Base class of every backward function (built-in ops, AccumulateGrad, custom Functions)."""
+
+    next_functions: tuple = ()
+    num_inputs: int = 1          # gradients it receives = outputs of the forward op
+    _sequence_nr: int = 0
+    _pre_hooks: Optional[dict] = None
+    _post_hooks: Optional[dict] = None
+    # Note [Tensor hooks on non-leaf tensors]
+    # ``Tensor.register_hook`` on a non-leaf stores the hook here, keyed by the tensor's
+    # ``output_nr``; ``retain_grad`` stores its hook separately so that it always runs last.
+    _tensor_pre_hooks: Optional[dict] = None
+    _retains_grad_hooks: Optional[dict] = None
+    _input_meta: tuple = ()      # (shape, numpy dtype) per edge, checked by the engine
+    _metadata: Optional[dict] = None
+    _anomaly_trace = None
+
+    def name(self) -> str:
+        """The node's name, e.g. ``'MulBackward0'``."""
+        return type(self).__name__
+
+    def apply(self, grads: list) -> tuple:
+        raise NotImplementedError
+
+    def __call__(self, *grads: Any) -> Any:
+        out = self.apply(list(grads))
+        return out[0] if len(out) == 1 else out
+
+    def release_variables(self) -> None:
+        """Free saved tensors (called after the node ran unless ``retain_graph``)."""
+
+    def _sequence_number(self) -> int:
+        return self._sequence_nr
+
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """Register ``fn(grad_inputs, grad_outputs)``, called after the node ran; it may return
+        replacement ``grad_inputs``."""
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        return add_hook(self._post_hooks, fn)
+
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """Register ``fn(grad_outputs)``, called before the node runs; it may return replacement
+        ``grad_outputs``."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return add_hook(self._pre_hooks, fn)
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def _add_tensor_pre_hook(self, output_nr: int, fn: Callable) -> RemovableHandle:
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        return add_hook(self._tensor_pre_hooks.setdefault(output_nr, {}), fn)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+
+class OpNode(Node):
+    """The node of a built-in op. One subclass per op (named like PyTorch's, ``MulBackward0``)
+    carries the op as ``_op``; instances carry the saved values and non-tensor arguments."""
+
+    _op: Any = None
+    _saved: tuple = ()
+    _args: tuple = ()
+    _pad: int = 0          # trailing (None, 0) edges for Python-scalar operands
+    _output_meta: tuple = ()
+
+    def apply(self, grads: list) -> tuple:
+        op = self._op
+        if op.num_outputs == 1 and not self._output_meta:
+            g = grads[0]
+            if g is None:
+                return (None,) * len(self.next_functions)
+            out = op.vjp(self, g)
+        else:
+            if all(g is None for g in grads):
+                return (None,) * len(self.next_functions)
+            out = op.vjp(self, *_materialize(grads, self._output_meta))
+        if type(out) is not tuple:
+            out = (out,)
+        if self._pad:
+            out = out + (None,) * self._pad
+        return out
+
+    @property
+    def saved(self) -> tuple:
+        """The saved values, unpacked (version-checked)."""
+        return tuple(s.unpack(self) for s in self._saved)
+
+    def needs_input_grad(self, i: int) -> bool:
+        return self.next_functions[i][0] is not None
+
+    @property
+    def args(self) -> tuple:
+        """The op's non-tensor arguments."""
+        return self._args
+
+    def input_shape(self, i: int = 0) -> tuple:
+        """Shape of tensor input ``i`` at forward time."""
+        return self._input_meta[i][0]
+
+    def input_dtype(self, i: int = 0):
+        """NumPy dtype of tensor input ``i`` at forward time."""
+        return self._input_meta[i][1]
+
+    def release_variables(self) -> None:
+        for s in self._saved:
+            s.release()
+
+    def __getattr__(self, name: str) -> Any:
+        # grad_fn._saved_self, grad_fn._saved_other, grad_fn._saved_result ...
+        if name.startswith("_saved_"):
+            op = type(self)._op
+            key = name[len("_saved_"):]
+            names = op.saved_names
+            if key in names:
+                return self._saved[names.index(key)].unpack(self)
+            if key in op.arg_names:
+                return self._args[op.arg_names.index(key)]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+def _materialize(grads: list, meta: tuple) -> list:
+    from ..tensor import _zeros_meta
+    return [g if g is not None else _zeros_meta(*m) for g, m in zip(grads, meta)]

@@ -1,0 +1,94 @@
+"""Helpers shared by the op modules: argument conversion and dtype promotion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype
+from ..tensor import Tensor, _wrap
+
+_SCALAR_TYPES = (int, float, bool, complex)
+_CAT = {d.np: d._category for d in _dtype._ALL}
+
+
+def category(arr: np.ndarray) -> int:
+    return _CAT[arr.dtype]
+
+
+def is_scalar(x: Any) -> bool:
+    return type(x) in _SCALAR_TYPES or isinstance(x, (np.number, np.bool_))
+
+
+def as_scalar(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def to_tensor(x: Any) -> Tensor:
+    """Turn an operand (Tensor, ndarray, nested list, number) into a Tensor."""
+    if isinstance(x, Tensor):
+        return x
+    from .._creation import tensor
+    return tensor(x)
+
+
+def check_tensor(x: Any, fn: str, arg: str = "input") -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return x
+
+
+def promote_pair(a: Tensor, b: Tensor) -> tuple:
+    """Arrays of ``a`` and ``b`` cast to their PyTorch result type."""
+    ad, bd = a._data, b._data
+    if ad.dtype == bd.dtype:
+        return ad, bd
+    rt = _dtype.result_type(a, b).np
+    return (ad if ad.dtype == rt else ad.astype(rt)), (bd if bd.dtype == rt else bd.astype(rt))
+
+
+def promote_scalar(arr: np.ndarray, s: Any) -> np.ndarray:
+    """Cast ``arr`` when the Python scalar ``s`` has a higher category (int tensor * 2.5)."""
+    cat = _CAT[arr.dtype]
+    scat = _dtype.scalar_category(s)
+    if scat > cat:
+        rt = _dtype.result_type(_wrap(arr), s)
+        return arr.astype(rt.np)
+    return arr
+
+
+def to_float(arr: np.ndarray) -> np.ndarray:
+    """Integer and bool arrays become the default float dtype (for exp, log, / ...)."""
+    if _CAT[arr.dtype] < _dtype._FLOAT:
+        return arr.astype(_dtype.get_default_dtype().np)
+    return arr
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    from ..tensor import _wrap_dim
+    return _wrap_dim(dim, ndim)
+
+
+def dims_tuple(dim: Any, ndim: int) -> tuple:
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (tuple, list)):
+        out = tuple(wrap_dim(int(d), ndim) for d in dim)
+        if len(set(out)) != len(out):
+            raise RuntimeError(f"dim {out[0]} appears multiple times in the list of dims")
+        return out
+    return (wrap_dim(int(dim), ndim),)
+
+
+def broadcast_error(a: tuple, b: tuple) -> RuntimeError:
+    ra, rb = list(reversed(a)), list(reversed(b))
+    for i in range(max(len(a), len(b))):
+        x = ra[i] if i < len(ra) else 1
+        y = rb[i] if i < len(rb) else 1
+        if x != y and x != 1 and y != 1:
+            dim = max(len(a), len(b)) - 1 - i
+            return RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                                f"({y}) at non-singleton dimension {dim}")
+    return RuntimeError(f"shapes {list(a)} and {list(b)} cannot be broadcast")

@@ -1,0 +1,690 @@
+"""Elementwise ops: arithmetic, unary math, comparisons, where/clamp/maximum/minimum.
+
+Each op is one ``Op`` declaration (forward on ndarrays, VJP with ndgrad ops, JVP where it is one
+line). Broadcasting is undone by the engine from the inputs' recorded shapes
+(autograd/engine.py ``_validate_outputs``), so rules return full-shape gradients.
+
+Example:
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> (x * x + 3 * x).sum().backward()
+    >>> x.grad
+    tensor([5., 7.])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from .. import _dtype
+from ..tensor import Tensor, _wrap
+from ._dispatch import Op, apply
+from ._util import (broadcast_error, category, is_scalar, as_scalar, promote_pair,
+                    promote_scalar, to_float, to_tensor)
+
+_FLOAT = _dtype._FLOAT
+
+
+def _c(t: Tensor) -> Tensor:
+    """Conjugate for complex tensors, identity otherwise (PyTorch's complex gradient rule)."""
+    return t.conj() if t._data.dtype.kind == "c" else t
+
+
+def _half_safe(fn):
+    """Run ``fn`` in float32 for float16/bfloat16 inputs, casting back (accuracy, ufunc support)."""
+    def wrapped(a: np.ndarray) -> np.ndarray:
+        if a.dtype.itemsize == 2 and a.dtype.kind != "i" and a.dtype.kind != "u":
+            return fn(a.astype(np.float32)).astype(a.dtype)
+        return fn(a)
+    return wrapped
+
+
+# ---------------------------------------------------------------------------- binary arithmetic
+def _add_vjp(ctx, g):
+    alpha = ctx._args[0] if ctx._args else 1
+    return g, (g if alpha == 1 else g * alpha)
+
+
+def _sub_vjp(ctx, g):
+    alpha = ctx._args[0] if ctx._args else 1
+    return g, (-g if alpha == 1 else g * (-alpha))
+
+
+def _add_fwd(a, b, alpha=1):
+    return a + b if alpha == 1 else a + b * alpha
+
+
+def _sub_fwd(a, b, alpha=1):
+    return a - b if alpha == 1 else a - b * alpha
+
+
+ADD = Op("add", "AddBackward0", _add_fwd, _add_vjp, inputs=("self", "other"), args=("alpha",),
+         jvp=lambda ctx, ta, tb: _jvp_add(ta, tb, ctx))
+ADD_S = Op("add", "AddBackward0", lambda a, s, alpha=1: a + s * alpha,
+           lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t)
+SUB = Op("sub", "SubBackward0", _sub_fwd, _sub_vjp, inputs=("self", "other"), args=("alpha",))
+SUB_S = Op("sub", "SubBackward0", lambda a, s, alpha=1: a - s * alpha,
+           lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t)
+RSUB_S = Op("rsub", "RsubBackward1", lambda a, s, alpha=1: s - a * alpha,
+            lambda ctx, g: -g if ctx._args[1] == 1 else g * (-ctx._args[1]),
+            args=("other", "alpha"), pad=1)
+
+
+def _jvp_add(ta, tb, ctx):
+    if ta is None:
+        return tb
+    return ta if tb is None else ta + tb
+
+
+def _mul_vjp(ctx, g):
+    a, b = ctx.saved
+    return (g * _c(b) if ctx.needs_input_grad(0) else None,
+            g * _c(a) if ctx.needs_input_grad(1) else None)
+
+
+MUL = Op("mul", "MulBackward0", np.multiply, _mul_vjp, saves=("self", "other"),
+         inputs=("self", "other"))
+MUL_S = Op("mul", "MulBackward0", np.multiply,
+           lambda ctx, g: g * (ctx._args[0].conjugate() if type(ctx._args[0]) is complex
+                               else ctx._args[0]),
+           args=("other",), pad=1, jvp=lambda ctx, t: t * ctx._args[0])
+
+
+def _div_vjp(ctx, g):
+    a, b = ctx.saved
+    cb = _c(b)
+    ga = g / cb if ctx.needs_input_grad(0) else None
+    gb = -g * _c(a) / (cb * cb) if ctx.needs_input_grad(1) else None
+    return ga, gb
+
+
+DIV = Op("div", "DivBackward0", np.true_divide, _div_vjp, saves=("self", "other"),
+         inputs=("self", "other"))
+DIV_S = Op("div", "DivBackward0", np.true_divide,
+           lambda ctx, g: g / (ctx._args[0].conjugate() if type(ctx._args[0]) is complex
+                               else ctx._args[0]),
+           args=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0])
+RECIPROCAL = Op("reciprocal", "ReciprocalBackward0", np.reciprocal,
+                lambda ctx, g: -g * _c(ctx.saved[0] * ctx.saved[0]), saves=("result",))
+
+
+def _pow_s_vjp(ctx, g):
+    (x,) = ctx.saved
+    e = ctx._args[0]
+    if e == 0:
+        return g * 0
+    if e == 1:
+        return g * 1
+    return g * _c(e * x ** (e - 1))
+
+
+def _pow_fwd(a, e):
+    if isinstance(e, int) and not isinstance(e, bool) and a.dtype.kind in "iu" and e < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return np.power(a, e)
+
+
+def _pow_tt_vjp(ctx, g):
+    a, b, result = ctx.saved
+    ga = gb = None
+    if ctx.needs_input_grad(0):
+        ga = g * _c(where(b == 0, 0.0, b * a ** (b - 1)))
+    if ctx.needs_input_grad(1):
+        # d/db a**b = a**b * log(a); defined as 0 where a == 0 and b >= 0 (PyTorch's choice).
+        safe = where((a == 0) & (b >= 0), 0.0, result * a.log())
+        gb = g * _c(safe)
+    return ga, gb
+
+
+def _rpow_vjp(ctx, g):
+    (result,) = ctx.saved
+    base = ctx._args[0]
+    if base == 0:
+        return g * where(result == 0, 0.0, 0.0)
+    return g * _c(result * float(np.log(base)) if not isinstance(base, complex)
+                  else result * complex(np.log(base)))
+
+
+POW_S = Op("pow", "PowBackward0", _pow_fwd, _pow_s_vjp, saves=("self",), args=("exponent",))
+POW = Op("pow", "PowBackward1", np.power, _pow_tt_vjp, saves=("self", "exponent", "result"),
+         inputs=("self", "exponent"))
+RPOW = Op("pow", "PowBackward2", lambda e, s: np.power(s, e), _rpow_vjp, saves=("result",),
+          inputs=("exponent",), args=("self",))
+
+
+def _binary(a: Any, b: Any, tt: Op, ts: Optional[Op], name: str, true_div: bool = False,
+            alpha: Any = None) -> Any:
+    """Dispatch ``a <op> b`` with ``a`` a Tensor: tensor-tensor or tensor-scalar form."""
+    if isinstance(b, Tensor):
+        ad, bd = promote_pair(a, b)
+        if true_div and category(ad) < _FLOAT:
+            ad, bd = to_float(ad), to_float(bd)
+        try:
+            if alpha is None:
+                return apply(tt, (a, b), (ad, bd))
+            return apply(tt, (a, b), (ad, bd), (alpha,))
+        except ValueError:
+            if np.broadcast_shapes is not None:
+                try:
+                    np.broadcast_shapes(ad.shape, bd.shape)
+                except ValueError:
+                    raise broadcast_error(ad.shape, bd.shape) from None
+            raise
+    if is_scalar(b):
+        b = as_scalar(b)
+        ad = promote_scalar(a._data, b)
+        if true_div and category(ad) < _FLOAT:
+            ad = to_float(ad)
+        if alpha is None:
+            return apply(ts, (a,), (ad,), (b,))
+        return apply(ts, (a,), (ad,), (b, alpha))
+    if isinstance(b, (np.ndarray, list, tuple)):
+        return _binary(a, to_tensor(b), tt, ts, name, true_div, alpha)
+    return NotImplemented
+
+
+def _raise_if_notimpl(r: Any, a: Any, b: Any, name: str) -> Any:
+    if r is NotImplemented:
+        raise TypeError(f"{name}(): unsupported operand types '{type(a).__name__}' and "
+                        f"'{type(b).__name__}'")
+    return r
+
+
+def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input + alpha * other``, broadcasting, with PyTorch's type promotion."""
+    if not isinstance(input, Tensor):
+        input, other = to_tensor(input) if not isinstance(other, Tensor) else other, input
+        if alpha != 1:
+            raise TypeError("add(): alpha with a scalar first operand is not supported")
+    a = None if alpha == 1 else alpha
+    if a is None:
+        return _raise_if_notimpl(_binary(input, other, ADD, ADD_S, "add"), input, other, "add")
+    return _raise_if_notimpl(_binary(input, other, ADD, ADD_S, "add", alpha=a), input, other,
+                             "add")
+
+
+def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input - alpha * other``."""
+    if not isinstance(input, Tensor):
+        if isinstance(other, Tensor) and is_scalar(input):
+            return rsub(other, input, alpha=alpha)
+        input = to_tensor(input)
+    a = None if alpha == 1 else alpha
+    if a is None:
+        return _raise_if_notimpl(_binary(input, other, SUB, SUB_S, "sub"), input, other, "sub")
+    return _raise_if_notimpl(_binary(input, other, SUB, SUB_S, "sub", alpha=a), input, other,
+                             "sub")
+
+
+def rsub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``other - alpha * input``."""
+    if isinstance(other, Tensor):
+        return sub(other, input, alpha=alpha)
+    other = as_scalar(other)
+    return apply(RSUB_S, (input,), (promote_scalar(input._data, other),), (other, alpha))
+
+
+def mul(input: Any, other: Any) -> Tensor:
+    """Elementwise product."""
+    if not isinstance(input, Tensor):
+        input, other = other, input
+        if not isinstance(input, Tensor):
+            input = to_tensor(input)
+    return _raise_if_notimpl(_binary(input, other, MUL, MUL_S, "mul"), input, other, "mul")
+
+
+def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tensor:
+    """True division (``rounding_mode=None``), or ``'trunc'``/``'floor'`` (not differentiable)."""
+    if not isinstance(input, Tensor):
+        if isinstance(other, Tensor) and is_scalar(input):
+            if rounding_mode is None:
+                return reciprocal(other) * input
+        input = to_tensor(input)
+    if rounding_mode is not None:
+        other_t = other if isinstance(other, Tensor) else to_tensor(other)
+        ad, bd = promote_pair(input, other_t)
+        fn = np.floor_divide if rounding_mode == "floor" else (
+            lambda x, y: np.trunc(x / y).astype(np.result_type(x, y)) if x.dtype.kind in "fc"
+            else (np.sign(x) * np.sign(y) * (np.abs(x) // np.abs(y))).astype(x.dtype))
+        if rounding_mode not in ("floor", "trunc"):
+            raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or "
+                               f"'floor' but found '{rounding_mode}'")
+        return _wrap(fn(ad, bd))
+    return _raise_if_notimpl(_binary(input, other, DIV, DIV_S, "div", true_div=True), input,
+                             other, "div")
+
+
+def reciprocal(input: Tensor) -> Tensor:
+    return apply(RECIPROCAL, (input,), (to_float(input._data),))
+
+
+def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001
+    """``input ** exponent`` (tensor or scalar on either side)."""
+    if not isinstance(input, Tensor):
+        s = as_scalar(input)
+        e = exponent
+        ed = promote_scalar(e._data, s)
+        return apply(RPOW, (e,), (ed,), (s,))
+    if isinstance(exponent, Tensor):
+        ad, bd = promote_pair(input, exponent)
+        return apply(POW, (input, exponent), (ad, bd))
+    if is_scalar(exponent):
+        e = as_scalar(exponent)
+        return apply(POW_S, (input,), (promote_scalar(input._data, e),), (e,))
+    return pow(input, to_tensor(exponent))
+
+
+# ---------------------------------------------------------------------------- unary
+NEG = Op("neg", "NegBackward0", np.negative, lambda ctx, g: -g, jvp=lambda ctx, t: -t)
+EXP = Op("exp", "ExpBackward0", _half_safe(np.exp), lambda ctx, g: g * _c(ctx.saved[0]),
+         saves=("result",))
+LOG = Op("log", "LogBackward0", _half_safe(np.log), lambda ctx, g: g / _c(ctx.saved[0]),
+         saves=("self",))
+SIN = Op("sin", "SinBackward0", _half_safe(np.sin), lambda ctx, g: g * _c(ctx.saved[0].cos()),
+         saves=("self",))
+COS = Op("cos", "CosBackward0", _half_safe(np.cos),
+         lambda ctx, g: g * _c(-ctx.saved[0].sin()), saves=("self",))
+TANH = Op("tanh", "TanhBackward0", _half_safe(np.tanh),
+          lambda ctx, g: g * _c(1 - ctx.saved[0] * ctx.saved[0]), saves=("result",))
+SQRT = Op("sqrt", "SqrtBackward0", _half_safe(np.sqrt),
+          lambda ctx, g: g / _c(2 * ctx.saved[0]), saves=("result",))
+
+
+def _sigmoid_fwd(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind == "c":
+        return 1 / (1 + np.exp(-x))
+    # exp(-log(1 + exp(-x))) is stable for large |x|.
+    return np.exp(-np.logaddexp(0, -x)).astype(x.dtype, copy=False)
+
+
+def _sigmoid_vjp(ctx, g):
+    (r,) = ctx.saved
+    return g * _c(r * (1 - r))
+
+
+SIGMOID = Op("sigmoid", "SigmoidBackward0", _half_safe(_sigmoid_fwd), _sigmoid_vjp,
+             saves=("result",))
+RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
+          lambda ctx, g: where(ctx.saved[0] > 0, g, 0), saves=("result",))
+
+
+def _abs_vjp(ctx, g):
+    (x,) = ctx.saved
+    return g * x.sgn()
+
+
+ABS = Op("abs", "AbsBackward0", np.abs, _abs_vjp, saves=("self",))
+
+
+def _sgn_fwd(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind == "c":
+        mag = np.abs(x)
+        return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
+    return np.sign(x)
+
+
+SIGN = Op("sign", "SignBackward0", np.sign, lambda ctx, g: g * 0)
+SGN = Op("sgn", "SgnBackward0", _sgn_fwd, lambda ctx, g: g * 0)
+CONJ = Op("conj", "ConjBackward0", np.conjugate, lambda ctx, g: g.conj())
+
+
+def neg(input: Tensor) -> Tensor:
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
+                           "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                           "instead.")
+    return apply(NEG, (input,), (input._data,))
+
+
+def exp(input: Tensor) -> Tensor:
+    return apply(EXP, (input,), (to_float(input._data),))
+
+
+def log(input: Tensor) -> Tensor:
+    return apply(LOG, (input,), (to_float(input._data),))
+
+
+def sin(input: Tensor) -> Tensor:
+    return apply(SIN, (input,), (to_float(input._data),))
+
+
+def cos(input: Tensor) -> Tensor:
+    return apply(COS, (input,), (to_float(input._data),))
+
+
+def tanh(input: Tensor) -> Tensor:
+    return apply(TANH, (input,), (to_float(input._data),))
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return apply(SIGMOID, (input,), (to_float(input._data),))
+
+
+def sqrt(input: Tensor) -> Tensor:
+    return apply(SQRT, (input,), (to_float(input._data),))
+
+
+def relu(input: Tensor) -> Tensor:
+    return apply(RELU, (input,), (input._data,))
+
+
+def abs(input: Tensor) -> Tensor:  # noqa: A001
+    return apply(ABS, (input,), (input._data,))
+
+
+def sign(input: Tensor) -> Tensor:
+    return apply(SIGN, (input,), (input._data,))
+
+
+def sgn(input: Tensor) -> Tensor:
+    return apply(SGN, (input,), (input._data,))
+
+
+def conj(input: Tensor) -> Tensor:
+    """Complex conjugate; returns ``input`` itself for real tensors."""
+    if input._data.dtype.kind != "c":
+        return input
+    return apply(CONJ, (input,), (input._data,))
+
+
+# ---------------------------------------------------------------------------- where / clamp
+def _where_fwd(a, b, cond):
+    return np.where(cond, a, b)
+
+
+# Inputs are (self, other) and the condition is saved: the condition never gets a gradient.
+
+
+def _where_vjp(ctx, g):
+    cond = _wrap(ctx._args[0])
+    zero = _wrap(np.zeros((), dtype=g._data.dtype))
+    return (where(cond, g, zero) if ctx.needs_input_grad(0) else None,
+            where(cond, zero, g) if ctx.needs_input_grad(1) else None)
+
+
+WHERE = Op("where", "WhereBackward0", _where_fwd, _where_vjp, inputs=("self", "other"),
+           args=("condition",))
+
+
+def where(condition: Any, input: Any = None, other: Any = None) -> Any:
+    """Elements of ``input`` where ``condition`` holds, else of ``other`` (either may be a
+    scalar). With only ``condition``, the indices of its nonzero elements."""
+    if input is None and other is None:
+        return tuple(_wrap(i) for i in np.nonzero(to_tensor(condition)._data))
+    cond = to_tensor(condition)._data
+    if cond.dtype != np.bool_:
+        if cond.dtype.kind != "b":
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                               f"tensor with dtype {_dtype._FROM_NP[cond.dtype].name.capitalize()}")
+    a = input if isinstance(input, Tensor) else None
+    b = other if isinstance(other, Tensor) else None
+    if a is None and b is None:
+        ta, tb = to_tensor(input), to_tensor(other)
+        rt = _dtype.result_type(as_scalar(input), as_scalar(other)) if not isinstance(
+            input, (list, np.ndarray)) else _dtype.result_type(ta, tb)
+        return _wrap(np.where(cond, ta._data, tb._data).astype(rt.np))
+    rt = _dtype.result_type(*(x if isinstance(x, Tensor) else as_scalar(x)
+                              for x in (input, other)))
+    ta = a if a is not None else _wrap(np.asarray(input, dtype=rt.np))
+    tb = b if b is not None else _wrap(np.asarray(other, dtype=rt.np))
+    ad = ta._data if ta._data.dtype == rt.np else ta._data.astype(rt.np)
+    bd = tb._data if tb._data.dtype == rt.np else tb._data.astype(rt.np)
+    return apply(WHERE, (ta, tb), (ad, bd), (cond,))
+
+
+def _clamp_s_vjp(ctx, g):
+    (x,) = ctx.saved
+    lo, hi = ctx._args
+    mask = None
+    if lo is not None:
+        mask = x >= lo
+    if hi is not None:
+        m2 = x <= hi
+        mask = m2 if mask is None else mask & m2
+    return where(mask, g, 0)
+
+
+def _clamp_fwd(x, lo, hi):
+    out = x
+    if lo is not None:
+        out = np.maximum(out, lo)
+    if hi is not None:
+        out = np.minimum(out, hi)
+    return out.astype(x.dtype, copy=False) if out is not x else x.copy()
+
+
+CLAMP_S = Op("clamp", "ClampBackward1", _clamp_fwd, _clamp_s_vjp, saves=("self",),
+             args=("min", "max"))
+
+
+def _clamp_t_vjp(ctx, g):
+    x, lo, hi = ctx.saved
+    zero = g * 0
+    return (where((x >= lo) & (x <= hi), g, zero) if ctx.needs_input_grad(0) else None,
+            where(x < lo, g, zero) if ctx.needs_input_grad(1) else None,
+            where(x > hi, g, zero) if ctx.needs_input_grad(2) else None)
+
+
+# A missing bound is an infinite tensor, so one op covers min-only, max-only and both.
+CLAMP_T = Op("clamp", "ClampBackward0", np.clip, _clamp_t_vjp, saves=("self", "min", "max"),
+             inputs=("self", "min", "max"))
+
+
+def _unbounded(rt: np.dtype, low: bool) -> Tensor:
+    if rt.kind in "iub":
+        info = np.iinfo(rt) if rt.kind != "b" else None
+        v = (info.min if low else info.max) if info else (False if low else True)
+    else:
+        v = -np.inf if low else np.inf
+    return _wrap(np.asarray(v, dtype=rt))
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """Clamp into ``[min, max]``; bounds are scalars or tensors."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        lo = min if min is None or isinstance(min, Tensor) else to_tensor(min)
+        hi = max if max is None or isinstance(max, Tensor) else to_tensor(max)
+        rt = _dtype.result_type(*[t for t in (input, lo, hi) if t is not None]).np
+        lo = lo if lo is not None else _unbounded(rt, True)
+        hi = hi if hi is not None else _unbounded(rt, False)
+        arrays = tuple(t._data if t._data.dtype == rt else t._data.astype(rt)
+                       for t in (input, lo, hi))
+        return apply(CLAMP_T, (input, lo, hi), arrays)
+    lo = as_scalar(min) if min is not None else None
+    hi = as_scalar(max) if max is not None else None
+    x = input._data
+    for bound in (lo, hi):
+        if bound is not None:
+            x = promote_scalar(x, bound)
+    return apply(CLAMP_S, (input,), (x,), (lo, hi))
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
+    return clamp(input, min=min)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
+    return clamp(input, max=max)
+
+
+def _minmax_vjp(is_max: bool):
+    def vjp(ctx, g):
+        a, b = ctx.saved
+        half = g / 2
+        z = g * 0
+        win_a = a > b if is_max else a < b
+        win_b = b > a if is_max else b < a
+        tie = a == b
+        ga = where(win_a, g, where(tie, half, z)) if ctx.needs_input_grad(0) else None
+        gb = where(win_b, g, where(tie, half, z)) if ctx.needs_input_grad(1) else None
+        return ga, gb
+    return vjp
+
+
+MAXIMUM = Op("maximum", "MaximumBackward0", np.maximum, _minmax_vjp(True),
+             saves=("self", "other"), inputs=("self", "other"))
+MINIMUM = Op("minimum", "MinimumBackward0", np.minimum, _minmax_vjp(False),
+             saves=("self", "other"), inputs=("self", "other"))
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise maximum; ties split the gradient evenly."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"maximum(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+    ad, bd = promote_pair(input, other)
+    return apply(MAXIMUM, (input, other), (ad, bd))
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise minimum; ties split the gradient evenly."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"minimum(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+    ad, bd = promote_pair(input, other)
+    return apply(MINIMUM, (input, other), (ad, bd))
+
+
+# ---------------------------------------------------------------------------- comparisons
+def _compare(ufunc):
+    def fn(input: Any, other: Any) -> Tensor:
+        if not isinstance(input, Tensor):
+            input = to_tensor(input)
+        if isinstance(other, Tensor):
+            ad, bd = promote_pair(input, other)
+            try:
+                return _wrap(ufunc(ad, bd))
+            except ValueError:
+                raise broadcast_error(ad.shape, bd.shape) from None
+        if is_scalar(other):
+            other = as_scalar(other)
+            return _wrap(ufunc(promote_scalar(input._data, other), other))
+        if isinstance(other, (np.ndarray, list, tuple)):
+            return fn(input, to_tensor(other))
+        return NotImplemented
+    fn.__name__ = ufunc.__name__
+    fn.__doc__ = f"Elementwise ``{ufunc.__name__}`` returning a bool tensor (not differentiable)."
+    return fn
+
+
+eq = _compare(np.equal)
+ne = _compare(np.not_equal)
+lt = _compare(np.less)
+le = _compare(np.less_equal)
+gt = _compare(np.greater)
+ge = _compare(np.greater_equal)
+
+
+def _logical(ufunc, name):
+    def fn(input: Any, other: Any) -> Tensor:
+        if not isinstance(input, Tensor):
+            input = to_tensor(input)
+        o = other._data if isinstance(other, Tensor) else other
+        if input._data.dtype.kind in "fc" or (isinstance(o, np.ndarray) and o.dtype.kind in "fc"):
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+        if isinstance(other, Tensor):
+            return _wrap(ufunc(*promote_pair(input, other)))
+        return _wrap(ufunc(input._data, o))
+    fn.__name__ = name
+    return fn
+
+
+bitwise_and = _logical(np.bitwise_and, "bitwise_and")
+bitwise_or = _logical(np.bitwise_or, "bitwise_or")
+bitwise_xor = _logical(np.bitwise_xor, "bitwise_xor")
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    if input._data.dtype.kind in "fc":
+        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+    return _wrap(np.invert(input._data))
+
+
+def logical_not(input: Tensor) -> Tensor:
+    return _wrap(np.logical_not(input._data))
+
+
+def logical_and(input: Tensor, other: Any) -> Tensor:
+    return _wrap(np.logical_and(input._data, to_tensor(other)._data))
+
+
+def logical_or(input: Tensor, other: Any) -> Tensor:
+    return _wrap(np.logical_or(input._data, to_tensor(other)._data))
+
+
+def isnan(input: Tensor) -> Tensor:
+    return _wrap(np.isnan(input._data))
+
+
+def isfinite(input: Tensor) -> Tensor:
+    return _wrap(np.isfinite(input._data))
+
+
+def isinf(input: Tensor) -> Tensor:
+    return _wrap(np.isinf(input._data))
+
+
+# ---------------------------------------------------------------------------- copies and casts
+def _to_vjp(ctx, g):
+    dt = ctx.input_dtype(0)
+    if dt.kind != "c" and g._data.dtype.kind == "c":
+        g = g.real_part()
+    return g.to(_dtype._FROM_NP[dt])
+
+
+TO = Op("to", "ToCopyBackward0", lambda x, dt: x.astype(dt), _to_vjp, args=("dtype",))
+CLONE = Op("clone", "CloneBackward0", lambda x: np.array(x, copy=True, order="K"),
+           lambda ctx, g: g, jvp=lambda ctx, t: t)
+COPY_LIKE = Op("_copy_like_layout", "CopyBackwards", lambda x, like: _empty_like_copy(x, like),
+               lambda ctx, g: g, args=("like",))
+REAL = Op("real", "RealBackward0", lambda x: np.ascontiguousarray(x.real), lambda ctx, g: g)
+
+
+def _empty_like_copy(x: np.ndarray, like: np.ndarray) -> np.ndarray:
+    from ..autograd.accumulate_grad import is_non_overlapping_and_dense
+    if is_non_overlapping_and_dense(like):
+        out = np.empty_like(like, dtype=x.dtype, order="K")
+    else:
+        out = np.empty(like.shape, dtype=x.dtype)
+    np.copyto(out, x)
+    return out
+
+
+def to(input: Tensor, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
+    """Cast to ``dtype`` (``device`` must be cpu); returns ``input`` if nothing changes."""
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a.dtype
+        elif isinstance(a, str) or a is None or type(a).__name__ == "device":
+            from ..tensor import device as _device
+            _device(str(a)) if a is not None else None
+        else:
+            dtype = a
+    if "device" in kwargs and kwargs["device"] is not None:
+        from ..tensor import device as _device
+        _device(str(kwargs["device"]))
+    if dtype is None:
+        return input.clone() if kwargs.get("copy") else input
+    d = _dtype.to_dtype(dtype)
+    if d.np == input._data.dtype and not kwargs.get("copy"):
+        return input
+    return apply(TO, (input,), (input._data,), (d.np,))
+
+
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    return apply(CLONE, (input,), (input._data,))
+
+
+def _copy_like_layout(grad: Tensor, like: Tensor) -> Tensor:
+    """A copy of ``grad`` laid out like ``like`` (the gradient layout contract)."""
+    return apply(COPY_LIKE, (grad,), (grad._data,), (like._data,))
+
+
+def real_part(input: Tensor) -> Tensor:
+    if input._data.dtype.kind != "c":
+        return input
+    return apply(REAL, (input,), (input._data,))

@@ -1,0 +1,312 @@
+"""Reductions: sum, mean, prod, max, min (whole tensor or along dims), and ``sum_to_size``.
+
+Example:
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[1.0, 5.0], [3.0, 2.0]], requires_grad=True)
+    >>> values, indices = x.max(dim=1)
+    >>> values.sum().backward()
+    >>> x.grad
+    tensor([[0., 1.],
+            [1., 0.]])
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any, Optional
+
+import numpy as np
+
+from .. import _dtype
+from ..tensor import Tensor, _wrap
+from ._dispatch import Op, apply
+from ._util import category, dims_tuple, wrap_dim
+
+_INT = _dtype._INT
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def _expand_back(ctx, g: Tensor) -> Tensor:
+    """Undo a sum over ``dims`` (args[0]) without keepdim (args[1]): unsqueeze and expand."""
+    dims, keepdim = ctx._args[0], ctx._args[1]
+    shape = ctx.input_shape(0)
+    if not keepdim and dims:
+        for d in sorted(dims):
+            g = g.unsqueeze(d)
+    return g.expand(shape)
+
+
+def _sum_fwd(x, dims, keepdim, dt):
+    return np.sum(x, axis=dims, keepdims=keepdim, dtype=dt)
+
+
+def _mean_fwd(x, dims, keepdim, dt):
+    return np.mean(x, axis=dims, keepdims=keepdim, dtype=dt)
+
+
+def _mean_vjp(ctx, g):
+    dims = ctx._args[0]
+    shape = ctx.input_shape(0)
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    return _expand_back(ctx, g) / n
+
+
+SUM = Op("sum", "SumBackward0", _sum_fwd, _expand_back, args=("dim", "keepdim", "dtype"),
+         jvp=lambda ctx, t: t.sum(ctx._args[0], ctx._args[1]))
+SUM_DIM = Op("sum", "SumBackward1", _sum_fwd, _expand_back, args=("dim", "keepdim", "dtype"),
+             jvp=lambda ctx, t: t.sum(ctx._args[0], ctx._args[1]))
+MEAN = Op("mean", "MeanBackward0", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"))
+MEAN_DIM = Op("mean", "MeanBackward1", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"))
+
+
+def _reduce_dtype(x: np.ndarray, dtype: Any) -> Optional[np.dtype]:
+    if dtype is not None:
+        return _dtype.to_dtype(dtype).np
+    if category(x) <= _INT:
+        return np.dtype(np.int64)
+    return None
+
+
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
+        dtype: Any = None) -> Tensor:
+    """Sum of all elements, or over ``dim`` (an int or a tuple of ints)."""
+    x = input._data
+    dt = _reduce_dtype(x, dtype)
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        dims = tuple(range(x.ndim))
+        return apply(SUM, (input,), (x,), (dims, False, dt))
+    dims = dims_tuple(dim, x.ndim)
+    return apply(SUM_DIM, (input,), (x,), (dims, bool(keepdim), dt))
+
+
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Mean of all elements, or over ``dim``. Needs a floating point or complex input."""
+    x = input._data
+    if dtype is None and category(x) <= _INT:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point "
+            f"or complex dtype. Got: {_dtype._FROM_NP[x.dtype]._torch_name}")
+    dt = _dtype.to_dtype(dtype).np if dtype is not None else None
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return apply(MEAN, (input,), (x,), (tuple(range(x.ndim)), False, dt))
+    dims = dims_tuple(dim, x.ndim)
+    return apply(MEAN_DIM, (input,), (x,), (dims, bool(keepdim), dt))
+
+
+def sum_to_size(input: Tensor, *size: Any) -> Tensor:
+    """Sum ``input`` down to ``size`` (the inverse of broadcasting ``size`` to its shape).
+
+    This is the one helper that undoes broadcasting in backward rules.
+    """
+    from ..tensor import _as_shape
+    shape = _as_shape(size)
+    x = input._data
+    if x.shape == shape:
+        return input
+    lead = x.ndim - len(shape)
+    if lead < 0 or any(s != 1 and s != xs for s, xs in zip(shape, x.shape[lead:])):
+        raise RuntimeError(f"size {{{', '.join(map(str, shape))}}} is not expandable to size "
+                           f"{{{', '.join(map(str, x.shape))}}}.")
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and x.shape[lead + i] != 1)
+    out = input.sum(dims, keepdim=True) if dims else input
+    if lead:
+        out = out.reshape(shape)
+    return out
+
+
+# ---------------------------------------------------------------------------- prod
+def _prod_others(x: np.ndarray, axis: int) -> np.ndarray:
+    """Product of all other elements along ``axis`` (exact with zeros)."""
+    x = np.moveaxis(x, axis, -1)
+    ones = np.ones(x.shape[:-1] + (1,), dtype=x.dtype)
+    left = np.cumprod(np.concatenate([ones, x[..., :-1]], axis=-1), axis=-1)
+    right = np.flip(np.cumprod(np.concatenate([ones, np.flip(x, -1)[..., :-1]], axis=-1),
+                               axis=-1), -1)
+    return np.moveaxis(left * right, -1, axis)
+
+
+def _prod_others_vjp(ctx, g):
+    raise RuntimeError("double backward of prod() through an input that contains zeros is not "
+                       "supported by ndgrad yet")
+
+
+PROD_OTHERS = Op("_prod_others", "ProdBackwardBackward0", _prod_others, _prod_others_vjp,
+                 args=("dim",))
+
+
+def _prod_vjp(ctx, g):
+    (x,) = ctx.saved
+    dims = ctx._args[0]
+    gexp = _expand_back(ctx, g)
+    if not dims or x._data.size == 0:
+        return gexp
+    if not np.any(x._data == 0):
+        total = x.prod() if ctx._op is PROD else x.prod(dims[0], keepdim=True)
+        return gexp * (total / x).conj()
+    if ctx._op is PROD:
+        flat = x.reshape(-1)
+        others = apply(PROD_OTHERS, (flat,), (flat._data,), (0,)).reshape(x.shape)
+    else:
+        others = apply(PROD_OTHERS, (x,), (x._data,), (dims[0],))
+    return gexp * others.conj()
+
+
+def _prod_fwd(x, dims, keepdim, dt):
+    return np.prod(x, axis=dims, keepdims=keepdim, dtype=dt)
+
+
+PROD = Op("prod", "ProdBackward0", _prod_fwd, _prod_vjp, saves=("self",),
+          args=("dim", "keepdim", "dtype"))
+PROD_DIM = Op("prod", "ProdBackward1", _prod_fwd, _prod_vjp, saves=("self",),
+              args=("dim", "keepdim", "dtype"))
+
+
+def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
+         dtype: Any = None) -> Tensor:
+    """Product of all elements, or along one ``dim``."""
+    x = input._data
+    dt = _reduce_dtype(x, dtype)
+    if dim is None:
+        return apply(PROD, (input,), (x,), (tuple(range(x.ndim)), False, dt))
+    d = wrap_dim(int(dim), x.ndim)
+    return apply(PROD_DIM, (input,), (x,), ((d,) if x.ndim else (), bool(keepdim), dt))
+
+
+# ---------------------------------------------------------------------------- max / min
+def _evenly_distribute(ctx, g):
+    x, result = ctx.saved
+    mask = x == result if not np.isnan(result._data).any() else x.isnan()
+    return where_mask(mask, g / mask.sum())
+
+
+def where_mask(mask: Tensor, g: Tensor) -> Tensor:
+    return g * mask
+
+
+MAX_ALL = Op("max", "MaxBackward1", lambda x: np.max(x), _evenly_distribute,
+             saves=("self", "result"))
+MIN_ALL = Op("min", "MinBackward1", lambda x: np.min(x), _evenly_distribute,
+             saves=("self", "result"))
+
+
+def _select_reduction_vjp(ctx, g_values, g_indices=None):
+    (indices,) = ctx._args[2:3]
+    dim, keepdim = ctx._args[0], ctx._args[1]
+    shape = ctx.input_shape(0)
+    if not keepdim and len(shape) > 0:
+        g_values = g_values.unsqueeze(dim)
+    return scatter_zeros(g_values, dim, _wrap(indices), shape)
+
+
+def _max_dim_fwd(x, dim, keepdim, idx):
+    vals = np.take_along_axis(x, idx, axis=dim)
+    if not keepdim:
+        vals, idx = np.squeeze(vals, dim), np.squeeze(idx, dim)
+    return vals, idx
+
+
+MAX_DIM = Op("max", "MaxBackward0", _max_dim_fwd,
+             _select_reduction_vjp, args=("dim", "keepdim", "indices"), num_outputs=2)
+MIN_DIM = Op("min", "MinBackward0", _max_dim_fwd,
+             _select_reduction_vjp, args=("dim", "keepdim", "indices"), num_outputs=2)
+
+
+def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
+    name = "max" if is_max else "min"
+    if isinstance(dim, Tensor):
+        from .pointwise import maximum, minimum
+        return maximum(input, dim) if is_max else minimum(input, dim)
+    x = input._data
+    if dim is None:
+        if x.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               "argument.")
+        return apply(MAX_ALL if is_max else MIN_ALL, (input,), (x,))
+    d = wrap_dim(int(dim), x.ndim)
+    if x.ndim == 0:
+        return values_indices(input.clone(), _wrap(np.zeros((), dtype=np.int64)))
+    if x.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    argfn = np.argmax if is_max else np.argmin
+    idx = argfn(x, axis=d, keepdims=True)
+    op = MAX_DIM if is_max else MIN_DIM
+    vals, inds = apply(op, (input,), (x,), (d, bool(keepdim), idx))
+    return values_indices(vals, inds)
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """Max of all elements; with ``dim``, ``(values, indices)``; with a tensor, ``maximum``."""
+    return _minmax(input, dim, keepdim, True)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """Min of all elements; with ``dim``, ``(values, indices)``; with a tensor, ``minimum``."""
+    return _minmax(input, dim, keepdim, False)
+
+
+def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    x = input._data
+    if dim is None:
+        return _wrap(np.asarray(np.argmax(x), dtype=np.int64))
+    return _wrap(np.argmax(x, axis=wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64))
+
+
+def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    x = input._data
+    if dim is None:
+        return _wrap(np.asarray(np.argmin(x), dtype=np.int64))
+    return _wrap(np.argmin(x, axis=wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64))
+
+
+# ---------------------------------------------------------------------------- gather / scatter
+def _scatter_fwd(g, dim, index, shape):
+    out = np.zeros(shape, dtype=g.dtype)
+    np.put_along_axis(out, index, g, axis=dim)
+    return out
+
+
+def _gather_fwd(x, dim, index):
+    return np.take_along_axis(x, index, axis=dim)
+
+
+SCATTER_ZEROS = Op("_scatter_zeros", "ValueSelectingReductionBackwardBackward0", _scatter_fwd,
+                   lambda ctx, g: gather(g, ctx._args[0], _wrap(ctx._args[1])),
+                   args=("dim", "index", "shape"))
+GATHER = Op("gather", "GatherBackward0", _gather_fwd,
+            lambda ctx, g: _scatter_add_zeros(g, ctx._args[0], ctx._args[1], ctx.input_shape(0)),
+            args=("dim", "index"))
+
+
+def _scatter_add_fwd(g, dim, index, shape):
+    out = np.zeros(shape, dtype=g.dtype)
+    idx = list(np.indices(index.shape, sparse=True))
+    idx[dim] = index
+    np.add.at(out, tuple(idx), g)
+    return out
+
+
+SCATTER_ADD_ZEROS = Op("_scatter_add_zeros", "ScatterAddBackward0", _scatter_add_fwd,
+                       lambda ctx, g: gather(g, ctx._args[0], _wrap(ctx._args[1])),
+                       args=("dim", "index", "shape"))
+
+
+def scatter_zeros(g: Tensor, dim: int, index: Tensor, shape: tuple) -> Tensor:
+    """Zeros of ``shape`` with ``g`` written at ``index`` along ``dim`` (no duplicates)."""
+    return apply(SCATTER_ZEROS, (g,), (g._data,), (dim, index._data, tuple(shape)))
+
+
+def _scatter_add_zeros(g: Tensor, dim: int, index: np.ndarray, shape: tuple) -> Tensor:
+    return apply(SCATTER_ADD_ZEROS, (g,), (g._data,), (dim, index, tuple(shape)))
+
+
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """``out[i][j] = input[index[i][j]][j]`` along ``dim`` (PyTorch's gather)."""
+    d = wrap_dim(dim, input.ndim)
+    idx = index._data
+    if idx.dtype != np.int64:
+        raise RuntimeError("gather(): Expected dtype int64 for index")
+    return apply(GATHER, (input,), (input._data,), (d, idx))

@@ -1,0 +1,563 @@
+"""Shape ops: views (view/reshape, transpose/permute/t, expand, squeeze/unsqueeze, select,
+narrow, basic indexing, unbind/split/chunk), copies (advanced indexing), cat and stack.
+
+View ops return NumPy views that share the input's memory and version counter and remember
+their base (``_base``).
+
+Example:
+    >>> import ndgrad
+    >>> x = ndgrad.arange(6.0).reshape(2, 3).requires_grad_()
+    >>> y = x[:, 1:].t()
+    >>> y._base is x, y.grad_fn.name()
+    (True, 'TBackward0')
+    >>> y.sum().backward(); x.grad
+    tensor([[0., 1., 1.],
+            [0., 1., 1.]])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _dtype
+from ..tensor import Tensor, _as_shape
+from ._dispatch import Op, apply
+from ._util import wrap_dim
+
+# ---------------------------------------------------------------------------- view / reshape
+
+
+def _reshape_vjp(ctx, g):
+    return g.reshape(ctx.input_shape(0))
+
+
+VIEW = Op("view", "ViewBackward0", lambda x, shape: np.reshape(x, shape, copy=False),
+          _reshape_vjp, args=("size",), view=True, jvp=lambda ctx, t: t.reshape(ctx._args[0]))
+RESHAPE_COPY = Op("reshape", "UnsafeViewBackward0", lambda x, shape: np.reshape(x, shape),
+                  _reshape_vjp, args=("size",))
+
+
+def _infer_shape(shape: tuple, numel: int) -> tuple:
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s}")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = shape[:neg[0]] + (numel // known,) + shape[neg[0] + 1:]
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def _can_view(x: np.ndarray, shape: tuple) -> bool:
+    try:
+        np.reshape(x, shape, copy=False)
+        return True
+    except ValueError:
+        return False
+
+
+def view(input: Tensor, *shape: Any) -> Tensor:
+    """A view with another shape; raises if the strides do not allow it (use ``reshape``)."""
+    if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
+        raise RuntimeError("view(dtype) is not supported by ndgrad")
+    x = input._data
+    s = _infer_shape(_as_shape(shape), x.size)
+    if not _can_view(x, s):
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
+                           "least one dimension spans across two contiguous subspaces). Use "
+                           ".reshape(...) instead.")
+    return apply(VIEW, (input,), (x,), (s,))
+
+
+def reshape(input: Tensor, *shape: Any) -> Tensor:
+    """Reshape: a view when the strides allow it, a copy otherwise."""
+    x = input._data
+    s = _infer_shape(_as_shape(shape), x.size)
+    if _can_view(x, s):
+        return apply(VIEW, (input,), (x,), (s,))
+    return apply(RESHAPE_COPY, (input,), (x,), (s,))
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    x = input._data
+    if x.ndim == 0:
+        return reshape(input, 1)
+    a, b = wrap_dim(start_dim, x.ndim), wrap_dim(end_dim, x.ndim)
+    if a > b:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if a == b:
+        return input
+    n = 1
+    for s in x.shape[a:b + 1]:
+        n *= s
+    return reshape(input, x.shape[:a] + (n,) + x.shape[b + 1:])
+
+
+# ---------------------------------------------------------------------------- transpose / permute
+TRANSPOSE = Op("transpose", "TransposeBackward0", lambda x, a, b: np.swapaxes(x, a, b),
+               lambda ctx, g: g.transpose(ctx._args[0], ctx._args[1]), args=("dim0", "dim1"),
+               view=True, jvp=lambda ctx, t: t.transpose(*ctx._args))
+T_OP = Op("t", "TBackward0", lambda x: x.T, lambda ctx, g: g.t(), view=True,
+          jvp=lambda ctx, t: t.t())
+PERMUTE = Op("permute", "PermuteBackward0", lambda x, dims: np.transpose(x, dims),
+             lambda ctx, g: g.permute(tuple(np.argsort(ctx._args[0]).tolist())),
+             args=("dims",), view=True)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    n = input._data.ndim
+    a, b = wrap_dim(dim0, n), wrap_dim(dim1, n)
+    if n == 0:
+        return apply(T_OP, (input,), (input._data,))
+    return apply(TRANSPOSE, (input,), (input._data,), (a, b))
+
+
+def t(input: Tensor) -> Tensor:
+    n = input._data.ndim
+    if n > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
+    return apply(T_OP, (input,), (input._data,))
+
+
+def permute(input: Tensor, *dims: Any) -> Tensor:
+    n = input._data.ndim
+    d = _as_shape(dims)
+    if len(d) != n:
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal "
+            f"to len(dims) = {len(d)}")
+    d = tuple(wrap_dim(i, n) for i in d)
+    if len(set(d)) != n:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return apply(PERMUTE, (input,), (input._data,), (d,))
+
+
+def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
+    """Move dimension(s) ``source`` to position(s) ``destination``."""
+    n = input._data.ndim
+    src = [wrap_dim(s, n) for s in ([source] if isinstance(source, int) else source)]
+    dst = [wrap_dim(d, n) for d in ([destination] if isinstance(destination, int)
+                                    else destination)]
+    perm: list = [None] * n
+    for s, d in zip(src, dst):
+        perm[d] = s
+    rest = iter(i for i in range(n) if i not in src)
+    return permute(input, [p if p is not None else next(rest) for p in perm])
+
+
+# ---------------------------------------------------------------------------- expand / squeeze
+EXPAND = Op("expand", "ExpandBackward0", lambda x, shape: np.broadcast_to(x, shape),
+            lambda ctx, g: g.sum_to_size(ctx.input_shape(0)), args=("size",), view=True,
+            jvp=lambda ctx, t: t.expand(ctx._args[0]))
+
+
+def expand(input: Tensor, *sizes: Any) -> Tensor:
+    """Broadcast to ``sizes`` without copying (``-1`` keeps a dimension)."""
+    x = input._data
+    target = list(_as_shape(sizes))
+    if len(target) < x.ndim:
+        raise RuntimeError(
+            f"expand(torch.FloatTensor{{{list(x.shape)}}}, size={target}): the number of sizes "
+            "provided (" + str(len(target)) + ") must be greater or equal to the number of "
+            f"dimensions in the tensor ({x.ndim})")
+    lead = len(target) - x.ndim
+    for i, s in enumerate(target):
+        if i < lead:
+            if s < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a "
+                                   "leading, non-existing dimension " + str(i))
+            continue
+        cur = x.shape[i - lead]
+        if s == -1:
+            target[i] = cur
+        elif cur != s and cur != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at "
+                f"non-singleton dimension {i}.  Target sizes: {list(_as_shape(sizes))}.  Tensor "
+                f"sizes: {list(x.shape)}")
+    shape = tuple(target)
+    return apply(EXPAND, (input,), (x,), (shape,))
+
+
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    return expand(input, other._data.shape)
+
+
+SQUEEZE = Op("squeeze", "SqueezeBackward0", lambda x, dims: np.squeeze(x, dims), _reshape_vjp,
+             args=("dim",), view=True)
+SQUEEZE_DIM = Op("squeeze", "SqueezeBackward1", lambda x, dims: np.squeeze(x, dims),
+                 _reshape_vjp, args=("dim",), view=True)
+SQUEEZE_DIMS = Op("squeeze", "SqueezeBackward2", lambda x, dims: np.squeeze(x, dims),
+                  _reshape_vjp, args=("dim",), view=True)
+UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0", lambda x, d: np.expand_dims(x, d),
+               lambda ctx, g: g.squeeze(ctx._args[0]), args=("dim",), view=True,
+               jvp=lambda ctx, t: t.unsqueeze(ctx._args[0]))
+
+
+def squeeze(input: Tensor, dim: Any = None) -> Tensor:
+    """Remove size-1 dimensions (all, or those in ``dim`` that have size 1)."""
+    x = input._data
+    if dim is None:
+        dims = tuple(i for i, s in enumerate(x.shape) if s == 1)
+        return apply(SQUEEZE, (input,), (x,), (dims,))
+    if isinstance(dim, (tuple, list)):
+        ds = tuple(wrap_dim(d, x.ndim) for d in dim)
+        dims = tuple(d for d in ds if x.ndim and x.shape[d] == 1)
+        return apply(SQUEEZE_DIMS, (input,), (x,), (dims,))
+    d = wrap_dim(dim, x.ndim)
+    dims = (d,) if x.ndim and x.shape[d] == 1 else ()
+    return apply(SQUEEZE_DIM, (input,), (x,), (dims,))
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    n = input._data.ndim + 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return apply(UNSQUEEZE, (input,), (input._data,), (dim + n if dim < 0 else dim,))
+
+
+# ---------------------------------------------------------------------------- indexing
+def _slice_backward_fwd(g, index, shape):
+    out = np.zeros(shape, dtype=g.dtype)
+    out[index] = g
+    return out
+
+
+def _index_backward_fwd(g, index, shape):
+    out = np.zeros(shape, dtype=g.dtype)
+    np.add.at(out, index, g)
+    return out
+
+
+SLICE_BACKWARD = Op("_slice_backward", "SliceBackwardBackward0", _slice_backward_fwd,
+                    lambda ctx, g: _getitem_raw(g, ctx._args[0]), args=("index", "shape"))
+INDEX_BACKWARD = Op("_index_backward", "IndexPutBackward0", _index_backward_fwd,
+                    lambda ctx, g: _getitem_raw(g, ctx._args[0]), args=("index", "shape"))
+
+
+def _basic_vjp(ctx, g):
+    return apply(SLICE_BACKWARD, (g,), (g._data,), (ctx._args[0], ctx.input_shape(0)))
+
+
+def _advanced_vjp(ctx, g):
+    return apply(INDEX_BACKWARD, (g,), (g._data,), (ctx._args[0], ctx.input_shape(0)))
+
+
+def _getitem_fwd(x, index):
+    return x[index]
+
+
+_BASIC = {name: Op("getitem", name, _getitem_fwd, _basic_vjp, args=("index",), view=True)
+          for name in ("SelectBackward0", "SliceBackward0", "UnsqueezeBackward0",
+                       "AliasBackward0")}
+INDEX = Op("index", "IndexBackward0", _getitem_fwd, _advanced_vjp, args=("indices",))
+
+
+def _normalize_index(index: Any) -> tuple:
+    """Convert an index to NumPy form; return (index, is_basic, node name)."""
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    basic = True
+    for it in items:
+        if isinstance(it, Tensor):
+            d = it._data
+            if d.ndim == 0 and d.dtype.kind in "iu":
+                it = int(d)
+            else:
+                if d.dtype.kind not in "iub":
+                    raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                     "tensors")
+                it = d
+                basic = False
+        elif isinstance(it, (list, np.ndarray)):
+            arr = np.asarray(it)
+            if arr.dtype.kind == "f":
+                raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                 "tensors")
+            it = arr
+            basic = False
+        elif isinstance(it, bool):
+            basic = False
+        elif isinstance(it, slice):
+            if it.step is not None and int(it.step) <= 0:
+                raise ValueError("step must be greater than zero")
+        elif it is None or it is Ellipsis:
+            pass
+        elif isinstance(it, (int, np.integer)):
+            it = int(it)
+        else:
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
+                             "byte Variables are valid indices (got " + type(it).__name__ + ")")
+        out.append(it)
+    name = "AliasBackward0"
+    for it in reversed(out):
+        if it is Ellipsis:
+            continue
+        if isinstance(it, int):
+            name = "SelectBackward0"
+        elif it is None:
+            name = "UnsqueezeBackward0"
+        elif isinstance(it, slice):
+            if it == slice(None) and len(out) > 1:
+                continue
+            name = "SliceBackward0"
+        break
+    return tuple(out), basic, name
+
+
+def _index_error(err: IndexError, shape: tuple) -> IndexError:
+    msg = str(err)
+    if msg.startswith("too many indices"):
+        return IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    return IndexError(msg.replace("axis", "dimension"))
+
+
+def getitem(input: Tensor, index: Any) -> Tensor:
+    """``input[index]``: basic indexing gives views, advanced indexing gives copies."""
+    idx, basic, name = _normalize_index(index)
+    x = input._data
+    try:
+        if basic:
+            return apply(_BASIC[name], (input,), (x,), (idx,))
+        return apply(INDEX, (input,), (x,), (idx,))
+    except IndexError as e:
+        raise _index_error(e, x.shape) from None
+
+
+def _getitem_raw(g: Tensor, idx: tuple) -> Tensor:
+    # Used by the backward of the indexing backwards: same index, recorded as an op.
+    basic = all(not isinstance(i, np.ndarray) and not isinstance(i, bool) for i in idx)
+    return apply(_BASIC["SliceBackward0"] if basic else INDEX, (g,), (g._data,), (idx,))
+
+
+def _zero_at_fwd(g, index):
+    out = g.copy()
+    out[index] = 0
+    return out
+
+
+ZERO_AT = Op("_zero_at", "IndexPutBackward0", _zero_at_fwd,
+             lambda ctx, g: apply(ZERO_AT, (g,), (g._data,), ctx._args), args=("indices",))
+
+
+def _index_put_fwd(x, v, index):
+    out = x.copy()
+    out[index] = v
+    return out
+
+
+def _index_put_vjp(ctx, g):
+    idx = ctx._args[0]
+    gx = apply(ZERO_AT, (g,), (g._data,), (idx,)) if ctx.needs_input_grad(0) else None
+    gv = _getitem_raw(g, idx) if ctx.needs_input_grad(1) else None
+    return gx, gv
+
+
+INDEX_PUT = Op("index_put", "IndexPutBackward0", _index_put_fwd, _index_put_vjp,
+               inputs=("self", "values"), args=("indices",))
+
+
+def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
+    """Out-of-place ``input[index] = values`` (values broadcast); differentiable in both."""
+    from ._util import to_tensor
+    idx, _, _ = _normalize_index(index)
+    v = values if isinstance(values, Tensor) else to_tensor(values)
+    vd = v._data if v._data.dtype == input._data.dtype else v._data.astype(input._data.dtype)
+    try:
+        return apply(INDEX_PUT, (input, v), (input._data, vd), (idx,))
+    except IndexError as e:
+        raise _index_error(e, input._data.shape) from None
+    except ValueError as e:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(v._data.shape)} cannot "
+                           f"be broadcast to indexing result ({e})") from None
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    x = input._data
+    if x.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, x.ndim)
+    n = x.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(x.shape)} at dimension {d}")
+    idx = (slice(None),) * d + (int(index),)
+    return apply(_BASIC["SelectBackward0"], (input,), (x,), (idx,))
+
+
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    x = input._data
+    d = wrap_dim(dim, x.ndim)
+    if start < 0:
+        start += x.shape[d]
+    if start < 0 or start + length > x.shape[d] or length < 0:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({x.shape[d]}).")
+    idx = (slice(None),) * d + (slice(start, start + length),)
+    return apply(_BASIC["SliceBackward0"], (input,), (x,), (idx,))
+
+
+# ---------------------------------------------------------------------------- unbind / split
+def _unbind_fwd(x, dim):
+    return tuple(x[(slice(None),) * dim + (i,)] for i in range(x.shape[dim]))
+
+
+UNBIND = Op("unbind", "UnbindBackward0", _unbind_fwd,
+            lambda ctx, *gs: stack(gs, ctx._args[0]), args=("dim",), view=True, num_outputs=-1)
+
+
+def _split_fwd(x, dim, bounds):
+    return tuple(x[(slice(None),) * dim + (slice(a, b),)] for a, b in bounds)
+
+
+SPLIT = Op("split", "SplitBackward0", _split_fwd, lambda ctx, *gs: cat(gs, ctx._args[0]),
+           args=("dim", "bounds"), view=True, num_outputs=-1)
+SPLIT_SIZES = Op("split", "SplitWithSizesBackward0", _split_fwd,
+                 lambda ctx, *gs: cat(gs, ctx._args[0]), args=("dim", "bounds"), view=True,
+                 num_outputs=-1)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple:
+    x = input._data
+    if x.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = wrap_dim(dim, x.ndim)
+    return apply(UNBIND, (input,), (x,), (d,))
+
+
+def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
+    x = input._data
+    d = wrap_dim(dim, x.ndim)
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0 and n:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {n}")
+        starts = list(range(0, n, size)) or [0]
+        bounds = tuple((s, min(s + size, n)) for s in starts)
+        return apply(SPLIT, (input,), (x,), (d, bounds))
+    sizes = list(split_size_or_sections)
+    if sum(sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                           f"tensor's size at dimension {d}), but got split_sizes={sizes}")
+    bounds, s = [], 0
+    for k in sizes:
+        bounds.append((s, s + k))
+        s += k
+    return apply(SPLIT_SIZES, (input,), (x,), (d, tuple(bounds)))
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    n = input._data.shape[wrap_dim(dim, input._data.ndim)]
+    size = -(-n // chunks) if n else 1
+    return split(input, max(size, 1), dim)
+
+
+# ---------------------------------------------------------------------------- cat / stack
+def _cat_vjp(ctx, g):
+    dim = ctx._args[0]
+    out, start = [], 0
+    for i, (shape, _) in enumerate(ctx._input_meta):
+        n = shape[dim] if len(shape) > dim and len(shape) else 0
+        if ctx.needs_input_grad(i):
+            out.append(narrow(g, dim, start, n) if len(shape) else None)
+        else:
+            out.append(None)
+        start += n
+    return tuple(out)
+
+
+CAT = Op("cat", "CatBackward0", lambda *arrs: np.concatenate(arrs[:-1], axis=arrs[-1]),
+         _cat_vjp, inputs=(), args=("dim",))
+STACK = Op("stack", "StackBackward0", lambda *arrs: np.stack(arrs[:-1], axis=arrs[-1]),
+           lambda ctx, g: tuple(g.select(ctx._args[0], i) if ctx.needs_input_grad(i) else None
+                                for i in range(len(ctx._input_meta))),
+           inputs=(), args=("dim",))
+
+
+def _tensor_list(tensors: Any, fn: str) -> list:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, Sequence):
+        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    if len(tensors) == 0:
+        raise ValueError(f"torch.{fn}(): expected a non-empty list of Tensors") if fn == "cat" \
+            else RuntimeError("stack expects a non-empty TensorList")
+    for i, t_ in enumerate(tensors):
+        if not isinstance(t_, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t_).__name__}")
+    return list(tensors)
+
+
+def _promoted(tensors: list) -> list:
+    dts = {t_._data.dtype for t_ in tensors}
+    if len(dts) == 1:
+        return [t_._data for t_ in tensors]
+    rt = tensors[0].dtype
+    for t_ in tensors[1:]:
+        rt = _dtype.promote_types(rt, t_.dtype)
+    return [t_._data.astype(rt.np, copy=False) for t_ in tensors]
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Concatenate along an existing dimension."""
+    ts = _tensor_list(tensors, "cat")
+    arrays = _promoted(ts)
+    nd = max(a.ndim for a in arrays)
+    d = wrap_dim(dim, nd)
+    ref = next(a for a in arrays if a.ndim == nd)
+    for i, a in enumerate(arrays):
+        if a.ndim == 1 and a.shape[0] == 0 and nd > 1:
+            continue  # PyTorch's legacy rule: 1-D empty tensors are skipped
+        if a.ndim != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and "
+                               f"{a.ndim}")
+        for k in range(nd):
+            if k != d and a.shape[k] != ref.shape[k]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size "
+                    f"{ref.shape[k]} but got size {a.shape[k]} for tensor number {i} in the list.")
+    keep = [(t_, a) for t_, a in zip(ts, arrays) if not (a.ndim == 1 and a.shape[0] == 0
+                                                         and nd > 1)]
+    return _apply_varargs(CAT, [k[0] for k in keep], [k[1] for k in keep], d)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Stack along a new dimension."""
+    ts = _tensor_list(tensors, "stack")
+    arrays = _promoted(ts)
+    for i, a in enumerate(arrays[1:], 1):
+        if a.shape != arrays[0].shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(arrays[0].shape)} at entry 0 and {list(a.shape)} at entry "
+                               f"{i}")
+    d = wrap_dim(dim, arrays[0].ndim + 1)
+    return _apply_varargs(STACK, ts, arrays, d)
+
+
+def _apply_varargs(op: Op, ts: list, arrays: list, d: int) -> Tensor:
+    # The forward receives the arrays then the dim; the node stores dim as its argument.
+    return apply(op, tuple(ts), tuple(arrays), (d,))
+
+
+def contiguous(input: Tensor, memory_format: Any = None) -> Tensor:
+    if input._data.flags.c_contiguous:
+        return input
+    from .pointwise import clone
+    return clone(input)

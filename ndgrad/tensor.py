@@ -1,0 +1,508 @@
+"""Tensor: a NumPy ndarray plus autograd state.
+
+Example:
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    >>> y = (x * x).sum()
+    >>> y.backward()
+    >>> x.grad
+    tensor([2., 4., 6.])
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from . import _dtype
+from ._dtype import dtype as _dtype_cls
+from ._format import format_tensor
+from .autograd import grad_mode as _grad_mode
+from .autograd.hooks import RemovableHandle, add_hook
+
+__all__ = ["Tensor", "Size", "device"]
+
+_new = object.__new__
+_ndarray = np.ndarray
+_FROM_NP = _dtype._FROM_NP
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints (``ndgrad.Size([2, 3])``)."""
+
+    def __repr__(self) -> str:
+        return f"ndgrad.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class device:
+    """The device a tensor lives on; ndgrad has only ``cpu``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str = "cpu", index: Optional[int] = None) -> None:  # noqa: A002
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        if type.split(":")[0] != "cpu":
+            raise RuntimeError(f"ndgrad only supports the cpu device, got '{type}'")
+        self.type = "cpu"
+        self.index = index
+
+    def __repr__(self) -> str:
+        return "device(type='cpu')"
+
+    def __str__(self) -> str:
+        return "cpu"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (device, str)) and str(other).split(":")[0] == "cpu"
+
+    def __hash__(self) -> int:
+        return hash("cpu")
+
+
+_CPU = device("cpu")
+
+NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
+    "github.com/pytorch/pytorch/pull/30531 for more information.")
+
+
+def _wrap(arr: np.ndarray) -> "Tensor":
+    """Fast internal constructor: a new Tensor around ``arr`` with no autograd state."""
+    if type(arr) is not _ndarray:
+        arr = np.asarray(arr)
+    t = _new(Tensor)
+    t._data = arr
+    return t
+
+
+def _zeros_meta(shape: tuple, np_dtype: Any) -> "Tensor":
+    return _wrap(np.zeros(shape, dtype=np_dtype))
+
+
+class Tensor:
+    """An n-dimensional array with autograd state, behaving like ``torch.Tensor``.
+
+    Build tensors with :func:`ndgrad.tensor`, :func:`ndgrad.zeros` and friends; ``Tensor(data)``
+    makes a float tensor from ``data`` like PyTorch's legacy constructor.
+
+    >>> import ndgrad
+    >>> ndgrad.Tensor([1, 2])
+    tensor([1., 2.])
+    """
+
+    # Note [Tensor attributes are class defaults]
+    # Creating a tensor sets only ``_data``; every other attribute falls back to these class
+    # defaults until it is assigned. This keeps the dispatcher's hot path (ops/_dispatch.py) to
+    # one allocation and one attribute store per result.
+    _data: np.ndarray
+    _requires_grad = False
+    _grad_fn = None
+    _output_nr = 0
+    _grad = None
+    _grad_acc = None            # weakref to this leaf's AccumulateGrad
+    _version_counter = None     # [int], shared by a tensor, its views and detached aliases
+    _base = None                # the tensor this one is a view of
+    _hooks = None               # tensor hooks of a leaf (dict id -> fn)
+    _post_acc_hooks = None
+    _retains_grad = False
+    __array_priority__ = 1000   # ndarray <op> Tensor defers to Tensor
+
+    def __init__(self, data: Any = (), dtype: Optional[_dtype_cls] = None) -> None:
+        d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+        self._data = np.array(data, dtype=d.np)
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: Optional[int] = None) -> Any:
+        """The shape, or the size of dimension ``dim``."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self) -> _dtype_cls:
+        return _FROM_NP[self._data.dtype]
+
+    @property
+    def device(self) -> device:
+        return _CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def ndimension(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    def nelement(self) -> int:
+        return self._data.size
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    def stride(self, dim: Optional[int] = None) -> Any:
+        """Strides in elements, as PyTorch reports them."""
+        item = self._data.itemsize
+        strides = tuple(s // item for s in self._data.strides)
+        if dim is None:
+            return strides
+        return strides[_wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self) -> int:
+        """Offset in elements of the first element from the start of the underlying buffer."""
+        arr = self._data
+        root = arr
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        return (_ptr(arr) - _ptr(root)) // arr.itemsize
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def data_ptr(self) -> int:
+        return _ptr(self._data)
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
+
+    @property
+    def layout(self) -> str:
+        return "torch.strided"
+
+    @property
+    def _version(self) -> int:
+        vc = self._version_counter
+        return vc[0] if vc is not None else 0
+
+    def _vc(self) -> list:
+        vc = self._version_counter
+        if vc is None:
+            vc = self._version_counter = [0]
+        return vc
+
+    def _bump_version(self) -> None:
+        vc = self._version_counter
+        if vc is None:
+            self._version_counter = [1]
+        else:
+            vc[0] += 1
+
+    def _is_view(self) -> bool:
+        return self._base is not None
+
+    def _alias(self) -> "Tensor":
+        t = _new(Tensor)
+        t._data = self._data
+        return t
+
+    # ------------------------------------------------------------------ autograd state
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set ``requires_grad`` on a leaf in place and return it."""
+        if self._grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        if requires_grad and _FROM_NP[self._data.dtype]._category < _dtype._FLOAT:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self) -> Any:
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def grad(self) -> Optional["Tensor"]:
+        if self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Optional["Tensor"]) -> None:
+        if value is None:
+            self._grad = None
+            return
+        if not isinstance(value, Tensor):
+            raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
+                            f"{type(value).__name__}")
+        if value is self:
+            raise RuntimeError("can't assign Variable as its own grad")
+        if value._data.dtype != self._data.dtype:
+            raise RuntimeError(
+                f"attempting to assign a gradient with dtype '{_c_name(value.dtype)}' to a tensor "
+                f"with grad_dtype '{_FROM_NP[self._data.dtype]._torch_name}'. The gradient must "
+                "match the tensor's grad_dtype (defaults to the tensor's dtype). You can set the "
+                "tensor's grad_dtype attribute with a specific dtype, or None to allow any dtype. "
+                "Set grad_dtype with caution. Diverging the dtypes of a tensor and its gradient "
+                "may break downstream systems that assume they match.")
+        if value._data.shape != self._data.shape:
+            raise RuntimeError(
+                f"attempting to assign a gradient of size '{list(value._data.shape)}' to a tensor "
+                f"of size '{list(self._data.shape)}'. Please ensure that the gradient and the "
+                "tensor are the same size")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    def retain_grad(self) -> None:
+        """Make a non-leaf tensor keep its ``.grad`` during backward (no-op on leaves)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        import weakref
+        ref = weakref.ref(self)
+
+        def retain_grad_hook(grad: Tensor) -> None:
+            var = ref()
+            if var is None:
+                return
+            if var._grad is None:
+                var._grad = _wrap(np.array(grad._data, order="C", copy=True)) \
+                    if not _grad_mode._state.enabled else grad.clone()
+            else:
+                var._grad = var._grad + grad
+
+        fn = self._grad_fn
+        if fn._retains_grad_hooks is None:
+            fn._retains_grad_hooks = {}
+        fn._retains_grad_hooks[self._output_nr] = retain_grad_hook
+        self._retains_grad = True
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def register_hook(self, hook: Callable[["Tensor"], Optional["Tensor"]]) -> RemovableHandle:
+        """Register ``hook(grad)`` called with this tensor's gradient during backward; it may
+        return a replacement gradient. Returns a handle with ``remove()``.
+
+        >>> import ndgrad
+        >>> x = ndgrad.ones(2, requires_grad=True)
+        >>> _ = x.register_hook(lambda g: g * 10)
+        >>> x.sum().backward(); x.grad
+        tensor([10., 10.])
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            return add_hook(self._hooks, hook)
+        return self._grad_fn._add_tensor_pre_hook(self._output_nr, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) \
+            -> RemovableHandle:
+        """Register ``hook(tensor)`` called on a leaf after its ``.grad`` was accumulated."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = {}
+        return add_hook(self._post_acc_hooks, hook)
+
+    def backward(self, gradient: Optional["Tensor"] = None, retain_graph: Optional[bool] = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate the gradient of this tensor into the leaves' ``.grad``
+        (see :func:`ndgrad.autograd.backward`)."""
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> "Tensor":
+        """A new tensor sharing data and version counter, with no history."""
+        t = _new(Tensor)
+        t._data = self._data
+        t._version_counter = self._vc()
+        return t
+
+    def detach_(self) -> "Tensor":
+        """Detach this tensor from the graph in place, making it a leaf."""
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using DistributedD"
+                "ataParallel (DDP) for training, and gradient_as_bucket_view is set as True, "
+                "gradients are views of DDP buckets, and hence detach_() cannot be called on "
+                "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+                "function in torch/optim/optimizer.py as the solution.")
+        self._grad_fn = None
+        self._requires_grad = False
+        self._output_nr = 0
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        """A tensor sharing this one's data, without history or version tracking."""
+        return _wrap(self._data)
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        self._data = value._data
+
+    # ------------------------------------------------------------------ conversion
+    def item(self) -> Any:
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               "to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The underlying ndarray (shares memory)."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if dtype is not None and dtype != self._data.dtype:
+            return self._data.astype(dtype)
+        if copy:
+            return self._data.copy()
+        return self._data
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item().real if self.is_complex() else self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.size != 1 or _FROM_NP[self._data.dtype]._category > _dtype._INT:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self._data.reshape(()))
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return format_tensor(self)
+
+    def __reduce_ex__(self, protocol: int):
+        return (_rebuild, (self._data, self._requires_grad))
+
+    def __deepcopy__(self, memo: dict) -> "Tensor":
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.  If you were attempting to "
+                               "deepcopy a module, this may be because of a torch.nn.utils."
+                               "weight_norm usage, see https://github.com/pytorch/pytorch/pull/"
+                               "103001")
+        t = _wrap(self._data.copy())
+        t._requires_grad = self._requires_grad
+        if self._grad is not None:
+            t._grad = _wrap(self._grad._data.copy())
+        memo[id(self)] = t
+        return t
+
+
+def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:
+    t = _wrap(data)
+    t._requires_grad = requires_grad
+    return t
+
+
+def _c_name(d: _dtype_cls) -> str:
+    return {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>", "int64": "long int", "int32": "int"}.get(
+        d.name, d.name)
+
+
+def _ptr(arr: np.ndarray) -> int:
+    return arr.__array_interface__["data"][0]
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    """Normalize a possibly negative dimension, with PyTorch's error when out of range."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def is_tensor(obj: Any) -> bool:
+    """True if ``obj`` is an ndgrad Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def _as_shape(args: Sequence[Any]) -> tuple:
+    """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` shapes."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
+        args = args[0]
+    return tuple(int(a) for a in args)
