@@ -27,7 +27,7 @@ from .ops import (  # noqa: F401,E402
     logical_not, logical_or, lt, matmul, max, maximum, mean, min, minimum, mm, movedim, mul,
     mv, narrow, ne, neg, permute, pow, prod, reciprocal, relu, reshape, select, sigmoid, sign,
     sin, split, sqrt, squeeze, stack, sub, sum, t, tanh, transpose, unbind, unsqueeze, where)
-from . import autograd  # noqa: E402
+from . import autograd as autograd  # noqa: E402
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa
 
 clip = clamp

@@ -350,7 +350,8 @@ class Tensor:
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is not None:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_acc_hooks is None:
             self._post_acc_hooks = {}
         return add_hook(self._post_acc_hooks, hook)
@@ -430,7 +431,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()))
 
     def __float__(self) -> float:

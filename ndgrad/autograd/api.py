@@ -136,7 +136,8 @@ def backward(
         else:
             raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both "
                                "passed to `backward()`. Please only use `grad_tensors`.")
-    if inputs is not None and not isinstance(inputs, (_tensor_mod.Tensor, GradientEdge)) and len(inputs) == 0:
+    single = isinstance(inputs, (_tensor_mod.Tensor, GradientEdge))
+    if inputs is not None and not single and len(inputs) == 0:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     tensors = (tensors,) if isinstance(tensors, _tensor_mod.Tensor) else tuple(tensors)
     inputs_t = ((inputs,) if isinstance(inputs, (_tensor_mod.Tensor, GradientEdge))
@@ -186,7 +187,8 @@ def grad(
     if allow_unused is None:
         allow_unused = materialize_grads
     t_outputs = (outputs,) if isinstance(outputs, _tensor_mod.Tensor) else tuple(outputs)
-    inputs_t = ((inputs,) if isinstance(inputs, (_tensor_mod.Tensor, GradientEdge)) else tuple(inputs))
+    single = isinstance(inputs, (_tensor_mod.Tensor, GradientEdge))
+    inputs_t = (inputs,) if single else tuple(inputs)
     if not only_inputs:
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
                       "To accumulate gradient for other parts of the graph, please use "

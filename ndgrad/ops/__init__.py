@@ -17,5 +17,5 @@ from .pointwise import (  # noqa: F401
 from .reduction import (  # noqa: F401
     argmax, argmin, gather, max, mean, min, prod, sum, sum_to_size)
 from .shape import (  # noqa: F401
-    cat, chunk, contiguous, expand, expand_as, flatten, getitem, index_put, movedim, narrow, permute,
-    reshape, select, split, squeeze, stack, t, transpose, unbind, unsqueeze, view)
+    cat, chunk, contiguous, expand, expand_as, flatten, getitem, index_put, movedim, narrow,
+    permute, reshape, select, split, squeeze, stack, t, transpose, unbind, unsqueeze, view)

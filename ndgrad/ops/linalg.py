@@ -31,11 +31,14 @@ def _matmul_vjp(ctx, g):
     a_nd, b_nd = a.ndim, b.ndim
     a1 = a.unsqueeze(0) if a_nd == 1 else a
     b1 = b.unsqueeze(-1) if b_nd == 1 else b
-    g1 = g
-    if a_nd == 1:
-        g1 = g1.unsqueeze(-2)
-    if b_nd == 1:
-        g1 = g1.unsqueeze(-1)
+    if a_nd == 1 and b_nd == 1:
+        g1 = g.reshape(1, 1)
+    elif a_nd == 1:
+        g1 = g.unsqueeze(-2)
+    elif b_nd == 1:
+        g1 = g.unsqueeze(-1)
+    else:
+        g1 = g
     ga = gb = None
     if ctx.needs_input_grad(0):
         ga = matmul(g1, _mT(b1).conj()).sum_to_size(a1.shape)
