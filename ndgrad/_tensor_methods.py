@@ -18,6 +18,43 @@ from .ops._util import is_scalar, to_tensor
 from .tensor import Tensor
 
 
+# Note [Operator fast paths]
+# ``x * y`` and friends are the hottest calls in ndgrad (forward code and every backward rule).
+# The common cases (same-dtype tensors; a float tensor with a Python int/float) go straight to
+# ``apply``; everything else (promotion, conversion, errors) takes ``pointwise._binary``.
+_pw = ops.pointwise
+_FAST_FLOATS = frozenset(d.np for d in (_dtype.float16, _dtype.bfloat16, _dtype.float32,
+                                        _dtype.float64))
+_apply = ops.apply
+
+
+def _fast_binary(tt: Any, ts: Any, name: str, true_div: bool = False):
+    def method(self: Tensor, other: Any) -> Tensor:
+        t = type(other)
+        if t is Tensor:
+            ad = self._data
+            bd = other._data
+            if ad.dtype is bd.dtype and ad.dtype in _FAST_FLOATS:
+                try:
+                    return _apply(tt, (self, other), (ad, bd))
+                except ValueError:
+                    pass
+        elif t is float or t is int:
+            ad = self._data
+            if ad.dtype in _FAST_FLOATS:
+                return _apply(ts, (self,), (ad,), (other,))
+        return _pw._binary(self, other, tt, ts, name, true_div)
+    method.__name__ = f"__{name}__"
+    return method
+
+
+def _rsub_method(self: Tensor, other: Any) -> Tensor:
+    t = type(other)
+    if (t is float or t is int) and self._data.dtype in _FAST_FLOATS:
+        return _apply(_pw.RSUB_S, (self,), (self._data,), (other, 1))
+    return ops.rsub(self, other)
+
+
 def _rtruediv(self: Tensor, other: Any) -> Tensor:
     if is_scalar(other):
         return ops.reciprocal(self) * other          # PyTorch records MulBackward0 here
@@ -98,19 +135,13 @@ def _min(self: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 _METHODS = {
     # operators
-    "__add__": lambda s, o: ops.pointwise._binary(s, o, ops.pointwise.ADD, ops.pointwise.ADD_S,
-                                                   "add"),
-    "__radd__": lambda s, o: ops.pointwise._binary(s, o, ops.pointwise.ADD, ops.pointwise.ADD_S,
-                                                    "add"),
-    "__sub__": lambda s, o: ops.pointwise._binary(s, o, ops.pointwise.SUB, ops.pointwise.SUB_S,
-                                                   "sub"),
-    "__rsub__": lambda s, o: ops.rsub(s, o),
-    "__mul__": lambda s, o: ops.pointwise._binary(s, o, ops.pointwise.MUL, ops.pointwise.MUL_S,
-                                                   "mul"),
-    "__rmul__": lambda s, o: ops.pointwise._binary(s, o, ops.pointwise.MUL, ops.pointwise.MUL_S,
-                                                    "mul"),
-    "__truediv__": lambda s, o: ops.pointwise._binary(s, o, ops.pointwise.DIV,
-                                                       ops.pointwise.DIV_S, "div", True),
+    "__add__": _fast_binary(_pw.ADD, _pw.ADD_S, "add"),
+    "__radd__": _fast_binary(_pw.ADD, _pw.ADD_S, "add"),
+    "__sub__": _fast_binary(_pw.SUB, _pw.SUB_S, "sub"),
+    "__rsub__": _rsub_method,
+    "__mul__": _fast_binary(_pw.MUL, _pw.MUL_S, "mul"),
+    "__rmul__": _fast_binary(_pw.MUL, _pw.MUL_S, "mul"),
+    "__truediv__": _fast_binary(_pw.DIV, _pw.DIV_S, "div", True),
     "__rtruediv__": _rtruediv,
     "__floordiv__": lambda s, o: ops.div(s, o, rounding_mode="floor"),
     "__pow__": lambda s, o: ops.pow(s, o),

@@ -320,6 +320,7 @@ class Tensor:
         if fn._retains_grad_hooks is None:
             fn._retains_grad_hooks = {}
         fn._retains_grad_hooks[self._output_nr] = retain_grad_hook
+        fn._has_hooks = True
         self._retains_grad = True
 
     @property

@@ -41,9 +41,9 @@ from .node import Node
 __all__ = ["AccumulateGrad", "obeys_layout_contract", "is_non_overlapping_and_dense"]
 
 _getrefcount = sys.getrefcount
-# References to the incoming gradient when nobody else holds it: the local name in
-# ``_accumulate`` and the argument of ``sys.getrefcount``.
-_BASE_REFS = 2
+# References to the incoming gradient when nobody else holds it: the local name in ``apply``,
+# the parameter of ``_accumulate`` and the argument of ``sys.getrefcount``.
+_BASE_REFS = 3
 _warned_layout = [False]
 
 
@@ -93,6 +93,7 @@ class AccumulateGrad(Node):
     # Runs as soon as it is ready, before any op node (PyTorch gives it the largest number).
     _sequence_nr = sys.maxsize
     next_functions = ()
+    _has_hooks = True  # tensor hooks live on the variable: always take the general path
 
     def __init__(self, variable: Any) -> None:
         self.variable = variable
@@ -115,9 +116,8 @@ class AccumulateGrad(Node):
             return ()
         expected = _BASE_REFS
         if self._post_hooks:
-            expected += 1          # the engine keeps ``grads`` for the post hooks
-        else:
-            grads[0] = None
+            expected += 1          # the engine keeps a copy of ``grads`` for the post hooks
+        grads[0] = None
         with self._lock:
             self._accumulate(var, new_grad, expected)
             del new_grad

@@ -42,9 +42,17 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any],
         if isinstance(g, _tensor_mod.Tensor):
             gshape = g._data.shape[1:] if is_grads_batched else g._data.shape
             if out._data.shape != gshape:
-                shown = g.shape if not is_grads_batched else g.shape
+                if is_grads_batched:
+                    raise RuntimeError(
+                        "If `is_grads_batched=True`, we interpret the first dimension of each "
+                        "grad_output as the batch dimension. The sizes of the remaining "
+                        "dimensions are expected to match the shape of corresponding output, but "
+                        f"a mismatch was detected: grad_output[{i}] has a shape of "
+                        f"{_tensor_mod.Size(gshape)} and output[{i}] has a shape of {out.shape}. "
+                        "If you only want some tensors in `grad_output` to be considered batched, "
+                        "consider using vmap.")
                 raise RuntimeError(
-                    f"Mismatch in shape: grad_output[{i}] has a shape of {shown} and output[{i}] "
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
                     f"has a shape of {out.shape}.")
             if out.dtype.is_complex != g.dtype.is_complex:
                 raise RuntimeError(
@@ -92,8 +100,9 @@ def _input_edges(inputs: Sequence[Any], accumulate_grad: bool) -> list:
             edges.append((x.node, x.output_nr))
             continue
         if not isinstance(x, _tensor_mod.Tensor):
-            raise TypeError(f"inputs must be Tensors or GradientEdges, got {type(x).__name__}")
-        if accumulate_grad and x._requires_grad:
+            raise RuntimeError("all inputs have to be Tensors or GradientEdges, but got "
+                               f"{type(x).__name__}")
+        if accumulate_grad:
             x.retain_grad()
         if not x._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
@@ -194,7 +203,7 @@ def grad(
                       "To accumulate gradient for other parts of the graph, please use "
                       "torch.autograd.backward.", FutureWarning, stacklevel=2)
     if len(inputs_t) == 0:
-        raise RuntimeError("grad requires non-empty inputs.")
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     grads = _tensor_or_tensors_to_tuple(grad_outputs, len(t_outputs))
     grads = _make_grads(t_outputs, grads, is_grads_batched=is_grads_batched)
     if retain_graph is None:

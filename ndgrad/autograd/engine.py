@@ -23,8 +23,16 @@ from __future__ import annotations
 import heapq
 from typing import Any, Optional, Sequence
 
+from .. import tensor as _tensor_mod
 from . import grad_mode
 from .accumulate_grad import AccumulateGrad
+
+Tensor = None  # bound lazily to ndgrad.tensor.Tensor (import cycle); see _bind()
+
+
+def _bind() -> None:
+    global Tensor
+    Tensor = _tensor_mod.Tensor
 
 __all__ = ["run_backward"]
 
@@ -43,6 +51,8 @@ def run_backward(
 
     Returns the gradients captured at ``input_edges`` when ``accumulate_grad`` is False.
     """
+    if Tensor is None:
+        _bind()
     state = grad_mode._state
     prev = state.enabled
     state.enabled = bool(create_graph)
@@ -89,8 +99,13 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad):
     g = None
 
     heappop, heappush = heapq.heappop, heapq.heappush
-    while ready:
-        node = heappop(ready)[2]
+    # ``direct`` holds the only ready node when the heap is empty (chains skip the heap).
+    direct = None
+    while ready or direct is not None:
+        if direct is not None:
+            node, direct = direct, None
+        else:
+            node = heappop(ready)[2]
         inputs = buffers.pop(node)
         if needed is not None:
             caps = captures.get(node) if captures is not None else None
@@ -105,17 +120,40 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad):
                 outputs = _call_function(node, inputs, keep_graph, False)
             else:
                 outputs = _call_function(node, inputs, keep_graph, True)
-        else:
+        elif node._has_hooks:
             outputs = _call_function(node, inputs, keep_graph, True)
+        else:
+            # Fast path: no hooks of any kind on this node.
+            outputs = node.apply(inputs)
+            if not keep_graph and node._saved:
+                node.release_variables()
         inputs = None
         if not outputs:
             continue
-        for (nxt, nr), g in zip(node.next_functions, outputs):
+        edges = node.next_functions
+        if len(outputs) != len(edges):
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid number of gradients - expected "
+                f"{len(edges)}, but got {len(outputs)}")
+        meta = node._input_meta
+        i = -1
+        for (nxt, nr), g in zip(edges, outputs):
+            i += 1
             if nxt is None:
                 continue
             if needed is not None and nxt not in needed and (
                     captures is None or nxt not in captures):
                 continue
+            if g is not None:
+                # Validate against the forward input's metadata: undo broadcasting, cast dtype.
+                m = meta[i] if meta else None
+                try:
+                    data = g._data
+                except AttributeError:
+                    raise TypeError(f"Function {node.name()} returned a non-Tensor gradient at "
+                                    f"index {i}: {type(g).__name__}") from None
+                if m is not None and (data.shape != m[0] or data.dtype != m[1]):
+                    g = _fix_gradient(node, i, g, m)
             buf = buffers.get(nxt)
             if buf is None:
                 buf = buffers[nxt] = [None] * nxt.num_inputs
@@ -125,10 +163,17 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad):
             d = deps[nxt] - 1
             deps[nxt] = d
             if d == 0:
-                tie += 1
-                heappush(ready, (-nxt._sequence_nr, tie, nxt))
+                if direct is None and not ready:
+                    direct = nxt
+                else:
+                    if direct is not None:
+                        tie += 1
+                        heappush(ready, (-direct._sequence_nr, tie, direct))
+                        direct = None
+                    tie += 1
+                    heappush(ready, (-nxt._sequence_nr, tie, nxt))
         # Drop our references so AccumulateGrad can steal gradients (see accumulate_grad.py).
-        outputs = g = old = buf = None
+        outputs = g = old = buf = data = None
     return captured
 
 
@@ -226,42 +271,23 @@ def _call_function(node, inputs: list, keep_graph: bool, run_tensor_hooks: bool)
             res = hook(tuple(outputs), grad_outputs)
             if res is not None:
                 outputs = tuple(res)
-    if outputs:
-        outputs = _validate_outputs(node, outputs)
     return outputs
 
 
-def _validate_outputs(node, outputs) -> list:
-    edges = node.next_functions
-    if len(outputs) != len(edges):
-        raise RuntimeError(
-            f"Function {node.name()} returned an invalid number of gradients - expected "
-            f"{len(edges)}, but got {len(outputs)}")
-    meta = node._input_meta
-    fixed = None
-    for i, g in enumerate(outputs):
-        if g is None or edges[i][0] is None:
-            continue
-        data = getattr(g, "_data", None)
-        if data is None:
-            raise TypeError(f"Function {node.name()} returned a non-Tensor gradient at index {i}: "
-                            f"{type(g).__name__}")
-        if not meta:
-            continue
-        shape, dtype = meta[i]
-        if data.shape != shape or data.dtype != dtype:
-            if fixed is None:
-                fixed = list(outputs)
-            if data.shape != shape:
-                if not _is_expandable_to(shape, data.shape):
-                    raise RuntimeError(
-                        f"Function {node.name()} returned an invalid gradient at index {i} - got "
-                        f"{list(data.shape)} but expected shape compatible with {list(shape)}")
-                g = g.sum_to_size(shape)
-            if g._data.dtype != dtype:
-                g = g.to(dtype)
-            fixed[i] = g
-    return outputs if fixed is None else fixed
+def _fix_gradient(node, i: int, g, meta: tuple):
+    """Bring gradient ``g`` for input ``i`` to the input's shape (summing broadcast dimensions)
+    and dtype, or raise PyTorch's invalid-gradient error."""
+    shape, dtype = meta
+    data = g._data
+    if data.shape != shape:
+        if not _is_expandable_to(shape, data.shape):
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                f"{list(data.shape)} but expected shape compatible with {list(shape)}")
+        g = g.sum_to_size(shape)
+    if g._data.dtype != dtype:
+        g = g.to(_tensor_mod._dtype._FROM_NP[dtype])
+    return g
 
 
 def _is_expandable_to(shape: tuple, desired: tuple) -> bool:

@@ -20,6 +20,14 @@ import itertools
 from typing import Any, Callable, Optional
 
 from .hooks import RemovableHandle, add_hook
+from .saved import SECOND_BACKWARD_MSG
+
+
+class _Released(tuple):
+    """Marker for a node whose saved tensors were freed (empty, so falsy)."""
+
+
+RELEASED = _Released()
 
 __all__ = ["Node", "OpNode", "next_sequence_nr"]
 
@@ -41,6 +49,9 @@ class Node:
     _tensor_pre_hooks: Optional[dict] = None
     _retains_grad_hooks: Optional[dict] = None
     _input_meta: tuple = ()      # (shape, numpy dtype) per edge, checked by the engine
+    _saved: tuple = ()           # SavedTensor objects, released after the node ran
+    # True once any hook is registered: the engine then takes its general path.
+    _has_hooks: bool = False
     _metadata: Optional[dict] = None
     _anomaly_trace = None
 
@@ -66,6 +77,7 @@ class Node:
         replacement ``grad_inputs``."""
         if self._post_hooks is None:
             self._post_hooks = {}
+        self._has_hooks = True
         return add_hook(self._post_hooks, fn)
 
     def register_prehook(self, fn: Callable) -> RemovableHandle:
@@ -73,6 +85,7 @@ class Node:
         ``grad_outputs``."""
         if self._pre_hooks is None:
             self._pre_hooks = {}
+        self._has_hooks = True
         return add_hook(self._pre_hooks, fn)
 
     @property
@@ -84,6 +97,7 @@ class Node:
     def _add_tensor_pre_hook(self, output_nr: int, fn: Callable) -> RemovableHandle:
         if self._tensor_pre_hooks is None:
             self._tensor_pre_hooks = {}
+        self._has_hooks = True
         return add_hook(self._tensor_pre_hooks.setdefault(output_nr, {}), fn)
 
     def __repr__(self) -> str:
@@ -95,22 +109,20 @@ class OpNode(Node):
     carries the op as ``_op``; instances carry the saved values and non-tensor arguments."""
 
     _op: Any = None
-    _saved: tuple = ()
     _args: tuple = ()
     _pad: int = 0          # trailing (None, 0) edges for Python-scalar operands
     _output_meta: tuple = ()
 
     def apply(self, grads: list) -> tuple:
-        op = self._op
-        if op.num_outputs == 1 and not self._output_meta:
+        if not self._output_meta:
             g = grads[0]
             if g is None:
                 return (None,) * len(self.next_functions)
-            out = op.vjp(self, g)
+            out = self._op.vjp(self, g)
         else:
             if all(g is None for g in grads):
                 return (None,) * len(self.next_functions)
-            out = op.vjp(self, *_materialize(grads, self._output_meta))
+            out = self._op.vjp(self, *_materialize(grads, self._output_meta))
         if type(out) is not tuple:
             out = (out,)
         if self._pad:
@@ -120,7 +132,10 @@ class OpNode(Node):
     @property
     def saved(self) -> tuple:
         """The saved values, unpacked (version-checked)."""
-        return tuple(s.unpack(self) for s in self._saved)
+        sv = self._saved
+        if sv is RELEASED:
+            raise RuntimeError(SECOND_BACKWARD_MSG)
+        return tuple([s.unpack(self) for s in sv])
 
     def needs_input_grad(self, i: int) -> bool:
         return self.next_functions[i][0] is not None
@@ -139,8 +154,8 @@ class OpNode(Node):
         return self._input_meta[i][1]
 
     def release_variables(self) -> None:
-        for s in self._saved:
-            s.release()
+        if self._saved:
+            self._saved = RELEASED
 
     def __getattr__(self, name: str) -> Any:
         # grad_fn._saved_self, grad_fn._saved_other, grad_fn._saved_result ...
@@ -149,6 +164,8 @@ class OpNode(Node):
             key = name[len("_saved_"):]
             names = op.saved_names
             if key in names:
+                if self._saved is RELEASED:
+                    raise RuntimeError(SECOND_BACKWARD_MSG)
                 return self._saved[names.index(key)].unpack(self)
             if key in op.arg_names:
                 return self._args[op.arg_names.index(key)]

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .grad_mode import _state as _grad_state
+
 __all__ = ["SavedTensor", "SECOND_BACKWARD_MSG"]
 
 SECOND_BACKWARD_MSG = (
@@ -57,8 +59,7 @@ class SavedTensor:
         if vc is not None and vc[0] != self._version:
             raise RuntimeError(_modified_message(t, node, self, vc[0]))
         if self._is_output and node is not None:
-            from .grad_mode import _state
-            if _state.enabled:
+            if _grad_state.enabled:
                 # Double backward: the saved output must carry its history.
                 out = t._alias()
                 out._version_counter = vc

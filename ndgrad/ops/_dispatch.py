@@ -7,7 +7,7 @@ differentiation; an optional JVP rule; what it saves; whether it returns a view.
 the only place that turns a forward into a graph node: grad-mode check, forward, wrap, and when
 any input requires grad, one node of the op's class (``MulBackward0`` ...) with its edges, the
 inputs' metadata (the engine uses it to undo broadcasting and cast dtypes, see
-autograd/engine.py ``_validate_outputs``) and the saved tensors.
+autograd/engine.py ``_fix_gradient``) and the saved tensors.
 
 Example:
     >>> import numpy as np, ndgrad
@@ -27,6 +27,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from .. import _dtype
 from ..autograd.accumulate_grad import AccumulateGrad
 from ..autograd.grad_mode import _state
 from ..autograd.node import OpNode, next_sequence_nr
@@ -39,17 +40,8 @@ REGISTRY: dict = {}
 _NO_EDGE = (None, 0)
 _ndarray = np.ndarray
 _new = object.__new__
-_GRAD_KINDS = frozenset("fc")  # floating point and complex results can carry gradients
-_kind_is_diff = {np.dtype(d): np.dtype(d).kind in "fc" or np.dtype(d).name == "bfloat16"
-                 for d in ("float16", "float32", "float64", "complex64", "complex128", "bool",
-                           "int8", "int16", "int32", "int64", "uint8")}
-
-
-def _differentiable_dtype(dt: np.dtype) -> bool:
-    r = _kind_is_diff.get(dt)
-    if r is None:
-        r = _kind_is_diff[dt] = dt.kind in "fc" or dt.name == "bfloat16"
-    return r
+# Floating point and complex results can carry gradients.
+_DIFF_DTYPES = frozenset(d.np for d in _dtype._ALL if d.is_floating_point or d.is_complex)
 
 
 class Op:
@@ -75,7 +67,7 @@ class Op:
 
     __slots__ = ("name", "node_name", "forward", "vjp", "jvp", "saved_names", "save_idx",
                  "inputs", "arg_names", "view", "num_outputs", "pad", "differentiable",
-                 "node_cls")
+                 "node_cls", "pad_edges", "pad_meta")
 
     def __init__(self, name: str, node: str, forward: Callable, vjp: Optional[Callable] = None,
                  *, saves: Sequence[str] = (), inputs: Sequence[str] = ("self",),
@@ -93,6 +85,8 @@ class Op:
         self.view = view
         self.num_outputs = num_outputs
         self.pad = pad
+        self.pad_edges = (_NO_EDGE,) * pad
+        self.pad_meta = (None,) * pad
         self.differentiable = differentiable and vjp is not None
         self.node_cls = type(node, (OpNode,), {"_op": self, "__module__": "ndgrad.autograd"})
         REGISTRY.setdefault(name, []).append(self)
@@ -112,12 +106,8 @@ def grad_accumulator(t: Tensor) -> AccumulateGrad:
 
 
 def gradient_edge(t: Tensor) -> tuple:
-    fn = t._grad_fn
-    if fn is not None:
-        return (fn, t._output_nr)
-    if t._requires_grad:
-        return (grad_accumulator(t), 0)
-    return _NO_EDGE
+    """``(node, input_nr)`` through which ``t``'s gradient flows (``(None, 0)`` if none)."""
+    return _edge(t)
 
 
 def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
@@ -131,8 +121,8 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
         if _state.enabled and op.differentiable:
             for t in tensors:
                 if t._requires_grad:
-                    if _differentiable_dtype(out.dtype):
-                        _record(op, tensors, (result,), args)
+                    if out.dtype in _DIFF_DTYPES:
+                        _record(op, tensors, result, args)
                     break
         if op.view:
             _mark_view(result, tensors[0])
@@ -141,7 +131,7 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     if _state.enabled and op.differentiable:
         for t in tensors:
             if t._requires_grad:
-                _record(op, tensors, results, args)
+                _record_multi(op, tensors, results, args)
                 break
     if op.view:
         for r in results:
@@ -149,42 +139,58 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     return results
 
 
-def _record(op: Op, tensors: tuple, results: tuple, args: tuple) -> None:
+def _edge(t: Tensor) -> tuple:
+    fn = t._grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if t._requires_grad:
+        return (grad_accumulator(t), 0)
+    return _NO_EDGE
+
+
+def _new_node(op: Op, tensors: tuple, args: tuple) -> OpNode:
     node = op.node_cls()
     node._sequence_nr = next_sequence_nr()
-    edges = []
-    for t in tensors:
-        fn = t._grad_fn
-        if fn is not None:
-            edges.append((fn, t._output_nr))
-        elif t._requires_grad:
-            edges.append((grad_accumulator(t), 0))
-        else:
-            edges.append(_NO_EDGE)
-    meta = [(t._data.shape, t._data.dtype) for t in tensors]
+    if len(tensors) == 1:
+        t = tensors[0]
+        d = t._data
+        edges = (_edge(t),)
+        meta = ((d.shape, d.dtype),)
+    else:
+        edges = tuple([_edge(t) for t in tensors])
+        meta = tuple([(t._data.shape, t._data.dtype) for t in tensors])
     if op.pad:
         node._pad = op.pad
-        edges += [_NO_EDGE] * op.pad
-        meta += [None] * op.pad
-    node.next_functions = tuple(edges)
-    node._input_meta = tuple(meta)
+        edges += op.pad_edges
+        meta += op.pad_meta
+    node.next_functions = edges
+    node._input_meta = meta
     if args:
         node._args = args
+    return node
+
+
+def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
+    node = _new_node(op, tensors, args)
     if op.save_idx:
-        node._saved = tuple(SavedTensor(tensors[i]) if i >= 0 else
-                            SavedTensor(results[0], True, 0) for i in op.save_idx)
-    if len(results) == 1:
-        r = results[0]
-        r._grad_fn = node
-        r._requires_grad = True
-    else:
-        node.num_inputs = len(results)
-        node._output_meta = tuple((r._data.shape, r._data.dtype) for r in results)
-        for i, r in enumerate(results):
-            if _differentiable_dtype(r._data.dtype):
-                r._grad_fn = node
-                r._requires_grad = True
-                r._output_nr = i
+        node._saved = tuple([SavedTensor(tensors[i]) if i >= 0 else
+                             SavedTensor(result, True, 0) for i in op.save_idx])
+    result._grad_fn = node
+    result._requires_grad = True
+
+
+def _record_multi(op: Op, tensors: tuple, results: tuple, args: tuple) -> None:
+    node = _new_node(op, tensors, args)
+    if op.save_idx:
+        node._saved = tuple([SavedTensor(tensors[i]) if i >= 0 else
+                             SavedTensor(results[0], True, 0) for i in op.save_idx])
+    node.num_inputs = len(results)
+    node._output_meta = tuple((r._data.shape, r._data.dtype) for r in results)
+    for i, r in enumerate(results):
+        if r._data.dtype in _DIFF_DTYPES:
+            r._grad_fn = node
+            r._requires_grad = True
+            r._output_nr = i
 
 
 def _mark_view(result: Tensor, source: Tensor) -> None:

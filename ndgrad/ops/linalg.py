@@ -57,12 +57,18 @@ def _mm_vjp(ctx, g):
             _mT(a).conj() @ g if ctx.needs_input_grad(1) else None)
 
 
+def _matmul_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    r = np.matmul(a, b)
+    # ml_dtypes' bfloat16 matmul accumulates and returns float32.
+    return r if r.dtype == a.dtype else r.astype(a.dtype)
+
+
 _KW = dict(saves=("self", "other"), inputs=("self", "other"))
-MM = Op("mm", "MmBackward0", np.matmul, _mm_vjp, **_KW)
-BMM = Op("bmm", "BmmBackward0", np.matmul, _mm_vjp, **_KW)
-MV = Op("mv", "MvBackward0", np.matmul, _matmul_vjp, **_KW)
-DOT = Op("dot", "DotBackward0", np.matmul, _matmul_vjp, **_KW)
-MATMUL = Op("matmul", "MatmulBackward0", np.matmul, _matmul_vjp, **_KW)
+MM = Op("mm", "MmBackward0", _matmul_fwd, _mm_vjp, **_KW)
+BMM = Op("bmm", "BmmBackward0", _matmul_fwd, _mm_vjp, **_KW)
+MV = Op("mv", "MvBackward0", _matmul_fwd, _matmul_vjp, **_KW)
+DOT = Op("dot", "DotBackward0", _matmul_fwd, _matmul_vjp, **_KW)
+MATMUL = Op("matmul", "MatmulBackward0", _matmul_fwd, _matmul_vjp, **_KW)
 
 
 def _same_dtype(a: Tensor, b: Tensor) -> None:

@@ -2,7 +2,7 @@
 
 Each op is one ``Op`` declaration (forward on ndarrays, VJP with ndgrad ops, JVP where it is one
 line). Broadcasting is undone by the engine from the inputs' recorded shapes
-(autograd/engine.py ``_validate_outputs``), so rules return full-shape gradients.
+(autograd/engine.py ``_fix_gradient``), so rules return full-shape gradients.
 
 Example:
     >>> import ndgrad
@@ -30,15 +30,6 @@ _FLOAT = _dtype._FLOAT
 def _c(t: Tensor) -> Tensor:
     """Conjugate for complex tensors, identity otherwise (PyTorch's complex gradient rule)."""
     return t.conj() if t._data.dtype.kind == "c" else t
-
-
-def _half_safe(fn):
-    """Run ``fn`` in float32 for float16/bfloat16 inputs, casting back (accuracy, ufunc support)."""
-    def wrapped(a: np.ndarray) -> np.ndarray:
-        if a.dtype.itemsize == 2 and a.dtype.kind != "i" and a.dtype.kind != "u":
-            return fn(a.astype(np.float32)).astype(a.dtype)
-        return fn(a)
-    return wrapped
 
 
 # ---------------------------------------------------------------------------- binary arithmetic
@@ -278,17 +269,48 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001
 
 # ---------------------------------------------------------------------------- unary
 NEG = Op("neg", "NegBackward0", np.negative, lambda ctx, g: -g, jvp=lambda ctx, t: -t)
-EXP = Op("exp", "ExpBackward0", _half_safe(np.exp), lambda ctx, g: g * _c(ctx.saved[0]),
+EXP = Op("exp", "ExpBackward0", np.exp, lambda ctx, g: g * _c(ctx.saved[0]),
          saves=("result",))
-LOG = Op("log", "LogBackward0", _half_safe(np.log), lambda ctx, g: g / _c(ctx.saved[0]),
+LOG = Op("log", "LogBackward0", np.log, lambda ctx, g: g / _c(ctx.saved[0]),
          saves=("self",))
-SIN = Op("sin", "SinBackward0", _half_safe(np.sin), lambda ctx, g: g * _c(ctx.saved[0].cos()),
+SIN = Op("sin", "SinBackward0", np.sin, lambda ctx, g: g * _c(ctx.saved[0].cos()),
          saves=("self",))
-COS = Op("cos", "CosBackward0", _half_safe(np.cos),
+COS = Op("cos", "CosBackward0", np.cos,
          lambda ctx, g: g * _c(-ctx.saved[0].sin()), saves=("self",))
-TANH = Op("tanh", "TanhBackward0", _half_safe(np.tanh),
-          lambda ctx, g: g * _c(1 - ctx.saved[0] * ctx.saved[0]), saves=("result",))
-SQRT = Op("sqrt", "SqrtBackward0", _half_safe(np.sqrt),
+def _tanh_backward_vjp(ctx, gg):
+    g, r = ctx.saved
+    return (tanh_backward(gg, r) if ctx.needs_input_grad(0) else None,
+            gg * _c(-2 * r * g) if ctx.needs_input_grad(1) else None)
+
+
+def _sigmoid_backward_vjp(ctx, gg):
+    g, r = ctx.saved
+    return (sigmoid_backward(gg, r) if ctx.needs_input_grad(0) else None,
+            gg * _c(g * (1 - 2 * r)) if ctx.needs_input_grad(1) else None)
+
+
+# Fused backward kernels (one op per backward step instead of three), each differentiable.
+TANH_BACKWARD = Op("tanh_backward", "TanhBackwardBackward0",
+                   lambda g, r: g * np.conjugate(1 - r * r), _tanh_backward_vjp,
+                   saves=("grad_output", "output"), inputs=("grad_output", "output"))
+SIGMOID_BACKWARD = Op("sigmoid_backward", "SigmoidBackwardBackward0",
+                      lambda g, r: g * np.conjugate(r * (1 - r)), _sigmoid_backward_vjp,
+                      saves=("grad_output", "output"), inputs=("grad_output", "output"))
+
+
+def tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor:
+    """``grad_output * (1 - output**2)``: the gradient of tanh given its output."""
+    return apply(TANH_BACKWARD, (grad_output, output), promote_pair(grad_output, output))
+
+
+def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
+    """``grad_output * output * (1 - output)``: the gradient of sigmoid given its output."""
+    return apply(SIGMOID_BACKWARD, (grad_output, output), promote_pair(grad_output, output))
+
+
+TANH = Op("tanh", "TanhBackward0", np.tanh,
+          lambda ctx, g: tanh_backward(g, ctx.saved[0]), saves=("result",))
+SQRT = Op("sqrt", "SqrtBackward0", np.sqrt,
           lambda ctx, g: g / _c(2 * ctx.saved[0]), saves=("result",))
 
 
@@ -300,11 +322,10 @@ def _sigmoid_fwd(x: np.ndarray) -> np.ndarray:
 
 
 def _sigmoid_vjp(ctx, g):
-    (r,) = ctx.saved
-    return g * _c(r * (1 - r))
+    return sigmoid_backward(g, ctx.saved[0])
 
 
-SIGMOID = Op("sigmoid", "SigmoidBackward0", _half_safe(_sigmoid_fwd), _sigmoid_vjp,
+SIGMOID = Op("sigmoid", "SigmoidBackward0", _sigmoid_fwd, _sigmoid_vjp,
              saves=("result",))
 RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
           lambda ctx, g: where(ctx.saved[0] > 0, g, 0), saves=("result",))
