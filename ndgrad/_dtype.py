@@ -90,8 +90,8 @@ def from_numpy_dtype(np_dtype) -> dtype:
     if nd in _FROM_NP:
         return _FROM_NP[nd]
     raise TypeError(
-        f"can't convert np.ndarray of type numpy.{nd}. The only supported types are: "
-        "float64, float32, float16, bfloat16, complex64, complex128, int64, int32, int16, "
+        f"can't convert np.ndarray of type numpy.{nd.type.__name__}. The only supported types "
+        "are: float64, float32, float16, bfloat16, complex64, complex128, int64, int32, int16, "
         "int8, uint8, and bool.")
 
 

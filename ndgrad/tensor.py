@@ -234,6 +234,12 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        # PyTorch's attribute setter words its errors differently from requires_grad_().
+        if self._grad_fn is not None and value:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+        if value and _FROM_NP[self._data.dtype]._category < _dtype._FLOAT:
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients")
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":

@@ -159,5 +159,11 @@ class AccumulateGrad(Node):
 
 
 def _clone_obey_contract(new_grad: Any, var: Any) -> Any:
-    from ..ops import _copy_like_layout
+    """A copy of ``new_grad`` laid out by the contract (recorded as ``CopyBackwards``)."""
+    global _copy_like_layout
+    if _copy_like_layout is None:
+        from ..ops import _copy_like_layout
     return _copy_like_layout(new_grad, var)
+
+
+_copy_like_layout = None  # ndgrad.ops imports this module: bound on first use

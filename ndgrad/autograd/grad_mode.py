@@ -129,6 +129,9 @@ class set_grad_enabled(_GradModeContext):
     """
 
     def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, bool):
+            raise TypeError("set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {type(mode).__name__}")
         self._prev = _state.enabled
         self._mode = bool(mode)
         _state.enabled = self._mode

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, _wrap, _wrap_dim
 
 _SCALAR_TYPES = (int, float, bool, complex)
 _CAT = {d.np: d._category for d in _dtype._ALL}
@@ -67,7 +67,9 @@ def to_float(arr: np.ndarray) -> np.ndarray:
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
-    from ..tensor import _wrap_dim
+    """Normalize a possibly negative dimension (PyTorch's IndexError when out of range)."""
+    if 0 <= dim < ndim:
+        return dim
     return _wrap_dim(dim, ndim)
 
 

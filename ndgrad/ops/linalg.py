@@ -53,8 +53,11 @@ def _matmul_vjp(ctx, g):
 
 def _mm_vjp(ctx, g):
     a, b = ctx.saved
-    return (g @ _mT(b).conj() if ctx.needs_input_grad(0) else None,
-            _mT(a).conj() @ g if ctx.needs_input_grad(1) else None)
+    if a._data.ndim == 2:       # mm: plain transposes
+        return (mm(g, b.t().conj()) if ctx.needs_input_grad(0) else None,
+                mm(a.t().conj(), g) if ctx.needs_input_grad(1) else None)
+    return (bmm(g, _mT(b).conj()) if ctx.needs_input_grad(0) else None,
+            bmm(_mT(a).conj(), g) if ctx.needs_input_grad(1) else None)
 
 
 def _matmul_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _dtype
+from ..autograd.accumulate_grad import is_non_overlapping_and_dense
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
 from ._util import (broadcast_error, category, is_scalar, as_scalar, promote_pair,
@@ -108,6 +109,8 @@ def _pow_s_vjp(ctx, g):
         return g * 0
     if e == 1:
         return g * 1
+    if e == 2:
+        return g * _c(x * 2)
     return g * _c(e * x ** (e - 1))
 
 
@@ -666,7 +669,6 @@ REAL = Op("real", "RealBackward0", lambda x: np.ascontiguousarray(x.real), lambd
 
 
 def _empty_like_copy(x: np.ndarray, like: np.ndarray) -> np.ndarray:
-    from ..autograd.accumulate_grad import is_non_overlapping_and_dense
     if is_non_overlapping_and_dense(like):
         out = np.empty_like(like, dtype=x.dtype, order="K")
     else:

@@ -18,7 +18,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _dtype
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, _as_shape, _wrap
 from ._dispatch import Op, apply
 from ._util import category, dims_tuple, wrap_dim
 
@@ -95,12 +95,24 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
     return apply(MEAN_DIM, (input,), (x,), (dims, bool(keepdim), dt))
 
 
+def _sum_to_fwd(x, dims, shape):
+    return np.sum(x, axis=dims, keepdims=True).reshape(shape)
+
+
+SUM_TO_SIZE = Op("sum_to_size", "SumBackward1", _sum_to_fwd,
+                 lambda ctx, g: g.expand(ctx.input_shape(0)), args=("dim", "size"),
+                 jvp=lambda ctx, t: t.sum_to_size(ctx._args[1]))
+
+
 def sum_to_size(input: Tensor, *size: Any) -> Tensor:
     """Sum ``input`` down to ``size`` (the inverse of broadcasting ``size`` to its shape).
 
     This is the one helper that undoes broadcasting in backward rules.
+
+    >>> import ndgrad
+    >>> ndgrad.ones(2, 3).sum_to_size(3)
+    tensor([2., 2., 2.])
     """
-    from ..tensor import _as_shape
     shape = _as_shape(size)
     x = input._data
     if x.shape == shape:
@@ -111,10 +123,7 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
                            f"{{{', '.join(map(str, x.shape))}}}.")
     dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
                                       if s == 1 and x.shape[lead + i] != 1)
-    out = input.sum(dims, keepdim=True) if dims else input
-    if lead:
-        out = out.reshape(shape)
-    return out
+    return apply(SUM_TO_SIZE, (input,), (x,), (dims, shape))
 
 
 # ---------------------------------------------------------------------------- prod
