@@ -16,7 +16,8 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _dtype
-from .tensor import Tensor, _as_shape, _wrap, device as _device
+from .tensor import Tensor, _wrap, device as _device
+from .tensor import _as_shape as _raw_shape
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like",
@@ -36,7 +37,43 @@ def _finish(arr: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
     return t
 
 
-def _infer_array(data: Any) -> np.ndarray:
+def _as_shape(args: Any) -> tuple:
+    shape = _raw_shape(args)
+    for n in shape:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: "
+                               f"{list(shape)}")
+    return shape
+
+
+def _ragged_message(data: Any) -> str:
+    """PyTorch's message for nested sequences of unequal lengths (first mismatch, depth first)."""
+    sizes = []
+    d = data
+    while isinstance(d, (list, tuple)):
+        sizes.append(len(d))
+        if not d:
+            break
+        d = d[0]
+
+    def walk(seq: Any, dim: int) -> str:
+        if dim >= len(sizes):
+            return ""
+        n = len(seq) if isinstance(seq, (list, tuple)) else None
+        if n != sizes[dim]:
+            return f"expected sequence of length {sizes[dim]} at dim {dim} (got {n})"
+        for item in seq:
+            msg = walk(item, dim + 1)
+            if msg:
+                return msg
+        return ""
+
+    return walk(data, 0) or "could not build a tensor from ragged nested sequences"
+
+
+def _infer_array(data: Any, explicit_dtype: bool = False) -> np.ndarray:
+    """``data`` as an ndarray of the inferred dtype. With ``explicit_dtype`` the caller casts
+    afterwards, so Python numbers keep full precision until then (no float32 detour)."""
     if isinstance(data, Tensor):
         return data._data.copy()
     if isinstance(data, np.ndarray):
@@ -46,10 +83,11 @@ def _infer_array(data: Any) -> np.ndarray:
         return np.array(data)
     try:
         arr = np.array(data)
-    except ValueError as e:
-        raise ValueError(f"expected sequence of equal-length lists (could not build a tensor: "
-                         f"{e})") from None
+    except ValueError:
+        raise ValueError(_ragged_message(data)) from None
     kind = arr.dtype.kind
+    if explicit_dtype and kind in "fiucb":
+        return arr
     if kind == "f" or arr.dtype.name == "bfloat16":
         if not _contains_tensor(data):
             arr = arr.astype(_dtype.get_default_dtype().np)
@@ -84,7 +122,7 @@ def tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
     >>> ndgrad.tensor([[1.0, 2.0]], requires_grad=True)
     tensor([[1., 2.]], requires_grad=True)
     """
-    arr = _infer_array(data)
+    arr = _infer_array(data, explicit_dtype=dtype is not None)
     if dtype is not None:
         arr = arr.astype(_dtype.to_dtype(dtype).np, copy=False)
     return _finish(arr, requires_grad, device)
@@ -150,6 +188,9 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         start, end = 0, start
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    lo, hi, st = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    if (hi > lo and st < 0) or (hi < lo and st > 0):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         is_float = any(isinstance(v, float) or (isinstance(v, Tensor) and v.is_floating_point())
                        for v in (start, end, step))
@@ -192,7 +233,7 @@ def seed() -> int:
 def _floating(dtype: Any, fn: str) -> np.dtype:
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     if not (d.is_floating_point or d.is_complex):
-        raise RuntimeError(f"\"{fn}\" not implemented for '{d._torch_name}'")
+        raise NotImplementedError(f"\"{fn}\" not implemented for '{d._torch_name}'")
     return d.np
 
 

@@ -1,5 +1,15 @@
 """PyTorch-style ``repr`` of tensors.
 
+Note [How a tensor is printed]
+One number style is chosen per tensor (per real and imaginary part for complex tensors) from its
+nonzero finite values: whole numbers print as ``2.``, others with four decimals, and scientific
+notation is used when the largest magnitude exceeds 1e8, when largest / smallest exceeds 1000,
+or (for non-whole values) when the smallest is below 1e-4. Every element is right-aligned to
+the widest nonzero finite element. Tensors with more than 1000 elements are summarized (three
+items at each end of every long dimension) and the style is chosen from the shown items only.
+Rows wrap at 80 columns by element count; suffixes (``dtype=``, ``grad_fn=`` ...) go on a new
+line when they would not fit.
+
 Example:
     >>> import ndgrad
     >>> ndgrad.tensor([1.0, 2.5])
@@ -8,87 +18,161 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from . import _dtype
 
 PRECISION = 4
+THRESHOLD = 1000
+EDGEITEMS = 3
+LINEWIDTH = 80
 
 
-def _float_formatter(values: np.ndarray):
-    finite = values[np.isfinite(values)].astype(np.float64)
-    if finite.size == 0:
-        return lambda v: _special(v) or f"{v}"
-    absf = np.abs(finite)
-    nonzero = absf[absf > 0]
-    int_mode = bool(np.all(finite == np.round(finite)))
-    sci = False
-    if nonzero.size:
-        mx, mn = nonzero.max(), nonzero.min()
-        if int_mode:
-            sci = mx > 1e8
+class _NumberStyle:
+    """Formats the numbers of one tensor (or one part of a complex tensor) consistently."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.is_float = values.dtype.kind == "f" or values.dtype.name == "bfloat16"
+        self.whole = True
+        self.sci = False
+        self.width = 1
+        flat = values.ravel()
+        if not self.is_float:
+            for v in flat.tolist():
+                self.width = max(self.width, len(str(v)))
+            return
+        flat = flat.astype(np.float64)
+        shown = flat[np.isfinite(flat) & (flat != 0)]
+        if shown.size == 0:
+            return
+        mags = np.abs(shown)
+        hi, lo = float(mags.max()), float(mags.min())
+        self.whole = bool(np.all(shown == np.ceil(shown)))
+        self.sci = hi / lo > 1000.0 or hi > 1.0e8 or (not self.whole and lo < 1.0e-4)
+        vals = shown.tolist()
+        if self.sci:
+            self.width = max(len(f"{v:.{PRECISION}e}") for v in vals)
+        elif self.whole:
+            self.width = max(len(f"{v:.0f}") + 1 for v in vals)
         else:
-            sci = mx / mn > 1000.0 or mx > 1e8 or mn < 1e-4
-    if sci:
-        fmt = lambda v: _special(v) or f"{v:.{PRECISION}e}"  # noqa: E731
-    elif int_mode:
-        fmt = lambda v: _special(v) or f"{v:.0f}."  # noqa: E731
+            self.width = max(len(f"{v:.{PRECISION}f}") for v in vals)
+
+    def __call__(self, value: Any) -> str:
+        if not self.is_float:
+            text = str(value)
+        elif self.sci:
+            text = f"{value:.{PRECISION}e}"
+        elif self.whole:
+            text = f"{value:.0f}"
+            if math.isfinite(value):
+                text += "."
+        else:
+            text = f"{value:.{PRECISION}f}"
+        return text.rjust(self.width)
+
+
+def _summarized(arr: np.ndarray) -> np.ndarray:
+    """The elements shown when ``arr`` is summarized: ``EDGEITEMS`` at each end of each dim."""
+    for axis, n in enumerate(arr.shape):
+        if n > 2 * EDGEITEMS:
+            keep = list(range(EDGEITEMS)) + list(range(n - EDGEITEMS, n))
+            arr = np.take(arr, keep, axis=axis)
+    return arr
+
+
+def _scalar(value: Any, real: Callable, imag: Optional[Callable]) -> str:
+    if imag is None:
+        return real(value)
+    im = (imag(value.imag) + "j").lstrip()
+    sep = "" if im[0] in "+-" else "+"
+    return real(value.real) + sep + im
+
+
+def _vector(arr: np.ndarray, indent: int, summarize: bool, real: _NumberStyle,
+            imag: Optional[_NumberStyle]) -> str:
+    item = real.width + 2 + (imag.width + 1 if imag is not None else 0)
+    per_line = max(1, (LINEWIDTH - indent) // item)
+    items = arr.tolist()
+    if summarize and len(items) > 2 * EDGEITEMS:
+        cells = ([_scalar(v, real, imag) for v in items[:EDGEITEMS]] + [" ..."]
+                 + [_scalar(v, real, imag) for v in items[-EDGEITEMS:]])
     else:
-        fmt = lambda v: _special(v) or f"{v:.{PRECISION}f}"  # noqa: E731
-    width = max(len(fmt(float(v))) for v in np.concatenate([finite[:1000], values[
-        ~np.isfinite(values)][:3].astype(np.float64)]))
-    return lambda v: fmt(float(v)).rjust(width)
+        cells = [_scalar(v, real, imag) for v in items]
+    lines = [", ".join(cells[i:i + per_line]) for i in range(0, len(cells), per_line)]
+    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
 
-def _special(v: float) -> str:
-    if np.isnan(v):
-        return "nan"
-    if np.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return ""
+def _nested(arr: np.ndarray, indent: int, summarize: bool, real: _NumberStyle,
+            imag: Optional[_NumberStyle]) -> str:
+    if arr.ndim == 0:
+        return _scalar(arr.item(), real, imag)
+    if arr.ndim == 1:
+        return _vector(arr, indent, summarize, real, imag)
+    n = arr.shape[0]
+    if summarize and n > 2 * EDGEITEMS:
+        rows = ([_nested(arr[i], indent + 1, summarize, real, imag) for i in range(EDGEITEMS)]
+                + ["..."]
+                + [_nested(arr[i], indent + 1, summarize, real, imag)
+                   for i in range(n - EDGEITEMS, n)])
+    else:
+        rows = [_nested(arr[i], indent + 1, summarize, real, imag) for i in range(n)]
+    sep = "," + "\n" * (arr.ndim - 1) + " " * (indent + 1)
+    return "[" + sep.join(rows) + "]"
 
 
-def _formatter(arr: np.ndarray) -> dict:
-    kind = arr.dtype.kind
-    if kind == "b":
-        width = 5 if arr.any() and not arr.all() else (4 if arr.all() else 5)
-        return {"bool": lambda v: str(bool(v)).rjust(width)}
-    if kind in "iu":
-        width = max((len(str(v)) for v in arr.ravel()[:1000]), default=1)
-        return {"int": lambda v: str(v).rjust(width)}
-    if kind == "c":
-        rf = _float_formatter(arr.real.ravel())
-        imf = _float_formatter(arr.imag.ravel())
+def _body(arr: np.ndarray, indent: int) -> str:
+    if arr.dtype.name == "bfloat16":
+        arr = arr.astype(np.float32)
+    summarize = arr.size > THRESHOLD
+    shown = _summarized(arr) if summarize else arr
+    if arr.dtype.kind == "c":
+        real, imag = _NumberStyle(shown.real), _NumberStyle(shown.imag)
+    else:
+        real, imag = _NumberStyle(shown), None
+    return _nested(arr, indent, summarize, real, imag)
 
-        def cfmt(v: complex) -> str:
-            im = imf(abs(v.imag)).strip()
-            sign = "-" if v.imag < 0 or (v.imag == 0 and np.signbit(v.imag)) else "+"
-            return f"{rf(v.real)}{sign}{im}j"
-        return {"complexfloat": cfmt}
-    ff = _float_formatter(arr.astype(np.float64).ravel())
-    return {"float_kind": ff}
+
+def _with_suffixes(text: str, suffixes: list, indent: int) -> str:
+    parts = [text]
+    last = len(text) - text.rfind("\n") + 1
+    for s in suffixes:
+        if last + len(s) + 2 > LINEWIDTH:
+            parts.append(",\n" + " " * indent + s)
+            last = indent + len(s)
+        else:
+            parts.append(", " + s)
+            last += len(s) + 2
+    parts.append(")")
+    return "".join(parts)
 
 
 def format_tensor(t: Any) -> str:
     arr = t._data
     d = _dtype._FROM_NP[arr.dtype]
     prefix = "tensor("
+    indent = len(prefix)
+    default_float = _dtype.get_default_dtype()
+    suffixes = []
     if arr.size == 0:
         body = "[]"
+        if arr.ndim != 1:
+            suffixes.append(f"size={tuple(arr.shape)}")
+        if d is not default_float:
+            suffixes.append(f"dtype=ndgrad.{d.name}")
     else:
-        shown = arr.astype(np.float32) if d is _dtype.bfloat16 else arr
-        body = np.array2string(shown, separator=", ", prefix=prefix, formatter=_formatter(shown),
-                               threshold=1000, edgeitems=3, max_line_width=80)
-    suffixes = []
-    if arr.size == 0 and arr.shape != (0,):
-        suffixes.append(f"size={tuple(arr.shape)}")
-    default_float = _dtype.get_default_dtype()
-    if d not in (default_float, _dtype.int64, _dtype.bool, default_float.to_complex()):
-        suffixes.append(f"dtype=ndgrad.{d.name}")
+        body = _body(arr, indent)
+        if d not in (default_float, _dtype.int64, _dtype.bool, default_float.to_complex()):
+            suffixes.append(f"dtype=ndgrad.{d.name}")
     if t._grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
+        suffixes.append(f"grad_fn=<{_node_label(t._grad_fn)}>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
-    return prefix + body + "".join(", " + s for s in suffixes) + ")"
+    return _with_suffixes(prefix + body, suffixes, indent)
+
+
+def _node_label(node: Any) -> str:
+    # PyTorch shows C++ node names without their namespace ("CopyBackwards").
+    return node.name().rsplit("::", 1)[-1]

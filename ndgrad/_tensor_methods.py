@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _dtype, ops
+from .autograd.grad_mode import _state as _grad_state
 from .ops import inplace as _inplace
 from .ops._util import is_scalar, to_tensor
 from .tensor import Tensor
@@ -81,7 +82,11 @@ def _matmul(self: Tensor, other: Any) -> Tensor:
 
 
 def _setitem(self: Tensor, index: Any, value: Any) -> None:
-    _inplace.apply_inplace(self, lambda s, v: ops.index_put(s, index, v), value)
+    if (self._requires_grad and self._grad_fn is None and _grad_state.enabled
+            and ops.shape.setitem_writes_view(self, index)):
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    _inplace.apply_inplace(self, lambda s, v: ops.shape.setitem(s, index, v), value)
 
 
 def _type_conv(dt: _dtype.dtype):
@@ -96,14 +101,8 @@ def _real(self: Tensor) -> Tensor:
     return ops.real_part(self)
 
 
-def _masked_fill(self: Tensor, mask: Tensor, value: Any) -> Tensor:
-    if isinstance(mask, Tensor) and mask._data.dtype != np.bool_:
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{mask.dtype.name}")
-    if isinstance(value, Tensor):
-        return ops.where(mask, value.to(self.dtype), self)
-    return ops.where(mask, ops.to(to_tensor(value), self.dtype) if not is_scalar(value)
-                     else value, self)
+def _index_put(self: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    return ops.shape.index_put_indices(self, indices, values, accumulate)
 
 
 def _new_factory(fn_name: str):
@@ -143,7 +142,9 @@ _METHODS = {
     "__rmul__": _fast_binary(_pw.MUL, _pw.MUL_S, "mul"),
     "__truediv__": _fast_binary(_pw.DIV, _pw.DIV_S, "div", True),
     "__rtruediv__": _rtruediv,
-    "__floordiv__": lambda s, o: ops.div(s, o, rounding_mode="floor"),
+    "__floordiv__": lambda s, o: ops.pointwise.floor_divide(s, o),
+    "__rfloordiv__": lambda s, o: ops.pointwise.floor_divide(o, s),
+    "floor_divide": lambda s, o: ops.pointwise.floor_divide(s, o),
     "__pow__": lambda s, o: ops.pow(s, o),
     "__rpow__": _rpow,
     "__matmul__": _matmul,
@@ -165,6 +166,7 @@ _METHODS = {
     "__invert__": lambda s: ops.bitwise_not(s),
     "__getitem__": lambda s, i: ops.getitem(s, i),
     "__setitem__": _setitem,
+    "index_put": _index_put,
     "__iadd__": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a + b, o),
     "__isub__": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a - b, o),
     "__imul__": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a * b, o),
@@ -185,7 +187,7 @@ _METHODS = {
     "clamp_min": ops.clamp_min, "clamp_max": ops.clamp_max,
     "maximum": ops.maximum, "minimum": ops.minimum,
     "where": lambda s, condition, other: ops.where(condition, s, other),
-    "masked_fill": _masked_fill,
+    "masked_fill": ops.pointwise.masked_fill,
     "eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge,
     "logical_not": ops.logical_not, "logical_and": ops.logical_and,
     "logical_or": ops.logical_or, "isnan": ops.isnan, "isinf": ops.isinf,
@@ -234,7 +236,6 @@ _METHODS = {
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 
-Tensor.T = property(lambda s: s.permute(tuple(range(s.ndim - 1, -1, -1))) if s.ndim != 2
-                    else ops.t(s))
+Tensor.T = property(lambda s: s.permute(tuple(range(s.ndim - 1, -1, -1))))
 Tensor.mT = property(lambda s: ops.transpose(s, -2, -1))
 Tensor.real = property(_real)

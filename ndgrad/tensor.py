@@ -487,7 +487,8 @@ def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:
 def _c_name(d: _dtype_cls) -> str:
     return {"float32": "float", "float64": "double", "float16": "c10::Half",
             "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>",
-            "complex128": "c10::complex<double>", "int64": "long int", "int32": "int"}.get(
+            "complex128": "c10::complex<double>", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char"}.get(
         d.name, d.name)
 
 

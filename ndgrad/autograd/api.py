@@ -13,7 +13,9 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
-from .. import tensor as _tensor_mod
+from importlib import import_module
+
+_tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 from .engine import run_backward
 from .graph import GradientEdge
 
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from ..tensor import Tensor
 
 TensorOrTensors = Union["Tensor", Sequence["Tensor"]]
+_warned_create_graph = [False]
 
 
 def _tensor_or_tensors_to_tuple(tensors: Any, length: int) -> tuple:
@@ -157,7 +160,8 @@ def backward(
         retain_graph = create_graph
     roots = _root_edges(tensors)
     input_edges = _input_edges(inputs_t, accumulate_grad=True) if inputs_t else None
-    if create_graph:
+    if create_graph and not _warned_create_graph[0]:
+        _warned_create_graph[0] = True     # once per process, as PyTorch
         warnings.warn(
             "Using backward() with create_graph=True will create a reference cycle between the "
             "parameter and its gradient which can cause a memory leak. We recommend using "

@@ -23,7 +23,9 @@ from __future__ import annotations
 import heapq
 from typing import Any, Optional, Sequence
 
-from .. import tensor as _tensor_mod
+from importlib import import_module
+
+_tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 from . import grad_mode
 from .accumulate_grad import AccumulateGrad
 
@@ -208,15 +210,39 @@ def _ancestors(targets: set, parents: dict) -> set:
     return found
 
 
+def _hook_name(hook: Any) -> str:
+    return getattr(hook, "__name__", type(hook).__name__)
+
+
 def _check_hook_result(name: str, old: Any, new: Any) -> Any:
-    from ..tensor import Tensor
+    """A hook's replacement gradient must be a tensor of the same size and dtype."""
     if new is None:
         return old
     if not isinstance(new, Tensor):
-        raise TypeError(f"expected Tensor or None (got {type(new).__name__})")
+        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+    if old is None:
+        return new
+    if new._data.dtype != old._data.dtype:
+        raise RuntimeError(
+            f"hook '{name}' has changed the type of value (was {_type_name(old)} got "
+            f"{_type_name(new)})")
     if new._data.shape != old._data.shape:
         raise RuntimeError(f"hook '{name}' has changed the size of value")
     return new
+
+
+def _type_name(t: Any) -> str:
+    return f"torch.{t.dtype._torch_name}Tensor"
+
+
+def _check_hook_results(hook: Any, old: Sequence[Any], new: Any) -> list:
+    new = list(new)
+    if len(new) != len(old):
+        raise RuntimeError(
+            f"hook '{_hook_name(hook)}' has returned an incorrect number of values (got "
+            f"{len(new)}, but expected {len(old)})")
+    return [_check_hook_result(_hook_name(hook), o, n) if n is not None else None
+            for o, n in zip(old, new)]
 
 
 def _call_tensor_pre_hooks(node, inputs: list) -> list:
@@ -225,7 +251,7 @@ def _call_tensor_pre_hooks(node, inputs: list) -> list:
         if hooks and inputs[0] is not None:
             g = inputs[0]
             for hook in tuple(hooks.values()):
-                g = _check_hook_result(getattr(hook, "__name__", "hook"), g, hook(g))
+                g = _check_hook_result(_hook_name(hook), g, hook(g))
             inputs[0] = g
         return inputs
     th = node._tensor_pre_hooks
@@ -235,7 +261,7 @@ def _call_tensor_pre_hooks(node, inputs: list) -> list:
             if g is None:
                 continue
             for hook in tuple(hooks.values()):
-                g = _check_hook_result(getattr(hook, "__name__", "hook"), g, hook(g))
+                g = _check_hook_result(_hook_name(hook), g, hook(g))
             inputs[nr] = g
     rh = node._retains_grad_hooks
     if rh:
@@ -254,12 +280,7 @@ def _call_function(node, inputs: list, keep_graph: bool, run_tensor_hooks: bool)
         for hook in tuple(pre.values()):
             res = hook(tuple(inputs))
             if res is not None:
-                res = list(res)
-                if len(res) != len(inputs):
-                    raise RuntimeError(
-                        f"hook '{getattr(hook, '__name__', 'hook')}' has returned an incorrect "
-                        f"number of values (got {len(res)}, but expected {len(inputs)})")
-                inputs = res
+                inputs = _check_hook_results(hook, inputs, res)
     post = node._post_hooks
     if post:
         grad_outputs = tuple(inputs)
@@ -270,7 +291,7 @@ def _call_function(node, inputs: list, keep_graph: bool, run_tensor_hooks: bool)
         for hook in tuple(post.values()):
             res = hook(tuple(outputs), grad_outputs)
             if res is not None:
-                outputs = tuple(res)
+                outputs = tuple(_check_hook_results(hook, outputs, res))
     return outputs
 
 
@@ -286,7 +307,10 @@ def _fix_gradient(node, i: int, g, meta: tuple):
                 f"{list(data.shape)} but expected shape compatible with {list(shape)}")
         g = g.sum_to_size(shape)
     if g._data.dtype != dtype:
-        g = g.to(_tensor_mod._dtype._FROM_NP[dtype])
+        if g._data.dtype.kind == "c" and dtype.kind != "c":
+            g = g.real_part()          # a real input's gradient is the real part
+        if g._data.dtype != dtype:
+            g = g.to(_tensor_mod._dtype._FROM_NP[dtype])
     return g
 
 

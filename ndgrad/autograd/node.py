@@ -54,10 +54,11 @@ class Node:
     _has_hooks: bool = False
     _metadata: Optional[dict] = None
     _anomaly_trace = None
+    _full_name: Optional[str] = None
 
     def name(self) -> str:
         """The node's name, e.g. ``'MulBackward0'``."""
-        return type(self).__name__
+        return self._full_name or type(self).__name__
 
     def apply(self, grads: list) -> tuple:
         raise NotImplementedError

@@ -23,7 +23,7 @@ from typing import Any
 
 from .grad_mode import _state as _grad_state
 
-__all__ = ["SavedTensor", "SECOND_BACKWARD_MSG"]
+__all__ = ["SavedTensor", "SavedValue", "SECOND_BACKWARD_MSG"]
 
 SECOND_BACKWARD_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -31,6 +31,21 @@ SECOND_BACKWARD_MSG = (
     "you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
     "through the graph a second time or if you need to access saved tensors after calling "
     "backward.")
+
+
+class SavedValue:
+    """A saved non-tensor value (the scalar of ``x * 2``); freed with the node's tensors."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def unpack(self, node: Any = None) -> Any:
+        return self._value
+
+    def release(self) -> None:
+        self._value = None
 
 
 class SavedTensor:
@@ -79,8 +94,15 @@ def _modified_message(t: Any, node: Any, saved: SavedTensor, current: int) -> st
     dt = from_numpy_dtype(t._data.dtype)._torch_name
     shape = list(t._data.shape)
     where = ""
+    # Name the forward op that produced the tensor as PyTorch does: "ExpBackward0" -> "Exp",
+    # "MaxBackward1" -> "Max1".
     if saved._is_output and node is not None:
-        where = f", which is output {saved._output_nr} of {node.name()},"
+        fn, nr = node, saved._output_nr
+    else:
+        fn, nr = t._grad_fn, t._output_nr
+    if fn is not None:
+        label = fn.name().replace("Backward0", "").replace("Backward", "")
+        where = f", which is output {nr} of {label},"
     return (
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [torch.{dt}Tensor {shape}]{where} is at version {current}; expected "

@@ -22,6 +22,8 @@ Example:
 
 from __future__ import annotations
 
+import threading
+import warnings
 import weakref
 from typing import Any, Callable, Optional, Sequence
 
@@ -31,7 +33,7 @@ from .. import _dtype
 from ..autograd.accumulate_grad import AccumulateGrad
 from ..autograd.grad_mode import _state
 from ..autograd.node import OpNode, next_sequence_nr
-from ..autograd.saved import SavedTensor
+from ..autograd.saved import SavedTensor, SavedValue
 from ..tensor import Tensor, _wrap
 
 __all__ = ["Op", "apply", "grad_accumulator", "gradient_edge", "REGISTRY"]
@@ -39,6 +41,27 @@ __all__ = ["Op", "apply", "grad_accumulator", "gradient_edge", "REGISTRY"]
 REGISTRY: dict = {}
 _NO_EDGE = (None, 0)
 _ndarray = np.ndarray
+
+# Note [No floating point warnings]
+# PyTorch computes log(0), 1/0 or inf*0 silently; NumPy warns. A per-op np.errstate costs about
+# 1.7 µs, more than a small op itself, so instead NumPy's floating point RuntimeWarnings are
+# ignored when they are attributed to ndgrad's own modules (NumPy attributes them to the
+# caller of the ufunc). The user's own NumPy code and NumPy's error state are unaffected.
+_FP_WARNING = r"(divide by zero|invalid value|overflow|underflow) encountered"
+
+
+def install_warning_filter() -> None:
+    """(Re)install the filter; idempotent. Done at import; a test harness that resets the
+    warning filters after importing ndgrad can call it again."""
+    for f in warnings.filters:
+        if f[0] == "ignore" and f[2] is RuntimeWarning and f[3] is not None and \
+                f[3].pattern == r"ndgrad(\.|$)":
+            return
+    warnings.filterwarnings("ignore", message=_FP_WARNING, category=RuntimeWarning,
+                            module=r"ndgrad(\.|$)")
+
+
+install_warning_filter()
 _new = object.__new__
 # Floating point and complex results can carry gradients.
 _DIFF_DTYPES = frozenset(d.np for d in _dtype._ALL if d.is_floating_point or d.is_complex)
@@ -54,7 +77,9 @@ class Op:
         vjp: ``vjp(ctx, *grads) -> grad or tuple of grads`` (one per tensor input, ``None``
             where not needed); ``ctx`` is the node: ``ctx.saved``, ``ctx.args``,
             ``ctx.needs_input_grad(i)``, ``ctx.input_shape(i)``.
-        saves: names of what to save: tensor input names (see ``inputs``) or ``"result"``.
+        saves: names of what to save: tensor input names (see ``inputs``), ``"result"``, or
+            names of non-tensor arguments (scalars PyTorch would save, e.g. ``other`` of
+            ``x * 2``; released after backward like tensors).
         inputs: names of the tensor inputs, in order.
         args: names of the non-tensor arguments (shown as ``grad_fn._saved_<name>``).
         jvp: ``jvp(ctx, tangents...) -> tangent`` for forward mode (None: not yet declared).
@@ -63,6 +88,8 @@ class Op:
         pad: trailing ``(None, 0)`` edges, for Python-scalar operands that PyTorch wraps into
             tensors (``x * 2`` has two edges in PyTorch).
         differentiable: False for ops whose outputs never require grad (comparisons ...).
+        full_name: what ``node.name()`` returns when it differs from the class name
+            (``torch::autograd::CopyBackwards``).
     """
 
     __slots__ = ("name", "node_name", "forward", "vjp", "jvp", "saved_names", "save_idx",
@@ -72,7 +99,8 @@ class Op:
     def __init__(self, name: str, node: str, forward: Callable, vjp: Optional[Callable] = None,
                  *, saves: Sequence[str] = (), inputs: Sequence[str] = ("self",),
                  args: Sequence[str] = (), jvp: Optional[Callable] = None, view: bool = False,
-                 num_outputs: int = 1, pad: int = 0, differentiable: bool = True) -> None:
+                 num_outputs: int = 1, pad: int = 0, differentiable: bool = True,
+                 full_name: Optional[str] = None) -> None:
         self.name = name
         self.node_name = node
         self.forward = forward
@@ -81,14 +109,19 @@ class Op:
         self.inputs = tuple(inputs)
         self.arg_names = tuple(args)
         self.saved_names = tuple(saves)
-        self.save_idx = tuple(-1 if s == "result" else self.inputs.index(s) for s in saves)
+        # >= 0: tensor input; -1: the result; <= -2: non-tensor argument -2 - index.
+        self.save_idx = tuple(-1 if s == "result" else self.inputs.index(s) if s in self.inputs
+                              else -2 - self.arg_names.index(s) for s in saves)
         self.view = view
         self.num_outputs = num_outputs
         self.pad = pad
         self.pad_edges = (_NO_EDGE,) * pad
         self.pad_meta = (None,) * pad
         self.differentiable = differentiable and vjp is not None
-        self.node_cls = type(node, (OpNode,), {"_op": self, "__module__": "ndgrad.autograd"})
+        attrs = {"_op": self, "__module__": "ndgrad.autograd"}
+        if full_name is not None:
+            attrs["_full_name"] = full_name
+        self.node_cls = type(node, (OpNode,), attrs)
         REGISTRY.setdefault(name, []).append(self)
 
     def __repr__(self) -> str:
@@ -100,9 +133,16 @@ def grad_accumulator(t: Tensor) -> AccumulateGrad:
     ref = t._grad_acc
     acc = ref() if ref is not None else None
     if acc is None:
-        acc = AccumulateGrad(t)
-        t._grad_acc = weakref.ref(acc)
+        with _ACC_LOCK:  # two threads must not create two accumulators for one leaf
+            ref = t._grad_acc
+            acc = ref() if ref is not None else None
+            if acc is None:
+                acc = AccumulateGrad(t)
+                t._grad_acc = weakref.ref(acc)
     return acc
+
+
+_ACC_LOCK = threading.Lock()
 
 
 def gradient_edge(t: Tensor) -> tuple:
@@ -170,11 +210,18 @@ def _new_node(op: Op, tensors: tuple, args: tuple) -> OpNode:
     return node
 
 
+def _save(i: int, tensors: tuple, result: Tensor, args: tuple) -> Any:
+    if i >= 0:
+        return SavedTensor(tensors[i])
+    if i == -1:
+        return SavedTensor(result, True, 0)
+    return SavedValue(args[-2 - i])
+
+
 def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
     node = _new_node(op, tensors, args)
     if op.save_idx:
-        node._saved = tuple([SavedTensor(tensors[i]) if i >= 0 else
-                             SavedTensor(result, True, 0) for i in op.save_idx])
+        node._saved = tuple([_save(i, tensors, result, args) for i in op.save_idx])
     result._grad_fn = node
     result._requires_grad = True
 
@@ -182,15 +229,15 @@ def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
 def _record_multi(op: Op, tensors: tuple, results: tuple, args: tuple) -> None:
     node = _new_node(op, tensors, args)
     if op.save_idx:
-        node._saved = tuple([SavedTensor(tensors[i]) if i >= 0 else
-                             SavedTensor(results[0], True, 0) for i in op.save_idx])
-    node.num_inputs = len(results)
-    node._output_meta = tuple((r._data.shape, r._data.dtype) for r in results)
-    for i, r in enumerate(results):
-        if r._data.dtype in _DIFF_DTYPES:
-            r._grad_fn = node
-            r._requires_grad = True
-            r._output_nr = i
+        node._saved = tuple([_save(i, tensors, results[0], args) for i in op.save_idx])
+    # Only differentiable outputs are inputs of the node (max(dim): values, not indices).
+    diff = [r for r in results if r._data.dtype in _DIFF_DTYPES]
+    node.num_inputs = len(diff)
+    node._output_meta = tuple((r._data.shape, r._data.dtype) for r in diff)
+    for i, r in enumerate(diff):
+        r._grad_fn = node
+        r._requires_grad = True
+        r._output_nr = i
 
 
 def _mark_view(result: Tensor, source: Tensor) -> None:

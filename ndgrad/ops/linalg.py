@@ -1,7 +1,8 @@
 """Matrix products: ``matmul`` (``@``) and its special cases ``mm``, ``bmm``, ``mv``, ``dot``.
 
-All of them share one VJP rule, the general ``matmul`` one: vectors are promoted to matrices,
-the two products are taken, and batch broadcasting is undone with ``sum_to_size``.
+``mm`` and ``bmm`` share one VJP rule; ``mv`` and ``dot`` share the vector one (vectors are
+promoted to matrices, the two products taken). ``matmul`` is a composite of these, as in
+PyTorch, so it records PyTorch's nodes.
 
 Example:
     >>> import ndgrad
@@ -20,6 +21,7 @@ import numpy as np
 from .. import _dtype
 from ..tensor import Tensor
 from ._dispatch import Op, apply
+from ._util import broadcast_error
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -71,7 +73,9 @@ MM = Op("mm", "MmBackward0", _matmul_fwd, _mm_vjp, **_KW)
 BMM = Op("bmm", "BmmBackward0", _matmul_fwd, _mm_vjp, **_KW)
 MV = Op("mv", "MvBackward0", _matmul_fwd, _matmul_vjp, **_KW)
 DOT = Op("dot", "DotBackward0", _matmul_fwd, _matmul_vjp, **_KW)
-MATMUL = Op("matmul", "MatmulBackward0", _matmul_fwd, _matmul_vjp, **_KW)
+# The last step of 1-D @ 2-D (PyTorch squeezes the mm result in place: SqueezeBackward4).
+SQUEEZE_RESULT = Op("squeeze_", "SqueezeBackward4", lambda x, d: np.squeeze(x, d),
+                    lambda ctx, g: g.reshape(ctx.input_shape(0)), args=("dim",))
 
 
 def _same_dtype(a: Tensor, b: Tensor) -> None:
@@ -148,30 +152,103 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
-    """Matrix product with NumPy/PyTorch semantics for 1-D and batched operands."""
+    """Matrix product with NumPy/PyTorch semantics for 1-D and batched operands.
+
+    Like PyTorch, matmul is a composite: dot, mv or mm for 1-D/2-D operands; a batch against a
+    matrix or vector is folded into one mm/mv; other batches are broadcast and go to bmm. The
+    graph (``grad_fn`` and its edges) is therefore the one PyTorch records.
+    """
     _check_tensor(input, "matmul", "input", 1)
     _check_tensor(other, "matmul", "other", 2)
-    a, b = input._data, other._data
-    na, nb = a.ndim, b.ndim
+    na, nb = input._data.ndim, other._data.ndim
     if na == 0 or nb == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{na}D and {nb}D")
-    if na == 2 and nb == 2:
-        return mm(input, other)
     if na == 1 and nb == 1:
         return dot(input, other)
     if na == 2 and nb == 1:
         return mv(input, other)
-    if na == 3 and nb == 3 and a.shape[0] == b.shape[0]:
-        return bmm(input, other)
-    _same_dtype(input, other)
-    ka = a.shape[-1]
-    kb = b.shape[-2] if nb >= 2 else b.shape[0]
-    if ka != kb:
-        ra = int(np.prod(a.shape[:-1])) if na > 1 else 1
-        cb = b.shape[-1] if nb > 1 else 1
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({ra}x{ka} and {kb}x{cb})")
+    if na == 1 and nb == 2:
+        r = mm(input.unsqueeze(0), other)
+        return apply(SQUEEZE_RESULT, (r,), (r._data,), (0,))
+    if na == 2 and nb == 2:
+        return mm(input, other)
+    if na == 3 and nb == 3:
+        # A batch of one that requires grad is squeezed, so its gradient comes from one mm
+        # instead of a broadcast bmm followed by a sum.
+        a0, b0 = input._data.shape[0], other._data.shape[0]
+        if a0 == 1 and b0 != 1 and input._requires_grad:
+            return matmul(input.squeeze(0), other)
+        if b0 == 1 and a0 != 1 and other._requires_grad:
+            return matmul(input, other.squeeze(0))
+    if _should_fold(input, other):
+        return _folded_matmul(input, other)
+    return _batched_matmul(input, other)
+
+
+def _unsafe_view(t: Tensor, shape: tuple) -> Tensor:
+    from .shape import RESHAPE_COPY
+    return apply(RESHAPE_COPY, (t,), (t._data,), (tuple(shape),))
+
+
+def _should_fold(a: Tensor, b: Tensor) -> bool:
+    """Fold the batch of the larger operand (>= 3-D) into an mm/mv with the smaller (<= 2-D)?
+
+    Yes when the smaller one requires grad (its gradient is then one mm, not a bmm over the
+    expanded batch and a sum), otherwise only when the fold is a view (and the smaller operand
+    is not the 2-D left one, which would need a transposed copy of the result).
+    """
+    a_larger = a._data.ndim >= b._data.ndim
+    big = a._data if a_larger else np.swapaxes(b._data, -1, -2)
+    small = b if a_larger else a
+    if big.ndim < 3 or small._data.ndim > 2:
+        return False
+    if small._requires_grad:
+        return True
+    if a._data.ndim == 2:
+        return False
+    if big.size == 0:
+        return True
+    st, sh = big.strides, big.shape
+    return all(st[i] == st[i + 1] * sh[i + 1] for i in range(big.ndim - 2))
+
+
+def _folded_matmul(a: Tensor, b: Tensor) -> Tensor:
+    transpose = b._data.ndim > a._data.ndim
+    if transpose:   # (b.mT @ a.mT).mT
+        t1 = b.transpose(-1, -2)
+        t2 = a.t() if a._data.ndim == 2 else a
+    else:
+        t1, t2 = a, b
+    sizes = t1._data.shape
+    out_shape = sizes[:-1]
+    rows = int(np.prod(out_shape))
+    folded = t1.reshape(rows, sizes[-1])
+    if t2._data.ndim == 1:
+        return _unsafe_view(mv(folded, t2), out_shape)
+    out = _unsafe_view(mm(folded, t2), out_shape + (t2._data.shape[1],))
+    return out.transpose(-1, -2).contiguous() if transpose else out
+
+
+def _batched_matmul(a: Tensor, b: Tensor) -> Tensor:
+    sa, sb = a._data.shape, b._data.shape
+    na, nb = len(sa), len(sb)
+    n = sa[-2] if na > 1 else 1
+    m1 = sa[-1]
+    m2 = sb[-2] if nb > 1 else sb[0]
+    p = sb[-1] if nb > 1 else 1
+    batch_a, batch_b = sa[:max(na - 2, 0)], sb[:max(nb - 2, 0)]
     try:
-        return apply(MATMUL, (input, other), (a, b))
-    except ValueError as e:
-        raise RuntimeError(str(e)) from None
+        batch = tuple(np.broadcast_shapes(batch_a, batch_b))
+    except ValueError:
+        raise broadcast_error(batch_a, batch_b) from None
+    size = int(np.prod(batch))
+    a3 = a.expand(batch + (n, m1)).reshape(size, n, m1)
+    if nb == 1:
+        b3 = b.expand(batch + (m2,)).reshape(size, m2).unsqueeze(2)
+    else:
+        b3 = b.expand(batch + (m2, p)).reshape(size, m2, p)
+    out = bmm(a3, b3)
+    if nb == 1:
+        out = out.squeeze(-1)
+    return _unsafe_view(out, batch + ((n,) if na > 1 else ()) + ((p,) if nb > 1 else ()))

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Optional
 
 import numpy as np
@@ -44,6 +45,26 @@ def _sub_vjp(ctx, g):
     return g, (-g if alpha == 1 else g * (-alpha))
 
 
+# Note [Tensor-scalar forwards keep the tensor's dtype]
+# By the time a Python scalar reaches a ``*_S`` forward, the array already has the result dtype
+# (``promote_scalar``). NumPy may still change it: bool + int gives int64 and ml_dtypes'
+# bfloat16 with a Python float gives float32, so these forwards cast back.
+def _like(a: np.ndarray, r: Any) -> np.ndarray:
+    return r if r.dtype == a.dtype else r.astype(a.dtype)
+
+
+def _add_s_fwd(a, s, alpha=1):
+    return _like(a, a + s if alpha == 1 else a + s * alpha)
+
+
+def _sub_s_fwd(a, s, alpha=1):
+    return _like(a, a - s if alpha == 1 else a - s * alpha)
+
+
+def _rsub_s_fwd(a, s, alpha=1):
+    return _like(a, s - a if alpha == 1 else s - a * alpha)
+
+
 def _add_fwd(a, b, alpha=1):
     return a + b if alpha == 1 else a + b * alpha
 
@@ -54,14 +75,14 @@ def _sub_fwd(a, b, alpha=1):
 
 ADD = Op("add", "AddBackward0", _add_fwd, _add_vjp, inputs=("self", "other"), args=("alpha",),
          jvp=lambda ctx, ta, tb: _jvp_add(ta, tb, ctx))
-ADD_S = Op("add", "AddBackward0", lambda a, s, alpha=1: a + s * alpha,
+ADD_S = Op("add", "AddBackward0", _add_s_fwd,
            lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t)
 SUB = Op("sub", "SubBackward0", _sub_fwd, _sub_vjp, inputs=("self", "other"), args=("alpha",))
-SUB_S = Op("sub", "SubBackward0", lambda a, s, alpha=1: a - s * alpha,
+SUB_S = Op("sub", "SubBackward0", _sub_s_fwd,
            lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t)
-RSUB_S = Op("rsub", "RsubBackward1", lambda a, s, alpha=1: s - a * alpha,
+RSUB_S = Op("rsub", "RsubBackward1", _rsub_s_fwd,
             lambda ctx, g: -g if ctx._args[1] == 1 else g * (-ctx._args[1]),
-            args=("other", "alpha"), pad=1)
+            args=("other", "alpha"))
 
 
 def _jvp_add(ta, tb, ctx):
@@ -78,7 +99,7 @@ def _mul_vjp(ctx, g):
 
 MUL = Op("mul", "MulBackward0", np.multiply, _mul_vjp, saves=("self", "other"),
          inputs=("self", "other"))
-MUL_S = Op("mul", "MulBackward0", np.multiply,
+MUL_S = Op("mul", "MulBackward0", lambda a, s: _like(a, np.multiply(a, s)),
            lambda ctx, g: g * (ctx._args[0].conjugate() if type(ctx._args[0]) is complex
                                else ctx._args[0]),
            args=("other",), pad=1, jvp=lambda ctx, t: t * ctx._args[0])
@@ -94,7 +115,7 @@ def _div_vjp(ctx, g):
 
 DIV = Op("div", "DivBackward0", np.true_divide, _div_vjp, saves=("self", "other"),
          inputs=("self", "other"))
-DIV_S = Op("div", "DivBackward0", np.true_divide,
+DIV_S = Op("div", "DivBackward0", lambda a, s: _like(a, np.true_divide(a, s)),
            lambda ctx, g: g / (ctx._args[0].conjugate() if type(ctx._args[0]) is complex
                                else ctx._args[0]),
            args=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0])
@@ -102,13 +123,18 @@ RECIPROCAL = Op("reciprocal", "ReciprocalBackward0", np.reciprocal,
                 lambda ctx, g: -g * _c(ctx.saved[0] * ctx.saved[0]), saves=("result",))
 
 
+def _zeros_of(t: Tensor) -> Tensor:
+    """Zeros shaped like ``t``, outside the graph (a gradient that is identically zero)."""
+    return _wrap(np.zeros_like(t._data))
+
+
 def _pow_s_vjp(ctx, g):
     (x,) = ctx.saved
     e = ctx._args[0]
     if e == 0:
-        return g * 0
-    if e == 1:
-        return g * 1
+        return _zeros_of(g)
+    # No shortcut for e == 1: x ** 0 keeps x in the graph, so double backward gives zeros
+    # (not None) for x, as in PyTorch.
     if e == 2:
         return g * _c(x * 2)
     return g * _c(e * x ** (e - 1))
@@ -117,7 +143,7 @@ def _pow_s_vjp(ctx, g):
 def _pow_fwd(a, e):
     if isinstance(e, int) and not isinstance(e, bool) and a.dtype.kind in "iu" and e < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    return np.power(a, e)
+    return _like(a, np.power(a, e))
 
 
 def _pow_tt_vjp(ctx, g):
@@ -144,17 +170,59 @@ def _rpow_vjp(ctx, g):
 POW_S = Op("pow", "PowBackward0", _pow_fwd, _pow_s_vjp, saves=("self",), args=("exponent",))
 POW = Op("pow", "PowBackward1", np.power, _pow_tt_vjp, saves=("self", "exponent", "result"),
          inputs=("self", "exponent"))
-RPOW = Op("pow", "PowBackward2", lambda e, s: np.power(s, e), _rpow_vjp, saves=("result",),
-          inputs=("exponent",), args=("self",))
+RPOW = Op("pow", "PowBackward2", lambda e, s: _like(e, np.power(s, e)), _rpow_vjp,
+          saves=("result",), inputs=("exponent",), args=("self",))
+
+
+def _not_implemented_for(kernel: str, arr: np.ndarray, kinds: str) -> None:
+    """PyTorch has no kernel ``kernel`` for these dtype kinds (``"b"`` bool, ``"c"`` complex)."""
+    if arr.dtype.kind in kinds:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_dtype._FROM_NP[arr.dtype]._torch_name}'")
+
+
+def _check_bool_sub(a: Any, b: Any) -> None:
+    """PyTorch refuses ``-`` when an operand is a bool tensor or a Python bool."""
+    n = sum(1 for x in (a, b) if (x._data.dtype == np.bool_ if isinstance(x, Tensor)
+                                  else isinstance(x, (bool, np.bool_))))
+    if n == 2:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if n == 1:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+
+
+def _check_alpha(alpha: Any, dt: np.dtype) -> None:
+    """PyTorch's rules for ``alpha`` of add/sub given the result dtype ``dt``."""
+    if isinstance(alpha, (bool, np.bool_)):
+        if dt != np.bool_:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif isinstance(alpha, (float, np.floating)) and dt.kind in "iub":
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    elif isinstance(alpha, complex) and dt.kind != "c":
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
+                           "number.")
+
+
+def _alpha_arg(alpha: Any) -> Any:
+    """``None`` for the default alpha (1, not True), else alpha."""
+    return None if alpha == 1 and not isinstance(alpha, (bool, np.bool_)) else alpha
 
 
 def _binary(a: Any, b: Any, tt: Op, ts: Optional[Op], name: str, true_div: bool = False,
             alpha: Any = None) -> Any:
     """Dispatch ``a <op> b`` with ``a`` a Tensor: tensor-tensor or tensor-scalar form."""
+    if tt is SUB:
+        _check_bool_sub(a, b)
     if isinstance(b, Tensor):
         ad, bd = promote_pair(a, b)
         if true_div and category(ad) < _FLOAT:
             ad, bd = to_float(ad), to_float(bd)
+        if alpha is not None:
+            _check_alpha(alpha, ad.dtype)
         try:
             if alpha is None:
                 return apply(tt, (a, b), (ad, bd))
@@ -173,6 +241,7 @@ def _binary(a: Any, b: Any, tt: Op, ts: Optional[Op], name: str, true_div: bool 
             ad = to_float(ad)
         if alpha is None:
             return apply(ts, (a,), (ad,), (b,))
+        _check_alpha(alpha, ad.dtype)
         return apply(ts, (a,), (ad,), (b, alpha))
     if isinstance(b, (np.ndarray, list, tuple)):
         return _binary(a, to_tensor(b), tt, ts, name, true_div, alpha)
@@ -192,7 +261,7 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
         input, other = to_tensor(input) if not isinstance(other, Tensor) else other, input
         if alpha != 1:
             raise TypeError("add(): alpha with a scalar first operand is not supported")
-    a = None if alpha == 1 else alpha
+    a = _alpha_arg(alpha)
     if a is None:
         return _raise_if_notimpl(_binary(input, other, ADD, ADD_S, "add"), input, other, "add")
     return _raise_if_notimpl(_binary(input, other, ADD, ADD_S, "add", alpha=a), input, other,
@@ -205,7 +274,7 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
         if isinstance(other, Tensor) and is_scalar(input):
             return rsub(other, input, alpha=alpha)
         input = to_tensor(input)
-    a = None if alpha == 1 else alpha
+    a = _alpha_arg(alpha)
     if a is None:
         return _raise_if_notimpl(_binary(input, other, SUB, SUB_S, "sub"), input, other, "sub")
     return _raise_if_notimpl(_binary(input, other, SUB, SUB_S, "sub", alpha=a), input, other,
@@ -216,6 +285,7 @@ def rsub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     """``other - alpha * input``."""
     if isinstance(other, Tensor):
         return sub(other, input, alpha=alpha)
+    _check_bool_sub(input, other)
     other = as_scalar(other)
     return apply(RSUB_S, (input,), (promote_scalar(input._data, other),), (other, alpha))
 
@@ -231,23 +301,77 @@ def mul(input: Any, other: Any) -> Tensor:
 
 def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tensor:
     """True division (``rounding_mode=None``), or ``'trunc'``/``'floor'`` (not differentiable)."""
-    if not isinstance(input, Tensor):
-        if isinstance(other, Tensor) and is_scalar(input):
-            if rounding_mode is None:
-                return reciprocal(other) * input
-        input = to_tensor(input)
     if rounding_mode is not None:
-        other_t = other if isinstance(other, Tensor) else to_tensor(other)
-        ad, bd = promote_pair(input, other_t)
-        fn = np.floor_divide if rounding_mode == "floor" else (
-            lambda x, y: np.trunc(x / y).astype(np.result_type(x, y)) if x.dtype.kind in "fc"
-            else (np.sign(x) * np.sign(y) * (np.abs(x) // np.abs(y))).astype(x.dtype))
         if rounding_mode not in ("floor", "trunc"):
             raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or "
                                f"'floor' but found '{rounding_mode}'")
-        return _wrap(fn(ad, bd))
+        return _rounded_div(DIV_MODE, input, other, (rounding_mode,))
+    if not isinstance(input, Tensor):
+        if isinstance(other, Tensor) and is_scalar(input):
+            return reciprocal(other) * input
+        input = to_tensor(input)
     return _raise_if_notimpl(_binary(input, other, DIV, DIV_S, "div", true_div=True), input,
                              other, "div")
+
+
+def _rounded_div(op: Op, input: Any, other: Any, args: tuple) -> Tensor:
+    """Apply a rounded division ``op``; a Python-scalar operand is wrapped into a tensor that
+    takes part in type promotion as a scalar (``int32_tensor // 2`` stays int32)."""
+    if is_scalar(input) and isinstance(other, Tensor):
+        bd = promote_scalar(other._data, as_scalar(input))
+        input = _wrap(np.asarray(as_scalar(input), dtype=bd.dtype))
+        ad = input._data
+    elif is_scalar(other) and isinstance(input, Tensor):
+        ad = promote_scalar(input._data, as_scalar(other))
+        other = _wrap(np.asarray(as_scalar(other), dtype=ad.dtype))
+        bd = other._data
+    else:
+        input, other = to_tensor(input), to_tensor(other)
+        ad, bd = promote_pair(input, other)
+    _not_implemented_for(f"div_{args[0]}_cpu", ad, "bc")
+    tensors = (input, other)
+    if op is FLOOR_DIVIDE and not (input._requires_grad and other._requires_grad):
+        tensors = (other,) if other._requires_grad else (input,)
+        op = FLOOR_DIVIDE_1
+    try:
+        return apply(op, tensors, (ad, bd), args)
+    except ValueError:
+        raise broadcast_error(ad.shape, bd.shape) from None
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    """``input // other`` rounded towards minus infinity (PyTorch records a node whose backward
+    raises: floor_divide has no derivative)."""
+    return _rounded_div(FLOOR_DIVIDE, input, other, ("floor",))
+
+
+def _div_mode_fwd(x: np.ndarray, y: np.ndarray, mode: str) -> np.ndarray:
+    if mode == "floor":
+        return np.floor_divide(x, y)
+    if x.dtype.kind in "fc":
+        return np.trunc(x / y).astype(np.result_type(x, y), copy=False)
+    return (np.sign(x) * np.sign(y) * (np.abs(x) // np.abs(y))).astype(x.dtype)
+
+
+# Rounded division is piecewise constant: PyTorch records DivBackward2 with zero gradients
+# (a Python-scalar divisor is wrapped into a tensor, so its edge is (None, 0)).
+DIV_MODE = Op("div", "DivBackward2", _div_mode_fwd,
+              lambda ctx, g: (_zeros_of(g) if ctx.needs_input_grad(0) else None,
+                              _zeros_of(g) if ctx.needs_input_grad(1) else None),
+              inputs=("self", "other"), args=("rounding_mode",))
+
+
+def _no_derivative(ctx, *grads):
+    raise RuntimeError("derivative for aten::floor_divide is not implemented")
+
+
+# ``x // y`` records a ``NotImplemented`` node whose backward raises, as PyTorch's does. Its
+# edges are those of the operands that require grad only (FLOOR_DIVIDE_1 gets the arrays of
+# both operands but the tensor of one).
+FLOOR_DIVIDE = Op("floor_divide", "NotImplemented", _div_mode_fwd, _no_derivative,
+                  inputs=("self", "other"), args=("rounding_mode",))
+FLOOR_DIVIDE_1 = Op("floor_divide", "NotImplemented", _div_mode_fwd, _no_derivative,
+                    args=("rounding_mode",))
 
 
 def reciprocal(input: Tensor) -> Tensor:
@@ -260,10 +384,15 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001
         s = as_scalar(input)
         e = exponent
         ed = promote_scalar(e._data, s)
+        _not_implemented_for("pow", ed, "b")
         return apply(RPOW, (e,), (ed,), (s,))
     if isinstance(exponent, Tensor):
         ad, bd = promote_pair(input, exponent)
-        return apply(POW, (input, exponent), (ad, bd))
+        _not_implemented_for("pow", ad, "b")
+        try:
+            return apply(POW, (input, exponent), (ad, bd))
+        except ValueError:
+            raise broadcast_error(ad.shape, bd.shape) from None
     if is_scalar(exponent):
         e = as_scalar(exponent)
         return apply(POW_S, (input,), (promote_scalar(input._data, e),), (e,))
@@ -330,8 +459,25 @@ def _sigmoid_vjp(ctx, g):
 
 SIGMOID = Op("sigmoid", "SigmoidBackward0", _sigmoid_fwd, _sigmoid_vjp,
              saves=("result",))
+def _threshold_backward_vjp(ctx, gg):
+    (r,) = ctx.saved
+    return (threshold_backward(gg, r) if ctx.needs_input_grad(0) else None,
+            _zeros_of(r) if ctx.needs_input_grad(1) else None)
+
+
+# relu's backward is an op of (grad, result), so double backward reaches the input (zeros).
+THRESHOLD_BACKWARD = Op("threshold_backward", "ThresholdBackwardBackward0",
+                        lambda g, r: np.where(r > 0, g, np.zeros((), g.dtype)),
+                        _threshold_backward_vjp, saves=("self",), inputs=("grad_output", "self"))
+
+
+def threshold_backward(grad_output: Tensor, output: Tensor) -> Tensor:
+    """``grad_output`` where ``output > 0``, else 0: the gradient of relu given its output."""
+    return apply(THRESHOLD_BACKWARD, (grad_output, output), promote_pair(grad_output, output))
+
+
 RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
-          lambda ctx, g: where(ctx.saved[0] > 0, g, 0), saves=("result",))
+          lambda ctx, g: threshold_backward(g, ctx.saved[0]), saves=("result",))
 
 
 def _abs_vjp(ctx, g):
@@ -346,11 +492,15 @@ def _sgn_fwd(x: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "c":
         mag = np.abs(x)
         return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
-    return np.sign(x)
+    return _sign_fwd(x)
 
 
-SIGN = Op("sign", "SignBackward0", np.sign, lambda ctx, g: g * 0)
-SGN = Op("sgn", "SgnBackward0", _sgn_fwd, lambda ctx, g: g * 0)
+def _sign_fwd(x: np.ndarray) -> np.ndarray:
+    return x.copy() if x.dtype == np.bool_ else np.sign(x)   # NumPy has no bool sign loop
+
+
+SIGN = Op("sign", "SignBackward0", _sign_fwd, lambda ctx, g: _zeros_of(g))
+SGN = Op("sgn", "SgnBackward0", _sgn_fwd, lambda ctx, g: _zeros_of(g))
 CONJ = Op("conj", "ConjBackward0", np.conjugate, lambda ctx, g: g.conj())
 
 
@@ -455,7 +605,44 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     tb = b if b is not None else _wrap(np.asarray(other, dtype=rt.np))
     ad = ta._data if ta._data.dtype == rt.np else ta._data.astype(rt.np)
     bd = tb._data if tb._data.dtype == rt.np else tb._data.astype(rt.np)
+    _check_broadcast(cond.shape, ad.shape, bd.shape)
     return apply(WHERE, (ta, tb), (ad, bd), (cond,))
+
+
+# The C++ element type names PyTorch prints in some messages.
+_C_TYPE_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                 "uint8": "unsigned char", "float32": "float", "float64": "double",
+                 "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                 "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+MASKED_FILL_S = Op("masked_fill", "MaskedFillBackward0",
+                   lambda x, mask, value: np.where(mask, np.asarray(value, x.dtype), x),
+                   lambda ctx, g: where(_wrap(ctx._args[0]), 0, g), args=("mask", "value"))
+MASKED_FILL_T = Op("masked_fill", "MaskedFillBackward1",
+                   lambda x, v, mask: np.where(mask, v, x),
+                   lambda ctx, g: (
+                       where(_wrap(ctx._args[0]), 0, g) if ctx.needs_input_grad(0) else None,
+                       where(_wrap(ctx._args[0]), g, 0).sum() if ctx.needs_input_grad(1)
+                       else None),
+                   inputs=("self", "value"), args=("mask",))
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """``value`` where ``mask`` (a bool tensor broadcastable to ``input``), else ``input``."""
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"masked_fill(): argument 'mask' (position 1) must be Tensor, not "
+                        f"{type(mask).__name__}")
+    m, x = mask._data, input._data
+    if m.dtype != np.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{_C_TYPE_NAMES.get(m.dtype.name, m.dtype.name)}")
+    _check_broadcast(m.shape, x.shape)
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value._data.ndim} dimension(s).")
+        v = value._data if value._data.dtype == x.dtype else value._data.astype(x.dtype)
+        return apply(MASKED_FILL_T, (input, value), (x, v), (m,))
+    return apply(MASKED_FILL_S, (input,), (x,), (m, as_scalar(value)))
 
 
 def _clamp_s_vjp(ctx, g):
@@ -486,13 +673,15 @@ CLAMP_S = Op("clamp", "ClampBackward1", _clamp_fwd, _clamp_s_vjp, saves=("self",
 def _clamp_t_vjp(ctx, g):
     x, lo, hi = ctx.saved
     zero = g * 0
+    # Where min > max the result is max: the gradient goes to max alone.
     return (where((x >= lo) & (x <= hi), g, zero) if ctx.needs_input_grad(0) else None,
-            where(x < lo, g, zero) if ctx.needs_input_grad(1) else None,
-            where(x > hi, g, zero) if ctx.needs_input_grad(2) else None)
+            where((x < lo) & (lo < hi), g, zero) if ctx.needs_input_grad(1) else None,
+            where((x > hi) | (hi < lo), g, zero) if ctx.needs_input_grad(2) else None)
 
 
 # A missing bound is an infinite tensor, so one op covers min-only, max-only and both.
-CLAMP_T = Op("clamp", "ClampBackward0", np.clip, _clamp_t_vjp, saves=("self", "min", "max"),
+CLAMP_T = Op("clamp", "ClampBackward0", lambda x, lo, hi: _like(x, np.clip(x, lo, hi)),
+             _clamp_t_vjp, saves=("self", "min", "max"),
              inputs=("self", "min", "max"))
 
 
@@ -509,6 +698,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     """Clamp into ``[min, max]``; bounds are scalars or tensors."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    _check_clamp_real(input, min, max)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         lo = min if min is None or isinstance(min, Tensor) else to_tensor(min)
         hi = max if max is None or isinstance(max, Tensor) else to_tensor(max)
@@ -517,6 +707,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
         hi = hi if hi is not None else _unbounded(rt, False)
         arrays = tuple(t._data if t._data.dtype == rt else t._data.astype(rt)
                        for t in (input, lo, hi))
+        _check_broadcast(*(a.shape for a in arrays))
         return apply(CLAMP_T, (input, lo, hi), arrays)
     lo = as_scalar(min) if min is not None else None
     hi = as_scalar(max) if max is not None else None
@@ -527,12 +718,74 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     return apply(CLAMP_S, (input,), (x,), (lo, hi))
 
 
+def _clamp_bound_vjp(is_min: bool):
+    def vjp(ctx, g):
+        x, bound = ctx.saved
+        zero = g * 0
+        keep = x >= bound if is_min else x <= bound
+        return (where(keep, g, zero) if ctx.needs_input_grad(0) else None,
+                where(keep, zero, g) if ctx.needs_input_grad(1) else None)
+    return vjp
+
+
+def _clamp_bound_s_vjp(is_min: bool):
+    def vjp(ctx, g):
+        (x,) = ctx.saved
+        return where(x >= ctx._args[0] if is_min else x <= ctx._args[0], g, 0)
+    return vjp
+
+
+CLAMP_MIN_S = Op("clamp_min", "ClampMinBackward0", lambda x, b: _clamp_fwd(x, b, None),
+                 _clamp_bound_s_vjp(True), saves=("self",), args=("min",))
+CLAMP_MAX_S = Op("clamp_max", "ClampMaxBackward0", lambda x, b: _clamp_fwd(x, None, b),
+                 _clamp_bound_s_vjp(False), saves=("self",), args=("max",))
+CLAMP_MIN_T = Op("clamp_min", "ClampMinBackward1", lambda x, b: _like(x, np.maximum(x, b)),
+                 _clamp_bound_vjp(True),
+                 saves=("self", "min"), inputs=("self", "min"))
+CLAMP_MAX_T = Op("clamp_max", "ClampMaxBackward1", lambda x, b: _like(x, np.minimum(x, b)),
+                 _clamp_bound_vjp(False),
+                 saves=("self", "max"), inputs=("self", "max"))
+
+
+def _check_broadcast(*shapes: tuple) -> None:
+    """Raise PyTorch's error if ``shapes`` do not broadcast (checked left to right)."""
+    acc = shapes[0]
+    for s in shapes[1:]:
+        if s != acc:
+            try:
+                acc = np.broadcast_shapes(acc, s)
+            except ValueError:
+                raise broadcast_error(acc, s) from None
+
+
+def _check_clamp_real(*operands: Any) -> None:
+    for x in operands:
+        if isinstance(x, complex) or (isinstance(x, Tensor) and x._data.dtype.kind == "c"):
+            raise NotImplementedError("clamp is not supported for complex types")
+
+
+def _clamp_bound(input: Tensor, bound: Any, is_min: bool) -> Tensor:
+    _check_clamp_real(input, bound)
+    if isinstance(bound, Tensor):
+        op = CLAMP_MIN_T if is_min else CLAMP_MAX_T
+        ad, bd = promote_pair(input, bound)
+        try:
+            return apply(op, (input, bound), (ad, bd))
+        except ValueError:
+            raise broadcast_error(ad.shape, bd.shape) from None
+    b = as_scalar(bound)
+    return apply(CLAMP_MIN_S if is_min else CLAMP_MAX_S, (input,),
+                 (promote_scalar(input._data, b),), (b,))
+
+
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
-    return clamp(input, min=min)
+    """``max(input, min)`` elementwise (``min`` a scalar or a tensor)."""
+    return _clamp_bound(input, min, True)
 
 
 def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
-    return clamp(input, max=max)
+    """``min(input, max)`` elementwise (``max`` a scalar or a tensor)."""
+    return _clamp_bound(input, max, False)
 
 
 def _minmax_vjp(is_max: bool):
@@ -560,7 +813,10 @@ def maximum(input: Tensor, other: Tensor) -> Tensor:
     if not isinstance(other, Tensor):
         raise TypeError(f"maximum(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other).__name__}")
+    if input._data.dtype.kind == "c" or other._data.dtype.kind == "c":
+        raise RuntimeError("maximum not implemented for complex tensors.")
     ad, bd = promote_pair(input, other)
+    _check_broadcast(ad.shape, bd.shape)
     return apply(MAXIMUM, (input, other), (ad, bd))
 
 
@@ -569,24 +825,32 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
     if not isinstance(other, Tensor):
         raise TypeError(f"minimum(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other).__name__}")
+    if input._data.dtype.kind == "c" or other._data.dtype.kind == "c":
+        raise RuntimeError("minimum not implemented for complex tensors.")
     ad, bd = promote_pair(input, other)
+    _check_broadcast(ad.shape, bd.shape)
     return apply(MINIMUM, (input, other), (ad, bd))
 
 
 # ---------------------------------------------------------------------------- comparisons
-def _compare(ufunc):
+def _compare(ufunc, kernel: str, ordered: bool):
     def fn(input: Any, other: Any) -> Tensor:
         if not isinstance(input, Tensor):
             input = to_tensor(input)
         if isinstance(other, Tensor):
             ad, bd = promote_pair(input, other)
+            if ordered:
+                _not_implemented_for(kernel, ad, "c")
             try:
                 return _wrap(ufunc(ad, bd))
             except ValueError:
                 raise broadcast_error(ad.shape, bd.shape) from None
         if is_scalar(other):
             other = as_scalar(other)
-            return _wrap(ufunc(promote_scalar(input._data, other), other))
+            ad = promote_scalar(input._data, other)
+            if ordered:
+                _not_implemented_for(kernel, ad, "c")
+            return _wrap(ufunc(ad, other))
         if isinstance(other, (np.ndarray, list, tuple)):
             return fn(input, to_tensor(other))
         return NotImplemented
@@ -595,12 +859,12 @@ def _compare(ufunc):
     return fn
 
 
-eq = _compare(np.equal)
-ne = _compare(np.not_equal)
-lt = _compare(np.less)
-le = _compare(np.less_equal)
-gt = _compare(np.greater)
-ge = _compare(np.greater_equal)
+eq = _compare(np.equal, "eq_cpu", False)
+ne = _compare(np.not_equal, "ne_cpu", False)
+lt = _compare(np.less, "lt_cpu", True)
+le = _compare(np.less_equal, "le_cpu", True)
+gt = _compare(np.greater, "gt_cpu", True)
+ge = _compare(np.greater_equal, "ge_cpu", True)
 
 
 def _logical(ufunc, name):
@@ -660,7 +924,15 @@ def _to_vjp(ctx, g):
     return g.to(_dtype._FROM_NP[dt])
 
 
-TO = Op("to", "ToCopyBackward0", lambda x, dt: x.astype(dt), _to_vjp, args=("dtype",))
+def _to_fwd(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    if x.dtype.kind == "c" and dt.kind != "c":
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
+                      stacklevel=4)
+        x = x.real
+    return x.astype(dt)
+
+
+TO = Op("to", "ToCopyBackward0", _to_fwd, _to_vjp, args=("dtype",))
 CLONE = Op("clone", "CloneBackward0", lambda x: np.array(x, copy=True, order="K"),
            lambda ctx, g: g, jvp=lambda ctx, t: t)
 COPY_LIKE = Op("_copy_like_layout", "CopyBackwards", lambda x, like: _empty_like_copy(x, like),

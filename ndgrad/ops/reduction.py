@@ -69,6 +69,12 @@ def _reduce_dtype(x: np.ndarray, dtype: Any) -> Optional[np.dtype]:
     return None
 
 
+def _check_0d_dims(dim: Any) -> tuple:
+    """Dims of a 0-d tensor: 0 and -1 are accepted (as in PyTorch) and reduce nothing."""
+    dims_tuple(dim, 0)
+    return ()
+
+
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
         dtype: Any = None) -> Tensor:
     """Sum of all elements, or over ``dim`` (an int or a tuple of ints)."""
@@ -77,7 +83,7 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         dims = tuple(range(x.ndim))
         return apply(SUM, (input,), (x,), (dims, False, dt))
-    dims = dims_tuple(dim, x.ndim)
+    dims = dims_tuple(dim, x.ndim) if x.ndim else _check_0d_dims(dim)
     return apply(SUM_DIM, (input,), (x,), (dims, bool(keepdim), dt))
 
 
@@ -91,7 +97,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
     dt = _dtype.to_dtype(dtype).np if dtype is not None else None
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return apply(MEAN, (input,), (x,), (tuple(range(x.ndim)), False, dt))
-    dims = dims_tuple(dim, x.ndim)
+    dims = dims_tuple(dim, x.ndim) if x.ndim else _check_0d_dims(dim)
     return apply(MEAN_DIM, (input,), (x,), (dims, bool(keepdim), dt))
 
 
@@ -119,8 +125,8 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
         return input
     lead = x.ndim - len(shape)
     if lead < 0 or any(s != 1 and s != xs for s, xs in zip(shape, x.shape[lead:])):
-        raise RuntimeError(f"size {{{', '.join(map(str, shape))}}} is not expandable to size "
-                           f"{{{', '.join(map(str, x.shape))}}}.")
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size "
+                           f"{{{list(x.shape)}}}.")
     dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
                                       if s == 1 and x.shape[lead + i] != 1)
     return apply(SUM_TO_SIZE, (input,), (x,), (dims, shape))
@@ -137,13 +143,23 @@ def _prod_others(x: np.ndarray, axis: int) -> np.ndarray:
     return np.moveaxis(left * right, -1, axis)
 
 
-def _prod_others_vjp(ctx, g):
-    raise RuntimeError("double backward of prod() through an input that contains zeros is not "
-                       "supported by ndgrad yet")
+def _prod_others_vjp(ctx, gg):
+    # d others[i] / d x[j] = prod of x[k] for k not in {i, j} (i != j), 0 for i == j. Row i of
+    # ``rows`` is x with x[i] replaced by 1; the product of the others of row i at j is then
+    # exactly that, and it is built from differentiable ops (this op again, one size up).
+    from .pointwise import where
+    (x,) = ctx.saved
+    dim = ctx._args[0]
+    n = x.shape[dim]
+    xm = x.movedim(dim, -1)
+    eye = _wrap(np.eye(n, dtype=bool))
+    rows = where(eye, 1, xm.unsqueeze(-2).expand(*xm.shape[:-1], n, n))
+    pair = where(eye, 0, apply(PROD_OTHERS, (rows,), (rows._data,), (rows.ndim - 1,)))
+    return (gg.movedim(dim, -1).unsqueeze(-1) * pair).sum(-2).movedim(-1, dim)
 
 
 PROD_OTHERS = Op("_prod_others", "ProdBackwardBackward0", _prod_others, _prod_others_vjp,
-                 args=("dim",))
+                 saves=("self",), args=("dim",))
 
 
 def _prod_vjp(ctx, g):
@@ -205,12 +221,16 @@ def _select_reduction_vjp(ctx, g_values, g_indices=None):
     (indices,) = ctx._args[2:3]
     dim, keepdim = ctx._args[0], ctx._args[1]
     shape = ctx.input_shape(0)
-    if not keepdim and len(shape) > 0:
+    if len(shape) == 0:
+        return g_values
+    if not keepdim:
         g_values = g_values.unsqueeze(dim)
     return scatter_zeros(g_values, dim, _wrap(indices), shape)
 
 
 def _max_dim_fwd(x, dim, keepdim, idx):
+    if x.ndim == 0:
+        return x.copy(), idx
     vals = np.take_along_axis(x, idx, axis=dim)
     if not keepdim:
         vals, idx = np.squeeze(vals, dim), np.squeeze(idx, dim)
@@ -237,11 +257,11 @@ def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
         return apply(MAX_ALL if is_max else MIN_ALL, (input,), (x,))
     d = wrap_dim(int(dim), x.ndim)
     if x.ndim == 0:
-        return values_indices(input.clone(), _wrap(np.zeros((), dtype=np.int64)))
-    if x.shape[d] == 0:
+        idx = np.zeros((), dtype=np.int64)
+    elif x.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-    argfn = np.argmax if is_max else np.argmin
-    idx = argfn(x, axis=d, keepdims=True)
+    else:
+        idx = (np.argmax if is_max else np.argmin)(x, axis=d, keepdims=True)
     op = MAX_DIM if is_max else MIN_DIM
     vals, inds = apply(op, (input,), (x,), (d, bool(keepdim), idx))
     return values_indices(vals, inds)
@@ -279,6 +299,9 @@ def _scatter_fwd(g, dim, index, shape):
 
 
 def _gather_fwd(x, dim, index):
+    # The index may be smaller than x in the other dimensions: gather from the leading part.
+    if index.shape != x.shape:
+        x = x[tuple(slice(None) if d == dim else slice(0, s) for d, s in enumerate(index.shape))]
     return np.take_along_axis(x, index, axis=dim)
 
 
@@ -314,8 +337,22 @@ def _scatter_add_zeros(g: Tensor, dim: int, index: np.ndarray, shape: tuple) -> 
 
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """``out[i][j] = input[index[i][j]][j]`` along ``dim`` (PyTorch's gather)."""
-    d = wrap_dim(dim, input.ndim)
-    idx = index._data
+    x, idx = input._data, index._data
+    d = wrap_dim(dim, x.ndim)
+    if idx.dtype != np.int64 and idx.dtype != np.int32:
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    if idx.ndim != x.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for k, (si, sx) in enumerate(zip(idx.shape, x.shape)):
+        if k != d and si > sx:
+            raise RuntimeError(f"Size does not match at dimension {k} expected index "
+                               f"{list(idx.shape)} to be no larger than self {list(x.shape)} "
+                               f"apart from dimension {d}")
+    n = x.shape[d] if x.ndim else 1
+    bad = (idx >= n) | (idx < -n)
+    if bad.any():
+        raise RuntimeError(f"index {int(idx[bad].flat[0])} is out of bounds for dimension {d} "
+                           f"with size {n}")
     if idx.dtype != np.int64:
-        raise RuntimeError("gather(): Expected dtype int64 for index")
-    return apply(GATHER, (input,), (input._data,), (d, idx))
+        idx = idx.astype(np.int64)
+    return apply(GATHER, (input,), (x,), (d, idx))

@@ -6,7 +6,7 @@ their base (``_base``).
 
 Example:
     >>> import ndgrad
-    >>> x = ndgrad.arange(6.0).reshape(2, 3).requires_grad_()
+    >>> x = ndgrad.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], requires_grad=True)
     >>> y = x[:, 1:].t()
     >>> y._base is x, y.grad_fn.name()
     (True, 'TBackward0')
@@ -105,7 +105,8 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- transpose / permute
-TRANSPOSE = Op("transpose", "TransposeBackward0", lambda x, a, b: np.swapaxes(x, a, b),
+TRANSPOSE = Op("transpose", "TransposeBackward0",
+               lambda x, a, b: np.swapaxes(x, a, b) if x.ndim else x[...],
                lambda ctx, g: g.transpose(ctx._args[0], ctx._args[1]), args=("dim0", "dim1"),
                view=True, jvp=lambda ctx, t: t.transpose(*ctx._args))
 T_OP = Op("t", "TBackward0", lambda x: x.T, lambda ctx, g: g.t(), view=True,
@@ -118,8 +119,6 @@ PERMUTE = Op("permute", "PermuteBackward0", lambda x, dims: np.transpose(x, dims
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     n = input._data.ndim
     a, b = wrap_dim(dim0, n), wrap_dim(dim1, n)
-    if n == 0:
-        return apply(T_OP, (input,), (input._data,))
     return apply(TRANSPOSE, (input,), (input._data,), (a, b))
 
 
@@ -147,9 +146,21 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     """Move dimension(s) ``source`` to position(s) ``destination``."""
     n = input._data.ndim
+    if isinstance(source, int) != isinstance(destination, int):
+        raise TypeError(f"movedim() received an invalid combination of arguments - got "
+                        f"({type(source).__name__}, {type(destination).__name__}), but expected "
+                        "one of: (int source, int destination) or (tuple of ints source, tuple of "
+                        "ints destination)")
     src = [wrap_dim(s, n) for s in ([source] if isinstance(source, int) else source)]
     dst = [wrap_dim(d, n) for d in ([destination] if isinstance(destination, int)
                                     else destination)]
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({list(dst)} dims)")
+    for name, dims in (("source", src), ("destination", dst)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(dims)})")
     perm: list = [None] * n
     for s, d in zip(src, dst):
         perm[d] = s
@@ -321,14 +332,43 @@ def _normalize_index(index: Any) -> tuple:
 def _index_error(err: IndexError, shape: tuple) -> IndexError:
     msg = str(err)
     if msg.startswith("too many indices"):
+        if not shape:
+            return IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         return IndexError(f"too many indices for tensor of dimension {len(shape)}")
     return IndexError(msg.replace("axis", "dimension"))
+
+
+def _check_masks(idx: tuple, shape: tuple) -> None:
+    """PyTorch's error for a bool mask whose shape differs from the dimensions it indexes."""
+    pos = next((i for i, it in enumerate(idx) if it is Ellipsis), None)
+    head, tail = (idx, ()) if pos is None else (idx[:pos], idx[pos + 1:])
+
+    def dims_of(it: Any) -> int:
+        if it is None:
+            return 0
+        if isinstance(it, np.ndarray) and it.dtype == np.bool_:
+            return it.ndim
+        return 1
+
+    start_tail = len(shape) - sum(dims_of(it) for it in tail)
+    for items, d in ((head, 0), (tail, start_tail)):
+        for it in items:
+            if isinstance(it, np.ndarray) and it.dtype == np.bool_:
+                for k, s in enumerate(it.shape):
+                    if d + k < len(shape) and s != shape[d + k]:
+                        raise IndexError(
+                            f"The shape of the mask {list(it.shape)} at index {k} does not match "
+                            f"the shape of the indexed tensor {list(shape)} at index {d + k}")
+            d += dims_of(it)
 
 
 def getitem(input: Tensor, index: Any) -> Tensor:
     """``input[index]``: basic indexing gives views, advanced indexing gives copies."""
     idx, basic, name = _normalize_index(index)
     x = input._data
+    if not basic:
+        _check_masks(idx, x.shape)
     try:
         if basic:
             return apply(_BASIC[name], (input,), (x,), (idx,))
@@ -368,6 +408,110 @@ def _index_put_vjp(ctx, g):
 
 INDEX_PUT = Op("index_put", "IndexPutBackward0", _index_put_fwd, _index_put_vjp,
                inputs=("self", "values"), args=("indices",))
+# ``y[basic index] = v`` writes into a view of ``y`` (PyTorch's CopySlices node); when the index
+# selects all of ``y`` the write goes to ``y`` itself: ``copy_`` (CopyBackwards) or, for a 0-d
+# value, ``fill_`` (FillBackward3). All compute an out-of-place index_put.
+SETITEM_VIEW = Op("setitem", "CopySlices", _index_put_fwd, _index_put_vjp,
+                  inputs=("self", "values"), args=("indices",))
+SETITEM_COPY = Op("setitem", "CopyBackwards", _index_put_fwd, _index_put_vjp,
+                  inputs=("self", "values"), args=("indices",))
+SETITEM_FILL = Op("setitem", "FillBackward3", _index_put_fwd, _index_put_vjp,
+                  inputs=("self", "values"), args=("indices",))
+
+
+def _index_put_acc_fwd(x, v, index):
+    out = x.copy()
+    np.add.at(out, index, v)
+    return out
+
+
+INDEX_PUT_ACC = Op("index_put", "IndexPutBackward0", _index_put_acc_fwd,
+                   lambda ctx, g: (g if ctx.needs_input_grad(0) else None,
+                                   _getitem_raw(g, ctx._args[0]) if ctx.needs_input_grad(1)
+                                   else None),
+                   inputs=("self", "values"), args=("indices",))
+
+
+def _selects_everything(idx: tuple, shape: tuple) -> bool:
+    """True if the basic index ``idx`` is ``...`` and full step-1 slices only."""
+    if any(not (it is Ellipsis or isinstance(it, slice)) for it in idx):
+        return False
+    if sum(it is Ellipsis for it in idx) > 1:
+        return False
+    pos = idx.index(Ellipsis) if Ellipsis in idx else len(idx)
+    before, after = idx[:pos], idx[pos + 1:]
+    if len(before) + len(after) > len(shape):
+        return False
+    dims = list(zip(before, shape)) + list(zip(after, shape[len(shape) - len(after):]))
+    return all(sl.indices(n) == (0, n, 1) for sl, n in dims)
+
+
+def setitem_writes_view(input: Tensor, index: Any) -> bool:
+    """True if ``input[index] = v`` writes through a view (a basic index not selecting all)."""
+    idx, basic, _ = _normalize_index(index)
+    return basic and not _selects_everything(idx, input._data.shape)
+
+
+def setitem(input: Tensor, index: Any, values: Any) -> Tensor:
+    """The out-of-place result of ``input[index] = values``, recorded like PyTorch records it."""
+    from ._util import to_tensor
+    idx, basic, _ = _normalize_index(index)
+    if not basic:
+        return index_put(input, index, values)
+    v = values if isinstance(values, Tensor) else to_tensor(values)
+    x = input._data
+    if not _selects_everything(idx, x.shape):
+        op = SETITEM_VIEW
+    else:
+        op = SETITEM_FILL if v._data.ndim == 0 else SETITEM_COPY
+    vd = v._data if v._data.dtype == x.dtype else v._data.astype(x.dtype)
+    try:
+        return apply(op, (input, v), (x, vd), (idx,))
+    except IndexError as e:
+        raise _index_error(e, x.shape) from None
+    except ValueError:
+        raise _setitem_shape_error(vd.shape, x[idx].shape) from None
+
+
+def _setitem_shape_error(value_shape: tuple, target: tuple) -> RuntimeError:
+    if len(value_shape) > len(target):
+        return RuntimeError(f"expand(torch.FloatTensor{{{list(value_shape)}}}, size={list(target)})"
+                            f": the number of sizes provided ({len(target)}) must be greater or "
+                            f"equal to the number of dimensions in the tensor ({len(value_shape)})")
+    lead = len(target) - len(value_shape)
+    for i, s in enumerate(value_shape):
+        if s != 1 and s != target[lead + i]:
+            return RuntimeError(
+                f"The expanded size of the tensor ({target[lead + i]}) must match the existing "
+                f"size ({s}) at non-singleton dimension {lead + i}.  Target sizes: "
+                f"{list(target)}.  Tensor sizes: {list(value_shape)}")
+    return RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be "
+                        f"broadcast to indexing result of shape {list(target)}")
+
+
+def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool = False) \
+        -> Tensor:
+    """PyTorch's ``index_put(indices, values, accumulate)``: ``indices`` is a tuple of index
+    tensors (one per leading dimension); with ``accumulate`` repeated positions add up."""
+    if isinstance(indices, Tensor) or not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' (position 1) must be tuple of Tensors, "
+                        f"not {type(indices).__name__}")
+    index = tuple(indices)
+    if not accumulate:
+        return index_put(input, index, values)
+    from ._util import to_tensor
+    idx, _, _ = _normalize_index(index)
+    v = values if isinstance(values, Tensor) else to_tensor(values)
+    x = input._data
+    vd = v._data if v._data.dtype == x.dtype else v._data.astype(x.dtype)
+    _check_masks(idx, x.shape)
+    try:
+        return apply(INDEX_PUT_ACC, (input, v), (x, vd), (idx,))
+    except IndexError as e:
+        raise _index_error(e, x.shape) from None
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(vd.shape)} cannot be "
+                           f"broadcast to indexing result of shape {list(x[idx].shape)}") from None
 
 
 def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
@@ -376,13 +520,15 @@ def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
     idx, _, _ = _normalize_index(index)
     v = values if isinstance(values, Tensor) else to_tensor(values)
     vd = v._data if v._data.dtype == input._data.dtype else v._data.astype(input._data.dtype)
+    _check_masks(idx, input._data.shape)
     try:
         return apply(INDEX_PUT, (input, v), (input._data, vd), (idx,))
     except IndexError as e:
         raise _index_error(e, input._data.shape) from None
-    except ValueError as e:
+    except ValueError:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(v._data.shape)} cannot "
-                           f"be broadcast to indexing result ({e})") from None
+                           f"be broadcast to indexing result of shape "
+                           f"{list(input._data[idx].shape)}") from None
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:

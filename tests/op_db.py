@@ -1,0 +1,406 @@
+"""The op database: the one list every op must be on.
+
+Each ``OpInfo`` names one op or variant and holds a callable ``fn(m, *tensors)`` written so that
+the same code runs with ``m = ndgrad`` and ``m = torch``; ``samples`` lists the shapes of the
+tensor arguments for each sample input (``()`` is a 0-d tensor). Inputs are float tensors drawn
+from the op's ``domain``:
+
+``real``      uniform in [-2, 2]
+``positive``  uniform in [0.5, 2] (log, sqrt, fractional powers)
+``nonzero``   magnitude in [0.5, 2], random sign (divisors, reciprocal)
+``distinct``  all elements of all inputs distinct, at least ~0.25 apart and away from 0 and from
+              the clamp bounds used below: no ties or kinks for abs/relu/max/min/clamp/where
+``one_zero``  ``real`` with one exact zero per input (prod's zero branch)
+``two_zeros`` ``real`` with two exact zeros per input, in the same reduced slice
+
+``differentiable`` is False for ops whose outputs never require grad (comparisons ...);
+``double_backward`` says whether the gradient is itself differentiable (gradgrad tested).
+``fd_eps``/``fd_atol`` are the finite-difference step and tolerance, raised only for casts to
+float32/float16 (whose outputs cannot resolve a 1e-6 step).
+Constant operands (index tensors, masks, Python scalars) are built inside ``fn``, with ``m``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    name: str
+    fn: Callable
+    samples: tuple
+    domain: str = "real"
+    differentiable: bool = True
+    double_backward: bool = True
+    fd_eps: float = 1e-6    # larger for ops whose output has less precision than float64
+    fd_atol: float = 1e-6
+
+    def __repr__(self) -> str:
+        return f"OpInfo({self.name})"
+
+
+CLAMP_LO, CLAMP_HI = -0.4, 0.2
+
+
+def make_inputs(op: OpInfo, shapes: tuple, rng: np.random.Generator) -> list:
+    """Float64 arrays for one sample of ``op`` (one per shape), drawn from ``op.domain``."""
+    sizes = [int(np.prod(s)) for s in shapes]
+    if op.domain == "distinct":
+        n = sum(sizes)
+        # Grid 0.07 + 0.3 k, jittered by < 0.02: distinct, off zero and off the clamp bounds.
+        flat = (rng.permutation(n) - n // 2) * 0.3 + 0.07 + rng.uniform(-0.02, 0.02, n)
+        out, start = [], 0
+        for s, k in zip(shapes, sizes):
+            out.append(flat[start:start + k].reshape(s))
+            start += k
+        return out
+    out = []
+    for s, k in zip(shapes, sizes):
+        if op.domain == "positive":
+            a = rng.uniform(0.5, 2.0, k)
+        elif op.domain == "nonzero":
+            a = rng.uniform(0.5, 2.0, k) * rng.choice([-1.0, 1.0], k)
+        else:
+            a = rng.uniform(-2.0, 2.0, k)
+        if op.domain == "one_zero":
+            a[rng.integers(k)] = 0.0
+        elif op.domain == "two_zeros":
+            a[:2] = 0.0
+        out.append(a.reshape(s))
+    return out
+
+
+# ---------------------------------------------------------------------------- sample shapes
+UNARY = (((2, 3),), ((),), ((4,),))
+BINARY = (((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((2, 3), ()), ((), ()),
+          ((3,), (2, 1)), ((), (2, 2)))
+M23 = (((2, 3),),)
+M234 = (((2, 3, 2),),)
+
+
+def _op(name, fn, samples, domain="real", differentiable=True, double_backward=None,
+        fd_eps=1e-6, fd_atol=1e-6):
+    if double_backward is None:
+        double_backward = differentiable
+    return OpInfo(name, fn, samples, domain, differentiable, double_backward, fd_eps, fd_atol)
+
+
+F32_FD = dict(fd_eps=1e-3, fd_atol=1e-3)
+
+
+def _setitem(index, value=None):
+    """``y = x.clone(); y[index(m, x)] = v`` (v the second tensor, or the scalar ``value``)."""
+    def fn(m, x, *v):
+        y = x.clone()
+        y[index(m, x)] = v[0] if v else value
+        return y
+    return fn
+
+
+OPS = [
+    # ------------------------------------------------------------------ add / sub
+    _op("add", lambda m, x, y: m.add(x, y), BINARY),
+    _op("add_alpha", lambda m, x, y: m.add(x, y, alpha=2), BINARY[:3]),
+    _op("add_operator", lambda m, x, y: x + y, BINARY),
+    _op("add_method", lambda m, x, y: x.add(y), BINARY[:2]),
+    _op("add_scalar", lambda m, x: x + 2.5, UNARY),
+    _op("add_int_scalar", lambda m, x: x + 2, UNARY),
+    _op("add_scalar_alpha", lambda m, x: m.add(x, 2.5, alpha=3), UNARY[:2]),
+    _op("radd_scalar", lambda m, x: 2.5 + x, UNARY),
+    _op("sub", lambda m, x, y: m.sub(x, y), BINARY),
+    _op("sub_alpha", lambda m, x, y: m.sub(x, y, alpha=0.5), BINARY[:3]),
+    _op("sub_operator", lambda m, x, y: x - y, BINARY),
+    _op("sub_scalar", lambda m, x: x - 1.5, UNARY),
+    _op("rsub_scalar", lambda m, x: 2 - x, UNARY),
+    _op("rsub_float_scalar", lambda m, x: 0.5 - x, UNARY[:2]),
+    # ------------------------------------------------------------------ mul / div
+    _op("mul", lambda m, x, y: m.mul(x, y), BINARY),
+    _op("mul_operator", lambda m, x, y: x * y, BINARY),
+    _op("mul_self", lambda m, x: x * x, UNARY),
+    _op("mul_scalar", lambda m, x: x * 2, UNARY),
+    _op("mul_float_scalar", lambda m, x: m.mul(x, -1.5), UNARY),
+    _op("rmul_scalar", lambda m, x: 3 * x, UNARY),
+    _op("div", lambda m, x, y: m.div(x, y), BINARY, "nonzero"),
+    _op("div_operator", lambda m, x, y: x / y, BINARY, "nonzero"),
+    _op("div_method", lambda m, x, y: x.div(y), BINARY[:2], "nonzero"),
+    _op("div_scalar", lambda m, x: x / 2, UNARY),
+    _op("rdiv_scalar", lambda m, x: 2 / x, UNARY, "nonzero"),
+    _op("rdiv_float_scalar", lambda m, x: 1.5 / x, UNARY[:2], "nonzero"),
+    _op("div_floor", lambda m, x, y: m.div(x, y, rounding_mode="floor"), BINARY[:3], "nonzero"),
+    _op("div_trunc", lambda m, x, y: m.div(x, y, rounding_mode="trunc"), BINARY[:3], "nonzero"),
+    _op("div_floor_scalar", lambda m, x: m.div(x, 0.7, rounding_mode="floor"), UNARY[:2]),
+    # floor_divide has no derivative: PyTorch records a node whose backward raises.
+    _op("floordiv_operator", lambda m, x, y: x // y, BINARY[:3], "nonzero", differentiable=False),
+    _op("floordiv_scalar", lambda m, x: x // 0.7, UNARY[:2], differentiable=False),
+    _op("rfloordiv_scalar", lambda m, x: 2 // x, UNARY[:2], "nonzero", differentiable=False),
+    # ------------------------------------------------------------------ pow
+    _op("pow_scalar_2", lambda m, x: x ** 2, UNARY),
+    _op("pow_scalar_3", lambda m, x: m.pow(x, 3), UNARY),
+    _op("pow_scalar_0", lambda m, x: x ** 0, UNARY[:2]),
+    _op("pow_scalar_1", lambda m, x: x ** 1, UNARY[:2]),
+    _op("pow_scalar_half", lambda m, x: x ** 0.5, UNARY, "positive"),
+    _op("pow_scalar_neg", lambda m, x: x ** -1, UNARY, "nonzero"),
+    _op("pow_scalar_float", lambda m, x: x.pow(-1.5), UNARY, "positive"),
+    _op("pow_tensor", lambda m, x, y: m.pow(x, y), BINARY, "positive"),
+    _op("pow_operator", lambda m, x, y: x ** y, BINARY, "positive"),
+    _op("rpow_scalar", lambda m, x: 2 ** x, UNARY),
+    _op("rpow_float_scalar", lambda m, x: 0.5 ** x, UNARY[:2]),
+    _op("pow_scalar_base", lambda m, x: m.pow(2.5, x), UNARY[:2]),
+    # ------------------------------------------------------------------ unary math
+    _op("neg", lambda m, x: m.neg(x), UNARY),
+    _op("neg_operator", lambda m, x: -x, UNARY),
+    _op("exp", lambda m, x: m.exp(x), UNARY),
+    _op("exp_method", lambda m, x: x.exp(), UNARY[:1]),
+    _op("log", lambda m, x: m.log(x), UNARY, "positive"),
+    _op("sin", lambda m, x: m.sin(x), UNARY),
+    _op("cos", lambda m, x: m.cos(x), UNARY),
+    _op("tanh", lambda m, x: m.tanh(x), UNARY),
+    _op("tanh_method", lambda m, x: x.tanh(), UNARY[:1]),
+    _op("sigmoid", lambda m, x: m.sigmoid(x), UNARY),
+    _op("sigmoid_method", lambda m, x: x.sigmoid(), UNARY[:1]),
+    _op("relu", lambda m, x: m.relu(x), UNARY, "distinct"),
+    _op("relu_method", lambda m, x: x.relu(), UNARY[:1], "distinct"),
+    _op("sqrt", lambda m, x: m.sqrt(x), UNARY, "positive"),
+    _op("abs", lambda m, x: m.abs(x), UNARY, "distinct"),
+    _op("abs_operator", lambda m, x: abs(x), UNARY[:1], "distinct"),
+    _op("reciprocal", lambda m, x: m.reciprocal(x), UNARY, "nonzero"),
+    _op("sign", lambda m, x: m.sign(x), UNARY, "distinct"),
+    # ------------------------------------------------------------------ clamp
+    _op("clamp", lambda m, x: m.clamp(x, CLAMP_LO, CLAMP_HI), UNARY, "distinct"),
+    _op("clamp_min_only", lambda m, x: m.clamp(x, min=CLAMP_LO), UNARY, "distinct"),
+    _op("clamp_max_only", lambda m, x: m.clamp(x, max=CLAMP_HI), UNARY, "distinct"),
+    _op("clamp_method", lambda m, x: x.clamp(CLAMP_LO, CLAMP_HI), UNARY[:1], "distinct"),
+    _op("clip_method", lambda m, x: x.clip(CLAMP_LO, CLAMP_HI), UNARY[:1], "distinct"),
+    _op("clamp_min_method", lambda m, x: x.clamp_min(CLAMP_LO), UNARY, "distinct"),
+    _op("clamp_max_method", lambda m, x: x.clamp_max(CLAMP_HI), UNARY, "distinct"),
+    _op("clamp_tensor", lambda m, x, lo, hi: m.clamp(x, lo, hi),
+        (((2, 3), (2, 3), (2, 3)), ((2, 3), (3,), ()), ((), (), ())), "distinct"),
+    _op("clamp_tensor_min_only", lambda m, x, lo: m.clamp(x, min=lo),
+        (((2, 3), (2, 3)), ((2, 3), (3,))), "distinct"),
+    _op("clamp_tensor_max_only", lambda m, x, hi: m.clamp(x, max=hi),
+        (((2, 3), (2, 3)), ((2, 3), ())), "distinct"),
+    _op("clamp_min_tensor_method", lambda m, x, lo: x.clamp_min(lo),
+        (((2, 3), (2, 3)), ((2, 3), (3,))), "distinct"),
+    _op("clamp_max_tensor_method", lambda m, x, hi: x.clamp_max(hi),
+        (((2, 3), (2, 3)), ((2, 3), ())), "distinct"),
+    # ------------------------------------------------------------------ where / max / min
+    _op("where", lambda m, x, y: m.where(x > 0, x, y), BINARY, "distinct"),
+    _op("where_cond_other", lambda m, x, y: m.where(y > 0, x, y), BINARY[:3], "distinct"),
+    _op("where_scalar_other", lambda m, x: m.where(x > 0, x, 0.5), UNARY, "distinct"),
+    _op("where_scalar_input", lambda m, x: m.where(x > 0, -1.5, x), UNARY[:2], "distinct"),
+    _op("where_method", lambda m, x, y: x.where(x > 0, y), BINARY[:3], "distinct"),
+    _op("maximum", lambda m, x, y: m.maximum(x, y), BINARY, "distinct"),
+    _op("minimum", lambda m, x, y: m.minimum(x, y), BINARY, "distinct"),
+    _op("max_binary", lambda m, x, y: m.max(x, y), BINARY[:3], "distinct"),
+    _op("min_binary", lambda m, x, y: m.min(x, y), BINARY[:3], "distinct"),
+    _op("maximum_method", lambda m, x, y: x.maximum(y), BINARY[:2], "distinct"),
+    # ------------------------------------------------------------------ comparisons
+    *[_op(f"{cmp}", (lambda c: lambda m, x, y: getattr(m, c)(x, y))(cmp), BINARY[:4],
+          "distinct", differentiable=False) for cmp in ("eq", "ne", "lt", "le", "gt", "ge")],
+    *[_op(f"{cmp}_scalar", (lambda c: lambda m, x: getattr(x, c)(0.37))(cmp), UNARY[:2],
+          "distinct", differentiable=False) for cmp in ("eq", "ne", "lt", "le", "gt", "ge")],
+    _op("eq_broadcast_row", lambda m, x: x == x[0], M23, differentiable=False),
+    _op("ne_operator", lambda m, x: x != x[:, :1], M23, differentiable=False),
+    _op("lt_operator", lambda m, x, y: x < y, BINARY[:3], "distinct", differentiable=False),
+    _op("le_operator", lambda m, x: x <= x[0], M23, differentiable=False),
+    _op("gt_operator", lambda m, x: x > 0.5, UNARY, differentiable=False),
+    _op("ge_operator_reflected", lambda m, x: 0.5 >= x, UNARY, differentiable=False),
+    _op("logical_and", lambda m, x, y: m.logical_and(x > 0, y > 0), BINARY[:3], "distinct",
+        differentiable=False),
+    _op("logical_or", lambda m, x, y: m.logical_or(x > 0, y > 0), BINARY[:3], "distinct",
+        differentiable=False),
+    _op("logical_not", lambda m, x: m.logical_not(x > 0), UNARY[:2], "distinct",
+        differentiable=False),
+    # ------------------------------------------------------------------ reductions
+    _op("sum", lambda m, x: x.sum(), UNARY + M234),
+    _op("sum_function", lambda m, x: m.sum(x), UNARY[:1]),
+    _op("sum_dim", lambda m, x: x.sum(1), M23 + M234),
+    _op("sum_neg_dim", lambda m, x: x.sum(-1), M23 + UNARY[2:]),
+    _op("sum_keepdim", lambda m, x: x.sum(1, keepdim=True), M23 + M234),
+    _op("sum_neg_dim_keepdim", lambda m, x: m.sum(x, -2, keepdim=True), M23 + M234),
+    _op("sum_dims", lambda m, x: x.sum((0, -1)), M23 + M234),
+    _op("sum_dims_keepdim", lambda m, x: x.sum(dim=(0, 2), keepdim=True), M234),
+    _op("sum_0d_dim", lambda m, x: x.sum(0), (((),),)),
+    _op("mean", lambda m, x: x.mean(), UNARY + M234),
+    _op("mean_function", lambda m, x: m.mean(x), UNARY[:1]),
+    _op("mean_dim", lambda m, x: x.mean(1), M23 + M234),
+    _op("mean_keepdim", lambda m, x: x.mean(-1, keepdim=True), M23 + M234),
+    _op("mean_dims", lambda m, x: m.mean(x, (0, 2)), M234),
+    _op("mean_dims_keepdim", lambda m, x: x.mean((-1, 0), keepdim=True), M23 + M234),
+    _op("prod", lambda m, x: x.prod(), UNARY + M234),
+    _op("prod_one_zero", lambda m, x: x.prod(), M23 + UNARY[2:], "one_zero"),
+    _op("prod_two_zeros", lambda m, x: x.prod(), M23 + UNARY[2:], "two_zeros"),
+    _op("prod_dim", lambda m, x: x.prod(1), M23 + M234),
+    _op("prod_function", lambda m, x: m.prod(x, 0), M23),
+    _op("prod_keepdim", lambda m, x: x.prod(-1, keepdim=True), M23 + M234),
+    _op("prod_dim_one_zero", lambda m, x: x.prod(1), M23, "one_zero"),
+    _op("prod_dim_two_zeros", lambda m, x: x.prod(1, keepdim=True), M23, "two_zeros"),
+    _op("prod_0d_dim", lambda m, x: x.prod(0), (((),),)),
+    _op("max", lambda m, x: x.max(), UNARY + M234, "distinct"),
+    _op("max_function", lambda m, x: m.max(x), UNARY[:1], "distinct"),
+    _op("max_dim", lambda m, x: x.max(1), M23 + M234, "distinct"),
+    _op("max_dim_function", lambda m, x: m.max(x, 0), M23, "distinct"),
+    _op("max_neg_dim_keepdim", lambda m, x: x.max(-1, keepdim=True), M23 + M234, "distinct"),
+    _op("max_dim_values", lambda m, x: x.max(dim=0).values, M23, "distinct"),
+    _op("max_0d_dim", lambda m, x: x.max(0), (((),),), "distinct"),
+    _op("min", lambda m, x: x.min(), UNARY + M234, "distinct"),
+    _op("min_dim", lambda m, x: x.min(1), M23 + M234, "distinct"),
+    _op("min_dim_keepdim", lambda m, x: m.min(x, -2, keepdim=True), M23 + M234, "distinct"),
+    _op("argmax", lambda m, x: x.argmax(), M23, "distinct", differentiable=False),
+    _op("argmax_dim", lambda m, x: m.argmax(x, 1), M23, "distinct", differentiable=False),
+    _op("argmin_dim_keepdim", lambda m, x: x.argmin(-1, keepdim=True), M23, "distinct",
+        differentiable=False),
+    # ------------------------------------------------------------------ matrix products
+    _op("matmul", lambda m, x, y: m.matmul(x, y),
+        (((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((2, 3), (3, 2)), ((2, 2, 3), (3, 2)),
+         ((2, 2, 3), (3,)), ((2, 3), (2, 3, 2)), ((3,), (2, 3, 2)), ((2, 2, 3), (2, 3, 2)),
+         ((2, 1, 2, 3), (2, 3, 1)), ((1, 2, 3), (2, 3, 2)), ((2, 2, 3), (1, 3, 2)),
+         ((1, 2, 3), (1, 3, 2)), ((2, 1, 3), (3,)), ((1, 3), (2, 3, 2)))),
+    _op("matmul_operator", lambda m, x, y: x @ y,
+        (((3,), (3,)), ((2, 3), (3, 2)), ((2, 2, 3), (3, 2)), ((2, 2, 3), (2, 3, 2)),
+         ((3,), (2, 3, 2)), ((2, 3), (2, 3, 2)))),
+    _op("matmul_method", lambda m, x, y: x.matmul(y), (((2, 3), (3,)), ((2, 1, 3), (2, 3, 1)))),
+    _op("matmul_transposed", lambda m, x, y: x.mT @ y,
+        (((2, 3, 2), (3, 2)), ((3, 2), (2, 3, 2)), ((2, 3, 2), (2, 3, 1)))),
+    _op("mm", lambda m, x, y: m.mm(x, y), (((2, 3), (3, 2)), ((1, 3), (3, 1)))),
+    _op("mm_method", lambda m, x, y: x.mm(y), (((2, 3), (3, 4)),)),
+    _op("bmm", lambda m, x, y: m.bmm(x, y), (((2, 2, 3), (2, 3, 2)), ((1, 2, 3), (1, 3, 1)))),
+    _op("mv", lambda m, x, y: m.mv(x, y), (((2, 3), (3,)),)),
+    _op("dot", lambda m, x, y: m.dot(x, y), (((3,), (3,)), ((1,), (1,)))),
+    # ------------------------------------------------------------------ views and reshapes
+    _op("reshape", lambda m, x: x.reshape(3, 2), M23),
+    _op("reshape_infer", lambda m, x: m.reshape(x, (-1,)), UNARY + M234),
+    _op("reshape_0d", lambda m, x: x.reshape(()), (((1, 1),), ((),))),
+    _op("reshape_copy", lambda m, x: x.t().reshape(6), M23),
+    _op("view", lambda m, x: x.view(3, 2), M23),
+    _op("view_infer", lambda m, x: x.view(-1, 2), M23 + M234),
+    _op("view_tuple", lambda m, x: x.view((2, 1, 3)), M23),
+    _op("view_as", lambda m, x, y: x.view_as(y), (((2, 3), (3, 2)),)),
+    _op("reshape_as", lambda m, x, y: x.reshape_as(y), (((2, 3), (6,)),)),
+    _op("transpose", lambda m, x: x.transpose(0, 1), M23 + M234),
+    _op("transpose_neg", lambda m, x: m.transpose(x, -1, 0), M23 + M234),
+    _op("transpose_0d", lambda m, x: x.transpose(0, -1), (((),),)),
+    _op("swapaxes", lambda m, x: x.swapaxes(0, 2), M234),
+    _op("t", lambda m, x: x.t(), M23 + UNARY[1:]),
+    _op("t_function", lambda m, x: m.t(x), M23),
+    _op("T", lambda m, x: x.T, M23 + (((1, 3),),)),
+    _op("mT", lambda m, x: x.mT, M23 + M234),
+    _op("permute", lambda m, x: x.permute(2, 0, 1), M234),
+    _op("permute_tuple_neg", lambda m, x: m.permute(x, (-1, 0)), M23),
+    _op("permute_0d", lambda m, x: x.permute(()), (((),),)),
+    _op("movedim", lambda m, x: x.movedim(0, -1), M23 + M234),
+    _op("movedim_multi", lambda m, x: m.movedim(x, (0, 1), (2, 0)), M234),
+    _op("expand", lambda m, x: x.expand(2, 3), (((1, 3),), ((3,),), ((),))),
+    _op("expand_keep", lambda m, x: x.expand(-1, 3), (((2, 1),),)),
+    _op("expand_new_dims", lambda m, x: x.expand(2, 2, 3), (((2, 1, 3),), ((1, 3),))),
+    _op("expand_tuple", lambda m, x: x.expand((3, 2)), (((1, 2),),)),
+    _op("expand_as", lambda m, x, y: x.expand_as(y), (((1, 3), (2, 3)),)),
+    _op("squeeze", lambda m, x: x.squeeze(), (((1, 3, 1),), ((1,),), ((),), ((2, 3),))),
+    _op("squeeze_dim", lambda m, x: x.squeeze(0), (((1, 3),), ((2, 3),), ((),))),
+    _op("squeeze_neg_dim", lambda m, x: m.squeeze(x, -1), (((2, 1),), ((2, 3),))),
+    _op("squeeze_dims", lambda m, x: x.squeeze((0, 2)), (((1, 3, 1),), ((1, 3, 2),))),
+    _op("unsqueeze", lambda m, x: x.unsqueeze(0), UNARY),
+    _op("unsqueeze_neg", lambda m, x: m.unsqueeze(x, -1), UNARY),
+    _op("unsqueeze_middle", lambda m, x: x.unsqueeze(1), M23),
+    _op("flatten", lambda m, x: x.flatten(), UNARY + M234),
+    _op("flatten_start", lambda m, x: m.flatten(x, 1), M23 + M234),
+    _op("flatten_range", lambda m, x: x.flatten(0, 1), M234),
+    _op("flatten_same_dim", lambda m, x: x.flatten(1, 1), M23),
+    _op("flatten_non_contiguous", lambda m, x: x.t().flatten(), M23),
+    _op("select", lambda m, x: x.select(1, -1), M23 + M234),
+    _op("select_function", lambda m, x: m.select(x, 0, 1), M23 + UNARY[2:]),
+    _op("narrow", lambda m, x: x.narrow(1, 1, 2), M23 + M234),
+    _op("narrow_neg", lambda m, x: m.narrow(x, -1, 0, 1), M23 + UNARY[2:]),
+    _op("unbind", lambda m, x: x.unbind(0), M23 + UNARY[2:]),
+    _op("unbind_neg", lambda m, x: m.unbind(x, -1), M23 + M234),
+    _op("split", lambda m, x: x.split(2, 1), M23 + M234),
+    _op("split_uneven", lambda m, x: m.split(x, 3, 0), UNARY[2:]),
+    _op("split_sizes", lambda m, x: x.split([1, 2], -1), M23),
+    _op("chunk", lambda m, x: x.chunk(2, 0), M23 + UNARY[2:]),
+    _op("chunk_neg", lambda m, x: m.chunk(x, 3, -1), M23),
+    # ------------------------------------------------------------------ cat / stack
+    _op("cat", lambda m, x, y: m.cat([x, y]), (((2, 3), (1, 3)), ((2,), (3,)))),
+    _op("cat_dim", lambda m, x, y: m.cat((x, y), 1), (((2, 3), (2, 1)), ((2, 1, 2), (2, 2, 2)))),
+    _op("cat_neg_dim", lambda m, x, y, z: m.cat([x, y, z], -1),
+        (((2, 1), (2, 3), (2, 2)), ((1,), (2,), (1,)))),
+    _op("cat_single", lambda m, x: m.cat([x], 0), M23),
+    _op("stack", lambda m, x, y: m.stack([x, y]), (((2, 3), (2, 3)), ((), ()))),
+    _op("stack_neg_dim", lambda m, x, y: m.stack((x, y), -1), (((2, 3), (2, 3)), ((3,), (3,)))),
+    _op("stack_dim", lambda m, x, y, z: m.stack([x, y, z], 1), (((2,), (2,), (2,)),)),
+    # ------------------------------------------------------------------ indexing
+    _op("getitem_int", lambda m, x: x[1], M23 + UNARY[2:]),
+    _op("getitem_neg_int", lambda m, x: x[-1], M23),
+    _op("getitem_ints", lambda m, x: x[0, -1], M23),
+    _op("getitem_slice", lambda m, x: x[1:], M23 + UNARY[2:]),
+    _op("getitem_step", lambda m, x: x[::2], UNARY[2:] + M234),
+    _op("getitem_slices", lambda m, x: x[:, ::2], M23 + M234),
+    _op("getitem_slice_int", lambda m, x: x[1:, 0], M23 + M234),
+    _op("getitem_full_slice", lambda m, x: x[:], M23),
+    _op("getitem_none", lambda m, x: x[None], UNARY),
+    _op("getitem_none_middle", lambda m, x: x[:, None, 1:], M23),
+    _op("getitem_ellipsis", lambda m, x: x[..., 1], M23 + M234),
+    _op("getitem_ellipsis_only", lambda m, x: x[...], M23),
+    _op("getitem_ellipsis_none", lambda m, x: x[None, ..., 0], M234),
+    _op("getitem_list", lambda m, x: x[[0, 1, 1]], M23),
+    _op("getitem_lists", lambda m, x: x[[1, 0], [2, 2]], M23),
+    _op("getitem_int_list", lambda m, x: x[1, [0, 2, 0]], M23),
+    _op("getitem_slice_list", lambda m, x: x[:, [2, 0]], M23 + M234),
+    _op("getitem_ellipsis_list", lambda m, x: x[..., [1, 0]], M234),
+    _op("getitem_tensor", lambda m, x: x[m.tensor([1, 0, 1])], M23 + UNARY[2:]),
+    _op("getitem_tensor_2d", lambda m, x: x[m.tensor([[0, 1], [1, 1]])], M23),
+    _op("getitem_tensor_0d", lambda m, x: x[m.tensor(1)], M23),
+    _op("getitem_tensor_pair", lambda m, x: x[m.tensor([0, 1]), m.tensor([2, 0])], M23),
+    _op("getitem_mask", lambda m, x: x[x > 0], M23 + M234, "distinct"),
+    _op("getitem_mask_row", lambda m, x: x[m.tensor([True, False])], M23),
+    _op("getitem_mask_col", lambda m, x: x[:, m.tensor([True, False, True])], M23),
+    _op("getitem_mask_list", lambda m, x: x[[False, True]], M23),
+    # ------------------------------------------------------------------ index_put / setitem
+    _op("setitem_int", _setitem(lambda m, x: 0), (((3, 4), (4,)), ((3, 4), ()))),
+    _op("setitem_slice", _setitem(lambda m, x: (slice(None), slice(1, 3))),
+        (((3, 4), (3, 2)), ((3, 4), (2,)))),
+    _op("setitem_step", _setitem(lambda m, x: (slice(1, None), slice(None, None, 2))),
+        (((3, 4), (2, 2)),)),
+    _op("setitem_scalar", _setitem(lambda m, x: 1, 2.5), (((3, 4),),)),
+    _op("setitem_tensor", _setitem(lambda m, x: m.tensor([0, 2])),
+        (((3, 4), (2, 4)), ((3, 4), (4,)))),
+    _op("setitem_tensor_pair", _setitem(lambda m, x: (m.tensor([0, 2]), m.tensor([1, 3]))),
+        (((3, 4), (2,)),)),
+    _op("setitem_list", _setitem(lambda m, x: [2, 0]), (((3, 4), (2, 4)),)),
+    _op("setitem_mask_scalar", _setitem(lambda m, x: x > 0, 0.5), (((3, 4),),), "distinct"),
+    _op("setitem_mask_0d", _setitem(lambda m, x: x > 0), (((3, 4), ()),), "distinct"),
+    _op("index_put", lambda m, x, v: x.clone().index_put((m.tensor([1, 0]),), v),
+        (((3, 4), (2, 4)), ((3, 4), ()))),
+    _op("index_put_accumulate",
+        lambda m, x, v: x.index_put((m.tensor([1, 1]), m.tensor([0, 0])), v, accumulate=True),
+        (((3, 4), (2,)), ((3, 4), ()))),
+    # ------------------------------------------------------------------ gather / masked_fill
+    _op("gather", lambda m, x: m.gather(x, 1, m.tensor([[0, 0, 2], [1, 0, 1]])), M23),
+    _op("gather_dim0", lambda m, x: x.gather(0, m.tensor([[1, 0, 1]])), M23),
+    _op("gather_neg_dim", lambda m, x: x.gather(-1, m.tensor([[2], [2]])), M23),
+    _op("gather_smaller_index", lambda m, x: x.gather(1, m.tensor([[2, 0]])), M23),
+    _op("gather_int32_index", lambda m, x: x.gather(0, m.tensor([[1, 0]], dtype=m.int32)), M23),
+    _op("masked_fill", lambda m, x: x.masked_fill(x > 0, 0.5), M23 + UNARY[1:], "distinct"),
+    _op("masked_fill_broadcast", lambda m, x: x.masked_fill(x[0] > 0, -1.0), M23, "distinct"),
+    _op("masked_fill_tensor", lambda m, x, v: x.masked_fill(x > 0, v), (((2, 3), ()),),
+        "distinct"),
+    # ------------------------------------------------------------------ copies and casts
+    _op("to_float32", lambda m, x: x.to(m.float32), UNARY[:2], **F32_FD),
+    _op("to_float64", lambda m, x: x.to(m.float64), UNARY[:2]),
+    _op("to_dtype_kwarg", lambda m, x: x.to(dtype=m.float16), UNARY[:1], fd_eps=0.1,
+        fd_atol=2e-2),
+    _op("double", lambda m, x: x.double(), UNARY[:1]),
+    _op("float", lambda m, x: x.float(), UNARY[:1], **F32_FD),
+    _op("type_as", lambda m, x, y: x.type_as(y.float()), (((2, 3), (1,)),), **F32_FD),
+    _op("clone", lambda m, x: x.clone(), UNARY),
+    _op("clone_function", lambda m, x: m.clone(x), UNARY[:1]),
+    _op("contiguous", lambda m, x: x.contiguous(), UNARY[:1]),
+    _op("contiguous_copy", lambda m, x: x.t().contiguous(), M23),
+    _op("to_int", lambda m, x: x.to(m.int64), UNARY[:1], differentiable=False),
+]
+
+OPS_BY_NAME = {op.name: op for op in OPS}
+assert len(OPS_BY_NAME) == len(OPS), "op names must be unique"

@@ -1,0 +1,175 @@
+"""Bad input to ops raises what PyTorch raises: each case runs with ``m = torch`` and
+``m = ndgrad``; both must raise the same exception class, and torch's message (its first line,
+or the listed key phrases) must appear in ndgrad's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ndgrad
+
+
+def _t(m, *shape, dtype="float32"):
+    """``arange`` of ``shape`` (a 0-d tensor for no shape) of ``dtype``."""
+    t = m.arange(int(np.prod(shape))).reshape(shape) if shape else m.tensor(1)
+    return t.to(getattr(m, dtype))
+
+
+def _setitem(m, index, value):
+    y = _t(m, 3, 4).clone()
+    y[index] = value
+    return y
+
+
+CASES = {
+    # broadcasting
+    "broadcast_add": lambda m: _t(m, 2, 3) + _t(m, 2, 2),
+    "broadcast_mul_function": lambda m: m.mul(_t(m, 4), _t(m, 3)),
+    "broadcast_sub_leading": lambda m: _t(m, 3, 2) - _t(m, 2, 1, 3),
+    "broadcast_div": lambda m: _t(m, 2, 3) / _t(m, 3, 3),
+    "broadcast_pow": lambda m: _t(m, 2, 3) ** _t(m, 3, 3),
+    "broadcast_maximum": lambda m: m.maximum(_t(m, 2, 3), _t(m, 2)),
+    "broadcast_where": lambda m: m.where(_t(m, 2, 3) > 1, _t(m, 2, 3), _t(m, 4)),
+    "broadcast_eq": lambda m: _t(m, 2, 3) == _t(m, 2),
+    "broadcast_clamp": lambda m: m.clamp(_t(m, 2, 3), _t(m, 2)),
+    "broadcast_masked_fill": lambda m: _t(m, 2, 3).masked_fill(_t(m, 2) > 0, 1.0),
+    # matrix products
+    "mm_shapes": lambda m: m.mm(_t(m, 2, 3), _t(m, 2, 3)),
+    "mm_not_matrix": lambda m: m.mm(_t(m, 3), _t(m, 3, 2)),
+    "mm_dtypes": lambda m: m.mm(_t(m, 2, 3), _t(m, 3, 2, dtype="float64")),
+    "matmul_shapes": lambda m: _t(m, 2, 3) @ _t(m, 2, 3),
+    "matmul_0d": lambda m: m.matmul(_t(m), _t(m, 3)),
+    "matmul_vectors": lambda m: _t(m, 3) @ _t(m, 4),
+    "matmul_batched_inner": lambda m: _t(m, 2, 2, 3) @ _t(m, 2, 4, 2),
+    "matmul_batch_broadcast": lambda m: _t(m, 2, 2, 3) @ _t(m, 3, 3, 2),
+    "matmul_folded_inner": lambda m: _t(m, 2, 2, 3) @ _t(m, 4, 2),
+    "bmm_not_3d": lambda m: m.bmm(_t(m, 2, 3), _t(m, 3, 2)),
+    "bmm_batch": lambda m: m.bmm(_t(m, 2, 2, 3), _t(m, 3, 3, 2)),
+    "mv_shapes": lambda m: m.mv(_t(m, 2, 3), _t(m, 2)),
+    "mv_not_vector": lambda m: m.mv(_t(m, 2, 3), _t(m, 3, 1)),
+    "dot_sizes": lambda m: m.dot(_t(m, 3), _t(m, 2)),
+    "dot_2d": lambda m: m.dot(_t(m, 2, 3), _t(m, 3)),
+    # view / reshape
+    "view_strides": lambda m: _t(m, 2, 3).t().view(6),
+    "view_size": lambda m: _t(m, 2, 3).view(4),
+    "view_two_inferred": lambda m: _t(m, 2, 3).view(-1, -1),
+    "reshape_size": lambda m: _t(m, 2, 3).reshape(4, 2),
+    "reshape_inferred_size": lambda m: _t(m, 2, 3).reshape(-1, 4),
+    # dimensions out of range
+    "sum_dim": lambda m: _t(m, 2, 3).sum(2),
+    "sum_negative_dim": lambda m: _t(m, 2, 3).sum(-3),
+    "sum_repeated_dim": lambda m: _t(m, 2, 3).sum((1, 1)),
+    "mean_dim": lambda m: _t(m, 2, 3).mean(5),
+    "max_dim": lambda m: _t(m, 2, 3).max(2),
+    "prod_dim": lambda m: _t(m, 2, 3).prod(-3),
+    "unsqueeze_dim": lambda m: _t(m, 2, 3).unsqueeze(4),
+    "unsqueeze_negative_dim": lambda m: _t(m, 2, 3).unsqueeze(-4),
+    "transpose_dim": lambda m: _t(m, 2, 3).transpose(0, 2),
+    "squeeze_dim": lambda m: _t(m, 2, 3).squeeze(3),
+    "squeeze_dims": lambda m: _t(m, 1, 3).squeeze((0, 2)),
+    "select_dim": lambda m: _t(m, 2, 3).select(2, 0),
+    "permute_dim": lambda m: _t(m, 2, 3).permute(0, 2),
+    "cat_dim": lambda m: m.cat([_t(m, 2, 3), _t(m, 2, 3)], 2),
+    "stack_dim": lambda m: m.stack([_t(m, 3), _t(m, 3)], 3),
+    # reductions
+    "mean_int": lambda m: _t(m, 2, 3, dtype="int64").mean(),
+    "mean_int_dim": lambda m: _t(m, 2, 3, dtype="int32").mean(0),
+    "max_empty": lambda m: _t(m, 0).max(),
+    "max_dim_empty": lambda m: _t(m, 2, 0).max(1),
+    "sum_to_size": lambda m: _t(m, 2, 3).sum_to_size(3, 3),
+    # cat / stack / split
+    "cat_sizes": lambda m: m.cat([_t(m, 2, 3), _t(m, 2, 2)]),
+    "cat_empty": lambda m: m.cat([]),
+    "cat_ndim": lambda m: m.cat([_t(m, 2, 3), _t(m, 3)]),
+    "cat_tensor_not_list": lambda m: m.cat(_t(m, 2, 3)),
+    "stack_sizes": lambda m: m.stack([_t(m, 2, 3), _t(m, 3, 2)]),
+    "stack_empty": lambda m: m.stack([]),
+    "split_sizes": lambda m: _t(m, 2, 3).split([1, 1], 1),
+    "chunk_zero": lambda m: _t(m, 2, 3).chunk(0),
+    "unbind_0d": lambda m: _t(m).unbind(0),
+    "narrow_range": lambda m: _t(m, 2, 3).narrow(1, 2, 2),
+    "select_index": lambda m: _t(m, 2, 3).select(1, 3),
+    # expand / permute / transpose
+    "expand_size": lambda m: _t(m, 2, 3).expand(2, 4),
+    "expand_fewer_dims": lambda m: _t(m, 2, 3).expand(3),
+    "expand_negative_leading": lambda m: _t(m, 3).expand(-1, 3),
+    "permute_length": lambda m: _t(m, 2, 3).permute(1, 0, 2),
+    "permute_repeated": lambda m: _t(m, 2, 3).permute(0, 0),
+    "t_3d": lambda m: _t(m, 2, 3, 1).t(),
+    "flatten_order": lambda m: _t(m, 2, 3, 1).flatten(2, 1),
+    "movedim_repeated": lambda m: _t(m, 2, 3).movedim((0, 1), (0, 0)),
+    "movedim_repeated_source": lambda m: _t(m, 2, 3).movedim((0, 0), (0, 1)),
+    "movedim_mixed_args": lambda m: _t(m, 2, 3).movedim(0, (0, 1)),
+    # indexing
+    "index_int": lambda m: _t(m, 2, 3)[2],
+    "index_int_dim1": lambda m: _t(m, 2, 3)[0, 5],
+    "index_negative_int": lambda m: _t(m, 2, 3)[-3],
+    "index_too_many": lambda m: _t(m, 2, 3)[0, 0, 0],
+    "index_0d": lambda m: _t(m)[0],
+    "index_tensor": lambda m: _t(m, 2, 3)[m.tensor([0, 2])],
+    "index_list_dim1": lambda m: _t(m, 2, 3)[:, [0, 3]],
+    "index_float_tensor": lambda m: _t(m, 2, 3)[m.tensor([0.0])],
+    "index_mask_shape": lambda m: _t(m, 2, 3)[m.tensor([True, False, True])],
+    "index_mask_shape_dim1": lambda m: _t(m, 2, 3)[:, m.tensor([True, False])],
+    "index_negative_step": lambda m: _t(m, 4)[::-1],
+    "setitem_shape": lambda m: _setitem(m, 0, _t(m, 3)),
+    "setitem_shape_advanced": lambda m: _setitem(m, m.tensor([0, 1]), _t(m, 3)),
+    "setitem_index": lambda m: _setitem(m, 3, 1.0),
+    "setitem_view_of_leaf": lambda m: _t(m, 3).requires_grad_().__setitem__(0, 1.0),
+    "setitem_leaf": lambda m: _t(m, 3).requires_grad_().__setitem__(m.tensor([0]), 1.0),
+    "index_put_shape": lambda m: _t(m, 3, 4).index_put((m.tensor([0, 1]),), _t(m, 3)),
+    "gather_index_dtype": lambda m: _t(m, 2, 3).gather(1, m.tensor([[0]], dtype=m.int16)),
+    "gather_index_ndim": lambda m: _t(m, 2, 3).gather(1, m.tensor([0, 1])),
+    "gather_index_size": lambda m: _t(m, 2, 3).gather(1, m.tensor([[0], [1], [0]])),
+    "gather_index_range": lambda m: _t(m, 2, 3).gather(1, m.tensor([[5]])),
+    # pointwise dtype rules
+    "sub_bools": lambda m: _t(m, 3, dtype="bool") - _t(m, 3, dtype="bool"),
+    "sub_bool_scalar": lambda m: _t(m, 3) - True,
+    "rsub_bool_tensor": lambda m: 1 - _t(m, 3, dtype="bool"),
+    "neg_bool": lambda m: -_t(m, 3, dtype="bool"),
+    "pow_int_negative": lambda m: _t(m, 3, dtype="int64") ** -1,
+    "pow_bools": lambda m: _t(m, 3, dtype="bool") ** _t(m, 3, dtype="bool"),
+    "add_float_alpha_int": lambda m: m.add(_t(m, 3, dtype="int64"), 2, alpha=0.5),
+    "sub_bool_alpha": lambda m: m.sub(_t(m, 3), _t(m, 3), alpha=True),
+    "add_complex_alpha": lambda m: m.add(_t(m, 3), _t(m, 3), alpha=1j),
+    "div_rounding_mode": lambda m: m.div(_t(m, 3), 2, rounding_mode="round"),
+    "floor_divide_bool": lambda m: _t(m, 3, dtype="bool") // True,
+    "floor_divide_complex": lambda m: _t(m, 3) // 1j,
+    "maximum_complex": lambda m: m.maximum(_t(m, 3) * 1j, _t(m, 3) * 1j),
+    "lt_complex": lambda m: (_t(m, 3) * 1j) < 1,
+    "clamp_no_bounds": lambda m: m.clamp(_t(m, 3)),
+    "clamp_complex": lambda m: m.clamp(_t(m, 3) * 1j, 0),
+    "masked_fill_mask_dtype": lambda m: _t(m, 2, 3).masked_fill(_t(m, 2, 3, dtype="int64"), 0.0),
+    "masked_fill_uint8_mask": lambda m: _t(m, 2, 3).masked_fill(_t(m, 2, 3, dtype="uint8"), 0.0),
+    "masked_fill_value_dims": lambda m: _t(m, 2, 3).masked_fill(_t(m, 2, 3) > 2, _t(m, 1)),
+    # autograd through ops
+    "requires_grad_int": lambda m: _t(m, 3, dtype="int64").requires_grad_(),
+    "floor_divide_backward": lambda m: (_t(m, 3).requires_grad_() // 2).sum().backward(),
+    "backward_non_scalar": lambda m: (_t(m, 3).requires_grad_() * 2).backward(),
+    "item_many": lambda m: _t(m, 3).item(),
+}
+
+# Where the first line of torch's message is not the thing to compare.
+PHRASES = {
+    # PyTorch names dimension 0 (of the index list); ndgrad names the indexed dimension, 1.
+    "index_list_dim1": ["index 3 is out of bounds for dimension", "with size 3"],
+}
+
+
+def _raised(fn, m):
+    with pytest.raises(Exception) as info:
+        fn(m)
+    return info.value
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_error_matches_torch(name):
+    expected = _raised(CASES[name], torch)
+    got = _raised(CASES[name], ndgrad)
+    assert type(got).__name__ == type(expected).__name__, (str(got), str(expected))
+    phrases = PHRASES.get(name) or [str(expected).strip().splitlines()[0].strip()]
+    for phrase in phrases:
+        assert phrase in str(expected)
+        assert phrase in str(got)
