@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 from importlib import import_module
 
-_tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 from .engine import run_backward
 from .graph import GradientEdge
+
+_tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 
 __all__ = ["backward", "grad"]
 

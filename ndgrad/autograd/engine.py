@@ -25,9 +25,10 @@ from typing import Any, Optional, Sequence
 
 from importlib import import_module
 
-_tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 from . import grad_mode
 from .accumulate_grad import AccumulateGrad
+
+_tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 
 Tensor = None  # bound lazily to ndgrad.tensor.Tensor (import cycle); see _bind()
 

@@ -326,5 +326,6 @@ def gradgradcheck(
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(new_func, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol,
-                     rtol=rtol, raise_exception=raise_exception, check_grad_dtypes=check_grad_dtypes,
+                     rtol=rtol, raise_exception=raise_exception,
+                     check_grad_dtypes=check_grad_dtypes,
                      check_batched_grad=check_batched_grad, fast_mode=fast_mode)
