@@ -181,21 +181,27 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad):
 
 
 def _dependencies(roots, want_parents: bool):
+    """Count, for every node reachable from ``roots``, the edges that point at it."""
     deps: dict = {}
     parents: Optional[dict] = {} if want_parents else None
-    seen = set(roots)
-    stack = list(seen)
+    root_set = set(roots)
+    stack = list(root_set)
+    get = deps.get
+    push = stack.append
     while stack:
         fn = stack.pop()
         for nxt, _ in fn.next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
+            c = get(nxt)
+            if c is None:
+                deps[nxt] = 1
+                if nxt not in root_set:    # roots are already on the stack
+                    push(nxt)
+            else:
+                deps[nxt] = c + 1
             if parents is not None:
                 parents.setdefault(nxt, []).append(fn)
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
     return deps, parents
 
 

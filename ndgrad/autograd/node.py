@@ -136,6 +136,8 @@ class OpNode(Node):
         sv = self._saved
         if sv is RELEASED:
             raise RuntimeError(SECOND_BACKWARD_MSG)
+        if len(sv) == 1:
+            return (sv[0].unpack(self),)
         return tuple([s.unpack(self) for s in sv])
 
     def needs_input_grad(self, i: int) -> bool:

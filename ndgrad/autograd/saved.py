@@ -23,6 +23,8 @@ from typing import Any
 
 from .grad_mode import _state as _grad_state
 
+_new = object.__new__
+
 __all__ = ["SavedTensor", "SavedValue", "SECOND_BACKWARD_MSG"]
 
 SECOND_BACKWARD_MSG = (
@@ -57,7 +59,8 @@ class SavedTensor:
             # Detached alias sharing data and version counter: breaks the node<->output cycle.
             if vc is None:
                 vc = tensor._version_counter = [0]
-            alias = tensor._alias()
+            alias = _new(type(tensor))
+            alias._data = tensor._data
             alias._version_counter = vc
             tensor = alias
         self._tensor = tensor

@@ -27,6 +27,7 @@ from ._util import (broadcast_error, category, is_scalar, as_scalar, promote_pai
                     promote_scalar, to_float, to_tensor)
 
 _FLOAT = _dtype._FLOAT
+_FLOATING = frozenset(d.np for d in _dtype._ALL if d.is_floating_point or d.is_complex)
 
 
 def _c(t: Tensor) -> Tensor:
@@ -54,11 +55,13 @@ def _like(a: np.ndarray, r: Any) -> np.ndarray:
 
 
 def _add_s_fwd(a, s, alpha=1):
-    return _like(a, a + s if alpha == 1 else a + s * alpha)
+    r = a + s if alpha == 1 else a + s * alpha
+    return r if r.dtype is a.dtype else _like(a, r)
 
 
 def _sub_s_fwd(a, s, alpha=1):
-    return _like(a, a - s if alpha == 1 else a - s * alpha)
+    r = a - s if alpha == 1 else a - s * alpha
+    return r if r.dtype is a.dtype else _like(a, r)
 
 
 def _rsub_s_fwd(a, s, alpha=1):
@@ -99,10 +102,25 @@ def _mul_vjp(ctx, g):
 
 MUL = Op("mul", "MulBackward0", np.multiply, _mul_vjp, saves=("self", "other"),
          inputs=("self", "other"))
-MUL_S = Op("mul", "MulBackward0", lambda a, s: _like(a, np.multiply(a, s)),
-           lambda ctx, g: g * (ctx._args[0].conjugate() if type(ctx._args[0]) is complex
-                               else ctx._args[0]),
-           args=("other",), pad=1, jvp=lambda ctx, t: t * ctx._args[0])
+def _scalar_conj(s):
+    return s.conjugate() if type(s) is complex else s
+
+
+def _mul_s_fwd(a, s):
+    r = np.multiply(a, s)
+    return r if r.dtype is a.dtype else _like(a, r)
+
+
+def _div_s_fwd(a, s):
+    r = np.true_divide(a, s)
+    return r if r.dtype is a.dtype else _like(a, r)
+
+
+# The scalar is saved (and freed after backward), as PyTorch saves the wrapped number: a second
+# backward through x * 2 raises like any other op that saved something.
+MUL_S = Op("mul", "MulBackward0", _mul_s_fwd,
+           lambda ctx, g: g * _scalar_conj(ctx.saved[0]),
+           args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t * ctx._args[0])
 
 
 def _div_vjp(ctx, g):
@@ -115,10 +133,9 @@ def _div_vjp(ctx, g):
 
 DIV = Op("div", "DivBackward0", np.true_divide, _div_vjp, saves=("self", "other"),
          inputs=("self", "other"))
-DIV_S = Op("div", "DivBackward0", lambda a, s: _like(a, np.true_divide(a, s)),
-           lambda ctx, g: g / (ctx._args[0].conjugate() if type(ctx._args[0]) is complex
-                               else ctx._args[0]),
-           args=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0])
+DIV_S = Op("div", "DivBackward0", _div_s_fwd,
+           lambda ctx, g: g / _scalar_conj(ctx.saved[0]),
+           args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0])
 RECIPROCAL = Op("reciprocal", "ReciprocalBackward0", np.reciprocal,
                 lambda ctx, g: -g * _c(ctx.saved[0] * ctx.saved[0]), saves=("result",))
 
@@ -421,9 +438,20 @@ def _sigmoid_backward_vjp(ctx, gg):
             gg * _c(g * (1 - 2 * r)) if ctx.needs_input_grad(1) else None)
 
 
+def _tanh_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
+    if r.ndim == 0 or g.shape != r.shape:
+        return g * np.conjugate(1 - r * r)
+    t = r * r
+    np.subtract(1, t, out=t)
+    if t.dtype.kind == "c":
+        np.conjugate(t, out=t)
+    np.multiply(g, t, out=t)
+    return t
+
+
 # Fused backward kernels (one op per backward step instead of three), each differentiable.
-TANH_BACKWARD = Op("tanh_backward", "TanhBackwardBackward0",
-                   lambda g, r: g * np.conjugate(1 - r * r), _tanh_backward_vjp,
+TANH_BACKWARD = Op("tanh_backward", "TanhBackwardBackward0", _tanh_backward_fwd,
+                   _tanh_backward_vjp,
                    saves=("grad_output", "output"), inputs=("grad_output", "output"))
 SIGMOID_BACKWARD = Op("sigmoid_backward", "SigmoidBackwardBackward0",
                       lambda g, r: g * np.conjugate(r * (1 - r)), _sigmoid_backward_vjp,
@@ -432,7 +460,10 @@ SIGMOID_BACKWARD = Op("sigmoid_backward", "SigmoidBackwardBackward0",
 
 def tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor:
     """``grad_output * (1 - output**2)``: the gradient of tanh given its output."""
-    return apply(TANH_BACKWARD, (grad_output, output), promote_pair(grad_output, output))
+    g, r = grad_output._data, output._data
+    if g.dtype is not r.dtype:
+        g, r = promote_pair(grad_output, output)
+    return apply(TANH_BACKWARD, (grad_output, output), (g, r))
 
 
 def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
@@ -513,31 +544,38 @@ def neg(input: Tensor) -> Tensor:
 
 
 def exp(input: Tensor) -> Tensor:
-    return apply(EXP, (input,), (to_float(input._data),))
+    x = input._data
+    return apply(EXP, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def log(input: Tensor) -> Tensor:
-    return apply(LOG, (input,), (to_float(input._data),))
+    x = input._data
+    return apply(LOG, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def sin(input: Tensor) -> Tensor:
-    return apply(SIN, (input,), (to_float(input._data),))
+    x = input._data
+    return apply(SIN, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def cos(input: Tensor) -> Tensor:
-    return apply(COS, (input,), (to_float(input._data),))
+    x = input._data
+    return apply(COS, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def tanh(input: Tensor) -> Tensor:
-    return apply(TANH, (input,), (to_float(input._data),))
+    x = input._data
+    return apply(TANH, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def sigmoid(input: Tensor) -> Tensor:
-    return apply(SIGMOID, (input,), (to_float(input._data),))
+    x = input._data
+    return apply(SIGMOID, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def sqrt(input: Tensor) -> Tensor:
-    return apply(SQRT, (input,), (to_float(input._data),))
+    x = input._data
+    return apply(SQRT, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def relu(input: Tensor) -> Tensor:
@@ -936,7 +974,7 @@ TO = Op("to", "ToCopyBackward0", _to_fwd, _to_vjp, args=("dtype",))
 CLONE = Op("clone", "CloneBackward0", lambda x: np.array(x, copy=True, order="K"),
            lambda ctx, g: g, jvp=lambda ctx, t: t)
 COPY_LIKE = Op("_copy_like_layout", "CopyBackwards", lambda x, like: _empty_like_copy(x, like),
-               lambda ctx, g: g, args=("like",))
+               lambda ctx, g: g, args=("like",), full_name="torch::autograd::CopyBackwards")
 REAL = Op("real", "RealBackward0", lambda x: np.ascontiguousarray(x.real), lambda ctx, g: g)
 
 
