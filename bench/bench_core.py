@@ -34,6 +34,17 @@ def best_of(fn, repeat: int, number: int = 1) -> float:
     return min(times)
 
 
+def interleaved(fn_nd, fn_th, repeat: int, number: int = 1, blocks: int = 3) -> tuple:
+    """Best seconds per call of each, measured in alternating blocks of ``repeat`` rounds so
+    that load changes on the machine affect both sides alike. (Alternating every call instead
+    makes each library's idle worker threads spin while the other one runs.)"""
+    best = [float("inf"), float("inf")]
+    for _ in range(blocks):
+        for k, fn in enumerate((fn_nd, fn_th)):
+            best[k] = min(best[k], best_of(fn, repeat=repeat, number=number))
+    return best[0], best[1]
+
+
 # ---------------------------------------------------------------------------- (a)
 def chain(x):
     y = x
@@ -45,13 +56,13 @@ def chain(x):
     return y.sum()
 
 
-def bench_chain(m) -> float:
+def chain_step(m):
     x = m.ones(16, requires_grad=True)
 
     def step():
         x.grad = None
         chain(x).backward()
-    return best_of(step, repeat=30, number=5) / 200 * 1e6  # µs per op
+    return step
 
 
 # ---------------------------------------------------------------------------- MLPs
@@ -82,13 +93,13 @@ def mlp_step(m, params, x, y, act: str, lr: float = 1e-3):
     return loss
 
 
-def bench_mlp(m, sizes, batch, act, repeat):
+def mlp_step_fn(m, sizes, batch, act):
     rng = np.random.default_rng(1)
     xs = rng.standard_normal((batch, sizes[0])).astype(np.float32)
     ys = rng.standard_normal((batch, sizes[-1])).astype(np.float32)
     params = make_mlp(m, sizes)
     x, y = m.tensor(xs), m.tensor(ys)
-    return best_of(lambda: mlp_step(m, params, x, y, act), repeat=repeat)
+    return lambda: mlp_step(m, params, x, y, act)
 
 
 def mlp_flops(sizes, batch) -> float:
@@ -118,15 +129,17 @@ def main() -> None:
     print(f"ndgrad {ndgrad.__version__} | torch {torch.__version__} | numpy {np.__version__} | "
           f"threads: torch {torch.get_num_threads()}, cores {THREADS}")
     rows = []
-    a_nd, a_th = bench_chain(ndgrad), bench_chain(torch)
+    a_nd, a_th = interleaved(chain_step(ndgrad), chain_step(torch), repeat=15, number=3)
+    a_nd, a_th = a_nd / 200 * 1e6, a_th / 200 * 1e6  # µs per op
     rows.append(("(a) 200-op chain, µs/op (fwd+bwd)", a_nd, a_th))
     small = [64, 128, 128, 10]
-    b_nd = bench_mlp(ndgrad, small, 32, "tanh", 200) * 1e6
-    b_th = bench_mlp(torch, small, 32, "tanh", 200) * 1e6
+    b_nd, b_th = interleaved(mlp_step_fn(ndgrad, small, 32, "tanh"),
+                             mlp_step_fn(torch, small, 32, "tanh"), repeat=100)
+    b_nd, b_th = b_nd * 1e6, b_th * 1e6
     rows.append(("(b) MLP 64-128-128-10 b32 step, µs", b_nd, b_th))
     big = [1024, 2048, 2048, 1024]
-    c_nd = bench_mlp(ndgrad, big, 512, "relu", 7)
-    c_th = bench_mlp(torch, big, 512, "relu", 7)
+    c_nd, c_th = interleaved(mlp_step_fn(ndgrad, big, 512, "relu"),
+                             mlp_step_fn(torch, big, 512, "relu"), repeat=3)
     rows.append(("(c) MLP 1024-2048-2048-1024 b512 step, ms", c_nd * 1e3, c_th * 1e3))
     print(f"{'benchmark':44s} {'ndgrad':>10s} {'torch':>10s} {'ratio':>7s}")
     for name, nd_v, th_v in rows:

@@ -348,6 +348,9 @@ class Tensor:
         if self._grad_fn is None:
             if self._hooks is None:
                 self._hooks = {}
+            acc = self._grad_acc() if self._grad_acc is not None else None
+            if acc is not None:
+                acc._has_hooks = True   # its engine fast path must now run the hooks
             return add_hook(self._hooks, hook)
         return self._grad_fn._add_tensor_pre_hook(self._output_nr, hook)
 

@@ -66,6 +66,8 @@ def obeys_layout_contract(grad: np.ndarray, var: np.ndarray) -> bool:
     and dense (ignoring size-1 dimensions, which must not be 0-strided), else is contiguous."""
     if grad.shape != var.shape:
         return False
+    if grad.strides == var.strides and var.flags.c_contiguous and 0 not in var.strides:
+        return True           # the common case: both dense row-major
     if is_non_overlapping_and_dense(var):
         for n, gs, vs in zip(grad.shape, grad.strides, var.strides):
             if n != 1:
@@ -93,11 +95,15 @@ class AccumulateGrad(Node):
     # Runs as soon as it is ready, before any op node (PyTorch gives it the largest number).
     _sequence_nr = sys.maxsize
     next_functions = ()
-    _has_hooks = True  # tensor hooks live on the variable: always take the general path
+    # Tensor hooks live on the variable; Tensor.register_hook sets this when it adds one, so
+    # the engine's fast path is only taken when there are none (see engine.py).
+    _has_hooks = False
 
     def __init__(self, variable: Any) -> None:
         self.variable = variable
         self._lock = threading.Lock()
+        if variable._hooks:
+            self._has_hooks = True
 
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"

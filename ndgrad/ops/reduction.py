@@ -37,7 +37,8 @@ def _expand_back(ctx, g: Tensor) -> Tensor:
 
 
 def _sum_fwd(x, dims, keepdim, dt):
-    return np.sum(x, axis=dims, keepdims=keepdim, dtype=dt)
+    # np.add.reduce is np.sum without its Python-level wrapper.
+    return np.add.reduce(x, axis=dims, keepdims=keepdim, dtype=dt)
 
 
 def _mean_fwd(x, dims, keepdim, dt):
@@ -102,7 +103,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
 
 
 def _sum_to_fwd(x, dims, shape):
-    return np.sum(x, axis=dims, keepdims=True).reshape(shape)
+    return np.add.reduce(x, axis=dims, keepdims=True).reshape(shape)
 
 
 SUM_TO_SIZE = Op("sum_to_size", "SumBackward1", _sum_to_fwd,

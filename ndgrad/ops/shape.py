@@ -212,7 +212,8 @@ SQUEEZE_DIM = Op("squeeze", "SqueezeBackward1", lambda x, dims: np.squeeze(x, di
                  _reshape_vjp, args=("dim",), view=True)
 SQUEEZE_DIMS = Op("squeeze", "SqueezeBackward2", lambda x, dims: np.squeeze(x, dims),
                   _reshape_vjp, args=("dim",), view=True)
-UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0", lambda x, d: np.expand_dims(x, d),
+UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0",
+               lambda x, d: x.reshape(x.shape[:d] + (1,) + x.shape[d:]),
                lambda ctx, g: g.squeeze(ctx._args[0]), args=("dim",), view=True,
                jvp=lambda ctx, t: t.unsqueeze(ctx._args[0]))
 
