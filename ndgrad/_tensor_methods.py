@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _dtype, ops
 from .autograd.grad_mode import _state as _grad_state
-from .ops import inplace as _inplace
+from .ops import views_inplace as _inplace
 from .ops._util import is_scalar, to_tensor
 from .tensor import Tensor
 
@@ -86,7 +86,22 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
             and ops.shape.setitem_writes_view(self, index)):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
-    _inplace.apply_inplace(self, lambda s, v: ops.shape.setitem(s, index, v), value)
+    _inplace.setitem(self, index, value)
+
+
+def _inplace_of(fn: Any, name: str):
+    """The in-place method ``name`` (e.g. ``exp_``) of the out-of-place op ``fn``."""
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        # Tensor arguments are passed through apply_inplace (it checks their requires_grad).
+        tensors = [a for a in args if isinstance(a, Tensor)]
+
+        def call(s: Tensor, *ts: Tensor) -> Tensor:
+            it = iter(ts)
+            return fn(s, *[next(it) if isinstance(a, Tensor) else a for a in args], **kwargs)
+        return _inplace.apply_inplace(self, call, *tensors)
+    method.__name__ = name
+    method.__doc__ = f"In-place version of ``{name[:-1]}`` (bumps the version counter)."
+    return method
 
 
 def _type_conv(dt: _dtype.dtype):
@@ -220,12 +235,19 @@ _METHODS = {
     "bool": _type_conv(_dtype.bool), "cpu": lambda s: s,
     "real_part": ops.real_part,
     # in place
-    "add_": lambda s, o, *, alpha=1: _inplace.apply_inplace(s, lambda a, b: ops.add(
-        a, b, alpha=alpha), o),
-    "sub_": lambda s, o, *, alpha=1: _inplace.apply_inplace(s, lambda a, b: ops.sub(
-        a, b, alpha=alpha), o),
-    "mul_": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a * b, o),
-    "div_": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a / b, o),
+    "add_": _inplace_of(ops.add, "add_"), "sub_": _inplace_of(ops.sub, "sub_"),
+    "mul_": _inplace_of(ops.mul, "mul_"), "div_": _inplace_of(ops.div, "div_"),
+    "pow_": _inplace_of(ops.pow, "pow_"), "neg_": _inplace_of(ops.neg, "neg_"),
+    "exp_": _inplace_of(ops.exp, "exp_"), "log_": _inplace_of(ops.log, "log_"),
+    "sqrt_": _inplace_of(ops.sqrt, "sqrt_"), "abs_": _inplace_of(ops.abs, "abs_"),
+    "sin_": _inplace_of(ops.sin, "sin_"), "cos_": _inplace_of(ops.cos, "cos_"),
+    "clamp_": _inplace_of(ops.clamp, "clamp_"), "clip_": _inplace_of(ops.clamp, "clip_"),
+    "clamp_min_": _inplace_of(ops.clamp_min, "clamp_min_"),
+    "clamp_max_": _inplace_of(ops.clamp_max, "clamp_max_"),
+    "relu_": _inplace_of(ops.relu, "relu_"), "sigmoid_": _inplace_of(ops.sigmoid, "sigmoid_"),
+    "tanh_": _inplace_of(ops.tanh, "tanh_"),
+    "reciprocal_": _inplace_of(ops.reciprocal, "reciprocal_"),
+    "masked_fill_": _inplace_of(ops.pointwise.masked_fill, "masked_fill_"),
     "zero_": _inplace.zero_, "fill_": _inplace.fill_, "copy_": _inplace.copy_,
     # factories
     "new_zeros": _new_factory("zeros"), "new_ones": _new_factory("ones"),

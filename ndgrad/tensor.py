@@ -117,6 +117,10 @@ class Tensor:
     _hooks = None               # tensor hooks of a leaf (dict id -> fn)
     _post_acc_hooks = None
     _retains_grad = False
+    _view_steps: tuple = ()     # view ops from the root base (ops/views_inplace.py)
+    _view_version = 0           # shared version when the view's grad_fn was last computed
+    _view_creation = None       # no_grad / multi-output / inference view (in-place checks)
+    _inference = False          # created in inference_mode
     __array_priority__ = 1000   # ndarray <op> Tensor defers to Tensor
 
     def __init__(self, data: Any = (), dtype: Optional[_dtype_cls] = None) -> None:
@@ -203,8 +207,14 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if self._inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         vc = self._version_counter
         return vc[0] if vc is not None else 0
+
+    def is_inference(self) -> bool:
+        """True for tensors created in ``inference_mode`` (see ``ndgrad.inference_mode``)."""
+        return self._inference
 
     def _vc(self) -> list:
         vc = self._version_counter
@@ -230,6 +240,8 @@ class Tensor:
     # ------------------------------------------------------------------ autograd state
     @property
     def requires_grad(self) -> bool:
+        if self._base is not None:
+            _refresh_view(self)
         return self._requires_grad
 
     @requires_grad.setter
@@ -258,10 +270,14 @@ class Tensor:
 
     @property
     def grad_fn(self) -> Any:
+        if self._base is not None:
+            _refresh_view(self)
         return self._grad_fn
 
     @property
     def is_leaf(self) -> bool:
+        if self._base is not None:
+            _refresh_view(self)
         return self._grad_fn is None
 
     @property
@@ -479,6 +495,11 @@ class Tensor:
             t._grad = _wrap(self._grad._data.copy())
         memo[id(self)] = t
         return t
+
+
+def _refresh_view(t: Tensor) -> None:
+    from .ops.views_inplace import refresh_view
+    refresh_view(t)
 
 
 def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:

@@ -16,14 +16,16 @@ import inspect
 import threading
 from typing import Any, Callable, TypeVar
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+           "is_inference_mode_enabled"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _GradState(threading.local):
-    # A new thread starts with grad enabled, as in PyTorch.
+    # A new thread starts with grad enabled and outside inference mode, as in PyTorch.
     enabled = True
+    inference = False
 
 
 # Note [Grad mode is thread-local]
@@ -149,3 +151,42 @@ class set_grad_enabled(_GradModeContext):
         # Used as a decorator: construction must not leave the mode changed.
         _state.enabled = self._prev
         return super().__call__(fn)
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``inference_mode()`` in this thread."""
+    return _state.inference
+
+
+class inference_mode(_GradModeContext):
+    """Like ``no_grad``, and more: tensors created inside are *inference tensors* that have no
+    version counter and can never be recorded by autograd (PyTorch's InferenceMode).
+
+    >>> import ndgrad
+    >>> with ndgrad.inference_mode():
+    ...     y = ndgrad.ones(2) * 2
+    >>> y.is_inference(), y.requires_grad
+    (True, False)
+    """
+
+    def __init__(self, mode: bool = True) -> None:
+        self._mode = bool(mode)
+
+    def __new__(cls, mode: Any = True):
+        if callable(mode) and not isinstance(mode, bool):   # @inference_mode without ()
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __enter__(self) -> None:
+        self._prev = (_state.enabled, _state.inference)
+        if self._mode:
+            _state.enabled = False
+            _state.inference = True
+        else:
+            _state.inference = False
+
+    def __exit__(self, *exc: object) -> None:
+        _state.enabled, _state.inference = self._prev
+
+    def clone(self) -> "inference_mode":
+        return inference_mode(self._mode)

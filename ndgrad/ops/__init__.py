@@ -8,6 +8,7 @@ Example:
 """
 
 from ._dispatch import REGISTRY, Op, apply, grad_accumulator, gradient_edge  # noqa: F401
+from . import views_inplace  # noqa: F401  (binds view tracking into the dispatcher)
 from .linalg import bmm, dot, matmul, mm, mv  # noqa: F401
 from .pointwise import (  # noqa: F401
     _copy_like_layout, abs, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clamp,

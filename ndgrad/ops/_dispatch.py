@@ -158,28 +158,38 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
             out = np.asarray(out)
         result = _new(Tensor)
         result._data = out
-        if _state.enabled and op.differentiable:
-            for t in tensors:
-                if t._requires_grad:
-                    if out.dtype in _DIFF_DTYPES:
-                        _record(op, tensors, result, args)
-                    break
+        if _state.enabled:
+            if op.differentiable:
+                for t in tensors:
+                    # A view whose base was modified in place refreshes its history first.
+                    if t._requires_grad or (t._base is not None and refresh_view(t)):
+                        if out.dtype in _DIFF_DTYPES:
+                            _record(op, tensors, result, args)
+                        break
+        elif _state.inference and not op.view:
+            result._inference = True
         if op.view:
-            _mark_view(result, tensors[0])
+            record_view(result, tensors[0], op, args, None)
         return result
     results = tuple(_wrap(o) for o in out)
-    if _state.enabled and op.differentiable:
-        for t in tensors:
-            if t._requires_grad:
-                _record_multi(op, tensors, results, args)
-                break
-    if op.view:
+    if _state.enabled:
+        if op.differentiable:
+            for t in tensors:
+                if t._requires_grad or (t._base is not None and refresh_view(t)):
+                    _record_multi(op, tensors, results, args)
+                    break
+    elif _state.inference and not op.view:
         for r in results:
-            _mark_view(r, tensors[0])
+            r._inference = True
+    if op.view:
+        for i, r in enumerate(results):
+            record_view(r, tensors[0], op, args, i)
     return results
 
 
 def _edge(t: Tensor) -> tuple:
+    if t._base is not None:
+        refresh_view(t)
     fn = t._grad_fn
     if fn is not None:
         return (fn, t._output_nr)
@@ -240,9 +250,6 @@ def _record_multi(op: Op, tensors: tuple, results: tuple, args: tuple) -> None:
         r._output_nr = i
 
 
-def _mark_view(result: Tensor, source: Tensor) -> None:
-    base = source._base if source._base is not None else source
-    result._base = base
-    result._version_counter = base._vc()
-    if source._version_counter is None:
-        source._version_counter = base._version_counter
+# Bound by ops/views_inplace.py when it is imported (it imports this module).
+record_view: Any = None
+refresh_view: Any = None

@@ -269,7 +269,10 @@ def _advanced_vjp(ctx, g):
 
 
 def _getitem_fwd(x, index):
-    return x[index]
+    out = x[index]
+    if type(out) is not np.ndarray:
+        out = x[index + (Ellipsis,)]   # all-integer index: a 0-d view, not a NumPy scalar copy
+    return out
 
 
 _BASIC = {name: Op("getitem", name, _getitem_fwd, _basic_vjp, args=("index",), view=True)

@@ -1,0 +1,413 @@
+"""Views, version counters and in-place operations: one subsystem.
+
+Note [Views and in-place operations]
+* A view shares its base's memory (a NumPy view) and its version counter, and remembers the
+  root base (``_base``; a view of a view points at the root) and how to rebuild itself from it:
+  ``_view_steps``, the chain of view ops (op, args, output index) applied to the root.
+* Every in-place op bumps the shared version counter (and records where it happened, for error
+  messages). Saved tensors compare versions when unpacked (autograd/saved.py).
+* In-place on a non-view ``t`` rewrites ``t``'s history: the op is applied out of place to a
+  snapshot of ``t`` (old history, old value), the result is written into ``t``'s memory, and
+  ``t.grad_fn`` becomes the op's node.
+* In-place on a view ``v`` of base ``b`` rewrites ``b``'s history: ``b.grad_fn`` becomes a
+  ``CopySlices`` node wrapping the op's node. Its backward takes the gradient of ``b``, runs the
+  op's backward on the region of ``v``, and puts the result back into that region (the other
+  inputs of the op get their gradients directly).
+* A view's ``grad_fn`` goes stale when the shared version moves (the base or any view of it was
+  modified in place). It is regenerated lazily from the base's current history as one
+  ``AsStridedBackward0`` node (``refresh_view``); the dispatcher refreshes views before using
+  them as inputs (ops/_dispatch.py ``_edge``).
+* Views created in no_grad mode, by multi-output view ops (unbind/split/chunk) or in inference
+  mode remember it (``_view_creation``) and refuse in-place modification with grad mode on, as
+  in PyTorch.
+
+Example:
+    >>> import ndgrad
+    >>> x = ndgrad.ones(4, requires_grad=True)
+    >>> y = x * 1
+    >>> y[1:3].mul_(2)
+    tensor([2., 2.], grad_fn=<AsStridedBackward0>)
+    >>> y.grad_fn.name(), y._version
+    ('CopySlices', 1)
+    >>> y.sum().backward(); x.grad
+    tensor([1., 2., 2., 1.])
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import _dtype
+from ..autograd.grad_mode import _state, no_grad
+from ..autograd.engine import _fix_gradient
+from ..autograd.node import Node, next_sequence_nr
+from ..tensor import Tensor, _new, _wrap
+from . import _dispatch
+from ._dispatch import Op, _edge, apply
+from ._util import broadcast_error
+
+__all__ = ["apply_inplace", "refresh_view", "record_view", "NO_GRAD_VIEW", "MULTI_OUTPUT_VIEW",
+           "INFERENCE_VIEW"]
+
+LEAF_INPLACE_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
+LEAF_VIEW_INPLACE_MSG = ("a view of a leaf Variable that requires grad is being used in an "
+                         "in-place operation.")
+NO_GRAD_VIEW = "no_grad"
+MULTI_OUTPUT_VIEW = "multi_output"
+INFERENCE_VIEW = "inference"
+
+
+# ---------------------------------------------------------------------------- recording views
+def record_view(result: Tensor, source: Tensor, op: Op, args: tuple, index: Any) -> None:
+    """Make ``result`` a view of ``source``'s root base (called by the dispatcher)."""
+    base = source._base if source._base is not None else source
+    vc = base._version_counter
+    if vc is None:
+        vc = base._version_counter = [0]
+    if source._version_counter is None:
+        source._version_counter = vc
+    result._base = base
+    result._version_counter = vc
+    result._view_version = vc[0]
+    step = (op, args, index)
+    result._view_steps = (source._view_steps + (step,)) if source._base is not None else (step,)
+    if source._inference:
+        result._inference = True
+    creation = source._view_creation
+    if index is not None:
+        creation = (MULTI_OUTPUT_VIEW, op.node_name, index)
+    elif not _state.enabled and (base._requires_grad or source._requires_grad):
+        creation = NO_GRAD_VIEW
+    elif _state.inference:
+        creation = INFERENCE_VIEW
+    if creation is not None:
+        result._view_creation = creation
+
+
+def replay_view(arr: np.ndarray, steps: tuple) -> np.ndarray:
+    """Apply a view's recorded steps to an array shaped like its base. Used on gradients and
+    index arrays, whose layout may differ from the base's: reshapes may copy here."""
+    for op, args, index in steps:
+        arr = np.reshape(arr, args[0]) if op.name == "view" else op.forward(arr, *args)
+        if index is not None:
+            arr = arr[index]
+    return arr
+
+
+def _view_index(shape: tuple, steps: tuple) -> np.ndarray:
+    """For every element of the view, its flat (C-order) position in the base."""
+    n = 1
+    for k in shape:
+        n *= k
+    return replay_view(np.arange(n).reshape(shape), steps)
+
+
+def _overlapping(steps: tuple) -> bool:
+    return any(op.name in ("expand", "as_strided") for op, _, _ in steps)
+
+
+def _view_scatter_fwd(g: np.ndarray, steps: tuple, shape: tuple) -> np.ndarray:
+    idx = _view_index(shape, steps).reshape(-1)
+    out = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype=g.dtype)
+    vals = np.broadcast_to(g, _view_index(shape, steps).shape).reshape(-1)
+    if _overlapping(steps):
+        np.add.at(out, idx, vals)      # elements seen several times add up
+    else:
+        out[idx] = vals
+    return out.reshape(shape)
+
+
+def _view_zero_fwd(g: np.ndarray, steps: tuple) -> np.ndarray:
+    out = np.array(g, order="C", copy=True)
+    out.reshape(-1)[_view_index(g.shape, steps).reshape(-1)] = 0
+    return out
+
+
+VIEW_REPLAY = Op("as_strided_view", "AsStridedBackward0", replay_view,
+                 lambda ctx, g: view_scatter(g, ctx._args[0], ctx.input_shape(0)),
+                 args=("steps",))
+VIEW_SCATTER = Op("view_scatter", "AsStridedScatterBackward0", _view_scatter_fwd,
+                  lambda ctx, g: apply(VIEW_REPLAY, (g,), (g._data,), (ctx._args[0],)),
+                  args=("steps", "shape"))
+VIEW_ZERO = Op("view_zero", "CopySlicesBackward0", _view_zero_fwd,
+               lambda ctx, g: apply(VIEW_ZERO, (g,), (g._data,), ctx._args), args=("steps",))
+
+
+def view_scatter(g: Tensor, steps: tuple, shape: tuple) -> Tensor:
+    """Zeros shaped like the base with ``g`` written into the view's region (differentiable)."""
+    return apply(VIEW_SCATTER, (g,), (g._data,), (steps, tuple(shape)))
+
+
+def refresh_view(t: Tensor) -> bool:
+    """Regenerate a stale view's ``grad_fn`` from its base; return its ``requires_grad``."""
+    vc = t._version_counter
+    if t._view_version == vc[0]:
+        return t._requires_grad
+    t._view_version = vc[0]
+    base = t._base
+    if base._requires_grad:
+        node = VIEW_REPLAY.node_cls()
+        node._sequence_nr = next_sequence_nr()
+        node.next_functions = (_edge(base),)
+        node._input_meta = ((base._data.shape, base._data.dtype),)
+        node._args = (t._view_steps,)
+        t._grad_fn = node
+        t._output_nr = 0
+        t._requires_grad = True
+    return t._requires_grad
+
+
+_dispatch.record_view = record_view
+_dispatch.refresh_view = refresh_view
+
+
+# ---------------------------------------------------------------------------- CopySlices
+class CopySlices(Node):
+    """The base's node after an in-place op on one of its views (see the Note above)."""
+
+    _full_name = "torch::autograd::CopySlices"
+
+    def __init__(self, base_edge: tuple, base_meta: tuple, steps: tuple, fn: Node) -> None:
+        self._sequence_nr = next_sequence_nr()
+        self.next_functions = (base_edge,) + fn.next_functions[1:]
+        self._input_meta = (base_meta,) + fn._input_meta[1:]
+        self._steps = steps
+        self.fn = fn
+
+    def apply(self, grads: list) -> tuple:
+        g = grads[0]
+        if g is None:
+            return (None,) * len(self.next_functions)
+        steps = self._steps
+        region = apply(VIEW_REPLAY, (g,), (g._data,), (steps,))
+        # The op's node was never part of the graph: call it directly, as PyTorch does.
+        res = list(self.fn.apply([region.clone()]))
+        meta = self.fn._input_meta
+        for i, r in enumerate(res):
+            if r is not None and meta and meta[i] is not None and (
+                    r._data.shape != meta[i][0] or r._data.dtype != meta[i][1]):
+                res[i] = _fix_gradient(self.fn, i, r, meta[i])
+        outside = apply(VIEW_ZERO, (g,), (g._data,), (steps,))
+        g_base = outside if res[0] is None else outside + view_scatter(res[0], steps,
+                                                                        g._data.shape)
+        return (g_base,) + tuple(res[1:])
+
+    def release_variables(self) -> None:
+        self.fn.release_variables()
+
+    @property
+    def _saved(self) -> tuple:  # the engine releases saved values when this is non-empty
+        return self.fn._saved
+
+
+# ---------------------------------------------------------------------------- in-place ops
+def _site() -> str:
+    """``file:line`` of the first caller outside ndgrad (for error messages)."""
+    f = sys._getframe(2)
+    while f is not None and f.f_globals.get("__name__", "").startswith("ndgrad"):
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "<unknown>"
+
+
+def _bump(t: Tensor) -> None:
+    vc = t._version_counter
+    if vc is None:
+        vc = t._version_counter = [0]
+    vc[0] += 1
+    if len(vc) == 1:
+        vc.append(None)
+    vc[1] = _site()
+
+
+def _check_inplace(self: Tensor, recording: bool) -> None:
+    """PyTorch's refusals, all raised before anything is written."""
+    if self._inference and not _state.inference:
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not allowed.You can "
+            "make a clone to get a normal tensor before doing inplace update.See "
+            "https://github.com/pytorch/rfcs/pull/17 for more details.")
+    if not self._data.flags.writeable:
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation.")
+    base = self._base
+    if _state.enabled:
+        if self._grad_fn is None and self._requires_grad and base is None:
+            raise RuntimeError(LEAF_INPLACE_MSG)
+        if base is not None and base._grad_fn is None and base._requires_grad:
+            raise RuntimeError(LEAF_VIEW_INPLACE_MSG)
+    if base is not None and self._view_creation is not None and _state.enabled and (
+            base._requires_grad or recording):
+        creation = self._view_creation
+        if creation == NO_GRAD_VIEW:
+            raise RuntimeError(
+                "A view was created in no_grad mode and is being modified inplace with grad "
+                "mode enabled. Given that this use case is ambiguous and error-prone, it is "
+                "forbidden. You can clarify your code by moving both the view and the inplace "
+                "either both inside the no_grad block (if you don't want the inplace to be "
+                "tracked) or both outside (if you want the inplace to be tracked).")
+        if creation == INFERENCE_VIEW and not _state.inference:
+            raise RuntimeError(
+                "A view was created in inference mode and is being modified inplace outside of "
+                "inference mode. This is not allowed because autograd cannot track it. You can "
+                "clone the view to get a normal tensor and modify that one instead.")
+        if isinstance(creation, tuple):
+            name = creation[1]
+            short = name[:-len("Backward0")] if name.endswith("Backward0") else name
+            raise RuntimeError(
+                f"Output {creation[2]} of {short} is a view and is being modified inplace. This "
+                "view is the output of a function that returns multiple views. Such functions do "
+                "not allow the output views to be modified inplace. You should replace the "
+                "inplace operation by an out-of-place one.")
+
+
+def _store(self: Tensor, res: Tensor) -> None:
+    src = res._data
+    dst = self._data
+    if src.dtype != dst.dtype and not np.can_cast(src.dtype, dst.dtype, "same_kind"):
+        raise RuntimeError(
+            f"result type {_dtype._FROM_NP[src.dtype]._torch_name} can't be cast to the desired "
+            f"output type {_dtype._FROM_NP[dst.dtype]._torch_name}")
+    if src.shape != dst.shape:
+        try:
+            target = np.broadcast_shapes(src.shape, dst.shape)
+        except ValueError:
+            target = None
+        if target != dst.shape:
+            shown = list(target) if target is not None else list(src.shape)
+            raise RuntimeError(f"output with shape {list(dst.shape)} doesn't match the "
+                               f"broadcast shape {shown}")
+    np.copyto(dst, src, casting="unsafe")
+
+
+def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any) -> Tensor:
+    """Compute ``fn(self, *args)`` and store it into ``self``, keeping autograd consistent.
+
+    ``fn`` is the out-of-place op (``lambda a, b: a * b`` for ``mul_``).
+    """
+    if self._base is not None:
+        refresh_view(self)
+    recording = _state.enabled and (self._requires_grad or any(
+        isinstance(a, Tensor) and (a._requires_grad or (a._base is not None and
+                                                          refresh_view(a))) for a in args))
+    _check_inplace(self, recording)
+    if not recording:
+        with no_grad():
+            res = fn(self, *args)
+        _store(self, res)
+        if not self._inference:
+            _bump(self)
+        return self
+    snapshot = _new(Tensor)
+    snapshot._data = self._data.copy()   # the old value, for rules that need it
+    snapshot._grad_fn = self._grad_fn
+    snapshot._output_nr = self._output_nr
+    snapshot._requires_grad = self._requires_grad
+    res = fn(snapshot, *args)
+    node = res._grad_fn
+    base = self._base
+    base_edge = _edge(base) if base is not None else None
+    _store(self, res)
+    _bump(self)
+    if node is None:
+        return self
+    _repoint_saved_result(node, self)
+    if base is None:
+        self._grad_fn = node
+        self._output_nr = res._output_nr
+        self._requires_grad = True
+        return self
+    # In-place on a view: the base's history is rewritten; views regenerate lazily.
+    base._grad_fn = CopySlices(base_edge, (base._data.shape, base._data.dtype),
+                               self._view_steps, node)
+    base._requires_grad = True
+    base._output_nr = 0
+    refresh_view(self)
+    return self
+
+
+def _repoint_saved_result(node: Node, self: Tensor) -> None:
+    # Ops that save their output (exp_, tanh_ ...) must see ``self`` at its new version.
+    for s in getattr(node, "_saved", ()):
+        if getattr(s, "_is_output", False):
+            alias = _new(Tensor)
+            alias._data = self._data
+            alias._version_counter = self._version_counter
+            s._tensor = alias
+            s._version = self._version_counter[0]
+
+
+# ---------------------------------------------------------------------------- specific ops
+def _zeros_for(g: Tensor) -> Tensor:
+    return _wrap(np.zeros_like(g._data))
+
+
+def _copy_fwd(s: np.ndarray, src: np.ndarray) -> np.ndarray:
+    out = np.empty_like(s)
+    np.copyto(out, src, casting="unsafe")
+    return out
+
+
+COPY = Op("copy_", "CopyBackwards", _copy_fwd,
+          lambda ctx, g: (_zeros_for(g) if ctx.needs_input_grad(0) else None,
+                          g if ctx.needs_input_grad(1) else None),
+          inputs=("self", "src"), full_name="torch::autograd::CopyBackwards")
+FILL_SCALAR = Op("fill_", "FillBackward2", lambda s, v: np.full_like(s, v),
+                 lambda ctx, g: _zeros_for(g), args=("value",))
+FILL_TENSOR = Op("fill_", "FillBackward3", lambda s, v: np.full_like(s, v),
+                 lambda ctx, g: (_zeros_for(g) if ctx.needs_input_grad(0) else None,
+                                 g.sum() if ctx.needs_input_grad(1) else None),
+                 inputs=("self", "value"))
+ZERO = Op("zero_", "ZeroBackward0", np.zeros_like, lambda ctx, g: _zeros_for(g))
+
+
+def fill_(self: Tensor, value: Any) -> Tensor:
+    """Fill with a scalar or a 0-d tensor (differentiable in the tensor)."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.ndim} dimensions.")
+        return apply_inplace(self, lambda s, v: apply(FILL_TENSOR, (s, v), (s._data, v._data)),
+                             value)
+    return apply_inplace(self, lambda s: apply(FILL_SCALAR, (s,), (s._data,), (value,)))
+
+
+def zero_(self: Tensor) -> Tensor:
+    return apply_inplace(self, lambda s: apply(ZERO, (s,), (s._data,)))
+
+
+def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
+    """Copy ``src`` (broadcast, cast) into ``self``; ``src`` gets the gradient."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(src).__name__}")
+    try:
+        np.broadcast_to(src._data, self._data.shape)
+    except ValueError:
+        raise broadcast_error(self._data.shape, src._data.shape) from None
+    return apply_inplace(self, lambda s, o: apply(COPY, (s, o), (s._data, o._data)), src)
+
+
+def setitem(self: Tensor, index: Any, value: Any) -> None:
+    """``self[index] = value``: basic indexing copies into a view (``CopySlices`` on ``self``);
+    an index covering everything writes ``self`` directly; advanced indexing is ``index_put_``."""
+    from . import shape
+    idx, basic, _ = shape._normalize_index(index)
+    if basic and not shape._selects_everything(idx, self._data.shape):
+        view = shape.getitem(self, index)
+        vshape = np.shape(value._data if isinstance(value, Tensor) else value)
+        try:
+            np.broadcast_to(np.empty(vshape), view._data.shape)
+        except ValueError:
+            raise shape._setitem_shape_error(vshape, view._data.shape) from None
+        if isinstance(value, Tensor):
+            copy_(view, value)
+        else:
+            # PyTorch wraps a Python value in a tensor: fill_(Tensor) for a number.
+            v = _wrap(np.asarray(value, dtype=self._data.dtype))
+            fill_(view, v) if v._data.ndim == 0 else copy_(view, v)
+        return
+    apply_inplace(self, lambda s, v: shape.setitem(s, index, v), value)
