@@ -260,4 +260,8 @@ for _name, _fn in _METHODS.items():
 
 Tensor.T = property(lambda s: s.permute(tuple(range(s.ndim - 1, -1, -1))))
 Tensor.mT = property(lambda s: ops.transpose(s, -2, -1))
-Tensor.real = property(_real)
+Tensor.real = property(lambda s: ops.shape.real(s))
+Tensor.imag = property(lambda s: ops.shape.imag(s))
+Tensor.diagonal = ops.shape.diagonal
+Tensor.unfold = ops.shape.unfold
+Tensor.as_strided = ops.shape.as_strided

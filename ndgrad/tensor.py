@@ -121,6 +121,8 @@ class Tensor:
     _view_version = 0           # shared version when the view's grad_fn was last computed
     _view_creation = None       # no_grad / multi-output / inference view (in-place checks)
     _inference = False          # created in inference_mode
+    _blevel = 0                 # batch level id (Note [Batched backward], autograd/batching.py)
+    _bproxy = None              # on a logical proxy: the batched tensor it stands for
     __array_priority__ = 1000   # ndarray <op> Tensor defers to Tensor
 
     def __init__(self, data: Any = (), dtype: Optional[_dtype_cls] = None) -> None:

@@ -190,3 +190,53 @@ class inference_mode(_GradModeContext):
 
     def clone(self) -> "inference_mode":
         return inference_mode(self._mode)
+
+
+# ---------------------------------------------------------------------------- multithreading
+class _MultithreadingState(threading.local):
+    enabled = True          # a new thread starts enabled, as in PyTorch
+
+
+_mt_state = _MultithreadingState()
+
+
+def is_multithreading_enabled() -> bool:
+    """True unless ``set_multithreading_enabled(False)`` is in effect in this thread."""
+    return _mt_state.enabled
+
+
+class set_multithreading_enabled(_GradModeContext):
+    """Enable or disable multithreaded backward, for this thread. Takes effect immediately; as
+    a ``with`` block it restores the previous setting on exit.
+
+    PyTorch uses the flag to run backward on per-device worker threads. ndgrad's engine always
+    runs a backward pass in the calling thread (concurrent backward passes from several
+    threads are supported either way), so the flag is recorded and reported only.
+
+    >>> import ndgrad
+    >>> with ndgrad.autograd.set_multithreading_enabled(False):
+    ...     ndgrad.autograd.is_multithreading_enabled()
+    False
+    >>> ndgrad.autograd.is_multithreading_enabled()
+    True
+    """
+
+    def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, bool):
+            raise TypeError("set_multithreading_enabled(): argument 'enabled' (position 1) must "
+                            f"be bool, not {type(mode).__name__}")
+        self._prev = _mt_state.enabled
+        self._mode = mode
+        _mt_state.enabled = mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        _mt_state.enabled = self._prev
+
+    def clone(self) -> "set_multithreading_enabled":
+        return set_multithreading_enabled(self._mode)
+
+
+__all__ += ["set_multithreading_enabled", "is_multithreading_enabled"]

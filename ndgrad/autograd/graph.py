@@ -14,8 +14,18 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Optional
 
 from .node import Node
+from .saved import SavedTensor, disable_saved_tensors_hooks, saved_tensors_hooks
 
-__all__ = ["Node", "GradientEdge", "get_gradient_edge"]
+__all__ = ["Node", "GradientEdge", "get_gradient_edge", "saved_tensors_hooks",
+           "disable_saved_tensors_hooks", "SavedTensor", "save_on_cpu"]
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are kept in host memory: everything already is in ndgrad, so this is
+    ``saved_tensors_hooks`` with identity hooks (kept for PyTorch compatibility)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        super().__init__(lambda t: t, lambda t: t)
 
 
 class GradientEdge(NamedTuple):

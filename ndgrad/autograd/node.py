@@ -162,6 +162,13 @@ class OpNode(Node):
 
     def __getattr__(self, name: str) -> Any:
         # grad_fn._saved_self, grad_fn._saved_other, grad_fn._saved_result ...
+        if name.startswith("_raw_saved_"):
+            op = type(self)._op
+            key = name[len("_raw_saved_"):]
+            if key in op.saved_names:
+                if self._saved is RELEASED:
+                    raise RuntimeError(SECOND_BACKWARD_MSG)
+                return self._saved[op.saved_names.index(key)]
         if name.startswith("_saved_"):
             op = type(self)._op
             key = name[len("_saved_"):]

@@ -19,13 +19,15 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import Any, Callable
 
 from .grad_mode import _state as _grad_state
 
 _new = object.__new__
 
-__all__ = ["SavedTensor", "SavedValue", "SECOND_BACKWARD_MSG"]
+__all__ = ["SavedTensor", "SavedValue", "SECOND_BACKWARD_MSG", "saved_tensors_hooks",
+           "disable_saved_tensors_hooks"]
 
 SECOND_BACKWARD_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -51,10 +53,29 @@ class SavedValue:
 
 
 class SavedTensor:
-    __slots__ = ("_tensor", "_version", "_is_output", "_freed", "_output_nr")
+    """A tensor saved for backward: version-checked on unpack, or packed by the active
+    saved-tensor hooks (see ``saved_tensors_hooks``)."""
+
+    __slots__ = ("_tensor", "_version", "_is_output", "_freed", "_output_nr", "_packed",
+                 "_unpack_hook")
 
     def __init__(self, tensor: Any, is_output: bool = False, output_nr: int = 0) -> None:
+        if tensor._inference:
+            raise RuntimeError(INFERENCE_SAVE_MSG)
         vc = tensor._version_counter
+        self._is_output = is_output
+        self._output_nr = output_nr
+        self._freed = False
+        self._unpack_hook = None
+        if _hooks_in_use[0]:
+            stack = getattr(_hooks_local, "stack", None)
+            if stack:
+                pack, unpack = stack[-1]
+                self._tensor = None
+                self._version = 0
+                self._packed = pack(tensor)
+                self._unpack_hook = unpack
+                return
         if is_output:
             # Detached alias sharing data and version counter: breaks the node<->output cycle.
             if vc is None:
@@ -65,22 +86,27 @@ class SavedTensor:
             tensor = alias
         self._tensor = tensor
         self._version = vc[0] if vc is not None else 0
-        self._is_output = is_output
-        self._output_nr = output_nr
-        self._freed = False
 
     def unpack(self, node: Any = None) -> Any:
         if self._freed:
             raise RuntimeError(SECOND_BACKWARD_MSG)
-        t = self._tensor
-        vc = t._version_counter
-        if vc is not None and vc[0] != self._version:
-            raise RuntimeError(_modified_message(t, node, self, vc[0]))
+        if self._unpack_hook is not None:
+            t = self._unpack_hook(self._packed)
+            if not hasattr(t, "_data"):
+                raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                                f"got result of type {type(t).__name__}")
+            vc = None          # with hooks the value is theirs: no version check (as PyTorch)
+        else:
+            t = self._tensor
+            vc = t._version_counter
+            if vc is not None and vc[0] != self._version:
+                raise RuntimeError(_modified_message(t, node, self, vc[0]))
         if self._is_output and node is not None:
             if _grad_state.enabled:
                 # Double backward: the saved output must carry its history.
-                out = t._alias()
-                out._version_counter = vc
+                out = _new(type(t))
+                out._data = t._data
+                out._version_counter = vc if vc is not None else t._version_counter
                 out._grad_fn = node
                 out._requires_grad = True
                 out._output_nr = self._output_nr
@@ -90,6 +116,85 @@ class SavedTensor:
     def release(self) -> None:
         self._freed = True
         self._tensor = None
+        self._packed = None
+
+    def register_hooks(self, pack_hook: Callable[[Any], Any],
+                       unpack_hook: Callable[[Any], Any]) -> None:
+        """Pack this saved tensor now with ``pack_hook``; unpack it with ``unpack_hook``."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("Expected pack_hook and unpack_hook to be callable")
+        if self._unpack_hook is not None:
+            raise RuntimeError("SavedTensor hooks have already been set")
+        if self._freed:
+            raise RuntimeError(SECOND_BACKWARD_MSG)
+        self._packed = pack_hook(self._tensor)
+        self._unpack_hook = unpack_hook
+        self._tensor = None
+
+
+INFERENCE_SAVE_MSG = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+    "`torch.inference_mode()`.")
+
+
+# ---------------------------------------------------------------------------- saved-tensor hooks
+_hooks_local = threading.local()     # .stack: [(pack, unpack)], .disabled: message or None
+_hooks_in_use = [0]                  # threads with hooks active: the hot path checks only this
+
+
+class saved_tensors_hooks:
+    """Context manager: every tensor saved for backward inside is passed to ``pack_hook`` when
+    saved, and the packed value to ``unpack_hook`` when backward needs it. Nested managers:
+    the innermost one applies. Thread-local.
+
+    >>> import ndgrad
+    >>> from ndgrad.autograd.graph import saved_tensors_hooks
+    >>> x = ndgrad.ones(2, requires_grad=True)
+    >>> with saved_tensors_hooks(lambda t: t * 1, lambda p: p):
+    ...     y = (x * x).sum()
+    >>> y.backward(); x.grad
+    tensor([2., 2.])
+    """
+
+    def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> "saved_tensors_hooks":
+        disabled = getattr(_hooks_local, "disabled", None)
+        if disabled is not None:
+            raise RuntimeError(disabled)
+        stack = getattr(_hooks_local, "stack", None)
+        if stack is None:
+            stack = _hooks_local.stack = []
+        stack.append((self.pack_hook, self.unpack_hook))
+        with _lock:
+            _hooks_in_use[0] += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _hooks_local.stack.pop()
+        with _lock:
+            _hooks_in_use[0] -= 1
+
+
+class disable_saved_tensors_hooks:
+    """Context manager under which using ``saved_tensors_hooks`` raises ``error_message``."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+
+    def __enter__(self) -> None:
+        self._prev = getattr(_hooks_local, "disabled", None)
+        _hooks_local.disabled = self.error_message
+
+    def __exit__(self, *exc: Any) -> None:
+        _hooks_local.disabled = self._prev
+
+
+_lock = threading.Lock()
 
 
 def _modified_message(t: Any, node: Any, saved: SavedTensor, current: int) -> str:
@@ -106,9 +211,29 @@ def _modified_message(t: Any, node: Any, saved: SavedTensor, current: int) -> st
     if fn is not None:
         label = fn.name().replace("Backward0", "").replace("Backward", "")
         where = f", which is output {nr} of {label},"
+    vc = t._version_counter
+    modified = (f" It was last modified in place at {vc[1]}."
+                if vc is not None and len(vc) > 1 and vc[1] else "")
+    site = _forward_site(node)
+    saved_at = (f" It was saved for backward by {node.name()} at {site}." if site else
+                " Hint: enable anomaly detection with ndgrad.autograd.set_detect_anomaly(True) "
+                "to also see where it was saved for backward.")
     return (
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [torch.{dt}Tensor {shape}]{where} is at version {current}; expected "
-        f"version {saved._version} instead. Hint: the backtrace further above can point to the "
-        "operation that failed to compute its gradient. The variable in question was changed in "
-        "there or anywhere later. Good luck!")
+        f"version {saved._version} instead.{modified}{saved_at}")
+
+
+def _forward_site(node: Any) -> str:
+    """``file:line`` of the user code that ran ``node``'s forward, when anomaly mode recorded
+    the forward stack (recording it always would cost ~1 µs per op)."""
+    trace = getattr(node, "_anomaly_trace", None) if node is not None else None
+    if not trace:
+        return ""
+    if isinstance(trace, str):
+        lines = [ln for ln in trace.splitlines() if ln.strip().startswith("File ")]
+        user = [ln for ln in lines if "/ndgrad/" not in ln]
+        return (user or lines or [""])[-1].strip()
+    frames = [f for f in trace if "/ndgrad/" not in getattr(f, "filename", "")]
+    f = (frames or list(trace))[-1]
+    return f"{f.filename}:{f.lineno}"

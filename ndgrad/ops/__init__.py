@@ -20,3 +20,6 @@ from .reduction import (  # noqa: F401
 from .shape import (  # noqa: F401
     cat, chunk, contiguous, expand, expand_as, flatten, getitem, index_put, movedim, narrow,
     permute, reshape, select, split, squeeze, stack, t, transpose, unbind, unsqueeze, view)
+from . import _batching  # noqa: E402
+
+_batching.install()   # batching rules for every op above (Note [Batched backward])

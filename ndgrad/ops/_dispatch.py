@@ -150,8 +150,33 @@ def gradient_edge(t: Tensor) -> tuple:
     return _edge(t)
 
 
+# Note [Instrumentation flags]
+# Anomaly mode (autograd/anomaly_mode.py) and the profiler (autograd/profiler.py) must cost
+# nothing measurable when off, so the hot path reads one plain module global each: ``apply``
+# checks ``_PROFILING`` (then ``_prof_apply`` records the op, or returns ``_prof_skip`` and the
+# op runs unrecorded), ``_new_node`` checks ``_ANOMALY`` (then ``_anomaly_record`` stores the
+# forward stack on the node). Those modules set these names; nothing else should.
+_PROFILING = False
+_prof_apply: Any = None
+_prof_skip: Any = None
+_ANOMALY = False
+_anomaly_record: Any = None
+# True while a batched backward runs (Note [Batched backward], autograd/batching.py); then
+# ``_batched_apply`` (ops/_batching.py) takes calls with batched inputs, else returns None.
+_BATCHING = False
+_batched_apply: Any = None
+
+
 def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     """Run ``op`` on ``tensors`` (whose data, possibly cast, is ``arrays``) and record it."""
+    if _BATCHING:
+        res = _batched_apply(op, tensors, arrays, args)
+        if res is not None:
+            return res
+    if _PROFILING:
+        res = _prof_apply(op, tensors, arrays, args)
+        if res is not _prof_skip:
+            return res
     out = op.forward(*arrays, *args)
     if op.num_outputs == 1:
         if type(out) is not _ndarray:
@@ -217,6 +242,8 @@ def _new_node(op: Op, tensors: tuple, args: tuple) -> OpNode:
     node._input_meta = meta
     if args:
         node._args = args
+    if _ANOMALY:
+        _anomaly_record(node)
     return node
 
 

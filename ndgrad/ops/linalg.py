@@ -20,6 +20,8 @@ import numpy as np
 
 from .. import _dtype
 from ..tensor import Tensor
+from ._batching import call as _bcall
+from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._util import broadcast_error
 
@@ -108,6 +110,10 @@ def _check_tensor(x: object, fn: str, arg: str, pos: int) -> None:
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Matrix product of two 2-D tensors."""
+    if _bmarked((input, mat2)):  # Note [Batched backward]
+        r = _bcall(mm, input, mat2)
+        if r is not NotImplemented:
+            return r
     _check_tensor(input, "mm", "input", 1)
     _check_tensor(mat2, "mm", "mat2", 2)
     a, b = input._data, mat2._data
@@ -124,6 +130,10 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched matrix product of two 3-D tensors with the same batch size."""
+    if _bmarked((input, mat2)):  # Note [Batched backward]
+        r = _bcall(bmm, input, mat2)
+        if r is not NotImplemented:
+            return r
     a, b = input._data, mat2._data
     if a.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
@@ -137,6 +147,10 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
+    if _bmarked((input, vec)):  # Note [Batched backward]
+        r = _bcall(mv, input, vec)
+        if r is not NotImplemented:
+            return r
     a, b = input._data, vec._data
     if a.ndim != 2 or b.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {b.ndim}")
@@ -148,6 +162,10 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
 
 
 def dot(input: Tensor, other: Tensor) -> Tensor:
+    if _bmarked((input, other)):  # Note [Batched backward]
+        r = _bcall(dot, input, other)
+        if r is not NotImplemented:
+            return r
     a, b = input._data, other._data
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
@@ -166,6 +184,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     matrix or vector is folded into one mm/mv; other batches are broadcast and go to bmm. The
     graph (``grad_fn`` and its edges) is therefore the one PyTorch records.
     """
+    if _bmarked((input, other)):  # Note [Batched backward]
+        r = _bcall(matmul, input, other)
+        if r is not NotImplemented:
+            return r
     _check_tensor(input, "matmul", "input", 1)
     _check_tensor(other, "matmul", "other", 2)
     na, nb = input._data.ndim, other._data.ndim

@@ -22,6 +22,8 @@ import numpy as np
 from .. import _dtype
 from ..autograd.accumulate_grad import is_non_overlapping_and_dense
 from ..tensor import Tensor, _wrap
+from ._batching import call as _bcall
+from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._util import (broadcast_error, category, is_scalar, as_scalar, promote_pair,
                     promote_scalar, to_float, to_tensor)
@@ -167,7 +169,9 @@ RECIPROCAL = Op("reciprocal", "ReciprocalBackward0", np.reciprocal,
 
 def _zeros_of(t: Tensor) -> Tensor:
     """Zeros shaped like ``t``, outside the graph (a gradient that is identically zero)."""
-    return _wrap(np.zeros_like(t._data))
+    z = _wrap(np.zeros_like(t._data))
+    z._blevel = t._blevel          # batched like ``t`` (Note [Batched backward])
+    return z
 
 
 def _pow_s_vjp(ctx, g):
@@ -643,6 +647,10 @@ WHERE = Op("where", "WhereBackward0", _where_fwd, _where_vjp, inputs=("self", "o
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     """Elements of ``input`` where ``condition`` holds, else of ``other`` (either may be a
     scalar). With only ``condition``, the indices of its nonzero elements."""
+    if _bmarked((condition, input, other)):  # Note [Batched backward]
+        r = _bcall(where, condition, input, other)
+        if r is not NotImplemented:
+            return r
     if input is None and other is None:
         return tuple(_wrap(i) for i in np.nonzero(to_tensor(condition)._data))
     cond = to_tensor(condition)._data
@@ -686,6 +694,10 @@ MASKED_FILL_T = Op("masked_fill", "MaskedFillBackward1",
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """``value`` where ``mask`` (a bool tensor broadcastable to ``input``), else ``input``."""
+    if _bmarked((input, mask, value)):  # Note [Batched backward]
+        r = _bcall(masked_fill, input, mask, value)
+        if r is not NotImplemented:
+            return r
     if not isinstance(mask, Tensor):
         raise TypeError(f"masked_fill(): argument 'mask' (position 1) must be Tensor, not "
                         f"{type(mask).__name__}")
@@ -754,6 +766,10 @@ def _unbounded(rt: np.dtype, low: bool) -> Tensor:
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """Clamp into ``[min, max]``; bounds are scalars or tensors."""
+    if _bmarked((input, min, max)):  # Note [Batched backward]
+        r = _bcall(clamp, input, min, max)
+        if r is not NotImplemented:
+            return r
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     _check_clamp_real(input, min, max)
@@ -868,6 +884,10 @@ MINIMUM = Op("minimum", "MinimumBackward0", np.minimum, _minmax_vjp(False),
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise maximum; ties split the gradient evenly."""
+    if _bmarked((input, other)):  # Note [Batched backward]
+        r = _bcall(maximum, input, other)
+        if r is not NotImplemented:
+            return r
     if not isinstance(other, Tensor):
         raise TypeError(f"maximum(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other).__name__}")
@@ -880,6 +900,10 @@ def maximum(input: Tensor, other: Tensor) -> Tensor:
 
 def minimum(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise minimum; ties split the gradient evenly."""
+    if _bmarked((input, other)):  # Note [Batched backward]
+        r = _bcall(minimum, input, other)
+        if r is not NotImplemented:
+            return r
     if not isinstance(other, Tensor):
         raise TypeError(f"minimum(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other).__name__}")

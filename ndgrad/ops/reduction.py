@@ -19,6 +19,9 @@ import numpy as np
 
 from .. import _dtype
 from ..tensor import Tensor, _as_shape, _wrap
+from ._batching import argminmax as _argminmax
+from ._batching import call as _bcall
+from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._util import category, dims_tuple, wrap_dim
 
@@ -79,6 +82,10 @@ def _check_0d_dims(dim: Any) -> tuple:
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
         dtype: Any = None) -> Tensor:
     """Sum of all elements, or over ``dim`` (an int or a tuple of ints)."""
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(sum, input, dim, keepdim, dtype=dtype)
+        if r is not NotImplemented:
+            return r
     x = input._data
     dt = _reduce_dtype(x, dtype)
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
@@ -90,6 +97,10 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Mean of all elements, or over ``dim``. Needs a floating point or complex input."""
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(mean, input, dim, keepdim, dtype=dtype)
+        if r is not NotImplemented:
+            return r
     x = input._data
     if dtype is None and category(x) <= _INT:
         raise RuntimeError(
@@ -120,6 +131,10 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
     >>> ndgrad.ones(2, 3).sum_to_size(3)
     tensor([2., 2., 2.])
     """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(sum_to_size, input, *size)
+        if r is not NotImplemented:
+            return r
     shape = _as_shape(size)
     x = input._data
     if x.shape == shape:
@@ -193,6 +208,10 @@ PROD_DIM = Op("prod", "ProdBackward1", _prod_fwd, _prod_vjp, saves=("self",),
 def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """Product of all elements, or along one ``dim``."""
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(prod, input, dim, keepdim, dtype=dtype)
+        if r is not NotImplemented:
+            return r
     x = input._data
     dt = _reduce_dtype(x, dtype)
     if dim is None:
@@ -245,6 +264,10 @@ MIN_DIM = Op("min", "MinBackward0", _max_dim_fwd,
 
 
 def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
+    if _bmarked((input, dim)):  # Note [Batched backward]
+        r = _bcall(_minmax, input, dim, keepdim, is_max)
+        if r is not NotImplemented:
+            return r
     name = "max" if is_max else "min"
     if isinstance(dim, Tensor):
         from .pointwise import maximum, minimum
@@ -279,6 +302,10 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
 
 
 def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    if input._blevel:  # Note [Batched backward]
+        r = _argminmax(input, dim, keepdim, True)
+        if r is not NotImplemented:
+            return r
     x = input._data
     if dim is None:
         return _wrap(np.asarray(np.argmax(x), dtype=np.int64))
@@ -286,6 +313,10 @@ def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> T
 
 
 def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    if input._blevel:  # Note [Batched backward]
+        r = _argminmax(input, dim, keepdim, False)
+        if r is not NotImplemented:
+            return r
     x = input._data
     if dim is None:
         return _wrap(np.asarray(np.argmin(x), dtype=np.int64))
@@ -338,6 +369,10 @@ def _scatter_add_zeros(g: Tensor, dim: int, index: np.ndarray, shape: tuple) -> 
 
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """``out[i][j] = input[index[i][j]][j]`` along ``dim`` (PyTorch's gather)."""
+    if _bmarked((input, index)):  # Note [Batched backward]
+        r = _bcall(gather, input, dim, index)
+        if r is not NotImplemented:
+            return r
     x, idx = input._data, index._data
     d = wrap_dim(dim, x.ndim)
     if idx.dtype != np.int64 and idx.dtype != np.int32:

@@ -23,6 +23,8 @@ import numpy as np
 
 from .. import _dtype
 from ..tensor import Tensor, _as_shape
+from ._batching import call as _bcall
+from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._util import wrap_dim
 
@@ -69,6 +71,10 @@ def _can_view(x: np.ndarray, shape: tuple) -> bool:
 
 def view(input: Tensor, *shape: Any) -> Tensor:
     """A view with another shape; raises if the strides do not allow it (use ``reshape``)."""
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(view, input, *shape)
+        if r is not NotImplemented:
+            return r
     if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
         raise RuntimeError("view(dtype) is not supported by ndgrad")
     x = input._data
@@ -82,6 +88,10 @@ def view(input: Tensor, *shape: Any) -> Tensor:
 
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """Reshape: a view when the strides allow it, a copy otherwise."""
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(reshape, input, *shape)
+        if r is not NotImplemented:
+            return r
     x = input._data
     s = _infer_shape(_as_shape(shape), x.size)
     if _can_view(x, s):
@@ -90,6 +100,10 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(flatten, input, start_dim, end_dim)
+        if r is not NotImplemented:
+            return r
     x = input._data
     if x.ndim == 0:
         return reshape(input, 1)
@@ -117,12 +131,20 @@ PERMUTE = Op("permute", "PermuteBackward0", lambda x, dims: np.transpose(x, dims
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(transpose, input, dim0, dim1)
+        if r is not NotImplemented:
+            return r
     n = input._data.ndim
     a, b = wrap_dim(dim0, n), wrap_dim(dim1, n)
     return apply(TRANSPOSE, (input,), (input._data,), (a, b))
 
 
 def t(input: Tensor) -> Tensor:
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(t, input)
+        if r is not NotImplemented:
+            return r
     n = input._data.ndim
     if n > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
@@ -130,6 +152,10 @@ def t(input: Tensor) -> Tensor:
 
 
 def permute(input: Tensor, *dims: Any) -> Tensor:
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(permute, input, *dims)
+        if r is not NotImplemented:
+            return r
     n = input._data.ndim
     d = _as_shape(dims)
     if len(d) != n:
@@ -145,6 +171,10 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
 
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     """Move dimension(s) ``source`` to position(s) ``destination``."""
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(movedim, input, source, destination)
+        if r is not NotImplemented:
+            return r
     n = input._data.ndim
     if isinstance(source, int) != isinstance(destination, int):
         raise TypeError(f"movedim() received an invalid combination of arguments - got "
@@ -176,6 +206,10 @@ EXPAND = Op("expand", "ExpandBackward0", lambda x, shape: np.broadcast_to(x, sha
 
 def expand(input: Tensor, *sizes: Any) -> Tensor:
     """Broadcast to ``sizes`` without copying (``-1`` keeps a dimension)."""
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(expand, input, *sizes)
+        if r is not NotImplemented:
+            return r
     x = input._data
     target = list(_as_shape(sizes))
     if len(target) < x.ndim:
@@ -203,6 +237,10 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    if _bmarked((input, other)):  # Note [Batched backward]
+        r = _bcall(expand_as, input, other)
+        if r is not NotImplemented:
+            return r
     return expand(input, other._data.shape)
 
 
@@ -220,6 +258,10 @@ UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0",
 
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     """Remove size-1 dimensions (all, or those in ``dim`` that have size 1)."""
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(squeeze, input, dim)
+        if r is not NotImplemented:
+            return r
     x = input._data
     if dim is None:
         dims = tuple(i for i, s in enumerate(x.shape) if s == 1)
@@ -234,6 +276,10 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(unsqueeze, input, dim)
+        if r is not NotImplemented:
+            return r
     n = input._data.ndim + 1
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
@@ -369,6 +415,10 @@ def _check_masks(idx: tuple, shape: tuple) -> None:
 
 def getitem(input: Tensor, index: Any) -> Tensor:
     """``input[index]``: basic indexing gives views, advanced indexing gives copies."""
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(getitem, input, index)
+        if r is not NotImplemented:
+            return r
     idx, basic, name = _normalize_index(index)
     x = input._data
     if not basic:
@@ -458,6 +508,10 @@ def setitem_writes_view(input: Tensor, index: Any) -> bool:
 
 def setitem(input: Tensor, index: Any, values: Any) -> Tensor:
     """The out-of-place result of ``input[index] = values``, recorded like PyTorch records it."""
+    if _bmarked((input, values)):  # Note [Batched backward]
+        r = _bcall(setitem, input, index, values)
+        if r is not NotImplemented:
+            return r
     from ._util import to_tensor
     idx, basic, _ = _normalize_index(index)
     if not basic:
@@ -497,6 +551,10 @@ def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool
         -> Tensor:
     """PyTorch's ``index_put(indices, values, accumulate)``: ``indices`` is a tuple of index
     tensors (one per leading dimension); with ``accumulate`` repeated positions add up."""
+    if _bmarked((input, values)):  # Note [Batched backward]
+        r = _bcall(index_put_indices, input, indices, values, accumulate)
+        if r is not NotImplemented:
+            return r
     if isinstance(indices, Tensor) or not isinstance(indices, (tuple, list)):
         raise TypeError(f"index_put(): argument 'indices' (position 1) must be tuple of Tensors, "
                         f"not {type(indices).__name__}")
@@ -520,6 +578,10 @@ def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool
 
 def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
     """Out-of-place ``input[index] = values`` (values broadcast); differentiable in both."""
+    if _bmarked((input, values)):  # Note [Batched backward]
+        r = _bcall(index_put, input, index, values)
+        if r is not NotImplemented:
+            return r
     from ._util import to_tensor
     idx, _, _ = _normalize_index(index)
     v = values if isinstance(values, Tensor) else to_tensor(values)
@@ -536,6 +598,10 @@ def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(select, input, dim, index)
+        if r is not NotImplemented:
+            return r
     x = input._data
     if x.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -549,6 +615,10 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(narrow, input, dim, start, length)
+        if r is not NotImplemented:
+            return r
     x = input._data
     d = wrap_dim(dim, x.ndim)
     if start < 0:
@@ -581,6 +651,10 @@ SPLIT_SIZES = Op("split", "SplitWithSizesBackward0", _split_fwd,
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple:
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(unbind, input, dim)
+        if r is not NotImplemented:
+            return r
     x = input._data
     if x.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
@@ -589,6 +663,10 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
 
 
 def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(split, input, split_size_or_sections, dim)
+        if r is not NotImplemented:
+            return r
     x = input._data
     d = wrap_dim(dim, x.ndim)
     n = x.shape[d]
@@ -612,6 +690,10 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(chunk, input, chunks, dim)
+        if r is not NotImplemented:
+            return r
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     n = input._data.shape[wrap_dim(dim, input._data.ndim)]
@@ -667,6 +749,10 @@ def _promoted(tensors: list) -> list:
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate along an existing dimension."""
+    if _bmarked(tensors):  # Note [Batched backward]
+        r = _bcall(cat, tensors, dim)
+        if r is not NotImplemented:
+            return r
     ts = _tensor_list(tensors, "cat")
     arrays = _promoted(ts)
     nd = max(a.ndim for a in arrays)
@@ -690,6 +776,10 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Stack along a new dimension."""
+    if _bmarked(tensors):  # Note [Batched backward]
+        r = _bcall(stack, tensors, dim)
+        if r is not NotImplemented:
+            return r
     ts = _tensor_list(tensors, "stack")
     arrays = _promoted(ts)
     for i, a in enumerate(arrays[1:], 1):
@@ -711,3 +801,107 @@ def contiguous(input: Tensor, memory_format: Any = None) -> Tensor:
         return input
     from .pointwise import clone
     return clone(input)
+
+
+# ---------------------------------------------------------------------------- diagonal, unfold,
+# as_strided, real/imag: views whose backward scatters through the generic view index map
+# (ops/views_inplace.py ``view_scatter``), which also sums overlapping elements (unfold).
+def _single_step_vjp(ctx, g):
+    from .views_inplace import view_scatter
+    return view_scatter(g, ((ctx._op, ctx._args, None),), ctx.input_shape(0),
+                        ctx.input_dtype(0))
+
+
+def _diagonal_fwd(x, offset, d1, d2):
+    rest = [i for i in range(x.ndim) if i not in (d1, d2)]
+    y = np.transpose(x, rest + [d1, d2])
+    y = y[..., :, offset:] if offset >= 0 else y[..., -offset:, :]
+    n = max(0, min(y.shape[-2], y.shape[-1]))
+    return np.lib.stride_tricks.as_strided(
+        y, shape=y.shape[:-2] + (n,), strides=y.strides[:-2] + (y.strides[-2] + y.strides[-1],),
+        writeable=x.flags.writeable)
+
+
+DIAGONAL = Op("diagonal", "DiagonalBackward0", _diagonal_fwd, _single_step_vjp,
+              args=("offset", "dim1", "dim2"), view=True)
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal(s) of ``input`` w.r.t. ``dim1``/``dim2`` as a (writable) view."""
+    n = input._data.ndim
+    a, b = wrap_dim(dim1, n), wrap_dim(dim2, n)
+    if a == b:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return apply(DIAGONAL, (input,), (input._data,), (int(offset), a, b))
+
+
+def _unfold_fwd(x, dim, size, step):
+    w = np.lib.stride_tricks.sliding_window_view(x, size, axis=dim)
+    # Overlapping windows share memory: read-only, as PyTorch refuses writes to them.
+    return w[(slice(None),) * dim + (slice(None, None, step),)]
+
+
+UNFOLD = Op("unfold", "UnfoldBackward0", _unfold_fwd, _single_step_vjp,
+            args=("dimension", "size", "step"), view=True)
+
+
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """All windows of ``size`` elements along ``dimension``, ``step`` apart (a view)."""
+    x = input._data
+    d = wrap_dim(dimension, max(x.ndim, 1))
+    n = x.shape[d] if x.ndim else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    return apply(UNFOLD, (input,), (x,), (d, int(size), int(step)))
+
+
+def _as_strided_fwd(x, size, stride, offset):
+    # ``stride``/``offset`` in elements, relative to ``x``'s first element. ``as_strided`` only
+    # accepts contiguous tensors (no copy here); replays on gradient and index arrays, which
+    # may not be contiguous, work on a contiguous copy.
+    x = np.ascontiguousarray(x)
+    return np.lib.stride_tricks.as_strided(
+        x.reshape(-1)[offset:], shape=tuple(size),
+        strides=tuple(s * x.itemsize for s in stride), writeable=x.flags.writeable)
+
+
+AS_STRIDED = Op("as_strided", "AsStridedBackward0", _as_strided_fwd, _single_step_vjp,
+                args=("size", "stride", "storage_offset"), view=True)
+
+
+def as_strided(input: Tensor, size: Any, stride: Any, storage_offset: Any = None) -> Tensor:
+    """A view with explicit sizes and strides (in elements) over ``input``'s memory."""
+    x = input._data
+    rel = 0 if storage_offset is None else int(storage_offset) - input.storage_offset()
+    size, stride = tuple(int(v) for v in size), tuple(int(v) for v in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    last = rel + sum((n - 1) * st for n, st in zip(size, stride) if n > 0)
+    if rel < 0 or (all(size) and last >= x.size) or not x.flags.c_contiguous:
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+            f"{rel + input.storage_offset()} is out of bounds for the tensor's storage "
+            "(ndgrad supports as_strided over contiguous tensors only)")
+    return apply(AS_STRIDED, (input,), (x,), (size, stride, rel))
+
+
+REAL_VIEW = Op("real", "SelectBackward0", lambda x: x.real,
+               lambda ctx, g: g.to(_dtype._FROM_NP[ctx.input_dtype(0)]), view=True)
+IMAG_VIEW = Op("imag", "SelectBackward0", lambda x: x.imag,
+               lambda ctx, g: g.to(_dtype._FROM_NP[ctx.input_dtype(0)]) * 1j, view=True)
+
+
+def real(input: Tensor) -> Tensor:
+    """The real part as a view (``input`` itself for real tensors)."""
+    if input._data.dtype.kind != "c":
+        return input
+    return apply(REAL_VIEW, (input,), (input._data,))
+
+
+def imag(input: Tensor) -> Tensor:
+    """The imaginary part of a complex tensor, as a view."""
+    if input._data.dtype.kind != "c":
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return apply(IMAG_VIEW, (input,), (input._data,))

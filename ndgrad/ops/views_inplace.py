@@ -106,39 +106,61 @@ def _view_index(shape: tuple, steps: tuple) -> np.ndarray:
 
 
 def _overlapping(steps: tuple) -> bool:
-    return any(op.name in ("expand", "as_strided") for op, _, _ in steps)
+    return any(op.name in ("expand", "as_strided", "unfold") for op, _, _ in steps)
 
 
-def _view_scatter_fwd(g: np.ndarray, steps: tuple, shape: tuple) -> np.ndarray:
-    idx = _view_index(shape, steps).reshape(-1)
-    out = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype=g.dtype)
-    vals = np.broadcast_to(g, _view_index(shape, steps).shape).reshape(-1)
+def _writable_region(out: np.ndarray, steps: tuple):
+    """The view's region inside ``out``, or None if it cannot be written through (overlapping
+    views, or a replayed reshape that had to copy)."""
     if _overlapping(steps):
-        np.add.at(out, idx, vals)      # elements seen several times add up
-    else:
-        out[idx] = vals
-    return out.reshape(shape)
+        return None
+    region = replay_view(out, steps)
+    if not region.flags.writeable:
+        return None
+    if any(op.name == "view" for op, _, _ in steps) and not np.shares_memory(region, out):
+        return None
+    return region
+
+
+def _view_scatter_fwd(g: np.ndarray, steps: tuple, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    out = np.zeros(shape, dtype=dtype)
+    region = _writable_region(out, steps)
+    if region is not None:
+        region[...] = g                # also right for real/imag views of complex bases
+        return out
+    # Overlapping views: map every view element to its base position; repeats add up.
+    idx_view = _view_index(shape, steps)
+    flat = out.reshape(-1)
+    np.add.at(flat, idx_view.reshape(-1), np.broadcast_to(g, idx_view.shape).reshape(-1))
+    return out
 
 
 def _view_zero_fwd(g: np.ndarray, steps: tuple) -> np.ndarray:
     out = np.array(g, order="C", copy=True)
-    out.reshape(-1)[_view_index(g.shape, steps).reshape(-1)] = 0
+    region = _writable_region(out, steps)
+    if region is not None:
+        region[...] = 0
+    else:
+        out.reshape(-1)[_view_index(g.shape, steps).reshape(-1)] = 0
     return out
 
 
 VIEW_REPLAY = Op("as_strided_view", "AsStridedBackward0", replay_view,
-                 lambda ctx, g: view_scatter(g, ctx._args[0], ctx.input_shape(0)),
+                 lambda ctx, g: view_scatter(g, ctx._args[0], ctx.input_shape(0),
+                                             ctx.input_dtype(0)),
                  args=("steps",))
 VIEW_SCATTER = Op("view_scatter", "AsStridedScatterBackward0", _view_scatter_fwd,
                   lambda ctx, g: apply(VIEW_REPLAY, (g,), (g._data,), (ctx._args[0],)),
-                  args=("steps", "shape"))
+                  args=("steps", "shape", "dtype"))
 VIEW_ZERO = Op("view_zero", "CopySlicesBackward0", _view_zero_fwd,
                lambda ctx, g: apply(VIEW_ZERO, (g,), (g._data,), ctx._args), args=("steps",))
 
 
-def view_scatter(g: Tensor, steps: tuple, shape: tuple) -> Tensor:
-    """Zeros shaped like the base with ``g`` written into the view's region (differentiable)."""
-    return apply(VIEW_SCATTER, (g,), (g._data,), (steps, tuple(shape)))
+def view_scatter(g: Tensor, steps: tuple, shape: tuple, dtype: Any = None) -> Tensor:
+    """Zeros shaped like the base with ``g`` written into the view's region (differentiable).
+    ``dtype`` is the base's (a real view of a complex base scatters into complex zeros)."""
+    dt = g._data.dtype if dtype is None else np.dtype(dtype)
+    return apply(VIEW_SCATTER, (g,), (g._data,), (steps, tuple(shape), dt))
 
 
 def refresh_view(t: Tensor) -> bool:
@@ -191,8 +213,8 @@ class CopySlices(Node):
                     r._data.shape != meta[i][0] or r._data.dtype != meta[i][1]):
                 res[i] = _fix_gradient(self.fn, i, r, meta[i])
         outside = apply(VIEW_ZERO, (g,), (g._data,), (steps,))
-        g_base = outside if res[0] is None else outside + view_scatter(res[0], steps,
-                                                                        g._data.shape)
+        g_base = outside if res[0] is None else outside + view_scatter(
+            res[0], steps, g._data.shape, g._data.dtype)
         return (g_base,) + tuple(res[1:])
 
     def release_variables(self) -> None:

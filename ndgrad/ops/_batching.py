@@ -1,0 +1,505 @@
+"""Batching rules: every op of the op table on tensors with a leading batch dimension.
+
+See Note [Batched backward] in autograd/batching.py for the design. This module holds
+
+* ``batched_apply``: called by ``_dispatch.apply`` while a batch level is active; when an input
+  is batched (or a logical proxy of a batched tensor) it runs the op's rule with the level
+  suspended and marks the result as batched;
+* ``call``: the entry of public ops that compute with shapes before reaching ``apply``; it runs
+  the op on logical proxies (row 0 of each batched tensor) so that argument checks and dim
+  arithmetic see logical shapes;
+* ``RULES``: op -> ``rule(c, args)``. ``c.ts`` are the physical tensors (batched ones have the
+  batch dimension first), ``c.arrs`` their arrays (cast like the op's inputs), ``c.bd`` 1 for
+  batched inputs, ``c.ls`` the logical shapes, ``c.B`` the batch size; ``args`` are the op's
+  logical arguments. A rule computes the op physically (recording the physical ops when a graph
+  is recorded) with dims shifted past the batch dimension.
+
+Example:
+    >>> import ndgrad
+    >>> w = ndgrad.ones(2, 3)
+    >>> x = ndgrad.ones(3, requires_grad=True)
+    >>> (j,) = ndgrad.autograd.grad(w @ x, x, ndgrad.eye(2), is_grads_batched=True)
+    >>> j.shape
+    ndgrad.Size([2, 3])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..autograd import batching as _bt
+from ..autograd.batching import ACTIVE
+from ..tensor import Tensor, _new, _wrap
+from ._dispatch import Op, apply
+
+__all__ = ["RULES", "batched_apply", "call", "marked", "supports", "argminmax"]
+
+RULES: dict = {}
+_EMPTY_SLICE = slice(None)
+
+
+class _Call:
+    """The physical view of one op call with batched inputs (see the module docstring)."""
+
+    __slots__ = ("op", "ts", "arrs", "bd", "ls", "B")
+
+    def __init__(self, op, ts, arrs, bd, ls, B) -> None:
+        self.op, self.ts, self.arrs, self.bd, self.ls, self.B = op, ts, arrs, bd, ls, B
+
+
+def supports(op: Op) -> bool:
+    """True if ``op`` has a batching rule."""
+    return op in RULES
+
+
+def _unsupported(op: Any, why: str = "") -> RuntimeError:
+    name = op.node_name if isinstance(op, Op) else getattr(op, "__name__", str(op))
+    return RuntimeError(f"ndgrad: batched gradients (is_grads_batched / vectorize=True) do not "
+                        f"support {name} here{': ' + why if why else ''}")
+
+
+def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
+    """Run ``op`` batched if an input is batched; None if none is (``apply`` goes on)."""
+    for t in tensors:
+        if t._bproxy is not None or (t._blevel and t._blevel in ACTIVE):
+            break
+    else:
+        return None
+    if len(tensors) != len(arrays):
+        raise _unsupported(op, "operands that are not all tensors")
+    ts, arrs, bd, ls = [], [], [], []
+    level = B = 0
+    for t, a in zip(tensors, arrays):
+        p = t._bproxy
+        if p is not None:
+            t._bused = True
+            if a.shape != t._data.shape:
+                raise _unsupported(op, "an operand reshaped before the op")
+            pa = p._data
+            if pa.dtype != a.dtype:
+                pa = pa.astype(a.dtype)
+            lv, lshape, t = p._blevel, a.shape, p
+        elif t._blevel and t._blevel in ACTIVE:
+            if a.shape != t._data.shape:
+                raise _unsupported(op, "an operand reshaped before the op")
+            pa, lv, lshape = a, t._blevel, a.shape[1:]
+        else:
+            ts.append(t)
+            arrs.append(a)
+            bd.append(0)
+            ls.append(a.shape)
+            continue
+        if level and lv != level:
+            raise _unsupported(op, "tensors of two batch levels")
+        level, B = lv, pa.shape[0]
+        ts.append(t)
+        arrs.append(pa)
+        bd.append(1)
+        ls.append(lshape)
+    rule = RULES.get(op)
+    if rule is None:
+        raise _unsupported(op)
+    c = _Call(op, ts, arrs, bd, ls, B)
+    with _bt.suspended(level):
+        out = rule(c, args)
+    if type(out) is tuple:
+        for o in out:
+            o._blevel = level
+    else:
+        out._blevel = level
+    return out
+
+
+# ---------------------------------------------------------------------------- proxies
+def _proxify(x: Any, proxies: list) -> Any:
+    if isinstance(x, Tensor):
+        if x._blevel and _bt.is_batched(x):
+            d = x._data
+            if d.shape[0] == 0:
+                raise _unsupported("an empty batch")
+            p = _new(Tensor)
+            p._data = d[0, ...]
+            p._bproxy = x
+            p._requires_grad = x._requires_grad
+            p._grad_fn = x._grad_fn
+            p._output_nr = x._output_nr
+            proxies.append(p)
+            return p
+        return x
+    if type(x) in (list, tuple) and any(isinstance(e, Tensor) for e in x):
+        return type(x)(_proxify(e, proxies) for e in x)
+    return x
+
+
+def _unproxy(out: Any) -> Any:
+    if isinstance(out, Tensor):
+        return out._bproxy if out._bproxy is not None else out
+    if isinstance(out, tuple):
+        items = [_unproxy(o) for o in out]
+        return out._make(items) if hasattr(out, "_fields") else tuple(items)
+    return out
+
+
+def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """Run public op ``fn`` with its batched tensor arguments replaced by logical proxies.
+
+    Returns NotImplemented when no argument is batched at an active level (the caller then
+    runs its ordinary code).
+    """
+    proxies: list = []
+    args = tuple(_proxify(a, proxies) for a in args)
+    kwargs = {k: _proxify(v, proxies) for k, v in kwargs.items()}
+    if not proxies:
+        return NotImplemented
+    out = _unproxy(fn(*args, **kwargs))
+    for p in proxies:
+        if not p.__dict__.get("_bused") and not _returned(out, p._bproxy):
+            raise _unsupported(fn, "a batched tensor used for its values (an index, a mask, a "
+                                   "condition ...) rather than as a differentiable operand")
+    return out
+
+
+def marked(seq: Any) -> bool:
+    """True if a list/tuple holds a tensor with a batch level (maybe stale)."""
+    return isinstance(seq, (list, tuple)) and any(
+        isinstance(t, Tensor) and t._blevel for t in seq)
+
+
+def _returned(out: Any, t: Tensor) -> bool:
+    if isinstance(out, tuple):
+        return any(o is t for o in out)
+    return out is t
+
+
+def argminmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
+    """Batched ``argmax``/``argmin`` (they do not go through ``apply``), or NotImplemented."""
+    if not _bt.is_batched(input):
+        return NotImplemented
+    from ._util import wrap_dim
+    x = input._data
+    f = np.argmax if is_max else np.argmin
+    if dim is None:
+        r = f(x.reshape(x.shape[0], -1), axis=1)
+    else:
+        d = wrap_dim(dim, x.ndim - 1) + 1 if x.ndim > 1 else 1
+        if x.ndim == 1:
+            x = x.reshape(-1, 1)
+        r = f(x, axis=d, keepdims=keepdim)
+        if input._data.ndim == 1:
+            r = r.reshape(-1)
+    out = _wrap(np.asarray(r, dtype=np.int64))
+    out._blevel = input._blevel
+    return out
+
+
+# ---------------------------------------------------------------------------- helpers
+def _arr(t: Tensor, like: np.ndarray) -> np.ndarray:
+    a = t._data
+    return a if a.dtype == like.dtype else a.astype(like.dtype)
+
+
+def _pad(t: Tensor, B: int, lshape: tuple, rank: int) -> Tensor:
+    """A batched tensor with logical shape ``lshape`` viewed with logical rank ``rank``."""
+    if len(lshape) >= rank:
+        return t
+    return _shape.reshape(t, (B,) + (1,) * (rank - len(lshape)) + tuple(lshape))
+
+
+def _batch_expand(t: Tensor, B: int) -> Tensor:
+    """An unbatched tensor expanded to a batch of ``B`` identical rows."""
+    return _shape.expand(_shape.unsqueeze(t, 0), (B,) + t._data.shape)
+
+
+def _shift(dims: Any) -> tuple:
+    return tuple(d + 1 for d in dims)
+
+
+def _slot_shape(shape: tuple, idx: tuple) -> tuple:
+    """Shape of ``x[idx]`` for ``x`` of ``shape`` (without touching real data)."""
+    return np.broadcast_to(np.zeros((), np.int8), shape)[idx].shape
+
+
+def _batch_axis(idx: tuple) -> int:
+    """Where NumPy puts the batch axis when ``(slice(None),) + idx`` indexes a batched array.
+
+    With all advanced indices adjacent (integers count as advanced once an array is present)
+    their result dims replace them in place and the batch axis stays first; otherwise the
+    broadcast advanced dims go first and the batch axis follows them.
+    """
+    if not any(isinstance(it, (np.ndarray, bool)) for it in idx):
+        return 0
+    pos = [i for i, it in enumerate(idx) if isinstance(it, (np.ndarray, bool, int, np.integer))]
+    if pos[-1] - pos[0] == len(pos) - 1:
+        return 0
+    nd = 0
+    for it in idx:
+        if isinstance(it, np.ndarray):
+            nd = max(nd, 1 if it.dtype == np.bool_ else it.ndim)
+        elif isinstance(it, bool):
+            nd = max(nd, 1)
+    return nd
+
+
+# ---------------------------------------------------------------------------- rules
+def _same_args(c: _Call, args: tuple) -> Any:
+    return apply(c.op, tuple(c.ts), tuple(c.arrs), args)
+
+
+def _pointwise(mask_arg: Any = None) -> Callable:
+    """Elementwise ops: batched operands of lower logical rank get singleton dims after the
+    batch dim, so that NumPy's right-aligned broadcasting lines up the logical dims."""
+    def rule(c: _Call, args: tuple) -> Any:
+        rank = max(len(s) for s in c.ls)
+        if mask_arg is not None:
+            rank = max(rank, np.ndim(args[mask_arg]))
+        ts, arrs = list(c.ts), list(c.arrs)
+        for i, (b, s) in enumerate(zip(c.bd, c.ls)):
+            if b and len(s) < rank:
+                ts[i] = _pad(ts[i], c.B, s, rank)
+                arrs[i] = _arr(ts[i], c.arrs[i])
+        return apply(c.op, tuple(ts), tuple(arrs), args)
+    return rule
+
+
+def _dims_first(c: _Call, args: tuple) -> Any:
+    """Reductions whose first argument is a tuple of dims (sum, mean, prod(dim), amax)."""
+    return apply(c.op, tuple(c.ts), tuple(c.arrs), (_shift(args[0]),) + tuple(args[1:]))
+
+
+def _dim_first(c: _Call, args: tuple) -> Any:
+    """Ops whose first argument is one dim (unsqueeze, unbind, split, cat, stack ...)."""
+    return apply(c.op, tuple(c.ts), tuple(c.arrs), (args[0] + 1,) + tuple(args[1:]))
+
+
+def _prod_all(c: _Call, args: tuple) -> Any:
+    # ProdBackward0's rule takes the product of all elements: use prod over one flat dim.
+    t = _shape.reshape(c.ts[0], (c.B, -1))
+    return apply(_red.PROD_DIM, (t,), (_arr(t, c.arrs[0]),), ((1,), False, args[2]))
+
+
+def _max_all(c: _Call, args: tuple) -> Any:
+    op = AMAX if c.op is _red.MAX_ALL else AMIN
+    dims = tuple(range(1, len(c.ls[0]) + 1))
+    return apply(op, tuple(c.ts), tuple(c.arrs), (dims, False))
+
+
+def _max_dim(c: _Call, args: tuple) -> Any:
+    dim, keepdim = args[0], args[1]
+    t, a = c.ts[0], c.arrs[0]
+    if not c.ls[0]:                       # a 0-d row: max over a dim of size 1
+        t = _shape.reshape(t, (c.B, 1))
+        a = _arr(t, a)
+        d, keepdim = 1, False
+    else:
+        d = dim + 1
+    f = np.argmax if c.op is _red.MAX_DIM else np.argmin
+    idx = f(a, axis=d, keepdims=True)
+    return apply(c.op, (t,), (a,), (d, keepdim, idx))
+
+
+def _index_arg(c: _Call, args: tuple) -> Any:
+    """gather, scatter: (dim, index[, shape]) with the index repeated over the batch."""
+    index = args[1]
+    idx = np.broadcast_to(index, (c.B,) + index.shape)
+    rest = ((c.B,) + tuple(args[2]),) if len(args) > 2 else ()
+    return apply(c.op, tuple(c.ts), tuple(c.arrs), (args[0] + 1, idx) + rest)
+
+
+def _sum_to_size(c: _Call, args: tuple) -> Any:
+    return apply(c.op, tuple(c.ts), tuple(c.arrs), (_shift(args[0]), (c.B,) + tuple(args[1])))
+
+
+def _view(c: _Call, args: tuple) -> Any:
+    shape = (c.B,) + tuple(args[0])
+    op = c.op
+    if op is _shape.VIEW and not _shape._can_view(c.arrs[0], shape):
+        op = _shape.RESHAPE_COPY
+    return apply(op, tuple(c.ts), tuple(c.arrs), (shape,))
+
+
+def _transpose(c: _Call, args: tuple) -> Any:
+    n = len(c.ls[0])
+    if c.op is _shape.T_OP:
+        pair = (1, 2) if n == 2 else (0, 0)
+    else:
+        pair = (args[0] + 1, args[1] + 1) if n else (0, 0)
+    return apply(_shape.TRANSPOSE, tuple(c.ts), tuple(c.arrs), pair)
+
+
+def _permute(c: _Call, args: tuple) -> Any:
+    return apply(c.op, tuple(c.ts), tuple(c.arrs), ((0,) + _shift(args[0]),))
+
+
+def _expand(c: _Call, args: tuple) -> Any:
+    shape = tuple(args[0])
+    t = _pad(c.ts[0], c.B, c.ls[0], len(shape))
+    return apply(c.op, (t,), (_arr(t, c.arrs[0]),), ((c.B,) + shape,))
+
+
+def _basic_index(c: _Call, args: tuple) -> Any:
+    return apply(c.op, tuple(c.ts), tuple(c.arrs), (((_EMPTY_SLICE,) + tuple(args[0])),))
+
+
+def _advanced_index(c: _Call, args: tuple) -> Any:
+    idx = tuple(args[0])
+    r = apply(c.op, tuple(c.ts), tuple(c.arrs), ((_EMPTY_SLICE,) + idx,))
+    k = _batch_axis(idx)
+    return _shape.movedim(r, k, 0) if k else r
+
+
+def _index_backward(c: _Call, args: tuple) -> Any:
+    """_slice_backward/_index_backward: write ``g`` at ``idx`` into zeros of ``shape``."""
+    idx, shape = tuple(args[0]), tuple(args[1])
+    slot = _slot_shape(shape, idx)
+    g = _pad(c.ts[0], c.B, c.ls[0], len(slot))
+    k = _batch_axis(idx)
+    if k:
+        g = _shape.movedim(_shape.expand(g, (c.B,) + slot), 0, k)
+    return apply(c.op, (g,), (_arr(g, c.arrs[0]),), ((_EMPTY_SLICE,) + idx, (c.B,) + shape))
+
+
+def _index_put(c: _Call, args: tuple) -> Any:
+    """index_put and setitem: ``x[idx] = v`` with ``x`` and/or ``v`` batched."""
+    idx = tuple(args[0])
+    (x, v), (bx, bv) = c.ts, c.bd
+    xshape = c.ls[0]
+    if not bx:
+        x = _batch_expand(x, c.B)
+    slot = _slot_shape(xshape, idx)
+    k = _batch_axis(idx)
+    if bv or k:
+        v = _pad(v, c.B, c.ls[1], len(slot)) if bv else \
+            _batch_expand(_shape.expand(v, slot), c.B)
+        v = _shape.expand(v, (c.B,) + slot)
+        if k:
+            v = _shape.movedim(v, 0, k)
+    return apply(c.op, (x, v), (_arr(x, c.arrs[0]), _arr(v, c.arrs[1])),
+                 ((_EMPTY_SLICE,) + idx,))
+
+
+def _zero_at(c: _Call, args: tuple) -> Any:
+    return apply(c.op, tuple(c.ts), tuple(c.arrs), ((_EMPTY_SLICE,) + tuple(args[0]),))
+
+
+def _concat(c: _Call, args: tuple) -> Any:
+    ts = [t if b else _batch_expand(t, c.B) for t, b in zip(c.ts, c.bd)]
+    arrs = [_arr(t, a) for t, a in zip(ts, c.arrs)]
+    return apply(c.op, tuple(ts), tuple(arrs), (args[0] + 1,))
+
+
+def _matmul_like(c: _Call, args: tuple) -> Any:
+    """mm, bmm: NumPy-style broadcasting matmul lines up the batch dimension."""
+    return _lin.matmul(c.ts[0], c.ts[1])
+
+
+def _mv(c: _Call, args: tuple) -> Any:
+    a, v = c.ts
+    if c.bd[1]:
+        return _shape.squeeze(_lin.matmul(a, _shape.unsqueeze(v, -1)), -1)
+    return _lin.matmul(a, v)
+
+
+def _dot(c: _Call, args: tuple) -> Any:
+    a, b = c.ts
+    if c.bd[0] and c.bd[1]:
+        return _red.sum(a * b, -1)
+    return _lin.matmul(a, b) if c.bd[0] else _lin.matmul(b, a)
+
+
+def _copy_like(c: _Call, args: tuple) -> Any:
+    return apply(c.op, tuple(c.ts), tuple(c.arrs), (c.arrs[0],))
+
+
+# ---------------------------------------------------------------------------- amax / amin
+def _amax_fwd(x: np.ndarray, dims: tuple, keepdim: bool) -> np.ndarray:
+    return np.max(x, axis=dims, keepdims=keepdim)
+
+
+def _amin_fwd(x: np.ndarray, dims: tuple, keepdim: bool) -> np.ndarray:
+    return np.min(x, axis=dims, keepdims=keepdim)
+
+
+def _amax_vjp(ctx, g):
+    # The gradient is shared evenly between tied extrema (as for max() over all elements).
+    x, r = ctx.saved
+    dims, keepdim = ctx._args
+    if not dims:
+        return g
+    if not keepdim:
+        for d in sorted(dims):
+            r = r.unsqueeze(d)
+            g = g.unsqueeze(d)
+    mask = x == r
+    return g * mask / mask.sum(dims, keepdim=True)
+
+
+# max()/min() over all elements of a batched tensor: a reduction over the logical dims.
+AMAX = Op("amax", "AmaxBackward0", _amax_fwd, _amax_vjp, saves=("self", "result"),
+          args=("dim", "keepdim"))
+AMIN = Op("amin", "AminBackward0", _amin_fwd, _amax_vjp, saves=("self", "result"),
+          args=("dim", "keepdim"))
+
+_shape: Any = None
+_red: Any = None
+_lin: Any = None
+
+
+def install() -> None:
+    """Fill ``RULES`` and bind ``batched_apply`` into the dispatcher (once, at import)."""
+    global _shape, _red, _lin
+    from . import _dispatch, linalg, pointwise, reduction, shape
+    _shape, _red, _lin = shape, reduction, linalg
+    pw = pointwise
+    elementwise = [
+        pw.ADD, pw.ADD_S, pw.SUB, pw.SUB_S, pw.RSUB_S, pw.MUL, pw.MUL_S, pw.DIV, pw.DIV_S,
+        pw.RECIPROCAL, pw.POW_S, pw.POW, pw.RPOW, pw.DIV_MODE, pw.NEG, pw.EXP, pw.LOG,
+        pw.SIN, pw.COS, pw.TANH_BACKWARD, pw.SIGMOID_BACKWARD, pw.TANH, pw.SQRT, pw.SIGMOID,
+        pw.THRESHOLD_BACKWARD, pw.RELU, pw.ABS, pw.SIGN, pw.SGN, pw.CONJ, pw.CLAMP_S,
+        pw.CLAMP_T, pw.CLAMP_MIN_S, pw.CLAMP_MAX_S, pw.CLAMP_MIN_T, pw.CLAMP_MAX_T,
+        pw.MAXIMUM, pw.MINIMUM, pw.TO, pw.CLONE, pw.REAL]
+    for op in elementwise:
+        RULES[op] = _pointwise()
+    for op in (pw.WHERE, pw.MASKED_FILL_S, pw.MASKED_FILL_T):
+        RULES[op] = _pointwise(mask_arg=0)
+    RULES[pw.COPY_LIKE] = _copy_like
+    r = reduction
+    for op in (r.SUM, r.SUM_DIM, r.MEAN, r.MEAN_DIM, r.PROD_DIM, AMAX, AMIN):
+        RULES[op] = _dims_first
+    RULES[r.PROD] = _prod_all
+    RULES[r.PROD_OTHERS] = _dim_first
+    RULES[r.SUM_TO_SIZE] = _sum_to_size
+    RULES[r.MAX_ALL] = RULES[r.MIN_ALL] = _max_all
+    RULES[r.MAX_DIM] = RULES[r.MIN_DIM] = _max_dim
+    for op in (r.GATHER, r.SCATTER_ZEROS, r.SCATTER_ADD_ZEROS):
+        RULES[op] = _index_arg
+    s = shape
+    RULES[s.VIEW] = RULES[s.RESHAPE_COPY] = _view
+    RULES[s.TRANSPOSE] = RULES[s.T_OP] = _transpose
+    RULES[s.PERMUTE] = _permute
+    RULES[s.EXPAND] = _expand
+    for op in (s.SQUEEZE, s.SQUEEZE_DIM, s.SQUEEZE_DIMS):
+        RULES[op] = _dims_first
+    for op in (s.UNSQUEEZE, s.UNBIND, s.SPLIT, s.SPLIT_SIZES):
+        RULES[op] = _dim_first
+    for op in s._BASIC.values():
+        RULES[op] = _basic_index
+    RULES[s.INDEX] = _advanced_index
+    RULES[s.SLICE_BACKWARD] = RULES[s.INDEX_BACKWARD] = _index_backward
+    RULES[s.ZERO_AT] = _zero_at
+    for op in (s.INDEX_PUT, s.INDEX_PUT_ACC, s.SETITEM_VIEW, s.SETITEM_COPY, s.SETITEM_FILL):
+        RULES[op] = _index_put
+    RULES[s.CAT] = RULES[s.STACK] = _concat
+    RULES[linalg.MM] = RULES[linalg.BMM] = _matmul_like
+    RULES[linalg.MV] = _mv
+    RULES[linalg.DOT] = _dot
+    RULES[linalg.SQUEEZE_RESULT] = _dims_first_int
+    _dispatch._batched_apply = batched_apply
+
+
+def _dims_first_int(c: _Call, args: tuple) -> Any:
+    """squeeze_ of matmul's result: one int dim (or a tuple)."""
+    d = args[0]
+    return apply(c.op, tuple(c.ts), tuple(c.arrs),
+                 (_shift(d) if isinstance(d, tuple) else d + 1,))
