@@ -16,6 +16,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _dtype
+from .autograd.grad_mode import _state as _grad_state
 from .tensor import Tensor, _wrap, device as _device
 from .tensor import _as_shape as _raw_shape
 
@@ -34,6 +35,8 @@ def _finish(arr: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
         if _dtype._FROM_NP[arr.dtype]._category < _dtype._FLOAT:
             raise RuntimeError(REQUIRES_GRAD_DTYPE_MSG)
         t._requires_grad = True
+    if _grad_state.inference:
+        t._inference = True        # created in inference_mode
     return t
 
 

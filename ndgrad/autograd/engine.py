@@ -21,12 +21,14 @@ Example:
 from __future__ import annotations
 
 import heapq
+import threading
 from typing import Any, Optional, Sequence
 
 from importlib import import_module
 
-from . import grad_mode
+from . import anomaly_mode, grad_mode, profiler
 from .accumulate_grad import AccumulateGrad
+from .batching import is_batched
 
 _tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 
@@ -59,19 +61,40 @@ def run_backward(
     state = grad_mode._state
     prev = state.enabled
     state.enabled = bool(create_graph)
+    prev_valid = getattr(_local, "checkpoint_valid", True)
+    _local.checkpoint_valid = accumulate_grad and input_edges is None
     try:
+        if anomaly_mode._enabled or profiler._ACTIVE:
+            return _execute_instrumented(root_edges, root_grads, keep_graph, input_edges,
+                                         accumulate_grad)
         return _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad)
     finally:
         state.enabled = prev
+        _local.checkpoint_valid = prev_valid
 
 
-def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad):
+# Whether the backward running in this thread may use reentrant checkpointing: only a plain
+# ``backward()`` (no ``inputs``), which accumulates into every leaf (utils/checkpoint.py).
+_local = threading.local()
+
+
+def is_checkpoint_valid() -> bool:
+    return getattr(_local, "checkpoint_valid", True)
+
+
+def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, call=None):
+    # ``call`` replaces _call_function for the instrumented path, which also passes a
+    # ``needed`` set containing every node so that every node goes through ``call``.
     roots = [e[0] for e in root_edges]
     deps, parents = _dependencies(roots, want_parents=input_edges is not None)
     for node in roots:
         deps[node] = deps.get(node, 0) + 1
 
     needed = captures = captured = None
+    if call is None:
+        call = _call_function
+    elif input_edges is None:
+        needed = _EVERY_NODE
     if input_edges is not None:
         targets = {e[0] for e in input_edges if e[0] is not None}
         needed = _ancestors(targets, parents)
@@ -120,11 +143,11 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad):
                         captured[i] = inputs[nr]
                 if node not in needed:
                     continue
-                outputs = _call_function(node, inputs, keep_graph, False)
+                outputs = call(node, inputs, keep_graph, False)
             else:
-                outputs = _call_function(node, inputs, keep_graph, True)
+                outputs = call(node, inputs, keep_graph, True)
         elif node._has_hooks:
-            outputs = _call_function(node, inputs, keep_graph, True)
+            outputs = call(node, inputs, keep_graph, True)
         else:
             # Fast path: no hooks of any kind on this node.
             outputs = node.apply(inputs)
@@ -278,7 +301,8 @@ def _call_tensor_pre_hooks(node, inputs: list) -> list:
     return inputs
 
 
-def _call_function(node, inputs: list, keep_graph: bool, run_tensor_hooks: bool) -> tuple:
+def _call_function(node, inputs: list, keep_graph: bool, run_tensor_hooks: bool,
+                   apply: Any = None) -> tuple:
     if run_tensor_hooks and (node._tensor_pre_hooks or node._retains_grad_hooks
                              or type(node) is AccumulateGrad):
         inputs = _call_tensor_pre_hooks(node, inputs)
@@ -291,7 +315,7 @@ def _call_function(node, inputs: list, keep_graph: bool, run_tensor_hooks: bool)
     post = node._post_hooks
     if post:
         grad_outputs = tuple(inputs)
-    outputs = node.apply(inputs)
+    outputs = node.apply(inputs) if apply is None else apply(node, inputs)
     if not keep_graph:
         node.release_variables()
     if post:
@@ -302,16 +326,76 @@ def _call_function(node, inputs: list, keep_graph: bool, run_tensor_hooks: bool)
     return outputs
 
 
+class _EveryNode:
+    """A ``needed`` set that contains every node (the instrumented path runs them all)."""
+
+    def __contains__(self, node: Any) -> bool:
+        return True
+
+
+_EVERY_NODE = _EveryNode()
+
+
+class _Instrumented:
+    """Runs nodes for the instrumented path: anomaly checks (Note [Anomaly mode]) and profiler
+    ranges (Note [Profiler]). ``node`` is the last node run, to blame when an error escapes."""
+
+    def __init__(self) -> None:
+        self.anomaly = anomaly_mode._enabled
+        self.check_nan = self.anomaly and anomaly_mode._check_nan
+        self.prof = profiler.current()
+        self.node = None
+
+    def __call__(self, node, inputs: list, keep_graph: bool, run_tensor_hooks: bool) -> tuple:
+        self.node = node
+        tls = anomaly_mode._tls
+        prev = tls.node
+        tls.node = node           # nodes created now have ``node`` as parent
+        try:
+            prof = self.prof
+            if prof is None:
+                outputs = _call_function(node, inputs, keep_graph, run_tensor_hooks)
+            else:
+                with profiler._Range(prof, "autograd::engine::evaluate_function: " + node.name()):
+                    outputs = _call_function(node, inputs, keep_graph, run_tensor_hooks,
+                                             self._profiled_apply)
+        finally:
+            tls.node = prev
+        if self.check_nan and outputs:
+            anomaly_mode.check_outputs_for_nan(node, outputs)
+        return outputs
+
+    def _profiled_apply(self, node, inputs: list) -> tuple:
+        shapes = None
+        if self.prof.record_shapes:
+            shapes = [list(g._data.shape) if g is not None else [] for g in inputs]
+        with profiler._Range(self.prof, node.name(), shapes):
+            return node.apply(inputs)
+
+
+def _execute_instrumented(root_edges, root_grads, keep_graph, input_edges, accumulate_grad):
+    inst = _Instrumented()
+    try:
+        return _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, inst)
+    except Exception:
+        if inst.anomaly and inst.node is not None:
+            anomaly_mode.report(inst.node)
+        raise
+
+
 def _fix_gradient(node, i: int, g, meta: tuple):
     """Bring gradient ``g`` for input ``i`` to the input's shape (summing broadcast dimensions)
     and dtype, or raise PyTorch's invalid-gradient error."""
     shape, dtype = meta
     data = g._data
-    if data.shape != shape:
-        if not _is_expandable_to(shape, data.shape):
+    gshape = data.shape
+    if g._blevel and is_batched(g):
+        gshape = gshape[1:]        # compare logical shapes (Note [Batched backward])
+    if gshape != shape:
+        if not _is_expandable_to(shape, gshape):
             raise RuntimeError(
                 f"Function {node.name()} returned an invalid gradient at index {i} - got "
-                f"{list(data.shape)} but expected shape compatible with {list(shape)}")
+                f"{list(gshape)} but expected shape compatible with {list(shape)}")
         g = g.sum_to_size(shape)
     if g._data.dtype != dtype:
         if g._data.dtype.kind == "c" and dtype.kind != "c":

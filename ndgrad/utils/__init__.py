@@ -1,0 +1,1 @@
+"""Utilities: ``ndgrad.utils.checkpoint``."""

@@ -1,0 +1,228 @@
+"""Activation checkpointing: trade compute for memory by recomputing a function's forward
+during backward instead of keeping its intermediate values.
+
+Two variants, as in PyTorch:
+
+* ``use_reentrant=True``: the function runs under ``no_grad``; its outputs get one node
+  (``CheckpointFunctionBackward``) whose backward reruns the function with grad enabled and
+  calls ``backward`` on it (a nested, "reentrant" backward). Restrictions (PyTorch's): only
+  works with ``backward()`` without ``inputs`` (not with ``autograd.grad``), and at least one
+  input tensor must require grad for the outputs to require grad.
+* ``use_reentrant=False``: the function runs normally under saved-tensor hooks that drop every
+  saved tensor, keeping only its position; the first time backward needs one, the forward is
+  rerun (with grad enabled, under hooks that capture the recomputed saved tensors) and the
+  recomputed values are used. Works with ``autograd.grad`` and nested structures.
+
+The random generator state is restored for the recomputation (``preserve_rng_state``), so
+functions using ``ndgrad.rand*`` recompute the same values.
+
+Example:
+    >>> import ndgrad
+    >>> from ndgrad.utils.checkpoint import checkpoint
+    >>> x = ndgrad.ones(3, requires_grad=True)
+    >>> y = checkpoint(lambda a: (a.sin() * 2).exp(), x, use_reentrant=False)
+    >>> y.sum().backward()
+    >>> x.grad.shape
+    ndgrad.Size([3])
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Optional, Sequence
+
+from .. import _creation
+from ..autograd import engine
+from ..autograd.api import backward as autograd_backward
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.node import Node, next_sequence_nr
+from ..autograd.saved import saved_tensors_hooks
+from ..ops._dispatch import gradient_edge
+from ..tensor import Tensor
+
+__all__ = ["checkpoint", "checkpoint_sequential"]
+
+REENTRANT_GRAD_MSG = (
+    "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an "
+    "`inputs` parameter to .backward(). To resolve this error, you can either set "
+    "use_reentrant=False, or call .backward() without passing the `inputs` argument.")
+USE_REENTRANT_WARNING = (
+    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
+    "use_reentrant=False is recommended, but if you need to preserve the current default "
+    "behavior, you can pass use_reentrant=True. Refer to docs for more details on the "
+    "differences between the two variants.")
+
+
+def _rng_state() -> Any:
+    return _creation._RNG.gen.bit_generator.state
+
+
+def _set_rng_state(state: Any) -> None:
+    _creation._RNG.gen.bit_generator.state = state
+
+
+def _detached_like(args: tuple) -> list:
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a.detach()
+            d._requires_grad = a.requires_grad
+            out.append(d)
+        else:
+            out.append(a)
+    return out
+
+
+def _as_tuple(x: Any) -> tuple:
+    return x if isinstance(x, tuple) else (x,)
+
+
+class CheckpointFunctionBackward(Node):
+    """The node of a reentrant checkpoint: its backward reruns the function."""
+
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, rng: Any,
+                 n_outputs: int) -> None:
+        self._sequence_nr = next_sequence_nr()
+        self._fn, self._args, self._kwargs, self._rng = fn, args, kwargs, rng
+        self._tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        self.next_functions = tuple(gradient_edge(args[i]) for i in self._tensor_pos)
+        self._input_meta = tuple((args[i]._data.shape, args[i]._data.dtype)
+                                 for i in self._tensor_pos)
+        self.num_inputs = n_outputs
+        self._released = False
+
+    def apply(self, grads: list) -> tuple:
+        if not engine.is_checkpoint_valid():
+            raise RuntimeError(REENTRANT_GRAD_MSG)
+        if self._released:
+            from ..autograd.saved import SECOND_BACKWARD_MSG
+            raise RuntimeError(SECOND_BACKWARD_MSG)
+        inputs = _detached_like(self._args)
+        current = _rng_state()
+        if self._rng is not None:
+            _set_rng_state(self._rng)
+        try:
+            with enable_grad():
+                outputs = _as_tuple(self._fn(*inputs, **self._kwargs))
+        finally:
+            _set_rng_state(current)
+        pairs = [(o, g) for o, g in zip(outputs, grads)
+                 if isinstance(o, Tensor) and o.requires_grad and g is not None]
+        if not pairs:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not "
+                               "necessary")
+        with enable_grad() if engine.grad_mode._state.enabled else no_grad():
+            autograd_backward([o for o, _ in pairs], [g for _, g in pairs])
+        return tuple(inputs[i].grad if isinstance(inputs[i], Tensor) else None
+                     for i in self._tensor_pos)
+
+    def release_variables(self) -> None:
+        self._released = True
+
+    @property
+    def _saved(self) -> tuple:
+        return () if self._released else (self._args,)
+
+
+def _checkpoint_reentrant(fn: Callable, args: tuple, kwargs: dict, preserve_rng: bool) -> Any:
+    if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      UserWarning, stacklevel=3)
+    rng = _rng_state() if preserve_rng else None
+    with no_grad():
+        outputs = fn(*args, **kwargs)
+    outs = _as_tuple(outputs)
+    if any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        node = CheckpointFunctionBackward(fn, args, kwargs, rng, len(outs))
+        for i, o in enumerate(outs):
+            if isinstance(o, Tensor) and (o.is_floating_point() or o.is_complex()):
+                o._grad_fn = node
+                o._requires_grad = True
+                o._output_nr = i
+    return outputs
+
+
+def _checkpoint_non_reentrant(fn: Callable, args: tuple, kwargs: dict,
+                              preserve_rng: bool) -> Any:
+    rng = _rng_state() if preserve_rng else None
+    state: dict = {"count": 0, "values": None}
+
+    def pack(_t: Tensor) -> int:
+        state["count"] += 1
+        return state["count"] - 1          # keep only the position: the tensor is dropped
+
+    def unpack(i: int) -> Tensor:
+        if state["values"] is None:
+            state["values"] = _recompute()
+        return state["values"][i]
+
+    def _recompute() -> list:
+        captured: list = []
+        inputs = _detached_like(args)
+        current = _rng_state()
+        if rng is not None:
+            _set_rng_state(rng)
+        try:
+            # Detached: a recomputed tensor keeping its recompute graph (whose saved tensors
+            # point back into ``captured``) would be a reference cycle holding the memory.
+            with saved_tensors_hooks(lambda t: (captured.append(t.detach()), len(captured) - 1)[1],
+                                     lambda j: captured[j]):
+                with enable_grad():
+                    fn(*inputs, **kwargs)
+        finally:
+            _set_rng_state(current)
+        if len(captured) != state["count"]:
+            raise RuntimeError(
+                "torch.utils.checkpoint: A different number of tensors was saved during the "
+                f"original forward and recomputation.\nNumber of tensors saved during forward: "
+                f"{state['count']}\nNumber of tensors saved during recomputation: "
+                f"{len(captured)}.")
+        return captured
+
+    with saved_tensors_hooks(pack, unpack):
+        return fn(*args, **kwargs)
+
+
+def checkpoint(function: Callable, *args: Any, use_reentrant: Optional[bool] = None,
+               preserve_rng_state: bool = True, **kwargs: Any) -> Any:
+    """Run ``function(*args, **kwargs)`` without keeping its intermediate values; they are
+    recomputed during backward. ``use_reentrant`` selects the variant (see the module doc);
+    not passing it warns, as in PyTorch, and uses the reentrant variant."""
+    if use_reentrant is None:
+        warnings.warn(USE_REENTRANT_WARNING, UserWarning, stacklevel=2)
+        use_reentrant = True
+    kwargs.pop("context_fn", None)
+    kwargs.pop("determinism_check", None)
+    kwargs.pop("debug", None)
+    if use_reentrant:
+        if kwargs:
+            raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+        return _checkpoint_reentrant(function, args, {}, preserve_rng_state)
+    return _checkpoint_non_reentrant(function, args, kwargs, preserve_rng_state)
+
+
+def checkpoint_sequential(functions: Sequence[Callable], segments: int, input: Any,
+                          use_reentrant: Optional[bool] = None, **kwargs: Any) -> Any:
+    """Run ``functions`` in order on ``input``, split into ``segments`` chunks; every chunk but
+    the last is checkpointed (the last one's values are needed right away by backward)."""
+    if use_reentrant is None:
+        warnings.warn(USE_REENTRANT_WARNING, UserWarning, stacklevel=2)
+        use_reentrant = True
+    functions = list(functions)
+    if segments < 1:
+        raise ValueError("segments must be positive")
+    size = max(len(functions) // segments, 1)
+
+    def run(start: int, end: int) -> Callable:
+        def forward(x: Any) -> Any:
+            for f in functions[start:end + 1]:
+                x = f(x)
+            return x
+        return forward
+
+    end = -1
+    for start in range(0, size * (segments - 1), size):
+        end = start + size - 1
+        input = checkpoint(run(start, end), input, use_reentrant=use_reentrant,
+                           preserve_rng_state=kwargs.get("preserve_rng_state", True))
+    return run(end + 1, len(functions) - 1)(input)
