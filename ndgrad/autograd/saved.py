@@ -228,6 +228,7 @@ def _forward_site(node: Any) -> str:
     """``file:line`` of the user code that ran ``node``'s forward, when anomaly mode recorded
     the forward stack (recording it always would cost ~1 µs per op)."""
     trace = getattr(node, "_anomaly_trace", None) if node is not None else None
+    trace = getattr(trace, "stack", trace)      # anomaly_mode._ForwardTrace
     if not trace:
         return ""
     if isinstance(trace, str):

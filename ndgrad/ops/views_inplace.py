@@ -226,12 +226,23 @@ class CopySlices(Node):
 
 
 # ---------------------------------------------------------------------------- in-place ops
-def _site() -> str:
-    """``file:line`` of the first caller outside ndgrad (for error messages)."""
+_PKG_DIR = __file__[: -len("ops/views_inplace.py")]
+
+
+def _site() -> Any:
+    """(file, line) of the first caller outside ndgrad, formatted only if an error needs it."""
     f = sys._getframe(2)
-    while f is not None and f.f_globals.get("__name__", "").startswith("ndgrad"):
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
         f = f.f_back
-    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "<unknown>"
+    return _Site(f.f_code.co_filename, f.f_lineno) if f is not None else None
+
+
+class _Site(tuple):
+    def __new__(cls, filename: str, lineno: int) -> "_Site":
+        return tuple.__new__(cls, (filename, lineno))
+
+    def __str__(self) -> str:
+        return f"{self[0]}:{self[1]}"
 
 
 def _bump(t: Tensor) -> None:
@@ -316,8 +327,13 @@ def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any) -> Tensor
         isinstance(a, Tensor) and (a._requires_grad or (a._base is not None and
                                                           refresh_view(a))) for a in args))
     _check_inplace(self, recording)
+    if _dispatch._FW_AD:   # forward AD: fn also updates self's tangents (autograd/forward_ad.py)
+        fn = _dispatch._fw_inplace(self, fn)
     if not recording:
-        with no_grad():
+        if _state.enabled:
+            with no_grad():
+                res = fn(self, *args)
+        else:                          # optimizer updates: already in no_grad
             res = fn(self, *args)
         _store(self, res)
         if not self._inference:
