@@ -29,8 +29,15 @@ from .ops import (  # noqa: F401,E402
     sin, split, sqrt, squeeze, stack, sub, sum, t, tanh, transpose, unbind, unsqueeze, where)
 from . import autograd as autograd  # noqa: E402
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa
 
 clip = clamp
+diagonal = ops.shape.diagonal
+as_strided = ops.shape.as_strided
+real = ops.shape.real
+imag = ops.shape.imag
+inference_mode = autograd.grad_mode.inference_mode
+is_inference_mode_enabled = autograd.grad_mode.is_inference_mode_enabled
 isnan = ops.isnan
 isfinite = ops.isfinite
 isinf = ops.isinf

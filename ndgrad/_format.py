@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -170,6 +171,11 @@ def format_tensor(t: Any) -> str:
         suffixes.append(f"grad_fn=<{_node_label(t._grad_fn)}>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
+    fw = sys.modules.get("ndgrad.autograd.forward_ad")
+    if fw is not None and fw._current_level >= 0:     # a dual tensor shows its tangent
+        tangent = fw._current_tangent(t)
+        if tangent is not None:
+            suffixes.append("tangent=" + format_tensor(tangent))
     return _with_suffixes(prefix + body, suffixes, indent)
 
 

@@ -121,6 +121,7 @@ class Tensor:
     _view_version = 0           # shared version when the view's grad_fn was last computed
     _view_creation = None       # no_grad / multi-output / inference view (in-place checks)
     _inference = False          # created in inference_mode
+    _fw_grads = None            # {level: tangent} (Note [Forward AD], autograd/forward_ad.py)
     _blevel = 0                 # batch level id (Note [Batched backward], autograd/batching.py)
     _bproxy = None              # on a logical proxy: the batched tensor it stands for
     __array_priority__ = 1000   # ndarray <op> Tensor defers to Tensor
@@ -242,8 +243,8 @@ class Tensor:
     # ------------------------------------------------------------------ autograd state
     @property
     def requires_grad(self) -> bool:
-        if self._base is not None:
-            _refresh_view(self)
+        if self._base is not None:   # a view of a base that requires grad does (as PyTorch)
+            return self._requires_grad or self._base._requires_grad
         return self._requires_grad
 
     @requires_grad.setter
@@ -267,6 +268,9 @@ class Tensor:
                 "var_no_grad = var.detach().")
         if requires_grad and _FROM_NP[self._data.dtype]._category < _dtype._FLOAT:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._inference and not _grad_mode._state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -395,6 +399,9 @@ class Tensor:
         """A new tensor sharing data and version counter, with no history."""
         t = _new(Tensor)
         t._data = self._data
+        if self._inference:            # an alias of an inference tensor is one (no version)
+            t._inference = True
+            return t
         t._version_counter = self._vc()
         return t
 

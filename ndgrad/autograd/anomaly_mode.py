@@ -77,6 +77,7 @@ def _set(mode: bool, check_nan: bool) -> None:
     _enabled = mode
     _check_nan = bool(check_nan)
     from ..ops import _dispatch          # ops imports autograd: bound at call time
+    _dispatch._anomaly_record = record
     _dispatch._ANOMALY = mode
 
 

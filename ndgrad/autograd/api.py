@@ -227,7 +227,7 @@ def grad(
         return tuple(res)
 
     if is_grads_batched:
-        result = _batched(run, grads, retain_graph)
+        result = _batched(run, grads, retain_graph, create_graph, roots)
     else:
         result = run(grads, retain_graph)
     if materialize_grads:
@@ -240,14 +240,88 @@ def grad(
     return result
 
 
-def _batched(run: Any, grads: tuple, retain_graph: bool) -> tuple:
-    """One backward per row of the batched grad_outputs, results stacked along dim 0."""
+def _batch_size(grads: tuple) -> int:
+    """The common size of the first dimension of the batched grad_outputs (PyTorch's vmap
+    errors otherwise)."""
+    sizes = []
+    for g in grads:
+        if g is None:
+            continue
+        if g._data.ndim == 0:
+            raise ValueError("vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, "
+                             "but that input is a Tensor of dimensionality 0 so expected in_dim "
+                             "to satisfy 0 <= in_dim < 0.")
+        sizes.append(g._data.shape[0])
+    if len(set(sizes)) > 1:
+        raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
+                         f"dimension, got sizes {sizes} for the mapped dimension")
+    n = sizes[0] if sizes else 1
+    if n == 0:
+        raise IndexError("index 0 is out of bounds for dimension 0 with size 0")
+    return n
+
+
+def _graph_supports_batching(roots: Sequence[Any]) -> bool:
+    """True if every node reachable from ``roots`` has a batching rule and no hooks (the
+    nodes a vectorized backward can run, see Note [Batched backward] in batching.py)."""
+    from ..ops._batching import RULES
+    from .accumulate_grad import AccumulateGrad
+    from .node import OpNode
+    seen: set = set()
+    stack = [r for r in roots if r is not None]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node._has_hooks:
+            return False
+        if type(node) is AccumulateGrad:
+            continue
+        if not isinstance(node, OpNode) or type(node)._op not in RULES:
+            return False
+        stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+    return True
+
+
+def _batched(run: Any, grads: tuple, retain_graph: bool, create_graph: bool,
+             roots: Sequence[Any]) -> tuple:
+    """``is_grads_batched=True``: one backward pass carrying the batch dimension through every
+    node when the graph allows it (Note [Batched backward]), else one pass per row."""
+    n = _batch_size(grads)
+    if not _graph_supports_batching([e[0] for e in roots]):
+        return _row_loop(run, grads, retain_graph, n)
+    from .batching import batch_level
+    from .grad_mode import enable_grad
+    with batch_level() as level:
+        seeds = []
+        for g in grads:
+            if g is None:
+                seeds.append(None)
+                continue
+            if create_graph and g._requires_grad:
+                with enable_grad():
+                    g = g.view(g._data.shape)     # keeps the history of a grad_output
+            else:
+                g = g._alias()
+            g._blevel = level
+            seeds.append(g)
+        res = run(tuple(seeds), retain_graph)
+    batched = [r is not None and r._blevel == level for r in res]
+    out = []
+    for r, b in zip(res, batched):
+        if r is not None:
+            if b:
+                r._blevel = 0
+            else:                   # the same for every row: repeat it
+                r = r.unsqueeze(0).expand((n,) + tuple(r._data.shape)).contiguous()
+        out.append(r)
+    return tuple(out)
+
+
+def _row_loop(run: Any, grads: tuple, retain_graph: bool, n: int) -> tuple:
+    """The fallback: one backward per row of the batched grad_outputs, stacked along dim 0."""
     from ..ops import stack
-    sizes = {g._data.shape[0] for g in grads if g is not None}
-    if len(sizes) > 1:
-        raise RuntimeError("is_grads_batched=True expects all grad_outputs to have the same "
-                           "batch size (first dimension)")
-    n = sizes.pop() if sizes else 1
     rows = []
     for b in range(n):
         gs = tuple(g[b] if g is not None else None for g in grads)

@@ -26,6 +26,14 @@ class _GradState(threading.local):
     # A new thread starts with grad enabled and outside inference mode, as in PyTorch.
     enabled = True
     inference = False
+    inference_grad = False
+
+
+# Note [Grad mode inside inference mode]
+# ``_state.enabled`` is what the dispatcher reads: whether ops are recorded. Inference mode
+# records nothing, so it keeps ``enabled`` False; the grad mode the user sets inside it
+# (``enable_grad`` ...) only changes what ``is_grad_enabled()`` reports, kept in
+# ``inference_grad`` (PyTorch: grad mode on, still no recording and inference tensors).
 
 
 # Note [Grad mode is thread-local]
@@ -35,12 +43,16 @@ _state = _GradState()
 
 
 def is_grad_enabled() -> bool:
-    """True if operations are currently recorded for backward in this thread."""
-    return _state.enabled
+    """True if grad mode is on in this thread (outside inference mode: operations on tensors
+    that require grad are recorded)."""
+    return _state.inference_grad if _state.inference else _state.enabled
 
 
 def _set(mode: bool) -> None:
-    _state.enabled = bool(mode)
+    if _state.inference:
+        _state.inference_grad = bool(mode)
+    else:
+        _state.enabled = bool(mode)
 
 
 class _GradModeContext:
@@ -49,11 +61,11 @@ class _GradModeContext:
     _mode: bool
 
     def __enter__(self) -> None:
-        self._prev = _state.enabled
-        _state.enabled = self._mode
+        self._prev = is_grad_enabled()
+        _set(self._mode)
 
     def __exit__(self, *exc: object) -> None:
-        _state.enabled = self._prev
+        _set(self._prev)
 
     def clone(self) -> "_GradModeContext":
         return self.__class__()
@@ -134,22 +146,22 @@ class set_grad_enabled(_GradModeContext):
         if not isinstance(mode, bool):
             raise TypeError("set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
                             f"not {type(mode).__name__}")
-        self._prev = _state.enabled
+        self._prev = is_grad_enabled()
         self._mode = bool(mode)
-        _state.enabled = self._mode
+        _set(self._mode)
 
     def __enter__(self) -> None:
-        _state.enabled = self._mode
+        _set(self._mode)
 
     def __exit__(self, *exc: object) -> None:
-        _state.enabled = self._prev
+        _set(self._prev)
 
     def clone(self) -> "set_grad_enabled":
         return set_grad_enabled(self._mode)
 
     def __call__(self, fn: F) -> F:
         # Used as a decorator: construction must not leave the mode changed.
-        _state.enabled = self._prev
+        _set(self._prev)
         return super().__call__(fn)
 
 
@@ -178,15 +190,18 @@ class inference_mode(_GradModeContext):
         return super().__new__(cls)
 
     def __enter__(self) -> None:
-        self._prev = (_state.enabled, _state.inference)
+        self._prev = (_state.enabled, _state.inference, _state.inference_grad)
+        # As PyTorch's InferenceMode(mode): grad mode is set to ``not mode``.
         if self._mode:
             _state.enabled = False
             _state.inference = True
+            _state.inference_grad = False
         else:
             _state.inference = False
+            _state.enabled = True
 
     def __exit__(self, *exc: object) -> None:
-        _state.enabled, _state.inference = self._prev
+        _state.enabled, _state.inference, _state.inference_grad = self._prev
 
     def clone(self) -> "inference_mode":
         return inference_mode(self._mode)

@@ -1,12 +1,28 @@
-"""``gradcheck`` and ``gradgradcheck``: analytical Jacobians against float64 finite differences.
+"""``gradcheck`` and ``gradgradcheck``: analytical Jacobians against float64 finite differences,
+with PyTorch's checks, indices and messages.
 
-Complex numbers follow PyTorch's convention: for an input ``z`` and output ``s``, the backward
-of a grad_output ``v`` is ``conj(v) * ds/dz* + v * conj(ds/dz)`` (Wirtinger derivatives), which
-for a real-valued loss is ``dL/dx + i dL/dy``. For a real input the real part is kept.
+What is checked, in order (as PyTorch does):
+1. the inputs: a warning for each input that requires grad and is not float64/complex128, an
+   error for inputs with a zero stride, ``ValueError`` when no input requires grad;
+2. backward mode (``check_backward_ad``): for every output that requires grad and every input
+   that requires grad, the analytical Jacobian (one backward per output element, run twice: the
+   two must agree within ``nondet_tol``) against central differences with step ``eps``, element
+   by element within ``atol + rtol * |numerical|``. ``fast_mode`` compares the single number
+   ``v^T J u`` for random unit vectors instead. Indices in messages count only outputs and
+   inputs that require grad ("Jacobian mismatch for output 0 with respect to input 1");
+3. forward mode (``check_forward_ad``, via ``forward_ad``);
+4. ``check_batched_grad``: ``grad(..., is_grads_batched=True)`` against a loop over rows;
+5. zero grad_outputs give zero gradients of the input's dtype and size, and backward handles an
+   output whose gradient is missing (``check_undefined_grad``).
+
+Complex numbers follow PyTorch's convention. A complex output ``s`` is checked as two real
+functions, ``imag(s)`` then ``real(s)`` (messages say which). For a complex input ``z = x + iy``
+and a real output, the numerical column is ``ds/dx + i ds/dy``, which is what the backward of a
+real grad_output must give (the conjugate Wirtinger derivative, times 2).
 
 Example:
     >>> import ndgrad
-    >>> from ndgrad.autograd import gradcheck
+    >>> from ndgrad.autograd.gradcheck import gradcheck
     >>> x = ndgrad.randn(3, dtype=ndgrad.float64, requires_grad=True)
     >>> gradcheck(lambda t: (t * t).sin(), (x,))
     True
@@ -25,105 +41,110 @@ _tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is als
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
+_BATCHED_GRAD_HELP = (
+    "gradcheck or gradgradcheck failed while testing batched gradient computation "
+    "(check_batched_grad=True): the gradients computed with "
+    "autograd.grad(..., is_grads_batched=True) differ from those computed one grad_output at a "
+    "time. The batched backward runs every node once on gradients with an extra leading batch "
+    "dimension (see Note [Batched backward] in ndgrad/autograd/batching.py); a backward rule or "
+    "batching rule that mishandles that dimension is the usual cause. Pass "
+    "check_batched_grad=False to skip this check.")
+_NONDET_HELP = (
+    "\n\nTwo backward passes with the same inputs and grad_outputs must agree. If the "
+    "backward is meant to be non-deterministic, pass nondet_tol=<tolerance>.")
+_FAST_SLOW_OK_HELP = (
+    "Fast gradcheck failed but element-wise differences are small. This means that the test "
+    "might've passed in slow_mode! Call gradcheck/gradgradcheck with fast_mode=False.")
+
 
 class GradcheckError(RuntimeError):
     """Raised by ``gradcheck``/``gradgradcheck`` when a check fails."""
 
 
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, _tensor_mod.Tensor)
+
+
 def _as_tuple(x: Any) -> tuple:
-    if isinstance(x, _tensor_mod.Tensor):
-        return (x,)
-    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+    if isinstance(x, tuple):
+        return x
+    if isinstance(x, list):
+        return tuple(x)
+    return (x,)
 
 
 def _diff_inputs(inputs: tuple) -> list:
-    return [i for i, t in enumerate(inputs)
-            if isinstance(t, _tensor_mod.Tensor) and t.requires_grad]
+    """Positions of the inputs that require grad."""
+    return [i for i, t in enumerate(inputs) if _is_tensor(t) and t.requires_grad]
 
 
 def _outputs(func: Callable, inputs: tuple) -> tuple:
-    return tuple(o for o in _as_tuple(func(*inputs)) if isinstance(o, _tensor_mod.Tensor))
+    """The tensors among ``func``'s outputs."""
+    return tuple(o for o in _as_tuple(func(*inputs)) if _is_tensor(o))
 
 
 def _diff_outputs(outputs: tuple) -> list:
+    """Positions of the floating point and complex outputs."""
     return [k for k, o in enumerate(outputs) if o.dtype.is_floating_point or o.dtype.is_complex]
+
+
+def _np(t: Any) -> np.ndarray:
+    return t.detach().numpy()
+
+
+def _show(a: Any) -> str:
+    """An array as ndgrad prints tensors (PyTorch prints its own in these messages)."""
+    return repr(_tensor_mod._wrap(np.asarray(a)))
 
 
 def _numerical_columns(func: Callable, inputs: tuple, i: int, eps: float,
                        out_idx: list) -> list:
-    """For input ``i``, per output: (ds/dx, ds/dy or None) as arrays (n_in, n_out)."""
+    """Central differences w.r.t. input ``i``: per output position in ``out_idx``, the pair
+    ``(ds/dx, ds/dy)`` of arrays ``(n_in, n_out)`` (``ds/dy`` only for a complex input). The
+    input's memory is perturbed in place and restored."""
     x = inputs[i]
     data = x.detach().numpy()
-    flat = data.reshape(-1) if data.flags.c_contiguous else None
-    if flat is None:
-        raise GradcheckError("gradcheck expects contiguous inputs")
     is_complex = data.dtype.kind == "c"
-    n_in = flat.size
+    n_in = data.size
 
     def eval_outputs() -> list:
         # Not under no_grad: ``func`` may itself differentiate (gradgradcheck).
         outs = _outputs(func, inputs)
-        return [np.array(outs[k].detach().numpy(), dtype=np.complex128 if np.iscomplexobj(
-            outs[k].detach().numpy()) else np.float64).reshape(-1) for k in out_idx]
+        res = []
+        for k in out_idx:
+            a = _np(outs[k])
+            res.append(np.array(a, dtype=np.complex128 if a.dtype.kind == "c"
+                                else np.float64).reshape(-1))
+        return res
 
     base = eval_outputs()
     dx = [np.zeros((n_in, b.size), dtype=b.dtype) for b in base]
     dy = [np.zeros((n_in, b.size), dtype=np.complex128) for b in base] if is_complex else None
-    for j in range(n_in):
-        orig = flat[j]
+    for j, idx in enumerate(np.ndindex(data.shape)):
+        orig = data[idx]
         for direction, store in ((1.0, dx), (1j, dy)):
             if store is None:
                 continue
-            flat[j] = orig + direction * eps
+            data[idx] = orig + direction * eps
             plus = eval_outputs()
-            flat[j] = orig - direction * eps
+            data[idx] = orig - direction * eps
             minus = eval_outputs()
-            flat[j] = orig
+            data[idx] = orig
             for k in range(len(out_idx)):
                 d = (plus[k] - minus[k]) / (2 * eps)
-                if store is dx and not np.iscomplexobj(store[k]) and np.iscomplexobj(d):
+                if not np.iscomplexobj(store[k]) and np.iscomplexobj(d):
                     store[k] = store[k].astype(np.complex128)
                 store[k][j] = d
     return [(dx[k], dy[k] if dy is not None else None) for k in range(len(out_idx))]
 
 
-def _numerical_vjp_rows(cols: tuple, v: complex, input_complex: bool) -> np.ndarray:
-    """Numerical backward for grad_output ``v`` at every output element: (n_out, n_in)."""
-    ds_dx, ds_dy = cols
-    if not input_complex:
-        return np.real(np.conj(v) * ds_dx).T
-    d_dz = 0.5 * (ds_dx - 1j * ds_dy)
-    d_dzc = 0.5 * (ds_dx + 1j * ds_dy)
-    return (np.conj(v) * d_dzc + v * np.conj(d_dz)).T
+def _error(k: int, i: int, num: Any, ana: Any, what: str = "", prefix: str = "") -> str:
+    """PyTorch's mismatch message; ``num``/``ana`` are (n_in, n_out) Jacobians."""
+    return (f"{prefix}Jacobian mismatch for output {k} with respect to input {i}{what},\n"
+            f"numerical:{_show(num)}\nanalytical:{_show(ana)}\n")
 
 
-def _analytical_rows(outputs: tuple, k: int, inputs: tuple, i_list: list, v: complex) -> list:
-    """Rows of the analytical backward for output ``k`` with grad_output ``v`` * e_row."""
-    from .api import grad as autograd_grad
-    out = outputs[k]
-    n_out = out.numel()
-    rows = [np.zeros((n_out, inputs[i].numel()), dtype=np.complex128 if inputs[i].is_complex()
-                     else np.float64) for i in i_list]
-    if not out.requires_grad:
-        return rows
-    for r in range(n_out):
-        g = np.zeros(n_out, dtype=out.detach().numpy().dtype)
-        g[r] = v
-        go = _tensor_mod._wrap(g.reshape(out.shape))
-        res = autograd_grad(out, [inputs[i] for i in i_list], go, retain_graph=True,
-                            allow_unused=True)
-        for col, gr in enumerate(res):
-            if gr is not None:
-                rows[col][r] = gr.detach().numpy().reshape(-1)
-    return rows
-
-
-def _error(k: int, i: int, num: np.ndarray, ana: np.ndarray, what: str = "") -> str:
-    with np.printoptions(precision=6, suppress=True, linewidth=100):
-        return (f"Jacobian mismatch for output {k} with respect to input {i}{what},\n"
-                f"numerical:{num.T}\nanalytical:{ana.T}\n")
-
-
+# ---------------------------------------------------------------------------- entry points
 def gradcheck(
     func: Callable[..., Any],
     inputs: Union[Any, Sequence[Any]],
@@ -143,33 +164,23 @@ def gradcheck(
     masked: Optional[bool] = None,
 ) -> bool:
     """Check ``func``'s gradients w.r.t. the inputs that require grad against central finite
-    differences (``eps``), element by element within ``atol + rtol * |numerical|``.
+    differences (see the module docstring for the list of checks).
 
     Returns True, or raises :class:`GradcheckError` (returns False with
-    ``raise_exception=False``). ``fast_mode`` compares one random projection ``v^T J u``
-    instead of the whole Jacobian.
+    ``raise_exception=False``).
+
+    >>> import ndgrad
+    >>> from ndgrad.autograd.gradcheck import gradcheck
+    >>> x = ndgrad.tensor([0.5, 1.5], dtype=ndgrad.float64, requires_grad=True)
+    >>> gradcheck(lambda t: t.exp() * t, (x,), fast_mode=True)
+    True
     """
     inputs = _as_tuple(inputs)
-    i_list = _diff_inputs(inputs)
-    if not i_list:
-        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
-                         "none of the them have requires_grad=True.")
-    for i in i_list:
-        d = inputs[i].dtype
-        if d.name not in ("float64", "complex128"):
-            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
-                          "point or complex. This check will likely fail if all the inputs are "
-                          "not of double precision floating point or complex. ", UserWarning,
-                          stacklevel=2)
+    _check_inputs(inputs)
     try:
-        if check_backward_ad:
-            _check_backward(func, inputs, i_list, eps, atol, rtol, fast_mode)
-            if check_grad_dtypes:
-                _check_grad_dtypes(func, inputs, i_list)
-            if check_batched_grad:
-                _check_batched(func, inputs, i_list, atol, rtol)
-        if check_forward_ad:
-            _check_forward(func, inputs, i_list, eps, atol, rtol)
+        _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
+                   check_grad_dtypes, check_batched_grad, check_forward_ad, check_backward_ad,
+                   fast_mode)
     except GradcheckError:
         if raise_exception:
             raise
@@ -177,111 +188,332 @@ def gradcheck(
     return True
 
 
-def _check_backward(func, inputs, i_list, eps, atol, rtol, fast_mode) -> None:
-    outputs = _outputs(func, inputs)
-    out_idx = _diff_outputs(outputs)
-    if fast_mode:
-        _check_fast(func, inputs, outputs, out_idx, i_list, eps, atol, rtol)
+def _check_inputs(inputs: tuple) -> None:
+    any_diff = False
+    for idx, x in enumerate(inputs):
+        if not (_is_tensor(x) and x.requires_grad):
+            continue
+        if x.dtype.name not in ("float64", "complex128"):
+            warnings.warn(f"Input #{idx} requires gradient and is not a double precision "
+                          "floating point or complex. This check will likely fail if all the "
+                          "inputs are not of double precision floating point or complex. ",
+                          stacklevel=3)
+        if not all(st > 0 or n <= 1 for st, n in zip(x.stride(), x.shape)):
+            raise RuntimeError(
+                f"The {idx}th input has a dimension with stride 0. gradcheck only supports "
+                "inputs that are non-overlapping to be able to compute the numerical gradients "
+                "correctly. You should call .contiguous on the input before passing it to "
+                "gradcheck.")
+        any_diff = True
+    if not any_diff:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
+                         "none of them have requires_grad=True.")
+
+
+def _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
+               check_grad_dtypes, check_batched_grad, check_forward_ad, check_backward_ad,
+               fast_mode) -> None:
+    func_out = _as_tuple(func(*inputs))
+    outputs = tuple(o for o in func_out if _is_tensor(o) and o.requires_grad)
+    check = _check_fast if fast_mode else _check_slow
+    if check_backward_ad:
+        if any(_is_tensor(o) and o.is_complex() for o in func_out):
+            for part, prefix in (("imag", "While considering the imaginary part of complex "
+                                          "outputs only, "),
+                                 ("real", "While considering the real part of complex outputs "
+                                          "only, ")):
+                f = _part_of_complex_outputs(func, part)
+                check(f, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, prefix)
+        else:
+            check(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, "")
+    if check_forward_ad:
+        _check_forward(func, inputs, _diff_inputs(inputs), eps, atol, rtol)
+    if not check_backward_ad:
         return
-    numeric = {i: _numerical_columns(func, inputs, i, eps, out_idx) for i in i_list}
-    for pos, k in enumerate(out_idx):
-        vs = (1.0, 1j) if outputs[k].is_complex() else (1.0,)
-        for v in vs:
-            ana = _analytical_rows(outputs, k, inputs, i_list, v)
-            for col, i in enumerate(i_list):
-                num = _numerical_vjp_rows(numeric[i][pos], v, inputs[i].is_complex())
-                a = ana[col]
-                if not np.allclose(a, num, rtol=rtol, atol=atol):
-                    what = "" if v == 1.0 else " (grad_output = 1j)"
-                    raise GradcheckError(_error(k, i, num, a, what))
+    if check_batched_grad:
+        for k, o in enumerate(outputs):
+            _check_batched(inputs, o, k)
+    _check_zero_grad_outputs(outputs, inputs)
+    if check_undefined_grad and len(outputs) > 1:
+        _check_missing_grad_outputs(func, inputs, len(outputs))
 
 
-def _check_fast(func, inputs, outputs, out_idx, i_list, eps, atol, rtol) -> None:
-    from .api import grad as autograd_grad
+def _part_of_complex_outputs(func: Callable, part: str) -> Callable:
+    def f(*xs: Any) -> tuple:
+        return tuple(getattr(o, part) if _is_tensor(o) and o.is_complex() else o
+                     for o in _as_tuple(func(*xs)))
+    return f
+
+
+def _outputs_requiring_grad(func: Callable, inputs: tuple) -> tuple:
+    """(all tensor outputs, positions of those that require grad)."""
+    outs = _outputs(func, inputs)
+    return outs, [k for k, o in enumerate(outs) if o.requires_grad]
+
+
+def _check_no_diff_outputs(func: Callable, inputs: tuple, eps: float) -> None:
+    outs = _outputs(func, inputs)
+    idx = _diff_outputs(outs)
+    for i in _diff_inputs(inputs):
+        for dx, dy in _numerical_columns(func, inputs, i, eps, idx):
+            if np.any(dx != 0) or (dy is not None and np.any(dy != 0)):
+                raise GradcheckError("Numerical gradient for function expected to be zero")
+
+
+def _check_slow(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, prefix) -> None:
+    outs, diff = _outputs_requiring_grad(func, inputs)
+    if not diff:
+        _check_no_diff_outputs(func, inputs, eps)
+        return
+    i_list = _diff_inputs(inputs)
+    numerical = []      # [input][output] -> (n_in, n_out)
+    for i in i_list:
+        cols = _numerical_columns(func, inputs, i, eps, diff)
+        numerical.append([dx if dy is None else dx + 1j * dy for dx, dy in cols])
+    for oi, k in enumerate(diff):
+        analytical = _analytical_jacobian(inputs, i_list, outs[k], nondet_tol,
+                                          check_grad_dtypes)
+        for ii in range(len(i_list)):
+            a, n = analytical[ii], numerical[ii][oi]
+            if not np.allclose(a, n, rtol=rtol, atol=atol):
+                raise GradcheckError(_error(oi, ii, n, a, prefix=prefix))
+
+
+def _analytical_rows(out: Any, xs: list, vectors: list) -> list:
+    """For each grad_output in ``vectors``, the gradients w.r.t. ``xs`` (arrays or None)."""
+    from .api import grad
+    rows = []
+    for v in vectors:
+        res = grad(out, xs, _tensor_mod._wrap(v), retain_graph=True, allow_unused=True)
+        rows.append([None if g is None else g for g in res])
+    return rows
+
+
+def _stack_rows(rows: list, xs: list) -> tuple:
+    """Jacobians (n_in, n_rows) per input from per-row gradients; and whether dtypes and sizes
+    were right."""
+    types_ok = sizes_ok = True
+    jac = []
+    for j, x in enumerate(xs):
+        cplx = x.is_complex() or any(r[j] is not None and r[j].is_complex() for r in rows)
+        m = np.zeros((x.numel(), len(rows)), dtype=np.complex128 if cplx else np.float64)
+        for r, row in enumerate(rows):
+            g = row[j]
+            if g is None:
+                continue
+            if g.dtype != x.dtype:
+                types_ok = False
+            if g.numel() != x.numel():
+                sizes_ok = False
+                continue
+            m[:, r] = _np(g).reshape(-1)
+        jac.append(m)
+    return jac, types_ok, sizes_ok
+
+
+def _checked_jacobians(out: Any, xs: list, vectors: list, nondet_tol: float,
+                       check_grad_dtypes: bool) -> list:
+    """Backward for each vector, twice; PyTorch's dtype, size and reentrancy checks."""
+    j1, types_ok, sizes_ok = _stack_rows(_analytical_rows(out, xs, vectors), xs)
+    j2, _, _ = _stack_rows(_analytical_rows(out, xs, vectors), xs)
+    reentrant = all(a.shape == b.shape and (a.size == 0 or np.max(np.abs(a - b)) <= nondet_tol)
+                    for a, b in zip(j1, j2))
+    if not types_ok and check_grad_dtypes:
+        raise GradcheckError("Gradient has dtype mismatch")
+    if not sizes_ok:
+        raise GradcheckError("Analytical gradient has incorrect size")
+    if not reentrant:
+        raise GradcheckError(
+            "Backward is not reentrant, i.e., running backward with same input and grad_output "
+            "multiple times gives different values, although analytical gradient matches "
+            f"numerical gradient.The tolerance for nondeterminism was {nondet_tol}."
+            + _NONDET_HELP)
+    return j1
+
+
+def _analytical_jacobian(inputs: tuple, i_list: list, out: Any, nondet_tol: float,
+                         check_grad_dtypes: bool) -> list:
+    dt = _np(out).dtype
+    vectors = []
+    for r in range(out.numel()):
+        v = np.zeros(out.numel(), dtype=dt)
+        v[r] = 1
+        vectors.append(v.reshape(tuple(out.shape)))
+    return _checked_jacobians(out, [inputs[i] for i in i_list], vectors, nondet_tol,
+                              check_grad_dtypes)
+
+
+# ---------------------------------------------------------------------------- fast mode
+def _unit(rng: np.random.Generator, n: int, dtype: Any) -> np.ndarray:
+    v = rng.random(n)
+    norm = np.linalg.norm(v)
+    return (v / norm if norm else v).astype(dtype)
+
+
+def _check_fast(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, prefix) -> None:
+    """``v^T J u`` for random unit vectors ``u`` (per input) and ``v`` (per output)."""
     rng = np.random.default_rng(0)
-    for k in out_idx:
-        out = outputs[k]
-        if not out.requires_grad:
-            continue
-        v = rng.standard_normal(out.shape)
-        if out.is_complex():
-            v = v + 1j * rng.standard_normal(out.shape)
-        vt = _tensor_mod._wrap(v.astype(out.detach().numpy().dtype))
-        ana_grads = autograd_grad(out, [inputs[i] for i in i_list], vt, retain_graph=True,
-                                  allow_unused=True)
-        for col, i in enumerate(i_list):
-            x = inputs[i]
-            u = rng.standard_normal(x.shape)
-            if x.is_complex():
-                u = u + 1j * rng.standard_normal(x.shape)
-            data = x.detach().numpy()
-            orig = data.copy()
-            data[...] = orig + eps * u
-            plus = _outputs(func, inputs)[k].detach().numpy().astype(np.complex128)
-            data[...] = orig - eps * u
-            minus = _outputs(func, inputs)[k].detach().numpy().astype(np.complex128)
-            data[...] = orig
-            jvp = (plus - minus) / (2 * eps)                     # J u (directional derivative)
-            num = np.real(np.vdot(v, jvp)) if not x.is_complex() else None
-            g = ana_grads[col]
-            ana_g = np.zeros(x.shape) if g is None else g.detach().numpy()
-            if x.is_complex():
-                # <u, grad> with PyTorch's convention equals Re(conj(v) J u) for real losses.
-                num = np.real(np.vdot(v, jvp))
-                ana = np.real(np.vdot(ana_g, u))
-            else:
-                ana = np.real(np.sum(ana_g * u))
-            if not np.isclose(ana, num, rtol=rtol, atol=atol):
-                raise GradcheckError(
-                    f"Jacobian mismatch for output {k} with respect to input {i},\n"
-                    f"numerical:{num}\nanalytical:{ana}\n\nThe above quantities relating the "
-                    "numerical and analytical jacobians are computed in fast mode (v^T J u).")
-
-
-def _check_grad_dtypes(func, inputs, i_list) -> None:
-    from .api import grad as autograd_grad
-    outputs = [o for o in _outputs(func, inputs) if o.requires_grad]
-    if not outputs:
+    i_list = _diff_inputs(inputs)
+    outs, diff = _outputs_requiring_grad(func, inputs)
+    all_u = []
+    for i in i_list:
+        x = inputs[i]
+        real = np.float64 if x.dtype.name in ("float64", "complex128") else np.float32
+        ur = _unit(rng, x.numel(), real)
+        all_u.append((ur, _unit(rng, x.numel(), real)) if x.is_complex() else ur)
+    all_v = [_unit(rng, outs[k].numel(), _np(outs[k]).dtype) for k in diff]
+    numerical_ju = [_numerical_ju(func, inputs, i, u, eps) for i, u in zip(i_list, all_u)]
+    if not diff:
+        for ju in numerical_ju:
+            for col in ju:
+                if col.size and np.max(np.abs(col)) > nondet_tol:
+                    raise GradcheckError("Numerical gradient for function expected to be zero")
         return
-    loss = sum((o.real_part() if o.is_complex() else o).sum() for o in outputs)
-    grads = autograd_grad(loss, [inputs[i] for i in i_list], allow_unused=True)
-    for g, i in zip(grads, i_list):
-        if g is not None and g.dtype != inputs[i].dtype:
-            raise GradcheckError("Gradient has dtype mismatch")
+    for oi, k in enumerate(diff):
+        v = all_v[oi]
+        vj = _checked_jacobians(outs[k], [inputs[i] for i in i_list],
+                                [v.reshape(tuple(outs[k].shape))], nondet_tol,
+                                check_grad_dtypes)
+        for ii in range(len(i_list)):
+            u = all_u[ii]
+            g = vj[ii][:, 0]
+            if isinstance(u, tuple):
+                ana = np.dot(g.real, u[0]) + 1j * np.dot(g.imag, u[1])
+                atol_adj = atol * (float(u[0].sum()) + float(u[1].sum())) * float(v.sum().real)
+            else:
+                ana = np.dot(g, u)
+                atol_adj = atol * float(u.sum()) * float(v.sum().real)
+            num = np.dot(v, numerical_ju[ii][k])
+            if not np.allclose(ana, num, rtol=rtol, atol=atol_adj):
+                raise GradcheckError(_error(oi, ii, num, ana, prefix=prefix)
+                                     + _slow_mode_report(func, inputs, i_list, diff, ii, oi,
+                                                         eps, rtol, atol))
 
 
-def _check_batched(func, inputs, i_list, atol, rtol) -> None:
-    from .api import grad as autograd_grad
-    rng = np.random.default_rng(1)
-    for out in _outputs(func, inputs):
-        if not out.requires_grad:
-            continue
-        batch = _tensor_mod._wrap(rng.standard_normal((3,) + tuple(out.shape)).astype(
-            out.detach().numpy().dtype))
-        batched = autograd_grad(out, [inputs[i] for i in i_list], batch, retain_graph=True,
-                                allow_unused=True, is_grads_batched=True)
-        for b in range(3):
-            single = autograd_grad(out, [inputs[i] for i in i_list], batch[b],
-                                   retain_graph=True, allow_unused=True)
-            for bg, sg in zip(batched, single):
-                if (bg is None) != (sg is None):
-                    raise GradcheckError("batched grad: None mismatch")
-                if bg is not None and not np.allclose(bg[b].detach().numpy(),
-                                                      sg.detach().numpy(), rtol=rtol, atol=atol):
-                    raise GradcheckError("For output and input, the batched grad computed "
-                                         "using is_grads_batched=True does not match the grad "
-                                         "computed in a loop.")
+def _numerical_ju(func: Callable, inputs: tuple, i: int, u: Any, eps: float) -> list:
+    """``J u`` by central differences along ``u`` (for a complex input, ``u = (ur, ui)``:
+    ``ds/dx ur + i ds/dy ui``), per tensor output (flattened)."""
+    data = inputs[i].detach().numpy()
+    orig = data.copy()
+
+    def along(direction: np.ndarray) -> list:
+        data[...] = orig + eps * direction.reshape(data.shape)
+        plus = [np.asarray(_np(o), dtype=np.complex128).reshape(-1)
+                for o in _outputs(func, inputs)]
+        data[...] = orig - eps * direction.reshape(data.shape)
+        minus = [np.asarray(_np(o), dtype=np.complex128).reshape(-1)
+                 for o in _outputs(func, inputs)]
+        data[...] = orig
+        return [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
+
+    if isinstance(u, tuple):
+        ds_dx, ds_dy = along(u[0]), along(1j * u[1])
+        res = [a + 1j * b for a, b in zip(ds_dx, ds_dy)]
+    else:
+        res = along(u)
+    return [r if np.any(np.iscomplex(r)) else r.real for r in res]
 
 
+def _slow_mode_report(func, inputs, i_list, diff, ii, oi, eps, rtol, atol) -> str:
+    outs = _outputs(func, inputs)
+    dx, dy = _numerical_columns(func, inputs, i_list[ii], eps, [diff[oi]])[0]
+    num = dx if dy is None else dx + 1j * dy
+    ana = _analytical_jacobian(inputs, [i_list[ii]], outs[diff[oi]], float("inf"), False)[0]
+    diff_max = np.max(np.abs(num - ana)) if num.size else 0.0
+    msg = ("\nThe quantities above are fast-mode ones: v^T J u for random unit vectors u and "
+           "v. The same Jacobians recomputed in slow mode (element by element):\n\n"
+           f"Numerical:\n {_show(num)}\nAnalytical:\n{_show(ana)}\n\n"
+           f"The max per-element difference (slow mode) is: {diff_max}.\n")
+    if np.allclose(ana, num, rtol=rtol, atol=atol):
+        msg += _FAST_SLOW_OK_HELP
+    return msg
+
+
+# ---------------------------------------------------------------------------- other checks
 def _check_forward(func, inputs, i_list, eps, atol, rtol) -> None:
     try:
         from . import forward_ad
     except ImportError:
         raise GradcheckError("check_forward_ad=True needs ndgrad.autograd.forward_ad, which is "
-                             "not available yet") from None
+                             "not available") from None
     forward_ad.check_jvp_against_numerical(func, inputs, i_list, eps, atol, rtol)
 
 
+def _check_batched(inputs: tuple, out: Any, k: int) -> None:
+    """``is_grads_batched=True`` for two random grad_outputs against one backward each."""
+    from .api import grad
+    xs = [inputs[i] for i in _diff_inputs(inputs)]
+    rng = np.random.default_rng(1)
+    dt = _np(out).dtype
+    gos = []
+    for _ in range(2):
+        g = rng.standard_normal(tuple(out.shape))
+        if dt.kind == "c":
+            g = g + 1j * rng.standard_normal(tuple(out.shape))
+        gos.append(g.astype(dt))
+
+    def filled(res: Sequence[Any], batch: Optional[int]) -> list:
+        shape = (lambda x: ((batch,) if batch else ()) + tuple(x.shape))
+        return [np.zeros(shape(x), dtype=_np(x).dtype) if r is None else _np(r)
+                for r, x in zip(res, xs)]
+
+    expected = [filled(grad(out, xs, _tensor_mod._wrap(g), retain_graph=True,
+                            allow_unused=True), None) for g in gos]
+    try:
+        batched = grad(out, xs, _tensor_mod._wrap(np.stack(gos)), retain_graph=True,
+                       allow_unused=True, is_grads_batched=True)
+    except RuntimeError as ex:
+        raise GradcheckError(f"While computing batched gradients, got: {ex}\n\n"
+                             f"{_BATCHED_GRAD_HELP}") from ex
+    for j, res in enumerate(filled(batched, len(gos))):
+        exp = np.stack([e[j] for e in expected])
+        if not np.allclose(res, exp):
+            raise GradcheckError(f"For output {k} and input {j}:\n\n{_BATCHED_GRAD_HELP}\n\n"
+                                 f"Got:\n{_show(res)}\n\nExpected:\n{_show(exp)}")
+
+
+def _check_zero_grad_outputs(outputs: tuple, inputs: tuple) -> None:
+    """Zero grad_outputs must give zero gradients of the inputs' dtypes and sizes."""
+    from .._creation import zeros_like
+    from .api import grad
+    xs = [inputs[i] for i in _diff_inputs(inputs)]
+    if not xs:
+        raise GradcheckError("no Tensors requiring grad found in input")
+    if not outputs:
+        return
+    res = grad(outputs, xs, [zeros_like(o) for o in outputs], allow_unused=True)
+    for g, x in zip(res, xs):
+        if g is None:
+            continue
+        if np.any(_np(g) != 0):
+            raise GradcheckError("backward not multiplied by grad_output")
+        if g.dtype != x.dtype:
+            raise GradcheckError("grad is incorrect type")
+        if tuple(g.shape) != tuple(x.shape):
+            raise GradcheckError("grad is incorrect size")
+
+
+def _check_missing_grad_outputs(func: Callable, inputs: tuple, n: int) -> None:
+    """Backward with the gradient of one output missing (its node gets zeros from the engine)
+    must work and, the other grad_outputs being zero, give zero gradients. The function is run
+    again for each output (the previous checks freed the graph)."""
+    from .._creation import zeros_like
+    from .api import grad
+    xs = [inputs[i] for i in _diff_inputs(inputs)]
+    for skip in range(n):
+        outs = [o for o in _as_tuple(func(*inputs)) if _is_tensor(o) and o.requires_grad]
+        kept = [o for k, o in enumerate(outs) if k != skip]
+        try:
+            res = grad(kept, xs, [zeros_like(o) for o in kept], allow_unused=True)
+        except RuntimeError as e:
+            raise GradcheckError("Expected backward function to handle undefined output "
+                                 "grads.") from e
+        if any(g is not None and np.any(_np(g) != 0) for g in res):
+            raise GradcheckError("Expected all input grads to be undefined or zero when all "
+                                 "output grads are undefined or zero.")
+
+
+# ---------------------------------------------------------------------------- gradgradcheck
 def gradgradcheck(
     func: Callable[..., Any],
     inputs: Union[Any, Sequence[Any]],
@@ -301,31 +533,62 @@ def gradgradcheck(
     fast_mode: bool = False,
     masked: bool = False,
 ) -> bool:
-    """``gradcheck`` of the first-order gradients: checks second derivatives (double backward)
-    against finite differences of the backward pass."""
-    from .api import grad as autograd_grad
+    """``gradcheck`` of the first-order gradients (as functions of the inputs and of the
+    grad_outputs): checks second derivatives (double backward) against finite differences of
+    the backward pass. Random grad_outputs in [-1, 1) are used when none are given.
+
+    >>> import ndgrad
+    >>> from ndgrad.autograd.gradcheck import gradgradcheck
+    >>> x = ndgrad.tensor([0.5, 1.5], dtype=ndgrad.float64, requires_grad=True)
+    >>> gradgradcheck(lambda t: t.sin() * t, (x,))
+    True
+    """
+    from .api import grad
+    if not (check_fwd_over_rev or check_rev_over_rev):
+        raise AssertionError("Expected at least one of check_fwd_over_rev or check_rev_over_rev "
+                             "to be True")
+    if check_undefined_grad and not check_rev_over_rev:
+        raise AssertionError("Setting check_undefined_grad=True requires check_rev_over_rev to "
+                             "be True")
+    if check_batched_grad and not check_rev_over_rev:
+        raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to be "
+                             "True")
     inputs = _as_tuple(inputs)
-    i_list = _diff_inputs(inputs)
-    outputs = _outputs(func, inputs)
-    diff_out = [o for o in outputs if o.requires_grad]
     if grad_outputs is None:
         rng = np.random.default_rng(2)
-        grad_outputs = tuple(
-            _tensor_mod._wrap((rng.standard_normal(o.shape) + (1j * rng.standard_normal(o.shape)
-                               if o.is_complex() else 0)).astype(o.detach().numpy().dtype)
-                              ).requires_grad_() for o in diff_out)
+        outs = [o for o in _as_tuple(func(*inputs)) if o.requires_grad]
+        gos = []
+        for o in outs:
+            dt = _np(o).dtype if (o.dtype.is_floating_point or o.dtype.is_complex) \
+                else np.dtype(np.float64)
+            shape = tuple(o.shape)
+            a = rng.uniform(-1, 1, shape + ((2,) if gen_non_contig_grad_outputs else ()))
+            if dt.kind == "c":
+                a = a + 1j * rng.uniform(-1, 1, a.shape)
+            a = a.astype(dt)
+            if gen_non_contig_grad_outputs:
+                a = a[..., 0]
+            gos.append(_tensor_mod._wrap(a).requires_grad_())
+        grad_outputs = tuple(gos)
     else:
         grad_outputs = _as_tuple(grad_outputs)
-    n_in = len(inputs)
+    n_out = len(grad_outputs)
+    diff_in = set(_diff_inputs(inputs))
+    diff_go = {i for i, g in enumerate(grad_outputs) if g.requires_grad}
 
-    def new_func(*all_inputs: Any) -> tuple:
-        ins, gos = all_inputs[:n_in], all_inputs[n_in:]
-        outs = [o for o in _outputs(func, ins) if o.requires_grad]
-        grads = autograd_grad(outs, [ins[i] for i in i_list], gos, create_graph=True,
-                              allow_unused=True)
-        return tuple(g for g in grads if g is not None)
+    def new_func(*args: Any) -> tuple:
+        ins = tuple(x.requires_grad_() if i in diff_in else x
+                    for i, x in enumerate(args[:len(args) - n_out]))
+        outs = [o for o in _as_tuple(func(*ins)) if o.requires_grad]
+        gos = tuple(g.requires_grad_() if i in diff_go else g
+                    for i, g in enumerate(args[len(args) - n_out:]))
+        res = grad(outs, tuple(x for i, x in enumerate(ins) if i in diff_in), gos,
+                   create_graph=True, allow_unused=True)
+        return tuple(g for g in res if g is not None)
 
-    return gradcheck(new_func, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol,
-                     rtol=rtol, raise_exception=raise_exception,
-                     check_grad_dtypes=check_grad_dtypes,
-                     check_batched_grad=check_batched_grad, fast_mode=fast_mode)
+    return gradcheck(new_func, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_undefined_grad=check_undefined_grad,
+                     check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                     fast_mode=fast_mode, check_forward_ad=check_fwd_over_rev,
+                     check_backward_ad=check_rev_over_rev, masked=masked)

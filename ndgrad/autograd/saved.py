@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any, Callable
 
 from .grad_mode import _state as _grad_state
@@ -57,7 +58,7 @@ class SavedTensor:
     saved-tensor hooks (see ``saved_tensors_hooks``)."""
 
     __slots__ = ("_tensor", "_version", "_is_output", "_freed", "_output_nr", "_packed",
-                 "_unpack_hook")
+                 "_unpack_hook", "_identity")
 
     def __init__(self, tensor: Any, is_output: bool = False, output_nr: int = 0) -> None:
         if tensor._inference:
@@ -73,7 +74,8 @@ class SavedTensor:
                 pack, unpack = stack[-1]
                 self._tensor = None
                 self._version = 0
-                self._packed = pack(tensor)
+                self._identity = None if is_output else _autograd_identity(tensor)
+                self._packed = _call_pack(pack, tensor)
                 self._unpack_hook = unpack
                 return
         if is_output:
@@ -96,6 +98,21 @@ class SavedTensor:
                 raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
                                 f"got result of type {type(t).__name__}")
             vc = None          # with hooks the value is theirs: no version check (as PyTorch)
+            ident = self._identity
+            if ident is not None:
+                # The hook gives the value; the autograd identity is the saved tensor's, so
+                # that double backward reaches the original graph (as PyTorch).
+                out = _new(type(t))
+                out._data = t._data
+                out._version_counter = t._version_counter
+                fn, nr_or_acc = ident
+                if fn is not None:
+                    out._grad_fn = fn
+                    out._output_nr = nr_or_acc
+                else:
+                    out._grad_acc = weakref.ref(nr_or_acc)
+                out._requires_grad = True
+                return out
         else:
             t = self._tensor
             vc = t._version_counter
@@ -117,6 +134,7 @@ class SavedTensor:
         self._freed = True
         self._tensor = None
         self._packed = None
+        self._identity = None
 
     def register_hooks(self, pack_hook: Callable[[Any], Any],
                        unpack_hook: Callable[[Any], Any]) -> None:
@@ -124,12 +142,52 @@ class SavedTensor:
         if not callable(pack_hook) or not callable(unpack_hook):
             raise TypeError("Expected pack_hook and unpack_hook to be callable")
         if self._unpack_hook is not None:
-            raise RuntimeError("SavedTensor hooks have already been set")
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already "
+                               "been set. Hint: only one pair of hooks is allowed at a time.")
         if self._freed:
-            raise RuntimeError(SECOND_BACKWARD_MSG)
-        self._packed = pack_hook(self._tensor)
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved "
+                "intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved variables after calling "
+                "backward.")
+        self._identity = None if self._is_output else _autograd_identity(self._tensor)
+        self._packed = _call_pack(pack_hook, self._tensor)
         self._unpack_hook = unpack_hook
         self._tensor = None
+
+
+def _autograd_identity(tensor: Any) -> Any:
+    """What a hook-packed tensor's unpacked value is attached to: ``(grad_fn, output_nr)``,
+    ``(None, AccumulateGrad)`` for a leaf that requires grad, or None."""
+    fn = tensor.grad_fn if tensor._base is not None else tensor._grad_fn
+    if fn is not None:
+        return (fn, tensor._output_nr)
+    if tensor._requires_grad:
+        from ..ops._dispatch import grad_accumulator
+        return (None, grad_accumulator(tensor))
+    return None
+
+
+def _call_pack(pack: Callable[[Any], Any], tensor: Any) -> Any:
+    """Run a pack hook as PyTorch does: in no_grad mode, and refusing in-place changes of the
+    tensor it is given."""
+    vc = tensor._version_counter
+    before = vc[0] if vc is not None else 0
+    prev = _grad_state.enabled
+    _grad_state.enabled = False
+    try:
+        packed = pack(tensor)
+    finally:
+        _grad_state.enabled = prev
+    vc = tensor._version_counter
+    if (vc[0] if vc is not None else 0) != before:
+        raise RuntimeError(
+            "A saved tensor pack hook is modifying its input in place. Tensors provided as input "
+            "to pack hook cannot be modified by in-place operations as this can lead to "
+            "unexpected side-effects. Please open an issue if you need to perform in-place "
+            "operations on the input to a pack hook.")
+    return packed
 
 
 INFERENCE_SAVE_MSG = (
@@ -187,6 +245,8 @@ class disable_saved_tensors_hooks:
         self.error_message = error_message
 
     def __enter__(self) -> None:
+        if getattr(_hooks_local, "stack", None):      # hooks already active in this thread
+            raise RuntimeError(self.error_message)
         self._prev = getattr(_hooks_local, "disabled", None)
         _hooks_local.disabled = self.error_message
 
@@ -207,6 +267,11 @@ def _modified_message(t: Any, node: Any, saved: SavedTensor, current: int) -> st
     if saved._is_output and node is not None:
         fn, nr = node, saved._output_nr
     else:
+        if t._base is not None:        # a stale view names its regenerated history
+            try:
+                t.grad_fn
+            except RuntimeError:
+                pass
         fn, nr = t._grad_fn, t._output_nr
     if fn is not None:
         label = fn.name().replace("Backward0", "").replace("Backward", "")

@@ -308,7 +308,13 @@ def _index_arg(c: _Call, args: tuple) -> Any:
 
 
 def _sum_to_size(c: _Call, args: tuple) -> Any:
-    return apply(c.op, tuple(c.ts), tuple(c.arrs), (_shift(args[0]), (c.B,) + tuple(args[1])))
+    # The op sums leading dims and size-1 dims: the batch dim must stay leading, so the
+    # reduced leading logical dims are kept as size 1 and dropped by a view afterwards.
+    size = tuple(args[1])
+    lead = len(c.ls[0]) - len(size)
+    r = apply(c.op, tuple(c.ts), tuple(c.arrs),
+              (_shift(args[0]), (c.B,) + (1,) * lead + size))
+    return _shape.reshape(r, (c.B,) + size) if lead else r
 
 
 def _view(c: _Call, args: tuple) -> Any:
@@ -435,11 +441,24 @@ def _amax_vjp(ctx, g):
     return g * mask / mask.sum(dims, keepdim=True)
 
 
+def _amax_jvp(ctx, t):
+    # The mean of the tangents of the tied extrema (the transpose of the rule above).
+    x, r = ctx.inputs[0], ctx.result
+    dims, keepdim = ctx._args
+    if not dims:
+        return t
+    if not keepdim:
+        for d in sorted(dims):
+            r = r.unsqueeze(d)
+    mask = x == r
+    return (t * mask).sum(dims, keepdim) / mask.sum(dims, keepdim)
+
+
 # max()/min() over all elements of a batched tensor: a reduction over the logical dims.
 AMAX = Op("amax", "AmaxBackward0", _amax_fwd, _amax_vjp, saves=("self", "result"),
-          args=("dim", "keepdim"))
+          args=("dim", "keepdim"), jvp=_amax_jvp)
 AMIN = Op("amin", "AminBackward0", _amin_fwd, _amax_vjp, saves=("self", "result"),
-          args=("dim", "keepdim"))
+          args=("dim", "keepdim"), jvp=_amax_jvp)
 
 _shape: Any = None
 _red: Any = None

@@ -3,11 +3,11 @@
 Note [One declaration per op]
 An ``Op`` holds, together: the forward on ndarrays; the VJP rule, written with ndgrad ops on
 Tensors so the same rule serves eager backward, ``create_graph=True`` and symbolic
-differentiation; an optional JVP rule; what it saves; whether it returns a view. ``apply`` is
-the only place that turns a forward into a graph node: grad-mode check, forward, wrap, and when
-any input requires grad, one node of the op's class (``MulBackward0`` ...) with its edges, the
-inputs' metadata (the engine uses it to undo broadcasting and cast dtypes, see
-autograd/engine.py ``_fix_gradient``) and the saved tensors.
+differentiation; the JVP rule (forward mode, Note [JVP rules] in ops/_jvp.py); what it saves;
+whether it returns a view. ``apply`` is the only place that turns a forward into a graph node:
+grad-mode check, forward, wrap, and when any input requires grad, one node of the op's class
+(``MulBackward0`` ...) with its edges, the inputs' metadata (the engine uses it to undo
+broadcasting and cast dtypes, see autograd/engine.py ``_fix_gradient``) and the saved tensors.
 
 Example:
     >>> import numpy as np, ndgrad
@@ -82,7 +82,11 @@ class Op:
             ``x * 2``; released after backward like tensors).
         inputs: names of the tensor inputs, in order.
         args: names of the non-tensor arguments (shown as ``grad_fn._saved_<name>``).
-        jvp: ``jvp(ctx, tangents...) -> tangent`` for forward mode (None: not yet declared).
+        jvp: ``jvp(ctx, *tangents) -> tangent`` (a tuple for several outputs), the forward-mode
+            rule: one tangent per tensor input (None: zero), ``ctx`` an ``ops._jvp.JvpContext``
+            (``ctx.inputs``, ``ctx.result``, ``ctx._args``, ``ctx.level``). Shorthands for
+            linear, elementwise, bilinear and constant ops are in ops/_jvp.py (Note [JVP
+            rules]).
         view: the result is a view of the first input.
         num_outputs: number of outputs of the forward.
         pad: trailing ``(None, 0)`` edges, for Python-scalar operands that PyTorch wraps into
@@ -165,6 +169,12 @@ _anomaly_record: Any = None
 # ``_batched_apply`` (ops/_batching.py) takes calls with batched inputs, else returns None.
 _BATCHING = False
 _batched_apply: Any = None
+# True while a forward AD level exists (Note [Forward AD], autograd/forward_ad.py): then
+# ``_fw_apply`` gives the outputs of ``apply`` their tangents, and ``apply_inplace``
+# (ops/views_inplace.py) wraps its op with ``_fw_inplace`` so that tangents are updated in place.
+_FW_AD = False
+_fw_apply: Any = None
+_fw_inplace: Any = None
 
 
 def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
@@ -195,6 +205,8 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
             result._inference = True
         if op.view:
             record_view(result, tensors[0], op, args, None)
+        if _FW_AD:
+            _fw_apply(op, tensors, (result,), args)
         return result
     results = tuple(_wrap(o) for o in out)
     if _state.enabled:
@@ -209,6 +221,8 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     if op.view:
         for i, r in enumerate(results):
             record_view(r, tensors[0], op, args, i)
+    if _FW_AD:
+        _fw_apply(op, tensors, results, args)
     return results
 
 
@@ -257,16 +271,15 @@ def _save(i: int, tensors: tuple, result: Tensor, args: tuple) -> Any:
 
 def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
     node = _new_node(op, tensors, args)
-    if op.save_idx:
-        node._saved = tuple([_save(i, tensors, result, args) for i in op.save_idx])
+    # History first: a pack hook sees a saved output with its grad_fn, as in PyTorch.
     result._grad_fn = node
     result._requires_grad = True
+    if op.save_idx:
+        node._saved = tuple([_save(i, tensors, result, args) for i in op.save_idx])
 
 
 def _record_multi(op: Op, tensors: tuple, results: tuple, args: tuple) -> None:
     node = _new_node(op, tensors, args)
-    if op.save_idx:
-        node._saved = tuple([_save(i, tensors, results[0], args) for i in op.save_idx])
     # Only differentiable outputs are inputs of the node (max(dim): values, not indices).
     diff = [r for r in results if r._data.dtype in _DIFF_DTYPES]
     node.num_inputs = len(diff)
@@ -275,6 +288,8 @@ def _record_multi(op: Op, tensors: tuple, results: tuple, args: tuple) -> None:
         r._grad_fn = node
         r._requires_grad = True
         r._output_nr = i
+    if op.save_idx:   # after the history, as in _record
+        node._saved = tuple([_save(i, tensors, results[0], args) for i in op.save_idx])
 
 
 # Bound by ops/views_inplace.py when it is imported (it imports this module).

@@ -23,6 +23,7 @@ from ..tensor import Tensor
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
+from ._jvp import bilinear, linear
 from ._util import broadcast_error
 
 
@@ -78,14 +79,22 @@ def _matmul_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return r if r.dtype == a.dtype else r.astype(a.dtype)
 
 
+def _product_jvp(name: str):
+    # bilinear: op(ta, b) + op(a, tb), the op applied directly (shapes were checked)
+    def f(a: Tensor, b: Tensor) -> Tensor:
+        return apply(_PRODUCTS[name], (a, b), (a._data, b._data))
+    return bilinear(f)
+
+
 _KW = dict(saves=("self", "other"), inputs=("self", "other"))
-MM = Op("mm", "MmBackward0", _matmul_fwd, _mm_vjp, **_KW)
-BMM = Op("bmm", "BmmBackward0", _matmul_fwd, _mm_vjp, **_KW)
-MV = Op("mv", "MvBackward0", _matmul_fwd, _matmul_vjp, **_KW)
-DOT = Op("dot", "DotBackward0", _matmul_fwd, _matmul_vjp, **_KW)
+MM = Op("mm", "MmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("mm"), **_KW)
+BMM = Op("bmm", "BmmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("bmm"), **_KW)
+MV = Op("mv", "MvBackward0", _matmul_fwd, _matmul_vjp, jvp=_product_jvp("mv"), **_KW)
+DOT = Op("dot", "DotBackward0", _matmul_fwd, _matmul_vjp, jvp=_product_jvp("dot"), **_KW)
+_PRODUCTS = {"mm": MM, "bmm": BMM, "mv": MV, "dot": DOT}
 # The last step of 1-D @ 2-D (PyTorch squeezes the mm result in place: SqueezeBackward4).
 SQUEEZE_RESULT = Op("squeeze_", "SqueezeBackward4", lambda x, d: np.squeeze(x, d),
-                    lambda ctx, g: g.reshape(ctx.input_shape(0)), args=("dim",))
+                    lambda ctx, g: g.reshape(ctx.input_shape(0)), args=("dim",), jvp=linear)
 
 
 def _same_dtype(a: Tensor, b: Tensor) -> None:

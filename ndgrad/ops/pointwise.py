@@ -25,6 +25,7 @@ from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
+from ._jvp import bilinear, elementwise, linear, not_implemented, zero
 from ._util import (broadcast_error, category, is_scalar, as_scalar, promote_pair,
                     promote_scalar, to_float, to_tensor)
 
@@ -103,22 +104,27 @@ def _sub_fwd(a, b, alpha=1):
     return a - b if alpha == 1 else a - b * alpha
 
 
+def _add_jvp(ctx, ta, tb, sign=1):
+    alpha = (ctx._args[0] if ctx._args else 1) * sign
+    if tb is not None and alpha != 1:
+        tb = -tb if alpha == -1 else tb * alpha
+    if ta is None:
+        return tb
+    return ta if tb is None else ta + tb
+
+
 ADD = Op("add", "AddBackward0", _add_fwd, _add_vjp, inputs=("self", "other"), args=("alpha",),
-         jvp=lambda ctx, ta, tb: _jvp_add(ta, tb, ctx))
+         jvp=_add_jvp)
 ADD_S = Op("add", "AddBackward0", _add_s_fwd,
            lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t)
-SUB = Op("sub", "SubBackward0", _sub_fwd, _sub_vjp, inputs=("self", "other"), args=("alpha",))
+SUB = Op("sub", "SubBackward0", _sub_fwd, _sub_vjp, inputs=("self", "other"), args=("alpha",),
+         jvp=lambda ctx, ta, tb: _add_jvp(ctx, ta, tb, -1))
 SUB_S = Op("sub", "SubBackward0", _sub_s_fwd,
            lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t)
 RSUB_S = Op("rsub", "RsubBackward1", _rsub_s_fwd,
             lambda ctx, g: -g if ctx._args[1] == 1 else g * (-ctx._args[1]),
-            args=("other", "alpha"))
-
-
-def _jvp_add(ta, tb, ctx):
-    if ta is None:
-        return tb
-    return ta if tb is None else ta + tb
+            args=("other", "alpha"),
+            jvp=lambda ctx, t: -t if ctx._args[1] == 1 else t * (-ctx._args[1]))
 
 
 def _mul_vjp(ctx, g):
@@ -128,7 +134,9 @@ def _mul_vjp(ctx, g):
 
 
 MUL = Op("mul", "MulBackward0", np.multiply, _mul_vjp, saves=("self", "other"),
-         inputs=("self", "other"))
+         inputs=("self", "other"), jvp=bilinear(lambda a, b: a * b))
+
+
 def _scalar_conj(s):
     return s.conjugate() if type(s) is complex else s
 
@@ -158,13 +166,24 @@ def _div_vjp(ctx, g):
     return ga, gb
 
 
+def _div_jvp(ctx, ta, tb):
+    # d(a / b) = ta / b - tb * (a / b) / b
+    b = ctx.inputs[1]
+    out = ta / b if ta is not None else None
+    if tb is not None:
+        r = -(tb * ctx.result) / b
+        out = r if out is None else out + r
+    return out
+
+
 DIV = Op("div", "DivBackward0", np.true_divide, _div_vjp, saves=("self", "other"),
-         inputs=("self", "other"))
+         inputs=("self", "other"), jvp=_div_jvp)
 DIV_S = Op("div", "DivBackward0", _div_s_fwd,
            lambda ctx, g: g / _scalar_conj(ctx.saved[0]),
            args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0])
 RECIPROCAL = Op("reciprocal", "ReciprocalBackward0", np.reciprocal,
-                lambda ctx, g: -g * _c(ctx.saved[0] * ctx.saved[0]), saves=("result",))
+                lambda ctx, g: -g * _c(ctx.saved[0] * ctx.saved[0]), saves=("result",),
+                jvp=elementwise(lambda ctx: -(ctx.result * ctx.result)))
 
 
 def _zeros_of(t: Tensor) -> Tensor:
@@ -213,11 +232,39 @@ def _rpow_vjp(ctx, g):
                   else result * complex(np.log(base)))
 
 
-POW_S = Op("pow", "PowBackward0", _pow_fwd, _pow_s_vjp, saves=("self",), args=("exponent",))
+def _pow_s_jvp(ctx, t):
+    x = ctx.inputs[0]
+    e = ctx._args[0]
+    if e == 0:
+        return _zeros_of(t)
+    if e == 2:
+        return t * (x * 2)
+    return t * (e * x ** (e - 1))
+
+
+def _pow_tt_jvp(ctx, ta, tb):
+    a, b = ctx.inputs
+    out = ta * where(b == 0, 0.0, b * a ** (b - 1)) if ta is not None else None
+    if tb is not None:
+        r = tb * where((a == 0) & (b >= 0), 0.0, ctx.result * a.log())
+        out = r if out is None else out + r
+    return out
+
+
+def _rpow_jvp(ctx, t):
+    base = ctx._args[0]
+    if base == 0:
+        return _zeros_of(t)
+    log = complex(np.log(base)) if isinstance(base, complex) else float(np.log(base))
+    return t * (ctx.result * log)
+
+
+POW_S = Op("pow", "PowBackward0", _pow_fwd, _pow_s_vjp, saves=("self",), args=("exponent",),
+           jvp=_pow_s_jvp)
 POW = Op("pow", "PowBackward1", np.power, _pow_tt_vjp, saves=("self", "exponent", "result"),
-         inputs=("self", "exponent"))
+         inputs=("self", "exponent"), jvp=_pow_tt_jvp)
 RPOW = Op("pow", "PowBackward2", lambda e, s: _like(e, np.power(s, e)), _rpow_vjp,
-          saves=("result",), inputs=("exponent",), args=("self",))
+          saves=("result",), inputs=("exponent",), args=("self",), jvp=_rpow_jvp)
 
 
 def _not_implemented_for(kernel: str, arr: np.ndarray, kinds: str) -> None:
@@ -376,7 +423,8 @@ def _rounded_div(op: Op, input: Any, other: Any, args: tuple) -> Tensor:
         ad, bd = promote_pair(input, other)
     _not_implemented_for(f"div_{args[0]}_cpu", ad, "bc")
     tensors = (input, other)
-    if op is FLOOR_DIVIDE and not (input._requires_grad and other._requires_grad):
+    # With neither requiring grad nothing is recorded: both stay inputs (forward AD sees both).
+    if op is FLOOR_DIVIDE and input._requires_grad != other._requires_grad:
         tensors = (other,) if other._requires_grad else (input,)
         op = FLOOR_DIVIDE_1
     try:
@@ -404,7 +452,7 @@ def _div_mode_fwd(x: np.ndarray, y: np.ndarray, mode: str) -> np.ndarray:
 DIV_MODE = Op("div", "DivBackward2", _div_mode_fwd,
               lambda ctx, g: (_zeros_of(g) if ctx.needs_input_grad(0) else None,
                               _zeros_of(g) if ctx.needs_input_grad(1) else None),
-              inputs=("self", "other"), args=("rounding_mode",))
+              inputs=("self", "other"), args=("rounding_mode",), jvp=zero)
 
 
 def _no_derivative(ctx, *grads):
@@ -415,9 +463,10 @@ def _no_derivative(ctx, *grads):
 # edges are those of the operands that require grad only (FLOOR_DIVIDE_1 gets the arrays of
 # both operands but the tensor of one).
 FLOOR_DIVIDE = Op("floor_divide", "NotImplemented", _div_mode_fwd, _no_derivative,
-                  inputs=("self", "other"), args=("rounding_mode",))
+                  inputs=("self", "other"), args=("rounding_mode",),
+                  jvp=not_implemented("aten::floor_divide"))
 FLOOR_DIVIDE_1 = Op("floor_divide", "NotImplemented", _div_mode_fwd, _no_derivative,
-                    args=("rounding_mode",))
+                    args=("rounding_mode",), jvp=not_implemented("aten::floor_divide"))
 
 
 def reciprocal(input: Tensor) -> Tensor:
@@ -448,13 +497,14 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001
 # ---------------------------------------------------------------------------- unary
 NEG = Op("neg", "NegBackward0", np.negative, lambda ctx, g: -g, jvp=lambda ctx, t: -t)
 EXP = Op("exp", "ExpBackward0", np.exp, lambda ctx, g: g * _c(ctx.saved[0]),
-         saves=("result",))
+         saves=("result",), jvp=elementwise(lambda ctx: ctx.result))
 LOG = Op("log", "LogBackward0", np.log, lambda ctx, g: g / _c(ctx.saved[0]),
-         saves=("self",))
+         saves=("self",), jvp=lambda ctx, t: t / ctx.inputs[0])
 SIN = Op("sin", "SinBackward0", np.sin, lambda ctx, g: g * _c(ctx.saved[0].cos()),
-         saves=("self",))
+         saves=("self",), jvp=elementwise(lambda ctx: ctx.inputs[0].cos()))
 COS = Op("cos", "CosBackward0", np.cos,
-         lambda ctx, g: g * _c(-ctx.saved[0].sin()), saves=("self",))
+         lambda ctx, g: g * _c(-ctx.saved[0].sin()), saves=("self",),
+         jvp=elementwise(lambda ctx: -ctx.inputs[0].sin()))
 def _tanh_backward_vjp(ctx, gg):
     g, r = ctx.saved
     return (tanh_backward(gg, r) if ctx.needs_input_grad(0) else None,
@@ -467,6 +517,24 @@ def _sigmoid_backward_vjp(ctx, gg):
             gg * _c(g * (1 - 2 * r)) if ctx.needs_input_grad(1) else None)
 
 
+def _tanh_backward_jvp(ctx, tg, tr):
+    g, r = ctx.inputs
+    out = tanh_backward(tg, r) if tg is not None else None
+    if tr is not None:
+        s = tr * (-2 * r * g)
+        out = s if out is None else out + s
+    return out
+
+
+def _sigmoid_backward_jvp(ctx, tg, tr):
+    g, r = ctx.inputs
+    out = sigmoid_backward(tg, r) if tg is not None else None
+    if tr is not None:
+        s = tr * (g * (1 - 2 * r))
+        out = s if out is None else out + s
+    return out
+
+
 def _tanh_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
     if r.dtype.kind == "c":
         return g * np.conjugate(1 - r * r)
@@ -476,10 +544,12 @@ def _tanh_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
 # Fused backward kernels (one op per backward step instead of three), each differentiable.
 TANH_BACKWARD = Op("tanh_backward", "TanhBackwardBackward0", _tanh_backward_fwd,
                    _tanh_backward_vjp,
-                   saves=("grad_output", "output"), inputs=("grad_output", "output"))
+                   saves=("grad_output", "output"), inputs=("grad_output", "output"),
+                   jvp=_tanh_backward_jvp)
 SIGMOID_BACKWARD = Op("sigmoid_backward", "SigmoidBackwardBackward0",
                       lambda g, r: g * np.conjugate(r * (1 - r)), _sigmoid_backward_vjp,
-                      saves=("grad_output", "output"), inputs=("grad_output", "output"))
+                      saves=("grad_output", "output"), inputs=("grad_output", "output"),
+                      jvp=_sigmoid_backward_jvp)
 
 
 def tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor:
@@ -496,9 +566,11 @@ def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
 
 
 TANH = Op("tanh", "TanhBackward0", np.tanh,
-          lambda ctx, g: tanh_backward(g, ctx.saved[0]), saves=("result",))
+          lambda ctx, g: tanh_backward(g, ctx.saved[0]), saves=("result",),
+          jvp=lambda ctx, t: tanh_backward(t, ctx.result))
 SQRT = Op("sqrt", "SqrtBackward0", np.sqrt,
-          lambda ctx, g: g / _c(2 * ctx.saved[0]), saves=("result",))
+          lambda ctx, g: g / _c(2 * ctx.saved[0]), saves=("result",),
+          jvp=lambda ctx, t: t / (2 * ctx.result))
 
 
 def _sigmoid_fwd(x: np.ndarray) -> np.ndarray:
@@ -513,7 +585,7 @@ def _sigmoid_vjp(ctx, g):
 
 
 SIGMOID = Op("sigmoid", "SigmoidBackward0", _sigmoid_fwd, _sigmoid_vjp,
-             saves=("result",))
+             saves=("result",), jvp=lambda ctx, t: sigmoid_backward(t, ctx.result))
 def _threshold_backward_vjp(ctx, gg):
     (r,) = ctx.saved
     return (threshold_backward(gg, r) if ctx.needs_input_grad(0) else None,
@@ -523,7 +595,9 @@ def _threshold_backward_vjp(ctx, gg):
 # relu's backward is an op of (grad, result), so double backward reaches the input (zeros).
 THRESHOLD_BACKWARD = Op("threshold_backward", "ThresholdBackwardBackward0",
                         lambda g, r: np.where(r > 0, g, np.zeros((), g.dtype)),
-                        _threshold_backward_vjp, saves=("self",), inputs=("grad_output", "self"))
+                        _threshold_backward_vjp, saves=("self",), inputs=("grad_output", "self"),
+                        jvp=lambda ctx, tg, tr: threshold_backward(tg, ctx.inputs[1])
+                        if tg is not None else _zeros_of(ctx.result))
 
 
 def threshold_backward(grad_output: Tensor, output: Tensor) -> Tensor:
@@ -532,7 +606,8 @@ def threshold_backward(grad_output: Tensor, output: Tensor) -> Tensor:
 
 
 RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
-          lambda ctx, g: threshold_backward(g, ctx.saved[0]), saves=("result",))
+          lambda ctx, g: threshold_backward(g, ctx.saved[0]), saves=("result",),
+          jvp=lambda ctx, t: threshold_backward(t, ctx.result))
 
 
 def _abs_vjp(ctx, g):
@@ -540,7 +615,14 @@ def _abs_vjp(ctx, g):
     return g * x.sgn()
 
 
-ABS = Op("abs", "AbsBackward0", np.abs, _abs_vjp, saves=("self",))
+def _abs_jvp(ctx, t):
+    x = ctx.inputs[0]
+    if x._data.dtype.kind == "c":     # |z| moves by Re(conj(sgn z) t)
+        return (t * x.sgn().conj()).real_part()
+    return t * x.sgn()
+
+
+ABS = Op("abs", "AbsBackward0", np.abs, _abs_vjp, saves=("self",), jvp=_abs_jvp)
 
 
 def _sgn_fwd(x: np.ndarray) -> np.ndarray:
@@ -554,9 +636,9 @@ def _sign_fwd(x: np.ndarray) -> np.ndarray:
     return x.copy() if x.dtype == np.bool_ else np.sign(x)   # NumPy has no bool sign loop
 
 
-SIGN = Op("sign", "SignBackward0", _sign_fwd, lambda ctx, g: _zeros_of(g))
-SGN = Op("sgn", "SgnBackward0", _sgn_fwd, lambda ctx, g: _zeros_of(g))
-CONJ = Op("conj", "ConjBackward0", np.conjugate, lambda ctx, g: g.conj())
+SIGN = Op("sign", "SignBackward0", _sign_fwd, lambda ctx, g: _zeros_of(g), jvp=zero)
+SGN = Op("sgn", "SgnBackward0", _sgn_fwd, lambda ctx, g: _zeros_of(g), jvp=zero)
+CONJ = Op("conj", "ConjBackward0", np.conjugate, lambda ctx, g: g.conj(), jvp=linear)
 
 
 def neg(input: Tensor) -> Tensor:
@@ -641,7 +723,7 @@ def _where_vjp(ctx, g):
 
 
 WHERE = Op("where", "WhereBackward0", _where_fwd, _where_vjp, inputs=("self", "other"),
-           args=("condition",))
+           args=("condition",), jvp=linear)
 
 
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:
@@ -682,14 +764,15 @@ _C_TYPE_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int
                  "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 MASKED_FILL_S = Op("masked_fill", "MaskedFillBackward0",
                    lambda x, mask, value: np.where(mask, np.asarray(value, x.dtype), x),
-                   lambda ctx, g: where(_wrap(ctx._args[0]), 0, g), args=("mask", "value"))
+                   lambda ctx, g: where(_wrap(ctx._args[0]), 0, g), args=("mask", "value"),
+                   jvp=lambda ctx, t: apply(MASKED_FILL_S, (t,), (t._data,), (ctx._args[0], 0)))
 MASKED_FILL_T = Op("masked_fill", "MaskedFillBackward1",
                    lambda x, v, mask: np.where(mask, v, x),
                    lambda ctx, g: (
                        where(_wrap(ctx._args[0]), 0, g) if ctx.needs_input_grad(0) else None,
                        where(_wrap(ctx._args[0]), g, 0).sum() if ctx.needs_input_grad(1)
                        else None),
-                   inputs=("self", "value"), args=("mask",))
+                   inputs=("self", "value"), args=("mask",), jvp=linear)
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
@@ -715,16 +798,20 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     return apply(MASKED_FILL_S, (input,), (x,), (m, as_scalar(value)))
 
 
-def _clamp_s_vjp(ctx, g):
-    (x,) = ctx.saved
-    lo, hi = ctx._args
+def _clamp_s_mask(x, lo, hi):
+    """Where ``x`` is inside the bounds (where clamp passes its derivative through)."""
     mask = None
     if lo is not None:
         mask = x >= lo
     if hi is not None:
         m2 = x <= hi
         mask = m2 if mask is None else mask & m2
-    return where(mask, g, 0)
+    return mask
+
+
+def _clamp_s_vjp(ctx, g):
+    (x,) = ctx.saved
+    return where(_clamp_s_mask(x, *ctx._args), g, 0)
 
 
 def _clamp_fwd(x, lo, hi):
@@ -737,7 +824,8 @@ def _clamp_fwd(x, lo, hi):
 
 
 CLAMP_S = Op("clamp", "ClampBackward1", _clamp_fwd, _clamp_s_vjp, saves=("self",),
-             args=("min", "max"))
+             args=("min", "max"),
+             jvp=lambda ctx, t: where(_clamp_s_mask(ctx.inputs[0], *ctx._args), t, 0))
 
 
 def _clamp_t_vjp(ctx, g):
@@ -749,10 +837,25 @@ def _clamp_t_vjp(ctx, g):
             where((x > hi) | (hi < lo), g, zero) if ctx.needs_input_grad(2) else None)
 
 
+def _clamp_t_jvp(ctx, tx, tlo, thi):
+    x, lo, hi = ctx.inputs
+    parts = []
+    if tx is not None:
+        parts.append(where((x >= lo) & (x <= hi), tx, 0))
+    if tlo is not None:
+        parts.append(where((x < lo) & (lo < hi), tlo, 0))
+    if thi is not None:
+        parts.append(where((x > hi) | (hi < lo), thi, 0))
+    out = parts[0]
+    for p in parts[1:]:
+        out = out + p
+    return out
+
+
 # A missing bound is an infinite tensor, so one op covers min-only, max-only and both.
 CLAMP_T = Op("clamp", "ClampBackward0", lambda x, lo, hi: _like(x, np.clip(x, lo, hi)),
              _clamp_t_vjp, saves=("self", "min", "max"),
-             inputs=("self", "min", "max"))
+             inputs=("self", "min", "max"), jvp=_clamp_t_jvp)
 
 
 def _unbounded(rt: np.dtype, low: bool) -> Tensor:
@@ -809,16 +912,37 @@ def _clamp_bound_s_vjp(is_min: bool):
     return vjp
 
 
+def _clamp_bound_s_jvp(is_min: bool):
+    def jvp(ctx, t):
+        x, b = ctx.inputs[0], ctx._args[0]
+        return where(x >= b if is_min else x <= b, t, 0)
+    return jvp
+
+
+def _clamp_bound_jvp(is_min: bool):
+    def jvp(ctx, tx, tb):
+        x, b = ctx.inputs
+        keep = x >= b if is_min else x <= b
+        out = where(keep, tx, 0) if tx is not None else None
+        if tb is not None:
+            r = where(keep, 0, tb)
+            out = r if out is None else out + r
+        return out
+    return jvp
+
+
 CLAMP_MIN_S = Op("clamp_min", "ClampMinBackward0", lambda x, b: _clamp_fwd(x, b, None),
-                 _clamp_bound_s_vjp(True), saves=("self",), args=("min",))
+                 _clamp_bound_s_vjp(True), saves=("self",), args=("min",),
+                 jvp=_clamp_bound_s_jvp(True))
 CLAMP_MAX_S = Op("clamp_max", "ClampMaxBackward0", lambda x, b: _clamp_fwd(x, None, b),
-                 _clamp_bound_s_vjp(False), saves=("self",), args=("max",))
+                 _clamp_bound_s_vjp(False), saves=("self",), args=("max",),
+                 jvp=_clamp_bound_s_jvp(False))
 CLAMP_MIN_T = Op("clamp_min", "ClampMinBackward1", lambda x, b: _like(x, np.maximum(x, b)),
                  _clamp_bound_vjp(True),
-                 saves=("self", "min"), inputs=("self", "min"))
+                 saves=("self", "min"), inputs=("self", "min"), jvp=_clamp_bound_jvp(True))
 CLAMP_MAX_T = Op("clamp_max", "ClampMaxBackward1", lambda x, b: _like(x, np.minimum(x, b)),
                  _clamp_bound_vjp(False),
-                 saves=("self", "max"), inputs=("self", "max"))
+                 saves=("self", "max"), inputs=("self", "max"), jvp=_clamp_bound_jvp(False))
 
 
 def _check_broadcast(*shapes: tuple) -> None:
@@ -876,10 +1000,24 @@ def _minmax_vjp(is_max: bool):
     return vjp
 
 
+def _minmax_jvp(is_max: bool):
+    # The winner's tangent; ties take the mean of both (as the VJP splits the gradient).
+    def jvp(ctx, ta, tb):
+        a, b = ctx.inputs
+        tie = a == b
+        out = None
+        for t, win in ((ta, a > b if is_max else a < b), (tb, b > a if is_max else b < a)):
+            if t is not None:
+                r = where(win, t, where(tie, t / 2, 0))
+                out = r if out is None else out + r
+        return out
+    return jvp
+
+
 MAXIMUM = Op("maximum", "MaximumBackward0", np.maximum, _minmax_vjp(True),
-             saves=("self", "other"), inputs=("self", "other"))
+             saves=("self", "other"), inputs=("self", "other"), jvp=_minmax_jvp(True))
 MINIMUM = Op("minimum", "MinimumBackward0", np.minimum, _minmax_vjp(False),
-             saves=("self", "other"), inputs=("self", "other"))
+             saves=("self", "other"), inputs=("self", "other"), jvp=_minmax_jvp(False))
 
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:
@@ -1014,12 +1152,14 @@ def _to_fwd(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     return x.astype(dt)
 
 
-TO = Op("to", "ToCopyBackward0", _to_fwd, _to_vjp, args=("dtype",))
+TO = Op("to", "ToCopyBackward0", _to_fwd, _to_vjp, args=("dtype",), jvp=linear)
 CLONE = Op("clone", "CloneBackward0", lambda x: np.array(x, copy=True, order="K"),
-           lambda ctx, g: g, jvp=lambda ctx, t: t)
+           lambda ctx, g: g, jvp=linear)
 COPY_LIKE = Op("_copy_like_layout", "CopyBackwards", lambda x, like: _empty_like_copy(x, like),
-               lambda ctx, g: g, args=("like",), full_name="torch::autograd::CopyBackwards")
-REAL = Op("real", "RealBackward0", lambda x: np.ascontiguousarray(x.real), lambda ctx, g: g)
+               lambda ctx, g: g, args=("like",), full_name="torch::autograd::CopyBackwards",
+               jvp=linear)
+REAL = Op("real", "RealBackward0", lambda x: np.ascontiguousarray(x.real), lambda ctx, g: g,
+          jvp=linear)
 
 
 def _empty_like_copy(x: np.ndarray, like: np.ndarray) -> np.ndarray:

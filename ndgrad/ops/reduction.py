@@ -23,6 +23,7 @@ from ._batching import argminmax as _argminmax
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
+from ._jvp import linear
 from ._util import category, dims_tuple, wrap_dim
 
 _INT = _dtype._INT
@@ -58,11 +59,13 @@ def _mean_vjp(ctx, g):
 
 
 SUM = Op("sum", "SumBackward0", _sum_fwd, _expand_back, args=("dim", "keepdim", "dtype"),
-         jvp=lambda ctx, t: t.sum(ctx._args[0], ctx._args[1]))
+         jvp=linear)
 SUM_DIM = Op("sum", "SumBackward1", _sum_fwd, _expand_back, args=("dim", "keepdim", "dtype"),
-             jvp=lambda ctx, t: t.sum(ctx._args[0], ctx._args[1]))
-MEAN = Op("mean", "MeanBackward0", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"))
-MEAN_DIM = Op("mean", "MeanBackward1", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"))
+             jvp=linear)
+MEAN = Op("mean", "MeanBackward0", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"),
+          jvp=linear)
+MEAN_DIM = Op("mean", "MeanBackward1", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"),
+              jvp=linear)
 
 
 def _reduce_dtype(x: np.ndarray, dtype: Any) -> Optional[np.dtype]:
@@ -119,7 +122,7 @@ def _sum_to_fwd(x, dims, shape):
 
 SUM_TO_SIZE = Op("sum_to_size", "SumBackward1", _sum_to_fwd,
                  lambda ctx, g: g.expand(ctx.input_shape(0)), args=("dim", "size"),
-                 jvp=lambda ctx, t: t.sum_to_size(ctx._args[1]))
+                 jvp=linear)
 
 
 def sum_to_size(input: Tensor, *size: Any) -> Tensor:
@@ -160,12 +163,16 @@ def _prod_others(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _prod_others_vjp(ctx, gg):
+    (x,) = ctx.saved
+    return _prod_others_times(x, ctx._args[0], gg)
+
+
+def _prod_others_times(x: Tensor, dim: int, gg: Tensor) -> Tensor:
     # d others[i] / d x[j] = prod of x[k] for k not in {i, j} (i != j), 0 for i == j. Row i of
     # ``rows`` is x with x[i] replaced by 1; the product of the others of row i at j is then
     # exactly that, and it is built from differentiable ops (this op again, one size up).
+    # The Jacobian is symmetric: this is both the VJP and the JVP with ``gg``.
     from .pointwise import where
-    (x,) = ctx.saved
-    dim = ctx._args[0]
     n = x.shape[dim]
     xm = x.movedim(dim, -1)
     eye = _wrap(np.eye(n, dtype=bool))
@@ -175,7 +182,8 @@ def _prod_others_vjp(ctx, gg):
 
 
 PROD_OTHERS = Op("_prod_others", "ProdBackwardBackward0", _prod_others, _prod_others_vjp,
-                 saves=("self",), args=("dim",))
+                 saves=("self",), args=("dim",),
+                 jvp=lambda ctx, t: _prod_others_times(ctx.inputs[0], ctx._args[0], t))
 
 
 def _prod_vjp(ctx, g):
@@ -199,10 +207,31 @@ def _prod_fwd(x, dims, keepdim, dt):
     return np.prod(x, axis=dims, keepdims=keepdim, dtype=dt)
 
 
+def _prod_jvp(ctx, t):
+    # sum over dims of t * (product of the other elements), exact with zeros
+    x = ctx.inputs[0]
+    dims, keepdim = ctx._args[0], ctx._args[1]
+    if not dims:
+        return t
+    if x._data.size == 0:
+        return _wrap(np.zeros_like(ctx.result._data))
+    if not np.any(x._data == 0):
+        total = ctx.result
+        if ctx._op is PROD_DIM and not keepdim:
+            total = total.unsqueeze(dims[0])
+        others = total / x
+    elif ctx._op is PROD:
+        flat = x.reshape(-1)
+        others = apply(PROD_OTHERS, (flat,), (flat._data,), (0,)).reshape(x.shape)
+    else:
+        others = apply(PROD_OTHERS, (x,), (x._data,), (dims[0],))
+    return (t * others).sum(dims, keepdim)
+
+
 PROD = Op("prod", "ProdBackward0", _prod_fwd, _prod_vjp, saves=("self",),
-          args=("dim", "keepdim", "dtype"))
+          args=("dim", "keepdim", "dtype"), jvp=_prod_jvp)
 PROD_DIM = Op("prod", "ProdBackward1", _prod_fwd, _prod_vjp, saves=("self",),
-              args=("dim", "keepdim", "dtype"))
+              args=("dim", "keepdim", "dtype"), jvp=_prod_jvp)
 
 
 def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
@@ -231,10 +260,17 @@ def where_mask(mask: Tensor, g: Tensor) -> Tensor:
     return g * mask
 
 
+def _evenly_jvp(ctx, t):
+    # the mean of the tangents of the elements equal to the result
+    x, result = ctx.inputs[0], ctx.result
+    mask = x == result if not np.isnan(result._data).any() else x.isnan()
+    return (t * mask).sum() / mask.sum()
+
+
 MAX_ALL = Op("max", "MaxBackward1", lambda x: np.max(x), _evenly_distribute,
-             saves=("self", "result"))
+             saves=("self", "result"), jvp=_evenly_jvp)
 MIN_ALL = Op("min", "MinBackward1", lambda x: np.min(x), _evenly_distribute,
-             saves=("self", "result"))
+             saves=("self", "result"), jvp=_evenly_jvp)
 
 
 def _select_reduction_vjp(ctx, g_values, g_indices=None):
@@ -257,10 +293,21 @@ def _max_dim_fwd(x, dim, keepdim, idx):
     return vals, idx
 
 
+def _select_reduction_jvp(ctx, t):
+    # values: the tangent at the selected indices; indices: none
+    dim, keepdim, indices = ctx._args
+    if t._data.ndim == 0:
+        return t, None
+    values = gather(t, dim, _wrap(indices))
+    return (values if keepdim else values.squeeze(dim)), None
+
+
 MAX_DIM = Op("max", "MaxBackward0", _max_dim_fwd,
-             _select_reduction_vjp, args=("dim", "keepdim", "indices"), num_outputs=2)
+             _select_reduction_vjp, args=("dim", "keepdim", "indices"), num_outputs=2,
+             jvp=_select_reduction_jvp)
 MIN_DIM = Op("min", "MinBackward0", _max_dim_fwd,
-             _select_reduction_vjp, args=("dim", "keepdim", "indices"), num_outputs=2)
+             _select_reduction_vjp, args=("dim", "keepdim", "indices"), num_outputs=2,
+             jvp=_select_reduction_jvp)
 
 
 def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
@@ -339,10 +386,10 @@ def _gather_fwd(x, dim, index):
 
 SCATTER_ZEROS = Op("_scatter_zeros", "ValueSelectingReductionBackwardBackward0", _scatter_fwd,
                    lambda ctx, g: gather(g, ctx._args[0], _wrap(ctx._args[1])),
-                   args=("dim", "index", "shape"))
+                   args=("dim", "index", "shape"), jvp=linear)
 GATHER = Op("gather", "GatherBackward0", _gather_fwd,
             lambda ctx, g: _scatter_add_zeros(g, ctx._args[0], ctx._args[1], ctx.input_shape(0)),
-            args=("dim", "index"))
+            args=("dim", "index"), jvp=linear)
 
 
 def _scatter_add_fwd(g, dim, index, shape):
@@ -355,7 +402,7 @@ def _scatter_add_fwd(g, dim, index, shape):
 
 SCATTER_ADD_ZEROS = Op("_scatter_add_zeros", "ScatterAddBackward0", _scatter_add_fwd,
                        lambda ctx, g: gather(g, ctx._args[0], _wrap(ctx._args[1])),
-                       args=("dim", "index", "shape"))
+                       args=("dim", "index", "shape"), jvp=linear)
 
 
 def scatter_zeros(g: Tensor, dim: int, index: Tensor, shape: tuple) -> Tensor:

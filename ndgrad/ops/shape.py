@@ -26,6 +26,7 @@ from ..tensor import Tensor, _as_shape
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
+from ._jvp import linear
 from ._util import wrap_dim
 
 # ---------------------------------------------------------------------------- view / reshape
@@ -36,9 +37,9 @@ def _reshape_vjp(ctx, g):
 
 
 VIEW = Op("view", "ViewBackward0", lambda x, shape: np.reshape(x, shape, copy=False),
-          _reshape_vjp, args=("size",), view=True, jvp=lambda ctx, t: t.reshape(ctx._args[0]))
+          _reshape_vjp, args=("size",), view=True, jvp=linear)
 RESHAPE_COPY = Op("reshape", "UnsafeViewBackward0", lambda x, shape: np.reshape(x, shape),
-                  _reshape_vjp, args=("size",))
+                  _reshape_vjp, args=("size",), jvp=linear)
 
 
 def _infer_shape(shape: tuple, numel: int) -> tuple:
@@ -122,12 +123,12 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 TRANSPOSE = Op("transpose", "TransposeBackward0",
                lambda x, a, b: np.swapaxes(x, a, b) if x.ndim else x[...],
                lambda ctx, g: g.transpose(ctx._args[0], ctx._args[1]), args=("dim0", "dim1"),
-               view=True, jvp=lambda ctx, t: t.transpose(*ctx._args))
+               view=True, jvp=linear)
 T_OP = Op("t", "TBackward0", lambda x: x.T, lambda ctx, g: g.t(), view=True,
-          jvp=lambda ctx, t: t.t())
+          jvp=linear)
 PERMUTE = Op("permute", "PermuteBackward0", lambda x, dims: np.transpose(x, dims),
              lambda ctx, g: g.permute(tuple(np.argsort(ctx._args[0]).tolist())),
-             args=("dims",), view=True)
+             args=("dims",), view=True, jvp=linear)
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -201,7 +202,7 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
 # ---------------------------------------------------------------------------- expand / squeeze
 EXPAND = Op("expand", "ExpandBackward0", lambda x, shape: np.broadcast_to(x, shape),
             lambda ctx, g: g.sum_to_size(ctx.input_shape(0)), args=("size",), view=True,
-            jvp=lambda ctx, t: t.expand(ctx._args[0]))
+            jvp=linear)
 
 
 def expand(input: Tensor, *sizes: Any) -> Tensor:
@@ -245,15 +246,15 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
 
 
 SQUEEZE = Op("squeeze", "SqueezeBackward0", lambda x, dims: np.squeeze(x, dims), _reshape_vjp,
-             args=("dim",), view=True)
+             args=("dim",), view=True, jvp=linear)
 SQUEEZE_DIM = Op("squeeze", "SqueezeBackward1", lambda x, dims: np.squeeze(x, dims),
-                 _reshape_vjp, args=("dim",), view=True)
+                 _reshape_vjp, args=("dim",), view=True, jvp=linear)
 SQUEEZE_DIMS = Op("squeeze", "SqueezeBackward2", lambda x, dims: np.squeeze(x, dims),
-                  _reshape_vjp, args=("dim",), view=True)
+                  _reshape_vjp, args=("dim",), view=True, jvp=linear)
 UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0",
                lambda x, d: x.reshape(x.shape[:d] + (1,) + x.shape[d:]),
                lambda ctx, g: g.squeeze(ctx._args[0]), args=("dim",), view=True,
-               jvp=lambda ctx, t: t.unsqueeze(ctx._args[0]))
+               jvp=linear)
 
 
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
@@ -301,9 +302,11 @@ def _index_backward_fwd(g, index, shape):
 
 
 SLICE_BACKWARD = Op("_slice_backward", "SliceBackwardBackward0", _slice_backward_fwd,
-                    lambda ctx, g: _getitem_raw(g, ctx._args[0]), args=("index", "shape"))
+                    lambda ctx, g: _getitem_raw(g, ctx._args[0]), args=("index", "shape"),
+                    jvp=linear)
 INDEX_BACKWARD = Op("_index_backward", "IndexPutBackward0", _index_backward_fwd,
-                    lambda ctx, g: _getitem_raw(g, ctx._args[0]), args=("index", "shape"))
+                    lambda ctx, g: _getitem_raw(g, ctx._args[0]), args=("index", "shape"),
+                    jvp=linear)
 
 
 def _basic_vjp(ctx, g):
@@ -321,10 +324,11 @@ def _getitem_fwd(x, index):
     return out
 
 
-_BASIC = {name: Op("getitem", name, _getitem_fwd, _basic_vjp, args=("index",), view=True)
+_BASIC = {name: Op("getitem", name, _getitem_fwd, _basic_vjp, args=("index",), view=True,
+                   jvp=linear)
           for name in ("SelectBackward0", "SliceBackward0", "UnsqueezeBackward0",
                        "AliasBackward0")}
-INDEX = Op("index", "IndexBackward0", _getitem_fwd, _advanced_vjp, args=("indices",))
+INDEX = Op("index", "IndexBackward0", _getitem_fwd, _advanced_vjp, args=("indices",), jvp=linear)
 
 
 def _normalize_index(index: Any) -> tuple:
@@ -444,7 +448,8 @@ def _zero_at_fwd(g, index):
 
 
 ZERO_AT = Op("_zero_at", "IndexPutBackward0", _zero_at_fwd,
-             lambda ctx, g: apply(ZERO_AT, (g,), (g._data,), ctx._args), args=("indices",))
+             lambda ctx, g: apply(ZERO_AT, (g,), (g._data,), ctx._args), args=("indices",),
+             jvp=linear)
 
 
 def _index_put_fwd(x, v, index):
@@ -461,16 +466,16 @@ def _index_put_vjp(ctx, g):
 
 
 INDEX_PUT = Op("index_put", "IndexPutBackward0", _index_put_fwd, _index_put_vjp,
-               inputs=("self", "values"), args=("indices",))
+               inputs=("self", "values"), args=("indices",), jvp=linear)
 # ``y[basic index] = v`` writes into a view of ``y`` (PyTorch's CopySlices node); when the index
 # selects all of ``y`` the write goes to ``y`` itself: ``copy_`` (CopyBackwards) or, for a 0-d
 # value, ``fill_`` (FillBackward3). All compute an out-of-place index_put.
 SETITEM_VIEW = Op("setitem", "CopySlices", _index_put_fwd, _index_put_vjp,
-                  inputs=("self", "values"), args=("indices",))
+                  inputs=("self", "values"), args=("indices",), jvp=linear)
 SETITEM_COPY = Op("setitem", "CopyBackwards", _index_put_fwd, _index_put_vjp,
-                  inputs=("self", "values"), args=("indices",))
+                  inputs=("self", "values"), args=("indices",), jvp=linear)
 SETITEM_FILL = Op("setitem", "FillBackward3", _index_put_fwd, _index_put_vjp,
-                  inputs=("self", "values"), args=("indices",))
+                  inputs=("self", "values"), args=("indices",), jvp=linear)
 
 
 def _index_put_acc_fwd(x, v, index):
@@ -483,7 +488,7 @@ INDEX_PUT_ACC = Op("index_put", "IndexPutBackward0", _index_put_acc_fwd,
                    lambda ctx, g: (g if ctx.needs_input_grad(0) else None,
                                    _getitem_raw(g, ctx._args[0]) if ctx.needs_input_grad(1)
                                    else None),
-                   inputs=("self", "values"), args=("indices",))
+                   inputs=("self", "values"), args=("indices",), jvp=linear)
 
 
 def _selects_everything(idx: tuple, shape: tuple) -> bool:
@@ -636,7 +641,8 @@ def _unbind_fwd(x, dim):
 
 
 UNBIND = Op("unbind", "UnbindBackward0", _unbind_fwd,
-            lambda ctx, *gs: stack(gs, ctx._args[0]), args=("dim",), view=True, num_outputs=-1)
+            lambda ctx, *gs: stack(gs, ctx._args[0]), args=("dim",), view=True, num_outputs=-1,
+            jvp=linear)
 
 
 def _split_fwd(x, dim, bounds):
@@ -644,10 +650,10 @@ def _split_fwd(x, dim, bounds):
 
 
 SPLIT = Op("split", "SplitBackward0", _split_fwd, lambda ctx, *gs: cat(gs, ctx._args[0]),
-           args=("dim", "bounds"), view=True, num_outputs=-1)
+           args=("dim", "bounds"), view=True, num_outputs=-1, jvp=linear)
 SPLIT_SIZES = Op("split", "SplitWithSizesBackward0", _split_fwd,
                  lambda ctx, *gs: cat(gs, ctx._args[0]), args=("dim", "bounds"), view=True,
-                 num_outputs=-1)
+                 num_outputs=-1, jvp=linear)
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple:
@@ -716,11 +722,11 @@ def _cat_vjp(ctx, g):
 
 
 CAT = Op("cat", "CatBackward0", lambda *arrs: np.concatenate(arrs[:-1], axis=arrs[-1]),
-         _cat_vjp, inputs=(), args=("dim",))
+         _cat_vjp, inputs=(), args=("dim",), jvp=linear)
 STACK = Op("stack", "StackBackward0", lambda *arrs: np.stack(arrs[:-1], axis=arrs[-1]),
            lambda ctx, g: tuple(g.select(ctx._args[0], i) if ctx.needs_input_grad(i) else None
                                 for i in range(len(ctx._input_meta))),
-           inputs=(), args=("dim",))
+           inputs=(), args=("dim",), jvp=linear)
 
 
 def _tensor_list(tensors: Any, fn: str) -> list:
@@ -823,7 +829,7 @@ def _diagonal_fwd(x, offset, d1, d2):
 
 
 DIAGONAL = Op("diagonal", "DiagonalBackward0", _diagonal_fwd, _single_step_vjp,
-              args=("offset", "dim1", "dim2"), view=True)
+              args=("offset", "dim1", "dim2"), view=True, jvp=linear)
 
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
@@ -842,7 +848,7 @@ def _unfold_fwd(x, dim, size, step):
 
 
 UNFOLD = Op("unfold", "UnfoldBackward0", _unfold_fwd, _single_step_vjp,
-            args=("dimension", "size", "step"), view=True)
+            args=("dimension", "size", "step"), view=True, jvp=linear)
 
 
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
@@ -868,7 +874,7 @@ def _as_strided_fwd(x, size, stride, offset):
 
 
 AS_STRIDED = Op("as_strided", "AsStridedBackward0", _as_strided_fwd, _single_step_vjp,
-                args=("size", "stride", "storage_offset"), view=True)
+                args=("size", "stride", "storage_offset"), view=True, jvp=linear)
 
 
 def as_strided(input: Tensor, size: Any, stride: Any, storage_offset: Any = None) -> Tensor:
@@ -888,9 +894,9 @@ def as_strided(input: Tensor, size: Any, stride: Any, storage_offset: Any = None
 
 
 REAL_VIEW = Op("real", "SelectBackward0", lambda x: x.real,
-               lambda ctx, g: g.to(_dtype._FROM_NP[ctx.input_dtype(0)]), view=True)
+               lambda ctx, g: g.to(_dtype._FROM_NP[ctx.input_dtype(0)]), view=True, jvp=linear)
 IMAG_VIEW = Op("imag", "SelectBackward0", lambda x: x.imag,
-               lambda ctx, g: g.to(_dtype._FROM_NP[ctx.input_dtype(0)]) * 1j, view=True)
+               lambda ctx, g: g.to(_dtype._FROM_NP[ctx.input_dtype(0)]) * 1j, view=True, jvp=linear)
 
 
 def real(input: Tensor) -> Tensor:

@@ -46,7 +46,8 @@ from ..autograd.engine import _fix_gradient
 from ..autograd.node import Node, next_sequence_nr
 from ..tensor import Tensor, _new, _wrap
 from . import _dispatch
-from ._dispatch import Op, _edge, apply
+from ._dispatch import _DIFF_DTYPES, Op, _edge, apply
+from ._jvp import linear, zero
 from ._util import broadcast_error
 
 __all__ = ["apply_inplace", "refresh_view", "record_view", "NO_GRAD_VIEW", "MULTI_OUTPUT_VIEW",
@@ -76,13 +77,15 @@ def record_view(result: Tensor, source: Tensor, op: Op, args: tuple, index: Any)
     result._view_steps = (source._view_steps + (step,)) if source._base is not None else (step,)
     if source._inference:
         result._inference = True
-    creation = source._view_creation
-    if index is not None:
-        creation = (MULTI_OUTPUT_VIEW, op.node_name, index)
-    elif not _state.enabled and (base._requires_grad or source._requires_grad):
-        creation = NO_GRAD_VIEW
-    elif _state.inference:
-        creation = INFERENCE_VIEW
+    if result._data.dtype not in _DIFF_DTYPES:
+        return          # views of integer/bool tensors are never checked (as in PyTorch)
+    # How the view was created (checked by in-place ops and when the view's history is
+    # regenerated): inference mode wins, then no_grad, then multi-output; a view of a view
+    # inherits its parent's kind unless created in one of these modes itself.
+    new = (INFERENCE_VIEW if _state.inference else NO_GRAD_VIEW if not _state.enabled
+           else MULTI_OUTPUT_VIEW if index is not None else None)
+    prev = source._view_creation
+    creation = prev if new is None or prev == INFERENCE_VIEW else new
     if creation is not None:
         result._view_creation = creation
 
@@ -148,12 +151,13 @@ def _view_zero_fwd(g: np.ndarray, steps: tuple) -> np.ndarray:
 VIEW_REPLAY = Op("as_strided_view", "AsStridedBackward0", replay_view,
                  lambda ctx, g: view_scatter(g, ctx._args[0], ctx.input_shape(0),
                                              ctx.input_dtype(0)),
-                 args=("steps",))
+                 args=("steps",), jvp=linear)
 VIEW_SCATTER = Op("view_scatter", "AsStridedScatterBackward0", _view_scatter_fwd,
                   lambda ctx, g: apply(VIEW_REPLAY, (g,), (g._data,), (ctx._args[0],)),
-                  args=("steps", "shape", "dtype"))
+                  args=("steps", "shape", "dtype"), jvp=linear)
 VIEW_ZERO = Op("view_zero", "CopySlicesBackward0", _view_zero_fwd,
-               lambda ctx, g: apply(VIEW_ZERO, (g,), (g._data,), ctx._args), args=("steps",))
+               lambda ctx, g: apply(VIEW_ZERO, (g,), (g._data,), ctx._args), args=("steps",),
+               jvp=linear)
 
 
 def view_scatter(g: Tensor, steps: tuple, shape: tuple, dtype: Any = None) -> Tensor:
@@ -166,10 +170,16 @@ def view_scatter(g: Tensor, steps: tuple, shape: tuple, dtype: Any = None) -> Te
 def refresh_view(t: Tensor) -> bool:
     """Regenerate a stale view's ``grad_fn`` from its base; return its ``requires_grad``."""
     vc = t._version_counter
-    if t._view_version == vc[0]:
-        return t._requires_grad
-    t._view_version = vc[0]
     base = t._base
+    if t._view_version == vc[0]:
+        # A view of a base that requires grad requires grad, even without history of its own
+        # (created in no_grad mode, or before the base required grad), as in PyTorch.
+        return t._requires_grad or base._requires_grad
+    if t._grad_fn is None and not base._requires_grad:
+        return t._requires_grad
+    if t._view_creation is not None:
+        raise RuntimeError(_view_rebase_message(t, indirect=True))
+    t._view_version = vc[0]
     if base._requires_grad:
         node = VIEW_REPLAY.node_cls()
         node._sequence_nr = next_sequence_nr()
@@ -256,45 +266,61 @@ def _bump(t: Tensor) -> None:
 
 
 def _check_inplace(self: Tensor, recording: bool) -> None:
-    """PyTorch's refusals, all raised before anything is written."""
+    """PyTorch's refusals, in PyTorch's order, all raised before anything is written.
+    ``recording``: grad mode is on and some input (``self`` included) requires grad."""
     if self._inference and not _state.inference:
         raise RuntimeError(
             "Inplace update to inference tensor outside InferenceMode is not allowed.You can "
             "make a clone to get a normal tensor before doing inplace update.See "
             "https://github.com/pytorch/rfcs/pull/17 for more details.")
+    if recording:
+        base = self._base
+        if base is not None:
+            if self._view_creation is not None:
+                raise RuntimeError(_view_rebase_message(self, indirect=False))
+            if base._grad_fn is None and base._requires_grad:
+                raise RuntimeError(LEAF_VIEW_INPLACE_MSG)
+        elif self._grad_fn is None and self._requires_grad:
+            raise RuntimeError(LEAF_INPLACE_MSG)
     if not self._data.flags.writeable:
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a "
             "single memory location. Please clone() the tensor before performing the operation.")
-    base = self._base
-    if _state.enabled:
-        if self._grad_fn is None and self._requires_grad and base is None:
-            raise RuntimeError(LEAF_INPLACE_MSG)
-        if base is not None and base._grad_fn is None and base._requires_grad:
-            raise RuntimeError(LEAF_VIEW_INPLACE_MSG)
-    if base is not None and self._view_creation is not None and _state.enabled and (
-            base._requires_grad or recording):
-        creation = self._view_creation
-        if creation == NO_GRAD_VIEW:
-            raise RuntimeError(
-                "A view was created in no_grad mode and is being modified inplace with grad "
-                "mode enabled. Given that this use case is ambiguous and error-prone, it is "
-                "forbidden. You can clarify your code by moving both the view and the inplace "
-                "either both inside the no_grad block (if you don't want the inplace to be "
-                "tracked) or both outside (if you want the inplace to be tracked).")
-        if creation == INFERENCE_VIEW and not _state.inference:
-            raise RuntimeError(
-                "A view was created in inference mode and is being modified inplace outside of "
-                "inference mode. This is not allowed because autograd cannot track it. You can "
-                "clone the view to get a normal tensor and modify that one instead.")
-        if isinstance(creation, tuple):
-            name = creation[1]
-            short = name[:-len("Backward0")] if name.endswith("Backward0") else name
-            raise RuntimeError(
-                f"Output {creation[2]} of {short} is a view and is being modified inplace. This "
-                "view is the output of a function that returns multiple views. Such functions do "
-                "not allow the output views to be modified inplace. You should replace the "
-                "inplace operation by an out-of-place one.")
+
+
+_NO_GRAD_HINT = (
+    " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+    "your code by moving both the view and the inplace either both inside the {} block (if you "
+    "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked).")
+
+
+def _view_rebase_message(t: Tensor, indirect: bool) -> str:
+    """Why a view made in no_grad/inference mode or by a multi-output op cannot be modified in
+    place (``indirect``: its base or another view of it was modified), worded as PyTorch."""
+    creation = t._view_creation
+    fn = t._grad_fn
+    name = ""
+    if fn is not None:
+        name = fn.name()
+        name = name[:-len("Backward0")] if name.endswith("Backward0") else name
+    modified = "its base or another view of its base has been" if indirect else "is being"
+    if creation != MULTI_OUTPUT_VIEW or fn is None:
+        prefix = (f"Output {t._output_nr} of {name} is a view of a view which was created in"
+                  if fn is not None else "A view was created in")
+        if creation == INFERENCE_VIEW:
+            msg = f"{prefix} inference mode and {modified} modified inplace in normal mode."
+        else:
+            msg = (f"{prefix} no_grad mode and {modified} modified inplace with grad mode "
+                   "enabled.")
+    else:
+        msg = f"Output {t._output_nr} of {name} is a view and {modified} modified inplace."
+    if creation == MULTI_OUTPUT_VIEW:
+        return msg + (" This view is the output of a function that returns multiple views. Such "
+                      "functions do not allow the output views to be modified inplace. You "
+                      "should replace the inplace operation by an out-of-place one.")
+    return msg + _NO_GRAD_HINT.format("inference_mode" if creation == INFERENCE_VIEW
+                                      else "no_grad")
 
 
 def _store(self: Tensor, res: Tensor) -> None:
@@ -316,17 +342,22 @@ def _store(self: Tensor, res: Tensor) -> None:
     np.copyto(dst, src, casting="unsafe")
 
 
+def _requires_grad(t: Tensor) -> bool:
+    return t._requires_grad or (t._base is not None and t._base._requires_grad)
+
+
 def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any) -> Tensor:
     """Compute ``fn(self, *args)`` and store it into ``self``, keeping autograd consistent.
 
     ``fn`` is the out-of-place op (``lambda a, b: a * b`` for ``mul_``).
     """
-    if self._base is not None:
-        refresh_view(self)
-    recording = _state.enabled and (self._requires_grad or any(
-        isinstance(a, Tensor) and (a._requires_grad or (a._base is not None and
-                                                          refresh_view(a))) for a in args))
+    # Whether some input requires grad, without regenerating any view's history (which may
+    # raise for views that cannot be modified in place: _check_inplace words that error).
+    recording = _state.enabled and (_requires_grad(self) or any(
+        isinstance(a, Tensor) and _requires_grad(a) for a in args))
     _check_inplace(self, recording)
+    if recording and self._base is not None:
+        refresh_view(self)
     if _dispatch._FW_AD:   # forward AD: fn also updates self's tangents (autograd/forward_ad.py)
         fn = _dispatch._fw_inplace(self, fn)
     if not recording:
@@ -392,14 +423,14 @@ def _copy_fwd(s: np.ndarray, src: np.ndarray) -> np.ndarray:
 COPY = Op("copy_", "CopyBackwards", _copy_fwd,
           lambda ctx, g: (_zeros_for(g) if ctx.needs_input_grad(0) else None,
                           g if ctx.needs_input_grad(1) else None),
-          inputs=("self", "src"), full_name="torch::autograd::CopyBackwards")
+          inputs=("self", "src"), full_name="torch::autograd::CopyBackwards", jvp=linear)
 FILL_SCALAR = Op("fill_", "FillBackward2", lambda s, v: np.full_like(s, v),
-                 lambda ctx, g: _zeros_for(g), args=("value",))
+                 lambda ctx, g: _zeros_for(g), args=("value",), jvp=zero)
 FILL_TENSOR = Op("fill_", "FillBackward3", lambda s, v: np.full_like(s, v),
                  lambda ctx, g: (_zeros_for(g) if ctx.needs_input_grad(0) else None,
                                  g.sum() if ctx.needs_input_grad(1) else None),
-                 inputs=("self", "value"))
-ZERO = Op("zero_", "ZeroBackward0", np.zeros_like, lambda ctx, g: _zeros_for(g))
+                 inputs=("self", "value"), jvp=linear)
+ZERO = Op("zero_", "ZeroBackward0", np.zeros_like, lambda ctx, g: _zeros_for(g), jvp=zero)
 
 
 def fill_(self: Tensor, value: Any) -> Tensor:
@@ -425,7 +456,12 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     try:
         np.broadcast_to(src._data, self._data.shape)
     except ValueError:
-        raise broadcast_error(self._data.shape, src._data.shape) from None
+        try:
+            shown = list(np.broadcast_shapes(self._data.shape, src._data.shape))
+        except ValueError:
+            raise broadcast_error(self._data.shape, src._data.shape) from None
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
+                           f"broadcast shape {shown}") from None
     return apply_inplace(self, lambda s, o: apply(COPY, (s, o), (s._data, o._data)), src)
 
 

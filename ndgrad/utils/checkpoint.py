@@ -40,17 +40,29 @@ from ..autograd.saved import saved_tensors_hooks
 from ..ops._dispatch import gradient_edge
 from ..tensor import Tensor
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError"]
+
+
+class CheckpointError(RuntimeError):
+    """The recomputation did not reproduce what the original forward saved (PyTorch's
+    ``torch.utils.checkpoint.CheckpointError``, also a RuntimeError)."""
 
 REENTRANT_GRAD_MSG = (
     "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an "
     "`inputs` parameter to .backward(). To resolve this error, you can either set "
     "use_reentrant=False, or call .backward() without passing the `inputs` argument.")
-USE_REENTRANT_WARNING = (
-    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
+_USE_REENTRANT_TAIL = (
     "use_reentrant=False is recommended, but if you need to preserve the current default "
     "behavior, you can pass use_reentrant=True. Refer to docs for more details on the "
     "differences between the two variants.")
+USE_REENTRANT_WARNING = (
+    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting "
+    "in PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception. "
+    + _USE_REENTRANT_TAIL)
+SEQUENTIAL_USE_REENTRANT_WARNING = (
+    "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be passed "
+    "explicitly. In version 2.9 we will raise an exception if use_reentrant is not passed. "
+    + _USE_REENTRANT_TAIL)
 
 
 def _rng_state() -> Any:
@@ -206,7 +218,7 @@ def checkpoint_sequential(functions: Sequence[Callable], segments: int, input: A
     """Run ``functions`` in order on ``input``, split into ``segments`` chunks; every chunk but
     the last is checkpointed (the last one's values are needed right away by backward)."""
     if use_reentrant is None:
-        warnings.warn(USE_REENTRANT_WARNING, UserWarning, stacklevel=2)
+        warnings.warn(SEQUENTIAL_USE_REENTRANT_WARNING, UserWarning, stacklevel=2)
         use_reentrant = True
     functions = list(functions)
     if segments < 1:

@@ -1,0 +1,98 @@
+"""Batch levels: the state behind vectorized backward (``grad(..., is_grads_batched=True)``).
+
+Note [Batched backward]
+A batched backward runs the graph once on gradients that carry an extra leading batch dimension
+of size B, instead of once per row. It is vmap restricted to what a backward pass needs:
+
+* Each batched run opens a *level* (a fresh integer id, added to ``ACTIVE`` while the run
+  lasts). A tensor whose ``_blevel`` (class default 0, see tensor.py) is an active level is
+  *batched*: its ``_data`` is the physical array ``(B, *logical_shape)``. Once the level closes
+  the same tensor is an ordinary tensor of shape ``(B, *logical_shape)``; stale ids are reset
+  lazily. So nothing needs cleaning up, and tensors saved into a graph recorded during a batched
+  run with ``create_graph=True`` are plain tensors for later backward passes.
+* ``ops._dispatch.apply`` checks one module flag (``_BATCHING``, true while any level is
+  active). When an input is batched it hands the call to the op's batching rule
+  (ops/_batching.py), which computes the op on the physical arrays with its dims moved past
+  the batch dimension, aligns a batched operand with an unbatched one of higher logical rank,
+  and records (when recording) the *physical* op. The result is marked batched.
+* Public ops whose Python code reads shapes before reaching ``apply`` (reshape, sum, cat,
+  matmul ...) start with ``if input._blevel:`` and then run on a *proxy*: a tensor whose data
+  is row 0 of the batched one, so all argument checks and dim arithmetic see the logical shape;
+  ``apply`` recognizes the proxy (``_bproxy``) and substitutes the batched tensor.
+* While a rule runs its physical ops the level is *suspended* (removed from ``ACTIVE``): the
+  batched tensors then look like ordinary ones.
+* Graphs with nodes that have no batching rule (custom Functions, hooks, ops of
+  ops/views_inplace.py) fall back to one backward per row (autograd/api.py ``_batched``).
+
+Example:
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> ndgrad.autograd.grad(x.exp() * 2, x, ndgrad.eye(2), is_grads_batched=True)[0].shape
+    ndgrad.Size([2, 2])
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+__all__ = ["ACTIVE", "is_batched", "batch_level", "suspended"]
+
+ACTIVE: set = set()          # ids of the batch levels that are alive
+SUSPENDED: set = set()       # alive levels whose rule is running (see ``suspended``)
+_next_level = itertools.count(1).__next__
+_LOCK = threading.Lock()
+_dispatch: Any = None        # ndgrad.ops._dispatch, bound on first use (import cycle)
+
+
+def _sync() -> None:
+    global _dispatch
+    if _dispatch is None:
+        from ..ops import _dispatch as d
+        _dispatch = d
+    _dispatch._BATCHING = bool(ACTIVE)
+
+
+def is_batched(t: Any) -> bool:
+    """True if ``t`` carries a batch dimension of a level that is alive."""
+    lv = t._blevel
+    if not lv:
+        return False
+    if lv in ACTIVE:
+        return True
+    if lv not in SUSPENDED:
+        t._blevel = 0        # the level closed: ``t`` is an ordinary tensor now
+    return False
+
+
+@contextmanager
+def batch_level() -> Iterator[int]:
+    """Open a new batch level for the duration of the block; yields its id."""
+    level = _next_level()
+    with _LOCK:
+        ACTIVE.add(level)
+        _sync()
+    try:
+        yield level
+    finally:
+        with _LOCK:
+            ACTIVE.discard(level)
+            _sync()
+
+
+@contextmanager
+def suspended(level: int) -> Iterator[None]:
+    """Within the block, tensors of ``level`` behave as ordinary (physical) tensors."""
+    with _LOCK:
+        ACTIVE.discard(level)
+        SUSPENDED.add(level)
+        _sync()
+    try:
+        yield
+    finally:
+        with _LOCK:
+            SUSPENDED.discard(level)
+            ACTIVE.add(level)
+            _sync()
