@@ -184,8 +184,14 @@ class Tensor:
         """Offset in elements of the first element from the start of the underlying buffer."""
         arr = self._data
         root = arr
-        while isinstance(root.base, np.ndarray):
-            root = root.base
+        while True:
+            b = root.base
+            if not isinstance(b, np.ndarray):
+                # NumPy's stride tricks (as_strided views) hold their source through a wrapper
+                b = getattr(b, "base", None)
+                if not isinstance(b, np.ndarray):
+                    break
+            root = b
         return (_ptr(arr) - _ptr(root)) // arr.itemsize
 
     def is_contiguous(self, memory_format: Any = None) -> bool:

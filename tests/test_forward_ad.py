@@ -374,6 +374,93 @@ def test_forward_over_forward_matches_torch_func(op, i):
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9)
 
 
+def _forward_over_reverse(op, m, arrays, tangents, grad_outputs):
+    # the tangent of a gradient: ops saved by backward rules carry their tangents
+    fw = FW[m]
+    xs = [m.tensor(a, dtype=m.float64, requires_grad=True) for a in arrays]
+    with fw.dual_level():
+        duals = [fw.make_dual(x, m.tensor(t, dtype=m.float64)) for x, t in zip(xs, tangents)]
+        outs = [o for o in _outs(op.fn(m, *duals)) if o.requires_grad]
+        gos = [m.tensor(g[:o.numel()].reshape(tuple(o.shape)), dtype=m.float64)
+               for o, g in zip(outs, grad_outputs)]
+        grads = m.autograd.grad(outs, xs, gos, create_graph=True, allow_unused=True)
+        return [None if g is None else fw.unpack_dual(g).tangent for g in grads]
+
+
+@pytest.mark.parametrize("op,i", [c for c in DIFF_CASES if c.values[0].double_backward])
+def test_forward_over_reverse_matches_torch(op, i):
+    arrays, tangents, _ = _sample(op, i)
+    gos = [np.random.default_rng(k).standard_normal(64) for k in range(4)]
+    _both(lambda m, fw: _forward_over_reverse(op, m, arrays, tangents, gos))
+
+
+# Ops of the table that op_db does not reach directly (backward kernels, batching, new views):
+# their JVPs against finite differences, and against PyTorch where it has the op.
+def _internal_ops():
+    from ndgrad.ops import _batching, pointwise as pw, reduction as red, shape
+    from ndgrad.ops import views_inplace as vi
+    from ndgrad.ops._dispatch import apply
+    steps = shape.getitem(ndgrad.zeros(3, 4), (slice(1, None), 2))._view_steps
+    idx = np.array([[0, 2, 1], [1, 1, 0]])
+    return {
+        "tanh_backward": (lambda g, r: pw.tanh_backward(g, r), ((2, 3), (2, 3))),
+        "sigmoid_backward": (lambda g, r: pw.sigmoid_backward(g, r), ((2, 3), (2, 3))),
+        "threshold_backward": (lambda g, r: pw.threshold_backward(g, r), ((2, 3), (2, 3))),
+        "prod_others": (lambda x: apply(red.PROD_OTHERS, (x,), (x._data,), (1,)), ((2, 3),)),
+        "scatter_zeros": (lambda g: red.scatter_zeros(g, 1, ndgrad.tensor(idx[:, :1]), (2, 3)),
+                          ((2, 1),)),
+        "scatter_add_zeros": (lambda g: red._scatter_add_zeros(g, 1, idx, (2, 4)), ((2, 3),)),
+        "amax": (lambda x: apply(_batching.AMAX, (x,), (x._data,), ((1,), False)), ((2, 3),)),
+        "amin_keepdim": (lambda x: apply(_batching.AMIN, (x,), (x._data,), ((0,), True)),
+                         ((2, 3),)),
+        "view_scatter": (lambda g: vi.view_scatter(g, steps, (3, 4)), ((2,),)),
+        "view_replay": (lambda x: apply(vi.VIEW_REPLAY, (x,), (x._data,), (steps,)), ((3, 4),)),
+        "view_zero": (lambda x: apply(vi.VIEW_ZERO, (x,), (x._data,), (steps,)), ((3, 4),)),
+        "copy_like_layout": (lambda g: pw._copy_like_layout(g, ndgrad.zeros(3, 2).t()), ((2, 3),)),
+        "slice_backward": (lambda g: apply(shape.SLICE_BACKWARD, (g,), (g._data,),
+                                           ((slice(1, None),), (3, 2))), ((2, 2),)),
+        "zero_at": (lambda x: apply(shape.ZERO_AT, (x,), (x._data,), ((np.array([0, 0]),),)),
+                    ((3, 2),)),
+        "diagonal": (lambda x: x.diagonal(1), ((3, 4),)),
+        "unfold": (lambda x: x.unfold(1, 2, 1), ((2, 4),)),
+        "as_strided": (lambda x: x.as_strided((2, 2), (1, 2), 1), ((3, 3),)),
+    }
+
+
+INTERNAL = sorted(_internal_ops())
+
+
+@pytest.mark.parametrize("name", INTERNAL)
+def test_internal_ops_jvp_against_finite_differences(name):
+    fn, shapes = _internal_ops()[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    xs = [ndgrad.tensor(rng.uniform(0.3, 2.0, s) * rng.choice([-1, 1], s), requires_grad=True)
+          for s in shapes]
+    assert gradcheck(fn, xs, check_forward_ad=True)
+
+
+@pytest.mark.parametrize("name", ["diagonal", "unfold", "as_strided"])
+def test_new_views_match_torch(name):
+    fn, shapes = _internal_ops()[name]
+
+    def run(m, fw):
+        with fw.dual_level():
+            x = _dual(m, fw, *shapes[0])
+            y = fn(x)
+            t = fw.unpack_dual(y).tangent
+            return [y, t, t._base is fw.unpack_dual(x).tangent]
+    _both(run)
+
+
+def test_real_and_imag_views_of_complex_tensors_match_torch():
+    def run(m, fw):
+        with fw.dual_level():
+            z = fw.make_dual(m.tensor([1 + 2j, 3 - 1j]), m.tensor([0.5 - 1j, 2 + 0.25j]))
+            w = z * z
+            return [fw.unpack_dual(o).tangent for o in (w, w.real, w.imag, w.abs(), w.conj())]
+    _both(run)
+
+
 # ---------------------------------------------------------------------------- views and in-place
 def _dual(m, fw, *shape, seed=0):
     return fw.make_dual(_rand(m, *shape, seed=seed), _rand(m, *shape, seed=seed + 100))

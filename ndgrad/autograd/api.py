@@ -188,7 +188,10 @@ def grad(
 
     ``allow_unused`` defaults to ``materialize_grads``; ``materialize_grads=True`` returns zeros
     instead of ``None`` for unused inputs; ``is_grads_batched=True`` treats the first dimension
-    of each ``grad_outputs`` tensor as a batch of vectors.
+    of each ``grad_outputs`` tensor as a batch of vectors and computes all of them in one
+    backward pass that carries the batch dimension (Note [Batched backward] in batching.py).
+    Graphs with a node that has no batching rule (a custom Function, a hook, a real/imag view
+    written in place) run one backward per row instead, with the same results.
 
     >>> import ndgrad
     >>> x = ndgrad.tensor([2.0], requires_grad=True)
@@ -264,9 +267,8 @@ def _batch_size(grads: tuple) -> int:
 def _graph_supports_batching(roots: Sequence[Any]) -> bool:
     """True if every node reachable from ``roots`` has a batching rule and no hooks (the
     nodes a vectorized backward can run, see Note [Batched backward] in batching.py)."""
-    from ..ops._batching import RULES
+    from ..ops._batching import node_supported
     from .accumulate_grad import AccumulateGrad
-    from .node import OpNode
     seen: set = set()
     stack = [r for r in roots if r is not None]
     while stack:
@@ -278,7 +280,7 @@ def _graph_supports_batching(roots: Sequence[Any]) -> bool:
             return False
         if type(node) is AccumulateGrad:
             continue
-        if not isinstance(node, OpNode) or type(node)._op not in RULES:
+        if not node_supported(node):
             return False
         stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
     return True

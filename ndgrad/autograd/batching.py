@@ -21,8 +21,18 @@ of size B, instead of once per row. It is vmap restricted to what a backward pas
   ``apply`` recognizes the proxy (``_bproxy``) and substitutes the batched tensor.
 * While a rule runs its physical ops the level is *suspended* (removed from ``ACTIVE``): the
   batched tensors then look like ordinary ones.
-* Graphs with nodes that have no batching rule (custom Functions, hooks, ops of
-  ops/views_inplace.py) fall back to one backward per row (autograd/api.py ``_batched``).
+* In-place writes through views (``CopySlices``, ops/views_inplace.py) replay the view on the
+  flattened rows through the flat positions of the view's elements in the base.
+* The engine compares a batched gradient's *logical* shape with the input's metadata
+  (engine.py ``_fix_gradient``); helpers that build tensors from a gradient's raw data
+  (``_zeros_of``, ``_zeros_for``) copy its ``_blevel``.
+* Graphs with a node that cannot run batched (custom Functions, nodes with hooks, in-place
+  writes through real/imag views of complex tensors) fall back to one backward per row
+  (autograd/api.py ``_batched``, ops/_batching.py ``node_supported``).
+* Adding an op: give it a rule in ``ops/_batching.py`` ``install`` (most are one of the
+  generic ones: elementwise, dims shifted by one ...), and an ``if input._blevel:`` entry in
+  its public function if that reads shapes or dims; otherwise graphs containing it fall back.
+  tests/test_batched_grad.py runs every op of tests/op_db.py batched.
 
 Example:
     >>> import ndgrad

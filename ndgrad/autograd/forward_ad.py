@@ -36,6 +36,13 @@ Note [Forward AD]
   of the rule propagate only the outer levels' tangents: the tangent at L is dual at levels < L
   and never at L or above. Lower levels are set first, so a rule for L that reads
   ``ctx.result`` sees the result's tangents at the outer levels.
+* Backward inside a level (forward-over-reverse): VJP rules use saved tensors, which must carry
+  their tangents. Saved inputs are the tensors themselves; a saved result is a detached alias
+  (autograd/saved.py) that shares the result's tangent dict (``_share_with_saved_result``), and
+  its unpacked copy for double backward takes the dict along.
+* Custom Functions: ``Function.apply`` runs ``forward`` with propagation off
+  (``_set_fwd_grad_enabled(False)``), then calls ``_function_jvp`` (Note [Function.jvp slot],
+  autograd/function.py).
 """
 
 from __future__ import annotations
@@ -443,6 +450,23 @@ def _fw_apply(op: Any, tensors: tuple, outs: tuple, args: tuple) -> None:
                 with _limit(level):
                     tg = tg.clone()
             _set(o, tg, level)
+    node = outs[0]._grad_fn
+    if node is not None and -1 in op.save_idx:
+        _share_with_saved_result(node, outs)
+
+
+def _share_with_saved_result(node: Any, outs: tuple) -> None:
+    # A node that saved its result keeps a detached alias of it (autograd/saved.py). The alias
+    # shares the result's tangents, so that backward rules using it see them when they run
+    # inside a level (forward-over-reverse: the tangent of a gradient).
+    for s in node._saved:
+        alias = getattr(s, "_tensor", None)
+        if alias is not None and getattr(s, "_is_output", False):
+            grads = outs[s._output_nr]._fw_grads
+            if grads:
+                alias._fw_grads = grads
+                for level in grads:
+                    _levels[level][id(alias)] = alias
 
 
 def _aliases(tg: Any, tangents: Sequence) -> bool:
@@ -610,8 +634,6 @@ def check_jvp_against_numerical(func: Callable, inputs: Sequence, i_list: Sequen
                             ana[pos][j] = t.detach().numpy().reshape(-1)
             for pos, k in enumerate(out_idx):
                 num = numeric[pos][di]
-                a = ana[pos] if num.dtype.kind == "c" or ana[pos].dtype.kind != "c" \
-                    else ana[pos]
-                if not np.allclose(a, num, rtol=rtol, atol=atol):
+                if not np.allclose(ana[pos], num, rtol=rtol, atol=atol):
                     what = "" if di == 0 else " (tangent = 1j)"
-                    raise gc.GradcheckError(gc._error(k, i, num, a, what))
+                    raise gc.GradcheckError(gc._error(k, i, num, ana[pos], what))

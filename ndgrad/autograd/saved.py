@@ -127,6 +127,7 @@ class SavedTensor:
                 out._grad_fn = node
                 out._requires_grad = True
                 out._output_nr = self._output_nr
+                out._fw_grads = t._fw_grads    # its tangents too (autograd/forward_ad.py)
                 return out
         return t
 

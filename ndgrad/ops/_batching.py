@@ -34,7 +34,8 @@ from ..autograd.batching import ACTIVE
 from ..tensor import Tensor, _new, _wrap
 from ._dispatch import Op, apply
 
-__all__ = ["RULES", "batched_apply", "call", "marked", "supports", "argminmax"]
+__all__ = ["RULES", "VJP_ONLY", "batched_apply", "call", "marked", "supports", "node_supported",
+           "argminmax"]
 
 RULES: dict = {}
 _EMPTY_SLICE = slice(None)
@@ -49,9 +50,33 @@ class _Call:
         self.op, self.ts, self.arrs, self.bd, self.ls, self.B = op, ts, arrs, bd, ls, B
 
 
+# Ops without a batching rule whose backward only uses ops that have one (their nodes can run
+# on batched gradients).
+VJP_ONLY: set = set()
+
+
 def supports(op: Op) -> bool:
     """True if ``op`` has a batching rule."""
     return op in RULES
+
+
+def _index_mappable(steps: tuple) -> bool:
+    """View steps that map elements to elements of the same dtype (not real/imag views)."""
+    return all(op.name not in ("real", "imag") for op, _, _ in steps)
+
+
+def node_supported(node: Any) -> bool:
+    """True if ``node`` can run on batched gradients (api.py checks every node of the graph
+    before a vectorized backward; hooks are checked there)."""
+    from .views_inplace import VIEW_REPLAY, CopySlices
+    op = getattr(type(node), "_op", None)
+    if op is not None:
+        if op is VIEW_REPLAY and not _index_mappable(node._args[0]):
+            return False
+        return op in RULES or op in VJP_ONLY
+    if type(node) is CopySlices:
+        return _index_mappable(node._steps) and node_supported(node.fn)
+    return False
 
 
 def _unsupported(op: Any, why: str = "") -> RuntimeError:
@@ -418,6 +443,57 @@ def _copy_like(c: _Call, args: tuple) -> Any:
     return apply(c.op, tuple(c.ts), tuple(c.arrs), (c.arrs[0],))
 
 
+def _fill_like(c: _Call, args: tuple) -> Any:
+    """copy_/fill_(tensor): the result has the shape of ``self``, which may be unbatched."""
+    ts = list(c.ts)
+    if not c.bd[0]:
+        ts[0] = _batch_expand(ts[0], c.B)
+    if len(ts) > 1 and c.bd[1]:
+        ts[1] = _pad(ts[1], c.B, c.ls[1], len(c.ls[0]))
+    return apply(c.op, tuple(ts), tuple(_arr(t, a) for t, a in zip(ts, c.arrs)), args)
+
+
+# In-place writes through views (CopySlices, ops/views_inplace.py) replay the view's steps on
+# the base's gradient. Batched, the view is described by the flat position in the base of each
+# of its elements (the same for every row), and the replay is an indexing op on the flattened
+# rows.
+def _view_positions(steps: tuple, base_shape: tuple) -> np.ndarray:
+    if not _index_mappable(steps):
+        raise _unsupported("AsStridedBackward0", "a real/imag view of a complex tensor")
+    return _vi._view_index(tuple(base_shape), steps)
+
+
+def _flat_rows(t: Tensor, B: int) -> Tensor:
+    return _shape.reshape(t, (B, -1))
+
+
+def _view_replay(c: _Call, args: tuple) -> Any:
+    pos = _view_positions(args[0], c.ls[0])
+    g = _flat_rows(c.ts[0], c.B)
+    r = apply(_shape.INDEX, (g,), (_arr(g, c.arrs[0]),), ((_EMPTY_SLICE, pos.reshape(-1)),))
+    return _shape.reshape(r, (c.B,) + pos.shape)
+
+
+def _view_scatter(c: _Call, args: tuple) -> Any:
+    steps, shape, dtype = args
+    if np.dtype(dtype) != c.arrs[0].dtype:
+        raise _unsupported(c.op, "a real/imag view of a complex tensor")
+    pos = _view_positions(steps, shape)
+    g = _shape.expand(_pad(c.ts[0], c.B, c.ls[0], pos.ndim), (c.B,) + pos.shape)
+    g = _flat_rows(g, c.B)
+    n = int(np.prod(shape))
+    r = apply(_shape.INDEX_BACKWARD, (g,), (_arr(g, c.arrs[0]),),
+              ((_EMPTY_SLICE, pos.reshape(-1)), (c.B, n)))
+    return _shape.reshape(r, (c.B,) + tuple(shape))
+
+
+def _view_zero(c: _Call, args: tuple) -> Any:
+    pos = _view_positions(args[0], c.ls[0])
+    g = _flat_rows(c.ts[0], c.B)
+    r = apply(_shape.ZERO_AT, (g,), (_arr(g, c.arrs[0]),), ((_EMPTY_SLICE, pos.reshape(-1)),))
+    return _shape.reshape(r, (c.B,) + tuple(c.ls[0]))
+
+
 # ---------------------------------------------------------------------------- amax / amin
 def _amax_fwd(x: np.ndarray, dims: tuple, keepdim: bool) -> np.ndarray:
     return np.max(x, axis=dims, keepdims=keepdim)
@@ -463,11 +539,12 @@ AMIN = Op("amin", "AminBackward0", _amin_fwd, _amax_vjp, saves=("self", "result"
 _shape: Any = None
 _red: Any = None
 _lin: Any = None
+_vi: Any = None
 
 
 def install() -> None:
     """Fill ``RULES`` and bind ``batched_apply`` into the dispatcher (once, at import)."""
-    global _shape, _red, _lin
+    global _shape, _red, _lin, _vi
     from . import _dispatch, linalg, pointwise, reduction, shape
     _shape, _red, _lin = shape, reduction, linalg
     pw = pointwise
@@ -514,6 +591,19 @@ def install() -> None:
     RULES[linalg.MV] = _mv
     RULES[linalg.DOT] = _dot
     RULES[linalg.SQUEEZE_RESULT] = _dims_first_int
+    from . import views_inplace as vi
+    _vi = vi
+    RULES[vi.VIEW_REPLAY] = _view_replay
+    RULES[vi.VIEW_SCATTER] = _view_scatter
+    RULES[vi.VIEW_ZERO] = _view_zero
+    RULES[vi.COPY] = RULES[vi.FILL_TENSOR] = _fill_like
+    RULES[vi.FILL_SCALAR] = RULES[vi.ZERO] = _pointwise()
+    for name in ("REAL_VIEW", "IMAG_VIEW"):
+        if hasattr(s, name):
+            RULES[getattr(s, name)] = _pointwise()
+    for name in ("DIAGONAL", "UNFOLD", "AS_STRIDED"):
+        if hasattr(s, name):
+            VJP_ONLY.add(getattr(s, name))
     _dispatch._batched_apply = batched_apply
 
 

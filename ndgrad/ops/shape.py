@@ -427,12 +427,45 @@ def getitem(input: Tensor, index: Any) -> Tensor:
     x = input._data
     if not basic:
         _check_masks(idx, x.shape)
+        split = _split_advanced(idx, x.shape)
+        if split is not None:
+            view = getitem(input, split[0])
+            input, x, idx = view, view._data, split[1]
+            _check_masks(idx, x.shape)
     try:
         if basic:
             return apply(_BASIC[name], (input,), (x,), (idx,))
         return apply(INDEX, (input,), (x,), (idx,))
     except IndexError as e:
         raise _index_error(e, x.shape) from None
+
+
+def _split_advanced(idx: tuple, shape: tuple) -> Any:
+    """A mixed index, the PyTorch way: its basic part (integers, slices, None) is applied first,
+    as a view, and the advanced part (index arrays, masks) to that view. This decides where
+    the indexed dimensions go (``x[0, :, [1, 2]]`` has shape ``(3, 2, 5)`` for ``x`` of shape
+    ``(2, 3, 4, 5)``, not NumPy's ``(2, 3, 5)``). Returns ``(view_index, advanced_index)``, or
+    None when the basic part selects everything (or a Python bool is present)."""
+    view_items: list = []
+    adv_items: list = []
+    for it in idx:
+        if isinstance(it, np.ndarray):
+            view_items.extend([slice(None)] * (it.ndim if it.dtype == np.bool_ else 1))
+            adv_items.append(it)
+        elif isinstance(it, bool):
+            return None
+        elif isinstance(it, int):
+            view_items.append(it)                 # the dimension is gone from the view
+        elif it is Ellipsis:
+            view_items.append(it)
+            adv_items.append(it)
+        else:                                     # a slice or None: a dimension of the view
+            view_items.append(it)
+            adv_items.append(slice(None))
+    view_idx = tuple(view_items)
+    if _selects_everything(view_idx, shape):
+        return None
+    return view_idx, tuple(adv_items)
 
 
 def _getitem_raw(g: Tensor, idx: tuple) -> Tensor:
@@ -473,7 +506,8 @@ INDEX_PUT = Op("index_put", "IndexPutBackward0", _index_put_fwd, _index_put_vjp,
 SETITEM_VIEW = Op("setitem", "CopySlices", _index_put_fwd, _index_put_vjp,
                   inputs=("self", "values"), args=("indices",), jvp=linear)
 SETITEM_COPY = Op("setitem", "CopyBackwards", _index_put_fwd, _index_put_vjp,
-                  inputs=("self", "values"), args=("indices",), jvp=linear)
+                  inputs=("self", "values"), args=("indices",), jvp=linear,
+                  full_name="torch::autograd::CopyBackwards")
 SETITEM_FILL = Op("setitem", "FillBackward3", _index_put_fwd, _index_put_vjp,
                   inputs=("self", "values"), args=("indices",), jvp=linear)
 
@@ -508,7 +542,9 @@ def _selects_everything(idx: tuple, shape: tuple) -> bool:
 def setitem_writes_view(input: Tensor, index: Any) -> bool:
     """True if ``input[index] = v`` writes through a view (a basic index not selecting all)."""
     idx, basic, _ = _normalize_index(index)
-    return basic and not _selects_everything(idx, input._data.shape)
+    if not basic:
+        return _split_advanced(idx, input._data.shape) is not None
+    return not _selects_everything(idx, input._data.shape)
 
 
 def setitem(input: Tensor, index: Any, values: Any) -> Tensor:

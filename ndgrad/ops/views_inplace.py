@@ -213,6 +213,9 @@ class CopySlices(Node):
         g = grads[0]
         if g is None:
             return (None,) * len(self.next_functions)
+        if self.fn is None:
+            from ..autograd.saved import SECOND_BACKWARD_MSG
+            raise RuntimeError(SECOND_BACKWARD_MSG)
         steps = self._steps
         region = apply(VIEW_REPLAY, (g,), (g._data,), (steps,))
         # The op's node was never part of the graph: call it directly, as PyTorch does.
@@ -223,16 +226,20 @@ class CopySlices(Node):
                     r._data.shape != meta[i][0] or r._data.dtype != meta[i][1]):
                 res[i] = _fix_gradient(self.fn, i, r, meta[i])
         outside = apply(VIEW_ZERO, (g,), (g._data,), (steps,))
+        # The base's shape from the metadata: ``g`` may carry a batch dimension
+        # (Note [Batched backward]).
         g_base = outside if res[0] is None else outside + view_scatter(
-            res[0], steps, g._data.shape, g._data.dtype)
+            res[0], steps, self._input_meta[0][0], g._data.dtype)
         return (g_base,) + tuple(res[1:])
 
     def release_variables(self) -> None:
-        self.fn.release_variables()
+        # Drop the op's node rather than its saved values: a graph built by create_graph=True
+        # may still reach that node directly (its saved output is attached to it).
+        self.fn = None
 
     @property
     def _saved(self) -> tuple:  # the engine releases saved values when this is non-empty
-        return self.fn._saved
+        return (self.fn,) if self.fn is not None else ()
 
 
 # ---------------------------------------------------------------------------- in-place ops
@@ -411,7 +418,9 @@ def _repoint_saved_result(node: Node, self: Tensor) -> None:
 
 # ---------------------------------------------------------------------------- specific ops
 def _zeros_for(g: Tensor) -> Tensor:
-    return _wrap(np.zeros_like(g._data))
+    z = _wrap(np.zeros_like(g._data))
+    z._blevel = g._blevel          # batched like ``g`` (Note [Batched backward])
+    return z
 
 
 def _copy_fwd(s: np.ndarray, src: np.ndarray) -> np.ndarray:
@@ -465,11 +474,41 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     return apply_inplace(self, lambda s, o: apply(COPY, (s, o), (s._data, o._data)), src)
 
 
+_SCALARS = (bool, int, float, complex, np.number, np.bool_)
+_C_TYPES = {"float64": "double", "float32": "float", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16", "int64": "int64_t", "int32": "int32_t",
+            "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t"}
+
+
+def _check_setitem_value(self: Tensor, value: Any) -> None:
+    """PyTorch accepts a tensor or a number as the value of ``x[idx] = value``."""
+    if isinstance(value, Tensor):
+        return
+    dt = _dtype._FROM_NP[self._data.dtype]
+    if not isinstance(value, _SCALARS):
+        kind = type(value)
+        shown = kind.__name__ if kind.__module__ == "builtins" else \
+            f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+        raise TypeError(f"can't assign a {shown} to a torch.{dt._torch_name}Tensor")
+    if isinstance(value, (complex, np.complexfloating)) and value.imag != 0 and \
+            not dt.is_complex and dt.name != "bool":
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPES.get(dt.name, dt.name)} "
+                           "without overflow")
+
+
 def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value``: basic indexing copies into a view (``CopySlices`` on ``self``);
     an index covering everything writes ``self`` directly; advanced indexing is ``index_put_``."""
     from . import shape
+    _check_setitem_value(self, value)
     idx, basic, _ = shape._normalize_index(index)
+    if not basic:
+        split = shape._split_advanced(idx, self._data.shape)
+        if split is not None:
+            # PyTorch: index_put_ into the view made by the basic part of the index.
+            view = shape.getitem(self, split[0])
+            apply_inplace(view, lambda s, v: shape.setitem(s, split[1], v), value)
+            return
     if basic and not shape._selects_everything(idx, self._data.shape):
         view = shape.getitem(self, index)
         vshape = np.shape(value._data if isinstance(value, Tensor) else value)

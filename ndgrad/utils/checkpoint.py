@@ -36,7 +36,7 @@ from ..autograd import engine
 from ..autograd.api import backward as autograd_backward
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.node import Node, next_sequence_nr
-from ..autograd.saved import saved_tensors_hooks
+from ..autograd.saved import SavedTensor, saved_tensors_hooks
 from ..ops._dispatch import gradient_edge
 from ..tensor import Tensor
 
@@ -95,11 +95,13 @@ class CheckpointFunctionBackward(Node):
     def __init__(self, fn: Callable, args: tuple, kwargs: dict, rng: Any,
                  n_outputs: int) -> None:
         self._sequence_nr = next_sequence_nr()
-        self._fn, self._args, self._kwargs, self._rng = fn, args, kwargs, rng
+        self._fn, self._kwargs, self._rng = fn, kwargs, rng
         self._tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         self.next_functions = tuple(gradient_edge(args[i]) for i in self._tensor_pos)
         self._input_meta = tuple((args[i]._data.shape, args[i]._data.dtype)
                                  for i in self._tensor_pos)
+        # Tensor inputs are saved for backward: version-checked (and packed by active hooks).
+        self._args = tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args)
         self.num_inputs = n_outputs
         self._released = False
 
@@ -109,7 +111,7 @@ class CheckpointFunctionBackward(Node):
         if self._released:
             from ..autograd.saved import SECOND_BACKWARD_MSG
             raise RuntimeError(SECOND_BACKWARD_MSG)
-        inputs = _detached_like(self._args)
+        inputs = _detached_like(_unpack_inputs(self._args, self))
         current = _rng_state()
         if self._rng is not None:
             _set_rng_state(self._rng)
@@ -136,6 +138,18 @@ class CheckpointFunctionBackward(Node):
         return () if self._released else (self._args,)
 
 
+def _unpack_inputs(saved: tuple, node: Any = None) -> tuple:
+    return tuple(a.unpack(node) if isinstance(a, SavedTensor) else a for a in saved)
+
+
+class _StopRecomputation(Exception):
+    """Raised by the recomputation's pack hook once every needed tensor is recomputed."""
+
+
+def _metadata(t: Tensor) -> dict:
+    return {"shape": t.shape, "dtype": t.dtype, "device": t.device}
+
+
 def _checkpoint_reentrant(fn: Callable, args: tuple, kwargs: dict, preserve_rng: bool) -> Any:
     if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
         warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
@@ -158,8 +172,13 @@ def _checkpoint_non_reentrant(fn: Callable, args: tuple, kwargs: dict,
                               preserve_rng: bool) -> Any:
     rng = _rng_state() if preserve_rng else None
     state: dict = {"count": 0, "values": None}
+    meta: list = []
+    # The inputs are saved for backward (version-checked, packed by the user's active hooks),
+    # as PyTorch does; the recomputation runs on them.
+    saved_args = tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args)
 
-    def pack(_t: Tensor) -> int:
+    def pack(t: Tensor) -> int:
+        meta.append(_metadata(t))
         state["count"] += 1
         return state["count"] - 1          # keep only the position: the tensor is dropped
 
@@ -170,25 +189,40 @@ def _checkpoint_non_reentrant(fn: Callable, args: tuple, kwargs: dict,
 
     def _recompute() -> list:
         captured: list = []
-        inputs = _detached_like(args)
+        inputs = _detached_like(_unpack_inputs(saved_args))
+        count = state["count"]
+
+        def capture(t: Tensor) -> int:
+            # Detached: a recomputed tensor keeping its recompute graph (whose saved tensors
+            # point back into ``captured``) would be a reference cycle holding the memory.
+            captured.append(t.detach())
+            if len(captured) == count:       # everything backward needs: stop early
+                raise _StopRecomputation
+            return len(captured) - 1
+
         current = _rng_state()
         if rng is not None:
             _set_rng_state(rng)
         try:
-            # Detached: a recomputed tensor keeping its recompute graph (whose saved tensors
-            # point back into ``captured``) would be a reference cycle holding the memory.
-            with saved_tensors_hooks(lambda t: (captured.append(t.detach()), len(captured) - 1)[1],
-                                     lambda j: captured[j]):
+            with saved_tensors_hooks(capture, lambda j: captured[j]):
                 with enable_grad():
                     fn(*inputs, **kwargs)
+        except _StopRecomputation:
+            pass
         finally:
             _set_rng_state(current)
-        if len(captured) != state["count"]:
-            raise RuntimeError(
+        if len(captured) != count:
+            raise CheckpointError(
                 "torch.utils.checkpoint: A different number of tensors was saved during the "
                 f"original forward and recomputation.\nNumber of tensors saved during forward: "
-                f"{state['count']}\nNumber of tensors saved during recomputation: "
-                f"{len(captured)}.")
+                f"{count}\nNumber of tensors saved during recomputation: {len(captured)}.")
+        bad = [i for i, t in enumerate(captured) if _metadata(t) != meta[i]]
+        if bad:
+            raise CheckpointError(
+                "torch.utils.checkpoint: Recomputed values for the following tensors have "
+                "different metadata than during the forward pass.\n" + "".join(
+                    f"tensor at position {i}:\nsaved metadata: {meta[i]}\nrecomputed metadata: "
+                    f"{_metadata(captured[i])}\n" for i in bad) + ".")
         return captured
 
     with saved_tensors_hooks(pack, unpack):
