@@ -247,7 +247,7 @@ _METHODS = {
     "relu_": _inplace_of(ops.relu, "relu_"), "sigmoid_": _inplace_of(ops.sigmoid, "sigmoid_"),
     "tanh_": _inplace_of(ops.tanh, "tanh_"),
     "reciprocal_": _inplace_of(ops.reciprocal, "reciprocal_"),
-    "masked_fill_": _inplace_of(ops.pointwise.masked_fill, "masked_fill_"),
+    "masked_fill_": _inplace.masked_fill_,
     "zero_": _inplace.zero_, "fill_": _inplace.fill_, "copy_": _inplace.copy_,
     # factories
     "new_zeros": _new_factory("zeros"), "new_ones": _new_factory("ones"),

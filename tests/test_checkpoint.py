@@ -336,3 +336,67 @@ def test_checkpointing_lowers_peak_memory(mode):
     if "none" not in _PEAKS:
         _PEAKS["none"] = _peak("none")
     assert _peak(mode) / _PEAKS["none"] < 0.8
+
+
+# ---------------------------------------------------------------------------- more programs
+def _nested(L, reentrant):
+    x = inputs(L)
+
+    def inner(a):
+        return CKPT[L].checkpoint(lambda b: b.exp().sin(), a, use_reentrant=reentrant) * a
+    y = CKPT[L].checkpoint(inner, x, use_reentrant=reentrant)
+    y.sum().backward()
+    return vals(x.grad)
+
+
+def _non_tensor_arguments_and_outputs(L, reentrant):
+    x = inputs(L)
+    y, k = CKPT[L].checkpoint(lambda a, s: (a.exp() * s, 7), x, 3.0, use_reentrant=reentrant)
+    y.sum().backward()
+    return vals(x.grad), k
+
+
+def _view_input(L, reentrant):
+    x = inputs(L)
+    v = (x * 1)[1:]
+    y = CKPT[L].checkpoint(lambda a: a.exp() * a, v, use_reentrant=reentrant)
+    y.sum().backward()
+    return vals(x.grad)
+
+
+def _in_no_grad_mode(L, reentrant):
+    x = inputs(L)
+    with L.no_grad():
+        y = CKPT[L].checkpoint(lambda a: a.exp(), x, use_reentrant=reentrant)
+    return y.requires_grad, y.grad_fn
+
+
+def _outputs_used_by_two_backward_passes(L, reentrant):
+    x = inputs(L)
+    a, b = CKPT[L].checkpoint(lambda t: (t.exp(), t.sin()), x, use_reentrant=reentrant)
+    a.sum().backward(retain_graph=True)
+    b.sum().backward()
+    return vals(x.grad)
+
+
+def _user_hooks_around_checkpoint(L, reentrant):
+    x = inputs(L)
+    log = []
+    with L.autograd.graph.saved_tensors_hooks(lambda t: log.append("pack") or t,
+                                              lambda t: log.append("unpack") or t):
+        y = CKPT[L].checkpoint(lambda a: a.exp().sin(), x, use_reentrant=reentrant)
+    y.sum().backward()
+    return vals(x.grad), log
+
+
+PROGRAMS = {f.__name__[1:]: f for f in (
+    _nested, _non_tensor_arguments_and_outputs, _view_input, _in_no_grad_mode,
+    _outputs_used_by_two_backward_passes, _user_hooks_around_checkpoint)}
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+@pytest.mark.parametrize("prog", PROGRAMS)
+def test_more_checkpoint_programs(prog, reentrant):
+    t = PROGRAMS[prog](torch, reentrant)
+    n = PROGRAMS[prog](ndgrad, reentrant)
+    assert t == n

@@ -332,7 +332,7 @@ def test_refused_inplace_raises_torch_error_and_writes_nothing(case):
     for L in LIBS:
         target, other = make(L)
         before = (_state(target), _state(other))
-        errors.append(error_of(lambda: op(L, target)))
+        errors.append(error_of(lambda L=L, target=target: op(L, target)))
         # PyTorch writes an inference tensor before refusing to bump its version; ndgrad
         # never writes when it refuses.
         if L is ndgrad or case != "inference_tensor_outside_mode":
@@ -367,7 +367,7 @@ def test_refusal_words():
     for case, text in words.items():
         make, op = REFUSALS[case]
         target, _ = make(ndgrad)
-        err = error_of(lambda: op(ndgrad, target))
+        err = error_of(lambda op=op, target=target: op(ndgrad, target))
         assert err is not None and text in err[1], case
 
 
@@ -684,4 +684,114 @@ def test_inplace_op_on_view_returns_the_view_with_regenerated_history():
         r = v.add_(1)
         return (r is v, name(v.grad_fn), [name(f) for f, _ in v.grad_fn.next_functions],
                 v.is_leaf, v._version, y._version)
+    assert run(torch) == run(ndgrad)
+
+
+# ---------------------------------------------------------------------------- memory overlap
+# f(y) on y = arange(6.): PyTorch refuses partial overlap between the written-to tensor and an
+# input when it can tell (both dense); index_put_ refuses any overlap.
+OVERLAP = {
+    "add_self": lambda y: y.add_(y),
+    "add_full_view": lambda y: y.add_(y.view(6)),
+    "add_shifted": lambda y: y[1:].add_(y[:-1]),
+    "iadd_shifted": lambda y: y[1:].__iadd__(y[:-1]),
+    "sub_shifted": lambda y: y[1:].sub_(y[:-1]),
+    "pow_shifted": lambda y: y[1:].pow_(y[:-1]),
+    "add_0d_element": lambda y: y.add_(y[0]),
+    "mul_0d_element": lambda y: y.mul_(y[0]),
+    "add_disjoint": lambda y: y[:3].add_(y[3:]),
+    "add_interleaved": lambda y: y[::2].add_(y[1::2]),
+    "div_by_a_copy": lambda y: y[1:].div_(y[:-1] + 1),
+    "copy_shifted": lambda y: y[1:4].copy_(y[0:3]),
+    "copy_self": lambda y: y.copy_(y),
+    "setitem_shifted": lambda y: y.__setitem__(slice(1, 4), y[0:3]),
+    "setitem_list_overlapping": lambda y: y.__setitem__([1, 2], y[0:2]),
+    "setitem_mask_overlapping": lambda y: y.__setitem__(y > 2, y[0:3]),
+    "setitem_interleaved": lambda y: y.__setitem__(slice(None, None, 2), y[1::2]),
+    "fill_0d_element": lambda y: y.fill_(y[2]),
+    "masked_fill_0d_element": lambda y: y.masked_fill_(y > 2, y[0]),
+    "clamp_by_elements": lambda y: y.clamp_(y[0], y[3]),
+    "clamp_by_self": lambda y: y.clamp_(y, y),
+}
+
+
+@pytest.mark.parametrize("case", OVERLAP)
+def test_memory_overlap_between_output_and_input(case):
+    def run(L):
+        y = L.arange(6.0, dtype=L.float64)
+        err = error_of(lambda: OVERLAP[case](y))
+        return err, vals(y).tolist(), y._version
+    t, n = run(torch), run(ndgrad)
+    assert t == n
+
+
+def test_masked_fill_mask_that_does_not_broadcast():
+    def run(L):
+        x = L.ones(2, 3)
+        return error_of(lambda: x.masked_fill_(L.tensor([True, False]), 0.0)), \
+            error_of(lambda: x.masked_fill_(L.ones(2, 2, 3) > 0, 0.0)), x._version
+    assert run(torch) == run(ndgrad)
+
+
+# ---------------------------------------------------------------------------- hooks, retain_grad
+def test_retain_grad_follows_the_tensor_through_an_inplace_op():
+    def run(L):
+        x = leaf(L, 4)
+        y = x * 2
+        y.retain_grad()
+        y.mul_(3)
+        y.sum().backward()
+        return vals(y.grad), vals(x.grad)
+    t, n = run(torch), run(ndgrad)
+    assert close(t[0], n[0]) and close(t[1], n[1])
+
+
+def test_retain_grad_on_a_view_follows_its_regenerated_history():
+    def run(L):
+        x = leaf(L, 4)
+        y = x * 2
+        v = y[1:]
+        v.retain_grad()
+        y.mul_(3)
+        (v * 2).sum().backward()
+        return vals(v.grad), vals(x.grad)
+    t, n = run(torch), run(ndgrad)
+    assert close(t[0], n[0]) and close(t[1], n[1])
+
+
+def test_tensor_hook_registered_before_an_inplace_op():
+    def run(L):
+        x = leaf(L, 4)
+        y = x * 2
+        seen = []
+        y.register_hook(lambda g: seen.append(vals(g)))
+        y.mul_(3)
+        y.sum().backward()
+        return seen, vals(x.grad)
+    t, n = run(torch), run(ndgrad)
+    assert len(t[0]) == len(n[0]) == 1
+    assert close(t[0][0], n[0][0]) and close(t[1], n[1])
+
+
+@pytest.mark.parametrize("which", ["view_of_nonleaf", "view_of_leaf", "nonleaf"])
+def test_detach_in_place(which):
+    def run(L):
+        x = leaf(L, 4)
+        t = {"view_of_nonleaf": lambda: (x * 1)[1:], "view_of_leaf": lambda: x[1:],
+             "nonleaf": lambda: x * 1}[which]()
+        err = error_of(t.detach_)
+        return err, t.requires_grad, t.is_leaf
+    assert run(torch) == run(ndgrad)
+
+
+def test_view_of_plain_tensor_requires_grad_once_its_base_does():
+    def run(L):
+        w = leaf(L, 3)
+        y = L.zeros(4, dtype=L.float64)
+        v = y[1:]
+        r = [v.requires_grad]
+        y[:3].add_(w)                   # y now requires grad: so does its view
+        r += [y.requires_grad, v.requires_grad, v.grad_fn.name(), v.is_leaf]
+        (v * v).sum().backward()
+        return r + [vals(w.grad).tolist()]
     assert run(torch) == run(ndgrad)

@@ -225,7 +225,7 @@ def test_version_counter_shared_by_base_views_and_aliases():
         x = base3(L)
         views = [x[0], x[1].t(), x.view(-1), x.detach(), x[1].diagonal(), x.unsqueeze(0)]
         log = []
-        for i, v in enumerate([x] + views):
+        for v in [x] + views:
             v.add_(1)
             log.append([w._version for w in [x] + views])
         with L.no_grad():
@@ -290,4 +290,17 @@ def test_as_strided_and_unfold_views_read_through():
         u = x.unfold(0, 4, 3)
         x[5] = -1.0
         return values(a).tolist(), values(u).tolist(), a._base is x, u._base is x
+    assert run(torch) == run(ndgrad)
+
+
+@pytest.mark.parametrize("name", VIEW_OPS)
+def test_view_of_tensor_requiring_grad_grad_fn_and_gradient(name):
+    def run(L):
+        x = base3(L).requires_grad_()
+        y = x * 1
+        v = VIEW_OPS[name](y)
+        c = L.arange(v.numel(), dtype=L.float64).reshape(v.shape)
+        (v * c).sum().backward()
+        return (v.grad_fn.name(), v._base is y, v.requires_grad, v.is_leaf,
+                values(x.grad).tolist())
     assert run(torch) == run(ndgrad)

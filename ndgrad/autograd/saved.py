@@ -270,7 +270,7 @@ def _modified_message(t: Any, node: Any, saved: SavedTensor, current: int) -> st
     else:
         if t._base is not None:        # a stale view names its regenerated history
             try:
-                t.grad_fn
+                _ = t.grad_fn
             except RuntimeError:
                 pass
         fn, nr = t._grad_fn, t._output_nr

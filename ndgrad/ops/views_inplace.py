@@ -42,6 +42,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.grad_mode import _state, no_grad
+from ..autograd.accumulate_grad import is_non_overlapping_and_dense
 from ..autograd.engine import _fix_gradient
 from ..autograd.node import Node, next_sequence_nr
 from ..tensor import Tensor, _new, _wrap
@@ -186,9 +187,12 @@ def refresh_view(t: Tensor) -> bool:
         node.next_functions = (_edge(base),)
         node._input_meta = ((base._data.shape, base._data.dtype),)
         node._args = (t._view_steps,)
+        old_fn, old_nr = t._grad_fn, t._output_nr
         t._grad_fn = node
         t._output_nr = 0
         t._requires_grad = True
+        if t._retains_grad:
+            _move_retains_grad(t, old_fn, old_nr)
     return t._requires_grad
 
 
@@ -349,20 +353,62 @@ def _store(self: Tensor, res: Tensor) -> None:
     np.copyto(dst, src, casting="unsafe")
 
 
+def _overlaps(dst: np.ndarray, src: np.ndarray, full_too: bool) -> bool:
+    """PyTorch's overlap test between the written-to array and an input: only when both are
+    dense can it tell (otherwise the op is allowed); equal ranges with equal strides are a full
+    overlap (allowed by elementwise ops), other shared ranges a partial one."""
+    if dst.base is None and src.base is None and dst is not src:
+        return False                     # two arrays owning their memory: disjoint
+    if dst.size == 0 or src.size == 0 or not np.may_share_memory(dst, src):
+        return False
+    if not (is_non_overlapping_and_dense(dst) and is_non_overlapping_and_dense(src)):
+        return False
+    a = dst.__array_interface__["data"][0]
+    b = src.__array_interface__["data"][0]
+    if a == b and dst.nbytes == src.nbytes and dst.strides == src.strides:
+        return full_too
+    return a < b + src.nbytes and b < a + dst.nbytes
+
+
+def _move_retains_grad(t: Tensor, old_fn: Any, old_nr: int) -> None:
+    """``retain_grad()`` follows the tensor to its new history (in-place op, regenerated
+    view), as in PyTorch."""
+    hooks = old_fn._retains_grad_hooks if old_fn is not None else None
+    hook = hooks.pop(old_nr, None) if hooks else None
+    fn = t._grad_fn
+    if hook is None or fn is None:
+        return
+    if fn._retains_grad_hooks is None:
+        fn._retains_grad_hooks = {}
+    fn._retains_grad_hooks[t._output_nr] = hook
+    fn._has_hooks = True
+
+
 def _requires_grad(t: Tensor) -> bool:
     return t._requires_grad or (t._base is not None and t._base._requires_grad)
 
 
-def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any) -> Tensor:
+def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any,
+                  overlap: str = "partial") -> Tensor:
     """Compute ``fn(self, *args)`` and store it into ``self``, keeping autograd consistent.
 
-    ``fn`` is the out-of-place op (``lambda a, b: a * b`` for ``mul_``).
+    ``fn`` is the out-of-place op (``lambda a, b: a * b`` for ``mul_``). ``overlap``: which
+    memory overlap between ``self`` and a tensor argument is refused, as PyTorch's kernels do:
+    ``"partial"`` (elementwise ops), ``"any"`` (``index_put_``) or ``"none"`` (values read as
+    scalars: ``fill_``, ``masked_fill_``).
     """
     # Whether some input requires grad, without regenerating any view's history (which may
     # raise for views that cannot be modified in place: _check_inplace words that error).
     recording = _state.enabled and (_requires_grad(self) or any(
         isinstance(a, Tensor) and _requires_grad(a) for a in args))
     _check_inplace(self, recording)
+    if overlap != "none":
+        for a in args:
+            if isinstance(a, Tensor) and _overlaps(self._data, a._data, overlap == "any"):
+                raise RuntimeError(
+                    "unsupported operation: some elements of the input tensor and the "
+                    "written-to tensor refer to a single memory location. Please clone() the "
+                    "tensor before performing the operation.")
     if recording and self._base is not None:
         refresh_view(self)
     if _dispatch._FW_AD:   # forward AD: fn also updates self's tangents (autograd/forward_ad.py)
@@ -392,9 +438,12 @@ def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any) -> Tensor
         return self
     _repoint_saved_result(node, self)
     if base is None:
+        old_fn, old_nr = self._grad_fn, self._output_nr
         self._grad_fn = node
         self._output_nr = res._output_nr
         self._requires_grad = True
+        if self._retains_grad:
+            _move_retains_grad(self, old_fn, old_nr)
         return self
     # In-place on a view: the base's history is rewritten; views regenerate lazily.
     base._grad_fn = CopySlices(base_edge, (base._data.shape, base._data.dtype),
@@ -449,12 +498,26 @@ def fill_(self: Tensor, value: Any) -> Tensor:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
         return apply_inplace(self, lambda s, v: apply(FILL_TENSOR, (s, v), (s._data, v._data)),
-                             value)
+                             value, overlap="none")
     return apply_inplace(self, lambda s: apply(FILL_SCALAR, (s,), (s._data,), (value,)))
 
 
 def zero_(self: Tensor) -> Tensor:
     return apply_inplace(self, lambda s: apply(ZERO, (s,), (s._data,)))
+
+
+def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """Fill where ``mask`` with a number or a 0-d tensor (differentiable in both)."""
+    from .pointwise import masked_fill
+    if isinstance(mask, Tensor):
+        try:
+            np.broadcast_shapes(self._data.shape, mask._data.shape)
+        except ValueError:
+            raise broadcast_error(self._data.shape, mask._data.shape) from None
+    if isinstance(value, Tensor):
+        return apply_inplace(self, lambda s, m, v: masked_fill(s, m, v), mask, value,
+                             overlap="none")
+    return apply_inplace(self, lambda s, m: masked_fill(s, m, value), mask, overlap="none")
 
 
 def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
@@ -507,7 +570,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         if split is not None:
             # PyTorch: index_put_ into the view made by the basic part of the index.
             view = shape.getitem(self, split[0])
-            apply_inplace(view, lambda s, v: shape.setitem(s, split[1], v), value)
+            apply_inplace(view, lambda s, v: shape.setitem(s, split[1], v), value,
+                          overlap="any")
             return
     if basic and not shape._selects_everything(idx, self._data.shape):
         view = shape.getitem(self, index)
@@ -523,4 +587,5 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
             v = _wrap(np.asarray(value, dtype=self._data.dtype))
             fill_(view, v) if v._data.ndim == 0 else copy_(view, v)
         return
-    apply_inplace(self, lambda s, v: shape.setitem(s, index, v), value)
+    apply_inplace(self, lambda s, v: shape.setitem(s, index, v), value,
+                  overlap="partial" if basic else "any")

@@ -34,6 +34,7 @@ from typing import Any, Callable, Optional, Sequence
 from .. import _creation
 from ..autograd import engine
 from ..autograd.api import backward as autograd_backward
+from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.node import Node, next_sequence_nr
 from ..autograd.saved import SavedTensor, saved_tensors_hooks
@@ -158,7 +159,7 @@ def _checkpoint_reentrant(fn: Callable, args: tuple, kwargs: dict, preserve_rng:
     with no_grad():
         outputs = fn(*args, **kwargs)
     outs = _as_tuple(outputs)
-    if any(isinstance(a, Tensor) and a.requires_grad for a in args):
+    if _grad_state.enabled and any(isinstance(a, Tensor) and a.requires_grad for a in args):
         node = CheckpointFunctionBackward(fn, args, kwargs, rng, len(outs))
         for i, o in enumerate(outs):
             if isinstance(o, Tensor) and (o.is_floating_point() or o.is_complex()):
