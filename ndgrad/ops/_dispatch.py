@@ -92,11 +92,14 @@ class Op:
         pad: trailing ``(None, 0)`` edges, for Python-scalar operands that PyTorch wraps into
             tensors (``x * 2`` has two edges in PyTorch).
         differentiable: False for ops whose outputs never require grad (comparisons ...).
+        save_if: per entry of ``saves``, the tensor inputs whose gradient needs that value
+            (None: always saved); a value nobody needs is not saved (unpacks as None).
         full_name: what ``node.name()`` returns when it differs from the class name
             (``torch::autograd::CopyBackwards``).
     """
 
-    __slots__ = ("name", "node_name", "forward", "vjp", "jvp", "saved_names", "save_idx",
+    __slots__ = ("save_if", "name", "node_name", "forward", "vjp", "jvp", "saved_names",
+                 "save_idx",
                  "inputs", "arg_names", "view", "num_outputs", "pad", "differentiable",
                  "node_cls", "pad_edges", "pad_meta")
 
@@ -104,7 +107,7 @@ class Op:
                  *, saves: Sequence[str] = (), inputs: Sequence[str] = ("self",),
                  args: Sequence[str] = (), jvp: Optional[Callable] = None, view: bool = False,
                  num_outputs: int = 1, pad: int = 0, differentiable: bool = True,
-                 full_name: Optional[str] = None) -> None:
+                 full_name: Optional[str] = None, save_if: Optional[Sequence] = None) -> None:
         self.name = name
         self.node_name = node
         self.forward = forward
@@ -116,6 +119,10 @@ class Op:
         # >= 0: tensor input; -1: the result; <= -2: non-tensor argument -2 - index.
         self.save_idx = tuple(-1 if s == "result" else self.inputs.index(s) if s in self.inputs
                               else -2 - self.arg_names.index(s) for s in saves)
+        # Per saved value, the inputs whose gradient needs it (None: always saved). PyTorch
+        # saves ``self`` of ``a * b`` only if ``b`` needs a gradient: ``y * c; y.add_(1)``
+        # must then still backpropagate.
+        self.save_if = tuple(save_if) if save_if is not None else None
         self.view = view
         self.num_outputs = num_outputs
         self.pad = pad
@@ -275,7 +282,17 @@ def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
     result._grad_fn = node
     result._requires_grad = True
     if op.save_idx:
-        node._saved = tuple([_save(i, tensors, result, args) for i in op.save_idx])
+        if op.save_if is None:
+            node._saved = tuple([_save(i, tensors, result, args) for i in op.save_idx])
+        else:
+            edges = node.next_functions
+            node._saved = tuple([
+                _save(i, tensors, result, args)
+                if cond is None or any(edges[k][0] is not None for k in cond) else _NOT_SAVED
+                for i, cond in zip(op.save_idx, op.save_if)])
+
+
+_NOT_SAVED = SavedValue(None)   # a value no needed gradient uses (see Op.save_if)
 
 
 def _record_multi(op: Op, tensors: tuple, results: tuple, args: tuple) -> None:

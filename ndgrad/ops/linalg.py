@@ -32,10 +32,11 @@ def _mT(x: Tensor) -> Tensor:
 
 
 def _matmul_vjp(ctx, g):
+    # Each operand is saved only if the other one needs a gradient (Op.save_if): shapes come
+    # from the recorded input metadata.
     a, b = ctx.saved
-    a_nd, b_nd = a.ndim, b.ndim
-    a1 = a.unsqueeze(0) if a_nd == 1 else a
-    b1 = b.unsqueeze(-1) if b_nd == 1 else b
+    sa, sb = ctx.input_shape(0), ctx.input_shape(1)
+    a_nd, b_nd = len(sa), len(sb)
     if a_nd == 1 and b_nd == 1:
         g1 = g.reshape(1, 1)
     elif a_nd == 1:
@@ -46,11 +47,13 @@ def _matmul_vjp(ctx, g):
         g1 = g
     ga = gb = None
     if ctx.needs_input_grad(0):
-        ga = matmul(g1, _mT(b1).conj()).sum_to_size(a1.shape)
+        b1 = b.unsqueeze(-1) if b_nd == 1 else b
+        ga = matmul(g1, _mT(b1).conj()).sum_to_size((1,) + sa if a_nd == 1 else sa)
         if a_nd == 1:
             ga = ga.squeeze(0)
     if ctx.needs_input_grad(1):
-        gb = matmul(_mT(a1).conj(), g1).sum_to_size(b1.shape)
+        a1 = a.unsqueeze(0) if a_nd == 1 else a
+        gb = matmul(_mT(a1).conj(), g1).sum_to_size(sb + (1,) if b_nd == 1 else sb)
         if b_nd == 1:
             gb = gb.squeeze(-1)
     return ga, gb
@@ -66,7 +69,7 @@ def _mm_raw(a: Tensor, b: Tensor) -> Tensor:
 
 def _mm_vjp(ctx, g):
     a, b = ctx.saved
-    if a._data.ndim == 2:       # mm: plain transposes
+    if len(ctx.input_shape(0)) == 2:       # mm: plain transposes
         return (_mm_raw(g, b.t().conj()) if ctx.needs_input_grad(0) else None,
                 _mm_raw(a.t().conj(), g) if ctx.needs_input_grad(1) else None)
     return (bmm(g, _mT(b).conj()) if ctx.needs_input_grad(0) else None,
@@ -86,7 +89,8 @@ def _product_jvp(name: str):
     return bilinear(f)
 
 
-_KW = dict(saves=("self", "other"), inputs=("self", "other"))
+# ``self`` is needed only for the gradient of ``other`` and the other way round.
+_KW = dict(saves=("self", "other"), inputs=("self", "other"), save_if=((1,), (0,)))
 MM = Op("mm", "MmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("mm"), **_KW)
 BMM = Op("bmm", "BmmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("bmm"), **_KW)
 MV = Op("mv", "MvBackward0", _matmul_fwd, _matmul_vjp, jvp=_product_jvp("mv"), **_KW)

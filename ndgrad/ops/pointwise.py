@@ -134,7 +134,7 @@ def _mul_vjp(ctx, g):
 
 
 MUL = Op("mul", "MulBackward0", np.multiply, _mul_vjp, saves=("self", "other"),
-         inputs=("self", "other"), jvp=bilinear(lambda a, b: a * b))
+         save_if=((1,), (0,)), inputs=("self", "other"), jvp=bilinear(lambda a, b: a * b))
 
 
 def _scalar_conj(s):
@@ -177,7 +177,7 @@ def _div_jvp(ctx, ta, tb):
 
 
 DIV = Op("div", "DivBackward0", np.true_divide, _div_vjp, saves=("self", "other"),
-         inputs=("self", "other"), jvp=_div_jvp)
+         save_if=((1,), None), inputs=("self", "other"), jvp=_div_jvp)
 DIV_S = Op("div", "DivBackward0", _div_s_fwd,
            lambda ctx, g: g / _scalar_conj(ctx.saved[0]),
            args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0])
