@@ -89,6 +89,21 @@ def _setitem(self: Tensor, index: Any, value: Any) -> None:
     _inplace.setitem(self, index, value)
 
 
+def _binary_inplace_of(fn: Any, ufunc: Any, name: str):
+    """``add_``/``sub_``/``mul_``/``div_``: the direct path of ``inplace_binary`` when called
+    with just the other operand, the general in-place method otherwise."""
+    general = _inplace_of(fn, name)
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if len(args) == 1 and not kwargs:
+            return _inplace.inplace_binary(self, args[0], ufunc,
+                                           lambda a, b: fn(a, b))
+        return general(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = general.__doc__
+    return method
+
+
 def _inplace_of(fn: Any, name: str):
     """The in-place method ``name`` (e.g. ``exp_``) of the out-of-place op ``fn``."""
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -182,10 +197,11 @@ _METHODS = {
     "__getitem__": lambda s, i: ops.getitem(s, i),
     "__setitem__": _setitem,
     "index_put": _index_put,
-    "__iadd__": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a + b, o),
-    "__isub__": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a - b, o),
-    "__imul__": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a * b, o),
-    "__itruediv__": lambda s, o: _inplace.apply_inplace(s, lambda a, b: a / b, o),
+    "__iadd__": lambda s, o: _inplace.inplace_binary(s, o, np.add, lambda a, b: a + b),
+    "__isub__": lambda s, o: _inplace.inplace_binary(s, o, np.subtract, lambda a, b: a - b),
+    "__imul__": lambda s, o: _inplace.inplace_binary(s, o, np.multiply, lambda a, b: a * b),
+    "__itruediv__": lambda s, o: _inplace.inplace_binary(s, o, np.true_divide,
+                                                         lambda a, b: a / b),
     # arithmetic
     "add": lambda s, o, *, alpha=1: ops.add(s, o, alpha=alpha),
     "sub": lambda s, o, *, alpha=1: ops.sub(s, o, alpha=alpha),
@@ -235,8 +251,10 @@ _METHODS = {
     "bool": _type_conv(_dtype.bool), "cpu": lambda s: s,
     "real_part": ops.real_part,
     # in place
-    "add_": _inplace_of(ops.add, "add_"), "sub_": _inplace_of(ops.sub, "sub_"),
-    "mul_": _inplace_of(ops.mul, "mul_"), "div_": _inplace_of(ops.div, "div_"),
+    "add_": _binary_inplace_of(ops.add, np.add, "add_"),
+    "sub_": _binary_inplace_of(ops.sub, np.subtract, "sub_"),
+    "mul_": _binary_inplace_of(ops.mul, np.multiply, "mul_"),
+    "div_": _binary_inplace_of(ops.div, np.true_divide, "div_"),
     "pow_": _inplace_of(ops.pow, "pow_"), "neg_": _inplace_of(ops.neg, "neg_"),
     "exp_": _inplace_of(ops.exp, "exp_"), "log_": _inplace_of(ops.log, "log_"),
     "sqrt_": _inplace_of(ops.sqrt, "sqrt_"), "abs_": _inplace_of(ops.abs, "abs_"),

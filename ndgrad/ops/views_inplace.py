@@ -388,6 +388,36 @@ def _requires_grad(t: Tensor) -> bool:
     return t._requires_grad or (t._base is not None and t._base._requires_grad)
 
 
+_FAST_FLOAT_DTYPES = frozenset(np.dtype(d) for d in ("float16", "float32", "float64"))
+
+
+def inplace_binary(self: Tensor, other: Any, ufunc: np.ufunc, fn: Callable[..., Tensor]) -> Tensor:
+    """``self += other`` and friends (``add_``/``sub_``/``mul_``/``div_`` without ``alpha``).
+
+    When nothing is recorded (optimizer updates under ``no_grad``), the common case writes
+    straight into ``self`` with the ufunc's ``out=``; everything else takes ``apply_inplace``.
+    """
+    d = self._data
+    if (not _state.enabled and not _dispatch._FW_AD and not self._inference
+            and d.dtype in _FAST_FLOAT_DTYPES and d.flags.writeable and d.base is None):
+        t = type(other)
+        if t is float or t is int:
+            ufunc(d, other, out=d)
+            _bump(self)
+            return self
+        if t is Tensor:
+            od = other._data
+            if od.dtype is d.dtype and od.base is None and od is not d and od.ndim <= d.ndim:
+                try:
+                    ufunc(d, od, out=d)
+                except ValueError:
+                    pass                    # shape errors: the general path words them
+                else:
+                    _bump(self)
+                    return self
+    return apply_inplace(self, fn, other)
+
+
 def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any,
                   overlap: str = "partial") -> Tensor:
     """Compute ``fn(self, *args)`` and store it into ``self``, keeping autograd consistent.
