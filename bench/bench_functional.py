@@ -5,7 +5,9 @@
 
 each with ``vectorize=True`` (one backward pass carrying a batch dimension, see Note [Batched
 backward] in ndgrad/autograd/batching.py) and ``vectorize=False`` (one backward per row), for
-ndgrad and ``torch.autograd.functional``, in one run. Times are best-of-N wall clock, ms;
+ndgrad and ``torch.autograd.functional``, in one run; then ``strategy="forward-mode"`` (one
+forward pass with batched tangents, Note [Batched tangents] in ndgrad/autograd/forward_ad.py;
+for the Hessian: forward-over-reverse), vectorized. Times are best-of-N wall clock, ms;
 ratios are ndgrad / torch (same mode) and loop / vectorized (same library).
 
 Run: ``python bench/bench_functional.py`` (needs torch).
@@ -49,7 +51,7 @@ def _module(m):
     return nd_functional if m is ndgrad else torch.autograd.functional
 
 
-def jacobian_case(m, vectorize: bool):
+def jacobian_case(m, vectorize: bool, strategy: str = "reverse-mode"):
     rng = np.random.default_rng(0)
     n = 256
     w1 = m.tensor(rng.standard_normal((n, n)) / np.sqrt(n), dtype=getattr(m, DTYPE))
@@ -59,10 +61,10 @@ def jacobian_case(m, vectorize: bool):
     def f(v):
         return (w2 @ (w1 @ v).tanh()).tanh()
     fm = _module(m)
-    return lambda: fm.jacobian(f, x, vectorize=vectorize)
+    return lambda: fm.jacobian(f, x, vectorize=vectorize, strategy=strategy)
 
 
-def hessian_case(m, vectorize: bool):
+def hessian_case(m, vectorize: bool, strategy: str = "reverse-mode"):
     rng = np.random.default_rng(1)
     n = 64
     w = m.tensor(rng.standard_normal((n, n)) / np.sqrt(n), dtype=getattr(m, DTYPE))
@@ -71,13 +73,13 @@ def hessian_case(m, vectorize: bool):
     def g(v):
         return (w @ v).tanh().sum() + 0.1 * (v ** 4).sum()
     fm = _module(m)
-    return lambda: fm.hessian(g, x, vectorize=vectorize)
+    return lambda: fm.hessian(g, x, vectorize=vectorize, outer_jacobian_strategy=strategy)
 
 
-def check_same(case) -> float:
-    """Max abs difference between ndgrad (vectorized) and torch (loop)."""
-    a = case(ndgrad, True)().numpy()
-    b = case(torch, False)().numpy()
+def check_same(case, strategy: str = "reverse-mode") -> float:
+    """Max abs difference between ndgrad (vectorized, ``strategy``) and torch (loop)."""
+    a = case(ndgrad, True, strategy)().numpy()
+    b = case(torch, False)().detach().numpy()
     return float(np.max(np.abs(a - b)))
 
 
@@ -93,6 +95,12 @@ def main() -> None:
         print(f"{name:34s} {nd_vec:9.2f} {nd_loop:9.2f} {th_vec:9.2f} {th_loop:9.2f} "
               f"{nd_vec / th_vec:10.2f} {nd_loop / th_loop:11.2f} {nd_loop / nd_vec:12.1f}")
         print(f"{'':34s} max |ndgrad - torch| = {check_same(case):.2e}")
+        fns = [case(ndgrad, True, "forward-mode"), case(torch, True, "forward-mode")]
+        nd_fw, th_fw = (t * 1e3 for t in interleaved(fns, repeat))
+        print(f"{'  forward-mode (vectorize=True), ms':34s} {nd_fw:9.2f} {'':9s} {th_fw:9.2f} "
+              f"{'':9s} {nd_fw / th_fw:10.2f}")
+        print(f"{'':34s} max |ndgrad fw - torch| = "
+              f"{check_same(case, 'forward-mode'):.2e}")
 
 
 if __name__ == "__main__":

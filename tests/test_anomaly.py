@@ -11,12 +11,9 @@ import torch
 import ndgrad
 from ndgrad.autograd import engine
 from ndgrad.ops import _dispatch
+from _compare import both
 
 LIBS = (torch, ndgrad)
-
-
-def both(fn):
-    return fn(torch), fn(ndgrad)
 
 
 def run_recorded(fn):

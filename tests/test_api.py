@@ -14,10 +14,6 @@ import ndgrad
 LIBS = (torch, ndgrad)
 
 
-def both(fn):
-    return fn(torch), fn(ndgrad)
-
-
 def outcome(fn):
     """``("ok", value)`` or ``(error type, message)`` with the library name normalized."""
     try:

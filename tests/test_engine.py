@@ -9,12 +9,9 @@ import pytest
 import torch
 
 import ndgrad
+from _compare import both
 
 LIBS = (torch, ndgrad)
-
-
-def both(fn):
-    return fn(torch), fn(ndgrad)
 
 
 def rounded(t, nd=5):

@@ -14,12 +14,9 @@ import torch
 import ndgrad
 from ndgrad.autograd.function import once_differentiable as nd_once
 from ndgrad.autograd.node import Node
+from _compare import both
 
 LIBS = (torch, ndgrad)
-
-
-def both(fn):
-    return fn(torch), fn(ndgrad)
 
 
 def vals(t):

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import ndgrad
+from _compare import both
 
 LIBS = (torch, ndgrad)
 
@@ -17,10 +18,6 @@ def _restore_grad_mode():
     yield
     torch.set_grad_enabled(True)
     ndgrad.set_grad_enabled(True)
-
-
-def both(fn):
-    return fn(torch), fn(ndgrad)
 
 
 def test_is_grad_enabled_default_and_autograd_alias():

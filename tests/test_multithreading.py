@@ -9,14 +9,11 @@ import pytest
 import torch
 
 import ndgrad
+from _compare import both
 
 LIBS = (torch, ndgrad)
 N_THREADS = 8
 N_PASSES = 200
-
-
-def both(fn):
-    return fn(torch), fn(ndgrad)
 
 
 def in_thread(fn):

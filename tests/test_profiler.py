@@ -12,13 +12,10 @@ import torch
 import ndgrad
 from ndgrad.autograd import profiler
 from ndgrad.ops import _dispatch
+from _compare import both
 
 LIBS = (torch, ndgrad)
 OP_PREFIX = {torch: "aten::", ndgrad: "ndgrad::"}
-
-
-def both(fn):
-    return fn(torch), fn(ndgrad)
 
 
 def profile_step(L, **kw):

@@ -10,14 +10,11 @@ import pytest
 import torch
 
 import ndgrad
+from _compare import both
 
 LIBS = (torch, ndgrad)
 DTYPES = ["float16", "bfloat16", "float32", "float64", "complex64", "complex128",
           "uint8", "int8", "int16", "int32", "int64", "bool"]
-
-
-def both(fn):
-    return fn(torch), fn(ndgrad)
 
 
 def outcome(fn):

@@ -43,6 +43,17 @@ Note [Forward AD]
 * Custom Functions: ``Function.apply`` runs ``forward`` with propagation off
   (``_set_fwd_grad_enabled(False)``), then calls ``_function_jvp`` (Note [Function.jvp slot],
   autograd/function.py).
+
+Note [Batched tangents]
+A tangent may be *batched* (Note [Batched backward], autograd/batching.py): its ``_blevel`` is
+an active batch level and its data is ``(B, *primal_shape)``, B tangents at once. Only the
+size checks and layout of this module know of it (``_lshape``: the logical shape; a batched
+tangent is stored as is, not copied into the primal's layout). JVP rules run their ops under
+``_limit``, where ``apply`` hands calls with a batched tangent to the batching rules, so
+every output's tangent comes out batched (or unbatched when it does not depend on the
+tangents: the same for every row). ``functional.jacobian(..., strategy="forward-mode")`` uses
+this to get all columns of a Jacobian in one forward pass. Not supported: nested levels with
+a batched tangent (the ops of a batching rule propagate no tangents).
 """
 
 from __future__ import annotations
@@ -58,6 +69,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence
 import numpy as np
 
 _tensor_mod = import_module("ndgrad.tensor")  # this module loads before ndgrad.tensor is done
+_bt = import_module("ndgrad.autograd.batching")
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual",
            "unpack_dual", "dual_level"]
@@ -258,12 +270,26 @@ def unpack_dual(tensor: Any, *, level: Optional[int] = None) -> UnpackedDualTens
 
 
 # ---------------------------------------------------------------------------- tangent storage
+def _lshape(t: Any) -> tuple:
+    """``t``'s logical shape: without the batch dimension of a batched tangent (Note [Batched
+    tangents])."""
+    lv = t._blevel
+    if lv and lv in _bt.ACTIVE:
+        return t._data.shape[1:]
+    return t._data.shape
+
+
+def _is_batched(t: Any) -> bool:
+    lv = t._blevel
+    return bool(lv) and lv in _bt.ACTIVE
+
+
 def _check_size(t: Any, tangent: Any) -> None:
-    if t._data.shape != tangent._data.shape:
+    if _lshape(t) != _lshape(tangent):
         raise RuntimeError(
             "Trying to set a forward gradient that has a different size than that of the "
-            f"original Tensor, this is not supported. Tensor is of size {list(t._data.shape)} "
-            f"while the given forward gradient is of size {list(tangent._data.shape)}.")
+            f"original Tensor, this is not supported. Tensor is of size {list(_lshape(t))} "
+            f"while the given forward gradient is of size {list(_lshape(tangent))}.")
 
 
 class _limit:
@@ -389,8 +415,9 @@ def _zeros_like_layout(p: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def _set(t: Any, tangent: Any, level: int) -> None:
-    """Store ``tangent`` (already of ``t``'s size) as ``t``'s tangent, in ``t``'s layout."""
-    if not _same_meta(tangent._data, t._data):
+    """Store ``tangent`` (already of ``t``'s size) as ``t``'s tangent, in ``t``'s layout (a
+    batched tangent is stored as is)."""
+    if not _is_batched(tangent) and not _same_meta(tangent._data, t._data):
         z = _tensor_mod._wrap(_zeros_like_layout(t._data, tangent._data.dtype))
         with _limit(level):
             z.copy_(tangent)
@@ -406,8 +433,13 @@ def _set_inplace(t: Any, tangent: Any, level: int) -> None:
         if _same_meta(tangent._data, base._data) and _same_meta(tangent._data, t._data):
             base_tangent = tangent
         else:
-            base_tangent = _tensor_mod._wrap(_zeros_like_layout(base._data,
-                                                                tangent._data.dtype))
+            if _is_batched(tangent):
+                base_tangent = _tensor_mod._wrap(np.zeros(
+                    tangent._data.shape[:1] + base._data.shape, dtype=tangent._data.dtype))
+                base_tangent._blevel = tangent._blevel
+            else:
+                base_tangent = _tensor_mod._wrap(_zeros_like_layout(base._data,
+                                                                    tangent._data.dtype))
             view = _replay(base_tangent, t._view_steps, level)
             with _limit(level):
                 view.copy_(tangent)
@@ -442,10 +474,13 @@ def _fw_apply(op: Any, tensors: tuple, outs: tuple, args: tuple) -> None:
             res = rule(ctx, *tangents)
         if op.num_outputs == 1:
             res = (res,)
+        blevel = _batched_level(tangents)
         for o, tg, d in zip(outs, res, diff):
             if tg is None or not d:
                 continue
-            if tg._data.shape != o._data.shape:
+            if blevel and not _is_batched(tg):
+                tg = _as_batched(tg, blevel, tangents)
+            if _lshape(tg) != o._data.shape:
                 with _limit(level):
                     tg = tg.expand(o._data.shape)
             elif not op.view and _aliases(tg, tangents):
@@ -455,6 +490,23 @@ def _fw_apply(op: Any, tensors: tuple, outs: tuple, args: tuple) -> None:
     node = outs[0]._grad_fn
     if node is not None and -1 in op.save_idx:
         _share_with_saved_result(node, outs)
+
+
+def _batched_level(tangents: Sequence) -> int:
+    for t in tangents:
+        if t is not None and _is_batched(t):
+            return t._blevel
+    return 0
+
+
+def _as_batched(tg: Any, blevel: int, tangents: Sequence) -> Any:
+    """A tangent computed without the batched tangents (a constant one, such as zeros): the
+    same for every row, materialized so that in-place updates of it can be batched."""
+    n = next(t._data.shape[0] for t in tangents if t is not None and t._blevel == blevel)
+    out = _tensor_mod._wrap(np.ascontiguousarray(np.broadcast_to(
+        tg._data, (n,) + tg._data.shape)))
+    out._blevel = blevel
+    return out
 
 
 def _share_with_saved_result(node: Any, outs: tuple) -> None:
@@ -516,7 +568,7 @@ def _update_inplace(self: Any, res: Any, n: int) -> None:
             continue
         with _limit(level):
             if st is None:
-                if rt._data.shape != dst.shape:
+                if _lshape(rt) != dst.shape:
                     rt = rt.expand(dst.shape)
                 _set_inplace(self, rt, level)
             elif rt is None:

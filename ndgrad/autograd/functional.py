@@ -6,11 +6,14 @@ tuple of Tensors; results mirror those structures (a single Tensor in, a single 
 Inputs are never modified: they are detached (or, with ``create_graph=True``, aliased by a
 view) before ``func`` sees them, and results are detached unless ``create_graph=True``.
 
-Forward-mode products use the double-backward trick: ``J^T u`` is linear in a dummy ``u``, so
-``J v`` is the gradient of ``<J^T u, v>`` with respect to ``u``: ``grad(grad(f, x, u), u, v)``.
-``jacobian(..., vectorize=True)`` computes all rows (reverse mode) or all columns (forward
+``jvp`` and ``hvp`` use the double-backward trick, as PyTorch does: ``J^T u`` is linear in a
+dummy ``u``, so ``J v`` is the gradient of ``<J^T u, v>`` with respect to ``u``:
+``grad(grad(f, x, u), u, v)``. ``jacobian(..., vectorize=True)`` computes all rows (reverse
 mode) in one backward pass carrying a batch dimension (Note [Batched backward] in
-batching.py); ``vectorize=False`` loops over rows.
+batching.py), or all columns (``strategy="forward-mode"``) in one forward pass with forward AD
+on a batch of unit tangents (Note [Batched tangents] in forward_ad.py); ``vectorize=False``
+loops over rows. ``hessian(..., outer_jacobian_strategy="forward-mode")`` is thus
+forward-over-reverse: forward AD through the computation of the gradient.
 
 Example:
     >>> import ndgrad
@@ -327,7 +330,8 @@ def _jacobian_reverse_loop(outputs: tuple, inputs: tuple, create_graph: bool,
 
 def _jacobian_forward(func: Callable[..., Any], inputs: Any, strict: bool,
                       vectorize: bool) -> Any:
-    """Forward mode: all columns ``J e_k`` in one batched double-backward pass."""
+    """Forward mode: all columns ``J e_k`` in one forward pass with forward AD, the tangents
+    being the standard basis batched along a leading dimension (Note [Batched tangents])."""
     if strict:
         raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and '
                            '`strategy="forward-mode"` are not supported together (yet). Please '
@@ -337,23 +341,33 @@ def _jacobian_forward(func: Callable[..., Any], inputs: Any, strict: bool,
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
                                   "Hessian isonly implemented for `vectorize=True`.")
     from .._creation import zeros_like
-    with enable_grad():
-        inputs = _prepare_inputs(inputs, create_graph=False, need_graph=True)
-        out_tuple, outputs = _as_tuple(func(*inputs), "outputs", None)
-        dummies = tuple(zeros_like(o, requires_grad=True) for o in outputs)
-        g = _grad_of(outputs, inputs, dummies, create_graph=True)
-    used = [k for k, gk in enumerate(g) if gk is not None and gk.requires_grad]
+    from . import forward_ad as fwAD
+    from .batching import batch_level
     numels = [x.numel() for x in inputs]
     total = sum(numels)
-    cols: list = [None] * len(outputs)
-    if used:
+    with batch_level() as blevel:
         tangents = _basis(inputs)
-        cols = list(_grad_of(tuple(g[k] for k in used), dummies,
-                             tuple(tangents[k] for k in used), batched=True))
+        for t in tangents:
+            t._blevel = blevel
+        with fwAD.dual_level() as level:
+            duals = tuple(fwAD.make_dual(x.detach(), t, level=level)
+                          for x, t in zip(inputs, tangents))
+            out_tuple, outputs = _as_tuple(func(*duals), "outputs", None)
+            cols = []
+            for o in outputs:
+                c = fwAD.unpack_dual(o, level=level).tangent
+                cols.append((c, c is not None and c._blevel == blevel))
+            outputs = tuple(o.detach() for o in outputs)
     # Lists, not tuples, where several outputs or inputs are involved: PyTorch's structure.
     jac = []
-    for o, c in zip(outputs, cols):
-        c = zeros_like(o).expand((total,) + tuple(o.shape)) if c is None else c.detach()
+    for o, (c, batched) in zip(outputs, cols):
+        if c is None:
+            c = zeros_like(o).expand((total,) + tuple(o.shape))
+        elif not batched:           # the same for every column
+            c = c.detach().unsqueeze(0).expand((total,) + tuple(o.shape))
+        else:
+            c._blevel = 0
+            c = c.detach()
         parts = c.split(numels, 0)
         jac.append([part.movedim(0, -1).reshape(tuple(o.shape) + tuple(x.shape))
                     for part, x in zip(parts, inputs)])
@@ -368,8 +382,8 @@ def jacobian(func: Callable[..., Any], inputs: TensorOrTuple, create_graph: bool
     For one input and one output the result is a Tensor of shape ``out.shape + in.shape``;
     with a tuple of inputs and/or outputs it is a tuple (of tuples) ``[i][j]`` for output ``i``
     and input ``j``. ``vectorize=True`` computes it in one batched backward pass;
-    ``strategy="forward-mode"`` (needs ``vectorize=True``) builds it column by column, which
-    suits functions with more outputs than inputs.
+    ``strategy="forward-mode"`` (needs ``vectorize=True``) gets all columns in one forward pass
+    with forward AD, which suits functions with more outputs than inputs.
 
     >>> import ndgrad
     >>> from ndgrad.autograd.functional import jacobian
