@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import heapq
 import threading
-from typing import Any, Optional, Sequence
-
 from importlib import import_module
+from typing import Any, Optional, Sequence
 
 from . import anomaly_mode, grad_mode, profiler
 from .accumulate_grad import AccumulateGrad
 from .batching import is_batched
+
+__all__ = ["run_backward", "is_checkpoint_valid"]
 
 _tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 
@@ -38,8 +39,6 @@ Tensor = None  # bound lazily to ndgrad.tensor.Tensor (import cycle); see _bind(
 def _bind() -> None:
     global Tensor
     Tensor = _tensor_mod.Tensor
-
-__all__ = ["run_backward"]
 
 Edge = tuple  # (node, input_nr)
 
@@ -79,6 +78,8 @@ _local = threading.local()
 
 
 def is_checkpoint_valid() -> bool:
+    """False inside a backward pass that reentrant checkpointing cannot serve (``grad`` or
+    ``backward(inputs=...)``)."""
     return getattr(_local, "checkpoint_valid", True)
 
 
