@@ -371,6 +371,8 @@ class Tensor:
         >>> x.sum().backward(); x.grad
         tensor([10., 10.])
         """
+        if self._base is not None:
+            _refresh_view(self)      # a stale view's hook belongs on its regenerated node
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is None:

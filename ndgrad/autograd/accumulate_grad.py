@@ -1,4 +1,4 @@
-"""AccumulateGrad: the node at the end of every path to a leaf tensor (seeds 000 and 003).
+"""AccumulateGrad: the node at the end of every path to a leaf tensor.
 
 Note [AccumulateGrad: steal, clone or add]
 First gradient for a leaf (``.grad`` is None):

@@ -37,6 +37,11 @@ def _tensor_or_tensors_to_tuple(tensors: Any, length: int) -> tuple:
     return tuple(tensors)
 
 
+def _check_counts(n_tensors: int, n_grads: int) -> None:
+    if n_tensors != n_grads:
+        raise RuntimeError(f"got {n_tensors} tensors and {n_grads} gradients")
+
+
 def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any],
                 is_grads_batched: bool) -> tuple:
     """Check user-given output gradients; create ``ones`` for scalar outputs that need one."""
@@ -156,6 +161,7 @@ def backward(
     inputs_t = ((inputs,) if isinstance(inputs, (_tensor_mod.Tensor, GradientEdge))
                 else tuple(inputs) if inputs is not None else ())
     grads = _tensor_or_tensors_to_tuple(grad_tensors, len(tensors))
+    _check_counts(len(tensors), len(grads))
     grads = _make_grads(tensors, grads, is_grads_batched=False)
     if retain_graph is None:
         retain_graph = create_graph
@@ -213,6 +219,7 @@ def grad(
     if len(inputs_t) == 0:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     grads = _tensor_or_tensors_to_tuple(grad_outputs, len(t_outputs))
+    _check_counts(len(t_outputs), len(grads))
     grads = _make_grads(t_outputs, grads, is_grads_batched=is_grads_batched)
     if retain_graph is None:
         retain_graph = create_graph

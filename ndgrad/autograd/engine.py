@@ -84,8 +84,8 @@ def is_checkpoint_valid() -> bool:
 
 
 def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, call=None):
-    # ``call`` replaces _call_function for the instrumented path, which also passes a
-    # ``needed`` set containing every node so that every node goes through ``call``.
+    # ``call`` replaces _call_function for the instrumented path; without ``inputs`` every node
+    # is then "needed" (_EVERY_NODE) so that every node goes through ``call``.
     roots = [e[0] for e in root_edges]
     deps, parents = _dependencies(roots, want_parents=input_edges is not None)
     for node in roots:

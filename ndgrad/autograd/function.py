@@ -393,6 +393,8 @@ def _apply(cls: Any, args: tuple, setup: bool) -> Any:
         fa._function_jvp(cls, ctx, args, outputs)
     if ctx.dirty_tensors or ctx.non_differentiable:
         ctx.dirty_tensors = ctx.non_differentiable = ()     # no node -> output cycles
+    if ctx._saved_for_forward:
+        ctx._saved_for_forward = ()     # only jvp (above) needs them; no node -> output cycle
     return outputs if is_tuple else outputs[0]
 
 

@@ -352,6 +352,7 @@ def _jacobian_forward(func: Callable[..., Any], inputs: Any, strict: bool,
         with fwAD.dual_level() as level:
             duals = tuple(fwAD.make_dual(x.detach(), t, level=level)
                           for x, t in zip(inputs, tangents))
+            # PyTorch's message here says "given to None"; kept identical.
             out_tuple, outputs = _as_tuple(func(*duals), "outputs", None)
             cols = []
             for o in outputs:
@@ -512,7 +513,7 @@ def hvp(func: Callable[..., Any], inputs: TensorOrTuple, v: Optional[TensorOrTup
             func, inputs, v, create_graph, strict, "hvp")
         dummies = tuple(zeros_like(x, requires_grad=True) for x in inputs)
         double = _grad_of(g, inputs, dummies, create_graph=True)
-        _strict_requires_grad(g, "hessian", strict)
+        _strict_requires_grad(double, "hessian", strict)
     with set_grad_enabled(create_graph or is_grad_enabled()):
         res = _grad_of(double, dummies, v, create_graph=create_graph)
         res = _zeros_for_none(res, inputs, strict, create_graph, "double_back_trick")

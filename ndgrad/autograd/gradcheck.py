@@ -167,7 +167,8 @@ def gradcheck(
     differences (see the module docstring for the list of checks).
 
     Returns True, or raises :class:`GradcheckError` (returns False with
-    ``raise_exception=False``).
+    ``raise_exception=False``). ``check_batched_forward_grad=True`` and ``masked=True`` are not
+    supported yet and raise ``NotImplementedError``.
 
     >>> import ndgrad
     >>> from ndgrad.autograd.gradcheck import gradcheck
@@ -175,6 +176,9 @@ def gradcheck(
     >>> gradcheck(lambda t: t.exp() * t, (x,), fast_mode=True)
     True
     """
+    if check_batched_forward_grad or masked:
+        raise NotImplementedError("gradcheck: check_batched_forward_grad=True and masked=True "
+                                  "are not supported by ndgrad yet")
     inputs = _as_tuple(inputs)
     _check_inputs(inputs)
     try:
@@ -431,11 +435,7 @@ def _slow_mode_report(func, inputs, i_list, diff, ii, oi, eps, rtol, atol) -> st
 
 # ---------------------------------------------------------------------------- other checks
 def _check_forward(func, inputs, i_list, eps, atol, rtol) -> None:
-    try:
-        from . import forward_ad
-    except ImportError:
-        raise GradcheckError("check_forward_ad=True needs ndgrad.autograd.forward_ad, which is "
-                             "not available") from None
+    from . import forward_ad
     forward_ad.check_jvp_against_numerical(func, inputs, i_list, eps, atol, rtol)
 
 
@@ -556,7 +556,7 @@ def gradgradcheck(
     inputs = _as_tuple(inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(2)
-        outs = [o for o in _as_tuple(func(*inputs)) if o.requires_grad]
+        outs = [o for o in _as_tuple(func(*inputs)) if _is_tensor(o) and o.requires_grad]
         gos = []
         for o in outs:
             dt = _np(o).dtype if (o.dtype.is_floating_point or o.dtype.is_complex) \
@@ -579,7 +579,7 @@ def gradgradcheck(
     def new_func(*args: Any) -> tuple:
         ins = tuple(x.requires_grad_() if i in diff_in else x
                     for i, x in enumerate(args[:len(args) - n_out]))
-        outs = [o for o in _as_tuple(func(*ins)) if o.requires_grad]
+        outs = [o for o in _as_tuple(func(*ins)) if _is_tensor(o) and o.requires_grad]
         gos = tuple(g.requires_grad_() if i in diff_go else g
                     for i, g in enumerate(args[len(args) - n_out:]))
         res = grad(outs, tuple(x for i, x in enumerate(ins) if i in diff_in), gos,

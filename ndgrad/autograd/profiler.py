@@ -49,7 +49,7 @@ _dispatch_apply: Any = None      # ops._dispatch.apply, bound when a profiler st
 
 class _Local(threading.local):
     prof: Optional["profile"] = None
-    skip = False                 # the next dispatcher call is the recorded op's own body
+    skip = None                  # (op, tensors) of the call whose own body runs next
 
     def __init__(self) -> None:
         self.stack: list = []    # open events, innermost last
@@ -385,18 +385,21 @@ def _prof_apply(op: Any, tensors: tuple, arrays: tuple, args: tuple) -> Any:
     prof = tls.prof
     if prof is None:
         return _SKIP
-    if tls.skip:                 # we are the recorded call's own body: run it plainly
-        tls.skip = False
+    skip = tls.skip
+    if skip and skip[0] is op and skip[1] is tensors:
+        # The recorded call's own body: run it plainly. Matching the op and its very
+        # arguments, so an op run by a batching rule in between is still recorded.
+        tls.skip = None
         return _SKIP
     shapes = None
     if prof.record_shapes:
         shapes = [list(t._data.shape) for t in tensors] + [[] for _ in args]
     ev = prof._open("ndgrad::" + op.name, shapes, "cpu_op")
-    tls.skip = True
+    tls.skip = (op, tensors)
     try:
         return _dispatch_apply(op, tensors, arrays, args)
     finally:
-        tls.skip = False
+        tls.skip = None
         prof._close(ev)
 
 

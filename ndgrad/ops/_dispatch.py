@@ -282,14 +282,17 @@ def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
     result._grad_fn = node
     result._requires_grad = True
     if op.save_idx:
-        if op.save_if is None:
-            node._saved = tuple([_save(i, tensors, result, args) for i in op.save_idx])
-        else:
-            edges = node.next_functions
-            node._saved = tuple([
-                _save(i, tensors, result, args)
-                if cond is None or any(edges[k][0] is not None for k in cond) else _NOT_SAVED
-                for i, cond in zip(op.save_idx, op.save_if)])
+        node._saved = _saved_values(op, node, tensors, result, args)
+
+
+def _saved_values(op: Op, node: Any, tensors: tuple, result: Tensor, args: tuple) -> tuple:
+    if op.save_if is None:
+        return tuple([_save(i, tensors, result, args) for i in op.save_idx])
+    edges = node.next_functions
+    return tuple([
+        _save(i, tensors, result, args)
+        if cond is None or any(edges[k][0] is not None for k in cond) else _NOT_SAVED
+        for i, cond in zip(op.save_idx, op.save_if)])
 
 
 _NOT_SAVED = SavedValue(None)   # a value no needed gradient uses (see Op.save_if)
@@ -306,7 +309,7 @@ def _record_multi(op: Op, tensors: tuple, results: tuple, args: tuple) -> None:
         r._requires_grad = True
         r._output_nr = i
     if op.save_idx:   # after the history, as in _record
-        node._saved = tuple([_save(i, tensors, results[0], args) for i in op.save_idx])
+        node._saved = _saved_values(op, node, tensors, results[0], args)
 
 
 # Bound by ops/views_inplace.py when it is imported (it imports this module).

@@ -67,8 +67,8 @@ _SCALARS: dict = {}
 
 def _s(a: np.ndarray, s: Any) -> Any:
     dt = a.dtype
-    if dt not in _FLOATING or type(s) is bool:
-        return s
+    if dt not in _FLOATING or type(s) is bool or s == 0 or s != s:
+        return s           # -0.0 == 0.0 and NaN != NaN: such keys would alias or never hit
     key = (s, type(s), dt)
     z = _SCALARS.get(key)
     if z is None:
@@ -224,10 +224,11 @@ def _pow_tt_vjp(ctx, g):
 
 
 def _rpow_vjp(ctx, g):
-    (result,) = ctx.saved
+    result, e = ctx.saved
     base = ctx._args[0]
     if base == 0:
-        return g * where(result == 0, 0.0, 0.0)
+        # d/de 0**e = 0**e * log(0): -inf/nan for e < 0, defined as 0 where e >= 0 (PyTorch).
+        return where(e >= 0, 0.0, g * result * float("-inf"))
     return g * _c(result * float(np.log(base)) if not isinstance(base, complex)
                   else result * complex(np.log(base)))
 
@@ -264,7 +265,7 @@ POW_S = Op("pow", "PowBackward0", _pow_fwd, _pow_s_vjp, saves=("self",), args=("
 POW = Op("pow", "PowBackward1", np.power, _pow_tt_vjp, saves=("self", "exponent", "result"),
          inputs=("self", "exponent"), jvp=_pow_tt_jvp)
 RPOW = Op("pow", "PowBackward2", lambda e, s: _like(e, np.power(s, e)), _rpow_vjp,
-          saves=("result",), inputs=("exponent",), args=("self",), jvp=_rpow_jvp)
+          saves=("result", "exponent"), inputs=("exponent",), args=("self",), jvp=_rpow_jvp)
 
 
 def _not_implemented_for(kernel: str, arr: np.ndarray, kinds: str) -> None:
@@ -321,11 +322,10 @@ def _binary(a: Any, b: Any, tt: Op, ts: Optional[Op], name: str, true_div: bool 
                 return apply(tt, (a, b), (ad, bd))
             return apply(tt, (a, b), (ad, bd), (alpha,))
         except ValueError:
-            if np.broadcast_shapes is not None:
-                try:
-                    np.broadcast_shapes(ad.shape, bd.shape)
-                except ValueError:
-                    raise broadcast_error(ad.shape, bd.shape) from None
+            try:
+                np.broadcast_shapes(ad.shape, bd.shape)
+            except ValueError:
+                raise broadcast_error(ad.shape, bd.shape) from None
             raise
     if is_scalar(b):
         b = as_scalar(b)
@@ -351,7 +351,7 @@ def _raise_if_notimpl(r: Any, a: Any, b: Any, name: str) -> Any:
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other``, broadcasting, with PyTorch's type promotion."""
     if not isinstance(input, Tensor):
-        input, other = to_tensor(input) if not isinstance(other, Tensor) else other, input
+        input, other = (other, input) if isinstance(other, Tensor) else (to_tensor(input), other)
         if alpha != 1:
             raise TypeError("add(): alpha with a scalar first operand is not supported")
     a = _alpha_arg(alpha)

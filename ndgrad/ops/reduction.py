@@ -93,7 +93,7 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
     dt = _reduce_dtype(x, dtype)
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         dims = tuple(range(x.ndim))
-        return apply(SUM, (input,), (x,), (dims, False, dt))
+        return apply(SUM, (input,), (x,), (dims, bool(keepdim), dt))
     dims = dims_tuple(dim, x.ndim) if x.ndim else _check_0d_dims(dim)
     return apply(SUM_DIM, (input,), (x,), (dims, bool(keepdim), dt))
 
@@ -111,7 +111,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
             f"or complex dtype. Got: {_dtype._FROM_NP[x.dtype]._torch_name}")
     dt = _dtype.to_dtype(dtype).np if dtype is not None else None
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
-        return apply(MEAN, (input,), (x,), (tuple(range(x.ndim)), False, dt))
+        return apply(MEAN, (input,), (x,), (tuple(range(x.ndim)), bool(keepdim), dt))
     dims = dims_tuple(dim, x.ndim) if x.ndim else _check_0d_dims(dim)
     return apply(MEAN_DIM, (input,), (x,), (dims, bool(keepdim), dt))
 
@@ -432,7 +432,7 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
                                f"{list(idx.shape)} to be no larger than self {list(x.shape)} "
                                f"apart from dimension {d}")
     n = x.shape[d] if x.ndim else 1
-    bad = (idx >= n) | (idx < -n)
+    bad = (idx >= n) | (idx < 0)
     if bad.any():
         raise RuntimeError(f"index {int(idx[bad].flat[0])} is out of bounds for dimension {d} "
                            f"with size {n}")

@@ -717,7 +717,7 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
         if size <= 0 and n:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
                                f"dimension size of {n}")
-        starts = list(range(0, n, size)) or [0]
+        starts = (list(range(0, n, size)) or [0]) if size > 0 else [0]
         bounds = tuple((s, min(s + size, n)) for s in starts)
         return apply(SPLIT, (input,), (x,), (d, bounds))
     sizes = list(split_size_or_sections)
@@ -878,8 +878,10 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
 
 
 def _unfold_fwd(x, dim, size, step):
-    w = np.lib.stride_tricks.sliding_window_view(x, size, axis=dim)
-    # Overlapping windows share memory: read-only, as PyTorch refuses writes to them.
+    # Overlapping windows (step < size) share memory: read-only, as PyTorch refuses writes to
+    # them; disjoint windows are writable.
+    w = np.lib.stride_tricks.sliding_window_view(x, size, axis=dim,
+                                                 writeable=step >= size and x.flags.writeable)
     return w[(slice(None),) * dim + (slice(None, None, step),)]
 
 

@@ -160,6 +160,11 @@ def _checkpoint_reentrant(fn: Callable, args: tuple, kwargs: dict, preserve_rng:
         outputs = fn(*args, **kwargs)
     outs = _as_tuple(outputs)
     if _grad_state.enabled and any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        # An output that is an input (identity, empty segment) gets an alias: the input must
+        # keep its own history (a leaf would otherwise point at this node, in a cycle).
+        ids = {id(a) for a in args if isinstance(a, Tensor)}
+        outs = tuple(o.detach() if isinstance(o, Tensor) and id(o) in ids else o for o in outs)
+        outputs = outs if isinstance(outputs, tuple) else outs[0]
         node = CheckpointFunctionBackward(fn, args, kwargs, rng, len(outs))
         for i, o in enumerate(outs):
             if isinstance(o, Tensor) and (o.is_floating_point() or o.is_complex()):
@@ -238,9 +243,13 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: Optional[bool] = N
     if use_reentrant is None:
         warnings.warn(USE_REENTRANT_WARNING, UserWarning, stacklevel=2)
         use_reentrant = True
-    kwargs.pop("context_fn", None)
-    kwargs.pop("determinism_check", None)
-    kwargs.pop("debug", None)
+    if kwargs.pop("context_fn", None) is not None:
+        raise NotImplementedError("checkpoint: context_fn is not supported by ndgrad yet")
+    if kwargs.pop("determinism_check", "default") not in ("default", "none"):
+        raise NotImplementedError("checkpoint: only determinism_check='default' (shapes and "
+                                  "dtypes of the recomputed tensors) is supported")
+    if kwargs.pop("debug", False):
+        raise NotImplementedError("checkpoint: debug=True is not supported by ndgrad yet")
     if use_reentrant:
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
