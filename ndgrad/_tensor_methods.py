@@ -56,6 +56,13 @@ def _rsub_method(self: Tensor, other: Any) -> Tensor:
     return ops.rsub(self, other)
 
 
+def _invert(self: Tensor) -> Tensor:
+    if self._data.dtype.kind in "fc":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return ops.bitwise_not(self)
+
+
 def _rtruediv(self: Tensor, other: Any) -> Tensor:
     if is_scalar(other):
         return ops.reciprocal(self) * other          # PyTorch records MulBackward0 here
@@ -193,7 +200,7 @@ _METHODS = {
     "__xor__": lambda s, o: ops.bitwise_xor(s, o),
     "__rand__": lambda s, o: ops.bitwise_and(s, o),
     "__ror__": lambda s, o: ops.bitwise_or(s, o),
-    "__invert__": lambda s: ops.bitwise_not(s),
+    "__invert__": _invert,
     "__getitem__": lambda s, i: ops.getitem(s, i),
     "__setitem__": _setitem,
     "index_put": _index_put,
