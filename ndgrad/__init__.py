@@ -5,7 +5,7 @@ Example:
     >>> w = ndgrad.randn(3, requires_grad=True)
     >>> loss = (w * w).sum()
     >>> loss.backward()
-    >>> bool(((w.grad - 2 * w).abs() < 1e-6).all())
+    >>> ((w.grad - 2 * w).abs() < 1e-6).all().item()
     True
 """
 
@@ -32,6 +32,8 @@ from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa
 
 clip = clamp
+all = ops.reduction.all_  # noqa: A001
+any = ops.reduction.any_  # noqa: A001
 diagonal = ops.shape.diagonal
 as_strided = ops.shape.as_strided
 real = ops.shape.real

@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -36,6 +36,7 @@ class Size(tuple):
         return f"ndgrad.Size({list(self)})"
 
     def numel(self) -> int:
+        """Product of the sizes (the element count of a tensor of this shape)."""
         n = 1
         for s in self:
             n *= s
@@ -133,6 +134,7 @@ class Tensor:
     # ------------------------------------------------------------------ metadata
     @property
     def shape(self) -> Size:
+        """The size of each dim, as a ``Size``."""
         return Size(self._data.shape)
 
     def size(self, dim: Optional[int] = None) -> Any:
@@ -143,10 +145,12 @@ class Tensor:
 
     @property
     def dtype(self) -> _dtype_cls:
+        """The element type, as an ``ndgrad`` dtype."""
         return _FROM_NP[self._data.dtype]
 
     @property
     def device(self) -> device:
+        """Where the data lives; always the CPU."""
         return _CPU
 
     @property
@@ -155,15 +159,18 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
+        """Number of dims."""
         return self._data.ndim
 
     def dim(self) -> int:
+        """Number of dims (same as ``ndim``)."""
         return self._data.ndim
 
     def ndimension(self) -> int:
         return self._data.ndim
 
     def numel(self) -> int:
+        """Total number of elements."""
         return self._data.size
 
     def nelement(self) -> int:
@@ -195,9 +202,11 @@ class Tensor:
         return (_ptr(arr) - _ptr(root)) // arr.itemsize
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Whether the data is laid out in C (row-major) order."""
         return bool(self._data.flags.c_contiguous)
 
     def data_ptr(self) -> int:
+        """Address of the first element of the data."""
         return _ptr(self._data)
 
     def is_floating_point(self) -> bool:
@@ -249,6 +258,8 @@ class Tensor:
     # ------------------------------------------------------------------ autograd state
     @property
     def requires_grad(self) -> bool:
+        """Whether autograd records operations on this tensor (true for a view
+        whose base requires grad)."""
         if self._base is not None:   # a view of a base that requires grad does (as PyTorch)
             return self._requires_grad or self._base._requires_grad
         return self._requires_grad
@@ -282,22 +293,27 @@ class Tensor:
 
     @property
     def grad_fn(self) -> Any:
+        """The graph node that produced this tensor, or None for a leaf."""
         if self._base is not None:
             _refresh_view(self)
         return self._grad_fn
 
     @property
     def is_leaf(self) -> bool:
+        """True when the tensor was not produced by a recorded operation."""
         if self._base is not None:
             _refresh_view(self)
         return self._grad_fn is None
 
     @property
     def output_nr(self) -> int:
+        """Which output of its ``grad_fn`` this tensor is (0 for leaves)."""
         return self._output_nr
 
     @property
     def grad(self) -> Optional["Tensor"]:
+        """The gradient accumulated by backward (warns on a non-leaf that does not
+        retain its grad)."""
         if self._grad_fn is not None and not self._retains_grad:
             warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
@@ -359,6 +375,7 @@ class Tensor:
 
     @property
     def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` was called on this non-leaf."""
         return self._retains_grad
 
     def register_hook(self, hook: Callable[["Tensor"], Optional["Tensor"]]) -> RemovableHandle:
@@ -440,12 +457,14 @@ class Tensor:
 
     # ------------------------------------------------------------------ conversion
     def item(self) -> Any:
+        """The single element of a one-element tensor as a Python number."""
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar")
         return self._data.reshape(()).item()
 
     def tolist(self) -> Any:
+        """The data as (nested) Python lists of Python numbers."""
         return self._data.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -467,7 +486,7 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
@@ -496,7 +515,7 @@ class Tensor:
     def __repr__(self) -> str:
         return format_tensor(self)
 
-    def __reduce_ex__(self, protocol: int):
+    def __reduce_ex__(self, protocol: int) -> tuple:
         return (_rebuild, (self._data, self._requires_grad))
 
     def __deepcopy__(self, memo: dict) -> "Tensor":

@@ -128,6 +128,8 @@ class FunctionCtx:
         self.materialize_grads = bool(value)
 
     def mark_shared_storage(self, *pairs: Any) -> None:
+        """Removed API: always raises (shared storage is tracked
+        automatically)."""
         raise RuntimeError("mark_shared_storage is deprecated. Tensors with shared storages are "
                            "automatically tracked. Note that calls to `set_()` are not tracked")
 
@@ -185,11 +187,13 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_variables(self) -> tuple:
+        """Deprecated alias of ``saved_tensors``; warns."""
         warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'",
                       DeprecationWarning, stacklevel=2)
         return self.saved_tensors
 
     def release_variables(self) -> None:
+        """Free the tensors saved by ``forward``."""
         self._saved = RELEASED
 
 

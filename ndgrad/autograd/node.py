@@ -61,6 +61,8 @@ class Node:
         return self._full_name or type(self).__name__
 
     def apply(self, grads: list) -> tuple:
+        """Turn ``grads`` (one per output) into one gradient per input edge; subclasses
+        must implement it."""
         raise NotImplementedError
 
     def __call__(self, *grads: Any) -> Any:
@@ -91,6 +93,7 @@ class Node:
 
     @property
     def metadata(self) -> dict:
+        """A dict for arbitrary user data, created on first access."""
         if self._metadata is None:
             self._metadata = {}
         return self._metadata
@@ -141,6 +144,7 @@ class OpNode(Node):
         return tuple([s.unpack(self) for s in sv])
 
     def needs_input_grad(self, i: int) -> bool:
+        """Whether input ``i`` has a graph edge, so its gradient is wanted."""
         return self.next_functions[i][0] is not None
 
     @property
@@ -152,7 +156,7 @@ class OpNode(Node):
         """Shape of tensor input ``i`` at forward time."""
         return self._input_meta[i][0]
 
-    def input_dtype(self, i: int = 0):
+    def input_dtype(self, i: int = 0) -> Any:
         """NumPy dtype of tensor input ``i`` at forward time."""
         return self._input_meta[i][1]
 

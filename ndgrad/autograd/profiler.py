@@ -84,14 +84,17 @@ class FunctionEvent:
 
     @property
     def key(self) -> str:
+        """The grouping key used by ``key_averages`` (the event's name)."""
         return self.name
 
     @property
     def count(self) -> int:
+        """Number of calls this event stands for: always 1."""
         return 1
 
     @property
     def is_user_annotation(self) -> bool:
+        """True for ranges opened with ``record_function``."""
         return self.category == "user_annotation"
 
     @property
@@ -101,14 +104,17 @@ class FunctionEvent:
 
     @property
     def cpu_time_total(self) -> float:
+        """Time from start to end of the event, µs."""
         return (self.end_ns - self.start_ns) / 1e3
 
     @property
     def self_cpu_time_total(self) -> float:
+        """Total time less the time spent in child events, µs."""
         return (self.end_ns - self.start_ns - self._children_ns) / 1e3
 
     @property
     def cpu_time(self) -> float:
+        """Time of this single call, µs (equals ``cpu_time_total``)."""
         return self.cpu_time_total
 
     def __repr__(self) -> str:
@@ -132,6 +138,7 @@ class FunctionEventAvg:
         self.is_user_annotation = False
 
     def add(self, other: Any) -> "FunctionEventAvg":
+        """Fold ``other``'s call count and times into this average; returns ``self``."""
         self.count += other.count
         self.cpu_time_total += other.cpu_time_total
         self.self_cpu_time_total += other.self_cpu_time_total
@@ -174,6 +181,7 @@ class EventList(list):
         return EventList(groups.values())
 
     def total_average(self) -> FunctionEventAvg:
+        """A single ``FunctionEventAvg`` named ``Total`` summing all events."""
         total = FunctionEventAvg("Total")
         for ev in self:
             total.add(ev)
@@ -181,6 +189,7 @@ class EventList(list):
 
     @property
     def self_cpu_time_total(self) -> float:
+        """Sum of the self times of all events, µs."""
         return sum(ev.self_cpu_time_total for ev in self)
 
     def table(self, sort_by: Optional[str] = None, row_limit: int = 100,
@@ -314,6 +323,7 @@ class profile:
         return self._check_finish().key_averages(group_by_input_shape, group_by_stack_n)
 
     def total_average(self) -> FunctionEventAvg:
+        """``EventList.total_average`` over the finished profile's events."""
         return self._check_finish().total_average()
 
     @property
@@ -324,6 +334,7 @@ class profile:
     def table(self, sort_by: Optional[str] = None, row_limit: int = 100,
               max_name_column_width: int = 55, header: Optional[str] = None,
               top_level_events_only: bool = False) -> str:
+        """The text summary of the finished profile (see ``EventList.table``)."""
         return self._check_finish().table(sort_by, row_limit, max_name_column_width, header,
                                           top_level_events_only)
 

@@ -47,9 +47,11 @@ class SavedValue:
         self._value = value
 
     def unpack(self, node: Any = None) -> Any:
+        """The value that was saved."""
         return self._value
 
     def release(self) -> None:
+        """Drop the saved value."""
         self._value = None
 
 
@@ -90,6 +92,7 @@ class SavedTensor:
         self._version = vc[0] if vc is not None else 0
 
     def unpack(self, node: Any = None) -> Any:
+        """The saved tensor, rebuilt for use in backward; raises once released."""
         if self._freed:
             raise RuntimeError(SECOND_BACKWARD_MSG)
         if self._unpack_hook is not None:
@@ -132,6 +135,7 @@ class SavedTensor:
         return t
 
     def release(self) -> None:
+        """Free the saved tensor; unpacking afterwards raises."""
         self._freed = True
         self._tensor = None
         self._packed = None
@@ -217,7 +221,8 @@ class saved_tensors_hooks:
     tensor([2., 2.])
     """
 
-    def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]):
+    def __init__(self, pack_hook: Callable[[Any], Any],
+                 unpack_hook: Callable[[Any], Any]) -> None:
         self.pack_hook = pack_hook
         self.unpack_hook = unpack_hook
 

@@ -64,9 +64,11 @@ class JvpContext:
         self.level = level
 
     def input_shape(self, i: int) -> tuple:
+        """Shape of input ``i``."""
         return self.inputs[i]._data.shape
 
     def input_dtype(self, i: int) -> np.dtype:
+        """NumPy dtype of input ``i``."""
         return self.inputs[i]._data.dtype
 
 

@@ -160,6 +160,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """Matrix-vector product of a 2-d ``input`` and a 1-d ``vec``."""
     if _bmarked((input, vec)):  # Note [Batched backward]
         r = _bcall(mv, input, vec)
         if r is not NotImplemented:
@@ -175,6 +176,12 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
 
 
 def dot(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-d tensors of the same length.
+
+    >>> import ndgrad
+    >>> ndgrad.dot(ndgrad.tensor([1.0, 2.0]), ndgrad.tensor([3.0, 4.0])).item()
+    11.0
+    """
     if _bmarked((input, other)):  # Note [Batched backward]
         r = _bcall(dot, input, other)
         if r is not NotImplemented:

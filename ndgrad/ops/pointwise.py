@@ -470,6 +470,7 @@ FLOOR_DIVIDE_1 = Op("floor_divide", "NotImplemented", _div_mode_fwd, _no_derivat
 
 
 def reciprocal(input: Tensor) -> Tensor:
+    """Elementwise ``1 / input``; integer inputs are promoted to float."""
     return apply(RECIPROCAL, (input,), (to_float(input._data),))
 
 
@@ -642,6 +643,7 @@ CONJ = Op("conj", "ConjBackward0", np.conjugate, lambda ctx, g: g.conj(), jvp=li
 
 
 def neg(input: Tensor) -> Tensor:
+    """Elementwise negation, ``-input`` (not defined for bool tensors)."""
     if input._data.dtype.kind == "b":
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
                            "are trying to invert a mask, use the `~` or `logical_not()` operator "
@@ -650,53 +652,69 @@ def neg(input: Tensor) -> Tensor:
 
 
 def exp(input: Tensor) -> Tensor:
+    """Elementwise exponential; integer inputs are promoted to float."""
     x = input._data
     return apply(EXP, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def log(input: Tensor) -> Tensor:
+    """Elementwise natural logarithm; integer inputs are promoted to float."""
     x = input._data
     return apply(LOG, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def sin(input: Tensor) -> Tensor:
+    """Elementwise sine (radians); integer inputs are promoted to float."""
     x = input._data
     return apply(SIN, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def cos(input: Tensor) -> Tensor:
+    """Elementwise cosine (radians); integer inputs are promoted to float."""
     x = input._data
     return apply(COS, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def tanh(input: Tensor) -> Tensor:
+    """Elementwise hyperbolic tangent; integer inputs are promoted to float."""
     x = input._data
     return apply(TANH, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def sigmoid(input: Tensor) -> Tensor:
+    """Elementwise logistic function ``1 / (1 + exp(-input))``."""
     x = input._data
     return apply(SIGMOID, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def sqrt(input: Tensor) -> Tensor:
+    """Elementwise square root; integer inputs are promoted to float."""
     x = input._data
     return apply(SQRT, (input,), (x if x.dtype in _FLOATING else to_float(x),))
 
 
 def relu(input: Tensor) -> Tensor:
+    """Elementwise ``max(input, 0)``."""
     return apply(RELU, (input,), (input._data,))
 
 
 def abs(input: Tensor) -> Tensor:  # noqa: A001
+    """Elementwise absolute value (the modulus for complex inputs)."""
     return apply(ABS, (input,), (input._data,))
 
 
 def sign(input: Tensor) -> Tensor:
+    """Elementwise sign: -1, 0 or 1, in the dtype of ``input``.
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([-2.0, 0.0, 3.0]).sign().tolist()
+    [-1.0, 0.0, 1.0]
+    """
     return apply(SIGN, (input,), (input._data,))
 
 
 def sgn(input: Tensor) -> Tensor:
+    """Sign that also handles complex inputs: ``z / |z|``, or 0 where ``z`` is 0."""
     return apply(SGN, (input,), (input._data,))
 
 
@@ -1093,11 +1111,15 @@ def _logical(ufunc, name):
             input = to_tensor(input)
         o = other._data if isinstance(other, Tensor) else other
         if input._data.dtype.kind in "fc" or (isinstance(o, np.ndarray) and o.dtype.kind in "fc"):
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+            bad = input._data.dtype if input._data.dtype.kind in "fc" else o.dtype
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for "
+                               f"'{_dtype._FROM_NP[bad]._torch_name}'")
         if isinstance(other, Tensor):
             return _wrap(ufunc(*promote_pair(input, other)))
         return _wrap(ufunc(input._data, o))
     fn.__name__ = name
+    fn.__doc__ = (f"Elementwise {name.replace('_', ' ')} of two integer or bool operands "
+                  "(``other`` may be a Python scalar).")
     return fn
 
 
@@ -1107,32 +1129,40 @@ bitwise_xor = _logical(np.bitwise_xor, "bitwise_xor")
 
 
 def bitwise_not(input: Tensor) -> Tensor:
+    """Elementwise bit inversion (logical NOT for bool); integer/bool only."""
     if input._data.dtype.kind in "fc":
-        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+        raise NotImplementedError("\"bitwise_not_cpu\" not implemented for "
+                           f"'{_dtype._FROM_NP[input._data.dtype]._torch_name}'")
     return _wrap(np.invert(input._data))
 
 
 def logical_not(input: Tensor) -> Tensor:
+    """Bool tensor, True where ``input`` is zero."""
     return _wrap(np.logical_not(input._data))
 
 
 def logical_and(input: Tensor, other: Any) -> Tensor:
+    """Bool tensor, True where both ``input`` and ``other`` are nonzero."""
     return _wrap(np.logical_and(input._data, to_tensor(other)._data))
 
 
 def logical_or(input: Tensor, other: Any) -> Tensor:
+    """Bool tensor, True where ``input`` or ``other`` is nonzero."""
     return _wrap(np.logical_or(input._data, to_tensor(other)._data))
 
 
 def isnan(input: Tensor) -> Tensor:
+    """Bool tensor, True where ``input`` is NaN."""
     return _wrap(np.isnan(input._data))
 
 
 def isfinite(input: Tensor) -> Tensor:
+    """Bool tensor, True where ``input`` is neither infinite nor NaN."""
     return _wrap(np.isfinite(input._data))
 
 
 def isinf(input: Tensor) -> Tensor:
+    """Bool tensor, True where ``input`` is positive or negative infinity."""
     return _wrap(np.isinf(input._data))
 
 
@@ -1193,6 +1223,7 @@ def to(input: Tensor, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
 
 
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    """A copy of ``input`` with its own storage; gradients flow back to ``input``."""
     return apply(CLONE, (input,), (input._data,))
 
 
@@ -1202,6 +1233,7 @@ def _copy_like_layout(grad: Tensor, like: Tensor) -> Tensor:
 
 
 def real_part(input: Tensor) -> Tensor:
+    """The real part of a complex tensor; any other tensor is returned as is."""
     if input._data.dtype.kind != "c":
         return input
     return apply(REAL, (input,), (input._data,))

@@ -257,6 +257,7 @@ def _evenly_distribute(ctx, g):
 
 
 def where_mask(mask: Tensor, g: Tensor) -> Tensor:
+    """Zero the entries of gradient ``g`` where ``mask`` is False (``g * mask``)."""
     return g * mask
 
 
@@ -349,6 +350,12 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
 
 
 def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    """Index of the largest value, over the flattened input or along ``dim``.
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([3, 7, 5]).argmax().item()
+    1
+    """
     if input._blevel:  # Note [Batched backward]
         r = _argminmax(input, dim, keepdim, True)
         if r is not NotImplemented:
@@ -360,6 +367,7 @@ def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> T
 
 
 def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest value, over the flattened input or along ``dim``."""
     if input._blevel:  # Note [Batched backward]
         r = _argminmax(input, dim, keepdim, False)
         if r is not NotImplemented:
@@ -439,3 +447,22 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if idx.dtype != np.int64:
         idx = idx.astype(np.int64)
     return apply(GATHER, (input,), (x,), (d, idx))
+
+
+def _logical_reduce(ufunc: Any, name: str):
+    def reduce(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+        x = input._data
+        if dim is None:
+            return _wrap(np.asarray(ufunc.reduce(x.astype(bool, copy=False), axis=None)))
+        dims = dims_tuple(dim, x.ndim) if x.ndim else ()
+        return _wrap(np.asarray(ufunc.reduce(x.astype(bool, copy=False), axis=dims,
+                                             keepdims=bool(keepdim))))
+    reduce.__name__ = name
+    reduce.__doc__ = (f"True where {'all' if name == 'all' else 'any'} elements (over ``dim``, "
+                      "or all of them) are nonzero; a bool tensor, not differentiable.")
+    return reduce
+
+
+# Not named all/any here: the module uses the builtins.
+all_ = _logical_reduce(np.logical_and, "all")
+any_ = _logical_reduce(np.logical_or, "any")

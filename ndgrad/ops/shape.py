@@ -101,6 +101,12 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims ``start_dim`` through ``end_dim`` (inclusive) into a single dim.
+
+    >>> import ndgrad
+    >>> ndgrad.zeros(2, 3, 4).flatten(1).shape
+    ndgrad.Size([2, 12])
+    """
     if input._blevel:  # Note [Batched backward]
         r = _bcall(flatten, input, start_dim, end_dim)
         if r is not NotImplemented:
@@ -132,6 +138,7 @@ PERMUTE = Op("permute", "PermuteBackward0", lambda x, dims: np.transpose(x, dims
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap dims ``dim0`` and ``dim1``; the result is a view of ``input``."""
     if input._blevel:  # Note [Batched backward]
         r = _bcall(transpose, input, dim0, dim1)
         if r is not NotImplemented:
@@ -142,6 +149,12 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
 
 
 def t(input: Tensor) -> Tensor:
+    """Transpose a tensor of at most 2 dims (0-d and 1-d inputs come back as they are).
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([[1, 2], [3, 4]]).t().tolist()
+    [[1, 3], [2, 4]]
+    """
     if input._blevel:  # Note [Batched backward]
         r = _bcall(t, input)
         if r is not NotImplemented:
@@ -153,6 +166,7 @@ def t(input: Tensor) -> Tensor:
 
 
 def permute(input: Tensor, *dims: Any) -> Tensor:
+    """Reorder the dims of ``input`` as listed in ``dims``; returns a view."""
     if input._blevel:  # Note [Batched backward]
         r = _bcall(permute, input, *dims)
         if r is not NotImplemented:
@@ -215,7 +229,8 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
     target = list(_as_shape(sizes))
     if len(target) < x.ndim:
         raise RuntimeError(
-            f"expand(torch.FloatTensor{{{list(x.shape)}}}, size={target}): the number of sizes "
+            f"expand(torch.{_dtype._FROM_NP[x.dtype]._torch_name}Tensor{{{list(x.shape)}}}, "
+            f"size={target}): the number of sizes "
             "provided (" + str(len(target)) + ") must be greater or equal to the number of "
             f"dimensions in the tensor ({x.ndim})")
     lead = len(target) - x.ndim
@@ -238,6 +253,7 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    """Broadcast ``input`` to the shape of ``other`` without copying (a view)."""
     if _bmarked((input, other)):  # Note [Batched backward]
         r = _bcall(expand_as, input, other)
         if r is not NotImplemented:
@@ -277,6 +293,7 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """Insert a new size-1 dim at position ``dim``; returns a view."""
     if input._blevel:  # Note [Batched backward]
         r = _bcall(unsqueeze, input, dim)
         if r is not NotImplemented:
@@ -639,6 +656,7 @@ def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """Take index ``index`` along ``dim``, dropping that dim; returns a view."""
     if input._blevel:  # Note [Batched backward]
         r = _bcall(select, input, dim, index)
         if r is not NotImplemented:
@@ -656,6 +674,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """The ``length`` entries of ``dim`` starting at ``start``, as a view."""
     if input._blevel:  # Note [Batched backward]
         r = _bcall(narrow, input, dim, start, length)
         if r is not NotImplemented:
@@ -693,6 +712,12 @@ SPLIT_SIZES = Op("split", "SplitWithSizesBackward0", _split_fwd,
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple:
+    """Split ``input`` along ``dim`` into a tuple of slices, each without that dim.
+
+    >>> import ndgrad
+    >>> [r.tolist() for r in ndgrad.tensor([[1, 2], [3, 4]]).unbind()]
+    [[1, 2], [3, 4]]
+    """
     if input._blevel:  # Note [Batched backward]
         r = _bcall(unbind, input, dim)
         if r is not NotImplemented:
@@ -705,6 +730,8 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
 
 
 def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
+    """Cut ``input`` along ``dim`` into pieces of a given size (the last may be
+    smaller), or of the sizes in a list; returns a tuple of views."""
     if input._blevel:  # Note [Batched backward]
         r = _bcall(split, input, split_size_or_sections, dim)
         if r is not NotImplemented:
@@ -732,6 +759,12 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """Cut ``input`` along ``dim`` into at most ``chunks`` views of near-equal size.
+
+    >>> import ndgrad
+    >>> [c.tolist() for c in ndgrad.arange(5).chunk(2)]
+    [[0, 1, 2], [3, 4]]
+    """
     if input._blevel:  # Note [Batched backward]
         r = _bcall(chunk, input, chunks, dim)
         if r is not NotImplemented:
@@ -839,6 +872,7 @@ def _apply_varargs(op: Op, ts: list, arrays: list, d: int) -> Tensor:
 
 
 def contiguous(input: Tensor, memory_format: Any = None) -> Tensor:
+    """``input`` itself when its data is C-contiguous, else a contiguous copy."""
     if input._data.flags.c_contiguous:
         return input
     from .pointwise import clone

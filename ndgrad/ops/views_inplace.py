@@ -28,7 +28,7 @@ Example:
     >>> y[1:3].mul_(2)
     tensor([2., 2.], grad_fn=<AsStridedBackward0>)
     >>> y.grad_fn.name(), y._version
-    ('CopySlices', 1)
+    ('torch::autograd::CopySlices', 1)
     >>> y.sum().backward(); x.grad
     tensor([1., 2., 2., 1.])
 """
@@ -533,6 +533,7 @@ def fill_(self: Tensor, value: Any) -> Tensor:
 
 
 def zero_(self: Tensor) -> Tensor:
+    """Fill ``self`` with zeros in place and return it."""
     return apply_inplace(self, lambda s: apply(ZERO, (s,), (s._data,)))
 
 
