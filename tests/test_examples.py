@@ -1,0 +1,24 @@
+"""The programs in examples/ run and give correct results."""
+
+import importlib.util
+import pathlib
+
+import numpy as np
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_laplace_uncertainty_recovers_parameters_and_hvps_agree():
+    out = _load("laplace_uncertainty").main(steps=400, verbose=False)
+    # The truth lies within a few standard deviations of the fit.
+    assert np.all(np.abs(out["fitted"] - out["true"]) < 4 * out["std"] + 1e-3)
+    hv_rev, hv_fwd, hv_dense = out["hv"]
+    np.testing.assert_allclose(hv_rev, hv_dense, rtol=1e-9)
+    np.testing.assert_allclose(hv_fwd, hv_dense, rtol=1e-9)
