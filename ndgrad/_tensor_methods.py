@@ -238,7 +238,7 @@ _METHODS = {
     "prod": lambda s, dim=None, keepdim=False, *, dtype=None: ops.prod(s, dim, keepdim,
                                                                        dtype=dtype),
     "max": _max, "min": _min, "argmax": ops.argmax, "argmin": ops.argmin,
-    "sum_to_size": ops.sum_to_size,
+    "sum_to_size": ops.sum_to_size, "_sum_to_checked": ops.reduction.sum_to_checked,
     "all": ops.reduction.all_, "any": ops.reduction.any_, "gather": ops.gather,
     # linear algebra
     "matmul": _matmul, "mm": ops.mm, "bmm": ops.bmm, "mv": ops.mv, "dot": ops.dot,

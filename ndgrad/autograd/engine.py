@@ -397,7 +397,7 @@ def _fix_gradient(node, i: int, g, meta: tuple):
             raise RuntimeError(
                 f"Function {node.name()} returned an invalid gradient at index {i} - got "
                 f"{list(gshape)} but expected shape compatible with {list(shape)}")
-        g = g.sum_to_size(shape)
+        g = g._sum_to_checked(shape)
     if g._data.dtype != dtype:
         if g._data.dtype.kind == "c" and dtype.kind != "c":
             g = g.real_part()          # a real input's gradient is the real part

@@ -46,6 +46,12 @@ def _sum_fwd(x, dims, keepdim, dt):
 
 
 def _mean_fwd(x, dims, keepdim, dt):
+    if dt is None and x.dtype.kind in "fc" and x.dtype.itemsize >= 4:
+        # np.mean without its Python wrapper (float16/bfloat16 keep np.mean's float32 sum)
+        n = 1
+        for d in dims:
+            n *= x.shape[d]
+        return np.true_divide(np.add.reduce(x, axis=dims, keepdims=keepdim), n, dtype=x.dtype)
     return np.mean(x, axis=dims, keepdims=keepdim, dtype=dt)
 
 
@@ -148,6 +154,19 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
                            f"{{{list(x.shape)}}}.")
     dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
                                       if s == 1 and x.shape[lead + i] != 1)
+    return apply(SUM_TO_SIZE, (input,), (x,), (dims, shape))
+
+
+def sum_to_checked(input: Tensor, shape: tuple) -> Tensor:
+    """``sum_to_size`` for a tuple ``shape`` the caller already checked to be expandable to the
+    input's shape (the engine undoing broadcasting): no argument parsing or re-validation."""
+    if input._blevel:  # Note [Batched backward]
+        return sum_to_size(input, shape)
+    x = input._data
+    xs = x.shape
+    lead = len(xs) - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and xs[lead + i] != 1)
     return apply(SUM_TO_SIZE, (input,), (x,), (dims, shape))
 
 

@@ -250,17 +250,29 @@ class CopySlices(Node):
 _PKG_DIR = __file__[: -len("ops/views_inplace.py")]
 
 
+_OWN_CODE: dict = {}     # code object -> whether it belongs to ndgrad (a cache for _site)
+
+
 def _site() -> Any:
-    """(file, line) of the first caller outside ndgrad, formatted only if an error needs it."""
+    """(file, line) of the first caller outside ndgrad, formatted only if an error needs it.
+    Runs on every in-place op (optimizer updates too), so it stays a few dict lookups."""
     f = sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+    own = _OWN_CODE
+    while f is not None:
+        code = f.f_code
+        inside = own.get(code)
+        if inside is None:
+            inside = own[code] = code.co_filename.startswith(_PKG_DIR)
+        if not inside:
+            return _Site((code.co_filename, f.f_lineno))
         f = f.f_back
-    return _Site(f.f_code.co_filename, f.f_lineno) if f is not None else None
+    return None
 
 
 class _Site(tuple):
-    def __new__(cls, filename: str, lineno: int) -> "_Site":
-        return tuple.__new__(cls, (filename, lineno))
+    """(filename, line), printed as ``filename:line``."""
+
+    __slots__ = ()
 
     def __str__(self) -> str:
         return f"{self[0]}:{self[1]}"
