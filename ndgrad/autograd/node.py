@@ -114,7 +114,6 @@ class OpNode(Node):
 
     _op: Any = None
     _args: tuple = ()
-    _pad: int = 0          # trailing (None, 0) edges for Python-scalar operands
     _output_meta: tuple = ()
 
     def apply(self, grads: list) -> tuple:
@@ -129,8 +128,9 @@ class OpNode(Node):
             out = self._op.vjp(self, *_materialize(grads, self._output_meta))
         if type(out) is not tuple:
             out = (out,)
-        if self._pad:
-            out = out + (None,) * self._pad
+        pad = self._op.pad_meta     # (None,) per trailing Python-scalar edge (Op.pad)
+        if pad:
+            out = out + pad
         return out
 
     @property

@@ -256,7 +256,6 @@ def _new_node(op: Op, tensors: tuple, args: tuple) -> OpNode:
         edges = tuple([_edge(t) for t in tensors])
         meta = tuple([(t._data.shape, t._data.dtype) for t in tensors])
     if op.pad:
-        node._pad = op.pad
         edges += op.pad_edges
         meta += op.pad_meta
     node.next_functions = edges

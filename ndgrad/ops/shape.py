@@ -80,11 +80,13 @@ def view(input: Tensor, *shape: Any) -> Tensor:
         raise RuntimeError("view(dtype) is not supported by ndgrad")
     x = input._data
     s = _infer_shape(_as_shape(shape), x.size)
-    if not _can_view(x, s):
+    try:
+        # VIEW's forward is np.reshape(copy=False): it raises when the strides do not allow it.
+        return apply(VIEW, (input,), (x,), (s,))
+    except ValueError:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
-                           ".reshape(...) instead.")
-    return apply(VIEW, (input,), (x,), (s,))
+                           ".reshape(...) instead.") from None
 
 
 def reshape(input: Tensor, *shape: Any) -> Tensor:
@@ -95,9 +97,10 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
             return r
     x = input._data
     s = _infer_shape(_as_shape(shape), x.size)
-    if _can_view(x, s):
-        return apply(VIEW, (input,), (x,), (s,))
-    return apply(RESHAPE_COPY, (input,), (x,), (s,))
+    try:
+        return apply(VIEW, (input,), (x,), (s,))     # a view when the strides allow it
+    except ValueError:
+        return apply(RESHAPE_COPY, (input,), (x,), (s,))
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
