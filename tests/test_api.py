@@ -10,24 +10,11 @@ import pytest
 import torch
 
 import ndgrad
+from _compare import outcome, same_outcome
 
 LIBS = (torch, ndgrad)
 
 
-def outcome(fn):
-    """``("ok", value)`` or ``(error type, message)`` with the library name normalized."""
-    try:
-        value = fn()
-    except Exception as e:  # noqa: BLE001 - compared between libraries
-        return type(e).__name__, str(e).replace("torch.", "ndgrad.")
-    return "ok", value
-
-
-def same_outcome(fn):
-    t = outcome(lambda: fn(torch))
-    n = outcome(lambda: fn(ndgrad))
-    assert t == n
-    return t
 
 
 def leaf(L, values=(1.0, 2.0, 3.0), dtype=None):

@@ -10,26 +10,13 @@ import pytest
 import torch
 
 import ndgrad
-from _compare import both
+from _compare import both, outcome
 
 LIBS = (torch, ndgrad)
 DTYPES = ["float16", "bfloat16", "float32", "float64", "complex64", "complex128",
           "uint8", "int8", "int16", "int32", "int64", "bool"]
 
 
-def outcome(fn):
-    try:
-        value = fn()
-    except Exception as e:  # noqa: BLE001 - compared between libraries
-        return type(e).__name__, str(e).replace("torch.", "ndgrad.")
-    return "ok", value
-
-
-def same_outcome(fn):
-    t = outcome(lambda: fn(torch))
-    n = outcome(lambda: fn(ndgrad))
-    assert t == n
-    return t
 
 
 def dname(d):
