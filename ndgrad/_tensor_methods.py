@@ -134,10 +134,6 @@ def _type_conv(dt: _dtype.dtype):
     return conv
 
 
-def _real(self: Tensor) -> Tensor:
-    return ops.real_part(self)
-
-
 def _index_put(self: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
     return ops.shape.index_put_indices(self, indices, values, accumulate)
 

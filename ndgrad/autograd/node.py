@@ -72,9 +72,6 @@ class Node:
     def release_variables(self) -> None:
         """Free saved tensors (called after the node ran unless ``retain_graph``)."""
 
-    def _sequence_number(self) -> int:
-        return self._sequence_nr
-
     def register_hook(self, fn: Callable) -> RemovableHandle:
         """Register ``fn(grad_inputs, grad_outputs)``, called after the node ran; it may return
         replacement ``grad_inputs``."""

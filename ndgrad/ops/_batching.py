@@ -268,10 +268,6 @@ def _batch_axis(idx: tuple) -> int:
 
 
 # ---------------------------------------------------------------------------- rules
-def _same_args(c: _Call, args: tuple) -> Any:
-    return apply(c.op, tuple(c.ts), tuple(c.arrs), args)
-
-
 def _pointwise(mask_arg: Any = None) -> Callable:
     """Elementwise ops: batched operands of lower logical rank get singleton dims after the
     batch dim, so that NumPy's right-aligned broadcasting lines up the logical dims."""
