@@ -45,5 +45,9 @@ isfinite = ops.isfinite
 isinf = ops.isinf
 bitwise_not = ops.bitwise_not
 
+from . import _signatures  # noqa: E402
+
+_signatures.install(__import__(__name__))   # Note [Declared signatures]
+
 __version__ = "0.1.0"
 del _dtype
