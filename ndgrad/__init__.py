@@ -14,20 +14,29 @@ from ._dtype import (  # noqa: F401
     bfloat16, bool, cdouble, cfloat, complex64, complex128, double, dtype, float, float16,
     float32, float64, get_default_dtype, half, int, int8, int16, int32, int64, long,
     promote_types, result_type, set_default_dtype, short, uint8)
-from .tensor import Size, Tensor, device, is_tensor  # noqa: F401
+from .tensor import (  # noqa: F401
+    Size, Tensor, device, get_default_device, is_tensor, set_default_device)
+from ._layout import (  # noqa: F401
+    channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format)
 from . import ops  # noqa: E402
 from . import _tensor_methods  # noqa: F401,E402  (binds Tensor methods)
 from ._creation import (  # noqa: F401,E402
     arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace,
     manual_seed, ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
     seed, tensor, zeros, zeros_like)
+from ._tensor_methods import (  # noqa: F401,E402  (module-level in-place functions)
+    abs_, clamp_, clamp_max_, clamp_min_, clip_, cos_, detach_, exp_, fill_, log_, neg_,
+    reciprocal_, relu_, sigmoid_, sin_, sqrt_, tanh_, zero_)
+from .ops import (  # noqa: F401,E402
+    allclose, equal, isclose, tril, triu)
 from .ops import (  # noqa: F401,E402
     abs, add, argmax, argmin, bmm, cat, chunk, clamp, clone, conj, cos, div, dot, eq, exp,
     expand, flatten, gather, ge, gt, le, log, logical_and,
     logical_not, logical_or, lt, matmul, max, maximum, mean, min, minimum, mm, movedim, mul,
-    mv, narrow, ne, neg, permute, pow, prod, reciprocal, relu, reshape, select, sigmoid, sign,
+    mv, narrow, ne, neg, norm, permute, pow, prod, reciprocal, relu, reshape, select, sigmoid, sign,
     sin, split, sqrt, squeeze, stack, sub, sum, t, tanh, transpose, unbind, unsqueeze, where)
 from . import autograd as autograd  # noqa: E402
+from . import backends, cuda  # noqa: F401,E402
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa
 

@@ -15,9 +15,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _dtype
+from . import _dtype, _layout
 from .autograd.grad_mode import _state as _grad_state
-from .tensor import Tensor, _wrap, device as _device
+from .tensor import Tensor, _wrap, check_device
 from .tensor import _as_shape as _raw_shape
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
@@ -29,7 +29,7 @@ REQUIRES_GRAD_DTYPE_MSG = "Only Tensors of floating point and complex dtype can 
 
 def _finish(arr: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
     if device is not None:
-        _device(str(device))
+        check_device(device)
     t = _wrap(arr)
     if requires_grad:
         if _dtype._FROM_NP[arr.dtype]._category < _dtype._FLOAT:
@@ -165,9 +165,14 @@ def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
     return _finish(np.ones(_as_shape(size), dtype=_resolve(dtype)), requires_grad, device)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """An uninitialized tensor of the given shape."""
-    return _finish(np.empty(_as_shape(size), dtype=_resolve(dtype)), requires_grad, device)
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          memory_format: Any = None) -> Tensor:
+    """An uninitialized tensor of the given shape (in ``memory_format``, by default
+    contiguous)."""
+    fmt = _layout.check(memory_format, "empty")
+    if fmt is _layout.preserve_format and memory_format is not None:
+        raise RuntimeError("unsupported memory format Preserve")
+    return _finish(_layout.empty(_as_shape(size), _resolve(dtype), fmt), requires_grad, device)
 
 
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
@@ -276,43 +281,73 @@ def _like(t: Tensor, dtype: Any) -> tuple:
     return t._data.shape, (_dtype.to_dtype(dtype).np if dtype is not None else t._data.dtype)
 
 
+def _like_layout(input: Tensor, arr: np.ndarray, memory_format: Any, fn: str) -> np.ndarray:
+    """``arr`` (C-ordered, the shape of ``input``) laid out in ``memory_format`` (by default
+    ``preserve_format``: like ``input``)."""
+    fmt = _layout.check(memory_format, fn)
+    if fmt is _layout.contiguous_format or (fmt is _layout.preserve_format
+                                            and input._data.flags.c_contiguous):
+        return arr
+    out = _layout.empty(arr.shape, arr.dtype, fmt, input._data)
+    np.copyto(out, arr)
+    return out
+
+
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """Zeros with the shape (and, by default, the layout) of ``input``."""
     shape, nd = _like(input, dtype)
-    return _finish(np.zeros(shape, dtype=nd), requires_grad, device)
+    arr = _like_layout(input, np.zeros(shape, dtype=nd), memory_format, "zeros_like")
+    return _finish(arr, requires_grad, device)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """Ones with the shape (and, by default, the layout) of ``input``."""
     shape, nd = _like(input, dtype)
-    return _finish(np.ones(shape, dtype=nd), requires_grad, device)
+    arr = _like_layout(input, np.ones(shape, dtype=nd), memory_format, "ones_like")
+    return _finish(arr, requires_grad, device)
 
 
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """An uninitialized tensor with the shape (and, by default, the layout) of ``input``."""
     shape, nd = _like(input, dtype)
-    return _finish(np.empty(shape, dtype=nd), requires_grad, device)
+    fmt = _layout.check(memory_format, "empty_like")
+    return _finish(_layout.empty(shape, nd, fmt, input._data), requires_grad, device)
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """``fill_value`` everywhere, with the shape (and, by default, the layout) of ``input``."""
     shape, nd = _like(input, dtype)
-    return _finish(np.full(shape, fill_value, dtype=nd), requires_grad, device)
+    arr = _like_layout(input, np.full(shape, fill_value, dtype=nd), memory_format, "full_like")
+    return _finish(arr, requires_grad, device)
 
 
 def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """Uniform samples in [0, 1) with the shape of ``input``."""
     shape, nd = _like(input, dtype)
-    return rand(shape, dtype=_dtype._FROM_NP[nd], requires_grad=requires_grad)
+    r = rand(shape, dtype=_dtype._FROM_NP[nd], device=device)
+    return _finish(_like_layout(input, r._data, memory_format, "rand_like"), requires_grad)
 
 
 def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """Standard normal samples with the shape of ``input``."""
     shape, nd = _like(input, dtype)
-    return randn(shape, dtype=_dtype._FROM_NP[nd], requires_grad=requires_grad)
+    r = randn(shape, dtype=_dtype._FROM_NP[nd], device=device)
+    return _finish(_like_layout(input, r._data, memory_format, "randn_like"), requires_grad)
 
 
 def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None,
-                 device: Any = None, requires_grad: bool = False) -> Tensor:
+                 device: Any = None, requires_grad: bool = False,
+                 memory_format: Any = None) -> Tensor:
+    """Integers uniformly drawn from [low, high) (``randint_like(x, high)``: [0, high)) with the
+    shape of ``input``."""
+    if high is None:
+        low, high = 0, low
     shape, nd = _like(input, dtype)
-    return randint(low, high, shape, dtype=_dtype._FROM_NP[nd], requires_grad=requires_grad)
+    r = randint(low, high, shape, dtype=_dtype._FROM_NP[nd], device=device)
+    return _finish(_like_layout(input, r._data, memory_format, "randint_like"), requires_grad)

@@ -124,10 +124,21 @@ def get_default_dtype() -> dtype:
 
 
 def set_default_dtype(d: dtype) -> None:
-    """Set the default floating point dtype (float16, bfloat16, float32 or float64)."""
-    d = to_dtype(d)
+    """Set the default floating point dtype (float16, bfloat16, float32 or float64): the dtype
+    of Python floats in ``tensor``, of ``zeros``/``randn``/``arange(1.)`` ... and of integer
+    tensors promoted by ``/`` or ``exp``. Only ndgrad dtype objects are accepted, as in PyTorch.
+
+    >>> import ndgrad
+    >>> ndgrad.set_default_dtype(ndgrad.float64)
+    >>> (ndgrad.tensor([1]) / 2).dtype
+    ndgrad.float64
+    >>> ndgrad.set_default_dtype(ndgrad.float32)
+    """
+    if not isinstance(d, dtype):
+        raise TypeError("invalid dtype object: only floating-point types are supported as the "
+                        "default type")
     if not d.is_floating_point:
-        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+        raise TypeError("only floating-point types are supported as the default type")
     _default[0] = d
 
 

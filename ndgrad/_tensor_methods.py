@@ -128,10 +128,79 @@ def _inplace_of(fn: Any, name: str):
 
 def _type_conv(dt: _dtype.dtype):
     def conv(self: Tensor, memory_format: Any = None) -> Tensor:
-        return ops.to(self, dt)
+        return ops.to(self, dt, memory_format=memory_format)
     conv.__name__ = dt.name
     conv.__doc__ = f"Cast to ``ndgrad.{dt.name}``."
     return conv
+
+
+# Tensor.type(): PyTorch's legacy type strings, which programs compare against
+# (``x.type() == 'torch.FloatTensor'``); ``type(s)`` accepts them and the ``ndgrad.`` spellings.
+_TYPE_NAMES = {d.np: f"torch.{d._torch_name}Tensor" for d in _dtype._ALL}
+_TYPES_BY_NAME = {f"{lib}.{d._torch_name}Tensor": d for d in _dtype._ALL
+                  for lib in ("torch", "ndgrad")}
+
+
+def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+    """With no ``dtype``, the type string (``'torch.FloatTensor'``); else a cast to ``dtype``
+    (an ndgrad dtype or a type string), ``self`` if it already has that type."""
+    for k in kwargs:
+        if k != "async":
+            raise TypeError(f"type() got an unexpected keyword argument '{k}'")
+    if dtype is None:
+        return _TYPE_NAMES[self._data.dtype]
+    if isinstance(dtype, str):
+        if dtype in ("torch.Tensor", "ndgrad.Tensor"):
+            d = _dtype.get_default_dtype()
+        else:
+            d = _TYPES_BY_NAME.get(dtype)
+        if d is None:
+            if dtype.startswith(("torch.cuda.", "ndgrad.cuda.")):
+                raise RuntimeError("Cannot initialize CUDA: ndgrad has no CUDA backend")
+            raise ValueError(f"invalid type: '{dtype}'")
+    elif isinstance(dtype, _dtype.dtype):
+        d = dtype
+    elif isinstance(dtype, type):
+        raise ValueError(f"invalid type: '{dtype.__name__}'")
+    else:
+        raise TypeError("dtype must be a type, str, or dtype object")
+    return ops.to(self, d)
+
+
+_type.__name__ = _type.__qualname__ = "type"
+
+
+def _function_of_method(name: str):
+    """PyTorch's module-level form of the in-place method ``name`` (``ndgrad.relu_(x)``)."""
+    def fn(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
+        return getattr(input, name)(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``input.{name}(...)``: in-place version of ``{name[:-1]}``."
+    return fn
+
+
+# exactly the in-place functions PyTorch has at module level, for the methods ndgrad has
+abs_ = _function_of_method("abs_")
+clamp_ = _function_of_method("clamp_")
+clamp_max_ = _function_of_method("clamp_max_")
+clamp_min_ = _function_of_method("clamp_min_")
+clip_ = _function_of_method("clip_")
+cos_ = _function_of_method("cos_")
+detach_ = _function_of_method("detach_")
+exp_ = _function_of_method("exp_")
+fill_ = _function_of_method("fill_")
+log_ = _function_of_method("log_")
+neg_ = _function_of_method("neg_")
+reciprocal_ = _function_of_method("reciprocal_")
+relu_ = _function_of_method("relu_")
+sigmoid_ = _function_of_method("sigmoid_")
+sin_ = _function_of_method("sin_")
+sqrt_ = _function_of_method("sqrt_")
+tanh_ = _function_of_method("tanh_")
+zero_ = _function_of_method("zero_")
 
 
 def _index_put(self: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
@@ -144,8 +213,10 @@ def _new_factory(fn_name: str):
         from . import _creation
         d = dtype if dtype is not None else self.dtype
         if fn_name == "full":
-            return _creation.full(size[0], size[1], dtype=d, requires_grad=requires_grad)
-        return getattr(_creation, fn_name)(*size, dtype=d, requires_grad=requires_grad)
+            return _creation.full(size[0], size[1], dtype=d, device=device,
+                                  requires_grad=requires_grad)
+        return getattr(_creation, fn_name)(*size, dtype=d, device=device,
+                                           requires_grad=requires_grad)
     make.__name__ = "new_" + fn_name
     return make
 
@@ -154,7 +225,7 @@ def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
                 requires_grad: bool = False) -> Tensor:
     from . import _creation
     return _creation.tensor(data, dtype=dtype if dtype is not None else self.dtype,
-                            requires_grad=requires_grad)
+                            device=device, requires_grad=requires_grad)
 
 
 def _max(self: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
@@ -225,7 +296,8 @@ _METHODS = {
     "eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge,
     "logical_not": ops.logical_not, "logical_and": ops.logical_and,
     "logical_or": ops.logical_or, "isnan": ops.isnan, "isinf": ops.isinf,
-    "isfinite": ops.isfinite,
+    "isfinite": ops.isfinite, "equal": ops.equal, "allclose": ops.allclose,
+    "isclose": ops.isclose,
     # reductions
     "sum": lambda s, dim=None, keepdim=False, *, dtype=None: ops.sum(s, dim, keepdim,
                                                                      dtype=dtype),
@@ -238,6 +310,8 @@ _METHODS = {
     "all": ops.reduction.all_, "any": ops.reduction.any_, "gather": ops.gather,
     # linear algebra
     "matmul": _matmul, "mm": ops.mm, "bmm": ops.bmm, "mv": ops.mv, "dot": ops.dot,
+    "norm": lambda s, p="fro", dim=None, keepdim=False, dtype=None: ops.norm(
+        s, p, dim, keepdim, dtype=dtype),
     # shapes and views
     "view": ops.view, "reshape": ops.reshape, "flatten": ops.flatten,
     "view_as": lambda s, o: ops.view(s, o._data.shape),
@@ -248,11 +322,13 @@ _METHODS = {
     "unsqueeze": ops.unsqueeze, "select": ops.select, "narrow": ops.narrow,
     "unbind": ops.unbind, "split": ops.split, "chunk": ops.chunk,
     "contiguous": ops.contiguous, "clone": ops.clone, "to": ops.to,
-    "type_as": lambda s, o: ops.to(s, o.dtype),
+    "type_as": lambda s, o: ops.to(s, o.dtype), "type": _type,
+    "triu": ops.triu, "tril": ops.tril,
     "float": _type_conv(_dtype.float32), "double": _type_conv(_dtype.float64),
     "half": _type_conv(_dtype.float16), "bfloat16": _type_conv(_dtype.bfloat16),
     "long": _type_conv(_dtype.int64), "int": _type_conv(_dtype.int32),
-    "bool": _type_conv(_dtype.bool), "cpu": lambda s: s,
+    "bool": _type_conv(_dtype.bool),
+    "cpu": lambda s, memory_format=None: ops.to(s, memory_format=memory_format),
     "real_part": ops.real_part,
     # in place
     "add_": _binary_inplace_of(ops.add, np.add, "add_"),
@@ -270,6 +346,7 @@ _METHODS = {
     "tanh_": _inplace_of(ops.tanh, "tanh_"),
     "reciprocal_": _inplace_of(ops.reciprocal, "reciprocal_"),
     "masked_fill_": _inplace.masked_fill_,
+    "triu_": _inplace_of(ops.triu, "triu_"), "tril_": _inplace_of(ops.tril, "tril_"),
     "zero_": _inplace.zero_, "fill_": _inplace.fill_, "copy_": _inplace.copy_,
     # factories
     "new_zeros": _new_factory("zeros"), "new_ones": _new_factory("ones"),

@@ -11,18 +11,20 @@ Example:
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from . import _dtype
+from . import _dtype, _layout
 from ._dtype import dtype as _dtype_cls
 from ._format import format_tensor
 from .autograd import grad_mode as _grad_mode
 from .autograd.hooks import RemovableHandle, add_hook
 
-__all__ = ["Tensor", "Size", "device"]
+__all__ = ["Tensor", "Size", "device", "check_device", "set_default_device",
+           "get_default_device"]
 
 _new = object.__new__
 _ndarray = np.ndarray
@@ -43,33 +45,114 @@ class Size(tuple):
         return n
 
 
+# The device types PyTorch's device strings may name (the order of its error message).
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+                 "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                 "privateuseone")
+_DEVICE_RE = re.compile(r"([a-zA-Z_]+)(?::(0|[1-9][0-9]*))?")
+
+
 class device:
-    """The device a tensor lives on; ndgrad has only ``cpu``."""
+    """A device, as ``torch.device``: ``device("cpu")``, ``device("cpu", 0)``, ``device("cpu:0")``.
+
+    Any of PyTorch's device types can be named (code may build ``device("cuda")`` before it
+    checks ``ndgrad.cuda.is_available()``), but tensors live on the cpu only: creating or moving
+    a tensor to another device raises PyTorch's error for a build without that backend.
+
+    >>> import ndgrad
+    >>> ndgrad.zeros(2).device == ndgrad.device("cpu"), ndgrad.device("cpu:0")
+    (True, device(type='cpu', index=0))
+    """
 
     __slots__ = ("type", "index")
 
-    def __init__(self, type: str = "cpu", index: Optional[int] = None) -> None:  # noqa: A002
+    def __init__(self, type: Any, index: Optional[int] = None) -> None:  # noqa: A002
         if isinstance(type, device):
-            type, index = type.type, type.index
-        if type.split(":")[0] != "cpu":
-            raise RuntimeError(f"ndgrad only supports the cpu device, got '{type}'")
-        self.type = "cpu"
+            type, index = type.type, type.index if index is None else index
+        elif isinstance(type, str):
+            m = _DEVICE_RE.fullmatch(type)
+            if m is None:
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            if m.group(1) not in _DEVICE_TYPES:
+                raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at "
+                                   f"start of device string: {type}")
+            if m.group(2) is not None:
+                if index is not None:
+                    raise RuntimeError("type (string) must not include an index because index "
+                                       f"was passed explicitly: {type}")
+                index = int(m.group(2))
+            type = m.group(1)
+        elif isinstance(type, int) and not isinstance(type, bool):
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        else:
+            raise TypeError(f"device() received an invalid combination of arguments - got "
+                            f"({_builtin_type(type).__name__}), but expected one of: (device "
+                            "device) or (str type, int index = -1)")
+        if index is not None:
+            index = int(index)
+            if index < 0:
+                raise RuntimeError("Device index must not be negative")
+        self.type = type
         self.index = index
 
     def __repr__(self) -> str:
-        return "device(type='cpu')"
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
 
     def __str__(self) -> str:
-        return "cpu"
+        return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, (device, str)) and str(other).split(":")[0] == "cpu"
+        # As in PyTorch, a device equals only a device of the same type and index (not a str).
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
 
     def __hash__(self) -> int:
-        return hash("cpu")
+        return hash((self.type, self.index))
+
+    def __reduce__(self) -> tuple:
+        return (device, (self.type,) if self.index is None else (self.type, self.index))
+
+
+_builtin_type = type
+
+
+def check_device(d: Any) -> device:
+    """``d`` (a device, a device string or an index) as a cpu ``device``, or PyTorch's error for
+    a device this build has no backend for."""
+    if type(d) is device:
+        dev = d
+    else:
+        dev = device(d)
+    t = dev.type
+    if t == "cpu":
+        return dev
+    if t in ("cuda", "xpu", "mtia"):
+        raise AssertionError(f"ndgrad not compiled with {t.upper()} enabled")
+    raise NotImplementedError(f"ndgrad cannot create tensors on the '{t}' device: it has only "
+                              "the cpu backend")
 
 
 _CPU = device("cpu")
+_default_device: list = [None]
+
+
+def set_default_device(device: Any) -> None:
+    """Set the device factory functions use when given none: only the cpu (or None, to reset);
+    another device raises PyTorch's error for a build without its backend.
+
+    >>> import ndgrad
+    >>> ndgrad.set_default_device("cpu"); ndgrad.get_default_device()
+    device(type='cpu')
+    """
+    _default_device[0] = None if device is None else check_device(device)
+
+
+def get_default_device() -> device:
+    """The device factory functions use when given none (the cpu)."""
+    return _default_device[0] or _CPU
 
 NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -157,6 +240,15 @@ class Tensor:
     def is_cuda(self) -> bool:
         return False
 
+    def get_device(self) -> int:
+        """The device index: -1, as PyTorch reports for cpu tensors."""
+        return -1
+
+    def cuda(self, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> "Tensor":
+        """Raises: ndgrad has no CUDA backend (check ``ndgrad.cuda.is_available()`` first)."""
+        check_device("cuda")
+        return self
+
     @property
     def ndim(self) -> int:
         """Number of dims."""
@@ -202,8 +294,10 @@ class Tensor:
         return (_ptr(arr) - _ptr(root)) // arr.itemsize
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
-        """Whether the data is laid out in C (row-major) order."""
-        return bool(self._data.flags.c_contiguous)
+        """Whether the data is laid out in C (row-major) order, or in ``memory_format``."""
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous)
+        return _layout.is_contiguous(self._data, _layout.check(memory_format, "is_contiguous"))
 
     def data_ptr(self) -> int:
         """Address of the first element of the data."""

@@ -271,6 +271,28 @@ OPS = [
     _op("bmm", lambda m, x, y: m.bmm(x, y), (((2, 2, 3), (2, 3, 2)), ((1, 2, 3), (1, 3, 1)))),
     _op("mv", lambda m, x, y: m.mv(x, y), (((2, 3), (3,)),)),
     _op("dot", lambda m, x, y: m.dot(x, y), (((3,), (3,)), ((1,), (1,)))),
+    # ------------------------------------------------------------------ norms
+    _op("norm", lambda m, x: m.norm(x), UNARY + M234),
+    _op("norm_method_dim", lambda m, x: x.norm(dim=1), M23 + M234),
+    _op("norm_p1", lambda m, x: m.norm(x, 1), UNARY, "distinct"),
+    _op("norm_p3_dims_keepdim", lambda m, x: x.norm(3, (0, -1), keepdim=True), M23 + M234),
+    _op("norm_p_half", lambda m, x: m.norm(x, 0.5, -1), M23 + UNARY[2:], "nonzero"),
+    _op("norm_p_1_5", lambda m, x: m.norm(x, 1.5, 0), M23, "nonzero"),
+    _op("norm_p_neg", lambda m, x: m.norm(x, -2, 1), M23, "nonzero"),
+    _op("norm_inf", lambda m, x: m.norm(x, float("inf")), UNARY, "distinct"),
+    _op("norm_neg_inf_dim", lambda m, x: x.norm(-float("inf"), 1), M23 + M234, "distinct"),
+    _op("norm_p0", lambda m, x: m.norm(x, 0, 1), M23),
+    _op("norm_fro_dims", lambda m, x: m.norm(x, "fro", (1, 2)), M234),
+    _op("norm_0d_dim", lambda m, x: m.norm(x, 2, 0), (((),),), "nonzero"),
+    # ------------------------------------------------------------------ triangles
+    _op("triu", lambda m, x: m.triu(x), M23 + M234 + (((3, 2),),)),
+    _op("triu_diagonal", lambda m, x: x.triu(1), M23 + M234),
+    _op("triu_neg_diagonal", lambda m, x: m.triu(x, diagonal=-1), (((3, 2),), ((2, 2, 3),))),
+    _op("tril", lambda m, x: m.tril(x), M23 + M234),
+    _op("tril_diagonal", lambda m, x: x.tril(-1), M23 + (((3, 2),),)),
+    _op("tril_transposed", lambda m, x: x.mT.tril(1), M23 + M234),
+    _op("triu_inplace", lambda m, x: (x * 1).triu_(1), M23 + M234),
+    _op("tril_inplace", lambda m, x: x.clone().tril_(), M23),
     # ------------------------------------------------------------------ views and reshapes
     _op("reshape", lambda m, x: x.reshape(3, 2), M23),
     _op("reshape_infer", lambda m, x: m.reshape(x, (-1,)), UNARY + M234),
@@ -400,6 +422,13 @@ OPS = [
     _op("contiguous", lambda m, x: x.contiguous(), UNARY[:1]),
     _op("contiguous_copy", lambda m, x: x.t().contiguous(), M23),
     _op("to_int", lambda m, x: x.to(m.int64), UNARY[:1], differentiable=False),
+    _op("contiguous_channels_last", lambda m, x: x.contiguous(memory_format=m.channels_last),
+        (((1, 2, 2, 3),),)),
+    _op("clone_channels_last", lambda m, x: m.clone(x, memory_format=m.channels_last),
+        (((2, 3, 1, 2),),)),
+    _op("to_channels_last", lambda m, x: x.to(memory_format=m.channels_last), (((1, 3, 2, 2),),)),
+    _op("float_channels_last", lambda m, x: x.float(memory_format=m.channels_last),
+        (((1, 2, 3, 2),),), **F32_FD),
 ]
 
 OPS_BY_NAME = {op.name: op for op in OPS}

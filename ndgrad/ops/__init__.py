@@ -9,17 +9,19 @@ Example:
 
 from ._dispatch import REGISTRY, Op, apply, grad_accumulator, gradient_edge  # noqa: F401
 from . import views_inplace  # noqa: F401  (binds view tracking into the dispatcher)
-from .linalg import bmm, dot, matmul, mm, mv  # noqa: F401
+from .linalg import bmm, dot, matmul, mm, mv, norm, vector_norm  # noqa: F401
 from .pointwise import (  # noqa: F401
-    _copy_like_layout, abs, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clamp,
-    clamp_max, clamp_min, clone, conj, cos, div, eq, exp, ge, gt, isfinite, isinf, isnan, le,
+    _copy_like_layout, abs, add, allclose, bitwise_and, bitwise_not, bitwise_or, bitwise_xor,
+    clamp, clamp_max, clamp_min, clone, conj, cos, div, eq, equal, exp, ge, gt, isclose,
+    isfinite, isinf, isnan, le,
     log, logical_and, logical_not, logical_or, lt, maximum, minimum, mul, ne, neg, pow,
     real_part, reciprocal, relu, rsub, sgn, sigmoid, sign, sin, sqrt, sub, tanh, to, where)
 from .reduction import (  # noqa: F401
     argmax, argmin, gather, max, mean, min, prod, sum, sum_to_size)
 from .shape import (  # noqa: F401
     cat, chunk, contiguous, expand, expand_as, flatten, getitem, index_put, movedim, narrow,
-    permute, reshape, select, split, squeeze, stack, t, transpose, unbind, unsqueeze, view)
+    permute, reshape, select, split, squeeze, stack, t, transpose, tril, triu, unbind, unsqueeze,
+    view)
 from . import _batching  # noqa: E402
 
 _batching.install()   # batching rules for every op above (Note [Batched backward])

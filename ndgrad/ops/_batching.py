@@ -556,6 +556,9 @@ def install() -> None:
     for op in (pw.WHERE, pw.MASKED_FILL_S, pw.MASKED_FILL_T):
         RULES[op] = _pointwise(mask_arg=0)
     RULES[pw.COPY_LIKE] = _copy_like
+    # A batch of copies in a memory format: the layout of the physical batch is not observable.
+    RULES[pw.CLONE_FMT] = lambda c, args: apply(pw.CLONE, tuple(c.ts), tuple(c.arrs))
+    RULES[pw.TO_FMT] = lambda c, args: apply(pw.TO, tuple(c.ts), tuple(c.arrs), args[:1])
     r = reduction
     for op in (r.SUM, r.SUM_DIM, r.MEAN, r.MEAN_DIM, r.PROD_DIM, AMAX, AMIN):
         RULES[op] = _dims_first
@@ -583,10 +586,12 @@ def install() -> None:
     for op in (s.INDEX_PUT, s.INDEX_PUT_ACC, s.SETITEM_VIEW, s.SETITEM_COPY, s.SETITEM_FILL):
         RULES[op] = _index_put
     RULES[s.CAT] = RULES[s.STACK] = _concat
+    RULES[s.TRIU] = RULES[s.TRIL] = _pointwise()    # on the last two dims: batch-agnostic
     RULES[linalg.MM] = RULES[linalg.BMM] = _matmul_like
     RULES[linalg.MV] = _mv
     RULES[linalg.DOT] = _dot
     RULES[linalg.SQUEEZE_RESULT] = _dims_first_int
+    RULES[linalg.VECTOR_NORM] = _dims_first
     from . import views_inplace as vi
     _vi = vi
     RULES[vi.VIEW_REPLAY] = _view_replay

@@ -16,15 +16,17 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import _dtype
-from ..tensor import Tensor
+from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._jvp import bilinear, linear
-from ._util import broadcast_error
+from ._util import broadcast_error, dims_tuple
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -302,3 +304,217 @@ def _batched_matmul(a: Tensor, b: Tensor) -> Tensor:
     if nb == 1:
         out = out.squeeze(-1)
     return _unsafe_view(out, batch + ((n,) if na > 1 else ()) + ((p,) if nb > 1 else ()))
+
+
+# ---------------------------------------------------------------------------- norms
+# One op, LinalgVectorNormBackward0, as PyTorch records for ``torch.norm`` and
+# ``torch.linalg.vector_norm``: the forward reduces |x| with the order ``ord``; the derivative
+# is ``_norm_direction`` (d norm / d x, conjugated for complex inputs), built from ndgrad ops so
+# that it differentiates again.
+_INF = float("inf")
+
+
+def _vector_norm_fwd(x: np.ndarray, dims: tuple, keepdim: bool, ord: float,
+                     dt: np.dtype) -> np.ndarray:
+    if x.dtype != dt:
+        x = x.astype(dt)
+    a = np.abs(x)
+    out_dt = a.dtype
+    if a.dtype.itemsize < 4:           # float16/bfloat16 accumulate in float32
+        a = a.astype(np.float32)
+    if ord == 0:
+        r = np.add.reduce(a != 0, axis=dims, keepdims=keepdim, dtype=a.dtype)
+    elif ord == 1:
+        r = np.add.reduce(a, axis=dims, keepdims=keepdim)
+    elif ord == 2:
+        r = np.sqrt(np.add.reduce(a * a, axis=dims, keepdims=keepdim))
+    elif ord == _INF:
+        r = np.max(a, axis=dims, keepdims=keepdim)
+    elif ord == -_INF:
+        r = np.min(a, axis=dims, keepdims=keepdim)
+    else:
+        r = np.add.reduce(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
+    return np.asarray(r, dtype=out_dt)
+
+
+def _norm_direction(x: Tensor, r: Tensor, ord: float, dims: tuple, keepdim: bool) -> Tensor:
+    """d norm / d x for input ``x`` and norm ``r`` (conjugated for complex ``x``): the VJP is
+    ``direction * grad``. Zero where the norm is zero; divisions use safe denominators so that
+    the rule has no inf/nan to differentiate through."""
+    if not keepdim:
+        for d in sorted(dims):
+            r = r.unsqueeze(d)
+    zero = r == 0
+    if ord == 1:
+        return x.sgn()
+    if ord == 2:
+        return x / r.masked_fill(zero, 1)
+    if ord == _INF or ord == -_INF:
+        hit = (x.abs() == r)._data | (np.isnan(x._data) & np.isnan(r._data))
+        m = _wrap_mask(hit, r)
+        return x.sgn() * m / m.sum(dims, keepdim=True)
+    if ord < 2:
+        xz = x == 0
+        scaled = x.sgn() * x.abs().masked_fill(xz, 1).pow(ord - 1)
+    else:
+        scaled = x * x.abs().pow(ord - 2)
+    return scaled * r.masked_fill(zero, 1).pow(1 - ord).masked_fill(zero, 0)
+
+
+def _wrap_mask(mask: np.ndarray, like: Tensor) -> Tensor:
+    return _wrap(mask.astype(like._data.dtype))
+
+
+def _norm_input(ctx_x: Tensor, dt: np.dtype) -> Tensor:
+    return ctx_x if ctx_x._data.dtype == dt else ctx_x.to(_dtype._FROM_NP[dt])
+
+
+def _vector_norm_vjp(ctx, g):
+    x, r = ctx.saved
+    dims, keepdim, ord, dt = ctx._args
+    if ord == 0:
+        return None
+    if not keepdim:
+        for d in sorted(dims):
+            g = g.unsqueeze(d)
+    return _norm_direction(_norm_input(x, dt), r, ord, dims, keepdim) * g
+
+
+def _vector_norm_jvp(ctx, t):
+    dims, keepdim, ord, dt = ctx._args
+    r = ctx.result
+    if ord == 0:
+        return _wrap(np.zeros_like(r._data))
+    x = _norm_input(ctx.inputs[0], dt)
+    t = _norm_input(t, dt)
+    d = _norm_direction(x, r, ord, dims, keepdim)
+    prod = (d.conj() * t).real_part() if dt.kind == "c" else d * t
+    return prod.sum(dims, keepdim) if dims else prod
+
+
+VECTOR_NORM = Op("linalg_vector_norm", "LinalgVectorNormBackward0", _vector_norm_fwd,
+                 _vector_norm_vjp, saves=("self", "result"),
+                 args=("dim", "keepdim", "ord", "dtype"), jvp=_vector_norm_jvp)
+
+
+def _torch_name(d: np.dtype) -> str:
+    return _dtype._FROM_NP[np.dtype(d)]._torch_name
+
+
+def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
+                dtype: Any = None) -> Tensor:
+    """The vector ``ord``-norm of ``x`` over ``dim`` (all elements by default), as
+    ``torch.linalg.vector_norm``: ``ord`` is a number, ``inf``, ``-inf`` or 0 (the count of
+    nonzero elements).
+
+    >>> import ndgrad
+    >>> vector_norm(ndgrad.tensor([3.0, -4.0])), vector_norm(ndgrad.tensor([3.0, -4.0]), 1)
+    (tensor(5.), tensor(7.))
+    """
+    _check_tensor(x, "linalg_vector_norm", "input", 1)
+    if x._blevel:  # Note [Batched backward]
+        r = _bcall(vector_norm, x, ord, dim, keepdim, dtype=dtype)
+        if r is not NotImplemented:
+            return r
+    if isinstance(ord, Tensor) and ord._data.ndim == 0:
+        ord = ord.item()                  # a 0-d tensor passes as a number
+    if isinstance(ord, Tensor) or not _is_number(ord):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not "
+                        f"{type(ord).__name__}")
+    if isinstance(ord, complex):
+        raise RuntimeError("linalg.vector_norm: Expected a non-complex scalar as the order of "
+                           "norm.")
+    ord = float(ord)
+    a = x._data
+    kind = a.dtype.kind
+    if _dtype._FROM_NP[a.dtype]._category < _dtype._FLOAT:
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_torch_name(a.dtype)}")
+    dt = a.dtype
+    if dtype is not None:
+        d = _dtype.to_dtype(dtype)
+        if not (d.is_floating_point or d.is_complex):
+            raise RuntimeError("linalg.vector_norm: dtype should be floating point or complex, "
+                               f"but got {d._torch_name}")
+        if kind == "c" and not d.is_complex:
+            raise RuntimeError("linalg.vector_norm: dtype should be complex for complex inputs, "
+                               f"but got {d._torch_name}")
+        if kind != "c" and d.is_complex:
+            raise RuntimeError("linalg.vector_norm: dtype should be real for real inputs, but "
+                               f"got {d._torch_name}")
+        if _dtype.promote_types(_dtype._FROM_NP[a.dtype], d) is not d:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({_torch_name(dt)}) "
+                               "should be convertible without narrowing to the specified dtype "
+                               f"({d._torch_name})")
+        dt = d.np
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        dims = tuple(range(a.ndim))
+        whole = True
+    else:
+        dims = dims_tuple(dim, a.ndim)
+        if not a.ndim:         # a 0-d tensor accepts dim 0 and -1 and reduces nothing
+            dims = ()
+        whole = False
+    if ord < 0 or ord == _INF:
+        if whole and a.size == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_str(ord)} norm on "
+                               "an empty tensor because the operation does not have an identity")
+        for d in dims:
+            if a.shape[d] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_str(ord)} norm "
+                                   f"on the dimension {d}because this dimension is empty and "
+                                   "the operation does not have an identity")
+    return apply(VECTOR_NORM, (x,), (a,), (dims, bool(keepdim), ord, np.dtype(dt)))
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, complex, np.number, np.bool_))
+
+
+def _type_name(v: Any) -> str:
+    return "ndgrad.dtype" if isinstance(v, _dtype.dtype) else type(v).__name__
+
+
+def _ord_str(ord: float) -> str:
+    if ord == _INF:
+        return "inf"
+    if ord == -_INF:
+        return "-inf"
+    return f"{ord:g}"
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+         out: Any = None, dtype: Any = None) -> Tensor:
+    """The norm of ``input`` (PyTorch's ``torch.norm``): the vector ``p``-norm over ``dim`` (all
+    elements by default; ``"fro"`` and None mean 2). Records LinalgVectorNormBackward0.
+
+    >>> import ndgrad
+    >>> x = ndgrad.tensor([[3.0, 4.0], [0.0, 0.0]], requires_grad=True)
+    >>> ndgrad.norm(x, dim=1)
+    tensor([5., 0.], grad_fn=<LinalgVectorNormBackward0>)
+    >>> x.norm().backward(); x.grad
+    tensor([[0.6000, 0.8000],
+            [0.0000, 0.0000]])
+    """
+    if out is not None:
+        if not isinstance(out, Tensor):
+            raise TypeError(f"linalg_vector_norm(): argument 'out' must be Tensor, not "
+                            f"{_type_name(out)}")
+        raise NotImplementedError("ndgrad: norm(..., out=) is not supported")
+    dims = [dim] if isinstance(dim, int) else dim
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
+            return vector_norm(input, 2, dims, keepdim, dtype=dtype)
+        # the nuclear norm or an unsupported string: PyTorch's matrix_norm errors
+        if dims is None:
+            dims = list(range(input.ndim))
+        if p not in ("fro", "nuc"):
+            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+        if input.ndim < 2:
+            raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                               "dimensions.")
+        if len(dims) != 2:
+            raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               + " ".join(str(d) for d in dims))
+        raise NotImplementedError("ndgrad: the nuclear norm (p='nuc') is not supported yet")
+    return vector_norm(input, 2.0 if p is None else p, dims, keepdim, dtype=dtype)

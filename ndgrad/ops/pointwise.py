@@ -19,9 +19,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _layout
 from ..autograd.accumulate_grad import is_non_overlapping_and_dense
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, _wrap, check_device
+from ..tensor import device as _device
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
@@ -1105,6 +1106,80 @@ gt = _compare(np.greater, "gt_cpu", True)
 ge = _compare(np.greater_equal, "ge_cpu", True)
 
 
+def _tensor_arg(x: Any, fn: str, arg: str, pos: int) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True if ``input`` and ``other`` have the same shape and equal elements (compared in
+    their promoted dtype; NaN is never equal). A Python bool.
+
+    >>> import ndgrad
+    >>> ndgrad.equal(ndgrad.tensor([1, 2]), ndgrad.tensor([1.0, 2.0]))
+    True
+    """
+    _tensor_arg(input, "equal", "input", 1)
+    _tensor_arg(other, "equal", "other", 2)
+    if input._data.shape != other._data.shape:
+        return False
+    a, b = promote_pair(input, other)
+    return bool(np.array_equal(a, b))
+
+
+def _tolerance(value: Any, fn: str, name: str) -> float:
+    if isinstance(value, Tensor):
+        value = value.item()
+    if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
+        raise TypeError(f"{fn}(): argument '{name}' must be float, not {type(value).__name__}")
+    value = float(value)
+    if not value >= 0:
+        raise RuntimeError(f"{name} must be greater than or equal to zero, but got {value:g}")
+    return value
+
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False, *, _fn: str = "isclose") -> Tensor:
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (or equal), as a bool tensor.
+    Both tensors must have the same dtype; integers are compared in the default float dtype.
+
+    >>> import ndgrad
+    >>> ndgrad.isclose(ndgrad.tensor([1.0, 2.0]), ndgrad.tensor([1.0, 2.1]))
+    tensor([ True, False])
+    """
+    _tensor_arg(input, _fn, "input", 1)
+    _tensor_arg(other, _fn, "other", 2)
+    rtol = _tolerance(rtol, _fn, "rtol")
+    atol = _tolerance(atol, _fn, "atol")
+    a, b = input._data, other._data
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{_dtype._FROM_NP[a.dtype]._torch_name} did not match "
+                           f"{_dtype._FROM_NP[b.dtype]._torch_name}")
+    _check_broadcast(a.shape, b.shape)
+    close = a == b
+    if equal_nan and category(a) >= _FLOAT:
+        close = close | (np.isnan(a) & np.isnan(b))
+    if rtol == 0 and atol == 0:
+        return _wrap(np.asarray(close))
+    if category(a) < _FLOAT:
+        a, b = to_float(a), to_float(b)
+    err = np.abs(a - b)
+    allowed = atol + np.abs(rtol * b)
+    return _wrap(np.asarray(close | (np.isfinite(err) & (err <= allowed))))
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """True if every element of ``input`` is close to ``other``'s (see ``isclose``).
+
+    >>> import ndgrad
+    >>> ndgrad.allclose(ndgrad.tensor([1.0, 2.0]), ndgrad.tensor([1.0, 2.0000001]))
+    True
+    """
+    return bool(isclose(input, other, rtol, atol, equal_nan, _fn="allclose")._data.all())
+
+
 def _logical(ufunc, name):
     def fn(input: Any, other: Any) -> Tensor:
         if not isinstance(input, Tensor):
@@ -1188,6 +1263,11 @@ CLONE = Op("clone", "CloneBackward0", lambda x: np.array(x, copy=True, order="K"
 COPY_LIKE = Op("_copy_like_layout", "CopyBackwards", lambda x, like: _empty_like_copy(x, like),
                lambda ctx, g: g, args=("like",), full_name="torch::autograd::CopyBackwards",
                jvp=linear)
+# Copies into a given memory format (``contiguous(memory_format=...)``, ``to(memory_format=...)``).
+CLONE_FMT = Op("clone", "CloneBackward0", lambda x, fmt: _layout.copy_to(x, fmt),
+               lambda ctx, g: g, args=("memory_format",), jvp=linear)
+TO_FMT = Op("to", "ToCopyBackward0", lambda x, dt, fmt: _layout.copy_to(_to_fwd(x, dt), fmt),
+            _to_vjp, args=("dtype", "memory_format"), jvp=linear)
 REAL = Op("real", "RealBackward0", lambda x: np.ascontiguousarray(x.real), lambda ctx, g: g,
           jvp=linear)
 
@@ -1202,29 +1282,44 @@ def _empty_like_copy(x: np.ndarray, like: np.ndarray) -> np.ndarray:
 
 
 def to(input: Tensor, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
-    """Cast to ``dtype`` (``device`` must be cpu); returns ``input`` if nothing changes."""
+    """Cast to ``dtype`` and/or lay out in ``memory_format`` (``device`` must be cpu); returns
+    ``input`` if nothing changes."""
     for a in args:
         if isinstance(a, Tensor):
             dtype = a.dtype
-        elif isinstance(a, str) or a is None or type(a).__name__ == "device":
-            from ..tensor import device as _device
-            _device(str(a)) if a is not None else None
-        else:
+        elif isinstance(a, (str, _device)):
+            check_device(a)
+        elif a is not None:
             dtype = a
-    if "device" in kwargs and kwargs["device"] is not None:
-        from ..tensor import device as _device
-        _device(str(kwargs["device"]))
+    if kwargs.get("device") is not None:
+        check_device(kwargs["device"])
+    fmt = _layout.check(kwargs.get("memory_format"), "to")
+    copy = kwargs.get("copy")
+    x = input._data
+    if fmt is not _layout.preserve_format:
+        _layout.check_rank(x.ndim, fmt)
+        dt = _dtype.to_dtype(dtype).np if dtype is not None else x.dtype
+        if dt == x.dtype and not copy and _layout.is_contiguous(x, fmt):
+            return input
+        return apply(TO_FMT, (input,), (x,), (dt, fmt))
     if dtype is None:
-        return input.clone() if kwargs.get("copy") else input
+        return input.clone() if copy else input
     d = _dtype.to_dtype(dtype)
-    if d.np == input._data.dtype and not kwargs.get("copy"):
+    if d.np == x.dtype and not copy:
         return input
-    return apply(TO, (input,), (input._data,), (d.np,))
+    return apply(TO, (input,), (x,), (d.np,))
 
 
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
-    """A copy of ``input`` with its own storage; gradients flow back to ``input``."""
-    return apply(CLONE, (input,), (input._data,))
+    """A copy of ``input`` with its own storage (laid out in ``memory_format``, by default like
+    ``input``); gradients flow back to ``input``."""
+    if memory_format is None:
+        return apply(CLONE, (input,), (input._data,))
+    fmt = _layout.check(memory_format, "clone")
+    if fmt is _layout.preserve_format:
+        return apply(CLONE, (input,), (input._data,))
+    _layout.check_rank(input._data.ndim, fmt)
+    return apply(CLONE_FMT, (input,), (input._data,), (fmt,))
 
 
 def _copy_like_layout(grad: Tensor, like: Tensor) -> Tensor:

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _layout
 from ..tensor import Tensor, _as_shape
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
@@ -875,11 +875,22 @@ def _apply_varargs(op: Op, ts: list, arrays: list, d: int) -> Tensor:
 
 
 def contiguous(input: Tensor, memory_format: Any = None) -> Tensor:
-    """``input`` itself when its data is C-contiguous, else a contiguous copy."""
-    if input._data.flags.c_contiguous:
-        return input
-    from .pointwise import clone
-    return clone(input)
+    """``input`` itself when its data is contiguous (in ``memory_format``, by default C order),
+    else a copy that is (CloneBackward0)."""
+    x = input._data
+    if memory_format is None:
+        if x.flags.c_contiguous:
+            return input
+        fmt = _layout.contiguous_format
+    else:
+        fmt = _layout.check(memory_format, "contiguous")
+        if _layout.is_contiguous(x, fmt):
+            return input
+        if fmt is _layout.preserve_format:
+            raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+        _layout.check_rank(x.ndim, fmt)
+    from .pointwise import CLONE_FMT
+    return apply(CLONE_FMT, (input,), (x,), (fmt,))
 
 
 # ---------------------------------------------------------------------------- diagonal, unfold,
@@ -986,3 +997,70 @@ def imag(input: Tensor) -> Tensor:
     if input._data.dtype.kind != "c":
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
     return apply(IMAG_VIEW, (input,), (input._data,))
+
+
+# ---------------------------------------------------------------------------- triu / tril
+def _tri_fwd(x: np.ndarray, diagonal: int, upper: bool) -> np.ndarray:
+    m, n = x.shape[-2:]
+    # np.tri(m, n, k): ones on and below diagonal k; triu keeps its complement of k - 1
+    keep = np.tri(m, n, diagonal - 1 if upper else diagonal, dtype=bool)
+    if upper:
+        keep = ~keep
+    out = np.zeros(x.shape, x.dtype)       # contiguous, as PyTorch's result
+    np.copyto(out, x, where=keep)
+    return out
+
+
+TRIU = Op("triu", "TriuBackward0", lambda x, k: _tri_fwd(x, k, True),
+          lambda ctx, g: triu(g, ctx._args[0]), args=("diagonal",), jvp=linear)
+TRIL = Op("tril", "TrilBackward0", lambda x, k: _tri_fwd(x, k, False),
+          lambda ctx, g: tril(g, ctx._args[0]), args=("diagonal",), jvp=linear)
+
+
+def _tri(input: Tensor, diagonal: Any, op: Op) -> Tensor:
+    name = op.name
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if isinstance(diagonal, (bool, np.bool_)) or not (
+            isinstance(diagonal, (int, np.integer)) or (
+                isinstance(diagonal, Tensor) and diagonal._data.dtype.kind in "iu"
+                and diagonal._data.ndim == 0)):
+        raise TypeError(f"{name}(): argument 'diagonal' (position 2) must be int, not "
+                        f"{type(diagonal).__name__}")
+    x = input._data
+    if x.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    return apply(op, (input,), (x,), (int(diagonal),))
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two dims of ``input`` (on and above ``diagonal``); the rest
+    is zero.
+
+    >>> import ndgrad
+    >>> ndgrad.triu(ndgrad.ones(2, 3), 1)
+    tensor([[0., 1., 1.],
+            [0., 0., 1.]])
+    """
+    if isinstance(input, Tensor) and input._blevel:  # Note [Batched backward]
+        r = _bcall(triu, input, diagonal)
+        if r is not NotImplemented:
+            return r
+    return _tri(input, diagonal, TRIU)
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two dims of ``input`` (on and below ``diagonal``); the rest
+    is zero.
+
+    >>> import ndgrad
+    >>> ndgrad.tril(ndgrad.ones(2, 3))
+    tensor([[1., 0., 0.],
+            [1., 1., 0.]])
+    """
+    if isinstance(input, Tensor) and input._blevel:  # Note [Batched backward]
+        r = _bcall(tril, input, diagonal)
+        if r is not NotImplemented:
+            return r
+    return _tri(input, diagonal, TRIL)

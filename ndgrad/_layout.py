@@ -1,0 +1,121 @@
+"""Memory formats: ``ndgrad.contiguous_format``, ``preserve_format``, ``channels_last`` and
+``channels_last_3d``, and the array layouts they stand for.
+
+A tensor's layout is its ndarray's strides (``Tensor.stride()`` reports them in elements), so a
+memory format is realized by allocating the array in that order: ``channels_last`` is an NHWC
+buffer seen as NCHW, which gives PyTorch's strides ``(H*W*C, 1, W*C, C)``. ``preserve_format``
+keeps the strides of a dense source and otherwise orders the dims by their strides (as PyTorch
+does for ``clone`` and ``*_like``).
+
+Example:
+    >>> import ndgrad
+    >>> x = ndgrad.zeros(2, 3, 4, 5).contiguous(memory_format=ndgrad.channels_last)
+    >>> x.stride(), x.is_contiguous(memory_format=ndgrad.channels_last)
+    ((60, 1, 15, 3), True)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from .autograd.accumulate_grad import is_non_overlapping_and_dense
+
+__all__ = ["memory_format", "contiguous_format", "preserve_format", "channels_last",
+           "channels_last_3d", "check", "check_rank", "is_contiguous", "empty", "copy_to"]
+
+
+class memory_format:
+    """The layout a tensor is allocated in (``ndgrad.channels_last`` ...); not instantiable."""
+
+    __slots__ = ("_name",)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "memory_format":
+        raise TypeError("cannot create 'ndgrad.memory_format' instances")
+
+    @classmethod
+    def _make(cls, name: str) -> "memory_format":
+        obj = object.__new__(cls)
+        obj._name = name
+        return obj
+
+    def __repr__(self) -> str:
+        return f"ndgrad.{self._name}"
+
+    def __reduce__(self) -> str:
+        return self._name          # pickled by reference to the module constant
+
+
+contiguous_format = memory_format._make("contiguous_format")
+preserve_format = memory_format._make("preserve_format")
+channels_last = memory_format._make("channels_last")
+channels_last_3d = memory_format._make("channels_last_3d")
+
+# Physical dim order (outermost first) of the channels-last formats, and their rank.
+_ORDER = {channels_last: (0, 2, 3, 1), channels_last_3d: (0, 2, 3, 4, 1)}
+
+
+def check(fmt: Any, fn: str) -> memory_format:
+    """``fmt`` as a memory format (None means ``preserve_format``), with PyTorch's TypeError."""
+    if fmt is None:
+        return preserve_format
+    if type(fmt) is not memory_format:
+        raise TypeError(f"{fn}(): argument 'memory_format' must be ndgrad.memory_format, not "
+                        f"{type(fmt).__name__}")
+    return fmt
+
+
+def check_rank(ndim: int, fmt: memory_format) -> None:
+    """PyTorch's error for a channels-last format on a tensor of another rank."""
+    order = _ORDER.get(fmt)
+    if order is not None and ndim != len(order):
+        raise RuntimeError(f"required rank {len(order)} tensor to use {fmt._name} format")
+
+
+def is_contiguous(arr: np.ndarray, fmt: memory_format) -> bool:
+    """PyTorch's ``is_contiguous(memory_format=fmt)``: the strides are the format's dense ones
+    (size-1 dims ignored); a channels-last format of another rank is never contiguous."""
+    order = _ORDER.get(fmt)
+    if order is None:
+        return bool(arr.flags.c_contiguous)
+    if arr.ndim != len(order):
+        return False
+    expected = arr.itemsize
+    for d in reversed(order):
+        n = arr.shape[d]
+        if n != 1:
+            if arr.strides[d] != expected:
+                return False
+            expected *= n
+    return True
+
+
+def empty(shape: tuple, dtype: Any, fmt: memory_format,
+          like: Optional[np.ndarray] = None) -> np.ndarray:
+    """An uninitialized array of ``shape`` laid out in ``fmt`` (``preserve_format``: like
+    ``like``, whose shape is ``shape``)."""
+    if fmt is preserve_format:
+        if like is None or like.flags.c_contiguous:
+            return np.empty(shape, dtype)
+        strides = like.strides
+        if is_non_overlapping_and_dense(like) and min(strides) >= 0:
+            # the same strides, in elements: a dense permutation of one fresh buffer
+            item = np.dtype(dtype).itemsize
+            buf = np.empty(like.size, dtype)
+            return np.lib.stride_tricks.as_strided(
+                buf, shape, tuple(s // like.itemsize * item for s in strides))
+        return np.empty_like(like, dtype=dtype, order="K")
+    order = _ORDER.get(fmt)
+    if order is None:
+        return np.empty(shape, dtype)
+    check_rank(len(shape), fmt)
+    phys = np.empty(tuple(shape[d] for d in order), dtype)
+    return phys.transpose(tuple(order.index(d) for d in range(len(order))))
+
+
+def copy_to(arr: np.ndarray, fmt: memory_format, dtype: Any = None) -> np.ndarray:
+    """A copy of ``arr`` (cast to ``dtype``) laid out in ``fmt``."""
+    out = empty(arr.shape, arr.dtype if dtype is None else dtype, fmt, arr)
+    np.copyto(out, arr, casting="unsafe")
+    return out
