@@ -14,7 +14,8 @@ and Python itself reports missing, surplus or unknown arguments (also a TypeErro
 PyTorch). Implementations stay free of hand-written type checks; what they still check is
 what depends on values (dims in range, shapes that match), with PyTorch's messages.
 
-Types (``?`` after a type also admits None):
+Types (``?`` after a type also admits None; a default of None without ``?`` means the
+argument may be omitted but not passed as None, as ``max(x, None)`` is refused):
 
 =============  ==================================================================
 ``Tensor``     an ndgrad Tensor
@@ -22,7 +23,7 @@ Types (``?`` after a type also admits None):
 ``int``        an integer (not bool): Python, NumPy, or a one-element integer Tensor
 ``int[]``      a tuple/list/Size of ints; ``int[1]`` also takes a single int
 ``int...``     varargs sizes: ``f(2, 3)`` or ``f((2, 3))`` (a ``*name`` parameter)
-``float``      a real number (not bool)
+``float``      a real number
 ``bool``       a Python bool only (PyTorch refuses 0/1 and numpy.bool_ here)
 ``str``        a string
 ``ScalarType`` a dtype
@@ -43,7 +44,7 @@ Example:
     >>> f(ndgrad.ones(2), 1)
     Traceback (most recent call last):
     ...
-    TypeError: twice(): argument 'keepdim' (position 2) must be bool, not int
+    TypeError: twice(): argument 'keepdim' must be bool, not int
 """
 
 from __future__ import annotations
@@ -65,9 +66,14 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 # ---------------------------------------------------------------------------- type predicates
+_I64_MIN, _I64_END, _U64_END = -2 ** 63, 2 ** 63, 2 ** 64
+
+
 def _is_int(v: Any) -> bool:
     if type(v) is int:
-        return True
+        if _I64_MIN <= v < _I64_END:
+            return True
+        raise ValueError("Overflow when unpacking long long")
     if isinstance(v, np.integer):
         return True
     if isinstance(v, Tensor):
@@ -81,15 +87,22 @@ def _is_int_list(v: Any) -> bool:
 
 
 def _is_number(v: Any) -> bool:
+    if type(v) is int:
+        # PyTorch converts a Python int operand to int64 or uint64.
+        if v < _I64_MIN:
+            raise OverflowError("can't convert negative int to unsigned")
+        if v >= _U64_END:
+            raise OverflowError("int too big to convert")
+        return True
     if type(v) in _NUMBER_TYPES or isinstance(v, (np.number, np.bool_)):
         return True
     return isinstance(v, Tensor) and v._data.ndim == 0
 
 
 def _is_float(v: Any) -> bool:
-    if type(v) is float or type(v) is int:
+    if type(v) is float or type(v) is int or type(v) is bool:
         return True
-    if isinstance(v, (np.floating, np.integer)):
+    if isinstance(v, (np.floating, np.integer, np.bool_)):
         return True
     if isinstance(v, Tensor):
         return v._data.ndim == 0 and v._data.dtype.kind in "fiu"
@@ -109,10 +122,14 @@ def _is_size_varargs(v: tuple) -> bool:
 # (inline test for the common case, fallback predicate, name in messages)
 _TYPES = {
     "Tensor": ("type({v}) is _Tensor", "isinstance({v}, _Tensor)", "Tensor"),
-    "Scalar": ("type({v}) is float or type({v}) is int", "_is_number({v})", "Number"),
-    "int": ("type({v}) is int", "_is_int({v})", "int"),
+    "Scalar": ("type({v}) is float or (type({v}) is int and "
+               "-9223372036854775808 <= {v} < 18446744073709551616)", "_is_number({v})",
+               "Number"),
+    "int": ("type({v}) is int and -9223372036854775808 <= {v} < 9223372036854775808",
+            "_is_int({v})", "int"),
     "int[]": ("type({v}) is tuple or type({v}) is list", "False", "tuple of ints"),
-    "int[1]": ("type({v}) is int", "_is_int({v}) or _is_int_list({v})", "tuple of ints"),
+    "int[1]": ("type({v}) is int and -9223372036854775808 <= {v} < 9223372036854775808",
+               "_is_int({v}) or _is_int_list({v})", "tuple of ints"),
     "float": ("type({v}) is float or type({v}) is int", "_is_float({v})", "float"),
     "bool": ("type({v}) is bool", "False", "bool"),
     "str": ("type({v}) is str", "False", "str"),
@@ -122,6 +139,9 @@ _TYPES = {
 }
 # int[] elements are checked after the container test.
 _LIST_ELEMS = {"int[]": "_is_int_list({v})"}
+
+
+_MISSING = object()     # the default of a parameter that may be omitted but not passed as None
 
 
 class Param:
@@ -187,7 +207,10 @@ def _typename(v: Any) -> str:
 
 
 def _fail(fn: str, param: Param, pos: int, value: Any) -> None:
-    where = f" (position {pos})" if not param.kw_only else ""
+    # PyTorch names the position of an argument passed positionally. The wrapper cannot see how
+    # it was passed, so the position is named for required arguments only (usually positional;
+    # those with defaults are usually passed by keyword).
+    where = f" (position {pos})" if not param.kw_only and param.default is None else ""
     if "int[]" in param.types and isinstance(value, (tuple, list)):
         for i, x in enumerate(value):
             if not _is_int(x):
@@ -246,7 +269,8 @@ def wrap(schema: str, impl: Callable, *, method: bool = False) -> Callable:
                  "_is_int": _is_int, "_is_int_list": _is_int_list, "_is_number": _is_number,
                  "_is_float": _is_float, "_is_tensor_list": _is_tensor_list,
                  "_is_size_varargs": _is_size_varargs, "_fail": _fail,
-                 "_fail_varargs": _fail_varargs, "_params": params}
+                 "_fail_varargs": _fail_varargs, "_params": params,
+                 "_MISSING": _MISSING}
     for i, p in enumerate(params):
         pos = i if method else i + 1
         if p.varargs:
@@ -259,13 +283,20 @@ def wrap(schema: str, impl: Callable, *, method: bool = False) -> Callable:
         if p.kw_only and not kw_started:
             sig.append("*")
             kw_started = True
-        default = f"={p.default}" if p.default is not None else ""
-        if p.default is not None:
+        default = ""
+        omitted_none = p.default == "None" and not p.optional
+        if omitted_none:
+            # ``max(x)`` is fine, ``max(x, None)`` is not: omitted is told apart from None.
+            default = "=_MISSING"
+            body.append(f"    if {p.name} is _MISSING:\n        {p.name} = None\n    el"
+                        f"if not ({_condition(p)}): "
+                        f"_fail({fn_name!r}, _params[{i}], {pos}, {p.name})")
+        elif p.default is not None:
             env[f"_d_{p.name}"] = _eval_default(p.default)
             default = f"=_d_{p.name}"
         sig.append(f"{p.name}{default}")
         call.append(f"{p.name}={p.name}" if p.kw_only else p.name)
-        if p.types != ("Any",):
+        if p.types != ("Any",) and not omitted_none:
             body.append(f"    if not ({_condition(p)}): "
                         f"_fail({fn_name!r}, _params[{i}], {pos}, {p.name})")
     src = (f"def {fn_name}({', '.join(sig)}):\n" + "\n".join(body) +

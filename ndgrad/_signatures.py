@@ -13,7 +13,7 @@ Example:
     >>> ndgrad.ones(2, 3).sum(1.5)
     Traceback (most recent call last):
     ...
-    TypeError: sum(): argument 'dim' (position 1) must be tuple of ints, not float
+    TypeError: sum(): argument 'dim' must be tuple of ints, not float
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ masked_fill(Tensor input, Tensor mask, Tensor|Scalar value)
 sum(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
 mean(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
 prod(Tensor input, int? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
-max(Tensor input, Tensor|int? dim=None, bool keepdim=False)
-min(Tensor input, Tensor|int? dim=None, bool keepdim=False)
+max(Tensor input, Tensor|int dim=None, bool keepdim=False)
+min(Tensor input, Tensor|int dim=None, bool keepdim=False)
 argmax(Tensor input, int? dim=None, bool keepdim=False)
 argmin(Tensor input, int? dim=None, bool keepdim=False)
 all(Tensor input, int[1]? dim=None, bool keepdim=False)
@@ -98,6 +98,11 @@ movedim(Tensor input, int[1] source, int[1] destination)
 diagonal(Tensor input, int offset=0, int dim1=0, int dim2=1)
 as_strided(Tensor input, int[] size, int[] stride, int? storage_offset=None)
 clone(Tensor input, *, Any memory_format=None)
+equal(Tensor input, Tensor other)
+allclose(Tensor input, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False)
+isclose(Tensor input, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False)
+triu(Tensor input, int diagonal=0)
+tril(Tensor input, int diagonal=0)
 """
 
 FUNCTIONS = f"""
@@ -111,7 +116,7 @@ real(Tensor input)
 imag(Tensor input)
 zeros(int... size, *, {_FACTORY_KW})
 ones(int... size, *, {_FACTORY_KW})
-empty(int... size, *, {_FACTORY_KW})
+empty(int... size, *, {_FACTORY_KW}, Any memory_format=None)
 full(int[] size, Scalar fill_value, *, {_FACTORY_KW})
 arange(Scalar start, Scalar? end=None, Scalar step=1, *, {_FACTORY_KW})
 linspace(Scalar start, Scalar end, int steps, *, {_FACTORY_KW})
@@ -150,6 +155,20 @@ clip_(Tensor self, Tensor|Scalar? min=None, Tensor|Scalar? max=None)
 clamp_min_(Tensor self, Tensor|Scalar min)
 clamp_max_(Tensor self, Tensor|Scalar max)
 copy_(Tensor self, Tensor src, bool non_blocking=False)
+triu_(Tensor self, int diagonal=0)
+abs_(Tensor self)
+neg_(Tensor self)
+exp_(Tensor self)
+log_(Tensor self)
+sin_(Tensor self)
+cos_(Tensor self)
+sqrt_(Tensor self)
+relu_(Tensor self)
+sigmoid_(Tensor self)
+tanh_(Tensor self)
+reciprocal_(Tensor self)
+zero_(Tensor self)
+tril_(Tensor self, int diagonal=0)
 """
 
 

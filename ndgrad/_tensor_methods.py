@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtype, ops
+from . import _dtype, _signature, ops
 from .autograd.grad_mode import _state as _grad_state
 from .ops import views_inplace as _inplace
 from .ops._util import is_scalar, to_tensor
@@ -40,12 +40,36 @@ def _fast_binary(tt: Any, ts: Any, name: str, true_div: bool = False):
                     return _apply(tt, (self, other), (ad, bd))
                 except ValueError:
                     pass
-        elif t is float or t is int:
+        elif t is float or (t is int and -9223372036854775808 <= other < 18446744073709551616):
             ad = self._data
             if ad.dtype in _FAST_FLOATS:
                 return _apply(ts, (self,), (ad,), (other,))
+        if not _operand(other):
+            return NotImplemented
         return _pw._binary(self, other, tt, ts, name, true_div)
     method.__name__ = f"__{name}__"
+    return method
+
+
+# Note [Operators refuse what PyTorch's refuse]
+# An operator (``x * y``, ``x += y``, ``x == y`` ...) takes a Tensor, a number or an ndarray as
+# its other operand; for anything else (a list, a tuple, None, a string) it returns
+# NotImplemented as PyTorch's do, so Python raises its TypeError ("unsupported operand
+# type(s)"), or compares identities for ``==``/``!=``. Python ints beyond 64 bits raise
+# PyTorch's OverflowError.
+def _operand(other: Any) -> bool:
+    if type(other) is Tensor or isinstance(other, (Tensor, np.ndarray)):
+        return True
+    return is_scalar(other) and _signature._is_number(other)
+
+
+def _operator(fn: Any, name: str):
+    """The operator method ``name`` calling ``fn(self, other)`` for the operands it takes."""
+    def method(self: Tensor, other: Any) -> Any:
+        if type(other) is not Tensor and not _operand(other):
+            return NotImplemented
+        return fn(self, other)
+    method.__name__ = name
     return method
 
 
@@ -53,6 +77,8 @@ def _rsub_method(self: Tensor, other: Any) -> Tensor:
     t = type(other)
     if (t is float or t is int) and self._data.dtype in _FAST_FLOATS:
         return _apply(_pw.RSUB_S, (self,), (self._data,), (other, 1))
+    if not _operand(other):
+        return NotImplemented
     return ops.rsub(self, other)
 
 
@@ -81,7 +107,7 @@ def _rmatmul(self: Tensor, other: Any) -> Tensor:
 
 def _matmul(self: Tensor, other: Any) -> Tensor:
     if not isinstance(other, Tensor):
-        if isinstance(other, (np.ndarray, list)):
+        if isinstance(other, np.ndarray):
             other = to_tensor(other)
         else:
             return NotImplemented
@@ -245,37 +271,40 @@ _METHODS = {
     "__mul__": _fast_binary(_pw.MUL, _pw.MUL_S, "mul"),
     "__rmul__": _fast_binary(_pw.MUL, _pw.MUL_S, "mul"),
     "__truediv__": _fast_binary(_pw.DIV, _pw.DIV_S, "div", True),
-    "__rtruediv__": _rtruediv,
-    "__floordiv__": lambda s, o: ops.pointwise.floor_divide(s, o),
-    "__rfloordiv__": lambda s, o: ops.pointwise.floor_divide(o, s),
+    "__rtruediv__": _operator(_rtruediv, "__rtruediv__"),
+    "__floordiv__": _operator(lambda s, o: ops.pointwise.floor_divide(s, o), "__floordiv__"),
+    "__rfloordiv__": _operator(lambda s, o: ops.pointwise.floor_divide(o, s), "__rfloordiv__"),
     "floor_divide": lambda s, o: ops.pointwise.floor_divide(s, o),
-    "__pow__": lambda s, o: ops.pow(s, o),
-    "__rpow__": _rpow,
+    "__pow__": _operator(lambda s, o: ops.pow(s, o), "__pow__"),
+    "__rpow__": _operator(_rpow, "__rpow__"),
     "__matmul__": _matmul,
-    "__rmatmul__": _rmatmul,
+    "__rmatmul__": _operator(_rmatmul, "__rmatmul__"),
     "__neg__": lambda s: ops.neg(s),
     "__pos__": lambda s: s,
     "__abs__": lambda s: ops.abs(s),
-    "__eq__": lambda s, o: ops.eq(s, o),
-    "__ne__": lambda s, o: ops.ne(s, o),
-    "__lt__": lambda s, o: ops.lt(s, o),
-    "__le__": lambda s, o: ops.le(s, o),
-    "__gt__": lambda s, o: ops.gt(s, o),
-    "__ge__": lambda s, o: ops.ge(s, o),
-    "__and__": lambda s, o: ops.bitwise_and(s, o),
-    "__or__": lambda s, o: ops.bitwise_or(s, o),
-    "__xor__": lambda s, o: ops.bitwise_xor(s, o),
-    "__rand__": lambda s, o: ops.bitwise_and(s, o),
-    "__ror__": lambda s, o: ops.bitwise_or(s, o),
+    "__eq__": _operator(lambda s, o: ops.eq(s, o), "__eq__"),
+    "__ne__": _operator(lambda s, o: ops.ne(s, o), "__ne__"),
+    "__lt__": _operator(lambda s, o: ops.lt(s, o), "__lt__"),
+    "__le__": _operator(lambda s, o: ops.le(s, o), "__le__"),
+    "__gt__": _operator(lambda s, o: ops.gt(s, o), "__gt__"),
+    "__ge__": _operator(lambda s, o: ops.ge(s, o), "__ge__"),
+    "__and__": _operator(lambda s, o: ops.bitwise_and(s, o), "__and__"),
+    "__or__": _operator(lambda s, o: ops.bitwise_or(s, o), "__or__"),
+    "__xor__": _operator(lambda s, o: ops.bitwise_xor(s, o), "__xor__"),
+    "__rand__": _operator(lambda s, o: ops.bitwise_and(s, o), "__rand__"),
+    "__ror__": _operator(lambda s, o: ops.bitwise_or(s, o), "__ror__"),
     "__invert__": _invert,
     "__getitem__": lambda s, i: ops.getitem(s, i),
     "__setitem__": _setitem,
     "index_put": _index_put,
-    "__iadd__": lambda s, o: _inplace.inplace_binary(s, o, np.add, lambda a, b: a + b),
-    "__isub__": lambda s, o: _inplace.inplace_binary(s, o, np.subtract, lambda a, b: a - b),
-    "__imul__": lambda s, o: _inplace.inplace_binary(s, o, np.multiply, lambda a, b: a * b),
-    "__itruediv__": lambda s, o: _inplace.inplace_binary(s, o, np.true_divide,
-                                                         lambda a, b: a / b),
+    "__iadd__": _operator(lambda s, o: _inplace.inplace_binary(
+        s, o, np.add, lambda a, b: a + b), "__iadd__"),
+    "__isub__": _operator(lambda s, o: _inplace.inplace_binary(
+        s, o, np.subtract, lambda a, b: a - b), "__isub__"),
+    "__imul__": _operator(lambda s, o: _inplace.inplace_binary(
+        s, o, np.multiply, lambda a, b: a * b), "__imul__"),
+    "__itruediv__": _operator(lambda s, o: _inplace.inplace_binary(
+        s, o, np.true_divide, lambda a, b: a / b), "__itruediv__"),
     # arithmetic
     "add": lambda s, o, *, alpha=1: ops.add(s, o, alpha=alpha),
     "sub": lambda s, o, *, alpha=1: ops.sub(s, o, alpha=alpha),

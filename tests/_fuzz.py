@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 import random
 import sys
 from dataclasses import dataclass
@@ -291,13 +292,7 @@ def _invoke(call: Call, lib: Any) -> tuple:
     args = [materialize(v, lib) for v in call.args]
     kwargs = {k: materialize(v, lib) for k, v in call.kwargs.items()}
     try:
-        if call.spec.method:
-            if not args:
-                raise TypeError("no self")
-            fn = getattr(args[0], call.spec.name)
-            res = fn(*args[1:], **kwargs)
-        else:
-            res = getattr(lib, call.spec.name)(*args, **kwargs)
+        res = _call(call, lib, args, kwargs)
     except Exception as e:  # noqa: BLE001 - compared between libraries
         return "err", e, args, kwargs
     return "ok", res, args, kwargs
@@ -418,13 +413,23 @@ def check_call(call: Call) -> tuple:
 def _invoke_with(call: Call, args: list) -> tuple:
     kwargs = {k: materialize(v, ndgrad) for k, v in call.kwargs.items()}
     try:
-        if call.spec.method:
-            if not args:
-                raise TypeError("no self")
-            return "ok", getattr(args[0], call.spec.name)(*args[1:], **kwargs)
-        return "ok", getattr(ndgrad, call.spec.name)(*args, **kwargs)
+        return "ok", _call(call, ndgrad, args, kwargs)
     except Exception as e:  # noqa: BLE001 - compared between libraries
         return "err", e
+
+
+def _call(call: Call, lib: Any, args: list, kwargs: dict) -> Any:
+    name = call.spec.name
+    if name.startswith("__"):
+        # Operators run as Python runs them (x * y tries x.__mul__, then y.__rmul__ ...).
+        if len(args) != 2 or kwargs:
+            raise TypeError("an operator takes two operands")
+        return getattr(operator, name[2:-2])(args[0], args[1])
+    if call.spec.method:
+        if not args:
+            raise TypeError("no self")
+        return getattr(args[0], name)(*args[1:], **kwargs)
+    return getattr(lib, name)(*args, **kwargs)
 
 
 def run(n: int, seed: int = 0, verbose: bool = False,
