@@ -44,14 +44,16 @@ Example:
     >>> f(ndgrad.ones(2), 1)
     Traceback (most recent call last):
     ...
-    TypeError: twice(): argument 'keepdim' must be bool, not int
+    TypeError: twice(): argument 'keepdim' (position 2) must be bool, not int
 """
 
 from __future__ import annotations
 
+import dis
 import inspect
 import os
 import re
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -82,8 +84,16 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _int_elem(x: Any) -> bool:
+    """An element of an int list (out-of-range elements are reported by ``_fail``)."""
+    try:
+        return _is_int(x)
+    except ValueError:
+        return False
+
+
 def _is_int_list(v: Any) -> bool:
-    return isinstance(v, (tuple, list)) and all([_is_int(x) for x in v])
+    return isinstance(v, (tuple, list)) and all([_int_elem(x) for x in v])
 
 
 def _is_number(v: Any) -> bool:
@@ -114,9 +124,9 @@ def _is_tensor_list(v: Any) -> bool:
 
 
 def _is_size_varargs(v: tuple) -> bool:
-    if len(v) == 1 and not _is_int(v[0]):
+    if len(v) == 1 and not _int_elem(v[0]):
         return _is_int_list(v[0])
-    return all([_is_int(x) for x in v])
+    return all([_int_elem(x) for x in v])
 
 
 # (inline test for the common case, fallback predicate, name in messages)
@@ -207,15 +217,10 @@ def _typename(v: Any) -> str:
 
 
 def _fail(fn: str, param: Param, pos: int, value: Any) -> None:
-    # PyTorch names the position of an argument passed positionally. The wrapper cannot see how
-    # it was passed, so the position is named for required arguments only (usually positional;
-    # those with defaults are usually passed by keyword).
-    where = f" (position {pos})" if not param.kw_only and param.default is None else ""
-    if "int[]" in param.types and isinstance(value, (tuple, list)):
-        for i, x in enumerate(value):
-            if not _is_int(x):
-                raise TypeError(f"{fn}(): argument '{param.name}'{where} must be tuple of ints, "
-                                f"but found element of type {_typename(x)} at pos {i}")
+    where = f" (position {pos})" if _passed_by_position(param) else ""
+    if "int[]" in param.types or "int[1]" in param.types:
+        if isinstance(value, (tuple, list)):
+            _fail_elements(fn, param, where, value)
     if "Tensor[]" in param.types and isinstance(value, (tuple, list)):
         for i, x in enumerate(value):
             if not isinstance(x, Tensor):
@@ -225,16 +230,73 @@ def _fail(fn: str, param: Param, pos: int, value: Any) -> None:
                     f"not {_typename(value)}")
 
 
+def _fail_elements(fn: str, param: Param, where: str, values: Any) -> None:
+    """PyTorch's error for the first bad element of an int list: a wrong type as the first
+    element is named like a wrong argument, any later one (or an int beyond int64) as a failed
+    unpacking, with positions from 1."""
+    for i, x in enumerate(values):
+        if type(x) is int and not _I64_MIN <= x < _I64_END:
+            why = "Overflow when unpacking long long"
+        elif not _int_elem(x):
+            if i == 0:
+                raise TypeError(f"{fn}(): argument '{param.name}'{where} must be tuple of ints, "
+                                f"but found element of type {_typename(x)} at pos 0")
+            why = f"type must be tuple of ints,but got {_typename(x)}"
+        else:
+            continue
+        raise TypeError(f"{fn}(): argument '{param.name}' failed to unpack the object "
+                        f"at pos {i + 1} with error \"{why}\"")
+
+
 def _fail_varargs(fn: str, param: Param, values: tuple) -> None:
-    if len(values) == 1 and isinstance(values[0], (tuple, list)):
-        values = tuple(values[0])
-    elif len(values) == 1:
+    if len(values) == 1 and not isinstance(values[0], (tuple, list)) and not (
+            type(values[0]) is int):
         raise TypeError(f"{fn}(): argument '{param.name}' (position 1) must be tuple of ints, "
                         f"not {_typename(values[0])}")
-    for i, x in enumerate(values):
-        if not _is_int(x):
-            raise TypeError(f"{fn}(): argument '{param.name}' must be tuple of ints, but found "
-                            f"element of type {_typename(x)} at pos {i}")
+    if len(values) == 1 and isinstance(values[0], (tuple, list)):
+        values = tuple(values[0])
+    _fail_elements(fn, param, " (position 1)", values)
+
+
+# Note [Positions in argument errors]
+# PyTorch's message names "(position N)" only for an argument passed positionally. The wrapper's
+# parameters cannot tell, so on the error path (only there) the caller's call instruction is
+# read: the keyword names of a call are a constant tuple next to it (KW_NAMES before the call in
+# CPython 3.11/3.12, a constant loaded before CALL_KW from 3.13). When that cannot be read
+# (f(*args, **kwargs)), the position is named.
+_KW_CACHE: dict = {}
+
+
+def _passed_by_position(param: Param) -> bool:
+    if param.kw_only:
+        return False
+    try:
+        frame = sys._getframe(3)          # _fail <- wrapper <- caller
+        names = _call_keywords(frame.f_code, frame.f_lasti)
+    except Exception:  # noqa: BLE001 - best effort, only wording depends on it
+        return True
+    return not isinstance(names, tuple) or param.name not in names
+
+
+def _call_keywords(code: Any, lasti: int) -> Any:
+    key = (code, lasti)
+    if key not in _KW_CACHE:
+        ins = list(dis.get_instructions(code))
+        # f_lasti may point into the call's inline cache entries, which dis does not list.
+        at = max(i for i, x in enumerate(ins) if x.offset <= lasti)
+        names: Any = ()
+        for x in reversed(ins[max(0, at - 3):at + 1]):
+            if x.opname == "KW_NAMES" or (x.opname == "LOAD_CONST" and
+                                          ins[at].opname == "CALL_KW"):
+                names = code.co_consts[x.arg] if x.opname == "KW_NAMES" else x.argval
+                break
+            if x.opname == "CALL_FUNCTION_EX":
+                names = None
+                break
+        if len(_KW_CACHE) > 1024:
+            _KW_CACHE.clear()
+        _KW_CACHE[key] = names
+    return _KW_CACHE[key]
 
 
 # ---------------------------------------------------------------------------- code generation

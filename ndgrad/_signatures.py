@@ -13,7 +13,7 @@ Example:
     >>> ndgrad.ones(2, 3).sum(1.5)
     Traceback (most recent call last):
     ...
-    TypeError: sum(): argument 'dim' must be tuple of ints, not float
+    TypeError: sum(): argument 'dim' (position 1) must be tuple of ints, not float
 """
 
 from __future__ import annotations

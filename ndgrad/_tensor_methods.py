@@ -392,4 +392,4 @@ Tensor.real = property(lambda s: ops.shape.real(s))
 Tensor.imag = property(lambda s: ops.shape.imag(s))
 Tensor.diagonal = ops.shape.diagonal
 Tensor.unfold = ops.shape.unfold
-Tensor.as_strided = ops.shape.as_strided
+Tensor.as_strided = ops.shape.tensor_as_strided

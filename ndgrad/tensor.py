@@ -282,16 +282,7 @@ class Tensor:
     def storage_offset(self) -> int:
         """Offset in elements of the first element from the start of the underlying buffer."""
         arr = self._data
-        root = arr
-        while True:
-            b = root.base
-            if not isinstance(b, np.ndarray):
-                # NumPy's stride tricks (as_strided views) hold their source through a wrapper
-                b = getattr(b, "base", None)
-                if not isinstance(b, np.ndarray):
-                    break
-            root = b
-        return (_ptr(arr) - _ptr(root)) // arr.itemsize
+        return (_ptr(arr) - _ptr(_storage_root(arr))) // arr.itemsize
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         """Whether the data is laid out in C (row-major) order, or in ``memory_format``."""
@@ -648,6 +639,27 @@ def _c_name(d: _dtype_cls) -> str:
 
 def _ptr(arr: np.ndarray) -> int:
     return arr.__array_interface__["data"][0]
+
+
+def _storage_root(arr: np.ndarray) -> np.ndarray:
+    """The array at the end of ``arr``'s chain of bases: its storage (Note [Storage] in
+    ops/shape.py)."""
+    root = arr
+    while True:
+        b = root.base
+        if not isinstance(b, np.ndarray):
+            # NumPy's stride tricks (and as_strided views) hold their source through a wrapper
+            b = getattr(b, "base", None)
+            if not isinstance(b, np.ndarray):
+                return root
+        root = b
+
+
+def _storage_nbytes(root: np.ndarray) -> int:
+    """Bytes from the first element of the storage ``root`` to the end of its memory."""
+    if root.size == 0:
+        return 0
+    return sum((n - 1) * s for n, s in zip(root.shape, root.strides) if s > 0) + root.itemsize
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:

@@ -370,9 +370,7 @@ def _replay(base_tangent: Any, steps: tuple, level: int) -> Any:
 
 
 def _root(arr: np.ndarray) -> np.ndarray:
-    while isinstance(arr.base, np.ndarray):
-        arr = arr.base
-    return arr
+    return _tensor_mod._storage_root(arr)      # Note [Storage] in ops/shape.py
 
 
 def _ptr(arr: np.ndarray) -> int:
@@ -385,7 +383,7 @@ def _same_meta(a: np.ndarray, b: np.ndarray) -> bool:
         return False
     ra, rb = _root(a), _root(b)
     ia, ib = a.itemsize, b.itemsize
-    if ra.nbytes // ia != rb.nbytes // ib:
+    if _tensor_mod._storage_nbytes(ra) // ia != _tensor_mod._storage_nbytes(rb) // ib:
         return False
     if a.size == 0:
         return True
@@ -405,8 +403,10 @@ def _zeros_like_layout(p: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if p.size == 0 or any(s < 0 for s in strides) or any(s * item != s0 for s, s0 in
                                                          zip(strides, p.strides)):
         return np.zeros(p.shape, dtype=dtype)
-    buf = np.zeros(root.nbytes // item, dtype=dtype)
     offset = (_ptr(p) - _ptr(root)) // item
+    if offset < 0:                     # a root with negative strides: no such layout
+        return np.zeros(p.shape, dtype=dtype)
+    buf = np.zeros(_tensor_mod._storage_nbytes(root) // item, dtype=dtype)
     out = np.ndarray(p.shape, dtype=dtype, buffer=buf, offset=offset * buf.itemsize,
                      strides=[s * buf.itemsize for s in strides])
     if any(s == 0 and n > 1 for s, n in zip(strides, p.shape)):

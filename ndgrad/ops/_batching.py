@@ -452,11 +452,15 @@ def _fill_like(c: _Call, args: tuple) -> Any:
 # In-place writes through views (CopySlices, ops/views_inplace.py) replay the view's steps on
 # the base's gradient. Batched, the view is described by the flat position in the base of each
 # of its elements (the same for every row), and the replay is an indexing op on the flattened
-# rows.
+# rows. A position of -1 (an as_strided view reading storage outside its input) reads 0 and
+# receives nothing.
 def _view_positions(steps: tuple, base_shape: tuple) -> np.ndarray:
     if not _index_mappable(steps):
         raise _unsupported("AsStridedBackward0", "a real/imag view of a complex tensor")
-    return _vi._view_index(tuple(base_shape), steps)
+    pos = _vi._view_index(tuple(base_shape), steps)
+    if pos.size and pos.max() < 0 and 0 in base_shape:
+        raise _unsupported("AsStridedBackward0", "an as_strided view of an empty tensor")
+    return pos
 
 
 def _flat_rows(t: Tensor, B: int) -> Tensor:
@@ -465,8 +469,13 @@ def _flat_rows(t: Tensor, B: int) -> Tensor:
 
 def _view_replay(c: _Call, args: tuple) -> Any:
     pos = _view_positions(args[0], c.ls[0])
+    flat = pos.reshape(-1)
+    outside = flat < 0
     g = _flat_rows(c.ts[0], c.B)
-    r = apply(_shape.INDEX, (g,), (_arr(g, c.arrs[0]),), ((_EMPTY_SLICE, pos.reshape(-1)),))
+    r = apply(_shape.INDEX, (g,), (_arr(g, c.arrs[0]),),
+              ((_EMPTY_SLICE, np.where(outside, 0, flat)),))
+    if outside.any():
+        r = r * _wrap((~outside).astype(r._data.dtype))
     return _shape.reshape(r, (c.B,) + pos.shape)
 
 
@@ -477,16 +486,22 @@ def _view_scatter(c: _Call, args: tuple) -> Any:
     pos = _view_positions(steps, shape)
     g = _shape.expand(_pad(c.ts[0], c.B, c.ls[0], pos.ndim), (c.B,) + pos.shape)
     g = _flat_rows(g, c.B)
+    flat = pos.reshape(-1)
+    ga = _arr(g, c.arrs[0])
+    if (flat < 0).any():
+        keep = np.flatnonzero(flat >= 0)
+        g = apply(_shape.INDEX, (g,), (ga,), ((_EMPTY_SLICE, keep),))
+        flat, ga = flat[keep], g._data
     n = int(np.prod(shape))
-    r = apply(_shape.INDEX_BACKWARD, (g,), (_arr(g, c.arrs[0]),),
-              ((_EMPTY_SLICE, pos.reshape(-1)), (c.B, n)))
+    r = apply(_shape.INDEX_BACKWARD, (g,), (ga,), ((_EMPTY_SLICE, flat), (c.B, n)))
     return _shape.reshape(r, (c.B,) + tuple(shape))
 
 
 def _view_zero(c: _Call, args: tuple) -> Any:
-    pos = _view_positions(args[0], c.ls[0])
+    flat = _view_positions(args[0], c.ls[0]).reshape(-1)
     g = _flat_rows(c.ts[0], c.B)
-    r = apply(_shape.ZERO_AT, (g,), (_arr(g, c.arrs[0]),), ((_EMPTY_SLICE, pos.reshape(-1)),))
+    r = apply(_shape.ZERO_AT, (g,), (_arr(g, c.arrs[0]),),
+              ((_EMPTY_SLICE, flat[flat >= 0]),))
     return _shape.reshape(r, (c.B,) + tuple(c.ls[0]))
 
 

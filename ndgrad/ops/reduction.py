@@ -398,13 +398,24 @@ def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> T
 
 
 # ---------------------------------------------------------------------------- gather / scatter
+# A 0-d input or index acts as 1-d (PyTorch's rule); an empty index selects nothing, whatever
+# its dtype and number of dims.
 def _scatter_fwd(g, dim, index, shape):
     out = np.zeros(shape, dtype=g.dtype)
+    if index.size == 0:
+        return out
+    if out.ndim == 0 or index.ndim == 0:
+        out.reshape(-1)[index.reshape(-1)] = g.reshape(-1)
+        return out
     np.put_along_axis(out, index, g, axis=dim)
     return out
 
 
 def _gather_fwd(x, dim, index):
+    if index.size == 0:
+        return np.zeros(index.shape, dtype=x.dtype)
+    if x.ndim == 0 or index.ndim == 0:
+        return np.take(x.reshape(-1), index.reshape(-1)).reshape(index.shape)
     # The index may be smaller than x in the other dimensions: gather from the leading part.
     if index.shape != x.shape:
         x = x[tuple(slice(None) if d == dim else slice(0, s) for d, s in enumerate(index.shape))]
@@ -421,6 +432,11 @@ GATHER = Op("gather", "GatherBackward0", _gather_fwd,
 
 def _scatter_add_fwd(g, dim, index, shape):
     out = np.zeros(shape, dtype=g.dtype)
+    if index.size == 0:
+        return out
+    if out.ndim == 0 or index.ndim == 0:
+        np.add.at(out.reshape(-1), index.reshape(-1), g.reshape(-1))
+        return out
     idx = list(np.indices(index.shape, sparse=True))
     idx[dim] = index
     np.add.at(out, tuple(idx), g)
@@ -449,9 +465,11 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
             return r
     x, idx = input._data, index._data
     d = wrap_dim(dim, x.ndim)
+    if idx.size == 0:
+        return apply(GATHER, (input,), (x,), (d, np.zeros(idx.shape, dtype=np.int64)))
     if idx.dtype != np.int64 and idx.dtype != np.int32:
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
-    if idx.ndim != x.ndim:
+    if (idx.ndim or 1) != (x.ndim or 1):        # a 0-d tensor counts as 1-d
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     for k, (si, sx) in enumerate(zip(idx.shape, x.shape)):
         if k != d and si > sx:

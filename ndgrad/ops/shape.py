@@ -22,12 +22,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _dtype, _layout
-from ..tensor import Tensor, _as_shape
+from ..tensor import Tensor, _as_shape, _ptr, _storage_nbytes, _storage_root
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._jvp import linear
 from ._util import wrap_dim
+from .views_inplace import as_strided_gather
+
+_INT64_MAX = (1 << 63) - 1
 
 # ---------------------------------------------------------------------------- view / reshape
 
@@ -43,23 +46,37 @@ RESHAPE_COPY = Op("reshape", "UnsafeViewBackward0", lambda x, shape: np.reshape(
 
 
 def _infer_shape(shape: tuple, numel: int) -> tuple:
-    neg = [i for i, s in enumerate(shape) if s == -1]
-    if len(neg) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    for s in shape:
-        if s < -1:
-            raise RuntimeError(f"invalid shape dimension {s}")
+    neg = None
     known = 1
-    for s in shape:
-        if s != -1:
+    for i, s in enumerate(shape):
+        if s == -1:
+            if neg is not None:
+                raise RuntimeError("only one dimension can be inferred")
+            neg = i
+        elif s < 0:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
+        else:
             known *= s
-    if neg:
+    if neg is not None:
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} "
+                               "because the unspecified dimension size -1 can be any value and "
+                               "is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-        shape = shape[:neg[0]] + (numel // known,) + shape[neg[0] + 1:]
+        shape = shape[:neg] + (numel // known,) + shape[neg + 1:]
     elif known != numel:
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
     return shape
+
+
+def _int64_sizes(sizes: tuple, fn: str, arg: str) -> tuple:
+    """PyTorch's error for sizes that do not fit in int64 (its argument parser's)."""
+    for i, n in enumerate(sizes):
+        if not -_INT64_MAX - 1 <= n <= _INT64_MAX:
+            raise TypeError(f"{fn}(): argument '{arg}' failed to unpack the object at pos {i + 1} "
+                            "with error \"Overflow when unpacking long long\"")
+    return sizes
 
 
 def _can_view(x: np.ndarray, shape: tuple) -> bool:
@@ -79,7 +96,7 @@ def view(input: Tensor, *shape: Any) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
         raise RuntimeError("view(dtype) is not supported by ndgrad")
     x = input._data
-    s = _infer_shape(_as_shape(shape), x.size)
+    s = _infer_shape(_int64_sizes(_as_shape(shape), "view", "size"), x.size)
     try:
         # VIEW's forward is np.reshape(copy=False): it raises when the strides do not allow it.
         return apply(VIEW, (input,), (x,), (s,))
@@ -96,7 +113,7 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
         if r is not NotImplemented:
             return r
     x = input._data
-    s = _infer_shape(_as_shape(shape), x.size)
+    s = _infer_shape(_int64_sizes(_as_shape(shape), "reshape", "shape"), x.size)
     try:
         return apply(VIEW, (input,), (x,), (s,))     # a view when the strides allow it
     except ValueError:
@@ -115,9 +132,9 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         if r is not NotImplemented:
             return r
     x = input._data
+    a, b = wrap_dim(start_dim, x.ndim), wrap_dim(end_dim, x.ndim)
     if x.ndim == 0:
         return reshape(input, 1)
-    a, b = wrap_dim(start_dim, x.ndim), wrap_dim(end_dim, x.ndim)
     if a > b:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if a == b:
@@ -174,6 +191,8 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
         r = _bcall(permute, input, *dims)
         if r is not NotImplemented:
             return r
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     n = input._data.ndim
     d = _as_shape(dims)
     if len(d) != n:
@@ -199,16 +218,19 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
                         f"({type(source).__name__}, {type(destination).__name__}), but expected "
                         "one of: (int source, int destination) or (tuple of ints source, tuple of "
                         "ints destination)")
-    src = [wrap_dim(s, n) for s in ([source] if isinstance(source, int) else source)]
-    dst = [wrap_dim(d, n) for d in ([destination] if isinstance(destination, int)
-                                    else destination)]
-    if len(src) != len(dst):
-        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} "
+    src_in = [source] if isinstance(source, int) else list(source)
+    dst_in = [destination] if isinstance(destination, int) else list(destination)
+    if len(src_in) != len(dst_in):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src_in} "
                            f"dims) should contain the same number of dims as destination "
-                           f"({list(dst)} dims)")
-    for name, dims in (("source", src), ("destination", dst)):
+                           f"({dst_in} dims)")
+    src = [wrap_dim(s, n) for s in src_in]
+    dst = [wrap_dim(d, n) for d in dst_in]
+    for name, dims, given in (("source", src, src_in), ("destination", dst, dst_in)):
         if len(set(dims)) != len(dims):
-            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(dims)})")
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({given})")
+    if n == 0:        # dims 0 and -1 of a 0-d tensor: an alias, as PyTorch returns
+        return apply(_BASIC["AliasBackward0"], (input,), (input._data,), ((Ellipsis,),))
     perm: list = [None] * n
     for s, d in zip(src, dst):
         perm[d] = s
@@ -229,7 +251,7 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
         if r is not NotImplemented:
             return r
     x = input._data
-    target = list(_as_shape(sizes))
+    target = list(_int64_sizes(_as_shape(sizes), "expand", "size"))
     if len(target) < x.ndim:
         raise RuntimeError(
             f"expand(torch.{_dtype._FROM_NP[x.dtype]._torch_name}Tensor{{{list(x.shape)}}}, "
@@ -252,7 +274,23 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
                 f"non-singleton dimension {i}.  Target sizes: {list(_as_shape(sizes))}.  Tensor "
                 f"sizes: {list(x.shape)}")
     shape = tuple(target)
+    _check_numel(shape, x.itemsize)
     return apply(EXPAND, (input,), (x,), (shape,))
+
+
+def _check_numel(shape: tuple, item: int) -> None:
+    """PyTorch's overflow check of an element count (it multiplies the sizes in order, so a
+    size 0 after the overflow does not help), then NumPy's limit: the nonzero sizes times the
+    item size must fit in int64, even for an empty or expanded array."""
+    numel = nonzero = 1
+    for n in shape:
+        numel *= n
+        if numel > _INT64_MAX:
+            raise RuntimeError("numel: integer multiplication overflow")
+        nonzero *= n or 1
+    if nonzero * item > _INT64_MAX:
+        raise RuntimeError(f"ndgrad: a view of shape {list(shape)} with {item}-byte elements is "
+                           "larger than NumPy can represent")
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
@@ -288,6 +326,9 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
         return apply(SQUEEZE, (input,), (x,), (dims,))
     if isinstance(dim, (tuple, list)):
         ds = tuple(wrap_dim(d, x.ndim) for d in dim)
+        for i, d in enumerate(ds):
+            if d in ds[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         dims = tuple(d for d in ds if x.ndim and x.shape[d] == 1)
         return apply(SQUEEZE_DIMS, (input,), (x,), (dims,))
     d = wrap_dim(dim, x.ndim)
@@ -683,12 +724,19 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
         if r is not NotImplemented:
             return r
     x = input._data
+    if x.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     d = wrap_dim(dim, x.ndim)
+    n = x.shape[d]
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
+                         f"{start})")
     if start < 0:
-        start += x.shape[d]
-    if start < 0 or start + length > x.shape[d] or length < 0:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
-                           f"({x.shape[d]}).")
+        start += n
+    if start > n - length:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
     idx = (slice(None),) * d + (slice(start, start + length),)
     return apply(_BASIC["SliceBackward0"], (input,), (x,), (idx,))
 
@@ -772,6 +820,8 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
         r = _bcall(chunk, input, chunks, dim)
         if r is not NotImplemented:
             return r
+    if input._data.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     n = input._data.shape[wrap_dim(dim, input._data.ndim)]
@@ -832,6 +882,10 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         if r is not NotImplemented:
             return r
     ts = _tensor_list(tensors, "cat")
+    for i, t_ in enumerate(ts):
+        if t_._data.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
     arrays = _promoted(ts)
     nd = max(a.ndim for a in arrays)
     d = wrap_dim(dim, nd)
@@ -907,6 +961,7 @@ def _diagonal_fwd(x, offset, d1, d2):
     y = np.transpose(x, rest + [d1, d2])
     y = y[..., :, offset:] if offset >= 0 else y[..., -offset:, :]
     n = max(0, min(y.shape[-2], y.shape[-1]))
+    # In bounds: element i is y[..., i, i] with i < both sizes of y's last two dimensions.
     return np.lib.stride_tricks.as_strided(
         y, shape=y.shape[:-2] + (n,), strides=y.strides[:-2] + (y.strides[-2] + y.strides[-1],),
         writeable=x.flags.writeable)
@@ -926,6 +981,8 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
 
 
 def _unfold_fwd(x, dim, size, step):
+    if x.ndim == 0:                   # one window, of size 0 or 1: a 1-d view
+        return x.reshape(1)[:size]
     # Overlapping windows (step < size) share memory: read-only, as PyTorch refuses writes to
     # them; disjoint windows are writable.
     w = np.lib.stride_tricks.sliding_window_view(x, size, axis=dim,
@@ -940,8 +997,10 @@ UNFOLD = Op("unfold", "UnfoldBackward0", _unfold_fwd, _single_step_vjp,
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """All windows of ``size`` elements along ``dimension``, ``step`` apart (a view)."""
     x = input._data
-    d = wrap_dim(dimension, max(x.ndim, 1))
+    d = wrap_dim(dimension, x.ndim)
     n = x.shape[d] if x.ndim else 1
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
     if size > n:
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
     if step <= 0:
@@ -949,34 +1008,171 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     return apply(UNFOLD, (input,), (x,), (d, int(size), int(step)))
 
 
-def _as_strided_fwd(x, size, stride, offset):
-    # ``stride``/``offset`` in elements, relative to ``x``'s first element. ``as_strided`` only
-    # accepts contiguous tensors (no copy here); replays on gradient and index arrays, which
-    # may not be contiguous, work on a contiguous copy.
-    x = np.ascontiguousarray(x)
-    return np.lib.stride_tricks.as_strided(
-        x.reshape(-1)[offset:], shape=tuple(size),
-        strides=tuple(s * x.itemsize for s in stride), writeable=x.flags.writeable)
+# Note [Storage]
+# A tensor's storage is the ndarray at the end of its data's chain of bases (tensor.py
+# ``_storage_root``), from that array's first element to the end of its memory
+# (``_storage_nbytes``). ``storage_offset()`` and as_strided's offsets count elements of the
+# tensor's dtype from there. as_strided refuses any layout reaching outside the storage, as
+# PyTorch's setStorage does; ``_storage_view`` is the one place that builds an array from a memory
+# address, and checks the bounds again itself.
+# Replaying a view on other arrays (gradients, index maps, tangents laid out differently) cannot
+# use memory, so there as_strided maps elements by storage position (views_inplace.py
+# ``as_strided_gather``): element p of the result is the input's element at position
+# ``offset + p . stride``, or 0 where the input has none; a gradient there is dropped, as
+# PyTorch's AsStridedBackward0 drops it. Each as_strided step records its input's geometry
+# (``_geometry``) for this, and its forward uses memory only for an array with exactly that
+# geometry (the input itself, or a tangent laid out like it). An as_strided view of a view is
+# recorded as one step from the root base, the way PyTorch regenerates views: in-place writes
+# through it (CopySlices) and its regenerated history reach all of the base it reads.
+
+
+class _StorageWindow:
+    """An ``__array_interface__`` over part of a storage; keeps the storage alive (``base``)."""
+
+    __slots__ = ("__array_interface__", "base")
+
+    def __init__(self, interface: dict, base: np.ndarray) -> None:
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def _geometry(x: np.ndarray) -> tuple:
+    """(shape, strides, storage offset, storage size) of ``x``, in elements of its dtype."""
+    root = _storage_root(x)
+    item = x.itemsize
+    return (x.shape, tuple(s // item for s in x.strides), (_ptr(x) - _ptr(root)) // item,
+            _storage_nbytes(root) // item)
+
+
+def _storage_view(x: np.ndarray, size: tuple, stride: tuple, offset: int) -> np.ndarray:
+    """The array with this layout over ``x``'s storage (Note [Storage])."""
+    root = _storage_root(x)
+    item = x.itemsize
+    if (len(size) != len(stride) or offset < 0 or any(n < 0 for n in size)
+            or any(s < 0 for s in stride)
+            or (0 not in size and (offset + 1 + sum((n - 1) * s for n, s in zip(size, stride)))
+                * item > _storage_nbytes(root))):
+        raise RuntimeError(f"as_strided: sizes {list(size)}, strides {list(stride)} and storage "
+                           f"offset {offset} are out of bounds for the storage")
+    # PyTorch refuses writes where elements share memory along a dimension (stride 0).
+    writeable = root.flags.writeable and (0 in size or not any(
+        s == 0 and n > 1 for n, s in zip(size, stride)))
+    # Strides and an offset NumPy cannot hold in bytes only occur where they address nothing
+    # (a dimension of size 1, an empty view): there any value does.
+    byte_strides = tuple(s * item if s * item <= _INT64_MAX else 0 for s in stride)
+    address = _ptr(root) + offset * item
+    if address > _INT64_MAX:
+        address = _ptr(root)
+    window = _StorageWindow({"version": 3, "shape": tuple(size), "typestr": f"|V{item}",
+                             "strides": byte_strides, "data": (address, not writeable)}, root)
+    return np.asarray(window).view(x.dtype)
+
+
+def _as_strided_fwd(x, size, stride, storage_offset, geometry):
+    if _geometry(x) == geometry:
+        return _storage_view(x, size, stride, geometry[2] if storage_offset is None
+                             else storage_offset)
+    return as_strided_gather(x, size, stride, storage_offset, geometry)
 
 
 AS_STRIDED = Op("as_strided", "AsStridedBackward0", _as_strided_fwd, _single_step_vjp,
-                args=("size", "stride", "storage_offset"), view=True, jvp=linear)
+                args=("size", "stride", "storage_offset", "self_geometry"), view=True,
+                jvp=linear)
+
+
+def _int_value(v: Any) -> Any:
+    """``v`` as a Python int where PyTorch takes it as one, else None."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if isinstance(v, Tensor) and v._data.dtype.kind in "iu" and v._data.size == 1:
+        return int(v._data.reshape(()))
+    return None
+
+
+def _int_list(v: Any, fn: str, name: str, pos: int) -> tuple:
+    """A tuple-of-ints argument, checked as PyTorch's argument parser checks it."""
+    if isinstance(v, Tensor) or not isinstance(v, (tuple, list)):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be tuple of ints, not "
+                        f"{type(v).__name__}")
+    out = []
+    for i, e in enumerate(v):
+        n = _int_value(e)
+        if n is None:
+            raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be tuple of ints, "
+                            f"but found element of type {type(e).__name__} at pos {i}")
+        if not -_INT64_MAX - 1 <= n <= _INT64_MAX:
+            raise TypeError(f"{fn}(): argument '{name}' failed to unpack the object at pos "
+                            f"{i + 1} with error \"Overflow when unpacking long long\"")
+        out.append(n)
+    return tuple(out)
+
+
+def _check_as_strided(size: tuple, stride: tuple, offset: int, item: int, nbytes: int) -> None:
+    """PyTorch's checks of an as_strided layout against a storage of ``nbytes``, in its order."""
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError("as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {list(stride)}")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    overflow = RuntimeError(f"Storage size calculation overflowed with sizes={list(size)}"
+                            + (f" and strides={list(stride)}" if size else ""))
+    if any(n < 0 and s != 0 for n, s in zip(size, stride)):
+        raise overflow
+    need = 0
+    if 0 not in size:
+        need = (offset + 1 + sum((n - 1) * s for n, s in zip(size, stride) if n > 0)) * item
+        if need > _INT64_MAX:
+            raise overflow
+    if need > nbytes:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                           f"offset {offset}, and itemsize {item} requiring a storage size of "
+                           f"{need} are out of bounds for storage of size {nbytes}")
+    if any(n < 0 for n in size):
+        raise RuntimeError("numel: integer multiplication overflow")
+    _check_numel(size, item)
+
+
+def _as_strided(input: Tensor, size: Any, stride: Any, storage_offset: Any, pos: int) -> Tensor:
+    size = _int_list(size, "as_strided", "size", pos)
+    stride = _int_list(stride, "as_strided", "stride", pos + 1)
+    if storage_offset is not None:
+        offset = _int_value(storage_offset)
+        if offset is None:
+            raise TypeError(f"as_strided(): argument 'storage_offset' (position {pos + 2}) must "
+                            f"be int, not {type(storage_offset).__name__}")
+        if not -_INT64_MAX - 1 <= offset <= _INT64_MAX:
+            raise ValueError("Overflow when unpacking long long")
+        storage_offset = offset
+    x = input._data
+    geometry = _geometry(x)
+    offset = geometry[2] if storage_offset is None else storage_offset
+    _check_as_strided(size, stride, offset, x.itemsize, _storage_nbytes(_storage_root(x)))
+    out = apply(AS_STRIDED, (input,), (x,), (size, stride, storage_offset, geometry))
+    base = input._base
+    if base is not None and base._data.dtype == x.dtype:
+        # One step from the root base (Note [Storage]).
+        out._view_steps = ((AS_STRIDED, (size, stride, offset, _geometry(base._data)), None),)
+    return out
 
 
 def as_strided(input: Tensor, size: Any, stride: Any, storage_offset: Any = None) -> Tensor:
-    """A view with explicit sizes and strides (in elements) over ``input``'s memory."""
-    x = input._data
-    rel = 0 if storage_offset is None else int(storage_offset) - input.storage_offset()
-    size, stride = tuple(int(v) for v in size), tuple(int(v) for v in stride)
-    if len(size) != len(stride):
-        raise RuntimeError("mismatch in length of strides and shape")
-    last = rel + sum((n - 1) * st for n, st in zip(size, stride) if n > 0)
-    if rel < 0 or (all(size) and last >= x.size) or not x.flags.c_contiguous:
-        raise RuntimeError(
-            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
-            f"{rel + input.storage_offset()} is out of bounds for the tensor's storage "
-            "(ndgrad supports as_strided over contiguous tensors only)")
-    return apply(AS_STRIDED, (input,), (x,), (size, stride, rel))
+    """A view of ``input``'s storage with the given sizes and strides, starting
+    ``storage_offset`` elements from the start of the storage (default: where ``input``
+    starts). Overlapping strides are allowed; nothing outside the storage can be reached.
+
+    >>> import ndgrad
+    >>> x = ndgrad.arange(6.0)
+    >>> x[2:].as_strided((2, 2), (1, 1), 1).tolist()
+    [[1.0, 2.0], [2.0, 3.0]]
+    """
+    return _as_strided(input, size, stride, storage_offset, 2)
+
+
+def tensor_as_strided(self: Tensor, size: Any, stride: Any, storage_offset: Any = None) -> Tensor:
+    """``Tensor.as_strided`` (see ``as_strided``)."""
+    return _as_strided(self, size, stride, storage_offset, 1)
 
 
 REAL_VIEW = Op("real", "SelectBackward0", lambda x: x.real,

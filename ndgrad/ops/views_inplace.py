@@ -93,20 +93,78 @@ def record_view(result: Tensor, source: Tensor, op: Op, args: tuple, index: Any)
 
 def replay_view(arr: np.ndarray, steps: tuple) -> np.ndarray:
     """Apply a view's recorded steps to an array shaped like its base. Used on gradients and
-    index arrays, whose layout may differ from the base's: reshapes may copy here."""
+    index arrays, whose layout may differ from the base's: reshapes may copy here, and
+    as_strided maps elements by their storage positions (Note [Storage] in ops/shape.py)."""
     for op, args, index in steps:
-        arr = np.reshape(arr, args[0]) if op.name == "view" else op.forward(arr, *args)
+        name = op.name
+        if name == "view":
+            arr = np.reshape(arr, args[0])
+        elif name == "as_strided":
+            arr = as_strided_gather(arr, *args)
+        else:
+            arr = op.forward(arr, *args)
         if index is not None:
             arr = arr[index]
     return arr
 
 
 def _view_index(shape: tuple, steps: tuple) -> np.ndarray:
-    """For every element of the view, its flat (C-order) position in the base."""
+    """For every element of the view, its flat (C-order) position in the base; -1 for an
+    element outside the base (an as_strided view reading storage the base does not cover)."""
     n = 1
     for k in shape:
         n *= k
-    return replay_view(np.arange(n).reshape(shape), steps)
+    # Positions start at 1 so that the 0 read outside the base becomes -1.
+    return replay_view(np.arange(1, n + 1).reshape(shape), steps) - 1
+
+
+# ---------------------------------------------------------------------------- as_strided maps
+def storage_positions(shape: tuple, strides: tuple, offset: int) -> np.ndarray:
+    """The storage position (in elements) of every element of a strided layout."""
+    if 0 in shape:
+        return np.zeros(shape, dtype=np.int64)
+    pos = np.full((), offset, dtype=np.int64)
+    for n, s in zip(shape, strides):
+        pos = pos[..., None] + np.arange(n, dtype=np.int64) * s
+    return pos
+
+
+def as_strided_sources(geometry: tuple, size: tuple, stride: tuple, offset: int) -> np.ndarray:
+    """For every element of ``as_strided(x, size, stride, offset)``, the flat (C-order) index
+    of the element of ``x`` at the same storage position, or -1 if ``x`` has none there.
+    ``geometry`` is ``x``'s (shape, strides, storage offset, storage size); where several
+    elements of ``x`` share a position (an expanded ``x``), the first in C order is taken."""
+    shape, strides, start = geometry[:3]
+    want = storage_positions(size, stride, offset)
+    n = 1
+    for k in shape:
+        n *= k
+    if n == 0:
+        return np.full(want.shape, -1, dtype=np.int64)
+    dense, acc = True, 1
+    for k, s in zip(reversed(shape), reversed(strides)):
+        dense = dense and (s == acc or k == 1)
+        acc *= k
+    if dense:                              # x is dense in C order: positions are indices
+        src = want - start
+        return np.where((src >= 0) & (src < n), src, -1)
+    have = storage_positions(shape, strides, start).reshape(-1)
+    order = np.argsort(have, kind="stable")
+    have = have[order]
+    k = np.minimum(np.searchsorted(have, want), n - 1)
+    return np.where(have[k] == want, order[k], -1)
+
+
+def as_strided_gather(x: np.ndarray, size: tuple, stride: tuple, storage_offset: Any,
+                      geometry: tuple) -> np.ndarray:
+    """``as_strided`` of an array laid out as ``geometry`` says, by positions (a copy, with 0
+    where the input has no element: a gradient there goes nowhere)."""
+    offset = geometry[2] if storage_offset is None else storage_offset
+    src = as_strided_sources(geometry, size, stride, offset)
+    out = np.zeros(src.shape, dtype=x.dtype)
+    hit = src >= 0
+    out[hit] = np.reshape(x, -1)[src[hit]]
+    return out
 
 
 def _overlapping(steps: tuple) -> bool:
@@ -134,8 +192,10 @@ def _view_scatter_fwd(g: np.ndarray, steps: tuple, shape: tuple, dtype: np.dtype
         return out
     # Overlapping views: map every view element to its base position; repeats add up.
     idx_view = _view_index(shape, steps)
-    flat = out.reshape(-1)
-    np.add.at(flat, idx_view.reshape(-1), np.broadcast_to(g, idx_view.shape).reshape(-1))
+    idx = idx_view.reshape(-1)
+    vals = np.broadcast_to(g, idx_view.shape).reshape(-1)
+    inside = idx >= 0
+    np.add.at(out.reshape(-1), idx[inside], vals[inside])
     return out
 
 
@@ -145,7 +205,8 @@ def _view_zero_fwd(g: np.ndarray, steps: tuple) -> np.ndarray:
     if region is not None:
         region[...] = 0
     else:
-        out.reshape(-1)[_view_index(g.shape, steps).reshape(-1)] = 0
+        idx = _view_index(g.shape, steps).reshape(-1)
+        out.reshape(-1)[idx[idx >= 0]] = 0
     return out
 
 
