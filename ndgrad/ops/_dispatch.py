@@ -93,7 +93,9 @@ class Op:
             tensors (``x * 2`` has two edges in PyTorch).
         differentiable: False for ops whose outputs never require grad (comparisons ...).
         save_if: per entry of ``saves``, the tensor inputs whose gradient needs that value
-            (None: always saved); a value nobody needs is not saved (unpacks as None).
+            (None: always saved), or a predicate ``(tensors, edges) -> bool``; a value nobody
+            needs is not saved (unpacks as None). The order of ``saves`` is the order in which saved
+            tensor hooks see the values: PyTorch's (``other`` before ``self`` for ``mul``).
         full_name: what ``node.name()`` returns when it differs from the class name
             (``torch::autograd::CopyBackwards``).
     """
@@ -290,7 +292,8 @@ def _saved_values(op: Op, node: Any, tensors: tuple, result: Tensor, args: tuple
     edges = node.next_functions
     return tuple([
         _save(i, tensors, result, args)
-        if cond is None or any(edges[k][0] is not None for k in cond) else _NOT_SAVED
+        if cond is None or (cond(tensors, edges) if callable(cond) else
+                            any(edges[k][0] is not None for k in cond)) else _NOT_SAVED
         for i, cond in zip(op.save_idx, op.save_if)])
 
 

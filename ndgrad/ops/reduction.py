@@ -206,13 +206,14 @@ PROD_OTHERS = Op("_prod_others", "ProdBackwardBackward0", _prod_others, _prod_ot
 
 
 def _prod_vjp(ctx, g):
-    (x,) = ctx.saved
+    x, total = ctx.saved
     dims = ctx._args[0]
     gexp = _expand_back(ctx, g)
     if not dims or x._data.size == 0:
         return gexp
     if not np.any(x._data == 0):
-        total = x.prod() if ctx._op is PROD else x.prod(dims[0], keepdim=True)
+        if ctx._op is PROD_DIM and not ctx._args[1]:
+            total = total.unsqueeze(dims[0])
         return gexp * (total / x).conj()
     if ctx._op is PROD:
         flat = x.reshape(-1)
@@ -247,9 +248,9 @@ def _prod_jvp(ctx, t):
     return (t * others).sum(dims, keepdim)
 
 
-PROD = Op("prod", "ProdBackward0", _prod_fwd, _prod_vjp, saves=("self",),
+PROD = Op("prod", "ProdBackward0", _prod_fwd, _prod_vjp, saves=("self", "result"),
           args=("dim", "keepdim", "dtype"), jvp=_prod_jvp)
-PROD_DIM = Op("prod", "ProdBackward1", _prod_fwd, _prod_vjp, saves=("self",),
+PROD_DIM = Op("prod", "ProdBackward1", _prod_fwd, _prod_vjp, saves=("self", "result"),
               args=("dim", "keepdim", "dtype"), jvp=_prod_jvp)
 
 
