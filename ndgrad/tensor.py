@@ -468,13 +468,22 @@ class Tensor:
         return self._data.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The underlying ndarray (shares memory)."""
-        if self._requires_grad and not force:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
-                               "tensor.detach().numpy() instead.")
+        """The underlying ndarray (shares memory). A tensor that requires grad refuses while
+        grad mode is on (its history would be lost silently): use ``detach().numpy()``, or
+        ``force=True``.
+
+        >>> import ndgrad
+        >>> x = ndgrad.ones(2, requires_grad=True)
+        >>> with ndgrad.no_grad():
+        ...     x.numpy()
+        array([1., 1.], dtype=float32)
+        """
+        if not force:
+            _check_numpy(self)
         return self._data
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        _check_numpy(self)          # np.asarray(t) is t.numpy(), as in PyTorch
         if dtype is not None and dtype != self._data.dtype:
             return self._data.astype(dtype)
         if copy:
@@ -531,6 +540,14 @@ class Tensor:
             t._grad = _wrap(self._grad._data.copy())
         memo[id(self)] = t
         return t
+
+
+def _check_numpy(t: Tensor) -> None:
+    """PyTorch's condition for ``numpy()``: grad mode on and the tensor requires grad."""
+    if (t._requires_grad or t._base is not None and t.requires_grad) and \
+            _grad_mode.is_grad_enabled():
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                           "tensor.detach().numpy() instead.")
 
 
 def _refresh_view(t: Tensor) -> None:

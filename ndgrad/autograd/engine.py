@@ -114,7 +114,7 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
     for (node, nr), g in zip(root_edges, root_grads):
         buf = buffers.get(node)
         if buf is None:
-            buf = buffers[node] = [None] * node.num_inputs
+            buf = buffers[node] = [None] * node._num_inputs
         if g is not None:
             old = buf[nr]
             buf[nr] = g if old is None else old + g
@@ -183,7 +183,7 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
                     g = _fix_gradient(node, i, g, m)
             buf = buffers.get(nxt)
             if buf is None:
-                buf = buffers[nxt] = [None] * nxt.num_inputs
+                buf = buffers[nxt] = [None] * nxt._num_inputs
             if g is not None:
                 old = buf[nr]
                 buf[nr] = g if old is None else old + g

@@ -39,7 +39,7 @@ class Node:
     """Base class of every backward function (built-in ops, AccumulateGrad, custom Functions)."""
 
     next_functions: tuple = ()
-    num_inputs: int = 1          # gradients it receives = outputs of the forward op
+    _num_inputs: int = 1         # gradients it receives = outputs of the forward op
     _sequence_nr: int = 0
     _pre_hooks: Optional[dict] = None
     _post_hooks: Optional[dict] = None
@@ -102,7 +102,7 @@ class Node:
         return add_hook(self._tensor_pre_hooks.setdefault(output_nr, {}), fn)
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{type(self).name(self)} object at {hex(id(self))}>"
 
 
 class OpNode(Node):

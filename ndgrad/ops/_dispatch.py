@@ -304,7 +304,7 @@ def _record_multi(op: Op, tensors: tuple, results: tuple, args: tuple) -> None:
     node = _new_node(op, tensors, args)
     # Only differentiable outputs are inputs of the node (max(dim): values, not indices).
     diff = [r for r in results if r._data.dtype in _DIFF_DTYPES]
-    node.num_inputs = len(diff)
+    node._num_inputs = len(diff)
     node._output_meta = tuple((r._data.shape, r._data.dtype) for r in diff)
     for i, r in enumerate(diff):
         r._grad_fn = node
