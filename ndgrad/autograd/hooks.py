@@ -40,3 +40,17 @@ def add_hook(hooks: dict, fn) -> RemovableHandle:
     handle = RemovableHandle(hooks)
     hooks[handle.id] = fn
     return handle
+
+
+class _MultiHandle(RemovableHandle):
+    """The handle of several hooks registered together (``register_multi_grad_hook``)."""
+
+    __slots__ = ("handles",)
+
+    def __init__(self, handles: tuple) -> None:
+        super().__init__({})
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
