@@ -20,7 +20,7 @@ from . import _dtype
 from ._dtype import dtype as _dtype_cls
 from ._format import format_tensor
 from .autograd import grad_mode as _grad_mode
-from .autograd.hooks import RemovableHandle, add_hook
+from .autograd.hooks import HookDict, RemovableHandle, add_hook
 
 __all__ = ["Tensor", "Size", "device"]
 
@@ -394,7 +394,7 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is None:
             if self._hooks is None:
-                self._hooks = {}
+                self._hooks = HookDict()
             acc = self._grad_acc() if self._grad_acc is not None else None
             if acc is not None:
                 acc._has_hooks = True   # its engine fast path must now run the hooks
@@ -410,7 +410,7 @@ class Tensor:
             raise RuntimeError(
                 "post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_acc_hooks is None:
-            self._post_acc_hooks = {}
+            self._post_acc_hooks = HookDict()
         return add_hook(self._post_acc_hooks, hook)
 
     def backward(self, gradient: Optional["Tensor"] = None, retain_graph: Optional[bool] = None,
