@@ -79,7 +79,8 @@ class Op:
             ``ctx.needs_input_grad(i)``, ``ctx.input_shape(i)``.
         saves: names of what to save: tensor input names (see ``inputs``), ``"result"``, or
             names of non-tensor arguments (scalars PyTorch would save, e.g. ``other`` of
-            ``x * 2``; released after backward like tensors).
+            ``x * 2``; released after backward like tensors). An argument given as a Tensor
+            (Note [Tensor arguments]) is saved as a tensor.
         inputs: names of the tensor inputs, in order.
         args: names of the non-tensor arguments (shown as ``grad_fn._saved_<name>``).
         jvp: ``jvp(ctx, *tangents) -> tangent`` (a tuple for several outputs), the forward-mode
@@ -269,12 +270,18 @@ def _new_node(op: Op, tensors: tuple, args: tuple) -> OpNode:
     return node
 
 
+# Note [Tensor arguments]
+# A tensor operand that gets no gradient (where's condition, masked_fill's mask, gather's index,
+# the indices max(dim) returns) is passed among the non-tensor ``args`` as the Tensor itself; the
+# op's forward reads its ``_data``. Naming it in ``saves`` saves it like PyTorch does: checked
+# against in-place changes at unpack, and seen by saved tensor hooks.
 def _save(i: int, tensors: tuple, result: Tensor, args: tuple) -> Any:
     if i >= 0:
         return SavedTensor(tensors[i])
     if i == -1:
         return SavedTensor(result, True, 0)
-    return SavedValue(args[-2 - i])
+    v = args[-2 - i]
+    return SavedTensor(v) if type(v) is Tensor else SavedValue(v)
 
 
 def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:

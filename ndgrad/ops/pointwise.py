@@ -738,21 +738,21 @@ def conj(input: Tensor) -> Tensor:
 
 # ---------------------------------------------------------------------------- where / clamp
 def _where_fwd(a, b, cond):
-    return np.where(cond, a, b)
+    return np.where(cond._data, a, b)
 
 
-# Inputs are (self, other) and the condition is saved: the condition never gets a gradient.
+# Inputs are (self, other); the condition is a tensor argument, saved (Note [Tensor arguments]).
 
 
 def _where_vjp(ctx, g):
-    cond = _wrap(ctx._args[0])
+    (cond,) = ctx.saved
     zero = _wrap(np.zeros((), dtype=g._data.dtype))
     return (where(cond, g, zero) if ctx.needs_input_grad(0) else None,
             where(cond, zero, g) if ctx.needs_input_grad(1) else None)
 
 
 WHERE = Op("where", "WhereBackward0", _where_fwd, _where_vjp, inputs=("self", "other"),
-           args=("condition",), jvp=linear)
+           args=("condition",), saves=("condition",), jvp=linear)
 
 
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:
@@ -764,7 +764,8 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
             return r
     if input is None and other is None:
         return tuple(_wrap(i) for i in np.nonzero(to_tensor(condition)._data))
-    cond = to_tensor(condition)._data
+    cond_t = to_tensor(condition)
+    cond = cond_t._data
     if cond.dtype != np.bool_:
         if cond.dtype.kind != "b":
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
@@ -783,7 +784,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     ad = ta._data if ta._data.dtype == rt.np else ta._data.astype(rt.np)
     bd = tb._data if tb._data.dtype == rt.np else tb._data.astype(rt.np)
     _check_broadcast(cond.shape, ad.shape, bd.shape)
-    return apply(WHERE, (ta, tb), (ad, bd), (cond,))
+    return apply(WHERE, (ta, tb), (ad, bd), (cond_t,))
 
 
 # The C++ element type names PyTorch prints in some messages.
@@ -791,17 +792,23 @@ _C_TYPE_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int
                  "uint8": "unsigned char", "float32": "float", "float64": "double",
                  "float16": "c10::Half", "bfloat16": "c10::BFloat16",
                  "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+# The mask is a tensor argument, saved (Note [Tensor arguments]).
 MASKED_FILL_S = Op("masked_fill", "MaskedFillBackward0",
-                   lambda x, mask, value: np.where(mask, np.asarray(value, x.dtype), x),
-                   lambda ctx, g: where(_wrap(ctx._args[0]), 0, g), args=("mask", "value"),
+                   lambda x, mask, value: np.where(mask._data, np.asarray(value, x.dtype), x),
+                   lambda ctx, g: where(ctx.saved[0], 0, g), args=("mask", "value"),
+                   saves=("mask",),
                    jvp=lambda ctx, t: apply(MASKED_FILL_S, (t,), (t._data,), (ctx._args[0], 0)))
+
+
+def _masked_fill_t_vjp(ctx, g):
+    (mask,) = ctx.saved
+    return (where(mask, 0, g) if ctx.needs_input_grad(0) else None,
+            where(mask, g, 0).sum() if ctx.needs_input_grad(1) else None)
+
+
 MASKED_FILL_T = Op("masked_fill", "MaskedFillBackward1",
-                   lambda x, v, mask: np.where(mask, v, x),
-                   lambda ctx, g: (
-                       where(_wrap(ctx._args[0]), 0, g) if ctx.needs_input_grad(0) else None,
-                       where(_wrap(ctx._args[0]), g, 0).sum() if ctx.needs_input_grad(1)
-                       else None),
-                   inputs=("self", "value"), args=("mask",), jvp=linear)
+                   lambda x, v, mask: np.where(mask._data, v, x), _masked_fill_t_vjp,
+                   inputs=("self", "value"), args=("mask",), saves=("mask",), jvp=linear)
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
@@ -823,8 +830,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value._data.ndim} dimension(s).")
         v = value._data if value._data.dtype == x.dtype else value._data.astype(x.dtype)
-        return apply(MASKED_FILL_T, (input, value), (x, v), (m,))
-    return apply(MASKED_FILL_S, (input,), (x,), (m, as_scalar(value)))
+        return apply(MASKED_FILL_T, (input, value), (x, v), (mask,))
+    return apply(MASKED_FILL_S, (input,), (x,), (mask, as_scalar(value)))
 
 
 def _clamp_s_mask(x, lo, hi):
