@@ -506,6 +506,8 @@ class Tensor:
         return bool(self._data.reshape(()))
 
     def __float__(self) -> float:
+        if not _float_warned and self.requires_grad and _grad_mode.is_grad_enabled():
+            _warn_float()
         return float(self.item().real if self.is_complex() else self.item())
 
     def __int__(self) -> int:
@@ -540,6 +542,17 @@ class Tensor:
             t._grad = _wrap(self._grad._data.copy())
         memo[id(self)] = t
         return t
+
+
+_float_warned = False
+
+
+def _warn_float() -> None:
+    """``float(t)`` on a tensor that requires grad warns once per process, as in PyTorch."""
+    global _float_warned
+    _float_warned = True
+    warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                  "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=3)
 
 
 def _check_numpy(t: Tensor) -> None:

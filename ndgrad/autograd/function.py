@@ -187,8 +187,8 @@ class BackwardCFunction(Node, FunctionCtx):
     @property
     def saved_tensors(self) -> tuple:
         """The tensors given to ``save_for_backward`` (version-checked when read); inside
-        ``jvp``, those given to ``save_for_forward``."""
-        if self._in_jvp:
+        ``jvp``, and in ``forward`` once ``save_for_forward`` was called, those given to it."""
+        if self._in_jvp or self._saved_for_forward:
             return tuple(self._saved_for_forward)
         sv = self._saved
         if sv is RELEASED:
