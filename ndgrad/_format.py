@@ -181,4 +181,4 @@ def format_tensor(t: Any) -> str:
 
 def _node_label(node: Any) -> str:
     # PyTorch shows C++ node names without their namespace ("CopyBackwards").
-    return node.name().rsplit("::", 1)[-1]
+    return type(node).name(node).rsplit("::", 1)[-1]   # ctx.name may be user data

@@ -21,7 +21,7 @@ from . import _dtype, _layout
 from ._dtype import dtype as _dtype_cls
 from ._format import format_tensor
 from .autograd import grad_mode as _grad_mode
-from .autograd.hooks import RemovableHandle, add_hook
+from .autograd.hooks import HookDict, RemovableHandle, add_hook
 
 __all__ = ["Tensor", "Size", "device", "check_device", "set_default_device",
            "get_default_device"]
@@ -479,7 +479,7 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is None:
             if self._hooks is None:
-                self._hooks = {}
+                self._hooks = HookDict()
             acc = self._grad_acc() if self._grad_acc is not None else None
             if acc is not None:
                 acc._has_hooks = True   # its engine fast path must now run the hooks
@@ -495,7 +495,7 @@ class Tensor:
             raise RuntimeError(
                 "post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_acc_hooks is None:
-            self._post_acc_hooks = {}
+            self._post_acc_hooks = HookDict()
         return add_hook(self._post_acc_hooks, hook)
 
     def backward(self, gradient: Optional["Tensor"] = None, retain_graph: Optional[bool] = None,
@@ -553,13 +553,22 @@ class Tensor:
         return self._data.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The underlying ndarray (shares memory)."""
-        if self._requires_grad and not force:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
-                               "tensor.detach().numpy() instead.")
+        """The underlying ndarray (shares memory). A tensor that requires grad refuses while
+        grad mode is on (its history would be lost silently): use ``detach().numpy()``, or
+        ``force=True``.
+
+        >>> import ndgrad
+        >>> x = ndgrad.ones(2, requires_grad=True)
+        >>> with ndgrad.no_grad():
+        ...     x.numpy()
+        array([1., 1.], dtype=float32)
+        """
+        if not force:
+            _check_numpy(self)
         return self._data
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        _check_numpy(self)          # np.asarray(t) is t.numpy(), as in PyTorch
         if dtype is not None and dtype != self._data.dtype:
             return self._data.astype(dtype)
         if copy:
@@ -582,6 +591,8 @@ class Tensor:
         return bool(self._data.reshape(()))
 
     def __float__(self) -> float:
+        if not _float_warned and self.requires_grad and _grad_mode.is_grad_enabled():
+            _warn_float()
         return float(self.item().real if self.is_complex() else self.item())
 
     def __int__(self) -> int:
@@ -616,6 +627,25 @@ class Tensor:
             t._grad = _wrap(self._grad._data.copy())
         memo[id(self)] = t
         return t
+
+
+_float_warned = False
+
+
+def _warn_float() -> None:
+    """``float(t)`` on a tensor that requires grad warns once per process, as in PyTorch."""
+    global _float_warned
+    _float_warned = True
+    warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                  "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=3)
+
+
+def _check_numpy(t: Tensor) -> None:
+    """PyTorch's condition for ``numpy()``: grad mode on and the tensor requires grad."""
+    if (t._requires_grad or t._base is not None and t.requires_grad) and \
+            _grad_mode.is_grad_enabled():
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                           "tensor.detach().numpy() instead.")
 
 
 def _refresh_view(t: Tensor) -> None:

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import heapq
+import itertools
 import threading
 from importlib import import_module
 from typing import Any, Optional, Sequence
@@ -62,6 +63,10 @@ def run_backward(
     state.enabled = bool(create_graph)
     prev_valid = getattr(_local, "checkpoint_valid", True)
     _local.checkpoint_valid = accumulate_grad and input_edges is None
+    tasks = getattr(_local, "tasks", None)
+    if tasks is None:
+        tasks = _local.tasks = []
+    tasks.append(_GraphTask(accumulate_grad))
     try:
         if anomaly_mode._enabled or profiler._ACTIVE:
             return _execute_instrumented(root_edges, root_grads, keep_graph, input_edges,
@@ -70,6 +75,7 @@ def run_backward(
     finally:
         state.enabled = prev
         _local.checkpoint_valid = prev_valid
+        tasks.pop()
 
 
 # Whether the backward running in this thread may use reentrant checkpointing: only a plain
@@ -81,6 +87,51 @@ def is_checkpoint_valid() -> bool:
     """False inside a backward pass that reentrant checkpointing cannot serve (``grad`` or
     ``backward(inputs=...)``)."""
     return getattr(_local, "checkpoint_valid", True)
+
+
+# Note [Graph tasks]
+# Each ``run_backward`` call is one graph task (PyTorch's GraphTask): the innermost one running
+# in this thread is ``_local.tasks[-1]`` (a hook or a custom backward may start another one,
+# reentrant, and threads run their own). Hooks that must know about the whole backward pass,
+# like ``register_multi_grad_hook`` (autograd/graph.py), key their state by the task's id and
+# ask ``will_engine_execute_node`` which nodes this pass runs.
+_task_ids = itertools.count(1)
+
+
+class _GraphTask:
+    __slots__ = ("id", "accumulate_grad", "nodes", "needed", "captures")
+
+    def __init__(self, accumulate_grad: bool) -> None:
+        self.id = next(_task_ids)
+        self.accumulate_grad = accumulate_grad
+        self.nodes = self.needed = self.captures = None   # set by _execute
+
+
+def current_graph_task_id() -> int:
+    """The id of the backward pass running in this thread, or -1 outside backward."""
+    tasks = getattr(_local, "tasks", None)
+    return tasks[-1].id if tasks else -1
+
+
+def will_engine_execute_node(node: Any) -> bool:
+    """Whether the backward pass running in this thread runs ``node`` (reachable from the roots
+    and, with ``inputs``, on a path to them), as PyTorch's ``_will_engine_execute_node``."""
+    tasks = getattr(_local, "tasks", None)
+    if not tasks:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward "
+                           "pass")
+    task = tasks[-1]
+    if task.nodes is None or node not in task.nodes:
+        return False
+    if task.needed is None or node in task.needed:
+        return True
+    if task.captures is not None and node in task.captures:
+        if type(node) is AccumulateGrad:
+            raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are "
+                               "currently running autograd.grad(). This is currently not "
+                               "supported.")
+        return True
+    return False
 
 
 def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, call=None):
@@ -107,6 +158,8 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
                 if node is not None:
                     captures.setdefault(node, []).append((nr, i))
             captured = [None] * len(input_edges)
+    task = _local.tasks[-1]                         # Note [Graph tasks]
+    task.nodes, task.needed, task.captures = deps, needed, captures
 
     buffers: dict = {}
     ready: list = []
@@ -114,7 +167,7 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
     for (node, nr), g in zip(root_edges, root_grads):
         buf = buffers.get(node)
         if buf is None:
-            buf = buffers[node] = [None] * node.num_inputs
+            buf = buffers[node] = [None] * node._num_inputs
         if g is not None:
             old = buf[nr]
             buf[nr] = g if old is None else old + g
@@ -183,7 +236,7 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
                     g = _fix_gradient(node, i, g, m)
             buf = buffers.get(nxt)
             if buf is None:
-                buf = buffers[nxt] = [None] * nxt.num_inputs
+                buf = buffers[nxt] = [None] * nxt._num_inputs
             if g is not None:
                 old = buf[nr]
                 buf[nr] = g if old is None else old + g
@@ -267,6 +320,8 @@ def _type_name(t: Any) -> str:
 
 
 def _check_hook_results(hook: Any, old: Sequence[Any], new: Any) -> list:
+    if not isinstance(new, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(new).__name__}'")
     new = list(new)
     if len(new) != len(old):
         raise RuntimeError(

@@ -580,26 +580,6 @@ def _update_inplace(self: Any, res: Any, n: int) -> None:
 
 
 # ---------------------------------------------------------------------------- custom Functions
-class _JvpFunctionCtx:
-    """The ctx a custom Function's ``jvp`` sees: the Function's ctx, except that
-    ``saved_tensors`` returns what ``save_for_forward`` was given (as in PyTorch)."""
-
-    __slots__ = ("_ctx",)
-
-    def __init__(self, ctx: Any) -> None:
-        object.__setattr__(self, "_ctx", ctx)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._ctx, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._ctx, name, value)
-
-    @property
-    def saved_tensors(self) -> tuple:
-        return tuple(getattr(self._ctx, "_saved_for_forward", ()))
-
-
 def _function_jvp(cls: Any, ctx: Any, inputs: Sequence, outputs: Sequence) -> None:
     """Forward AD of a custom Function (called by ``Function.apply``, Note [Function.jvp
     slot]): calls ``cls.jvp(ctx, *tangents)`` per level and attaches the results."""
@@ -613,16 +593,23 @@ def _function_jvp(cls: Any, ctx: Any, inputs: Sequence, outputs: Sequence) -> No
         # Tangents the ops inside ``forward`` may have attached are not the Function's.
         if isinstance(o, Tensor) and id(o) not in dirty and o._fw_grads:
             o._fw_grads = None
-    jctx = _JvpFunctionCtx(ctx)
     for level in range(n):
         tangents = [_tangent(a, level) if isinstance(a, Tensor) else None for a in inputs]
         if all(t is None for t in tangents):
             continue
-        tangents = [t if t is not None or not isinstance(a, Tensor) or a._data.dtype not in _DIFF
-                    else _tensor_mod._wrap(np.zeros_like(a._data))
-                    for a, t in zip(inputs, tangents)]
-        with _limit(level):
-            res = cls.jvp(jctx, *tangents)
+        if ctx.materialize_grads:          # zeros for inputs without a tangent, as in backward
+            tangents = [t if t is not None or not isinstance(a, Tensor)
+                        or a._data.dtype not in _DIFF
+                        else _tensor_mod._wrap(np.zeros_like(a._data))
+                        for a, t in zip(inputs, tangents)]
+        # ``jvp`` gets the ctx itself (attributes set, read and deleted as in forward and
+        # backward); only its ``saved_tensors`` are those of ``save_for_forward``.
+        ctx._in_jvp = True
+        try:
+            with _limit(level):
+                res = cls.jvp(ctx, *tangents)
+        finally:
+            del ctx._in_jvp
         res = res if isinstance(res, tuple) else (res,)
         if len(res) != len(outputs):
             raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients "

@@ -141,6 +141,13 @@ class BackwardCFunction(Node, FunctionCtx):
     needs_input_grad: tuple = ()
     _is_tensor_input: tuple = ()    # per forward argument
     _output_meta: tuple = ()        # per forward output: (shape, dtype) or None (non-tensor)
+    _in_jvp = False                 # True while ``jvp`` runs (forward_ad._function_jvp)
+    _next_functions: tuple = ()
+
+    @property
+    def next_functions(self) -> tuple:
+        """The edges, one per tensor argument (read-only: ``ctx`` holds user attributes)."""
+        return self._next_functions
 
     def apply(self, grads: list) -> tuple:
         """Run the user's ``backward`` on one gradient per forward output; return one gradient
@@ -163,7 +170,7 @@ class BackwardCFunction(Node, FunctionCtx):
         if len(result) > n and all(r is None for r in result[n:]):
             result = result[:n]
         if len(result) != n:
-            raise RuntimeError(f"function {self.name()} returned an incorrect number of "
+            raise RuntimeError(f"function {type(self).__name__} returned an incorrect number of "
                                f"gradients (expected {n}, got {len(result)})")
         out = []
         for i, (g, is_t) in enumerate(zip(result, is_tensor)):
@@ -172,14 +179,17 @@ class BackwardCFunction(Node, FunctionCtx):
                     raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
                 out.append(g)
             elif g is not None:
-                raise RuntimeError(f"function {self.name()} returned a gradient different than "
-                                   f"None at position {i + 1}, but the corresponding forward "
-                                   "input was not a Variable")
+                raise RuntimeError(f"function {type(self).__name__} returned a gradient "
+                                   f"different than None at position {i + 1}, but the "
+                                   "corresponding forward input was not a Variable")
         return tuple(out)
 
     @property
     def saved_tensors(self) -> tuple:
-        """The tensors given to ``save_for_backward`` (version-checked when read)."""
+        """The tensors given to ``save_for_backward`` (version-checked when read); inside
+        ``jvp``, and in ``forward`` once ``save_for_forward`` was called, those given to it."""
+        if self._in_jvp or self._saved_for_forward:
+            return tuple(self._saved_for_forward)
         sv = self._saved
         if sv is RELEASED:
             raise RuntimeError(SECOND_BACKWARD_MSG)
@@ -371,7 +381,7 @@ def _apply(cls: Any, args: tuple, setup: bool) -> Any:
     ctx._is_tensor_input = is_tensor
     if executable:
         ctx._sequence_nr = next_sequence_nr()
-        ctx.next_functions = tuple([_edge(t) for t in inputs])
+        ctx._next_functions = tuple([_edge(t) for t in inputs])
         ctx._input_meta = tuple([(t._data.shape, t._data.dtype) for t in inputs])
         if anomaly_mode._enabled:
             anomaly_mode.record(ctx)
@@ -465,7 +475,7 @@ def _process_outputs(ctx: Any, inputs: list, raw: tuple, executable: bool) -> tu
                 o = _alias_view(o)
             _set_history(o, ctx, i)
         results.append(o)
-    ctx.num_inputs = len(raw)
+    ctx._num_inputs = len(raw)
     ctx._output_meta = tuple(meta)
     to_save = ctx.to_save
     if executable:
@@ -592,7 +602,7 @@ def once_differentiable(fn: F) -> F:
         from ..ops._dispatch import _edge as edge
         node = _DelayedErrorNode(ONCE_DIFFERENTIABLE_MSG, tuple(edge(t) for t in leaves),
                                  tuple((t._data.shape, t._data.dtype) for t in leaves))
-        node.num_inputs = len(leaves)
+        node._num_inputs = len(leaves)
         wrapped = []
         k = 0
         for o in outs:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import warnings
 from typing import Any, Callable, TypeVar
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
@@ -72,26 +73,45 @@ class _GradModeContext:
 
     def __call__(self, fn: F) -> F:
         if inspect.isclass(fn):
-            raise RuntimeError("grad mode decorators can only decorate functions")
+            warnings.warn("Decorating classes is deprecated and will be disabled in future "
+                          "versions. You should only decorate functions or methods. To preserve "
+                          "the current behavior of class decoration, you can directly decorate "
+                          "the `__init__` method and nothing else.", FutureWarning, stacklevel=2)
+            cls = fn
+            fn = lambda *args, **kwargs: cls(*args, **kwargs)   # instances made in the mode
         if inspect.isgeneratorfunction(fn):
-            @functools.wraps(fn)
-            def gen_wrapper(*args, **kwargs):
-                gen = fn(*args, **kwargs)
-                value = None
-                while True:
-                    with self.clone():
-                        try:
-                            value = gen.send(value)
-                        except StopIteration as stop:
-                            return stop.value
-                    value = yield value
-            return gen_wrapper  # type: ignore[return-value]
+            return self._wrap_generator(fn)  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self.clone():
                 return fn(*args, **kwargs)
         return wrapper  # type: ignore[return-value]
+
+    def _wrap_generator(self, fn: Callable) -> Callable:
+        """A generator function whose body runs in this mode: every resume of the generator
+        (``next``, ``send``, ``throw``, ``close``) enters the mode and leaves it again at the
+        next ``yield``, so that the caller keeps its own mode in between."""
+        @functools.wraps(fn)
+        def gen_wrapper(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            resume, value = gen.send, None
+            while True:
+                with self.clone():
+                    try:
+                        out = resume(value)
+                    except StopIteration as stop:
+                        return stop.value
+                try:
+                    value = yield out
+                    resume = gen.send
+                except GeneratorExit:
+                    with self.clone():
+                        gen.close()
+                    raise
+                except BaseException as exc:      # gen_wrapper.throw(...): forward it
+                    resume, value = gen.throw, exc
+        return gen_wrapper
 
 
 class no_grad(_GradModeContext):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Optional
 
-from .hooks import RemovableHandle, add_hook
+from .hooks import HookDict, RemovableHandle, add_hook
 from .saved import SECOND_BACKWARD_MSG
 
 
@@ -39,7 +39,7 @@ class Node:
     """Base class of every backward function (built-in ops, AccumulateGrad, custom Functions)."""
 
     next_functions: tuple = ()
-    num_inputs: int = 1          # gradients it receives = outputs of the forward op
+    _num_inputs: int = 1         # gradients it receives = outputs of the forward op
     _sequence_nr: int = 0
     _pre_hooks: Optional[dict] = None
     _post_hooks: Optional[dict] = None
@@ -76,7 +76,7 @@ class Node:
         """Register ``fn(grad_inputs, grad_outputs)``, called after the node ran; it may return
         replacement ``grad_inputs``."""
         if self._post_hooks is None:
-            self._post_hooks = {}
+            self._post_hooks = HookDict()
         self._has_hooks = True
         return add_hook(self._post_hooks, fn)
 
@@ -84,7 +84,7 @@ class Node:
         """Register ``fn(grad_outputs)``, called before the node runs; it may return replacement
         ``grad_outputs``."""
         if self._pre_hooks is None:
-            self._pre_hooks = {}
+            self._pre_hooks = HookDict()
         self._has_hooks = True
         return add_hook(self._pre_hooks, fn)
 
@@ -99,10 +99,13 @@ class Node:
         if self._tensor_pre_hooks is None:
             self._tensor_pre_hooks = {}
         self._has_hooks = True
-        return add_hook(self._tensor_pre_hooks.setdefault(output_nr, {}), fn)
+        hooks = self._tensor_pre_hooks.get(output_nr)
+        if hooks is None:
+            hooks = self._tensor_pre_hooks[output_nr] = HookDict()
+        return add_hook(hooks, fn)
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{type(self).name(self)} object at {hex(id(self))}>"
 
 
 class OpNode(Node):

@@ -23,6 +23,8 @@ import threading
 import weakref
 from typing import Any, Callable
 
+import numpy as np
+
 from .grad_mode import _state as _grad_state
 
 _new = object.__new__
@@ -266,6 +268,8 @@ _lock = threading.Lock()
 def _modified_message(t: Any, node: Any, saved: SavedTensor, current: int) -> str:
     from .._dtype import from_numpy_dtype
     dt = from_numpy_dtype(t._data.dtype)._torch_name
+    # PyTorch's legacy type names: torch.FloatTensor ..., but CPUBoolType for bool.
+    kind = "CPUBoolType" if t._data.dtype == np.bool_ else f"torch.{dt}Tensor"
     shape = list(t._data.shape)
     where = ""
     # Name the forward op that produced the tensor as PyTorch does: "ExpBackward0" -> "Exp",
@@ -291,7 +295,7 @@ def _modified_message(t: Any, node: Any, saved: SavedTensor, current: int) -> st
                 "to also see where it was saved for backward.")
     return (
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [torch.{dt}Tensor {shape}]{where} is at version {current}; expected "
+        f"operation: [{kind} {shape}]{where} is at version {current}; expected "
         f"version {saved._version} instead.{modified}{saved_at}")
 
 

@@ -316,14 +316,18 @@ def _max_dim(c: _Call, args: tuple) -> Any:
     else:
         d = dim + 1
     f = np.argmax if c.op is _red.MAX_DIM else np.argmin
-    idx = f(a, axis=d, keepdims=True)
+    idx = _wrap(f(a, axis=d, keepdims=keepdim))        # the indices output (a tensor argument)
     return apply(c.op, (t,), (a,), (d, keepdim, idx))
 
 
 def _index_arg(c: _Call, args: tuple) -> Any:
-    """gather, scatter: (dim, index[, shape]) with the index repeated over the batch."""
+    """gather, scatter: (dim, index[, shape]) with the index repeated over the batch (gather's
+    index is a tensor argument, the scatters' an array)."""
     index = args[1]
-    idx = np.broadcast_to(index, (c.B,) + index.shape)
+    arr = index._data if isinstance(index, Tensor) else index
+    idx = np.broadcast_to(arr, (c.B,) + arr.shape)
+    if arr is not index:
+        idx = _wrap(idx)
     rest = ((c.B,) + tuple(args[2]),) if len(args) > 2 else ()
     return apply(c.op, tuple(c.ts), tuple(c.arrs), (args[0] + 1, idx) + rest)
 

@@ -79,7 +79,8 @@ class Op:
             ``ctx.needs_input_grad(i)``, ``ctx.input_shape(i)``.
         saves: names of what to save: tensor input names (see ``inputs``), ``"result"``, or
             names of non-tensor arguments (scalars PyTorch would save, e.g. ``other`` of
-            ``x * 2``; released after backward like tensors).
+            ``x * 2``; released after backward like tensors). An argument given as a Tensor
+            (Note [Tensor arguments]) is saved as a tensor.
         inputs: names of the tensor inputs, in order.
         args: names of the non-tensor arguments (shown as ``grad_fn._saved_<name>``).
         jvp: ``jvp(ctx, *tangents) -> tangent`` (a tuple for several outputs), the forward-mode
@@ -93,7 +94,9 @@ class Op:
             tensors (``x * 2`` has two edges in PyTorch).
         differentiable: False for ops whose outputs never require grad (comparisons ...).
         save_if: per entry of ``saves``, the tensor inputs whose gradient needs that value
-            (None: always saved); a value nobody needs is not saved (unpacks as None).
+            (None: always saved), or a predicate ``(tensors, edges) -> bool``; a value nobody
+            needs is not saved (unpacks as None). The order of ``saves`` is the order in which saved
+            tensor hooks see the values: PyTorch's (``other`` before ``self`` for ``mul``).
         full_name: what ``node.name()`` returns when it differs from the class name
             (``torch::autograd::CopyBackwards``).
     """
@@ -267,12 +270,18 @@ def _new_node(op: Op, tensors: tuple, args: tuple) -> OpNode:
     return node
 
 
+# Note [Tensor arguments]
+# A tensor operand that gets no gradient (where's condition, masked_fill's mask, gather's index,
+# the indices max(dim) returns) is passed among the non-tensor ``args`` as the Tensor itself; the
+# op's forward reads its ``_data``. Naming it in ``saves`` saves it like PyTorch does: checked
+# against in-place changes at unpack, and seen by saved tensor hooks.
 def _save(i: int, tensors: tuple, result: Tensor, args: tuple) -> Any:
     if i >= 0:
         return SavedTensor(tensors[i])
     if i == -1:
         return SavedTensor(result, True, 0)
-    return SavedValue(args[-2 - i])
+    v = args[-2 - i]
+    return SavedTensor(v) if type(v) is Tensor else SavedValue(v)
 
 
 def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
@@ -290,7 +299,8 @@ def _saved_values(op: Op, node: Any, tensors: tuple, result: Tensor, args: tuple
     edges = node.next_functions
     return tuple([
         _save(i, tensors, result, args)
-        if cond is None or any(edges[k][0] is not None for k in cond) else _NOT_SAVED
+        if cond is None or (cond(tensors, edges) if callable(cond) else
+                            any(edges[k][0] is not None for k in cond)) else _NOT_SAVED
         for i, cond in zip(op.save_idx, op.save_if)])
 
 
@@ -301,7 +311,7 @@ def _record_multi(op: Op, tensors: tuple, results: tuple, args: tuple) -> None:
     node = _new_node(op, tensors, args)
     # Only differentiable outputs are inputs of the node (max(dim): values, not indices).
     diff = [r for r in results if r._data.dtype in _DIFF_DTYPES]
-    node.num_inputs = len(diff)
+    node._num_inputs = len(diff)
     node._output_meta = tuple((r._data.shape, r._data.dtype) for r in diff)
     for i, r in enumerate(diff):
         r._grad_fn = node

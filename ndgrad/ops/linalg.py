@@ -70,7 +70,7 @@ def _mm_raw(a: Tensor, b: Tensor) -> Tensor:
 
 
 def _mm_vjp(ctx, g):
-    a, b = ctx.saved
+    b, a = ctx.saved
     if len(ctx.input_shape(0)) == 2:       # mm: plain transposes
         return (_mm_raw(g, b.t().conj()) if ctx.needs_input_grad(0) else None,
                 _mm_raw(a.t().conj(), g) if ctx.needs_input_grad(1) else None)
@@ -91,12 +91,22 @@ def _product_jvp(name: str):
     return bilinear(f)
 
 
-# ``self`` is needed only for the gradient of ``other`` and the other way round.
-_KW = dict(saves=("self", "other"), inputs=("self", "other"), save_if=((1,), (0,)))
-MM = Op("mm", "MmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("mm"), **_KW)
-BMM = Op("bmm", "BmmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("bmm"), **_KW)
-MV = Op("mv", "MvBackward0", _matmul_fwd, _matmul_vjp, jvp=_product_jvp("mv"), **_KW)
-DOT = Op("dot", "DotBackward0", _matmul_fwd, _matmul_vjp, jvp=_product_jvp("dot"), **_KW)
+# Each operand is needed only for the gradient of the other one. mm and bmm save (and pack,
+# with saved tensor hooks) ``mat2`` first, mv and dot ``self`` first, as PyTorch's; the names
+# are PyTorch's too (``grad_fn._saved_mat2``).
+def _kw(other: str, other_first: bool) -> dict:
+    if other_first:
+        return dict(saves=(other, "self"), inputs=("self", other), save_if=((0,), (1,)))
+    return dict(saves=("self", other), inputs=("self", other), save_if=((1,), (0,)))
+
+
+MM = Op("mm", "MmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("mm"), **_kw("mat2", True))
+BMM = Op("bmm", "BmmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("bmm"),
+         **_kw("mat2", True))
+MV = Op("mv", "MvBackward0", _matmul_fwd, _matmul_vjp, jvp=_product_jvp("mv"),
+        **_kw("vec", False))
+DOT = Op("dot", "DotBackward0", _matmul_fwd, _matmul_vjp, jvp=_product_jvp("dot"),
+         **_kw("tensor", False))
 _PRODUCTS = {"mm": MM, "bmm": BMM, "mv": MV, "dot": DOT}
 # The last step of 1-D @ 2-D (PyTorch squeezes the mm result in place: SqueezeBackward4).
 SQUEEZE_RESULT = Op("squeeze_", "SqueezeBackward4", lambda x, d: np.squeeze(x, d),

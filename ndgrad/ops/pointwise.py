@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 import warnings
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -129,13 +129,13 @@ RSUB_S = Op("rsub", "RsubBackward1", _rsub_s_fwd,
 
 
 def _mul_vjp(ctx, g):
-    a, b = ctx.saved
+    b, a = ctx.saved
     return (g * _c(b) if ctx.needs_input_grad(0) else None,
             g * _c(a) if ctx.needs_input_grad(1) else None)
 
 
-MUL = Op("mul", "MulBackward0", np.multiply, _mul_vjp, saves=("self", "other"),
-         save_if=((1,), (0,)), inputs=("self", "other"), jvp=bilinear(lambda a, b: a * b))
+MUL = Op("mul", "MulBackward0", np.multiply, _mul_vjp, saves=("other", "self"),
+         save_if=((0,), (1,)), inputs=("self", "other"), jvp=bilinear(lambda a, b: a * b))
 
 
 def _scalar_conj(s):
@@ -160,7 +160,7 @@ MUL_S = Op("mul", "MulBackward0", _mul_s_fwd,
 
 
 def _div_vjp(ctx, g):
-    a, b = ctx.saved
+    b, a = ctx.saved
     cb = _c(b)
     ga = g / cb if ctx.needs_input_grad(0) else None
     gb = -g * _c(a) / (cb * cb) if ctx.needs_input_grad(1) else None
@@ -177,8 +177,8 @@ def _div_jvp(ctx, ta, tb):
     return out
 
 
-DIV = Op("div", "DivBackward0", np.true_divide, _div_vjp, saves=("self", "other"),
-         save_if=((1,), None), inputs=("self", "other"), jvp=_div_jvp)
+DIV = Op("div", "DivBackward0", np.true_divide, _div_vjp, saves=("other", "self"),
+         save_if=(None, (1,)), inputs=("self", "other"), jvp=_div_jvp)
 DIV_S = Op("div", "DivBackward0", _div_s_fwd,
            lambda ctx, g: g / _scalar_conj(ctx.saved[0]),
            args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0])
@@ -213,7 +213,7 @@ def _pow_fwd(a, e):
 
 
 def _pow_tt_vjp(ctx, g):
-    a, b, result = ctx.saved
+    b, a, result = ctx.saved
     ga = gb = None
     if ctx.needs_input_grad(0):
         ga = g * _c(where(b == 0, 0.0, b * a ** (b - 1)))
@@ -225,7 +225,7 @@ def _pow_tt_vjp(ctx, g):
 
 
 def _rpow_vjp(ctx, g):
-    result, e = ctx.saved
+    e, result = ctx.saved
     base = ctx._args[0]
     if base == 0:
         # d/de 0**e = 0**e * log(0): -inf/nan for e < 0, defined as 0 where e >= 0 (PyTorch).
@@ -263,10 +263,10 @@ def _rpow_jvp(ctx, t):
 
 POW_S = Op("pow", "PowBackward0", _pow_fwd, _pow_s_vjp, saves=("self",), args=("exponent",),
            jvp=_pow_s_jvp)
-POW = Op("pow", "PowBackward1", np.power, _pow_tt_vjp, saves=("self", "exponent", "result"),
+POW = Op("pow", "PowBackward1", np.power, _pow_tt_vjp, saves=("exponent", "self", "result"),
          inputs=("self", "exponent"), jvp=_pow_tt_jvp)
 RPOW = Op("pow", "PowBackward2", lambda e, s: _like(e, np.power(s, e)), _rpow_vjp,
-          saves=("result", "exponent"), inputs=("exponent",), args=("self",), jvp=_rpow_jvp)
+          saves=("exponent", "result"), inputs=("exponent",), args=("self",), jvp=_rpow_jvp)
 
 
 def _not_implemented_for(kernel: str, arr: np.ndarray, kinds: str) -> None:
@@ -414,10 +414,12 @@ def _rounded_div(op: Op, input: Any, other: Any, args: tuple) -> Tensor:
     if is_scalar(input) and isinstance(other, Tensor):
         bd = promote_scalar(other._data, as_scalar(input))
         input = _wrap(np.asarray(as_scalar(input), dtype=bd.dtype))
+        input._wrapped_number = True
         ad = input._data
     elif is_scalar(other) and isinstance(input, Tensor):
         ad = promote_scalar(input._data, as_scalar(other))
         other = _wrap(np.asarray(as_scalar(other), dtype=ad.dtype))
+        other._wrapped_number = True
         bd = other._data
     else:
         input, other = to_tensor(input), to_tensor(other)
@@ -449,10 +451,19 @@ def _div_mode_fwd(x: np.ndarray, y: np.ndarray, mode: str) -> np.ndarray:
 
 
 # Rounded division is piecewise constant: PyTorch records DivBackward2 with zero gradients
-# (a Python-scalar divisor is wrapped into a tensor, so its edge is (None, 0)).
+# (a Python-scalar divisor is wrapped into a tensor, so its edge is (None, 0)). It saves the
+# operands all the same (a wrapped Python scalar is not saved: saved tensor hooks never see it).
+def _saved_operand(i: int, needed_by: int) -> Callable:
+    def cond(ts: tuple, edges: tuple) -> bool:
+        return (not getattr(ts[i], "_wrapped_number", False)
+                and (needed_by < 0 or edges[needed_by][0] is not None))
+    return cond
+
+
 DIV_MODE = Op("div", "DivBackward2", _div_mode_fwd,
               lambda ctx, g: (_zeros_of(g) if ctx.needs_input_grad(0) else None,
                               _zeros_of(g) if ctx.needs_input_grad(1) else None),
+              saves=("other", "self"), save_if=(_saved_operand(1, -1), _saved_operand(0, 1)),
               inputs=("self", "other"), args=("rounding_mode",), jvp=zero)
 
 
@@ -728,21 +739,21 @@ def conj(input: Tensor) -> Tensor:
 
 # ---------------------------------------------------------------------------- where / clamp
 def _where_fwd(a, b, cond):
-    return np.where(cond, a, b)
+    return np.where(cond._data, a, b)
 
 
-# Inputs are (self, other) and the condition is saved: the condition never gets a gradient.
+# Inputs are (self, other); the condition is a tensor argument, saved (Note [Tensor arguments]).
 
 
 def _where_vjp(ctx, g):
-    cond = _wrap(ctx._args[0])
+    (cond,) = ctx.saved
     zero = _wrap(np.zeros((), dtype=g._data.dtype))
     return (where(cond, g, zero) if ctx.needs_input_grad(0) else None,
             where(cond, zero, g) if ctx.needs_input_grad(1) else None)
 
 
 WHERE = Op("where", "WhereBackward0", _where_fwd, _where_vjp, inputs=("self", "other"),
-           args=("condition",), jvp=linear)
+           args=("condition",), saves=("condition",), jvp=linear)
 
 
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:
@@ -754,7 +765,8 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
             return r
     if input is None and other is None:
         return tuple(_wrap(i) for i in np.nonzero(to_tensor(condition)._data))
-    cond = to_tensor(condition)._data
+    cond_t = to_tensor(condition)
+    cond = cond_t._data
     if cond.dtype != np.bool_:
         if cond.dtype.kind != "b":
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
@@ -773,7 +785,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     ad = ta._data if ta._data.dtype == rt.np else ta._data.astype(rt.np)
     bd = tb._data if tb._data.dtype == rt.np else tb._data.astype(rt.np)
     _check_broadcast(cond.shape, ad.shape, bd.shape)
-    return apply(WHERE, (ta, tb), (ad, bd), (cond,))
+    return apply(WHERE, (ta, tb), (ad, bd), (cond_t,))
 
 
 # The C++ element type names PyTorch prints in some messages.
@@ -781,17 +793,23 @@ _C_TYPE_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int
                  "uint8": "unsigned char", "float32": "float", "float64": "double",
                  "float16": "c10::Half", "bfloat16": "c10::BFloat16",
                  "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+# The mask is a tensor argument, saved (Note [Tensor arguments]).
 MASKED_FILL_S = Op("masked_fill", "MaskedFillBackward0",
-                   lambda x, mask, value: np.where(mask, np.asarray(value, x.dtype), x),
-                   lambda ctx, g: where(_wrap(ctx._args[0]), 0, g), args=("mask", "value"),
+                   lambda x, mask, value: np.where(mask._data, np.asarray(value, x.dtype), x),
+                   lambda ctx, g: where(ctx.saved[0], 0, g), args=("mask", "value"),
+                   saves=("mask",),
                    jvp=lambda ctx, t: apply(MASKED_FILL_S, (t,), (t._data,), (ctx._args[0], 0)))
+
+
+def _masked_fill_t_vjp(ctx, g):
+    (mask,) = ctx.saved
+    return (where(mask, 0, g) if ctx.needs_input_grad(0) else None,
+            where(mask, g, 0).sum() if ctx.needs_input_grad(1) else None)
+
+
 MASKED_FILL_T = Op("masked_fill", "MaskedFillBackward1",
-                   lambda x, v, mask: np.where(mask, v, x),
-                   lambda ctx, g: (
-                       where(_wrap(ctx._args[0]), 0, g) if ctx.needs_input_grad(0) else None,
-                       where(_wrap(ctx._args[0]), g, 0).sum() if ctx.needs_input_grad(1)
-                       else None),
-                   inputs=("self", "value"), args=("mask",), jvp=linear)
+                   lambda x, v, mask: np.where(mask._data, v, x), _masked_fill_t_vjp,
+                   inputs=("self", "value"), args=("mask",), saves=("mask",), jvp=linear)
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
@@ -813,8 +831,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value._data.ndim} dimension(s).")
         v = value._data if value._data.dtype == x.dtype else value._data.astype(x.dtype)
-        return apply(MASKED_FILL_T, (input, value), (x, v), (m,))
-    return apply(MASKED_FILL_S, (input,), (x,), (m, as_scalar(value)))
+        return apply(MASKED_FILL_T, (input, value), (x, v), (mask,))
+    return apply(MASKED_FILL_S, (input,), (x,), (mask, as_scalar(value)))
 
 
 def _clamp_s_mask(x, lo, hi):
@@ -848,7 +866,10 @@ CLAMP_S = Op("clamp", "ClampBackward1", _clamp_fwd, _clamp_s_vjp, saves=("self",
 
 
 def _clamp_t_vjp(ctx, g):
-    x, lo, hi = ctx.saved
+    hi, lo, x = ctx.saved
+    # A missing bound was not saved (as PyTorch's): the infinite stand-in again.
+    lo = lo if lo is not None else _unbounded(ctx.input_dtype(1), True)
+    hi = hi if hi is not None else _unbounded(ctx.input_dtype(2), False)
     zero = g * 0
     # Where min > max the result is max: the gradient goes to max alone.
     return (where((x >= lo) & (x <= hi), g, zero) if ctx.needs_input_grad(0) else None,
@@ -871,19 +892,27 @@ def _clamp_t_jvp(ctx, tx, tlo, thi):
     return out
 
 
-# A missing bound is an infinite tensor, so one op covers min-only, max-only and both.
-CLAMP_T = Op("clamp", "ClampBackward0", lambda x, lo, hi: _like(x, np.clip(x, lo, hi)),
-             _clamp_t_vjp, saves=("self", "min", "max"),
-             inputs=("self", "min", "max"), jvp=_clamp_t_jvp)
-
-
 def _unbounded(rt: np.dtype, low: bool) -> Tensor:
     if rt.kind in "iub":
         info = np.iinfo(rt) if rt.kind != "b" else None
         v = (info.min if low else info.max) if info else (False if low else True)
     else:
         v = -np.inf if low else np.inf
-    return _wrap(np.asarray(v, dtype=rt))
+    t = _wrap(np.asarray(v, dtype=rt))
+    t._unbounded = True
+    return t
+
+
+def _is_bound(t: Tensor) -> bool:
+    return not getattr(t, "_unbounded", False)
+
+
+# A missing bound is an infinite tensor, so one op covers min-only, max-only and both; it is not
+# saved (``grad_fn._saved_max`` is None, pack hooks see only the given tensors, as PyTorch's).
+CLAMP_T = Op("clamp", "ClampBackward0", lambda x, lo, hi: _like(x, np.clip(x, lo, hi)),
+             _clamp_t_vjp, saves=("max", "min", "self"),
+             save_if=(lambda ts, _: _is_bound(ts[2]), lambda ts, _: _is_bound(ts[1]), None),
+             inputs=("self", "min", "max"), jvp=_clamp_t_jvp)
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
@@ -916,7 +945,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 
 def _clamp_bound_vjp(is_min: bool):
     def vjp(ctx, g):
-        x, bound = ctx.saved
+        bound, x = ctx.saved
         zero = g * 0
         keep = x >= bound if is_min else x <= bound
         return (where(keep, g, zero) if ctx.needs_input_grad(0) else None,
@@ -958,10 +987,10 @@ CLAMP_MAX_S = Op("clamp_max", "ClampMaxBackward0", lambda x, b: _clamp_fwd(x, No
                  jvp=_clamp_bound_s_jvp(False))
 CLAMP_MIN_T = Op("clamp_min", "ClampMinBackward1", lambda x, b: _like(x, np.maximum(x, b)),
                  _clamp_bound_vjp(True),
-                 saves=("self", "min"), inputs=("self", "min"), jvp=_clamp_bound_jvp(True))
+                 saves=("min", "self"), inputs=("self", "min"), jvp=_clamp_bound_jvp(True))
 CLAMP_MAX_T = Op("clamp_max", "ClampMaxBackward1", lambda x, b: _like(x, np.minimum(x, b)),
                  _clamp_bound_vjp(False),
-                 saves=("self", "max"), inputs=("self", "max"), jvp=_clamp_bound_jvp(False))
+                 saves=("max", "self"), inputs=("self", "max"), jvp=_clamp_bound_jvp(False))
 
 
 def _check_broadcast(*shapes: tuple) -> None:
@@ -1007,7 +1036,7 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
 
 def _minmax_vjp(is_max: bool):
     def vjp(ctx, g):
-        a, b = ctx.saved
+        b, a = ctx.saved
         half = g / 2
         z = g * 0
         win_a = a > b if is_max else a < b
@@ -1034,9 +1063,9 @@ def _minmax_jvp(is_max: bool):
 
 
 MAXIMUM = Op("maximum", "MaximumBackward0", np.maximum, _minmax_vjp(True),
-             saves=("self", "other"), inputs=("self", "other"), jvp=_minmax_jvp(True))
+             saves=("other", "self"), inputs=("self", "other"), jvp=_minmax_jvp(True))
 MINIMUM = Op("minimum", "MinimumBackward0", np.minimum, _minmax_vjp(False),
-             saves=("self", "other"), inputs=("self", "other"), jvp=_minmax_jvp(False))
+             saves=("other", "self"), inputs=("self", "other"), jvp=_minmax_jvp(False))
 
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:

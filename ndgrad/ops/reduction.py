@@ -206,13 +206,14 @@ PROD_OTHERS = Op("_prod_others", "ProdBackwardBackward0", _prod_others, _prod_ot
 
 
 def _prod_vjp(ctx, g):
-    (x,) = ctx.saved
+    x, total = ctx.saved
     dims = ctx._args[0]
     gexp = _expand_back(ctx, g)
     if not dims or x._data.size == 0:
         return gexp
     if not np.any(x._data == 0):
-        total = x.prod() if ctx._op is PROD else x.prod(dims[0], keepdim=True)
+        if ctx._op is PROD_DIM and not ctx._args[1]:
+            total = total.unsqueeze(dims[0])
         return gexp * (total / x).conj()
     if ctx._op is PROD:
         flat = x.reshape(-1)
@@ -247,9 +248,9 @@ def _prod_jvp(ctx, t):
     return (t * others).sum(dims, keepdim)
 
 
-PROD = Op("prod", "ProdBackward0", _prod_fwd, _prod_vjp, saves=("self",),
+PROD = Op("prod", "ProdBackward0", _prod_fwd, _prod_vjp, saves=("self", "result"),
           args=("dim", "keepdim", "dtype"), jvp=_prod_jvp)
-PROD_DIM = Op("prod", "ProdBackward1", _prod_fwd, _prod_vjp, saves=("self",),
+PROD_DIM = Op("prod", "ProdBackward1", _prod_fwd, _prod_vjp, saves=("self", "result"),
               args=("dim", "keepdim", "dtype"), jvp=_prod_jvp)
 
 
@@ -293,24 +294,29 @@ MIN_ALL = Op("min", "MinBackward1", lambda x: np.min(x), _evenly_distribute,
              saves=("self", "result"), jvp=_evenly_jvp)
 
 
+# ``indices`` is the indices output itself, given as a tensor argument and saved (Note [Tensor
+# arguments]); the forward returns its data as the second output.
+def _kept_indices(indices: Tensor, dim: int, keepdim: bool) -> Tensor:
+    return indices if keepdim else _wrap(np.expand_dims(indices._data, dim))
+
+
 def _select_reduction_vjp(ctx, g_values, g_indices=None):
-    (indices,) = ctx._args[2:3]
+    (indices,) = ctx.saved
     dim, keepdim = ctx._args[0], ctx._args[1]
     shape = ctx.input_shape(0)
     if len(shape) == 0:
         return g_values
     if not keepdim:
         g_values = g_values.unsqueeze(dim)
-    return scatter_zeros(g_values, dim, _wrap(indices), shape)
+    return scatter_zeros(g_values, dim, _kept_indices(indices, dim, keepdim), shape)
 
 
-def _max_dim_fwd(x, dim, keepdim, idx):
+def _max_dim_fwd(x, dim, keepdim, indices):
+    idx = indices._data
     if x.ndim == 0:
         return x.copy(), idx
-    vals = np.take_along_axis(x, idx, axis=dim)
-    if not keepdim:
-        vals, idx = np.squeeze(vals, dim), np.squeeze(idx, dim)
-    return vals, idx
+    vals = np.take_along_axis(x, idx if keepdim else np.expand_dims(idx, dim), axis=dim)
+    return (vals if keepdim else np.squeeze(vals, dim)), idx
 
 
 def _select_reduction_jvp(ctx, t):
@@ -318,16 +324,23 @@ def _select_reduction_jvp(ctx, t):
     dim, keepdim, indices = ctx._args
     if t._data.ndim == 0:
         return t, None
-    values = gather(t, dim, _wrap(indices))
+    values = gather(t, dim, _kept_indices(indices, dim, keepdim))
     return (values if keepdim else values.squeeze(dim)), None
 
 
 MAX_DIM = Op("max", "MaxBackward0", _max_dim_fwd,
              _select_reduction_vjp, args=("dim", "keepdim", "indices"), num_outputs=2,
-             jvp=_select_reduction_jvp)
+             saves=("indices",), jvp=_select_reduction_jvp)
 MIN_DIM = Op("min", "MinBackward0", _max_dim_fwd,
              _select_reduction_vjp, args=("dim", "keepdim", "indices"), num_outputs=2,
-             jvp=_select_reduction_jvp)
+             saves=("indices",), jvp=_select_reduction_jvp)
+
+
+def max_dim_indices(x: np.ndarray, dim: int, keepdim: bool, is_max: bool) -> Tensor:
+    """The indices output of ``max``/``min`` along ``dim`` (the argument of MAX_DIM/MIN_DIM)."""
+    if x.ndim == 0:
+        return _wrap(np.zeros((), dtype=np.int64))
+    return _wrap((np.argmax if is_max else np.argmin)(x, axis=dim, keepdims=keepdim))
 
 
 def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
@@ -347,15 +360,13 @@ def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
                                "argument.")
         return apply(MAX_ALL if is_max else MIN_ALL, (input,), (x,))
     d = wrap_dim(int(dim), x.ndim)
-    if x.ndim == 0:
-        idx = np.zeros((), dtype=np.int64)
-    elif x.shape[d] == 0:
+    if x.ndim and x.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-    else:
-        idx = (np.argmax if is_max else np.argmin)(x, axis=d, keepdims=True)
+    inds = max_dim_indices(x, d, bool(keepdim), is_max)
     op = MAX_DIM if is_max else MIN_DIM
-    vals, inds = apply(op, (input,), (x,), (d, bool(keepdim), idx))
-    return values_indices(vals, inds)
+    vals, out = apply(op, (input,), (x,), (d, bool(keepdim), inds))
+    # The indices output is ``inds`` itself (saved by the node), unless a batching rule ran.
+    return values_indices(vals, inds if out._data is inds._data else out)
 
 
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
@@ -412,6 +423,7 @@ def _scatter_fwd(g, dim, index, shape):
 
 
 def _gather_fwd(x, dim, index):
+    index = index._data          # a tensor argument (Note [Tensor arguments])
     if index.size == 0:
         return np.zeros(index.shape, dtype=x.dtype)
     if x.ndim == 0 or index.ndim == 0:
@@ -425,9 +437,13 @@ def _gather_fwd(x, dim, index):
 SCATTER_ZEROS = Op("_scatter_zeros", "ValueSelectingReductionBackwardBackward0", _scatter_fwd,
                    lambda ctx, g: gather(g, ctx._args[0], _wrap(ctx._args[1])),
                    args=("dim", "index", "shape"), jvp=linear)
-GATHER = Op("gather", "GatherBackward0", _gather_fwd,
-            lambda ctx, g: _scatter_add_zeros(g, ctx._args[0], ctx._args[1], ctx.input_shape(0)),
-            args=("dim", "index"), jvp=linear)
+def _gather_vjp(ctx, g):
+    index, _ = ctx.saved         # ``self`` is saved (and version-checked) as by PyTorch
+    return _scatter_add_zeros(g, ctx._args[0], index._data, ctx.input_shape(0))
+
+
+GATHER = Op("gather", "GatherBackward0", _gather_fwd, _gather_vjp, args=("dim", "index"),
+            saves=("index", "self"), jvp=linear)
 
 
 def _scatter_add_fwd(g, dim, index, shape):
@@ -466,7 +482,7 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     x, idx = input._data, index._data
     d = wrap_dim(dim, x.ndim)
     if idx.size == 0:
-        return apply(GATHER, (input,), (x,), (d, np.zeros(idx.shape, dtype=np.int64)))
+        return apply(GATHER, (input,), (x,), (d, _wrap(np.zeros(idx.shape, dtype=np.int64))))
     if idx.dtype != np.int64 and idx.dtype != np.int32:
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     if (idx.ndim or 1) != (x.ndim or 1):        # a 0-d tensor counts as 1-d
@@ -481,9 +497,7 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if bad.any():
         raise RuntimeError(f"index {int(idx[bad].flat[0])} is out of bounds for dimension {d} "
                            f"with size {n}")
-    if idx.dtype != np.int64:
-        idx = idx.astype(np.int64)
-    return apply(GATHER, (input,), (x,), (d, idx))
+    return apply(GATHER, (input,), (x,), (d, index))
 
 
 def _logical_reduce(ufunc: Any, name: str):

@@ -103,7 +103,7 @@ class CheckpointFunctionBackward(Node):
                                  for i in self._tensor_pos)
         # Tensor inputs are saved for backward: version-checked (and packed by active hooks).
         self._args = tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args)
-        self.num_inputs = n_outputs
+        self._num_inputs = n_outputs
         self._released = False
 
     def apply(self, grads: list) -> tuple:
