@@ -284,6 +284,8 @@ def scalar_to(value, d: dtype, relaxed: _pybool = False):
     Traceback (most recent call last):
     RuntimeError: value cannot be converted to type uint8_t without overflow
     """
+    if type(value) is _pyfloat and d._category == _FLOAT and -65504.0 <= value <= 65504.0:
+        return value                     # the common case: fits every floating type
     if isinstance(value, (_pybool, np.bool_)):
         return _pybool(value)
     if isinstance(value, (_pyint, np.integer)):

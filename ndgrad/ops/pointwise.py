@@ -953,14 +953,14 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     for bound in (lo, hi):
         if bound is not None:
             x = promote_scalar(x, bound)
-    lo, hi = (_clamp_scalar(b, x.dtype) for b in (lo, hi))
+    lo, hi = _clamp_scalar(lo, x.dtype), _clamp_scalar(hi, x.dtype)
     return apply(CLAMP_S, (input,), (x,), (lo, hi))
 
 
 def _clamp_scalar(bound: Any, dt: np.dtype) -> Any:
     """A scalar bound converted to the result dtype (checked); NaN bounds stay NaN."""
-    if bound is None or (type(bound) is float and dt.kind in "fc"
-                         and -65504.0 <= bound <= 65504.0):
+    if bound is None or ((type(bound) is float or type(bound) is int) and dt.kind in "fc"
+                         and -65504 <= bound <= 65504):
         return bound
     return _dtype.scalar_to(bound, _dtype._FROM_NP[dt])
 

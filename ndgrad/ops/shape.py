@@ -320,7 +320,8 @@ def _slice_backward_fwd(g, index, shape):
 
 def _index_backward_fwd(g, index, shape):
     out = np.zeros(shape, dtype=g.dtype)
-    np.add.at(out, index, g)
+    if g.size or _empty_selection(shape, index) is None:
+        np.add.at(out, index, g)
     return out
 
 
@@ -340,8 +341,50 @@ def _advanced_vjp(ctx, g):
     return apply(INDEX_BACKWARD, (g,), (g._data,), (ctx._args[0], ctx.input_shape(0)))
 
 
+def _index_layout(idx: tuple, ndim: int) -> Any:
+    """(item, first dim it indexes) for the items of a normalized index, ``...`` resolved."""
+    specified = sum(_index_dims(it) for it in idx)
+    d = 0
+    for it in idx:
+        yield it, d
+        d += ndim - specified if it is Ellipsis else _index_dims(it)
+
+
+def _indexes_empty_dim(idx: tuple, shape: tuple) -> bool:
+    """Whether an index array with elements indexes a dim of size 0 (PyTorch checks that
+    first, even when the result is empty)."""
+    return any(isinstance(it, np.ndarray) and it.dtype != np.bool_ and it.size
+               and d < len(shape) and shape[d] == 0 for it, d in _index_layout(idx, len(shape)))
+
+
+def _empty_selection(shape: tuple, idx: tuple) -> Any:
+    """The shape of ``x[idx]`` when it has no element although an index array holds
+    out-of-range entries (PyTorch checks only the positions it reads), else None."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    if _indexes_empty_dim(idx, shape):
+        return None
+    dummy, safe = list(shape), []   # zero-size dims read through an index array become 1
+    for it, d in _index_layout(idx, len(shape)):
+        if isinstance(it, np.ndarray) and it.dtype != np.bool_ and d < len(shape):
+            dummy[d] = n = max(shape[d], 1)
+            it = np.clip(it, -n, n - 1)
+        safe.append(it)
+    try:
+        out = np.broadcast_to(np.zeros((), np.bool_), tuple(dummy))[tuple(safe)].shape
+    except IndexError:
+        return None
+    return out if 0 in out else None
+
+
 def _getitem_fwd(x, index):
-    out = x[index]
+    try:
+        out = x[index]
+    except IndexError:
+        shape = _empty_selection(x.shape, index)
+        if shape is None:
+            raise
+        return np.zeros(shape, dtype=x.dtype)
     if type(out) is not np.ndarray:
         out = x[index + (Ellipsis,)]   # all-integer index: a 0-d view, not a NumPy scalar copy
     return out
@@ -406,6 +449,10 @@ def _sequence_index(seq: Any) -> Any:
             return _byte_mask(seq)
         arr = seq
     else:
+        if type(seq) is list and seq and all(type(v) is int for v in seq):
+            arr = np.array(seq)            # plain ints (the common case)
+            if arr.dtype == np.int64:
+                return arr
         from .._creation import _infer_array
         arr = _infer_array(seq, _dtype.int64)
         if arr.dtype.kind == "O":
@@ -430,55 +477,143 @@ def _index_slice(sl: slice) -> slice:
 def _normalize_index(index: Any, shape: tuple) -> tuple:
     """Convert an index to NumPy form (Note [Python indices]); return (index, is_basic, node
     name). Masks made from uint8 data are ``_ByteMask`` arrays."""
-    out = []
-    basic = True
-    for it in _index_tuple(index):
-        if isinstance(it, Tensor):
-            d = it._data
-            if d.dtype == np.uint8:
-                it = _byte_mask(d)
-                basic = False
-            elif d.dtype.kind == "b":
-                it = d
-                basic = False
-            elif d.dtype.kind in "iu" and d.ndim == 0:
-                it = int(d)
-            elif d.dtype in _INDEX_DTYPES:
-                it = d
-                basic = False
-            else:
-                raise IndexError(_BAD_INDEX_TENSOR)
-        elif it is None or it is Ellipsis:
-            pass
-        elif isinstance(it, slice):
-            it = _index_slice(it)
-        elif isinstance(it, bool):
-            basic = False
-        elif isinstance(it, (int, np.integer)):
-            it = int(it)
-            if not -2 ** 63 <= it < 2 ** 63:
-                raise ValueError("Overflow when unpacking long long")
-        elif isinstance(it, (str, bytes)):
-            raise TypeError(f"new(): invalid data type '{type(it).__name__}'")
-        elif isinstance(it, _SEQUENCES):
-            it = _sequence_index(it)
-            if isinstance(it, np.ndarray):
-                basic = False
-        else:
-            raise IndexError(_NOT_AN_INDEX.format(type_name(it)))
-        out.append(it)
+    fast = _simple_index(index, shape)
+    if fast is not None:
+        return fast
+    items = _index_tuple(index)
     ndim = len(shape)
-    specified = sum(_index_dims(it) for it in out)
+    specified = sum(_raw_index_dims(it) for it in items)
     if specified > ndim:
         if ndim == 0 and isinstance(index, slice):
+            _index_slice(index)
             raise IndexError("slice() cannot be applied to a 0-dim tensor.")
         if ndim == 0 and isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+            if index != 0:
+                raise IndexError(f"index {index} is out of bounds for dimension 0 with size 0")
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    out = []
+    basic = True
+    bad = None        # the first item PyTorch refuses: raised after the items before it
+    for it in items:
+        try:
+            it, advanced = _index_item(it)
+        except (IndexError, TypeError, ValueError) as e:
+            # A refused index tensor is noticed only once the basic items are applied.
+            late = isinstance(it, Tensor)
+            bad = bad or (len(items) if late else len(out), e)
+            it, advanced = slice(None), False
+        basic = basic and not advanced
+        out.append(it)
+    # PyTorch applies the items in order, naming a dim by the item's position: an integer out
+    # of range is reported before a bad slice after it, and before any index array.
+    for k, (it, d) in enumerate(_index_layout(out, ndim)):
+        if bad is not None and k >= bad[0]:
+            break
+        if type(it) is int and d < ndim and not -shape[d] <= it < shape[d]:
+            raise IndexError(f"index {it} is out of bounds for dimension {k} with size "
+                             f"{shape[d]}")
+    if bad is not None:
+        raise bad[1]
     if sum(it is Ellipsis for it in out) > 1:
         out = _expand_ellipses(out, ndim - specified)
     return tuple(out), basic, _basic_name(out)
+
+
+_BASIC_ITEM_TYPES = (int, slice, type(None), type(Ellipsis))
+_INT_OR_NONE = (int, type(None))
+
+
+def _simple_index(index: Any, shape: tuple) -> Any:
+    """``_normalize_index`` for the common indices that need no conversion: in-range ints,
+    plain slices, None, one ``...``, or one int64/bool index tensor. None otherwise."""
+    t = type(index)
+    if t is Tensor:
+        d = index._data
+        if d.ndim and shape and (d.dtype == np.int64 or (d.dtype == np.bool_ and d.ndim <= len(
+                shape))):
+            return (d,), False, "AliasBackward0"
+        return None
+    if t is list:
+        if shape and index and all(type(v) is int for v in index):
+            arr = np.array(index)
+            if arr.dtype == np.int64:
+                return (arr,), False, "AliasBackward0"
+        return None
+    items = index if t is tuple else (index,) if t in _BASIC_ITEM_TYPES else None
+    if items is None or len(items) > len(shape) + 2:
+        return None
+    ndim = len(shape)
+    specified = ellipses = 0
+    for it in items:
+        ti = type(it)
+        if ti is int:
+            specified += 1
+        elif ti is slice:
+            specified += 1
+            if not (type(it.start) in _INT_OR_NONE and type(it.stop) in _INT_OR_NONE
+                    and (it.step is None or (type(it.step) is int and it.step > 0))):
+                return None
+        elif it is Ellipsis:
+            ellipses += 1
+        elif it is not None:
+            return None
+    if specified > ndim or ellipses > 1:
+        return None
+    d = 0
+    for it in items:
+        if type(it) is int:
+            if not -shape[d] <= it < shape[d]:
+                return None
+            d += 1
+        elif type(it) is slice:
+            d += 1
+        elif it is Ellipsis:
+            d += ndim - specified
+    return items, True, _basic_name(items)
+
+
+def _index_item(it: Any) -> tuple:
+    """One item of a Python index in NumPy form, and whether it is an advanced index."""
+    if isinstance(it, Tensor):
+        d = it._data
+        if d.dtype == np.uint8:
+            return _byte_mask(d), True
+        if d.dtype.kind == "b":
+            return d, True
+        if d.dtype.kind in "iu" and d.ndim == 0:
+            return int(d), False
+        if d.dtype in _INDEX_DTYPES:
+            return d, True
+        raise IndexError(_BAD_INDEX_TENSOR)
+    if it is None or it is Ellipsis:
+        return it, False
+    if isinstance(it, slice):
+        return _index_slice(it), False
+    if isinstance(it, bool):
+        return it, True
+    if isinstance(it, (int, np.integer)):
+        if not -2 ** 63 <= int(it) < 2 ** 63:
+            raise ValueError("Overflow when unpacking long long")
+        return int(it), False
+    if isinstance(it, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(it).__name__}'")
+    if isinstance(it, _SEQUENCES):
+        it = _sequence_index(it)
+        return it, isinstance(it, np.ndarray)
+    raise IndexError(_NOT_AN_INDEX.format(type_name(it)))
+
+
+def _raw_index_dims(it: Any) -> int:
+    """The dims an item of a Python index counts for in PyTorch's "too many indices" check,
+    made before the items are read: a bool or uint8 tensor its ndim, None, ``...`` and Python
+    bools nothing, anything else one."""
+    if isinstance(it, (Tensor, np.ndarray)):
+        d = it._data if isinstance(it, Tensor) else it     # ndarrays: an index normalized before
+        return d.ndim if d.dtype == np.bool_ or (isinstance(it, Tensor) and d.dtype == np.uint8) \
+            else 1
+    return 0 if it is None or it is Ellipsis or it is True or it is False else 1
 
 
 def _index_dims(it: Any) -> int:
@@ -539,11 +674,54 @@ def _index_error(err: IndexError, shape: tuple, idx: tuple = ()) -> IndexError:
                               "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         return IndexError(f"too many indices for tensor of dimension {len(shape)}")
     m = _OUT_OF_BOUNDS.match(msg)
+    if m is not None and _indexes_empty_dim(idx, shape):
+        return IndexError("index is out of bounds for dimension with size 0")
     if m is not None:
+        first = _first_out_of_range(idx, shape)
+        if first is not None:
+            return IndexError("index {} is out of bounds for dimension {} with size {}".format(
+                *first))
         return IndexError(f"index {m.group(1)} is out of bounds for dimension "
                           f"{_tensor_index_pos(idx, int(m.group(2)), len(shape))} with size "
                           f"{m.group(3)}")
+    m = _NOT_BROADCAST.match(msg)
+    if m is not None:
+        shapes = ", ".join(str([int(n) for n in g.split(",") if n])
+                           for g in re.findall(r"\(([^)]*)\)", m.group(1)))
+        return IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                          f"with shapes {shapes}")
     return IndexError(msg.replace("axis", "dimension"))
+
+
+_NOT_BROADCAST = re.compile(r"shape mismatch: indexing arrays could not be broadcast together "
+                            r"with shapes (.*)")
+
+
+def _first_out_of_range(idx: tuple, shape: tuple) -> Any:
+    """(value, position among the index tensors, size) of the out-of-range index PyTorch
+    meets first: it walks the broadcast index element by element, dims in order."""
+    arrays, k = [], 0
+    for it, d in _index_layout(idx, len(shape)):
+        if isinstance(it, bool):
+            k += 1
+        elif isinstance(it, np.ndarray):
+            if it.dtype != np.bool_:
+                arrays.append((it, k, shape[d]))
+            k += max(it.ndim, 1) if it.dtype == np.bool_ else 1
+    try:
+        bcast = np.broadcast_arrays(*(a for a, _, _ in arrays))
+    except ValueError:
+        return None
+    if not arrays or bcast[0].size == 0:
+        return None
+    bad = np.stack([(b < -n) | (b >= n) for b, (_, _, n) in zip(bcast, arrays)]).reshape(
+        len(arrays), -1)
+    hit = bad.any(axis=0)
+    if not hit.any():
+        return None
+    e = int(np.argmax(hit))
+    j = int(np.argmax(bad[:, e]))
+    return int(bcast[j].reshape(-1)[e]), arrays[j][1], arrays[j][2]
 
 
 def _tensor_index_pos(idx: tuple, axis: int, ndim: int) -> int:
@@ -567,20 +745,40 @@ def _tensor_index_pos(idx: tuple, axis: int, ndim: int) -> int:
 
 
 def _check_masks(idx: tuple, shape: tuple) -> None:
-    """PyTorch's error for a bool mask whose shape differs from the dimensions it indexes."""
-    pos = next((i for i, it in enumerate(idx) if it is Ellipsis), None)
-    head, tail = (idx, ()) if pos is None else (idx[:pos], idx[pos + 1:])
-    dims_of = _index_dims
-    start_tail = len(shape) - sum(dims_of(it) for it in tail)
-    for items, d in ((head, 0), (tail, start_tail)):
-        for it in items:
-            if isinstance(it, np.ndarray) and it.dtype == np.bool_:
-                for k, s in enumerate(it.shape):
-                    if d + k < len(shape) and s != shape[d + k]:
-                        raise IndexError(
-                            f"The shape of the mask {list(it.shape)} at index {k} does not match "
-                            f"the shape of the indexed tensor {list(shape)} at index {d + k}")
-            d += dims_of(it)
+    """PyTorch's error for a bool mask whose shape differs from the dimensions it indexes,
+    worded with the shape the tensor has once the basic items are applied (integers drop a
+    dim, None and bools insert one)."""
+    if not any(isinstance(it, np.ndarray) and it.dtype == np.bool_ for it in idx):
+        return
+    ndim = len(shape)
+    rest = ndim - sum(_index_dims(it) for it in idx)
+    d = 0
+    res: list = []
+    masks = []
+    for it in idx:
+        if it is Ellipsis:
+            res.extend(shape[d:d + rest])
+            d += rest
+        elif it is None or isinstance(it, bool) or (isinstance(it, np.ndarray)
+                                                   and it.dtype == np.bool_ and it.ndim == 0):
+            res.append(1)
+        elif isinstance(it, slice):
+            res.append(len(range(*it.indices(shape[d]))) if d < ndim else 0)
+            d += 1
+        elif isinstance(it, np.ndarray):
+            n = _index_dims(it)
+            if it.dtype == np.bool_:
+                masks.append((it, len(res)))
+            res.extend(shape[d:d + n])
+            d += n
+        else:
+            d += 1
+    res.extend(shape[d:])
+    for m, p in masks:
+        for k, n in enumerate(m.shape):
+            if p + k < len(res) and n != res[p + k]:
+                raise IndexError(f"The shape of the mask {list(m.shape)} at index {k} does not "
+                                 f"match the shape of the indexed tensor {res} at index {p + k}")
 
 
 def getitem(input: Tensor, index: Any) -> Tensor:
@@ -597,12 +795,11 @@ def _getitem(input: Tensor, idx: tuple, basic: bool, name: str) -> Tensor:
     """``getitem`` with a normalized index (``_normalize_index``)."""
     x = input._data
     if not basic:
-        _check_masks(idx, x.shape)
         split = _split_advanced(idx, x.shape)
         if split is not None:
             view = _getitem(input, split[0], True, _basic_name(split[0]))
             input, x, idx = view, view._data, split[1]
-            _check_masks(idx, x.shape)
+        _check_masks(idx, x.shape)
     try:
         if basic:
             return apply(_BASIC[name], (input,), (x,), (idx,))
@@ -647,7 +844,8 @@ def _getitem_raw(g: Tensor, idx: tuple) -> Tensor:
 
 def _zero_at_fwd(g, index):
     out = g.copy()
-    out[index] = 0
+    if _empty_selection(g.shape, index) is None:
+        out[index] = 0
     return out
 
 
@@ -658,7 +856,12 @@ ZERO_AT = Op("_zero_at", "IndexPutBackward0", _zero_at_fwd,
 
 def _index_put_fwd(x, v, index):
     out = x.copy()
-    out[index] = v
+    try:
+        out[index] = v
+    except IndexError:
+        if _empty_selection(x.shape, index) is None:
+            raise
+        np.broadcast_to(v, _empty_selection(x.shape, index))    # the shapes must still agree
     return out
 
 
@@ -685,7 +888,11 @@ SETITEM_FILL = Op("setitem", "FillBackward3", _index_put_fwd, _index_put_vjp,
 
 def _index_put_acc_fwd(x, v, index):
     out = x.copy()
-    np.add.at(out, index, v)
+    try:
+        np.add.at(out, index, v)
+    except IndexError:
+        if _empty_selection(x.shape, index) is None:
+            raise
     return out
 
 

@@ -619,6 +619,9 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value``: basic indexing copies into a view (``CopySlices`` on ``self``);
     an index covering everything writes ``self`` directly; advanced indexing is ``index_put_``."""
     from . import shape
+    if index is False:           # PyTorch writes nothing and records nothing (shapes unchecked)
+        _setitem_value(self, value)
+        return
     idx, basic, name = shape._normalize_index(index, self._data.shape)
     if (self._requires_grad and self._grad_fn is None and _state.enabled
             and shape._writes_view(idx, basic, self._data.shape)):
