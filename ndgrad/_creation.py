@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 import numpy as np
@@ -74,8 +75,8 @@ def _ragged_message(data: Any) -> str:
     return walk(data, 0) or "could not build a tensor from ragged nested sequences"
 
 
-def _infer_array(data: Any, explicit_dtype: bool = False) -> np.ndarray:
-    """``data`` as an ndarray of the inferred dtype. With ``explicit_dtype`` the caller casts
+def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray:
+    """``data`` as an ndarray of the inferred dtype. With a ``target`` dtype the caller casts
     afterwards, so Python numbers keep full precision until then (no float32 detour)."""
     if isinstance(data, Tensor):
         return data._data.copy()
@@ -89,13 +90,18 @@ def _infer_array(data: Any, explicit_dtype: bool = False) -> np.ndarray:
     except ValueError:
         raise ValueError(_ragged_message(data)) from None
     kind = arr.dtype.kind
-    if explicit_dtype and kind in "fiucb":
+    if kind == "O" or (kind == "f" and arr.size and abs(arr).max() >= 2.0 ** 63):
+        arr = _big_ints(data, arr, target)
+        kind = arr.dtype.kind
+    if target is not None and kind in "fiucb":
         return arr
     if kind == "f" or arr.dtype.name == "bfloat16":
         if not _contains_tensor(data):
             arr = arr.astype(_dtype.get_default_dtype().np)
     elif kind in "iu":
         if not _contains_tensor(data):
+            if kind == "u" and arr.size and arr.max() > 2 ** 63 - 1:
+                raise ValueError("Overflow when unpacking long long")
             arr = arr.astype(np.int64)
     elif kind == "c":
         if not _contains_tensor(data):
@@ -105,6 +111,31 @@ def _infer_array(data: Any, explicit_dtype: bool = False) -> np.ndarray:
     else:
         raise TypeError(f"Could not infer dtype of {type(data).__name__}")
     return arr
+
+
+def _big_ints(data: Any, arr: np.ndarray, target: Optional[_dtype.dtype]) -> np.ndarray:
+    """Python ints beyond int64 (NumPy keeps them as objects, or turns them into floats next to
+    other ints). PyTorch reads them as floats when the target dtype or another element is a
+    float, and refuses them otherwise."""
+    items = arr.reshape(-1).tolist() if arr.dtype.kind == "O" else list(_leaves(data))
+    if not all(isinstance(v, (int, float, complex)) for v in items):
+        return arr                       # not numbers: reported by the caller
+    if target is _dtype.bool:
+        return np.array([bool(v) for v in items]).reshape(arr.shape)
+    if any(isinstance(v, complex) for v in items) or (target is not None and target.is_complex):
+        return np.array([complex(v) for v in items]).reshape(arr.shape)
+    if any(isinstance(v, float) for v in items) or (target is not None
+                                                     and target.is_floating_point):
+        return np.array([float(v) for v in items]).reshape(arr.shape)
+    raise ValueError("Overflow when unpacking long long")
+
+
+def _leaves(data: Any) -> Any:
+    if isinstance(data, (list, tuple)):
+        for item in data:
+            yield from _leaves(item)
+    else:
+        yield data
 
 
 def _contains_tensor(data: Any) -> bool:
@@ -125,9 +156,12 @@ def tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
     >>> ndgrad.tensor([[1.0, 2.0]], requires_grad=True)
     tensor([[1., 2.]], requires_grad=True)
     """
-    arr = _infer_array(data, explicit_dtype=dtype is not None)
-    if dtype is not None:
-        arr = arr.astype(_dtype.to_dtype(dtype).np, copy=False)
+    d = _dtype.to_dtype(dtype) if dtype is not None else None
+    arr = _infer_array(data, d)
+    if d is not None:
+        if not isinstance(data, (Tensor, np.ndarray)):
+            _dtype.check_data(arr, d)  # Python numbers (Note [Python numbers into a dtype])
+        arr = arr.astype(d.np, copy=False)
     return _finish(arr, requires_grad, device)
 
 
@@ -178,10 +212,14 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
-    if dtype is None:
-        dtype = _dtype.result_type(fill_value)
-    return _finish(np.full(_as_shape((size,)), fill_value, dtype=_resolve(dtype)),
-                   requires_grad, device)
+    d = _dtype.result_type(fill_value) if dtype is None else _dtype.to_dtype(dtype)
+    value = _dtype.scalar_to(_fill_value(fill_value), d)
+    return _finish(np.full(_as_shape((size,)), value, dtype=d.np), requires_grad, device)
+
+
+def _fill_value(v: Any) -> Any:
+    # A one-element tensor is read as its number (PyTorch's Scalar argument).
+    return v.item() if isinstance(v, Tensor) else v
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
@@ -194,25 +232,63 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     """
     if end is None:
         start, end = 0, start
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    lo, hi, st = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
-    if (hi > lo and st < 0) or (hi < lo and st > 0):
-        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
-    if dtype is None:
-        is_float = any(isinstance(v, float) or (isinstance(v, Tensor) and v.is_floating_point())
-                       for v in (start, end, step))
-        dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    return _finish(np.arange(*vals).astype(_resolve(dtype)), requires_grad, device)
+    if dtype is None:
+        is_float = any(isinstance(v, (float, np.floating)) for v in vals)
+        dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
+    d = _dtype.to_dtype(dtype)
+    if d is _dtype.bool or d.is_complex:
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{d._torch_name}'")
+    # PyTorch reads the bounds in int64 (integer dtypes) or double, checked, then computes the
+    # length from those: arange(0, 3.5, dtype=int64) has 3 elements.
+    integral = d._category == _dtype._INT
+    lo, hi, st = (_dtype.scalar_to(v, _dtype.int64 if integral else _dtype.float64) for v in vals)
+    if not integral and not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"unsupported range: {lo:g} -> {hi:g}")
+    if not (st > 0 or st < 0):
+        raise RuntimeError("step must be nonzero")
+    if not ((st > 0 and hi >= lo) or (st < 0 and hi <= lo)):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    n = -((lo - hi) // st) if integral else math.ceil((hi - lo) / st)
+    if not 0 <= n <= 2 ** 63 - 1:
+        raise RuntimeError("invalid size, possible overflow?")
+    if integral:
+        with np.errstate(over="ignore"):
+            arr = np.arange(n, dtype=np.int64) * np.int64(st) + np.int64(lo)
+    else:
+        arr = lo + st * np.arange(n, dtype=np.float64)
+    return _finish(arr.astype(d.np), requires_grad, device)
 
 
-def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    return _finish(np.linspace(start, end, steps).astype(_resolve(dtype)), requires_grad, device)
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end)]
+    if dtype is None:
+        cplx = any(isinstance(v, (complex, np.complexfloating)) for v in vals)
+        d = _dtype.get_default_dtype().to_complex() if cplx else _dtype.get_default_dtype()
+    else:
+        d = _dtype.to_dtype(dtype)
+    # PyTorch converts the bounds to the dtype (checked), then fills the first half forwards
+    # from ``start`` and the second half backwards from ``end``, with a double step for
+    # integer dtypes.
+    lo, hi = (_dtype.scalar_to(v, d) for v in vals)
+    if d._category == _dtype._INT:
+        work = np.float64
+    else:
+        work = d.np.type if d.itemsize > 2 or d.is_complex else np.float32
+    lo_w, hi_w = np.asarray(lo, dtype=work), np.asarray(hi, dtype=work)
+    idx = np.arange(steps)
+    with np.errstate(all="ignore"):
+        step = (hi_w - lo_w) / work(max(steps - 1, 1)) if steps > 1 else work(0)
+        half = steps // 2
+        arr = np.where(idx < half, lo_w + step * idx.astype(work),
+                       hi_w - step * (steps - idx - 1).astype(work))
+        if steps == 1:
+            arr = np.full(1, lo_w)
+    return _finish(arr.astype(d.np), requires_grad, device)
 
 
 def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = None,
@@ -273,8 +349,34 @@ def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
     if high is None:
         raise TypeError("randint() missing required argument 'size'")
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    _check_random_bounds(low, high, d)
     arr = _RNG.gen.integers(low, high, size=_as_shape((size,))).astype(d.np)
     return _finish(arr, requires_grad, device)
+
+
+_RANDOM_TYPE_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short int",
+                      "int32": "int", "int64": "long int", "bool": "bool"}
+
+
+def _check_random_bounds(low: Any, high: Any, d: _dtype.dtype) -> None:
+    """PyTorch's checks of ``randint``'s bounds against int64 and an integer or bool dtype."""
+    for v in (low, high):
+        if isinstance(v, int) and not -2 ** 63 <= v <= 2 ** 63 - 1:
+            raise ValueError("Overflow when unpacking long long")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    if d.is_complex:
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and "
+                           "boolean types")
+    rng = (0, 1) if d is _dtype.bool else _dtype._INT_RANGE.get(d)
+    if rng is None:
+        return
+    name = _RANDOM_TYPE_NAMES[d.name]
+    if not rng[0] <= low <= rng[1]:
+        raise RuntimeError(f"from is out of bounds for {name}")
+    if not rng[0] <= high - 1 <= rng[1]:
+        raise RuntimeError(f"to - 1 is out of bounds for {name}")
 
 
 def _like(t: Tensor, dtype: Any) -> tuple:
@@ -321,7 +423,8 @@ def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any 
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """``fill_value`` everywhere, with the shape (and, by default, the layout) of ``input``."""
     shape, nd = _like(input, dtype)
-    arr = _like_layout(input, np.full(shape, fill_value, dtype=nd), memory_format, "full_like")
+    value = _dtype.scalar_to(_fill_value(fill_value), _dtype._FROM_NP[nd])
+    arr = _like_layout(input, np.full(shape, value, dtype=nd), memory_format, "full_like")
     return _finish(arr, requires_grad, device)
 
 

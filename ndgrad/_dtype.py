@@ -226,3 +226,140 @@ def _promote_category(low: dtype, high: dtype) -> dtype:
     if high._category == _COMPLEX and low._category == _FLOAT:
         return complex128 if low is float64 else complex64
     return high
+
+
+# ---------------------------------------------------------------------------- Python numbers
+# Note [Python numbers into a dtype]
+# PyTorch turns a Python number into an element of a dtype in three ways; NumPy alone would
+# raise, wrap or round differently, so every such place goes through one of these helpers.
+# * checked (``fill_``, ``full``, ``masked_fill``, scalar clamp bounds, ``alpha``, a scalar
+#   exponent, ``where`` with a scalar, ``x[i] = number`` ...): ``scalar_to``. A value the dtype
+#   cannot hold raises "value cannot be converted to type <C type> without overflow": floats
+#   outside the range, NaN and infinities into integer types, finite values beyond the largest
+#   float of a floating type, a nonzero imaginary part into a real type. Unsigned types accept
+#   negative ints down to -max (two's complement: uint8 takes -1 as 255); bool takes anything.
+#   ``where`` and ``x[i] = number`` let float16 and bfloat16 round to inf (``relaxed``).
+# * wrapped (arithmetic, comparisons and bitwise ops with a Python int): ``wrap_int``. The
+#   number is cast like an int64 tensor would be, so it wraps around (uint8 + 300 adds 44).
+# * an element of ``tensor(data, dtype=...)`` given as Python numbers: ``check_data``. Ints
+#   must fit int64, then both ints and floats are checked against an integer dtype as above;
+#   floats round freely into a floating dtype (1e40 becomes inf); complex into a real dtype is
+#   a TypeError. Tensors and ndarrays are cast without any check.
+# Python ints outside [-2**63, 2**64) cannot be scalars at all (``_int_scalar``).
+_INT_RANGE = {uint8: (0, 255), int8: (-128, 127), int16: (-2 ** 15, 2 ** 15 - 1),
+              int32: (-2 ** 31, 2 ** 31 - 1), int64: (-2 ** 63, 2 ** 63 - 1)}
+_FLOAT_MAX = {float16: 65504.0, bfloat16: 3.3895313892515355e+38,
+              float32: 3.4028234663852886e+38, float64: 1.7976931348623157e+308,
+              complex64: 3.4028234663852886e+38, complex128: 1.7976931348623157e+308}
+_C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+            "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "float32": "float", "float64": "double", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>", "bool": "bool"}
+
+
+def overflow_error(d: dtype, short: _pybool = False) -> RuntimeError:
+    """PyTorch's error for a number ``d`` cannot hold (``short``: the dtype's own name, as
+    ``tensor()`` words it, instead of the C type)."""
+    name = d.name if short else _C_NAMES[d.name]
+    return RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
+def _int_scalar(v: _pyint) -> _pyint:
+    if v >= 2 ** 64:
+        raise OverflowError("int too big to convert")
+    if v < -2 ** 63:
+        raise OverflowError("can't convert negative int to unsigned")
+    return v
+
+
+def _real_fits(f: _pyfloat, d: dtype) -> _pybool:
+    if d._category == _INT:
+        lo, hi = _INT_RANGE[d]
+        return lo <= f <= hi             # exact float/int comparison; False for NaN
+    return not (abs(f) > _FLOAT_MAX[d]) or f != f or abs(f) == _inf
+
+
+_inf = _pyfloat("inf")
+
+
+def scalar_to(value, d: dtype, relaxed: _pybool = False):
+    """``value`` (a Python or NumPy number) converted to dtype ``d`` with PyTorch's overflow
+    check (see Note [Python numbers into a dtype]); returns a Python number NumPy stores into
+    an array of ``d`` unchanged. ``relaxed``: float16 and bfloat16 round out-of-range values to
+    infinity instead.
+
+    >>> from ndgrad._dtype import scalar_to, uint8
+    >>> scalar_to(-1, uint8)
+    255
+    >>> scalar_to(300, uint8)
+    Traceback (most recent call last):
+    RuntimeError: value cannot be converted to type uint8_t without overflow
+    """
+    if type(value) is _pyfloat and d._category == _FLOAT and -65504.0 <= value <= 65504.0:
+        return value                     # the common case: fits every floating type
+    if isinstance(value, (_pybool, np.bool_)):
+        return _pybool(value)
+    if isinstance(value, (_pyint, np.integer)):
+        v = _int_scalar(_pyint(value))
+        if d._category == _INT:
+            lo, hi = _INT_RANGE[d]
+            if v > hi or v < (-hi if lo == 0 else lo):
+                raise overflow_error(d)
+            return v % (hi + 1) if v < lo else v
+        if d is bool:
+            return v != 0
+        if d._category == _FLOAT and abs(v) > _FLOAT_MAX[d] and not (relaxed and d.itemsize == 2):
+            raise overflow_error(d)
+        return v
+    if isinstance(value, (_pycomplex, np.complexfloating)):
+        c = _pycomplex(value)
+        if d is bool:
+            return c != 0
+        if d._category == _COMPLEX:
+            if not (_real_fits(c.real, d) and _real_fits(c.imag, d)):
+                raise overflow_error(d)
+            return c
+        if c.imag != 0:
+            raise overflow_error(d)
+        value = c.real
+    f = _pyfloat(value)
+    if d is bool:
+        return f != 0
+    if not _real_fits(f, d) and not (relaxed and d.itemsize == 2 and d._category == _FLOAT):
+        raise overflow_error(d)
+    return _pyint(f) if d._category == _INT else f
+
+
+def wrap_int(value: _pyint, d: dtype) -> _pyint:
+    """A Python int operand of an integer tensor of dtype ``d``, wrapped around as PyTorch's
+    cast of an int64 scalar does (``uint8 + 300`` adds 44)."""
+    lo, hi = _INT_RANGE[d]
+    if lo <= value <= hi:
+        return value
+    _int_scalar(value)
+    span = (hi - lo) + 1
+    v = value % span
+    return v - span if v > hi else v
+
+
+def check_data(arr: np.ndarray, d: dtype) -> None:
+    """Check Python numbers (gathered in ``arr``, of their own inferred NumPy dtype) before
+    ``tensor(data, dtype=d)`` casts them, as PyTorch checks each element."""
+    kind = arr.dtype.kind
+    if d is bool or arr.size == 0 or kind == "b":
+        return
+    if kind == "c" and d._category != _COMPLEX:
+        if d._category == _INT:
+            raise TypeError("'complex' object cannot be interpreted as an integer")
+        raise TypeError("must be real number, not complex")
+    if d._category != _INT:
+        return
+    if kind == "u" and arr.max() > 2 ** 63 - 1:
+        raise ValueError("Overflow when unpacking long long")
+    lo, hi = _INT_RANGE[d]
+    if kind in "iu":
+        mn, mx = _pyint(arr.min()), _pyint(arr.max())
+        if mx > hi or mn < (-hi if lo == 0 else lo):
+            raise overflow_error(d, short=True)
+    elif kind == "f" and not (lo <= _pyfloat(arr.min()) and _pyfloat(arr.max()) <= hi):
+        raise overflow_error(d, short=True)      # also NaN: its comparisons are False

@@ -249,8 +249,7 @@ def _fail_elements(fn: str, param: Param, where: str, values: Any) -> None:
 
 
 def _fail_varargs(fn: str, param: Param, values: tuple) -> None:
-    if len(values) == 1 and not isinstance(values[0], (tuple, list)) and not (
-            type(values[0]) is int):
+    if len(values) == 1 and not isinstance(values[0], (tuple, list)) and type(values[0]) is not int:
         raise TypeError(f"{fn}(): argument '{param.name}' (position 1) must be tuple of ints, "
                         f"not {_typename(values[0])}")
     if len(values) == 1 and isinstance(values[0], (tuple, list)):

@@ -13,9 +13,8 @@ from typing import Any
 import numpy as np
 
 from . import _dtype, _signature, ops
-from .autograd.grad_mode import _state as _grad_state
 from .ops import views_inplace as _inplace
-from .ops._util import is_scalar, to_tensor
+from .ops._util import check_tensor, is_scalar, to_tensor
 from .tensor import Tensor
 
 
@@ -102,23 +101,32 @@ def _rpow(self: Tensor, other: Any) -> Tensor:
 
 
 def _rmatmul(self: Tensor, other: Any) -> Tensor:
+    if not isinstance(other, np.ndarray):
+        return NotImplemented          # PyTorch: TypeError "unsupported operand type(s) for @"
     return ops.matmul(to_tensor(other), self)
 
 
-def _matmul(self: Tensor, other: Any) -> Tensor:
+def _matmul_op(self: Tensor, other: Any) -> Tensor:
     if not isinstance(other, Tensor):
-        if isinstance(other, np.ndarray):
-            other = to_tensor(other)
-        else:
+        if not isinstance(other, np.ndarray):
             return NotImplemented
+        other = to_tensor(other)
     return ops.matmul(self, other)
 
 
+def _tensor_arg_method(fn: Any, name: str, arg: str):
+    """The method ``name`` of ``fn(self, other)``: a non-tensor ``other`` gets PyTorch's
+    TypeError, which counts arguments after ``self``."""
+    def method(self: Tensor, other: Any) -> Tensor:
+        if not isinstance(other, Tensor):
+            check_tensor(other, name, arg, 1)
+        return fn(self, other)
+    method.__name__ = name
+    method.__doc__ = fn.__doc__
+    return method
+
+
 def _setitem(self: Tensor, index: Any, value: Any) -> None:
-    if (self._requires_grad and self._grad_fn is None and _grad_state.enabled
-            and ops.shape.setitem_writes_view(self, index)):
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
-                           "in-place operation.")
     _inplace.setitem(self, index, value)
 
 
@@ -277,7 +285,7 @@ _METHODS = {
     "floor_divide": lambda s, o: ops.pointwise.floor_divide(s, o),
     "__pow__": _operator(lambda s, o: ops.pow(s, o), "__pow__"),
     "__rpow__": _operator(_rpow, "__rpow__"),
-    "__matmul__": _matmul,
+    "__matmul__": _matmul_op,
     "__rmatmul__": _operator(_rmatmul, "__rmatmul__"),
     "__neg__": lambda s: ops.neg(s),
     "__pos__": lambda s: s,
@@ -338,7 +346,11 @@ _METHODS = {
     "sum_to_size": ops.sum_to_size, "_sum_to_checked": ops.reduction.sum_to_checked,
     "all": ops.reduction.all_, "any": ops.reduction.any_, "gather": ops.gather,
     # linear algebra
-    "matmul": _matmul, "mm": ops.mm, "bmm": ops.bmm, "mv": ops.mv, "dot": ops.dot,
+    "matmul": _tensor_arg_method(ops.matmul, "matmul", "other"),
+    "mm": _tensor_arg_method(ops.mm, "mm", "mat2"),
+    "bmm": _tensor_arg_method(ops.bmm, "bmm", "mat2"),
+    "mv": _tensor_arg_method(ops.mv, "mv", "vec"),
+    "dot": _tensor_arg_method(ops.dot, "dot", "tensor"),
     "norm": lambda s, p="fro", dim=None, keepdim=False, dtype=None: ops.norm(
         s, p, dim, keepdim, dtype=dtype),
     # shapes and views

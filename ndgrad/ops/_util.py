@@ -33,11 +33,19 @@ def to_tensor(x: Any) -> Tensor:
     return tensor(x)
 
 
-def check_tensor(x: Any, fn: str, arg: str = "input") -> Tensor:
+def check_tensor(x: Any, fn: str, arg: str = "input", pos: int = 1) -> Tensor:
+    """``x`` if it is a Tensor, else PyTorch's argument TypeError."""
     if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
+        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                        f"{type_name(x)}")
     return x
+
+
+def type_name(x: Any) -> str:
+    """The type of ``x`` as PyTorch's messages name it (``int``, ``numpy.ndarray`` ...)."""
+    t = type(x)
+    mod = t.__module__.split(".")[0]
+    return f"{mod}.{t.__name__}" if mod == "numpy" else t.__name__
 
 
 def promote_pair(a: Tensor, b: Tensor) -> tuple:
@@ -57,6 +65,19 @@ def promote_scalar(arr: np.ndarray, s: Any) -> np.ndarray:
         rt = _dtype.result_type(_wrap(arr), s)
         return arr.astype(rt.np)
     return arr
+
+
+def scalar_operand(arr: np.ndarray, s: Any) -> tuple:
+    """``(array, scalar)`` for ``tensor <op> s``: the array cast to the result dtype, and a
+    Python int operand of an integer result wrapped around as PyTorch casts it (``uint8 + 300``
+    adds 44; Note [Python numbers into a dtype])."""
+    arr = promote_scalar(arr, s)
+    if type(s) is int:
+        if arr.dtype.kind in "iu":
+            s = _dtype.wrap_int(s, _dtype._FROM_NP[arr.dtype])
+        elif not -2 ** 63 <= s < 2 ** 64:
+            _dtype._int_scalar(s)
+    return arr, s
 
 
 def to_float(arr: np.ndarray) -> np.ndarray:

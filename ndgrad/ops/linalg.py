@@ -26,7 +26,7 @@ from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._jvp import bilinear, linear
-from ._util import broadcast_error, dims_tuple
+from ._util import broadcast_error, check_tensor, dims_tuple
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -129,8 +129,7 @@ def _cpp(d: _dtype.dtype) -> str:
 
 def _check_tensor(x: object, fn: str, arg: str, pos: int) -> None:
     if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not "
-                        f"{type(x).__name__}")
+        check_tensor(x, fn, arg, pos)
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
@@ -159,6 +158,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
         r = _bcall(bmm, input, mat2)
         if r is not NotImplemented:
             return r
+    _check_tensor(input, "bmm", "input", 1)
+    _check_tensor(mat2, "bmm", "mat2", 2)
     a, b = input._data, mat2._data
     if a.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
@@ -177,6 +178,8 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
         r = _bcall(mv, input, vec)
         if r is not NotImplemented:
             return r
+    _check_tensor(input, "mv", "input", 1)
+    _check_tensor(vec, "mv", "vec", 2)
     a, b = input._data, vec._data
     if a.ndim != 2 or b.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {b.ndim}")
@@ -198,6 +201,8 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
         r = _bcall(dot, input, other)
         if r is not NotImplemented:
             return r
+    _check_tensor(input, "dot", "input", 1)
+    _check_tensor(other, "dot", "tensor", 2)
     a, b = input._data, other._data
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")

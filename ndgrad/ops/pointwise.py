@@ -28,7 +28,7 @@ from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._jvp import bilinear, elementwise, linear, not_implemented, zero
 from ._util import (broadcast_error, category, is_scalar, as_scalar, promote_pair,
-                    promote_scalar, to_float, to_tensor)
+                    promote_scalar, scalar_operand, to_float, to_tensor)
 
 _FLOAT = _dtype._FLOAT
 _FLOATING = frozenset(d.np for d in _dtype._ALL if d.is_floating_point or d.is_complex)
@@ -212,6 +212,26 @@ def _pow_fwd(a, e):
     return _like(a, np.power(a, e))
 
 
+def _int_power(a: Any, e: np.ndarray) -> np.ndarray:
+    """Integer ``a ** e`` where ``e`` may be negative, with C's meaning as PyTorch computes it:
+    ``1 ** e`` is 1, ``(-1) ** e`` is 1 or -1, any other base gives 0."""
+    neg = e < 0
+    if not neg.any():
+        return np.power(a, e)
+    out = np.power(a, np.where(neg, 0, e).astype(e.dtype, copy=False))
+    sign = np.where(e % 2 == 0, 1, -1)
+    small = np.where(a == 1, 1, np.where(a == -1, sign, 0))
+    return np.where(neg, small, out).astype(out.dtype, copy=False)
+
+
+def _pow_tt_fwd(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+    return _int_power(a, e) if e.dtype.kind == "i" else np.power(a, e)
+
+
+def _rpow_fwd(e: np.ndarray, s: Any) -> np.ndarray:
+    return _like(e, _int_power(s, e) if e.dtype.kind == "i" else np.power(s, e))
+
+
 def _pow_tt_vjp(ctx, g):
     b, a, result = ctx.saved
     ga = gb = None
@@ -263,9 +283,9 @@ def _rpow_jvp(ctx, t):
 
 POW_S = Op("pow", "PowBackward0", _pow_fwd, _pow_s_vjp, saves=("self",), args=("exponent",),
            jvp=_pow_s_jvp)
-POW = Op("pow", "PowBackward1", np.power, _pow_tt_vjp, saves=("exponent", "self", "result"),
+POW = Op("pow", "PowBackward1", _pow_tt_fwd, _pow_tt_vjp, saves=("exponent", "self", "result"),
          inputs=("self", "exponent"), jvp=_pow_tt_jvp)
-RPOW = Op("pow", "PowBackward2", lambda e, s: _like(e, np.power(s, e)), _rpow_vjp,
+RPOW = Op("pow", "PowBackward2", _rpow_fwd, _rpow_vjp,
           saves=("exponent", "result"), inputs=("exponent",), args=("self",), jvp=_rpow_jvp)
 
 
@@ -289,8 +309,9 @@ def _check_bool_sub(a: Any, b: Any) -> None:
                            "operator instead.")
 
 
-def _check_alpha(alpha: Any, dt: np.dtype) -> None:
-    """PyTorch's rules for ``alpha`` of add/sub given the result dtype ``dt``."""
+def _check_alpha(alpha: Any, dt: np.dtype) -> Any:
+    """PyTorch's rules for ``alpha`` of add/sub given the result dtype ``dt``; returns alpha
+    converted to ``dt`` (checked: Note [Python numbers into a dtype])."""
     if isinstance(alpha, (bool, np.bool_)):
         if dt != np.bool_:
             raise RuntimeError("Boolean alpha only supported for Boolean results.")
@@ -300,6 +321,9 @@ def _check_alpha(alpha: Any, dt: np.dtype) -> None:
     elif isinstance(alpha, complex) and dt.kind != "c":
         raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
                            "number.")
+    if isinstance(alpha, Tensor) or not is_scalar(alpha):
+        return alpha
+    return _dtype.scalar_to(alpha, _dtype._FROM_NP[dt])
 
 
 def _alpha_arg(alpha: Any) -> Any:
@@ -317,7 +341,7 @@ def _binary(a: Any, b: Any, tt: Op, ts: Optional[Op], name: str, true_div: bool 
         if true_div and category(ad) < _FLOAT:
             ad, bd = to_float(ad), to_float(bd)
         if alpha is not None:
-            _check_alpha(alpha, ad.dtype)
+            alpha = _check_alpha(alpha, ad.dtype)
         try:
             if alpha is None:
                 return apply(tt, (a, b), (ad, bd))
@@ -333,9 +357,12 @@ def _binary(a: Any, b: Any, tt: Op, ts: Optional[Op], name: str, true_div: bool 
         ad = promote_scalar(a._data, b)
         if true_div and category(ad) < _FLOAT:
             ad = to_float(ad)
+        ad, b = scalar_operand(ad, b)
         if alpha is None:
             return apply(ts, (a,), (ad,), (b,))
-        _check_alpha(alpha, ad.dtype)
+        alpha = _check_alpha(alpha, ad.dtype)
+        if ad.dtype.kind in "iu":     # integers: b * alpha wraps around as in PyTorch
+            b, alpha = _dtype.wrap_int(b * alpha, _dtype._FROM_NP[ad.dtype]), 1
         return apply(ts, (a,), (ad,), (b, alpha))
     if isinstance(b, (np.ndarray, list, tuple)):
         return _binary(a, to_tensor(b), tt, ts, name, true_div, alpha)
@@ -380,8 +407,10 @@ def rsub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     if isinstance(other, Tensor):
         return sub(other, input, alpha=alpha)
     _check_bool_sub(input, other)
-    other = as_scalar(other)
-    return apply(RSUB_S, (input,), (promote_scalar(input._data, other),), (other, alpha))
+    ad, other = scalar_operand(input._data, as_scalar(other))
+    if not (alpha == 1 and not isinstance(alpha, (bool, np.bool_))):
+        alpha = _check_alpha(alpha, ad.dtype)
+    return apply(RSUB_S, (input,), (ad,), (other, alpha))
 
 
 def mul(input: Any, other: Any) -> Tensor:
@@ -412,19 +441,22 @@ def _rounded_div(op: Op, input: Any, other: Any, args: tuple) -> Tensor:
     """Apply a rounded division ``op``; a Python-scalar operand is wrapped into a tensor that
     takes part in type promotion as a scalar (``int32_tensor // 2`` stays int32)."""
     if is_scalar(input) and isinstance(other, Tensor):
-        bd = promote_scalar(other._data, as_scalar(input))
-        input = _wrap(np.asarray(as_scalar(input), dtype=bd.dtype))
+        bd, s = scalar_operand(other._data, as_scalar(input))
+        input = _wrap(np.asarray(s, dtype=bd.dtype))
         input._wrapped_number = True
         ad = input._data
     elif is_scalar(other) and isinstance(input, Tensor):
-        ad = promote_scalar(input._data, as_scalar(other))
-        other = _wrap(np.asarray(as_scalar(other), dtype=ad.dtype))
+        ad, s = scalar_operand(input._data, as_scalar(other))
+        other = _wrap(np.asarray(s, dtype=ad.dtype))
         other._wrapped_number = True
         bd = other._data
     else:
         input, other = to_tensor(input), to_tensor(other)
         ad, bd = promote_pair(input, other)
     _not_implemented_for(f"div_{args[0]}_cpu", ad, "bc")
+    if ad.dtype.kind in "iu" and bd.size and (bd == 0).any() and np.broadcast_shapes(
+            ad.shape, bd.shape).count(0) == 0:
+        raise RuntimeError("ZeroDivisionError")     # PyTorch's integer division by zero
     tensors = (input, other)
     # With neither requiring grad nothing is recorded: both stay inputs (forward AD sees both).
     if op is FLOOR_DIVIDE and input._requires_grad != other._requires_grad:
@@ -489,9 +521,8 @@ def reciprocal(input: Tensor) -> Tensor:
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001
     """``input ** exponent`` (tensor or scalar on either side)."""
     if not isinstance(input, Tensor):
-        s = as_scalar(input)
         e = exponent
-        ed = promote_scalar(e._data, s)
+        ed, s = scalar_operand(e._data, as_scalar(input))
         _not_implemented_for("pow", ed, "b")
         return apply(RPOW, (e,), (ed,), (s,))
     if isinstance(exponent, Tensor):
@@ -503,7 +534,12 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001
             raise broadcast_error(ad.shape, bd.shape) from None
     if is_scalar(exponent):
         e = as_scalar(exponent)
-        return apply(POW_S, (input,), (promote_scalar(input._data, e),), (e,))
+        ad = promote_scalar(input._data, e)
+        t = type(e)
+        if t is not bool and (ad.dtype.kind not in "fc" or not (t is int or t is float)
+                              or not -65504 <= e <= 65504):
+            _dtype.scalar_to(e, _dtype._FROM_NP[ad.dtype])   # checked, the value is kept
+        return apply(POW_S, (input,), (ad,), (e,))
     return pow(input, to_tensor(exponent))
 
 
@@ -780,12 +816,17 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
         return _wrap(np.where(cond, ta._data, tb._data).astype(rt.np))
     rt = _dtype.result_type(*(x if isinstance(x, Tensor) else as_scalar(x)
                               for x in (input, other)))
-    ta = a if a is not None else _wrap(np.asarray(input, dtype=rt.np))
-    tb = b if b is not None else _wrap(np.asarray(other, dtype=rt.np))
+    ta = a if a is not None else _wrap(np.asarray(_where_scalar(input, rt), dtype=rt.np))
+    tb = b if b is not None else _wrap(np.asarray(_where_scalar(other, rt), dtype=rt.np))
     ad = ta._data if ta._data.dtype == rt.np else ta._data.astype(rt.np)
     bd = tb._data if tb._data.dtype == rt.np else tb._data.astype(rt.np)
     _check_broadcast(cond.shape, ad.shape, bd.shape)
     return apply(WHERE, (ta, tb), (ad, bd), (cond_t,))
+
+
+def _where_scalar(v: Any, rt: _dtype.dtype) -> Any:
+    # A number is converted to the result dtype with PyTorch's check; lists are data.
+    return _dtype.scalar_to(as_scalar(v), rt, relaxed=True) if is_scalar(v) else v
 
 
 # The C++ element type names PyTorch prints in some messages.
@@ -826,13 +867,15 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{_C_TYPE_NAMES.get(m.dtype.name, m.dtype.name)}")
     _check_broadcast(m.shape, x.shape)
+    dt = _dtype._FROM_NP[x.dtype]
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value._data.ndim} dimension(s).")
+        _dtype.scalar_to(value._data.item(), dt)     # PyTorch reads the value as a number
         v = value._data if value._data.dtype == x.dtype else value._data.astype(x.dtype)
         return apply(MASKED_FILL_T, (input, value), (x, v), (mask,))
-    return apply(MASKED_FILL_S, (input,), (x,), (mask, as_scalar(value)))
+    return apply(MASKED_FILL_S, (input,), (x,), (mask, _dtype.scalar_to(as_scalar(value), dt)))
 
 
 def _clamp_s_mask(x, lo, hi):
@@ -940,7 +983,16 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     for bound in (lo, hi):
         if bound is not None:
             x = promote_scalar(x, bound)
+    lo, hi = _clamp_scalar(lo, x.dtype), _clamp_scalar(hi, x.dtype)
     return apply(CLAMP_S, (input,), (x,), (lo, hi))
+
+
+def _clamp_scalar(bound: Any, dt: np.dtype) -> Any:
+    """A scalar bound converted to the result dtype (checked); NaN bounds stay NaN."""
+    if bound is None or ((type(bound) is float or type(bound) is int) and dt.kind in "fc"
+                         and -65504 <= bound <= 65504):
+        return bound
+    return _dtype.scalar_to(bound, _dtype._FROM_NP[dt])
 
 
 def _clamp_bound_vjp(is_min: bool):
@@ -1020,8 +1072,9 @@ def _clamp_bound(input: Tensor, bound: Any, is_min: bool) -> Tensor:
         except ValueError:
             raise broadcast_error(ad.shape, bd.shape) from None
     b = as_scalar(bound)
-    return apply(CLAMP_MIN_S if is_min else CLAMP_MAX_S, (input,),
-                 (promote_scalar(input._data, b),), (b,))
+    x = promote_scalar(input._data, b)
+    return apply(CLAMP_MIN_S if is_min else CLAMP_MAX_S, (input,), (x,),
+                 (_clamp_scalar(b, x.dtype),))
 
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
@@ -1114,8 +1167,7 @@ def _compare(ufunc, kernel: str, ordered: bool):
             except ValueError:
                 raise broadcast_error(ad.shape, bd.shape) from None
         if is_scalar(other):
-            other = as_scalar(other)
-            ad = promote_scalar(input._data, other)
+            ad, other = scalar_operand(input._data, as_scalar(other))
             if ordered:
                 _not_implemented_for(kernel, ad, "c")
             return _wrap(ufunc(ad, other))
@@ -1220,6 +1272,8 @@ def _logical(ufunc, name):
                                f"'{_dtype._FROM_NP[bad]._torch_name}'")
         if isinstance(other, Tensor):
             return _wrap(ufunc(*promote_pair(input, other)))
+        if type(o) is int:
+            return _wrap(ufunc(*scalar_operand(input._data, o)))
         return _wrap(ufunc(input._data, o))
     fn.__name__ = name
     fn.__doc__ = (f"Elementwise {name.replace('_', ' ')} of two integer or bool operands "

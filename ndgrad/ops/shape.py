@@ -17,6 +17,9 @@ Example:
 
 from __future__ import annotations
 
+import operator
+import re
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -27,7 +30,7 @@ from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._jvp import linear
-from ._util import wrap_dim
+from ._util import type_name, wrap_dim
 from .views_inplace import as_strided_gather
 
 _INT64_MAX = (1 << 63) - 1
@@ -358,7 +361,8 @@ def _slice_backward_fwd(g, index, shape):
 
 def _index_backward_fwd(g, index, shape):
     out = np.zeros(shape, dtype=g.dtype)
-    np.add.at(out, index, g)
+    if g.size or _empty_selection(shape, index) is None:
+        np.add.at(out, index, g)
     return out
 
 
@@ -378,8 +382,50 @@ def _advanced_vjp(ctx, g):
     return apply(INDEX_BACKWARD, (g,), (g._data,), (ctx._args[0], ctx.input_shape(0)))
 
 
+def _index_layout(idx: tuple, ndim: int) -> Any:
+    """(item, first dim it indexes) for the items of a normalized index, ``...`` resolved."""
+    specified = sum(_index_dims(it) for it in idx)
+    d = 0
+    for it in idx:
+        yield it, d
+        d += ndim - specified if it is Ellipsis else _index_dims(it)
+
+
+def _indexes_empty_dim(idx: tuple, shape: tuple) -> bool:
+    """Whether an index array with elements indexes a dim of size 0 (PyTorch checks that
+    first, even when the result is empty)."""
+    return any(isinstance(it, np.ndarray) and it.dtype != np.bool_ and it.size
+               and d < len(shape) and shape[d] == 0 for it, d in _index_layout(idx, len(shape)))
+
+
+def _empty_selection(shape: tuple, idx: tuple) -> Any:
+    """The shape of ``x[idx]`` when it has no element although an index array holds
+    out-of-range entries (PyTorch checks only the positions it reads), else None."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    if _indexes_empty_dim(idx, shape):
+        return None
+    dummy, safe = list(shape), []   # zero-size dims read through an index array become 1
+    for it, d in _index_layout(idx, len(shape)):
+        if isinstance(it, np.ndarray) and it.dtype != np.bool_ and d < len(shape):
+            dummy[d] = n = max(shape[d], 1)
+            it = np.clip(it, -n, n - 1)
+        safe.append(it)
+    try:
+        out = np.broadcast_to(np.zeros((), np.bool_), tuple(dummy))[tuple(safe)].shape
+    except IndexError:
+        return None
+    return out if 0 in out else None
+
+
 def _getitem_fwd(x, index):
-    out = x[index]
+    try:
+        out = x[index]
+    except IndexError:
+        shape = _empty_selection(x.shape, index)
+        if shape is None:
+            raise
+        return np.zeros(shape, dtype=x.dtype)
     if type(out) is not np.ndarray:
         out = x[index + (Ellipsis,)]   # all-integer index: a 0-d view, not a NumPy scalar copy
     return out
@@ -392,90 +438,388 @@ _BASIC = {name: Op("getitem", name, _getitem_fwd, _basic_vjp, args=("index",), v
 INDEX = Op("index", "IndexBackward0", _getitem_fwd, _advanced_vjp, args=("indices",), jvp=linear)
 
 
-def _normalize_index(index: Any) -> tuple:
-    """Convert an index to NumPy form; return (index, is_basic, node name)."""
-    items = index if isinstance(index, tuple) else (index,)
+# Note [Python indices]
+# ``x[index]`` reads a Python index the way PyTorch does, which is not NumPy's way:
+# * A non-tuple sequence shorter than 32 holding a tensor, a sequence, a slice, ``...`` or None
+#   is read as a tuple (``x[[[0], [1]]]`` is ``x[[0], [1]]``, with a deprecation warning);
+#   other lists, ranges and ndarrays are one index.
+# * Sequences (lists, tuples or ranges inside the index, ndarrays) become int64 index arrays,
+#   floats truncated; bool data stays a mask, and uint8 tensors and ndarrays are masks too.
+# * A 0-d integer tensor is an integer (a view); 0-d bool and uint8 tensors act as True/False.
+# * Index tensors must be int64, int32, uint8 or bool; Python floats, NumPy bools and other
+#   objects are refused (IndexError), as are negative slice steps (ValueError).
+# * Several ``...`` may appear: each stands for the dims the other items leave over.
+# ``_normalize_index`` turns an index into NumPy form once; getitem, setitem and index_put
+# work on that form (applying its basic part first, as a view: ``_split_advanced``).
+_NOT_AN_INDEX = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                 "Variables are valid indices (got {})")
+_BAD_INDEX_TENSOR = "tensors used as indices must be long, int, byte or bool tensors"
+_SEQUENCES = (list, tuple, range, np.ndarray, str, bytes)
+_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
+
+
+def _index_tuple(index: Any) -> tuple:
+    """The items of ``index``: PyTorch's rule for which non-tuple sequences are tuples."""
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, (list, range, str, bytes)) and len(index) < 32:
+        for it in index:
+            if isinstance(it, (Tensor, slice) + _SEQUENCES) or it is None or it is Ellipsis:
+                warnings.warn("Using a non-tuple sequence for multidimensional indexing is "
+                              "deprecated; use x[tuple(seq)] instead of x[seq]", UserWarning,
+                              stacklevel=4)
+                return tuple(index)
+    return (index,)
+
+
+class _ByteMask(np.ndarray):
+    """A bool mask made from uint8 data (PyTorch refuses some writes through those)."""
+
+
+def _byte_mask(d: np.ndarray) -> np.ndarray:
+    warnings.warn("indexing with dtype uint8 is deprecated, please use a dtype bool instead.",
+                  UserWarning, stacklevel=5)
+    return np.asarray(d != 0).view(_ByteMask)
+
+
+def _sequence_index(seq: Any) -> Any:
+    """A list, tuple, range or ndarray inside an index, as PyTorch turns it into an index
+    tensor: bool (and uint8 ndarray) data is a mask, anything else int64 (floats truncated)."""
+    if isinstance(seq, np.ndarray):
+        if seq.dtype == np.uint8:
+            return _byte_mask(seq)
+        arr = seq
+    else:
+        if type(seq) is list and seq and all(type(v) is int for v in seq):
+            arr = np.array(seq)            # plain ints (the common case)
+            if arr.dtype == np.int64:
+                return arr
+        from .._creation import _infer_array
+        arr = _infer_array(seq, _dtype.int64)
+        if arr.dtype.kind == "O":
+            raise TypeError(f"Could not infer dtype of {type(seq).__name__}")
+    if arr.dtype.kind == "b":
+        return arr
+    if not isinstance(seq, np.ndarray):
+        _dtype.check_data(arr, _dtype.int64)
+    arr = arr.astype(np.int64)
+    return int(arr) if arr.ndim == 0 else arr
+
+
+def _index_slice(sl: slice) -> slice:
+    sl.indices(0)        # Python's own checks: integer-like bounds, a nonzero step
+    start, stop, step = (None if v is None else operator.index(v)
+                         for v in (sl.start, sl.stop, sl.step))
+    if step is not None and step < 0:
+        raise ValueError("step must be greater than zero")
+    return slice(start, stop, step)
+
+
+def _normalize_index(index: Any, shape: tuple) -> tuple:
+    """Convert an index to NumPy form (Note [Python indices]); return (index, is_basic, node
+    name). Masks made from uint8 data are ``_ByteMask`` arrays."""
+    fast = _simple_index(index, shape)
+    if fast is not None:
+        return fast
+    items = _index_tuple(index)
+    ndim = len(shape)
+    specified = sum(_raw_index_dims(it) for it in items)
+    if specified > ndim:
+        if ndim == 0 and isinstance(index, slice):
+            _index_slice(index)
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+        if ndim == 0 and isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+            if index != 0:
+                raise IndexError(f"index {index} is out of bounds for dimension 0 with size 0")
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
     out = []
     basic = True
+    bad = None        # the first item PyTorch refuses: raised after the items before it
     for it in items:
-        if isinstance(it, Tensor):
-            d = it._data
-            if d.ndim == 0 and d.dtype.kind in "iu":
-                it = int(d)
-            else:
-                if d.dtype.kind not in "iub":
-                    raise IndexError("tensors used as indices must be long, int, byte or bool "
-                                     "tensors")
-                it = d
-                basic = False
-        elif isinstance(it, (list, np.ndarray)):
-            arr = np.asarray(it)
-            if arr.dtype.kind == "f":
-                raise IndexError("tensors used as indices must be long, int, byte or bool "
-                                 "tensors")
-            it = arr
-            basic = False
-        elif isinstance(it, bool):
-            basic = False
-        elif isinstance(it, slice):
-            if it.step is not None and int(it.step) <= 0:
-                raise ValueError("step must be greater than zero")
-        elif it is None or it is Ellipsis:
-            pass
-        elif isinstance(it, (int, np.integer)):
-            it = int(it)
-        else:
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
-                             "byte Variables are valid indices (got " + type(it).__name__ + ")")
+        try:
+            it, advanced = _index_item(it)
+        except (IndexError, TypeError, ValueError) as e:
+            # A refused index tensor is noticed only once the basic items are applied.
+            late = isinstance(it, Tensor)
+            bad = bad or (len(items) if late else len(out), e)
+            it, advanced = slice(None), False
+        basic = basic and not advanced
         out.append(it)
+    # PyTorch applies the items in order, naming a dim by the item's position: an integer out
+    # of range is reported before a bad slice after it, and before any index array.
+    for k, (it, d) in enumerate(_index_layout(out, ndim)):
+        if bad is not None and k >= bad[0]:
+            break
+        if type(it) is int and d < ndim and not -shape[d] <= it < shape[d]:
+            raise IndexError(f"index {it} is out of bounds for dimension {k} with size "
+                             f"{shape[d]}")
+    if bad is not None:
+        raise bad[1]
+    if sum(it is Ellipsis for it in out) > 1:
+        out = _expand_ellipses(out, ndim - specified)
+    return tuple(out), basic, _basic_name(out)
+
+
+_BASIC_ITEM_TYPES = (int, slice, type(None), type(Ellipsis))
+_INT_OR_NONE = (int, type(None))
+
+
+def _simple_index(index: Any, shape: tuple) -> Any:
+    """``_normalize_index`` for the common indices that need no conversion: in-range ints,
+    plain slices, None, one ``...``, or one int64/bool index tensor. None otherwise."""
+    t = type(index)
+    if t is Tensor:
+        d = index._data
+        if d.ndim and shape and (d.dtype == np.int64 or (d.dtype == np.bool_ and d.ndim <= len(
+                shape))):
+            return (d,), False, "AliasBackward0"
+        return None
+    if t is list:
+        if shape and index and all(type(v) is int for v in index):
+            arr = np.array(index)
+            if arr.dtype == np.int64:
+                return (arr,), False, "AliasBackward0"
+        return None
+    items = index if t is tuple else (index,) if t in _BASIC_ITEM_TYPES else None
+    if items is None or len(items) > len(shape) + 2:
+        return None
+    ndim = len(shape)
+    specified = ellipses = 0
+    for it in items:
+        ti = type(it)
+        if ti is int:
+            specified += 1
+        elif ti is slice:
+            specified += 1
+            if not (type(it.start) in _INT_OR_NONE and type(it.stop) in _INT_OR_NONE
+                    and (it.step is None or (type(it.step) is int and it.step > 0))):
+                return None
+        elif it is Ellipsis:
+            ellipses += 1
+        elif it is not None:
+            return None
+    if specified > ndim or ellipses > 1:
+        return None
+    d = 0
+    for it in items:
+        if type(it) is int:
+            if not -shape[d] <= it < shape[d]:
+                return None
+            d += 1
+        elif type(it) is slice:
+            d += 1
+        elif it is Ellipsis:
+            d += ndim - specified
+    return items, True, _basic_name(items)
+
+
+def _index_item(it: Any) -> tuple:
+    """One item of a Python index in NumPy form, and whether it is an advanced index."""
+    if isinstance(it, Tensor):
+        d = it._data
+        if d.dtype == np.uint8:
+            return _byte_mask(d), True
+        if d.dtype.kind == "b":
+            return d, True
+        if d.dtype.kind in "iu" and d.ndim == 0:
+            return int(d), False
+        if d.dtype in _INDEX_DTYPES:
+            return d, True
+        raise IndexError(_BAD_INDEX_TENSOR)
+    if it is None or it is Ellipsis:
+        return it, False
+    if isinstance(it, slice):
+        return _index_slice(it), False
+    if isinstance(it, bool):
+        return it, True
+    if isinstance(it, (int, np.integer)):
+        if not -2 ** 63 <= int(it) < 2 ** 63:
+            raise ValueError("Overflow when unpacking long long")
+        return int(it), False
+    if isinstance(it, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(it).__name__}'")
+    if isinstance(it, _SEQUENCES):
+        it = _sequence_index(it)
+        return it, isinstance(it, np.ndarray)
+    raise IndexError(_NOT_AN_INDEX.format(type_name(it)))
+
+
+def _raw_index_dims(it: Any) -> int:
+    """The dims an item of a Python index counts for in PyTorch's "too many indices" check,
+    made before the items are read: a bool or uint8 tensor its ndim, None, ``...`` and Python
+    bools nothing, anything else one."""
+    if isinstance(it, (Tensor, np.ndarray)):
+        d = it._data if isinstance(it, Tensor) else it     # ndarrays: an index normalized before
+        return d.ndim if d.dtype == np.bool_ or (isinstance(it, Tensor) and d.dtype == np.uint8) \
+            else 1
+    return 0 if it is None or it is Ellipsis or it is True or it is False else 1
+
+
+def _index_dims(it: Any) -> int:
+    """How many dims of the indexed tensor an item of a normalized index consumes."""
+    if it is None or it is Ellipsis or isinstance(it, bool):
+        return 0
+    if isinstance(it, np.ndarray) and it.dtype == np.bool_:
+        return it.ndim
+    return 1
+
+
+def _expand_ellipses(items: list, rest: int) -> list:
+    """Several ``...``: PyTorch moves on by the ``rest`` dims the other items leave over at
+    each, like that many full slices; those past the last dim select nothing."""
+    out: list = []
+    for it in items:
+        out.extend([slice(None)] * rest if it is Ellipsis else [it])
+    extra = rest * (sum(it is Ellipsis for it in items) - 1)
+    while extra and out and isinstance(out[-1], slice) and out[-1] == slice(None):
+        out.pop()
+        extra -= 1
+    return out
+
+
+def _basic_name(items: Any) -> str:
+    """The node name PyTorch gives a basic index (by its last meaningful item)."""
     name = "AliasBackward0"
-    for it in reversed(out):
+    for it in reversed(items):
         if it is Ellipsis:
             continue
-        if isinstance(it, int):
+        if isinstance(it, int) and not isinstance(it, bool):
             name = "SelectBackward0"
         elif it is None:
             name = "UnsqueezeBackward0"
         elif isinstance(it, slice):
-            if it == slice(None) and len(out) > 1:
+            if it == slice(None) and len(items) > 1:
                 continue
             name = "SliceBackward0"
         break
-    return tuple(out), basic, name
+    return name
 
 
-def _index_error(err: IndexError, shape: tuple) -> IndexError:
+_OUT_OF_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)")
+
+
+def _index_error(err: IndexError, shape: tuple, idx: tuple = ()) -> IndexError:
+    """NumPy's indexing IndexError worded as PyTorch's."""
     msg = str(err)
     if msg.startswith("too many indices"):
         if not shape:
+            first = next((it for it in idx if it is not None and it is not Ellipsis
+                          and not isinstance(it, bool)), None)
+            if isinstance(first, slice):
+                return IndexError("slice() cannot be applied to a 0-dim tensor.")
+            if isinstance(first, np.ndarray):
+                return IndexError("too many indices for tensor of dimension 0")
             return IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                               "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         return IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    m = _OUT_OF_BOUNDS.match(msg)
+    if m is not None and _indexes_empty_dim(idx, shape):
+        return IndexError("index is out of bounds for dimension with size 0")
+    if m is not None:
+        first = _first_out_of_range(idx, shape)
+        if first is not None:
+            return IndexError("index {} is out of bounds for dimension {} with size {}".format(
+                *first))
+        return IndexError(f"index {m.group(1)} is out of bounds for dimension "
+                          f"{_tensor_index_pos(idx, int(m.group(2)), len(shape))} with size "
+                          f"{m.group(3)}")
+    m = _NOT_BROADCAST.match(msg)
+    if m is not None:
+        shapes = ", ".join(str([int(n) for n in g.split(",") if n])
+                           for g in re.findall(r"\(([^)]*)\)", m.group(1)))
+        return IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                          f"with shapes {shapes}")
     return IndexError(msg.replace("axis", "dimension"))
 
 
+_NOT_BROADCAST = re.compile(r"shape mismatch: indexing arrays could not be broadcast together "
+                            r"with shapes (.*)")
+
+
+def _first_out_of_range(idx: tuple, shape: tuple) -> Any:
+    """(value, position among the index tensors, size) of the out-of-range index PyTorch
+    meets first: it walks the broadcast index element by element, dims in order."""
+    arrays, k = [], 0
+    for it, d in _index_layout(idx, len(shape)):
+        if isinstance(it, bool):
+            k += 1
+        elif isinstance(it, np.ndarray):
+            if it.dtype != np.bool_:
+                arrays.append((it, k, shape[d]))
+            k += max(it.ndim, 1) if it.dtype == np.bool_ else 1
+    try:
+        bcast = np.broadcast_arrays(*(a for a, _, _ in arrays))
+    except ValueError:
+        return None
+    if not arrays or bcast[0].size == 0:
+        return None
+    bad = np.stack([(b < -n) | (b >= n) for b, (_, _, n) in zip(bcast, arrays)]).reshape(
+        len(arrays), -1)
+    hit = bad.any(axis=0)
+    if not hit.any():
+        return None
+    e = int(np.argmax(hit))
+    j = int(np.argmax(bad[:, e]))
+    return int(bcast[j].reshape(-1)[e]), arrays[j][1], arrays[j][2]
+
+
+def _tensor_index_pos(idx: tuple, axis: int, ndim: int) -> int:
+    """PyTorch reports an out-of-range index array by its position among the index tensors
+    (a mask counts one per dim), NumPy by the axis it indexes."""
+    specified = sum(_index_dims(it) for it in idx)
+    d = k = 0
+    for it in idx:
+        if it is Ellipsis:
+            d += ndim - specified
+        elif isinstance(it, bool):
+            k += 1
+        elif isinstance(it, np.ndarray):
+            n = _index_dims(it)
+            if it.dtype != np.bool_ and d == axis:
+                return k
+            d, k = d + n, k + n
+        elif it is not None:
+            d += 1
+    return axis
+
+
 def _check_masks(idx: tuple, shape: tuple) -> None:
-    """PyTorch's error for a bool mask whose shape differs from the dimensions it indexes."""
-    pos = next((i for i, it in enumerate(idx) if it is Ellipsis), None)
-    head, tail = (idx, ()) if pos is None else (idx[:pos], idx[pos + 1:])
-
-    def dims_of(it: Any) -> int:
-        if it is None:
-            return 0
-        if isinstance(it, np.ndarray) and it.dtype == np.bool_:
-            return it.ndim
-        return 1
-
-    start_tail = len(shape) - sum(dims_of(it) for it in tail)
-    for items, d in ((head, 0), (tail, start_tail)):
-        for it in items:
-            if isinstance(it, np.ndarray) and it.dtype == np.bool_:
-                for k, s in enumerate(it.shape):
-                    if d + k < len(shape) and s != shape[d + k]:
-                        raise IndexError(
-                            f"The shape of the mask {list(it.shape)} at index {k} does not match "
-                            f"the shape of the indexed tensor {list(shape)} at index {d + k}")
-            d += dims_of(it)
+    """PyTorch's error for a bool mask whose shape differs from the dimensions it indexes,
+    worded with the shape the tensor has once the basic items are applied (integers drop a
+    dim, None and bools insert one)."""
+    if not any(isinstance(it, np.ndarray) and it.dtype == np.bool_ for it in idx):
+        return
+    ndim = len(shape)
+    rest = ndim - sum(_index_dims(it) for it in idx)
+    d = 0
+    res: list = []
+    masks = []
+    for it in idx:
+        if it is Ellipsis:
+            res.extend(shape[d:d + rest])
+            d += rest
+        elif it is None or isinstance(it, bool) or (isinstance(it, np.ndarray)
+                                                   and it.dtype == np.bool_ and it.ndim == 0):
+            res.append(1)
+        elif isinstance(it, slice):
+            res.append(len(range(*it.indices(shape[d]))) if d < ndim else 0)
+            d += 1
+        elif isinstance(it, np.ndarray):
+            n = _index_dims(it)
+            if it.dtype == np.bool_:
+                masks.append((it, len(res)))
+            res.extend(shape[d:d + n])
+            d += n
+        else:
+            d += 1
+    res.extend(shape[d:])
+    for m, p in masks:
+        for k, n in enumerate(m.shape):
+            if p + k < len(res) and n != res[p + k]:
+                raise IndexError(f"The shape of the mask {list(m.shape)} at index {k} does not "
+                                 f"match the shape of the indexed tensor {res} at index {p + k}")
 
 
 def getitem(input: Tensor, index: Any) -> Tensor:
@@ -484,21 +828,25 @@ def getitem(input: Tensor, index: Any) -> Tensor:
         r = _bcall(getitem, input, index)
         if r is not NotImplemented:
             return r
-    idx, basic, name = _normalize_index(index)
+    idx, basic, name = _normalize_index(index, input._data.shape)
+    return _getitem(input, idx, basic, name)
+
+
+def _getitem(input: Tensor, idx: tuple, basic: bool, name: str) -> Tensor:
+    """``getitem`` with a normalized index (``_normalize_index``)."""
     x = input._data
     if not basic:
-        _check_masks(idx, x.shape)
         split = _split_advanced(idx, x.shape)
         if split is not None:
-            view = getitem(input, split[0])
+            view = _getitem(input, split[0], True, _basic_name(split[0]))
             input, x, idx = view, view._data, split[1]
-            _check_masks(idx, x.shape)
+        _check_masks(idx, x.shape)
     try:
         if basic:
             return apply(_BASIC[name], (input,), (x,), (idx,))
         return apply(INDEX, (input,), (x,), (idx,))
     except IndexError as e:
-        raise _index_error(e, x.shape) from None
+        raise _index_error(e, x.shape, idx) from None
 
 
 def _split_advanced(idx: tuple, shape: tuple) -> Any:
@@ -537,7 +885,8 @@ def _getitem_raw(g: Tensor, idx: tuple) -> Tensor:
 
 def _zero_at_fwd(g, index):
     out = g.copy()
-    out[index] = 0
+    if _empty_selection(g.shape, index) is None:
+        out[index] = 0
     return out
 
 
@@ -548,7 +897,12 @@ ZERO_AT = Op("_zero_at", "IndexPutBackward0", _zero_at_fwd,
 
 def _index_put_fwd(x, v, index):
     out = x.copy()
-    out[index] = v
+    try:
+        out[index] = v
+    except IndexError:
+        if _empty_selection(x.shape, index) is None:
+            raise
+        np.broadcast_to(v, _empty_selection(x.shape, index))    # the shapes must still agree
     return out
 
 
@@ -575,7 +929,11 @@ SETITEM_FILL = Op("setitem", "FillBackward3", _index_put_fwd, _index_put_vjp,
 
 def _index_put_acc_fwd(x, v, index):
     out = x.copy()
-    np.add.at(out, index, v)
+    try:
+        np.add.at(out, index, v)
+    except IndexError:
+        if _empty_selection(x.shape, index) is None:
+            raise
     return out
 
 
@@ -602,10 +960,14 @@ def _selects_everything(idx: tuple, shape: tuple) -> bool:
 
 def setitem_writes_view(input: Tensor, index: Any) -> bool:
     """True if ``input[index] = v`` writes through a view (a basic index not selecting all)."""
-    idx, basic, _ = _normalize_index(index)
+    idx, basic, _ = _normalize_index(index, input._data.shape)
+    return _writes_view(idx, basic, input._data.shape)
+
+
+def _writes_view(idx: tuple, basic: bool, shape: tuple) -> bool:
     if not basic:
-        return _split_advanced(idx, input._data.shape) is not None
-    return not _selects_everything(idx, input._data.shape)
+        return _split_advanced(idx, shape) is not None
+    return not _selects_everything(idx, shape)
 
 
 def setitem(input: Tensor, index: Any, values: Any) -> Tensor:
@@ -615,9 +977,9 @@ def setitem(input: Tensor, index: Any, values: Any) -> Tensor:
         if r is not NotImplemented:
             return r
     from ._util import to_tensor
-    idx, basic, _ = _normalize_index(index)
+    idx, basic, _ = _normalize_index(index, input._data.shape)
     if not basic:
-        return index_put(input, index, values)
+        return index_put(input, idx, values)
     v = values if isinstance(values, Tensor) else to_tensor(values)
     x = input._data
     if not _selects_everything(idx, x.shape):
@@ -628,16 +990,19 @@ def setitem(input: Tensor, index: Any, values: Any) -> Tensor:
     try:
         return apply(op, (input, v), (x, vd), (idx,))
     except IndexError as e:
-        raise _index_error(e, x.shape) from None
+        raise _index_error(e, x.shape, idx) from None
     except ValueError:
-        raise _setitem_shape_error(vd.shape, x[idx].shape) from None
+        raise _setitem_shape_error(vd.shape, x[idx].shape, v._data.dtype) from None
 
 
-def _setitem_shape_error(value_shape: tuple, target: tuple) -> RuntimeError:
+def _setitem_shape_error(value_shape: tuple, target: tuple, dtype: Any = np.float32) \
+        -> RuntimeError:
     if len(value_shape) > len(target):
-        return RuntimeError(f"expand(torch.FloatTensor{{{list(value_shape)}}}, size={list(target)})"
-                            f": the number of sizes provided ({len(target)}) must be greater or "
-                            f"equal to the number of dimensions in the tensor ({len(value_shape)})")
+        name = _dtype._FROM_NP[np.dtype(dtype)]._torch_name
+        return RuntimeError(f"expand(torch.{name}Tensor{{{list(value_shape)}}}, size="
+                            f"{list(target)}): the number of sizes provided ({len(target)}) must "
+                            "be greater or equal to the number of dimensions in the tensor "
+                            f"({len(value_shape)})")
     lead = len(target) - len(value_shape)
     for i, s in enumerate(value_shape):
         if s != 1 and s != target[lead + i]:
@@ -664,7 +1029,7 @@ def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool
     if not accumulate:
         return index_put(input, index, values)
     from ._util import to_tensor
-    idx, _, _ = _normalize_index(index)
+    idx, _, _ = _normalize_index(index, input._data.shape)
     v = values if isinstance(values, Tensor) else to_tensor(values)
     x = input._data
     vd = v._data if v._data.dtype == x.dtype else v._data.astype(x.dtype)
@@ -672,7 +1037,7 @@ def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool
     try:
         return apply(INDEX_PUT_ACC, (input, v), (x, vd), (idx,))
     except IndexError as e:
-        raise _index_error(e, x.shape) from None
+        raise _index_error(e, x.shape, idx) from None
     except ValueError:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(vd.shape)} cannot be "
                            f"broadcast to indexing result of shape {list(x[idx].shape)}") from None
@@ -685,14 +1050,15 @@ def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
         if r is not NotImplemented:
             return r
     from ._util import to_tensor
-    idx, _, _ = _normalize_index(index)
+    idx, _, _ = _normalize_index(index, input._data.shape)
     v = values if isinstance(values, Tensor) else to_tensor(values)
     vd = v._data if v._data.dtype == input._data.dtype else v._data.astype(input._data.dtype)
     _check_masks(idx, input._data.shape)
+    _check_mask_fill(idx, v, input._data.dtype)
     try:
         return apply(INDEX_PUT, (input, v), (input._data, vd), (idx,))
     except IndexError as e:
-        raise _index_error(e, input._data.shape) from None
+        raise _index_error(e, input._data.shape, idx) from None
     except ValueError:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(v._data.shape)} cannot "
                            f"be broadcast to indexing result of shape "
@@ -726,6 +1092,16 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     x = input._data
     if x.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if isinstance(start, Tensor):
+        if start._data.ndim != 0 or start._data.dtype.kind not in "iu":
+            raise RuntimeError("start must be an 0-dim integral Tensor.")
+        start = int(start._data)
+    for v in (start, length):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"narrow() received an invalid combination of arguments - got "
+                            f"({type_name(dim)}, {type_name(start)}, {type_name(length)}), "
+                            "but expected one of:\n * (int dim, Tensor start, int length)\n"
+                            " * (int dim, int start, int length)")
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     d = wrap_dim(dim, x.ndim)
@@ -788,17 +1164,53 @@ def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
         if r is not NotImplemented:
             return r
     x = input._data
+    size = split_size_or_sections
+    if isinstance(size, Tensor) and size._data.size == 1:
+        size = int(size._data.reshape(()))      # PyTorch's Tensor.split reads it as an int
+    if isinstance(size, bool):
+        raise TypeError("split() received an invalid combination of arguments - got (Tensor, "
+                        "bool, int), but expected one of:\n * (Tensor input, int split_size, "
+                        "int dim = 0)\n * (Tensor input, tuple of ints split_size, int dim = 0)")
+    if not isinstance(size, int):
+        return _split_with_sizes(input, _split_sizes(size), dim)
+    if x.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
     d = wrap_dim(dim, x.ndim)
     n = x.shape[d]
-    if isinstance(split_size_or_sections, int):
-        size = split_size_or_sections
-        if size <= 0 and n:
-            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
-                               f"dimension size of {n}")
-        starts = (list(range(0, n, size)) or [0]) if size > 0 else [0]
-        bounds = tuple((s, min(s + size, n)) for s in starts)
-        return apply(SPLIT, (input,), (x,), (d, bounds))
-    sizes = list(split_size_or_sections)
+    if size == 0 and n:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                           f"dimension size of {n}")
+    starts = (list(range(0, n, size)) or [0]) if size > 0 else [0]
+    bounds = tuple((s, min(s + size, n)) for s in starts)
+    return apply(SPLIT, (input,), (x,), (d, bounds))
+
+
+def _split_sizes(sizes: Any) -> list:
+    """``split``'s list of sizes, with PyTorch's TypeErrors (ints or 0-d int tensors only)."""
+    head = "split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints"
+    if not isinstance(sizes, (list, tuple)):
+        raise TypeError(f"{head}, not {type_name(sizes)}")
+    out = []
+    for i, k in enumerate(sizes):
+        if isinstance(k, Tensor) and k._data.ndim == 0 and k._data.dtype.kind in "iu":
+            k = int(k._data)
+        elif not isinstance(k, int) or isinstance(k, bool):
+            raise TypeError(f"{head}, but found element of type {type_name(k)} at pos {i}")
+        out.append(k)
+    return out
+
+
+def _split_with_sizes(input: Tensor, sizes: list, dim: int) -> tuple:
+    x = input._data
+    if x.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if any(k < 0 for k in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, "
+                           f"but got split_sizes={sizes}")
+    d = wrap_dim(dim, x.ndim)
+    n = x.shape[d]
     if sum(sizes) != n:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
                            f"tensor's size at dimension {d}), but got split_sizes={sizes}")
@@ -820,13 +1232,19 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
         r = _bcall(chunk, input, chunks, dim)
         if r is not NotImplemented:
             return r
+    if isinstance(chunks, Tensor) and chunks._data.ndim == 0 and chunks._data.dtype.kind in "iu":
+        chunks = int(chunks._data)
+    if not isinstance(chunks, int) or isinstance(chunks, bool):
+        raise TypeError(f"chunk(): argument 'chunks' (position 1) must be int, not "
+                        f"{type_name(chunks)}")
     if input._data.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     n = input._data.shape[wrap_dim(dim, input._data.ndim)]
-    size = -(-n // chunks) if n else 1
-    return split(input, max(size, 1), dim)
+    if n == 0:
+        return _split_with_sizes(input, [0] * chunks, dim)   # ``chunks`` empty pieces
+    return split(input, -(-n // chunks), dim)
 
 
 # ---------------------------------------------------------------------------- cat / stack
@@ -1260,3 +1678,19 @@ def tril(input: Tensor, diagonal: int = 0) -> Tensor:
         if r is not NotImplemented:
             return r
     return _tri(input, diagonal, TRIL)
+
+
+def _check_mask_fill(idx: tuple, v: Tensor, dt: np.dtype) -> None:
+    """PyTorch writes one element through a single mask as ``masked_fill_``: a mask made from
+    uint8 data is refused and the value is read as a number (checked against ``dt``)."""
+    if v._data.size != 1:
+        return
+    arrays = [it for it in idx if isinstance(it, np.ndarray)]
+    if len(arrays) != 1 or arrays[0].dtype != np.bool_ or arrays[0].ndim == 0 or any(
+            not (it is Ellipsis or (isinstance(it, slice) and it == slice(None)))
+            for it in idx if not isinstance(it, np.ndarray)):
+        return
+    if isinstance(arrays[0], _ByteMask):
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           "unsigned char")
+    _dtype.scalar_to(v._data.item(), _dtype._FROM_NP[dt])

@@ -49,7 +49,7 @@ from ..tensor import Tensor, _new, _wrap
 from . import _dispatch
 from ._dispatch import _DIFF_DTYPES, Op, _edge, apply
 from ._jvp import linear, zero
-from ._util import broadcast_error
+from ._util import broadcast_error, type_name
 
 __all__ = ["apply_inplace", "refresh_view", "record_view", "NO_GRAD_VIEW", "MULTI_OUTPUT_VIEW",
            "INFERENCE_VIEW"]
@@ -602,7 +602,11 @@ def fill_(self: Tensor, value: Any) -> Tensor:
                                f"{value.ndim} dimensions.")
         return apply_inplace(self, lambda s, v: apply(FILL_TENSOR, (s, v), (s._data, v._data)),
                              value, overlap="none")
-    return apply_inplace(self, lambda s: apply(FILL_SCALAR, (s,), (s._data,), (value,)))
+    if not isinstance(value, _SCALARS):
+        raise TypeError(f"fill_(): argument 'value' (position 1) must be Number, not "
+                        f"{type_name(value)}")
+    v = _dtype.scalar_to(value, _dtype._FROM_NP[self._data.dtype])
+    return apply_inplace(self, lambda s: apply(FILL_SCALAR, (s,), (s._data,), (v,)))
 
 
 def zero_(self: Tensor) -> Tensor:
@@ -642,54 +646,68 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
 
 
 _SCALARS = (bool, int, float, complex, np.number, np.bool_)
-_C_TYPES = {"float64": "double", "float32": "float", "float16": "c10::Half",
-            "bfloat16": "c10::BFloat16", "int64": "int64_t", "int32": "int32_t",
-            "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t"}
 
 
-def _check_setitem_value(self: Tensor, value: Any) -> None:
-    """PyTorch accepts a tensor or a number as the value of ``x[idx] = value``."""
+def _setitem_value(self: Tensor, value: Any) -> Tensor:
+    """The value of ``self[index] = value`` as a tensor: PyTorch accepts a tensor or a number,
+    and converts a number to ``self``'s dtype with its check (float16 and bfloat16 may round
+    to inf; Note [Python numbers into a dtype])."""
     if isinstance(value, Tensor):
-        return
+        return value
     dt = _dtype._FROM_NP[self._data.dtype]
     if not isinstance(value, _SCALARS):
         kind = type(value)
         shown = kind.__name__ if kind.__module__ == "builtins" else \
             f"{kind.__module__.split('.')[0]}.{kind.__name__}"
         raise TypeError(f"can't assign a {shown} to a torch.{dt._torch_name}Tensor")
-    if isinstance(value, (complex, np.complexfloating)) and value.imag != 0 and \
-            not dt.is_complex and dt.name != "bool":
-        raise RuntimeError(f"value cannot be converted to type {_C_TYPES.get(dt.name, dt.name)} "
-                           "without overflow")
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) \
+            and not -2 ** 63 <= int(value) < 2 ** 63:
+        raise ValueError("Overflow when unpacking long long")
+    v = _dtype.scalar_to(value, dt, relaxed=True)
+    return _wrap(np.asarray(v, dtype=self._data.dtype))
+
+
+def _strip_leading_ones(v: Tensor) -> Tensor:
+    # PyTorch drops a value's leading size-1 dims before writing it (x[0] = ones(1, n)).
+    shape = v._data.shape
+    k = 0
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    return v.reshape(shape[k:]) if k else v
 
 
 def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value``: basic indexing copies into a view (``CopySlices`` on ``self``);
     an index covering everything writes ``self`` directly; advanced indexing is ``index_put_``."""
     from . import shape
-    _check_setitem_value(self, value)
-    idx, basic, _ = shape._normalize_index(index)
+    if index is False:           # PyTorch writes nothing and records nothing (shapes unchecked)
+        _setitem_value(self, value)
+        return
+    idx, basic, name = shape._normalize_index(index, self._data.shape)
+    if (self._requires_grad and self._grad_fn is None and _state.enabled
+            and shape._writes_view(idx, basic, self._data.shape)):
+        raise RuntimeError(LEAF_VIEW_INPLACE_MSG)
+    number = not isinstance(value, Tensor)
+    value = _setitem_value(self, value)
     if not basic:
         split = shape._split_advanced(idx, self._data.shape)
         if split is not None:
             # PyTorch: index_put_ into the view made by the basic part of the index.
-            view = shape.getitem(self, split[0])
+            view = shape._getitem(self, split[0], True, shape._basic_name(split[0]))
             apply_inplace(view, lambda s, v: shape.setitem(s, split[1], v), value,
                           overlap="any")
             return
-    if basic and not shape._selects_everything(idx, self._data.shape):
-        view = shape.getitem(self, index)
-        vshape = np.shape(value._data if isinstance(value, Tensor) else value)
+    elif not shape._selects_everything(idx, self._data.shape):
+        view = shape._getitem(self, idx, True, name)
+        value = _strip_leading_ones(value)
+        vshape = value._data.shape
         try:
             np.broadcast_to(np.empty(vshape), view._data.shape)
         except ValueError:
-            raise shape._setitem_shape_error(vshape, view._data.shape) from None
-        if isinstance(value, Tensor):
-            copy_(view, value)
-        else:
-            # PyTorch wraps a Python value in a tensor: fill_(Tensor) for a number.
-            v = _wrap(np.asarray(value, dtype=self._data.dtype))
-            fill_(view, v) if v._data.ndim == 0 else copy_(view, v)
+            raise shape._setitem_shape_error(vshape, view._data.shape,
+                                             value._data.dtype) from None
+        # PyTorch wraps a Python value in a tensor: fill_(Tensor) for a number.
+        fill_(view, value) if number else copy_(view, value)
         return
-    apply_inplace(self, lambda s, v: shape.setitem(s, index, v), value,
+    apply_inplace(self, lambda s, v: shape.setitem(s, idx, v), value,
                   overlap="partial" if basic else "any")
