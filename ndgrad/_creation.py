@@ -265,6 +265,10 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
+    for name, v in (("start", start), ("end", end)):
+        if isinstance(v, Tensor) and v._data.ndim != 0:
+            raise RuntimeError(f"linspace only supports 0-dimensional start and end tensors, "
+                               f"but got {name} with {v._data.ndim} dimension(s).")
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end)]
     if dtype is None:
         cplx = any(isinstance(v, (complex, np.complexfloating)) for v in vals)

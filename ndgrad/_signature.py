@@ -11,7 +11,9 @@ signature, whose body checks each argument's type with a few inlined ``type(x) i
 and then calls ``impl``. So argument-type errors are raised in one place, before any work, with
 PyTorch's TypeError wording (``sum(): argument 'keepdim' (position 3) must be bool, not int``),
 and Python itself reports missing, surplus or unknown arguments (also a TypeError, as in
-PyTorch). Implementations stay free of hand-written type checks; what they still check is
+PyTorch). An allocation NumPy cannot make (MemoryError) or an axis it refuses (AxisError)
+inside the call becomes PyTorch's RuntimeError or IndexError. Implementations stay free of
+hand-written type checks; what they still check is
 what depends on values (dims in range, shapes that match), with PyTorch's messages.
 
 Types (``?`` after a type also admits None; a default of None without ``?`` means the
@@ -72,10 +74,9 @@ _I64_MIN, _I64_END, _U64_END = -2 ** 63, 2 ** 63, 2 ** 64
 
 
 def _is_int(v: Any) -> bool:
+    """An integer argument (its range is checked after all types, as PyTorch parses)."""
     if type(v) is int:
-        if _I64_MIN <= v < _I64_END:
-            return True
-        raise ValueError("Overflow when unpacking long long")
+        return True
     if isinstance(v, np.integer):
         return True
     if isinstance(v, Tensor):
@@ -86,17 +87,27 @@ def _is_int(v: Any) -> bool:
 
 def _int_elem(x: Any) -> bool:
     """An element of an int list (out-of-range elements are reported by ``_fail``)."""
-    try:
-        return _is_int(x)
-    except ValueError:
-        return False
+    if type(x) is int:
+        return _I64_MIN <= x < _I64_END
+    return _is_int(x)
 
 
 def _is_int_list(v: Any) -> bool:
     return isinstance(v, (tuple, list)) and all([_int_elem(x) for x in v])
 
 
+def _is_number_type(v: Any) -> bool:
+    if type(v) in _NUMBER_TYPES or isinstance(v, (np.number, np.bool_)):
+        return True
+    return isinstance(v, Tensor) and v._data.ndim == 0
+
+
+def _int_range(v: int) -> None:
+    raise ValueError("Overflow when unpacking long long")
+
+
 def _is_number(v: Any) -> bool:
+    """A number operand; Python ints beyond 64 bits raise PyTorch's OverflowError."""
     if type(v) is int:
         # PyTorch converts a Python int operand to int64 or uint64.
         if v < _I64_MIN:
@@ -132,20 +143,23 @@ def _is_size_varargs(v: tuple) -> bool:
 # (inline test for the common case, fallback predicate, name in messages)
 _TYPES = {
     "Tensor": ("type({v}) is _Tensor", "isinstance({v}, _Tensor)", "Tensor"),
-    "Scalar": ("type({v}) is float or (type({v}) is int and "
-               "-9223372036854775808 <= {v} < 18446744073709551616)", "_is_number({v})",
-               "Number"),
-    "int": ("type({v}) is int and -9223372036854775808 <= {v} < 9223372036854775808",
-            "_is_int({v})", "int"),
+    "Scalar": ("type({v}) is float or type({v}) is int", "_is_number_type({v})", "Number"),
+    "int": ("type({v}) is int", "_is_int({v})", "int"),
     "int[]": ("type({v}) is tuple or type({v}) is list", "False", "tuple of ints"),
-    "int[1]": ("type({v}) is int and -9223372036854775808 <= {v} < 9223372036854775808",
-               "_is_int({v}) or _is_int_list({v})", "tuple of ints"),
+    "int[1]": ("type({v}) is int", "_is_int({v}) or _is_int_list({v})", "tuple of ints"),
     "float": ("type({v}) is float or type({v}) is int", "_is_float({v})", "float"),
     "bool": ("type({v}) is bool", "False", "bool"),
     "str": ("type({v}) is str", "False", "str"),
     "ScalarType": ("type({v}) is _DType", "False", "dtype"),
     "Tensor[]": ("_is_tensor_list({v})", "False", "tuple of Tensors"),
     "Any": ("True", "True", "object"),
+}
+# Ranges of Python ints, checked after every argument's type (a wrong type anywhere is reported
+# first, as by PyTorch's parser): (bound test, what is raised beyond it).
+_RANGES = {
+    "Scalar": ("-9223372036854775808 <= {v} < 18446744073709551616", "_is_number({v})"),
+    "int": ("-9223372036854775808 <= {v} < 9223372036854775808", "_int_range({v})"),
+    "int[1]": ("-9223372036854775808 <= {v} < 9223372036854775808", "_int_range({v})"),
 }
 # int[] elements are checked after the container test.
 _LIST_ELEMS = {"int[]": "_is_int_list({v})"}
@@ -257,6 +271,17 @@ def _fail_varargs(fn: str, param: Param, values: tuple) -> None:
     _fail_elements(fn, param, " (position 1)", values)
 
 
+_INTERNAL = (MemoryError, np.exceptions.AxisError)
+
+
+def _translate(e: BaseException) -> None:
+    """PyTorch's exception for one NumPy raised inside an op (an allocation that cannot be
+    made, an axis NumPy refuses); no NumPy exception type reaches a user."""
+    if isinstance(e, MemoryError):
+        raise RuntimeError(f"DefaultCPUAllocator: can't allocate memory: {e}") from None
+    raise IndexError(f"Dimension out of range ({e})") from None
+
+
 # Note [Positions in argument errors]
 # PyTorch's message names "(position N)" only for an argument passed positionally. The wrapper's
 # parameters cannot tell, so on the error path (only there) the caller's call instruction is
@@ -324,13 +349,15 @@ def wrap(schema: str, impl: Callable, *, method: bool = False) -> Callable:
     """
     name, params = parse(schema)
     fn_name = name.split(".")[-1]
-    sig, call, body = [], [], []
+    sig, call, body, ranges = [], [], [], []
     kw_started = False
     env: dict = {"_impl": impl, "_Tensor": Tensor, "_DType": _dtype.dtype,
                  "_is_int": _is_int, "_is_int_list": _is_int_list, "_is_number": _is_number,
+                 "_is_number_type": _is_number_type, "_int_range": _int_range,
                  "_is_float": _is_float, "_is_tensor_list": _is_tensor_list,
                  "_is_size_varargs": _is_size_varargs, "_fail": _fail,
                  "_fail_varargs": _fail_varargs, "_params": params,
+                 "_INTERNAL": _INTERNAL, "_translate": _translate,
                  "_MISSING": _MISSING}
     for i, p in enumerate(params):
         pos = i if method else i + 1
@@ -360,8 +387,17 @@ def wrap(schema: str, impl: Callable, *, method: bool = False) -> Callable:
         if p.types != ("Any",) and not omitted_none:
             body.append(f"    if not ({_condition(p)}): "
                         f"_fail({fn_name!r}, _params[{i}], {pos}, {p.name})")
-    src = (f"def {fn_name}({', '.join(sig)}):\n" + "\n".join(body) +
-           f"\n    return _impl({', '.join(call)})\n")
+        for t in p.types:
+            if t in _RANGES:
+                ok, bad = _RANGES[t]
+                ranges.append(f"    if type({p.name}) is int and not {ok.format(v=p.name)}: "
+                              f"{bad.format(v=p.name)}")
+                break
+    # The try costs nothing unless something is raised (CPython >= 3.11): it turns the
+    # exceptions NumPy raises for impossible requests into PyTorch's (Note [Declared signatures]).
+    src = (f"def {fn_name}({', '.join(sig)}):\n" + "\n".join(body + ranges) +
+           f"\n    try:\n        return _impl({', '.join(call)})\n"
+           f"    except _INTERNAL as e:\n        _translate(e)\n")
     # The pseudo file name lies inside the package, so frame walks that skip ndgrad's own
     # frames (the in-place site of a version error, the profiler's call site) skip it too.
     exec(compile(src, os.path.join(_HERE, f"<signature {name}>"), "exec"), env)

@@ -521,6 +521,10 @@ def reciprocal(input: Tensor) -> Tensor:
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001
     """``input ** exponent`` (tensor or scalar on either side)."""
     if not isinstance(input, Tensor):
+        if not isinstance(exponent, Tensor):
+            raise TypeError(f"pow() received an invalid combination of arguments - got "
+                            f"({type(input).__name__}, {type(exponent).__name__}), but expected "
+                            "a Tensor as input or exponent")
         e = exponent
         ed, s = scalar_operand(e._data, as_scalar(input))
         _not_implemented_for("pow", ed, "b")
@@ -743,11 +747,17 @@ def sqrt(input: Tensor) -> Tensor:
 
 def relu(input: Tensor) -> Tensor:
     """Elementwise ``max(input, 0)``."""
+    k = input._data.dtype.kind
+    if k == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
+    if k == "b":
+        raise RuntimeError("Boolean inputs not supported for relu")
     return apply(RELU, (input,), (input._data,))
 
 
 def abs(input: Tensor) -> Tensor:  # noqa: A001
     """Elementwise absolute value (the modulus for complex inputs)."""
+    _not_implemented_for("abs_cpu", input._data, "b")
     return apply(ABS, (input,), (input._data,))
 
 
@@ -758,6 +768,9 @@ def sign(input: Tensor) -> Tensor:
     >>> ndgrad.tensor([-2.0, 0.0, 3.0]).sign().tolist()
     [-1.0, 0.0, 1.0]
     """
+    if input._data.dtype.kind == "c":
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex "
+                                  "numbers. Please use torch.sgn instead.")
     return apply(SIGN, (input,), (input._data,))
 
 
@@ -966,6 +979,15 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
             return r
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    # PyTorch's two overloads take two Tensor bounds or two Number bounds (a 0-d Tensor may
+    # stand for a Number), not one of each.
+    kinds = {isinstance(b, Tensor) and b._data.ndim > 0 for b in (min, max) if b is not None} | \
+        {False if isinstance(b, Tensor) else None for b in (min, max)
+         if b is not None and not isinstance(b, Tensor)}
+    if True in kinds and None in kinds:
+        raise TypeError("clamp() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(min).__name__}, {type(max).__name__}), but expected (Tensor "
+                        "min, Tensor max) or (Number min, Number max)")
     _check_clamp_real(input, min, max)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         lo = min if min is None or isinstance(min, Tensor) else to_tensor(min)
@@ -1299,14 +1321,22 @@ def logical_not(input: Tensor) -> Tensor:
     return _wrap(np.logical_not(input._data))
 
 
+def _logical_binary(ufunc: Any, input: Tensor, other: Any) -> Tensor:
+    a, b = input._data, to_tensor(other)._data
+    try:
+        return _wrap(ufunc(a, b))
+    except ValueError:
+        raise broadcast_error(a.shape, b.shape) from None
+
+
 def logical_and(input: Tensor, other: Any) -> Tensor:
     """Bool tensor, True where both ``input`` and ``other`` are nonzero."""
-    return _wrap(np.logical_and(input._data, to_tensor(other)._data))
+    return _logical_binary(np.logical_and, input, other)
 
 
 def logical_or(input: Tensor, other: Any) -> Tensor:
     """Bool tensor, True where ``input`` or ``other`` is nonzero."""
-    return _wrap(np.logical_or(input._data, to_tensor(other)._data))
+    return _logical_binary(np.logical_or, input, other)
 
 
 def isnan(input: Tensor) -> Tensor:

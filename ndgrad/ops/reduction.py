@@ -18,6 +18,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _dtype
+from ..autograd import grad_mode as _grad_mode
 from ..tensor import Tensor, _as_shape, _wrap
 from ._batching import argminmax as _argminmax
 from ._batching import call as _bcall
@@ -88,6 +89,15 @@ def _check_0d_dims(dim: Any) -> tuple:
     return ()
 
 
+def _check_autograd_dtype(input: Tensor, dt: Any) -> None:
+    """A reduction asked for an integer result of an input that requires grad (PyTorch refuses
+    what its graph could not carry)."""
+    if dt is not None and np.dtype(dt).kind in "biu" and input._requires_grad and \
+            _grad_mode._state.enabled:
+        raise RuntimeError("Autograd not support dtype: "
+                           f"{_dtype._FROM_NP[np.dtype(dt)]._torch_name}")
+
+
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
         dtype: Any = None) -> Tensor:
     """Sum of all elements, or over ``dim`` (an int or a tuple of ints)."""
@@ -97,6 +107,7 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
             return r
     x = input._data
     dt = _reduce_dtype(x, dtype)
+    _check_autograd_dtype(input, dt)
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         dims = tuple(range(x.ndim))
         return apply(SUM, (input,), (x,), (dims, bool(keepdim), dt))
@@ -123,7 +134,9 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
 
 
 def _sum_to_fwd(x, dims, shape):
-    return np.add.reduce(x, axis=dims, keepdims=True).reshape(shape)
+    # Integer and bool sums are int64, as every PyTorch sum (NumPy picks uint64 for uint8).
+    dt = np.int64 if x.dtype.kind in "biu" else None
+    return np.add.reduce(x, axis=dims, keepdims=True, dtype=dt).reshape(shape)
 
 
 SUM_TO_SIZE = Op("sum_to_size", "SumBackward1", _sum_to_fwd,
@@ -263,6 +276,7 @@ def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
             return r
     x = input._data
     dt = _reduce_dtype(x, dtype)
+    _check_autograd_dtype(input, dt)
     if dim is None:
         return apply(PROD, (input,), (x,), (tuple(range(x.ndim)), False, dt))
     d = wrap_dim(int(dim), x.ndim)
@@ -353,6 +367,11 @@ def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
         from .pointwise import maximum, minimum
         return maximum(input, dim) if is_max else minimum(input, dim)
     x = input._data
+    if x.dtype.kind == "c":
+        if dim is None:
+            raise NotImplementedError(f"\"{name}_all\" not implemented for "
+                                      f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
+        raise RuntimeError(f"{name}(): does not support complex input")
     if dim is None:
         if x.size == 0:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
@@ -379,6 +398,26 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
     return _minmax(input, dim, keepdim, False)
 
 
+def _arg_reduce(input: Tensor, dim: Optional[int], keepdim: bool, is_max: bool) -> Tensor:
+    name = "argmax" if is_max else "argmin"
+    x = input._data
+    if x.dtype.kind in "bc":
+        raise RuntimeError(f"{name}(): does not support "
+                           f"{'bool' if x.dtype.kind == 'b' else 'complex'} input")
+    fn = np.argmax if is_max else np.argmin
+    if dim is None:
+        if x.size == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+        return _wrap(np.asarray(fn(x), dtype=np.int64))
+    d = wrap_dim(dim, x.ndim) if x.ndim else wrap_dim(dim, 1)
+    if x.ndim == 0:
+        return _wrap(np.zeros((), dtype=np.int64))
+    if x.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    return _wrap(fn(x, axis=d, keepdims=keepdim).astype(np.int64))
+
+
 def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
     """Index of the largest value, over the flattened input or along ``dim``.
 
@@ -390,10 +429,7 @@ def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> T
         r = _argminmax(input, dim, keepdim, True)
         if r is not NotImplemented:
             return r
-    x = input._data
-    if dim is None:
-        return _wrap(np.asarray(np.argmax(x), dtype=np.int64))
-    return _wrap(np.argmax(x, axis=wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64))
+    return _arg_reduce(input, dim, keepdim, True)
 
 
 def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
@@ -402,10 +438,7 @@ def argmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> T
         r = _argminmax(input, dim, keepdim, False)
         if r is not NotImplemented:
             return r
-    x = input._data
-    if dim is None:
-        return _wrap(np.asarray(np.argmin(x), dtype=np.int64))
-    return _wrap(np.argmin(x, axis=wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64))
+    return _arg_reduce(input, dim, keepdim, False)
 
 
 # ---------------------------------------------------------------------------- gather / scatter
@@ -503,17 +536,19 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def _logical_reduce(ufunc: Any, name: str):
     def reduce(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         x = input._data
+        # uint8 inputs give uint8 results (PyTorch's legacy rule), everything else bool.
+        out_dt = np.uint8 if x.dtype == np.uint8 else np.bool_
         if dim is None:
-            return _wrap(np.asarray(ufunc.reduce(x.astype(bool, copy=False), axis=None)))
-        dims = dims_tuple(dim, x.ndim) if x.ndim else ()
-        return _wrap(np.asarray(ufunc.reduce(x.astype(bool, copy=False), axis=dims,
-                                             keepdims=bool(keepdim))))
+            r = ufunc.reduce(x.astype(bool, copy=False), axis=None)
+        else:
+            dims = dims_tuple(dim, x.ndim) if x.ndim else _check_0d_dims(dim)
+            r = ufunc.reduce(x.astype(bool, copy=False), axis=dims, keepdims=bool(keepdim))
+        return _wrap(np.asarray(r).astype(out_dt, copy=False))
     reduce.__name__ = name
     reduce.__doc__ = (f"True where {'all' if name == 'all' else 'any'} elements (over ``dim``, "
                       "or all of them) are nonzero; a bool tensor, not differentiable.")
     return reduce
 
 
-# Not named all/any here: the module uses the builtins.
 all_ = _logical_reduce(np.logical_and, "all")
 any_ = _logical_reduce(np.logical_or, "any")

@@ -1332,12 +1332,12 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             return r
     ts = _tensor_list(tensors, "stack")
     arrays = _promoted(ts)
+    d = wrap_dim(dim, arrays[0].ndim + 1)
     for i, a in enumerate(arrays[1:], 1):
         if a.shape != arrays[0].shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(arrays[0].shape)} at entry 0 and {list(a.shape)} at entry "
                                f"{i}")
-    d = wrap_dim(dim, arrays[0].ndim + 1)
     return _apply_varargs(STACK, ts, arrays, d)
 
 
