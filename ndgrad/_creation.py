@@ -108,8 +108,10 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
             arr = arr.astype(_dtype.get_default_dtype().to_complex().np)
     elif kind == "b":
         pass
+    elif kind in "US":
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     else:
-        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
     return arr
 
 
@@ -146,6 +148,16 @@ def _contains_tensor(data: Any) -> bool:
     return False
 
 
+def _check_scalar_tensors(data: Any) -> None:
+    """Tensors inside a nested list are read as numbers: each must have one element."""
+    for v in data:
+        if isinstance(v, Tensor):
+            if v._data.size != 1:
+                raise ValueError("only one element tensors can be converted to Python scalars")
+        elif isinstance(v, (list, tuple)):
+            _check_scalar_tensors(v)
+
+
 def tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, ndarrays, tensors).
@@ -157,6 +169,8 @@ def tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
     tensor([[1., 2.]], requires_grad=True)
     """
     d = _dtype.to_dtype(dtype) if dtype is not None else None
+    if isinstance(data, (list, tuple)) and _contains_tensor(data):
+        _check_scalar_tensors(data)
     arr = _infer_array(data, d)
     if d is not None:
         if not isinstance(data, (Tensor, np.ndarray)):
@@ -298,6 +312,9 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
 def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
     """The identity matrix (``n`` x ``m``)."""
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     return _finish(np.eye(n, m, dtype=_resolve(dtype)), requires_grad, device)
 
 

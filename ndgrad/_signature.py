@@ -135,6 +135,8 @@ def _is_tensor_list(v: Any) -> bool:
 
 
 def _is_size_varargs(v: tuple) -> bool:
+    if not v:
+        return False
     if len(v) == 1 and not _int_elem(v[0]):
         return _is_int_list(v[0])
     return all([_int_elem(x) for x in v])
@@ -263,6 +265,8 @@ def _fail_elements(fn: str, param: Param, where: str, values: Any) -> None:
 
 
 def _fail_varargs(fn: str, param: Param, values: tuple) -> None:
+    if not values:
+        raise TypeError(f"{fn}() missing 1 required positional arguments: \"{param.name}\"")
     if len(values) == 1 and not isinstance(values[0], (tuple, list)) and type(values[0]) is not int:
         raise TypeError(f"{fn}(): argument '{param.name}' (position 1) must be tuple of ints, "
                         f"not {_typename(values[0])}")
@@ -271,15 +275,20 @@ def _fail_varargs(fn: str, param: Param, values: tuple) -> None:
     _fail_elements(fn, param, " (position 1)", values)
 
 
-_INTERNAL = (MemoryError, np.exceptions.AxisError)
+_INTERNAL = (MemoryError, ValueError)
 
 
 def _translate(e: BaseException) -> None:
     """PyTorch's exception for one NumPy raised inside an op (an allocation that cannot be
-    made, an axis NumPy refuses); no NumPy exception type reaches a user."""
+    made or whose size overflows, an axis NumPy refuses); no NumPy exception type reaches a
+    user. Other ValueErrors are PyTorch's own and pass unchanged."""
     if isinstance(e, MemoryError):
         raise RuntimeError(f"DefaultCPUAllocator: can't allocate memory: {e}") from None
-    raise IndexError(f"Dimension out of range ({e})") from None
+    if isinstance(e, np.exceptions.AxisError):
+        raise IndexError(f"Dimension out of range ({e})") from None
+    if str(e).startswith(("array is too big", "Maximum allowed size exceeded")):
+        raise RuntimeError(f"numel: integer multiplication overflow ({e})") from None
+    raise e
 
 
 # Note [Positions in argument errors]

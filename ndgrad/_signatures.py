@@ -21,6 +21,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from . import _dtype
 from ._signature import wrap
 from .tensor import Tensor
 
@@ -70,9 +71,9 @@ clamp_max(Tensor input, Tensor|Scalar max)
 masked_fill(Tensor input, Tensor mask, Tensor|Scalar value)
 sum(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
 mean(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
-prod(Tensor input, int? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
-max(Tensor input, Tensor|int dim=None, bool keepdim=False)
-min(Tensor input, Tensor|int dim=None, bool keepdim=False)
+prod(Tensor input, int dim=None, bool keepdim=False, *, ScalarType? dtype=None)
+max(Tensor input, Tensor|int dim=None, bool keepdim=None)
+min(Tensor input, Tensor|int dim=None, bool keepdim=None)
 argmax(Tensor input, int? dim=None, bool keepdim=False)
 argmin(Tensor input, int? dim=None, bool keepdim=False)
 all(Tensor input, int[1]? dim=None, bool keepdim=False)
@@ -153,7 +154,7 @@ clamp_(Tensor self, Tensor|Scalar? min=None, Tensor|Scalar? max=None)
 clip_(Tensor self, Tensor|Scalar? min=None, Tensor|Scalar? max=None)
 clamp_min_(Tensor self, Tensor|Scalar min)
 clamp_max_(Tensor self, Tensor|Scalar max)
-copy_(Tensor self, Tensor src, bool non_blocking=False)
+copy_(Tensor self, Tensor|Scalar src, bool non_blocking=False)
 triu_(Tensor self, int diagonal=0)
 abs_(Tensor self)
 neg_(Tensor self)
@@ -196,6 +197,21 @@ def install(module: ModuleType) -> None:
     for schema in _entries(METHODS):
         name = _name(schema)
         setattr(Tensor, name, wrap(schema, _unwrapped(getattr(Tensor, name)), method=True))
+    Tensor.view = _view_overloads(Tensor.view)
+
+
+def _view_overloads(view_sizes: Any) -> Any:
+    """``x.view(*size)`` or ``x.view(dtype)`` (PyTorch's two overloads of Tensor.view)."""
+    from .ops.shape import view_dtype
+
+    def view(self: Tensor, *size: Any) -> Tensor:
+        if len(size) == 1 and type(size[0]) is _dtype.dtype:
+            return view_dtype(self, size[0])
+        return view_sizes(self, *size)
+    view.__doc__ = view_sizes.__doc__
+    view.__signature_schema__ = "view(Tensor self, int... size) | view(Tensor self, dtype)"
+    view.__wrapped__ = _unwrapped(view_sizes)
+    return view
 
 
 def _unwrapped(fn: Any) -> Any:

@@ -379,9 +379,11 @@ def _raise_if_notimpl(r: Any, a: Any, b: Any, name: str) -> Any:
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other``, broadcasting, with PyTorch's type promotion."""
     if not isinstance(input, Tensor):
-        input, other = (other, input) if isinstance(other, Tensor) else (to_tensor(input), other)
-        if alpha != 1:
-            raise TypeError("add(): alpha with a scalar first operand is not supported")
+        if alpha != 1 or not isinstance(other, Tensor):
+            # a number first operand is wrapped into a 0-d tensor (alpha scales ``other``)
+            input = to_tensor(as_scalar(input))
+        else:
+            input, other = other, input
     a = _alpha_arg(alpha)
     if a is None:
         return _raise_if_notimpl(_binary(input, other, ADD, ADD_S, "add"), input, other, "add")
@@ -1078,10 +1080,13 @@ def _check_broadcast(*shapes: tuple) -> None:
                 raise broadcast_error(acc, s) from None
 
 
-def _check_clamp_real(*operands: Any) -> None:
-    for x in operands:
-        if isinstance(x, complex) or (isinstance(x, Tensor) and x._data.dtype.kind == "c"):
+def _check_clamp_real(input: Tensor, *bounds: Any) -> None:
+    for x in (input, *bounds):
+        if isinstance(x, Tensor) and x._data.dtype.kind == "c":
             raise NotImplementedError("clamp is not supported for complex types")
+    for x in bounds:
+        if isinstance(x, complex):      # a complex number bound of a real tensor
+            raise RuntimeError("value cannot be converted to type double without overflow")
 
 
 def _clamp_bound(input: Tensor, bound: Any, is_min: bool) -> Tensor:
@@ -1183,6 +1188,7 @@ def _compare(ufunc, kernel: str, ordered: bool):
         if isinstance(other, Tensor):
             ad, bd = promote_pair(input, other)
             if ordered:
+                _check_broadcast(ad.shape, bd.shape)      # shapes are checked first
                 _not_implemented_for(kernel, ad, "c")
             try:
                 return _wrap(ufunc(ad, bd))
@@ -1400,6 +1406,9 @@ def to(input: Tensor, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
     for a in args:
         if isinstance(a, Tensor):
             dtype = a.dtype
+        elif type(a) is int:            # a device index: an accelerator ndgrad does not have
+            raise RuntimeError("Device index must not be negative" if a < 0 else
+                               "Cannot access accelerator device when none is available.")
         elif isinstance(a, (str, _device)):
             check_device(a)
         elif a is not None:

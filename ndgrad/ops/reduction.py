@@ -107,11 +107,12 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
             return r
     x = input._data
     dt = _reduce_dtype(x, dtype)
-    _check_autograd_dtype(input, dt)
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        _check_autograd_dtype(input, dt)
         dims = tuple(range(x.ndim))
         return apply(SUM, (input,), (x,), (dims, bool(keepdim), dt))
     dims = dims_tuple(dim, x.ndim) if x.ndim else _check_0d_dims(dim)
+    _check_autograd_dtype(input, dt)
     return apply(SUM_DIM, (input,), (x,), (dims, bool(keepdim), dt))
 
 
@@ -126,6 +127,10 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {_dtype._FROM_NP[x.dtype]._torch_name}")
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Optional dtype must be either a floating "
+            f"point or complex dtype. Got: {dtype._torch_name}")
     dt = _dtype.to_dtype(dtype).np if dtype is not None else None
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return apply(MEAN, (input,), (x,), (tuple(range(x.ndim)), bool(keepdim), dt))
@@ -276,10 +281,11 @@ def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
             return r
     x = input._data
     dt = _reduce_dtype(x, dtype)
-    _check_autograd_dtype(input, dt)
     if dim is None:
+        _check_autograd_dtype(input, dt)
         return apply(PROD, (input,), (x,), (tuple(range(x.ndim)), False, dt))
-    d = wrap_dim(int(dim), x.ndim)
+    d = wrap_dim(int(dim), x.ndim) if x.ndim else wrap_dim(int(dim), 1)
+    _check_autograd_dtype(input, dt)
     return apply(PROD_DIM, (input,), (x,), ((d,) if x.ndim else (), bool(keepdim), dt))
 
 
@@ -364,10 +370,13 @@ def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
             return r
     name = "max" if is_max else "min"
     if isinstance(dim, Tensor):
+        if keepdim is not None:     # max(input, other) has no keepdim (None: not passed)
+            raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                            "(Tensor, Tensor, bool), but expected (Tensor input, Tensor other)")
         from .pointwise import maximum, minimum
         return maximum(input, dim) if is_max else minimum(input, dim)
     x = input._data
-    if x.dtype.kind == "c":
+    if x.dtype.kind == "c" and not (dim is None and x.size == 0):
         if dim is None:
             raise NotImplementedError(f"\"{name}_all\" not implemented for "
                                       f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
@@ -378,6 +387,7 @@ def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
                                "argument.")
         return apply(MAX_ALL if is_max else MIN_ALL, (input,), (x,))
+    keepdim = bool(keepdim)
     d = wrap_dim(int(dim), x.ndim)
     if x.ndim and x.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
@@ -388,12 +398,12 @@ def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     return values_indices(vals, inds if out._data is inds._data else out)
 
 
-def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+def max(input: Tensor, dim: Any = None, keepdim: Any = None) -> Any:  # noqa: A001
     """Max of all elements; with ``dim``, ``(values, indices)``; with a tensor, ``maximum``."""
     return _minmax(input, dim, keepdim, True)
 
 
-def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+def min(input: Tensor, dim: Any = None, keepdim: Any = None) -> Any:  # noqa: A001
     """Min of all elements; with ``dim``, ``(values, indices)``; with a tensor, ``minimum``."""
     return _minmax(input, dim, keepdim, False)
 

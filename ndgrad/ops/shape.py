@@ -24,8 +24,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import _dtype, _layout
-from ..tensor import Tensor, _as_shape, _ptr, _storage_nbytes, _storage_root
+from .. import _dtype, _layout, _signature
+from ..tensor import Tensor, _as_shape, _ptr, _storage_nbytes, _storage_root, _wrap
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
@@ -1159,12 +1159,18 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
 def split(input: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Cut ``input`` along ``dim`` into pieces of a given size (the last may be
     smaller), or of the sizes in a list; returns a tuple of views."""
+    if not isinstance(input, Tensor):
+        # ndgrad.split, like torch.split, is a function calling the argument's own split
+        return input.split(split_size_or_sections, dim)
     if input._blevel:  # Note [Batched backward]
         r = _bcall(split, input, split_size_or_sections, dim)
         if r is not NotImplemented:
             return r
     x = input._data
     size = split_size_or_sections
+    if not _signature._is_int(dim):         # argument types before values, as PyTorch
+        raise TypeError(f"split() received an invalid combination of arguments - got (Tensor, "
+                        f"{type_name(size)}, {type_name(dim)}), but expected 'int dim'")
     if isinstance(size, Tensor) and size._data.size == 1:
         size = int(size._data.reshape(()))      # PyTorch's Tensor.split reads it as an int
     if isinstance(size, bool):
@@ -1694,3 +1700,26 @@ def _check_mask_fill(idx: tuple, v: Tensor, dt: np.dtype) -> None:
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
                            "unsigned char")
     _dtype.scalar_to(v._data.item(), _dtype._FROM_NP[dt])
+
+
+def view_dtype(input: Tensor, dtype: _dtype.dtype) -> Tensor:
+    """``x.view(dtype)``: the same memory read as ``dtype``. With another element size the last
+    dim (of stride 1) is split or merged. Not differentiable, as in PyTorch."""
+    x = input._data
+    new = dtype.np
+    a, b = x.dtype.itemsize, new.itemsize
+    if a != b:
+        src, dst = _dtype._FROM_NP[x.dtype]._torch_name, dtype._torch_name
+        if x.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 to view {src} as {dst} (different "
+                               "element sizes)")
+        if x.shape[-1] != 1 and x.strides[-1] != a:
+            raise RuntimeError(f"self.stride(-1) must be 1 to view {src} as {dst} (different "
+                               f"element sizes), but got {x.strides[-1] // a}")
+        if b > a and x.shape[-1] % (b // a):
+            raise RuntimeError(f"self.size(-1) must be divisible by {b // a} to view {src} as "
+                               f"{dst} (different element sizes), but got {x.shape[-1]}")
+    try:
+        return _wrap(x.view(new))
+    except ValueError as e:
+        raise RuntimeError(f"view(): cannot view as {dtype._torch_name}: {e}") from None

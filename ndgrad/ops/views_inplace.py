@@ -630,6 +630,8 @@ def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast, cast) into ``self``; ``src`` gets the gradient."""
+    if isinstance(src, _SCALARS):       # a number is a 0-d tensor here, as in PyTorch
+        src = _wrap(np.asarray(src.item() if isinstance(src, np.generic) else src))
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
                         f"{type(src).__name__}")
