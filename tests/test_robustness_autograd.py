@@ -232,16 +232,6 @@ def test_ctx_attributes_in_setup_context_backward_and_jvp():
 
 
 # ---------------------------------------------------------------------------- 3. pack order
-# Indexing with tensors, lists and masks: PyTorch saves the index tensors; ndgrad keeps them as
-# arrays in the node's arguments (ops/shape.py), so pack hooks do not see them yet.
-INDEX_NOT_SAVED = {
-    "getitem_list", "getitem_lists", "getitem_int_list", "getitem_slice_list",
-    "getitem_ellipsis_list", "getitem_tensor", "getitem_tensor_2d", "getitem_tensor_pair",
-    "getitem_mask", "getitem_mask_row", "getitem_mask_col", "getitem_mask_list",
-    "setitem_tensor", "setitem_tensor_pair", "setitem_list", "setitem_mask_scalar",
-    "setitem_mask_0d", "index_put", "index_put_accumulate"}
-
-
 def _as_numpy(t):
     return np.asarray(t.detach().tolist(), dtype=float)
 
@@ -283,10 +273,8 @@ def _pack_cases():
             # every input requires grad; then each one alone (what is saved depends on it)
             masks = [(True,) * k] + ([tuple(j == q for q in range(k)) for j in range(k)]
                                      if k > 1 else [])
-            marks = ([pytest.mark.xfail(strict=True, reason="index tensors not saved")]
-                     if op.name in INDEX_NOT_SAVED else [])
             for mask in masks:
-                yield pytest.param(op, i, mask, marks=marks,
+                yield pytest.param(op, i, mask,
                                    id=f"{op.name}-{i}-{''.join('1' if m else '0' for m in mask)}")
 
 

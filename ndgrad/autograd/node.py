@@ -172,7 +172,9 @@ class OpNode(Node):
             if key in op.saved_names:
                 if self._saved is RELEASED:
                     raise RuntimeError(SECOND_BACKWARD_MSG)
-                return self._saved[op.saved_names.index(key)]
+                v = self._saved[op.saved_names.index(key)]
+                # A saved list of tensors (autograd/saved.py): its SavedTensors, as PyTorch.
+                return tuple(v._items) if hasattr(v, "_items") else v
         if name.startswith("_saved_"):
             op = type(self)._op
             key = name[len("_saved_"):]

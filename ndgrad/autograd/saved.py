@@ -29,8 +29,8 @@ from .grad_mode import _state as _grad_state
 
 _new = object.__new__
 
-__all__ = ["SavedTensor", "SavedValue", "SECOND_BACKWARD_MSG", "saved_tensors_hooks",
-           "disable_saved_tensors_hooks"]
+__all__ = ["SavedTensor", "SavedTensorList", "TensorList", "SavedValue", "SECOND_BACKWARD_MSG",
+           "saved_tensors_hooks", "disable_saved_tensors_hooks"]
 
 SECOND_BACKWARD_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -162,6 +162,33 @@ class SavedTensor:
         self._packed = _call_pack(pack_hook, self._tensor)
         self._unpack_hook = unpack_hook
         self._tensor = None
+
+
+class TensorList(tuple):
+    """Optional tensors passed to an op as one non-tensor argument (the index tensors of
+    ``x[idx]``, None where a slice keeps a dim); saved as a ``SavedTensorList``."""
+
+    __slots__ = ()
+
+
+class SavedTensorList:
+    """A saved ``TensorList``: each tensor saved (packed, version-checked) in order; unpacks
+    as a tuple holding None where the list did."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, tensors: TensorList) -> None:
+        self._items = [None if t is None else SavedTensor(t) for t in tensors]
+
+    def unpack(self, node: Any = None) -> tuple:
+        """The saved tensors (None entries kept)."""
+        return tuple([None if s is None else s.unpack(node) for s in self._items])
+
+    def release(self) -> None:
+        """Free every saved tensor."""
+        for s in self._items:
+            if s is not None:
+                s.release()
 
 
 def _autograd_identity(tensor: Any) -> Any:

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..autograd import batching as _bt
 from ..autograd.batching import ACTIVE
+from ..autograd.saved import TensorList
 from ..tensor import Tensor, _new, _wrap
 from ._dispatch import Op, apply
 
@@ -373,9 +374,16 @@ def _basic_index(c: _Call, args: tuple) -> Any:
     return apply(c.op, tuple(c.ts), tuple(c.arrs), (((_EMPTY_SLICE,) + tuple(args[0])),))
 
 
+def _batched_indices(args: tuple) -> tuple:
+    # The saved index tensors after the NumPy index (Note [Saved index tensors]): one more
+    # leading dim, kept.
+    return (TensorList((None,) + tuple(args[1])),) if len(args) > 1 else ()
+
+
 def _advanced_index(c: _Call, args: tuple) -> Any:
     idx = tuple(args[0])
-    r = apply(c.op, tuple(c.ts), tuple(c.arrs), ((_EMPTY_SLICE,) + idx,))
+    r = apply(c.op, tuple(c.ts), tuple(c.arrs),
+              ((_EMPTY_SLICE,) + idx,) + _batched_indices(args))
     k = _batch_axis(idx)
     return _shape.movedim(r, k, 0) if k else r
 
@@ -407,7 +415,7 @@ def _index_put(c: _Call, args: tuple) -> Any:
         if k:
             v = _shape.movedim(v, 0, k)
     return apply(c.op, (x, v), (_arr(x, c.arrs[0]), _arr(v, c.arrs[1])),
-                 ((_EMPTY_SLICE,) + idx,))
+                 ((_EMPTY_SLICE,) + idx,) + _batched_indices(args))
 
 
 def _zero_at(c: _Call, args: tuple) -> Any:
@@ -471,13 +479,18 @@ def _flat_rows(t: Tensor, B: int) -> Tensor:
     return _shape.reshape(t, (B, -1))
 
 
+def _flat_index(g: Tensor, ga: np.ndarray, flat: np.ndarray) -> Tensor:
+    """``g[:, flat]`` for rows ``g`` (data ``ga``)."""
+    idx = (_EMPTY_SLICE, flat)
+    return apply(_shape.INDEX, (g,), (ga,), (idx, _shape._index_tensors(idx, 2)))
+
+
 def _view_replay(c: _Call, args: tuple) -> Any:
     pos = _view_positions(args[0], c.ls[0])
     flat = pos.reshape(-1)
     outside = flat < 0
     g = _flat_rows(c.ts[0], c.B)
-    r = apply(_shape.INDEX, (g,), (_arr(g, c.arrs[0]),),
-              ((_EMPTY_SLICE, np.where(outside, 0, flat)),))
+    r = _flat_index(g, _arr(g, c.arrs[0]), np.where(outside, 0, flat))
     if outside.any():
         r = r * _wrap((~outside).astype(r._data.dtype))
     return _shape.reshape(r, (c.B,) + pos.shape)
@@ -494,7 +507,7 @@ def _view_scatter(c: _Call, args: tuple) -> Any:
     ga = _arr(g, c.arrs[0])
     if (flat < 0).any():
         keep = np.flatnonzero(flat >= 0)
-        g = apply(_shape.INDEX, (g,), (ga,), ((_EMPTY_SLICE, keep),))
+        g = _flat_index(g, ga, keep)
         flat, ga = flat[keep], g._data
     n = int(np.prod(shape))
     r = apply(_shape.INDEX_BACKWARD, (g,), (ga,), ((_EMPTY_SLICE, flat), (c.B, n)))

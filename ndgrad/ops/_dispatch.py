@@ -33,7 +33,7 @@ from .. import _dtype
 from ..autograd.accumulate_grad import AccumulateGrad
 from ..autograd.grad_mode import _state
 from ..autograd.node import OpNode, next_sequence_nr
-from ..autograd.saved import SavedTensor, SavedValue
+from ..autograd.saved import SavedTensor, SavedTensorList, SavedValue, TensorList
 from ..tensor import Tensor, _wrap
 
 __all__ = ["Op", "apply", "grad_accumulator", "gradient_edge", "REGISTRY"]
@@ -274,14 +274,18 @@ def _new_node(op: Op, tensors: tuple, args: tuple) -> OpNode:
 # A tensor operand that gets no gradient (where's condition, masked_fill's mask, gather's index,
 # the indices max(dim) returns) is passed among the non-tensor ``args`` as the Tensor itself; the
 # op's forward reads its ``_data``. Naming it in ``saves`` saves it like PyTorch does: checked
-# against in-place changes at unpack, and seen by saved tensor hooks.
+# against in-place changes at unpack, and seen by saved tensor hooks. A variable number of them
+# (the index tensors of ``x[idx]``) is passed as one ``TensorList``, saved tensor by tensor.
 def _save(i: int, tensors: tuple, result: Tensor, args: tuple) -> Any:
     if i >= 0:
         return SavedTensor(tensors[i])
     if i == -1:
         return SavedTensor(result, True, 0)
     v = args[-2 - i]
-    return SavedTensor(v) if type(v) is Tensor else SavedValue(v)
+    t = type(v)
+    if t is Tensor:
+        return SavedTensor(v)
+    return SavedTensorList(v) if t is TensorList else SavedValue(v)
 
 
 def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:

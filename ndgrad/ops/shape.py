@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _dtype, _layout, _signature
+from ..autograd.saved import TensorList
 from ..tensor import Tensor, _as_shape, _ptr, _storage_nbytes, _storage_root, _wrap
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
@@ -379,6 +380,7 @@ def _basic_vjp(ctx, g):
 
 
 def _advanced_vjp(ctx, g):
+    _ = ctx.saved      # the index tensors: version-checked, unpacked by the hooks
     return apply(INDEX_BACKWARD, (g,), (g._data,), (ctx._args[0], ctx.input_shape(0)))
 
 
@@ -435,7 +437,10 @@ _BASIC = {name: Op("getitem", name, _getitem_fwd, _basic_vjp, args=("index",), v
                    jvp=linear)
           for name in ("SelectBackward0", "SliceBackward0", "UnsqueezeBackward0",
                        "AliasBackward0")}
-INDEX = Op("index", "IndexBackward0", _getitem_fwd, _advanced_vjp, args=("indices",), jvp=linear)
+# Advanced indexing: args are the NumPy index and the index tensors saved as ``indices``
+# (Note [Saved index tensors]).
+INDEX = Op("index", "IndexBackward0", lambda x, index, indices: _getitem_fwd(x, index),
+           _advanced_vjp, args=("np_index", "indices"), saves=("indices",), jvp=linear)
 
 
 # Note [Python indices]
@@ -451,6 +456,15 @@ INDEX = Op("index", "IndexBackward0", _getitem_fwd, _advanced_vjp, args=("indice
 # * Several ``...`` may appear: each stands for the dims the other items leave over.
 # ``_normalize_index`` turns an index into NumPy form once; getitem, setitem and index_put
 # work on that form (applying its basic part first, as a view: ``_split_advanced``).
+
+# Note [Saved index tensors]
+# Advanced indexing, setitem and index_put save their index tensors as PyTorch does (its
+# ``indices``, one entry per dim of the tensor the advanced part indexes, trailing Nones
+# dropped): None for a dim a slice, None or ``...`` keeps; an index tensor the user gave
+# itself (so that changing it in place before backward raises); a new int64 tensor for a
+# sequence; a bool mask as it is (one entry); ``[0]`` or ``[]`` for a Python or 0-d bool;
+# integers select before and have no entry. ``_index_tensors`` builds that ``TensorList``;
+# the ops get it as their last argument, beside the NumPy index that their forward uses.
 _NOT_AN_INDEX = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                  "Variables are valid indices (got {})")
 _BAD_INDEX_TENSOR = "tensors used as indices must be long, int, byte or bool tensors"
@@ -479,7 +493,36 @@ class _ByteMask(np.ndarray):
 def _byte_mask(d: np.ndarray) -> np.ndarray:
     warnings.warn("indexing with dtype uint8 is deprecated, please use a dtype bool instead.",
                   UserWarning, stacklevel=5)
-    return np.asarray(d != 0).view(_ByteMask)
+    m = np.asarray(d != 0).view(_ByteMask)
+    m._source = d          # the uint8 data, saved as PyTorch saves it
+    return m
+
+
+def _index_tensors(idx: tuple, ndim: int, index: Any = None) -> TensorList:
+    """The index tensors PyTorch saves for the normalized advanced index ``idx`` into ``ndim``
+    dims (Note [Saved index tensors]); ``index`` is the user's index, whose tensors are saved
+    themselves."""
+    given = {}
+    for t in (index,) if type(index) is Tensor else index if type(index) in (tuple, list) \
+            else ():
+        if type(t) is Tensor:
+            given[id(t._data)] = t
+    rest = ndim - sum(_index_dims(it) for it in idx)
+    out: list = []
+    for it in idx:
+        if isinstance(it, np.ndarray) and (it.ndim or it.dtype != np.bool_):
+            src = getattr(it, "_source", it)          # a _ByteMask: its uint8 data
+            t = given.get(id(src))
+            out.append(t if t is not None else _wrap(np.asarray(src)))
+        elif isinstance(it, (bool, np.ndarray)):      # Python or 0-d bool
+            out.append(_wrap(np.arange(int(bool(it)), dtype=np.int64)))
+        elif it is Ellipsis:
+            out.extend([None] * rest)
+        elif type(it) is not int:                     # a slice or None
+            out.append(None)
+    while out and out[-1] is None:
+        out.pop()
+    return TensorList(out)
 
 
 def _sequence_index(seq: Any) -> Any:
@@ -829,13 +872,15 @@ def getitem(input: Tensor, index: Any) -> Tensor:
         if r is not NotImplemented:
             return r
     idx, basic, name = _normalize_index(index, input._data.shape)
-    return _getitem(input, idx, basic, name)
+    return _getitem(input, idx, basic, name, index)
 
 
-def _getitem(input: Tensor, idx: tuple, basic: bool, name: str) -> Tensor:
-    """``getitem`` with a normalized index (``_normalize_index``)."""
+def _getitem(input: Tensor, idx: tuple, basic: bool, name: str, index: Any = None) -> Tensor:
+    """``getitem`` with a normalized index (``_normalize_index``); ``index`` is the user's
+    (Note [Saved index tensors])."""
     x = input._data
     if not basic:
+        indices = _index_tensors(idx, x.ndim, index)
         split = _split_advanced(idx, x.shape)
         if split is not None:
             view = _getitem(input, split[0], True, _basic_name(split[0]))
@@ -844,7 +889,7 @@ def _getitem(input: Tensor, idx: tuple, basic: bool, name: str) -> Tensor:
     try:
         if basic:
             return apply(_BASIC[name], (input,), (x,), (idx,))
-        return apply(INDEX, (input,), (x,), (idx,))
+        return apply(INDEX, (input,), (x,), (idx, indices))
     except IndexError as e:
         raise _index_error(e, x.shape, idx) from None
 
@@ -877,10 +922,14 @@ def _split_advanced(idx: tuple, shape: tuple) -> Any:
     return view_idx, tuple(adv_items)
 
 
-def _getitem_raw(g: Tensor, idx: tuple) -> Tensor:
+def _getitem_raw(g: Tensor, idx: tuple, indices: Any = None) -> Tensor:
     # Used by the backward of the indexing backwards: same index, recorded as an op.
     basic = all(not isinstance(i, np.ndarray) and not isinstance(i, bool) for i in idx)
-    return apply(_BASIC["SliceBackward0"] if basic else INDEX, (g,), (g._data,), (idx,))
+    if basic:
+        return apply(_BASIC["SliceBackward0"], (g,), (g._data,), (idx,))
+    if indices is None:
+        indices = _index_tensors(idx, g._data.ndim)
+    return apply(INDEX, (g,), (g._data,), (idx, indices))
 
 
 def _zero_at_fwd(g, index):
@@ -895,7 +944,7 @@ ZERO_AT = Op("_zero_at", "IndexPutBackward0", _zero_at_fwd,
              jvp=linear)
 
 
-def _index_put_fwd(x, v, index):
+def _index_put_fwd(x, v, index, indices=None):
     out = x.copy()
     try:
         out[index] = v
@@ -906,15 +955,24 @@ def _index_put_fwd(x, v, index):
     return out
 
 
+def _saved_indices(ctx) -> Any:
+    """The unpacked index tensors of an index_put node (None for a basic setitem)."""
+    saved = ctx.saved
+    return TensorList(saved[0]) if saved else None
+
+
 def _index_put_vjp(ctx, g):
     idx = ctx._args[0]
+    indices = _saved_indices(ctx)
     gx = apply(ZERO_AT, (g,), (g._data,), (idx,)) if ctx.needs_input_grad(0) else None
-    gv = _getitem_raw(g, idx) if ctx.needs_input_grad(1) else None
+    gv = _getitem_raw(g, idx, indices) if ctx.needs_input_grad(1) else None
     return gx, gv
 
 
+# Args: the NumPy index and the index tensors (Note [Saved index tensors]).
 INDEX_PUT = Op("index_put", "IndexPutBackward0", _index_put_fwd, _index_put_vjp,
-               inputs=("self", "values"), args=("indices",), jvp=linear)
+               inputs=("self", "values"), args=("np_index", "indices"), saves=("indices",),
+               jvp=linear)
 # ``y[basic index] = v`` writes into a view of ``y`` (PyTorch's CopySlices node); when the index
 # selects all of ``y`` the write goes to ``y`` itself: ``copy_`` (CopyBackwards) or, for a 0-d
 # value, ``fill_`` (FillBackward3). All compute an out-of-place index_put.
@@ -927,7 +985,7 @@ SETITEM_FILL = Op("setitem", "FillBackward3", _index_put_fwd, _index_put_vjp,
                   inputs=("self", "values"), args=("indices",), jvp=linear)
 
 
-def _index_put_acc_fwd(x, v, index):
+def _index_put_acc_fwd(x, v, index, indices):
     out = x.copy()
     try:
         np.add.at(out, index, v)
@@ -937,11 +995,15 @@ def _index_put_acc_fwd(x, v, index):
     return out
 
 
-INDEX_PUT_ACC = Op("index_put", "IndexPutBackward0", _index_put_acc_fwd,
-                   lambda ctx, g: (g if ctx.needs_input_grad(0) else None,
-                                   _getitem_raw(g, ctx._args[0]) if ctx.needs_input_grad(1)
-                                   else None),
-                   inputs=("self", "values"), args=("indices",), jvp=linear)
+def _index_put_acc_vjp(ctx, g):
+    indices = _saved_indices(ctx)
+    return (g if ctx.needs_input_grad(0) else None,
+            _getitem_raw(g, ctx._args[0], indices) if ctx.needs_input_grad(1) else None)
+
+
+INDEX_PUT_ACC = Op("index_put", "IndexPutBackward0", _index_put_acc_fwd, _index_put_acc_vjp,
+                   inputs=("self", "values"), args=("np_index", "indices"), saves=("indices",),
+                   jvp=linear)
 
 
 def _selects_everything(idx: tuple, shape: tuple) -> bool:
@@ -970,16 +1032,19 @@ def _writes_view(idx: tuple, basic: bool, shape: tuple) -> bool:
     return not _selects_everything(idx, shape)
 
 
-def setitem(input: Tensor, index: Any, values: Any) -> Tensor:
-    """The out-of-place result of ``input[index] = values``, recorded like PyTorch records it."""
+def setitem(input: Tensor, index: Any, values: Any, indices: Any = None) -> Tensor:
+    """The out-of-place result of ``input[index] = values``, recorded like PyTorch records it;
+    ``indices``: the index tensors to save (Note [Saved index tensors]), else from ``index``."""
     if _bmarked((input, values)):  # Note [Batched backward]
-        r = _bcall(setitem, input, index, values)
+        r = _bcall(setitem, input, index, values, indices)
         if r is not NotImplemented:
             return r
     from ._util import to_tensor
     idx, basic, _ = _normalize_index(index, input._data.shape)
     if not basic:
-        return index_put(input, idx, values)
+        if indices is None:
+            indices = _index_tensors(idx, input._data.ndim, index)
+        return _index_put(input, idx, values, indices)
     v = values if isinstance(values, Tensor) else to_tensor(values)
     x = input._data
     if not _selects_everything(idx, x.shape):
@@ -1030,12 +1095,13 @@ def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool
         return index_put(input, index, values)
     from ._util import to_tensor
     idx, _, _ = _normalize_index(index, input._data.shape)
+    saved = _index_tensors(idx, input._data.ndim, index)
     v = values if isinstance(values, Tensor) else to_tensor(values)
     x = input._data
     vd = v._data if v._data.dtype == x.dtype else v._data.astype(x.dtype)
     _check_masks(idx, x.shape)
     try:
-        return apply(INDEX_PUT_ACC, (input, v), (x, vd), (idx,))
+        return apply(INDEX_PUT_ACC, (input, v), (x, vd), (idx, saved))
     except IndexError as e:
         raise _index_error(e, x.shape, idx) from None
     except ValueError:
@@ -1049,14 +1115,19 @@ def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
         r = _bcall(index_put, input, index, values)
         if r is not NotImplemented:
             return r
-    from ._util import to_tensor
     idx, _, _ = _normalize_index(index, input._data.shape)
+    return _index_put(input, idx, values, _index_tensors(idx, input._data.ndim, index))
+
+
+def _index_put(input: Tensor, idx: tuple, values: Any, indices: TensorList) -> Tensor:
+    """``index_put`` with a normalized index and the index tensors to save."""
+    from ._util import to_tensor
     v = values if isinstance(values, Tensor) else to_tensor(values)
     vd = v._data if v._data.dtype == input._data.dtype else v._data.astype(input._data.dtype)
     _check_masks(idx, input._data.shape)
     _check_mask_fill(idx, v, input._data.dtype)
     try:
-        return apply(INDEX_PUT, (input, v), (input._data, vd), (idx,))
+        return apply(INDEX_PUT, (input, v), (input._data, vd), (idx, indices))
     except IndexError as e:
         raise _index_error(e, input._data.shape, idx) from None
     except ValueError:

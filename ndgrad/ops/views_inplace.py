@@ -691,12 +691,15 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         raise RuntimeError(LEAF_VIEW_INPLACE_MSG)
     number = not isinstance(value, Tensor)
     value = _setitem_value(self, value)
+    indices = None
     if not basic:
+        # The user's index tensors are saved (Note [Saved index tensors]).
+        indices = shape._index_tensors(idx, self._data.ndim, index)
         split = shape._split_advanced(idx, self._data.shape)
         if split is not None:
             # PyTorch: index_put_ into the view made by the basic part of the index.
             view = shape._getitem(self, split[0], True, shape._basic_name(split[0]))
-            apply_inplace(view, lambda s, v: shape.setitem(s, split[1], v), value,
+            apply_inplace(view, lambda s, v: shape.setitem(s, split[1], v, indices), value,
                           overlap="any")
             return
     elif not shape._selects_everything(idx, self._data.shape):
@@ -711,5 +714,5 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         # PyTorch wraps a Python value in a tensor: fill_(Tensor) for a number.
         fill_(view, value) if number else copy_(view, value)
         return
-    apply_inplace(self, lambda s, v: shape.setitem(s, idx, v), value,
+    apply_inplace(self, lambda s, v: shape.setitem(s, idx, v, indices), value,
                   overlap="partial" if basic else "any")
