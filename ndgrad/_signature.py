@@ -93,7 +93,15 @@ def _int_elem(x: Any) -> bool:
 
 
 def _is_int_list(v: Any) -> bool:
-    return isinstance(v, (tuple, list)) and all([_int_elem(x) for x in v])
+    if not isinstance(v, (tuple, list)):
+        return False
+    for x in v:
+        if type(x) is int:
+            if not -9223372036854775808 <= x < 9223372036854775808:
+                return False
+        elif not _is_int(x):
+            return False
+    return True
 
 
 def _is_number_type(v: Any) -> bool:
@@ -135,6 +143,13 @@ def _is_tensor_list(v: Any) -> bool:
 
 
 def _is_size_varargs(v: tuple) -> bool:
+    for x in v:                  # the usual case: Python ints in range, no call per element
+        if type(x) is not int or not -9223372036854775808 <= x < 9223372036854775808:
+            break
+    else:
+        return bool(v)
+    if len(v) == 1 and isinstance(v[0], (tuple, list)):
+        return _is_int_list(v[0])
     if not v:
         return False
     if len(v) == 1 and not _int_elem(v[0]):

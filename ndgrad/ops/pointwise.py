@@ -1086,6 +1086,8 @@ def _check_clamp_real(input: Tensor, *bounds: Any) -> None:
             raise NotImplementedError("clamp is not supported for complex types")
     for x in bounds:
         if isinstance(x, complex):      # a complex number bound of a real tensor
+            if input._data.dtype.kind != "f":
+                raise NotImplementedError("clamp is not supported for complex types")
             raise RuntimeError("value cannot be converted to type double without overflow")
 
 
