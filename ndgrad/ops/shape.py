@@ -1709,19 +1709,10 @@ TRIL = Op("tril", "TrilBackward0", lambda x, k: _tri_fwd(x, k, False),
 
 
 def _tri(input: Tensor, diagonal: Any, op: Op) -> Tensor:
-    name = op.name
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
-    if isinstance(diagonal, (bool, np.bool_)) or not (
-            isinstance(diagonal, (int, np.integer)) or (
-                isinstance(diagonal, Tensor) and diagonal._data.dtype.kind in "iu"
-                and diagonal._data.ndim == 0)):
-        raise TypeError(f"{name}(): argument 'diagonal' (position 2) must be int, not "
-                        f"{type(diagonal).__name__}")
+    # Argument types are checked by the declared signature (Note [Declared signatures]).
     x = input._data
     if x.ndim < 2:
-        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        raise RuntimeError(f"{op.name}: input tensor must have at least 2 dimensions")
     return apply(op, (input,), (x,), (int(diagonal),))
 
 
