@@ -43,7 +43,7 @@ def _fast_binary(tt: Any, ts: Any, name: str, true_div: bool = False):
             ad = self._data
             if ad.dtype in _FAST_FLOATS:
                 return _apply(ts, (self,), (ad,), (other,))
-        if not _operand(other):
+        if t is list or t is tuple:     # Note [Operators refuse what PyTorch's refuse]
             return NotImplemented
         return _pw._binary(self, other, tt, ts, name, true_div)
     method.__name__ = f"__{name}__"
@@ -55,11 +55,15 @@ def _fast_binary(tt: Any, ts: Any, name: str, true_div: bool = False):
 # its other operand; for anything else (a list, a tuple, None, a string) it returns
 # NotImplemented as PyTorch's do, so Python raises its TypeError ("unsupported operand
 # type(s)"), or compares identities for ``==``/``!=``. Python ints beyond 64 bits raise
-# PyTorch's OverflowError.
+# PyTorch's OverflowError. (``x + y`` and friends test only for lists and tuples: the general
+# path they fall back to returns NotImplemented for other operand types itself.)
 def _operand(other: Any) -> bool:
-    if type(other) is Tensor or isinstance(other, (Tensor, np.ndarray)):
+    t = type(other)
+    if t is Tensor or t is float or t is bool:
         return True
-    return is_scalar(other) and _signature._is_number(other)
+    if t is int:
+        return _signature._is_number(other)          # OverflowError beyond 64 bits
+    return isinstance(other, (Tensor, np.ndarray, np.number, np.bool_, complex))
 
 
 def _operator(fn: Any, name: str):
