@@ -983,13 +983,13 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     # PyTorch's two overloads take two Tensor bounds or two Number bounds (a 0-d Tensor may
     # stand for a Number), not one of each.
-    kinds = {isinstance(b, Tensor) and b._data.ndim > 0 for b in (min, max) if b is not None} | \
-        {False if isinstance(b, Tensor) else None for b in (min, max)
-         if b is not None and not isinstance(b, Tensor)}
-    if True in kinds and None in kinds:
-        raise TypeError("clamp() received an invalid combination of arguments - got (Tensor, "
-                        f"{type(min).__name__}, {type(max).__name__}), but expected (Tensor "
-                        "min, Tensor max) or (Number min, Number max)")
+    if min is not None and max is not None and \
+            isinstance(min, Tensor) != isinstance(max, Tensor):
+        t = min if isinstance(min, Tensor) else max
+        if t._data.ndim > 0:
+            raise TypeError("clamp() received an invalid combination of arguments - got "
+                            f"(Tensor, {type(min).__name__}, {type(max).__name__}), but "
+                            "expected (Tensor min, Tensor max) or (Number min, Number max)")
     _check_clamp_real(input, min, max)
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         lo = min if min is None or isinstance(min, Tensor) else to_tensor(min)
