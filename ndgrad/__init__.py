@@ -35,6 +35,14 @@ from .ops import (  # noqa: F401,E402
     logical_not, logical_or, lt, matmul, max, maximum, mean, min, minimum, mm, movedim, mul,
     mv, narrow, ne, neg, norm, permute, pow, prod, reciprocal, relu, reshape, select, sigmoid, sign,
     sin, split, sqrt, squeeze, stack, sub, sum, t, tanh, transpose, unbind, unsqueeze, where)
+from .ops.unary import (  # noqa: F401,E402
+    exp2, expm1, log2, log10, log1p, rsqrt, square, tan, asin, acos, atan, sinh, cosh, asinh,
+    acosh, atanh, erf, erfc, erfinv, lgamma, digamma, floor, ceil, trunc, frac, round, deg2rad,
+    rad2deg, logit, sinc, angle, positive, signbit, nan_to_num)
+from ._tensor_methods import (  # noqa: F401,E402
+    exp2_, expm1_, log2_, log10_, log1p_, rsqrt_, square_, tan_, asin_, acos_, atan_, sinh_,
+    cosh_, asinh_, acosh_, atanh_, erf_, erfc_, floor_, ceil_, trunc_, frac_, round_, deg2rad_,
+    rad2deg_, logit_, sinc_, nan_to_num_)
 from . import autograd as autograd  # noqa: E402
 from . import backends, cuda  # noqa: F401,E402
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa

@@ -239,6 +239,34 @@ sin_ = _function_of_method("sin_")
 sqrt_ = _function_of_method("sqrt_")
 tanh_ = _function_of_method("tanh_")
 zero_ = _function_of_method("zero_")
+exp2_ = _function_of_method("exp2_")
+expm1_ = _function_of_method("expm1_")
+log2_ = _function_of_method("log2_")
+log10_ = _function_of_method("log10_")
+log1p_ = _function_of_method("log1p_")
+rsqrt_ = _function_of_method("rsqrt_")
+square_ = _function_of_method("square_")
+tan_ = _function_of_method("tan_")
+asin_ = _function_of_method("asin_")
+acos_ = _function_of_method("acos_")
+atan_ = _function_of_method("atan_")
+sinh_ = _function_of_method("sinh_")
+cosh_ = _function_of_method("cosh_")
+asinh_ = _function_of_method("asinh_")
+acosh_ = _function_of_method("acosh_")
+atanh_ = _function_of_method("atanh_")
+erf_ = _function_of_method("erf_")
+erfc_ = _function_of_method("erfc_")
+floor_ = _function_of_method("floor_")
+ceil_ = _function_of_method("ceil_")
+trunc_ = _function_of_method("trunc_")
+frac_ = _function_of_method("frac_")
+round_ = _function_of_method("round_")
+deg2rad_ = _function_of_method("deg2rad_")
+rad2deg_ = _function_of_method("rad2deg_")
+logit_ = _function_of_method("logit_")
+sinc_ = _function_of_method("sinc_")
+nan_to_num_ = _function_of_method("nan_to_num_")
 
 
 def _index_put(self: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
@@ -328,6 +356,40 @@ _METHODS = {
     "tanh": ops.tanh, "sigmoid": ops.sigmoid, "relu": ops.relu, "sqrt": ops.sqrt,
     "abs": ops.abs, "sign": ops.sign, "sgn": ops.sgn, "conj": ops.conj,
     "reciprocal": ops.reciprocal,
+    "exp2": ops.exp2,
+    "expm1": ops.expm1,
+    "log2": ops.log2,
+    "log10": ops.log10,
+    "log1p": ops.log1p,
+    "rsqrt": ops.rsqrt,
+    "square": ops.square,
+    "tan": ops.tan,
+    "asin": ops.asin,
+    "acos": ops.acos,
+    "atan": ops.atan,
+    "sinh": ops.sinh,
+    "cosh": ops.cosh,
+    "asinh": ops.asinh,
+    "acosh": ops.acosh,
+    "atanh": ops.atanh,
+    "erf": ops.erf,
+    "erfc": ops.erfc,
+    "erfinv": ops.erfinv,
+    "lgamma": ops.lgamma,
+    "digamma": ops.digamma,
+    "floor": ops.floor,
+    "ceil": ops.ceil,
+    "trunc": ops.trunc,
+    "frac": ops.frac,
+    "round": ops.round,
+    "deg2rad": ops.deg2rad,
+    "rad2deg": ops.rad2deg,
+    "logit": ops.logit,
+    "sinc": ops.sinc,
+    "angle": ops.angle,
+    "positive": ops.positive,
+    "signbit": ops.signbit,
+    "nan_to_num": ops.nan_to_num,
     "clamp": lambda s, min=None, max=None: ops.clamp(s, min, max),
     "clip": lambda s, min=None, max=None: ops.clamp(s, min, max),
     "clamp_min": ops.clamp_min, "clamp_max": ops.clamp_max,
@@ -392,6 +454,37 @@ _METHODS = {
     "reciprocal_": _inplace_of(ops.reciprocal, "reciprocal_"),
     "masked_fill_": _inplace.masked_fill_,
     "triu_": _inplace_of(ops.triu, "triu_"), "tril_": _inplace_of(ops.tril, "tril_"),
+    "exp2_": _inplace_of(ops.exp2, "exp2_"),
+    "expm1_": _inplace_of(ops.expm1, "expm1_"),
+    "log2_": _inplace_of(ops.log2, "log2_"),
+    "log10_": _inplace_of(ops.log10, "log10_"),
+    "log1p_": _inplace_of(ops.log1p, "log1p_"),
+    "rsqrt_": _inplace_of(ops.rsqrt, "rsqrt_"),
+    "square_": _inplace_of(ops.square, "square_"),
+    "tan_": _inplace_of(ops.tan, "tan_"),
+    "asin_": _inplace_of(ops.asin, "asin_"),
+    "acos_": _inplace_of(ops.acos, "acos_"),
+    "atan_": _inplace_of(ops.atan, "atan_"),
+    "sinh_": _inplace_of(ops.sinh, "sinh_"),
+    "cosh_": _inplace_of(ops.cosh, "cosh_"),
+    "asinh_": _inplace_of(ops.unary.asinh_inplace, "asinh_"),
+    "acosh_": _inplace_of(ops.unary.acosh_inplace, "acosh_"),
+    "atanh_": _inplace_of(ops.unary.atanh_inplace, "atanh_"),
+    "erf_": _inplace_of(ops.erf, "erf_"),
+    "erfc_": _inplace_of(ops.erfc, "erfc_"),
+    "erfinv_": _inplace_of(ops.erfinv, "erfinv_"),
+    "lgamma_": _inplace_of(ops.lgamma, "lgamma_"),
+    "digamma_": _inplace_of(ops.digamma, "digamma_"),
+    "floor_": _inplace_of(ops.floor, "floor_"),
+    "ceil_": _inplace_of(ops.ceil, "ceil_"),
+    "trunc_": _inplace_of(ops.trunc, "trunc_"),
+    "frac_": _inplace_of(ops.frac, "frac_"),
+    "round_": _inplace_of(ops.round, "round_"),
+    "deg2rad_": _inplace_of(ops.deg2rad, "deg2rad_"),
+    "rad2deg_": _inplace_of(ops.rad2deg, "rad2deg_"),
+    "logit_": _inplace_of(ops.logit, "logit_"),
+    "sinc_": _inplace_of(ops.sinc, "sinc_"),
+    "nan_to_num_": _inplace_of(ops.nan_to_num, "nan_to_num_"),
     "zero_": _inplace.zero_, "fill_": _inplace.fill_, "copy_": _inplace.copy_,
     # factories
     "new_zeros": _new_factory("zeros"), "new_ones": _new_factory("ones"),

@@ -12,6 +12,9 @@ from the op's ``domain``:
               the clamp bounds used below: no ties or kinks for abs/relu/max/min/clamp/where
 ``one_zero``  ``real`` with one exact zero per input (prod's zero branch)
 ``two_zeros`` ``real`` with two exact zeros per input, in the same reduced slice
+``unit``      uniform in [-0.9, 0.9] (asin, acos, atanh, erfinv)
+``prob``      uniform in [0.1, 0.9] (logit)
+``above_one`` uniform in [1.2, 3] (acosh)
 
 ``differentiable`` is False for ops whose outputs never require grad (comparisons ...);
 ``double_backward`` says whether the gradient is itself differentiable (gradgrad tested).
@@ -62,6 +65,12 @@ def make_inputs(op: OpInfo, shapes: tuple, rng: np.random.Generator) -> list:
     for s, k in zip(shapes, sizes):
         if op.domain == "positive":
             a = rng.uniform(0.5, 2.0, k)
+        elif op.domain == "unit":
+            a = rng.uniform(-0.9, 0.9, k)
+        elif op.domain == "prob":
+            a = rng.uniform(0.1, 0.9, k)
+        elif op.domain == "above_one":
+            a = rng.uniform(1.2, 3.0, k)
         elif op.domain == "nonzero":
             a = rng.uniform(0.5, 2.0, k) * rng.choice([-1.0, 1.0], k)
         else:
@@ -169,6 +178,51 @@ OPS = [
     _op("abs_operator", lambda m, x: abs(x), UNARY[:1], "distinct"),
     _op("reciprocal", lambda m, x: m.reciprocal(x), UNARY, "nonzero"),
     _op("sign", lambda m, x: m.sign(x), UNARY, "distinct"),
+    # ------------------------------------------------------------------ unary math (ops/unary.py)
+    _op("exp2", lambda m, x: m.exp2(x), UNARY),
+    _op("expm1", lambda m, x: m.expm1(x), UNARY),
+    _op("log2", lambda m, x: m.log2(x), UNARY, "positive"),
+    _op("log10", lambda m, x: m.log10(x), UNARY, "positive"),
+    _op("log1p", lambda m, x: m.log1p(x), UNARY, "positive"),
+    _op("rsqrt", lambda m, x: m.rsqrt(x), UNARY, "positive"),
+    _op("square", lambda m, x: m.square(x), UNARY),
+    _op("tan", lambda m, x: m.tan(x), UNARY, "unit"),
+    _op("asin", lambda m, x: m.asin(x), UNARY, "unit"),
+    _op("acos", lambda m, x: m.acos(x), UNARY, "unit"),
+    _op("atan", lambda m, x: m.atan(x), UNARY),
+    _op("sinh", lambda m, x: m.sinh(x), UNARY),
+    _op("cosh", lambda m, x: m.cosh(x), UNARY),
+    _op("asinh", lambda m, x: m.asinh(x), UNARY),
+    _op("acosh", lambda m, x: m.acosh(x), UNARY, "above_one"),
+    _op("atanh", lambda m, x: m.atanh(x), UNARY, "unit"),
+    _op("erf", lambda m, x: m.erf(x), UNARY),
+    _op("erfc", lambda m, x: m.erfc(x), UNARY),
+    _op("erfinv", lambda m, x: m.erfinv(x), UNARY, "unit"),
+    _op("lgamma", lambda m, x: m.lgamma(x), UNARY, "positive"),
+    _op("digamma", lambda m, x: m.digamma(x), UNARY, "positive"),
+    _op("floor", lambda m, x: m.floor(x), UNARY, "distinct"),
+    _op("ceil", lambda m, x: m.ceil(x), UNARY, "distinct"),
+    _op("trunc", lambda m, x: m.trunc(x), UNARY, "distinct"),
+    _op("frac", lambda m, x: m.frac(x), UNARY, "distinct"),
+    _op("round", lambda m, x: m.round(x), UNARY, "distinct"),
+    _op("round_decimals", lambda m, x: m.round(x, decimals=1), UNARY, "distinct"),
+    _op("round_neg_decimals", lambda m, x: m.round(x * 10, decimals=-1), UNARY[:1], "distinct"),
+    _op("deg2rad", lambda m, x: m.deg2rad(x), UNARY),
+    _op("rad2deg", lambda m, x: m.rad2deg(x), UNARY),
+    _op("logit", lambda m, x: m.logit(x), UNARY, "prob"),
+    _op("logit_eps", lambda m, x: m.logit(x, eps=0.25), UNARY, "prob"),
+    _op("sinc", lambda m, x: m.sinc(x), UNARY),
+    _op("angle", lambda m, x: m.angle(x), UNARY, "nonzero"),
+    _op("positive", lambda m, x: m.positive(x) * 2, UNARY),
+    _op("signbit", lambda m, x: m.signbit(x), UNARY, "nonzero", differentiable=False),
+    _op("nan_to_num", lambda m, x: m.nan_to_num(x), UNARY),
+    _op("nan_to_num_args", lambda m, x: m.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0),
+        UNARY),
+    _op("tan_method", lambda m, x: x.tan(), UNARY[:1], "unit"),
+    _op("erf_method", lambda m, x: x.erf(), UNARY[:1]),
+    _op("round_method", lambda m, x: x.round(decimals=2), UNARY[:1], "distinct"),
+    _op("logit_method", lambda m, x: x.logit(0.2), UNARY[:1], "prob"),
+    _op("nan_to_num_method", lambda m, x: x.nan_to_num(posinf=1.0), UNARY[:1]),
     # ------------------------------------------------------------------ clamp
     _op("clamp", lambda m, x: m.clamp(x, CLAMP_LO, CLAMP_HI), UNARY, "distinct"),
     _op("clamp_min_only", lambda m, x: m.clamp(x, min=CLAMP_LO), UNARY, "distinct"),

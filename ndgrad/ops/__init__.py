@@ -22,6 +22,10 @@ from .shape import (  # noqa: F401
     cat, chunk, contiguous, expand, expand_as, flatten, getitem, index_put, movedim, narrow,
     permute, reshape, select, split, squeeze, stack, t, transpose, tril, triu, unbind, unsqueeze,
     view)
+from .unary import (  # noqa: F401
+    exp2, expm1, log2, log10, log1p, rsqrt, square, tan, asin, acos, atan, sinh, cosh, asinh,
+    acosh, atanh, erf, erfc, erfinv, lgamma, digamma, floor, ceil, trunc, frac, round, deg2rad,
+    rad2deg, logit, sinc, angle, positive, signbit, nan_to_num)
 from . import _batching  # noqa: E402
 
 _batching.install()   # batching rules for every op above (Note [Batched backward])

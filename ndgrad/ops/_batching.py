@@ -583,7 +583,8 @@ def install() -> None:
         pw.THRESHOLD_BACKWARD, pw.RELU, pw.ABS, pw.SIGN, pw.SGN, pw.CONJ, pw.CLAMP_S,
         pw.CLAMP_T, pw.CLAMP_MIN_S, pw.CLAMP_MAX_S, pw.CLAMP_MIN_T, pw.CLAMP_MAX_T,
         pw.MAXIMUM, pw.MINIMUM, pw.TO, pw.CLONE, pw.REAL]
-    for op in elementwise:
+    from . import unary
+    for op in elementwise + list(unary.ELEMENTWISE_OPS):
         RULES[op] = _pointwise()
     for op in (pw.WHERE, pw.MASKED_FILL_S, pw.MASKED_FILL_T):
         RULES[op] = _pointwise(mask_arg=0)
