@@ -22,6 +22,8 @@ from .shape import (  # noqa: F401
     cat, chunk, contiguous, expand, expand_as, flatten, getitem, index_put, movedim, narrow,
     permute, reshape, select, split, squeeze, stack, t, transpose, tril, triu, unbind, unsqueeze,
     view)
+from .scan import cumsum  # noqa: F401,E402
+from .softmax import log_softmax, logsumexp, softmax  # noqa: F401,E402
 from . import _batching  # noqa: E402
 
 _batching.install()   # batching rules for every op above (Note [Batched backward])
