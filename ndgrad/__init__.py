@@ -28,6 +28,8 @@ from ._tensor_methods import (  # noqa: F401,E402  (module-level in-place functi
     abs_, clamp_, clamp_max_, clamp_min_, clip_, cos_, detach_, exp_, fill_, log_, neg_,
     reciprocal_, relu_, sigmoid_, sin_, sqrt_, tanh_, zero_)
 from .ops import (  # noqa: F401,E402
+    cumsum, log_softmax, logsumexp, softmax)
+from .ops import (  # noqa: F401,E402
     allclose, equal, isclose, tril, triu)
 from .ops import (  # noqa: F401,E402
     abs, add, argmax, argmin, bmm, cat, chunk, clamp, clone, conj, cos, div, dot, eq, exp,

@@ -411,6 +411,8 @@ _METHODS = {
     "max": _max, "min": _min, "argmax": ops.argmax, "argmin": ops.argmin,
     "sum_to_size": ops.sum_to_size, "_sum_to_checked": ops.reduction.sum_to_checked,
     "all": ops.reduction.all_, "any": ops.reduction.any_, "gather": ops.gather,
+    "softmax": ops.softmax, "log_softmax": ops.log_softmax, "logsumexp": ops.logsumexp,
+    "cumsum": lambda s, dim, *, dtype=None: ops.cumsum(s, dim, dtype=dtype),
     # linear algebra
     "matmul": _tensor_arg_method(ops.matmul, "matmul", "other"),
     "mm": _tensor_arg_method(ops.mm, "mm", "mat2"),

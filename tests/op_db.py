@@ -453,6 +453,17 @@ OPS = [
     _op("index_put_accumulate",
         lambda m, x, v: x.index_put((m.tensor([1, 1]), m.tensor([0, 0])), v, accumulate=True),
         (((3, 4), (2,)), ((3, 4), ()))),
+    # ------------------------------------------------------------------ softmax / scans
+    _op("softmax", lambda m, x: m.softmax(x, 1), M23 + M234),
+    _op("softmax_method_neg_dim", lambda m, x: x.softmax(-1), UNARY),
+    _op("softmax_dtype", lambda m, x: x.float().softmax(0, dtype=m.float64), M23, **F32_FD),
+    _op("log_softmax", lambda m, x: m.log_softmax(x, 1), M23 + M234),
+    _op("log_softmax_method_neg_dim", lambda m, x: x.log_softmax(-1), UNARY),
+    _op("logsumexp", lambda m, x: m.logsumexp(x, 1), M23 + M234),
+    _op("logsumexp_keepdim_neg", lambda m, x: x.logsumexp(-1, keepdim=True), UNARY),
+    _op("logsumexp_dims", lambda m, x: x.logsumexp((0, 2)), M234),
+    _op("cumsum", lambda m, x: m.cumsum(x, 1), M23 + M234),
+    _op("cumsum_method_neg_dim", lambda m, x: x.cumsum(-1), UNARY),
     # ------------------------------------------------------------------ gather / masked_fill
     _op("gather", lambda m, x: m.gather(x, 1, m.tensor([[0, 0, 2], [1, 0, 1]])), M23),
     _op("gather_dim0", lambda m, x: x.gather(0, m.tensor([[1, 0, 1]])), M23),

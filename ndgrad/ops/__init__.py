@@ -26,6 +26,8 @@ from .unary import (  # noqa: F401
     exp2, expm1, log2, log10, log1p, rsqrt, square, tan, asin, acos, atan, sinh, cosh, asinh,
     acosh, atanh, erf, erfc, erfinv, lgamma, digamma, floor, ceil, trunc, frac, round, deg2rad,
     rad2deg, logit, sinc, angle, positive, signbit, nan_to_num)
+from .scan import cumsum  # noqa: F401,E402
+from .softmax import log_softmax, logsumexp, softmax  # noqa: F401,E402
 from . import _batching  # noqa: E402
 
 _batching.install()   # batching rules for every op above (Note [Batched backward])

@@ -295,6 +295,15 @@ def _dim_first(c: _Call, args: tuple) -> Any:
     return apply(c.op, tuple(c.ts), tuple(c.arrs), (args[0] + 1,) + tuple(args[1:]))
 
 
+def _dim_first_scan(c: _Call, args: tuple) -> Any:
+    """softmax, log_softmax, cumsum: one dim first; a 0-d row is scanned as a row of one."""
+    if c.ls[0]:
+        return _dim_first(c, args)
+    t = _shape.reshape(c.ts[0], (c.B, 1))
+    r = apply(c.op, (t,), (_arr(t, c.arrs[0]),), (1,) + tuple(args[1:]))
+    return _shape.reshape(r, (c.B,))
+
+
 def _prod_all(c: _Call, args: tuple) -> Any:
     # ProdBackward0's rule takes the product of all elements: use prod over one flat dim.
     t = _shape.reshape(c.ts[0], (c.B, -1))
@@ -596,6 +605,11 @@ def install() -> None:
     for op in (r.SUM, r.SUM_DIM, r.MEAN, r.MEAN_DIM, r.PROD_DIM, AMAX, AMIN):
         RULES[op] = _dims_first
     RULES[r.PROD] = _prod_all
+    from .scan import CUMSUM
+    from .softmax import LOG_SOFTMAX, LOGSUMEXP, SOFTMAX
+    for op in (SOFTMAX, LOG_SOFTMAX, CUMSUM):
+        RULES[op] = _dim_first_scan
+    RULES[LOGSUMEXP] = _dims_first
     RULES[r.PROD_OTHERS] = _dim_first
     RULES[r.SUM_TO_SIZE] = _sum_to_size
     RULES[r.MAX_ALL] = RULES[r.MIN_ALL] = _max_all
