@@ -399,6 +399,18 @@ OPS = [
     _op("index_put_accumulate",
         lambda m, x, v: x.index_put((m.tensor([1, 1]), m.tensor([0, 0])), v, accumulate=True),
         (((3, 4), (2,)), ((3, 4), ()))),
+    # ------------------------------------------------------------------ var / std / amax
+    _op("var", lambda m, x: x.var(), UNARY[::2] + M234),
+    _op("var_dim", lambda m, x: m.var(x, 1), M23 + M234),
+    _op("var_correction0_keepdim", lambda m, x: x.var(-1, keepdim=True, correction=0), M23),
+    _op("var_unbiased_positional", lambda m, x: x.var(1, False, True), M23),
+    _op("std", lambda m, x: x.std(), UNARY[::2]),
+    _op("std_dim", lambda m, x: m.std(x, (0, 2)), M234),
+    _op("std_correction0_keepdim", lambda m, x: x.std(-1, keepdim=True, correction=0), M23),
+    _op("amax", lambda m, x: x.amax(), UNARY + M234, "distinct"),
+    _op("amax_dim", lambda m, x: m.amax(x, 1), M23 + M234, "distinct"),
+    _op("amax_dims_keepdim", lambda m, x: x.amax((0, -1), keepdim=True), M234, "distinct"),
+    _op("amin_dim", lambda m, x: m.amin(x, -1), M23 + M234, "distinct"),
     # ------------------------------------------------------------------ softmax / scans
     _op("softmax", lambda m, x: m.softmax(x, 1), M23 + M234),
     _op("softmax_method_neg_dim", lambda m, x: x.softmax(-1), UNARY),

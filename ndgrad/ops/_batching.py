@@ -608,7 +608,7 @@ def install() -> None:
     from .softmax import LOG_SOFTMAX, LOGSUMEXP, SOFTMAX
     for op in (SOFTMAX, LOG_SOFTMAX, CUMSUM):
         RULES[op] = _dim_first_scan
-    RULES[LOGSUMEXP] = _dims_first
+    RULES[LOGSUMEXP] = RULES[r.VAR] = RULES[r.STD] = _dims_first
     RULES[r.PROD_OTHERS] = _dim_first
     RULES[r.SUM_TO_SIZE] = _sum_to_size
     RULES[r.MAX_ALL] = RULES[r.MIN_ALL] = _max_all
