@@ -424,6 +424,10 @@ OPS = [
     _op("cumsum_method_neg_dim", lambda m, x: x.cumsum(-1), UNARY),
     # ------------------------------------------------------------------ gather / masked_fill
     _op("gather", lambda m, x: m.gather(x, 1, m.tensor([[0, 0, 2], [1, 0, 1]])), M23),
+    _op("index_select", lambda m, x: m.index_select(x, 1, m.tensor([2, 0, 2])), M23 + M234),
+    _op("index_select_neg_dim", lambda m, x: x.index_select(-1, m.tensor([1])), M23),
+    _op("index_select_int32", lambda m, x: x.index_select(0, m.tensor([1, 1], dtype=m.int32)),
+        M23),
     _op("gather_dim0", lambda m, x: x.gather(0, m.tensor([[1, 0, 1]])), M23),
     _op("gather_neg_dim", lambda m, x: x.gather(-1, m.tensor([[2], [2]])), M23),
     _op("gather_smaller_index", lambda m, x: x.gather(1, m.tensor([[2, 0]])), M23),

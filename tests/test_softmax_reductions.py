@@ -41,6 +41,11 @@ CASES = {
     "amax_empty_dim": lambda m: m.ones(0, 3).amax(0),
     "amax_empty_other_dim": lambda m: m.ones(0, 3).amax(1),
     "amax_int": lambda m: m.tensor([[1, 5], [3, 2]]).amax(1),
+    "index_select_float_index": lambda m: m.ones(2, 3).index_select(1, m.tensor([0.0])),
+    "index_select_out_of_range": lambda m: m.ones(2, 3).index_select(1, m.tensor([5])),
+    "index_select_2d_index": lambda m: m.ones(2, 3).index_select(1, m.tensor([[0]])),
+    "index_select_scalar": lambda m: m.tensor(1.0).index_select(0, m.tensor([0, 0])),
+    "index_select_0d_index": lambda m: m.ones(2, 3).index_select(1, m.tensor(1)),
     "amin_dim_range": lambda m: m.ones(2, 3).amin(3),
 }
 

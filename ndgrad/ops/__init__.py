@@ -19,7 +19,8 @@ from .pointwise import (  # noqa: F401
 from .reduction import (  # noqa: F401
     amax, amin, argmax, argmin, gather, max, mean, min, prod, std, sum, sum_to_size, var)
 from .shape import (  # noqa: F401
-    cat, chunk, contiguous, expand, expand_as, flatten, getitem, index_put, movedim, narrow,
+    cat, chunk, contiguous, expand, expand_as, flatten, getitem, index_put, index_select,
+    movedim, narrow,
     permute, reshape, select, split, squeeze, stack, t, transpose, tril, triu, unbind, unsqueeze,
     view)
 from .scan import cumsum  # noqa: F401,E402
