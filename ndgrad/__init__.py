@@ -28,7 +28,7 @@ from ._tensor_methods import (  # noqa: F401,E402  (module-level in-place functi
     abs_, clamp_, clamp_max_, clamp_min_, clip_, cos_, detach_, exp_, fill_, log_, neg_,
     reciprocal_, relu_, sigmoid_, sin_, sqrt_, tanh_, zero_)
 from .ops import (  # noqa: F401,E402
-    cumsum, log_softmax, logsumexp, softmax)
+    amax, amin, cumsum, index_select, log_softmax, logsumexp, softmax, std, var)
 from .ops import (  # noqa: F401,E402
     allclose, equal, isclose, tril, triu)
 from .ops import (  # noqa: F401,E402

@@ -413,6 +413,8 @@ _METHODS = {
     "all": ops.reduction.all_, "any": ops.reduction.any_, "gather": ops.gather,
     "softmax": ops.softmax, "log_softmax": ops.log_softmax, "logsumexp": ops.logsumexp,
     "cumsum": lambda s, dim, *, dtype=None: ops.cumsum(s, dim, dtype=dtype),
+    "index_select": ops.index_select, "var": ops.var, "std": ops.std,
+    "amax": ops.amax, "amin": ops.amin,
     # linear algebra
     "matmul": _tensor_arg_method(ops.matmul, "matmul", "other"),
     "mm": _tensor_arg_method(ops.mm, "mm", "mat2"),

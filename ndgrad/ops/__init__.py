@@ -17,9 +17,10 @@ from .pointwise import (  # noqa: F401
     log, logical_and, logical_not, logical_or, lt, maximum, minimum, mul, ne, neg, pow,
     real_part, reciprocal, relu, rsub, sgn, sigmoid, sign, sin, sqrt, sub, tanh, to, where)
 from .reduction import (  # noqa: F401
-    argmax, argmin, gather, max, mean, min, prod, sum, sum_to_size)
+    amax, amin, argmax, argmin, gather, max, mean, min, prod, std, sum, sum_to_size, var)
 from .shape import (  # noqa: F401
-    cat, chunk, contiguous, expand, expand_as, flatten, getitem, index_put, movedim, narrow,
+    cat, chunk, contiguous, expand, expand_as, flatten, getitem, index_put, index_select,
+    movedim, narrow,
     permute, reshape, select, split, squeeze, stack, t, transpose, tril, triu, unbind, unsqueeze,
     view)
 from .unary import (  # noqa: F401

@@ -609,7 +609,10 @@ def install() -> None:
     from .softmax import LOG_SOFTMAX, LOGSUMEXP, SOFTMAX
     for op in (SOFTMAX, LOG_SOFTMAX, CUMSUM):
         RULES[op] = _dim_first_scan
-    RULES[LOGSUMEXP] = _dims_first
+    RULES[LOGSUMEXP] = RULES[r.VAR] = RULES[r.STD] = _dims_first
+    RULES[shape.INDEX_SELECT] = _dim_first
+    RULES[shape.INDEX_ADD_ZEROS] = lambda c, args: apply(
+        c.op, tuple(c.ts), tuple(c.arrs), (args[0] + 1, args[1], (c.B,) + tuple(args[2])))
     RULES[r.PROD_OTHERS] = _dim_first
     RULES[r.SUM_TO_SIZE] = _sum_to_size
     RULES[r.MAX_ALL] = RULES[r.MIN_ALL] = _max_all

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections import namedtuple
 from typing import Any, Optional
 
@@ -562,3 +563,149 @@ def _logical_reduce(ufunc: Any, name: str):
 
 all_ = _logical_reduce(np.logical_and, "all")
 any_ = _logical_reduce(np.logical_or, "any")
+
+
+# ---------------------------------------------------------------------------- var / std
+def _var_fwd(x, dims, correction, keepdim):
+    with warnings.catch_warnings():     # no dof left: nan/inf as in PyTorch, without NumPy's
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.var(x, axis=dims, ddof=correction, keepdims=keepdim)
+
+
+def _std_fwd(x, dims, correction, keepdim):
+    return np.sqrt(_var_fwd(x, dims, correction, keepdim))
+
+
+def _var_scale(shape: tuple, dims: tuple, correction: Any) -> float:
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    dof = n - correction
+    return 1.0 / dof if dof > 0 else float("inf")
+
+
+def _unsqueezed(t: Tensor, dims: tuple, keepdim: bool) -> Tensor:
+    if not keepdim:
+        for d in sorted(dims):
+            t = t.unsqueeze(d)
+    return t
+
+
+def _centered(x: Tensor, dims: tuple) -> Tensor:
+    return x - x.mean(dims, keepdim=True) if dims else x - x
+
+
+def _var_vjp(ctx, g):
+    x = ctx.saved[0]
+    dims, correction, keepdim = ctx._args
+    s = _var_scale(x.shape, dims, correction)
+    g = _unsqueezed(g, dims, keepdim)
+    if ctx._op is STD:
+        return g * _centered(x, dims) * s / _unsqueezed(ctx.saved[1], dims, keepdim)
+    return g * _centered(x, dims) * (2 * s)
+
+
+def _var_jvp(ctx, t):
+    x = ctx.inputs[0]
+    dims, correction, keepdim = ctx._args
+    s = _var_scale(x.shape, dims, correction)
+    w = t * _centered(x, dims)
+    w = w.sum(dims, keepdim) if dims else w
+    if ctx._op is STD:
+        return w * s / ctx.result
+    return w * (2 * s)
+
+
+VAR = Op("var", "VarBackward0", _var_fwd, _var_vjp, saves=("self",),
+         args=("dim", "correction", "keepdim"), jvp=_var_jvp)
+STD = Op("std", "StdBackward0", _std_fwd, _var_vjp, saves=("self", "result"),
+         args=("dim", "correction", "keepdim"), jvp=_var_jvp)
+
+
+def _var_std(op: Op, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
+             correction: Any) -> Tensor:
+    if isinstance(dim, bool):          # var(input, unbiased): PyTorch's legacy overload
+        dim, unbiased = None, dim
+    x = input._data
+    if category(x) <= _INT:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        dims = tuple(range(x.ndim))
+    else:
+        dims = dims_tuple(dim, x.ndim) if x.ndim else _check_0d_dims(dim)
+    return apply(op, (input,), (x,), (dims, correction, bool(keepdim)))
+
+
+def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    """Variance over ``dim`` (all dims by default) with Bessel's ``correction`` (default 1).
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([1.0, 3.0]).var().item()
+    2.0
+    """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(var, input, dim, unbiased, keepdim, correction=correction)
+        if r is not NotImplemented:
+            return r
+    return _var_std(VAR, input, dim, unbiased, keepdim, correction)
+
+
+def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    """Standard deviation over ``dim`` (all dims by default), ``correction`` as for ``var``.
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([1.0, 3.0]).std(correction=0).item()
+    1.0
+    """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(std, input, dim, unbiased, keepdim, correction=correction)
+        if r is not NotImplemented:
+            return r
+    return _var_std(STD, input, dim, unbiased, keepdim, correction)
+
+
+# ---------------------------------------------------------------------------- amax / amin
+def _amax_amin(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Tensor:
+    from ._batching import AMAX, AMIN
+    name = "amax" if is_max else "amin"
+    x = input._data
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        dims = tuple(range(x.ndim))
+    else:
+        dims = dims_tuple(dim, x.ndim) if x.ndim else _check_0d_dims(dim)
+    for d in dims:
+        if x.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    return apply(AMAX if is_max else AMIN, (input,), (x,), (dims, bool(keepdim)))
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """Maximum over ``dim`` (all dims when empty); ties share the gradient evenly.
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([[1.0, 4.0], [3.0, 2.0]]).amax(1)
+    tensor([4., 3.])
+    """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(amax, input, dim, keepdim)
+        if r is not NotImplemented:
+            return r
+    return _amax_amin(input, dim, keepdim, True)
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """Minimum over ``dim`` (all dims when empty); ties share the gradient evenly.
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([[1.0, 4.0], [3.0, 2.0]]).amin(1)
+    tensor([1., 2.])
+    """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(amin, input, dim, keepdim)
+        if r is not NotImplemented:
+            return r
+    return _amax_amin(input, dim, keepdim, False)

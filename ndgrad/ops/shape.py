@@ -1785,3 +1785,64 @@ def view_dtype(input: Tensor, dtype: _dtype.dtype) -> Tensor:
         return _wrap(x.view(new))
     except ValueError as e:
         raise RuntimeError(f"view(): cannot view as {dtype._torch_name}: {e}") from None
+
+
+# ---------------------------------------------------------------------------- index_select
+def _index_select_fwd(x: np.ndarray, dim: int, index: Tensor) -> np.ndarray:
+    idx = index._data.reshape(-1)
+    if x.ndim == 0:
+        return x.reshape(1)[idx].reshape(())
+    return np.take(x, idx, axis=dim)
+
+
+def _index_add_zeros_fwd(g: np.ndarray, dim: int, index: Tensor, shape: tuple) -> np.ndarray:
+    out = np.zeros(shape, dtype=g.dtype)
+    idx = index._data.reshape(-1)
+    if out.ndim == 0:
+        out.reshape(1)[...] = g.reshape(-1).sum() if idx.size else 0
+        return out
+    np.add.at(np.moveaxis(out, dim, 0), idx, np.moveaxis(g, dim, 0))
+    return out
+
+
+INDEX_ADD_ZEROS = Op("_index_add_zeros", "IndexAddBackward0", _index_add_zeros_fwd,
+                     lambda ctx, g: index_select(g, ctx._args[0], ctx._args[1]),
+                     args=("dim", "index", "shape"), jvp=linear)
+
+
+def _index_select_vjp(ctx, g):
+    (index,) = ctx.saved
+    return apply(INDEX_ADD_ZEROS, (g,), (g._data,), (ctx._args[0], index, ctx.input_shape(0)))
+
+
+INDEX_SELECT = Op("index_select", "IndexSelectBackward0", _index_select_fwd, _index_select_vjp,
+                  args=("dim", "index"), saves=("index",), jvp=linear)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The entries at ``index`` (a 1-d int64/int32 tensor) along ``dim``.
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([[1, 2, 3], [4, 5, 6]]).index_select(1, ndgrad.tensor([2, 0]))
+    tensor([[3, 1],
+            [6, 4]])
+    """
+    if _bmarked((input, index)):  # Note [Batched backward]
+        r = _bcall(index_select, input, dim, index)
+        if r is not NotImplemented:
+            return r
+    x, idx = input._data, index._data
+    d = wrap_dim(int(dim), x.ndim or 1)
+    if idx.dtype != np.int64 and idx.dtype != np.int32:
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if idx.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if x.ndim == 0 and idx.size != 1:
+        raise RuntimeError("index_select(): Index to scalar can have only 1 value, got "
+                           f"{idx.size} value(s)")
+    n = x.shape[d] if x.ndim else 1
+    bad = (idx >= n) | (idx < 0)
+    if bad.any():
+        raise RuntimeError(f"INDICES element is out of DATA bounds, id={int(idx[bad].flat[0])} "
+                           f"axis_dim={n}")
+    return apply(INDEX_SELECT, (input,), (x,), (d, index))

@@ -1,0 +1,82 @@
+"""Errors, dtype rules and ties of softmax, logsumexp, cumsum, var/std and amax/amin vs torch."""
+
+import numpy as np
+import pytest
+import torch
+
+import ndgrad
+
+
+def _both(fn):
+    """(ndgrad result or exception type, torch result or exception type)."""
+    out = []
+    for m in (ndgrad, torch):
+        try:
+            out.append(fn(m))
+        except Exception as e:  # noqa: BLE001
+            out.append(type(e))
+    return out
+
+
+CASES = {
+    "softmax_int": lambda m: m.tensor([1, 2, 3]).softmax(0),
+    "log_softmax_int": lambda m: m.tensor([1, 2, 3]).log_softmax(0),
+    "softmax_int_dtype": lambda m: m.tensor([1, 2, 3]).softmax(0, dtype=m.float64),
+    "softmax_dim_range": lambda m: m.ones(2, 3).softmax(2),
+    "softmax_0d": lambda m: m.tensor(2.0).softmax(0),
+    "softmax_inf": lambda m: m.tensor([float("-inf"), 0.0, 1000.0]).softmax(0),
+    "log_softmax_large": lambda m: m.tensor([1000.0, 0.0]).log_softmax(0),
+    "logsumexp_int": lambda m: m.tensor([1, 2, 3]).logsumexp(0),
+    "logsumexp_large": lambda m: m.tensor([1000.0, 1000.0]).logsumexp(0),
+    "logsumexp_all_neg_inf": lambda m: m.tensor([float("-inf")] * 2).logsumexp(0),
+    "logsumexp_dim_range": lambda m: m.ones(2, 3).logsumexp(-3),
+    "cumsum_int8": lambda m: m.tensor([1, 2], dtype=m.int8).cumsum(0),
+    "cumsum_bool": lambda m: m.tensor([True, False, True]).cumsum(0),
+    "cumsum_dtype": lambda m: m.tensor([1, 2]).cumsum(0, dtype=m.float32),
+    "cumsum_dim_range": lambda m: m.ones(2).cumsum(1),
+    "var_int": lambda m: m.tensor([1, 2]).var(),
+    "var_legacy_unbiased": lambda m: m.tensor([1.0, 2.0, 4.0]).var(False),
+    "std_one_element": lambda m: m.tensor([1.0]).std(),
+    "var_dim_range": lambda m: m.ones(2).var(1),
+    "amax_empty_dim": lambda m: m.ones(0, 3).amax(0),
+    "amax_empty_other_dim": lambda m: m.ones(0, 3).amax(1),
+    "amax_int": lambda m: m.tensor([[1, 5], [3, 2]]).amax(1),
+    "index_select_float_index": lambda m: m.ones(2, 3).index_select(1, m.tensor([0.0])),
+    "index_select_out_of_range": lambda m: m.ones(2, 3).index_select(1, m.tensor([5])),
+    "index_select_2d_index": lambda m: m.ones(2, 3).index_select(1, m.tensor([[0]])),
+    "index_select_scalar": lambda m: m.tensor(1.0).index_select(0, m.tensor([0, 0])),
+    "index_select_0d_index": lambda m: m.ones(2, 3).index_select(1, m.tensor(1)),
+    "amin_dim_range": lambda m: m.ones(2, 3).amin(3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_torch(name):
+    got, want = _both(CASES[name])
+    if isinstance(want, type):
+        assert got is want
+        return
+    assert not isinstance(got, type), got
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(np.asarray(got.tolist(), dtype=float),
+                               np.asarray(want.tolist(), dtype=float), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", ["amax", "amin"])
+def test_ties_share_gradient(fn):
+    vals = [[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]] if fn == "amax" else [[1.0, 1.0, 3.0], [2.0] * 3]
+    grads = []
+    for m in (ndgrad, torch):
+        x = m.tensor(vals, requires_grad=True)
+        getattr(x, fn)(1).sum().backward()
+        grads.append(np.asarray(x.grad.tolist()))
+    np.testing.assert_allclose(grads[0], grads[1])
+
+
+def test_node_names_and_saved():
+    x = ndgrad.randn(2, 3, requires_grad=True)
+    y = x.softmax(1)
+    assert y.grad_fn.name() == "SoftmaxBackward0" and y.grad_fn._saved_dim == 1
+    assert ndgrad.equal(y.grad_fn._saved_result, y)
+    assert x.std(1).grad_fn.name() == "StdBackward0"
+    assert x.amin(1).grad_fn.name() == "AminBackward0"
