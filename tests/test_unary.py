@@ -123,3 +123,34 @@ def test_angle_complex_gradient():
     ndgrad.angle(z).sum().backward()
     torch.angle(tz).sum().backward()
     np.testing.assert_allclose(z.grad.numpy(), tz.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "tan",
+                                  "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+                                  "atanh", "sinc", "angle", "square"])
+def test_complex_gradients_and_gradgrad_match_torch(name):
+    vals = [0.3 + 0.4j, -0.5 + 0.2j, -1.5 - 0.1j]
+    z = ndgrad.tensor(vals, requires_grad=True)
+    tz = torch.tensor(vals, requires_grad=True)
+    y, ty = getattr(ndgrad, name)(z), getattr(torch, name)(tz)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+    (g,) = ndgrad.autograd.grad(y.abs().sum(), z, create_graph=True)
+    (tg,) = torch.autograd.grad(ty.abs().sum(), tz, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), tg.detach().numpy(), rtol=1e-4, atol=1e-5)
+    (h,) = ndgrad.autograd.grad(g.abs().sum(), z)
+    (th,) = torch.autograd.grad(tg.abs().sum(), tz)
+    np.testing.assert_allclose(h.numpy(), th.numpy(), rtol=1e-3, atol=1e-4)
+
+
+def test_inplace_with_arguments():
+    vals = [0.125, 0.55, 0.8]
+    for name, args, kw in (("round_", (), {"decimals": 1}), ("logit_", (0.2,), {}),
+                           ("nan_to_num_", (), {"nan": 2.0})):
+        x = ndgrad.tensor(vals, dtype=ndgrad.float64)
+        t = torch.tensor(vals, dtype=torch.float64)
+        getattr(ndgrad, name)(x, *args, **kw)
+        getattr(torch, name)(t, *args, **kw)
+        np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=1e-12)
+    z = ndgrad.tensor([1 + 1j], requires_grad=True)
+    with pytest.raises(RuntimeError, match="complex dtype"):
+        ndgrad.nan_to_num(z)

@@ -24,6 +24,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .. import _dtype
+from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, _wrap
 from . import pointwise as _pw
 from ._dispatch import Op, apply
@@ -57,11 +58,16 @@ def _special(name: str) -> Callable[..., np.ndarray]:
     return fwd
 
 
-def _same_dtype(ufunc: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
-    """``ufunc`` with its result cast back to the input's dtype (np.sinc widens bfloat16)."""
-    def fwd(x: np.ndarray) -> np.ndarray:
-        return np.asarray(ufunc(x)).astype(x.dtype, copy=False)
-    return fwd
+def _sinc_fwd(x: np.ndarray) -> np.ndarray:
+    # np.sinc widens bfloat16 and warns at infinities from inside NumPy (where ndgrad's warning
+    # filter, Note [No floating point warnings], does not reach).
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.sinc(x)).astype(x.dtype, copy=False)
+
+
+def _lgamma_fwd(x: np.ndarray) -> np.ndarray:
+    r = _special("gammaln")(x)
+    return np.where(x == -np.inf, np.asarray(np.inf, r.dtype), r)   # PyTorch: lgamma(-inf) = inf
 
 
 def _x(ctx) -> Tensor:
@@ -71,6 +77,11 @@ def _x(ctx) -> Tensor:
 # ---------------------------------------------------------------------------- exp / log
 def _sqrt_1m_sq(x: Tensor) -> Tensor:
     return _pw.sqrt(1 - x * x)
+
+
+def _sqrt_sq_m1(x: Tensor) -> Tensor:
+    """``sqrt(x - 1) * sqrt(x + 1)``: ``sqrt(x^2 - 1)`` on the principal branch of acosh."""
+    return _pw.sqrt(x - 1) * _pw.sqrt(x + 1)
 
 
 EXP2 = Op("exp2", "Exp2Backward0", np.exp2, lambda ctx, g: g * _c(ctx.saved[0] * _LN2),
@@ -106,8 +117,8 @@ ASINH = Op("asinh", "AsinhBackward0", np.arcsinh,
            lambda ctx, g: g / _c(_pw.sqrt(_x(ctx) * _x(ctx) + 1)), saves=("self",),
            jvp=lambda ctx, t: t / _pw.sqrt(ctx.inputs[0] * ctx.inputs[0] + 1))
 ACOSH = Op("acosh", "AcoshBackward0", np.arccosh,
-           lambda ctx, g: g / _c(_pw.sqrt((_x(ctx) - 1) * (_x(ctx) + 1))), saves=("self",),
-           jvp=lambda ctx, t: t / _pw.sqrt((ctx.inputs[0] - 1) * (ctx.inputs[0] + 1)))
+           lambda ctx, g: g / _c(_sqrt_sq_m1(_x(ctx))), saves=("self",),
+           jvp=lambda ctx, t: t / _sqrt_sq_m1(ctx.inputs[0]))
 ATANH = Op("atanh", "AtanhBackward0", np.arctanh,
            lambda ctx, g: g / _c(1 - _x(ctx) * _x(ctx)), saves=("self",),
            jvp=lambda ctx, t: t / (1 - ctx.inputs[0] * ctx.inputs[0]))
@@ -157,7 +168,7 @@ ERFC = Op("erfc", "ErfcBackward0", _special("erfc"), lambda ctx, g: -g * _d_erf(
 ERFINV = Op("erfinv", "ErfinvBackward0", _special("erfinv"),
             lambda ctx, g: g * _d_erfinv(_x(ctx)), saves=("self",),
             jvp=elementwise(lambda ctx: _d_erfinv(ctx.inputs[0])))
-LGAMMA = Op("lgamma", "LgammaBackward0", _special("gammaln"),
+LGAMMA = Op("lgamma", "LgammaBackward0", _lgamma_fwd,
             lambda ctx, g: g * digamma(_x(ctx)), saves=("self",),
             jvp=elementwise(lambda ctx: digamma(ctx.inputs[0])))
 DIGAMMA = Op("digamma", "DigammaBackward0", _special("psi"),
@@ -288,7 +299,7 @@ def _sinc_deriv(x: Tensor) -> Tensor:
     return _pw.where(zero_, 0.0, (_pw.cos(math.pi * safe) - sinc(safe)) / safe)
 
 
-SINC = Op("sinc", "SincBackward0", _same_dtype(np.sinc),
+SINC = Op("sinc", "SincBackward0", _sinc_fwd,
           lambda ctx, g: g * _c(_sinc_deriv(_x(ctx))), saves=("self",),
           jvp=elementwise(lambda ctx: _sinc_deriv(ctx.inputs[0])))
 
@@ -559,6 +570,9 @@ def nan_to_num(input: Tensor, nan: Optional[float] = 0.0, posinf: Optional[float
     >>> ndgrad.nan_to_num(ndgrad.tensor([float("nan"), 1.0]), nan=-1.0).tolist()
     [-1.0, 1.0]
     """
+    if input._data.dtype.kind == "c" and input.requires_grad and is_grad_enabled():
+        raise RuntimeError("nan_to_num does not support automatic differentiation for outputs "
+                           "with complex dtype.")
     return apply(NAN_TO_NUM, (input,), (input._data,),
                  (0.0 if nan is None else float(nan), posinf, neginf))
 
