@@ -9,19 +9,19 @@ Every public entry point (``ndgrad.sum``, ``Tensor.sum``, ``Tensor.add_`` ...) h
 ``wrap(schema, impl)`` generates (once, at import) a Python function with exactly that
 signature, whose body checks each argument's type with a few inlined ``type(x) is ...`` tests
 and then calls ``impl``. So argument-type errors are raised in one place, before any work, with
-PyTorch's TypeError wording (``sum(): argument 'keepdim' (position 3) must be bool, not int``),
+PyTorch's TypeError wording (``sum(): argument 'keepdim' (position 2) must be bool, not int``),
 and Python itself reports missing, surplus or unknown arguments (also a TypeError, as in
 PyTorch). An allocation NumPy cannot make (MemoryError) or an axis it refuses (AxisError)
 inside the call becomes PyTorch's RuntimeError or IndexError. Implementations stay free of
-hand-written type checks; what they still check is
-what depends on values (dims in range, shapes that match), with PyTorch's messages.
+hand-written type checks; what they still check is what depends on values (dims in range,
+shapes that match), with PyTorch's messages.
 
 Types (``?`` after a type also admits None; a default of None without ``?`` means the
 argument may be omitted but not passed as None, as ``max(x, None)`` is refused):
 
 =============  ==================================================================
 ``Tensor``     an ndgrad Tensor
-``Scalar``     a Python or NumPy number (bool and complex included) or a one-element Tensor
+``Scalar``     a Python or NumPy number (bool and complex included) or a 0-d Tensor
 ``int``        an integer (not bool): Python, NumPy, or a 0-d integer Tensor (passed on as a
                Python int)
 ``int[]``      a tuple/list/Size of ints; ``int[1]`` also takes a single int
