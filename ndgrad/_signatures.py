@@ -64,6 +64,13 @@ maximum(Tensor input, Tensor other)
 minimum(Tensor input, Tensor other)
 logical_and(Tensor input, Tensor other)
 logical_or(Tensor input, Tensor other)
+logical_xor(Tensor input, Tensor other)
+bitwise_and(Tensor|Scalar input, Tensor|Scalar other)
+bitwise_or(Tensor|Scalar input, Tensor|Scalar other)
+bitwise_xor(Tensor|Scalar input, Tensor|Scalar other)
+isposinf(Tensor input)
+isneginf(Tensor input)
+isreal(Tensor input)
 clamp(Tensor input, Tensor|Scalar? min=None, Tensor|Scalar? max=None)
 clip(Tensor input, Tensor|Scalar? min=None, Tensor|Scalar? max=None)
 clamp_min(Tensor input, Tensor|Scalar min)
@@ -255,9 +262,17 @@ def _name(schema: str) -> str:
 
 
 def install(module: ModuleType) -> None:
-    """Replace ``module.<name>`` and ``Tensor.<name>`` by their checking wrappers."""
+    """Replace ``module.<name>`` and ``Tensor.<name>`` by their checking wrappers.
+
+    An in-place method ``name_`` without a line of its own in ``METHODS`` takes the schema of
+    ``name`` (the Tensor argument renamed ``self``)."""
+    explicit = {_name(s) for s in _entries(METHODS)}
     for schema in _entries(FUNCTIONS_AND_METHODS):
         name = _name(schema)
+        if name + "_" not in explicit and hasattr(Tensor, name + "_"):
+            inplace = name + "_" + schema[len(name):].replace("Tensor input", "Tensor self", 1)
+            setattr(Tensor, name + "_", wrap(inplace, _unwrapped(getattr(Tensor, name + "_")),
+                                             method=True))
         # A function PyTorch has that ndgrad only had as a method: the method is the function.
         impl = getattr(module, name, None) or getattr(Tensor, name)
         fn = wrap(schema, _unwrapped(impl))

@@ -398,7 +398,10 @@ _METHODS = {
     "masked_fill": ops.pointwise.masked_fill,
     "eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge,
     "logical_not": ops.logical_not, "logical_and": ops.logical_and,
-    "logical_or": ops.logical_or, "isnan": ops.isnan, "isinf": ops.isinf,
+    "logical_or": ops.logical_or, "logical_xor": ops.logical_xor,
+    "bitwise_and": ops.bitwise_and, "bitwise_or": ops.bitwise_or,
+    "bitwise_xor": ops.bitwise_xor, "isposinf": ops.isposinf, "isneginf": ops.isneginf,
+    "isreal": ops.isreal, "isnan": ops.isnan, "isinf": ops.isinf,
     "isfinite": ops.isfinite, "equal": ops.equal, "allclose": ops.allclose,
     "isclose": ops.isclose,
     # reductions
@@ -438,7 +441,9 @@ _METHODS = {
     "float": _type_conv(_dtype.float32), "double": _type_conv(_dtype.float64),
     "half": _type_conv(_dtype.float16), "bfloat16": _type_conv(_dtype.bfloat16),
     "long": _type_conv(_dtype.int64), "int": _type_conv(_dtype.int32),
-    "bool": _type_conv(_dtype.bool),
+    "bool": _type_conv(_dtype.bool), "byte": _type_conv(_dtype.uint8),
+    "char": _type_conv(_dtype.int8), "short": _type_conv(_dtype.int16),
+    "cfloat": _type_conv(_dtype.complex64), "cdouble": _type_conv(_dtype.complex128),
     "cpu": lambda s, memory_format=None: ops.to(s, memory_format=memory_format),
     "real_part": ops.real_part,
     # in place
@@ -490,6 +495,10 @@ _METHODS = {
     "sinc_": _inplace_of(ops.sinc, "sinc_"),
     "nan_to_num_": _inplace_of(ops.nan_to_num, "nan_to_num_"),
     "zero_": _inplace.zero_, "fill_": _inplace.fill_, "copy_": _inplace.copy_,
+    **{n + "_": _inplace_of(getattr(ops.pointwise, n, None) or getattr(ops, n), n + "_")
+       for n in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+                 "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+                 "bitwise_not", "sign", "sgn", "cumsum", "floor_divide")},
     # factories
     "new_zeros": _new_factory("zeros"), "new_ones": _new_factory("ones"),
     "new_empty": _new_factory("empty"), "new_full": _new_factory("full"),

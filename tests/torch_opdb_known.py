@@ -36,42 +36,18 @@ KNOWN = {
         'fwbatched': 'sample 0: ndgrad raises RuntimeError: ndgrad: batched gradients (is_grads_batched / vectorize=True) do not support AsStridedBackward0 here',
         'inplace': 'missing: ndgrad.Tensor has no method as_strided_',
     },
-    'bitwise_not': {
-        'inplace': 'missing: ndgrad.Tensor has no method bitwise_not_',
-    },
     'cat': {
         'errors': 'error input 11: message "cat(): argument \'tensors\' (position 1) must be tuple of Tensors, but found element of type NoneType at pos 1" does not match torch\'s \'got None\'',
-    },
-    'cumsum': {
-        'inplace': 'missing: ndgrad.Tensor has no method cumsum_',
     },
     'diagonal': {
         'fwbatched': 'sample 0: ndgrad raises RuntimeError: ndgrad: batched gradients (is_grads_batched / vectorize=True) do not support DiagonalBackward0 here',
     },
-    'dot': {
-        'errors': "error input 0: message 'inconsistent tensor size, expected tensor [1] and src [3] to have the same number of elements, but got 1 and 3 elements ' does not match torch's 'dot : expected both vectors to have same dtype'",
-    },
-    'eq': {
-        'inplace': 'missing: ndgrad.Tensor has no method eq_',
-    },
-    'floor_divide': {
-        'inplace': 'missing: ndgrad.Tensor has no method floor_divide_',
-    },
     'gather': {
         'errors': "error input 1: TypeError: gather() got an unexpected keyword argument 'out'; torch RuntimeError('Expected out tensor to have dtype')",
-    },
-    'ge': {
-        'inplace': 'missing: ndgrad.Tensor has no method ge_',
-    },
-    'gt': {
-        'inplace': 'missing: ndgrad.Tensor has no method gt_',
     },
     'index_select': {
         'batched': 'sample 0 backward: ndgrad raises AxisError: source: axis 1 is out of bounds for array of dimension 1',
         'fwbatched': 'sample 0: ndgrad raises IndexError: Dimension out of range (axis 1 is out of bounds for array of dimension 1)',
-    },
-    'le': {
-        'inplace': 'missing: ndgrad.Tensor has no method le_',
     },
     'linspace': {
         'errors': 'error input 1: message "linspace(): argument \'steps\' (position 3) must be int, not float" does not match torch\'s \'received an invalid combination of arguments - got \\\\(int, int, float\'',
@@ -79,26 +55,8 @@ KNOWN = {
     'linspace/tensor_overload': {
         'errors': 'error input 1: message "linspace(): argument \'steps\' (position 3) must be int, not float" does not match torch\'s \'received an invalid combination of arguments - got \\\\(int, int, float\'',
     },
-    'logical_and': {
-        'inplace': 'missing: ndgrad.Tensor has no method logical_and_',
-    },
-    'logical_not': {
-        'inplace': 'missing: ndgrad.Tensor has no method logical_not_',
-    },
-    'logical_or': {
-        'inplace': 'missing: ndgrad.Tensor has no method logical_or_',
-    },
-    'logit': {
-        'lowp': 'torch.bfloat16 sample 1[0]: dtype ndgrad.float32, torch torch.bfloat16',
-    },
-    'lt': {
-        'inplace': 'missing: ndgrad.Tensor has no method lt_',
-    },
     'nan_to_num': {
         'fwbatched': 'sample 1: ndgrad raises RuntimeError: ndgrad: batched gradients (is_grads_batched / vectorize=True) do not support an empty batch here',
-    },
-    'ne': {
-        'inplace': 'missing: ndgrad.Tensor has no method ne_',
     },
     'norm/nuc': {
         'forward': "sample 0: ndgrad raises NotImplementedError: ndgrad: the nuclear norm (p='nuc') is not supported yet",
@@ -108,12 +66,6 @@ KNOWN = {
         'batched': "sample 0: ndgrad raises NotImplementedError: ndgrad: the nuclear norm (p='nuc') is not supported yet",
         'lowp': "torch.float32 sample 0: ndgrad raises NotImplementedError: ndgrad: the nuclear norm (p='nuc') is not supported yet",
     },
-    'sgn': {
-        'inplace': 'missing: ndgrad.Tensor has no method sgn_',
-    },
-    'sign': {
-        'inplace': 'missing: ndgrad.Tensor has no method sign_',
-    },
     'squeeze': {
         'inplace': 'missing: ndgrad.Tensor has no method squeeze_',
     },
@@ -122,14 +74,6 @@ KNOWN = {
     },
     't': {
         'inplace': 'missing: ndgrad.Tensor has no method t_',
-    },
-    'to': {
-        'forward': "sample 0: ndgrad raises TypeError: Cannot interpret 'True' as a data type",
-        'vjp': "sample 0: ndgrad raises TypeError: Cannot interpret 'True' as a data type",
-        'jvp': "sample 0: ndgrad raises TypeError: Cannot interpret 'True' as a data type",
-        'gradgrad': "sample 0: ndgrad raises TypeError: Cannot interpret 'True' as a data type",
-        'batched': "sample 0: ndgrad raises TypeError: Cannot interpret 'True' as a data type",
-        'lowp': "torch.float32 sample 0: ndgrad raises TypeError: Cannot interpret 'True' as a data type",
     },
     'transpose': {
         'inplace': 'missing: ndgrad.Tensor has no method transpose_',
@@ -164,23 +108,16 @@ NOT_SHIPPED = {
     'baddbmm': 'not yet implemented',
     'bernoulli': 'not yet implemented',
     'bincount': 'not yet implemented',
-    'bitwise_and': 'not yet implemented',
     'bitwise_left_shift': 'not yet implemented',
-    'bitwise_or': 'not yet implemented',
     'bitwise_right_shift': 'not yet implemented',
-    'bitwise_xor': 'not yet implemented',
     'block_diag': 'not yet implemented',
     'broadcast_shapes': 'not yet implemented',
     'broadcast_tensors': 'not yet implemented',
     'broadcast_to': 'not yet implemented',
     'bucketize': 'not yet implemented',
-    'byte': 'not yet implemented',
     'cartesian_prod': 'not yet implemented',
     'cauchy': 'not yet implemented',
     'cdist': 'not yet implemented',
-    'cdouble': 'not yet implemented',
-    'cfloat': 'not yet implemented',
-    'char': 'not yet implemented',
     'cholesky': 'not yet implemented',
     'cholesky_inverse': 'not yet implemented',
     'cholesky_solve': 'not yet implemented',
@@ -265,9 +202,6 @@ NOT_SHIPPED = {
     'index_reduce/prod': 'not yet implemented',
     'inner': 'not yet implemented',
     'isin': 'not yet implemented',
-    'isneginf': 'not yet implemented',
-    'isposinf': 'not yet implemented',
-    'isreal': 'not yet implemented',
     'istft': 'not yet implemented',
     'kron': 'not yet implemented',
     'kthvalue': 'not yet implemented',
@@ -323,7 +257,6 @@ NOT_SHIPPED = {
     'logaddexp2': 'not yet implemented',
     'logcumsumexp': 'not yet implemented',
     'logdet': 'not yet implemented',
-    'logical_xor': 'not yet implemented',
     'logspace': 'not yet implemented',
     'logspace/tensor_overload': 'not yet implemented',
     'lu': 'not yet implemented',
@@ -409,7 +342,6 @@ NOT_SHIPPED = {
     'scatter_reduce/sum': 'not yet implemented',
     'searchsorted': 'not yet implemented',
     'select_scatter': 'not yet implemented',
-    'short': 'not yet implemented',
     'signal.windows.bartlett': 'not yet implemented',
     'signal.windows.blackman': 'not yet implemented',
     'signal.windows.cosine': 'not yet implemented',

@@ -14,7 +14,8 @@ from .pointwise import (  # noqa: F401
     _copy_like_layout, abs, add, allclose, bitwise_and, bitwise_not, bitwise_or, bitwise_xor,
     clamp, clamp_max, clamp_min, clone, conj, cos, div, eq, equal, exp, ge, gt, isclose,
     isfinite, isinf, isnan, le,
-    log, logical_and, logical_not, logical_or, lt, maximum, minimum, mul, ne, neg, pow,
+    log, logical_and, logical_not, logical_or, logical_xor, isposinf, isneginf, isreal, lt,
+    maximum, minimum, mul, ne, neg, pow,
     real_part, reciprocal, relu, rsub, sgn, sigmoid, sign, sin, sqrt, sub, tanh, to, where)
 from .reduction import (  # noqa: F401
     amax, amin, argmax, argmin, gather, max, mean, min, prod, std, sum, sum_to_size, var)

@@ -208,6 +208,10 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     a, b = input._data, other._data
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    if a.dtype != b.dtype:
+        raise RuntimeError("dot : expected both vectors to have same dtype, but found "
+                           f"{_dtype._FROM_NP[a.dtype]._torch_name} and "
+                           f"{_dtype._FROM_NP[b.dtype]._torch_name}")
     if a.shape[0] != b.shape[0]:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
                            f"[{b.shape[0]}] to have the same number of elements, but got "

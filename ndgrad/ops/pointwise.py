@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import warnings
 from typing import Any, Callable, Optional
 
@@ -1294,6 +1295,9 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
 def _logical(ufunc, name):
     def fn(input: Any, other: Any) -> Tensor:
         if not isinstance(input, Tensor):
+            if not isinstance(other, Tensor):
+                raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                                f"({type(input).__name__}, {type(other).__name__})")
             input = to_tensor(input)
         o = other._data if isinstance(other, Tensor) else other
         if input._data.dtype.kind in "fc" or (isinstance(o, np.ndarray) and o.dtype.kind in "fc"):
@@ -1345,6 +1349,36 @@ def logical_and(input: Tensor, other: Any) -> Tensor:
 def logical_or(input: Tensor, other: Any) -> Tensor:
     """Bool tensor, True where ``input`` or ``other`` is nonzero."""
     return _logical_binary(np.logical_or, input, other)
+
+
+def logical_xor(input: Tensor, other: Any) -> Tensor:
+    """Bool tensor, True where exactly one of ``input`` and ``other`` is nonzero."""
+    return _logical_binary(np.logical_xor, input, other)
+
+
+def isposinf(input: Tensor) -> Tensor:
+    """Bool tensor, True where ``input`` is positive infinity (complex input is refused)."""
+    _no_complex(input, "isposinf")
+    return _wrap(np.isposinf(input._data) if input._data.dtype.kind == "f"
+                 else np.zeros(input._data.shape, bool))
+
+
+def isneginf(input: Tensor) -> Tensor:
+    """Bool tensor, True where ``input`` is negative infinity (complex input is refused)."""
+    _no_complex(input, "isneginf")
+    return _wrap(np.isneginf(input._data) if input._data.dtype.kind == "f"
+                 else np.zeros(input._data.shape, bool))
+
+
+def _no_complex(input: Tensor, name: str) -> None:
+    if input._data.dtype.kind == "c":
+        raise RuntimeError(f"{name} does not support complex inputs.")
+
+
+def isreal(input: Tensor) -> Tensor:
+    """Bool tensor, True where ``input`` has no imaginary part (always, for real dtypes)."""
+    x = input._data
+    return _wrap(x.imag == 0 if x.dtype.kind == "c" else np.ones(x.shape, bool))
 
 
 def isnan(input: Tensor) -> Tensor:
@@ -1405,16 +1439,28 @@ def _empty_like_copy(x: np.ndarray, like: np.ndarray) -> np.ndarray:
 def to(input: Tensor, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
     """Cast to ``dtype`` and/or lay out in ``memory_format`` (``device`` must be cpu); returns
     ``input`` if nothing changes."""
-    for a in args:
-        if isinstance(a, Tensor):
-            dtype = a.dtype
-        elif type(a) is int:            # a device index: an accelerator ndgrad does not have
-            raise RuntimeError("Device index must not be negative" if a < 0 else
-                               "Cannot access accelerator device when none is available.")
-        elif isinstance(a, (str, _device)):
-            check_device(a)
-        elif a is not None:
-            dtype = a
+    # PyTorch's three overloads: to(dtype, non_blocking, copy), to(device, dtype, non_blocking,
+    # copy), to(other, non_blocking, copy); the trailing positional bools are non_blocking, copy.
+    args = list(args)
+    if args and isinstance(args[0], Tensor):
+        dtype = args.pop(0).dtype
+    elif args and type(args[0]) is int:   # a device index: an accelerator ndgrad does not have
+        raise RuntimeError("Device index must not be negative" if args[0] < 0 else
+                           "Cannot access accelerator device when none is available.")
+    elif args and (args[0] is None or isinstance(args[0], (str, _device))):
+        if args[0] is not None:
+            check_device(args.pop(0))
+        else:
+            args.pop(0)
+        if args and not isinstance(args[0], builtins.bool):
+            dtype = args.pop(0)
+    elif args and not isinstance(args[0], builtins.bool):
+        dtype = args.pop(0)
+    if len(args) > 2 or not all(isinstance(a, builtins.bool) for a in args):
+        raise TypeError("to() received an invalid combination of arguments - got "
+                        f"({', '.join(type(a).__name__ for a in args)})")
+    if len(args) == 2:
+        kwargs.setdefault("copy", args[1])
     if kwargs.get("device") is not None:
         check_device(kwargs["device"])
     fmt = _layout.check(kwargs.get("memory_format"), "to")

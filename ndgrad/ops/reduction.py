@@ -675,6 +675,10 @@ def _amax_amin(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Tensor:
     x = input._data
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         dims = tuple(range(x.ndim))
+        if x.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               "argument.")
     else:
         dims = dims_tuple(dim, x.ndim) if x.ndim else _check_0d_dims(dim)
     for d in dims:

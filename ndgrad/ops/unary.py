@@ -274,9 +274,10 @@ ANGLE = Op("angle", "AngleBackward0", _angle_fwd, lambda ctx, g: _angle_deriv(_x
 
 # ---------------------------------------------------------------------------- logit / sinc
 def _logit_fwd(x: np.ndarray, eps: Optional[float]) -> np.ndarray:
-    if eps is not None:
-        x = np.clip(x, np.asarray(eps, x.dtype), np.asarray(1 - eps, x.dtype))
-    return np.log(x / (1 - x)).astype(x.dtype, copy=False)
+    dt = x.dtype
+    if eps is not None:   # (np.clip widens bfloat16 to float32: the cast below restores it)
+        x = np.clip(x, np.asarray(eps, dt), np.asarray(1 - eps, dt))
+    return np.log(x / (1 - x)).astype(dt, copy=False)
 
 
 def _logit_deriv(x: Tensor, eps: Optional[float]) -> Tensor:
