@@ -46,7 +46,7 @@ from __future__ import annotations
 import itertools
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 __all__ = ["ACTIVE", "is_batched", "batch_level", "suspended"]
 
@@ -54,15 +54,22 @@ ACTIVE: set = set()          # ids of the batch levels that are alive
 SUSPENDED: set = set()       # alive levels whose rule is running (see ``suspended``)
 _next_level = itertools.count(1).__next__
 _LOCK = threading.Lock()
-_dispatch: Any = None        # ndgrad.ops._dispatch, bound on first use (import cycle)
+_watchers: list = []         # called with bool(ACTIVE) on every change (see ``watch``)
 
 
 def _sync() -> None:
-    global _dispatch
-    if _dispatch is None:
-        from ..ops import _dispatch as d
-        _dispatch = d
-    _dispatch._BATCHING = bool(ACTIVE)
+    active = bool(ACTIVE)
+    for fn in _watchers:
+        fn(active)
+
+
+def watch(fn: Callable[[bool], None]) -> None:
+    """Call ``fn(any_level_alive)`` now and whenever levels open or close: how the dispatcher
+    (ops/_dispatch.py, a layer above) keeps its ``_BATCHING`` flag in sync (Note
+    [Instrumentation flags])."""
+    with _LOCK:
+        _watchers.append(fn)
+        fn(bool(ACTIVE))
 
 
 def is_batched(t: Any) -> bool:
