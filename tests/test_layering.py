@@ -3,9 +3,9 @@ inside ``ndgrad``, at module level or inside a function, points down or sideways
 
 The test reads the sources with ``ast`` (nothing is imported), so it sees imports that only
 run when a function is called. Counted as imports: ``import``/``from ... import`` statements,
-``importlib.import_module("ndgrad...")`` and ``sys.modules["ndgrad..."]`` with a constant
-name, and, for a module outside a package, the package's ``__init__`` that importing one of
-its modules runs first.
+``importlib.import_module("ndgrad...")``, ``sys.modules["ndgrad..."]`` and
+``sys.modules.get("ndgrad...")`` with a constant name, and, for a module outside a package,
+the package's ``__init__`` that importing one of its modules runs first.
 """
 
 from __future__ import annotations
@@ -134,6 +134,11 @@ def _const_str(node: ast.AST) -> Optional[str]:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+def _is_sys_modules(node: Optional[ast.AST]) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "modules" and \
+        isinstance(node.value, ast.Name) and node.value.id == "sys"
+
+
 def _targets(node: ast.AST, package: str) -> list:
     """The ndgrad modules one AST node imports."""
     if isinstance(node, ast.Import):
@@ -159,10 +164,13 @@ def _targets(node: ast.AST, package: str) -> list:
             s = _const_str(node.args[0])
             if s and s.split(".")[0] == "ndgrad":
                 return [s]
+        if name == "get" and node.args and _is_sys_modules(f.value if isinstance(
+                f, ast.Attribute) else None):
+            s = _const_str(node.args[0])
+            if s and s.split(".")[0] == "ndgrad":
+                return [s]
     if isinstance(node, ast.Subscript):
-        v = node.value
-        if isinstance(v, ast.Attribute) and v.attr == "modules" and \
-                isinstance(v.value, ast.Name) and v.value.id == "sys":
+        if _is_sys_modules(node.value):
             s = _const_str(node.slice)
             if s and s.split(".")[0] == "ndgrad":
                 return [s]

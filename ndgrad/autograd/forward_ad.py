@@ -68,6 +68,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from .. import _format
 from . import batching as _bt
 from ..ops import _dispatch as _d
 from ..ops import _jvp
@@ -672,6 +673,7 @@ def check_jvp_against_numerical(func: Callable, inputs: Sequence, i_list: Sequen
 
 
 # The dispatcher calls these while a level exists (Note [Instrumentation flags] in
-# ops/_dispatch.py).
+# ops/_dispatch.py); printing a tensor shows its tangent.
 _d._fw_apply = _fw_apply
 _d._fw_inplace = _inplace_fn
+_format._tangent_of = _current_tangent

@@ -370,6 +370,7 @@ def _apply(cls: Any, args: tuple, setup: bool) -> Any:
         ctx._input_meta = tuple([(t._data.shape, t._data.dtype) for t in inputs])
         if anomaly_mode._enabled:
             anomaly_mode.record(ctx)
+    # local import: forward AD only if its module is loaded (a test replaces it); the same layer
     fa = sys.modules.get("ndgrad.autograd.forward_ad")
     if fa is not None and getattr(fa, "_current_level", -1) < 0:
         fa = None                      # no dual level: no forward AD (Note [Function.jvp slot])
