@@ -15,13 +15,16 @@ enforces it. Bottom to top:
      ``_signature`` (argument checking), and the runtime's two leaf modules the Tensor's state
      is made of, ``autograd/grad_mode.py`` and ``autograd/hooks.py`` (no ndgrad imports).
   2. the graph runtime, ``autograd/{node,engine,accumulate_grad,saved,anomaly_mode,profiler,
-     batching}.py``: nodes, edges, the engine, saved tensors, modes. It knows no individual
-     op and never imports ``ndgrad.ops`` or the API. Where it needs what the op table provides,
-     the op table registers it at import: ``ops/pointwise.py`` gives AccumulateGrad its
-     layout-preserving copy (``accumulate_grad._copy_like_layout``), ``ops/views_inplace.py``
-     gives Tensor ``_refresh_view``, and ``ops/_dispatch.py`` registers setters for its own
-     hot-path flags with anomaly mode, the profiler and the batch levels (Note
-     [Instrumentation flags] in ops/_dispatch.py).
+     batching}.py``: nodes and edges, the engine, AccumulateGrad and ``grad_accumulator``,
+     saved tensors, the modes. It knows no individual op and never imports ``ndgrad.ops`` or
+     the API. What it needs from a layer above is registered by that layer when imported:
+     ``ops/pointwise.py`` gives AccumulateGrad its layout-preserving copy (an op, recorded as
+     ``CopyBackwards``: ``accumulate_grad._copy_like_layout``); ``ops/_dispatch.py`` registers
+     setters for its own hot-path flags with anomaly mode, the profiler and the batch levels
+     (``watch``/``attach``, Note [Instrumentation flags] in ops/_dispatch.py). Likewise for the
+     bottom layer: ``ops/views_inplace.py`` gives Tensor ``_refresh_view``, forward AD gives
+     ``_format`` the tangent a dual tensor prints, and ``_tensor_methods`` binds
+     ``Tensor.backward`` (the API) like every other method.
   3. the op table, ``ops/``: first its machinery (``_dispatch``, which records the runtime's
      nodes; ``_jvp``; ``_util``; ``views_inplace``; ``_batching``), then the op families
      (``pointwise``, ``unary``, ``reduction``, ``shape``, ``linalg``, ...), which import the
