@@ -236,7 +236,11 @@ def test_no_upward_imports() -> None:
     bad = [_where(i) for i in imports()
            if layer(i.target) > layer(i.importer) and not _allowed(i)]
     assert not bad, ("imports pointing up the layers (Note [Layers] in "
-                     "ndgrad/autograd/__init__.py):\n  " + "\n  ".join(bad))
+                     "ndgrad/autograd/__init__.py):\n  " + "\n  ".join(bad) +
+                     "\nImport from a lower layer, let the layer above register what the lower "
+                     "one needs, or (a function-local import that must stay) add it to "
+                     "ALLOWED_UPWARD with the reason. A module not in LAYERS counts as api "
+                     "(ndgrad.ops.* as an op family): list a new helper module there.")
 
 
 def test_allow_list_is_used() -> None:

@@ -10,11 +10,12 @@ of size B, instead of once per row. It is vmap restricted to what a backward pas
   the same tensor is an ordinary tensor of shape ``(B, *logical_shape)``; stale ids are reset
   lazily. So nothing needs cleaning up, and tensors saved into a graph recorded during a batched
   run with ``create_graph=True`` are plain tensors for later backward passes.
-* ``ops._dispatch.apply`` checks one module flag (``_BATCHING``, true while any level is
-  active). When an input is batched it hands the call to the op's batching rule
-  (ops/_batching.py), which computes the op on the physical arrays with its dims moved past
-  the batch dimension, aligns a batched operand with an unbatched one of higher logical rank,
-  and records (when recording) the *physical* op. The result is marked batched.
+* ``ops._dispatch.apply`` checks one module flag (``_BATCHING``, true while any level is active;
+  the dispatcher keeps it in sync through ``watch``). When an input is batched it hands the call
+  to the op's batching rule (ops/_batching.py), which computes the op on the physical arrays
+  with its dims moved past the batch dimension, aligns a batched operand with an unbatched one
+  of higher logical rank, and records (when recording) the *physical* op. The result is marked
+  batched.
 * Public ops whose Python code reads shapes before reaching ``apply`` (reshape, sum, cat,
   matmul ...) start with ``if input._blevel:`` and then run on a *proxy*: a tensor whose data
   is row 0 of the batched one, so all argument checks and dim arithmetic see the logical shape;
