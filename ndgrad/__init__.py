@@ -46,6 +46,7 @@ from ._tensor_methods import (  # noqa: F401,E402
     cosh_, asinh_, acosh_, atanh_, erf_, erfc_, floor_, ceil_, trunc_, frac_, round_, deg2rad_,
     rad2deg_, logit_, sinc_, nan_to_num_)
 from . import autograd as autograd  # noqa: E402
+autograd._load()   # the autograd API, now that the op table exists (Note [Layers])
 from . import backends, cuda  # noqa: F401,E402
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa

@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -171,12 +170,17 @@ def format_tensor(t: Any) -> str:
         suffixes.append(f"grad_fn=<{_node_label(t._grad_fn)}>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
-    fw = sys.modules.get("ndgrad.autograd.forward_ad")
-    if fw is not None and fw._current_level >= 0:     # a dual tensor shows its tangent
-        tangent = fw._current_tangent(t)
+    if _tangent_of is not None:                       # a dual tensor shows its tangent
+        tangent = _tangent_of(t)
         if tangent is not None:
             suffixes.append("tangent=" + format_tensor(tangent))
     return _with_suffixes(prefix + body, suffixes, indent)
+
+
+# Forward AD (autograd/forward_ad.py, a layer above: Note [Layers] in autograd/__init__.py)
+# registers here, when imported, the function giving a tensor's tangent at the current dual
+# level (None outside a level).
+_tangent_of: Any = None
 
 
 def _node_label(node: Any) -> str:

@@ -20,10 +20,23 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .autograd.accumulate_grad import is_non_overlapping_and_dense
-
 __all__ = ["memory_format", "contiguous_format", "preserve_format", "channels_last",
-           "channels_last_3d", "check", "check_rank", "is_contiguous", "empty", "copy_to"]
+           "channels_last_3d", "check", "check_rank", "is_contiguous", "empty", "copy_to",
+           "is_non_overlapping_and_dense"]
+
+
+def is_non_overlapping_and_dense(arr: np.ndarray) -> bool:
+    """True if the array's elements exactly tile a contiguous block of memory in some order."""
+    if arr.ndim == 0 or arr.flags.c_contiguous or arr.flags.f_contiguous:
+        return True
+    item = arr.itemsize
+    dims = sorted((abs(s), n) for s, n in zip(arr.strides, arr.shape) if n != 1)
+    expected = item
+    for stride, n in dims:
+        if stride != expected:
+            return False
+        expected *= n
+    return True
 
 
 class memory_format:

@@ -23,6 +23,7 @@ from typing import Any
 
 from . import _dtype
 from ._signature import wrap
+from .ops.shape import view_dtype
 from .tensor import Tensor
 
 _FACTORY_KW = "ScalarType? dtype=None, Any device=None, bool requires_grad=False"
@@ -291,7 +292,6 @@ def install(module: ModuleType) -> None:
 
 def _view_overloads(view_sizes: Any) -> Any:
     """``x.view(*size)`` or ``x.view(dtype)`` (PyTorch's two overloads of Tensor.view)."""
-    from .ops.shape import view_dtype
 
     def view(self: Tensor, *size: Any) -> Tensor:
         if len(size) == 1 and type(size[0]) is _dtype.dtype:

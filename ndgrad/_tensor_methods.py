@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtype, _signature, ops
+from . import _creation, _dtype, _signature, ops
+from .autograd import api as _autograd_api
 from .ops import views_inplace as _inplace
 from .ops._util import check_tensor, is_scalar, to_tensor
 from .tensor import Tensor
@@ -276,7 +277,6 @@ def _index_put(self: Tensor, indices: Any, values: Any, accumulate: bool = False
 def _new_factory(fn_name: str):
     def make(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
              requires_grad: bool = False, **kw: Any) -> Tensor:
-        from . import _creation
         d = dtype if dtype is not None else self.dtype
         if fn_name == "full":
             return _creation.full(size[0], size[1], dtype=d, device=device,
@@ -289,9 +289,22 @@ def _new_factory(fn_name: str):
 
 def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
                 requires_grad: bool = False) -> Tensor:
-    from . import _creation
     return _creation.tensor(data, dtype=dtype if dtype is not None else self.dtype,
                             device=device, requires_grad=requires_grad)
+
+
+# ``Tensor.backward`` is the autograd API (a layer above tensor.py, Note [Layers] in
+# autograd/__init__.py), so it is bound here like the other methods.
+def _backward(self: Tensor, gradient: Any = None, retain_graph: Any = None,
+              create_graph: bool = False, inputs: Any = None) -> None:
+    """Accumulate the gradient of this tensor into the leaves' ``.grad``
+    (see :func:`ndgrad.autograd.backward`)."""
+    _autograd_api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+_backward.__name__ = "backward"
+_backward.__qualname__ = "Tensor.backward"
+Tensor.backward = _backward
 
 
 def _max(self: Tensor, dim: Any = None, keepdim: bool = False) -> Any:

@@ -498,13 +498,6 @@ class Tensor:
             self._post_acc_hooks = HookDict()
         return add_hook(self._post_acc_hooks, hook)
 
-    def backward(self, gradient: Optional["Tensor"] = None, retain_graph: Optional[bool] = None,
-                 create_graph: bool = False, inputs: Any = None) -> None:
-        """Accumulate the gradient of this tensor into the leaves' ``.grad``
-        (see :func:`ndgrad.autograd.backward`)."""
-        from .autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
-
     def detach(self) -> "Tensor":
         """A new tensor sharing data and version counter, with no history."""
         t = _new(Tensor)
@@ -648,9 +641,10 @@ def _check_numpy(t: Tensor) -> None:
                            "tensor.detach().numpy() instead.")
 
 
-def _refresh_view(t: Tensor) -> None:
-    from .ops.views_inplace import refresh_view
-    refresh_view(t)
+# Regenerating a stale view's history is view tracking, part of the op table (a layer above,
+# Note [Layers] in autograd/__init__.py): ops/views_inplace.py registers its ``refresh_view``
+# here when it is imported.
+_refresh_view: Callable[[Tensor], Any] = None  # type: ignore[assignment]
 
 
 def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:

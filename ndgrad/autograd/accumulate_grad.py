@@ -31,34 +31,23 @@ from __future__ import annotations
 import sys
 import threading
 import warnings
+import weakref
 from typing import Any
 
 import numpy as np
 
+from .._layout import is_non_overlapping_and_dense
 from . import grad_mode
 from .node import Node
 
-__all__ = ["AccumulateGrad", "obeys_layout_contract", "is_non_overlapping_and_dense"]
+__all__ = ["AccumulateGrad", "grad_accumulator", "obeys_layout_contract",
+           "is_non_overlapping_and_dense"]
 
 _getrefcount = sys.getrefcount
 # References to the incoming gradient when nobody else holds it: the local name in ``apply``,
 # the parameter of ``_accumulate`` and the argument of ``sys.getrefcount``.
 _BASE_REFS = 3
 _warned_layout = [False]
-
-
-def is_non_overlapping_and_dense(arr: np.ndarray) -> bool:
-    """True if the array's elements exactly tile a contiguous block of memory in some order."""
-    if arr.ndim == 0 or arr.flags.c_contiguous or arr.flags.f_contiguous:
-        return True
-    item = arr.itemsize
-    dims = sorted((abs(s), n) for s, n in zip(arr.strides, arr.shape) if n != 1)
-    expected = item
-    for stride, n in dims:
-        if stride != expected:
-            return False
-        expected *= n
-    return True
 
 
 def obeys_layout_contract(grad: np.ndarray, var: np.ndarray) -> bool:
@@ -166,10 +155,27 @@ class AccumulateGrad(Node):
 
 def _clone_obey_contract(new_grad: Any, var: Any) -> Any:
     """A copy of ``new_grad`` laid out by the contract (recorded as ``CopyBackwards``)."""
-    global _copy_like_layout
-    if _copy_like_layout is None:
-        from ..ops import _copy_like_layout
     return _copy_like_layout(new_grad, var)
 
 
-_copy_like_layout = None  # ndgrad.ops imports this module: bound on first use
+# The layout-preserving copy is an op of the op table (``CopyBackwards``, recorded under
+# create_graph); the runtime may not import the op table (Note [Layers] in autograd/__init__.py),
+# so ops/pointwise.py registers it here when it is imported.
+_copy_like_layout: Any = None
+
+
+def grad_accumulator(t: Any) -> AccumulateGrad:
+    """The leaf's AccumulateGrad node (created on demand, referenced weakly by the tensor)."""
+    ref = t._grad_acc
+    acc = ref() if ref is not None else None
+    if acc is None:
+        with _ACC_LOCK:  # two threads must not create two accumulators for one leaf
+            ref = t._grad_acc
+            acc = ref() if ref is not None else None
+            if acc is None:
+                acc = AccumulateGrad(t)
+                t._grad_acc = weakref.ref(acc)
+    return acc
+
+
+_ACC_LOCK = threading.Lock()

@@ -6,7 +6,8 @@ While anomaly detection is on (a process-wide switch, as in PyTorch):
     node the engine was running in this thread when it was created (its *parent*: nodes built
     by a backward pass under ``create_graph=True``). Built-in ops do it in
     ``ops/_dispatch.py _new_node`` behind ONE check of the module flag ``_dispatch._ANOMALY``
-    (kept in sync by ``_set`` below); custom Functions in ``autograd/function.py``;
+    (kept in sync through ``watch`` below, Note [Instrumentation flags]); custom Functions in
+    ``autograd/function.py``;
   * the engine (``autograd/engine.py``) takes its instrumented path, chosen once per backward
     call: a node output containing NaN raises "Function 'XBackward0' returned nan values in its
     0th output." (if ``check_nan``), and any error raised while running a node is preceded by a
@@ -44,6 +45,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _enabled = False
 _check_nan = True
+_watchers: list = []    # called with the new mode on every change (see ``watch``)
 
 
 class _Local(threading.local):
@@ -76,9 +78,15 @@ def _set(mode: bool, check_nan: bool) -> None:
                         f"not {type(mode).__name__}")
     _enabled = mode
     _check_nan = bool(check_nan)
-    from ..ops import _dispatch          # ops imports autograd: bound at call time
-    _dispatch._anomaly_record = record
-    _dispatch._ANOMALY = mode
+    for fn in _watchers:
+        fn(mode)
+
+
+def watch(fn: Callable[[bool], None]) -> None:
+    """Call ``fn(enabled)`` now and whenever anomaly mode is switched: how the dispatcher
+    (ops/_dispatch.py, a layer above) keeps its own flag in sync (Note [Instrumentation flags])."""
+    _watchers.append(fn)
+    fn(_enabled)
 
 
 class detect_anomaly:

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 from importlib import import_module
 
+from .._creation import ones_like, zeros_like
+from ..ops import stack as _stack
+from ..ops._batching import node_supported
+from ..ops._dispatch import gradient_edge
+from .accumulate_grad import AccumulateGrad
+from .batching import batch_level
 from .engine import run_backward
+from .grad_mode import enable_grad
 from .graph import GradientEdge
 
 _tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
@@ -45,7 +52,6 @@ def _check_counts(n_tensors: int, n_grads: int) -> None:
 def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any],
                 is_grads_batched: bool) -> tuple:
     """Check user-given output gradients; create ``ones`` for scalar outputs that need one."""
-    from .._creation import ones_like
     new_grads = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if isinstance(g, _tensor_mod.Tensor):
@@ -88,7 +94,6 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any],
 
 
 def _root_edges(tensors: Sequence[Any]) -> list:
-    from ..ops._dispatch import gradient_edge
     edges = []
     for i, t in enumerate(tensors):
         if not isinstance(t, _tensor_mod.Tensor):
@@ -245,7 +250,6 @@ def grad(
                for i in range(len(inputs_t))):
             raise RuntimeError("materialize_grads cannot be used when the given input is a "
                                "GradientEdge")
-        from .._creation import zeros_like
         result = tuple(r if r is not None else zeros_like(x) for r, x in zip(result, inputs_t))
     return result
 
@@ -274,8 +278,6 @@ def _batch_size(grads: tuple) -> int:
 def _graph_supports_batching(roots: Sequence[Any]) -> bool:
     """True if every node reachable from ``roots`` has a batching rule and no hooks (the
     nodes a vectorized backward can run, see Note [Batched backward] in batching.py)."""
-    from ..ops._batching import node_supported
-    from .accumulate_grad import AccumulateGrad
     seen: set = set()
     stack = [r for r in roots if r is not None]
     while stack:
@@ -300,8 +302,6 @@ def _batched(run: Any, grads: tuple, retain_graph: bool, create_graph: bool,
     n = _batch_size(grads)
     if not _graph_supports_batching([e[0] for e in roots]):
         return _row_loop(run, grads, retain_graph, n)
-    from .batching import batch_level
-    from .grad_mode import enable_grad
     with batch_level() as level:
         seeds = []
         for g in grads:
@@ -330,7 +330,6 @@ def _batched(run: Any, grads: tuple, retain_graph: bool, create_graph: bool,
 
 def _row_loop(run: Any, grads: tuple, retain_graph: bool, n: int) -> tuple:
     """The fallback: one backward per row of the batched grad_outputs, stacked along dim 0."""
-    from ..ops import stack
     rows = []
     for b in range(n):
         gs = tuple(g[b] if g is not None else None for g in grads)
@@ -338,11 +337,10 @@ def _row_loop(run: Any, grads: tuple, retain_graph: bool, n: int) -> tuple:
     out = []
     for j in range(len(rows[0])):
         col = [r[j] for r in rows]
-        out.append(None if all(c is None for c in col) else stack(
+        out.append(None if all(c is None for c in col) else _stack(
             [c if c is not None else _zeros_for(col) for c in col]))
     return tuple(out)
 
 
 def _zeros_for(col: list) -> "Tensor":
-    from .._creation import zeros_like
     return zeros_like(next(c for c in col if c is not None))

@@ -10,11 +10,12 @@ of size B, instead of once per row. It is vmap restricted to what a backward pas
   the same tensor is an ordinary tensor of shape ``(B, *logical_shape)``; stale ids are reset
   lazily. So nothing needs cleaning up, and tensors saved into a graph recorded during a batched
   run with ``create_graph=True`` are plain tensors for later backward passes.
-* ``ops._dispatch.apply`` checks one module flag (``_BATCHING``, true while any level is
-  active). When an input is batched it hands the call to the op's batching rule
-  (ops/_batching.py), which computes the op on the physical arrays with its dims moved past
-  the batch dimension, aligns a batched operand with an unbatched one of higher logical rank,
-  and records (when recording) the *physical* op. The result is marked batched.
+* ``ops._dispatch.apply`` checks one module flag (``_BATCHING``, true while any level is active;
+  the dispatcher keeps it in sync through ``watch``). When an input is batched it hands the call
+  to the op's batching rule (ops/_batching.py), which computes the op on the physical arrays
+  with its dims moved past the batch dimension, aligns a batched operand with an unbatched one
+  of higher logical rank, and records (when recording) the *physical* op. The result is marked
+  batched.
 * Public ops whose Python code reads shapes before reaching ``apply`` (reshape, sum, cat,
   matmul ...) start with ``if input._blevel:`` and then run on a *proxy*: a tensor whose data
   is row 0 of the batched one, so all argument checks and dim arithmetic see the logical shape;
@@ -46,7 +47,7 @@ from __future__ import annotations
 import itertools
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 __all__ = ["ACTIVE", "is_batched", "batch_level", "suspended"]
 
@@ -54,15 +55,22 @@ ACTIVE: set = set()          # ids of the batch levels that are alive
 SUSPENDED: set = set()       # alive levels whose rule is running (see ``suspended``)
 _next_level = itertools.count(1).__next__
 _LOCK = threading.Lock()
-_dispatch: Any = None        # ndgrad.ops._dispatch, bound on first use (import cycle)
+_watchers: list = []         # called with bool(ACTIVE) on every change (see ``watch``)
 
 
 def _sync() -> None:
-    global _dispatch
-    if _dispatch is None:
-        from ..ops import _dispatch as d
-        _dispatch = d
-    _dispatch._BATCHING = bool(ACTIVE)
+    active = bool(ACTIVE)
+    for fn in _watchers:
+        fn(active)
+
+
+def watch(fn: Callable[[bool], None]) -> None:
+    """Call ``fn(any_level_alive)`` now and whenever levels open or close: how the dispatcher
+    (ops/_dispatch.py, a layer above) keeps its ``_BATCHING`` flag in sync (Note
+    [Instrumentation flags])."""
+    with _LOCK:
+        _watchers.append(fn)
+        fn(bool(ACTIVE))
 
 
 def is_batched(t: Any) -> bool:

@@ -34,12 +34,7 @@ __all__ = ["run_backward", "is_checkpoint_valid"]
 
 _tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 
-Tensor = None  # bound lazily to ndgrad.tensor.Tensor (import cycle); see _bind()
-
-
-def _bind() -> None:
-    global Tensor
-    Tensor = _tensor_mod.Tensor
+Tensor = _tensor_mod.Tensor
 
 Edge = tuple  # (node, input_nr)
 
@@ -56,8 +51,6 @@ def run_backward(
 
     Returns the gradients captured at ``input_edges`` when ``accumulate_grad`` is False.
     """
-    if Tensor is None:
-        _bind()
     state = grad_mode._state
     prev = state.enabled
     state.enabled = bool(create_graph)

@@ -68,8 +68,12 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-_tensor_mod = import_module("ndgrad.tensor")  # this module loads before ndgrad.tensor is done
-_bt = import_module("ndgrad.autograd.batching")
+from .. import _format
+from . import batching as _bt
+from ..ops import _dispatch as _d
+from ..ops import _jvp
+
+_tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual",
            "unpack_dual", "dual_level"]
@@ -86,20 +90,7 @@ class _FwState(threading.local):
 
 _tls = _FwState()
 
-# Bound on first use (this module is imported by ndgrad.autograd, before the op table exists).
-_d: Any = None                     # ndgrad.ops._dispatch
-_jvp: Any = None                   # ndgrad.ops._jvp
-_DIFF: frozenset = frozenset()
-
-
-def _bind() -> None:
-    global _d, _jvp, _DIFF
-    if _d is None:
-        _jvp = import_module("ndgrad.ops._jvp")
-        _d = import_module("ndgrad.ops._dispatch")
-        _DIFF = _d._DIFF_DTYPES
-        _d._fw_apply = _fw_apply
-        _d._fw_inplace = _inplace_fn
+_DIFF = _d._DIFF_DTYPES
 
 
 # ---------------------------------------------------------------------------- levels
@@ -112,7 +103,6 @@ def enter_dual_level() -> int:
     0
     """
     global _current_level
-    _bind()
     with _lock:
         if _current_level != len(_levels) - 1:
             raise RuntimeError("Entering a new forward AD level but the current level is not "
@@ -647,6 +637,7 @@ def check_jvp_against_numerical(func: Callable, inputs: Sequence, i_list: Sequen
     forward AD (one unit tangent per input element) against central finite differences.
     Raises ``GradcheckError`` ("Jacobian mismatch for output k with respect to input i")."""
     # The module (``ndgrad.autograd.gradcheck`` the attribute is the function, as in PyTorch).
+    # local import: gradcheck imports this module at module level
     gc = sys.modules["ndgrad.autograd.gradcheck"]
     inputs = tuple(inputs)
     outputs = gc._outputs(func, inputs)
@@ -679,3 +670,10 @@ def check_jvp_against_numerical(func: Callable, inputs: Sequence, i_list: Sequen
                 if not np.allclose(ana[pos], num, rtol=rtol, atol=atol):
                     what = "" if di == 0 else " (tangent = 1j)"
                     raise gc.GradcheckError(gc._error(k, i, num, ana[pos], what))
+
+
+# The dispatcher calls these while a level exists (Note [Instrumentation flags] in
+# ops/_dispatch.py); printing a tensor shows its tangent.
+_d._fw_apply = _fw_apply
+_d._fw_inplace = _inplace_fn
+_format._tangent_of = _current_tangent

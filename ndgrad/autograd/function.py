@@ -40,6 +40,10 @@ import sys
 import warnings
 from typing import Any, Callable, Optional, TypeVar
 
+from ..ops import view as _view
+from ..ops._dispatch import _DIFF_DTYPES, _edge
+from ..ops.views_inplace import CopySlices, refresh_view
+from ..tensor import Tensor, _zeros_meta
 from . import anomaly_mode, profiler
 from .grad_mode import _state as _grad_state
 from .node import RELEASED, Node, next_sequence_nr
@@ -49,18 +53,6 @@ __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"
            "InplaceFunction"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-Tensor: Any = None          # ndgrad.tensor.Tensor, bound on first use (import cycle)
-_edge: Any = None           # ndgrad.ops._dispatch._edge
-_DIFF_DTYPES: Any = None
-
-
-def _bind() -> None:
-    global Tensor, _edge, _DIFF_DTYPES
-    from ..ops import _dispatch
-    from ..tensor import Tensor as T
-    Tensor, _edge, _DIFF_DTYPES = T, _dispatch._edge, _dispatch._DIFF_DTYPES
-
 
 def _tensors_in(args: tuple) -> tuple:
     return tuple(a for a in args if isinstance(a, Tensor))
@@ -92,8 +84,6 @@ class FunctionCtx:
         """Save tensors (or ``None``) for ``backward``, where ``ctx.saved_tensors`` returns them.
         Saved tensors are checked against later in-place modification and freed after
         backward unless ``retain_graph=True``."""
-        if Tensor is None:
-            _bind()
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError("save_for_backward can only save variables, but argument "
@@ -102,8 +92,6 @@ class FunctionCtx:
 
     def save_for_forward(self, *tensors: Any) -> None:
         """Save tensors for ``jvp`` (forward-mode AD; see ``Function.jvp``)."""
-        if Tensor is None:
-            _bind()
         for t in tensors:
             if t is not None and not isinstance(t, Tensor):
                 raise AssertionError("save_for_forward expects all arguments to be tensors; "
@@ -155,7 +143,6 @@ class BackwardCFunction(Node, FunctionCtx):
         cls = self._forward_cls
         meta = self._output_meta
         if self.materialize_grads and any(g is None for g in grads):
-            from ..tensor import _zeros_meta
             grads = [_zeros_meta(*m) if g is None and m is not None else g
                      for g, m in zip(grads, meta)]
         user_fn = cls.vjp if cls.vjp is not Function.vjp else cls.backward
@@ -307,8 +294,6 @@ class Function(FunctionCtx):
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run the Function on ``args`` and record it for backward."""
-        if Tensor is None:
-            _bind()
         setup = cls.setup_context is not _BASE_SETUP_CONTEXT
         if kwargs or setup:
             args = _bind_args(cls, args, kwargs, setup)
@@ -385,6 +370,7 @@ def _apply(cls: Any, args: tuple, setup: bool) -> Any:
         ctx._input_meta = tuple([(t._data.shape, t._data.dtype) for t in inputs])
         if anomaly_mode._enabled:
             anomaly_mode.record(ctx)
+    # local import: forward AD only if its module is loaded (a test replaces it); the same layer
     fa = sys.modules.get("ndgrad.autograd.forward_ad")
     if fa is not None and getattr(fa, "_current_level", -1) < 0:
         fa = None                      # no dual level: no forward AD (Note [Function.jvp slot])
@@ -500,7 +486,6 @@ def _rebase_view(view: Any, ctx: Any, inputs: list) -> None:
     if inputs[0] is not view:
         raise RuntimeError("ndgrad supports ctx.mark_dirty() on a view only when the view is the "
                            "Function's first tensor argument; clone() it before the call.")
-    from ..ops.views_inplace import CopySlices, refresh_view
     base = view._base
     if base._grad_fn is None and base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
@@ -522,11 +507,10 @@ def _set_history(t: Any, ctx: Any, output_nr: int) -> None:
 def _alias_view(t: Any) -> Any:
     """``t.view_as(t)`` made in no-grad mode: a new tensor object sharing ``t``'s memory and
     version counter (an input returned as-is gets its own history)."""
-    from ..ops import view
     prev = _grad_state.enabled
     _grad_state.enabled = False
     try:
-        return view(t, t._data.shape)
+        return _view(t, t._data.shape)
     finally:
         _grad_state.enabled = prev
 
@@ -585,8 +569,6 @@ def once_differentiable(fn: F) -> F:
             _grad_state.enabled = prev
         if not prev:
             return outputs
-        if Tensor is None:
-            _bind()
         if not any(isinstance(a, Tensor) and a._requires_grad for a in args):
             return outputs
         single = not isinstance(outputs, tuple)
@@ -599,8 +581,7 @@ def once_differentiable(fn: F) -> F:
                 leaf = o.detach()
                 leaf._requires_grad = True
                 leaves.append(leaf)
-        from ..ops._dispatch import _edge as edge
-        node = _DelayedErrorNode(ONCE_DIFFERENTIABLE_MSG, tuple(edge(t) for t in leaves),
+        node = _DelayedErrorNode(ONCE_DIFFERENTIABLE_MSG, tuple(_edge(t) for t in leaves),
                                  tuple((t._data.shape, t._data.dtype) for t in leaves))
         node._num_inputs = len(leaves)
         wrapped = []

@@ -36,7 +36,11 @@ import numpy as np
 
 from importlib import import_module
 
+from .._creation import zeros_like
+from ..ops import stack
+from . import forward_ad as fwAD
 from .api import grad as _grad
+from .batching import batch_level
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
 _tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
@@ -165,7 +169,6 @@ _ZERO_MESSAGES = {
 def _zeros_for_none(grads: tuple, refs: tuple, strict: bool, create_graph: bool,
                     stage: str) -> tuple:
     """Replace missing gradients by zeros shaped like ``refs`` (strict mode refuses them)."""
-    from .._creation import zeros_like
     out = []
     for i, g in enumerate(grads):
         if g is None:
@@ -270,7 +273,6 @@ def jvp(func: Callable[..., Any], inputs: TensorOrTuple, v: Optional[TensorOrTup
         out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function",
                                        "jvp")
         _strict_requires_grad(outputs, "outputs", strict)
-        from .._creation import zeros_like
         dummies = tuple(zeros_like(o, requires_grad=True) for o in outputs)
         g = _grad_of(outputs, inputs, dummies, create_graph=True)
         _strict_requires_grad(g, "grad_inputs", strict)
@@ -291,7 +293,6 @@ def _jacobian_reverse_vectorized(outputs: tuple, inputs: tuple, create_graph: bo
     total = sum(numels)
     for j, r in enumerate(rows):
         if r is None:
-            from .._creation import zeros_like
             rows[j] = zeros_like(inputs[j]).expand((total,) + tuple(inputs[j].shape))
     per_input = []
     for r, x in zip(rows, inputs):
@@ -303,8 +304,6 @@ def _jacobian_reverse_vectorized(outputs: tuple, inputs: tuple, create_graph: bo
 def _jacobian_reverse_loop(outputs: tuple, inputs: tuple, create_graph: bool,
                            strict: bool) -> tuple:
     """One backward per output element."""
-    from .._creation import zeros_like
-    from ..ops import stack
     jac = []
     for i, out in enumerate(outputs):
         rows: list = [[] for _ in inputs]
@@ -340,9 +339,6 @@ def _jacobian_forward(func: Callable[..., Any], inputs: Any, strict: bool,
     if not vectorize:
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
                                   "Hessian isonly implemented for `vectorize=True`.")
-    from .._creation import zeros_like
-    from . import forward_ad as fwAD
-    from .batching import batch_level
     numels = [x.numel() for x in inputs]
     total = sum(numels)
     with batch_level() as blevel:
@@ -507,7 +503,6 @@ def hvp(func: Callable[..., Any], inputs: TensorOrTuple, v: Optional[TensorOrTup
     >>> hvp(lambda x: (x ** 3).sum(), ndgrad.tensor([1.0, 2.0]), ndgrad.ones(2))[1]
     tensor([ 6., 12.])
     """
-    from .._creation import zeros_like
     with enable_grad():
         in_tuple, inputs, v, out_tuple, outputs, g = _scalar_and_gradient(
             func, inputs, v, create_graph, strict, "hvp")

@@ -37,6 +37,10 @@ import numpy as np
 
 from importlib import import_module
 
+from .._creation import zeros_like
+from . import forward_ad
+from .api import grad
+
 _tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
@@ -285,7 +289,6 @@ def _check_slow(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, pr
 
 def _analytical_rows(out: Any, xs: list, vectors: list) -> list:
     """For each grad_output in ``vectors``, the gradients w.r.t. ``xs`` (arrays or None)."""
-    from .api import grad
     rows = []
     for v in vectors:
         res = grad(out, xs, _tensor_mod._wrap(v), retain_graph=True, allow_unused=True)
@@ -435,13 +438,11 @@ def _slow_mode_report(func, inputs, i_list, diff, ii, oi, eps, rtol, atol) -> st
 
 # ---------------------------------------------------------------------------- other checks
 def _check_forward(func, inputs, i_list, eps, atol, rtol) -> None:
-    from . import forward_ad
     forward_ad.check_jvp_against_numerical(func, inputs, i_list, eps, atol, rtol)
 
 
 def _check_batched(inputs: tuple, out: Any, k: int) -> None:
     """``is_grads_batched=True`` for two random grad_outputs against one backward each."""
-    from .api import grad
     xs = [inputs[i] for i in _diff_inputs(inputs)]
     rng = np.random.default_rng(1)
     dt = _np(out).dtype
@@ -474,8 +475,6 @@ def _check_batched(inputs: tuple, out: Any, k: int) -> None:
 
 def _check_zero_grad_outputs(outputs: tuple, inputs: tuple) -> None:
     """Zero grad_outputs must give zero gradients of the inputs' dtypes and sizes."""
-    from .._creation import zeros_like
-    from .api import grad
     xs = [inputs[i] for i in _diff_inputs(inputs)]
     if not xs:
         raise GradcheckError("no Tensors requiring grad found in input")
@@ -497,8 +496,6 @@ def _check_missing_grad_outputs(func: Callable, inputs: tuple, n: int) -> None:
     """Backward with the gradient of one output missing (its node gets zeros from the engine)
     must work and, the other grad_outputs being zero, give zero gradients. The function is run
     again for each output (the previous checks freed the graph)."""
-    from .._creation import zeros_like
-    from .api import grad
     xs = [inputs[i] for i in _diff_inputs(inputs)]
     for skip in range(n):
         outs = [o for o in _as_tuple(func(*inputs)) if _is_tensor(o) and o.requires_grad]
@@ -543,7 +540,6 @@ def gradgradcheck(
     >>> gradgradcheck(lambda t: t.sin() * t, (x,))
     True
     """
-    from .api import grad
     if not (check_fwd_over_rev or check_rev_over_rev):
         raise AssertionError("Expected at least one of check_fwd_over_rev or check_rev_over_rev "
                              "to be True")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, NamedTuple, Optional, Sequence
 
+from ..ops._dispatch import grad_accumulator, gradient_edge
 from . import engine
 from .hooks import _MultiHandle, RemovableHandle
 from .node import Node
@@ -46,7 +47,6 @@ def get_gradient_edge(tensor: Any) -> GradientEdge:
     if not tensor.requires_grad:
         raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
                            "not require gradients")
-    from ..ops._dispatch import gradient_edge
     node, nr = gradient_edge(tensor)
     return GradientEdge(node, nr)
 
@@ -56,7 +56,6 @@ def _node_of(t: Any) -> Node:
     if isinstance(t, GradientEdge):
         return t.node
     if t.requires_grad and t.grad_fn is None:
-        from ..ops._dispatch import grad_accumulator
         return grad_accumulator(t)
     if t.grad_fn is None:
         raise AssertionError("Expected gradient function to be set")

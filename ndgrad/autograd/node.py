@@ -19,8 +19,16 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Optional
 
+from ..tensor import _zeros_meta
 from .hooks import HookDict, RemovableHandle, add_hook
-from .saved import SECOND_BACKWARD_MSG
+
+# Raised on a second backward through freed saved values (re-exported by saved.py).
+SECOND_BACKWARD_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed when "
+    "you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward.")
 
 
 class _Released(tuple):
@@ -189,5 +197,4 @@ class OpNode(Node):
 
 
 def _materialize(grads: list, meta: tuple) -> list:
-    from ..tensor import _zeros_meta
     return [g if g is not None else _zeros_meta(*m) for g, m in zip(grads, meta)]

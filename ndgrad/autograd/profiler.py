@@ -10,8 +10,9 @@ A ``profile`` records, for the thread that entered it, one event per
   * ``record_function(name)`` range.
 Events nest by time on their thread; an event's *self* time excludes its children's time.
 The dispatcher (``ops/_dispatch.py apply``) checks ONE module flag, ``_dispatch._PROFILING``,
-true while any profiler is recording; with no profiler the per-op cost is that check. The
-engine checks ``_ACTIVE`` once per backward call and only then takes its instrumented path.
+true while any profiler is recording (kept in sync through ``attach``); with no profiler the
+per-op cost is that check. The engine checks ``_ACTIVE`` once per backward call and only then
+takes its instrumented path.
 
 Example:
     >>> import ndgrad
@@ -44,7 +45,11 @@ _ACTIVE = 0                      # profilers recording, in any thread
 _LOCK = threading.Lock()
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _SKIP = object()                 # returned by _prof_apply: "not recorded, run the op plainly"
-_dispatch_apply: Any = None      # ops._dispatch.apply, bound when a profiler starts
+# The dispatcher (ops/_dispatch.py, a layer above) registers itself at import through
+# ``attach`` (Note [Instrumentation flags]): its plain ``apply`` and a function told whether
+# any profiler is recording.
+_dispatch_apply: Any = None
+_set_profiling: Any = None
 
 
 class _Local(threading.local):
@@ -253,24 +258,20 @@ class profile:
         self._entered = True
         self._t0 = perf_counter_ns()
         _tls.prof = self
-        global _dispatch_apply
-        from ..ops import _dispatch
-        _dispatch_apply = _dispatch.apply
         with _LOCK:
             _ACTIVE += 1
-            _dispatch._prof_apply = _prof_apply
-            _dispatch._prof_skip = _SKIP
-            _dispatch._PROFILING = True
+            if _set_profiling is not None:
+                _set_profiling(True)
         return self
 
     def __exit__(self, *exc: object) -> None:
         global _ACTIVE
         if not self.enabled:
             return
-        from ..ops import _dispatch
         with _LOCK:
             _ACTIVE -= 1
-            _dispatch._PROFILING = _ACTIVE > 0
+            if _set_profiling is not None:
+                _set_profiling(_ACTIVE > 0)
         _tls.prof = None
         _tls.stack = []
         self._finished = True
@@ -390,6 +391,16 @@ class record_function:
 
 
 # ---------------------------------------------------------------------------- hooks for the runtime
+def attach(apply: Callable, set_profiling: Callable[[bool], None]) -> None:
+    """Register the dispatcher: ``apply`` runs an op unrecorded (``_prof_apply`` wraps it),
+    ``set_profiling(flag)`` is called whenever profilers start or stop recording."""
+    global _dispatch_apply, _set_profiling
+    with _LOCK:
+        _dispatch_apply = apply
+        _set_profiling = set_profiling
+        set_profiling(_ACTIVE > 0)
+
+
 def _prof_apply(op: Any, tensors: tuple, arrays: tuple, args: tuple) -> Any:
     """The dispatcher's profiled path: record ``op`` as one event around the plain ``apply``."""
     tls = _tls

@@ -25,20 +25,15 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._dtype import from_numpy_dtype
+from .accumulate_grad import grad_accumulator
 from .grad_mode import _state as _grad_state
+from .node import SECOND_BACKWARD_MSG
 
 _new = object.__new__
 
 __all__ = ["SavedTensor", "SavedTensorList", "TensorList", "SavedValue", "SECOND_BACKWARD_MSG",
            "saved_tensors_hooks", "disable_saved_tensors_hooks"]
-
-SECOND_BACKWARD_MSG = (
-    "Trying to backward through the graph a second time (or directly access saved tensors "
-    "after they have already been freed). Saved intermediate values of the graph are freed when "
-    "you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
-    "through the graph a second time or if you need to access saved tensors after calling "
-    "backward.")
-
 
 class SavedValue:
     """A saved non-tensor value (the scalar of ``x * 2``); freed with the node's tensors."""
@@ -198,7 +193,6 @@ def _autograd_identity(tensor: Any) -> Any:
     if fn is not None:
         return (fn, tensor._output_nr)
     if tensor._requires_grad:
-        from ..ops._dispatch import grad_accumulator
         return (None, grad_accumulator(tensor))
     return None
 
@@ -293,7 +287,6 @@ _lock = threading.Lock()
 
 
 def _modified_message(t: Any, node: Any, saved: SavedTensor, current: int) -> str:
-    from .._dtype import from_numpy_dtype
     dt = from_numpy_dtype(t._data.dtype)._torch_name
     # PyTorch's legacy type names: torch.FloatTensor ..., but CPUBoolType for bool.
     kind = "CPUBoolType" if t._data.dtype == np.bool_ else f"torch.{dt}Tensor"

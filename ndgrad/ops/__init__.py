@@ -1,5 +1,8 @@
 """The op table: every differentiable operator, declared once (see ``_dispatch.Op``).
 
+It sits above the graph runtime (``ndgrad/autograd``'s nodes, engine, saved tensors) and below
+the autograd API; see Note [Layers] in ndgrad/autograd/__init__.py.
+
 Example:
     >>> import ndgrad
     >>> from ndgrad.ops import REGISTRY

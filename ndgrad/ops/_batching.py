@@ -33,7 +33,10 @@ from ..autograd import batching as _bt
 from ..autograd.batching import ACTIVE
 from ..autograd.saved import TensorList
 from ..tensor import Tensor, _new, _wrap
+from . import _dispatch, views_inplace
 from ._dispatch import Op, apply
+from ._util import wrap_dim
+from .views_inplace import VIEW_REPLAY, CopySlices
 
 __all__ = ["RULES", "VJP_ONLY", "batched_apply", "call", "marked", "supports", "node_supported",
            "argminmax"]
@@ -69,7 +72,6 @@ def _index_mappable(steps: tuple) -> bool:
 def node_supported(node: Any) -> bool:
     """True if ``node`` can run on batched gradients (api.py checks every node of the graph
     before a vectorized backward; hooks are checked there)."""
-    from .views_inplace import VIEW_REPLAY, CopySlices
     op = getattr(type(node), "_op", None)
     if op is not None:
         if op is VIEW_REPLAY and not _index_mappable(node._args[0]):
@@ -203,7 +205,6 @@ def argminmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     """Batched ``argmax``/``argmin`` (they do not go through ``apply``), or NotImplemented."""
     if not _bt.is_batched(input):
         return NotImplemented
-    from ._util import wrap_dim
     x = input._data
     f = np.argmax if is_max else np.argmin
     if dim is None:
@@ -582,7 +583,7 @@ _vi: Any = None
 def install() -> None:
     """Fill ``RULES`` and bind ``batched_apply`` into the dispatcher (once, at import)."""
     global _shape, _red, _lin, _vi
-    from . import _dispatch, linalg, pointwise, reduction, shape
+    from . import linalg, pointwise, reduction, shape  # local import: they import this module
     _shape, _red, _lin = shape, reduction, linalg
     pw = pointwise
     elementwise = [
@@ -592,7 +593,7 @@ def install() -> None:
         pw.THRESHOLD_BACKWARD, pw.RELU, pw.ABS, pw.SIGN, pw.SGN, pw.CONJ, pw.CLAMP_S,
         pw.CLAMP_T, pw.CLAMP_MIN_S, pw.CLAMP_MAX_S, pw.CLAMP_MIN_T, pw.CLAMP_MAX_T,
         pw.MAXIMUM, pw.MINIMUM, pw.TO, pw.CLONE, pw.REAL]
-    from . import unary
+    from . import unary  # local import: as above
     for op in elementwise + list(unary.ELEMENTWISE_OPS):
         RULES[op] = _pointwise()
     for op in (pw.WHERE, pw.MASKED_FILL_S, pw.MASKED_FILL_T):
@@ -605,8 +606,8 @@ def install() -> None:
     for op in (r.SUM, r.SUM_DIM, r.MEAN, r.MEAN_DIM, r.PROD_DIM, AMAX, AMIN):
         RULES[op] = _dims_first
     RULES[r.PROD] = _prod_all
-    from .scan import CUMSUM
-    from .softmax import LOG_SOFTMAX, LOGSUMEXP, SOFTMAX
+    from .scan import CUMSUM  # local import: as above
+    from .softmax import LOG_SOFTMAX, LOGSUMEXP, SOFTMAX  # local import: as above
     for op in (SOFTMAX, LOG_SOFTMAX, CUMSUM):
         RULES[op] = _dim_first_scan
     RULES[LOGSUMEXP] = RULES[r.VAR] = RULES[r.STD] = _dims_first
@@ -642,7 +643,7 @@ def install() -> None:
     RULES[linalg.DOT] = _dot
     RULES[linalg.SQUEEZE_RESULT] = _dims_first_int
     RULES[linalg.VECTOR_NORM] = _dims_first
-    from . import views_inplace as vi
+    vi = views_inplace
     _vi = vi
     RULES[vi.VIEW_REPLAY] = _view_replay
     RULES[vi.VIEW_SCATTER] = _view_scatter

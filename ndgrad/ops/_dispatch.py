@@ -22,15 +22,16 @@ Example:
 
 from __future__ import annotations
 
-import threading
 import warnings
-import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from .. import _dtype
-from ..autograd.accumulate_grad import AccumulateGrad
+from ..autograd import anomaly_mode as _anomaly_mode
+from ..autograd import batching as _batching_levels
+from ..autograd import profiler as _profiler
+from ..autograd.accumulate_grad import grad_accumulator
 from ..autograd.grad_mode import _state
 from ..autograd.node import OpNode, next_sequence_nr
 from ..autograd.saved import SavedTensor, SavedTensorList, SavedValue, TensorList
@@ -142,23 +143,6 @@ class Op:
         return f"Op({self.name!r}, {self.node_name!r})"
 
 
-def grad_accumulator(t: Tensor) -> AccumulateGrad:
-    """The leaf's AccumulateGrad node (created on demand, referenced weakly by the tensor)."""
-    ref = t._grad_acc
-    acc = ref() if ref is not None else None
-    if acc is None:
-        with _ACC_LOCK:  # two threads must not create two accumulators for one leaf
-            ref = t._grad_acc
-            acc = ref() if ref is not None else None
-            if acc is None:
-                acc = AccumulateGrad(t)
-                t._grad_acc = weakref.ref(acc)
-    return acc
-
-
-_ACC_LOCK = threading.Lock()
-
-
 def gradient_edge(t: Tensor) -> tuple:
     """``(node, input_nr)`` through which ``t``'s gradient flows (``(None, 0)`` if none)."""
     return _edge(t)
@@ -169,12 +153,15 @@ def gradient_edge(t: Tensor) -> tuple:
 # nothing measurable when off, so the hot path reads one plain module global each: ``apply``
 # checks ``_PROFILING`` (then ``_prof_apply`` records the op, or returns ``_prof_skip`` and the
 # op runs unrecorded), ``_new_node`` checks ``_ANOMALY`` (then ``_anomaly_record`` stores the
-# forward stack on the node). Those modules set these names; nothing else should.
+# forward stack on the node). The modes belong to the runtime, a layer below, which must not
+# import the op table (Note [Layers] in autograd/__init__.py): so this module registers setters
+# with them at import (bottom of this file) and they call them on every switch. Nothing else
+# should set these names.
 _PROFILING = False
-_prof_apply: Any = None
-_prof_skip: Any = None
+_prof_apply = _profiler._prof_apply
+_prof_skip = _profiler._SKIP
 _ANOMALY = False
-_anomaly_record: Any = None
+_anomaly_record = _anomaly_mode.record
 # True while a batched backward runs (Note [Batched backward], autograd/batching.py); then
 # ``_batched_apply`` (ops/_batching.py) takes calls with batched inputs, else returns None.
 _BATCHING = False
@@ -328,3 +315,25 @@ def _record_multi(op: Op, tensors: tuple, results: tuple, args: tuple) -> None:
 # Bound by ops/views_inplace.py when it is imported (it imports this module).
 record_view: Any = None
 refresh_view: Any = None
+
+
+# ---------------------------------------------------------------------------- registration
+# Note [Instrumentation flags]: the runtime's modes switch the dispatcher's flags.
+def _set_anomaly(mode: bool) -> None:
+    global _ANOMALY
+    _ANOMALY = mode
+
+
+def _set_profiling(flag: bool) -> None:
+    global _PROFILING
+    _PROFILING = flag
+
+
+def _set_batching(flag: bool) -> None:
+    global _BATCHING
+    _BATCHING = flag
+
+
+_anomaly_mode.watch(_set_anomaly)
+_profiler.attach(apply, _set_profiling)
+_batching_levels.watch(_set_batching)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from .._creation import tensor as _new_tensor
 from ..tensor import Tensor, _wrap, _wrap_dim
 
 _SCALAR_TYPES = (int, float, bool, complex)
@@ -29,8 +30,7 @@ def to_tensor(x: Any) -> Tensor:
     """Turn an operand (Tensor, ndarray, nested list, number) into a Tensor."""
     if isinstance(x, Tensor):
         return x
-    from .._creation import tensor
-    return tensor(x)
+    return _new_tensor(x)
 
 
 def check_tensor(x: Any, fn: str, arg: str = "input", pos: int = 1) -> Tensor:

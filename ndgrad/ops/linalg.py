@@ -27,6 +27,7 @@ from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._jvp import bilinear, linear
 from ._util import broadcast_error, check_tensor, dims_tuple
+from .shape import RESHAPE_COPY
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -260,7 +261,6 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 
 def _unsafe_view(t: Tensor, shape: tuple) -> Tensor:
-    from .shape import RESHAPE_COPY
     return apply(RESHAPE_COPY, (t,), (t._data,), (tuple(shape),))
 
 

@@ -21,7 +21,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .. import _dtype, _layout
-from ..autograd.accumulate_grad import is_non_overlapping_and_dense
+from .._layout import is_non_overlapping_and_dense
+from ..autograd import accumulate_grad as _accumulate_grad
 from ..tensor import Tensor, _wrap, check_device
 from ..tensor import device as _device
 from ._batching import call as _bcall
@@ -1495,6 +1496,10 @@ def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
 def _copy_like_layout(grad: Tensor, like: Tensor) -> Tensor:
     """A copy of ``grad`` laid out like ``like`` (the gradient layout contract)."""
     return apply(COPY_LIKE, (grad,), (grad._data,), (like._data,))
+
+
+# AccumulateGrad (the runtime, a layer below: Note [Layers]) copies gradients with it.
+_accumulate_grad._copy_like_layout = _copy_like_layout
 
 
 def real_part(input: Tensor) -> Tensor:

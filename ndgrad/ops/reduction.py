@@ -21,12 +21,14 @@ import numpy as np
 from .. import _dtype
 from ..autograd import grad_mode as _grad_mode
 from ..tensor import Tensor, _as_shape, _wrap
+from ._batching import AMAX, AMIN
 from ._batching import argminmax as _argminmax
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._jvp import linear
 from ._util import category, dims_tuple, wrap_dim
+from .pointwise import maximum, minimum, where
 
 _INT = _dtype._INT
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -210,7 +212,6 @@ def _prod_others_times(x: Tensor, dim: int, gg: Tensor) -> Tensor:
     # ``rows`` is x with x[i] replaced by 1; the product of the others of row i at j is then
     # exactly that, and it is built from differentiable ops (this op again, one size up).
     # The Jacobian is symmetric: this is both the VJP and the JVP with ``gg``.
-    from .pointwise import where
     n = x.shape[dim]
     xm = x.movedim(dim, -1)
     eye = _wrap(np.eye(n, dtype=bool))
@@ -374,7 +375,6 @@ def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
         if keepdim is not None:     # max(input, other) has no keepdim (None: not passed)
             raise TypeError(f"{name}() received an invalid combination of arguments - got "
                             "(Tensor, Tensor, bool), but expected (Tensor input, Tensor other)")
-        from .pointwise import maximum, minimum
         return maximum(input, dim) if is_max else minimum(input, dim)
     x = input._data
     if x.dtype.kind == "c" and not (dim is None and x.size == 0):
@@ -670,7 +670,6 @@ def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
 
 # ---------------------------------------------------------------------------- amax / amin
 def _amax_amin(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Tensor:
-    from ._batching import AMAX, AMIN
     name = "amax" if is_max else "amin"
     x = input._data
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):

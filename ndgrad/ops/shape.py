@@ -25,14 +25,16 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _dtype, _layout, _signature
+from .._creation import _infer_array
 from ..autograd.saved import TensorList
 from ..tensor import Tensor, _as_shape, _ptr, _storage_nbytes, _storage_root, _wrap
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._jvp import linear
-from ._util import type_name, wrap_dim
-from .views_inplace import as_strided_gather
+from ._util import to_tensor, type_name, wrap_dim
+from .pointwise import CLONE_FMT
+from .views_inplace import as_strided_gather, view_scatter
 
 _INT64_MAX = (1 << 63) - 1
 
@@ -537,7 +539,6 @@ def _sequence_index(seq: Any) -> Any:
             arr = np.array(seq)            # plain ints (the common case)
             if arr.dtype == np.int64:
                 return arr
-        from .._creation import _infer_array
         arr = _infer_array(seq, _dtype.int64)
         if arr.dtype.kind == "O":
             raise TypeError(f"Could not infer dtype of {type(seq).__name__}")
@@ -1039,7 +1040,6 @@ def setitem(input: Tensor, index: Any, values: Any, indices: Any = None) -> Tens
         r = _bcall(setitem, input, index, values, indices)
         if r is not NotImplemented:
             return r
-    from ._util import to_tensor
     idx, basic, _ = _normalize_index(index, input._data.shape)
     if not basic:
         if indices is None:
@@ -1093,7 +1093,6 @@ def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool
     index = tuple(indices)
     if not accumulate:
         return index_put(input, index, values)
-    from ._util import to_tensor
     idx, _, _ = _normalize_index(index, input._data.shape)
     saved = _index_tensors(idx, input._data.ndim, index)
     v = values if isinstance(values, Tensor) else to_tensor(values)
@@ -1121,7 +1120,6 @@ def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
 
 def _index_put(input: Tensor, idx: tuple, values: Any, indices: TensorList) -> Tensor:
     """``index_put`` with a normalized index and the index tensors to save."""
-    from ._util import to_tensor
     v = values if isinstance(values, Tensor) else to_tensor(values)
     vd = v._data if v._data.dtype == input._data.dtype else v._data.astype(input._data.dtype)
     _check_masks(idx, input._data.shape)
@@ -1438,7 +1436,6 @@ def contiguous(input: Tensor, memory_format: Any = None) -> Tensor:
         if fmt is _layout.preserve_format:
             raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
         _layout.check_rank(x.ndim, fmt)
-    from .pointwise import CLONE_FMT
     return apply(CLONE_FMT, (input,), (x,), (fmt,))
 
 
@@ -1446,7 +1443,6 @@ def contiguous(input: Tensor, memory_format: Any = None) -> Tensor:
 # as_strided, real/imag: views whose backward scatters through the generic view index map
 # (ops/views_inplace.py ``view_scatter``), which also sums overlapping elements (unfold).
 def _single_step_vjp(ctx, g):
-    from .views_inplace import view_scatter
     return view_scatter(g, ((ctx._op, ctx._args, None),), ctx.input_shape(0),
                         ctx.input_dtype(0))
 

@@ -36,20 +36,23 @@ Example:
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import _dtype
+from .._layout import is_non_overlapping_and_dense
 from ..autograd.grad_mode import _state, no_grad
-from ..autograd.accumulate_grad import is_non_overlapping_and_dense
 from ..autograd.engine import _fix_gradient
-from ..autograd.node import Node, next_sequence_nr
+from ..autograd.node import SECOND_BACKWARD_MSG, Node, next_sequence_nr
 from ..tensor import Tensor, _new, _wrap
 from . import _dispatch
 from ._dispatch import _DIFF_DTYPES, Op, _edge, apply
 from ._jvp import linear, zero
 from ._util import broadcast_error, type_name
+
+_tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 
 __all__ = ["apply_inplace", "refresh_view", "record_view", "NO_GRAD_VIEW", "MULTI_OUTPUT_VIEW",
            "INFERENCE_VIEW"]
@@ -257,8 +260,10 @@ def refresh_view(t: Tensor) -> bool:
     return t._requires_grad
 
 
+# The dispatcher and Tensor (layers below, Note [Layers] in autograd/__init__.py) call these.
 _dispatch.record_view = record_view
 _dispatch.refresh_view = refresh_view
+_tensor_mod._refresh_view = refresh_view
 
 
 # ---------------------------------------------------------------------------- CopySlices
@@ -279,7 +284,6 @@ class CopySlices(Node):
         if g is None:
             return (None,) * len(self.next_functions)
         if self.fn is None:
-            from ..autograd.saved import SECOND_BACKWARD_MSG
             raise RuntimeError(SECOND_BACKWARD_MSG)
         steps = self._steps
         region = apply(VIEW_REPLAY, (g,), (g._data,), (steps,))
@@ -616,7 +620,7 @@ def zero_(self: Tensor) -> Tensor:
 
 def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
     """Fill where ``mask`` with a number or a 0-d tensor (differentiable in both)."""
-    from .pointwise import masked_fill
+    from .pointwise import masked_fill  # local import: a family above (imports this module)
     if isinstance(mask, Tensor):
         try:
             np.broadcast_shapes(self._data.shape, mask._data.shape)
@@ -681,7 +685,7 @@ def _strip_leading_ones(v: Tensor) -> Tensor:
 def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value``: basic indexing copies into a view (``CopySlices`` on ``self``);
     an index covering everything writes ``self`` directly; advanced indexing is ``index_put_``."""
-    from . import shape
+    from . import shape  # local import: a family above (shape imports this module)
     if index is False:           # PyTorch writes nothing and records nothing (shapes unchecked)
         _setitem_value(self, value)
         return

@@ -37,7 +37,7 @@ from ..autograd.api import backward as autograd_backward
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.node import Node, next_sequence_nr
-from ..autograd.saved import SavedTensor, saved_tensors_hooks
+from ..autograd.saved import SECOND_BACKWARD_MSG, SavedTensor, saved_tensors_hooks
 from ..ops._dispatch import gradient_edge
 from ..tensor import Tensor
 
@@ -110,7 +110,6 @@ class CheckpointFunctionBackward(Node):
         if not engine.is_checkpoint_valid():
             raise RuntimeError(REENTRANT_GRAD_MSG)
         if self._released:
-            from ..autograd.saved import SECOND_BACKWARD_MSG
             raise RuntimeError(SECOND_BACKWARD_MSG)
         inputs = _detached_like(_unpack_inputs(self._args, self))
         current = _rng_state()

@@ -1,0 +1,295 @@
+"""The package's import layering (Note [Layers] in ndgrad/autograd/__init__.py): every import
+inside ``ndgrad``, at module level or inside a function, points down or sideways, never up.
+
+The test reads the sources with ``ast`` (nothing is imported), so it sees imports that only
+run when a function is called. Counted as imports: ``import``/``from ... import`` statements,
+``importlib.import_module("ndgrad...")``, ``sys.modules["ndgrad..."]`` and
+``sys.modules.get("ndgrad...")`` with a constant name, and, for a module outside a package,
+the package's ``__init__`` that importing one of its modules runs first.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import pathlib
+from typing import Iterator, NamedTuple, Optional
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "ndgrad"
+
+# Layers, bottom (0) to top. An import may point to its own layer or a lower one.
+BOTTOM, RUNTIME, OPS_CORE, OPS, API = range(5)
+LAYER_NAMES = ("bottom", "runtime", "ops core", "ops", "api")
+
+LAYERS = {
+    # 0. dtypes, layouts, printing, Tensor (an ndarray plus autograd state) and its factories.
+    # grad_mode and hooks are the runtime's two leaf modules (no ndgrad import at all) that
+    # the Tensor's own state is made of; the autograd package's __init__ imports only
+    # grad_mode at load time (the rest on first attribute access), so importing any runtime
+    # module never loads the API.
+    "ndgrad._dtype": BOTTOM,
+    "ndgrad._layout": BOTTOM,
+    "ndgrad._format": BOTTOM,
+    "ndgrad.tensor": BOTTOM,
+    "ndgrad._creation": BOTTOM,
+    "ndgrad._signature": BOTTOM,
+    "ndgrad.autograd": BOTTOM,
+    "ndgrad.autograd.grad_mode": BOTTOM,
+    "ndgrad.autograd.hooks": BOTTOM,
+    "ndgrad.cuda": BOTTOM,
+    "ndgrad.backends": BOTTOM,
+    "ndgrad.backends.cudnn": BOTTOM,
+    "ndgrad.backends.mps": BOTTOM,
+    # 1. the graph runtime: knows no individual op.
+    "ndgrad.autograd.node": RUNTIME,
+    "ndgrad.autograd.engine": RUNTIME,
+    "ndgrad.autograd.accumulate_grad": RUNTIME,
+    "ndgrad.autograd.saved": RUNTIME,
+    "ndgrad.autograd.anomaly_mode": RUNTIME,
+    "ndgrad.autograd.profiler": RUNTIME,
+    "ndgrad.autograd.batching": RUNTIME,
+    # 2. the op table's machinery: the dispatcher, JVP shorthands, argument helpers, views and
+    # in-place, batching rules. 3. the op families (every other ndgrad.ops module).
+    "ndgrad.ops._dispatch": OPS_CORE,
+    "ndgrad.ops._jvp": OPS_CORE,
+    "ndgrad.ops._util": OPS_CORE,
+    "ndgrad.ops.views_inplace": OPS_CORE,
+    "ndgrad.ops._batching": OPS_CORE,
+    # 4. the user-facing API.
+    "ndgrad": API,
+    "ndgrad.__main__": API,
+    "ndgrad._tensor_methods": API,
+    "ndgrad._signatures": API,
+    "ndgrad.autograd.api": API,
+    "ndgrad.autograd.function": API,
+    "ndgrad.autograd.functional": API,
+    "ndgrad.autograd.forward_ad": API,
+    "ndgrad.autograd.gradcheck": API,
+    "ndgrad.autograd.graph": API,
+}
+
+
+# A name imported from the autograd package itself (``from ndgrad.autograd import backward``)
+# is its API, bound by ``_load`` (the package's module-level code is bottom layer).
+PACKAGE_NAMES = {"ndgrad.autograd": "ndgrad.autograd (package API names)"}
+LAYERS["ndgrad.autograd (package API names)"] = API
+
+
+def layer(mod: str) -> int:
+    """A module's layer: listed above; other ``ndgrad.ops`` modules are op families; any other
+    module not listed is taken as API (a new public namespace such as ``ndgrad.linalg``). A
+    helper module an op family imports must be listed at a lower layer."""
+    if mod in LAYERS:
+        return LAYERS[mod]
+    if mod == "ndgrad.ops" or mod.startswith("ndgrad.ops."):
+        return OPS
+    if mod.startswith("ndgrad.autograd."):
+        raise AssertionError(f"{mod}: a new module of ndgrad.autograd must be given a layer in "
+                             "tests/test_layering.py LAYERS (runtime or api)")
+    return API
+
+
+# The function-local imports that point upward and must stay, each with the reason (the source
+# line carries a ``# local import:`` comment too). Keys: (importing module, imported module).
+ALLOWED_UPWARD = {
+    ("ndgrad.autograd", "ndgrad.autograd.*"):
+        "_load(), called by ndgrad/__init__.py once the op table exists, binds the package's "
+        "API names; the package's __init__ itself also runs when tensor.py imports grad_mode, "
+        "so it must not load the API at module level",
+    ("ndgrad.ops._batching", "ndgrad.ops.*"):
+        "install() reads the op families' Op objects to register their rules; the families "
+        "import _batching (call, marked) at module level",
+    ("ndgrad.ops.views_inplace", "ndgrad.ops.pointwise"):
+        "masked_fill_ is a pointwise op; pointwise imports views_inplace (through _batching)",
+    ("ndgrad.ops.views_inplace", "ndgrad.ops.shape"):
+        "the base-regenerating views are shape ops; shape imports views_inplace at module "
+        "level",
+}
+
+
+class Import(NamedTuple):
+    path: pathlib.Path
+    line: int
+    importer: str
+    target: str
+    local: bool        # inside a function body
+    commented: bool    # a ``# local import:`` comment on the statement or the line above
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@functools.cache
+def _is_module(name: str) -> bool:
+    rel = pathlib.Path(*name.split("."))
+    base = ROOT.parent / rel
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _const_str(node: ast.AST) -> Optional[str]:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _is_sys_modules(node: Optional[ast.AST]) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "modules" and \
+        isinstance(node.value, ast.Name) and node.value.id == "sys"
+
+
+def _targets(node: ast.AST, package: str) -> list:
+    """The ndgrad modules one AST node imports."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.split(".")[0] == "ndgrad"]
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            base = package.split(".")
+            base = base[:len(base) - (node.level - 1)]
+            mod = ".".join(base + ([node.module] if node.module else []))
+        else:
+            mod = node.module or ""
+        if mod.split(".")[0] != "ndgrad":
+            return []
+        out = []
+        for a in node.names:
+            sub = f"{mod}.{a.name}"
+            out.append(sub if _is_module(sub) else PACKAGE_NAMES.get(mod, mod))
+        return sorted(set(out))
+    if isinstance(node, ast.Call):
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        if name == "import_module" and node.args:
+            s = _const_str(node.args[0])
+            if s and s.split(".")[0] == "ndgrad":
+                return [s]
+        if name == "get" and node.args and _is_sys_modules(f.value if isinstance(
+                f, ast.Attribute) else None):
+            s = _const_str(node.args[0])
+            if s and s.split(".")[0] == "ndgrad":
+                return [s]
+    if isinstance(node, ast.Subscript):
+        if _is_sys_modules(node.value):
+            s = _const_str(node.slice)
+            if s and s.split(".")[0] == "ndgrad":
+                return [s]
+    return []
+
+
+@functools.cache
+def imports() -> tuple:
+    """Every ndgrad import of every ndgrad module."""
+    return tuple(i for path in sorted(ROOT.rglob("*.py")) for i in _scan(path))
+
+
+def _scan(path: pathlib.Path) -> Iterator[Import]:
+    mod = _module_name(path)
+    package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    lines = path.read_text().splitlines()
+    tree = ast.parse("\n".join(lines), str(path))
+
+    def commented(node: ast.AST) -> bool:
+        # On the statement's lines or in the comment block right above it.
+        first = node.lineno - 1
+        while first > 0 and lines[first - 1].lstrip().startswith("#"):
+            first -= 1
+        last = getattr(node, "end_lineno", node.lineno)
+        return any("# local import:" in s for s in lines[first:last])
+
+    def walk(node: ast.AST, local: bool) -> Iterator[Import]:
+        for child in ast.iter_child_nodes(node):
+            for target in _targets(child, package):
+                yield Import(path, child.lineno, mod, target, local, local and commented(child))
+                # Importing a module first runs its packages' __init__ (which is within the
+                # importer's own package, or the root, always loaded first).
+                parts = target.split(".")
+                for k in range(2, len(parts)):
+                    parent = ".".join(parts[:k])
+                    if not (mod + ".").startswith(parent + ".") and _is_module(parent):
+                        yield Import(path, child.lineno, mod, parent, local,
+                                     local and commented(child))
+            inner = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            yield from walk(child, local or inner)
+
+    yield from walk(tree, False)
+
+
+def _allowed(imp: Import) -> bool:
+    if not imp.local:
+        return False
+    for (src, dst) in ALLOWED_UPWARD:
+        if src == imp.importer and (dst == imp.target or dst.endswith(".*") and
+                                    imp.target.startswith(dst[:-1])):
+            return True
+    return False
+
+
+def _where(imp: Import) -> str:
+    kind = "function-local import" if imp.local else "import"
+    return (f"{imp.path.relative_to(ROOT.parent)}:{imp.line}: {kind} of {imp.target} "
+            f"({LAYER_NAMES[layer(imp.target)]}) from {imp.importer} "
+            f"({LAYER_NAMES[layer(imp.importer)]})")
+
+
+def test_no_upward_imports() -> None:
+    bad = [_where(i) for i in imports()
+           if layer(i.target) > layer(i.importer) and not _allowed(i)]
+    assert not bad, ("imports pointing up the layers (Note [Layers] in "
+                     "ndgrad/autograd/__init__.py):\n  " + "\n  ".join(bad) +
+                     "\nImport from a lower layer, let the layer above register what the lower "
+                     "one needs, or (a function-local import that must stay) add it to "
+                     "ALLOWED_UPWARD with the reason. A module not in LAYERS counts as api "
+                     "(ndgrad.ops.* as an op family): list a new helper module there.")
+
+
+def test_allow_list_is_used() -> None:
+    # Every allowed upward import still exists (a stale entry would hide a new one).
+    found = {(i.importer, i.target) for i in imports() if i.local}
+    for src, dst in ALLOWED_UPWARD:
+        assert any(s == src and (t == dst or dst.endswith(".*") and t.startswith(dst[:-1]))
+                   for s, t in found), f"stale ALLOWED_UPWARD entry {(src, dst)}"
+
+
+def test_local_imports_say_why() -> None:
+    # Outside the op families, a function-local import says why it is not at module level.
+    # The op families are exempt for imports within their layer or below: a family's VJP
+    # often uses another family's ops, and with many families the cycles between them are
+    # expected (module level is still preferred where there is no cycle).
+    bad = [_where(i) for i in imports() if i.local and not i.commented and
+           not (layer(i.importer) == OPS and layer(i.target) <= OPS)]
+    assert not bad, ("a function-local import is the exception: import at module level, or "
+                     "say why on the line (``# local import: <why>``):\n  " + "\n  ".join(bad))
+
+
+def test_module_level_imports_are_acyclic() -> None:
+    graph: dict = {}
+    for i in imports():
+        if not i.local and i.target != i.importer:
+            graph.setdefault(i.importer, set()).add(i.target)
+    state: dict = {}
+    stack: list = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph.get(m, ())):
+            if n == "ndgrad" or (m + ".").startswith(n + "."):
+                continue     # a module's own packages are loaded before it
+            if state.get(n) == 1:
+                cycle = stack[stack.index(n):] + [n]
+                raise AssertionError("module-level import cycle: " + " -> ".join(cycle))
+            if n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
+def test_layers_cover_the_package() -> None:
+    # Every listed module exists (a renamed module must be renamed here too).
+    missing = [m for m in LAYERS if m not in PACKAGE_NAMES.values() and not _is_module(m)]
+    assert not missing, f"LAYERS lists modules that do not exist: {missing}"
