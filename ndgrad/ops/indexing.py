@@ -1006,6 +1006,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: Optional[int] = None) ->
             input = expand(input, tuple(xb))
         if tuple(ib) != i.shape:
             indices = _wrap(np.broadcast_to(i, tuple(ib)))
+        if i.size and (i < 0).any():      # one wrap of negative indices along dim, as PyTorch
+            j = indices._data
+            indices = _wrap(np.where(j < 0, j + x.shape[d], j))
     return gather(input, d, indices)
 
 
@@ -1102,10 +1105,10 @@ def _searchsorted_np(seq: np.ndarray, v: np.ndarray, side: str,
             s = s[sorter.reshape(-1)]
         return np.searchsorted(s, v, side=side)
     lead = seq.shape[:-1]
-    s2 = seq.reshape(-1, seq.shape[-1])
+    s2 = seq.reshape(int(np.prod(lead)), seq.shape[-1])
     if sorter is not None:
         s2 = np.take_along_axis(s2, sorter.reshape(s2.shape), axis=1)
-    v2 = v.reshape(s2.shape[0], -1)
+    v2 = v.reshape(s2.shape[0], int(np.prod(v.shape[len(lead):])))
     out = np.empty(v2.shape, np.int64)
     for r in range(s2.shape[0]):
         out[r] = np.searchsorted(s2[r], v2[r], side=side)
