@@ -311,7 +311,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     x, i = input._data, index._data
     d = wrap_dim(dim, x.ndim or 1)
     _check_index_dtype(index, "scatter_add")
-    _check_same_dtype(x, src._data, "scatter_add")
+    _check_same_dtype(x, src._data)
     _check_scatter("scatter_add", x, d, i, src._data)
     return apply(SCATTER_ADD, (input, src), (x, src._data), (d, index))
 
@@ -437,10 +437,9 @@ SCATTER_REDUCE = Op("scatter_reduce", "ScatterReduceBackward0",
                     saves=("index", "self", "src", "result"), jvp=_scatter_reduce_jvp)
 
 
-def _check_reduce_dtype(x: np.ndarray, reduce: str, fn: str) -> None:
-    if x.dtype.kind == "c" and reduce in ("amax", "amin", "prod", "mean"):
-        raise RuntimeError(f"{fn}(): Expected reduce argument to be sum for complex inputs, "
-                           f"got {reduce}")
+def _check_complex(x: np.ndarray, kernel: str) -> None:
+    if x.dtype.kind == "c":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_tname(x.dtype)}\'')
 
 
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
@@ -465,6 +464,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
     _check_same_dtype(x, src._data)
+    if reduce in ("amax", "amin"):
+        _check_complex(x, f"scatter_gather_tensor_cpu_reduce_{reduce}")
     _check_scatter("scatter_reduce", x, d, i, src._data)
     return apply(SCATTER_REDUCE, (input, src), (x, src._data), (d, index, reduce, include_self))
 
@@ -737,6 +738,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         raise RuntimeError(f"index_reduce_(): self ({_tname(x.dtype)}) and source "
                            f"({_tname(s.dtype)}) must have the same scalar type")
     _check_source("index_reduce_", x, d, i, s)
+    _check_complex(x, "index_func_")
     n = x.shape[d] if x.ndim else 1
     if i.size and ((i >= n) | (i < -n)).any():
         raise IndexError("index out of range in self")
@@ -791,7 +793,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
         if r is not NotImplemented:
             return r
     m = _check_mask(mask, "masked_select", "masked_select: expected BoolTensor for mask")
-    _bshape(input._data.shape, m.shape)
+    _bshape(m.shape, input._data.shape)
     return apply(MASKED_SELECT, (input,), (input._data,), (mask,))
 
 
@@ -852,13 +854,13 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
         if r is not NotImplemented:
             return r
     m = _check_mask(mask, "masked_scatter", "masked_scatter_ only supports boolean masks, but "
-                    "got mask with dtype " + str(mask._data.dtype if isinstance(mask, Tensor)
-                                                 else ""))
+                    "got mask with dtype " + (_tname(mask._data.dtype) if isinstance(mask, Tensor)
+                                              else ""))
     x, s = input._data, source._data
     if x.dtype != s.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
                            f"{_tname(x.dtype)} and {_tname(s.dtype)}")
-    shape = _bshape(x.shape, m.shape)
+    shape = _bshape(m.shape, x.shape)
     if int(np.broadcast_to(m, shape).sum()) > s.size:
         raise RuntimeError("Number of elements of source < number of ones in mask")
     return apply(MASKED_SCATTER, (input, source), (x, s), (mask, tuple(s.shape)))
@@ -1074,7 +1076,8 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
     e = _values(elements, "isin", "elements")
     t = _values(test_elements, "isin", "test_elements")
     if e.dtype.kind == "c" or t.dtype.kind == "c":
-        raise RuntimeError("isin_default_cpu not implemented for 'ComplexFloat'")
+        c = e if e.dtype.kind == "c" else t
+        raise RuntimeError(f"Unsupported input type encountered for isin(): {_tname(c.dtype)}")
     if e.dtype in _LOW or t.dtype in _LOW:
         e, t = e.astype(np.float32), t.astype(np.float32)
     r = np.isin(e, t, assume_unique=assume_unique, invert=invert)
