@@ -28,6 +28,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _dtype
+from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
@@ -318,7 +319,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 # ---------------------------------------------------------------------------- scatter_reduce
 def _reduce_grads(ctx, g, self_t, src_t, result, dim, index, reduce, include_self,
-                  need_self, need_src):
+                  need_self, need_src, check_double=True):
     """Gradients of ``scatter_reduce(self, dim, index, src, reduce, include_self)``.
 
     sum/mean: the gradient, divided by the number of contributors for mean. prod: the product
@@ -354,16 +355,24 @@ def _reduce_grads(ctx, g, self_t, src_t, result, dim, index, reduce, include_sel
             sz = np.asarray(src_t._data == 0)
             per_slot = _scatter_core(np.zeros(result._data.shape, np.int64), sz.astype(np.int64),
                                      dim, index._data, "add")
-            single = sz & (_gather_np(per_slot, dim, index._data, sz.shape) == 1)
+            zeros_here = _gather_np(per_slot, dim, index._data, sz.shape)
+            double_zeros = check_double and is_grad_enabled() and (zeros_here > 1).any()
+            single = sz & (zeros_here == 1)
             # A lone zero: the product of the others is the result with that zero replaced by 1.
             others = scatter_reduce(self_t, dim, index, pw.masked_fill(src_t, _const(single), 1),
                                     "prod", include_self=include_self)
             gsrc = pw.where(_const(single), _g_gather(g * others, dim, index),
                             _g_gather(g * result, dim, index) /
                             pw.masked_fill(src_t, _const(sz), 1))
+            if double_zeros:    # this gradient is right, its derivative would not be
+                fn, src = ("index_reduce", "source") if ctx._op is INDEX_REDUCE else \
+                    ("scatter_reduce", "src")
+                gsrc = apply(NO_DOUBLE_BACKWARD, (gsrc,), (gsrc._data,), (
+                    f"{fn}(): Double backward is unsupported for {src} when >1 zeros in {src} "
+                    "are scattered to the same position in self",))
     else:   # amax / amin
         self_is, src_is, n = _ties(self_t, src_t, result, dim, index, include_self,
-                                   g._data.dtype)
+                                   g._data.dtype, vjp=True)
         share = g / n
         if need_self:
             gs = self_is * share
@@ -372,6 +381,17 @@ def _reduce_grads(ctx, g, self_t, src_t, result, dim, index, reduce, include_sel
     if gs is not None and not include_self:
         gs = _zero_at(gs, dim, index)
     return (gs if need_self else None), (gsrc if need_src else None)
+
+
+def _refuse(ctx, g):
+    raise RuntimeError(ctx._args[0])
+
+
+# The gradient of prod w.r.t. src when two zeros of src meet at one position: PyTorch refuses
+# to differentiate it again (an identity whose backward raises).
+NO_DOUBLE_BACKWARD = Op("_no_double_backward", "NotImplemented", lambda x, msg: x.copy(),
+                        _refuse, args=("msg",), jvp=linear,
+                        full_name="torch::autograd::NotImplemented")
 
 
 def _scatter_reduce_vjp(ctx, g):
@@ -394,11 +414,15 @@ def _gather_np(a: np.ndarray, dim: int, index: np.ndarray, shape: tuple) -> np.n
     return np.take_along_axis(a, i, axis=dim).reshape(index.shape)
 
 
-def _ties(self_t, src_t, result, dim, index, include_self, dt) -> tuple:
-    """amax/amin: which of self and src equal the result, and how many per output position."""
+def _ties(self_t, src_t, result, dim, index, include_self, dt, vjp=False) -> tuple:
+    """amax/amin: which of self and src equal the result, and how many per output position.
+
+    PyTorch's VJP counts an excluded (``include_self=False``) self element equal to the result
+    among the ties (and then gives it nothing); its JVP does not count it. Both are followed.
+    """
     r, i = result._data, index._data
     self_is = np.asarray(self_t._data == r).astype(dt)
-    if not include_self and i.size:
+    if not include_self and i.size and not vjp:
         self_is = _scatter_core(self_is, 0, dim, i, None)
     src_is = np.asarray(src_t._data == _gather_np(r, dim, i, i.shape)).astype(dt)
     if src_is.shape != i.shape:
@@ -419,13 +443,29 @@ def _minmax_jvp(ctx, ts, tsrc, dim, index, include_self, result):
     return scatter_add(ts * self_is, dim, index, tsrc * src_is) / n
 
 
+def _prod_jvp(ctx, ts, tsrc, dim, index, include_self):
+    """prod: each tangent times the product of the other contributors (the VJP's factors)."""
+    self_t, src_t = ctx.inputs
+    result = ctx.result
+    ones = _const(np.ones(result._data.shape, result._data.dtype))
+    d_self, d_src = _reduce_grads(ctx, ones, self_t, src_t, result, dim, index, "prod",
+                                  include_self, ts is not None, tsrc is not None, False)
+    out = ts * d_self if ts is not None else _const(np.zeros(result._data.shape,
+                                                             result._data.dtype))
+    if tsrc is not None:
+        if tsrc._data.shape != d_src._data.shape:    # src larger than index: its leading part
+            from .shape import getitem
+            tsrc = getitem(tsrc, tuple(slice(0, k) for k in d_src._data.shape))
+        out = scatter_add(out, dim, index, tsrc * d_src)
+    return out
+
+
 def _scatter_reduce_jvp(ctx, ts, tsrc):
     dim, index, reduce, include_self = ctx._args
     if reduce in ("sum", "mean"):
         return linear(ctx, ts, tsrc)
     if reduce == "prod":
-        raise NotImplementedError("Trying to use forward AD with scatter_reduce that does not "
-                                  "support it.")
+        return _prod_jvp(ctx, ts, tsrc, dim, index, include_self)
     return _minmax_jvp(ctx, ts, tsrc, dim, index, include_self, ctx.result)
 
 
@@ -700,11 +740,12 @@ def _index_reduce_vjp(ctx, g):
 
 def _index_reduce_jvp(ctx, ts, tsrc):
     dim, index, reduce, include_self = ctx._args
-    if reduce in ("prod", "mean"):
-        raise NotImplementedError("Trying to use forward AD with index_reduce that does not "
-                                  "support it.")
-    return _minmax_jvp(ctx, ts, tsrc, dim, _spread_t(index, dim, ctx.inputs[1]), include_self,
-                       ctx.result)
+    if reduce == "mean":
+        return linear(ctx, ts, tsrc)
+    full = _spread_t(index, dim, ctx.inputs[1])
+    if reduce == "prod":
+        return _prod_jvp(ctx, ts, tsrc, dim, full, include_self)
+    return _minmax_jvp(ctx, ts, tsrc, dim, full, include_self, ctx.result)
 
 
 INDEX_REDUCE = Op("index_reduce", "IndexReduceBackward0",
@@ -1279,6 +1320,7 @@ def _install_rules() -> None:
     RULES[MASKED_SELECT] = _masked_select_rule
     RULES[MASKED_SCATTER] = _masked_scatter_rule
     RULES[TAKE] = _take_rule
+    RULES[NO_DOUBLE_BACKWARD] = lambda c, args: apply(c.op, tuple(c.ts), tuple(c.arrs), args)
     RULES[PUT] = _put_rule
 
 
