@@ -523,12 +523,17 @@ def _check_index_vector(index: Tensor, fn: str, dtypes: str = "int32/int64") -> 
 
 def _check_source(fn: str, x: np.ndarray, d: int, i: np.ndarray, s: np.ndarray) -> None:
     """index_add/index_reduce: source's shape against self's and the number of indices."""
+    if d >= max(s.ndim, 1):
+        raise RuntimeError(f"{fn}(): Indexing dim {d} is out of bounds of the source tensor "
+                           f"with dim {s.ndim}")
+    if not s.ndim and x.ndim and i.size != 1:
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     n_src = s.shape[d] if s.ndim else 1
     if i.size != n_src:
         raise RuntimeError(f"{fn}(): Number of indices ({i.size}) should be equal to "
                            f"source.size(dim): ({n_src}), for dim: {d}")
-    xs, ss = _as1d(x).shape, _as1d(s).shape
-    if len(xs) != len(ss) or any(k != d and a != b for k, (a, b) in enumerate(zip(xs, ss))):
+    if x.ndim != s.ndim or any(k != d and a != b
+                               for k, (a, b) in enumerate(zip(x.shape, s.shape))):
         raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
                            f"specified dimension. Got self.shape = {list(x.shape)} source.shape "
                            f"= {list(s.shape)}")
@@ -590,6 +595,10 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
         raise RuntimeError(f"index_add_(): self ({_tname(x.dtype)}) and source "
                            f"({_tname(s.dtype)}) must have the same scalar type")
     _check_source("index_add_", x, d, i, s)
+    if x.ndim <= 1:
+        n = x.shape[0] if x.ndim else 1
+        if i.size and ((i < 0) | (i >= n)).any():
+            raise IndexError("index out of range in self")
     _check_index_target(x, d, i)
     a = _value_of(alpha, x.dtype)
     return apply(INDEX_ADD, (input, source), (x, s), (d, index, a, s.ndim))
@@ -640,17 +649,20 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     if x.dtype != s.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but "
                            f"got (self) {_tname(x.dtype)} and (source) {_tname(s.dtype)}")
+    if x.ndim != s.ndim and x.ndim and s.ndim:
+        raise IndexError(f"index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({s.ndim}), "
+                         f"destination dimensionality ({x.ndim})")
+    k = next((k for k, (a, b) in enumerate(zip(x.shape, s.shape)) if k != d and a != b), None)
+    if k is not None or x.ndim != s.ndim and max(x.ndim, s.ndim) > 1:
+        raise RuntimeError(
+            f"index_copy_(): Source/destination tensor must have same slice shapes. Destination "
+            f"slice shape: {_slice_shape(x.shape, d)} at dimension {d} and source slice shape: "
+            f"{_slice_shape(s.shape, d)} at dimension 0.")
     n_src = s.shape[d] if s.ndim else 1
     if i.size != n_src:
         raise IndexError(f"index_copy_(): Number of indices ({i.size}) should be equal to "
                          f"source.size(dim) ({n_src})")
-    if x.ndim != s.ndim and not (x.ndim <= 1 and s.ndim <= 1) or any(
-            k != d and a != b for k, (a, b) in enumerate(zip(x.shape, s.shape))):
-        k = next((k for k, (a, b) in enumerate(zip(x.shape, s.shape)) if k != d and a != b), d)
-        raise RuntimeError(
-            f"index_copy_(): Source/destination tensor must have same slice shapes. Destination "
-            f"slice shape: {_slice_shape(x.shape, d)} at dimension {d} and source slice shape: "
-            f"{_slice_shape(s.shape, d)} at dimension {k if k != d else 0}.")
     try:
         _check_index_target(x, d, i, "index_copy_(): ")
     except RuntimeError as e:
@@ -666,7 +678,7 @@ def _slice_shape(shape: tuple, d: int) -> str:
 def _index_fill_fwd(x, dim, index, value):
     out = x.copy()
     i = index._data.reshape(-1)
-    if i.size:
+    if i.size and out.size:
         o = _as1d(out)
         np.moveaxis(o, dim, 0)[i] = value
     return out
@@ -715,7 +727,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     if i.ndim > 1:
         raise RuntimeError("Index has to be a vector/scalar")
     n = x.shape[d] if x.ndim else 1
-    if i.size:
+    if i.size and x.size:
         bad = (i >= n) | (i < -n)
         if bad.any():
             raise IndexError(f"index {int(i[bad].flat[0])} is out of bounds for dimension {d} "
@@ -781,10 +793,8 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     _check_source("index_reduce_", x, d, i, s)
     _check_complex(x, "index_func_")
     n = x.shape[d] if x.ndim else 1
-    if i.size and ((i >= n) | (i < -n)).any():
+    if i.size and ((i >= n) | (i < 0)).any():
         raise IndexError("index out of range in self")
-    if i.size and (i < 0).any():
-        index = _wrap(np.where(i < 0, i + n, i))
     return apply(INDEX_REDUCE, (input, source), (x, s), (d, index, reduce, include_self))
 
 
@@ -1035,7 +1045,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: Optional[int] = None) ->
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
                            f"number of dimensions, but got {x.ndim} dimensions for input, and "
                            f"{i.ndim} dimensions for indices")
-    d = wrap_dim(dim, x.ndim or 1)
+    if x.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    d = wrap_dim(dim, x.ndim)
     xs, js = list(x.shape), list(i.shape)
     if x.ndim:
         xs[d] = js[d] = 1
