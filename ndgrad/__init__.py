@@ -67,7 +67,8 @@ bitwise_not = ops.bitwise_not
 # ---- indexing (issue 8) ----
 from .ops.indexing import (  # noqa: F401,E402
     argwhere, bucketize, index_add, index_copy, index_fill, index_put, index_reduce, isin,
-    masked_scatter, masked_select, nonzero, put, scatter, scatter_add, scatter_reduce,
+    masked_scatter, masked_select, nonzero, nonzero_static, put, scatter, scatter_add,
+    scatter_reduce,
     searchsorted, take, take_along_dim)
 
 from . import _signatures  # noqa: E402

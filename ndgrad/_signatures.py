@@ -263,6 +263,7 @@ FUNCTIONS_AND_METHODS += "\n" + "\n".join([
     "take_along_dim(Tensor input, Tensor indices, int? dim=None)",
     "put(Tensor input, Tensor index, Tensor source, bool accumulate=False)",
     "nonzero(Tensor input, *, bool as_tuple=False)",
+    "nonzero_static(Tensor input, *, int size, int fill_value=-1)",
     "argwhere(Tensor input)",
     "index_put(Tensor input, Any indices, Tensor values, bool accumulate=False)",
 ]) + "\n"
@@ -290,6 +291,7 @@ METHODS += "\n" + "\n".join([
     "take_along_dim(Tensor input, Tensor indices, int? dim=None)",
     "put(Tensor input, Tensor index, Tensor source, bool accumulate=False)",
     "nonzero(Tensor input, *, bool as_tuple=False)",
+    "nonzero_static(Tensor input, *, int size, int fill_value=-1)",
     "argwhere(Tensor input)",
     "index_put(Tensor input, Any indices, Tensor values, bool accumulate=False)",
 ]) + "\n"

@@ -530,7 +530,7 @@ for _name, _fn in {
         "index_reduce": _ix.index_reduce, "masked_select": _ix.masked_select,
         "masked_scatter": _ix.masked_scatter, "take": _ix.take,
         "take_along_dim": _ix.take_along_dim, "put": _ix.put, "nonzero": _ix.nonzero,
-        "argwhere": _ix.argwhere}.items():
+        "argwhere": _ix.argwhere, "nonzero_static": _ix.nonzero_static}.items():
     setattr(Tensor, _name, _fn)
 for _name, _fn in {
         "scatter_": _ix.scatter, "scatter_add_": _ix.scatter_add,

@@ -38,7 +38,8 @@ from ._util import as_scalar, broadcast_error, is_scalar, wrap_dim
 
 __all__ = ["scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill",
            "index_reduce", "masked_select", "masked_scatter", "take", "take_along_dim", "put",
-           "nonzero", "argwhere", "isin", "searchsorted", "bucketize", "index_put"]
+           "nonzero", "nonzero_static", "argwhere", "isin", "searchsorted", "bucketize",
+           "index_put"]
 
 _LOW = frozenset((np.dtype(np.float16), _dtype.bfloat16.np))
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -1096,6 +1097,22 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     return _wrap(np.argwhere(x).astype(np.int64))
 
 
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """``nonzero(input)`` cut or padded (with ``fill_value``) to exactly ``size`` rows.
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([0, 3]).nonzero_static(size=2)
+    tensor([[ 1],
+            [-1]])
+    """
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    nz = np.argwhere(input._data).astype(np.int64)[:size]
+    out = np.full((size, input._data.ndim), fill_value, np.int64)
+    out[:nz.shape[0]] = nz
+    return _wrap(out)
+
+
 def argwhere(input: Tensor) -> Tensor:
     """The indices of the nonzero elements, an ``(n, ndim)`` int64 tensor.
 
@@ -1321,8 +1338,52 @@ def _put_rule(c, args):
     return reshape(out, (c.B,) + tuple(c.ls[0]))
 
 
+def _zero_d_rows(orig):
+    """Wrap the batching rule of gather, index_select and their backwards (ops/shape.py,
+    ops/reduction.py) for 0-d logical operands or indices: rows of elements along dim 1
+    (their rules shift the dim past the batch dim, which a 0-d row does not have)."""
+    from .shape import reshape
+
+    def rule(c, args):
+        index = args[1]
+        i = index._data if isinstance(index, Tensor) else index
+        name = c.op.name
+        if name in ("index_select", "_index_add_zeros"):
+            zero = not c.ls[0]
+        elif name == "gather":
+            zero = not c.ls[0] or i.ndim == 0
+        else:                       # the scatters into zeros of shape args[2]
+            zero = not tuple(args[2]) or i.ndim == 0
+        if not zero:
+            return orig(c, args)
+        t = reshape(c.ts[0], (c.B, -1))
+        a = t._data if t._data.dtype == c.arrs[0].dtype else t._data.astype(c.arrs[0].dtype)
+        if name == "index_select":
+            new, out_shape = (1, index), (c.B,)
+        elif name == "_index_add_zeros":
+            new, out_shape = (1, index, (c.B, 1)), (c.B,)
+        else:
+            i1 = i.reshape(-1)
+            ib = np.broadcast_to(i1, (c.B,) + i1.shape)
+            idx = _wrap(ib) if isinstance(index, Tensor) else ib
+            if name == "gather":
+                new, out_shape = (1, idx), (c.B,) + i.shape
+            else:
+                oshape = tuple(args[2])
+                new, out_shape = (1, idx, (c.B,) + (oshape or (1,))), (c.B,) + oshape
+        return reshape(apply(c.op, (t,), (a,), new), out_shape)
+    rule._zero_d = True
+    return rule
+
+
 def _install_rules() -> None:
+    from . import reduction as _red
+    from . import shape as _shape
     from ._batching import RULES
+    for op in (_shape.INDEX_SELECT, _shape.INDEX_ADD_ZEROS, _red.GATHER, _red.SCATTER_ZEROS,
+               _red.SCATTER_ADD_ZEROS):
+        if op in RULES and not getattr(RULES[op], "_zero_d", False):
+            RULES[op] = _zero_d_rows(RULES[op])
     for op in (SCATTER, SCATTER_VALUE, SCATTER_ADD, SCATTER_REDUCE, SCATTER_LEGACY,
                SCATTER_LEGACY_VALUE):
         RULES[op] = _dim_index_rule(True)
