@@ -70,6 +70,7 @@ from .ops.indexing import (  # noqa: F401,E402
     masked_scatter, masked_select, nonzero, nonzero_static, put, scatter, scatter_add,
     scatter_reduce,
     searchsorted, take, take_along_dim)
+from ._tensor_methods import index_put_  # noqa: F401,E402
 
 from . import _signatures  # noqa: E402
 

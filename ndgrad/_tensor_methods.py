@@ -540,3 +540,4 @@ for _name, _fn in {
         "index_put_": _ix.index_put}.items():
     setattr(Tensor, _name, _inplace_of(_fn, _name))
 Tensor.masked_scatter_ = _masked_scatter_inplace
+index_put_ = _function_of_method("index_put_")

@@ -260,7 +260,7 @@ def _scatter_add_vjp(ctx, g):
 SCATTER_ADD = Op("scatter_add", "ScatterAddBackward0",
                  lambda x, s, dim, index: _scatter_core(x, s, dim, index._data, "add"),
                  _scatter_add_vjp, inputs=("self", "src"), args=("dim", "index"),
-                 saves=("index",), jvp=linear)
+                 saves=("index",), save_if=((1,),), jvp=linear)
 
 
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, value: Any = None, *,
@@ -569,7 +569,7 @@ def _index_add_vjp(ctx, g):
 
 INDEX_ADD = Op("index_add", "IndexAddBackward0", _index_add_fwd, _index_add_vjp,
                inputs=("self", "source"), args=("dim", "index", "alpha", "source_dim"),
-               saves=("index", "source"), save_if=(None, (1,)), jvp=linear)
+               saves=("index", "source"), save_if=((1,), (1,)), jvp=linear)
 
 
 def _check_index_target(x: np.ndarray, d: int, i: np.ndarray, prefix: str = "") -> None:
