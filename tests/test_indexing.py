@@ -189,6 +189,15 @@ def _error_cases(m):
         lambda: m.searchsorted(m.tensor([1.0, 2]), m.ones(3), side="x"),
         lambda: m.bucketize(m.ones(3), m.ones(2, 2)),
         lambda: m.isin(m.ones(2, dtype=m.complex64), m.ones(2, dtype=m.complex64)),
+        lambda: m.ones(2, dtype=m.complex128, requires_grad=True).scatter_reduce(
+            0, t([1]), m.ones(1, dtype=m.complex128), "sum"),
+        lambda: m.ones(2, dtype=m.complex64).scatter_reduce(0, t([1]), m.ones(
+            1, dtype=m.complex64), "amax"),
+        lambda: m.ones(2, dtype=m.complex64).index_reduce(0, t([1]), m.ones(
+            1, dtype=m.complex64), "mean"),
+        lambda: x.index_add(1, t([0, 1]), m.ones(3)),
+        lambda: x.index_copy(0, t([0]), m.ones(4)),
+        lambda: m.zeros(()).take_along_dim(t(0), 0),
     ]
 
 

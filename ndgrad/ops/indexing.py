@@ -507,6 +507,9 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     _check_same_dtype(x, src._data)
     if reduce in ("amax", "amin"):
         _check_complex(x, f"scatter_gather_tensor_cpu_reduce_{reduce}")
+    if x.dtype.kind == "c" and is_grad_enabled() and (input.requires_grad or src.requires_grad):
+        raise RuntimeError("scatter_reduce does not support automatic differentiation for "
+                           "outputs with complex dtype.")
     _check_scatter("scatter_reduce", x, d, i, src._data)
     return apply(SCATTER_REDUCE, (input, src), (x, src._data), (d, index, reduce, include_self))
 
