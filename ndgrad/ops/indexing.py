@@ -1379,6 +1379,16 @@ def _zero_d_rows(orig):
     return rule
 
 
+def _saved_constants() -> None:
+    """Saved values PyTorch shows that the ops of shape.py/reduction.py take as fixed: the
+    ``accumulate`` flag of index_put's two ops and gather's ``sparse_grad``."""
+    from . import reduction as _red
+    from . import shape as _shape
+    _shape.INDEX_PUT.node_cls._saved_accumulate = False
+    _shape.INDEX_PUT_ACC.node_cls._saved_accumulate = True
+    _red.GATHER.node_cls._saved_sparse_grad = False
+
+
 def _install_rules() -> None:
     from . import reduction as _red
     from . import shape as _shape
@@ -1401,3 +1411,4 @@ def _install_rules() -> None:
 
 
 _install_rules()
+_saved_constants()
