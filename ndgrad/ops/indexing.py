@@ -515,9 +515,9 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 
 
 # ---------------------------------------------------------------------------- index_* ops
-def _check_index_vector(index: Tensor, fn: str, dtypes: str = "int32/int64") -> None:
+def _check_index_vector(index: Tensor, fn: str) -> None:
     i = index._data
-    if dtypes == "int32/int64" and i.dtype not in (np.dtype(np.int64), np.dtype(np.int32)):
+    if i.dtype not in (np.dtype(np.int64), np.dtype(np.int32)):
         raise RuntimeError(f"{fn}(): Expected dtype int32/int64 for index but got: "
                            f"{_tname(i.dtype)}")
     if i.ndim > 1:
@@ -1248,7 +1248,7 @@ def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False,
 
 
 # ---------------------------------------------------------------------------- batching rules
-def _dim_index_rule(spread: bool, reshape_out: bool = True):
+def _dim_index_rule(spread: bool):
     """Rule for the ops whose arguments start ``(dim, index, ...)``: unbatched tensor inputs
     are expanded to the batch, a 0-d row becomes a row of one, ``dim`` moves past the batch dim
     and (``spread``) an index with self's rank is repeated over the batch."""
@@ -1270,7 +1270,7 @@ def _dim_index_rule(spread: bool, reshape_out: bool = True):
             i1 = _as1d(index._data)
             index = _wrap(np.broadcast_to(i1, (c.B,) + i1.shape))
         out = apply(c.op, tuple(ts), tuple(arrs), (args[0] + 1, index) + tuple(args[2:]))
-        if zero_d and reshape_out:
+        if zero_d:
             out = reshape(out, (c.B,))
         return out
     return rule
