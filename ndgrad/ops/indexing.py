@@ -87,7 +87,7 @@ def _scatter_core(x: np.ndarray, src: Any, dim: int, index: np.ndarray, mode: Op
     reduced. ``index`` has been checked; ``src`` is an array (at least index's size) or a
     number."""
     out = np.array(x)
-    if index.size == 0:
+    if index.size == 0 or out.size == 0:
         return out
     work = out.astype(np.float32) if out.dtype in _LOW else out
     o = _as1d(work)
@@ -530,7 +530,7 @@ def _check_source(fn: str, x: np.ndarray, d: int, i: np.ndarray, s: np.ndarray) 
     if d >= max(s.ndim, 1):
         raise RuntimeError(f"{fn}(): Indexing dim {d} is out of bounds of the source tensor "
                            f"with dim {s.ndim}")
-    if not s.ndim and x.ndim and i.size != 1:
+    if not s.ndim and i.size != 1:
         raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     n_src = s.shape[d] if s.ndim else 1
     if i.size != n_src:
@@ -603,7 +603,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
         n = x.shape[0] if x.ndim else 1
         if i.size and ((i < 0) | (i >= n)).any():
             raise IndexError("index out of range in self")
-    _check_index_target(x, d, i)
+    elif x.size:     # (PyTorch checks no bounds when nothing is written)
+        _check_index_target(x, d, i)
     a = _value_of(alpha, x.dtype)
     return apply(INDEX_ADD, (input, source), (x, s), (d, index, a, s.ndim))
 
@@ -653,6 +654,9 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     if x.dtype != s.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but "
                            f"got (self) {_tname(x.dtype)} and (source) {_tname(s.dtype)}")
+    if s.ndim == 0 and i.size != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one element "
+                         f"(got {i.size})")
     if x.ndim != s.ndim and x.ndim and s.ndim:
         raise IndexError(f"index_copy_(): When source and destination are not scalars, their "
                          f"dimensionality must match. Source dimensionality ({s.ndim}), "
