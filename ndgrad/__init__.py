@@ -68,6 +68,14 @@ bitwise_and, bitwise_or, bitwise_xor = ops.bitwise_and, ops.bitwise_or, ops.bitw
 logical_xor = ops.logical_xor
 isposinf, isneginf, isreal = ops.isposinf, ops.isneginf, ops.isreal
 
+# ---- indexing (issue 8) ----
+from .ops.indexing import (  # noqa: F401,E402
+    argwhere, bucketize, index_add, index_copy, index_fill, index_put, index_reduce, isin,
+    masked_scatter, masked_select, nonzero, nonzero_static, put, scatter, scatter_add,
+    scatter_reduce,
+    searchsorted, take, take_along_dim)
+from ._tensor_methods import index_put_  # noqa: F401,E402
+
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]

@@ -528,3 +528,38 @@ Tensor.imag = property(lambda s: ops.shape.imag(s))
 Tensor.diagonal = ops.shape.diagonal
 Tensor.unfold = ops.shape.unfold
 Tensor.as_strided = ops.shape.tensor_as_strided
+
+# ---- indexing (issue 8) ----
+_ix = ops.indexing
+
+
+def _masked_scatter_inplace(self: Tensor, mask: Any, source: Any) -> Tensor:
+    if isinstance(mask, Tensor) and isinstance(source, Tensor):
+        shape = np.broadcast_shapes(self._data.shape, mask._data.shape) \
+            if mask._data.ndim <= self._data.ndim else None
+        if shape != self._data.shape:
+            from .ops._util import broadcast_error
+            raise broadcast_error(self._data.shape, mask._data.shape) if shape is None else \
+                RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
+                             f"broadcast shape {list(shape)}")
+    return _inplace_of(_ix.masked_scatter, "masked_scatter_")(self, mask, source)
+
+
+for _name, _fn in {
+        "scatter": _ix.scatter, "scatter_add": _ix.scatter_add,
+        "scatter_reduce": _ix.scatter_reduce, "index_add": _ix.index_add,
+        "index_copy": _ix.index_copy, "index_fill": _ix.index_fill,
+        "index_reduce": _ix.index_reduce, "masked_select": _ix.masked_select,
+        "masked_scatter": _ix.masked_scatter, "take": _ix.take,
+        "take_along_dim": _ix.take_along_dim, "put": _ix.put, "nonzero": _ix.nonzero,
+        "argwhere": _ix.argwhere, "nonzero_static": _ix.nonzero_static}.items():
+    setattr(Tensor, _name, _fn)
+for _name, _fn in {
+        "scatter_": _ix.scatter, "scatter_add_": _ix.scatter_add,
+        "scatter_reduce_": _ix.scatter_reduce, "index_add_": _ix.index_add,
+        "index_copy_": _ix.index_copy, "index_fill_": _ix.index_fill,
+        "index_reduce_": _ix.index_reduce, "put_": _ix.put,
+        "index_put_": _ix.index_put}.items():
+    setattr(Tensor, _name, _inplace_of(_fn, _name))
+Tensor.masked_scatter_ = _masked_scatter_inplace
+index_put_ = _function_of_method("index_put_")

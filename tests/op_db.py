@@ -512,5 +512,49 @@ OPS = [
         (((1, 2, 3, 2),),), **F32_FD),
 ]
 
+# ---- indexing (issue 8) ----
+# scatter_reduce(prod) and index_reduce are in tests/test_indexing.py: PyTorch has no tangent
+# for them (None, or NotImplementedError) where ndgrad computes one.
+_IDX23 = [[0, 2, 1], [1, 0, 1]]      # along dim 1 of a (2, 3): a repeated position in row 1
+OPS += [
+    _op("scatter", lambda m, x, s: m.scatter(x, 1, m.tensor([[0, 2, 1], [2, 0, 1]]), s),
+        (((2, 3), (2, 3)), ((2, 4), (2, 3)))),
+    _op("scatter_value", lambda m, x: x.scatter(0, m.tensor([[1, 0, 1]]), 1.5), M23),
+    _op("scatter_0d", lambda m, x, s: x.scatter(0, m.tensor(0), s), (((), ()),)),
+    _op("scatter_inplace", lambda m, x, s: x.clone().scatter_(1, m.tensor([[2], [0]]), s),
+        (((2, 3), (2, 1)),)),
+    _op("scatter_add", lambda m, x, s: m.scatter_add(x, 1, m.tensor(_IDX23), s),
+        (((2, 3), (2, 3)),)),
+    _op("scatter_reduce_sum", lambda m, x, s: x.scatter_reduce(1, m.tensor(_IDX23), s, "sum"),
+        (((2, 3), (2, 3)),)),
+    _op("scatter_reduce_mean", lambda m, x, s: m.scatter_reduce(
+        x, 1, m.tensor(_IDX23), s, "mean", include_self=False), (((2, 3), (2, 3)),)),
+    _op("scatter_reduce_amax", lambda m, x, s: x.scatter_reduce(1, m.tensor(_IDX23), s, "amax"),
+        (((2, 3), (2, 3)),), "distinct"),
+    _op("scatter_reduce_amin", lambda m, x, s: x.scatter_reduce(
+        0, m.tensor([[1, 1, 0]]), s, "amin", include_self=False), (((2, 3), (1, 3)),),
+        "distinct"),
+    _op("index_add", lambda m, x, s: m.index_add(x, 1, m.tensor([2, 0, 2]), s, alpha=2),
+        (((2, 3), (2, 3)),)),
+    _op("index_add_inplace", lambda m, x, s: x.clone().index_add_(0, m.tensor([0]), s),
+        (((2, 3), (1, 3)), ((), ()))),
+    _op("index_copy", lambda m, x, s: x.index_copy(-1, m.tensor([2, 0]), s),
+        (((2, 3), (2, 2)),)),
+    _op("index_fill", lambda m, x: x.index_fill(1, m.tensor([0, 2, 0]), -1.0), M23 + M234),
+    _op("index_fill_tensor", lambda m, x, v: m.index_fill(x, 0, m.tensor([1]), v),
+        (((2, 3), ()),)),
+    _op("masked_select", lambda m, x: x.masked_select(x > 0), M23 + UNARY[1:], "distinct"),
+    _op("masked_select_broadcast", lambda m, x: m.masked_select(x, m.tensor([[True], [False]])),
+        (((3,),), ((2, 3),))),
+    _op("masked_scatter", lambda m, x, s: x.masked_scatter(m.tensor([True, False, True]), s),
+        (((2, 3), (2, 4)), ((3,), (2,)))),
+    _op("take", lambda m, x: m.take(x, m.tensor([[0, -1], [3, 3]])), M23 + M234),
+    _op("take_along_dim", lambda m, x: x.take_along_dim(m.tensor([[2, 0, 1]]), 1), M23),
+    _op("take_along_dim_flat", lambda m, x: m.take_along_dim(x, m.tensor([5, 0])), M23),
+    _op("put", lambda m, x, s: x.put(m.tensor([4, 0]), s), (((2, 3), (2,)),)),
+    _op("put_accumulate", lambda m, x, s: m.put(x, m.tensor([[0, 0]]), s, accumulate=True),
+        (((2, 3), (2,)), ((), (2,)))),
+]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS), "op names must be unique"
