@@ -32,3 +32,6 @@ from .softmax import log_softmax, logsumexp, softmax  # noqa: F401,E402
 from . import _batching  # noqa: E402
 
 _batching.install()   # batching rules for every op above (Note [Batched backward])
+
+# ---- rearrange (issue 8) ----
+from . import rearrange  # noqa: F401,E402  (registers its batching rules itself)

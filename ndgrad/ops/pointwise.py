@@ -1405,9 +1405,12 @@ def _empty_like_copy(x: np.ndarray, like: np.ndarray) -> np.ndarray:
 def to(input: Tensor, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
     """Cast to ``dtype`` and/or lay out in ``memory_format`` (``device`` must be cpu); returns
     ``input`` if nothing changes."""
+    flags = []                          # positional non_blocking, copy (after a dtype/device)
     for a in args:
         if isinstance(a, Tensor):
             dtype = a.dtype
+        elif type(a) is bool:
+            flags.append(a)
         elif type(a) is int:            # a device index: an accelerator ndgrad does not have
             raise RuntimeError("Device index must not be negative" if a < 0 else
                                "Cannot access accelerator device when none is available.")
@@ -1418,7 +1421,7 @@ def to(input: Tensor, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
     if kwargs.get("device") is not None:
         check_device(kwargs["device"])
     fmt = _layout.check(kwargs.get("memory_format"), "to")
-    copy = kwargs.get("copy")
+    copy = kwargs.get("copy", flags[1] if len(flags) > 1 else None)
     x = input._data
     if fmt is not _layout.preserve_format:
         _layout.check_rank(x.ndim, fmt)
