@@ -367,7 +367,10 @@ def moveaxis(input: Tensor, source: Any, destination: Any) -> Tensor:
 
 def _T(self: Tensor) -> Tensor:
     n = self._data.ndim
-    if n != 2 and n != 0:
+    if n == 0:
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in "
+                      "these cases.", UserWarning, stacklevel=2)
+    elif n != 2:
         warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their "
                       "shape is deprecated and it will throw an error in a future release. "
                       "Consider `x.mT` to transpose batches of matrices or `x.permute(*torch."
@@ -1347,6 +1350,8 @@ def _install_rules() -> None:
         rule = R.get(view_op)
         if rule is not None:
             R[copy_op] = rule
+    # as_strided_copy's backward scatters through the view index map, which has a rule.
+    b.VJP_ONLY.add(COPY_OPS[_s.AS_STRIDED])
 
 
 _install_rules()
