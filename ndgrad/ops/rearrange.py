@@ -65,10 +65,11 @@ def _dims(dims: Any, ndim: int, fn: str) -> tuple:
     if isinstance(dims, (int, np.integer)):
         dims = (int(dims),)
     out = tuple(wrap_dim(int(d), max(ndim, 1)) for d in dims)
-    if len(set(out)) != len(out):
-        raise RuntimeError(f"dims has duplicates, original flip dims size={len(out)}, but unique "
-                           f"flip dims size={len(set(out))}" if fn == "flip" else
-                           f"dim {out[0]} appears multiple times in the list of dims")
+    seen: set = set()
+    for d in out:
+        if d in seen:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        seen.add(d)
     return out
 
 
@@ -144,10 +145,9 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     x = input._data
     shifts = _int_tuple(shifts)
     dims = () if dims is None else _int_tuple(dims)
-    if not dims:
-        if len(shifts) != 1:
-            raise RuntimeError(f"`shifts` required to be of length 1 when `dims` is empty, but "
-                               f"got shifts of length {len(shifts)}.")
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if not dims and len(shifts) == 1:
         return apply(ROLL, (input,), (x,), (shifts, ()))
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
@@ -276,7 +276,7 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: Any = None, *,
         repeats = int(repeats._data.reshape(()))
     k = int(repeats)
     if k < 0:
-        raise RuntimeError("repeats can not be negative")
+        raise RuntimeError("Repeats must be non-negative")
     if output_size is not None and n * k != output_size:
         raise RuntimeError("allocated size does not match required size")
     if input._data.ndim == 0:
@@ -431,7 +431,8 @@ def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:
         raise RuntimeError("unflatten: sizes must be non-empty")
     n = x.shape[d]
     if sizes.count(-1) > 1:
-        raise RuntimeError("only one dimension can be inferred")
+        raise RuntimeError("unflatten got an unexpected error:\nonly one dimension can be "
+                           "inferred")
     known = 1
     for s in sizes:
         if s != -1:
@@ -950,9 +951,12 @@ def _check_src(src: Tensor, want: tuple, x: Tensor, fn: str) -> None:
     if tuple(src._data.shape) != tuple(want):
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
                            f"{list(src._data.shape)}, slice size = {list(want)}")
-    if src._data.dtype != x._data.dtype:
-        raise RuntimeError(f"{fn}(): expected src and self to have the same dtype, but got "
-                           f"{src.dtype} and {x.dtype}")
+
+
+def _like(src: Tensor, x: Tensor) -> np.ndarray:
+    """``src``'s data in ``x``'s dtype (the scatters write into a copy of ``x``)."""
+    a, dt = src._data, x._data.dtype
+    return a if a.dtype == dt else a.astype(dt)
 
 
 @_batchable
@@ -962,7 +966,7 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     sl = v._view_steps[-1][1][0]
     d = len(sl) - 1
     _check_src(src, v._data.shape, input, "select_scatter")
-    return apply(SELECT_SCATTER, (input, src), (input._data, src._data), (d, sl[d]))
+    return apply(SELECT_SCATTER, (input, src), (input._data, _like(src, input)), (d, sl[d]))
 
 
 @_batchable
@@ -981,7 +985,7 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: Any = None, e
     b = max(a, b)
     want = x[(slice(None),) * d + (slice(a, b, step),)].shape
     _check_src(src, want, input, "slice_scatter")
-    return apply(SLICE_SCATTER, (input, src), (x, src._data), (d, a, b, int(step)))
+    return apply(SLICE_SCATTER, (input, src), (x, _like(src, input)), (d, a, b, int(step)))
 
 
 @_batchable
@@ -991,7 +995,7 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
     v = _shape.diagonal(_wrap(input._data), offset, dim1, dim2)
     args = v._view_steps[-1][1]
     _check_src(src, v._data.shape, input, "diagonal_scatter")
-    return apply(DIAGONAL_SCATTER, (input, src), (input._data, src._data), args)
+    return apply(DIAGONAL_SCATTER, (input, src), (input._data, _like(src, input)), args)
 
 
 def _as_strided_scatter_fwd(x, src, size, stride, offset):
@@ -1049,7 +1053,7 @@ def as_strided_scatter(input: Tensor, src: Tensor, size: Any, stride: Any,
     x = input._data
     _shape._check_as_strided(size, stride, offset, x.itemsize, x.size * x.itemsize)
     _check_src(src, size, input, "as_strided_scatter")
-    return apply(AS_STRIDED_SCATTER, (input, src), (x, src._data), (size, stride, offset))
+    return apply(AS_STRIDED_SCATTER, (input, src), (x, _like(src, input)), (size, stride, offset))
 
 
 # ---------------------------------------------------------------------------- *_copy variants
@@ -1081,6 +1085,8 @@ COPY_OPS = {op: _copy_op(op) for op in (
     _s.T_OP, _s.TRANSPOSE, _s.UNBIND, _s.SPLIT_SIZES)}
 for _op in (_s.DIAGONAL, _s.UNFOLD, _s.AS_STRIDED):
     COPY_OPS[_op] = _copy_op(_op, _scatter_through(_op))
+# view_copy copies any layout (PyTorch's view_copy does not need a viewable input).
+COPY_OPS[_s.VIEW].forward = lambda x, shape: np.reshape(x, shape).copy()
 ALIAS_COPY = Op("alias_copy", "AliasBackward0_copy", lambda x: x.copy(), lambda ctx, g: g,
                 jvp=linear)
 
@@ -1092,7 +1098,7 @@ def _copy_variant(view_fn: Callable, name: str) -> Callable:
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                             f"{type_name(input)}")
-        probe = _wrap(input._data)
+        probe = _wrap(np.ascontiguousarray(input._data) if view_fn is _view_fn else input._data)
         v = view_fn(probe, *args, **kwargs)
         first = v[0] if isinstance(v, tuple) else v
         if isinstance(v, tuple) and not v:
