@@ -399,6 +399,9 @@ def _H(self: Tensor) -> Tensor:
     if n not in (0, 2):
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {n}-D "
                            "tensor.")
+    if n == 0:
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                      UserWarning, stacklevel=2)
     return _conj_if_complex(_shape.transpose(self, 0, 1) if n == 2 else self)
 
 
