@@ -1359,8 +1359,23 @@ def _install_rules() -> None:
         rule = R.get(view_op)
         if rule is not None:
             R[copy_op] = rule
-    # as_strided_copy's backward scatters through the view index map, which has a rule.
-    b.VJP_ONLY.add(COPY_OPS[_s.AS_STRIDED])
+    # as_strided_copy: the batched copy reads the view's elements by their positions in the
+    # logical input (as the replay of an as_strided view does).
+    R[COPY_OPS[_s.AS_STRIDED]] = lambda c, args: b._view_replay(
+        c, (((_s.AS_STRIDED, args, None),),))
+
+    def as_strided_scatter_rule(c, args):
+        size, stride, offset = args
+        from .views_inplace import storage_positions
+        flat = storage_positions(size, stride, offset).reshape(-1)
+        (x, src), (bx, bs) = c.ts, c.bd
+        x = _shape.reshape(x if bx else b._batch_expand(x, c.B), (c.B, -1))
+        src = _shape.reshape(src if bs else b._batch_expand(src, c.B), (c.B, -1))
+        idx = (slice(None), flat)
+        r = apply(_s.INDEX_PUT, (x, src), (b._arr(x, c.arrs[0]), b._arr(src, c.arrs[0])),
+                  (idx, _s._index_tensors(idx, 2)))
+        return _shape.reshape(r, (c.B,) + tuple(c.ls[0]))
+    R[AS_STRIDED_SCATTER] = as_strided_scatter_rule
 
 
 _install_rules()
