@@ -527,7 +527,7 @@ _REARRANGE_METHODS = {
     "narrow_copy": _ra.narrow_copy, "select_scatter": _ra.select_scatter,
     "slice_scatter": _ra.slice_scatter, "diagonal_scatter": _ra.diagonal_scatter,
     "as_strided_scatter": _ra.as_strided_scatter, "conj_physical": _ra.conj_physical,
-    "conj_physical_": _inplace_of(_ra.conj_physical, "conj_physical_"),
+    "conj_physical_": _ra.conj_physical_,
     "resolve_conj": _ra.resolve_conj, "resolve_neg": _ra.resolve_neg,
     "is_conj": lambda s: False, "is_neg": lambda s: False,
 }

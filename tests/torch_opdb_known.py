@@ -516,7 +516,7 @@ for _k in (
         'vsplit', 'dsplit', 'ravel', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'unflatten',
         'column_stack', 'hstack', 'unbind_copy', 'vstack', 'dstack', 'unfold_copy', 'repeat',
         'squeeze_copy', 'fill', 'tile', 'unsqueeze_copy', 'transpose_copy', 'H', 'mH', 't_copy',
-        'repeat_interleave', 'diagflat'):
+        'repeat_interleave', 'diagflat', 'broadcast_shapes'):
     NOT_SHIPPED.pop(_k, None)
 KNOWN.pop('to', None)      # positional non_blocking/copy flags are read now
 KNOWN.update({

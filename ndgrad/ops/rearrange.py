@@ -1221,6 +1221,17 @@ def conj_physical(input: Tensor) -> Tensor:
     return apply(CONJ_PHYSICAL, (input,), (x,))
 
 
+# The in-place form records ConjPhysicalBackward1 for every dtype (a real tensor too).
+CONJ_PHYSICAL_ = Op("conj_physical_", "ConjPhysicalBackward1", np.conjugate,
+                    lambda ctx, g: conj_physical(g), jvp=linear)
+
+
+def conj_physical_(self: Tensor) -> Tensor:
+    """In-place ``conj_physical`` (bumps the version counter)."""
+    from .views_inplace import apply_inplace
+    return apply_inplace(self, lambda s: apply(CONJ_PHYSICAL_, (s,), (s._data,)))
+
+
 def resolve_conj(input: Tensor) -> Tensor:
     """``input`` (ndgrad computes conjugates eagerly: there is no conjugate bit to resolve)."""
     return input
@@ -1352,6 +1363,7 @@ def _install_rules() -> None:
     R[SLICE_SCATTER] = scatter_rule(lambda a: (a[0] + 1,) + tuple(a[1:]))
     R[DIAGONAL_SCATTER] = scatter_rule(lambda a: (a[0], a[1] + 1, a[2] + 1))
     R[VIEW_AS_REAL] = R[VIEW_AS_COMPLEX] = R[CONJ_PHYSICAL] = b._pointwise()
+    R[CONJ_PHYSICAL_] = b._pointwise()
     R[ALIAS_COPY] = b._pointwise()
     R[FILL_S] = b._pointwise()
     R[FILL_T] = b._fill_like
