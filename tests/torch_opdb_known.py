@@ -533,3 +533,4 @@ KNOWN.update({
                      "which matches finite differences",
     },
 })
+KNOWN.pop('diagonal', None)   # diagonal has a batching rule now (ops/rearrange.py)
