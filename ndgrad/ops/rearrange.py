@@ -596,6 +596,19 @@ def cartesian_prod(*tensors: Any) -> Tensor:
     return _shape.stack([_shape.flatten(g) for g in grids], 1)
 
 
+def _masked_select_vjp(ctx, g):
+    mask, _ = ctx.saved
+    idx = np.nonzero(mask._data)
+    return apply(_shape.INDEX_BACKWARD, (g,), (g._data,), (idx, ctx.input_shape(0)))
+
+
+# ``grid.masked_select(mask)`` for a mask of the grid's shape (combinations' building block,
+# recorded as PyTorch records it: MaskedSelectBackward0 saving the mask, then the grid).
+MASKED_SELECT = Op("_combinations_select", "MaskedSelectBackward0",
+                   lambda x, mask: x[mask._data], _masked_select_vjp, args=("mask",),
+                   saves=("mask", "self"), jvp=linear)
+
+
 @_batchable
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
     """All length-``r`` combinations of the elements of a 1-d tensor (with repeats of an
@@ -607,10 +620,14 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
         return _wrap(np.empty((0,), dtype=x.dtype))
-    gen = (itertools.combinations_with_replacement if with_replacement
-           else itertools.combinations)(range(x.shape[0]), r)
-    idx = np.array(list(gen), dtype=np.int64).reshape(-1, r)
-    cols = [_shape.getitem(input, _wrap(idx[:, k].copy())) for k in range(r)]
+    n = x.shape[0]
+    ind = np.indices((n,) * r)
+    mask = np.ones((n,) * r, dtype=bool)
+    for k in range(r - 1):
+        mask &= (ind[k] <= ind[k + 1]) if with_replacement else (ind[k] < ind[k + 1])
+    m = _wrap(mask)
+    grids = meshgrid(*([input] * r), indexing="ij")
+    cols = [apply(MASKED_SELECT, (g,), (g._data,), (m,)) for g in grids]
     return _shape.stack(cols, 1)
 
 
@@ -1366,6 +1383,11 @@ def _install_rules() -> None:
     R[CONJ_PHYSICAL_] = b._pointwise()
     R[ALIAS_COPY] = b._pointwise()
     R[FILL_S] = b._pointwise()
+
+    def masked_select_rule(c, args):
+        g = _shape.reshape(c.ts[0], (c.B, -1))
+        return b._flat_index(g, b._arr(g, c.arrs[0]), np.flatnonzero(args[0]._data))
+    R[MASKED_SELECT] = masked_select_rule
     R[FILL_T] = b._fill_like
     for view_op, copy_op in COPY_OPS.items():
         rule = R.get(view_op)
