@@ -76,6 +76,19 @@ from .ops.indexing import (  # noqa: F401,E402
     searchsorted, take, take_along_dim)
 from ._tensor_methods import index_put_  # noqa: F401,E402
 
+# ---- rearrange (issue 8) ----
+from .ops.rearrange import (  # noqa: F401,E402
+    adjoint, alias_copy, as_strided_copy, as_strided_scatter, atleast_1d, atleast_2d,
+    atleast_3d, block_diag, broadcast_shapes, broadcast_tensors, broadcast_to, cartesian_prod,
+    column_stack, combinations, conj_physical, diag, diag_embed, diagflat, diagonal_copy,
+    diagonal_scatter, dsplit, dstack, expand_copy, fill, flip, fliplr, flipud, hsplit, hstack,
+    meshgrid, moveaxis, narrow_copy, permute_copy, ravel, repeat_interleave, resolve_conj,
+    resolve_neg, roll, rot90, row_stack, select_scatter, slice_scatter, split_with_sizes,
+    split_with_sizes_copy, squeeze_copy, swapdims, t_copy, tensor_split, tile, transpose_copy,
+    unbind_copy, unflatten, unfold_copy, unsafe_chunk, unsafe_split, unsafe_split_with_sizes,
+    unsqueeze_copy, view_as_complex, view_as_real, view_copy, vsplit, vstack)
+from ._tensor_methods import conj_physical_  # noqa: F401,E402
+
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]

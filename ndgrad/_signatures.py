@@ -306,6 +306,73 @@ METHODS += "\n" + "\n".join([
 # ---- end indexing ----
 
 
+# ---- rearrange (issue 8) ----
+FUNCTIONS_AND_METHODS += """
+fliplr(Tensor input)
+flipud(Tensor input)
+roll(Tensor input, int[1] shifts, int[1] dims=())
+rot90(Tensor input, int k=1, int[] dims=None)
+repeat_interleave(Tensor input, Tensor|int repeats=None, int? dim=None, *, int? output_size=None)
+ravel(Tensor input)
+swapdims(Tensor input, int dim0, int dim1)
+moveaxis(Tensor input, int[1] source, int[1] destination)
+adjoint(Tensor input)
+unflatten(Tensor input, int dim, int[] sizes)
+diag(Tensor input, int diagonal=0)
+diag_embed(Tensor input, int offset=0, int dim1=-2, int dim2=-1)
+diagflat(Tensor input, int offset=0)
+tensor_split(Tensor input, Any indices_or_sections, int dim=0)
+hsplit(Tensor input, Any indices_or_sections)
+vsplit(Tensor input, Any indices_or_sections)
+dsplit(Tensor input, Any indices_or_sections)
+split_with_sizes(Tensor input, int[] split_sizes, int dim=0)
+unsafe_split(Tensor input, int split_size, int dim=0)
+unsafe_chunk(Tensor input, int chunks, int dim=0)
+narrow_copy(Tensor input, int dim, int start, int length)
+select_scatter(Tensor input, Tensor src, int dim, int index)
+slice_scatter(Tensor input, Tensor src, int dim=0, int? start=None, int? end=None, int step=1)
+diagonal_scatter(Tensor input, Tensor src, int offset=0, int dim1=0, int dim2=1)
+as_strided_scatter(Tensor input, Tensor src, int[] size, int[] stride, int? storage_offset=None)
+conj_physical(Tensor input)
+resolve_conj(Tensor input)
+resolve_neg(Tensor input)
+broadcast_to(Tensor input, int[] size)
+"""
+FUNCTIONS += """
+flip(Tensor input, int[] dims)
+tile(Tensor input, int[] dims)
+combinations(Tensor input, int r=2, bool with_replacement=False)
+hstack(Tensor[] tensors)
+vstack(Tensor[] tensors)
+row_stack(Tensor[] tensors)
+dstack(Tensor[] tensors)
+column_stack(Tensor[] tensors)
+view_as_real(Tensor input)
+view_as_complex(Tensor input)
+fill(Tensor input, Tensor|Scalar value)
+alias_copy(Tensor input)
+expand_copy(Tensor input, int[] size, *, bool implicit=False)
+permute_copy(Tensor input, int[] dims)
+view_copy(Tensor input, int[] size)
+squeeze_copy(Tensor input, int[1] dim=None)
+unsqueeze_copy(Tensor input, int dim)
+t_copy(Tensor input)
+transpose_copy(Tensor input, int dim0, int dim1)
+unbind_copy(Tensor input, int dim=0)
+split_with_sizes_copy(Tensor input, int[] split_sizes, int dim=0)
+diagonal_copy(Tensor input, int offset=0, int dim1=0, int dim2=1)
+unfold_copy(Tensor input, int dimension, int size, int step)
+as_strided_copy(Tensor input, int[] size, int[] stride, int? storage_offset=None)
+"""
+METHODS += """
+flip(Tensor self, int... dims)
+tile(Tensor self, int... dims)
+repeat(Tensor self, int... repeats)
+unsafe_split_with_sizes(Tensor self, int[] split_sizes, int dim=0)
+conj_physical_(Tensor self)
+"""
+
+
 def _entries(block: str) -> list:
     return [line.strip() for line in block.strip().splitlines() if line.strip()]
 

@@ -563,3 +563,34 @@ for _name, _fn in {
     setattr(Tensor, _name, _inplace_of(_fn, _name))
 Tensor.masked_scatter_ = _masked_scatter_inplace
 index_put_ = _function_of_method("index_put_")
+
+# ---- rearrange (issue 8) ----
+_ra = ops.rearrange
+_REARRANGE_METHODS = {
+    "flip": lambda s, *dims: _ra.flip(s, dims[0] if len(dims) == 1 and
+                                      isinstance(dims[0], (tuple, list)) else dims),
+    "fliplr": _ra.fliplr, "flipud": _ra.flipud, "roll": _ra.roll, "rot90": _ra.rot90,
+    "repeat": _ra.repeat,
+    "tile": lambda s, *dims: _ra.tile(s, dims[0] if len(dims) == 1 and
+                                      isinstance(dims[0], (tuple, list)) else dims),
+    "repeat_interleave": _ra.repeat_interleave, "broadcast_to": _ra.broadcast_to,
+    "ravel": _ra.ravel, "swapdims": _ra.swapdims, "moveaxis": _ra.moveaxis,
+    "adjoint": _ra.adjoint, "unflatten": _ra.unflatten, "diag": _ra.diag,
+    "diag_embed": _ra.diag_embed, "diagflat": _ra.diagflat, "tensor_split": _ra.tensor_split,
+    "hsplit": _ra.hsplit, "vsplit": _ra.vsplit, "dsplit": _ra.dsplit,
+    "split_with_sizes": _ra.split_with_sizes, "unsafe_split": _ra.unsafe_split,
+    "unsafe_split_with_sizes": _ra.unsafe_split_with_sizes, "unsafe_chunk": _ra.unsafe_chunk,
+    "narrow_copy": _ra.narrow_copy, "select_scatter": _ra.select_scatter,
+    "slice_scatter": _ra.slice_scatter, "diagonal_scatter": _ra.diagonal_scatter,
+    "as_strided_scatter": _ra.as_strided_scatter, "conj_physical": _ra.conj_physical,
+    "conj_physical_": _ra.conj_physical_,
+    "resolve_conj": _ra.resolve_conj, "resolve_neg": _ra.resolve_neg,
+    "is_conj": lambda s: False, "is_neg": lambda s: False,
+}
+for _name, _fn in _REARRANGE_METHODS.items():
+    setattr(Tensor, _name, _fn)
+Tensor.T = property(_ra._T)
+Tensor.mT = property(_ra._mT)
+Tensor.H = property(_ra._H)
+Tensor.mH = property(_ra._mH)
+conj_physical_ = _function_of_method("conj_physical_")

@@ -435,3 +435,34 @@ NOT_SHIPPED = {
     'vstack': 'not yet implemented',
     'xlogy': 'not yet implemented',
 }
+
+# ---- rearrange (issue 8) ----
+for _k in (
+        'broadcast_to', 'broadcast_tensors', 'block_diag', 'combinations', 'cartesian_prod',
+        'unsafe_chunk', 'conj_physical', 'resolve_conj', 'resolve_neg', 'view_as_real',
+        'view_as_complex', 'expand_copy', 'diag', 'diag_embed', 'diagonal_copy',
+        'diagonal_scatter', 'alias_copy', 'flip', 'fliplr', 'flipud', 'meshgrid/variadic_tensors',
+        'meshgrid/list_of_tensors', 'as_strided_copy', 'as_strided_scatter', 'narrow_copy',
+        'view_copy', 'permute_copy', 'roll', 'rot90', 'unsafe_split', 'split_with_sizes',
+        'split_with_sizes_copy', 'select_scatter', 'slice_scatter', 'tensor_split', 'hsplit',
+        'vsplit', 'dsplit', 'ravel', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'unflatten',
+        'column_stack', 'hstack', 'unbind_copy', 'vstack', 'dstack', 'unfold_copy', 'repeat',
+        'squeeze_copy', 'fill', 'tile', 'unsqueeze_copy', 'transpose_copy', 'H', 'mH', 't_copy',
+        'repeat_interleave', 'diagflat', 'broadcast_shapes'):
+    NOT_SHIPPED.pop(_k, None)
+KNOWN.pop('to', None)      # positional non_blocking/copy flags are read now
+KNOWN.update({
+    'view_as_complex': {
+        'lowp': 'float16 -> complex32, which NumPy does not have',
+    },
+    'as_strided_scatter': {
+        'vjp': "torch's AsStridedScatterBackward0 is wrong here (its own gradcheck fails: "
+               "an overwritten input gets gradient); ndgrad's passes gradcheck "
+               "(tests/test_rearrange.py)",
+        'gradgrad': 'follows from the vjp difference above',
+        'batched': 'follows from the vjp difference above',
+        'fwbatched': "torch's forward-mode Jacobian of as_strided_scatter differs from ndgrad's, "
+                     "which matches finite differences",
+    },
+})
+KNOWN.pop('diagonal', None)   # diagonal has a batching rule now (ops/rearrange.py)

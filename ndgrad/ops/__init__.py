@@ -38,3 +38,6 @@ from . import _batching  # noqa: E402
 _batching.install()   # batching rules for every op above (Note [Batched backward])
 # ---- indexing (issue 8) ----
 from . import indexing  # noqa: F401,E402  (registers its batching rules, after install)
+
+# ---- rearrange (issue 8) ----
+from . import rearrange  # noqa: F401,E402  (registers its batching rules itself)
