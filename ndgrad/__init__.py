@@ -64,6 +64,14 @@ isfinite = ops.isfinite
 isinf = ops.isinf
 bitwise_not = ops.bitwise_not
 
+# ---- binary (issue 8) ----
+from .ops.binary import (  # noqa: F401,E402
+    atan2, arctan2, remainder, fmod, hypot, fmax, fmin, copysign, xlogy, logaddexp, logaddexp2,
+    lerp, addcmul, addcdiv, ldexp, float_power, heaviside, nextafter, true_divide, rsub, frexp,
+    complex, polar, bitwise_left_shift, bitwise_right_shift, gcd, lcm)
+from ._tensor_methods import xlogy_, ldexp_, gcd_, lcm_  # noqa: F401,E402
+from . import special  # noqa: F401,E402
+# ---- end binary ----
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]

@@ -506,3 +506,72 @@ Tensor.imag = property(lambda s: ops.shape.imag(s))
 Tensor.diagonal = ops.shape.diagonal
 Tensor.unfold = ops.shape.unfold
 Tensor.as_strided = ops.shape.tensor_as_strided
+
+
+# ---- binary (issue 8) ----
+def _binary_methods() -> None:
+    b = ops.binary
+
+    def float_power_(self: Tensor, exponent: Any) -> Tensor:
+        cplx = self._data.dtype.kind == "c" or (
+            exponent._data.dtype.kind == "c" if isinstance(exponent, Tensor)
+            else isinstance(exponent, complex))
+        want = _dtype.complex128 if cplx else _dtype.float64
+        if self._data.dtype != want.np:
+            raise RuntimeError(f"the base given to float_power_ has dtype "
+                               f"{_dtype._FROM_NP[self._data.dtype]._torch_name} but the "
+                               f"operation's result requires dtype {want._torch_name}")
+        return _inplace_of(b.float_power, "float_power_")(self, exponent)
+
+    def mod(self: Tensor, other: Any) -> Tensor:
+        return b.remainder(self, other)
+
+    def rmod(self: Tensor, other: Any) -> Tensor:
+        return b.remainder(other, self)
+
+    def lshift(self: Tensor, other: Any) -> Tensor:
+        return b.bitwise_left_shift(self, other)
+
+    def rshift(self: Tensor, other: Any) -> Tensor:
+        return b.bitwise_right_shift(self, other)
+
+    methods = {
+        "atan2": b.atan2, "arctan2": b.atan2, "remainder": b.remainder, "fmod": b.fmod,
+        "hypot": b.hypot, "fmax": b.fmax, "fmin": b.fmin, "copysign": b.copysign,
+        "xlogy": b.xlogy, "logaddexp": b.logaddexp, "logaddexp2": b.logaddexp2,
+        "lerp": b.lerp,
+        "addcmul": lambda s, t1, t2, *, value=1: b.addcmul(s, t1, t2, value=value),
+        "addcdiv": lambda s, t1, t2, *, value=1: b.addcdiv(s, t1, t2, value=value),
+        "ldexp": b.ldexp, "float_power": b.float_power, "heaviside": b.heaviside,
+        "nextafter": b.nextafter, "frexp": b.frexp,
+        "bitwise_left_shift": b.bitwise_left_shift,
+        "bitwise_right_shift": b.bitwise_right_shift, "gcd": b.gcd, "lcm": b.lcm,
+        "float_power_": float_power_,
+        "__mod__": _operator(mod, "__mod__"), "__rmod__": _operator(rmod, "__rmod__"),
+        "__lshift__": _operator(lshift, "__lshift__"),
+        "__rlshift__": _operator(lambda s, o: b.bitwise_left_shift(o, s), "__rlshift__"),
+        "__rshift__": _operator(rshift, "__rshift__"),
+        "__rrshift__": _operator(lambda s, o: b.bitwise_right_shift(o, s), "__rrshift__"),
+    }
+    for name, fn in (("atan2_", b.atan2), ("arctan2_", b.atan2), ("remainder_", b.remainder),
+                     ("fmod_", b.fmod), ("hypot_", b.hypot), ("copysign_", b.copysign),
+                     ("xlogy_", b.xlogy), ("lerp_", b.lerp), ("addcmul_", b.addcmul),
+                     ("addcdiv_", b.addcdiv), ("ldexp_", b.ldexp), ("heaviside_", b.heaviside),
+                     ("nextafter_", b.nextafter), ("true_divide_", ops.div),
+                     ("bitwise_left_shift_", b.bitwise_left_shift),
+                     ("bitwise_right_shift_", b.bitwise_right_shift), ("gcd_", b.gcd),
+                     ("lcm_", b.lcm)):
+        methods[name] = _inplace_of(fn, name)
+    methods["__imod__"] = _operator(lambda s, o: s.remainder_(o), "__imod__")
+    methods["__ilshift__"] = _operator(lambda s, o: s.bitwise_left_shift_(o), "__ilshift__")
+    methods["__irshift__"] = _operator(lambda s, o: s.bitwise_right_shift_(o), "__irshift__")
+    for name, fn in methods.items():
+        setattr(Tensor, name, fn)
+
+
+_binary_methods()
+xlogy_ = _function_of_method("xlogy_")
+ldexp_ = _function_of_method("ldexp_")
+gcd_ = _function_of_method("gcd_")
+lcm_ = _function_of_method("lcm_")
+# ---- end binary ----
