@@ -562,6 +562,22 @@ def _binary_methods() -> None:
                      ("bitwise_right_shift_", b.bitwise_right_shift), ("gcd_", b.gcd),
                      ("lcm_", b.lcm)):
         methods[name] = _inplace_of(fn, name)
+    def rdiv(self: Tensor, other: Any) -> Tensor:
+        # PyTorch's Tensor.__rdiv__ is ``self.reciprocal() * other`` (a non-tensor ``self``,
+        # when called unbound, raises AttributeError there too)
+        if not isinstance(self, Tensor):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                 "'reciprocal'")
+        if type(other) is not Tensor and not _operand(other):
+            return NotImplemented
+        return ops.reciprocal(self) * other
+    methods["__rdiv__"] = rdiv
+
+    def rmatmul(self: Tensor, other: Any) -> Tensor:
+        if isinstance(other, Tensor):        # called directly: other @ self
+            return ops.matmul(other, self)
+        return _rmatmul(self, other)
+    methods["__rmatmul__"] = _operator(rmatmul, "__rmatmul__")
     methods["__imod__"] = _operator(lambda s, o: s.remainder_(o), "__imod__")
     methods["__ilshift__"] = _operator(lambda s, o: s.bitwise_left_shift_(o), "__ilshift__")
     methods["__irshift__"] = _operator(lambda s, o: s.bitwise_right_shift_(o), "__irshift__")

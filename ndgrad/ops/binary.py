@@ -471,8 +471,8 @@ def _ldexp_vjp(ctx, g):
     e, r = ctx.saved
     ga = gb = None
     if ctx.needs_input_grad(0):
-        ga = g * _exp2(e.to(_dtype._FROM_NP[g._data.dtype]) if e._data.dtype.kind in "biu"
-                       else e)
+        # an integer exponent: PyTorch's integer 2 ** e (0 for negative e)
+        ga = g * (_pw.pow(2, e) if e._data.dtype.kind in "iu" else _exp2(e))
     if ctx.needs_input_grad(1):
         gb = g * _c(r * _LN2)
     return ga, gb
@@ -480,9 +480,8 @@ def _ldexp_vjp(ctx, g):
 
 def _ldexp_jvp(ctx, ta, tb):
     a, e = ctx.inputs
-    if e._data.dtype.kind in "biu":
-        e = e.to(_dtype._FROM_NP[ctx.result._data.dtype])
-    return _sum(ta * _exp2(e) if ta is not None else None,
+    return _sum(ta * (_pw.pow(2, e) if e._data.dtype.kind in "iu" else _exp2(e))
+                if ta is not None else None,
                 tb * (ctx.result * _LN2) if tb is not None else None)
 
 
@@ -822,13 +821,13 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
             return r
     a, b = input._data, end._data
     if a.dtype != b.dtype:
-        raise RuntimeError(f"expected dtype {_dtype._FROM_NP[a.dtype].name} for `end` but got "
-                           f"dtype {_dtype._FROM_NP[b.dtype].name}")
+        raise RuntimeError(f"expected dtype {_cname(a.dtype)} for `end` but got dtype "
+                           f"{_cname(b.dtype)}")
     if isinstance(weight, Tensor):
         w = weight._data
         if w.dtype != a.dtype and w.ndim > 0:
-            raise RuntimeError(f"expected dtype {_dtype._FROM_NP[a.dtype].name} for `weight` "
-                               f"but got dtype {_dtype._FROM_NP[w.dtype].name}")
+            raise RuntimeError(f"expected dtype {_cname(a.dtype)} for `weight` but got dtype "
+                               f"{_cname(w.dtype)}")
         _pw._not_implemented_for("lerp_kernel_tensor", a, "biu")
         _pw._check_broadcast(a.shape, b.shape, w.shape)
         w = w if w.dtype == a.dtype else w.astype(a.dtype)
@@ -848,13 +847,15 @@ def _addc(name: str, op: Op, input: Tensor, tensor1: Tensor, tensor2: Tensor,
     if op is ADDCDIV and tensor1._data.dtype.kind in "biu" and \
             tensor2._data.dtype.kind in "biu":
         raise RuntimeError(
-            "Integer division with addcdiv is no longer supported, and in a future release "
+            "Integer division with addcdiv is no longer supported, and in a future  release "
             "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
             "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
             ".to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) "
             "for float inputs. The future addcdiv behavior is just the latter implementation: "
             "(input + value * tensor1 / tensor2), for all dtypes.")
     rt = _dtype.result_type(input, tensor1, tensor2)
+    if rt.np.kind == "b":
+        raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
     arrays = tuple(t._data if t._data.dtype == rt.np else t._data.astype(rt.np)
                    for t in (input, tensor1, tensor2))
     _pw._check_broadcast(*(x.shape for x in arrays))
@@ -866,6 +867,10 @@ def _addc(name: str, op: Op, input: Tensor, tensor1: Tensor, tensor2: Tensor,
         v = int(v)
     v = _dtype.scalar_to(v, rt)
     return apply(op, (input, tensor1, tensor2), arrays, (v,))
+
+
+def _cname(d: np.dtype) -> str:
+    return _C_NAMES.get(d.name, d.name)
 
 
 _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
@@ -1090,7 +1095,7 @@ def _int_binary(name: str, kernel: str, fwd: Callable, input: Any, other: Any) -
     else:
         bd, s = scalar_operand(other._data, as_scalar(input))
         ad = np.asarray(s, bd.dtype)
-    _pw._not_implemented_for(kernel, ad, "fc" if name.startswith("bitwise") else "fcb")
+    _pw._not_implemented_for(kernel, ad, "fcb")
     if ad.dtype in _LOW or bd.dtype in _LOW:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_name_of(ad.dtype)}'")
     return _wrap(np.asarray(fwd(ad, bd)).astype(ad.dtype, copy=False))
