@@ -605,7 +605,9 @@ def _polar_vjp(ctx, g):
 
 def _polar_jvp(ctx, tr, tt):
     z = ctx.result
-    return _sum(tr * _unit(z) if tr is not None else None,
+    th = ctx.inputs[1]
+    # forward mode uses exp(i angle) itself (the VJP uses sgn(result), as PyTorch's)
+    return _sum(tr * complex(_pw.cos(th), _pw.sin(th)) if tr is not None else None,
                 tt * (z * 1j) if tt is not None else None)
 
 
