@@ -32,8 +32,8 @@ from . import pointwise as _pw
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
-from ._jvp import not_implemented, zero
-from ._util import as_scalar, is_scalar, promote_pair, scalar_operand, to_float
+from ._jvp import not_implemented
+from ._util import as_scalar, promote_pair, scalar_operand, to_float
 
 __all__ = ["atan2", "arctan2", "remainder", "fmod", "hypot", "fmax", "fmin", "copysign",
            "xlogy", "xlog1py", "logaddexp", "logaddexp2", "lerp", "addcmul", "addcdiv", "ldexp",
@@ -164,7 +164,14 @@ def _atan2_tangent(a, b, res, ta, tb):
                 tb * (-a * r) if tb is not None else None)
 
 
-ATAN2 = Op("atan2", "Atan2Backward0", np.arctan2, _vjp(_atan2_grads, _self_other),
+def _atan2_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # float32 and below through float64, so that results are correctly rounded like PyTorch's
+    if a.dtype.kind == "f" and a.dtype.itemsize < 8 or a.dtype == _dtype.bfloat16.np:
+        return np.arctan2(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
+    return np.arctan2(a, b)
+
+
+ATAN2 = Op("atan2", "Atan2Backward0", _atan2_fwd, _vjp(_atan2_grads, _self_other),
            saves=("other", "self"), inputs=("self", "other"), jvp=_jvp(_atan2_tangent))
 
 
@@ -242,9 +249,19 @@ def _fminmax_tangent(is_max: bool) -> Callable:
     return rule
 
 
-FMAX = Op("fmax", "FmaxBackward0", np.fmax, _vjp(_fminmax_rule(True), _self_other),
+def _fminmax_fwd(is_max: bool) -> Callable:
+    # ``a`` where it wins or ties (fmax(0.0, -0.0) is 0.0, fmax(-0.0, 0.0) is -0.0) or b is NaN
+    def fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        keep = (a >= b) if is_max else (a <= b)
+        if a.dtype.kind in "fc":
+            keep = keep | np.isnan(b)
+        return np.where(keep, a, b)
+    return fwd
+
+
+FMAX = Op("fmax", "FmaxBackward0", _fminmax_fwd(True), _vjp(_fminmax_rule(True), _self_other),
           saves=("other", "self"), inputs=("self", "other"), jvp=_jvp(_fminmax_tangent(True)))
-FMIN = Op("fmin", "FminBackward0", np.fmin, _vjp(_fminmax_rule(False), _self_other),
+FMIN = Op("fmin", "FminBackward0", _fminmax_fwd(False), _vjp(_fminmax_rule(False), _self_other),
           saves=("other", "self"), inputs=("self", "other"), jvp=_jvp(_fminmax_tangent(False)))
 
 
@@ -506,11 +523,21 @@ def _nextafter_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(fa == fb, b, r).astype(a.dtype, copy=False)
 
 
-NEXTAFTER = Op("nextafter", "NextafterBackward0", _nextafter_fwd,
-               lambda ctx, g: (g if ctx.needs_input_grad(0) else None,
-                               _zeros_of(g) if ctx.needs_input_grad(1) else None),
-               saves=("other", "self"), inputs=("self", "other"),
-               jvp=lambda ctx, ta, tb: ta if ta is not None else _zeros_of(ctx.result))
+def _nextafter_vjp(ctx, g):
+    # PyTorch's convention: the gradient passes to ``self`` except where self == other
+    # (there the result is ``other``); ``other`` gets zeros
+    other, self = ctx.saved
+    return (_where(self == other, 0.0, g) if ctx.needs_input_grad(0) else None,
+            _zeros_of(g) if ctx.needs_input_grad(1) else None)
+
+
+def _nextafter_jvp(ctx, ta, tb):
+    a, b = ctx.inputs
+    return _where(a == b, 0.0, ta) if ta is not None else _zeros_of(ctx.result)
+
+
+NEXTAFTER = Op("nextafter", "NextafterBackward0", _nextafter_fwd, _nextafter_vjp,
+               saves=("other", "self"), inputs=("self", "other"), jvp=_nextafter_jvp)
 
 
 # ---------------------------------------------------------------------------- heaviside
@@ -918,6 +945,8 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:
         rt = _dtype.get_default_dtype().np
     a = input._data if input._data.dtype == rt else input._data.astype(rt)
     e = other._data
+    if e.dtype.kind == "b" and input._data.dtype.kind in "fc":
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
     if e.dtype.kind not in "biu" and e.dtype != rt:
         e = e.astype(rt)
     _pw._check_broadcast(a.shape, e.shape)
