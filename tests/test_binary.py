@@ -38,6 +38,8 @@ DIFF = {
     "remainder_scalar": lambda m, a, b: m.remainder(a, -1.5),
     "xlogy_scalar": lambda m, a, b: m.xlogy(a, 0.0),
     "xlogy_scalar_self": lambda m, a, b: m.xlogy(0.0, b),
+    "polar": lambda m, a, b: m.polar(a, b).imag + m.polar(b, a).real,
+    "complex": lambda m, a, b: m.complex(a, b).imag - m.complex(b, a).real,
 }
 
 

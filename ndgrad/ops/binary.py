@@ -223,7 +223,8 @@ def _hypot_vjp(ctx, g):
 
 
 HYPOT = Op("hypot", "HypotBackward0", _in_float32(np.hypot), _hypot_vjp,
-           saves=("other", "self", "result"), inputs=("self", "other"),
+           saves=("other", "self", "result"), save_if=((1,), (0,), None),
+           inputs=("self", "other"),
            jvp=_jvp(lambda a, b, r, ta, tb: _sum(ta * (a / r) if ta is not None else None,
                                                   tb * (b / r) if tb is not None else None)))
 
@@ -286,7 +287,8 @@ def _copysign_jvp(ctx, ta, tb=None):
 
 
 COPYSIGN = Op("copysign", "CopysignBackward0", _in_float32(np.copysign), _copysign_vjp,
-              saves=("self", "result"), inputs=("self", "other"), jvp=_copysign_jvp)
+              saves=("self", "result"), save_if=((0,), None), inputs=("self", "other"),
+              jvp=_copysign_jvp)
 COPYSIGN_S = Op("copysign", "CopysignBackward1", _scalar_form(_in_float32(np.copysign)),
                 _copysign_vjp, saves=("self", "result"), args=("other",), jvp=_copysign_jvp)
 
@@ -421,7 +423,7 @@ def _lerp_t_jvp(ctx, ta, tb, tw):
 LERP_S = Op("lerp", "LerpBackward0", _lerp_fwd, _lerp_s_vjp, saves=("weight",),
             inputs=("self", "end"), args=("weight",), jvp=_lerp_s_jvp)
 LERP_T = Op("lerp", "LerpBackward1", _lerp_fwd, _lerp_t_vjp, saves=("end", "self", "weight"),
-            inputs=("self", "end", "weight"), jvp=_lerp_t_jvp)
+            save_if=((2,), (2,), None), inputs=("self", "end", "weight"), jvp=_lerp_t_jvp)
 
 
 # ---------------------------------------------------------------------------- addcmul / addcdiv
@@ -472,11 +474,11 @@ def _addcdiv_jvp(ctx, tx, t1t, t2t):
 
 
 ADDCMUL = Op("addcmul", "AddcmulBackward0", _addcmul_fwd, _addcmul_vjp,
-             saves=("tensor1", "tensor2", "value"), inputs=("self", "tensor1", "tensor2"),
-             args=("value",), jvp=_addcmul_jvp)
+             saves=("tensor1", "tensor2", "value"), save_if=((2,), (1,), None),
+             inputs=("self", "tensor1", "tensor2"), args=("value",), jvp=_addcmul_jvp)
 ADDCDIV = Op("addcdiv", "AddcdivBackward0", _addcdiv_fwd, _addcdiv_vjp,
-             saves=("tensor1", "tensor2", "value"), inputs=("self", "tensor1", "tensor2"),
-             args=("value",), jvp=_addcdiv_jvp)
+             saves=("tensor1", "tensor2", "value"), save_if=((2,), None, None),
+             inputs=("self", "tensor1", "tensor2"), args=("value",), jvp=_addcdiv_jvp)
 
 
 # ---------------------------------------------------------------------------- ldexp
@@ -503,7 +505,7 @@ def _ldexp_jvp(ctx, ta, tb):
 
 
 LDEXP = Op("ldexp", "LdexpBackward0", _ldexp_fwd, _ldexp_vjp, saves=("other", "result"),
-           inputs=("self", "other"), jvp=_ldexp_jvp)
+           save_if=((0,), None), inputs=("self", "other"), jvp=_ldexp_jvp)
 
 
 # ---------------------------------------------------------------------------- nextafter
@@ -537,7 +539,8 @@ def _nextafter_jvp(ctx, ta, tb):
 
 
 NEXTAFTER = Op("nextafter", "NextafterBackward0", _nextafter_fwd, _nextafter_vjp,
-               saves=("other", "self"), inputs=("self", "other"), jvp=_nextafter_jvp)
+               saves=("other", "self"), save_if=((0,), (0,)), inputs=("self", "other"),
+               jvp=_nextafter_jvp)
 
 
 # ---------------------------------------------------------------------------- heaviside
@@ -614,7 +617,8 @@ def _complex_jvp(ctx, tr, ti):
 COMPLEX = Op("complex", "ComplexBackward0", _complex_fwd,
              lambda ctx, g: (_real(g) if ctx.needs_input_grad(0) else None,
                              _imag(g) if ctx.needs_input_grad(1) else None),
-             saves=("imag", "real"), inputs=("real", "imag"), jvp=_complex_jvp)
+             saves=("imag", "real"), save_if=((1,), (0,)), inputs=("real", "imag"),
+             jvp=_complex_jvp)
 
 
 def _unit(z: Tensor) -> Tensor:
