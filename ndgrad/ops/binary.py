@@ -62,12 +62,11 @@ def _in_float32(f: Callable) -> Callable:
     """``f`` on float16/bfloat16 arrays computed in float32 and rounded back (NumPy has no
     such loops for some ufuncs, and ml_dtypes' bfloat16 widens)."""
     def fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        dt = np.result_type(a, b) if not isinstance(b, np.ndarray) or a.dtype == b.dtype \
-            else a.dtype
+        # both operands have the result dtype already
         if a.dtype in _LOW:
             return np.asarray(f(a.astype(np.float32), np.asarray(b).astype(np.float32))).astype(
                 a.dtype)
-        return np.asarray(f(a, b)).astype(dt, copy=False)
+        return np.asarray(f(a, b)).astype(a.dtype, copy=False)
     return fwd
 
 
@@ -207,7 +206,8 @@ REMAINDER_S = Op("remainder", "RemainderBackward0", _scalar_form(_remainder_fwd)
                  lambda ctx, g: g, args=("other",), jvp=lambda ctx, t: t)
 REMAINDER_RS = Op("remainder", "NotImplemented", _rscalar_form(_remainder_fwd),
                   _no_derivative("remainder"), args=("self",),
-                  jvp=not_implemented("aten::remainder"))
+                  jvp=not_implemented("aten::remainder"),
+                  full_name="torch::autograd::NotImplemented")
 FMOD = Op("fmod", "FmodBackward1", np.fmod, _vjp(_rounded_grads("trunc"), _self_other),
           saves=("other", "self"), save_if=((1,), (1,)), inputs=("self", "other"),
           jvp=_jvp(_rounded_tangent("trunc")))
@@ -389,10 +389,14 @@ LOGADDEXP2 = Op("logaddexp2", "Logaddexp2Backward0", _in_float32(np.logaddexp2),
 
 # ---------------------------------------------------------------------------- lerp
 def _lerp_fwd(a: np.ndarray, b: np.ndarray, w: Any) -> np.ndarray:
+    dt = a.dtype
+    if dt in _LOW:       # float16/bfloat16 are interpolated in float32, as PyTorch does
+        a, b = a.astype(np.float32), b.astype(np.float32)
+        w = w.astype(np.float32) if isinstance(w, np.ndarray) else w
     w = np.asarray(w, dtype=a.dtype) if not isinstance(w, np.ndarray) else w
     d = b - a
     r = np.where(np.abs(w) < 0.5, a + w * d, b - d * (1 - w))
-    return r.astype(a.dtype, copy=False)
+    return r.astype(dt, copy=False)
 
 
 def _lerp_s_vjp(ctx, g):
@@ -549,7 +553,8 @@ def _heaviside_fwd(x: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 HEAVISIDE = Op("heaviside", "NotImplemented", _heaviside_fwd, _no_derivative("heaviside"),
-               inputs=("self", "values"), jvp=not_implemented("aten::heaviside"))
+               inputs=("self", "values"), jvp=not_implemented("aten::heaviside"),
+               full_name="torch::autograd::NotImplemented")
 
 
 # ---------------------------------------------------------------------------- rsub
@@ -867,7 +872,11 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
         return apply(LERP_T, (input, end, weight), (a, b, w))
     _pw._not_implemented_for("lerp_kernel_scalar", a, "biu")
     _pw._check_broadcast(a.shape, b.shape)
-    w = _dtype.scalar_to(as_scalar(weight), _dtype._FROM_NP[a.dtype])
+    w = as_scalar(weight)
+    if a.dtype in _LOW:    # checked against float32, the type PyTorch computes in
+        w = _dtype.scalar_to(w, _dtype.float32)
+    else:
+        w = _dtype.scalar_to(w, _dtype._FROM_NP[a.dtype])
     return apply(LERP_S, (input, end), (a, b), (w,))
 
 
