@@ -215,3 +215,39 @@ def test_errors_match_torch(i):
         kinds.append((type(info.value).__name__, str(info.value).split("\n")[0][:40]))
     assert kinds[1][0] == kinds[0][0]
     assert kinds[1][1] == kinds[0][1]
+
+
+COMPLEX = {
+    "lerp": lambda m, a, b, w: m.lerp(a, b, 0.3 + 0.2j),
+    "lerp_tensor": lambda m, a, b, w: m.lerp(a, b, w),
+    "addcmul": lambda m, a, b, w: m.addcmul(a, b, w, value=2 - 1j),
+    "addcdiv": lambda m, a, b, w: m.addcdiv(a, b, w, value=2 - 1j),
+    "logaddexp": lambda m, a, b, w: m.logaddexp(a, b),
+    "rsub": lambda m, a, b, w: m.rsub(a, b, alpha=2j),
+    "float_power": lambda m, a, b, w: m.float_power(a, b),
+    "xlogy_refused": lambda m, a, b, w: m.xlogy(a, b),
+    "atan2_refused": lambda m, a, b, w: m.atan2(a, b),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX))
+def test_complex_values_and_gradients_match_torch(name):
+    out = []
+    for m in (torch, ndgrad):
+        a, b, w = (m.tensor(v, dtype=m.complex128, requires_grad=True) for v in (
+            [1 + 2j, 3 - 1j, 0j], [2 - 1j, 0.5j, 2 + 0j], [0.3 + 0.1j, 0.8 - 0.2j, 0.5 + 0j]))
+        try:
+            r = COMPLEX[name](m, a, b, w)
+        except Exception as e:    # noqa: BLE001
+            out.append((type(e).__name__, str(e)))
+            continue
+        g = m.autograd.grad(r, (a, b, w), m.tensor([0.7 - 0.3j] * 3, dtype=m.complex128),
+                            allow_unused=True)
+        out.append([_np(r)] + [None if x is None else _np(x) for x in g])
+    if isinstance(out[0], tuple):
+        assert out[1] == out[0]
+        return
+    for x, y in zip(out[1], out[0]):
+        assert (x is None) == (y is None)
+        if y is not None:
+            np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-14, equal_nan=True)
