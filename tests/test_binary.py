@@ -251,3 +251,10 @@ def test_complex_values_and_gradients_match_torch(name):
         assert (x is None) == (y is None)
         if y is not None:
             np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-14, equal_nan=True)
+
+
+def test_two_numbers_are_refused_like_torch():
+    for name in ("remainder", "xlogy", "float_power", "bitwise_left_shift", "bitwise_right_shift"):
+        for m in (torch, ndgrad):
+            with pytest.raises(TypeError, match=f"{name}\\(\\) received an invalid combination"):
+                getattr(m, name)(2, 3)

@@ -677,6 +677,14 @@ def _zero_division(a: np.ndarray, b: Any) -> None:
         raise RuntimeError("ZeroDivisionError")
 
 
+def _two_numbers(name: str, input: Any, other: Any) -> TypeError:
+    """PyTorch's refusal of two numbers (its overloads all take a Tensor)."""
+    return TypeError(f"{name}() received an invalid combination of arguments - got "
+                     f"({type(input).__name__}, {type(other).__name__}), but expected one of:\n"
+                     " * (Tensor input, Tensor other)\n * (Number self, Tensor other)\n"
+                     " * (Tensor input, Number other)")
+
+
 def _binary_op(name: str, input: Any, other: Any, tt: Op, ts: Optional[Op] = None,
                rs: Optional[Op] = None, *, floats: bool = False, kernel: Optional[str] = None,
                kinds: str = "", check: Optional[Callable] = None) -> Tensor:
@@ -706,6 +714,8 @@ def _binary_op(name: str, input: Any, other: Any, tt: Op, ts: Optional[Op] = Non
         if check is not None:
             check(ad, s)
         return apply(ts, (input,), (ad,), (s,))
+    if not isinstance(other, Tensor):
+        raise _two_numbers(name, input, other)
     bd, s = scalar_operand(other._data, as_scalar(input))
     if floats:
         bd = to_float(bd)
@@ -820,7 +830,7 @@ def xlog1py(input: Any, other: Any) -> Tensor:
     >>> ndgrad.special.xlog1py(ndgrad.tensor([0.0, 2.0]), ndgrad.tensor([-1.0, 0.0])).tolist()
     [0.0, 0.0]
     """
-    return _binary_op("xlog1py", input, other, XLOG1PY, XLOG1PY_S, XLOG1PY_RS, floats=True,
+    return _binary_op("special_xlog1py", input, other, XLOG1PY, XLOG1PY_S, XLOG1PY_RS, floats=True,
                       kernel="xlog1py", kinds="c")
 
 
@@ -974,6 +984,8 @@ def float_power(input: Any, exponent: Any) -> Tensor:
     >>> ndgrad.float_power(ndgrad.tensor([2]), 2).dtype
     ndgrad.float64
     """
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise _two_numbers("float_power", input, exponent)
     cplx = any((x._data.dtype.kind == "c") if isinstance(x, Tensor) else isinstance(
         as_scalar(x), _pycomplex) for x in (input, exponent))
     dt = _dtype.complex128 if cplx else _dtype.float64
@@ -1136,9 +1148,11 @@ def _int_binary(name: str, kernel: str, fwd: Callable, input: Any, other: Any) -
     elif isinstance(input, Tensor):
         ad, s = scalar_operand(input._data, as_scalar(other))
         bd = np.asarray(s, ad.dtype)
-    else:
+    elif isinstance(other, Tensor):
         bd, s = scalar_operand(other._data, as_scalar(input))
         ad = np.asarray(s, bd.dtype)
+    else:
+        raise _two_numbers(name, input, other)
     _pw._not_implemented_for(kernel, ad, "fcb")
     if ad.dtype in _LOW or bd.dtype in _LOW:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_name_of(ad.dtype)}'")
