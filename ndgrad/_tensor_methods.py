@@ -578,6 +578,20 @@ def _binary_methods() -> None:
             return ops.matmul(other, self)
         return _rmatmul(self, other)
     methods["__rmatmul__"] = _operator(rmatmul, "__rmatmul__")
+    def reflected(fn: Any, name: str) -> Any:
+        # PyTorch's C-level reflected operators refuse a non-tensor ``self`` (called unbound)
+        op = _operator(fn, name)
+
+        def method(self: Any, other: Any) -> Any:
+            if not isinstance(self, Tensor):
+                raise TypeError(f"descriptor '{name}' for 'Tensor' objects doesn't apply to a "
+                                f"'{type(self).__name__}' object")
+            return op(self, other)
+        method.__name__ = name
+        return method
+    methods["__rand__"] = reflected(lambda s, o: ops.bitwise_and(s, o), "__rand__")
+    methods["__ror__"] = reflected(lambda s, o: ops.bitwise_or(s, o), "__ror__")
+    methods["__rxor__"] = reflected(lambda s, o: ops.bitwise_xor(s, o), "__rxor__")
     methods["__imod__"] = _operator(lambda s, o: s.remainder_(o), "__imod__")
     methods["__ilshift__"] = _operator(lambda s, o: s.bitwise_left_shift_(o), "__ilshift__")
     methods["__irshift__"] = _operator(lambda s, o: s.bitwise_right_shift_(o), "__irshift__")

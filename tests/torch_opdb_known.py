@@ -5,12 +5,6 @@ tests/test_torch_opdb.py fails when this file is not the true state; rewrite it 
 
 # ruff: noqa: E501
 KNOWN = {
-    '__rand__': {
-        'errors': "error input 0: ndgrad returns where torch raises Exception('')",
-    },
-    '__ror__': {
-        'errors': "error input 0: ndgrad returns where torch raises Exception('')",
-    },
     'amax': {
         'errors': "error input 0: IndexError: amax(): Expected reduction dim 1 to have non-zero size.; torch RuntimeError('reduction')",
     },
@@ -137,7 +131,6 @@ KNOWN = {
 
 NOT_SHIPPED = {
     'H': 'not yet implemented',
-    '__rxor__': 'not yet implemented',
     'addbmm': 'not yet implemented',
     'addmm': 'not yet implemented',
     'addmm/decomposed': 'not yet implemented',
