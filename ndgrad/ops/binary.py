@@ -431,10 +431,22 @@ LERP_T = Op("lerp", "LerpBackward1", _lerp_fwd, _lerp_t_vjp, saves=("end", "self
 
 
 # ---------------------------------------------------------------------------- addcmul / addcdiv
+def _opmath(f: Callable) -> Callable:
+    """float16/bfloat16 computed in float32 and rounded once, as PyTorch's kernels do."""
+    def fwd(x, t1, t2, value):
+        if x.dtype in _LOW:
+            f32 = np.float32
+            return f(x.astype(f32), t1.astype(f32), t2.astype(f32), value).astype(x.dtype)
+        return f(x, t1, t2, value)
+    return fwd
+
+
+@_opmath
 def _addcmul_fwd(x, t1, t2, value):
     return (x + _arr(value, x) * t1 * t2).astype(x.dtype, copy=False)
 
 
+@_opmath
 def _addcdiv_fwd(x, t1, t2, value):
     return (x + _arr(value, x) * (t1 / t2)).astype(x.dtype, copy=False)
 
