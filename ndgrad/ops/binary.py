@@ -46,6 +46,7 @@ _zeros_of = _pw._zeros_of
 _where = _pw.where
 _LN2 = math.log(2.0)
 _LOW = frozenset((np.dtype(np.float16), _dtype.bfloat16.np))
+_F32 = np.dtype(np.float32)
 
 
 def _const(s: Any, like: Tensor) -> Tensor:
@@ -395,6 +396,11 @@ def _lerp_fwd(a: np.ndarray, b: np.ndarray, w: Any) -> np.ndarray:
         w = w.astype(np.float32) if isinstance(w, np.ndarray) else w
     w = np.asarray(w, dtype=a.dtype) if not isinstance(w, np.ndarray) else w
     d = b - a
+    if dt == _F32:    # fused multiply-adds (one rounding), as PyTorch's kernel
+        f64 = np.float64
+        lo = a.astype(f64) + w.astype(f64) * d.astype(f64)
+        hi = b.astype(f64) - d.astype(f64) * (1 - w).astype(f64)
+        return np.where(np.abs(w) < 0.5, lo, hi).astype(dt)
     r = np.where(np.abs(w) < 0.5, a + w * d, b - d * (1 - w))
     return r.astype(dt, copy=False)
 
@@ -443,12 +449,16 @@ def _opmath(f: Callable) -> Callable:
 
 @_opmath
 def _addcmul_fwd(x, t1, t2, value):
-    return (x + _arr(value, x) * t1 * t2).astype(x.dtype, copy=False)
+    vt1 = _arr(value, x) * t1
+    if x.dtype == _F32:    # a fused multiply-add (one rounding), as PyTorch's kernel
+        f64 = np.float64
+        return (vt1.astype(f64) * t2.astype(f64) + x.astype(f64)).astype(x.dtype)
+    return (x + vt1 * t2).astype(x.dtype, copy=False)
 
 
 @_opmath
 def _addcdiv_fwd(x, t1, t2, value):
-    return (x + _arr(value, x) * (t1 / t2)).astype(x.dtype, copy=False)
+    return (x + _arr(value, x) * t1 / t2).astype(x.dtype, copy=False)
 
 
 def _cvalue(v: Any) -> Any:
