@@ -33,7 +33,7 @@ from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._jvp import not_implemented
-from ._util import as_scalar, promote_pair, scalar_operand, to_float
+from ._util import as_scalar, promote_pair, promote_scalar, scalar_operand, to_float
 
 __all__ = ["atan2", "arctan2", "remainder", "fmod", "hypot", "fmax", "fmin", "copysign",
            "xlogy", "xlog1py", "logaddexp", "logaddexp2", "lerp", "addcmul", "addcdiv", "ldexp",
@@ -699,6 +699,14 @@ def _zero_division(a: np.ndarray, b: Any) -> None:
         raise RuntimeError("ZeroDivisionError")
 
 
+def _with_number(arr: np.ndarray, s: Any, floats: bool) -> tuple:
+    """``(array, number)`` in the result dtype; with ``floats`` an integer result becomes the
+    default float dtype before the number is converted (``xlogy(300, uint8)`` keeps 300)."""
+    if floats:
+        arr = to_float(promote_scalar(arr, s))
+    return scalar_operand(arr, s)
+
+
 def _two_numbers(name: str, input: Any, other: Any) -> TypeError:
     """PyTorch's refusal of two numbers (its overloads all take a Tensor)."""
     return TypeError(f"{name}() received an invalid combination of arguments - got "
@@ -729,18 +737,14 @@ def _binary_op(name: str, input: Any, other: Any, tt: Op, ts: Optional[Op] = Non
             check(ad, bd)
         return apply(tt, (input, other), (ad, bd))
     if isinstance(input, Tensor):
-        ad, s = scalar_operand(input._data, as_scalar(other))
-        if floats:
-            ad = to_float(ad)
+        ad, s = _with_number(input._data, as_scalar(other), floats)
         _kernel(kernel, ad, kinds)
         if check is not None:
             check(ad, s)
         return apply(ts, (input,), (ad,), (s,))
     if not isinstance(other, Tensor):
         raise _two_numbers(name, input, other)
-    bd, s = scalar_operand(other._data, as_scalar(input))
-    if floats:
-        bd = to_float(bd)
+    bd, s = _with_number(other._data, as_scalar(input), floats)
     _kernel(kernel, bd, kinds)
     if check is not None:
         check(np.asarray(s, bd.dtype), bd)
