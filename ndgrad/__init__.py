@@ -68,7 +68,8 @@ bitwise_not = ops.bitwise_not
 from .ops.binary import (  # noqa: F401,E402
     atan2, arctan2, remainder, fmod, hypot, fmax, fmin, copysign, xlogy, logaddexp, logaddexp2,
     lerp, addcmul, addcdiv, ldexp, float_power, heaviside, nextafter, true_divide, rsub, frexp,
-    complex, polar, bitwise_left_shift, bitwise_right_shift, gcd, lcm)
+    complex, polar, bitwise_left_shift, bitwise_right_shift, gcd, lcm, logical_xor,
+    bitwise_and, bitwise_or, bitwise_xor)
 from ._tensor_methods import xlogy_, ldexp_, gcd_, lcm_  # noqa: F401,E402
 from . import special  # noqa: F401,E402
 # ---- end binary ----

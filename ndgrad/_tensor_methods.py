@@ -546,7 +546,9 @@ def _binary_methods() -> None:
         "nextafter": b.nextafter, "frexp": b.frexp,
         "bitwise_left_shift": b.bitwise_left_shift,
         "bitwise_right_shift": b.bitwise_right_shift, "gcd": b.gcd, "lcm": b.lcm,
-        "float_power_": float_power_,
+        "float_power_": float_power_, "logical_xor": b.logical_xor,
+        "bitwise_and": b.bitwise_and, "bitwise_or": b.bitwise_or,
+        "bitwise_xor": b.bitwise_xor,
         "__mod__": _operator(mod, "__mod__"), "__rmod__": _operator(rmod, "__rmod__"),
         "__lshift__": _operator(lshift, "__lshift__"),
         "__rlshift__": _operator(lambda s, o: b.bitwise_left_shift(o, s), "__rlshift__"),
@@ -560,7 +562,11 @@ def _binary_methods() -> None:
                      ("nextafter_", b.nextafter), ("true_divide_", ops.div),
                      ("bitwise_left_shift_", b.bitwise_left_shift),
                      ("bitwise_right_shift_", b.bitwise_right_shift), ("gcd_", b.gcd),
-                     ("lcm_", b.lcm)):
+                     ("lcm_", b.lcm), ("floor_divide_", ops.pointwise.floor_divide),
+                     ("bitwise_and_", b.bitwise_and), ("bitwise_or_", b.bitwise_or),
+                     ("bitwise_xor_", b.bitwise_xor), ("logical_and_", ops.logical_and),
+                     ("logical_or_", ops.logical_or), ("logical_xor_", b.logical_xor)) + tuple(
+                         (n + "_", b.compare_inplace(n)) for n in b.COMPARE_INPLACE):
         methods[name] = _inplace_of(fn, name)
     def rdiv(self: Tensor, other: Any) -> Tensor:
         # PyTorch's Tensor.__rdiv__ is ``self.reciprocal() * other`` (a non-tensor ``self``,
@@ -592,6 +598,9 @@ def _binary_methods() -> None:
     methods["__rand__"] = reflected(lambda s, o: ops.bitwise_and(s, o), "__rand__")
     methods["__ror__"] = reflected(lambda s, o: ops.bitwise_or(s, o), "__ror__")
     methods["__rxor__"] = reflected(lambda s, o: ops.bitwise_xor(s, o), "__rxor__")
+    methods["__ixor__"] = _operator(lambda s, o: s.bitwise_xor_(o), "__ixor__")
+    methods["__iand__"] = _operator(lambda s, o: s.bitwise_and_(o), "__iand__")
+    methods["__ior__"] = _operator(lambda s, o: s.bitwise_or_(o), "__ior__")
     methods["__imod__"] = _operator(lambda s, o: s.remainder_(o), "__imod__")
     methods["__ilshift__"] = _operator(lambda s, o: s.bitwise_left_shift_(o), "__ilshift__")
     methods["__irshift__"] = _operator(lambda s, o: s.bitwise_right_shift_(o), "__irshift__")

@@ -259,3 +259,38 @@ def test_two_numbers_are_refused_like_torch():
         for m in (torch, ndgrad):
             with pytest.raises(TypeError, match=f"{name}\\(\\) received an invalid combination"):
                 getattr(m, name)(2, 3)
+
+
+def test_inplace_comparisons_and_logical_ops_match_torch():
+    out = []
+    for m in (torch, ndgrad):
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 1
+        y.eq_(m.tensor([2.0, 2.0]))
+        r = [y.tolist(), type(y.grad_fn).__name__, y._version]
+        y.sum().backward()
+        r.append(x.grad.tolist())
+        z = x * 1
+        z.lt_(1.5)
+        r += [z.tolist(), type(z.grad_fn).__name__]
+        w = x * 1
+        w.logical_xor_(m.tensor([1.0, 0.0]))
+        r += [w.tolist(), type(w.grad_fn).__name__]   # not recorded: the history stays
+        i = m.tensor([1, 2])
+        i.ge_(m.tensor([1.5, 2.0]))
+        b = m.tensor([True, False])
+        b &= m.tensor([True, True])
+        b |= False
+        b ^= True
+        f = x * 1
+        f.floor_divide_(0.7)
+        r += [i.tolist(), b.tolist(), type(f.grad_fn).__name__,
+              m.bitwise_and(6, m.tensor([3, 5], dtype=m.int8)).tolist()]
+        for bad in (lambda L: L.tensor([1.0]).lt_(L.tensor([1j])),
+                    lambda L: L.tensor([1.0]).eq_(L.tensor([1.0, 2.0])),
+                    lambda L: L.bitwise_or(L.tensor([1]), 1.5)):
+            with pytest.raises(Exception) as info:
+                bad(m)
+            r.append((type(info.value).__name__, str(info.value)))
+        out.append(r)
+    assert out[1] == out[0]

@@ -41,27 +41,12 @@ KNOWN = {
     'dot': {
         'errors': "error input 0: message 'inconsistent tensor size, expected tensor [1] and src [3] to have the same number of elements, but got 1 and 3 elements ' does not match torch's 'dot : expected both vectors to have same dtype'",
     },
-    'eq': {
-        'inplace': 'missing: ndgrad.Tensor has no method eq_',
-    },
-    'floor_divide': {
-        'inplace': 'missing: ndgrad.Tensor has no method floor_divide_',
-    },
     'gather': {
         'errors': "error input 1: TypeError: gather() got an unexpected keyword argument 'out'; torch RuntimeError('Expected out tensor to have dtype')",
-    },
-    'ge': {
-        'inplace': 'missing: ndgrad.Tensor has no method ge_',
-    },
-    'gt': {
-        'inplace': 'missing: ndgrad.Tensor has no method gt_',
     },
     'index_select': {
         'batched': 'sample 0 backward: ndgrad raises AxisError: source: axis 1 is out of bounds for array of dimension 1',
         'fwbatched': 'sample 0: ndgrad raises IndexError: Dimension out of range (axis 1 is out of bounds for array of dimension 1)',
-    },
-    'le': {
-        'inplace': 'missing: ndgrad.Tensor has no method le_',
     },
     'linspace': {
         'errors': 'error input 1: message "linspace(): argument \'steps\' (position 3) must be int, not float" does not match torch\'s \'received an invalid combination of arguments - got \\\\(int, int, float\'',
@@ -69,26 +54,14 @@ KNOWN = {
     'linspace/tensor_overload': {
         'errors': 'error input 1: message "linspace(): argument \'steps\' (position 3) must be int, not float" does not match torch\'s \'received an invalid combination of arguments - got \\\\(int, int, float\'',
     },
-    'logical_and': {
-        'inplace': 'missing: ndgrad.Tensor has no method logical_and_',
-    },
     'logical_not': {
         'inplace': 'missing: ndgrad.Tensor has no method logical_not_',
-    },
-    'logical_or': {
-        'inplace': 'missing: ndgrad.Tensor has no method logical_or_',
     },
     'logit': {
         'lowp': 'torch.bfloat16 sample 1[0]: dtype ndgrad.float32, torch torch.bfloat16',
     },
-    'lt': {
-        'inplace': 'missing: ndgrad.Tensor has no method lt_',
-    },
     'nan_to_num': {
         'fwbatched': 'sample 1: ndgrad raises RuntimeError: ndgrad: batched gradients (is_grads_batched / vectorize=True) do not support an empty batch here',
-    },
-    'ne': {
-        'inplace': 'missing: ndgrad.Tensor has no method ne_',
     },
     'norm/nuc': {
         'forward': "sample 0: ndgrad raises NotImplementedError: ndgrad: the nuclear norm (p='nuc') is not supported yet",
@@ -148,9 +121,6 @@ NOT_SHIPPED = {
     'baddbmm': 'not yet implemented',
     'bernoulli': 'not yet implemented',
     'bincount': 'not yet implemented',
-    'bitwise_and': 'not yet implemented',
-    'bitwise_or': 'not yet implemented',
-    'bitwise_xor': 'not yet implemented',
     'block_diag': 'not yet implemented',
     'broadcast_shapes': 'not yet implemented',
     'broadcast_tensors': 'not yet implemented',
@@ -290,7 +260,6 @@ NOT_SHIPPED = {
     'log_normal': 'not yet implemented',
     'logcumsumexp': 'not yet implemented',
     'logdet': 'not yet implemented',
-    'logical_xor': 'not yet implemented',
     'logspace': 'not yet implemented',
     'logspace/tensor_overload': 'not yet implemented',
     'lu': 'not yet implemented',

@@ -32,13 +32,14 @@ from . import pointwise as _pw
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
-from ._jvp import not_implemented
+from ._jvp import not_implemented, zero
 from ._util import as_scalar, promote_pair, promote_scalar, scalar_operand, to_float
 
 __all__ = ["atan2", "arctan2", "remainder", "fmod", "hypot", "fmax", "fmin", "copysign",
            "xlogy", "xlog1py", "logaddexp", "logaddexp2", "lerp", "addcmul", "addcdiv", "ldexp",
            "float_power", "heaviside", "nextafter", "true_divide", "rsub", "frexp", "complex",
-           "polar", "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm"]
+           "polar", "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "logical_xor",
+           "bitwise_and", "bitwise_or", "bitwise_xor"]
 
 _c = _pw._c
 _pycomplex = complex
@@ -1225,11 +1226,88 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
     return _int_binary("lcm", "lcm_cpu", np.lcm, input, other)
 
 
+# ---------------------------------------------------------------------------- in-place compares
+def _zero_grads(ctx, g):
+    z = _zeros_of(g)
+    if len(ctx.next_functions) == 1:
+        return z
+    return z, (_zeros_of(g) if ctx.needs_input_grad(1) else None)
+
+
+def _compare_inplace_ops(name: str) -> tuple:
+    """``x.eq_(y)``: the comparison's result in ``x``'s dtype; PyTorch records ``EqBackward1``
+    (``EqBackward0`` for a number) with zero gradients. The result (computed by the
+    comparison itself) is a tensor argument."""
+    node = name[0].upper() + name[1:]
+    fwd = _cast_result
+    tt = Op(name + "_", node + "Backward1", fwd, _zero_grads, inputs=("self", "other"),
+            args=("result",), jvp=zero)
+    ts = Op(name + "_", node + "Backward0", lambda a, r: r._data.astype(a.dtype), _zero_grads,
+            args=("result",), jvp=zero)
+    return tt, ts
+
+
+def _cast_result(a: np.ndarray, b: np.ndarray, r: Tensor) -> np.ndarray:
+    return r._data.astype(a.dtype)
+
+
+COMPARE_INPLACE = {n: _compare_inplace_ops(n) for n in ("eq", "ne", "lt", "le", "gt", "ge")}
+
+
+def compare_inplace(name: str) -> Callable:
+    """The out-of-place computation of ``x.eq_(y)`` and friends (for the in-place method)."""
+    tt, ts = COMPARE_INPLACE[name]
+    cmp = getattr(_pw, name)
+
+    def fn(input: Tensor, other: Any) -> Tensor:
+        r = cmp(input, other)
+        if isinstance(other, Tensor):
+            return apply(tt, (input, other), (input._data, other._data), (r,))
+        return apply(ts, (input,), (input._data,), (r,))
+    fn.__name__ = name + "_"
+    return fn
+
+
+def _bitwise(name: str) -> Callable:
+    impl = getattr(_pw, name)
+
+    def fn(input: Any, other: Any) -> Tensor:
+        if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+            raise _two_numbers(name, input, other)
+        if not isinstance(input, Tensor):
+            input, other = other, input       # and, or and xor commute
+        rt = _dtype.result_type(input, as_scalar(other) if not isinstance(other, Tensor)
+                                else other)
+        if rt.np.kind in "fc":
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{rt._torch_name}'")
+        return impl(input, other)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = impl.__doc__
+    return fn
+
+
+bitwise_and = _bitwise("bitwise_and")
+bitwise_or = _bitwise("bitwise_or")
+bitwise_xor = _bitwise("bitwise_xor")
+
+
+def logical_xor(input: Tensor, other: Any) -> Tensor:
+    """Bool tensor, True where exactly one of ``input`` and ``other`` is nonzero.
+
+    >>> import ndgrad
+    >>> ndgrad.logical_xor(ndgrad.tensor([1, 0, 2]), ndgrad.tensor([0, 0, 3])).tolist()
+    [True, False, False]
+    """
+    return _pw._logical_binary(np.logical_xor, input, other)
+
+
 # ---------------------------------------------------------------------------- batching rules
 def _install_batching() -> None:
-    from ._batching import RULES, _pointwise
+    from ._batching import RULES, VJP_ONLY, _pointwise
     for op in BINARY_OPS:
         RULES[op] = _pointwise()
+    for ops in COMPARE_INPLACE.values():
+        VJP_ONLY.update(ops)
 
 
 _install_batching()
