@@ -1223,7 +1223,15 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
     >>> ndgrad.lcm(ndgrad.tensor([-4, 6]), ndgrad.tensor([6, 9])).tolist()
     [12, 18]
     """
-    return _int_binary("lcm", "lcm_cpu", np.lcm, input, other)
+    return _int_binary("lcm", "lcm_cpu", _lcm, input, other)
+
+
+def _lcm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``|a / gcd * b|`` (0 where gcd is 0), wrapping around on overflow as PyTorch's."""
+    g = np.gcd(a, b)
+    with np.errstate(all="ignore"):
+        r = np.abs((a // np.where(g == 0, 1, g)).astype(a.dtype) * b)
+    return np.where(g == 0, np.zeros((), r.dtype), r).astype(a.dtype, copy=False)
 
 
 # ---------------------------------------------------------------------------- in-place compares
