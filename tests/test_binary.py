@@ -294,3 +294,19 @@ def test_inplace_comparisons_and_logical_ops_match_torch():
             r.append((type(info.value).__name__, str(info.value)))
         out.append(r)
     assert out[1] == out[0]
+
+
+@pytest.mark.parametrize("name", sorted(DIFF))
+def test_special_values_forward_mode_matches_torch(name):
+    a0, b0 = zip(*itertools.product(VALUES, VALUES))
+    rng = np.random.default_rng(1)
+    ta, tb = rng.standard_normal(len(a0)), rng.standard_normal(len(a0))
+    out = []
+    for m in (torch, ndgrad):
+        fw = m.autograd.forward_ad
+        with fw.dual_level():
+            a = fw.make_dual(m.tensor(a0, dtype=m.float64), m.tensor(ta, dtype=m.float64))
+            b = fw.make_dual(m.tensor(b0, dtype=m.float64), m.tensor(tb, dtype=m.float64))
+            t = fw.unpack_dual(DIFF[name](m, a, b)).tangent
+            out.append(np.zeros(len(a0)) if t is None else _np(t))
+    np.testing.assert_allclose(out[1], out[0], rtol=1e-12, equal_nan=True)

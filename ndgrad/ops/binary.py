@@ -52,8 +52,7 @@ _F32 = np.dtype(np.float32)
 
 def _const(s: Any, like: Tensor) -> Tensor:
     """The Python number ``s`` as a 0-d tensor of ``like``'s dtype (outside the graph)."""
-    t = _wrap(np.asarray(s, dtype=like._data.dtype))
-    return t
+    return _wrap(np.asarray(s, dtype=like._data.dtype))
 
 
 def _arr(s: Any, a: np.ndarray) -> np.ndarray:
@@ -159,8 +158,7 @@ def _atan2_grads(a, b, g, need_a, need_b):
 
 
 def _atan2_tangent(a, b, res, ta, tb):
-    d = a * a + b * b
-    r = _where(d == 0, 0.0, 1 / d)
+    r = 1 / (a * a + b * b)        # NaN tangents at the origin, as PyTorch's forward mode
     return _sum(ta * (b * r) if ta is not None else None,
                 tb * (-a * r) if tb is not None else None)
 
@@ -245,8 +243,10 @@ def _fminmax_rule(is_max: bool) -> Callable:
 
 
 def _fminmax_tangent(is_max: bool) -> Callable:
+    # PyTorch's forward mode of fmax gives ties to ``other`` (its backward, and fmin, to
+    # ``self``)
     def rule(a, b, res, ta, tb):
-        m = _fminmax_mask(a, b, is_max)
+        m = ((a > b) if is_max else (a <= b)).logical_or(_pw.isnan(b))
         return _sum(_where(m, ta, 0.0) if ta is not None else None,
                     _where(m, 0.0, tb) if tb is not None else None)
     return rule
@@ -766,10 +766,6 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
 arctan2 = atan2
 
 
-def _divisor_check(a: np.ndarray, b: Any) -> None:
-    _zero_division(a, b)
-
-
 def remainder(input: Any, other: Any) -> Tensor:
     """Elementwise remainder of ``input / other`` with the sign of the divisor (Python's ``%``).
 
@@ -778,7 +774,7 @@ def remainder(input: Any, other: Any) -> Tensor:
     [2, 1]
     """
     return _binary_op("remainder", input, other, REMAINDER, REMAINDER_S, REMAINDER_RS,
-                      kernel="remainder_cpu", kinds="bc", check=_divisor_check)
+                      kernel="remainder_cpu", kinds="bc", check=_zero_division)
 
 
 def fmod(input: Tensor, other: Any) -> Tensor:
@@ -789,7 +785,7 @@ def fmod(input: Tensor, other: Any) -> Tensor:
     [2, -2]
     """
     return _binary_op("fmod", input, other, FMOD, FMOD_S, kernel="fmod_cpu", kinds="bc",
-                      check=_divisor_check)
+                      check=_zero_division)
 
 
 def hypot(input: Tensor, other: Tensor) -> Tensor:
@@ -1100,9 +1096,7 @@ def frexp(input: Tensor) -> tuple:
     ([0.5], [4])
     """
     x = input._data
-    if x.dtype.kind not in "fc" and x.dtype not in _LOW:
-        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
-    if x.dtype.kind == "c":
+    if x.dtype.kind != "f" and x.dtype not in _LOW:     # integers, bool and complex
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     xe = x.astype(np.float32) if x.dtype in _LOW else x
     e = _wrap(np.frexp(xe)[1].astype(np.int32))
