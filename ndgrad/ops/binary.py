@@ -271,7 +271,8 @@ FMIN = Op("fmin", "FminBackward0", _fminmax_fwd(False), _vjp(_fminmax_rule(False
 # ---------------------------------------------------------------------------- copysign
 def _copysign_deriv(x: Tensor, result: Tensor) -> Tensor:
     """d copysign(x, y) / dx: +-1, 0 at x = 0 (PyTorch's choice)."""
-    return _where(x == 0, 0.0, result / _where(x == 0, 1.0, x))
+    return _where(x == 0, 0.0, result / x)   # (0/0 at x = 0: NaN second derivatives there,
+                                              # as PyTorch's)
 
 
 def _copysign_vjp(ctx, g):
