@@ -595,9 +595,13 @@ def _binary_methods() -> None:
             return op(self, other)
         method.__name__ = name
         return method
-    methods["__rand__"] = reflected(lambda s, o: ops.bitwise_and(s, o), "__rand__")
-    methods["__ror__"] = reflected(lambda s, o: ops.bitwise_or(s, o), "__ror__")
-    methods["__rxor__"] = reflected(lambda s, o: ops.bitwise_xor(s, o), "__rxor__")
+    # &, |, ^ through the functions that refuse floats with PyTorch's NotImplementedError
+    methods["__and__"] = _operator(lambda s, o: b.bitwise_and(s, o), "__and__")
+    methods["__or__"] = _operator(lambda s, o: b.bitwise_or(s, o), "__or__")
+    methods["__xor__"] = _operator(lambda s, o: b.bitwise_xor(s, o), "__xor__")
+    methods["__rand__"] = reflected(lambda s, o: b.bitwise_and(s, o), "__rand__")
+    methods["__ror__"] = reflected(lambda s, o: b.bitwise_or(s, o), "__ror__")
+    methods["__rxor__"] = reflected(lambda s, o: b.bitwise_xor(s, o), "__rxor__")
     methods["__ixor__"] = _operator(lambda s, o: s.bitwise_xor_(o), "__ixor__")
     methods["__iand__"] = _operator(lambda s, o: s.bitwise_and_(o), "__iand__")
     methods["__ior__"] = _operator(lambda s, o: s.bitwise_or_(o), "__ior__")

@@ -333,3 +333,20 @@ def test_special_values_second_derivatives_match_torch(name):
         return
     for x, y in zip(out[1], out[0]):
         np.testing.assert_allclose(x, y, rtol=1e-10, equal_nan=True)
+
+
+def test_bitwise_operators_match_torch():
+    cases = (lambda L: L.tensor([1.0]) & 1, lambda L: L.tensor([1]) | 1.5,
+             lambda L: 1.5 ^ L.tensor([1]), lambda L: L.tensor([1]) & L.tensor([1j]),
+             lambda L: L.tensor([True, False]) & L.tensor([True, True]),
+             lambda L: 5 & L.tensor([3], dtype=L.int8),
+             lambda L: L.tensor([3], dtype=L.uint8) | 300)
+    for case in cases:
+        out = []
+        for m in (torch, ndgrad):
+            try:
+                r = case(m)
+                out.append((str(r.dtype).split(".")[-1], r.tolist()))
+            except Exception as e:    # noqa: BLE001
+                out.append((type(e).__name__, str(e)))
+        assert out[1] == out[0]
