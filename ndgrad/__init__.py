@@ -89,6 +89,15 @@ from .ops.rearrange import (  # noqa: F401,E402
     unsqueeze_copy, view_as_complex, view_as_real, view_copy, vsplit, vstack)
 from ._tensor_methods import conj_physical_  # noqa: F401,E402
 
+# ---- binary (issue 8) ----
+from .ops.binary import (  # noqa: F401,E402
+    atan2, arctan2, remainder, fmod, hypot, fmax, fmin, copysign, xlogy, logaddexp, logaddexp2,
+    lerp, addcmul, addcdiv, ldexp, float_power, heaviside, nextafter, true_divide, rsub, frexp,
+    complex, polar, bitwise_left_shift, bitwise_right_shift, gcd, lcm, logical_xor,
+    bitwise_and, bitwise_or, bitwise_xor)
+from ._tensor_methods import xlogy_, ldexp_, gcd_, lcm_  # noqa: F401,E402
+from . import special  # noqa: F401,E402
+# ---- end binary ----
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]

@@ -373,6 +373,79 @@ conj_physical_(Tensor self)
 """
 
 
+# ---- binary (issue 8) ----
+FUNCTIONS_AND_METHODS += """
+atan2(Tensor input, Tensor other)
+arctan2(Tensor input, Tensor other)
+remainder(Tensor|Scalar input, Tensor|Scalar other)
+fmod(Tensor input, Tensor|Scalar other)
+hypot(Tensor input, Tensor other)
+fmax(Tensor input, Tensor other)
+fmin(Tensor input, Tensor other)
+copysign(Tensor input, Tensor|Scalar other)
+xlogy(Tensor|Scalar input, Tensor|Scalar other)
+logaddexp(Tensor input, Tensor other)
+logaddexp2(Tensor input, Tensor other)
+lerp(Tensor input, Tensor end, Tensor|Scalar weight)
+addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1)
+addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1)
+ldexp(Tensor input, Tensor other)
+float_power(Tensor|Scalar input, Tensor|Scalar exponent)
+heaviside(Tensor input, Tensor values)
+nextafter(Tensor input, Tensor other)
+true_divide(Tensor|Scalar input, Tensor|Scalar other)
+frexp(Tensor input)
+bitwise_left_shift(Tensor|Scalar input, Tensor|Scalar other)
+bitwise_right_shift(Tensor|Scalar input, Tensor|Scalar other)
+gcd(Tensor input, Tensor other)
+lcm(Tensor input, Tensor other)
+bitwise_and(Tensor|Scalar input, Tensor|Scalar other)
+bitwise_or(Tensor|Scalar input, Tensor|Scalar other)
+bitwise_xor(Tensor|Scalar input, Tensor|Scalar other)
+logical_xor(Tensor input, Tensor other)
+"""
+FUNCTIONS += """
+rsub(Tensor input, Tensor|Scalar other, *, Scalar alpha=1)
+complex(Tensor real, Tensor imag)
+polar(Tensor abs, Tensor angle)
+"""
+METHODS += """
+atan2_(Tensor self, Tensor other)
+arctan2_(Tensor self, Tensor other)
+remainder_(Tensor self, Tensor|Scalar other)
+fmod_(Tensor self, Tensor|Scalar other)
+hypot_(Tensor self, Tensor other)
+copysign_(Tensor self, Tensor|Scalar other)
+xlogy_(Tensor self, Tensor|Scalar other)
+lerp_(Tensor self, Tensor end, Tensor|Scalar weight)
+addcmul_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1)
+addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1)
+ldexp_(Tensor self, Tensor other)
+float_power_(Tensor self, Tensor|Scalar exponent)
+heaviside_(Tensor self, Tensor values)
+nextafter_(Tensor self, Tensor other)
+true_divide_(Tensor self, Tensor|Scalar other)
+bitwise_left_shift_(Tensor self, Tensor|Scalar other)
+bitwise_right_shift_(Tensor self, Tensor|Scalar other)
+gcd_(Tensor self, Tensor other)
+lcm_(Tensor self, Tensor other)
+floor_divide_(Tensor self, Tensor|Scalar other)
+bitwise_and_(Tensor self, Tensor|Scalar other)
+bitwise_or_(Tensor self, Tensor|Scalar other)
+bitwise_xor_(Tensor self, Tensor|Scalar other)
+logical_and_(Tensor self, Tensor other)
+logical_or_(Tensor self, Tensor other)
+logical_xor_(Tensor self, Tensor other)
+eq_(Tensor self, Tensor|Scalar other)
+ne_(Tensor self, Tensor|Scalar other)
+lt_(Tensor self, Tensor|Scalar other)
+le_(Tensor self, Tensor|Scalar other)
+gt_(Tensor self, Tensor|Scalar other)
+ge_(Tensor self, Tensor|Scalar other)
+"""
+# ---- end binary ----
+
+
 def _entries(block: str) -> list:
     return [line.strip() for line in block.strip().splitlines() if line.strip()]
 

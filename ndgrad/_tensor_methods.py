@@ -594,3 +594,114 @@ Tensor.mT = property(_ra._mT)
 Tensor.H = property(_ra._H)
 Tensor.mH = property(_ra._mH)
 conj_physical_ = _function_of_method("conj_physical_")
+
+# ---- binary (issue 8) ----
+def _binary_methods() -> None:
+    b = ops.binary
+
+    def float_power_(self: Tensor, exponent: Any) -> Tensor:
+        cplx = self._data.dtype.kind == "c" or (
+            exponent._data.dtype.kind == "c" if isinstance(exponent, Tensor)
+            else isinstance(exponent, complex))
+        want = _dtype.complex128 if cplx else _dtype.float64
+        if self._data.dtype != want.np:
+            raise RuntimeError(f"the base given to float_power_ has dtype "
+                               f"{_dtype._FROM_NP[self._data.dtype]._torch_name} but the "
+                               f"operation's result requires dtype {want._torch_name}")
+        return _inplace_of(b.float_power, "float_power_")(self, exponent)
+
+    def mod(self: Tensor, other: Any) -> Tensor:
+        return b.remainder(self, other)
+
+    def rmod(self: Tensor, other: Any) -> Tensor:
+        return b.remainder(other, self)
+
+    def lshift(self: Tensor, other: Any) -> Tensor:
+        return b.bitwise_left_shift(self, other)
+
+    def rshift(self: Tensor, other: Any) -> Tensor:
+        return b.bitwise_right_shift(self, other)
+
+    methods = {
+        "atan2": b.atan2, "arctan2": b.atan2, "remainder": b.remainder, "fmod": b.fmod,
+        "hypot": b.hypot, "fmax": b.fmax, "fmin": b.fmin, "copysign": b.copysign,
+        "xlogy": b.xlogy, "logaddexp": b.logaddexp, "logaddexp2": b.logaddexp2,
+        "lerp": b.lerp,
+        "addcmul": lambda s, t1, t2, *, value=1: b.addcmul(s, t1, t2, value=value),
+        "addcdiv": lambda s, t1, t2, *, value=1: b.addcdiv(s, t1, t2, value=value),
+        "ldexp": b.ldexp, "float_power": b.float_power, "heaviside": b.heaviside,
+        "nextafter": b.nextafter, "frexp": b.frexp,
+        "bitwise_left_shift": b.bitwise_left_shift,
+        "bitwise_right_shift": b.bitwise_right_shift, "gcd": b.gcd, "lcm": b.lcm,
+        "float_power_": float_power_, "logical_xor": b.logical_xor,
+        "bitwise_and": b.bitwise_and, "bitwise_or": b.bitwise_or,
+        "bitwise_xor": b.bitwise_xor,
+        "__mod__": _operator(mod, "__mod__"), "__rmod__": _operator(rmod, "__rmod__"),
+        "__lshift__": _operator(lshift, "__lshift__"),
+        "__rlshift__": _operator(lambda s, o: b.bitwise_left_shift(o, s), "__rlshift__"),
+        "__rshift__": _operator(rshift, "__rshift__"),
+        "__rrshift__": _operator(lambda s, o: b.bitwise_right_shift(o, s), "__rrshift__"),
+    }
+    for name, fn in (("atan2_", b.atan2), ("arctan2_", b.atan2), ("remainder_", b.remainder),
+                     ("fmod_", b.fmod), ("hypot_", b.hypot), ("copysign_", b.copysign),
+                     ("xlogy_", b.xlogy), ("lerp_", b.lerp), ("addcmul_", b.addcmul),
+                     ("addcdiv_", b.addcdiv), ("ldexp_", b.ldexp), ("heaviside_", b.heaviside),
+                     ("nextafter_", b.nextafter), ("true_divide_", ops.div),
+                     ("bitwise_left_shift_", b.bitwise_left_shift),
+                     ("bitwise_right_shift_", b.bitwise_right_shift), ("gcd_", b.gcd),
+                     ("lcm_", b.lcm), ("floor_divide_", ops.pointwise.floor_divide),
+                     ("bitwise_and_", b.bitwise_and), ("bitwise_or_", b.bitwise_or),
+                     ("bitwise_xor_", b.bitwise_xor), ("logical_and_", ops.logical_and),
+                     ("logical_or_", ops.logical_or), ("logical_xor_", b.logical_xor)) + tuple(
+                         (n + "_", b.compare_inplace(n)) for n in b.COMPARE_INPLACE):
+        methods[name] = _inplace_of(fn, name)
+    def rdiv(self: Tensor, other: Any) -> Tensor:
+        # PyTorch's Tensor.__rdiv__ is ``self.reciprocal() * other`` (a non-tensor ``self``,
+        # when called unbound, raises AttributeError there too)
+        if not isinstance(self, Tensor):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                 "'reciprocal'")
+        if type(other) is not Tensor and not _operand(other):
+            return NotImplemented
+        return ops.reciprocal(self) * other
+    methods["__rdiv__"] = rdiv
+
+    def rmatmul(self: Tensor, other: Any) -> Tensor:
+        if isinstance(other, Tensor):        # called directly: other @ self
+            return ops.matmul(other, self)
+        return _rmatmul(self, other)
+    methods["__rmatmul__"] = _operator(rmatmul, "__rmatmul__")
+    def reflected(fn: Any, name: str) -> Any:
+        # PyTorch's C-level reflected operators refuse a non-tensor ``self`` (called unbound)
+        op = _operator(fn, name)
+
+        def method(self: Any, other: Any) -> Any:
+            if not isinstance(self, Tensor):
+                raise TypeError(f"descriptor '{name}' for 'Tensor' objects doesn't apply to a "
+                                f"'{type(self).__name__}' object")
+            return op(self, other)
+        method.__name__ = name
+        return method
+    # &, |, ^ through the functions that refuse floats with PyTorch's NotImplementedError
+    methods["__and__"] = _operator(lambda s, o: b.bitwise_and(s, o), "__and__")
+    methods["__or__"] = _operator(lambda s, o: b.bitwise_or(s, o), "__or__")
+    methods["__xor__"] = _operator(lambda s, o: b.bitwise_xor(s, o), "__xor__")
+    methods["__rand__"] = reflected(lambda s, o: b.bitwise_and(s, o), "__rand__")
+    methods["__ror__"] = reflected(lambda s, o: b.bitwise_or(s, o), "__ror__")
+    methods["__rxor__"] = reflected(lambda s, o: b.bitwise_xor(s, o), "__rxor__")
+    methods["__ixor__"] = _operator(lambda s, o: s.bitwise_xor_(o), "__ixor__")
+    methods["__iand__"] = _operator(lambda s, o: s.bitwise_and_(o), "__iand__")
+    methods["__ior__"] = _operator(lambda s, o: s.bitwise_or_(o), "__ior__")
+    methods["__imod__"] = _operator(lambda s, o: s.remainder_(o), "__imod__")
+    methods["__ilshift__"] = _operator(lambda s, o: s.bitwise_left_shift_(o), "__ilshift__")
+    methods["__irshift__"] = _operator(lambda s, o: s.bitwise_right_shift_(o), "__irshift__")
+    for name, fn in methods.items():
+        setattr(Tensor, name, fn)
+
+
+_binary_methods()
+xlogy_ = _function_of_method("xlogy_")
+ldexp_ = _function_of_method("ldexp_")
+gcd_ = _function_of_method("gcd_")
+lcm_ = _function_of_method("lcm_")
+# ---- end binary ----

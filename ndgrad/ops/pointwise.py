@@ -241,9 +241,16 @@ def _pow_tt_vjp(ctx, g):
         ga = g * _c(where(b == 0, 0.0, b * a ** (b - 1)))
     if ctx.needs_input_grad(1):
         # d/db a**b = a**b * log(a); defined as 0 where a == 0 and b >= 0 (PyTorch's choice).
-        safe = where((a == 0) & (b >= 0), 0.0, result * a.log())
+        safe = where((a == 0) & _nonnegative(b), 0.0, result * a.log())
         gb = g * _c(safe)
     return ga, gb
+
+
+def _nonnegative(e: Tensor) -> Tensor:
+    """``e >= 0``; for complex ``e``: real and non-negative."""
+    if e._data.dtype.kind != "c":
+        return e >= 0
+    return _wrap((e._data.imag == 0) & (e._data.real >= 0))
 
 
 def _rpow_vjp(ctx, g):
@@ -270,7 +277,7 @@ def _pow_tt_jvp(ctx, ta, tb):
     a, b = ctx.inputs
     out = ta * where(b == 0, 0.0, b * a ** (b - 1)) if ta is not None else None
     if tb is not None:
-        r = tb * where((a == 0) & (b >= 0), 0.0, ctx.result * a.log())
+        r = tb * where((a == 0) & _nonnegative(b), 0.0, ctx.result * a.log())
         out = r if out is None else out + r
     return out
 
