@@ -64,8 +64,6 @@ isnan = ops.isnan
 isfinite = ops.isfinite
 isinf = ops.isinf
 bitwise_not = ops.bitwise_not
-bitwise_and, bitwise_or, bitwise_xor = ops.bitwise_and, ops.bitwise_or, ops.bitwise_xor
-logical_xor = ops.logical_xor
 isposinf, isneginf, isreal = ops.isposinf, ops.isneginf, ops.isreal
 
 # ---- indexing (issue 8) ----
