@@ -29,6 +29,14 @@ from .unary import (  # noqa: F401
     rad2deg, logit, sinc, angle, positive, signbit, nan_to_num)
 from .scan import cumsum  # noqa: F401,E402
 from .softmax import log_softmax, logsumexp, softmax  # noqa: F401,E402
+# ---- reduce (issue 8) ----
+from .scan import cummax, cummin, cumprod, logcumsumexp  # noqa: F401,E402
+from .sort import (  # noqa: F401,E402
+    argsort, kthvalue, median, mode, msort, nanmedian, nanquantile, quantile, sort, topk)
+from .statistics import (  # noqa: F401,E402
+    aminmax, corrcoef, count_nonzero, cov, cumulative_trapezoid, diff, dist, nanmean, nansum,
+    renorm, std_mean, trace, trapezoid, trapz, var_mean)
+# ---- end reduce ----
 from . import _batching  # noqa: E402
 
 _batching.install()   # batching rules for every op above (Note [Batched backward])

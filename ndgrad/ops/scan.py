@@ -1,4 +1,4 @@
-"""Scans: cumulative sums along a dim.
+"""Scans along a dim: cumsum, cumprod, cummax, cummin, logcumsumexp.
 
 Example:
     >>> import ndgrad
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
-from ..tensor import Tensor
+from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._jvp import linear
@@ -64,4 +64,252 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     return apply(CUMSUM, (input,), (x,), (d, dt))
 
 
-__all__ = ["cumsum"]
+
+# ---------------------------------------------------------------------------- cumprod
+def _lower_pairs(x: Tensor, dim: int) -> Tensor:
+    """``P[..., i, k] = prod of x[j] for j <= k, j != i`` when ``k >= i``, else 0, with the
+    input's ``dim`` moved to the last two axes (i, k). Exact with zeros; built from
+    differentiable ops (cumprod again, one size up), so gradients of gradients work."""
+    from .pointwise import where
+    n = x.shape[dim]
+    xm = x.movedim(dim, -1)
+    eye = _wrap(np.eye(n, dtype=bool))
+    rows = where(eye, 1, xm.unsqueeze(-2).expand(*xm.shape[:-1], n, n))
+    upper = _wrap(np.triu(np.ones((n, n), dtype=bool)))
+    return where(upper, cumprod(rows, -1), 0)
+
+
+def _cumprod_vjp(ctx, g):
+    x, y = ctx.saved
+    dim = ctx._args[0]
+    if g.ndim == 0 or x._data.size == 0:
+        return g
+    if not np.any(x._data == 0):
+        s = g * y.conj()
+        rc = s.sum(dim, keepdim=True) - s.cumsum(dim) + s
+        return rc / x.conj()
+    pairs = _lower_pairs(x, dim)
+    return (pairs.conj() * g.movedim(dim, -1).unsqueeze(-2)).sum(-1).movedim(-1, dim)
+
+
+def _cumprod_jvp(ctx, t):
+    x, y = ctx.inputs[0], ctx.result
+    dim = ctx._args[0]
+    if t.ndim == 0 or x._data.size == 0:
+        return t
+    if not np.any(x._data == 0):
+        return y * (t / x).cumsum(dim)
+    pairs = _lower_pairs(x, dim)
+    return (pairs * t.movedim(dim, -1).unsqueeze(-1)).sum(-2).movedim(-1, dim)
+
+
+def _cumprod_fwd(x: np.ndarray, dim: int, dt: Any) -> np.ndarray:
+    if x.ndim == 0:
+        return np.asarray(x, dtype=dt).copy()
+    return np.cumprod(x, axis=dim, dtype=dt)
+
+
+CUMPROD = Op("cumprod", "CumprodBackward0", _cumprod_fwd, _cumprod_vjp,
+             saves=("self", "result"), args=("dim", "dtype"), jvp=_cumprod_jvp)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Cumulative product along ``dim``; bool and integer inputs give int64 unless ``dtype``.
+    The gradient is exact where the input has zeros.
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([1.0, 2.0, 3.0]).cumprod(0)
+    tensor([1., 2., 6.])
+    """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(cumprod, input, dim, dtype=dtype)
+        if r is not NotImplemented:
+            return r
+    x = input._data
+    d = wrap_dim(int(dim), x.ndim or 1)
+    if dtype is not None:
+        dt = _dtype.to_dtype(dtype).np
+    else:
+        dt = np.dtype(np.int64) if category(x) <= _INT else x.dtype
+    _check_autograd_dtype(input, dt)
+    return apply(CUMPROD, (input,), (x,), (d, dt))
+
+
+# ---------------------------------------------------------------------------- cummax / cummin
+def _cum_extreme_idx(x: np.ndarray, dim: int, is_max: bool) -> np.ndarray:
+    """Indices of the running max/min: the last element equal to it (NaN, once seen, stays the
+    result, at the last NaN so far)."""
+    acc = (np.maximum if is_max else np.minimum).accumulate(x, axis=dim)
+    mark = x == acc
+    if x.dtype.kind not in "biu":
+        mark |= np.isnan(x)
+        mark &= ~(np.isnan(acc) & ~np.isnan(x))
+    n = x.shape[dim]
+    shape = [1] * x.ndim
+    shape[dim] = n
+    pos = np.where(mark, np.arange(n).reshape(shape), 0)
+    return np.maximum.accumulate(pos, axis=dim).astype(np.int64)
+
+
+def _cum_fwd(x, dim, indices):
+    idx = indices._data
+    if x.ndim == 0:
+        return x.copy(), idx
+    return np.take_along_axis(x, idx, axis=dim), idx
+
+
+def _cum_vjp(ctx, g, g_indices=None):
+    from .reduction import _scatter_add_zeros
+    (indices,) = ctx.saved
+    shape = ctx.input_shape(0)
+    if not shape:
+        return g
+    return _scatter_add_zeros(g, ctx._args[0], indices._data, shape)
+
+
+def _cum_jvp(ctx, t):
+    from .reduction import gather
+    dim, indices = ctx._args
+    if t._data.ndim == 0:
+        return t, None
+    return gather(t, dim, indices), None
+
+
+CUMMAX = Op("cummax", "CummaxBackward0", _cum_fwd, _cum_vjp, saves=("indices",),
+            args=("dim", "indices"), jvp=_cum_jvp, num_outputs=2)
+CUMMIN = Op("cummin", "CumminBackward0", _cum_fwd, _cum_vjp, saves=("indices",),
+            args=("dim", "indices"), jvp=_cum_jvp, num_outputs=2)
+
+
+def _cum_extreme(input: Tensor, dim: int, is_max: bool) -> Any:
+    from .. import return_types as _rt
+    x = input._data
+    d = wrap_dim(int(dim), x.ndim or 1)
+    if x.dtype.kind == "c":
+        name = "cummax" if is_max else "cummin"
+        raise RuntimeError(f"\"{name}_cpu\" not implemented for "
+                           f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
+    if x.ndim and x.size:
+        idx = _wrap(_cum_extreme_idx(x, d, is_max))
+    else:
+        idx = _wrap(np.zeros(x.shape, np.int64))
+    vals, out = apply(CUMMAX if is_max else CUMMIN, (input,), (x,), (d, idx))
+    out = idx if out._data is idx._data else out
+    return (_rt.cummax if is_max else _rt.cummin)(vals, out)
+
+
+def cummax(input: Tensor, dim: int) -> Any:
+    """Running maximum along ``dim``: ``(values, indices)``.
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([1.0, 3.0, 2.0]).cummax(0)
+    cummax(values=tensor([1., 3., 3.]), indices=tensor([0, 1, 1]))
+    """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(cummax, input, dim)
+        if r is not NotImplemented:
+            return r
+    return _cum_extreme(input, dim, True)
+
+
+def cummin(input: Tensor, dim: int) -> Any:
+    """Running minimum along ``dim``: ``(values, indices)``.
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([3.0, 1.0, 2.0]).cummin(0)
+    cummin(values=tensor([3., 1., 1.]), indices=tensor([0, 1, 1]))
+    """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(cummin, input, dim)
+        if r is not NotImplemented:
+            return r
+    return _cum_extreme(input, dim, False)
+
+
+# ---------------------------------------------------------------------------- logcumsumexp
+def _logcumsumexp_fwd(x: np.ndarray, dim: int) -> np.ndarray:
+    if x.ndim == 0 or x.size == 0:
+        return x.copy()
+    return np.logaddexp.accumulate(x, axis=dim)
+
+
+def _lcse_weights(x: Tensor, y: Tensor, dim: int) -> Tensor:
+    """``E[..., i, k] = exp(x[i] - y[k])`` for ``k >= i`` (at most 1, as ``y[k]`` is the
+    log-sum-exp of ``x[0..k]``), else 0; ``dim`` moved to the last two axes (i, k). Quadratic
+    in the length of ``dim``."""
+    from .pointwise import where
+    n = x.shape[dim]
+    xm, ym = x.movedim(dim, -1), y.movedim(dim, -1)
+    upper = _wrap(np.triu(np.ones((n, n), dtype=bool)))
+    expo = where(upper, xm.unsqueeze(-1) - ym.unsqueeze(-2), float("-inf"))
+    return expo.exp()
+
+
+def _logcumsumexp_vjp(ctx, g):
+    x, y = ctx.saved
+    dim = ctx._args[0]
+    if g.ndim == 0 or x._data.size == 0:
+        return g
+    w = _lcse_weights(x, y, dim)
+    return (w * g.movedim(dim, -1).unsqueeze(-2)).sum(-1).movedim(-1, dim)
+
+
+def _logcumsumexp_jvp(ctx, t):
+    x, y = ctx.inputs[0], ctx.result
+    dim = ctx._args[0]
+    if t.ndim == 0 or x._data.size == 0:
+        return t
+    w = _lcse_weights(x, y, dim)
+    return (w * t.movedim(dim, -1).unsqueeze(-1)).sum(-2).movedim(-1, dim)
+
+
+LOGCUMSUMEXP = Op("logcumsumexp", "LogcumsumexpBackward0", _logcumsumexp_fwd,
+                  _logcumsumexp_vjp, saves=("self", "result"), args=("dim",),
+                  jvp=_logcumsumexp_jvp)
+
+
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """``log(cumsum(exp(x)))`` along ``dim``, computed stably; integer inputs give the
+    default float dtype.
+
+    >>> import ndgrad
+    >>> ndgrad.tensor([0.0, 0.0]).logcumsumexp(0)
+    tensor([0.0000, 0.6931])
+    """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(logcumsumexp, input, dim)
+        if r is not NotImplemented:
+            return r
+    x = input._data
+    d = wrap_dim(int(dim), x.ndim or 1)
+    if category(x) <= _INT:
+        input = input.to(_dtype.get_default_dtype())
+        x = input._data
+    if x.dtype.kind == "c":
+        raise RuntimeError("logcumsumexp(): complex inputs are not supported by ndgrad")
+    return apply(LOGCUMSUMEXP, (input,), (x,), (d,))
+
+
+# ---------------------------------------------------------------------------- batching rules
+def _cum_rule(c, args):
+    from .shape import reshape
+    t, a = c.ts[0], c.arrs[0]
+    zero_d = not c.ls[0]
+    if zero_d:
+        t = reshape(t, (c.B, 1))
+        a = t._data
+    d = 1 if zero_d else args[0] + 1
+    idx = _wrap(_cum_extreme_idx(a, d, c.op is CUMMAX) if a.size else
+                np.zeros(a.shape, np.int64))
+    vals, out = apply(c.op, (t,), (a,), (d, idx))
+    if zero_d:
+        vals, out = reshape(vals, (c.B,)), reshape(out, (c.B,))
+    return vals, out
+
+
+from ._batching import RULES, _dim_first_scan  # noqa: E402
+
+RULES[CUMPROD] = RULES[LOGCUMSUMEXP] = _dim_first_scan
+RULES[CUMMAX] = RULES[CUMMIN] = _cum_rule
+
+__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
