@@ -82,7 +82,7 @@ def _lower_pairs(x: Tensor, dim: int) -> Tensor:
 def _cumprod_vjp(ctx, g):
     x, y = ctx.saved
     dim = ctx._args[0]
-    if g.ndim == 0 or x._data.size == 0:
+    if x._data.ndim == 0 or x._data.size == 0:
         return g
     if not np.any(x._data == 0):
         s = g * y.conj()
@@ -95,7 +95,7 @@ def _cumprod_vjp(ctx, g):
 def _cumprod_jvp(ctx, t):
     x, y = ctx.inputs[0], ctx.result
     dim = ctx._args[0]
-    if t.ndim == 0 or x._data.size == 0:
+    if x._data.ndim == 0 or x._data.size == 0:
         return t
     if not np.any(x._data == 0):
         return y * (t / x).cumsum(dim)
@@ -170,7 +170,7 @@ def _cum_vjp(ctx, g, g_indices=None):
 def _cum_jvp(ctx, t):
     from .reduction import gather
     dim, indices = ctx._args
-    if t._data.ndim == 0:
+    if not ctx.input_shape(0):
         return t, None
     return gather(t, dim, indices), None
 
@@ -248,7 +248,7 @@ def _lcse_weights(x: Tensor, y: Tensor, dim: int) -> Tensor:
 def _logcumsumexp_vjp(ctx, g):
     x, y = ctx.saved
     dim = ctx._args[0]
-    if g.ndim == 0 or x._data.size == 0:
+    if x._data.ndim == 0 or x._data.size == 0:
         return g
     w = _lcse_weights(x, y, dim)
     return (w * g.movedim(dim, -1).unsqueeze(-2)).sum(-1).movedim(-1, dim)
@@ -257,7 +257,7 @@ def _logcumsumexp_vjp(ctx, g):
 def _logcumsumexp_jvp(ctx, t):
     x, y = ctx.inputs[0], ctx.result
     dim = ctx._args[0]
-    if t.ndim == 0 or x._data.size == 0:
+    if x._data.ndim == 0 or x._data.size == 0:
         return t
     w = _lcse_weights(x, y, dim)
     return (w * t.movedim(dim, -1).unsqueeze(-1)).sum(-2).movedim(-1, dim)

@@ -127,7 +127,7 @@ def _gather_vjp(ctx, g, g_indices=None):
 
 def _gather_jvp(ctx, t):
     dim, indices = ctx._args[0], ctx._args[-1]
-    if t._data.ndim == 0:
+    if not ctx.input_shape(0):
         return t, None
     return gather(t, dim, indices), None
 
@@ -142,7 +142,7 @@ def _reduce_fwd(x, dim, keepdim, *rest):
 
 def _reduce_jvp(ctx, t):
     dim, keepdim, indices = ctx._args[0], ctx._args[1], ctx._args[-1]
-    if t._data.ndim == 0:
+    if not ctx.input_shape(0):
         return t, None
     idx = indices if keepdim else _wrap(np.expand_dims(indices._data, dim))
     v = gather(t, dim, idx)
