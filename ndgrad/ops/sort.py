@@ -439,16 +439,13 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
         w = 0.5 if interpolation == "midpoint" else (ranks - np.floor(ranks))[..., None]
         w = _wrap(np.asarray(w, dtype=x.dtype))
         out = lo + w * (hi - lo)
-    # out: (Q, ..., 1), the reduced dim last
+    # out: (Q, ..., 1), the reduced dim last; keepdim keeps a size-1 dim in its place
     if keepdim:
         if dim is None:
-            out = out.reshape((len(qv),) + (1,) * x.ndim)
+            out = out.reshape((len(qv),) + (1,) * x.ndim + (1,))
         elif x.ndim:
-            out = out.movedim(-1, d + 1)
-        else:
-            out = out.reshape(len(qv))
-    else:
-        out = apply(SQUEEZE_RESULT, (out,), (out._data,), (out.ndim - 1,))
+            out = out.unsqueeze(d + 1)
+    out = apply(SQUEEZE_RESULT, (out,), (out._data,), (out.ndim - 1,))
     if scalar_q:
         out = apply(SQUEEZE_RESULT, (out,), (out._data,), (0,))
     return out

@@ -306,6 +306,9 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = N
         pre = [t for nm, t in parts if nm == "prepend"]
         app = [t for nm, t in parts if nm == "append"]
         input = cat(pre + [input] + app, d)
+    if n == 0:      # a copy (PyTorch's CopyBackwards)
+        from .pointwise import COPY_LIKE
+        return apply(COPY_LIKE, (input,), (input._data,), (input._data,))
     out = input
     for _ in range(n):
         size = out.shape[d]
@@ -446,6 +449,32 @@ def corrcoef(input: Tensor) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- trapezoid
+# PyTorch's C++ composites multiply and divide by a Scalar (``mul(Tensor, Scalar)``: one edge,
+# MulBackward1/DivBackward1), not by a wrapped Python number (MulBackward0) as Python code does.
+def _mul_s1_fwd(x, s):
+    from .pointwise import _mul_s_fwd
+    return _mul_s_fwd(x, s)
+
+
+def _div_s1_fwd(x, s):
+    from .pointwise import _div_s_fwd
+    return _div_s_fwd(x, s)
+
+
+MUL_SCALAR = Op("mul", "MulBackward1", _mul_s1_fwd, lambda ctx, g: g * ctx.saved[0],
+                args=("other",), saves=("other",), jvp=lambda ctx, t: t * ctx._args[0])
+DIV_SCALAR = Op("div", "DivBackward1", _div_s1_fwd, lambda ctx, g: g / ctx.saved[0],
+                args=("other",), saves=("other",), jvp=lambda ctx, t: t / ctx._args[0])
+
+
+def _scalar_op(op: Op, t: Tensor, s: Any) -> Tensor:
+    x = t._data
+    if x.dtype.kind in "fc" and isinstance(s, (int, float)) and not isinstance(s, bool) and \
+            (x.dtype.kind == "c" or not isinstance(s, complex)):
+        return apply(op, (t,), (x,), (s,))
+    return t * s if op is MUL_SCALAR else t / s
+
+
 def _trapz_dx(x: Tensor, y: Tensor, d: int) -> Tensor:
     xd = x._data
     if xd.ndim == 1:
@@ -456,6 +485,12 @@ def _trapz_dx(x: Tensor, y: Tensor, d: int) -> Tensor:
         shape[d] = dx.shape[0]
         return dx.reshape(shape)
     return diff(x, dim=d)
+
+
+def _scalar_dx(dx: Any) -> Any:
+    if isinstance(dx, Tensor):
+        return dx.item()
+    return 1 if dx is None else dx
 
 
 def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
@@ -472,15 +507,14 @@ def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Ten
         dx, x = x, None
     d = wrap_dim(int(dim), y.ndim)
     n = y.shape[d]
-    if x is not None:
-        if n == 0:
-            return y.sum(d) * 0
-        spacing = _trapz_dx(x, y, d)
-        return (spacing * (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1))).sum(d) / 2.
-    dx = 1 if dx is None else dx
     if n == 0:
         return y.sum(d) * 0
-    return (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * dx
+    if x is not None:
+        spacing = _trapz_dx(x, y, d)
+        return _scalar_op(DIV_SCALAR, (spacing * (y.narrow(d, 1, n - 1)
+                                                  + y.narrow(d, 0, n - 1))).sum(d), 2.)
+    ends = _scalar_op(MUL_SCALAR, y.select(d, 0) + y.select(d, -1), 0.5)
+    return _scalar_op(MUL_SCALAR, y.sum(d) - ends, _scalar_dx(dx))
 
 
 def trapz(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
@@ -504,9 +538,8 @@ def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int =
         return y.narrow(d, 0, 0)
     pair = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
     if x is not None:
-        return ((_trapz_dx(x, y, d) * pair) / 2.).cumsum(d)
-    dx = 1 if dx is None else dx
-    return (pair * (dx / 2.)).cumsum(d)
+        return _scalar_op(DIV_SCALAR, (_trapz_dx(x, y, d) * pair).cumsum(d), 2.)
+    return _scalar_op(MUL_SCALAR, pair, _scalar_dx(dx) / 2.).cumsum(d)
 
 
 # ---------------------------------------------------------------------------- renorm
@@ -666,9 +699,10 @@ def _dist_rule(c, args):
     return vector_norm(ts[0] - ts[1], args[0], tuple(range(1, rank + 1)))
 
 
-from ._batching import RULES  # noqa: E402
+from ._batching import RULES, _pointwise  # noqa: E402
 
 RULES[VAR_MEAN] = RULES[STD_MEAN] = RULES[NANSUM] = RULES[RENORM] = _shift_dims
 RULES[AMINMAX] = _shift_dims
 RULES[TRACE] = _trace_rule
+RULES[MUL_SCALAR] = RULES[DIV_SCALAR] = _pointwise()
 RULES[DIST] = _dist_rule
