@@ -160,7 +160,7 @@ def _cum_fwd(x, dim, indices):
 
 def _cum_vjp(ctx, g, g_indices=None):
     from .reduction import _scatter_add_zeros
-    (indices,) = ctx.saved
+    indices = ctx.saved[1]
     shape = ctx.input_shape(0)
     if not shape:
         return g
@@ -175,9 +175,9 @@ def _cum_jvp(ctx, t):
     return gather(t, dim, indices), None
 
 
-CUMMAX = Op("cummax", "CummaxBackward0", _cum_fwd, _cum_vjp, saves=("indices",),
+CUMMAX = Op("cummax", "CummaxBackward0", _cum_fwd, _cum_vjp, saves=("self", "indices"),
             args=("dim", "indices"), jvp=_cum_jvp, num_outputs=2)
-CUMMIN = Op("cummin", "CumminBackward0", _cum_fwd, _cum_vjp, saves=("indices",),
+CUMMIN = Op("cummin", "CumminBackward0", _cum_fwd, _cum_vjp, saves=("self", "indices"),
             args=("dim", "indices"), jvp=_cum_jvp, num_outputs=2)
 
 

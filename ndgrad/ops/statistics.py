@@ -554,7 +554,7 @@ def _renorm_parts(x: np.ndarray, dims: tuple, p: float, maxnorm: float) -> tuple
     return n, over, f
 
 
-def _renorm_fwd(x, dims, p, maxnorm):
+def _renorm_fwd(x, dims, p, maxnorm, dim):
     if x.size == 0:
         return x.copy()
     return x * _renorm_parts(x, dims, p, maxnorm)[2]
@@ -573,7 +573,7 @@ def _renorm_terms(x: Tensor, dims: tuple, p: float, maxnorm: float) -> tuple:
 
 def _renorm_vjp(ctx, g):
     (x,) = ctx.saved
-    dims, p, maxnorm = ctx._args
+    dims, p, maxnorm = ctx._args[:3]
     if x._data.size == 0:
         return g
     f, dfdx = _renorm_terms(x, dims, p, maxnorm)
@@ -582,7 +582,7 @@ def _renorm_vjp(ctx, g):
 
 def _renorm_jvp(ctx, t):
     x = ctx.inputs[0]
-    dims, p, maxnorm = ctx._args
+    dims, p, maxnorm = ctx._args[:3]
     if x._data.size == 0:
         return t
     f, dfdx = _renorm_terms(x, dims, p, maxnorm)
@@ -590,7 +590,7 @@ def _renorm_jvp(ctx, t):
 
 
 RENORM = Op("renorm", "RenormBackward0", _renorm_fwd, _renorm_vjp, saves=("self",),
-            args=("dims", "p", "maxnorm"), jvp=_renorm_jvp)
+            args=("dims", "p", "maxnorm", "dim"), jvp=_renorm_jvp)
 
 
 def renorm(input: Tensor, p: Any, dim: int, maxnorm: Any) -> Tensor:
@@ -619,7 +619,7 @@ def renorm(input: Tensor, p: Any, dim: int, maxnorm: Any) -> Tensor:
     if category(x) <= _INT:
         raise RuntimeError(f"\"renorm_out\" not implemented for '{_tname(x)}'")
     dims = tuple(i for i in range(x.ndim) if i != d)
-    return apply(RENORM, (input,), (x,), (dims, p, maxnorm))
+    return apply(RENORM, (input,), (x,), (dims, p, maxnorm, d))
 
 
 # ---------------------------------------------------------------------------- dist
