@@ -247,7 +247,9 @@ nan_to_num_(Tensor self, float? nan=0.0, float? posinf=None, float? neginf=None)
 
 
 # ---- reduce (issue 8) ----
-FUNCTIONS_AND_METHODS += """
+_QUANTILE = "int? dim=None, bool keepdim=False, *, str interpolation='linear')"
+_VAR_MEAN = "Any dim=None, Any unbiased=None, bool keepdim=False, *, Scalar? correction=None)"
+FUNCTIONS_AND_METHODS += f"""
 aminmax(Tensor input, *, int? dim=None, bool keepdim=False)
 nansum(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
 nanmean(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
@@ -264,8 +266,8 @@ kthvalue(Tensor input, int k, int dim=-1, bool keepdim=False)
 median(Tensor input, int? dim=None, bool keepdim=False)
 nanmedian(Tensor input, int? dim=None, bool keepdim=False)
 mode(Tensor input, int dim=-1, bool keepdim=False)
-quantile(Tensor input, Tensor|float q, int? dim=None, bool keepdim=False, *, str interpolation='linear')
-nanquantile(Tensor input, Tensor|float q, int? dim=None, bool keepdim=False, *, str interpolation='linear')
+quantile(Tensor input, Tensor|float q, {_QUANTILE}
+nanquantile(Tensor input, Tensor|float q, {_QUANTILE}
 diff(Tensor input, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None)
 trace(Tensor input)
 cov(Tensor input, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None)
@@ -273,9 +275,9 @@ corrcoef(Tensor input)
 renorm(Tensor input, Scalar p, int dim, Scalar maxnorm)
 dist(Tensor input, Tensor other, Scalar p=2)
 """
-FUNCTIONS += """
-var_mean(Tensor input, Any dim=None, Any unbiased=None, bool keepdim=False, *, Scalar? correction=None)
-std_mean(Tensor input, Any dim=None, Any unbiased=None, bool keepdim=False, *, Scalar? correction=None)
+FUNCTIONS += f"""
+var_mean(Tensor input, {_VAR_MEAN}
+std_mean(Tensor input, {_VAR_MEAN}
 trapezoid(Tensor y, Tensor|Scalar x=None, *, Scalar? dx=None, int dim=-1)
 trapz(Tensor y, Tensor|Scalar x=None, *, Scalar? dx=None, int dim=-1)
 cumulative_trapezoid(Tensor y, Tensor|Scalar x=None, *, Scalar? dx=None, int dim=-1)

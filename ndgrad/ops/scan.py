@@ -187,7 +187,7 @@ def _cum_extreme(input: Tensor, dim: int, is_max: bool) -> Any:
     d = wrap_dim(int(dim), x.ndim or 1)
     if x.dtype.kind == "c":
         name = "cummax" if is_max else "cummin"
-        raise RuntimeError(f"\"{name}_cpu\" not implemented for "
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
                            f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
     if x.ndim and x.size:
         idx = _wrap(_cum_extreme_idx(x, d, is_max))
@@ -230,6 +230,18 @@ def cummin(input: Tensor, dim: int) -> Any:
 def _logcumsumexp_fwd(x: np.ndarray, dim: int) -> np.ndarray:
     if x.ndim == 0 or x.size == 0:
         return x.copy()
+    if x.dtype.kind == "c":
+        # y[k] = log(exp(y[k-1]) + exp(x[k])), each step shifted by the larger real part
+        xm = np.moveaxis(x, dim, 0)
+        out = np.empty_like(xm)
+        acc = xm[0]
+        out[0] = acc
+        for k in range(1, xm.shape[0]):
+            m = np.maximum(acc.real, xm[k].real)
+            m = np.where(np.isfinite(m), m, 0)
+            acc = np.log(np.exp(acc - m) + np.exp(xm[k] - m)) + m
+            out[k] = acc
+        return np.moveaxis(out, 0, dim)
     return np.logaddexp.accumulate(x, axis=dim)
 
 
@@ -251,7 +263,7 @@ def _logcumsumexp_vjp(ctx, g):
     if x._data.ndim == 0 or x._data.size == 0:
         return g
     w = _lcse_weights(x, y, dim)
-    return (w * g.movedim(dim, -1).unsqueeze(-2)).sum(-1).movedim(-1, dim)
+    return (w.conj() * g.movedim(dim, -1).unsqueeze(-2)).sum(-1).movedim(-1, dim)
 
 
 def _logcumsumexp_jvp(ctx, t):
@@ -283,10 +295,8 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     x = input._data
     d = wrap_dim(int(dim), x.ndim or 1)
     if category(x) <= _INT:
-        input = input.to(_dtype.get_default_dtype())
-        x = input._data
-    if x.dtype.kind == "c":
-        raise RuntimeError("logcumsumexp(): complex inputs are not supported by ndgrad")
+        raise NotImplementedError("\"logcumsumexp_out_cpu\" not implemented for "
+                                  f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
     return apply(LOGCUMSUMEXP, (input,), (x,), (d,))
 
 

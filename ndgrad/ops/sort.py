@@ -197,7 +197,7 @@ def _sort(input: Tensor, dim: int, descending: bool, stable: Any) -> Any:
     x = input._data
     d = wrap_dim(int(dim), x.ndim or 1)
     if x.dtype.kind == "c":
-        raise RuntimeError(f"\"sort\" not implemented for '{_tname(x)}'")
+        raise RuntimeError(" Sort does not support complex dtypes on CPU")
     idx = _wrap(_sort_idx(x, d, bool(descending)) if x.ndim else np.zeros((), np.int64))
     op = SORT if stable is None else SORT_STABLE
     vals, out = apply(op, (input,), (x,), (d, bool(descending), idx))
@@ -230,7 +230,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
     x = input._data
     d = wrap_dim(int(dim), x.ndim or 1)
     if x.dtype.kind == "c":
-        raise RuntimeError(f"\"sort\" not implemented for '{_tname(x)}'")
+        raise RuntimeError(" Sort does not support complex dtypes on CPU")
     if x.ndim == 0:
         return _wrap(np.zeros((), np.int64))
     return _wrap(_sort_idx(x, d, bool(descending)))
@@ -274,13 +274,21 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     return _rt.topk(vals, idx if out._data is idx._data else out)
 
 
+# PyTorch's kernel names in its "not implemented for" errors
+_KERNEL = {"kthvalue": "kthvalue_cpu", "median": "median_out", "nanmedian": "median_out",
+           "mode": "mode_cpu"}
+
+
+def _check_kernel(x: np.ndarray, kernel: str, no_bool: bool) -> None:
+    if x.dtype.kind == "c" or (no_bool and x.dtype.kind == "b"):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_tname(x)}'")
+
+
 def _select_along(op: Op, rt: type, input: Tensor, dim: int, keepdim: bool, extra: tuple,
                   name: str) -> Any:
     x = input._data
     d = wrap_dim(int(dim), x.ndim or 1)
-    if x.dtype.kind == "c":
-        raise RuntimeError(f"{name}() does not support complex inputs" if name != "mode" else
-                           f"mode(): does not support complex input")
+    _check_kernel(x, _KERNEL[name], name != "mode")
     if x.ndim and x.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     if x.ndim:
@@ -306,6 +314,9 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any
     d = wrap_dim(int(dim), x.ndim or 1)
     n = x.shape[d] if x.ndim else 1
     k = int(k)
+    _check_kernel(x, "kthvalue_cpu", True)
+    if x.ndim and n == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     return _select_along(KTHVALUE, _rt.kthvalue, input, d, keepdim, (k,), "kthvalue")
@@ -315,8 +326,7 @@ def _median_common(input: Tensor, dim: Any, keepdim: bool, nan: bool) -> Any:
     name = "nanmedian" if nan else "median"
     x = input._data
     if dim is None:
-        if x.dtype.kind == "c":
-            raise RuntimeError(f"{name}() does not support complex inputs")
+        _check_kernel(x, "median_cpu", True)
         if x.size == 0:       # NaN (the median of nothing), like PyTorch
             return _wrap(np.full((), np.nan, x.dtype if x.dtype.kind == "f" else np.float32))
         return apply(NANMEDIAN if nan else MEDIAN, (input,), (x,))
@@ -392,13 +402,13 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
         if qa.size and (np.any(qa < 0) or np.any(qa > 1)):
             raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
         scalar_q = qa.ndim == 0
-        qv = qa.reshape(-1).astype(np.float64)
+        qv = qa.reshape(-1)
     else:
         qf = float(q)
         if not 0 <= qf <= 1:
             raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {qf:g}")
         scalar_q = True
-        qv = np.array([qf])
+        qv = np.array([qf], dtype=x.dtype)
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest. Got {interpolation}")
@@ -415,12 +425,14 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
     if ignore_nan:
         valid = n - np.sum(nan, axis=-1)                                   # (...)
         last = np.where(valid > 0, valid - 1, n - 1)
-        ranks = qv.reshape((-1,) + (1,) * (sd.ndim - 1)) * np.maximum(valid - 1, 0)
-        ranks = np.where(valid > 0, ranks, last)
+        ranks = qv.reshape((-1,) + (1,) * (sd.ndim - 1)) * np.maximum(valid - 1, 0).astype(
+            x.dtype)
+        ranks = np.where(valid > 0, ranks, last).astype(x.dtype)
     else:
         has_nan = np.any(nan, axis=-1)
-        ranks = qv.reshape((-1,) + (1,) * (sd.ndim - 1)) * (n - 1) * np.ones(sd.shape[:-1])
-        ranks = np.where(has_nan, n - 1, ranks)
+        ranks = qv.reshape((-1,) + (1,) * (sd.ndim - 1)) * np.full(sd.shape[:-1], n - 1,
+                                                                     dtype=x.dtype)
+        ranks = np.where(has_nan, n - 1, ranks).astype(x.dtype)
     if interpolation == "lower":
         ranks = np.floor(ranks)
     elif interpolation == "higher":

@@ -10,8 +10,8 @@ Example:
     >>> import ndgrad
     >>> x = ndgrad.tensor([[1.0, 2.0], [3.0, 5.0]], requires_grad=True)
     >>> var, mean = ndgrad.var_mean(x, 1)
-    >>> var, mean
-    (tensor([0.5000, 2.0000], grad_fn=<VarMeanBackward0>), tensor([1.5000, 4.0000], grad_fn=<VarMeanBackward0>))
+    >>> var
+    tensor([0.5000, 2.0000], grad_fn=<VarMeanBackward0>)
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .. import return_types as _rt
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
-from ._util import category, dims_tuple, promote_pair, wrap_dim
+from ._util import broadcast_error, category, dims_tuple, promote_pair, wrap_dim
 from .reduction import _centered, _check_0d_dims, _check_autograd_dtype, _reduce_dtype, \
     _unsqueezed, _var_fwd, _var_scale, _var_std
 
@@ -183,7 +183,7 @@ def aminmax(input: Tensor, *, dim: Optional[int] = None, keepdim: bool = False) 
             return r
     x = input._data
     if x.dtype.kind == "c":
-        raise RuntimeError(f"\"aminmax_cpu\" not implemented for '{_tname(x)}'")
+        raise NotImplementedError(f"\"aminmax_cpu\" not implemented for '{_tname(x)}'")
     if dim is None:
         if x.size == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
@@ -347,6 +347,8 @@ def trace(input: Tensor) -> Tensor:
         if r is not NotImplemented:
             return r
     x = input._data
+    if x.dtype.kind == "b":
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if x.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
     return apply(TRACE, (input,), (x,))
@@ -673,7 +675,10 @@ def dist(input: Tensor, other: Tensor, p: Any = 2) -> Tensor:
     if category(a) <= _INT:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {_tname(a)}")
-    np.broadcast_shapes(a.shape, b.shape)
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise broadcast_error(a.shape, b.shape) from None
     return apply(DIST, (input, other), (a, b), (float(p),))
 
 
