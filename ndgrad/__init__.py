@@ -71,6 +71,7 @@ from .ops import (  # noqa: F401,E402
     nanmedian, nanquantile, nansum, quantile, renorm, sort, std_mean, topk, trace, trapezoid,
     trapz, var_mean)
 from . import return_types  # noqa: F401,E402
+from . import masked  # noqa: F401,E402
 # ---- end reduce ----
 
 from . import _signatures  # noqa: E402

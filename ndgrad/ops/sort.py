@@ -35,12 +35,17 @@ __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian"
            "quantile", "nanquantile"]
 
 
+_BF16 = _dtype.bfloat16.np
+
+
 # ---------------------------------------------------------------------------- index kernels
 # Each takes an array with at least one dim, the (wrapped) dim, and the op's parameters, and
 # returns int64 indices along ``dim``.
 def _sort_idx(x: np.ndarray, dim: int, descending: bool) -> np.ndarray:
     if x.dtype.kind == "c":
         raise RuntimeError("sort(): complex input is not supported")
+    if x.dtype == _BF16:             # ml_dtypes' sort does not order NaN last
+        x = x.astype(np.float32)
     if not descending:
         return np.argsort(x, axis=dim, kind="stable").astype(np.int64, copy=False)
     # Largest first with ties in their original order: sort the reversed input ascending
