@@ -348,3 +348,43 @@ def normalize(input: Tensor, ord: Any, dim: Any, *, eps: float = 1e-12, dtype: A
     denom = _pw.maximum(nrm, _wrap(np.array(eps, dtype=nrm._data.dtype)))
     return m / denom
 
+
+
+# ---------------------------------------------------------------------------- signatures
+# Note [Declared signatures] (ndgrad/_signature.py): each public function checks its arguments.
+_RED = "*, bool? keepdim=False, ScalarType? dtype=None, Tensor? mask=None"
+_NORMALIZE = "*, ScalarType? dtype=None, Tensor? mask=None"
+_MASKS = "Tensor? input_mask=None, Tensor? other_mask=None"
+_SCHEMAS = f"""
+sum(Tensor input, int[1]? dim=None, {_RED})
+prod(Tensor input, int[1]? dim=None, {_RED})
+amax(Tensor input, int[1]? dim=None, {_RED})
+amin(Tensor input, int[1]? dim=None, {_RED})
+argmax(Tensor input, int? dim=None, {_RED})
+argmin(Tensor input, int? dim=None, {_RED})
+mean(Tensor input, int[1]? dim=None, {_RED})
+median(Tensor input, int dim=-1, {_RED})
+logsumexp(Tensor input, int[1]? dim=None, {_RED})
+norm(Tensor input, float? ord=2.0, int[1]? dim=None, {_RED})
+cumsum(Tensor input, int dim, {_NORMALIZE})
+cumprod(Tensor input, int dim, {_NORMALIZE})
+softmax(Tensor input, int dim, {_NORMALIZE})
+log_softmax(Tensor input, int dim, {_NORMALIZE})
+softmin(Tensor input, int dim, {_NORMALIZE})
+normalize(Tensor input, float ord, int dim, *, float eps=1e-12, {_NORMALIZE[3:]})
+logaddexp(Tensor input, Tensor other, *, ScalarType? dtype=None, {_MASKS})
+"""
+_VAR = ("(Tensor input, int[1]? dim=None, bool? unbiased=None, *, Scalar? correction=None, "
+        "bool? keepdim=False, ScalarType? dtype=None, Tensor? mask=None)")
+
+
+def _install() -> None:
+    from ._signature import wrap
+    g = globals()
+    for schema in [s.strip() for s in _SCHEMAS.strip().splitlines()] + ["var" + _VAR,
+                                                                      "std" + _VAR]:
+        name = schema.split("(", 1)[0]
+        g[name] = wrap(schema, g[name])
+
+
+_install()

@@ -101,6 +101,10 @@ def _op(name, fn, samples, domain="real", differentiable=True, double_backward=N
 F32_FD = dict(fd_eps=1e-3, fd_atol=1e-3)
 
 
+def _MASK23(m):    # ---- reduce (issue 8): a fixed mask for (2, 3) samples
+    return m.tensor([[True, False, True], [True, True, False]])
+
+
 def _setitem(index, value=None):
     """``y = x.clone(); y[index(m, x)] = v`` (v the second tensor, or the scalar ``value``)."""
     def fn(m, x, *v):
@@ -548,6 +552,19 @@ OPS = [
     _op("renorm_p1_dim1", lambda m, x: m.renorm(x, 1, 1, 1.5), M23),
     _op("dist", lambda m, x, y: m.dist(x, y), BINARY[:3]),
     _op("dist_p3", lambda m, x, y: x.dist(y, 3), BINARY[:2], "distinct"),
+    _op("masked_sum", lambda m, x: m.masked.sum(x, 1, mask=x > 0), M23, "distinct"),
+    _op("masked_mean_keepdim", lambda m, x: m.masked.mean(x, 0, keepdim=True, mask=_MASK23(m)),
+        M23),
+    _op("masked_amax", lambda m, x: m.masked.amax(x, -1, mask=_MASK23(m)), M23, "distinct"),
+    _op("masked_prod", lambda m, x: m.masked.prod(x, 1, mask=_MASK23(m)), M23),
+    _op("masked_cumprod", lambda m, x: m.masked.cumprod(x, 1, mask=_MASK23(m)), M23),
+    _op("masked_softmax", lambda m, x: m.masked.softmax(x, 1, mask=_MASK23(m)), M23),
+    _op("masked_var", lambda m, x: m.masked.var(x, 1, mask=_MASK23(m)), M23),
+    _op("masked_std_all", lambda m, x: m.masked.std(x, mask=_MASK23(m)), M23),
+    _op("masked_median", lambda m, x: m.masked.median(x, 1, mask=_MASK23(m)), M23, "distinct"),
+    _op("masked_logsumexp", lambda m, x: m.masked.logsumexp(x, 1, mask=_MASK23(m)), M23),
+    _op("masked_norm", lambda m, x: m.masked.norm(x, 2.0, 1, mask=_MASK23(m)), M23),
+    _op("masked_normalize", lambda m, x: m.masked.normalize(x, 2.0, 1, mask=_MASK23(m)), M23),
     # ---- end reduce ----
     # ------------------------------------------------------------------ copies and casts
     _op("to_float32", lambda m, x: x.to(m.float32), UNARY[:2], **F32_FD),
