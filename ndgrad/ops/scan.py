@@ -257,13 +257,41 @@ def _lcse_weights(x: Tensor, y: Tensor, dim: int) -> Tensor:
     return expo.exp()
 
 
+# Above this many elements of the (..., n, n) weights, the rules use the linear-memory form:
+# exact to rounding and stable for the first derivative, but a zero entry of the cotangent
+# (tangent) enters as log(0) = -inf, whose derivative is not finite.
+_QUADRATIC_LIMIT = 1 << 20
+
+
+def _signed_log(v: Tensor) -> tuple:
+    """``(log v+, log v-)`` with -inf where that part is 0; the masked branch gets no
+    gradient (where), so no infinite derivative enters."""
+    from .pointwise import where
+    pos, neg = v > 0, v < 0
+    one = _wrap(np.ones((), dtype=v._data.dtype))
+    inf = float("-inf")
+    return (where(pos, where(pos, v, one).log(), inf),
+            where(neg, where(neg, -v, one).log(), inf))
+
+
+def _rev_lcse(v: Tensor, dim: int) -> Tensor:
+    """logcumsumexp from the end of ``dim`` backwards."""
+    rev = _wrap(np.arange(v.shape[dim] - 1, -1, -1, dtype=np.int64))
+    return logcumsumexp(v.index_select(dim, rev), dim).index_select(dim, rev)
+
+
 def _logcumsumexp_vjp(ctx, g):
     x, y = ctx.saved
     dim = ctx._args[0]
     if x._data.ndim == 0 or x._data.size == 0:
         return g
-    w = _lcse_weights(x, y, dim)
-    return (w.conj() * g.movedim(dim, -1).unsqueeze(-2)).sum(-1).movedim(-1, dim)
+    n = x.shape[dim]
+    if x._data.size * n <= _QUADRATIC_LIMIT or x._data.dtype.kind == "c":
+        w = _lcse_weights(x, y, dim)
+        return (w.conj() * g.movedim(dim, -1).unsqueeze(-2)).sum(-1).movedim(-1, dim)
+    # grad[i] = sum_{k >= i} g[k] exp(x[i] - y[k]), each sign part as a reversed log-cum-sum-exp
+    lp, ln = _signed_log(g)
+    return (x + _rev_lcse(lp - y, dim)).exp() - (x + _rev_lcse(ln - y, dim)).exp()
 
 
 def _logcumsumexp_jvp(ctx, t):
@@ -271,8 +299,12 @@ def _logcumsumexp_jvp(ctx, t):
     dim = ctx._args[0]
     if x._data.ndim == 0 or x._data.size == 0:
         return t
-    w = _lcse_weights(x, y, dim)
-    return (w * t.movedim(dim, -1).unsqueeze(-1)).sum(-2).movedim(-1, dim)
+    n = x.shape[dim]
+    if x._data.size * n <= _QUADRATIC_LIMIT or x._data.dtype.kind == "c":
+        w = _lcse_weights(x, y, dim)
+        return (w * t.movedim(dim, -1).unsqueeze(-1)).sum(-2).movedim(-1, dim)
+    lp, ln = _signed_log(t)
+    return (logcumsumexp(lp + x, dim) - y).exp() - (logcumsumexp(ln + x, dim) - y).exp()
 
 
 LOGCUMSUMEXP = Op("logcumsumexp", "LogcumsumexpBackward0", _logcumsumexp_fwd,

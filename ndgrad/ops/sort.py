@@ -100,12 +100,21 @@ def _mode_idx(x, dim, keepdim):
     # The most frequent value (the smallest of equally frequent ones), at its last occurrence.
     rows = np.moveaxis(x, dim, -1)
     flat = rows.reshape(-1, rows.shape[-1])
-    out = np.empty(flat.shape[0], dtype=np.int64)
-    for i, row in enumerate(flat):
-        vals, counts = np.unique(row, return_counts=True)
-        v = vals[np.argmax(counts)]       # np.unique sorts: the first maximum is the smallest
-        hit = np.flatnonzero(row == v) if v == v else np.flatnonzero(np.isnan(row))
-        out[i] = hit[-1]
+    if flat.dtype == _BF16:
+        flat = flat.astype(np.float32)
+    n = flat.shape[1]
+    srt = np.sort(flat, axis=1)
+    pos = np.arange(n)
+    diff = srt[:, 1:] != srt[:, :-1]
+    edge = np.ones((flat.shape[0], 1), dtype=bool)
+    start = np.concatenate([edge, diff], axis=1)
+    end = np.concatenate([diff, edge], axis=1)
+    first = np.maximum.accumulate(np.where(start, pos, 0), axis=1)
+    last = np.flip(np.minimum.accumulate(np.flip(np.where(end, pos, n), 1), axis=1), 1)
+    best = np.argmax(last - first, axis=1)            # the first longest run: smallest value
+    v = srt[np.arange(flat.shape[0]), best][:, None]
+    hit = (flat == v) | (np.isnan(flat) & np.isnan(v)) if flat.dtype.kind == "f" else flat == v
+    out = np.max(np.where(hit, pos, -1), axis=1).astype(np.int64)
     r = out.reshape(rows.shape[:-1])
     return np.expand_dims(r, dim) if keepdim else r
 
