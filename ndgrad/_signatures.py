@@ -278,9 +278,9 @@ dist(Tensor input, Tensor other, Scalar p=2)
 FUNCTIONS += f"""
 var_mean(Tensor input, {_VAR_MEAN}
 std_mean(Tensor input, {_VAR_MEAN}
-trapezoid(Tensor y, Tensor|Scalar x=None, *, Scalar? dx=None, int dim=-1)
-trapz(Tensor y, Tensor|Scalar x=None, *, Scalar? dx=None, int dim=-1)
-cumulative_trapezoid(Tensor y, Tensor|Scalar x=None, *, Scalar? dx=None, int dim=-1)
+trapezoid(Tensor y, Tensor? x=None, *, Scalar? dx=None, int dim=-1)
+trapz(Tensor y, Tensor? x=None, *, Scalar? dx=None, int dim=-1)
+cumulative_trapezoid(Tensor y, Tensor? x=None, *, Scalar? dx=None, int dim=-1)
 """
 METHODS += """
 cumprod_(Tensor self, int dim, *, ScalarType? dtype=None)

@@ -294,11 +294,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = N
     for name, t in (("prepend", prepend), ("append", append)):
         if t is None:
             continue
-        if t._data.ndim == 0:
-            shape = list(x.shape)
-            shape[d] = 1
-            t = t.expand(*shape)
-        elif t._data.ndim != x.ndim:
+        if t._data.ndim != x.ndim:
             raise RuntimeError("diff expects prepend or append to be the same dimension as "
                                "input")
         parts.append((name, t))
