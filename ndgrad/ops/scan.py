@@ -79,6 +79,41 @@ def _lower_pairs(x: Tensor, dim: int) -> Tensor:
     return where(upper, cumprod(rows, -1), 0)
 
 
+def _exclusive_cumprod(xm: Tensor) -> Tensor:
+    """``L[..., i] = prod of xm[..., j] for j < i`` (last dim), without division."""
+    from .shape import cat
+    ones = _wrap(np.ones(xm.shape[:-1] + (1,), dtype=xm._data.dtype))
+    return cumprod(cat([ones, xm.narrow(-1, 0, xm.shape[-1] - 1)], -1), -1)
+
+
+def _cumprod_vjp_linear(x: Tensor, g: Tensor, dim: int) -> Tensor:
+    # grad[i] = L[i] * S[i], L the exclusive product, S[i] = g[i] + x[i+1] S[i+1]: a scan
+    # over dim in Python, linear in memory and exact with zeros (no division).
+    from .shape import stack
+    xm, gm = x.movedim(dim, -1).conj(), g.movedim(dim, -1)
+    n = xm.shape[-1]
+    s = [gm.select(-1, n - 1)]
+    for i in range(n - 2, -1, -1):
+        s.append(gm.select(-1, i) + xm.select(-1, i + 1) * s[-1])
+    return (_exclusive_cumprod(xm) * stack(s[::-1], -1)).movedim(-1, dim)
+
+
+def _cumprod_jvp_linear(x: Tensor, t: Tensor, dim: int) -> Tensor:
+    # out[k] = x[k] out[k-1] + t[k] L[k]
+    from .shape import stack
+    xm, tm = x.movedim(dim, -1), t.movedim(dim, -1)
+    lm = _exclusive_cumprod(xm)
+    out = [tm.select(-1, 0)]
+    for k in range(1, xm.shape[-1]):
+        out.append(xm.select(-1, k) * out[-1] + tm.select(-1, k) * lm.select(-1, k))
+    return stack(out, -1).movedim(-1, dim)
+
+
+# Above this many elements of the (..., n, n) products, an input with zeros takes the scans
+# above (Python loops over dim) instead.
+_QUADRATIC_LIMIT = 1 << 20
+
+
 def _cumprod_vjp(ctx, g):
     x, y = ctx.saved
     dim = ctx._args[0]
@@ -88,6 +123,8 @@ def _cumprod_vjp(ctx, g):
         s = g * y.conj()
         rc = s.sum(dim, keepdim=True) - s.cumsum(dim) + s
         return rc / x.conj()
+    if x._data.size * x.shape[dim] > _QUADRATIC_LIMIT:
+        return _cumprod_vjp_linear(x, g, dim)
     pairs = _lower_pairs(x, dim)
     return (pairs.conj() * g.movedim(dim, -1).unsqueeze(-2)).sum(-1).movedim(-1, dim)
 
@@ -99,6 +136,8 @@ def _cumprod_jvp(ctx, t):
         return t
     if not np.any(x._data == 0):
         return y * (t / x).cumsum(dim)
+    if x._data.size * x.shape[dim] > _QUADRATIC_LIMIT:
+        return _cumprod_jvp_linear(x, t, dim)
     pairs = _lower_pairs(x, dim)
     return (pairs * t.movedim(dim, -1).unsqueeze(-1)).sum(-2).movedim(-1, dim)
 
@@ -257,10 +296,9 @@ def _lcse_weights(x: Tensor, y: Tensor, dim: int) -> Tensor:
     return expo.exp()
 
 
-# Above this many elements of the (..., n, n) weights, the rules use the linear-memory form:
+# Above _QUADRATIC_LIMIT elements of the (..., n, n) weights, the rules use a linear-memory form:
 # exact to rounding and stable for the first derivative, but a zero entry of the cotangent
 # (tangent) enters as log(0) = -inf, whose derivative is not finite.
-_QUADRATIC_LIMIT = 1 << 20
 
 
 def _signed_log(v: Tensor) -> tuple:
