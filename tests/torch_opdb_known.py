@@ -138,30 +138,24 @@ KNOWN = {
         'inplace': 'missing: ndgrad.Tensor has no method unsqueeze_',
     },
     # ---- reduce (issue 8) ----
-    # a 65-dim error input cannot be built as an ndarray (NumPy's limit is 64)
     'aminmax': {
-        'errors': 'harness: ValueError: number of dimensions must be within [0, 64]',
+        'errors': 'a 65-dim error input cannot be built as an ndarray (NumPy allows 64 dims)',
     },
-    # ties among float16 values: torch's unstable sort orders them differently (unspecified)
     'argsort': {
-        'lowp': 'torch.float16 sample 0[0]: values differ (max abs err 7.94e+03)',
+        'lowp': 'ties among float16 values: torch unstable sort orders them otherwise (unspecified)',
     },
-    # inputs up to 1e4: torch's tangent is off by ~1e-6; ndgrad's agrees with 40-digit mpmath to 1e-12
     'logcumsumexp': {
-        'jvp': 'sample 1 tangent[0]: values differ (max abs err 2.8e-06)',
-        'fwbatched': 'sample 1 jacobian[0]: values differ (max abs err 3.2e-06)',
+        'jvp': 'inputs up to 1e4: torch tangent off by ~1e-6; ndgrad agrees with 40-digit mpmath to 1e-12',
+        'fwbatched': 'inputs up to 1e4: torch tangent off by ~1e-6; ndgrad agrees with 40-digit mpmath to 1e-12',
     },
-    # ndgrad.logaddexp is not there yet: a composite whose gradgrad differs by 3e-19 in absolute terms
     'masked.logaddexp': {
-        'gradgrad': 'sample 1 gradgrad[0]: values differ (max abs err 3.25e-19)',
+        'gradgrad': 'no ndgrad.logaddexp yet: a composite whose gradgrad differs by 3e-19 absolute',
     },
-    # ties among float16 values: torch's unstable sort orders them differently (unspecified)
     'sort': {
-        'lowp': 'torch.float16 sample 0[1]: values differ (max abs err 7.94e+03)',
+        'lowp': 'ties among float16 values: torch unstable sort orders them otherwise (unspecified)',
     },
-    # ties among bfloat16 values: which tied index comes first is unspecified
     'topk': {
-        'lowp': 'torch.bfloat16 sample 1[1]: values differ (max abs err 7)',
+        'lowp': 'ties among bfloat16 values: which tied index comes first is unspecified',
     },
     # ---- end reduce ----
 }
