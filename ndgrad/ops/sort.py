@@ -122,8 +122,9 @@ def _mode_idx(x, dim, keepdim):
 # ---------------------------------------------------------------------------- ops
 # ``indices`` (the last argument) is the indices output itself, a tensor argument saved by the
 # node (Note [Tensor arguments] in ops/_dispatch.py); the forward returns its data as the second
-# output. Ops keeping all positions along dim (sort, topk) take (dim, ..., indices); reductions
-# along dim (kthvalue, median, mode) take (dim, keepdim, ..., indices).
+# output. Ops keeping all positions along dim (sort, topk) take (dim, ..., self_sym_sizes,
+# indices); reductions along dim (kthvalue, median, mode) take (dim, keepdim, ...,
+# self_sym_sizes, indices). ``self_sym_sizes`` (the input's shape) is saved as PyTorch saves it.
 def _gather_fwd(x, dim, *rest):
     idx = rest[-1]._data
     if x.ndim == 0:
@@ -171,13 +172,17 @@ def _sel_op(name, node, args, reduce=False):
               saves=("indices",), jvp=_gather_jvp)
 
 
-SORT = _sel_op("sort", "SortBackward0", ("dim", "descending", "indices"))
-SORT_STABLE = _sel_op("sort", "SortBackward1", ("dim", "descending", "indices"))
-TOPK = _sel_op("topk", "TopkBackward0", ("dim", "k", "largest", "sorted", "indices"))
-KTHVALUE = _sel_op("kthvalue", "KthvalueBackward0", ("dim", "keepdim", "k", "indices"), True)
-MEDIAN_DIM = _sel_op("median", "MedianBackward1", ("dim", "keepdim", "indices"), True)
-NANMEDIAN_DIM = _sel_op("nanmedian", "NanmedianBackward1", ("dim", "keepdim", "indices"), True)
-MODE = _sel_op("mode", "ModeBackward0", ("dim", "keepdim", "indices"), True)
+_REDUCE_ARGS = ("dim", "keepdim", "self_sym_sizes", "indices")
+SORT = _sel_op("sort", "SortBackward0", ("dim", "descending", "self_sym_sizes", "indices"))
+SORT_STABLE = _sel_op("sort", "SortBackward1", ("dim", "descending", "self_sym_sizes",
+                                                  "indices"))
+TOPK = _sel_op("topk", "TopkBackward0", ("dim", "k", "largest", "sorted", "self_sym_sizes",
+                                         "indices"))
+KTHVALUE = _sel_op("kthvalue", "KthvalueBackward0", ("dim", "keepdim", "k", "self_sym_sizes",
+                                                    "indices"), True)
+MEDIAN_DIM = _sel_op("median", "MedianBackward1", _REDUCE_ARGS, True)
+NANMEDIAN_DIM = _sel_op("nanmedian", "NanmedianBackward1", _REDUCE_ARGS, True)
+MODE = _sel_op("mode", "ModeBackward0", _REDUCE_ARGS, True)
 
 
 def _median_all_fwd(x):
@@ -214,7 +219,7 @@ def _sort(input: Tensor, dim: int, descending: bool, stable: Any) -> Any:
         raise RuntimeError(" Sort does not support complex dtypes on CPU")
     idx = _wrap(_sort_idx(x, d, bool(descending)) if x.ndim else np.zeros((), np.int64))
     op = SORT if stable is None else SORT_STABLE
-    vals, out = apply(op, (input,), (x,), (d, bool(descending), idx))
+    vals, out = apply(op, (input,), (x,), (d, bool(descending), x.shape, idx))
     return _rt.sort(vals, idx if out._data is idx._data else out)
 
 
@@ -284,7 +289,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         raise RuntimeError(f"\"topk_cpu\" not implemented for '{_tname(x)}'")
     idx = _wrap(_topk_idx(x, d, k, bool(largest), bool(sorted)) if x.ndim
                 else np.zeros((), np.int64))
-    vals, out = apply(TOPK, (input,), (x,), (d, k, bool(largest), bool(sorted), idx))
+    vals, out = apply(TOPK, (input,), (x,), (d, k, bool(largest), bool(sorted), x.shape, idx))
     return _rt.topk(vals, idx if out._data is idx._data else out)
 
 
@@ -309,7 +314,7 @@ def _select_along(op: Op, rt: type, input: Tensor, dim: int, keepdim: bool, extr
         idx = _wrap(_INDEX_FN[op](x, d, bool(keepdim), *extra))
     else:
         idx = _wrap(np.zeros((), np.int64))
-    vals, out = apply(op, (input,), (x,), (d, bool(keepdim)) + extra + (idx,))
+    vals, out = apply(op, (input,), (x,), (d, bool(keepdim)) + extra + (x.shape, idx))
     return rt(vals, idx if out._data is idx._data else out)
 
 
@@ -511,11 +516,11 @@ def _rule(c, args):
         t = reshape(t, (c.B, 1))
         a = t._data
     d = args[0] + 1 if not zero_d else 1
-    params = tuple(args[1:-1])
+    params = tuple(args[1:-2])
     if zero_d and len(params) and op in (KTHVALUE, MEDIAN_DIM, NANMEDIAN_DIM, MODE):
         params = (False,) + params[1:]            # reduce the size-1 dim away
     idx = _wrap(_INDEX_FN[op](a, d, *params))
-    vals, out = apply(op, (t,), (a,), (d,) + params + (idx,))
+    vals, out = apply(op, (t,), (a,), (d,) + params + (args[-2], idx))
     if zero_d and op in (SORT, SORT_STABLE, TOPK):
         vals, out = reshape(vals, (c.B,)), reshape(out, (c.B,))
     return vals, out
@@ -526,7 +531,7 @@ def _median_all_rule(c, args):
     t = reshape(c.ts[0], (c.B, -1))
     op = NANMEDIAN_DIM if c.op is NANMEDIAN else MEDIAN_DIM
     idx = _wrap(_INDEX_FN[op](t._data, 1, False))
-    return apply(op, (t,), (t._data,), (1, False, idx))[0]
+    return apply(op, (t,), (t._data,), (1, False, t._data.shape, idx))[0]
 
 
 from ._batching import RULES  # noqa: E402

@@ -316,7 +316,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = N
 
 
 # ---------------------------------------------------------------------------- trace
-def _trace_fwd(x):
+def _trace_fwd(x, self_sym_sizes):
     dt = np.int64 if x.dtype.kind in "biu" else None
     return np.asarray(np.trace(x, axis1=-2, axis2=-1, dtype=dt))
 
@@ -327,8 +327,8 @@ def _trace_vjp(ctx, g):
     return g.unsqueeze(-1).unsqueeze(-1) * eye
 
 
-TRACE = Op("trace", "TraceBackward0", _trace_fwd, _trace_vjp,
-           jvp=lambda ctx, t: apply(TRACE, (t,), (t._data,)))
+TRACE = Op("trace", "TraceBackward0", _trace_fwd, _trace_vjp, args=("self_sym_sizes",),
+           jvp=lambda ctx, t: apply(TRACE, (t,), (t._data,), ctx._args))
 
 
 def trace(input: Tensor) -> Tensor:
@@ -347,7 +347,7 @@ def trace(input: Tensor) -> Tensor:
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if x.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
-    return apply(TRACE, (input,), (x,))
+    return apply(TRACE, (input,), (x,), (x.shape,))
 
 
 # ---------------------------------------------------------------------------- cov / corrcoef
