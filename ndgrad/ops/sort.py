@@ -285,8 +285,10 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     k = int(k)
     if k < 0 or k > n:
         raise RuntimeError("selected index k out of range")
-    if x.dtype.kind == "c" or x.dtype.kind == "b":
-        raise RuntimeError(f"\"topk_cpu\" not implemented for '{_tname(x)}'")
+    if x.dtype.kind == "c":
+        raise RuntimeError(" topk does not support complex dtypes on CPU")
+    if x.dtype.kind == "b":
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     idx = _wrap(_topk_idx(x, d, k, bool(largest), bool(sorted)) if x.ndim
                 else np.zeros((), np.int64))
     vals, out = apply(TOPK, (input,), (x,), (d, k, bool(largest), bool(sorted), x.shape, idx))
@@ -430,7 +432,7 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
         qv = np.array([qf], dtype=x.dtype)
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
-                           f"midpoint or nearest. Got {interpolation}")
+                           f"midpoint or nearest, but got {interpolation}")
     if dim is None:
         flat = input.reshape(-1)
         d = 0

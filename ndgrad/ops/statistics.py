@@ -192,7 +192,7 @@ def aminmax(input: Tensor, *, dim: Optional[int] = None, keepdim: bool = False) 
     else:
         d = wrap_dim(int(dim), x.ndim or 1)
         if x.ndim and x.shape[d] == 0:
-            raise IndexError(f"aminmax(): Expected reduction dim {d} to have non-zero size.")
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
         dims = (d,) if x.ndim else ()
     mn, mx = apply(AMINMAX, (input,), (x,), (dims, bool(keepdim)))
     return _rt.aminmax(mn, mx)
@@ -237,7 +237,7 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any 
             return r
     x = input._data
     if x.dtype.kind == "c" or (dtype is not None and dtype.is_complex):
-        raise RuntimeError("nansum does not support complex inputs")
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     dt = _reduce_dtype(x, dtype)
     dims = _all_or(dim, x.ndim)
     _check_autograd_dtype(input, dt)
