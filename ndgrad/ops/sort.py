@@ -433,26 +433,31 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest, but got {interpolation}")
+    # Sorted with the reduced dim last, viewed as the reduced shape (keepdim: 1 at dim) plus
+    # that dim; the ranks gather from it along the last dim, one column per q (PyTorch's layout).
     if dim is None:
-        flat = input.reshape(-1)
-        d = 0
+        s = sort(input.reshape(-1), 0).values
+        reduced = (1,) * x.ndim if keepdim else ()
     else:
         d = wrap_dim(int(dim), x.ndim or 1)
-        flat = input if x.ndim else input.reshape(1)
-    s = sort(flat, d).values.movedim(d, -1)          # (..., n), NaN last
+        if x.ndim and d == x.ndim - 1:
+            s = sort(input, -1).values
+        else:
+            s = sort(input.unsqueeze(-1).transpose(d, -1), -1).values
+        reduced = tuple(1 if k == d else n_ for k, n_ in enumerate(x.shape)
+                        if keepdim or k != d)
+    s = s.view(*(reduced + (s.shape[-1],)))
     sd = s._data
     n = sd.shape[-1]
     nan = np.isnan(sd)
+    shape = sd.shape[:-1] + (1,)
     if ignore_nan:
-        valid = n - np.sum(nan, axis=-1)                                   # (...)
-        last = np.where(valid > 0, valid - 1, n - 1)
-        ranks = qv.reshape((-1,) + (1,) * (sd.ndim - 1)) * np.maximum(valid - 1, 0).astype(
-            x.dtype)
-        ranks = np.where(valid > 0, ranks, last).astype(x.dtype)
+        valid = n - np.sum(nan, axis=-1, keepdims=True)                    # (..., 1)
+        ranks = qv * np.maximum(valid - 1, 0).astype(x.dtype)
+        ranks = np.where(valid > 0, ranks, n - 1).astype(x.dtype)          # (..., Q)
     else:
-        has_nan = np.any(nan, axis=-1)
-        ranks = qv.reshape((-1,) + (1,) * (sd.ndim - 1)) * np.full(sd.shape[:-1], n - 1,
-                                                                     dtype=x.dtype)
+        has_nan = np.any(nan, axis=-1, keepdims=True)
+        ranks = qv * np.full(shape, n - 1, dtype=x.dtype)
         ranks = np.where(has_nan, n - 1, ranks).astype(x.dtype)
     if interpolation == "lower":
         ranks = np.floor(ranks)
@@ -460,24 +465,17 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
         ranks = np.ceil(ranks)
     elif interpolation == "nearest":
         ranks = np.round(ranks)
-    below = np.floor(ranks).astype(np.int64)[..., None]                  # (Q, ..., 1)
-    above = np.ceil(ranks).astype(np.int64)[..., None]
-    big = s.unsqueeze(0).expand(len(qv), *sd.shape)
     from .reduction import gather as _gather
-    lo = _gather(big, -1, _wrap(below))
+    lo = _gather(s, -1, _wrap(np.floor(ranks).astype(np.int64)))
     if interpolation in ("lower", "higher", "nearest"):
         out = lo
     else:
-        hi = _gather(big, -1, _wrap(above))
-        w = 0.5 if interpolation == "midpoint" else (ranks - np.floor(ranks))[..., None]
-        w = _wrap(np.asarray(w, dtype=x.dtype))
-        out = lo + w * (hi - lo)
-    # out: (Q, ..., 1), the reduced dim last; keepdim keeps a size-1 dim in its place
-    if keepdim:
-        if dim is None:
-            out = out.reshape((len(qv),) + (1,) * x.ndim + (1,))
-        elif x.ndim:
-            out = out.unsqueeze(d + 1)
+        hi = _gather(s, -1, _wrap(np.ceil(ranks).astype(np.int64)))
+        w = np.full(ranks.shape, 0.5, x.dtype) if interpolation == "midpoint" else \
+            (ranks - np.floor(ranks)).astype(x.dtype)
+        out = lo + (hi - lo) * _wrap(w)
+    # (..., Q) -> (Q, ..., 1) -> squeeze the last dim
+    out = out.unsqueeze(0).transpose(0, -1)                               # (Q, ..., 1)
     out = apply(SQUEEZE_RESULT, (out,), (out._data,), (out.ndim - 1,))
     if scalar_q:
         out = apply(SQUEEZE_RESULT, (out,), (out._data,), (0,))

@@ -27,6 +27,7 @@ from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._util import broadcast_error, category, dims_tuple, promote_pair, wrap_dim
+from . import reduction as _red
 from .reduction import _centered, _check_0d_dims, _check_autograd_dtype, _reduce_dtype, \
     _unsqueezed, _var_fwd, _var_scale, _var_std
 
@@ -145,8 +146,7 @@ def _share(x: Tensor, r: Tensor, dims: tuple, keepdim: bool) -> Tensor:
 
 
 def _aminmax_vjp(ctx, g_min, g_max):
-    # The extrema are recomputed from the saved input (as detached constants).
-    (x,) = ctx.saved
+    x = ctx.saved[0]     # the extrema are recomputed from it (as detached constants)
     dims, keepdim = ctx._args
     if not dims:
         return g_min + g_max
@@ -168,6 +168,9 @@ def _aminmax_jvp(ctx, t):
 
 AMINMAX = Op("aminmax", "AminmaxBackward0", _aminmax_fwd, _aminmax_vjp, saves=("self",),
              args=("dim", "keepdim"), jvp=_aminmax_jvp, num_outputs=2)
+# PyTorch also saves both outputs (max, then min); the dispatcher saves only the first output of
+# a multi-output op, so ``aminmax`` appends them to the node (``_saved_max``/``_saved_min``).
+AMINMAX.saved_names = ("self", "max", "min")
 
 
 def aminmax(input: Tensor, *, dim: Optional[int] = None, keepdim: bool = False) -> Any:
@@ -195,6 +198,11 @@ def aminmax(input: Tensor, *, dim: Optional[int] = None, keepdim: bool = False) 
             raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
         dims = (d,) if x.ndim else ()
     mn, mx = apply(AMINMAX, (input,), (x,), (dims, bool(keepdim)))
+    node = mn._grad_fn
+    if node is not None and getattr(type(node), "_op", None) is AMINMAX and \
+            len(node._saved) == 1:
+        from ..autograd.saved import SavedTensor
+        node._saved = node._saved + (SavedTensor(mx, True, 1), SavedTensor(mn, True, 0))
     return _rt.aminmax(mn, mx)
 
 
@@ -393,34 +401,29 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Optional[Tensor] = None
         if a.size != n_obs:
             raise RuntimeError(f"cov(): expected aweights to have the same numel as there are "
                                f"observations in the input but got {a.size} != {n_obs}")
-        if a.size and a.min() < 0:
+        # checked with a (recorded) min(), as PyTorch does: its node saves aweights
+        if a.size and float(_red.min(aweights)._data) < 0:
             raise RuntimeError("cov(): aweights cannot be negative")
         w = aweights if w is None else w * aweights
     if category(input._data) <= _INT:
         input = input.to(_dtype.get_default_dtype())
-    if w is None:
-        avg = input.mean(1)
-        w_sum = None
-        norm = float(n_obs - correction)
+    # PyTorch divides by 0-d tensors: the weight sum (the number of observations, int64, when
+    # unweighted) and the normalization factor derived from it.
+    w_sum = w.sum() if w is not None else _wrap(np.array(n_obs, dtype=np.int64))
+    avg = (input * w if w is not None else input).sum(1) / w_sum
+    if w is None or correction == 0:
+        norm = w_sum - correction if correction != 0 else w_sum
+    elif aweights is None:
+        norm = w_sum - correction
     else:
-        w_sum = w.sum()
-        avg = (input * w).sum(1) / w_sum
-        if correction == 0:
-            norm = w_sum
-        elif aweights is None:
-            norm = w_sum - correction
-        else:
-            norm = w_sum - correction * (w * aweights).sum() / w_sum
-    nval = norm if isinstance(norm, float) else float(norm._data)
-    if nval <= 0:
+        norm = w_sum - correction * (w * aweights).sum() / w_sum
+    if float(norm._data) <= 0:
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
                       "than the number of observations.", UserWarning, stacklevel=2)
-        norm = 0.0 if isinstance(norm, float) else norm.clamp_min(0)
+        norm = norm * 0
     xm = input - avg.unsqueeze(1)
     xw = xm if w is None else xm * w
-    c = xm.mm(xw.t().conj())
-    c = c / norm
-    return c.squeeze()
+    return (xm.mm(xw.t().conj()) / norm).squeeze()
 
 
 def corrcoef(input: Tensor) -> Tensor:
@@ -509,8 +512,8 @@ def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Ten
         return y.sum(d) * 0
     if x is not None:
         spacing = _trapz_dx(x, y, d)
-        return _scalar_op(DIV_SCALAR, (spacing * (y.narrow(d, 1, n - 1)
-                                                  + y.narrow(d, 0, n - 1))).sum(d), 2.)
+        return _scalar_op(DIV_SCALAR, ((y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1))
+                                       * spacing).sum(d), 2.)
     ends = _scalar_op(MUL_SCALAR, y.select(d, 0) + y.select(d, -1), 0.5)
     return _scalar_op(MUL_SCALAR, y.sum(d) - ends, _scalar_dx(dx))
 
@@ -536,7 +539,7 @@ def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int =
         return y.narrow(d, 0, 0)
     pair = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
     if x is not None:
-        return _scalar_op(DIV_SCALAR, (_trapz_dx(x, y, d) * pair).cumsum(d), 2.)
+        return _scalar_op(DIV_SCALAR, (pair * _trapz_dx(x, y, d)).cumsum(d), 2.)
     return _scalar_op(MUL_SCALAR, pair, _scalar_dx(dx) / 2.).cumsum(d)
 
 
@@ -634,7 +637,7 @@ def _dist_dir(a: Tensor, b: Tensor, r: Tensor, p: float) -> Tensor:
 
 
 def _dist_vjp(ctx, g):
-    a, b, r = ctx.saved
+    b, a, r = ctx.saved
     p = ctx._args[0]
     if p == 0:
         return None, None
@@ -652,7 +655,7 @@ def _dist_jvp(ctx, ta, tb):
     return (_dist_dir(a, b, r, p) * t).sum()
 
 
-DIST = Op("dist", "DistBackward0", _dist_fwd, _dist_vjp, saves=("self", "other", "result"),
+DIST = Op("dist", "DistBackward0", _dist_fwd, _dist_vjp, saves=("other", "self", "result"),
           inputs=("self", "other"), args=("p",), jvp=_dist_jvp)
 
 
