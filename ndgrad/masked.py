@@ -129,7 +129,13 @@ def sum(input: Tensor, dim: Any = None, *, keepdim: bool = False,  # noqa: A001
         if input._data.dtype.kind in "biu":
             dtype = _dtype.int64
     dims = _dims(dim, input.ndim)
-    return _red.sum(_combine("sum", input, mask), dims, bool(keepdim), dtype=dtype)
+    m = _combine("sum", input, mask)
+    if not dims:             # sum over an empty list of dims (a 0-d input): SumBackward1
+        from .ops._dispatch import apply
+        dt = _dtype.to_dtype(dtype).np
+        _red._check_autograd_dtype(m, dt)
+        return apply(_red.SUM_DIM, (m,), (m._data,), ((), bool(keepdim), dt))
+    return _red.sum(m, dims, bool(keepdim), dtype=dtype)
 
 
 def prod(input: Tensor, dim: Any = None, *, keepdim: bool = False,
