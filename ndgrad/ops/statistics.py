@@ -93,6 +93,7 @@ VAR_MEAN = Op("var_mean", "VarMeanBackward0", _var_mean_fwd, _var_mean_vjp, save
 STD_MEAN = Op("std_mean", "StdMeanBackward0", _std_mean_fwd, _var_mean_vjp,
               saves=("self", "result"), args=("dim", "correction", "keepdim"),
               jvp=_var_mean_jvp, num_outputs=2)
+STD_MEAN.saved_names = ("self", "result0")    # PyTorch's name for the saved first output
 
 
 def _stat_mean(op: Op, name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
