@@ -67,7 +67,8 @@ def _input_mask(input: Tensor, mask: Tensor) -> Tensor:
         if m.ndim > input._data.ndim:
             raise IndexError("_input_mask expected broadcastable mask (got mask dimensionality "
                              "higher than of the input)")
-        m = np.broadcast_to(m, input._data.shape)
+        from .ops.shape import expand
+        m = expand(mask, input._data.shape)._data      # PyTorch's error if not expandable
     return _wrap(np.array(m, dtype=bool))
 
 

@@ -477,11 +477,11 @@ def _scalar_op(op: Op, t: Tensor, s: Any) -> Tensor:
     return t * s if op is MUL_SCALAR else t / s
 
 
-def _trapz_dx(x: Tensor, y: Tensor, d: int) -> Tensor:
+def _trapz_dx(x: Tensor, y: Tensor, d: int, name: str = "trapezoid") -> Tensor:
     xd = x._data
     if xd.ndim == 1:
         if xd.shape[0] != y.shape[d]:
-            raise RuntimeError("trapezoid: There must be one `x` value for each sample point")
+            raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
         dx = diff(x)
         shape = [1] * y.ndim
         shape[d] = dx.shape[0]
@@ -540,7 +540,8 @@ def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int =
         return y.narrow(d, 0, 0)
     pair = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
     if x is not None:
-        return _scalar_op(DIV_SCALAR, (pair * _trapz_dx(x, y, d)).cumsum(d), 2.)
+        spacing = _trapz_dx(x, y, d, "cumulative_trapezoid")
+        return _scalar_op(DIV_SCALAR, (pair * spacing).cumsum(d), 2.)
     return _scalar_op(MUL_SCALAR, pair, _scalar_dx(dx) / 2.).cumsum(d)
 
 
