@@ -449,6 +449,8 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
     s = s.view(*(reduced + (s.shape[-1],)))
     sd = s._data
     n = sd.shape[-1]
+    if n > 2 ** 24:          # ranks are exact in float only up to here
+        raise RuntimeError(f"{name}() input tensor is too large")
     nan = np.isnan(sd)
     shape = sd.shape[:-1] + (1,)
     if ignore_nan:
