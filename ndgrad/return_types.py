@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 __all__ = ["sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin",
-           "aminmax"]
+           "aminmax", "max", "min"]
 
 
 def _make(name: str, fields: tuple = ("values", "indices")) -> type:
@@ -35,3 +35,5 @@ mode = _make("mode")
 cummax = _make("cummax")
 cummin = _make("cummin")
 aminmax = _make("aminmax", ("min", "max"))
+max = _make("max")  # noqa: A001  (for max(dim)/min(dim), which return values_indices today)
+min = _make("min")  # noqa: A001
