@@ -96,6 +96,16 @@ from .ops.binary import (  # noqa: F401,E402
 from ._tensor_methods import xlogy_, ldexp_, gcd_, lcm_  # noqa: F401,E402
 from . import special  # noqa: F401,E402
 # ---- end binary ----
+# ---- reduce (issue 8) ----
+from .ops import (  # noqa: F401,E402
+    aminmax, argsort, corrcoef, count_nonzero, cov, cummax, cummin, cumprod,
+    cumulative_trapezoid, diff, dist, kthvalue, logcumsumexp, median, mode, msort, nanmean,
+    nanmedian, nanquantile, nansum, quantile, renorm, sort, std_mean, topk, trace, trapezoid,
+    trapz, var_mean)
+from . import return_types  # noqa: F401,E402
+from . import masked  # noqa: F401,E402
+# ---- end reduce ----
+
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]

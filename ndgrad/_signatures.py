@@ -442,6 +442,49 @@ ge_(Tensor self, Tensor|Scalar other)
 # ---- end binary ----
 
 
+# ---- reduce (issue 8) ----
+_QUANTILE = "int? dim=None, bool keepdim=False, *, str interpolation='linear')"
+_VAR_MEAN = "Any dim=None, Any unbiased=None, bool keepdim=False, *, Scalar? correction=None)"
+FUNCTIONS_AND_METHODS += f"""
+aminmax(Tensor input, *, int? dim=None, bool keepdim=False)
+nansum(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
+nanmean(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)
+count_nonzero(Tensor input, int[1]? dim=None)
+cumprod(Tensor input, int dim, *, ScalarType? dtype=None)
+cummax(Tensor input, int dim)
+cummin(Tensor input, int dim)
+logcumsumexp(Tensor input, int dim)
+sort(Tensor input, int dim=-1, bool descending=False, bool? stable=None)
+argsort(Tensor input, int dim=-1, bool descending=False, bool stable=False)
+msort(Tensor input)
+topk(Tensor input, int k, int dim=-1, bool largest=True, bool sorted=True)
+kthvalue(Tensor input, int k, int dim=-1, bool keepdim=False)
+median(Tensor input, int? dim=None, bool keepdim=False)
+nanmedian(Tensor input, int? dim=None, bool keepdim=False)
+mode(Tensor input, int dim=-1, bool keepdim=False)
+quantile(Tensor input, Tensor|float q, {_QUANTILE}
+nanquantile(Tensor input, Tensor|float q, {_QUANTILE}
+diff(Tensor input, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None)
+trace(Tensor input)
+cov(Tensor input, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None)
+corrcoef(Tensor input)
+renorm(Tensor input, Scalar p, int dim, Scalar maxnorm)
+dist(Tensor input, Tensor other, Scalar p=2)
+"""
+FUNCTIONS += f"""
+var_mean(Tensor input, {_VAR_MEAN}
+std_mean(Tensor input, {_VAR_MEAN}
+trapezoid(Tensor y, Tensor? x=None, *, Scalar? dx=None, int dim=-1)
+trapz(Tensor y, Tensor? x=None, *, Scalar? dx=None, int dim=-1)
+cumulative_trapezoid(Tensor y, Tensor? x=None, *, Scalar? dx=None, int dim=-1)
+"""
+METHODS += """
+cumprod_(Tensor self, int dim, *, ScalarType? dtype=None)
+renorm_(Tensor self, Scalar p, int dim, Scalar maxnorm)
+"""
+# ---- end reduce ----
+
+
 def _entries(block: str) -> list:
     return [line.strip() for line in block.strip().splitlines() if line.strip()]
 

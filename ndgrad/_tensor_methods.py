@@ -516,6 +516,30 @@ _METHODS = {
     "new_zeros": _new_factory("zeros"), "new_ones": _new_factory("ones"),
     "new_empty": _new_factory("empty"), "new_full": _new_factory("full"),
     "new_tensor": _new_tensor,
+    # ---- reduce (issue 8) ----
+    "aminmax": lambda s, *, dim=None, keepdim=False: ops.aminmax(s, dim=dim, keepdim=keepdim),
+    "nansum": lambda s, dim=None, keepdim=False, *, dtype=None: ops.nansum(s, dim, keepdim,
+                                                                           dtype=dtype),
+    "nanmean": lambda s, dim=None, keepdim=False, *, dtype=None: ops.nanmean(s, dim, keepdim,
+                                                                             dtype=dtype),
+    "count_nonzero": ops.count_nonzero,
+    "cumprod": lambda s, dim, *, dtype=None: ops.cumprod(s, dim, dtype=dtype),
+    "cumprod_": _inplace_of(lambda s, dim, *, dtype=None: ops.cumprod(s, dim, dtype=dtype),
+                            "cumprod_"),
+    "cummax": ops.cummax, "cummin": ops.cummin, "logcumsumexp": ops.logcumsumexp,
+    "sort": ops.sort, "argsort": ops.argsort, "msort": ops.msort, "topk": ops.topk,
+    "kthvalue": ops.kthvalue, "median": ops.median, "nanmedian": ops.nanmedian,
+    "mode": ops.mode,
+    "quantile": lambda s, q, dim=None, keepdim=False, *, interpolation="linear": ops.quantile(
+        s, q, dim, keepdim, interpolation=interpolation),
+    "nanquantile": lambda s, q, dim=None, keepdim=False, *, interpolation="linear":
+        ops.nanquantile(s, q, dim, keepdim, interpolation=interpolation),
+    "diff": ops.diff, "trace": ops.trace,
+    "cov": lambda s, *, correction=1, fweights=None, aweights=None: ops.cov(
+        s, correction=correction, fweights=fweights, aweights=aweights),
+    "corrcoef": ops.corrcoef, "renorm": ops.renorm, "renorm_": _inplace_of(ops.renorm, "renorm_"),
+    "dist": ops.dist,
+    # ---- end reduce ----
 }
 
 for _name, _fn in _METHODS.items():

@@ -364,10 +364,33 @@ def _second_order_ndgrad(op, arrays, us, vs):
         return res
 
 
+# ---- reduce (issue 8) ----
+# torch.func's forward-over-forward of cumprod is wrong where the input has zeros (checked against
+# the exact second derivative and against finite differences of its own JVP); there the reference
+# is central differences of ndgrad's first-order JVP along the outer tangent.
+TORCH_FOF_WRONG = {"cumprod_one_zero", "cumprod_two_zeros"}
+
+
+def _second_order_fd(op, arrays, us, vs, eps=1e-6):
+    def jvp(xs):
+        with nfw.dual_level():
+            duals = [nfw.make_dual(ndgrad.tensor(a), ndgrad.tensor(u)) for a, u in zip(xs, us)]
+            return [_np(nfw.unpack_dual(o).tangent) for o in _outs(op.fn(ndgrad, *duals))
+                    if o.dtype.is_floating_point]
+    plus = jvp([a + eps * v for a, v in zip(arrays, vs)])
+    minus = jvp([a - eps * v for a, v in zip(arrays, vs)])
+    return [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
+# ---- end reduce ----
+
+
 @pytest.mark.parametrize("op,i", DIFF_CASES)
 def test_forward_over_forward_matches_torch_func(op, i):
     arrays, us, vs = _sample(op, i)
     got = _second_order_ndgrad(op, arrays, us, vs)
+    if op.name in TORCH_FOF_WRONG:
+        for g, w in zip(got, _second_order_fd(op, arrays, us, vs)):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+        return
     want = _second_order_torch(op, arrays, us, vs)
     assert len(got) == len(want)
     for g, w in zip(got, want):

@@ -250,7 +250,9 @@ def _which(p, inputs, outputs):
             if tuple(p.shape) == tuple(t.shape) and str(p.dtype)[-6:] == str(t.dtype)[-6:] \
                     and np.array_equal(a, _as_numpy(t)):
                 return kind, i
-    return "other", tuple(p.shape), str(p.dtype).split(".")[-1], np.round(a, 8).ravel().tolist()
+    # NaN as a string: nan != nan would make equal lists compare unequal (reduce, issue 8)
+    values = ["nan" if v != v else v for v in np.round(a, 8).ravel().tolist()]
+    return "other", tuple(p.shape), str(p.dtype).split(".")[-1], values
 
 
 def _packed(L, op, i, mask):

@@ -36,6 +36,14 @@ from .softmax import log_softmax, logsumexp, softmax  # noqa: F401,E402
 # ---- binary (issue 8) ----
 from . import binary  # noqa: F401,E402
 # ---- end binary ----
+# ---- reduce (issue 8) ----
+from .scan import cummax, cummin, cumprod, logcumsumexp  # noqa: F401,E402
+from .sort import (  # noqa: F401,E402
+    argsort, kthvalue, median, mode, msort, nanmedian, nanquantile, quantile, sort, topk)
+from .statistics import (  # noqa: F401,E402
+    aminmax, corrcoef, count_nonzero, cov, cumulative_trapezoid, diff, dist, nanmean, nansum,
+    renorm, std_mean, trace, trapezoid, trapz, var_mean)
+# ---- end reduce ----
 from . import _batching  # noqa: E402
 
 _batching.install()   # batching rules for every op above (Note [Batched backward])
