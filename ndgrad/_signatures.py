@@ -246,6 +246,36 @@ nan_to_num_(Tensor self, float? nan=0.0, float? posinf=None, float? neginf=None)
 """
 
 
+# ---- fft / special (issue 8) ----
+# The functions of the ``ndgrad.fft`` and ``ndgrad.special`` namespaces (named as PyTorch names
+# them in its errors: ``fft_fft``, ``special_i0e``); ``install_namespace`` wraps them.
+_FFT_1D = "(Tensor input, int? n=None, int dim=-1, str? norm=None)"
+_FFT_2D = "(Tensor input, int[1]? s=None, int[1] dim=None, str? norm=None)"
+_FFT_ND = "(Tensor input, int[1]? s=None, int[1]? dim=None, str? norm=None)"
+_FREQ = f"(int n, float d=1.0, *, {_FACTORY_KW}, Any layout=None)"
+FFT_FUNCTIONS = "\n".join(
+    [f"fft_{n}{_FFT_1D}" for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")]
+    + [f"fft_{n}{_FFT_2D}" for n in ("fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2")]
+    + [f"fft_{n}{_FFT_ND}" for n in ("fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn")]
+    + ["fft_fftshift(Tensor input, int[1]? dim=None)",
+       "fft_ifftshift(Tensor input, int[1]? dim=None)",
+       f"fft_fftfreq{_FREQ}", f"fft_rfftfreq{_FREQ}"])
+SPECIAL_FUNCTIONS = """
+"""
+
+
+def install_namespace(namespace: dict, block: str) -> None:
+    """Replace each function of a namespace module (its ``globals()``) by its checking wrapper;
+    the schema's name is PyTorch's (``fft_fft``), the attribute the short one (``fft``)."""
+    for schema in _entries(block):
+        full = _name(schema)
+        short = full.split("_", 1)[1]
+        fn = wrap(schema, _unwrapped(namespace[short]))
+        fn.__name__ = short
+        namespace[short] = fn
+# ---- end fft / special (issue 8) ----
+
+
 def _entries(block: str) -> list:
     return [line.strip() for line in block.strip().splitlines() if line.strip()]
 
