@@ -69,7 +69,7 @@ from . import _signatures  # noqa: E402
 _signatures.install(__import__(__name__))   # Note [Declared signatures]
 
 # ---- fft / special (issue 8) ----
-from . import fft  # noqa: E402
+from . import fft as fft  # noqa: E402
 # ---- end fft / special (issue 8) ----
 
 __version__ = "0.1.0"

@@ -512,5 +512,27 @@ OPS = [
         (((1, 2, 3, 2),),), **F32_FD),
 ]
 
+# ---- fft / special (issue 8) ----
+# Complex results are taken back to real ones by a second transform (the test compares real
+# outputs), so each entry checks two transforms and their composition.
+V4, V23 = (((4,),),), (((2, 3),),)
+OPS += [
+    _op("fft_rfft_irfft", lambda m, x: m.fft.irfft(m.fft.rfft(x, norm="ortho"), n=5), V4 + V23),
+    _op("fft_fft_hfft", lambda m, x: m.fft.hfft(m.fft.fft(x, n=5), n=4), V4 + V23),
+    _op("fft_ifft_hfft_dim0", lambda m, x: m.fft.hfft(m.fft.ifft(x, dim=0), dim=0), V23),
+    _op("fft_ihfft_hfft", lambda m, x: m.fft.hfft(m.fft.ihfft(x, norm="forward")), V4),
+    _op("fft_irfft_real_input", lambda m, x: m.fft.irfft(x), V4),
+    _op("fft_fft2_irfft2", lambda m, x: m.fft.irfft2(m.fft.fft2(x, s=(2, 4))), V23),
+    _op("fft_ifftn_hfftn", lambda m, x: m.fft.hfftn(m.fft.ifftn(x, norm="forward"), s=(3, 3)),
+        V23),
+    _op("fft_rfftn_irfftn", lambda m, x: m.fft.irfftn(m.fft.rfftn(x, dim=(1, 0)), s=(3, 2),
+                                                       dim=(1, 0)), V23),
+    _op("fft_ihfft2_hfft2", lambda m, x: m.fft.hfft2(m.fft.ihfft2(x, norm="ortho")), V23),
+    _op("fft_hfft2_real_input", lambda m, x: m.fft.hfft2(x), V23),
+    _op("fft_fftshift", lambda m, x: m.fft.fftshift(x), V4 + V23),
+    _op("fft_ifftshift_dim", lambda m, x: m.fft.ifftshift(x, dim=1), V23),
+]
+# ---- end fft / special (issue 8) ----
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS), "op names must be unique"

@@ -330,8 +330,8 @@ def ifft(input: Tensor, n: Optional[int] = None, dim: int = -1,
     default ``"backward"`` scales by ``1/n``).
 
     >>> import ndgrad
-    >>> ndgrad.fft.ifft(ndgrad.tensor([4.0, 0.0, 0.0, 0.0]))
-    tensor([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
+    >>> ndgrad.fft.ifft(ndgrad.tensor([4.0, 0.0, 0.0, 0.0])).real.tolist()
+    [1.0, 1.0, 1.0, 1.0]
     """
     d, size = _one(input, n, dim)
     code = _norm_code(norm, False)
