@@ -64,13 +64,17 @@ isfinite = ops.isfinite
 isinf = ops.isinf
 bitwise_not = ops.bitwise_not
 
+# ---- fft / special (issue 8) ----
+from .ops.special import i0, igamma, igammac, mvlgamma, polygamma  # noqa: F401,E402
+from ._tensor_methods import i0_  # noqa: F401,E402
+from . import fft as fft  # noqa: E402
+from . import special as special  # noqa: E402
+# ---- end fft / special (issue 8) ----
+
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]
 
-# ---- fft / special (issue 8) ----
-from . import fft as fft  # noqa: E402
-# ---- end fft / special (issue 8) ----
 
 __version__ = "0.1.0"
 del _dtype
