@@ -28,7 +28,7 @@ from ..tensor import Tensor, _wrap
 from . import pointwise as _pw
 from . import unary as _un
 from ._dispatch import Op, apply
-from ._jvp import elementwise, linear, not_implemented
+from ._jvp import elementwise, linear
 from ._util import to_float
 
 __all__ = ["i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "zeta",
@@ -133,22 +133,53 @@ def _zeta_fwd(x: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.asarray(scipy.special.zeta(x, q)).astype(np.result_type(x, q), copy=False)
 
 
-def _no_derivative(name: str) -> Callable:
-    def vjp(ctx, *grads):
-        raise RuntimeError(f"the derivative for '{name}' is not implemented.")
-    return vjp
+def _fw_not_implemented(name: str) -> Callable:
+    def jvp(ctx, *tangents):
+        raise NotImplementedError(
+            f"Trying to use forward AD with {name} that does not support it because it has not "
+            "been implemented yet.\nPlease file an issue to PyTorch at "
+            "https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that "
+            "we can prioritize its implementation or submit a PR adding the implementation to "
+            "derivatives.yaml")
+    return jvp
 
 
-ZETA = Op("special_zeta", "SpecialZetaBackward0", _zeta_fwd, _no_derivative("zeta"),
-          inputs=("self", "other"), jvp=not_implemented("special_zeta"))
+def _not_differentiable(what: str) -> NotImplementedError:
+    return NotImplementedError(f"the derivative for '{what}' is not implemented.")
+
+
+def _zeta_other_grad(g: Tensor, x: Any, q: Tensor) -> Tensor:
+    """d/dq zeta(x, q) = -x zeta(x + 1, q)."""
+    return -g * x * zeta(x + 1, q)
+
+
+def _zeta_vjp(ctx, g):
+    x, q = ctx.saved
+    if ctx.needs_input_grad(0):
+        raise _not_differentiable("zeta")
+    return None, _zeta_other_grad(g, x, q)
+
+
+def _zeta_self_scalar_vjp(ctx, g):
+    x, q = ctx.saved
+    return _zeta_other_grad(g, x, q)
+
+
+def _zeta_other_scalar_vjp(ctx, g):
+    raise _not_differentiable("zeta")
+
+
+# PyTorch differentiates zeta(x, q) in q only (x: an error), and not in forward mode.
+ZETA = Op("special_zeta", "SpecialZetaBackward0", _zeta_fwd, _zeta_vjp, saves=("self", "other"),
+          inputs=("self", "other"), jvp=_fw_not_implemented("special_zeta"))
 ZETA_SELF_SCALAR = Op("special_zeta", "SpecialZetaBackward1",
                       lambda q, x: _zeta_fwd(np.asarray(x, q.dtype), q),
-                      _no_derivative("zeta"), inputs=("other",), args=("self",),
-                      jvp=not_implemented("special_zeta"))
+                      _zeta_self_scalar_vjp, saves=("self", "other"), inputs=("other",),
+                      args=("self",), jvp=_fw_not_implemented("special_zeta"))
 ZETA_OTHER_SCALAR = Op("special_zeta", "SpecialZetaBackward2",
                        lambda x, q: _zeta_fwd(x, np.asarray(q, x.dtype)),
-                       _no_derivative("zeta"), args=("other",),
-                       jvp=not_implemented("special_zeta"))
+                       _zeta_other_scalar_vjp, args=("other",),
+                       jvp=_fw_not_implemented("special_zeta"))
 
 
 # ---------------------------------------------------------------------------- mvlgamma
@@ -194,25 +225,17 @@ def _igamma_vjp(sign: float, name: str) -> Callable:
     def vjp(ctx, g):
         a, x = ctx.saved
         if ctx.needs_input_grad(0):
-            raise RuntimeError(f"the derivative for '{name}: input' is not implemented.")
+            raise _not_differentiable(f"{name}: input")
         return None, sign * g * _igamma_density(a, x)
     return vjp
 
 
-def _igamma_jvp(sign: float, name: str) -> Callable:
-    def jvp(ctx, ta, tx):
-        if ta is not None:
-            raise NotImplementedError(f"Trying to use forward AD with {name} that does not "
-                                      "support it because it has not been implemented yet.")
-        return sign * tx * _igamma_density(*ctx.inputs)
-    return jvp
-
-
+# Differentiable in ``other`` only, and not in forward mode (as in PyTorch).
 IGAMMA = Op("igamma", "IgammaBackward0", _igamma_fwd("gammainc"), _igamma_vjp(1.0, "igamma"),
-            saves=("self", "other"), inputs=("self", "other"), jvp=_igamma_jvp(1.0, "igamma"))
+            saves=("self", "other"), inputs=("self", "other"), jvp=_fw_not_implemented("igamma"))
 IGAMMAC = Op("igammac", "IgammacBackward0", _igamma_fwd("gammaincc"),
              _igamma_vjp(-1.0, "igammac"), saves=("self", "other"), inputs=("self", "other"),
-             jvp=_igamma_jvp(-1.0, "igammac"))
+             jvp=_fw_not_implemented("igammac"))
 
 
 # ---------------------------------------------------------------------------- public functions
@@ -348,7 +371,7 @@ def polygamma(n: int, input: Tensor) -> Tensor:
 
 def mvlgamma(input: Tensor, p: int) -> Tensor:
     """Multivariate log-gamma function of dimension ``p``, ``sum_i lgamma(x - i/2) + p(p-1)/4
-    log(pi)``; every element must exceed ``(p - 1) / 2``.
+    log(pi)``.
 
     >>> import ndgrad
     >>> ndgrad.mvlgamma(ndgrad.tensor([1.0]), 1).tolist()
@@ -358,10 +381,7 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     _refuse("arange_cpu", x, False)
-    xf = _float(x)
-    if not np.all(xf > (p - 1) / 2):
-        raise RuntimeError("All elements must be greater than (p-1)/2")
-    return apply(MVLGAMMA, (input,), (xf,), (int(p),))
+    return apply(MVLGAMMA, (input,), (_float(x),), (int(p),))
 
 
 def _igamma_public(op: Op, kernel: str) -> Callable:
