@@ -513,8 +513,9 @@ OPS = [
 ]
 
 # ---- fft / special (issue 8) ----
-# Complex results are taken back to real ones by a second transform (the test compares real
-# outputs), so each entry checks two transforms and their composition.
+# Complex results are taken back to real ones by a second transform (the tests compare real
+# outputs), so each entry checks two transforms and their composition. igamma/igammac and zeta,
+# which PyTorch does not differentiate in forward mode, are tested in test_special_fft.py.
 V4, V23 = (((4,),),), (((2, 3),),)
 OPS += [
     _op("fft_rfft_irfft", lambda m, x: m.fft.irfft(m.fft.rfft(x, norm="ortho"), n=5), V4 + V23),
@@ -531,6 +532,23 @@ OPS += [
     _op("fft_hfft2_real_input", lambda m, x: m.fft.hfft2(x), V23),
     _op("fft_fftshift", lambda m, x: m.fft.fftshift(x), V4 + V23),
     _op("fft_ifftshift_dim", lambda m, x: m.fft.ifftshift(x, dim=1), V23),
+    # special functions
+    _op("i0", lambda m, x: m.i0(x), UNARY),
+    _op("i0_method", lambda m, x: x.i0(), UNARY[:1]),
+    _op("special_i0e", lambda m, x: m.special.i0e(x), UNARY),
+    _op("special_i1", lambda m, x: m.special.i1(x), UNARY),
+    _op("special_i1e", lambda m, x: m.special.i1e(x), UNARY),
+    _op("special_ndtr", lambda m, x: m.special.ndtr(x), UNARY),
+    _op("special_ndtri", lambda m, x: m.special.ndtri(x), UNARY, "prob"),
+    _op("special_log_ndtr", lambda m, x: m.special.log_ndtr(x), UNARY),
+    _op("special_erfcx", lambda m, x: m.special.erfcx(x), UNARY),
+    _op("special_entr", lambda m, x: m.special.entr(x), UNARY, "positive"),
+    _op("polygamma_2", lambda m, x: m.polygamma(2, x), UNARY, "positive"),
+    _op("polygamma_method_0", lambda m, x: x.polygamma(0), UNARY[:1], "positive"),
+    _op("special_polygamma_3", lambda m, x: m.special.polygamma(3, x), UNARY[:1], "positive"),
+    _op("mvlgamma_3", lambda m, x: m.mvlgamma(x, 3), UNARY, "above_one"),
+    _op("special_multigammaln_1", lambda m, x: m.special.multigammaln(x, 1), UNARY[:1],
+        "positive"),
 ]
 # ---- end fft / special (issue 8) ----
 

@@ -1,0 +1,132 @@
+"""ndgrad.fft and ndgrad.special against PyTorch where op_db cannot reach: ops differentiable in
+one argument only and without forward AD (igamma, igammac, zeta), complex inputs of the
+transforms, dtype rules and errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ndgrad
+
+RNG = np.random.default_rng(8)
+X = RNG.uniform(0.5, 2.0, 5)
+A = RNG.uniform(0.5, 2.0, 5)
+
+
+_V = np.random.default_rng(1).standard_normal(5)
+ONE_SIDED = {
+    "gammainc": lambda m, a, x: m.special.gammainc(a, x),
+    "gammaincc": lambda m, a, x: m.special.gammaincc(a, x),
+    "igamma_method": lambda m, a, x: a.igamma(x),
+    "zeta": lambda m, a, x: m.special.zeta(a + 1, x),
+    "zeta_scalar_self": lambda m, a, x: m.special.zeta(2.5, x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_SIDED))
+def test_one_sided_gradients_match_torch(name):
+    fn = ONE_SIDED[name]
+    out = {}
+    for m in (torch, ndgrad):
+        x = m.tensor(X, dtype=m.float64, requires_grad=True)
+        y = fn(m, m.tensor(A, dtype=m.float64), x)
+        (g,) = m.autograd.grad(y, x, m.tensor(_V, dtype=m.float64), create_graph=True)
+        (gg,) = m.autograd.grad(g.sum(), x)
+        out[m] = (type(y.grad_fn).__name__, y.detach().numpy(), g.detach().numpy(), gg.numpy())
+    assert out[torch][0] == out[ndgrad][0]
+    for t, n in zip(out[torch][1:], out[ndgrad][1:]):
+        np.testing.assert_allclose(n, t, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.special.gammainc(x, x.detach()),
+    lambda m, x: m.special.zeta(x, 2.0),
+    lambda m, x: m.special.zeta(x, x.detach()),
+])
+def test_refused_derivatives(call):
+    for m in (torch, ndgrad):
+        x = m.tensor(X, dtype=m.float64, requires_grad=True)
+        with pytest.raises(NotImplementedError, match="the derivative for"):
+            call(m, x).sum().backward()
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.special.gammainc(x.detach(), x),
+    lambda m, x: m.special.zeta(3.0, x),
+])
+def test_no_forward_ad(call):
+    for m in (torch, ndgrad):
+        fw = m.autograd.forward_ad
+        with fw.dual_level():
+            x = fw.make_dual(m.tensor(X, dtype=m.float64), m.ones(5, dtype=m.float64))
+            with pytest.raises(NotImplementedError, match="Trying to use forward AD"):
+                call(m, x)
+
+
+TRANSFORMS = ["fft", "ifft", "irfft", "hfft", "fft2", "ifft2", "irfft2", "hfft2", "fftn",
+              "ifftn", "irfftn", "hfftn"]
+
+
+@pytest.mark.parametrize("name", TRANSFORMS)
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_complex_input_gradients_match_torch(name, norm):
+    z = RNG.standard_normal((3, 4)) + 1j * RNG.standard_normal((3, 4))
+    out = {}
+    for m in (torch, ndgrad):
+        x = m.tensor(z, dtype=m.complex128, requires_grad=True)
+        y = getattr(m.fft, name)(x, norm=norm)
+        v = np.random.default_rng(2).standard_normal(tuple(y.shape))
+        (g,) = m.autograd.grad(y, x, m.tensor(v, dtype=y.dtype))
+        out[m] = (str(y.dtype).split(".")[-1], y.detach().resolve_conj().numpy()
+                  if m is torch else y.detach().numpy(), g.resolve_conj().numpy()
+                  if m is torch else g.numpy())
+    assert out[torch][0] == out[ndgrad][0]
+    np.testing.assert_allclose(out[ndgrad][1], out[torch][1], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(out[ndgrad][2], out[torch][2], rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["fft", "rfft", "irfft", "fft2", "ihfftn"])
+def test_transform_dtypes_match_torch(name, dtype):
+    res = []
+    for m in (torch, ndgrad):
+        try:
+            res.append(str(getattr(m.fft, name)(m.ones(4, 4, dtype=getattr(m, dtype))).dtype)
+                       .split(".")[-1])
+        except RuntimeError as e:
+            res.append(str(e))
+    assert res[0] == res[1]
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.fft.fft(m.ones(4), norm="bad"),
+    lambda m: m.fft.fft(m.ones(4), n=0),
+    lambda m: m.fft.fftn(m.ones(4, 4), dim=(0, 0)),
+    lambda m: m.fft.fftn(m.ones(4, 4), s=(2, 2), dim=(0,)),
+    lambda m: m.fft.rfft(m.ones(4, dtype=m.complex64)),
+    lambda m: m.fft.rfftn(m.ones(4), dim=()),
+    lambda m: m.fft.fft(m.ones(4), dim=2),
+    lambda m: m.fft.fft(m.tensor(1.0)),
+    lambda m: m.fft.fftfreq(4, dtype=m.int64),
+    lambda m: m.polygamma(-1, m.ones(2)),
+    lambda m: m.mvlgamma(m.ones(2), 0),
+    lambda m: m.special.i0(m.ones(2, dtype=m.complex64)),
+    lambda m: m.special.ndtri(m.ones(2, dtype=m.float16)),
+    lambda m: m.special.gammainc(m.ones(2, dtype=m.int64), m.ones(2, dtype=m.int64)),
+])
+def test_errors_match_torch(call):
+    errs = []
+    for m in (torch, ndgrad):
+        with pytest.raises(Exception) as info:
+            call(m)
+        errs.append((type(info.value), str(info.value).split("\n")[0]))
+    assert errs[0] == errs[1]
+
+
+def test_frequencies_match_torch():
+    for n, d in ((5, 1.0), (6, 0.5), (1, 2.0)):
+        np.testing.assert_allclose(ndgrad.fft.fftfreq(n, d).numpy(), torch.fft.fftfreq(n, d))
+        np.testing.assert_allclose(ndgrad.fft.rfftfreq(n, d, dtype=ndgrad.float64).numpy(),
+                                   torch.fft.rfftfreq(n, d, dtype=torch.float64))
