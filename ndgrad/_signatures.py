@@ -304,6 +304,13 @@ special_scaled_modified_bessel_k1(Tensor input)
 special_spherical_bessel_j0(Tensor input)
 special_airy_ai(Tensor input)
 """
+SPECIAL_FUNCTIONS += "\n".join(
+    f"special_{p}(Tensor|Scalar input, Tensor|Scalar n)" for p in (
+        "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+        "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+        "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+        "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+        "laguerre_polynomial_l", "legendre_polynomial_p"))
 FUNCTIONS_AND_METHODS += """
 i0(Tensor input)
 mvlgamma(Tensor input, int p)

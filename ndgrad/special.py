@@ -16,6 +16,11 @@ from .ops.special import (  # noqa: E402,F401
     log_ndtr, modified_bessel_i0, modified_bessel_i1, modified_bessel_k0, modified_bessel_k1,
     ndtr, ndtri, polygamma, scaled_modified_bessel_k0, scaled_modified_bessel_k1,
     spherical_bessel_j0, zeta)
+from .ops.special import (  # noqa: E402,F401
+    chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v,
+    chebyshev_polynomial_w, hermite_polynomial_h, hermite_polynomial_he, laguerre_polynomial_l,
+    legendre_polynomial_p, shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
+    shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w)
 from .ops.special import igamma as gammainc, igammac as gammaincc  # noqa: E402,F401
 from .ops.special import mvlgamma as multigammaln  # noqa: E402,F401
 from .ops.unary import (  # noqa: E402,F401

@@ -31,11 +31,16 @@ from ._dispatch import Op, apply
 from ._jvp import elementwise, linear
 from ._util import to_float
 
+_POLYNOMIAL_NAMES = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                     "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+                     "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+                     "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+                     "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"]
 __all__ = ["i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "entr", "zeta",
            "polygamma", "mvlgamma", "igamma", "igammac", "bessel_j0", "bessel_j1", "bessel_y0",
            "bessel_y1", "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
            "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
-           "spherical_bessel_j0", "airy_ai"]
+           "spherical_bessel_j0", "airy_ai", *_POLYNOMIAL_NAMES]
 
 _special = _un._special
 _LOW = _un._LOW_PRECISION
@@ -465,6 +470,94 @@ scaled_modified_bessel_k1 = _forward_only("scaled_modified_bessel_k1", "k1e",
 spherical_bessel_j0 = _forward_only("spherical_bessel_j0", _spherical_j0,
                                     "Spherical Bessel function of the first kind, order 0.")
 airy_ai = _forward_only("airy_ai", _airy_ai, "Airy function Ai.")
+
+
+# ---------------------------------------------------------------------------- polynomials
+# Orthogonal polynomials p_n(x) of ``torch.special`` (no derivative in PyTorch). The degree ``n``
+# is a tensor or number, truncated toward zero as an integer; a negative (or NaN) degree gives
+# 0. Each is evaluated by its three-term recurrence ``p_{k+1} = a_k(x) p_k - b_k p_{k-1}`` from
+# ``p_0 = 1`` and ``p_1``.
+def _cheb_step(k, x, p1, p0):
+    return 2 * x * p1 - p0
+
+
+_POLYNOMIALS = {
+    # name: (p_1(x), step(k, x, p_k, p_{k-1}) -> p_{k+1}, argument map)
+    "chebyshev_polynomial_t": (lambda x: x, _cheb_step, None),
+    "chebyshev_polynomial_u": (lambda x: 2 * x, _cheb_step, None),
+    "chebyshev_polynomial_v": (lambda x: 2 * x - 1, _cheb_step, None),
+    "chebyshev_polynomial_w": (lambda x: 2 * x + 1, _cheb_step, None),
+    "shifted_chebyshev_polynomial_t": (lambda x: x, _cheb_step, True),
+    "shifted_chebyshev_polynomial_u": (lambda x: 2 * x, _cheb_step, True),
+    "shifted_chebyshev_polynomial_v": (lambda x: 2 * x - 1, _cheb_step, True),
+    "shifted_chebyshev_polynomial_w": (lambda x: 2 * x + 1, _cheb_step, True),
+    "hermite_polynomial_h": (lambda x: 2 * x, lambda k, x, p1, p0: 2 * x * p1 - 2 * k * p0,
+                             None),
+    "hermite_polynomial_he": (lambda x: x, lambda k, x, p1, p0: x * p1 - k * p0, None),
+    "laguerre_polynomial_l": (lambda x: 1 - x,
+                              lambda k, x, p1, p0: ((2 * k + 1 - x) * p1 - k * p0) / (k + 1),
+                              None),
+    "legendre_polynomial_p": (lambda x: x,
+                              lambda k, x, p1, p0: ((2 * k + 1) * x * p1 - k * p0) / (k + 1),
+                              None),
+}
+
+
+def _polynomial_fwd(name: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    first, step, shifted = _POLYNOMIALS[name]
+    dt = x.dtype
+    x, n = np.broadcast_arrays(x, n)
+    with np.errstate(invalid="ignore"):
+        k = np.where(np.isnan(n), -1, np.trunc(np.nan_to_num(n))).astype(np.int64)
+    t = 2 * x - 1 if shifted else x
+    p0 = np.ones(x.shape, dt)
+    p1 = first(t).astype(dt, copy=False)
+    out = np.where(k == 0, p0, np.where(k == 1, p1, np.zeros((), dt)))
+    top = int(k.max()) if k.size else 0
+    with np.errstate(all="ignore"):
+        for j in range(1, top):
+            p0, p1 = p1, step(j, t, p1, p0).astype(dt, copy=False)
+            out = np.where(k == j + 1, p1, out)
+    return out
+
+
+def _polynomial(name: str) -> Callable:
+    def fn(input: Any, n: Any) -> Tensor:
+        if not isinstance(input, Tensor) and not isinstance(n, Tensor):
+            raise TypeError(f"special_{name}() received an invalid combination of arguments - "
+                            f"got ({type(input).__name__}, {type(n).__name__})")
+        if isinstance(input, Tensor) and isinstance(n, Tensor):
+            dt = np.dtype(_promote(input, n)[0].dtype)
+        else:
+            dt = (input if isinstance(input, Tensor) else n)._data.dtype
+        if dt.kind in "biu":
+            dt = _dtype.get_default_dtype().np
+        _refuse(name + "_cpu", np.zeros(0, dt), True)
+        a = input._data if isinstance(input, Tensor) else input
+        b = n._data if isinstance(n, Tensor) else n
+        return _wrap(_polynomial_fwd(name, np.asarray(a).astype(dt), np.asarray(b).astype(dt)))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""``{name.replace('_', ' ')}`` of degree ``n`` at ``input`` (no derivative).
+
+    >>> import ndgrad
+    >>> ndgrad.special.{name}(ndgrad.tensor([0.5]), 0).tolist()
+    [1.0]
+    """
+    return fn
+
+
+chebyshev_polynomial_t = _polynomial("chebyshev_polynomial_t")
+chebyshev_polynomial_u = _polynomial("chebyshev_polynomial_u")
+chebyshev_polynomial_v = _polynomial("chebyshev_polynomial_v")
+chebyshev_polynomial_w = _polynomial("chebyshev_polynomial_w")
+shifted_chebyshev_polynomial_t = _polynomial("shifted_chebyshev_polynomial_t")
+shifted_chebyshev_polynomial_u = _polynomial("shifted_chebyshev_polynomial_u")
+shifted_chebyshev_polynomial_v = _polynomial("shifted_chebyshev_polynomial_v")
+shifted_chebyshev_polynomial_w = _polynomial("shifted_chebyshev_polynomial_w")
+hermite_polynomial_h = _polynomial("hermite_polynomial_h")
+hermite_polynomial_he = _polynomial("hermite_polynomial_he")
+laguerre_polynomial_l = _polynomial("laguerre_polynomial_l")
+legendre_polynomial_p = _polynomial("legendre_polynomial_p")
 
 
 # ---------------------------------------------------------------------------- batching rules
