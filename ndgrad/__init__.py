@@ -67,6 +67,7 @@ bitwise_not = ops.bitwise_not
 # ---- fft / special (issue 8) ----
 from .ops.special import i0, igamma, igammac, mvlgamma, polygamma  # noqa: F401,E402
 from ._tensor_methods import i0_  # noqa: F401,E402
+from .ops.fft import istft, stft  # noqa: F401,E402
 from . import fft as fft  # noqa: E402
 from . import special as special  # noqa: E402
 # ---- end fft / special (issue 8) ----

@@ -317,6 +317,13 @@ mvlgamma(Tensor input, int p)
 igamma(Tensor input, Tensor other)
 igammac(Tensor input, Tensor other)
 """
+_STFT = ("int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, "
+         "bool center=True")
+FUNCTIONS_AND_METHODS += (
+    f"stft(Tensor input, {_STFT}, str pad_mode='reflect', bool normalized=False, "
+    "bool? onesided=None, bool? return_complex=None)\n"
+    f"istft(Tensor input, {_STFT}, bool normalized=False, bool? onesided=None, "
+    "int? length=None, bool return_complex=False)\n")
 FUNCTIONS += """
 polygamma(int n, Tensor input)
 """

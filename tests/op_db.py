@@ -532,6 +532,16 @@ OPS += [
     _op("fft_hfft2_real_input", lambda m, x: m.fft.hfft2(x), V23),
     _op("fft_fftshift", lambda m, x: m.fft.fftshift(x), V4 + V23),
     _op("fft_ifftshift_dim", lambda m, x: m.fft.ifftshift(x, dim=1), V23),
+    # (center=False: PyTorch's reflection padding links its double backward to the input, a
+    # zero gradient where ndgrad's is None.)
+    _op("stft_istft", lambda m, x: m.istft(m.stft(x, 4, center=False, return_complex=True), 4,
+                                           center=False), (((6,),), ((2, 6),))),
+    _op("stft_istft_window", lambda m, x: m.istft(
+        m.stft(x, 4, hop_length=2, window=m.ones(4) * 0.75 + 0.25, normalized=True,
+               center=False, return_complex=True), 4, hop_length=2,
+        window=m.ones(4) * 0.5 + 0.5, normalized=True, center=False), (((8,),),)),
+    _op("stft_reflect_istft_length", lambda m, x: m.istft(
+        m.stft(x, 4, return_complex=True), 4, length=7), (((6,),),), double_backward=False),
     # special functions
     _op("i0", lambda m, x: m.i0(x), UNARY),
     _op("i0_method", lambda m, x: x.i0(), UNARY[:1]),

@@ -47,7 +47,7 @@ from ._jvp import linear
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "hfft2", "ihfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn", "fftshift",
-           "ifftshift", "fftfreq", "rfftfreq"]
+           "ifftshift", "fftfreq", "rfftfreq", "stft", "istft"]
 
 # numpy's ``norm=`` for a normalization code, by direction of the transform.
 _NP_NORM_FORWARD = ("backward", "ortho", "forward")
@@ -694,6 +694,216 @@ def rfftfreq(n: int, d: float = 1.0, *, dtype: Any = None, layout: Any = None,
     return _freq(k / (d * n) if n > 0 else k, dt, requires_grad)
 
 
+# ---------------------------------------------------------------------------- stft / istft
+def _overlap_add_fwd(frames: np.ndarray, hop: int, length: int) -> np.ndarray:
+    """``out[..., t * hop + k] += frames[..., t, k]`` (frames along the last two dims)."""
+    n_frames, n = frames.shape[-2:]
+    out = np.zeros(frames.shape[:-2] + (length,), frames.dtype)
+    starts = np.arange(n_frames) * hop
+    for k in range(n):
+        out[..., starts + k] += frames[..., :, k]
+    return out
+
+
+def _overlap_add_vjp(ctx, g):
+    hop = ctx._args[0]
+    shape = ctx._input_meta[0][0]     # (..., n_frames, n); the output's last dim is len - 2
+    # apply, not the public unfold: its checks would see a batched cotangent's physical shape.
+    return apply(_shape.UNFOLD, (g,), (g._data,), (len(shape) - 2, shape[-1], hop))
+
+
+# The overlap-add of istft: PyTorch's unfold_backward (the adjoint of unfold), whose own
+# gradient is unfold.
+OVERLAP_ADD = Op("unfold_backward", "UnfoldBackwardBackward0", _overlap_add_fwd,
+                 _overlap_add_vjp, args=("step", "length"), jvp=linear)
+
+
+def _stft_signature(name: str, input: Tensor, n_fft: int, hop: Any, win: Any, window: Any,
+                    **more: Any) -> str:
+    kind = "torch." + _dtype._FROM_NP[input._data.dtype]._torch_name + "Tensor"
+    w = "None" if window is None else f"{kind}{{{list(window.shape)}}}"
+    extra = "".join(f", {k}={v}" for k, v in more.items())
+    return (f"{name}({kind}{list(input.shape)}, n_fft={n_fft}, hop_length={hop}, "
+            f"win_length={win}, window={w}{extra}) : ")
+
+
+def _padded_window(window: Optional[Tensor], n_fft: int, win_length: int, like: Tensor) -> Any:
+    """The window centered in ``n_fft`` samples (None: rectangular, no multiplication)."""
+    if window is None:
+        if win_length == n_fft:
+            return None
+        w = np.zeros(n_fft, np.real(like._data[:0]).dtype)
+        left = (n_fft - win_length) // 2
+        w[left:left + win_length] = 1
+        return _wrap(w)
+    if win_length < n_fft:
+        left = (n_fft - win_length) // 2
+        return _pad_end_list(window, [left, n_fft - win_length - left])
+    return window
+
+
+def _pad_signal(x: Tensor, p: int, mode: str) -> Tensor:
+    """``x`` padded by ``p`` samples at both ends of its last dim."""
+    n = x.shape[-1]
+    if mode == "constant":
+        return _pad_end_list(x, [p, p])
+    if mode == "reflect":
+        if p >= n:
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({p}, {p}) at dimension "
+                               f"{x.ndim} of input {[1] * (3 - x.ndim) + list(x.shape)}")
+        idx = np.concatenate([np.arange(p, 0, -1), np.arange(n), np.arange(n - 2, n - 2 - p, -1)])
+    elif mode == "replicate":
+        idx = np.concatenate([np.zeros(p, np.int64), np.arange(n), np.full(p, n - 1)])
+    elif mode == "circular":
+        idx = np.arange(-p, n + p) % n
+    else:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    return x[..., _wrap(idx.astype(np.int64))]
+
+
+def stft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
+         win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True,
+         pad_mode: str = "reflect", normalized: bool = False, onesided: Optional[bool] = None,
+         return_complex: Optional[bool] = None) -> Tensor:
+    """Short-time Fourier transform: the Fourier transforms of the windowed frames of
+    ``n_fft`` samples, ``hop_length`` apart, of a 1-d signal or a batch of them (shape
+    ``(..., n_fft // 2 + 1 or n_fft, n_frames)``).
+
+    >>> import ndgrad
+    >>> ndgrad.stft(ndgrad.ones(8), 4, return_complex=True).shape
+    ndgrad.Size([3, 9])
+    """
+    x = input
+    real_in = x._data.dtype.kind != "c" and (window is None or window._data.dtype.kind != "c")
+    if return_complex is None:
+        if real_in:
+            raise RuntimeError("stft requires the return_complex parameter be given for real "
+                               "inputs, and will further require that return_complex=True in a "
+                               "future PyTorch release.")
+        return_complex = True
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    if x.ndim not in (1, 2):
+        raise RuntimeError(_stft_signature("stft", x, n_fft, hop, win, window) +
+                           f"expected a 1D or 2D tensor, but got {x.ndim}D tensor")
+    x = _float_input(x)
+    if x.ndim == 1:
+        x = _shape.unsqueeze(x, 0)
+    if center:
+        x = _pad_signal(x, n_fft // 2, pad_mode)
+    length = x.shape[-1]
+    sig = _stft_signature("stft", x if x.ndim == 2 and input.ndim == 2 else
+                          _shape.squeeze(x, 0), n_fft, hop, win, window)
+    if not 0 < n_fft <= length:
+        raise RuntimeError(sig + f"expected 0 < n_fft < {length}, but got n_fft={n_fft}")
+    if hop <= 0:
+        raise RuntimeError(sig + f"expected hop_length > 0, but got hop_length={hop}")
+    if not 0 < win <= n_fft:
+        raise RuntimeError(sig + f"expected 0 < win_length <= n_fft, but got win_length={win}")
+    if window is not None and (window.ndim != 1 or window.shape[0] != win):
+        raise RuntimeError(sig + "expected a 1D window tensor of size equal to win_length="
+                           f"{win}, but got window with size {list(window.shape)}")
+    frames = _shape.unfold(x, 1, n_fft, hop)
+    w = _padded_window(window, n_fft, win, x)
+    if w is not None:
+        frames = frames * w
+    if onesided is None:
+        onesided = real_in
+    elif onesided and not real_in:
+        raise RuntimeError("Cannot have onesided output if window or input is complex")
+    code = 1 if normalized else 0
+    if frames._data.dtype.kind == "c":
+        y = _c2c(frames, (2,), code, True)
+    else:
+        y = _r2c(frames, (2,), code, bool(onesided))
+    y = _shape.transpose(y, 1, 2)
+    if input.ndim == 1:
+        y = _shape.squeeze(y, 0)
+    if not return_complex:
+        y = _shape.stack([_shape.real(y), _shape.imag(y)], -1)
+    return y
+
+
+def istft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
+          win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True,
+          normalized: bool = False, onesided: Optional[bool] = None,
+          length: Optional[int] = None, return_complex: bool = False) -> Tensor:
+    """Inverse short-time Fourier transform: overlap-add of the inverse transforms of the
+    frames, divided by the overlap-added squared window.
+
+    >>> import ndgrad
+    >>> x = ndgrad.arange(8.0)
+    >>> y = ndgrad.istft(ndgrad.stft(x, 4, return_complex=True), 4, length=8)
+    >>> (y - x).abs().max().item() < 1e-5
+    True
+    """
+    if input._data.dtype.kind != "c":
+        raise RuntimeError("istft requires a complex-valued input tensor matching the output "
+                           "from stft with return_complex=True.")
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    sig = _stft_signature("istft", input, n_fft, hop, win, window)
+    if input.ndim not in (2, 3):
+        nd = max(input.ndim, 1)
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{nd}, {nd - 1}], "
+                         "but got -3)")
+    x = input if input.ndim == 3 else _shape.unsqueeze(input, 0)
+    n_freq, n_frames = x.shape[1:]
+    if onesided is None:
+        onesided = n_freq != n_fft
+    if onesided and n_fft // 2 + 1 != n_freq:
+        raise RuntimeError(sig + f"expected the frequency dimension (3rd to the last) of the "
+                           f"input tensor to match n_fft / 2 + 1 when onesided=True, but got "
+                           f"{n_freq}")
+    if not onesided and n_freq != n_fft:
+        raise RuntimeError(sig + "expected the frequency dimension (3rd to the last) of the input "
+                           f"tensor to match n_fft when onesided=False, but got {n_freq}")
+    if not 0 < win <= n_fft:
+        raise RuntimeError(sig + f"expected 0 < win_length <= n_fft, but got win_length={win}")
+    if window is not None and (window.ndim != 1 or window.shape[0] != win):
+        raise RuntimeError(sig + "expected a 1D window tensor of size equal to win_length="
+                           f"{win}, but got window with size {list(window.shape)}")
+    frames = _shape.transpose(x, 1, 2)
+    code = 1 if normalized else 2
+    if return_complex:
+        if onesided:
+            raise RuntimeError("Cannot have onesided output if window or input is complex")
+        y = _c2c(frames, (2,), code, False)
+    else:
+        if window is not None and window._data.dtype.kind == "c":
+            raise RuntimeError("Complex windows are incompatible with return_complex=False")
+        # A real signal: the transform of the first n_fft // 2 + 1 bins, taken as one half of
+        # a Hermitian spectrum (the rest of a full spectrum is ignored, as in PyTorch).
+        y = _c2r(_resize(frames, (2,), (n_fft // 2 + 1,)), (2,), code, n_fft)
+    w = _padded_window(window, n_fft, win, y)
+    if w is not None:
+        y = y * w
+    expected = n_fft + hop * (n_frames - 1)
+    y = apply(OVERLAP_ADD, (y,), (y._data,), (hop, expected))
+    # The squared window overlap-added: differentiable in the window, as in PyTorch.
+    if w is None:
+        env = _wrap(_overlap_add_fwd(np.ones((n_frames, n_fft), np.real(y._data[:0]).dtype), hop,
+                                     expected))
+    else:
+        wsq = _shape.expand(_shape.unsqueeze(w * w, 0), (n_frames, n_fft))
+        env = apply(OVERLAP_ADD, (wsq,), (wsq._data,), (hop, expected))
+    start = n_fft // 2 if center else 0
+    end = expected - n_fft // 2 if center else expected
+    if length is not None:
+        end = start + length
+    y = _shape.narrow(y, 1, start, min(end, expected) - start)
+    env = _shape.narrow(env, 0, start, min(end, expected) - start)
+    if env._data.size and np.abs(env._data).min() < 1e-11:
+        raise RuntimeError(sig + "window overlap add min: " + str(float(np.abs(env._data).min())))
+    y = y / env
+    if end > expected:
+        y = _pad_dim(y, 2, 1, end - expected)
+    if input.ndim == 2:
+        y = _shape.squeeze(y, 0)
+    return y
+
+
 # ---------------------------------------------------------------------------- batching rules
 def _rule_dims(c, args):
     """Ops whose first argument is a tuple of dims (the transforms, roll)."""
@@ -701,9 +911,13 @@ def _rule_dims(c, args):
 
 
 def _install_batching() -> None:
-    from ._batching import RULES, _pointwise
+    from ._batching import RULES, _dim_first, _pointwise
     for op in (FFT_C2C, FFT_R2C, FFT_C2R, ROLL):
         RULES[op] = _rule_dims
+    # The overlap-add acts on the last two dims: a leading batch dim does not change it.
+    RULES[OVERLAP_ADD] = lambda c, args: apply(c.op, tuple(c.ts), tuple(c.arrs), args)
+    # The overlap-add's gradient is unfold (of a cotangent with at least one logical dim).
+    RULES.setdefault(_shape.UNFOLD, _dim_first)
     # The pad list counts dims from the last one: a leading batch dim does not change it.
     RULES[CONSTANT_PAD] = lambda c, args: apply(c.op, tuple(c.ts), tuple(c.arrs), args)
     RULES[CONJ_PHYSICAL] = _pointwise()

@@ -342,6 +342,9 @@ def zeta(input: Any, other: Any) -> Tensor:
     >>> round(ndgrad.special.zeta(ndgrad.tensor([2.0]), 1.0).item(), 4)
     1.6449
     """
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError(f"special_zeta() received an invalid combination of arguments - got "
+                        f"({type(input).__name__}, {type(other).__name__})")
     if isinstance(input, Tensor) and isinstance(other, Tensor):
         a, b = (_float(d) for d in _promote(input, other))
         _refuse("zeta_cpu", a, True)
