@@ -718,6 +718,31 @@ OVERLAP_ADD = Op("unfold_backward", "UnfoldBackwardBackward0", _overlap_add_fwd,
                  _overlap_add_vjp, args=("step", "length"), jvp=linear)
 
 
+def _reflect_fwd(x: np.ndarray, p: int) -> np.ndarray:
+    widths = [(0, 0)] * (x.ndim - 1) + [(p, p)]
+    return np.pad(x, widths, mode="reflect")
+
+
+def _reflect_backward_fwd(g: np.ndarray, p: int) -> np.ndarray:
+    """The adjoint of reflection padding: each padded sample added back to its mirror."""
+    n = g.shape[-1] - 2 * p
+    out = g[..., p:p + n].copy()
+    out[..., 1:p + 1] += g[..., p - 1::-1] if p else 0
+    out[..., n - 1 - p:n - 1] += g[..., :p + n - 1:-1] if p else 0
+    return out
+
+
+# Reflection padding of the last dim (stft's ``center``), and its adjoint, each the other's
+# derivative.
+REFLECT_PAD = Op("reflection_pad1d", "ReflectionPad1DBackward0", _reflect_fwd,
+                 lambda ctx, g: apply(REFLECT_PAD_BACKWARD, (g,), (g._data,), ctx._args),
+                 saves=("self",), args=("padding",), jvp=linear)
+REFLECT_PAD_BACKWARD = Op("reflection_pad1d_backward", "ReflectionPad1DBackwardBackward0",
+                          _reflect_backward_fwd,
+                          lambda ctx, g: apply(REFLECT_PAD, (g,), (g._data,), ctx._args),
+                          args=("padding",), jvp=linear)
+
+
 def _stft_signature(name: str, input: Tensor, n_fft: int, hop: Any, win: Any, window: Any,
                     **more: Any) -> str:
     kind = "torch." + _dtype._FROM_NP[input._data.dtype]._torch_name + "Tensor"
@@ -752,8 +777,11 @@ def _pad_signal(x: Tensor, p: int, mode: str) -> Tensor:
             raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
                                f"input dimension, but got: padding ({p}, {p}) at dimension "
                                f"{x.ndim} of input {[1] * (3 - x.ndim) + list(x.shape)}")
-        idx = np.concatenate([np.arange(p, 0, -1), np.arange(n), np.arange(n - 2, n - 2 - p, -1)])
-    elif mode == "replicate":
+        # As PyTorch: the (batch, length) signal padded as a (1, batch, length) tensor.
+        x3 = _shape.reshape(x, (1,) + tuple(x.shape))
+        y = apply(REFLECT_PAD, (x3,), (x3._data,), (p,))
+        return _shape.reshape(y, (x.shape[0], n + 2 * p))
+    if mode == "replicate":
         idx = np.concatenate([np.zeros(p, np.int64), np.arange(n), np.full(p, n - 1)])
     elif mode == "circular":
         idx = np.arange(-p, n + p) % n
@@ -877,23 +905,20 @@ def istft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
         # a Hermitian spectrum (the rest of a full spectrum is ignored, as in PyTorch).
         y = _c2r(_resize(frames, (2,), (n_fft // 2 + 1,)), (2,), code, n_fft)
     w = _padded_window(window, n_fft, win, y)
-    if w is not None:
-        y = y * w
+    if w is None:    # PyTorch multiplies by a window of ones
+        w = _wrap(np.ones(n_fft, np.real(y._data[:0]).dtype))
+    y = y * _shape.reshape(w, (1, 1, n_fft))
     expected = n_fft + hop * (n_frames - 1)
     y = apply(OVERLAP_ADD, (y,), (y._data,), (hop, expected))
     # The squared window overlap-added: differentiable in the window, as in PyTorch.
-    if w is None:
-        env = _wrap(_overlap_add_fwd(np.ones((n_frames, n_fft), np.real(y._data[:0]).dtype), hop,
-                                     expected))
-    else:
-        wsq = _shape.expand(_shape.unsqueeze(w * w, 0), (n_frames, n_fft))
-        env = apply(OVERLAP_ADD, (wsq,), (wsq._data,), (hop, expected))
+    wsq = _shape.expand(_shape.reshape(w * w, (1, 1, n_fft)), (1, n_frames, n_fft))
+    env = apply(OVERLAP_ADD, (wsq,), (wsq._data,), (hop, expected))
     start = n_fft // 2 if center else 0
     end = expected - n_fft // 2 if center else expected
     if length is not None:
         end = start + length
     y = _shape.narrow(y, 1, start, min(end, expected) - start)
-    env = _shape.narrow(env, 0, start, min(end, expected) - start)
+    env = _shape.narrow(env, 1, start, min(end, expected) - start)
     if env._data.size and np.abs(env._data).min() < 1e-11:
         raise RuntimeError(sig + "window overlap add min: " + str(float(np.abs(env._data).min())))
     y = y / env
@@ -914,6 +939,8 @@ def _install_batching() -> None:
     from ._batching import RULES, _dim_first, _pointwise
     for op in (FFT_C2C, FFT_R2C, FFT_C2R, ROLL):
         RULES[op] = _rule_dims
+    for op in (REFLECT_PAD, REFLECT_PAD_BACKWARD):   # on the last dim
+        RULES[op] = lambda c, args: apply(c.op, tuple(c.ts), tuple(c.arrs), args)
     # The overlap-add acts on the last two dims: a leading batch dim does not change it.
     RULES[OVERLAP_ADD] = lambda c, args: apply(c.op, tuple(c.ts), tuple(c.arrs), args)
     # The overlap-add's gradient is unfold (of a cotangent with at least one logical dim).
