@@ -22,6 +22,9 @@ and ``SliceBackward0`` nodes), cast real inputs to complex where PyTorch does
 (``ToCopyBackward0``), and conjugate for the Hermitian transforms, in PyTorch's order, so the
 recorded graph is PyTorch's. NumPy's pocketfft computes the transforms; float32 stays complex64.
 
+``stft``/``istft`` (``ndgrad.stft``) compose the same primitives with ``unfold`` (the frames),
+reflection padding and an overlap-add op (PyTorch's ``unfold_backward``).
+
 Example:
     >>> import ndgrad
     >>> x = ndgrad.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
@@ -44,6 +47,7 @@ from . import pointwise as _pw
 from . import shape as _shape
 from ._dispatch import Op, apply
 from ._jvp import linear
+from ._util import wrap_dim
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "hfft2", "ihfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn", "fftshift",
@@ -466,8 +470,8 @@ def ifft2(input: Tensor, s: Optional[Sequence[int]] = None, dim: Any = (-2, -1),
     return _c2c_n(input, s, dim, norm, False, (-2, -1))
 
 
-def _rfftn_common(input: Tensor, s: Any, dim: Any, norm: Optional[str], name: str,
-                  default_dim: Any = None) -> tuple:
+def _rfftn_common(input: Tensor, s: Any, dim: Any, name: str, default_dim: Any = None) -> tuple:
+    """Dims and sizes of the real/Hermitian n-d transforms (at least one dim)."""
     dims, sizes = _dims_and_sizes(input, s, dim, default_dim)
     if not dims:
         raise RuntimeError(f"{name} must transform at least one axis")
@@ -487,7 +491,7 @@ def rfftn(input: Tensor, s: Optional[Sequence[int]] = None, dim: Any = None,
 
 
 def _rfftn(input, s, dim, norm, default_dim=None):
-    dims, sizes = _rfftn_common(input, s, dim, norm, "rfftn", default_dim)
+    dims, sizes = _rfftn_common(input, s, dim, "rfftn", default_dim)
     code = _norm_code(norm, True)
     _real_only(input, "rfftn expects a real-valued input tensor")
     x = _resize(_float_input(input), dims, sizes)
@@ -508,7 +512,7 @@ def rfft2(input: Tensor, s: Optional[Sequence[int]] = None, dim: Any = (-2, -1),
 def _half_input(input: Tensor, s: Any, dim: Any, norm: Optional[str], name: str,
                 default_dim: Any, forward: bool) -> tuple:
     """Resized complex input of irfftn/hfftn, its dims and the output's last size."""
-    dims, sizes = _rfftn_common(input, s, dim, norm, name, default_dim)
+    dims, sizes = _rfftn_common(input, s, dim, name, default_dim)
     code = _norm_code(norm, forward)
     x = _to_complex(_float_input(input))
     last = dims[-1]
@@ -577,7 +581,7 @@ def hfft2(input: Tensor, s: Optional[Sequence[int]] = None, dim: Any = (-2, -1),
 
 
 def _ihfftn(input, s, dim, norm, default_dim=None):
-    dims, sizes = _rfftn_common(input, s, dim, norm, "ihfftn", default_dim)
+    dims, sizes = _rfftn_common(input, s, dim, "ihfftn", default_dim)
     code = _norm_code(norm, False)
     dt = input._data.dtype
     if dt.kind == "c":
@@ -619,16 +623,11 @@ def _shift(input: Tensor, dim: Any, inverse: bool) -> Tensor:
     if dim is None:
         dims = tuple(range(nd))
     else:
-        dims = tuple(_shape_wrap(int(d), nd) for d in ((dim,) if isinstance(dim, int) else dim))
+        dims = tuple(wrap_dim(int(d), nd) for d in ((dim,) if isinstance(dim, int) else dim))
     shifts = tuple(-(input.shape[d] // 2) if inverse else input.shape[d] // 2 for d in dims)
     if not dims:
         return apply(ROLL, (input,), (input._data,), ((), ()))
     return apply(ROLL, (input,), (input._data,), (dims, shifts))
-
-
-def _shape_wrap(d: int, nd: int) -> int:
-    from ._util import wrap_dim
-    return wrap_dim(d, nd)
 
 
 def fftshift(input: Tensor, dim: Any = None) -> Tensor:
