@@ -38,6 +38,8 @@ def round(input, *, decimals=0):  # noqa: A001
     >>> ndgrad.special.round(ndgrad.tensor([0.5, 1.5])).tolist()
     [0.0, 2.0]
     """
+    if decimals == 0:   # PyTorch's kernel (and its refusal of integers) for decimals=0
+        _ops.pointwise._not_implemented_for("round_vml_cpu", input._data, "biuc")
     return _ops.unary.round(input, decimals=decimals)
 
 
