@@ -56,15 +56,15 @@ def _x(ctx) -> Tensor:
 
 # ---------------------------------------------------------------------------- Bessel I
 def _i1_deriv(x: Tensor, r: Tensor) -> Tensor:
-    """d/dx i1 = i0(x) - i1(x) / x, 1/2 at 0."""
-    zero = x == 0
+    """d/dx i1 = i0(x) - i1(x) / x, 1/2 at 0 (and, as in PyTorch, at NaN)."""
+    zero = (x.abs() > 0).logical_not()
     safe = _pw.where(zero, 1.0, x)
     return _pw.where(zero, 0.5, i0(x) - r / safe)
 
 
 def _i1e_deriv(x: Tensor, r: Tensor) -> Tensor:
-    """d/dx i1e = i0e(x) - i1e(x) (sign(x) + 1 / x), 1/2 at 0."""
-    zero = x == 0
+    """d/dx i1e = i0e(x) - i1e(x) (sign(x) + 1 / x), 1/2 at 0 (and at NaN)."""
+    zero = (x.abs() > 0).logical_not()
     safe = _pw.where(zero, 1.0, x)
     return _pw.where(zero, 0.5, i0e(x) - r * (_pw.sign(x) + 1 / safe))
 
@@ -135,7 +135,8 @@ ENTR = Op("special_entr", "SpecialEntrBackward0", _entr_fwd,
 # ---------------------------------------------------------------------------- zeta
 def _zeta_fwd(x: np.ndarray, q: np.ndarray) -> np.ndarray:
     import scipy.special
-    return np.asarray(scipy.special.zeta(x, q)).astype(np.result_type(x, q), copy=False)
+    r = np.asarray(scipy.special.zeta(x, q)).astype(np.result_type(x, q), copy=False)
+    return np.where(np.isposinf(q), np.asarray(np.nan, r.dtype), r)   # PyTorch: NaN at q = inf
 
 
 def _fw_not_implemented(name: str) -> Callable:
@@ -189,9 +190,8 @@ ZETA_OTHER_SCALAR = Op("special_zeta", "SpecialZetaBackward2",
 
 # ---------------------------------------------------------------------------- mvlgamma
 def _mvlgamma_fwd(x: np.ndarray, p: int) -> np.ndarray:
-    import scipy.special
     v = x.astype(np.float32) if x.dtype in _LOW else x
-    out = sum(scipy.special.gammaln(v - np.asarray(i / 2, v.dtype)) for i in range(p))
+    out = sum(_un._lgamma_fwd(v - np.asarray(i / 2, v.dtype)) for i in range(p))
     out = out + np.asarray(p * (p - 1) / 4 * _LOG_PI, v.dtype)
     return np.asarray(out).astype(x.dtype, copy=False)
 
@@ -429,7 +429,9 @@ def _spherical_j0(x: np.ndarray) -> np.ndarray:
 
 def _airy_ai(x: np.ndarray) -> np.ndarray:
     import scipy.special
-    return scipy.special.airy(x)[0]
+    r = scipy.special.airy(x)[0]
+    # SciPy gives NaN far out on the positive axis, where Ai underflows to 0 (PyTorch's value).
+    return np.where(np.isnan(r) & np.isfinite(x) & (x > 0), 0.0, r)
 
 
 def _forward_only(kernel: str, f: Any, doc: str) -> Callable:
