@@ -130,3 +130,44 @@ def test_frequencies_match_torch():
         np.testing.assert_allclose(ndgrad.fft.fftfreq(n, d).numpy(), torch.fft.fftfreq(n, d))
         np.testing.assert_allclose(ndgrad.fft.rfftfreq(n, d, dtype=ndgrad.float64).numpy(),
                                    torch.fft.rfftfreq(n, d, dtype=torch.float64))
+
+
+SPECIAL_VALUES = {
+    "i0": lambda m, x: m.special.i0(x),
+    "i0e": lambda m, x: m.special.i0e(x),
+    "i1": lambda m, x: m.special.i1(x),
+    "i1e": lambda m, x: m.special.i1e(x),
+    "ndtr": lambda m, x: m.special.ndtr(x),
+    "ndtri": lambda m, x: m.special.ndtri(x),
+    "log_ndtr": lambda m, x: m.special.log_ndtr(x),
+    "erfcx": lambda m, x: m.special.erfcx(x),
+    "entr": lambda m, x: m.special.entr(x),
+    "zeta_q": lambda m, x: m.special.zeta(3.0, x),
+    "zeta_x": lambda m, x: m.special.zeta(x.detach(), 1.5),
+    "mvlgamma": lambda m, x: m.mvlgamma(x, 2),
+    "bessel_y1": lambda m, x: m.special.bessel_y1(x),
+    "modified_bessel_k1": lambda m, x: m.special.scaled_modified_bessel_k1(x),
+    "airy_ai": lambda m, x: m.special.airy_ai(x),
+    "spherical_bessel_j0": lambda m, x: m.special.spherical_bessel_j0(x),
+    "laguerre": lambda m, x: m.special.laguerre_polynomial_l(x, 3.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL_VALUES))
+def test_special_values_match_torch_without_warnings(name):
+    import warnings
+    values = [0.0, -1.0, 2.0, float("inf"), -float("inf"), float("nan"), 1e30, 0.5]
+    res = []
+    for m in (torch, ndgrad):
+        x = m.tensor(values, dtype=m.float64, requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", append=True)
+            y = SPECIAL_VALUES[name](m, x)
+            g = m.autograd.grad(y.sum(), x)[0].numpy() if y.requires_grad else None
+        if m is ndgrad:
+            assert [str(w.message) for w in caught] == []
+        res.append((y.detach().numpy(), g))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-6)
+    assert (res[0][1] is None) == (res[1][1] is None)
+    if res[0][1] is not None:
+        np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-6)
