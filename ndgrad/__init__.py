@@ -70,6 +70,7 @@ from ._tensor_methods import i0_  # noqa: F401,E402
 from .ops.fft import istft, stft  # noqa: F401,E402
 from . import fft as fft  # noqa: E402
 from . import special as special  # noqa: E402
+from . import signal as signal  # noqa: E402
 # ---- end fft / special (issue 8) ----
 
 from . import _signatures  # noqa: E402

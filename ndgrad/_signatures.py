@@ -337,12 +337,25 @@ igammac_(Tensor self, Tensor other)
 """
 
 
-def install_namespace(namespace: dict, block: str) -> None:
+_WINDOW_KW = ("bool sym=True, ScalarType? dtype=None, Any layout=None, Any device=None, "
+              "bool requires_grad=False")
+SIGNAL_WINDOWS_FUNCTIONS = "\n".join(
+    [f"signal_windows_{w}(int M, *, {_WINDOW_KW})"
+     for w in ("bartlett", "blackman", "cosine", "hamming", "hann", "nuttall")]
+    + [f"signal_windows_exponential(int M, *, float? center=None, float tau=1.0, {_WINDOW_KW})",
+       f"signal_windows_gaussian(int M, *, float std=1.0, {_WINDOW_KW})",
+       f"signal_windows_general_cosine(int M, *, Any a, {_WINDOW_KW})",
+       f"signal_windows_general_hamming(int M, *, float alpha=0.54, {_WINDOW_KW})",
+       f"signal_windows_kaiser(int M, *, float beta=12.0, {_WINDOW_KW})"])
+
+
+def install_namespace(namespace: dict, block: str, prefix: str = "") -> None:
     """Replace each function of a namespace module (its ``globals()``) by its checking wrapper;
-    the schema's name is PyTorch's (``fft_fft``), the attribute the short one (``fft``)."""
+    the schema's name is PyTorch's (``fft_fft``), the attribute the short one (``fft``; or the
+    name without ``prefix``)."""
     for schema in _entries(block):
         full = _name(schema)
-        short = full.split("_", 1)[1]
+        short = full[len(prefix):] if prefix else full.split("_", 1)[1]
         fn = wrap(schema, _unwrapped(namespace[short]))
         fn.__name__ = short
         namespace[short] = fn
