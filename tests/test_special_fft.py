@@ -171,3 +171,19 @@ def test_special_values_match_torch_without_warnings(name):
     assert (res[0][1] is None) == (res[1][1] is None)
     if res[0][1] is not None:
         np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-6)
+
+
+WINDOWS = [("bartlett", {}), ("blackman", {}), ("cosine", {}), ("exponential", {"tau": 2.5}),
+           ("gaussian", {"std": 1.7}), ("general_cosine", {"a": [0.3, 0.5, 0.2]}),
+           ("general_hamming", {"alpha": 0.6}), ("hamming", {}), ("hann", {}),
+           ("kaiser", {"beta": 5.0}), ("nuttall", {})]
+
+
+@pytest.mark.parametrize("name,kw", WINDOWS, ids=[w[0] for w in WINDOWS])
+def test_windows_match_torch(name, kw):
+    for M in (0, 1, 2, 7, 8):
+        for sym in (True, False):
+            want = getattr(torch.signal.windows, name)(M, sym=sym, dtype=torch.float64, **kw)
+            got = getattr(ndgrad.signal.windows, name)(M, sym=sym, dtype=ndgrad.float64, **kw)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12)
+    assert getattr(ndgrad.signal.windows, name)(4, **kw).dtype == ndgrad.float32
