@@ -111,9 +111,11 @@ ERFCX = Op("special_erfcx", "SpecialErfcxBackward0", _special("erfcx"),
 
 # ndtr is PyTorch's composite (1 + erf(x / sqrt(2))) / 2 of the Scalar overloads of mul and add
 # (nodes MulBackward1 and AddBackward1, which Python's ``x * 0.5`` does not record).
-MUL_SCALAR = Op("mul", "MulBackward1", lambda x, other: (x * other).astype(x.dtype, copy=False),
+MUL_SCALAR = Op("mul.Scalar", "MulBackward1",
+                lambda x, other: (x * other).astype(x.dtype, copy=False),
                 lambda ctx, g: g * ctx.saved[0], saves=("other",), args=("other",), jvp=linear)
-ADD_SCALAR = Op("add", "AddBackward1", lambda x, other: (x + other).astype(x.dtype, copy=False),
+ADD_SCALAR = Op("add.Scalar", "AddBackward1",
+                lambda x, other: (x + other).astype(x.dtype, copy=False),
                 lambda ctx, g: g, args=("other",), jvp=lambda ctx, t: t)
 
 
