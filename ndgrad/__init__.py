@@ -77,6 +77,5 @@ from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]
 
-
 __version__ = "0.1.0"
 del _dtype
