@@ -106,6 +106,15 @@ from . import return_types  # noqa: F401,E402
 from . import masked  # noqa: F401,E402
 # ---- end reduce ----
 
+# ---- fft / special (issue 8) ----
+from .ops.special import i0, igamma, igammac, mvlgamma, polygamma  # noqa: F401,E402
+from ._tensor_methods import i0_  # noqa: F401,E402
+from .ops.fft import istft, stft  # noqa: F401,E402
+from . import fft as fft  # noqa: E402
+from . import special as special  # noqa: E402
+from . import signal as signal  # noqa: E402
+# ---- end fft / special (issue 8) ----
+
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]

@@ -485,6 +485,122 @@ renorm_(Tensor self, Scalar p, int dim, Scalar maxnorm)
 # ---- end reduce ----
 
 
+# ---- fft / special (issue 8) ----
+# The functions of the ``ndgrad.fft`` and ``ndgrad.special`` namespaces (named as PyTorch names
+# them in its errors: ``fft_fft``, ``special_i0e``); ``install_namespace`` wraps them.
+_FFT_1D = "(Tensor input, int? n=None, int dim=-1, str? norm=None)"
+_FFT_2D = "(Tensor input, int[1]? s=None, int[1] dim=None, str? norm=None)"
+_FFT_ND = "(Tensor input, int[1]? s=None, int[1]? dim=None, str? norm=None)"
+_FREQ = f"(int n, float d=1.0, *, {_FACTORY_KW}, Any layout=None)"
+FFT_FUNCTIONS = "\n".join(
+    [f"fft_{n}{_FFT_1D}" for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")]
+    + [f"fft_{n}{_FFT_2D}" for n in ("fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2")]
+    + [f"fft_{n}{_FFT_ND}" for n in ("fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn")]
+    + ["fft_fftshift(Tensor input, int[1]? dim=None)",
+       "fft_ifftshift(Tensor input, int[1]? dim=None)",
+       f"fft_fftfreq{_FREQ}", f"fft_rfftfreq{_FREQ}"])
+SPECIAL_FUNCTIONS = """
+special_i0(Tensor input)
+special_i0e(Tensor input)
+special_i1(Tensor input)
+special_i1e(Tensor input)
+special_ndtr(Tensor input)
+special_ndtri(Tensor input)
+special_log_ndtr(Tensor input)
+special_erfcx(Tensor input)
+special_entr(Tensor input)
+special_zeta(Tensor|Scalar input, Tensor|Scalar other)
+special_polygamma(int n, Tensor input)
+special_multigammaln(Tensor input, int p)
+special_digamma(Tensor input)
+special_psi(Tensor input)
+special_gammaln(Tensor input)
+special_gammainc(Tensor input, Tensor other)
+special_gammaincc(Tensor input, Tensor other)
+special_expit(Tensor input)
+special_exp2(Tensor input)
+special_expm1(Tensor input)
+special_log1p(Tensor input)
+special_logit(Tensor input, float? eps=None)
+special_sinc(Tensor input)
+special_round(Tensor input, *, int decimals=0)
+special_softmax(Tensor input, int dim, *, ScalarType? dtype=None)
+special_log_softmax(Tensor input, int dim, *, ScalarType? dtype=None)
+special_logsumexp(Tensor input, int[1] dim, bool keepdim=False)
+special_erf(Tensor input)
+special_erfc(Tensor input)
+special_erfinv(Tensor input)
+special_bessel_j0(Tensor input)
+special_bessel_j1(Tensor input)
+special_bessel_y0(Tensor input)
+special_bessel_y1(Tensor input)
+special_modified_bessel_i0(Tensor input)
+special_modified_bessel_i1(Tensor input)
+special_modified_bessel_k0(Tensor input)
+special_modified_bessel_k1(Tensor input)
+special_scaled_modified_bessel_k0(Tensor input)
+special_scaled_modified_bessel_k1(Tensor input)
+special_spherical_bessel_j0(Tensor input)
+special_airy_ai(Tensor input)
+"""
+SPECIAL_FUNCTIONS += "\n".join(
+    f"special_{p}(Tensor|Scalar input, Tensor|Scalar n)" for p in (
+        "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+        "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+        "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+        "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+        "laguerre_polynomial_l", "legendre_polynomial_p"))
+FUNCTIONS_AND_METHODS += """
+i0(Tensor input)
+mvlgamma(Tensor input, int p)
+igamma(Tensor input, Tensor other)
+igammac(Tensor input, Tensor other)
+"""
+_STFT = ("int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, "
+         "bool center=True")
+FUNCTIONS_AND_METHODS += (
+    f"stft(Tensor input, {_STFT}, str pad_mode='reflect', bool normalized=False, "
+    "bool? onesided=None, bool? return_complex=None)\n"
+    f"istft(Tensor input, {_STFT}, bool normalized=False, bool? onesided=None, "
+    "int? length=None, bool return_complex=False)\n")
+FUNCTIONS += """
+polygamma(int n, Tensor input)
+"""
+METHODS += """
+polygamma(Tensor self, int n)
+i0_(Tensor self)
+polygamma_(Tensor self, int n)
+mvlgamma_(Tensor self, int p)
+igamma_(Tensor self, Tensor other)
+igammac_(Tensor self, Tensor other)
+"""
+
+
+_WINDOW_KW = ("bool sym=True, ScalarType? dtype=None, Any layout=None, Any device=None, "
+              "bool requires_grad=False")
+SIGNAL_WINDOWS_FUNCTIONS = "\n".join(
+    [f"signal_windows_{w}(int M, *, {_WINDOW_KW})"
+     for w in ("bartlett", "blackman", "cosine", "hamming", "hann", "nuttall")]
+    + [f"signal_windows_exponential(int M, *, float? center=None, float tau=1.0, {_WINDOW_KW})",
+       f"signal_windows_gaussian(int M, *, float std=1.0, {_WINDOW_KW})",
+       f"signal_windows_general_cosine(int M, *, Any a, {_WINDOW_KW})",
+       f"signal_windows_general_hamming(int M, *, float alpha=0.54, {_WINDOW_KW})",
+       f"signal_windows_kaiser(int M, *, float beta=12.0, {_WINDOW_KW})"])
+
+
+def install_namespace(namespace: dict, block: str, prefix: str = "") -> None:
+    """Replace each function of a namespace module (its ``globals()``) by its checking wrapper;
+    the schema's name is PyTorch's (``fft_fft``), the attribute the short one (``fft``; or the
+    name without ``prefix``)."""
+    for schema in _entries(block):
+        full = _name(schema)
+        short = full[len(prefix):] if prefix else full.split("_", 1)[1]
+        fn = wrap(schema, _unwrapped(namespace[short]))
+        fn.__name__ = short
+        namespace[short] = fn
+# ---- end fft / special (issue 8) ----
+
+
 def _entries(block: str) -> list:
     return [line.strip() for line in block.strip().splitlines() if line.strip()]
 

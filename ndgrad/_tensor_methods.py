@@ -542,6 +542,20 @@ _METHODS = {
     # ---- end reduce ----
 }
 
+# ---- fft / special (issue 8) ----
+from .ops import fft as _fft_ops, special as _sp  # noqa: E402,F401
+_METHODS.update({
+    "i0": _sp.i0, "i0_": _inplace_of(_sp.i0, "i0_"),
+    "polygamma": lambda s, n: _sp.polygamma(n, s),
+    "polygamma_": _inplace_of(lambda s, n: _sp.polygamma(n, s), "polygamma_"),
+    "mvlgamma": _sp.mvlgamma, "mvlgamma_": _inplace_of(_sp.mvlgamma, "mvlgamma_"),
+    "igamma": _sp.igamma, "igamma_": _inplace_of(_sp.igamma, "igamma_"),
+    "igammac": _sp.igammac, "igammac_": _inplace_of(_sp.igammac, "igammac_"),
+    "stft": _fft_ops.stft, "istft": _fft_ops.istft,
+})
+i0_ = _function_of_method("i0_")
+# ---- end fft / special (issue 8) ----
+
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 

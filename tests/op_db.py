@@ -675,6 +675,56 @@ OPS += [
         (((2, 3), (2,)), ((), (2,)))),
 ]
 
+# ---- fft / special (issue 8) ----
+# Complex results are taken back to real ones by a second transform (the tests compare real
+# outputs), so each entry checks two transforms and their composition. igamma/igammac and zeta,
+# which PyTorch does not differentiate in forward mode, are tested in test_special_fft.py.
+V4, V23 = (((4,),),), (((2, 3),),)
+OPS += [
+    _op("fft_rfft_irfft", lambda m, x: m.fft.irfft(m.fft.rfft(x, norm="ortho"), n=5), V4 + V23),
+    _op("fft_fft_hfft", lambda m, x: m.fft.hfft(m.fft.fft(x, n=5), n=4), V4 + V23),
+    _op("fft_ifft_hfft_dim0", lambda m, x: m.fft.hfft(m.fft.ifft(x, dim=0), dim=0), V23),
+    _op("fft_ihfft_hfft", lambda m, x: m.fft.hfft(m.fft.ihfft(x, norm="forward")), V4),
+    _op("fft_irfft_real_input", lambda m, x: m.fft.irfft(x), V4),
+    _op("fft_fft2_irfft2", lambda m, x: m.fft.irfft2(m.fft.fft2(x, s=(2, 4))), V23),
+    _op("fft_ifftn_hfftn", lambda m, x: m.fft.hfftn(m.fft.ifftn(x, norm="forward"), s=(3, 3)),
+        V23),
+    _op("fft_rfftn_irfftn", lambda m, x: m.fft.irfftn(m.fft.rfftn(x, dim=(1, 0)), s=(3, 2),
+                                                       dim=(1, 0)), V23),
+    _op("fft_ihfft2_hfft2", lambda m, x: m.fft.hfft2(m.fft.ihfft2(x, norm="ortho")), V23),
+    _op("fft_hfft2_real_input", lambda m, x: m.fft.hfft2(x), V23),
+    _op("fft_fftshift", lambda m, x: m.fft.fftshift(x), V4 + V23),
+    _op("fft_ifftshift_dim", lambda m, x: m.fft.ifftshift(x, dim=1), V23),
+    # (center=False: PyTorch's reflection padding links its double backward to the input, a
+    # zero gradient where ndgrad's is None.)
+    _op("stft_istft", lambda m, x: m.istft(m.stft(x, 4, center=False, return_complex=True), 4,
+                                           center=False), (((6,),), ((2, 6),))),
+    _op("stft_istft_window", lambda m, x: m.istft(
+        m.stft(x, 4, hop_length=2, window=m.ones(4) * 0.75 + 0.25, normalized=True,
+               center=False, return_complex=True), 4, hop_length=2,
+        window=m.ones(4) * 0.5 + 0.5, normalized=True, center=False), (((8,),),)),
+    _op("stft_reflect_istft_length", lambda m, x: m.istft(
+        m.stft(x, 4, return_complex=True), 4, length=7), (((6,),),), double_backward=False),
+    # special functions
+    _op("i0", lambda m, x: m.i0(x), UNARY),
+    _op("i0_method", lambda m, x: x.i0(), UNARY[:1]),
+    _op("special_i0e", lambda m, x: m.special.i0e(x), UNARY),
+    _op("special_i1", lambda m, x: m.special.i1(x), UNARY),
+    _op("special_i1e", lambda m, x: m.special.i1e(x), UNARY),
+    _op("special_ndtr", lambda m, x: m.special.ndtr(x), UNARY),
+    _op("special_ndtri", lambda m, x: m.special.ndtri(x), UNARY, "prob"),
+    _op("special_log_ndtr", lambda m, x: m.special.log_ndtr(x), UNARY),
+    _op("special_erfcx", lambda m, x: m.special.erfcx(x), UNARY),
+    _op("special_entr", lambda m, x: m.special.entr(x), UNARY, "positive"),
+    _op("polygamma_2", lambda m, x: m.polygamma(2, x), UNARY, "positive"),
+    _op("polygamma_method_0", lambda m, x: x.polygamma(0), UNARY[:1], "positive"),
+    _op("special_polygamma_3", lambda m, x: m.special.polygamma(3, x), UNARY[:1], "positive"),
+    _op("mvlgamma_3", lambda m, x: m.mvlgamma(x, 3), UNARY, "above_one"),
+    _op("special_multigammaln_1", lambda m, x: m.special.multigammaln(x, 1), UNARY[:1],
+        "positive"),
+]
+# ---- end fft / special (issue 8) ----
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS), "op names must be unique"
 
