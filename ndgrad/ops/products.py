@@ -102,8 +102,7 @@ def _product_np(kind: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     else:
         r = _lin._matmul_fwd(a, b)
         if kind == "addbmm":
-            r = r.sum(0, dtype=r.dtype) if r.dtype.itemsize >= 4 else \
-                r.astype(np.float32).sum(0).astype(r.dtype)
+            r = r.sum(0)
     return r
 
 
@@ -117,6 +116,16 @@ def _product(kind: str, a: Tensor, b: Tensor) -> Tensor:
 def _addmm_like_fwd(kind: str):
     def fwd(x: np.ndarray, a: np.ndarray, b: np.ndarray, beta: Any, alpha: Any) -> np.ndarray:
         dt = a.dtype
+        if dt.itemsize < 4 and dt.kind in "fV":     # float16/bfloat16 accumulate in float32
+            if kind == "addbmm":        # one rounded accumulation per batch element
+                f = np.float32
+                shape = (a.shape[1], b.shape[2])
+                acc = np.zeros(shape, dt) if beta == 0 else \
+                    np.broadcast_to((x.astype(f) * beta).astype(dt), shape)
+                for i in range(a.shape[0]):
+                    acc = (acc.astype(f) + alpha * (a[i].astype(f) @ b[i].astype(f))).astype(dt)
+                return np.array(acc, dtype=dt)
+            x, a, b = x.astype(np.float32), a.astype(np.float32), b.astype(np.float32)
         p = _product_np(kind, a, b)
         if alpha != 1:
             p = p * alpha
@@ -143,7 +152,7 @@ def _addmm_like_vjp(kind: str):
                 g1 = g.unsqueeze(-1) * m2.conj()
             elif kind == "addbmm":
                 n = ctx.input_shape(1)[0]
-                g1 = _lin.bmm(g.unsqueeze(0).expand(n, *g.shape), _mH(m2))
+                g1 = _lin.bmm(g.unsqueeze(0).expand(n, -1, -1), _mH(m2))
             else:
                 g1 = _lin.matmul(g, _mH(m2))
             g1 = _scale(g1, ca)
@@ -154,7 +163,7 @@ def _addmm_like_vjp(kind: str):
                 g2 = _lin.mv(_mH(m1), g)
             elif kind == "addbmm":
                 n = ctx.input_shape(2)[0]
-                g2 = _lin.bmm(_mH(m1), g.unsqueeze(0).expand(n, *g.shape))
+                g2 = _lin.bmm(_mH(m1), g.unsqueeze(0).expand(n, -1, -1))
             else:
                 g2 = _lin.matmul(_mH(m1), g)
             g2 = _scale(g2, ca)
@@ -372,7 +381,7 @@ _LETTERS = string.ascii_uppercase + string.ascii_lowercase
 def _einsum_fwd(*arrays_and_args: Any) -> np.ndarray:
     *arrays, eq, _ops = arrays_and_args
     dt = arrays[0].dtype
-    low = dt.itemsize < 4 and dt.kind == "f"
+    low = dt.itemsize < 4 and dt.kind in "fV"
     ins = [a.astype(np.float32) if low else a for a in arrays]
     r = np.einsum(eq, *ins, optimize=len(arrays) > 2)
     return np.asarray(r).astype(dt, copy=False)
@@ -641,7 +650,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     t1 = a.permute(*(free_a + da)).reshape(m, k)
     t2 = b.permute(*(db + free_b)).reshape(k, n)
     r = _lin.mm(t1, t2)
-    return r.reshape(*([sa[d] for d in free_a] + [sb[d] for d in free_b]))
+    return r.reshape(tuple([sa[d] for d in free_a] + [sb[d] for d in free_b]))
 
 
 def kron(input: Tensor, other: Tensor) -> Tensor:
@@ -671,7 +680,7 @@ def _cross_fwd(a: np.ndarray, b: np.ndarray, dim: int) -> np.ndarray:
 
 
 def _cross_vjp(ctx, g):
-    a, b = ctx.saved
+    b, a = ctx.saved
     dim = ctx._args[0]
     ga = _cross_raw(b.conj(), g, dim) if ctx.needs_input_grad(0) else None
     gb = _cross_raw(g, a.conj(), dim) if ctx.needs_input_grad(1) else None
@@ -800,7 +809,7 @@ def _vdot_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _vdot_vjp(ctx, g):
-    a, b = ctx.saved
+    b, a = ctx.saved
     ga = g.conj() * b if ctx.needs_input_grad(0) else None
     gb = g * a if ctx.needs_input_grad(1) else None
     return ga, gb
@@ -999,7 +1008,7 @@ def vander(x: Tensor, N: Any = None) -> Tensor:
     """Vandermonde matrix ``[x^0, x^1, ..., x^(N-1)]`` along a new last dim."""
     _check_tensor(x, "linalg_vander", "x", 1)
     if x.ndim == 0:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
+        x = x.reshape(1)
     n = x.shape[-1] if N is None else int(N)
     if n < 2:
         raise RuntimeError(f"N must be greater than 1.")
