@@ -232,6 +232,8 @@ def _inv_for_grad(A: Tensor) -> Tensor:
 
 def _det_vjp(ctx, g):
     A, d = ctx.saved
+    if ctx.input_shape(0)[-1] == 1:          # det of 1x1 matrices: the entry itself
+        return g.unsqueeze(-1).unsqueeze(-1)
     c = (g * d.conj()).unsqueeze(-1).unsqueeze(-1)
     return c * _mH(_inv_for_grad(A))
 
@@ -625,10 +627,9 @@ def _tsolve_jvp(ctx, tb, tA):
     opA = A.transpose(-1, -2) if transpose else A
     rhs = tb
     if tA is not None:
-        tp = _tri_part(tA, upper, unit)
-        if transpose:
-            tp = tp.transpose(-1, -2)
-        p = _lin.matmul(tp, X)
+        # PyTorch's tangent: the whole tangent of A, neither restricted to the triangle nor
+        # transposed with ``transpose=True`` (its forward AD differs from its VJP here)
+        p = _lin.matmul(tA, X)
         rhs = -p if rhs is None else rhs - p
     tX = _solve_tri_raw(opA, rhs, upper != transpose, True, unit)
     tM = tA if tA is not None else _wrap(np.zeros_like(ctx.result[1]._data))
@@ -983,12 +984,9 @@ def _lu_grad(A: Tensor, P: Tensor, L: Tensor, U: Tensor, gL: Any, gU: Any) -> Te
             X = y if X is None else X + y
         Y = _solve_tri_raw(_mH(L), X, True, True, True)
         Y = _solve_tri_raw(_mH(U1), Y, False, False, False)
+        Y = _pad_cols(Y, n)
         if gU2 is not None:
-            from . import shape as _shape
-            Y = _shape.cat([Y, _solve_tri_raw(_mH(L), gU2, True, True, True)], -1)
-        else:
-            from . import shape as _shape
-            Y = _shape.cat([Y, _wrap(np.zeros(Y.shape[:-1] + (n - k,), Y._data.dtype))], -1)
+            Y = Y + _shift_cols(_solve_tri_raw(_mH(L), gU2, True, True, True), n)
         return _lin.matmul(P, Y)
     # tall: L = [L1; L2] (m x n), U square
     L1 = L[..., :k, :]
@@ -1004,13 +1002,31 @@ def _lu_grad(A: Tensor, P: Tensor, L: Tensor, U: Tensor, gL: Any, gU: Any) -> Te
         y = -_lin.matmul(_mH(L[..., k:, :]), gL2).triu()
         X = y if X is None else X + y
     Y = _solve_tri_raw(_mH(L1), X, True, True, True)
-    Y = _solve_tri_raw(_mH(U), Y, False, False, False)
-    from . import shape as _shape
+    Y = _pad_rows(_solve_tri_raw(_mH(U), Y, False, False, False), m)
     if gL2 is not None:
-        Y2 = _solve_tri_raw(_mH(U), gL2, False, False, False)
-    else:
-        Y2 = _wrap(np.zeros((*Y.shape[:-2], m - k, n), Y._data.dtype))
-    return _lin.matmul(P, _shape.cat([Y, Y2], -2))
+        Y = Y + _shift_rows(_solve_tri_raw(_mH(U), gL2, False, False, False), m)
+    return _lin.matmul(P, Y)
+
+
+def _pad_cols(x: Tensor, n: int) -> Tensor:
+    """``[x, 0]`` with ``n`` columns (a product with a constant, so it batches)."""
+    return _lin.matmul(x, _wrap(np.eye(x.shape[-1], n, dtype=x._data.dtype)))
+
+
+def _pad_rows(x: Tensor, m: int) -> Tensor:
+    """``[x; 0]`` with ``m`` rows."""
+    return _lin.matmul(_wrap(np.eye(m, x.shape[-2], dtype=x._data.dtype)), x)
+
+
+def _shift_cols(x: Tensor, n: int) -> Tensor:
+    """``[0, x]`` with ``n`` columns."""
+    return _lin.matmul(x, _wrap(np.eye(x.shape[-1], n, n - x.shape[-1], dtype=x._data.dtype)))
+
+
+def _shift_rows(x: Tensor, m: int) -> Tensor:
+    """``[0; x]`` with ``m`` rows."""
+    return _lin.matmul(_wrap(np.eye(m, x.shape[-2], -(m - x.shape[-2]), dtype=x._data.dtype)),
+                       x)
 
 
 def _split_lu(LU: Tensor) -> tuple:
@@ -1030,16 +1046,28 @@ def _lu_factor_vjp(ctx, gLU):
     return _lu_grad(A, P, L, U, gLU[..., :, :k].tril(-1), gLU[..., :k, :].triu())
 
 
+def _lu_jvp_square(L: Tensor, U: Tensor, M: Tensor) -> tuple:
+    """Tangents (tL, tU) of M = L U (square) for the tangent M of the product."""
+    N = _solve_tri_raw(L, M, False, True, True)           # L^-1 M
+    N = _solve_tri_raw(U, N, True, False, False)          # L^-1 M U^-1
+    return _lin.matmul(L, N.tril(-1)), _lin.matmul(N.triu(), U)
+
+
 def _lu_jvp_factors(A: Tensor, P: Tensor, L: Tensor, U: Tensor, tA: Tensor) -> tuple:
-    """Tangents (tL, tU) of A = P L U (square A)."""
+    """Tangents (tL, tU) of A = P L U."""
     m, n = A.shape[-2], A.shape[-1]
-    if m != n:
-        raise NotImplementedError("ndgrad: forward AD of the LU of a non-square matrix is not "
-                                  "supported")
     M = _lin.matmul(P.transpose(-1, -2), tA)
-    M = _solve_tri_raw(L, M, False, True, True)          # L^-1 P^T tA
-    M = _solve_tri_raw(U, M, True, False, False)         # L^-1 P^T tA U^-1
-    return _lin.matmul(L, M.tril(-1)), _lin.matmul(M.triu(), U)
+    if m == n:
+        return _lu_jvp_square(L, U, M)
+    if m < n:        # wide: U = [U1, U2]; U2 = L^-1 P^T A2
+        tL, tU1 = _lu_jvp_square(L, U[..., :, :m], M[..., :, :m])
+        tU2 = _solve_tri_raw(L, M[..., :, m:] - _lin.matmul(tL, U[..., :, m:]), False, True,
+                             True)
+        return tL, _pad_cols(tU1, n) + _shift_cols(tU2, n)
+    # tall: L = [L1; L2]; L2 = (P^T A)_2 U^-1
+    tL1, tU = _lu_jvp_square(L[..., :n, :], U, M[..., :n, :])
+    tL2 = _solve_tri_raw(U, M[..., n:, :] - _lin.matmul(L[..., n:, :], tU), True, False, False)
+    return _pad_rows(tL1, m) + _shift_rows(tL2, m), tU
 
 
 def _lu_factor_jvp(ctx, t):
@@ -1048,6 +1076,11 @@ def _lu_factor_jvp(ctx, t):
     L, U = _split_lu(LU)
     P = _wrap(_perm_from_pivots(piv._data, A.shape[-2]).astype(A._data.dtype))
     tL, tU = _lu_jvp_factors(A, P, L, U, t)
+    m, n = A.shape[-2], A.shape[-1]
+    if m < n:
+        tL = _pad_cols(tL, n)
+    elif m > n:
+        tU = _pad_rows(tU, m)
     return tL + tU, None, None
 
 
@@ -1173,19 +1206,11 @@ def _lu_unpack_fwd(lu: np.ndarray, m: int, n: int) -> tuple:
 
 def _lu_unpack_vjp(ctx, gL, gU):
     m, n = ctx._args
-    k = min(m, n)
-    from . import shape as _shape
     out = None
     if gL is not None:
-        gl = gL.tril(-1)
-        if n > k:
-            gl = _shape.cat([gl, _wrap(np.zeros(gl.shape[:-1] + (n - k,), gl._data.dtype))], -1)
-        out = gl
+        out = _pad_cols(gL.tril(-1), n)
     if gU is not None:
-        gu = gU.triu()
-        if m > k:
-            gu = _shape.cat([gu, _wrap(np.zeros(gu.shape[:-2] + (m - k, n), gu._data.dtype))],
-                            -2)
+        gu = _pad_rows(gU.triu(), m)
         out = gu if out is None else out + gu
     return out
 
@@ -1319,8 +1344,8 @@ def _expm_fwd(a: np.ndarray) -> np.ndarray:
     from scipy.linalg import expm
     if a.size == 0:
         return a.copy()
-    low = a.dtype.itemsize < 4 and a.dtype.kind in "fV"
-    w = a.astype(np.float32) if low else a
+    # computed in double precision and rounded: float32 results within an ulp or so
+    w = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
     r = expm(w)
     return np.asarray(r).astype(a.dtype, copy=False)
 
