@@ -1558,9 +1558,9 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Any = None, *, out: Any = None) -> T
     shape = tuple(A.shape)
     nb = B.ndim
     x_shape = shape[nb:]
-    p = int(np.prod(B.shape))
+    p = int(np.prod(shape[:nb]))
     q = int(np.prod(x_shape))
-    if p != q or shape[:nb] != tuple(B.shape):
+    if p != q:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:"
                            f"]) == prod(self.shape[:other.ndim]), but got {q} != {p}")
     return solve(A.reshape(p, q), B.reshape(p)).view(*x_shape)
