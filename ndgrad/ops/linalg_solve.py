@@ -707,8 +707,12 @@ def _phi(x: Tensor) -> Tensor:
 
 def _chol_grad(L: Tensor, gL: Tensor) -> Tensor:
     """The (Hermitian) gradient of A = L L^H for the gradient ``gL`` of lower ``L``."""
-    P = _phi(_lin.matmul(_mH(L), gL))
-    P = (P + _mH(P)) * 0.5
+    # Hermitian off the diagonal; the diagonal keeps its imaginary part (PyTorch's choice
+    # among the gradients that agree on Hermitian directions)
+    Y = _lin.matmul(_mH(L), gL)
+    n = Y.shape[-1]
+    Q = Y.tril(-1)
+    P = (Q + _mH(Q)) * 0.5 + Y * _wrap(0.5 * np.eye(n, dtype=np.finfo(Y._data.dtype).dtype))
     S = _solve_tri_raw(_mH(L), P, True, True, False)          # L^-H P
     return _solve_tri_raw(L, S, False, False, False)          # L^-H P L^-1
 

@@ -1389,7 +1389,7 @@ CLONE_FMT = Op("clone", "CloneBackward0", lambda x, fmt: _layout.copy_to(x, fmt)
                lambda ctx, g: g, args=("memory_format",), jvp=linear)
 TO_FMT = Op("to", "ToCopyBackward0", lambda x, dt, fmt: _layout.copy_to(_to_fwd(x, dt), fmt),
             _to_vjp, args=("dtype", "memory_format"), jvp=linear)
-REAL = Op("real", "RealBackward0", lambda x: np.ascontiguousarray(x.real), lambda ctx, g: g,
+REAL = Op("real", "RealBackward0", lambda x: x.real.copy(), lambda ctx, g: g,
           jvp=linear)
 
 
