@@ -1470,11 +1470,10 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool 
     if abs(ordv) == float("inf"):
         d0, d1 = d1, d0
     # |ord| == 1: max/min column sum (over d0), then over d1
-    s = _lin.vector_norm(A, 1, (d0,), True)
-    r = s.amax(d1, keepdim=True) if ordv > 0 else s.amin(d1, keepdim=True)
-    if not keepdim:
-        r = r.squeeze((d0, d1)) if hasattr(r, "squeeze") else r
-    return r
+    s = _lin.vector_norm(A, 1, (d0,), keepdim)
+    if not keepdim and d0 < d1:
+        d1 -= 1
+    return s.amax(d1, keepdim=keepdim) if ordv > 0 else s.amin(d1, keepdim=keepdim)
 
 
 def linalg_norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,

@@ -901,8 +901,6 @@ def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
             raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor "
                                f"0 is {scalar_name(d0)} and tensor {i} "
                                f"{scalar_name(t._data.dtype)}")
-    if n == 2 and not first_1d and not last_1d:
-        pass
     out_shape = []
     if first_1d:
         ts[0] = ts[0].unsqueeze(0)
@@ -946,9 +944,7 @@ def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
             k = split[i][j]
             return _lin.mm(chain(i, k), chain(k + 1, j))
         r = chain(0, n - 1)
-    if first_1d or last_1d:
-        return r.view(*out_shape)
-    return r
+    return r.view(*out_shape)       # PyTorch views the product to the result's shape
 
 
 def chain_matmul(*matrices: Tensor, out: Any = None) -> Tensor:
