@@ -268,9 +268,9 @@ def _slogdet_fwd(a: np.ndarray) -> tuple:
     if a.size == 0:
         b = a.shape[:-2]
         return np.ones(b, a.dtype), np.zeros(b, np.finfo(a.dtype).dtype)
-    s, l = np.linalg.slogdet(a)
+    s, la = np.linalg.slogdet(a)
     return np.asarray(s).astype(a.dtype, copy=False), \
-        np.asarray(l).astype(np.finfo(a.dtype).dtype, copy=False)
+        np.asarray(la).astype(np.finfo(a.dtype).dtype, copy=False)
 
 
 def _slogdet_vjp(ctx, g_sign, g_logabs):
@@ -311,8 +311,8 @@ def slogdet(A: Tensor) -> Any:
     _check_tensor(A, "linalg_slogdet")
     _check_float(A, "linalg.slogdet")
     _check_square(A, "linalg.slogdet")
-    s, l = apply(LINALG_SLOGDET, (A,), (A._data,))
-    return slogdet_result(s, l)
+    s, la = apply(LINALG_SLOGDET, (A,), (A._data,))
+    return slogdet_result(s, la)
 
 
 def slogdet_old(A: Tensor) -> Any:
@@ -326,11 +326,11 @@ def logdet(A: Tensor) -> Tensor:
     _check_tensor(A, "logdet")
     _check_float(A, "logdet")
     _check_square(A, "linalg.slogdet")
-    sign, l = slogdet(A)
+    sign, la = slogdet(A)
     if A._data.dtype.kind == "c":
-        return l + sign.log()
+        return la + sign.log()
     from .pointwise import where
-    return where(sign == -1, _wrap(np.asarray(np.nan, l._data.dtype)), l)
+    return where(sign == -1, _wrap(np.asarray(np.nan, la._data.dtype)), la)
 
 
 # ---------------------------------------------------------------------------- solve
@@ -864,32 +864,32 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, out: Any = None) -
             return r
     _check_tensor(B, "cholesky_solve", "input", 1)
     _check_tensor(L, "cholesky_solve", "input2", 2)
-    b, l = B._data, L._data
-    if b.ndim < 2:
-        raise RuntimeError(f"b should have at least 2 dimensions, but has {b.ndim} dimensions "
+    bd, ld = B._data, L._data
+    if bd.ndim < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {bd.ndim} dimensions "
                            "instead")
-    if l.ndim < 2:
-        raise RuntimeError(f"u should have at least 2 dimensions, but has {l.ndim} dimensions "
+    if ld.ndim < 2:
+        raise RuntimeError(f"u should have at least 2 dimensions, but has {ld.ndim} dimensions "
                            "instead")
-    if b.dtype != l.dtype:
+    if bd.dtype != ld.dtype:
         raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
-                           f"{scalar_name(b.dtype)} and A of type {scalar_name(l.dtype)} "
+                           f"{scalar_name(bd.dtype)} and A of type {scalar_name(ld.dtype)} "
                            "instead.")
     _check_float(L, "cholesky_solve", low_impl="cholesky_solve_cpu")
-    if l.shape[-1] != l.shape[-2]:
-        raise RuntimeError(f"A must be batches of square matrices, but they are {l.shape[-2]} "
-                           f"by {l.shape[-1]} matrices")
-    if b.shape[-2] != l.shape[-1]:
+    if ld.shape[-1] != ld.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {ld.shape[-2]} "
+                           f"by {ld.shape[-1]} matrices")
+    if bd.shape[-2] != ld.shape[-1]:
         raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is "
-                           f"{l.shape[-2]} by {l.shape[-1]} but each b matrix is "
-                           f"{b.shape[-2]} by {b.shape[-1]}")
-    return apply(CHOLESKY_SOLVE, (B, L), (b, l), (bool(upper),))
+                           f"{ld.shape[-2]} by {ld.shape[-1]} but each b matrix is "
+                           f"{bd.shape[-2]} by {bd.shape[-1]}")
+    return apply(CHOLESKY_SOLVE, (B, L), (bd, ld), (bool(upper),))
 
 
-def _chol_inv_fwd(l: np.ndarray, upper: bool) -> np.ndarray:
-    n = l.shape[-1]
-    eye = np.broadcast_to(np.eye(n, dtype=l.dtype), l.shape)
-    return _chol_solve_np(eye, l, upper).astype(l.dtype, copy=False)
+def _chol_inv_fwd(lf: np.ndarray, upper: bool) -> np.ndarray:
+    n = lf.shape[-1]
+    eye = np.broadcast_to(np.eye(n, dtype=lf.dtype), lf.shape)
+    return _chol_solve_np(eye, lf, upper).astype(lf.dtype, copy=False)
 
 
 def _chol_inv_vjp(ctx, g):
@@ -916,15 +916,15 @@ CHOLESKY_INVERSE = Op("cholesky_inverse", "CholeskyInverseBackward0", _chol_inv_
 def cholesky_inverse(L: Tensor, upper: bool = False, out: Any = None) -> Tensor:
     """The inverse of ``A = L L^H`` (``upper``: ``A = U^H U``) from its Cholesky factor."""
     _check_tensor(L, "cholesky_inverse", "input", 1)
-    l = L._data
+    ld = L._data
     _check_float(L, "cholesky_inverse", low_impl="cholesky_inverse_cpu")
-    if l.ndim < 2:
+    if ld.ndim < 2:
         raise RuntimeError("cholesky_inverse: The input tensor input must have at least 2 "
                            "dimensions.")
-    if l.shape[-1] != l.shape[-2]:
+    if ld.shape[-1] != ld.shape[-2]:
         raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they "
-                           f"are {l.shape[-2]} by {l.shape[-1]} matrices")
-    return apply(CHOLESKY_INVERSE, (L,), (l,), (bool(upper),))
+                           f"are {ld.shape[-2]} by {ld.shape[-1]} matrices")
+    return apply(CHOLESKY_INVERSE, (L,), (ld,), (bool(upper),))
 
 
 # ---------------------------------------------------------------------------- LU

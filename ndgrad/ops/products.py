@@ -735,7 +735,7 @@ def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     _check_tensor(other, "linalg_cross", "other", 2)
     a, b = input._data, other._data
     if a.ndim != b.ndim:
-        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     if a.dtype != b.dtype:
         raise RuntimeError(f"expected scalar type {scalar_name(a.dtype)} but found "
                            f"{scalar_name(b.dtype)}")
@@ -772,7 +772,7 @@ def cross(input: Tensor, other: Tensor, dim: Any = None) -> Tensor:
             raise broadcast_error(a.shape, b.shape) from None
         dim = next((i for i, s in enumerate(shp) if s == 3), None)
         if dim is None:
-            raise RuntimeError(f"no dimension of size 3 in input")
+            raise RuntimeError("no dimension of size 3 in input")
     return linalg_cross(input, other, dim=dim)
 
 
@@ -883,7 +883,7 @@ def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     n = len(ts)
     if n < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
-    for i, t in enumerate(ts):
+    for t in ts:
         _check_tensor(t, "linalg_multi_dot", "tensors", 1)
     first_1d, last_1d = ts[0].ndim == 1, ts[-1].ndim == 1
     if ts[0].ndim not in (1, 2):
@@ -953,7 +953,7 @@ def chain_matmul(*matrices: Tensor, out: Any = None) -> Tensor:
         matrices = tuple(matrices[0])
     if len(matrices) == 0:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
-    for i, m in enumerate(matrices):
+    for m in matrices:
         if m.ndim != 2:
             raise RuntimeError(f"Tensor dimension is {m.ndim}, expected 2 instead.")
     if len(matrices) == 1:
@@ -1007,7 +1007,7 @@ def vander(x: Tensor, N: Any = None) -> Tensor:
         x = x.reshape(1)
     n = x.shape[-1] if N is None else int(N)
     if n < 2:
-        raise RuntimeError(f"N must be greater than 1.")
+        raise RuntimeError("N must be greater than 1.")
     if x._data.dtype.kind in "biu":
         x = x.to(_dtype.int64)
     ones = _wrap(np.ones(tuple(x.shape) + (1,), dtype=x._data.dtype))
