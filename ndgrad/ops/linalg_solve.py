@@ -139,11 +139,14 @@ def _potrf_info(a: np.ndarray) -> np.ndarray:
     return info
 
 
-def _raise_info(info: np.ndarray, fn: str, msg) -> None:
-    bad = np.argwhere(info > 0)
-    if bad.size:
-        idx = tuple(int(i) for i in bad[0])
-        raise LinAlgError(f"{fn}: {_batch_msg(idx, info.shape)}{msg(int(info[idx]))}")
+def _raise_info(info: np.ndarray, fn: str, msg, error: type = None) -> None:
+    """Raise for the first matrix whose LAPACK ``info`` is positive (``LinAlgError`` unless
+    ``error`` is given)."""
+    info = np.asarray(info)
+    if not (info > 0).any():
+        return
+    idx = tuple(int(i) for i in np.argwhere(info > 0)[0]) if info.ndim else ()
+    raise (error or LinAlgError)(f"{fn}: {_batch_msg(idx, info.shape)}{msg(int(info[idx]))}")
 
 
 def _direct(c: Any, args: tuple) -> Any:
@@ -1129,7 +1132,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     _lu_checks(A, "torch.lu_factor")
     _no_pivot(pivot, "linalg.lu_factor")
     LU, piv, info = apply(LINALG_LU_FACTOR_EX, (A,), (A._data,), (True,))
-    _raise_info(info._data, "torch.linalg.lu_factor", _lu_msg)
+    _raise_info(info._data, "torch.linalg.lu_factor", _lu_msg, RuntimeError)
     return lu_factor_result(LU, piv)
 
 
@@ -1141,8 +1144,7 @@ def lu_old(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = No
     LU, piv, info = apply(LINALG_LU_FACTOR_EX, (A,), (A._data,), (True,))
     if get_infos:
         return LU, piv, info
-    _raise_info(info._data, "torch.linalg.lu_factor", _lu_msg)
-    return LU, piv
+    return LU, piv              # PyTorch's torch.lu does not refuse singular matrices
 
 
 def _lu_fwd(a: np.ndarray, pivot: bool) -> tuple:
