@@ -1571,6 +1571,16 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Any = None, *, out: Any = None) -> T
     return solve(A.reshape(p, q), B.reshape(p)).view(*x_shape)
 
 
+def _name_result(op: Op, name: str) -> None:
+    """Show the saved result under PyTorch's name (``grad_fn._saved_inverse``)."""
+    op.saved_names = tuple(name if n == "result" else n for n in op.saved_names)
+
+
+for _op, _res in ((LINALG_INV_EX, "inverse"), (LINALG_CHOLESKY_EX, "L"),
+                  (TRIANGULAR_SOLVE, "solution"), (LINALG_LU_FACTOR_EX, "LU")):
+    _name_result(_op, _res)
+
+
 def _register() -> None:
     from ._batching import RULES
     for op in (LINALG_INV_EX, LINALG_DET, LINALG_SLOGDET, LINALG_CHOLESKY_EX, CHOLESKY,
