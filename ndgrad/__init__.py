@@ -80,6 +80,7 @@ lu_solve = ops.linalg_solve.lu_solve_old
 matrix_exp = linalg.matrix_exp
 matrix_power = linalg.matrix_power
 inverse = linalg.inv
+addmv_ = Tensor.addmv_      # torch.addmv_(input, mat, vec): PyTorch's one module-level form
 # ---- end products and solvers (issue 8) ----
 
 from . import _signatures  # noqa: E402

@@ -531,42 +531,26 @@ OPS = [
     _op("matrix_power", lambda m, x: m.linalg.matrix_power(x, 3), (((2, 2),), ((2, 2, 2),))),
     _op("matrix_power_neg", lambda m, x: m.linalg.matrix_power(
         x + 4 * m.eye(2, dtype=x.dtype), -2), (((2, 2),),)),
-    _op("vander", lambda m, x: m.linalg.vander(x, N=3), (((2, 3),),)),
     _op("linalg_inv", lambda m, x: m.linalg.inv(x + 4 * m.eye(x.shape[-1], dtype=x.dtype)),
         (((3, 3),), ((2, 2, 2),))),
-    _op("linalg_det", lambda m, x: m.linalg.det(x), (((3, 3),), ((2, 2, 2),))),
-    _op("linalg_slogdet", lambda m, x: m.linalg.slogdet(x)[1], (((3, 3),),)),
-    _op("logdet", lambda m, x: m.logdet(x @ x.mT + m.eye(3, dtype=x.dtype)), (((3, 3),),)),
-    _op("linalg_solve", lambda m, a, b: m.linalg.solve(
-        a + 4 * m.eye(a.shape[-1], dtype=a.dtype), b), (((3, 3), (3,)), ((2, 2, 2), (2, 1)))),
-    _op("linalg_solve_right", lambda m, a, b: m.linalg.solve(
-        a + 4 * m.eye(3, dtype=a.dtype), b, left=False), (((3, 3), (2, 3)),)),
     _op("solve_triangular", lambda m, a, b: m.linalg.solve_triangular(
         a + 4 * m.eye(3, dtype=a.dtype), b, upper=True), (((3, 3), (3, 2)),)),
     _op("solve_triangular_unit_right", lambda m, a, b: m.linalg.solve_triangular(
         a, b, upper=False, left=False, unitriangular=True), (((3, 3), (2, 3)),)),
-    _op("triangular_solve", lambda m, b, a: m.triangular_solve(
-        b, a + 4 * m.eye(3, dtype=a.dtype), transpose=True)[0], (((3, 2), (3, 3)),)),
     _op("linalg_cholesky", lambda m, x: m.linalg.cholesky(
         x @ x.mT + m.eye(x.shape[-1], dtype=x.dtype)),
         (((3, 3),), ((2, 2, 2),))),
     _op("linalg_cholesky_upper", lambda m, x: m.linalg.cholesky(
         x @ x.mT + m.eye(3, dtype=x.dtype), upper=True), (((3, 3),),)),
-    _op("cholesky_solve", lambda m, b, x: m.cholesky_solve(
-        b, x.tril() + 4 * m.eye(3, dtype=x.dtype)), (((3, 2), (3, 3)),)),
-    _op("cholesky_inverse", lambda m, x: m.cholesky_inverse(
-        x.triu() + 4 * m.eye(3, dtype=x.dtype), upper=True), (((3, 3),),)),
-    _op("lu_factor", lambda m, x: m.linalg.lu_factor(x)[0], (((3, 3),), ((2, 3),), ((3, 2),))),
-    _op("linalg_lu", lambda m, x: m.linalg.lu(x)[1:], (((3, 3),), ((2, 3),))),
-    _op("lu_solve", lambda m, x, b: m.linalg.lu_solve(
-        *m.linalg.lu_factor(x + 4 * m.eye(3, dtype=x.dtype)), b), (((3, 3), (3, 2)),)),
     _op("matrix_exp", lambda m, x: m.linalg.matrix_exp(x), (((3, 3),), ((2, 2, 2),))),
     _op("matrix_norm_1", lambda m, x: m.linalg.matrix_norm(x, 1), (((2, 3),),), "distinct"),
     _op("matrix_norm_inf_keepdim", lambda m, x: m.linalg.matrix_norm(
         x, float("inf"), keepdim=True), (((2, 2, 3),),), "distinct"),
     _op("linalg_norm_fro", lambda m, x: m.linalg.norm(x, "fro"), (((2, 3),),)),
-    _op("tensorsolve", lambda m, a, b: m.linalg.tensorsolve(
-        a + 4 * m.eye(2, dtype=a.dtype).reshape(2, 1, 2), b), (((2, 1, 2), (2,)),)),
+    # (det, slogdet, logdet, solve, triangular_solve, cholesky_solve, cholesky_inverse, the LU
+    # family, tensorsolve and vander are tested in tests/test_linalg_solvers.py: PyTorch saves
+    # LU factors ndgrad does not compute, and its second-order forward AD of det/slogdet/solve
+    # and forward AD of cholesky_inverse are wrong, so the generic comparisons do not apply)
 ]
 
 OPS_BY_NAME = {op.name: op for op in OPS}

@@ -1357,17 +1357,16 @@ def _expm_fwd(a: np.ndarray) -> np.ndarray:
 
 
 def _expm_block(A: Tensor, E: Tensor) -> Tensor:
-    """The upper-right block of exp([[A, E], [0, A]]): the derivative of exp at A along E."""
-    from . import shape as _shape
+    """The upper-right block of exp([[A, E], [0, A]]): the derivative of exp at A along E.
+    The block matrix is assembled with constant products (``[I; 0] A [I, 0]`` ...), which
+    batch like any product."""
     n = A.shape[-1]
-    z = _wrap(np.zeros(tuple(A.shape), A._data.dtype))
-    E = E.expand(*A.shape) if tuple(E.shape) != tuple(A.shape) else E
-    if tuple(A.shape) != tuple(E.shape):
-        A = A.expand(*E.shape)
-        z = _wrap(np.zeros(tuple(E.shape), E._data.dtype))
-    top = _shape.cat([A, E], -1)
-    bot = _shape.cat([z, A], -1)
-    M = _shape.cat([top, bot], -2)
+    dt = np.result_type(A._data.dtype, E._data.dtype)
+    top = _wrap(np.eye(2 * n, n, dtype=dt))           # [I; 0]
+    bot = _wrap(np.eye(2 * n, n, -n, dtype=dt))       # [0; I]
+    M = _lin.matmul(_lin.matmul(top, A), top.mT) + \
+        _lin.matmul(_lin.matmul(top, E), bot.mT) + \
+        _lin.matmul(_lin.matmul(bot, A), bot.mT)
     return apply(MATRIX_EXP, (M,), (M._data,))[..., :n, n:]
 
 

@@ -922,7 +922,7 @@ def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
         c, d = ts[2].shape
         cost_1 = (a * c) * (b + d)
         cost_2 = (b * d) * (a + c)
-        r = _lin.mm(_lin.mm(ts[0], ts[1]), ts[2]) if cost_1 > cost_2 else \
+        r = _lin.mm(_lin.mm(ts[0], ts[1]), ts[2]) if cost_1 < cost_2 else \
             _lin.mm(ts[0], _lin.mm(ts[1], ts[2]))
     else:
         p = [ts[0].shape[0]] + [t.shape[1] for t in ts]
