@@ -26,7 +26,8 @@ global is ``ndgrad`` (``lambda x: torch.flip(x, (0,))`` then calls ``ndgrad.flip
 descriptor maps to the method of the same name.
 
 Run ``python -m tests.torch_opdb [NAME ...]`` for a per-check table, ``--report FILE`` to write
-the coverage document (docs/op_coverage.md). ``tests/test_torch_opdb.py`` runs every shipped
+the coverage document (docs/op_coverage.md), ``--update-known`` to rewrite
+tests/torch_opdb_known.py from a run. ``tests/test_torch_opdb.py`` runs every shipped
 entry and compares its failures with ``KNOWN`` (tests/torch_opdb_known.py).
 """
 
@@ -849,7 +850,48 @@ def failures(result: dict) -> dict:
     return {c: r for c, r in result.items() if r not in ("ok", "n/a")}
 
 
+_KNOWN_HEADER = '''"""The state of ndgrad against torch's OpInfo database: for each entry,
+the checks it fails and why (``KNOWN``), and the entries not shipped yet (``NOT_SHIPPED``).
+tests/test_torch_opdb.py fails when this file is not the true state; rewrite it with
+``python -m tests.torch_opdb --update-known`` (reasons already written are kept)."""'''
+
+
+def update_known(path: str = "tests/torch_opdb_known.py") -> None:
+    """Rewrite the known-state file from a run, keeping the reasons already written there."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_known", path)
+    old = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(old)
+        old_k, old_n = old.KNOWN, old.NOT_SHIPPED
+    except (FileNotFoundError, AttributeError):
+        old_k, old_n = {}, {}
+    known, ns = {}, {}
+    for eid in sorted(BY_ID):
+        o = BY_ID[eid]
+        if not shipped(o):
+            ns[eid] = old_n.get(eid, "not yet implemented")
+            continue
+        f = failures(run_entry(o))
+        if f:
+            known[eid] = {c: old_k.get(eid, {}).get(c, m) for c, m in f.items()}
+    lines = [_KNOWN_HEADER, "", "# ruff: noqa: E501", "KNOWN = {"]
+    for k, v in known.items():
+        lines.append(f"    {k!r}: {{")
+        lines += [f"        {c!r}: {m!r}," for c, m in v.items()]
+        lines.append("    },")
+    lines += ["}", "", "NOT_SHIPPED = {"]
+    lines += [f"    {k!r}: {v!r}," for k, v in ns.items()]
+    lines.append("}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"{len(known)} entries with known failures, {len(ns)} not shipped")
+
+
 def _main(argv: list) -> None:
+    if "--update-known" in argv:
+        update_known()
+        return
     report = None
     if "--report" in argv:
         i = argv.index("--report")

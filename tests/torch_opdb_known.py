@@ -1,8 +1,9 @@
-"""The state of ndgrad against torch's OpInfo database: for each entry, the checks it fails
-and why (``KNOWN``), and the entries not shipped yet (``NOT_SHIPPED``). Maintained with
-tests/test_torch_opdb.py, which fails when this file is not the true state."""
+"""The state of ndgrad against torch's OpInfo database: for each entry,
+the checks it fails and why (``KNOWN``), and the entries not shipped yet (``NOT_SHIPPED``).
+tests/test_torch_opdb.py fails when this file is not the true state; rewrite it with
+``python -m tests.torch_opdb --update-known`` (reasons already written are kept)."""
 
-# flake8: noqa: E501
+# ruff: noqa: E501
 KNOWN = {
     '__rand__': {
         'errors': "error input 0: ndgrad returns where torch raises Exception('')",
