@@ -94,10 +94,6 @@ def _check_same_dtype(fn: str, a: Tensor, b: Tensor, an: str = "A", bn: str = "B
                            f"{scalar_name(b._data.dtype)} instead")
 
 
-def _eye_like(x: Tensor, n: int) -> Tensor:
-    return _wrap(np.eye(n, dtype=x._data.dtype))
-
-
 def _batch_msg(idx: tuple, batch_shape: tuple) -> str:
     if not batch_shape:
         return ""

@@ -59,10 +59,6 @@ def _check_tensor(x: Any, fn: str, arg: str, pos: int) -> None:
         check_tensor(x, fn, arg, pos)
 
 
-def _type_name(d: np.dtype) -> str:
-    return _dtype._FROM_NP[np.dtype(d)]._torch_name.split(".")[-1]
-
-
 _SCALAR_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half",
                  "bfloat16": "BFloat16", "complex64": "ComplexFloat",
                  "complex128": "ComplexDouble", "int64": "Long", "int32": "Int",
@@ -225,14 +221,6 @@ def _scalar(s: Any) -> Any:
     if isinstance(s, np.generic):
         s = s.item()
     return s
-
-
-def _same_dtypes(name: str, *ts: Tensor) -> None:
-    d0 = ts[0]._data.dtype
-    for t in ts[1:]:
-        if t._data.dtype != d0:
-            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                               f"{_cpp(ts[0]._data)} != {_cpp(t._data)}")
 
 
 def _expand_check(x: np.ndarray, shape: tuple) -> None:
