@@ -203,12 +203,7 @@ ADDBMM = _addmm_op("addbmm", "AddbmmBackward0", "addbmm", "batch1", "batch2")
 
 
 def _check_scalars(name: str, a: np.ndarray, beta: Any, alpha: Any) -> None:
-    if a.dtype.kind in "biu":
-        for s, n in ((beta, "beta"), (alpha, "alpha")):
-            if isinstance(s, (float, complex, np.floating, np.complexfloating)):
-                raise RuntimeError(f"For integral input tensors, argument {n} must not be a "
-                                   "floating point number.")
-    elif a.dtype.kind != "c":
+    if a.dtype.kind != "c":
         for s, n in ((beta, "beta"), (alpha, "alpha")):
             if isinstance(s, (complex, np.complexfloating)):
                 raise RuntimeError(f"For non-complex input tensors, argument {n} must not be "
@@ -252,6 +247,9 @@ def _fused(op: Op, name: str, input: Tensor, m1: Tensor, m2: Tensor, beta: Any, 
             raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                                f"{_cpp(a)} != {_cpp(t._data)}")
     _check_scalars(name, a, beta, alpha)
+    if a.dtype.kind in "iu":      # PyTorch casts the scalars to the integer type
+        beta, alpha = int(beta.real if isinstance(beta, complex) else beta), \
+            int(alpha.real if isinstance(alpha, complex) else alpha)
     _expand_check(x, out_shape)
     return apply(op, (input, m1, m2), (x, a, b), (beta, alpha))
 
@@ -598,6 +596,8 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     """
     _check_tensor(a, "tensordot", "a", 1)
     _check_tensor(b, "tensordot", "b", 2)
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError("both inputs should have same dtype")
     if isinstance(dims, Tensor):
         dims = dims.tolist()
     na, nb = a._data.ndim, b._data.ndim
@@ -859,6 +859,9 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found "
                            f"x of type {scalar_name(x._data.dtype)} and y of type "
                            f"{scalar_name(y._data.dtype)} instead")
+    if x._data.dtype.kind not in "fcV":
+        raise RuntimeError("linalg.vecdot: Expected a floating point or complex tensor as input. "
+                           f"Got {scalar_name(x._data.dtype)}")
     if x.ndim == 1 and y.ndim == 1 and wrap_dim(dim, 1) == 0:
         return vdot(x, y)
     return (x.conj() * y).sum(dim)
@@ -887,8 +890,7 @@ def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     for i, t in enumerate(ts):
         if t._data.dtype != d0:
             raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor "
-                               f"0 is {scalar_name(d0)} and tensor {i} "
-                               f"{scalar_name(t._data.dtype)}")
+                               f"0 is {_cpp(ts[0]._data)} and tensor {i} {_cpp(t._data)}")
     out_shape = []
     if first_1d:
         ts[0] = ts[0].unsqueeze(0)
