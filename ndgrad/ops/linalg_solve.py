@@ -1147,23 +1147,27 @@ def _lu_fwd(a: np.ndarray, pivot: bool) -> tuple:
     m, n = a.shape[-2:]
     lu_, piv, info = _getrf(a)
     L, U = _unpack_np(lu_, m, n)
-    P = _perm_from_pivots(piv, m).astype(a.dtype)
+    # P as int8: not a differentiable output (PyTorch's P does not require grad); the public
+    # function casts it to A's dtype
+    P = _perm_from_pivots(piv, m).astype(np.int8)
     return P, L, U
 
 
-def _lu_vjp(ctx, gP, gL, gU):
+def _float_P(P: Tensor, like: Tensor) -> Tensor:
+    return _wrap(P._data.astype(like._data.dtype))
+
+
+def _lu_vjp(ctx, gL, gU):
     (A,) = ctx.saved
-    if gL is None and gU is None:
-        return None
     P, L, U = apply(LINALG_LU, (A,), (A._data,), ctx._args)   # the factors, differentiable
-    return _lu_grad(A, P.detach(), L, U, gL, gU)
+    return _lu_grad(A, _float_P(P, A), L, U, gL, gU)
 
 
 def _lu_jvp(ctx, t):
     A = ctx.inputs[0]
     P, L, U = ctx.result
-    tL, tU = _lu_jvp_factors(A, P, L, U, t)
-    return _wrap(np.zeros_like(P._data)), tL, tU
+    tL, tU = _lu_jvp_factors(A, _float_P(P, A), L, U, t)
+    return None, tL, tU
 
 
 LINALG_LU = Op("linalg_lu", "LinalgLuBackward0", _lu_fwd, _lu_vjp, inputs=("A",),
@@ -1176,7 +1180,7 @@ def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     _lu_checks(A, "linalg.lu")
     _no_pivot(pivot, "linalg.lu")
     P, L, U = apply(LINALG_LU, (A,), (A._data,), (True,))
-    return lu_result(P, L, U)
+    return lu_result(_float_P(P, A), L, U)
 
 
 def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
