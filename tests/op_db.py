@@ -547,10 +547,16 @@ OPS = [
     _op("matrix_norm_inf_keepdim", lambda m, x: m.linalg.matrix_norm(
         x, float("inf"), keepdim=True), (((2, 2, 3),),), "distinct"),
     _op("linalg_norm_fro", lambda m, x: m.linalg.norm(x, "fro"), (((2, 3),),)),
-    # (det, slogdet, logdet, solve, triangular_solve, cholesky_solve, cholesky_inverse, the LU
-    # family, tensorsolve and vander are tested in tests/test_linalg_solvers.py: PyTorch saves
-    # LU factors ndgrad does not compute, and its second-order forward AD of det/slogdet/solve
-    # and forward AD of cholesky_inverse are wrong, so the generic comparisons do not apply)
+    _op("linalg_det", lambda m, x: m.linalg.det(x), (((3, 3),), ((2, 2, 2),))),
+    _op("linalg_slogdet", lambda m, x: m.linalg.slogdet(x)[1], (((3, 3),),)),
+    _op("linalg_solve", lambda m, a, b: m.linalg.solve(
+        a + 4 * m.eye(a.shape[-1], dtype=a.dtype), b), (((3, 3), (3,)), ((2, 2, 2), (2, 1)))),
+    _op("linalg_solve_right", lambda m, a, b: m.linalg.solve(
+        a + 4 * m.eye(3, dtype=a.dtype), b, left=False), (((3, 3), (2, 3)),)),
+    # (logdet, triangular_solve, cholesky_solve, cholesky_inverse, the LU family, tensorsolve
+    # and vander are tested in tests/test_linalg_solvers.py, where the generic comparisons do
+    # not apply: saved tensors PyTorch computes differently (LU factors, cumprod), and PyTorch's
+    # wrong forward AD of triangular_solve and cholesky_inverse)
 ]
 
 OPS_BY_NAME = {op.name: op for op in OPS}

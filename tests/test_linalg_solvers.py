@@ -125,7 +125,8 @@ def test_jvp_matches_finite_differences(name):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["det", "slogdet", "solve_vector"])
+@pytest.mark.parametrize("name", ["det", "det_batched", "slogdet", "solve_vector",
+                                  "solve_batched", "solve_right"])
 def test_second_order_forward_matches_finite_differences(name):
     fn, shapes = CASES[name]
     arrays = _arrays(name, shapes)

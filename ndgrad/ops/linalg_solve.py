@@ -219,7 +219,18 @@ def linalg_inv(A: Tensor, *, out: Any = None) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- determinants
-def _det_fwd(a: np.ndarray) -> np.ndarray:
+def _lu_args(a: np.ndarray, transposed: bool = False) -> tuple:
+    """LAPACK's LU factors and pivots of ``a`` (of its transpose for det and slogdet, which
+    PyTorch factors that way), as tensors: PyTorch computes det, slogdet and solve from them
+    and saves them (``grad_fn._saved_LU``, ``_saved_pivots``); ndgrad saves the same values
+    (its forwards and rules do not need them)."""
+    if transposed:
+        a = np.ascontiguousarray(np.swapaxes(a, -1, -2))
+    lu_, piv, _ = _getrf(a)
+    return _wrap(lu_), _wrap(piv)
+
+
+def _det_fwd(a: np.ndarray, LU: Any = None, pivots: Any = None) -> np.ndarray:
     if a.size == 0:
         return np.ones(a.shape[:-2], a.dtype)
     return np.asarray(np.linalg.det(a)).astype(a.dtype, copy=False)
@@ -230,7 +241,7 @@ def _inv_for_grad(A: Tensor) -> Tensor:
 
 
 def _det_vjp(ctx, g):
-    A, d = ctx.saved
+    A, _, _, d = ctx.saved
     if ctx.input_shape(0)[-1] == 1:          # det of 1x1 matrices: the entry itself
         return g.unsqueeze(-1).unsqueeze(-1)
     c = (g * d.conj()).unsqueeze(-1).unsqueeze(-1)
@@ -247,7 +258,7 @@ def _det_jvp(ctx, t):
 
 
 LINALG_DET = Op("linalg_det", "LinalgDetBackward0", _det_fwd, _det_vjp, inputs=("A",),
-                saves=("A", "result"), jvp=_det_jvp)
+                args=("LU", "pivots"), saves=("A", "LU", "pivots", "result"), jvp=_det_jvp)
 
 
 def det(A: Tensor) -> Tensor:
@@ -260,10 +271,10 @@ def det(A: Tensor) -> Tensor:
     _check_tensor(A, "linalg_det")
     _check_float(A, "linalg.det", low_impl="lu_cpu")
     _check_square(A, "linalg.det")
-    return apply(LINALG_DET, (A,), (A._data,))
+    return apply(LINALG_DET, (A,), (A._data,), _lu_args(A._data, True))
 
 
-def _slogdet_fwd(a: np.ndarray) -> tuple:
+def _slogdet_fwd(a: np.ndarray, LU: Any = None, pivots: Any = None) -> tuple:
     if a.size == 0:
         b = a.shape[:-2]
         return np.ones(b, a.dtype), np.zeros(b, np.finfo(a.dtype).dtype)
@@ -273,7 +284,7 @@ def _slogdet_fwd(a: np.ndarray) -> tuple:
 
 
 def _slogdet_vjp(ctx, g_sign, g_logabs):
-    A, sign = ctx.saved
+    A, _, _, sign = ctx.saved
     complex_ = A._data.dtype.kind == "c"
     c = None
     if g_logabs is not None:
@@ -297,7 +308,8 @@ def _slogdet_jvp(ctx, t):
 
 
 LINALG_SLOGDET = Op("linalg_slogdet", "LinalgSlogdetBackward0", _slogdet_fwd, _slogdet_vjp,
-                    inputs=("A",), saves=("A", "result"), num_outputs=2, jvp=_slogdet_jvp)
+                    inputs=("A",), args=("LU", "pivots"), saves=("A", "LU", "pivots", "result"),
+                    num_outputs=2, jvp=_slogdet_jvp)
 
 
 def slogdet(A: Tensor) -> Any:
@@ -310,7 +322,7 @@ def slogdet(A: Tensor) -> Any:
     _check_tensor(A, "linalg_slogdet")
     _check_float(A, "linalg.slogdet")
     _check_square(A, "linalg.slogdet")
-    s, la = apply(LINALG_SLOGDET, (A,), (A._data,))
+    s, la = apply(LINALG_SLOGDET, (A,), (A._data,), _lu_args(A._data, True))
     return slogdet_result(s, la)
 
 
@@ -371,13 +383,14 @@ def _lu_solve_np(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int = 0)
     return x
 
 
-def _solve_fwd(a: np.ndarray, b: np.ndarray, left: bool, vector: bool) -> tuple:
+def _solve_fwd(a: np.ndarray, b: np.ndarray, left: bool, vector: bool, LU: Any = None,
+               pivots: Any = None) -> tuple:
     return _solve_np(a, b, left, vector)
 
 
 def _solve_vjp(ctx, g, g_info=None):
-    A, X = ctx.saved
-    left, vector = ctx._args
+    A, _, _, X = ctx.saved
+    left, vector = ctx._args[:2]
     gB = _solve_raw(_mH(A), g, left, vector)
     gA = None
     if ctx.needs_input_grad(0):
@@ -393,7 +406,7 @@ def _solve_vjp(ctx, g, g_info=None):
 def _solve_jvp(ctx, tA, tB):
     A, B = ctx.inputs
     X = ctx.result[0]
-    left, vector = ctx._args
+    left, vector = ctx._args[:2]
     rhs = tB
     if tA is not None:
         if vector:
@@ -412,11 +425,12 @@ def _solve_raw(A: Tensor, B: Tensor, left: bool, vector: bool) -> Tensor:
         A = A.to(_dtype._FROM_NP[dt])
     if B._data.dtype != dt:
         B = B.to(_dtype._FROM_NP[dt])
-    return apply(LINALG_SOLVE_EX, (A, B), (A._data, B._data), (left, vector))[0]
+    return apply(LINALG_SOLVE_EX, (A, B), (A._data, B._data), (left, vector, None, None))[0]
 
 
 LINALG_SOLVE_EX = Op("linalg_solve_ex", "LinalgSolveExBackward0", _solve_fwd, _solve_vjp,
-                     inputs=("A", "B"), args=("left", "vector"), saves=("A", "result"),
+                     inputs=("A", "B"), args=("left", "vector", "LU", "pivots"),
+                     saves=("A", "LU", "pivots", "result"),
                      num_outputs=2, jvp=_solve_jvp)
 
 
@@ -461,7 +475,8 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
         if r is not NotImplemented:
             return r
     vector = _solve_checks(A, B, left, "linalg_solve_ex")
-    x, info = apply(LINALG_SOLVE_EX, (A, B), (A._data, B._data), (bool(left), vector))
+    x, info = apply(LINALG_SOLVE_EX, (A, B), (A._data, B._data),
+                    (bool(left), vector) + _lu_args(A._data))
     if check_errors:
         _raise_info(info._data, "torch.linalg.solve_ex",
                     lambda i: "The solver failed because the input matrix is singular.")
@@ -481,7 +496,8 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor
         if r is not NotImplemented:
             return r
     vector = _solve_checks(A, B, left, "linalg_solve")
-    x, info = apply(LINALG_SOLVE_EX, (A, B), (A._data, B._data), (bool(left), vector))
+    x, info = apply(LINALG_SOLVE_EX, (A, B), (A._data, B._data),
+                    (bool(left), vector) + _lu_args(A._data))
     _raise_info(info._data, "torch.linalg.solve",
                 lambda i: "The solver failed because the input matrix is singular.")
     return x
@@ -1575,7 +1591,7 @@ def _name_result(op: Op, name: str) -> None:
     op.saved_names = tuple(name if n == "result" else n for n in op.saved_names)
 
 
-for _op, _res in ((LINALG_INV_EX, "inverse"), (LINALG_CHOLESKY_EX, "L"),
+for _op, _res in ((LINALG_INV_EX, "inverse"), (LINALG_CHOLESKY_EX, "L"), (LINALG_SLOGDET, "sign"),
                   (TRIANGULAR_SOLVE, "solution"), (LINALG_LU_FACTOR_EX, "LU")):
     _name_result(_op, _res)
 
