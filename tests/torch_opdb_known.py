@@ -45,9 +45,6 @@ KNOWN = {
     'cumsum': {
         'inplace': 'missing: ndgrad.Tensor has no method cumsum_',
     },
-    'diagonal': {
-        'fwbatched': 'sample 0: ndgrad raises RuntimeError: ndgrad: batched gradients (is_grads_batched / vectorize=True) do not support DiagonalBackward0 here',
-    },
     'dot': {
         'errors': "error input 0: message 'inconsistent tensor size, expected tensor [1] and src [3] to have the same number of elements, but got 1 and 3 elements ' does not match torch's 'dot : expected both vectors to have same dtype'",
     },
@@ -80,9 +77,6 @@ KNOWN = {
         'gradgrad': 'sample 0: ndgrad raises NotImplementedError: ndgrad: this norm needs linalg.svdvals, which is not available',
         'batched': 'sample 0: ndgrad raises NotImplementedError: ndgrad: this norm needs linalg.svdvals, which is not available',
         'lowp': 'torch.float32 sample 0: ndgrad raises NotImplementedError: ndgrad: this norm needs linalg.svdvals, which is not available',
-    },
-    'linalg.diagonal': {
-        'fwbatched': 'sample 0: ndgrad raises RuntimeError: ndgrad: batched gradients (is_grads_batched / vectorize=True) do not support DiagonalBackward0 here',
     },
     'linalg.matrix_norm': {
         'forward': 'sample 4: ndgrad raises NotImplementedError: ndgrad: this norm needs linalg.svdvals, which is not available',

@@ -1026,6 +1026,11 @@ def _register() -> None:
     RULES[EINSUM] = _einsum_batch_rule
     RULES[LINALG_CROSS] = _cross_batch
     RULES[VDOT] = _vdot_batch
+    # diagonal (shape.py's op, used by linalg.diagonal): its dims, already non-negative,
+    # shifted past the batch dim
+    from .shape import DIAGONAL
+    RULES.setdefault(DIAGONAL, lambda c, args: apply(
+        c.op, tuple(c.ts), tuple(c.arrs), (args[0], args[1] + 1, args[2] + 1)))
 
 
 _register()
