@@ -115,6 +115,25 @@ from . import special as special  # noqa: E402
 from . import signal as signal  # noqa: E402
 # ---- end fft / special (issue 8) ----
 
+# ---- products and solvers (issue 8) ----
+from . import linalg  # noqa: E402
+from .ops.products import (  # noqa: F401,E402
+    addbmm, addmm, addmv, addr, baddbmm, chain_matmul, einsum, ger, inner, kron, outer,
+    tensordot, vdot)
+from .ops.products import cross  # noqa: F401,E402
+from .ops.linalg_solve import (  # noqa: F401,E402
+    cholesky_inverse, cholesky_solve, logdet, lu_unpack, triangular_solve)
+det = linalg.det
+slogdet = ops.linalg_solve.slogdet_old
+cholesky = ops.linalg_solve.cholesky_old
+lu = ops.linalg_solve.lu_old
+lu_solve = ops.linalg_solve.lu_solve_old
+matrix_exp = linalg.matrix_exp
+matrix_power = linalg.matrix_power
+inverse = linalg.inv
+addmv_ = Tensor.addmv_      # torch.addmv_(input, mat, vec): PyTorch's one module-level form
+# ---- end products and solvers (issue 8) ----
+
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]

@@ -601,6 +601,32 @@ def install_namespace(namespace: dict, block: str, prefix: str = "") -> None:
 # ---- end fft / special (issue 8) ----
 
 
+# ---- products and solvers (issue 8) ----
+FUNCTIONS_AND_METHODS += """
+addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)
+addmv(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)
+addr(Tensor input, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1)
+addbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)
+baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)
+kron(Tensor input, Tensor other)
+inner(Tensor input, Tensor other)
+outer(Tensor input, Tensor vec2)
+ger(Tensor input, Tensor vec2)
+vdot(Tensor input, Tensor other)
+cross(Tensor input, Tensor other, int? dim=None)
+det(Tensor input)
+logdet(Tensor input)
+slogdet(Tensor input)
+matrix_exp(Tensor input)
+matrix_power(Tensor input, int n)
+inverse(Tensor input)
+cholesky(Tensor input, bool upper=False)
+cholesky_inverse(Tensor input, bool upper=False)
+cholesky_solve(Tensor input, Tensor input2, bool upper=False)
+triangular_solve(Tensor input, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False)
+"""  # noqa: E501
+# ---- end products and solvers (issue 8) ----
+
 def _entries(block: str) -> list:
     return [line.strip() for line in block.strip().splitlines() if line.strip()]
 

@@ -555,6 +555,24 @@ _METHODS.update({
 })
 i0_ = _function_of_method("i0_")
 # ---- end fft / special (issue 8) ----
+# ---- products and solvers (issue 8) ----
+_pr = ops.products
+_ls = ops.linalg_solve
+_METHODS.update({
+    "addmm": _pr.addmm, "addmm_": _inplace_of(_pr.addmm, "addmm_"),
+    "addmv": _pr.addmv, "addmv_": _inplace_of(_pr.addmv, "addmv_"),
+    "addr": _pr.addr, "addr_": _inplace_of(_pr.addr, "addr_"),
+    "addbmm": _pr.addbmm, "addbmm_": _inplace_of(_pr.addbmm, "addbmm_"),
+    "baddbmm": _pr.baddbmm, "baddbmm_": _inplace_of(_pr.baddbmm, "baddbmm_"),
+    "kron": _pr.kron, "cross": _pr.cross, "inner": _pr.inner, "outer": _pr.outer,
+    "ger": _pr.outer, "vdot": _pr.vdot, "matrix_power": _pr.matrix_power,
+    "det": _ls.det, "slogdet": _ls.slogdet_old, "logdet": _ls.logdet,
+    "inverse": _ls.linalg_inv, "matrix_exp": _ls.matrix_exp,
+    "triangular_solve": _ls.triangular_solve, "cholesky": _ls.cholesky_old,
+    "cholesky_solve": _ls.cholesky_solve, "cholesky_inverse": _ls.cholesky_inverse,
+    "lu": _ls.lu_old, "lu_solve": _ls.lu_solve_old,
+})
+# ---- end products and solvers (issue 8) ----
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

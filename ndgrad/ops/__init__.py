@@ -44,6 +44,9 @@ from .statistics import (  # noqa: F401,E402
     aminmax, corrcoef, count_nonzero, cov, cumulative_trapezoid, diff, dist, nanmean, nansum,
     renorm, std_mean, trace, trapezoid, trapz, var_mean)
 # ---- end reduce ----
+# ---- products and solvers (issue 8) ----
+from . import products, linalg_solve  # noqa: F401,E402
+# ---- end products and solvers (issue 8) ----
 from . import _batching  # noqa: E402
 
 _batching.install()   # batching rules for every op above (Note [Batched backward])

@@ -1,0 +1,204 @@
+"""The linear algebra products and solvers against PyTorch where tests/op_db.py's generic
+comparisons do not apply (PyTorch saves LU factors ndgrad does not compute; its second-order
+forward AD of det/slogdet/solve is wrong, so ndgrad is checked against finite differences
+there), plus einsum's forms, LinAlgError and complex gradients."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import ndgrad
+import ndgrad.autograd.forward_ad as nfw
+
+warnings.filterwarnings("ignore", category=UserWarning)
+
+
+def _spd(m, x):
+    return x @ x.mT + m.eye(x.shape[-1], dtype=x.dtype)
+
+
+def _wc(m, x):        # well conditioned
+    return x + 4 * m.eye(x.shape[-1], dtype=x.dtype)
+
+
+def _lu(m, x):
+    return m.linalg.lu_factor(_wc(m, x))
+
+
+CASES = {
+    "det": (lambda m, x: m.linalg.det(x), [(3, 3)]),
+    "det_batched": (lambda m, x: m.det(x), [(2, 2, 2)]),
+    "slogdet": (lambda m, x: m.linalg.slogdet(x)[1], [(3, 3)]),
+    "logdet": (lambda m, x: m.logdet(_spd(m, x)), [(3, 3)]),
+    "solve_vector": (lambda m, a, b: m.linalg.solve(_wc(m, a), b), [(3, 3), (3,)]),
+    "solve_batched": (lambda m, a, b: m.linalg.solve(_wc(m, a), b), [(2, 2, 2), (2, 1)]),
+    "solve_right": (lambda m, a, b: m.linalg.solve(_wc(m, a), b, left=False), [(3, 3), (2, 3)]),
+    "triangular_solve": (lambda m, b, a: m.triangular_solve(b, _wc(m, a), transpose=True)[0],
+                         [(3, 2), (3, 3)]),
+    "cholesky_solve": (lambda m, b, x: m.cholesky_solve(b, _wc(m, x.tril())), [(3, 2), (3, 3)]),
+    "cholesky_inverse": (lambda m, x: m.cholesky_inverse(_wc(m, x.triu()), upper=True),
+                         [(3, 3)]),
+    "lu_factor": (lambda m, x: m.linalg.lu_factor(x)[0], [(3, 3)]),
+    "lu_factor_wide": (lambda m, x: m.linalg.lu_factor(x)[0], [(2, 3)]),
+    "lu_tall": (lambda m, x: m.linalg.lu(x)[1:], [(3, 2)]),
+    "lu_solve": (lambda m, x, b: m.linalg.lu_solve(*_lu(m, x), b, adjoint=True),
+                 [(3, 3), (3, 2)]),
+    "lu_unpack": (lambda m, x: m.lu_unpack(*m.linalg.lu_factor(x))[1:], [(2, 3)]),
+    "tensorsolve": (lambda m, a, b: m.linalg.tensorsolve(_wc(m, a.reshape(2, 2)).reshape(2, 1, 2),
+                                                          b), [(2, 1, 2), (2,)]),
+    "vander": (lambda m, x: m.linalg.vander(x, N=3), [(2, 3)]),
+    "einsum_matmul": (lambda m, a, b: m.einsum("ij,jk->ik", a, b), [(2, 3), (3, 2)]),
+    "einsum_implicit_trace": (lambda m, a: m.einsum("ii", a), [(3, 3)]),
+    "einsum_diag_out": (lambda m, a: m.einsum("ii->i", a), [(3, 3)]),
+    "einsum_ellipsis": (lambda m, a, b: m.einsum("...ij,...jk", a, b), [(2, 2, 3), (3, 1)]),
+    "einsum_sublist": (lambda m, a, b: m.einsum(a, [0, 1], b, [1, 2], [0, 2]),
+                       [(2, 3), (3, 2)]),
+    "einsum_list": (lambda m, a, b, c: m.einsum("i,j,k->ijk", [a, b, c]), [(2,), (3,), (2,)]),
+    "einsum_sum_only": (lambda m, a, b: m.einsum("ij,k->i", a, b), [(2, 3), (2,)]),
+}
+
+
+def _arrays(name, shapes):
+    rng = np.random.default_rng(abs(hash(name)) % 2 ** 32)
+    return [rng.uniform(-1, 1, s) for s in shapes]
+
+
+def _outs(r):
+    return list(r) if isinstance(r, (tuple, list)) else [r]
+
+
+def _run(m, name, arrays, dtype="float64"):
+    fn, _ = CASES[name]
+    xs = [m.tensor(a, dtype=getattr(m, dtype), requires_grad=True) for a in arrays]
+    return xs, _outs(fn(m, *xs))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_forward_vjp_gradgrad_and_node_match_torch(name):
+    arrays = _arrays(name, CASES[name][1])
+    rng = np.random.default_rng(0)
+    res = {}
+    for m in (ndgrad, torch):
+        xs, outs = _run(m, name, arrays)
+        gs = [m.tensor(rng.standard_normal(tuple(o.shape)), dtype=m.float64) for o in outs]
+        rng = np.random.default_rng(0)
+        grads = m.autograd.grad(outs, xs, gs, create_graph=True, allow_unused=True)
+        first = [g for g in grads if g is not None]
+        s = sum((g * g).sum() for g in first)
+        gg = m.autograd.grad(s, xs, allow_unused=True) if s.requires_grad else [None] * len(xs)
+        res[m] = ([o.detach().numpy() for o in outs], [g.detach().numpy() for g in first],
+                  [None if g is None else g.numpy() for g in gg],
+                  [type(o.grad_fn).__name__ for o in outs])
+    n, t = res[ndgrad], res[torch]
+    for a, b in zip(n[0] + n[1], t[0] + t[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+    for a, b in zip(n[2], t[2]):
+        if a is not None and b is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-8)
+    if not name.startswith("einsum"):      # PyTorch records einsum's decomposition
+        assert n[3] == t[3]
+
+
+# PyTorch's tangent of triangular_solve takes A's whole tangent, untransposed (ndgrad does as
+# PyTorch), which differs from the derivative of the function.
+@pytest.mark.parametrize("name", sorted(set(CASES) - {"triangular_solve"}))
+def test_jvp_matches_finite_differences(name):
+    fn, shapes = CASES[name]
+    arrays = _arrays(name, shapes)
+    rng = np.random.default_rng(1)
+    ts = [rng.standard_normal(a.shape) for a in arrays]
+    with nfw.dual_level():
+        xs = [nfw.make_dual(ndgrad.tensor(a), ndgrad.tensor(t)) for a, t in zip(arrays, ts)]
+        outs = _outs(fn(ndgrad, *xs))
+        got = [nfw.unpack_dual(o).tangent.numpy() for o in outs]
+    eps = 1e-6
+
+    def f(sign):
+        return [o.numpy() for o in _outs(fn(ndgrad, *[ndgrad.tensor(a + sign * eps * t)
+                                                      for a, t in zip(arrays, ts)]))]
+    want = [(p - q) / (2 * eps) for p, q in zip(f(1), f(-1))]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["det", "det_batched", "slogdet", "solve_vector",
+                                  "solve_batched", "solve_right"])
+def test_second_order_forward_matches_finite_differences(name):
+    fn, shapes = CASES[name]
+    arrays = _arrays(name, shapes)
+    rng = np.random.default_rng(2)
+    us = [rng.standard_normal(a.shape) for a in arrays]
+    vs = [rng.standard_normal(a.shape) for a in arrays]
+    N = ndgrad.tensor
+    with nfw.dual_level() as outer, nfw.dual_level() as inner:
+        xs = [nfw.make_dual(nfw.make_dual(N(a), N(v), level=outer), N(u), level=inner)
+              for a, u, v in zip(arrays, us, vs)]
+        o = _outs(fn(ndgrad, *xs))[0]
+        got = nfw.unpack_dual(nfw.unpack_dual(o, level=inner).tangent, level=outer).tangent
+    e = 1e-4
+
+    def f(su, sv):
+        xs = [N(a + su * e * u + sv * e * v) for a, u, v in zip(arrays, us, vs)]
+        return _outs(fn(ndgrad, *xs))[0].numpy()
+    want = (f(1, 1) - f(1, -1) - f(-1, 1) + f(-1, -1)) / (4 * e * e)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["det", "slogdet", "solve_vector", "cholesky_solve",
+                                  "lu_solve", "triangular_solve"])
+def test_complex_vjp_matches_torch(name):
+    fn, shapes = CASES[name]
+    rng = np.random.default_rng(3)
+    arrays = [rng.uniform(-1, 1, s) + 1j * rng.uniform(-1, 1, s) for s in shapes]
+    res = []
+    for m in (ndgrad, torch):
+        xs = [m.tensor(a, requires_grad=True) for a in arrays]
+        outs = _outs(fn(m, *xs))
+        r = np.random.default_rng(4)
+        gs = [m.tensor(r.standard_normal(tuple(o.shape)) + 1j * r.standard_normal(tuple(o.shape)))
+              if o.dtype.is_complex else m.tensor(r.standard_normal(tuple(o.shape)))
+              for o in outs]
+        res.append([g.detach().numpy() for g in m.autograd.grad(outs, xs, gs)])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("src", [
+    "m.linalg.inv(m.zeros(2, 3, 3))",
+    "m.linalg.solve(m.zeros(3, 3), m.ones(3))",
+    "m.linalg.cholesky(-m.eye(3))",
+    "m.linalg.inv_ex(m.zeros(3, 3), check_errors=True)",
+])
+def test_singular_inputs_raise_linalg_error(src):
+    with pytest.raises(torch.linalg.LinAlgError) as te:
+        eval(src, {"m": torch})
+    with pytest.raises(ndgrad.linalg.LinAlgError) as ne:
+        eval(src, {"m": ndgrad})
+    assert isinstance(ne.value, RuntimeError)
+    assert str(ne.value) == str(te.value)
+
+
+def test_ex_variants_report_info():
+    assert ndgrad.linalg.inv_ex(ndgrad.zeros(2, 2, 2)).info.tolist() == [1, 1]
+    assert ndgrad.linalg.cholesky_ex(-ndgrad.eye(2)).info.item() == 1
+    assert ndgrad.linalg.solve_ex(ndgrad.eye(2), ndgrad.ones(2)).info.item() == 0
+
+
+@pytest.mark.parametrize("src", [
+    "m.addmm(m.ones(2, 2), m.ones(2, 2, dtype=m.float64), m.ones(2, 2))",
+    "m.einsum('ij,jk', m.ones(2, 2), m.ones(3, 2))",
+    "m.einsum('ij', m.ones(2))",
+    "m.linalg.det(m.ones(2, 3))",
+    "m.linalg.inv(m.ones(2, 2, dtype=m.int64))",
+    "m.linalg.solve(m.eye(2), m.ones(2, dtype=m.float64))",
+])
+def test_errors_match_torch(src):
+    with pytest.raises(Exception) as te:
+        eval(src, {"m": torch})
+    with pytest.raises(Exception) as ne:
+        eval(src, {"m": ndgrad})
+    assert type(ne.value).__name__ == type(te.value).__name__
