@@ -64,6 +64,12 @@ isfinite = ops.isfinite
 isinf = ops.isinf
 bitwise_not = ops.bitwise_not
 
+# ---- decompositions (issue 8) ----
+from . import linalg  # noqa: E402
+from .ops.linalg_decomp import (  # noqa: F401,E402
+    geqrf, ormqr, pca_lowrank, pinverse, qr, svd, svd_lowrank)
+# ---- end decompositions ----
+
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]

@@ -245,6 +245,20 @@ sinc_(Tensor self)
 nan_to_num_(Tensor self, float? nan=0.0, float? posinf=None, float? neginf=None)
 """
 
+# ---- decompositions (issue 8) ----
+FUNCTIONS_AND_METHODS += """
+qr(Tensor input, bool some=True)
+svd(Tensor input, bool some=True, bool compute_uv=True)
+pinverse(Tensor input, float rcond=1e-15)
+geqrf(Tensor input)
+ormqr(Tensor input, Tensor input2, Tensor input3, bool left=True, bool transpose=False)
+"""
+FUNCTIONS += """
+svd_lowrank(Tensor A, int? q=6, int? niter=2, Tensor? M=None)
+pca_lowrank(Tensor A, int? q=None, bool center=True, int niter=2)
+"""
+# ---- end decompositions ----
+
 
 def _entries(block: str) -> list:
     return [line.strip() for line in block.strip().splitlines() if line.strip()]

@@ -496,6 +496,13 @@ _METHODS = {
     "new_tensor": _new_tensor,
 }
 
+# ---- decompositions (issue 8) ----
+from .ops import linalg_decomp as _decomp  # noqa: E402
+
+_METHODS.update({"qr": _decomp.qr, "svd": _decomp.svd, "pinverse": _decomp.pinverse,
+                 "geqrf": _decomp.geqrf, "ormqr": _decomp.ormqr})
+# ---- end decompositions ----
+
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 

@@ -29,6 +29,9 @@ from .unary import (  # noqa: F401
     rad2deg, logit, sinc, angle, positive, signbit, nan_to_num)
 from .scan import cumsum  # noqa: F401,E402
 from .softmax import log_softmax, logsumexp, softmax  # noqa: F401,E402
+# ---- decompositions (issue 8) ----
+from . import linalg_decomp  # noqa: F401,E402
+# ---- end decompositions ----
 from . import _batching  # noqa: E402
 
 _batching.install()   # batching rules for every op above (Note [Batched backward])
