@@ -861,7 +861,7 @@ def _lstsq_fwd(a: np.ndarray, b: np.ndarray, rcond: Optional[float], driver: str
 
 
 def _lstsq_vjp(ctx, gx, gres):
-    a, b = ctx.saved
+    b, a, _ = ctx.saved
     p = pinv(a)
     gb = _mm(_mH(p), gx) if ctx.needs_input_grad(1) else None
     ga = None
@@ -976,17 +976,23 @@ def _hh_fwd(a: np.ndarray, tau: np.ndarray, ncols: Optional[int] = None) -> np.n
     return y
 
 
+def _below(m: int, i: int, dt: np.dtype) -> Tensor:
+    """The mask of the entries below ``i`` of a length-``m`` vector."""
+    return _wrap((np.arange(m) > i).astype(dt))
+
+
+def _unit(m: int, i: int, dt: np.dtype) -> Tensor:
+    e = np.zeros(m, dt)
+    e[i] = 1
+    return _wrap(e)
+
+
 def _hh_vector(a: Tensor, i: int) -> Tensor:
-    """Householder vector ``i`` of ``a`` (a Tensor; its tail differentiates into ``a``)."""
+    """Householder vector ``i`` of ``a``: 1 at ``i``, column ``i`` of ``a`` below it (built with
+    pointwise ops, which batched backward handles)."""
     m = a._data.shape[-2]
-    bshape = a._data.shape[:-2]
     dt = a._data.dtype
-    head = np.zeros(bshape + (i + 1,), dt)
-    head[..., i] = 1
-    tail = _sh.select(_rows(a, i + 1), -1, i)
-    if m - i - 1 == 0:
-        return _wrap(head)
-    return _sh.cat([_wrap(head), tail], -1)
+    return _sh.select(a, -1, i) * _below(m, i, dt) + _unit(m, i, dt)
 
 
 def _hh_product(a: Tensor, tau: Tensor, ncols: int) -> list:
@@ -1011,10 +1017,11 @@ def _hh_vjp_core(a: Tensor, tau: Tensor, g: Tensor, ncols: int, need_a: bool,
                  need_tau: bool) -> tuple:
     m, n = a._data.shape[-2:]
     k = tau._data.shape[-1]
+    if k == 0 or a._data.size == 0 or g._data.size == 0:
+        return None, None
     ys = _hh_product(a, tau, ncols)
     gy = g
-    ga_cols = [None] * n
-    gtau = [None] * k
+    ga = gt = None
     for i in range(k):
         v = _hh_vector(a, i)
         t = _sh.unsqueeze(_sh.unsqueeze(_sh.select(tau, -1, i), -1), -1)
@@ -1022,25 +1029,18 @@ def _hh_vjp_core(a: Tensor, tau: Tensor, g: Tensor, ncols: int, need_a: bool,
         vc = _sh.unsqueeze(v, -1)
         vr = _sh.unsqueeze(_pw.conj(v), -2)
         gyy = _mm(gy, _mH(y_next))              # gY Y'^H
-        if need_tau:
-            gtau[i] = -_sh.squeeze(_mm(_mm(vr, gyy), vc), -1).squeeze(-1)
         if need_a and i + 1 < m:
             gv = -_pw.conj(t) * _mm(gyy, vc) - t * _mm(_mH(gyy), vc)
-            gv = _sh.squeeze(gv, -1)
-            tail = _sh.narrow(gv, -1, i + 1, m - i - 1)
-            ga_cols[i] = _sh.cat([_wrap(np.zeros(tail._data.shape[:-1] + (i + 1,),
-                                                 tail._data.dtype)), tail], -1)
+            col = _sh.unsqueeze(_sh.squeeze(gv, -1) * _below(m, i, gv._data.dtype), -1)
+            term = col * _unit(n, i, gv._data.dtype)
+            ga = term if ga is None else ga + term
+        if need_tau:
+            gti = -_sh.squeeze(_sh.squeeze(_mm(_mm(vr, gyy), vc), -1), -1)
+            term = _sh.unsqueeze(gti, -1) * _unit(k, i, gti._data.dtype)
+            gt = term if gt is None else gt + term
         gy = gy - _pw.conj(t) * _mm(vc, _mm(vr, gy))  # H_i^H gY
-    ga = gt = None
-    if need_a:
-        cols = []
-        for j in range(n):
-            c = ga_cols[j]
-            cols.append(c if c is not None else _wrap(np.zeros(g._data.shape[:-2] + (m,),
-                                                              g._data.dtype)))
-        ga = _sh.stack(cols, -1)
-    if need_tau:
-        gt = _sh.stack(gtau, -1) if k else _wrap(np.zeros(tau._data.shape, tau._data.dtype))
+    if need_a and ga is None:
+        ga = _zeros(a._data.shape, g._data.dtype)
     return ga, gt
 
 
@@ -1062,11 +1062,7 @@ def _hh_jvp_core(a: Tensor, tau: Tensor, da: Optional[Tensor], dtau: Optional[Te
     dy = _zeros(ys[k]._data.shape, ys[k]._data.dtype)
     for i in range(k - 1, -1, -1):
         v = _hh_vector(a, i)
-        if i + 1 < m:
-            dv = _sh.cat([_zeros(da._data.shape[:-2] + (i + 1,), da._data.dtype),
-                          _sh.select(_rows(da, i + 1), -1, i)], -1)
-        else:
-            dv = _zeros(v._data.shape, da._data.dtype)
+        dv = _sh.select(da, -1, i) * _below(m, i, da._data.dtype)
         t = _sh.unsqueeze(_sh.unsqueeze(_sh.select(tau, -1, i), -1), -1)
         dt_ = _sh.unsqueeze(_sh.unsqueeze(_sh.select(dtau, -1, i), -1), -1)
         y_next = ys[i + 1]
@@ -1186,20 +1182,25 @@ def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
                             f"{type(t).__name__}")
     a, t, c = input._data, input2._data, input3._data
     fn = "torch.ormqr"
-    _hh_checks(a, t, fn, "ormqr_cpu")
+    if a.ndim < 2:
+        raise RuntimeError(f"{fn}: input must have at least 2 dimensions.")
     if c.ndim != a.ndim:
         raise RuntimeError(f"{fn}: input.dim() must be equal to other.dim(), but got "
                            f"{a.ndim} and {c.ndim}")
+    if t.ndim != a.ndim - 1:
+        raise RuntimeError(f"{fn}: input.dim() - tau.dim() should be 1, but got "
+                           f"{a.ndim - t.ndim}")
+    side = c.shape[-2] if left else c.shape[-1]
+    if t.shape[-1] != min(side, a.shape[-1]):
+        raise RuntimeError(f"{fn}: tau.shape[-1] must be equal to min(other.shape[-2], "
+                           "input.shape[-1])")
+    if a.shape[-2] != side:
+        raise RuntimeError(f"{fn}: other.shape[{-2 if left else -1}] must be equal to "
+                           "input.shape[-2]")
+    _hh_checks(a, t, fn, "ormqr_cpu")
     if c.dtype != a.dtype:
         raise RuntimeError(f"{fn}: other dtype {_dtype._FROM_NP[c.dtype]._torch_name} does not "
                            f"match input dtype {_dtype._FROM_NP[a.dtype]._torch_name}")
-    side = c.shape[-2] if left else c.shape[-1]
-    if a.shape[-2] != side:
-        raise RuntimeError(f"{fn}: input.shape[-2] must be equal to other.shape"
-                           f"[{-2 if left else -1}], but got {a.shape[-2]} and {side}")
-    if t.shape[-1] > a.shape[-2] or t.shape[-1] > a.shape[-1]:
-        raise RuntimeError(f"{fn}: input2.shape[-1] must be less than or equal to "
-                           f"input.shape[-1]")
     return apply(ORMQR, (input, input2, input3), (a, t, c), (bool(left), bool(transpose)))
 
 
@@ -1239,6 +1240,9 @@ def geqrf(input: Tensor) -> tuple:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     if a.dtype not in _LAPACK_DTYPES:
         raise NotImplementedError(f'"geqrf_cpu" not implemented for \'{_torch_type(a.dtype)}\'')
+    if a.dtype.kind == "c" and _needs_grad(input):
+        raise RuntimeError("geqrf does not support automatic differentiation for outputs with "
+                           "complex dtype.")
     return GeqrfResult(*apply(GEQRF, (input,), (a,)))
 
 
