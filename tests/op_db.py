@@ -101,6 +101,22 @@ def _op(name, fn, samples, domain="real", differentiable=True, double_backward=N
 F32_FD = dict(fd_eps=1e-3, fd_atol=1e-3)
 
 
+# ---- decompositions (issue 8) ----
+def _gauge_svd(r):
+    u, s, vh = r
+    return u * u, s, vh * vh
+
+
+def _gauge_eig(r):
+    return r[0], r[1] * r[1]
+
+
+def _lowrank_product(r):
+    u, s, v = r
+    return (u * s.unsqueeze(-2)) @ v.mT
+# ---- end decompositions ----
+
+
 def _setitem(index, value=None):
     """``y = x.clone(); y[index(m, x)] = v`` (v the second tensor, or the scalar ``value``)."""
     def fn(m, x, *v):
@@ -510,6 +526,33 @@ OPS = [
     _op("to_channels_last", lambda m, x: x.to(memory_format=m.channels_last), (((1, 3, 2, 2),),)),
     _op("float_channels_last", lambda m, x: x.float(memory_format=m.channels_last),
         (((1, 2, 3, 2),),), **F32_FD),
+    # ---- decompositions (issue 8) ----
+    # Singular vectors and eigenvectors are compared through gauge-invariant quantities
+    # (squared moduli, reconstructions); Q and R of QR are unique in LAPACK's convention.
+    _op("linalg_qr", lambda m, x: m.linalg.qr(x), (((3, 2),), ((2, 3),), ((2, 2, 2),))),
+    _op("qr_method_complete", lambda m, x: x.qr(some=False), (((3, 3),),)),
+    _op("linalg_svd", lambda m, x: _gauge_svd(m.linalg.svd(x, full_matrices=False)),
+        (((3, 2),), ((2, 3),), ((2, 3, 2),))),
+    _op("svd_function", lambda m, x: _gauge_svd(m.svd(x)), (((2, 3),),)),
+    _op("linalg_svdvals", lambda m, x: m.linalg.svdvals(x), (((3, 2),), ((2, 2, 3),))),
+    _op("linalg_eigh", lambda m, x: _gauge_eig(m.linalg.eigh(x + x.mT)), (((3, 3),),)),
+    _op("linalg_eigvalsh_upper", lambda m, x: m.linalg.eigvalsh(x + x.mT, UPLO="U"),
+        (((3, 3),), ((2, 2, 2),))),
+    _op("linalg_eigvals_real_part", lambda m, x: m.linalg.eigvals(x @ x.mT).real,
+        (((3, 3),),)),
+    _op("linalg_pinv", lambda m, x: m.linalg.pinv(x), (((3, 2),), ((2, 3),))),
+    _op("linalg_pinv_hermitian", lambda m, x: m.linalg.pinv(x + x.mT, hermitian=True),
+        (((3, 3),),)),
+    _op("pinverse_method", lambda m, x: x.pinverse(), (((2, 3),),)),
+    _op("linalg_lstsq", lambda m, a, b: m.linalg.lstsq(a, b, driver="gelsd").solution,
+        (((3, 2), (3, 2)),)),
+    # linalg.householder_product and ormqr are checked against PyTorch's OpInfo samples
+    # instead: PyTorch has no forward AD for ormqr, and torch.func's forward-over-forward of
+    # householder_product disagrees with finite differences (ndgrad's agrees).
+    _op("geqrf", lambda m, x: m.geqrf(x), (((3, 2),),), differentiable=False),
+    _op("pca_lowrank_reconstruction",
+        lambda m, x: _lowrank_product(m.pca_lowrank(x, q=2, center=False)), (((3, 2),),)),
+    # ---- end decompositions ----
 ]
 
 OPS_BY_NAME = {op.name: op for op in OPS}

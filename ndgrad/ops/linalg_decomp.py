@@ -165,6 +165,10 @@ def _save_outputs(op: Op, results: tuple, values: tuple) -> None:
         else:
             saved.append(SavedValue(v[1]))
     node._saved = tuple(saved)
+    if any(r._fw_grads for r in results):
+        # the saved outputs share the outputs' tangents, as apply arranges for saves it makes
+        from ..autograd import forward_ad
+        forward_ad._share_with_saved_result(node, results)
 
 
 def _declare_saved(op: Op, names: tuple) -> Op:
@@ -1090,8 +1094,8 @@ def _hh_checks(a: np.ndarray, tau: np.ndarray, fn: str, kernel: str) -> None:
     if a.dtype not in _LAPACK_DTYPES:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_torch_type(a.dtype)}\'')
     if tau.ndim != a.ndim - 1:
-        raise RuntimeError(f"{fn}: input.dim() - tau.dim() should be 1, but got "
-                           f"{a.ndim - tau.ndim}")
+        raise RuntimeError(f"{fn}: Expected tau to have one dimension less than input, but got "
+                           f"tau.ndim equal to {tau.ndim} and input.ndim is equal to {a.ndim}")
     if a.dtype != tau.dtype:
         raise RuntimeError(f"{fn}: tau dtype {_dtype._FROM_NP[tau.dtype]._torch_name} does not "
                            f"match input dtype {_dtype._FROM_NP[a.dtype]._torch_name}")
@@ -1149,21 +1153,19 @@ def _ormqr_vjp(ctx, g):
     return ga, gt, gc
 
 
-def _ormqr_jvp(ctx, da, dtau, dc):
-    a, tau, c = ctx.inputs
-    left, transpose = ctx._args
-    m = a._data.shape[-2]
-    q = _hh_product(a, tau, m)[0]
-    qo = _mH(q) if transpose else q
-    out = None
-    if da is not None or dtau is not None:
-        dq = _hh_jvp_core(a, tau, da, dtau, m)
-        dqo = _mH(dq) if transpose else dq
-        out = _mm(dqo, c) if left else _mm(c, dqo)
-    if dc is not None:
-        t = _mm(qo, dc) if left else _mm(dc, qo)
-        out = t if out is None else out + t
-    return out
+def _no_forward_ad(name: str):
+    def jvp(ctx, *tangents):
+        raise NotImplementedError(
+            f"Trying to use forward AD with {name} that does not support it because it has not "
+            "been implemented yet.\nPlease file an issue to PyTorch at "
+            "https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that "
+            "we can prioritize its implementation or submit a PR adding the implementation to "
+            "derivatives.yaml")
+    return jvp
+
+
+# PyTorch has no forward-mode rule for ormqr (nor geqrf): they raise its error.
+_ormqr_jvp = _no_forward_ad("ormqr")
 
 
 ORMQR = Op("ormqr", "OrmqrBackward0", _ormqr_fwd, _ormqr_vjp, inputs=("self", "input2",
@@ -1222,11 +1224,7 @@ def _geqrf_vjp(ctx, *gs):
 
 
 GEQRF = Op("geqrf", "GeqrfBackward0", _geqrf_fwd, _geqrf_vjp, num_outputs=2,
-           jvp=lambda ctx, t: (_ for _ in ()).throw(NotImplementedError(
-               "Trying to use forward AD with geqrf that does not support it because it has not "
-               "been implemented yet.\nPlease file an issue to PyTorch at "
-               "https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so "
-               "that we can prioritize its implementation.")))
+           jvp=_no_forward_ad("geqrf"))
 
 
 def geqrf(input: Tensor) -> tuple:
@@ -1320,7 +1318,7 @@ def _expand_rule(c, args):
 
 def _register() -> None:
     from ._batching import RULES
-    for op in (SOLVE, TRISOLVE, QR, SVD, EIGH, EIG, PINV, HOUSEHOLDER, ORMQR):
+    for op in (SOLVE, TRISOLVE, QR, SVD, EIGH, EIG, PINV, LSTSQ, HOUSEHOLDER, ORMQR, GEQRF):
         RULES[op] = _expand_rule
 
 
