@@ -65,7 +65,7 @@ isinf = ops.isinf
 bitwise_not = ops.bitwise_not
 
 # ---- decompositions (issue 8) ----
-from . import linalg  # noqa: E402
+from . import linalg  # noqa: F401,E402
 from .ops.linalg_decomp import (  # noqa: F401,E402
     geqrf, ormqr, pca_lowrank, pinverse, qr, svd, svd_lowrank)
 # ---- end decompositions ----

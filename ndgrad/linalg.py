@@ -18,7 +18,8 @@ from ._signature import wrap as _wrap_sig
 from .ops import linalg_decomp as _dec
 from .ops.linalg_decomp import LinAlgError  # noqa: F401
 
-_DECOMPOSITIONS = """
+_TOL = "Tensor|float?"
+_DECOMPOSITIONS = f"""
 linalg_qr(Tensor A, str mode='reduced')
 linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None)
 linalg_svdvals(Tensor A, *, str? driver=None)
@@ -26,15 +27,19 @@ linalg_eigh(Tensor A, str UPLO='L')
 linalg_eigvalsh(Tensor A, str UPLO='L')
 linalg_eig(Tensor input)
 linalg_eigvals(Tensor input)
-linalg_pinv(Tensor input, *, Tensor|float? atol=None, Tensor|float? rtol=None, bool hermitian=False, Tensor|float? rcond=None)
+linalg_pinv(Tensor input, *, {_TOL} atol=None, {_TOL} rtol=None, bool hermitian=False, \
+{_TOL} rcond=None)
 linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None)
 linalg_householder_product(Tensor input, Tensor tau)
+linalg_matrix_rank(Tensor input, {_TOL} tol=None, bool hermitian=False, *, {_TOL} atol=None, \
+{_TOL} rtol=None)
 """
 _IMPLS = {"linalg_qr": _dec.linalg_qr, "linalg_svd": _dec.linalg_svd,
           "linalg_svdvals": _dec.svdvals, "linalg_eigh": _dec.eigh,
           "linalg_eigvalsh": _dec.eigvalsh, "linalg_eig": _dec.eig,
           "linalg_eigvals": _dec.eigvals, "linalg_pinv": _dec.pinv,
-          "linalg_lstsq": _dec.lstsq, "linalg_householder_product": _dec.householder_product}
+          "linalg_lstsq": _dec.lstsq, "linalg_householder_product": _dec.householder_product,
+          "linalg_matrix_rank": _dec.matrix_rank}
 for _schema in _DECOMPOSITIONS.strip().splitlines():
     _name = _schema.split("(", 1)[0]
     _fn = _wrap_sig(_schema, _IMPLS[_name])

@@ -42,14 +42,16 @@ from ._dispatch import Op, apply
 
 __all__ = ["LinAlgError", "qr", "linalg_qr", "svd", "linalg_svd", "svdvals", "eigh",
            "eigvalsh", "eig", "eigvals", "pinv", "pinverse", "lstsq", "householder_product",
-           "ormqr", "geqrf", "svd_lowrank", "pca_lowrank"]
+           "ormqr", "geqrf", "svd_lowrank", "pca_lowrank", "matrix_rank"]
 
 
-class LinAlgError(RuntimeError):
-    """A linear algebra computation failed (PyTorch's ``torch.linalg.LinAlgError``)."""
+try:   # one class for the whole namespace: the solvers' module defines it when present
+    from .linalg_solve import LinAlgError
+except ImportError:
+    class LinAlgError(RuntimeError):  # type: ignore[no-redef]
+        """A linear algebra computation failed (PyTorch's ``torch.linalg.LinAlgError``)."""
 
-
-LinAlgError.__module__ = "ndgrad.linalg"
+    LinAlgError.__module__ = "ndgrad.linalg"
 
 # PyTorch's named tuples (torch.return_types.*)
 QRResult = namedtuple("linalg_qr", ["Q", "R"])
@@ -725,13 +727,7 @@ def _pinv_fwd(a: np.ndarray, atol: Any, rtol: Any, hermitian: bool) -> np.ndarra
         sv = np.abs(w)
     else:
         u, sv, vh = np.linalg.svd(a, full_matrices=False)
-    smax = sv.max(axis=-1, keepdims=True) if sv.shape[-1] else np.zeros(sv.shape[:-1] + (1,))
-    at = 0.0 if atol is None else _tol_array(atol)
-    if rtol is None:
-        rt = (np.finfo(rdt).eps * max(m, n)) if atol is None or _is_zero(atol) else 0.0
-    else:
-        rt = _tol_array(rtol)
-    thr = np.maximum(at, rt * smax)
+    thr = _threshold(sv, atol, rtol, m, n)
     if hermitian:
         keep = sv > thr
         winv = np.where(keep, 1.0 / np.where(keep, w, 1.0), 0.0).astype(rdt)
@@ -742,6 +738,53 @@ def _pinv_fwd(a: np.ndarray, atol: Any, rtol: Any, hermitian: bool) -> np.ndarra
         p = np.conj(np.swapaxes(vh, -1, -2)) * sinv[..., None, :] @ np.conj(
             np.swapaxes(u, -1, -2))
     return p.astype(a.dtype, copy=False)
+
+
+def _threshold(sv: np.ndarray, atol: Any, rtol: Any, m: int, n: int) -> np.ndarray:
+    """``max(atol, rtol * largest singular value)`` per matrix, with PyTorch's defaults
+    (``rtol = eps * max(m, n)`` unless a positive ``atol`` is given)."""
+    rdt = sv.dtype
+    smax = sv.max(axis=-1, keepdims=True) if sv.shape[-1] else np.zeros(sv.shape[:-1] + (1,))
+    at = 0.0 if atol is None else _tol_array(atol)
+    if rtol is None:
+        rt = (np.finfo(rdt).eps * max(m, n)) if atol is None or _is_zero(atol) else 0.0
+    else:
+        rt = _tol_array(rtol)
+    return np.maximum(at, rt * smax)
+
+
+def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: Any = None,
+                rtol: Any = None) -> Tensor:
+    """The numerical rank: the number of singular values (absolute eigenvalues if
+    ``hermitian``) above ``max(atol, rtol * largest)`` (``torch.linalg.matrix_rank``; the old
+    ``tol`` is ``atol`` with ``rtol = 0``). Not differentiable.
+
+    >>> import ndgrad
+    >>> ndgrad.linalg.matrix_rank(ndgrad.tensor([[1.0, 2.0], [2.0, 4.0]])).item()
+    1
+    """
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg_matrix_rank(): argument 'input' (position 1) must be Tensor, "
+                        f"not {type(A).__name__}")
+    a = A._data
+    if a.dtype not in _LAPACK_DTYPES:
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    if a.ndim < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 "
+                           "dimensions.")
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    m, n = a.shape[-2:]
+    rdt = np.empty(0, a.dtype).real.dtype
+    if a.size == 0:
+        return _wrap(np.zeros(a.shape[:-2], np.int64))
+    if hermitian:
+        _check_square(a, "linalg.eigh")
+        sv = np.abs(np.linalg.eigvalsh(a)).astype(rdt)
+    else:
+        sv = np.linalg.svd(a, compute_uv=False).astype(rdt)
+    thr = _threshold(sv, atol, rtol, m, n)
+    return _wrap(np.sum(sv > thr, axis=-1).astype(np.int64))
 
 
 def _tol_array(t: Any) -> Any:
