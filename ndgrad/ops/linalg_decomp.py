@@ -454,7 +454,7 @@ def _gauge_check(j_diag: np.ndarray, what: str) -> None:
 
 
 def _svd_vjp(ctx, gu, gs, gvh):
-    u, s, vh = ctx.saved[:3]
+    s, u, vh = ctx.saved[:3]
     m, n = ctx.input_shape(0)[-2:]
     k = min(m, n)
     dt = ctx.input_dtype(0)
@@ -521,13 +521,13 @@ def _svd_jvp(ctx, da):
 
 SVD = _declare_saved(Op("linalg_svd", "LinalgSvdBackward0", _svd_fwd, _svd_vjp, inputs=("A",),
                         args=("full_matrices",), num_outputs=3, jvp=_svd_jvp),
-                     ("U", "S", "Vh", "full_matrices", "S_sym_argsize_minus_1"))
+                     ("S", "U", "Vh", "full_matrices", "S_sym_argsize_minus_1"))
 
 
 def _svd(A: Tensor, full_matrices: bool, fn: str = "linalg.svd") -> tuple:
     a = _check_input(A, fn, None, "A", "linalg_svd_cpu")
     u, s, vh = apply(SVD, (A,), (a,), (bool(full_matrices),))
-    _save_outputs(SVD, (u, s, vh), (0, 1, 2, ("arg", bool(full_matrices)),
+    _save_outputs(SVD, (u, s, vh), (1, 0, 2, ("arg", bool(full_matrices)),
                                     ("arg", s._data.shape[-1])))
     return u, s, vh
 
@@ -1092,7 +1092,7 @@ def _hh_vjp_core(a: Tensor, tau: Tensor, g: Tensor, ncols: int, need_a: bool,
 
 
 def _hh_vjp(ctx, g):
-    a, _, tau = ctx.saved
+    a, tau, _ = ctx.saved
     return _hh_vjp_core(a, tau, g, a._data.shape[-1], ctx.needs_input_grad(0),
                         ctx.needs_input_grad(1))
 
@@ -1128,7 +1128,7 @@ def _hh_jvp(ctx, da, dtau):
 
 HOUSEHOLDER = Op("linalg_householder_product", "LinalgHouseholderProductBackward0",
                  lambda a, tau: _hh_fwd(a, tau), _hh_vjp, inputs=("input", "tau"),
-                 saves=("input", "result", "tau"), jvp=_hh_jvp)
+                 saves=("input", "tau", "result"), jvp=_hh_jvp)
 
 
 def _hh_checks(a: np.ndarray, tau: np.ndarray, fn: str, kernel: str) -> None:
@@ -1181,7 +1181,7 @@ def _ormqr_fwd(a: np.ndarray, tau: np.ndarray, c: np.ndarray, left: bool,
 
 
 def _ormqr_vjp(ctx, g):
-    a, tau, c, left, transpose = ctx.saved[:5]
+    tau, c, a, left, transpose = ctx.saved[:5]
     m = a._data.shape[-2]
     q = _hh_product(a, tau, m)[0]
     qo = _mH(q) if transpose else q
@@ -1213,7 +1213,7 @@ _ormqr_jvp = _no_forward_ad("ormqr")
 
 ORMQR = Op("ormqr", "OrmqrBackward0", _ormqr_fwd, _ormqr_vjp, inputs=("self", "input2",
                                                                        "input3"),
-           args=("left", "transpose"), saves=("self", "input2", "input3", "left", "transpose",
+           args=("left", "transpose"), saves=("input2", "input3", "self", "left", "transpose",
                                               "result"), jvp=_ormqr_jvp)
 
 
