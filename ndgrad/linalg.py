@@ -27,8 +27,8 @@ linalg_eigh(Tensor A, str UPLO='L')
 linalg_eigvalsh(Tensor A, str UPLO='L')
 linalg_eig(Tensor input)
 linalg_eigvals(Tensor input)
-linalg_pinv(Tensor input, *, {_TOL} atol=None, {_TOL} rtol=None, bool hermitian=False, \
-{_TOL} rcond=None)
+linalg_pinv(Tensor input, {_TOL} rcond=None, bool hermitian=False, *, {_TOL} atol=None, \
+{_TOL} rtol=None)
 linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None)
 linalg_householder_product(Tensor input, Tensor tau)
 linalg_matrix_rank(Tensor input, {_TOL} tol=None, bool hermitian=False, *, {_TOL} atol=None, \

@@ -835,11 +835,12 @@ PINV = Op("linalg_pinv", "LinalgPinvBackward0", _pinv_fwd, _pinv_vjp, inputs=("s
           args=("atol", "rtol", "hermitian"), saves=("self", "result"), jvp=_pinv_jvp)
 
 
-def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
-         rcond: Any = None) -> Tensor:
+def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = None,
+         rtol: Any = None) -> Tensor:
     """The Moore-Penrose pseudo-inverse (``torch.linalg.pinv``): singular values at most
     ``max(atol, rtol * largest)`` are treated as zero (``rtol`` defaults to ``eps * max(m, n)``
-    when neither is given, else 0).
+    when neither is given, else 0). The positional ``rcond`` (PyTorch's older overload) is
+    ``rtol``.
 
     >>> import ndgrad
     >>> ndgrad.linalg.pinv(ndgrad.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()
