@@ -909,17 +909,26 @@ def _lstsq_fwd(a: np.ndarray, b: np.ndarray, rcond: Optional[float], driver: str
 
 
 def _lstsq_vjp(ctx, gx, gres):
-    b, a, _ = ctx.saved
+    b, a, x = ctx.saved
     p = pinv(a)
-    gb = _mm(_mH(p), gx) if ctx.needs_input_grad(1) else None
-    ga = None
-    if ctx.needs_input_grad(0):
-        ga = _pinv_vjp_formula(a, p, _mm(gx, _mH(b)))
+    need_a, need_b = ctx.needs_input_grad(0), ctx.needs_input_grad(1)
+    gb = _mm(_mH(p), gx) if need_b else None
+    ga = _pinv_vjp_formula(a, p, _mm(gx, _mH(b))) if need_a else None
+    if gres._data.size:
+        # residuals ||A X - B||^2 per column: A^H (A X - B) = 0 at the solution, so only the
+        # explicit dependence on A and B remains
+        r = _mm(a, x) - b
+        gr = r * _sh.unsqueeze(gres, -2) * 2
+        if need_a:
+            ga = ga + _mm(gr, _mH(x))
+        if need_b:
+            gb = gb - gr
     return ga, gb
 
 
 def _lstsq_jvp(ctx, da, db):
     a, b = ctx.inputs
+    x, res = ctx.result
     p = pinv(a)
     dx = None
     if da is not None:
@@ -927,8 +936,16 @@ def _lstsq_jvp(ctx, da, db):
     if db is not None:
         t = _mm(p, db)
         dx = t if dx is None else dx + t
-    res = ctx.result[1]
-    return dx, _zeros(res._data.shape, res._data.dtype)
+    if not res._data.size:
+        return dx, _zeros(res._data.shape, res._data.dtype)
+    r = _mm(a, x) - b
+    dr = None
+    if da is not None:
+        dr = _mm(da, x)
+    if db is not None:
+        dr = -db if dr is None else dr - db
+    dres = _red.sum(_pw.real_part(_pw.conj(r) * dr), (-2,)) * 2
+    return dx, dres
 
 
 LSTSQ = Op("linalg_lstsq", "LinalgLstsqBackward0",

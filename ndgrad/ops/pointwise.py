@@ -692,7 +692,30 @@ def _sign_fwd(x: np.ndarray) -> np.ndarray:
 
 
 SIGN = Op("sign", "SignBackward0", _sign_fwd, lambda ctx, g: _zeros_of(g), jvp=zero)
-SGN = Op("sgn", "SgnBackward0", _sgn_fwd, lambda ctx, g: _zeros_of(g), jvp=zero)
+def _sgn_vjp(ctx, g):
+    # complex z: sgn(z) = z / |z| moves by (dz - s Re(conj(s) dz)) / |z| (0 at z = 0);
+    # real inputs: piecewise constant
+    (z,) = ctx.saved
+    if z is None or z._data.dtype.kind != "c":
+        return _zeros_of(g)
+    s = z.sgn()
+    mag = z.abs()
+    r = (g.conj() * s).real_part()
+    return (g - r * s) / mag.masked_fill(mag == 0, 1) * (mag != 0)
+
+
+def _sgn_jvp(ctx, t):
+    z = ctx.inputs[0]
+    if z._data.dtype.kind != "c":
+        return zero(ctx, t)
+    s = ctx.result
+    mag = z.abs()
+    r = (s.conj() * t).real_part()
+    return (t - r * s) / mag.masked_fill(mag == 0, 1) * (mag != 0)
+
+
+SGN = Op("sgn", "SgnBackward0", _sgn_fwd, _sgn_vjp, saves=("self",), jvp=_sgn_jvp,
+         save_if=(lambda ts, edges: ts[0]._data.dtype.kind == "c",))
 CONJ = Op("conj", "ConjBackward0", np.conjugate, lambda ctx, g: g.conj(), jvp=linear)
 
 
