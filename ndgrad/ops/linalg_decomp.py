@@ -42,7 +42,8 @@ from ._dispatch import Op, apply
 
 __all__ = ["LinAlgError", "qr", "linalg_qr", "svd", "linalg_svd", "svdvals", "eigh",
            "eigvalsh", "eig", "eigvals", "pinv", "pinverse", "lstsq", "householder_product",
-           "ormqr", "geqrf", "svd_lowrank", "pca_lowrank", "matrix_rank"]
+           "ormqr", "geqrf", "svd_lowrank", "pca_lowrank", "matrix_rank",
+           "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 
 try:   # one class for the whole namespace: the solvers' module defines it when present
@@ -1305,6 +1306,116 @@ def geqrf(input: Tensor) -> tuple:
     return GeqrfResult(*apply(GEQRF, (input,), (a,)))
 
 
+# ---------------------------------------------------------------------------- LDL
+# Bunch-Kaufman LDL^T (LAPACK's sytrf/hetrf, lower triangle) and its solve. PyTorch has no
+# derivative for them: a NotImplemented node whose backward raises.
+LDLFactorResult = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+LDLFactorExResult = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+
+
+def _lapack(name: str, dt: np.dtype) -> Any:
+    import scipy.linalg.lapack as lp
+    prefix = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[dt.name]
+    return getattr(lp, prefix + name)
+
+
+def _ldl_fwd(a: np.ndarray, hermitian: bool) -> tuple:
+    ld = np.zeros(a.shape, a.dtype)
+    piv = np.zeros(a.shape[:-1], np.int32)
+    info = np.zeros(a.shape[:-2], np.int32)
+    if a.size:
+        f = _lapack("hetrf" if hermitian and a.dtype.kind == "c" else "sytrf", a.dtype)
+        for idx in np.ndindex(*a.shape[:-2]):
+            l_, p_, i_ = f(a[idx], lower=1)
+            ld[idx] = np.tril(l_)
+            piv[idx] = p_
+            info[idx] = i_
+    return ld, piv, info
+
+
+def _no_derivative(name: str):
+    def vjp(ctx, *gs):
+        raise RuntimeError(f"derivative for aten::{name} is not implemented")
+    return vjp
+
+
+LDL_FACTOR = Op("linalg_ldl_factor_ex", "NotImplemented", _ldl_fwd,
+                _no_derivative("linalg_ldl_factor_ex"), args=("hermitian",), num_outputs=3,
+                jvp=_no_forward_ad("linalg_ldl_factor_ex"),
+                full_name="torch::autograd::NotImplemented")
+
+
+def _ldl_solve_fwd(ld: np.ndarray, b: np.ndarray, pivots: Tensor, hermitian: bool) -> np.ndarray:
+    piv = pivots._data
+    batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2], piv.shape[:-1])
+    ld = np.broadcast_to(ld, batch + ld.shape[-2:])
+    bb = np.broadcast_to(b, batch + b.shape[-2:])
+    piv = np.broadcast_to(piv, batch + piv.shape[-1:])
+    out = np.zeros(batch + b.shape[-2:], b.dtype)
+    if out.size:
+        f = _lapack("hetrs" if hermitian and b.dtype.kind == "c" else "sytrs", b.dtype)
+        for idx in np.ndindex(*batch):
+            out[idx] = f(ld[idx], piv[idx], bb[idx], lower=1)[0]
+    return out
+
+
+LDL_SOLVE = Op("linalg_ldl_solve", "NotImplemented", _ldl_solve_fwd,
+               _no_derivative("linalg_ldl_solve"), inputs=("LD", "B"),
+               args=("pivots", "hermitian"), jvp=_no_forward_ad("linalg_ldl_solve"),
+               full_name="torch::autograd::NotImplemented")
+
+
+def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False) -> tuple:
+    """``(LD, pivots, info)``: the compact LDL^T factorization of a symmetric (Hermitian if
+    ``hermitian``) matrix, as LAPACK's sytrf returns it (``torch.linalg.ldl_factor_ex``)."""
+    fn = "torch.linalg.ldl_factor_ex"
+    a = _check_input(A, fn, None, "A", "ldl_factor_kernel_cpu")
+    _check_square(a, fn)
+    ld, piv, info = apply(LDL_FACTOR, (A,), (a,), (bool(hermitian),))
+    if check_errors and np.any(info._data != 0):
+        raise LinAlgError(f"{fn}: Unknown error code: {int(info._data.max())}.")
+    return LDLFactorExResult(ld, piv, info)
+
+
+def ldl_factor(A: Tensor, *, hermitian: bool = False) -> tuple:
+    """``(LD, pivots)`` of ``torch.linalg.ldl_factor`` (see ``ldl_factor_ex``).
+
+    >>> import ndgrad
+    >>> ndgrad.linalg.ldl_factor(ndgrad.tensor([[4.0, 2.0], [2.0, 3.0]])).LD.tolist()
+    [[4.0, 0.0], [0.5, 2.0]]
+    """
+    ld, piv, info = ldl_factor_ex(A, hermitian=hermitian)
+    if np.any(info._data != 0):
+        raise RuntimeError(f"torch.linalg.ldl_factor: Unknown error code: "
+                           f"{int(info._data.max())}.")
+    return LDLFactorResult(ld, piv)
+
+
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor:
+    """Solve ``A X = B`` from ``ldl_factor``'s ``(LD, pivots)`` (``torch.linalg.ldl_solve``)."""
+    ld, b = LD._data, B._data
+    if ld.ndim < 2:
+        raise RuntimeError("torch.linalg.ldl_solve: The input tensor LD must have at least 2 "
+                           "dimensions.")
+    if b.ndim < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{max(b.ndim, 1)}"
+                         f", {max(b.ndim, 1) - 1}], but got -2)")
+    _check_square(ld, "torch.linalg.ldl_solve", "LD")
+    if b.dtype != ld.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{_torch_type(b.dtype)} and A of type {_torch_type(ld.dtype)} "
+                           "instead.")
+    if b.shape[-2] != ld.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix "
+                           f"is {ld.shape[-2]} by {ld.shape[-1]} but each b matrix is "
+                           f"{b.shape[-2]} by {b.shape[-1]}")
+    if pivots._data.dtype.kind not in "iu":
+        raise RuntimeError("torch.linalg.ldl_solve: Expected LD.shape[:-1] and pivots.shape to "
+                           "be the same, and pivots to be an integer tensor")
+    return apply(LDL_SOLVE, (LD, B), (ld, b), (_wrap(pivots._data.astype(np.int32)),
+                                               bool(hermitian)))
+
+
 # ---------------------------------------------------------------------------- low rank
 def _approx_basis(a: Tensor, q: int, niter: int, m_: Optional[Tensor]) -> Tensor:
     from .._creation import randn
@@ -1379,7 +1490,8 @@ def _expand_rule(c, args):
 
 def _register() -> None:
     from ._batching import RULES
-    for op in (SOLVE, TRISOLVE, QR, SVD, EIGH, EIG, PINV, LSTSQ, HOUSEHOLDER, ORMQR, GEQRF):
+    for op in (SOLVE, TRISOLVE, QR, SVD, EIGH, EIG, PINV, LSTSQ, HOUSEHOLDER, ORMQR, GEQRF,
+               LDL_FACTOR):
         RULES[op] = _expand_rule
 
 
