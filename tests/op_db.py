@@ -547,6 +547,8 @@ OPS = [
     # instead: PyTorch has no forward AD for ormqr, and torch.func's forward-over-forward of
     # householder_product disagrees with finite differences (ndgrad's agrees).
     _op("geqrf", lambda m, x: m.geqrf(x), (((3, 2),),), differentiable=False),
+    _op("linalg_ldl_factor", lambda m, x: m.linalg.ldl_factor(x + x.mT), (((3, 3),),),
+        differentiable=False),
     # ---- end decompositions ----
 ]
 

@@ -1339,9 +1339,16 @@ def _no_derivative(name: str):
     return vjp
 
 
+def _jvp_not_implemented(name: str):
+    def jvp(ctx, *tangents):
+        raise NotImplementedError(f"Trying to use forward AD with {name} that does not support "
+                                  "it.")
+    return jvp
+
+
 LDL_FACTOR = Op("linalg_ldl_factor_ex", "NotImplemented", _ldl_fwd,
                 _no_derivative("linalg_ldl_factor_ex"), args=("hermitian",), num_outputs=3,
-                jvp=_no_forward_ad("linalg_ldl_factor_ex"),
+                jvp=_jvp_not_implemented("aten::linalg_ldl_factor_ex"),
                 full_name="torch::autograd::NotImplemented")
 
 
@@ -1361,7 +1368,7 @@ def _ldl_solve_fwd(ld: np.ndarray, b: np.ndarray, pivots: Tensor, hermitian: boo
 
 LDL_SOLVE = Op("linalg_ldl_solve", "NotImplemented", _ldl_solve_fwd,
                _no_derivative("linalg_ldl_solve"), inputs=("LD", "B"),
-               args=("pivots", "hermitian"), jvp=_no_forward_ad("linalg_ldl_solve"),
+               args=("pivots", "hermitian"), jvp=_jvp_not_implemented("aten::linalg_ldl_solve"),
                full_name="torch::autograd::NotImplemented")
 
 
