@@ -692,30 +692,35 @@ def _sign_fwd(x: np.ndarray) -> np.ndarray:
 
 
 SIGN = Op("sign", "SignBackward0", _sign_fwd, lambda ctx, g: _zeros_of(g), jvp=zero)
-def _sgn_vjp(ctx, g):
-    # complex z: sgn(z) = z / |z| moves by (dz - s Re(conj(s) dz)) / |z| (0 at z = 0);
-    # real inputs: piecewise constant
-    (z,) = ctx.saved
-    if z is None or z._data.dtype.kind != "c":
-        return _zeros_of(g)
-    s = z.sgn()
+def _sgn_complex_step(z: Tensor, sg: Tensor, v: Tensor) -> Tensor:
+    """``(v - sgn * Re(conj(sgn) v)) / |z|`` (0 where z == 0): sgn's derivative for complex z
+    (with v the gradient this is the VJP, with v the tangent the JVP)."""
     mag = z.abs()
-    r = (g.conj() * s).real_part()
-    return (g - r * s) / mag.masked_fill(mag == 0, 1) * (mag != 0)
+    zero_ = mag == 0
+    proj = (sg.conj() * v).real_part()
+    return ((v - sg * proj) / mag.masked_fill(zero_, 1)).masked_fill(zero_, 0)
+
+
+def _sgn_vjp(ctx, g):
+    if ctx.saved[0] is None:             # real input: piecewise constant
+        return _zeros_of(g)
+    z, sg = ctx.saved
+    return _sgn_complex_step(z, sg, g)
 
 
 def _sgn_jvp(ctx, t):
     z = ctx.inputs[0]
     if z._data.dtype.kind != "c":
         return zero(ctx, t)
-    s = ctx.result
-    mag = z.abs()
-    r = (s.conj() * t).real_part()
-    return (t - r * s) / mag.masked_fill(mag == 0, 1) * (mag != 0)
+    return _sgn_complex_step(z, ctx.result, t)
 
 
-SGN = Op("sgn", "SgnBackward0", _sgn_fwd, _sgn_vjp, saves=("self",), jvp=_sgn_jvp,
-         save_if=(lambda ts, edges: ts[0]._data.dtype.kind == "c",))
+def _is_complex_input(tensors, edges) -> bool:
+    return tensors[0]._data.dtype.kind == "c"
+
+
+SGN = Op("sgn", "SgnBackward0", _sgn_fwd, _sgn_vjp, saves=("self", "result"),
+         save_if=(_is_complex_input, _is_complex_input), jvp=_sgn_jvp)
 CONJ = Op("conj", "ConjBackward0", np.conjugate, lambda ctx, g: g.conj(), jvp=linear)
 
 
@@ -1412,7 +1417,7 @@ CLONE_FMT = Op("clone", "CloneBackward0", lambda x, fmt: _layout.copy_to(x, fmt)
                lambda ctx, g: g, args=("memory_format",), jvp=linear)
 TO_FMT = Op("to", "ToCopyBackward0", lambda x, dt, fmt: _layout.copy_to(_to_fwd(x, dt), fmt),
             _to_vjp, args=("dtype", "memory_format"), jvp=linear)
-REAL = Op("real", "RealBackward0", lambda x: np.ascontiguousarray(x.real), lambda ctx, g: g,
+REAL = Op("real", "RealBackward0", lambda x: x.real.copy(), lambda ctx, g: g,
           jvp=linear)
 
 
