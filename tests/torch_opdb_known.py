@@ -107,14 +107,6 @@ KNOWN = {
     'ne': {
         'inplace': 'missing: ndgrad.Tensor has no method ne_',
     },
-    'norm/nuc': {
-        'forward': "sample 0: ndgrad raises NotImplementedError: ndgrad: the nuclear norm (p='nuc') is not supported yet",
-        'vjp': "sample 0: ndgrad raises NotImplementedError: ndgrad: the nuclear norm (p='nuc') is not supported yet",
-        'jvp': "sample 0: ndgrad raises NotImplementedError: ndgrad: the nuclear norm (p='nuc') is not supported yet",
-        'gradgrad': "sample 0: ndgrad raises NotImplementedError: ndgrad: the nuclear norm (p='nuc') is not supported yet",
-        'batched': "sample 0: ndgrad raises NotImplementedError: ndgrad: the nuclear norm (p='nuc') is not supported yet",
-        'lowp': "torch.float32 sample 0: ndgrad raises NotImplementedError: ndgrad: the nuclear norm (p='nuc') is not supported yet",
-    },
     'sgn': {
         'inplace': 'missing: ndgrad.Tensor has no method sgn_',
     },

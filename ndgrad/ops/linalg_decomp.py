@@ -43,7 +43,7 @@ from ._dispatch import Op, apply
 __all__ = ["LinAlgError", "qr", "linalg_qr", "svd", "linalg_svd", "svdvals", "eigh",
            "eigvalsh", "eig", "eigvals", "pinv", "pinverse", "lstsq", "householder_product",
            "ormqr", "geqrf", "svd_lowrank", "pca_lowrank", "matrix_rank",
-           "ldl_factor", "ldl_factor_ex", "ldl_solve"]
+           "ldl_factor", "ldl_factor_ex", "ldl_solve", "nuclear_norm"]
 
 
 try:   # one class for the whole namespace: the solvers' module defines it when present
@@ -1304,6 +1304,25 @@ def geqrf(input: Tensor) -> tuple:
         raise RuntimeError("geqrf does not support automatic differentiation for outputs with "
                            "complex dtype.")
     return GeqrfResult(*apply(GEQRF, (input,), (a,)))
+
+
+def nuclear_norm(A: Tensor, dims: tuple, keepdim: bool = False) -> Tensor:
+    """The sum of the singular values of the matrices spanned by ``dims`` (``torch.norm(A,
+    'nuc', dim)``): a composite of a permutation, svdvals and a sum, as PyTorch records it."""
+    from ._util import wrap_dim
+    n = A._data.ndim
+    d0, d1 = wrap_dim(dims[0], n), wrap_dim(dims[1], n)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dims[0]}, "
+                           f"{dims[1]})")
+    rest = [d for d in range(n) if d not in (d0, d1)]
+    perm = tuple(rest) + (d0, d1)
+    s = svdvals(_sh.permute(A, perm) if perm != tuple(range(n)) else A)
+    r = _red.sum(s, (-1,))
+    if keepdim:
+        for d in sorted((d0, d1)):
+            r = _sh.unsqueeze(r, d)
+    return r
 
 
 # ---------------------------------------------------------------------------- LDL
