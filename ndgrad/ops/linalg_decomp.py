@@ -1317,7 +1317,7 @@ def nuclear_norm(A: Tensor, dims: tuple, keepdim: bool = False) -> Tensor:
                            f"{dims[1]})")
     rest = [d for d in range(n) if d not in (d0, d1)]
     perm = tuple(rest) + (d0, d1)
-    s = svdvals(_sh.permute(A, perm) if perm != tuple(range(n)) else A)
+    s = svdvals(_sh.permute(A, perm))
     r = _red.sum(s, (-1,))
     if keepdim:
         for d in sorted((d0, d1)):
