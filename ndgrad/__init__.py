@@ -134,6 +134,12 @@ inverse = linalg.inv
 addmv_ = Tensor.addmv_      # torch.addmv_(input, mat, vec): PyTorch's one module-level form
 # ---- end products and solvers (issue 8) ----
 
+# ---- decompositions (issue 8) ----
+from . import linalg  # noqa: F401,E402
+from .ops.linalg_decomp import (  # noqa: F401,E402
+    geqrf, ormqr, pca_lowrank, pinverse, qr, svd, svd_lowrank)
+# ---- end decompositions ----
+
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]

@@ -626,6 +626,20 @@ cholesky_solve(Tensor input, Tensor input2, bool upper=False)
 triangular_solve(Tensor input, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False)
 """  # noqa: E501
 # ---- end products and solvers (issue 8) ----
+# ---- decompositions (issue 8) ----
+FUNCTIONS_AND_METHODS += """
+qr(Tensor input, bool some=True)
+svd(Tensor input, bool some=True, bool compute_uv=True)
+pinverse(Tensor input, float rcond=1e-15)
+geqrf(Tensor input)
+ormqr(Tensor input, Tensor input2, Tensor input3, bool left=True, bool transpose=False)
+"""
+FUNCTIONS += """
+svd_lowrank(Tensor A, int? q=6, int? niter=2, Tensor? M=None)
+pca_lowrank(Tensor A, int? q=None, bool center=True, int niter=2)
+"""
+# ---- end decompositions ----
+
 
 def _entries(block: str) -> list:
     return [line.strip() for line in block.strip().splitlines() if line.strip()]

@@ -573,6 +573,32 @@ _METHODS.update({
     "lu": _ls.lu_old, "lu_solve": _ls.lu_solve_old,
 })
 # ---- end products and solvers (issue 8) ----
+# ---- decompositions (issue 8) ----
+from .ops import linalg_decomp as _decomp  # noqa: E402
+
+_METHODS.update({"qr": _decomp.qr, "svd": _decomp.svd, "pinverse": _decomp.pinverse,
+                 "geqrf": _decomp.geqrf, "ormqr": _decomp.ormqr})
+
+
+def _mH_property(s: Tensor) -> Tensor:
+    if s.ndim < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {s.ndim}-D tensor.")
+    return ops.conj(ops.transpose(s, -2, -1))
+
+
+def _H_property(s: Tensor) -> Tensor:
+    if s.ndim > 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{s.ndim}-D tensor.")
+    return ops.conj(ops.transpose(s, 0, 1)) if s.ndim == 2 else ops.conj(s)
+
+
+if not hasattr(Tensor, "mH"):
+    Tensor.mH = property(_mH_property)
+if not hasattr(Tensor, "H"):
+    Tensor.H = property(_H_property)
+# ---- end decompositions ----
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

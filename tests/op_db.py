@@ -103,6 +103,15 @@ F32_FD = dict(fd_eps=1e-3, fd_atol=1e-3)
 
 def _MASK23(m):    # ---- reduce (issue 8): a fixed mask for (2, 3) samples
     return m.tensor([[True, False, True], [True, True, False]])
+# ---- decompositions (issue 8) ----
+def _gauge_svd(r):
+    u, s, vh = r
+    return u * u, s, vh * vh
+
+
+def _gauge_eig(r):
+    return r[0], r[1] * r[1]
+# ---- end decompositions ----
 
 
 def _setitem(index, value=None):
@@ -676,6 +685,35 @@ OPS = [
     # and vander are tested in tests/test_linalg_solvers.py, where the generic comparisons do
     # not apply: saved tensors PyTorch computes differently (LU factors, cumprod), and PyTorch's
     # wrong forward AD of triangular_solve and cholesky_inverse)
+    # ---- decompositions (issue 8) ----
+    # Singular vectors and eigenvectors are compared through gauge-invariant quantities
+    # (squared moduli); Q and R of QR are unique in LAPACK's convention. The saved-tensor
+    # packing test compares saved singular vectors by value, and their signs depend on the
+    # LAPACK build (PyTorch's MKL, NumPy's OpenBLAS): the samples are ones where they agree.
+    # eig (complex saved values), the randomized low-rank SVDs, householder_product and ormqr
+    # are checked against PyTorch's OpInfo samples instead (see the note below).
+    _op("linalg_qr", lambda m, x: m.linalg.qr(x), (((3, 2),), ((2, 3),), ((2, 2, 2),))),
+    _op("qr_method_complete", lambda m, x: x.qr(some=False), (((3, 3),),)),
+    _op("linalg_svd", lambda m, x: _gauge_svd(m.linalg.svd(x, full_matrices=False)),
+        (((3, 2),), ((2, 3, 2),))),
+    _op("svd_function", lambda m, x: _gauge_svd(m.svd(x)), (((3, 2),),)),
+    _op("linalg_svdvals", lambda m, x: m.linalg.svdvals(x), (((3, 2),),)),
+    _op("linalg_eigh", lambda m, x: _gauge_eig(m.linalg.eigh(x + x.mT)), (((3, 3),),)),
+    _op("linalg_eigvalsh_upper", lambda m, x: m.linalg.eigvalsh(x + x.mT, UPLO="U"),
+        (((3, 3),), ((2, 2, 2),))),
+    _op("linalg_pinv", lambda m, x: m.linalg.pinv(x), (((3, 2),), ((2, 3),))),
+    _op("linalg_pinv_hermitian", lambda m, x: m.linalg.pinv(x + x.mT, hermitian=True),
+        (((3, 3),),)),
+    _op("pinverse_method", lambda m, x: x.pinverse(), (((2, 3),),)),
+    _op("linalg_lstsq", lambda m, a, b: m.linalg.lstsq(a, b, driver="gelsd").solution,
+        (((3, 2), (3, 2)),)),
+    # linalg.householder_product and ormqr are checked against PyTorch's OpInfo samples
+    # instead: PyTorch has no forward AD for ormqr, and torch.func's forward-over-forward of
+    # householder_product disagrees with finite differences (ndgrad's agrees).
+    _op("geqrf", lambda m, x: m.geqrf(x), (((3, 2),),), differentiable=False),
+    _op("linalg_ldl_factor", lambda m, x: m.linalg.ldl_factor(x + x.mT), (((3, 3),),),
+        differentiable=False),
+    # ---- end decompositions ----
 ]
 
 # ---- indexing (issue 8) ----

@@ -121,11 +121,17 @@ def test_norm_edge_cases_and_errors(src):
     same(lambda m: eval(src, {"m": m, "INF": INF}))
 
 
-def test_norm_nuclear_is_not_supported():
-    # PyTorch computes it from singular values (SumBackward1 <- LinalgSvdBackward0); ndgrad has
-    # no SVD yet, and says so.
-    with pytest.raises(NotImplementedError, match="nuclear norm"):
-        ndgrad.norm(ndgrad.ones(2, 3), "nuc")
+def test_norm_nuclear_matches_torch():
+    # the sum of the singular values: SumBackward1 <- LinalgSvdBackward0 <- PermuteBackward0
+    a = np.random.default_rng(0).standard_normal((2, 3, 4))
+
+    def run(m):
+        x = m.tensor(a, requires_grad=True)
+        y = m.norm(x, "nuc", dim=(2, 0), keepdim=True)
+        svd_node = m.norm(x, "nuc", dim=(0, 2)).grad_fn.next_functions[0][0]
+        (g,) = m.autograd.grad(y.sum(), x)
+        return y, g, type(svd_node).__name__, type(svd_node.next_functions[0][0]).__name__
+    same(run)
 
 
 @pytest.mark.parametrize("p", [2, 1, 3, 0.5, 1.5, -1, -2, 0, INF, -INF, "fro"])

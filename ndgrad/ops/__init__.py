@@ -47,6 +47,9 @@ from .statistics import (  # noqa: F401,E402
 # ---- products and solvers (issue 8) ----
 from . import products, linalg_solve  # noqa: F401,E402
 # ---- end products and solvers (issue 8) ----
+# ---- decompositions (issue 8) ----
+from . import linalg_decomp  # noqa: F401,E402
+# ---- end decompositions ----
 from . import _batching  # noqa: E402
 
 _batching.install()   # batching rules for every op above (Note [Batched backward])

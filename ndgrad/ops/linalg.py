@@ -537,5 +537,6 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
         if len(dims) != 2:
             raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
                                + " ".join(str(d) for d in dims))
-        raise NotImplementedError("ndgrad: the nuclear norm (p='nuc') is not supported yet")
+        from .linalg_decomp import nuclear_norm    # the sum of the singular values
+        return nuclear_norm(input, tuple(dims), keepdim)
     return vector_norm(input, 2.0 if p is None else p, dims, keepdim, dtype=dtype)
