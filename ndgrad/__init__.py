@@ -94,7 +94,6 @@ from .ops.binary import (  # noqa: F401,E402
     complex, polar, bitwise_left_shift, bitwise_right_shift, gcd, lcm, logical_xor,
     bitwise_and, bitwise_or, bitwise_xor)
 from ._tensor_methods import xlogy_, ldexp_, gcd_, lcm_  # noqa: F401,E402
-from . import special  # noqa: F401,E402
 # ---- end binary ----
 # ---- reduce (issue 8) ----
 from .ops import (  # noqa: F401,E402

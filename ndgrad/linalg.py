@@ -7,12 +7,6 @@ Example:
     >>> import ndgrad
     >>> ndgrad.linalg.det(ndgrad.eye(3)).item()
     1.0
-The implementations live in the op table (``ndgrad/ops/linalg*.py``); this module gathers the
-public functions, each wrapped with its declared signature (Note [Declared signatures] in
-``_signature.py``).
-
-Example:
-    >>> import ndgrad
     >>> ndgrad.linalg.eigvalsh(ndgrad.tensor([[2.0, 0.0], [0.0, 1.0]])).tolist()
     [1.0, 2.0]
 """
@@ -64,11 +58,10 @@ for _schema, _impl in _PRODUCTS_AND_SOLVERS.items():
 matrix_norm = _ls.matrix_norm     # its tuple default is beyond the schema syntax
 del _schema, _impl, _fn
 # ---- end products and solvers (issue 8) ----
-from ._signature import wrap as _wrap_sig
+from ._signature import wrap as _wrap_sig  # noqa: E402
 
 # ---- decompositions (issue 8) ----
-from .ops import linalg_decomp as _dec
-from .ops.linalg_decomp import LinAlgError  # noqa: F401
+from .ops import linalg_decomp as _dec  # noqa: E402
 
 _TOL = "Tensor|float?"
 _DECOMPOSITIONS = f"""
