@@ -15,7 +15,7 @@ import numpy as np
 from . import _creation, _dtype, _signature, ops
 from .autograd import api as _autograd_api
 from .ops import views_inplace as _inplace
-from .ops._util import check_tensor, is_scalar, to_tensor
+from .ops._util import broadcast_error, check_tensor, is_scalar, to_tensor
 from .tensor import Tensor
 
 
@@ -620,7 +620,6 @@ def _masked_scatter_inplace(self: Tensor, mask: Any, source: Any) -> Tensor:
         shape = np.broadcast_shapes(self._data.shape, mask._data.shape) \
             if mask._data.ndim <= self._data.ndim else None
         if shape != self._data.shape:
-            from .ops._util import broadcast_error
             raise broadcast_error(self._data.shape, mask._data.shape) if shape is None else \
                 RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
                              f"broadcast shape {list(shape)}")

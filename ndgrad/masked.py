@@ -24,6 +24,10 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _dtype
+from ._signature import wrap
+from .ops._dispatch import apply
+from .ops.binary import logaddexp as _logaddexp
+from .ops.shape import expand
 from .ops import pointwise as _pw
 from .ops import reduction as _red
 from .ops.linalg import vector_norm as _vector_norm
@@ -67,7 +71,6 @@ def _input_mask(input: Tensor, mask: Tensor) -> Tensor:
         if m.ndim > input._data.ndim:
             raise IndexError("_input_mask expected broadcastable mask (got mask dimensionality "
                              "higher than of the input)")
-        from .ops.shape import expand
         m = expand(mask, input._data.shape)._data      # PyTorch's error if not expandable
     return _wrap(np.array(m, dtype=bool))
 
@@ -132,7 +135,6 @@ def sum(input: Tensor, dim: Any = None, *, keepdim: bool = False,  # noqa: A001
     dims = _dims(dim, input.ndim)
     m = _combine("sum", input, mask)
     if not dims:             # sum over an empty list of dims (a 0-d input): SumBackward1
-        from .ops._dispatch import apply
         dt = _dtype.to_dtype(dtype).np
         _red._check_autograd_dtype(m, dt)
         return apply(_red.SUM_DIM, (m,), (m._data,), ((), bool(keepdim), dt))
@@ -254,16 +256,10 @@ def logaddexp(input: Tensor, other: Tensor, *, dtype: Any = None,
               input_mask: Optional[Tensor] = None,
               other_mask: Optional[Tensor] = None) -> Tensor:
     """``log(exp(input) + exp(other))`` with masked-out elements as -inf."""
-    import ndgrad
     dtype = input.dtype if dtype is None else dtype
     a = _combine("logaddexp", input, input_mask)
     b = _combine("logaddexp", other, other_mask)
-    f = getattr(ndgrad, "logaddexp", None)
-    if f is not None:
-        return f(a, b).to(dtype)
-    m = _pw.maximum(a, b).detach()
-    m = _pw.where(m.isfinite(), m, 0)
-    return (m + ((a - m).exp() + (b - m).exp()).log()).to(dtype)
+    return _logaddexp(a, b).to(dtype)
 
 
 def norm(input: Tensor, ord: Any = 2.0, dim: Any = None, *, keepdim: bool = False,
@@ -386,7 +382,6 @@ _VAR = ("(Tensor input, int[1]? dim=None, bool? unbiased=None, *, Scalar? correc
 
 
 def _install() -> None:
-    from ._signature import wrap
     g = globals()
     for schema in [s.strip() for s in _SCHEMAS.strip().splitlines()] + ["var" + _VAR,
                                                                       "std" + _VAR]:

@@ -170,7 +170,7 @@ def _save_outputs(op: Op, results: tuple, values: tuple) -> None:
     node._saved = tuple(saved)
     if any(r._fw_grads for r in results):
         # the saved outputs share the outputs' tangents, as apply arranges for saves it makes
-        from ..autograd import forward_ad
+        from ..autograd import forward_ad   # local import: forward_ad is API (see test_layering)
         forward_ad._share_with_saved_result(node, results)
 
 

@@ -1415,12 +1415,8 @@ def matrix_exp(A: Tensor) -> Tensor:
 
 # ---------------------------------------------------------------------------- norms
 def _svdvals(A: Tensor) -> Tensor:
-    import ndgrad
-    f = getattr(getattr(ndgrad, "linalg", None), "svdvals", None)
-    if f is None:
-        raise NotImplementedError("ndgrad: this norm needs linalg.svdvals, which is not "
-                                  "available")
-    return f(A)
+    from .linalg_decomp import svdvals   # linalg_decomp imports this module
+    return svdvals(A)
 
 
 def _dims2(dim: Any, nd: int, fn: str) -> tuple:

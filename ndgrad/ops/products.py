@@ -1002,13 +1002,8 @@ def vander(x: Tensor, N: Any = None) -> Tensor:
         x = x.to(_dtype.int64)
     ones = _wrap(np.ones(tuple(x.shape) + (1,), dtype=x._data.dtype))
     xs = x.unsqueeze(-1).expand(*x.shape, n - 1)
-    import ndgrad
-    cumprod = getattr(ndgrad, "cumprod", None)
-    if cumprod is not None:
-        powers = cumprod(xs, -1)
-    else:
-        e = _wrap(np.arange(1, n, dtype=x._data.dtype))
-        powers = xs ** e
+    from .scan import cumprod
+    powers = cumprod(xs, -1)
     from . import shape as _shape
     return _shape.cat([ones, powers], -1)
 

@@ -463,9 +463,9 @@ def _div_s1_fwd(x, s):
     return _div_s_fwd(x, s)
 
 
-MUL_SCALAR = Op("mul", "MulBackward1", _mul_s1_fwd, lambda ctx, g: g * ctx.saved[0],
+MUL_SCALAR = Op("mul.Scalar", "MulBackward1", _mul_s1_fwd, lambda ctx, g: g * ctx.saved[0],
                 args=("other",), saves=("other",), jvp=lambda ctx, t: t * ctx._args[0])
-DIV_SCALAR = Op("div", "DivBackward1", _div_s1_fwd, lambda ctx, g: g / ctx.saved[0],
+DIV_SCALAR = Op("div.Scalar", "DivBackward1", _div_s1_fwd, lambda ctx, g: g / ctx.saved[0],
                 args=("other",), saves=("other",), jvp=lambda ctx, t: t / ctx._args[0])
 
 
