@@ -62,6 +62,7 @@ EXCLUDED_PREFIXES = {
     "sparse.": "sparse tensors",
     "to_sparse": "sparse tensors",
     "torch.ops.aten.": "ATen-internal overloads (flash/efficient attention, _safe_softmax)",
+    "torch._scaled_mm": "fp8 scaled matrix products (float8 dtypes, a quantized format)",
     "nn.functional.": "the nn issue (issue 9)",
 }
 EXCLUDED = {

@@ -127,8 +127,6 @@ NOT_SHIPPED = {
     'resize_': 'not yet implemented',
     'resize_as_': 'not yet implemented',
     'scalar_tensor': 'not yet implemented',
-    'torch._scaled_mm': 'not yet implemented',
-    'torch._scaled_mm_v2': 'not yet implemented',
     'tril_indices': 'not yet implemented',
     'triu_indices': 'not yet implemented',
     'uniform': 'not yet implemented',
