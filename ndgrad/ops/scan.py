@@ -43,6 +43,19 @@ CUMSUM = Op("cumsum", "CumsumBackward0", _cumsum_fwd, _cumsum_vjp, args=("dim", 
             jvp=linear)
 
 
+def _scan(op: Op, input: Tensor, dim: int, dtype: Any) -> Tensor:
+    """Apply the cumulative ``op`` along ``dim``: bool and integer inputs accumulate in int64
+    unless ``dtype`` is given (PyTorch's rule for cumsum and cumprod)."""
+    x = input._data
+    d = wrap_dim(int(dim), x.ndim or 1)
+    if dtype is not None:
+        dt = _dtype.to_dtype(dtype).np
+    else:
+        dt = np.dtype(np.int64) if category(x) <= _INT else x.dtype
+    _check_autograd_dtype(input, dt)
+    return apply(op, (input,), (x,), (d, dt))
+
+
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Cumulative sum along ``dim``; bool and integer inputs give int64 unless ``dtype``.
 
@@ -54,14 +67,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
         r = _bcall(cumsum, input, dim, dtype=dtype)
         if r is not NotImplemented:
             return r
-    x = input._data
-    d = wrap_dim(int(dim), x.ndim or 1)
-    if dtype is not None:
-        dt = _dtype.to_dtype(dtype).np
-    else:
-        dt = np.dtype(np.int64) if category(x) <= _INT else x.dtype
-    _check_autograd_dtype(input, dt)
-    return apply(CUMSUM, (input,), (x,), (d, dt))
+    return _scan(CUMSUM, input, dim, dtype)
 
 
 
@@ -164,14 +170,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
         r = _bcall(cumprod, input, dim, dtype=dtype)
         if r is not NotImplemented:
             return r
-    x = input._data
-    d = wrap_dim(int(dim), x.ndim or 1)
-    if dtype is not None:
-        dt = _dtype.to_dtype(dtype).np
-    else:
-        dt = np.dtype(np.int64) if category(x) <= _INT else x.dtype
-    _check_autograd_dtype(input, dt)
-    return apply(CUMPROD, (input,), (x,), (d, dt))
+    return _scan(CUMPROD, input, dim, dtype)
 
 
 # ---------------------------------------------------------------------------- cummax / cummin

@@ -28,8 +28,9 @@ from ..tensor import Tensor, _wrap
 from . import pointwise as _pw
 from . import unary as _un
 from ._dispatch import Op, apply
-from ._jvp import elementwise, linear
+from ._jvp import elementwise
 from ._util import to_float
+from .statistics import MUL_SCALAR
 
 _POLYNOMIAL_NAMES = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
                      "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
@@ -110,10 +111,8 @@ ERFCX = Op("special_erfcx", "SpecialErfcxBackward0", _special("erfcx"),
            jvp=elementwise(lambda ctx: _erfcx_deriv(ctx.inputs[0], ctx.result)))
 
 # ndtr is PyTorch's composite (1 + erf(x / sqrt(2))) / 2 of the Scalar overloads of mul and add
-# (nodes MulBackward1 and AddBackward1, which Python's ``x * 0.5`` does not record).
-MUL_SCALAR = Op("mul.Scalar", "MulBackward1",
-                lambda x, other: (x * other).astype(x.dtype, copy=False),
-                lambda ctx, g: g * ctx.saved[0], saves=("other",), args=("other",), jvp=linear)
+# (nodes MulBackward1 and AddBackward1, which Python's ``x * 0.5`` does not record); the
+# Scalar mul is statistics.py's MUL_SCALAR.
 ADD_SCALAR = Op("add.Scalar", "AddBackward1",
                 lambda x, other: (x + other).astype(x.dtype, copy=False),
                 lambda ctx, g: g, args=("other",), jvp=lambda ctx, t: t)
@@ -570,7 +569,7 @@ legendre_polynomial_p = _polynomial("legendre_polynomial_p")
 # ---------------------------------------------------------------------------- batching rules
 def _install_batching() -> None:
     from ._batching import RULES, _pointwise
-    for op in (I0, I0E, I1, I1E, NDTRI, LOG_NDTR, ERFCX, ENTR, MVLGAMMA, MUL_SCALAR,
+    for op in (I0, I0E, I1, I1E, NDTRI, LOG_NDTR, ERFCX, ENTR, MVLGAMMA,
                ADD_SCALAR, IGAMMA, IGAMMAC, ZETA, ZETA_SELF_SCALAR, ZETA_OTHER_SCALAR):
         RULES[op] = _pointwise()
 
