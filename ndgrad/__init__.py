@@ -143,5 +143,16 @@ from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]
 
+
+
+def __getattr__(name: str):
+    """``ndgrad.nn`` loads on first use, so ``import ndgrad`` stays fast and
+    ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
+    if name in ("nn",):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __version__ = "0.1.0"
 del _dtype

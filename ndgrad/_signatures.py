@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
+from typing import Any, Optional
 
 from . import _dtype
 from ._signature import wrap
@@ -588,13 +588,17 @@ SIGNAL_WINDOWS_FUNCTIONS = "\n".join(
        f"signal_windows_kaiser(int M, *, float beta=12.0, {_WINDOW_KW})"])
 
 
-def install_namespace(namespace: dict, block: str, prefix: str = "") -> None:
+def install_namespace(namespace: dict, block: str, prefix: Optional[str] = "") -> None:
     """Replace each function of a namespace module (its ``globals()``) by its checking wrapper;
     the schema's name is PyTorch's (``fft_fft``), the attribute the short one (``fft``; or the
-    name without ``prefix``)."""
+    name without ``prefix``; the name itself when ``prefix`` is None, as in
+    ``ndgrad.nn.functional``)."""
     for schema in _entries(block):
         full = _name(schema)
-        short = full[len(prefix):] if prefix else full.split("_", 1)[1]
+        if prefix is None:
+            short = full
+        else:
+            short = full[len(prefix):] if prefix else full.split("_", 1)[1]
         fn = wrap(schema, _unwrapped(namespace[short]))
         fn.__name__ = short
         namespace[short] = fn

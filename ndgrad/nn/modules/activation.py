@@ -1,0 +1,3 @@
+"""nn modules: activation (placeholder: filled by the nn issue)."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""nn modules: container (placeholder: filled by the nn issue)."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""nn modules: flatten (placeholder: filled by the nn issue)."""
+
+__all__: list = []

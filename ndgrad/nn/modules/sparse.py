@@ -1,0 +1,3 @@
+"""nn modules: sparse (placeholder: filled by the nn issue)."""
+
+__all__: list = []

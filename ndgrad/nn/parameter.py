@@ -1,0 +1,3 @@
+"""``Parameter`` (placeholder: filled by the nn issue)."""
+
+__all__: list = []

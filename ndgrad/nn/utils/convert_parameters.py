@@ -1,0 +1,3 @@
+"""``ndgrad.nn.utils.convert_parameters`` (placeholder: filled by the nn issue)."""
+
+__all__: list = []

@@ -1,0 +1,3 @@
+"""``ndgrad.nn.utils.parametrize`` (placeholder: filled by the nn issue)."""
+
+__all__: list = []

@@ -1,0 +1,9 @@
+"""nn op family: convolutions, conv_transpose, unfold/fold
+
+Placeholder: filled by the nn issue."""
+
+__all__: list = []
+
+# Schemas of this family's public functions (Note [Declared signatures]), installed into
+# ndgrad.nn.functional.
+SIGNATURES = ""
