@@ -146,9 +146,9 @@ _signatures.install(__import__(__name__))   # Note [Declared signatures]
 
 
 def __getattr__(name: str):
-    """``ndgrad.nn`` loads on first use, so ``import ndgrad`` stays fast and
+    """``ndgrad.nn`` and ``ndgrad.optim`` load on first use, so ``import ndgrad`` stays fast and
     ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
-    if name in ("nn",):
+    if name in ("nn", "optim"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
