@@ -1,8 +1,8 @@
-"""Utilities: ``ndgrad.utils.checkpoint`` and ``ndgrad.utils.data`` (loaded on first use)."""
+"""Utilities: ``checkpoint``, ``data`` and ``safetensors`` (each loaded on first use)."""
 
 
 def __getattr__(name: str):
-    if name in ("data", "checkpoint"):
+    if name in ("data", "checkpoint", "safetensors"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
