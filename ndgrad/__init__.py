@@ -150,9 +150,10 @@ _signatures.install(__import__(__name__))   # Note [Declared signatures]
 
 
 def __getattr__(name: str):
-    """``ndgrad.nn`` and ``ndgrad.optim`` load on first use, so ``import ndgrad`` stays fast and
+    """``ndgrad.nn``, ``ndgrad.optim`` and ``ndgrad.utils`` load on first use, so ``import
+    ndgrad`` stays fast and
     ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
-    if name in ("nn", "optim"):
+    if name in ("nn", "optim", "utils"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

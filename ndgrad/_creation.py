@@ -17,8 +17,8 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _dtype, _layout
-from ._generator import (Generator, default_generator, numpy_generator, randint_array,
-                         randperm_array)
+from ._generator import (Generator, default_generator, normal_array, randint_array,
+                         randperm_array, uniform_array)
 from .autograd.grad_mode import _state as _grad_state
 from .tensor import Tensor, _wrap, check_device
 from .tensor import _as_shape as _raw_shape
@@ -384,7 +384,9 @@ def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
          generator: Any = None) -> Tensor:
     """Uniform samples in [0, 1)."""
     nd = _floating(dtype, "check_uniform_bounds")
-    arr = numpy_generator(generator).random(_as_shape(size)).astype(nd)
+    arr = uniform_array(_as_shape(size), 0.0, 1.0, nd, generator) if nd.kind != "c" else \
+        uniform_array(_as_shape(size) + (2,), 0.0, 1.0, nd.type(0).real.dtype, generator
+                      ).view(nd)[..., 0]
     return _finish(arr, requires_grad, device)
 
 
@@ -393,11 +395,11 @@ def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     """Standard normal samples."""
     nd = _floating(dtype, "normal_kernel_cpu")
     shape = _as_shape(size)
-    gen = numpy_generator(generator)
-    if nd.kind == "c":
-        arr = (gen.standard_normal(shape) + 1j * gen.standard_normal(shape)) / np.sqrt(2)
+    if nd.kind == "c":      # real and imaginary parts interleaved, each of variance 1/2
+        part = nd.type(0).real.dtype
+        arr = normal_array(shape + (2,), 0.0, math.sqrt(0.5), part, generator).view(nd)[..., 0]
     else:
-        arr = gen.standard_normal(shape)
+        arr = normal_array(shape, 0.0, 1.0, nd, generator)
     return _finish(arr.astype(nd), requires_grad, device)
 
 

@@ -317,3 +317,54 @@ def test_scheduler_warnings_and_state_dict():
                                  last_epoch=3)
     with pytest.raises(ValueError, match="Factor should be < 1.0."):
         nopt.lr_scheduler.ReduceLROnPlateau(opt, factor=1.5)
+
+
+# ---------------------------------------------------------------------------- swa_utils
+def test_swalr_matches_torch():
+    from torch.optim import swa_utils as ts
+
+    from ndgrad.optim import swa_utils as ns
+    out = []
+    for lib, S in ((torch, ts), (ndgrad, ns)):
+        w, w2 = lib.zeros(2, requires_grad=True), lib.zeros(1, requires_grad=True)
+        opt = lib.optim.SGD([{"params": [w]}, {"params": [w2], "lr": 0.3}], lr=1.0)
+        lrs = []
+        for strategy, epochs in (("cos", 5), ("linear", 3), ("cos", 0)):
+            for g, lr in zip(opt.param_groups, (1.0, 0.3)):
+                g["lr"] = lr
+                g.pop("initial_lr", None)
+            s = S.SWALR(opt, swa_lr=[0.05, 0.1], anneal_epochs=epochs,
+                        anneal_strategy=strategy)
+            for _ in range(8):
+                opt.step()
+                s.step()
+                lrs.append(s.get_last_lr())
+        out.append(np.array(lrs))
+    np.testing.assert_allclose(out[1], out[0], rtol=1e-15)
+    with pytest.raises(ValueError, match="anneal_strategy must by one of"):
+        ns.SWALR(opt, 0.1, anneal_strategy="step")
+
+
+@pytest.mark.parametrize("kind", ["swa", "ema", "ema_multi"])
+def test_averaged_model_matches_torch(kind):
+    from torch.optim import swa_utils as ts
+
+    from ndgrad.optim import swa_utils as ns
+    out = []
+    for lib, S in ((torch, ts), (ndgrad, ns)):
+        m = lib.nn.Linear(3, 2).double()
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor(np.arange(6.0).reshape(2, 3)))
+            m.bias.copy_(lib.tensor([1.0, 2.0]))
+        kw = {"swa": {}, "ema": {"avg_fn": S.get_ema_avg_fn(0.8)},
+              "ema_multi": {"multi_avg_fn": S.get_ema_multi_avg_fn(0.9)}}[kind]
+        avg = S.AveragedModel(m, **kw)
+        for _ in range(4):
+            with lib.no_grad():
+                m.weight.mul_(1.1)
+                m.bias.add_(0.5)
+            avg.update_parameters(m)
+        out.append((avg.module.weight.detach().numpy().copy(), int(avg.n_averaged),
+                    list(avg.state_dict()), avg(lib.ones(1, 3, dtype=lib.float64)).tolist()))
+    np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-15)
+    assert out[1][1:] == out[0][1:]

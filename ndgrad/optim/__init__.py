@@ -28,5 +28,15 @@ from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
 
+
+
+def __getattr__(name: str):
+    """``swa_utils`` loads on first use (it needs ``ndgrad.nn``)."""
+    if name == "swa_utils":
+        import importlib
+        return importlib.import_module(f"{__name__}.swa_utils")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
            "NAdam", "RAdam", "ASGD", "Rprop", "LBFGS", "lr_scheduler"]
