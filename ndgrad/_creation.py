@@ -365,7 +365,7 @@ def randperm(n: int, *, generator: Optional[Generator] = None, dtype: Any = None
     """
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
     if n < 0:
-        raise RuntimeError(f"n must be non-negative, got{n}")
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     if d.is_floating_point and n > 2 ** np.finfo(d.np).nmant + 1:
         raise RuntimeError(f"n cannot be greater than 2^{np.finfo(d.np).nmant + 1}+1 for "
                            f"{d._torch_name} type.")
