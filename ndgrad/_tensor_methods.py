@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _creation, _dtype, _signature, ops
+from . import _creation, _dtype, _signature, _sparse, ops
 from .autograd import api as _autograd_api
 from .ops import views_inplace as _inplace
 from .ops._util import broadcast_error, check_tensor, is_scalar, to_tensor
@@ -786,3 +786,30 @@ ldexp_ = _function_of_method("ldexp_")
 gcd_ = _function_of_method("gcd_")
 lcm_ = _function_of_method("lcm_")
 # ---- end binary ----
+
+# ---- sparse (issue 10) ----
+
+
+def _dense_to_sparse(self: Tensor, sparse_dim: Any = None, *, layout: Any = None,
+                     blocksize: Any = None, dense_dim: Any = None) -> Any:
+    """The sparse COO form of a dense tensor (``x.to_sparse()``)."""
+    if layout not in (None, "torch.sparse_coo"):
+        raise NotImplementedError(f"to_sparse: layout {layout} is not supported (only "
+                                  "torch.sparse_coo)")
+    return _sparse.to_sparse(self, sparse_dim)
+
+
+def _dense_to_dense(self: Tensor, dtype: Any = None, *, masked_grad: Any = None) -> Tensor:
+    """A dense tensor is its own dense form."""
+    return self if dtype is None else self.to(dtype)
+
+
+def _dense_is_coalesced(self: Tensor) -> bool:
+    raise RuntimeError("is_coalesced expected sparse coordinate tensor layout but got Strided")
+
+
+Tensor.to_sparse = _dense_to_sparse
+Tensor.to_sparse_coo = _dense_to_sparse
+Tensor.to_dense = _dense_to_dense
+Tensor.is_coalesced = _dense_is_coalesced
+# ---- end sparse ----

@@ -43,6 +43,7 @@ from typing import Any, BinaryIO, Dict, Optional, Tuple, Union
 import numpy as np
 
 from . import _dtype
+from ._sparse import SparseTensor, sparse_coo_tensor
 from .tensor import Size, Tensor, device
 
 __all__ = ["save", "load"]
@@ -78,7 +79,24 @@ class _Global:
 
 _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
+_REBUILD_SPARSE = _Global("torch._utils", "_rebuild_sparse_tensor")
 _ORDERED_DICT = collections.OrderedDict
+
+
+class _Layout:
+    """``torch.serialization._get_layout("torch.sparse_coo")`` in the pickle."""
+
+    def __reduce__(self) -> Any:
+        return (_Global("torch.serialization", "_get_layout"), ("torch.sparse_coo",))
+
+
+_LAYOUT_COO = _Layout()
+
+
+def _plain(a: np.ndarray) -> Tensor:
+    t = Tensor.__new__(Tensor)
+    t._data = a
+    return t
 
 
 # ---------------------------------------------------------------------------- save
@@ -143,6 +161,10 @@ class _Pickler(pickle._Pickler):  # type: ignore[misc]
         return st, off // item, strides
 
     def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, SparseTensor):
+            parts = (_plain(obj._sp_indices), _plain(obj._sp_values), Size(obj._sp_shape),
+                     obj.is_coalesced())
+            return (_REBUILD_SPARSE, (_LAYOUT_COO, parts))
         if isinstance(obj, Tensor):
             a = obj._data
             st, offset, strides = self._storage_of(a)
@@ -239,6 +261,19 @@ def _rebuild_parameter(data: Tensor, requires_grad: bool, hooks: Any = None,
     return p
 
 
+def _rebuild_sparse(layout: Any, data: Any) -> Any:
+    if layout != "torch.sparse_coo":
+        raise RuntimeError(f"ndgrad.load: sparse layout {layout} is not supported")
+    indices, values, size, coalesced = data
+    return sparse_coo_tensor(indices, values, tuple(size), is_coalesced=bool(coalesced))
+
+
+def _get_layout(name: str) -> str:
+    if name != "torch.sparse_coo":
+        raise RuntimeError(f"ndgrad.load: layout {name} is not supported")
+    return name
+
+
 def _torch_dtype(name: str) -> Any:
     return getattr(_dtype, name)
 
@@ -253,6 +288,10 @@ def _safe_global(module: str, name: str) -> Any:
         return collections.OrderedDict
     if module == "torch._utils" and name == "_rebuild_tensor_v2":
         return _rebuild_tensor
+    if module == "torch._utils" and name == "_rebuild_sparse_tensor":
+        return _rebuild_sparse
+    if module == "torch.serialization" and name == "_get_layout":
+        return _get_layout
     if module == "torch._utils" and name in ("_rebuild_parameter",
                                              "_rebuild_parameter_with_state"):
         return _rebuild_parameter

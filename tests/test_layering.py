@@ -34,6 +34,7 @@ LAYERS = {
     "ndgrad.tensor": BOTTOM,
     "ndgrad._creation": BOTTOM,
     "ndgrad._generator": BOTTOM,
+    "ndgrad._sparse": BOTTOM,
     "ndgrad._signature": BOTTOM,
     "ndgrad.autograd": BOTTOM,
     "ndgrad.autograd.grad_mode": BOTTOM,

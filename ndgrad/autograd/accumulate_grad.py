@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .._layout import is_non_overlapping_and_dense
+from .._sparse import SparseTensor, add_into_dense
 from . import grad_mode
 from .node import Node
 
@@ -126,6 +127,9 @@ class AccumulateGrad(Node):
     def _accumulate(var: Any, new_grad: Any, expected_refs: int) -> None:
         vgrad = var._grad
         enabled = grad_mode._state.enabled
+        if new_grad.__class__ is SparseTensor or vgrad.__class__ is SparseTensor:
+            _accumulate_sparse(var, vgrad, new_grad, enabled, expected_refs + 1)
+            return
         if vgrad is None:
             if (not enabled and _getrefcount(new_grad) <= expected_refs
                     and obeys_layout_contract(new_grad._data, var._data)):
@@ -151,6 +155,35 @@ class AccumulateGrad(Node):
             result = vgrad + new_grad
             _check_result(result, var)
             var._grad = result
+
+
+def _accumulate_sparse(var: Any, vgrad: Any, new_grad: Any, enabled: bool,
+                       expected_refs: int) -> None:
+    """Seed 000's rules when either gradient is sparse (Note [Sparse COO tensors]):
+    a first sparse gradient is stolen (a new sparse tensor over the same indices and values)
+    when grad mode is off and nobody else holds it, else cloned; later, sparse + sparse stays
+    sparse (uncoalesced unless both were), dense += sparse in place, and sparse + dense is a new dense
+    gradient (``new + old``, so the dense one leads)."""
+    if vgrad is None:
+        if new_grad.__class__ is SparseTensor:
+            if not enabled and _getrefcount(new_grad) <= expected_refs:
+                var._grad = new_grad.detach()
+            else:
+                var._grad = new_grad.clone()
+        else:
+            var._grad = _clone_obey_contract(new_grad, var)
+        return
+    if vgrad.__class__ is SparseTensor and new_grad.__class__ is not SparseTensor:
+        var._grad = new_grad + vgrad                # dense + sparse: dense, a new tensor
+        return
+    if not enabled:
+        if vgrad.__class__ is SparseTensor:
+            vgrad.add_(new_grad)                    # stays sparse, coalesced when needed
+        else:
+            add_into_dense(vgrad._data, new_grad)
+            vgrad._bump_version()
+        return
+    var._grad = vgrad + new_grad
 
 
 def _clone_obey_contract(new_grad: Any, var: Any) -> Any:

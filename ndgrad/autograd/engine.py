@@ -26,6 +26,7 @@ import threading
 from importlib import import_module
 from typing import Any, Optional, Sequence
 
+from .._sparse import SparseTensor
 from . import anomaly_mode, grad_mode, profiler
 from .accumulate_grad import AccumulateGrad
 from .batching import is_batched
@@ -220,13 +221,17 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
             if g is not None:
                 # Validate against the forward input's metadata: undo broadcasting, cast dtype.
                 m = meta[i] if meta else None
-                try:
-                    data = g._data
-                except AttributeError:
-                    raise TypeError(f"Function {node.name()} returned a non-Tensor gradient at "
-                                    f"index {i}: {type(g).__name__}") from None
-                if m is not None and (data.shape != m[0] or data.dtype != m[1]):
-                    g = _fix_gradient(node, i, g, m)
+                if g.__class__ is SparseTensor:     # checked without densifying
+                    if m is not None:
+                        g = _fix_sparse_gradient(node, i, g, m)
+                else:
+                    try:
+                        data = g._data
+                    except AttributeError:
+                        raise TypeError(f"Function {node.name()} returned a non-Tensor "
+                                        f"gradient at index {i}: {type(g).__name__}") from None
+                    if m is not None and (data.shape != m[0] or data.dtype != m[1]):
+                        g = _fix_gradient(node, i, g, m)
             buf = buffers.get(nxt)
             if buf is None:
                 buf = buffers[nxt] = [None] * nxt._num_inputs
@@ -451,6 +456,18 @@ def _fix_gradient(node, i: int, g, meta: tuple):
             g = g.real_part()          # a real input's gradient is the real part
         if g._data.dtype != dtype:
             g = g.to(_tensor_mod._dtype._FROM_NP[dtype])
+    return g
+
+
+def _fix_sparse_gradient(node, i: int, g, meta: tuple):
+    """A sparse gradient must have the input's exact shape; its values take the dtype."""
+    shape, dtype = meta
+    if tuple(g._sp_shape) != tuple(shape):
+        raise RuntimeError(
+            f"Function {node.name()} returned an invalid gradient at index {i} - got "
+            f"{list(g._sp_shape)} but expected shape compatible with {list(shape)}")
+    if g._sp_values.dtype != dtype:
+        g = g.to(_tensor_mod._dtype._FROM_NP[dtype])
     return g
 
 

@@ -54,7 +54,7 @@ class Adadelta(Optimizer):
                     state["acc_delta"] = zeros_state(p)
                 step_tensor(state)
                 d = p._data
-                g = grad_array(p, group["maximize"])
+                g = grad_array(p, group["maximize"], "Adadelta")
                 if wd != 0:
                     g = g + wd * d
                 s, a = state["square_avg"]._data, state["acc_delta"]._data

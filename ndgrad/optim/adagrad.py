@@ -58,8 +58,11 @@ class Adagrad(Optimizer):
                 state = self.state[p]
                 t = step_tensor(state)
                 d = p._data
-                g = grad_array(p, group["maximize"])
+                g = grad_array(p, group["maximize"], sparse="")
                 if wd != 0:
+                    if p.grad.is_sparse:
+                        raise RuntimeError("weight_decay option is not compatible with sparse "
+                                           "gradients")
                     g = g + wd * d
                 clr = lr / (1 + (t - 1) * group["lr_decay"])
                 s = state["sum"]._data

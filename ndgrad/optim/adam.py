@@ -62,7 +62,7 @@ class Adam(Optimizer):
                     if amsgrad:
                         state["max_exp_avg_sq"] = zeros_state(p)
                 d = p._data
-                g = grad_array(p, group["maximize"])
+                g = grad_array(p, group["maximize"], "Adam")
                 if wd != 0:
                     if group["decoupled_weight_decay"]:
                         np.multiply(d, 1 - lr * wd, out=d)

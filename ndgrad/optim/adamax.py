@@ -54,7 +54,7 @@ class Adamax(Optimizer):
                     state["exp_inf"] = zeros_state(p)
                 t = step_tensor(state)
                 d = p._data
-                g = grad_array(p, group["maximize"])
+                g = grad_array(p, group["maximize"], "Adamax")
                 if wd != 0:
                     g = g + wd * d
                 m, u = state["exp_avg"]._data, state["exp_inf"]._data

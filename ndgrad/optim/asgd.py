@@ -55,7 +55,7 @@ class ASGD(Optimizer):
                     state["ax"] = zeros_state(p)
                 t = step_tensor(state)
                 d = p._data
-                g = grad_array(p, group["maximize"])
+                g = grad_array(p, group["maximize"], "ASGD")
                 if wd != 0:
                     g = g + wd * d
                 eta = float(state["eta"]._data)

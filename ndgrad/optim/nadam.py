@@ -60,7 +60,7 @@ class NAdam(Optimizer):
                     state["exp_avg_sq"] = zeros_state(p)
                 t = step_tensor(state)
                 d = p._data
-                g = grad_array(p, group["maximize"])
+                g = grad_array(p, group["maximize"], "NAdam")
                 if wd != 0:
                     if group["decoupled_weight_decay"]:
                         np.multiply(d, 1 - lr * wd, out=d)

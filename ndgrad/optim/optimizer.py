@@ -33,6 +33,7 @@ from .. import _creation
 from .. import _dtype
 from ..autograd.grad_mode import enable_grad
 from ..autograd.hooks import RemovableHandle
+from .._sparse import SparseTensor
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
@@ -333,12 +334,22 @@ def params_with_grad(group: Dict[str, Any]) -> Iterable[Tensor]:
     return [p for p in group["params"] if p.grad is not None]
 
 
-def grad_array(p: Tensor, maximize: bool = False) -> np.ndarray:
-    """The gradient of ``p`` as an ndarray (negated for ``maximize``; a new array then)."""
-    g = p.grad._data
-    if getattr(p.grad, "is_sparse", False):
-        raise RuntimeError("this optimizer does not support sparse gradients")
-    return -g if maximize else g
+def grad_array(p: Tensor, maximize: bool = False, sparse: Optional[str] = None) -> np.ndarray:
+    """The gradient of ``p`` as an ndarray (negated for ``maximize``; a new array then).
+
+    A sparse gradient is refused with torch's message for the optimizer named by ``sparse``
+    (``"Adam"``); ``sparse=""`` accepts it (SGD, Adagrad), densified: where the gradient has
+    no entry the dense update is the zero update torch's sparse path leaves out."""
+    g = p.grad
+    if g.__class__ is SparseTensor:
+        if sparse is None or sparse:
+            name = sparse or "this optimizer"
+            extra = ", please consider SparseAdam instead" if name == "Adam" else ""
+            raise RuntimeError(f"{name} does not support sparse gradients{extra}")
+        a = g.coalesce()._dense()
+        return -a if maximize else a
+    a = g._data
+    return -a if maximize else a
 
 
 def step_tensor(state: Dict[str, Any]) -> float:

@@ -59,7 +59,7 @@ class RAdam(Optimizer):
                     state["exp_avg_sq"] = zeros_state(p)
                 t = step_tensor(state)
                 d = p._data
-                g = grad_array(p, group["maximize"])
+                g = grad_array(p, group["maximize"], "RAdam")
                 if wd != 0:
                     if group["decoupled_weight_decay"]:
                         np.multiply(d, 1 - lr * wd, out=d)

@@ -58,7 +58,7 @@ class RMSprop(Optimizer):
                         state["grad_avg"] = zeros_state(p)
                 step_tensor(state)
                 d = p._data
-                g = grad_array(p, group["maximize"])
+                g = grad_array(p, group["maximize"], "RMSprop")
                 if wd != 0:
                     g = g + wd * d
                 s = state["square_avg"]._data

@@ -56,7 +56,7 @@ class Rprop(Optimizer):
                                                              hyper(group["lr"]))
                 step_tensor(state)
                 d = p._data
-                g = np.array(grad_array(p, group["maximize"]), copy=True)
+                g = np.array(grad_array(p, group["maximize"], "Rprop"), copy=True)
                 prev, size = state["prev"]._data, state["step_size"]._data
                 s = np.sign(g * prev)
                 factor = np.where(s > 0, etaplus, np.where(s < 0, etaminus, 1.0))

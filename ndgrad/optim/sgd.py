@@ -16,6 +16,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .. import _creation
+
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
                         params_with_grad)
 
@@ -50,15 +52,17 @@ class SGD(Optimizer):
             momentum, dampening = group["momentum"], group["dampening"]
             for p in params_with_grad(group):
                 d = p._data
-                g = grad_array(p, group["maximize"])
+                g = grad_array(p, group["maximize"], sparse="")
                 if wd != 0:
+                    if p.grad.is_sparse:
+                        raise RuntimeError("add(sparse, dense) is not supported. Use "
+                                           "add(dense, sparse) instead.")
                     g = g + wd * d
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        buf = state["momentum_buffer"] = p.grad.detach().clone()
-                        buf._data[...] = g
+                        buf = state["momentum_buffer"] = _creation.tensor(np.array(g))
                     else:
                         b = buf._data
                         np.multiply(b, momentum, out=b)
