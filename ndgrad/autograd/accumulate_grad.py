@@ -162,8 +162,8 @@ def _accumulate_sparse(var: Any, vgrad: Any, new_grad: Any, enabled: bool,
     """Seed 000's rules when either gradient is sparse (Note [Sparse COO tensors]):
     a first sparse gradient is stolen (a new sparse tensor over the same indices and values)
     when grad mode is off and nobody else holds it, else cloned; later, sparse + sparse stays
-    sparse (uncoalesced unless both were), dense += sparse in place, and sparse + dense is a new dense
-    gradient (``new + old``, so the dense one leads)."""
+    sparse (uncoalesced unless both were), dense += sparse in place, and sparse + dense is a
+    new dense gradient (``new + old``, so the dense one leads)."""
     if vgrad is None:
         if new_grad.__class__ is SparseTensor:
             if not enabled and _getrefcount(new_grad) <= expected_refs:
