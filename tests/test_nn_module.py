@@ -1020,3 +1020,51 @@ def test_state_dict_from_torch_loads():
     t_out = tm[1](*(tm[0](torch.tensor(x)),) * 2)
     n_out = nm[1](*(nm[0](to_ndgrad(torch.tensor(x))),) * 2)
     np.testing.assert_allclose(n_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-5)
+
+
+def _graph(fn, depth=4):
+    names = []
+
+    def walk(g, d):
+        if g is None or d > depth:
+            return
+        names.append((d, type(g).__name__))
+        for n, _ in g.next_functions:
+            walk(n, d + 1)
+
+    walk(fn.grad_fn, 0)
+    return names
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((3, 4), (5, 4), (5,)),
+        ((3, 4), (5, 4), None),
+        ((2, 3, 4), (5, 4), (5,)),
+        ((2, 3, 4), (5, 4), None),
+        ((4,), (5, 4), (5,)),
+        ((4,), (5, 4), None),
+        ((4,), (4,), None),
+    ],
+)
+def test_linear_records_what_torch_records(shapes):
+    def run(T, F):
+        xs, ws, bs = shapes
+        x = T.ones(*xs, requires_grad=True)
+        w = T.ones(*ws, requires_grad=True)
+        b = T.ones(*bs, requires_grad=True) if bs else None
+        wide = T.ones(*xs[:-1], 2 * xs[-1], requires_grad=True)
+        nc = x.transpose(0, 1) if x.dim() == 3 else wide[..., ::2]  # non-contiguous
+        # below depth 2 is matmul's own recording of a non-contiguous reshape
+        return _graph(F.linear(x, w, b)), _graph(F.linear(nc, w, b), 2)
+    assert run(ndgrad, nnn.functional) == run(torch, tnn.functional)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_bilinear_records_what_torch_records(bias):
+    def run(T, F):
+        x1, x2 = T.ones(3, 4, requires_grad=True), T.ones(3, 2, requires_grad=True)
+        w = T.ones(5, 4, 2, requires_grad=True)
+        return _graph(F.bilinear(x1, x2, w, T.ones(5, requires_grad=True) if bias else None))
+    assert run(ndgrad, nnn.functional) == run(torch, tnn.functional)
