@@ -819,6 +819,50 @@ def bufassign(T, nn):
     return list(m.state_dict()), list(m._buffers)
 
 
+
+@case
+def cp_grad(T, nn):
+    import copy
+    import pickle
+
+    p = nn.Parameter(T.ones(2))
+    p.grad = T.ones(2) * 3
+    m = nn.Linear(2, 2)
+    m(T.ones(1, 2)).sum().backward()
+    return copy.deepcopy(p).grad, copy.deepcopy(m).weight.grad, pickle.loads(pickle.dumps(p)).grad
+
+
+@case
+def buffer_grad(T, nn):
+    b = nn.Buffer(T.ones(2, requires_grad=True) * 2)
+    return b.requires_grad, b.is_leaf, nn.UninitializedBuffer().requires_grad
+
+
+@case
+def lazy_buffer(T, nn):
+    import importlib
+
+    mixin = importlib.import_module(T.__name__ + ".nn.modules.lazy").LazyModuleMixin
+
+    class L(mixin, nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("rb", nn.UninitializedBuffer())
+            self.w = nn.UninitializedParameter()
+
+        def initialize_parameters(self, x):
+            self.rb.materialize(x.shape)
+            self.w.materialize((2,))
+
+        def forward(self, x):
+            return x
+
+    m = L()
+    keys = list(m.state_dict())
+    m(T.ones(3))
+    return keys, type(m.rb).__name__, type(m.w).__name__, m.rb.shape, list(m.state_dict())
+
+
 @pytest.mark.parametrize("case", cases, ids=[c.__name__ for c in cases])
 def test_same_as_torch(case):
     assert _outcome(case, ndgrad, nnn) == _outcome(case, torch, tnn)

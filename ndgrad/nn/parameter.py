@@ -71,9 +71,7 @@ class Parameter(Tensor):
         if id(self) in memo:
             return memo[id(self)]
         data = Tensor.__deepcopy__(_share(Tensor, self), {})
-        result = type(self)(data, self._requires_grad)
-        if self._grad is not None:
-            result._grad = data._grad
+        result = type(self)(data, self._requires_grad)   # the grad is not copied (PyTorch)
         memo[id(self)] = result
         return result
 
@@ -111,7 +109,7 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         if data is None:
             data = _creation.empty(0)
         t = _share(Tensor, data)
-        t._requires_grad = data._requires_grad and data._grad_fn is None
+        t._requires_grad = data.requires_grad
         t._is_buffer = True
         t.persistent = persistent
         return t
