@@ -22,8 +22,7 @@ from .. import _creation
 from .. import _dtype
 from ..tensor import Tensor
 
-__all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer",
-           "is_lazy"]
+__all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"]
 
 _new = object.__new__
 

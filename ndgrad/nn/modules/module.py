@@ -47,11 +47,9 @@ from ...autograd.hooks import HookDict, RemovableHandle
 from ...tensor import Tensor
 from ..parameter import Buffer, Parameter, UninitializedTensorMixin, is_lazy
 
-__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
-           "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
-           "register_module_buffer_registration_hook",
-           "register_module_parameter_registration_hook",
-           "register_module_module_registration_hook"]
+# Only Module reaches ``ndgrad.nn`` (as in PyTorch); the global hook registrations are
+# ``ndgrad.nn.modules.module.register_module_*``.
+__all__ = ["Module"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
@@ -161,7 +159,20 @@ def register_module_full_backward_pre_hook(hook: Callable) -> RemovableHandle:
 def register_module_full_backward_hook(hook: Callable) -> RemovableHandle:
     """A full backward hook for every module (``hook(module, grad_input, grad_output)``)."""
     global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is False:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
+                           "global Module hook. Please use only one of them.")
     _global_is_full_backward_hook = True
+    return _add(_global_backward_hooks, hook)
+
+
+def register_module_backward_hook(hook: Callable) -> RemovableHandle:
+    """The deprecated non-full backward hook, for every module."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is True:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
+                           "global Module hook. Please use only one of them.")
+    _global_is_full_backward_hook = False
     return _add(_global_backward_hooks, hook)
 
 
@@ -182,7 +193,7 @@ def register_module_parameter_registration_hook(hook: Callable) -> RemovableHand
 
 
 # ---------------------------------------------------------------------------- backward hooks
-class _BackwardHookFunction(Function):
+class BackwardHookFunction(Function):
     """The identity, marking its inputs that do not require grad as non-differentiable (Note
     [Module backward hooks])."""
 
@@ -252,7 +263,7 @@ class _BackwardHook:
                 requires_grad |= arg.requires_grad
         if not (requires_grad and grad_mode.is_grad_enabled()):
             return args if is_tuple else args[0], None
-        new_tensors = _BackwardHookFunction.apply(*tensors)
+        new_tensors = BackwardHookFunction.apply(*tensors)
         if not isinstance(new_tensors, tuple):
             new_tensors = (new_tensors,)
         grad_fns = [t.grad_fn for t in new_tensors
@@ -322,7 +333,6 @@ class _BackwardHook:
         return res if is_tuple else res
 
 
-_BackwardHookFunction.__name__ = "BackwardHookFunction"
 
 
 # ---------------------------------------------------------------------------- Module
