@@ -258,7 +258,43 @@ def _scenario_orthogonal(T, nn, P, PZ):
         print(type(e).__name__, e)
 
 
-@pytest.mark.parametrize("scenario", [_scenario_utils, _scenario_orthogonal])
+def _scenario_old_spectral_norm(T, nn, P, PZ):
+    def r(x):
+        return np.round(x.detach().numpy(), 6).tolist()
+
+    W = np.random.default_rng(0).standard_normal((3, 4))
+    m = nn.Linear(4, 3).double()
+    with T.no_grad():
+        m.weight.copy_(T.tensor(W))
+    nn.utils.spectral_norm(m, n_power_iterations=5)
+    sd = m.state_dict()
+    print(
+        list(sd), dict(sd._metadata), [n for n, _ in m.named_parameters()], type(m.weight).__name__
+    )
+    for _ in range(30):
+        m(T.ones(1, 4, dtype=T.float64))
+    print(r(m.weight))
+    m.eval()
+    y = m(T.ones(2, 4, dtype=T.float64))
+    y.sum().backward()
+    print(r(m.weight_orig.grad))
+    nn.utils.remove_spectral_norm(m)
+    print(
+        list(m.state_dict()), r(m.weight), type(m.weight).__name__, dict(m.state_dict()._metadata)
+    )
+    try:
+        nn.utils.remove_spectral_norm(m)
+    except Exception as e:
+        print(type(e).__name__, e)
+    try:
+        nn.utils.spectral_norm(nn.Linear(2, 2), n_power_iterations=0)
+    except Exception as e:
+        print(type(e).__name__, e)
+
+
+@pytest.mark.parametrize(
+    "scenario", [_scenario_utils, _scenario_orthogonal, _scenario_old_spectral_norm]
+)
 def test_utils_same_as_torch(scenario):
     assert _capture(scenario, "ndgrad") == _capture(scenario, "torch")
 
