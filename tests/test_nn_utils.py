@@ -344,3 +344,32 @@ def test_parametrized_module_trains_like_torch():
         return losses
 
     np.testing.assert_allclose(run(ndgrad, ndgrad.nn, nd_pz), run(torch, torch.nn, t_pz), rtol=1e-9)
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_fusion_weights_as_torch(transpose):
+    rng = np.random.default_rng(5)
+    arrs = [rng.standard_normal(s) for s in [(4, 3, 2, 2), (4,), (4,), (4,), (4,), (4,)]]
+    arrs[3] = np.abs(arrs[3]) + 0.5
+    if transpose:
+        arrs = [rng.standard_normal((3, 4, 2, 2))] + arrs[1:]
+
+    def run(T, nn):
+        w, b, rm, rv, bw, bb = (T.tensor(a) for a in arrs)
+        cw, cb = nn.utils.fuse_conv_bn_weights(w, b, rm, rv, 1e-5, bw, bb, transpose)
+        lw, lb = nn.utils.fuse_linear_bn_weights(T.tensor(arrs[0][:, :, 0, 0]), None, rm, rv,
+                                                 1e-3, bw, bb)
+        return [x.detach().numpy() for x in (cw, cb, lw, lb)] + [type(cw).__name__]
+
+    for n, t in zip(run(ndgrad, ndgrad.nn), run(torch, torch.nn)):
+        if isinstance(t, str):
+            assert n == t
+        else:
+            np.testing.assert_allclose(n, t, rtol=1e-12)
+
+
+def test_skip_init():
+    m = ndgrad.nn.utils.skip_init(ndgrad.nn.Linear, 3, 2, dtype=ndgrad.float64)
+    assert m.weight.shape == (2, 3) and m.weight.dtype == ndgrad.float64
+    with pytest.raises(RuntimeError, match="Module must support a 'device' arg"):
+        ndgrad.nn.utils.skip_init(ndgrad.nn.Flatten)
