@@ -353,12 +353,12 @@ def test_fusion_weights_as_torch(transpose):
     arrs[3] = np.abs(arrs[3]) + 0.5
     if transpose:
         arrs = [rng.standard_normal((3, 4, 2, 2))] + arrs[1:]
+    lin_w = rng.standard_normal((4, 3))
 
     def run(T, nn):
         w, b, rm, rv, bw, bb = (T.tensor(a) for a in arrs)
         cw, cb = nn.utils.fuse_conv_bn_weights(w, b, rm, rv, 1e-5, bw, bb, transpose)
-        lw, lb = nn.utils.fuse_linear_bn_weights(T.tensor(arrs[0][:, :, 0, 0]), None, rm, rv,
-                                                 1e-3, bw, bb)
+        lw, lb = nn.utils.fuse_linear_bn_weights(T.tensor(lin_w), None, rm, rv, 1e-3, bw, bb)
         return [x.detach().numpy() for x in (cw, cb, lw, lb)] + [type(cw).__name__]
 
     for n, t in zip(run(ndgrad, ndgrad.nn), run(torch, torch.nn)):
