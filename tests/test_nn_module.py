@@ -1112,3 +1112,25 @@ def test_bilinear_records_what_torch_records(bias):
         w = T.ones(5, 4, 2, requires_grad=True)
         return _graph(F.bilinear(x1, x2, w, T.ones(5, requires_grad=True) if bias else None))
     assert run(ndgrad, nnn.functional) == run(torch, tnn.functional)
+
+
+def _nested_hook_log(T, nn):
+    log = []
+    net = nn.Sequential(nn.Linear(3, 4), nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))).double()
+    for name, mod in net.named_modules():
+        mod.register_forward_pre_hook(lambda m, a, name=name: log.append(("fpre", name)))
+        mod.register_forward_hook(lambda m, a, o, name=name: log.append(("fwd", name)))
+        mod.register_full_backward_pre_hook(lambda m, go, name=name: log.append(("bpre", name)))
+        mod.register_full_backward_hook(
+            lambda m, gi, go, name=name: log.append(
+                ("bwd", name, tuple(None if g is None else tuple(g.shape) for g in gi))))
+    x = T.ones(5, 3, dtype=T.float64, requires_grad=True)
+    net(x).sum().backward()
+    net(T.ones(5, 3, dtype=T.float64)).sum().backward()
+    return log
+
+
+def test_nested_hooks_order():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _nested_hook_log(ndgrad, nnn) == _nested_hook_log(torch, tnn)

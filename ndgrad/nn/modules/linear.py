@@ -73,6 +73,11 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear`` (PyTorch uses the subclass to mark the output projection of
+    ``MultiheadAttention``)."""
+
+
 class Bilinear(Module):
     """``y = x1^T A x2 + b``; ``weight`` is (out_features, in1_features, in2_features), both
     initialized from U(-1/sqrt(in1_features), 1/sqrt(in1_features))."""
