@@ -863,6 +863,44 @@ def lazy_buffer(T, nn):
     return keys, type(m.rb).__name__, type(m.w).__name__, m.rb.shape, list(m.state_dict())
 
 
+
+@case
+def extra_state(T, nn):
+    class E(nn.Module):
+        _version = 3
+
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(1, 1)
+            self.count = 0
+
+        def get_extra_state(self):
+            return {"count": self.count}
+
+        def set_extra_state(self, state):
+            self.count = state["count"]
+
+    a = E()
+    a.count = 7
+    sd = a.state_dict()
+    b = E()
+    r = b.load_state_dict(sd)
+    del sd["_extra_state"]
+    try:
+        E().load_state_dict(sd)
+    except RuntimeError as e:
+        err = str(e)
+    return list(a.state_dict()), dict(a.state_dict()._metadata), b.count, r, err
+
+
+@case
+def unexpected_extra_state(T, nn):
+    m = nn.Linear(1, 1)
+    sd = m.state_dict()
+    sd["_extra_state"] = 1
+    return m.load_state_dict(sd, strict=False), m.load_state_dict(sd)
+
+
 @pytest.mark.parametrize("case", cases, ids=[c.__name__ for c in cases])
 def test_same_as_torch(case):
     assert _outcome(case, ndgrad, nnn) == _outcome(case, torch, tnn)
