@@ -56,6 +56,14 @@ def _errors(fn):
     lambda T, ini: ini.sparse_(T.empty(3), 0.5),
     lambda T, ini: ini.uniform_(T.empty(2), 1, 0),
     lambda T, ini: ini.normal_(T.empty(2), 0, -1),
+    lambda T, ini: ini.uniform_(T.ones(3, 3, dtype=T.int64)),
+    lambda T, ini: ini.normal_(T.ones(3, 3, dtype=T.int64)),
+    lambda T, ini: ini.trunc_normal_(T.ones(3, 3, dtype=T.int64)),
+    lambda T, ini: ini.xavier_uniform_(T.ones(3, 3, dtype=T.int64)),
+    lambda T, ini: ini.kaiming_normal_(T.ones(3, 3, dtype=T.int64)),
+    lambda T, ini: ini.orthogonal_(T.ones(3, 3, dtype=T.int64)),
+    lambda T, ini: ini.sparse_(T.ones(3, 3, dtype=T.int64), 0.5),
+    lambda T, ini: ini.uniform_(T.ones(3, 3, dtype=T.bool)),
 ], ids=lambda f: "")
 def test_errors_as_torch(fn):
     t_err, n_err = _errors(fn)

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import _creation
+from .. import _creation, _dtype
 from ..autograd import grad_mode
 from ..tensor import Tensor, _wrap
 
@@ -56,8 +56,10 @@ def _check_tensor(tensor: Any, fn: str) -> None:
         raise TypeError(f"{fn}(): argument 'tensor' must be Tensor, not {type(tensor).__name__}")
 
 
-def _work_dtype(tensor: Tensor) -> Any:
-    return np.float64 if tensor._data.dtype.kind != "c" else np.complex128
+def _check_float(tensor: Tensor, kernel: str) -> None:
+    d = _dtype._FROM_NP[tensor._data.dtype]
+    if d._category < _dtype._FLOAT:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{d._torch_name}'")
 
 
 def calculate_gain(nonlinearity: str, param: Any = None) -> float:
@@ -88,6 +90,7 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
              generator: Optional[Any] = None) -> Tensor:
     """Fill with samples of U(a, b)."""
     _check_tensor(tensor, "uniform_")
+    _check_float(tensor, "check_uniform_bounds")
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} "
                            f"> to={b}")
@@ -100,6 +103,7 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
             generator: Optional[Any] = None) -> Tensor:
     """Fill with samples of N(mean, std^2)."""
     _check_tensor(tensor, "normal_")
+    _check_float(tensor, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     return _store(tensor, mean + std * _rng(generator).standard_normal(tuple(tensor.shape)))
@@ -109,6 +113,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
                   b: float = 2.0, generator: Optional[Any] = None) -> Tensor:
     """Fill with samples of N(mean, std^2) truncated to [a, b] (inverse-CDF sampling)."""
     _check_tensor(tensor, "trunc_normal_")
+    _check_float(tensor, "normal_kernel_cpu")
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
@@ -244,6 +249,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Optional[Any] = None
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
+    _check_float(tensor, "normal_kernel_cpu")
     rows = tensor.size(0)
     cols = tensor.numel() // rows
     flat = _rng(generator).standard_normal((rows, cols))
@@ -262,6 +268,7 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
     zeros at random rows."""
     if tensor.ndimension() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
+    _check_float(tensor, "normal_kernel_cpu")
     rows, cols = tuple(tensor.shape)
     num_zeros = int(math.ceil(sparsity * rows))
     rng = _rng(generator)
