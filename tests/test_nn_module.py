@@ -901,6 +901,22 @@ def unexpected_extra_state(T, nn):
     return m.load_state_dict(sd, strict=False), m.load_state_dict(sd)
 
 
+
+@case
+def buffer_assign_rules(T, nn):
+    out = []
+    for setup in ("m.x = nn.Parameter(T.ones(1))", "m.x = nn.Linear(1, 1)", "m.x = 5",
+                  "m.register_buffer('x', T.ones(1), persistent=False)"):
+        m = nn.Module()
+        exec(setup)
+        try:
+            m.x = nn.Buffer(T.zeros(2))
+            out.append((list(m._parameters), list(m._buffers), list(m.state_dict())))
+        except Exception as e:  # noqa: BLE001
+            out.append((type(e).__name__, _norm(e)))
+    return out
+
+
 @pytest.mark.parametrize("case", cases, ids=[c.__name__ for c in cases])
 def test_same_as_torch(case):
     assert _outcome(case, ndgrad, nnn) == _outcome(case, torch, tnn)

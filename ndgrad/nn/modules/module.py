@@ -925,8 +925,6 @@ class Module:
                     if buffers is None:
                         raise AttributeError("cannot assign buffer before Module.__init__() "
                                              "call")
-                    if isinstance(value, Buffer):
-                        remove_from(d, self._parameters, self._modules)
                     self.register_buffer(name, value, persistent)
                 else:
                     object.__setattr__(self, name, value)
