@@ -124,7 +124,7 @@ class UninitializedTensorMixin:
         """Give the placeholder ``shape`` (uninitialized values) and turn it into
         ``cls_to_become``."""
         if dtype is None:
-            dtype = self._pending_dtype
+            dtype = _dtype._FROM_NP[self._data.dtype]
         if isinstance(shape, int):
             shape = (shape,)
         self._data = _creation.empty(tuple(shape), dtype=dtype)._data
@@ -156,8 +156,7 @@ class UninitializedTensorMixin:
 
     @property
     def dtype(self) -> Any:
-        return _dtype.to_dtype(self._pending_dtype) if self._pending_dtype is not None \
-            else _dtype.get_default_dtype()
+        return _dtype._FROM_NP[self._data.dtype]
 
     def __repr__(self) -> str:
         return f"<{self.__class__.__name__}>"
@@ -186,7 +185,6 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
         p = _new(cls)
         p._data = _creation.empty(0, dtype=dtype)._data
         p._requires_grad = bool(requires_grad)
-        p._pending_dtype = dtype
         return p
 
     def __init__(self, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> None:
@@ -203,7 +201,6 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
         b = _new(cls)
         b._data = _creation.empty(0, dtype=dtype)._data
         b._requires_grad = bool(requires_grad)
-        b._pending_dtype = dtype
         b.persistent = persistent
         return b
 
