@@ -154,8 +154,8 @@ def test_sparse():
 
 
 def test_generator_and_seed():
-    a = _np(init.normal_(ndgrad.empty(5), generator=np.random.default_rng(7)))
-    b = _np(init.normal_(ndgrad.empty(5), generator=np.random.default_rng(7)))
+    a = _np(init.normal_(ndgrad.empty(5), generator=ndgrad.Generator().manual_seed(7)))
+    b = _np(init.normal_(ndgrad.empty(5), generator=ndgrad.Generator().manual_seed(7)))
     np.testing.assert_array_equal(a, b)
     ndgrad.manual_seed(3)
     c = _np(init.kaiming_uniform_(ndgrad.empty(4, 4)))
@@ -164,6 +164,24 @@ def test_generator_and_seed():
     np.testing.assert_array_equal(c, d)
     with pytest.raises(TypeError, match="generator"):
         init.uniform_(ndgrad.empty(2), generator=3)
+
+
+def test_same_seed_same_weights_as_torch():
+    """uniform_/normal_ draw torch's numbers (Note [Random streams] in ndgrad/_generator.py),
+    so a seeded layer starts from torch's weights."""
+    import torch
+    for make in (lambda nn: nn.Linear(5, 3), lambda nn: nn.Bilinear(2, 3, 4)):
+        torch.manual_seed(1)
+        t = make(torch.nn)
+        ndgrad.manual_seed(1)
+        n = make(ndgrad.nn)
+        for (name, tp), (_, np_) in zip(t.named_parameters(), n.named_parameters()):
+            np.testing.assert_array_equal(_np(np_), tp.detach().numpy(), err_msg=name)
+    g1, g2 = torch.Generator().manual_seed(4), ndgrad.Generator().manual_seed(4)
+    np.testing.assert_array_equal(
+        _np(init.normal_(ndgrad.empty(3, 7, dtype=ndgrad.float64), 1.0, 2.0, generator=g2)),
+        torch.nn.init.normal_(torch.empty(3, 7, dtype=torch.float64), 1.0, 2.0,
+                              generator=g1).numpy())
 
 
 def test_in_place_without_history():

@@ -13,7 +13,7 @@ Example:
     >>> import ndgrad
     >>> import ndgrad.nn as nn
     >>> import ndgrad.nn.functional as F
-    >>> ndgrad.manual_seed(0)
+    >>> _ = ndgrad.manual_seed(0)
     >>> model = nn.Sequential(nn.Linear(4, 8), nn.Flatten(), nn.Linear(8, 2))
     >>> list(model.state_dict())
     ['0.weight', '0.bias', '2.weight', '2.bias']

@@ -22,6 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _creation, _dtype
+from .._generator import Generator, normal_array, uniform_array
 from ..autograd import grad_mode
 from ..tensor import Tensor, _wrap
 
@@ -32,9 +33,18 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_"
            "sparse"]
 
 
+def _gen(generator: Any) -> Optional[Generator]:
+    """An ``ndgrad.Generator`` (or None: the default one) for the torch-exact samplers."""
+    if generator is None or isinstance(generator, Generator):
+        return generator
+    raise TypeError(f"generator must be an ndgrad.Generator, got {type(generator).__name__}")
+
+
 def _rng(generator: Any) -> np.random.Generator:
     if generator is None:
         return _creation._RNG.gen
+    if isinstance(generator, Generator):
+        return generator._np
     if isinstance(generator, np.random.Generator):
         return generator
     for attr in ("gen", "_gen", "generator"):
@@ -94,8 +104,8 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} "
                            f"> to={b}")
-    vals = _rng(generator).uniform(a, b, tensor.shape) if tensor.numel() else \
-        np.empty(tensor.shape)
+    # torch's numbers for the seed (Note [Random streams] in ndgrad/_generator.py)
+    vals = uniform_array(tuple(tensor.shape), a, b, tensor._data.dtype, _gen(generator))
     return _store(tensor, vals)
 
 
@@ -106,7 +116,8 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
     _check_float(tensor, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _store(tensor, mean + std * _rng(generator).standard_normal(tuple(tensor.shape)))
+    return _store(tensor, normal_array(tuple(tensor.shape), mean, std, tensor._data.dtype,
+                                       _gen(generator)))
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,

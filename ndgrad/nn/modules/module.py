@@ -40,11 +40,11 @@ import warnings
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator, Mapping, Optional
 
-from ... import _dtype
+from ... import _creation, _dtype
 from ...autograd import grad_mode
 from ...autograd.function import Function
 from ...autograd.hooks import HookDict, RemovableHandle
-from ...tensor import Tensor
+from ...tensor import Tensor, check_device
 from ..parameter import Buffer, Parameter, UninitializedTensorMixin, is_lazy
 
 # Only Module reaches ``ndgrad.nn`` (as in PyTorch); the global hook registrations are
@@ -589,14 +589,12 @@ class Module:
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     def to_empty(self, *, device: Any = None, recurse: bool = True) -> "Module":
-        from ... import _creation
         return self._apply(lambda t: _creation.empty_like(t), recurse=recurse)
 
     def to(self, *args: Any, **kwargs: Any) -> "Module":
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)``: casts floating
         (and complex) parameters and buffers to ``dtype``; devices other than the CPU raise as
         ``Tensor.to`` does."""
-        from ...tensor import check_device
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)

@@ -20,6 +20,7 @@ import warnings
 from typing import Any, Callable, Iterable, Optional, Union
 
 from ... import _creation
+from ... import stack
 from ...autograd import grad_mode
 from ...ops import linalg as _linalg
 from ...tensor import Tensor
@@ -63,7 +64,6 @@ def get_total_norm(tensors: _tensor_or_tensors, norm_type: float = 2.0,
 
 
 def _creation_stack(norms: list) -> Tensor:
-    from ... import stack
     return stack(norms)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ... import cat
 from ...tensor import Tensor
 from ..modules.module import typename
 
@@ -25,7 +26,6 @@ __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """The parameters flattened and concatenated into one vector (differentiable)."""
-    from ... import cat
     vec = [param.view(-1) for param in parameters]
     return cat(vec)
 

@@ -18,6 +18,7 @@ from enum import Enum, auto
 from typing import Optional
 
 from ... import _creation
+from ... import cat, eye, geqrf, zeros, zeros_like
 from ...autograd import grad_mode
 from ... import linalg as _la
 from ...ops import linalg as _linalg
@@ -167,7 +168,6 @@ class _Orthogonal(Module):
             self.register_buffer("base", None)
 
     def forward(self, X: Tensor) -> Tensor:
-        from ... import cat, eye, zeros
         n, k = X.size(-2), X.size(-1)
         transposed = n < k
         if transposed:
@@ -197,7 +197,6 @@ class _Orthogonal(Module):
         return Q
 
     def right_inverse(self, Q: Tensor) -> Tensor:
-        from ... import cat, zeros_like
         if Q.shape != self.shape:
             raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. "
                              f"Got a tensor of shape {Q.shape}.")
@@ -234,7 +233,6 @@ class _Orthogonal(Module):
 
 
 def _is_orthogonal(Q: Tensor, eps: Optional[float] = None) -> bool:
-    from ... import eye
     n, k = Q.size(-2), Q.size(-1)
     Id = eye(k, dtype=Q.dtype)
     eps = 10.0 * n * _finfo_eps(Q)
@@ -242,7 +240,6 @@ def _is_orthogonal(Q: Tensor, eps: Optional[float] = None) -> bool:
 
 
 def _geqrf(A: Tensor) -> tuple:
-    from ... import geqrf
     return geqrf(A)
 
 
