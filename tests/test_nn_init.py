@@ -206,3 +206,29 @@ def test_zero_element_warns():
 def test_deprecated_aliases():
     with pytest.warns(FutureWarning, match="nn.init.normal_"):
         init.normal(ndgrad.empty(2))
+
+
+@pytest.mark.parametrize("name,args,shape", [
+    ("trunc_normal_", (), (7, 9)),                      # rejection from normal samples
+    ("trunc_normal_", (0.5, 2.0, -1.0, 3.0), (20, 3)),
+    ("trunc_normal_", (0.0, 1.0, 2.0, 4.0), (5, 40)),   # uniform candidates, accept/reject
+    ("sparse_", (0.3,), (10, 4)),
+    ("xavier_normal_", (), (5, 5)),
+    ("kaiming_normal_", (), (17, 3)),
+    ("orthogonal_", (), (4, 6)),
+    ("orthogonal_", (2.0,), (6, 3)),
+])
+def test_seeded_draws_equal_torch(name, args, shape):
+    """float64: the same seed (default generator, or generator=) gives torch's values
+    (orthogonal_ to LAPACK rounding)."""
+    for use_gen in (False, True):
+        kw_t = {"generator": torch.Generator().manual_seed(5)} if use_gen else {}
+        kw_n = {"generator": ndgrad.Generator().manual_seed(5)} if use_gen else {}
+        if name == "sparse_" and use_gen:
+            continue
+        torch.manual_seed(3)
+        t = getattr(torch.nn.init, name)(torch.empty(*shape, dtype=torch.float64), *args, **kw_t)
+        ndgrad.manual_seed(3)
+        n = getattr(init, name)(ndgrad.empty(*shape, dtype=ndgrad.float64), *args, **kw_n)
+        tol = 1e-14 if name == "orthogonal_" else 0
+        np.testing.assert_allclose(_np(n), t.numpy(), rtol=0, atol=tol)
