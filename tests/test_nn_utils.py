@@ -373,3 +373,26 @@ def test_skip_init():
     assert m.weight.shape == (2, 3) and m.weight.dtype == ndgrad.float64
     with pytest.raises(RuntimeError, match="Module must support a 'device' arg"):
         ndgrad.nn.utils.skip_init(ndgrad.nn.Flatten)
+
+
+@pytest.mark.parametrize("old_api", [False, True])
+def test_seeded_spectral_norm_equals_torch(old_api):
+    """The power-iteration vectors start from the seeded normal draws, so a seeded module
+    gives torch's normalized weight."""
+    W = np.random.default_rng(0).standard_normal((5, 4))
+
+    def run(T, nn, PZ):
+        m = nn.Linear(4, 5).double()
+        with T.no_grad():
+            m.weight.copy_(T.tensor(W))
+        T.manual_seed(7)
+        if old_api:
+            nn.utils.spectral_norm(m)
+            for _ in range(3):
+                m(T.ones(1, 4, dtype=T.float64))
+            return m.weight.detach().numpy()
+        PZ.spectral_norm(m)
+        return np.stack([m.weight.detach().numpy() for _ in range(3)])
+
+    np.testing.assert_allclose(run(ndgrad, ndgrad.nn, nd_pz), run(torch, torch.nn, t_pz),
+                               rtol=0, atol=1e-13)
