@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 
 from .._dtype import _FROM_NP
-from ..tensor import Tensor
+from ..tensor import Tensor, _c_name
 from . import products as _products
 from . import rearrange as _rearrange  # noqa: F401  (Tensor.view/reshape are installed)
 from ._batching import call as _bcall
@@ -146,7 +146,6 @@ def _check_same_dtype(input1: Tensor, input2: Tensor, weight: Tensor,
     if bias is not None:
         ts.append(("bias", bias))
     if len({t._data.dtype for _, t in ts}) > 1:
-        from ..tensor import _c_name
         raise RuntimeError("All tensors must have the same dtype, got " + ", ".join(
             f"{n}: {_c_name(_FROM_NP[t._data.dtype])}" for n, t in ts))
 
