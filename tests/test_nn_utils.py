@@ -292,8 +292,35 @@ def _scenario_old_spectral_norm(T, nn, P, PZ):
         print(type(e).__name__, e)
 
 
+def _scenario_transfer(T, nn, P, PZ):
+    class Scale(nn.Module):
+        def forward(self, X):
+            return X * 2
+
+        def right_inverse(self, X):
+            return X / 2
+
+    a = nn.Linear(3, 2).double()
+    b = nn.Linear(3, 2).double()
+    with T.no_grad():
+        a.weight.fill_(1.0)
+        b.weight.fill_(5.0)
+    P.register_parametrization(a, "weight", Scale())
+    P.transfer_parametrizations_and_params(a, b)
+    print(
+        type(b).__name__,
+        list(b.state_dict()),
+        b.weight.tolist(),
+        b.parametrizations.weight.original is a.parametrizations.weight.original,
+    )
+    c = nn.Module()
+    P.transfer_parametrizations_and_params(a, c, "weight")
+    print(list(c.state_dict()), c.weight.tolist())
+
+
 @pytest.mark.parametrize(
-    "scenario", [_scenario_utils, _scenario_orthogonal, _scenario_old_spectral_norm]
+    "scenario",
+    [_scenario_utils, _scenario_orthogonal, _scenario_old_spectral_norm, _scenario_transfer],
 )
 def test_utils_same_as_torch(scenario):
     assert _capture(scenario, "ndgrad") == _capture(scenario, "torch")
@@ -394,5 +421,6 @@ def test_seeded_spectral_norm_equals_torch(old_api):
         PZ.spectral_norm(m)
         return np.stack([m.weight.detach().numpy() for _ in range(3)])
 
-    np.testing.assert_allclose(run(ndgrad, ndgrad.nn, nd_pz), run(torch, torch.nn, t_pz),
-                               rtol=0, atol=1e-13)
+    np.testing.assert_allclose(
+        run(ndgrad, ndgrad.nn, nd_pz), run(torch, torch.nn, t_pz), rtol=0, atol=1e-13
+    )
