@@ -84,16 +84,22 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
 # Note [bilinear is one trilinear op]
 # PyTorch computes F.bilinear as views of the inputs to 2-d, one ``_trilinear`` op
 # (TrilinearBackward0) and a view (and an add for the bias). Here that op is
-# ``out[n, o] = sum_ij x1[n, i] w[o, i, j] x2[n, j]``: forward as one GEMM of the per-row outer
-# products against the flattened weight; its VJP is three einsums of ndgrad ops (so it is
+# ``out[n, o] = sum_ij x1[n, i] w[o, i, j] x2[n, j]``: forward as GEMMs (contracting ``i``
+# first, or the per-row outer products against the flattened weight, whichever intermediate is
+# smaller); its VJP is three einsums of ndgrad ops (so it is
 # differentiable again); its JVP applies the op with each tangent in turn.
 def _tri_fwd(x1: np.ndarray, w: np.ndarray, x2: np.ndarray) -> np.ndarray:
     dt = x1.dtype
     if dt.kind == "f" and dt.itemsize < 4 or dt.kind == "V":   # half/bfloat16: float32 math
         x1, w, x2 = (a.astype(np.float32) for a in (x1, w, x2))
-    n, o = x1.shape[0], w.shape[0]
-    outer = (x1[:, :, None] * x2[:, None, :]).reshape(n, x1.shape[1] * x2.shape[1])
-    return (outer @ w.reshape(o, -1).T).reshape(n, o).astype(dt, copy=False)
+    n, o, i, j = x1.shape[0], w.shape[0], w.shape[1], w.shape[2]
+    if o < i:       # contract i first: an (n, o, j) intermediate
+        t = (x1 @ w.transpose(1, 0, 2).reshape(i, o * j)).reshape(n, o, j)
+        out = (t @ x2[:, :, None])[..., 0]
+    else:           # per-row outer products (n, i * j) times the flattened weight
+        outer = (x1[:, :, None] * x2[:, None, :]).reshape(n, i * j)
+        out = outer @ w.reshape(o, i * j).T
+    return out.reshape(n, o).astype(dt, copy=False)
 
 
 def _tri_vjp(ctx, g):
