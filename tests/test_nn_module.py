@@ -1188,3 +1188,26 @@ def test_nested_hooks_order():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert _nested_hook_log(ndgrad, nnn) == _nested_hook_log(torch, tnn)
+
+
+def test_checkpoint_files_round_trip_with_torch(tmp_path):
+    """A state_dict saved by torch loads into the ndgrad model and the other way round (with
+    ``_metadata``), and both give the same outputs."""
+    nm = nnn.Sequential(nnn.Linear(3, 4), nnn.Bilinear(4, 4, 2))
+    tm = tnn.Sequential(tnn.Linear(3, 4), tnn.Bilinear(4, 4, 2))
+    torch.save(tm.state_dict(), tmp_path / "t.pt")
+    sd = ndgrad.load(tmp_path / "t.pt")
+    assert dict(sd._metadata) == dict(tm.state_dict()._metadata)
+    assert str(nm.load_state_dict(sd)) == "<All keys matched successfully>"
+    x = np.ones((2, 3), np.float32)
+    n_out = nm[1](*(nm[0](ndgrad.tensor(x)),) * 2).detach().numpy()
+    t_out = tm[1](*(tm[0](torch.tensor(x)),) * 2).detach().numpy()
+    np.testing.assert_allclose(n_out, t_out, rtol=1e-6)
+    with torch.no_grad():
+        for p in tm.parameters():
+            p.zero_()
+    ndgrad.save(nm.state_dict(), tmp_path / "n.pt")
+    result = tm.load_state_dict(torch.load(tmp_path / "n.pt"))
+    assert str(result) == "<All keys matched successfully>"
+    t_out = tm[1](*(tm[0](torch.tensor(x)),) * 2).detach().numpy()
+    np.testing.assert_allclose(n_out, t_out, rtol=1e-6)
