@@ -1211,3 +1211,30 @@ def test_checkpoint_files_round_trip_with_torch(tmp_path):
     assert str(result) == "<All keys matched successfully>"
     t_out = tm[1](*(tm[0](torch.tensor(x)),) * 2).detach().numpy()
     np.testing.assert_allclose(n_out, t_out, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T, F: F.linear(T.ones(2, 3), T.ones(4, 3, dtype=T.float64)),
+    lambda T, F: F.linear(T.ones(2, 3), T.ones(4, 3), T.ones(4, dtype=T.float64)),
+    lambda T, F: F.linear(T.ones(2, 3, 3), T.ones(4, 3), T.ones(5)),
+    lambda T, F: F.linear(T.ones(2, 3), T.ones(4, 3), T.ones(5)),
+    lambda T, F: F.linear(T.ones(()), T.ones(4, 3)),
+    lambda T, F: F.linear(T.ones(3), T.ones(4, 2, 3)),
+    lambda T, F: F.linear(T.ones(2, 3), 5),
+    lambda T, F: F.linear(T.ones(2, 3), T.ones(4, 3), 5),
+    lambda T, F: F.bilinear(T.ones(2, 3), T.ones(2, 3, 1), T.ones(4, 3, 3)),
+    lambda T, F: F.bilinear(T.ones(2, 3), T.ones(3, 3), T.ones(4, 3, 3)),
+    lambda T, F: F.bilinear(T.ones(2, 3), T.ones(2, 3), T.ones(4, 3)),
+    lambda T, F: F.bilinear(T.ones(2, 2), T.ones(2, 3), T.ones(4, 3, 3)),
+    lambda T, F: F.bilinear(T.ones(2, 3), T.ones(2, 3), T.ones(4, 3, 3), T.ones(5)),
+    lambda T, F: F.bilinear(T.ones(2, 3), T.ones(2, 3), T.ones(4, 3, 3), T.ones(4, 1)),
+    lambda T, F: F.bilinear(T.ones(2, 3), T.ones(2, 3), T.ones(4, 3, 3, dtype=T.float64)),
+], ids=lambda f: "")
+def test_functional_errors_as_torch(fn):
+    def run(T, F):
+        try:
+            fn(T, F)
+        except Exception as e:  # noqa: BLE001
+            return type(e).__name__, _norm(e)
+        return None
+    assert run(ndgrad, nnn.functional) == run(torch, tnn.functional)

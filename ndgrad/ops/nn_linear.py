@@ -31,11 +31,16 @@ __all__ = ["linear", "bilinear"]
 
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``input @ weight.T + bias`` (``torch.nn.functional.linear``)."""
-    if input.dim() == 0:
-        # matmul's error, as PyTorch's
-        return input.matmul(weight.t())
+    if input.dim() == 0 or weight.dim() == 0:
+        raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
+                           f"{input.dim()}D and {weight.dim()}D")
     wt = weight.t()
     if bias is not None:
+        if bias._data.dtype != weight._data.dtype and (input.dim() == 2 or (
+                input.is_contiguous() and weight.dim() == 2)):
+            raise RuntimeError("self and mat2 must have the same dtype, but got "
+                               f"{_FROM_NP[bias._data.dtype]._torch_name} and "
+                               f"{_FROM_NP[weight._data.dtype]._torch_name}")
         if input.dim() == 2:
             return _products.addmm(bias, input, wt)
         if input.is_contiguous() and weight.dim() == 2:
@@ -58,18 +63,17 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
             raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
                                f"got {input1.shape[i]} and {input2.shape[i]}")
     _check_same_dtype(input1, input2, weight, bias)
-    if weight.dim() != 3:
-        raise RuntimeError(f"bilinear(): weight must be 3-dimensional, got {weight.dim()}")
-    if input1.shape[-1] != weight.shape[1]:
+    if input1.shape[-1] != weight.size(1):
         raise RuntimeError("bilinear(): input1 size does not match weight size: got "
                            f"{input1.shape[-1]} but expected {weight.shape[1]}")
-    if input2.shape[-1] != weight.shape[2]:
+    if input2.shape[-1] != weight.size(2):
         raise RuntimeError("bilinear(): input2 size does not match weight size: got "
                            f"{input2.shape[-1]} but expected {weight.shape[2]}")
-    if bias is not None and (bias.dim() != 1 or bias.shape[0] != weight.shape[0]):
+    if bias is not None and bias.size(0) != weight.shape[0]:
         raise RuntimeError("bilinear(): bias size does not match weight size: got "
-                           f"{bias.shape[-1] if bias.dim() else 1} but expected "
-                           f"{weight.shape[0]}")
+                           f"{bias.shape[0]} but expected {weight.shape[0]}")
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-dimensional, got {weight.dim()}")
     lead = input1.shape[:-1]
     x1 = input1.reshape(-1, input1.shape[-1])
     x2 = input2.reshape(-1, input2.shape[-1])
