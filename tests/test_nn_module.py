@@ -917,6 +917,42 @@ def buffer_assign_rules(T, nn):
     return out
 
 
+
+@case
+def ctor_neg(T, nn):
+    nn.Linear(-1, 2)
+
+
+@case
+def ctor_float(T, nn):
+    nn.Linear(2.5, 3)
+
+
+@case
+def ctor_int_dtype(T, nn):
+    nn.Linear(2, 3, dtype=T.int64)
+
+
+@case
+def bilinear_neg(T, nn):
+    nn.Bilinear(2, -1, 3)
+
+
+@case
+def flatten_bad(T, nn):
+    nn.Flatten(2, 1)(T.ones(2, 3, 4))
+
+
+@case
+def unflatten_bad(T, nn):
+    nn.Unflatten(1, (2, 3))(T.ones(2, 5))
+
+
+@case
+def zero_features(T, nn):
+    return nn.Linear(0, 3)(T.ones(2, 0)).shape
+
+
 @pytest.mark.parametrize("case", cases, ids=[c.__name__ for c in cases])
 def test_same_as_torch(case):
     assert _outcome(case, ndgrad, nnn) == _outcome(case, torch, tnn)
