@@ -953,6 +953,19 @@ def zero_features(T, nn):
     return nn.Linear(0, 3)(T.ones(2, 0)).shape
 
 
+
+@case
+def pickle_lazy(T, nn):
+    import pickle
+
+    m = pickle.loads(pickle.dumps(nn.Sequential(nn.LazyLinear(3))))
+    before = repr(m)
+    m(T.ones(2, 4))
+    h = m.register_forward_hook(print)
+    pickle.loads(pickle.dumps(h))
+    return before, repr(m), list(m.state_dict())
+
+
 @pytest.mark.parametrize("case", cases, ids=[c.__name__ for c in cases])
 def test_same_as_torch(case):
     assert _outcome(case, ndgrad, nnn) == _outcome(case, torch, tnn)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import itertools
 import warnings
+import weakref
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator, Mapping, Optional
 
@@ -119,6 +120,24 @@ class _ModuleHandle(RemovableHandle):
         super().remove()
         for d in self.extra:
             d.pop(self.id, None)
+
+    # Picklable (a module pickles with the handles it keeps, e.g. a lazy module's): the hooks
+    # dict is pickled with the module and referenced weakly again after loading.
+    def __getstate__(self) -> tuple:
+        return (self._hooks_ref(), self.id, self.extra)
+
+    def __setstate__(self, state: tuple) -> None:
+        hooks, self.id, self.extra = state
+        self._hooks_ref = _weakref_or_strong(hooks)
+
+
+def _weakref_or_strong(obj: Any) -> Any:
+    if obj is None:
+        return lambda: None
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
 
 
 def _add(hooks: dict, hook: Callable, extra: tuple = (), prepend: bool = False) -> RemovableHandle:
