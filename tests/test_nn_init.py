@@ -56,6 +56,14 @@ def _errors(fn):
     lambda T, ini: ini.sparse_(T.empty(3), 0.5),
     lambda T, ini: ini.uniform_(T.empty(2), 1, 0),
     lambda T, ini: ini.normal_(T.empty(2), 0, -1),
+    lambda T, ini: ini.uniform_(T.ones(3, 3, dtype=T.int64)),
+    lambda T, ini: ini.normal_(T.ones(3, 3, dtype=T.int64)),
+    lambda T, ini: ini.trunc_normal_(T.ones(3, 3, dtype=T.int64)),
+    lambda T, ini: ini.xavier_uniform_(T.ones(3, 3, dtype=T.int64)),
+    lambda T, ini: ini.kaiming_normal_(T.ones(3, 3, dtype=T.int64)),
+    lambda T, ini: ini.orthogonal_(T.ones(3, 3, dtype=T.int64)),
+    lambda T, ini: ini.sparse_(T.ones(3, 3, dtype=T.int64), 0.5),
+    lambda T, ini: ini.uniform_(T.ones(3, 3, dtype=T.bool)),
 ], ids=lambda f: "")
 def test_errors_as_torch(fn):
     t_err, n_err = _errors(fn)
@@ -90,9 +98,18 @@ def test_trunc_normal():
     ndgrad.manual_seed(1)
     t = _np(init.trunc_normal_(ndgrad.empty(300, 300), mean=0.5, std=2.0, a=-1.0, b=3.0))
     assert t.min() >= -1.0 and t.max() <= 3.0
-    from scipy.stats import truncnorm
-    dist = truncnorm((-1.0 - 0.5) / 2.0, (3.0 - 0.5) / 2.0, loc=0.5, scale=2.0)
-    assert abs(t.mean() - dist.mean()) < 0.02 and abs(t.std() - dist.std()) < 0.02
+    al, be = (-1.0 - 0.5) / 2.0, (3.0 - 0.5) / 2.0          # moments of the truncated normal
+
+    def pdf(x):
+        return math.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+
+    def cdf(x):
+        return (1 + math.erf(x / math.sqrt(2))) / 2
+
+    z = cdf(be) - cdf(al)
+    mean = 0.5 + 2.0 * (pdf(al) - pdf(be)) / z
+    std = 2.0 * math.sqrt(1 + (al * pdf(al) - be * pdf(be)) / z - ((pdf(al) - pdf(be)) / z) ** 2)
+    assert abs(t.mean() - mean) < 0.02 and abs(t.std() - std) < 0.02
     with pytest.warns(UserWarning, match="mean is more than 2 std"):
         init.trunc_normal_(ndgrad.empty(3), mean=10.0)
 
@@ -189,3 +206,29 @@ def test_zero_element_warns():
 def test_deprecated_aliases():
     with pytest.warns(FutureWarning, match="nn.init.normal_"):
         init.normal(ndgrad.empty(2))
+
+
+@pytest.mark.parametrize("name,args,shape", [
+    ("trunc_normal_", (), (7, 9)),                      # rejection from normal samples
+    ("trunc_normal_", (0.5, 2.0, -1.0, 3.0), (20, 3)),
+    ("trunc_normal_", (0.0, 1.0, 2.0, 4.0), (5, 40)),   # uniform candidates, accept/reject
+    ("sparse_", (0.3,), (10, 4)),
+    ("xavier_normal_", (), (5, 5)),
+    ("kaiming_normal_", (), (17, 3)),
+    ("orthogonal_", (), (4, 6)),
+    ("orthogonal_", (2.0,), (6, 3)),
+])
+def test_seeded_draws_equal_torch(name, args, shape):
+    """float64: the same seed (default generator, or generator=) gives torch's values
+    (orthogonal_ to LAPACK rounding)."""
+    for use_gen in (False, True):
+        kw_t = {"generator": torch.Generator().manual_seed(5)} if use_gen else {}
+        kw_n = {"generator": ndgrad.Generator().manual_seed(5)} if use_gen else {}
+        if name == "sparse_" and use_gen:
+            continue
+        torch.manual_seed(3)
+        t = getattr(torch.nn.init, name)(torch.empty(*shape, dtype=torch.float64), *args, **kw_t)
+        ndgrad.manual_seed(3)
+        n = getattr(init, name)(ndgrad.empty(*shape, dtype=ndgrad.float64), *args, **kw_n)
+        tol = 1e-14 if name == "orthogonal_" else 0
+        np.testing.assert_allclose(_np(n), t.numpy(), rtol=0, atol=tol)

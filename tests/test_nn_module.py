@@ -819,6 +819,153 @@ def bufassign(T, nn):
     return list(m.state_dict()), list(m._buffers)
 
 
+
+@case
+def cp_grad(T, nn):
+    import copy
+    import pickle
+
+    p = nn.Parameter(T.ones(2))
+    p.grad = T.ones(2) * 3
+    m = nn.Linear(2, 2)
+    m(T.ones(1, 2)).sum().backward()
+    return copy.deepcopy(p).grad, copy.deepcopy(m).weight.grad, pickle.loads(pickle.dumps(p)).grad
+
+
+@case
+def buffer_grad(T, nn):
+    b = nn.Buffer(T.ones(2, requires_grad=True) * 2)
+    return b.requires_grad, b.is_leaf, nn.UninitializedBuffer().requires_grad
+
+
+@case
+def lazy_buffer(T, nn):
+    import importlib
+
+    mixin = importlib.import_module(T.__name__ + ".nn.modules.lazy").LazyModuleMixin
+
+    class L(mixin, nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("rb", nn.UninitializedBuffer())
+            self.w = nn.UninitializedParameter()
+
+        def initialize_parameters(self, x):
+            self.rb.materialize(x.shape)
+            self.w.materialize((2,))
+
+        def forward(self, x):
+            return x
+
+    m = L()
+    keys = list(m.state_dict())
+    m(T.ones(3))
+    return keys, type(m.rb).__name__, type(m.w).__name__, m.rb.shape, list(m.state_dict())
+
+
+
+@case
+def extra_state(T, nn):
+    class E(nn.Module):
+        _version = 3
+
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(1, 1)
+            self.count = 0
+
+        def get_extra_state(self):
+            return {"count": self.count}
+
+        def set_extra_state(self, state):
+            self.count = state["count"]
+
+    a = E()
+    a.count = 7
+    sd = a.state_dict()
+    b = E()
+    r = b.load_state_dict(sd)
+    del sd["_extra_state"]
+    try:
+        E().load_state_dict(sd)
+    except RuntimeError as e:
+        err = str(e)
+    return list(a.state_dict()), dict(a.state_dict()._metadata), b.count, r, err
+
+
+@case
+def unexpected_extra_state(T, nn):
+    m = nn.Linear(1, 1)
+    sd = m.state_dict()
+    sd["_extra_state"] = 1
+    return m.load_state_dict(sd, strict=False), m.load_state_dict(sd)
+
+
+
+@case
+def buffer_assign_rules(T, nn):
+    out = []
+    for setup in ("m.x = nn.Parameter(T.ones(1))", "m.x = nn.Linear(1, 1)", "m.x = 5",
+                  "m.register_buffer('x', T.ones(1), persistent=False)"):
+        m = nn.Module()
+        exec(setup)
+        try:
+            m.x = nn.Buffer(T.zeros(2))
+            out.append((list(m._parameters), list(m._buffers), list(m.state_dict())))
+        except Exception as e:  # noqa: BLE001
+            out.append((type(e).__name__, _norm(e)))
+    return out
+
+
+
+@case
+def ctor_neg(T, nn):
+    nn.Linear(-1, 2)
+
+
+@case
+def ctor_float(T, nn):
+    nn.Linear(2.5, 3)
+
+
+@case
+def ctor_int_dtype(T, nn):
+    nn.Linear(2, 3, dtype=T.int64)
+
+
+@case
+def bilinear_neg(T, nn):
+    nn.Bilinear(2, -1, 3)
+
+
+@case
+def flatten_bad(T, nn):
+    nn.Flatten(2, 1)(T.ones(2, 3, 4))
+
+
+@case
+def unflatten_bad(T, nn):
+    nn.Unflatten(1, (2, 3))(T.ones(2, 5))
+
+
+@case
+def zero_features(T, nn):
+    return nn.Linear(0, 3)(T.ones(2, 0)).shape
+
+
+
+@case
+def pickle_lazy(T, nn):
+    import pickle
+
+    m = pickle.loads(pickle.dumps(nn.Sequential(nn.LazyLinear(3))))
+    before = repr(m)
+    m(T.ones(2, 4))
+    h = m.register_forward_hook(print)
+    pickle.loads(pickle.dumps(h))
+    return before, repr(m), list(m.state_dict())
+
+
 @pytest.mark.parametrize("case", cases, ids=[c.__name__ for c in cases])
 def test_same_as_torch(case):
     assert _outcome(case, ndgrad, nnn) == _outcome(case, torch, tnn)
@@ -1020,3 +1167,123 @@ def test_state_dict_from_torch_loads():
     t_out = tm[1](*(tm[0](torch.tensor(x)),) * 2)
     n_out = nm[1](*(nm[0](to_ndgrad(torch.tensor(x))),) * 2)
     np.testing.assert_allclose(n_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-5)
+
+
+def _graph(fn, depth=4):
+    names = []
+
+    def walk(g, d):
+        if g is None or d > depth:
+            return
+        names.append((d, type(g).__name__))
+        for n, _ in g.next_functions:
+            walk(n, d + 1)
+
+    walk(fn.grad_fn, 0)
+    return names
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((3, 4), (5, 4), (5,)),
+        ((3, 4), (5, 4), None),
+        ((2, 3, 4), (5, 4), (5,)),
+        ((2, 3, 4), (5, 4), None),
+        ((4,), (5, 4), (5,)),
+        ((4,), (5, 4), None),
+        ((4,), (4,), None),
+    ],
+)
+def test_linear_records_what_torch_records(shapes):
+    def run(T, F):
+        xs, ws, bs = shapes
+        x = T.ones(*xs, requires_grad=True)
+        w = T.ones(*ws, requires_grad=True)
+        b = T.ones(*bs, requires_grad=True) if bs else None
+        wide = T.ones(*xs[:-1], 2 * xs[-1], requires_grad=True)
+        nc = x.transpose(0, 1) if x.dim() == 3 else wide[..., ::2]  # non-contiguous
+        # below depth 2 is matmul's own recording of a non-contiguous reshape
+        return _graph(F.linear(x, w, b)), _graph(F.linear(nc, w, b), 2)
+    assert run(ndgrad, nnn.functional) == run(torch, tnn.functional)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_bilinear_records_what_torch_records(bias):
+    def run(T, F):
+        x1, x2 = T.ones(3, 4, requires_grad=True), T.ones(3, 2, requires_grad=True)
+        w = T.ones(5, 4, 2, requires_grad=True)
+        return _graph(F.bilinear(x1, x2, w, T.ones(5, requires_grad=True) if bias else None))
+    assert run(ndgrad, nnn.functional) == run(torch, tnn.functional)
+
+
+def _nested_hook_log(T, nn):
+    log = []
+    net = nn.Sequential(nn.Linear(3, 4), nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))).double()
+    for name, mod in net.named_modules():
+        mod.register_forward_pre_hook(lambda m, a, name=name: log.append(("fpre", name)))
+        mod.register_forward_hook(lambda m, a, o, name=name: log.append(("fwd", name)))
+        mod.register_full_backward_pre_hook(lambda m, go, name=name: log.append(("bpre", name)))
+        mod.register_full_backward_hook(
+            lambda m, gi, go, name=name: log.append(
+                ("bwd", name, tuple(None if g is None else tuple(g.shape) for g in gi))))
+    x = T.ones(5, 3, dtype=T.float64, requires_grad=True)
+    net(x).sum().backward()
+    net(T.ones(5, 3, dtype=T.float64)).sum().backward()
+    return log
+
+
+def test_nested_hooks_order():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _nested_hook_log(ndgrad, nnn) == _nested_hook_log(torch, tnn)
+
+
+def test_checkpoint_files_round_trip_with_torch(tmp_path):
+    """A state_dict saved by torch loads into the ndgrad model and the other way round (with
+    ``_metadata``), and both give the same outputs."""
+    nm = nnn.Sequential(nnn.Linear(3, 4), nnn.Bilinear(4, 4, 2))
+    tm = tnn.Sequential(tnn.Linear(3, 4), tnn.Bilinear(4, 4, 2))
+    torch.save(tm.state_dict(), tmp_path / "t.pt")
+    sd = ndgrad.load(tmp_path / "t.pt")
+    assert dict(sd._metadata) == dict(tm.state_dict()._metadata)
+    assert str(nm.load_state_dict(sd)) == "<All keys matched successfully>"
+    x = np.ones((2, 3), np.float32)
+    n_out = nm[1](*(nm[0](ndgrad.tensor(x)),) * 2).detach().numpy()
+    t_out = tm[1](*(tm[0](torch.tensor(x)),) * 2).detach().numpy()
+    np.testing.assert_allclose(n_out, t_out, rtol=1e-6)
+    with torch.no_grad():
+        for p in tm.parameters():
+            p.zero_()
+    ndgrad.save(nm.state_dict(), tmp_path / "n.pt")
+    result = tm.load_state_dict(torch.load(tmp_path / "n.pt"))
+    assert str(result) == "<All keys matched successfully>"
+    t_out = tm[1](*(tm[0](torch.tensor(x)),) * 2).detach().numpy()
+    np.testing.assert_allclose(n_out, t_out, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T, F: F.linear(T.ones(2, 3), T.ones(4, 3, dtype=T.float64)),
+    lambda T, F: F.linear(T.ones(2, 3), T.ones(4, 3), T.ones(4, dtype=T.float64)),
+    lambda T, F: F.linear(T.ones(2, 3, 3), T.ones(4, 3), T.ones(5)),
+    lambda T, F: F.linear(T.ones(2, 3), T.ones(4, 3), T.ones(5)),
+    lambda T, F: F.linear(T.ones(()), T.ones(4, 3)),
+    lambda T, F: F.linear(T.ones(3), T.ones(4, 2, 3)),
+    lambda T, F: F.linear(T.ones(2, 3), 5),
+    lambda T, F: F.linear(T.ones(2, 3), T.ones(4, 3), 5),
+    lambda T, F: F.bilinear(T.ones(2, 3), T.ones(2, 3, 1), T.ones(4, 3, 3)),
+    lambda T, F: F.bilinear(T.ones(2, 3), T.ones(3, 3), T.ones(4, 3, 3)),
+    lambda T, F: F.bilinear(T.ones(2, 3), T.ones(2, 3), T.ones(4, 3)),
+    lambda T, F: F.bilinear(T.ones(2, 2), T.ones(2, 3), T.ones(4, 3, 3)),
+    lambda T, F: F.bilinear(T.ones(2, 3), T.ones(2, 3), T.ones(4, 3, 3), T.ones(5)),
+    lambda T, F: F.bilinear(T.ones(2, 3), T.ones(2, 3), T.ones(4, 3, 3), T.ones(4, 1)),
+    lambda T, F: F.bilinear(T.ones(2, 3), T.ones(2, 3), T.ones(4, 3, 3, dtype=T.float64)),
+], ids=lambda f: "")
+def test_functional_errors_as_torch(fn):
+    def run(T, F):
+        try:
+            fn(T, F)
+        except Exception as e:  # noqa: BLE001
+            return type(e).__name__, _norm(e)
+        return None
+    assert run(ndgrad, nnn.functional) == run(torch, tnn.functional)

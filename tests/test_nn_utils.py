@@ -258,7 +258,70 @@ def _scenario_orthogonal(T, nn, P, PZ):
         print(type(e).__name__, e)
 
 
-@pytest.mark.parametrize("scenario", [_scenario_utils, _scenario_orthogonal])
+def _scenario_old_spectral_norm(T, nn, P, PZ):
+    def r(x):
+        return np.round(x.detach().numpy(), 6).tolist()
+
+    W = np.random.default_rng(0).standard_normal((3, 4))
+    m = nn.Linear(4, 3).double()
+    with T.no_grad():
+        m.weight.copy_(T.tensor(W))
+    nn.utils.spectral_norm(m, n_power_iterations=5)
+    sd = m.state_dict()
+    print(
+        list(sd), dict(sd._metadata), [n for n, _ in m.named_parameters()], type(m.weight).__name__
+    )
+    for _ in range(30):
+        m(T.ones(1, 4, dtype=T.float64))
+    print(r(m.weight))
+    m.eval()
+    y = m(T.ones(2, 4, dtype=T.float64))
+    y.sum().backward()
+    print(r(m.weight_orig.grad))
+    nn.utils.remove_spectral_norm(m)
+    print(
+        list(m.state_dict()), r(m.weight), type(m.weight).__name__, dict(m.state_dict()._metadata)
+    )
+    try:
+        nn.utils.remove_spectral_norm(m)
+    except Exception as e:
+        print(type(e).__name__, e)
+    try:
+        nn.utils.spectral_norm(nn.Linear(2, 2), n_power_iterations=0)
+    except Exception as e:
+        print(type(e).__name__, e)
+
+
+def _scenario_transfer(T, nn, P, PZ):
+    class Scale(nn.Module):
+        def forward(self, X):
+            return X * 2
+
+        def right_inverse(self, X):
+            return X / 2
+
+    a = nn.Linear(3, 2).double()
+    b = nn.Linear(3, 2).double()
+    with T.no_grad():
+        a.weight.fill_(1.0)
+        b.weight.fill_(5.0)
+    P.register_parametrization(a, "weight", Scale())
+    P.transfer_parametrizations_and_params(a, b)
+    print(
+        type(b).__name__,
+        list(b.state_dict()),
+        b.weight.tolist(),
+        b.parametrizations.weight.original is a.parametrizations.weight.original,
+    )
+    c = nn.Module()
+    P.transfer_parametrizations_and_params(a, c, "weight")
+    print(list(c.state_dict()), c.weight.tolist())
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [_scenario_utils, _scenario_orthogonal, _scenario_old_spectral_norm, _scenario_transfer],
+)
 def test_utils_same_as_torch(scenario):
     assert _capture(scenario, "ndgrad") == _capture(scenario, "torch")
 
@@ -308,3 +371,56 @@ def test_parametrized_module_trains_like_torch():
         return losses
 
     np.testing.assert_allclose(run(ndgrad, ndgrad.nn, nd_pz), run(torch, torch.nn, t_pz), rtol=1e-9)
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_fusion_weights_as_torch(transpose):
+    rng = np.random.default_rng(5)
+    arrs = [rng.standard_normal(s) for s in [(4, 3, 2, 2), (4,), (4,), (4,), (4,), (4,)]]
+    arrs[3] = np.abs(arrs[3]) + 0.5
+    if transpose:
+        arrs = [rng.standard_normal((3, 4, 2, 2))] + arrs[1:]
+    lin_w = rng.standard_normal((4, 3))
+
+    def run(T, nn):
+        w, b, rm, rv, bw, bb = (T.tensor(a) for a in arrs)
+        cw, cb = nn.utils.fuse_conv_bn_weights(w, b, rm, rv, 1e-5, bw, bb, transpose)
+        lw, lb = nn.utils.fuse_linear_bn_weights(T.tensor(lin_w), None, rm, rv, 1e-3, bw, bb)
+        return [x.detach().numpy() for x in (cw, cb, lw, lb)] + [type(cw).__name__]
+
+    for n, t in zip(run(ndgrad, ndgrad.nn), run(torch, torch.nn)):
+        if isinstance(t, str):
+            assert n == t
+        else:
+            np.testing.assert_allclose(n, t, rtol=1e-12)
+
+
+def test_skip_init():
+    m = ndgrad.nn.utils.skip_init(ndgrad.nn.Linear, 3, 2, dtype=ndgrad.float64)
+    assert m.weight.shape == (2, 3) and m.weight.dtype == ndgrad.float64
+    with pytest.raises(RuntimeError, match="Module must support a 'device' arg"):
+        ndgrad.nn.utils.skip_init(ndgrad.nn.Flatten)
+
+
+@pytest.mark.parametrize("old_api", [False, True])
+def test_seeded_spectral_norm_equals_torch(old_api):
+    """The power-iteration vectors start from the seeded normal draws, so a seeded module
+    gives torch's normalized weight."""
+    W = np.random.default_rng(0).standard_normal((5, 4))
+
+    def run(T, nn, PZ):
+        m = nn.Linear(4, 5).double()
+        with T.no_grad():
+            m.weight.copy_(T.tensor(W))
+        T.manual_seed(7)
+        if old_api:
+            nn.utils.spectral_norm(m)
+            for _ in range(3):
+                m(T.ones(1, 4, dtype=T.float64))
+            return m.weight.detach().numpy()
+        PZ.spectral_norm(m)
+        return np.stack([m.weight.detach().numpy() for _ in range(3)])
+
+    np.testing.assert_allclose(
+        run(ndgrad, ndgrad.nn, nd_pz), run(torch, torch.nn, t_pz), rtol=0, atol=1e-13
+    )

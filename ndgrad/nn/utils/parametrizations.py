@@ -17,6 +17,8 @@ from __future__ import annotations
 from enum import Enum, auto
 from typing import Optional
 
+import numpy as np
+
 from ... import _creation
 from ... import cat, eye, geqrf, zeros, zeros_like
 from ...autograd import grad_mode
@@ -244,7 +246,6 @@ def _geqrf(A: Tensor) -> tuple:
 
 
 def _finfo_eps(Q: Tensor) -> float:
-    import numpy as np
     return float(np.finfo(Q._data.dtype).eps)
 
 

@@ -347,18 +347,23 @@ def type_before_parametrizations(module: Module) -> type:
 
 def transfer_parametrizations_and_params(from_module: Module, to_module: Module,
                                          tensor_name: Optional[str] = None) -> Module:
-    """Give ``to_module`` the parametrizations (and originals) of ``from_module``, for
-    ``tensor_name`` or all of them."""
-    if not is_parametrized(from_module):
-        return to_module
-    if not is_parametrized(to_module):
-        _inject_new_class(to_module)
-        to_module.parametrizations = ModuleDict()
-    names = [tensor_name] if tensor_name is not None else list(from_module.parametrizations)
-    for name in names:
-        if name not in to_module.parametrizations:
-            if name in to_module._parameters or name in to_module._buffers:
-                delattr(to_module, name)
-            _inject_property(to_module, name)
-        to_module.parametrizations[name] = from_module.parametrizations[name]
+    """Register ``from_module``'s parametrizations (of ``tensor_name``, or all) on
+    ``to_module`` and make ``to_module`` share their originals (a missing tensor is created as
+    a parameter holding ``from_module``'s value)."""
+    if is_parametrized(from_module):
+        names = from_module.parametrizations if tensor_name is None else [tensor_name]
+        for name in names:
+            if not hasattr(to_module, name):
+                setattr(to_module, name, Parameter(getattr(from_module, name)))
+            for param_func in from_module.parametrizations[name]:
+                register_parametrization(to_module, name, param_func)
+            src = from_module.parametrizations[name]
+            if hasattr(src, "original"):
+                to_module.parametrizations[name].original = src.original
+            else:
+                num = 0
+                while hasattr(src, f"original{num}"):
+                    setattr(to_module.parametrizations[name], f"original{num}",
+                            getattr(src, f"original{num}"))
+                    num += 1
     return to_module
