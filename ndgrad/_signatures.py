@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any, Optional
 
 from . import _dtype
-from ._signature import wrap
+from ._signature import OUT_FUNCTIONS, wrap
 from .ops.shape import view_dtype
 from .tensor import Tensor
 
@@ -599,7 +599,8 @@ def install_namespace(namespace: dict, block: str, prefix: Optional[str] = "") -
             short = full
         else:
             short = full[len(prefix):] if prefix else full.split("_", 1)[1]
-        fn = wrap(schema, _unwrapped(namespace[short]))
+        fn = wrap(schema, _unwrapped(namespace[short]),
+                  out=prefix is not None and full in OUT_FUNCTIONS)
         fn.__name__ = short
         namespace[short] = fn
 # ---- end fft / special (issue 8) ----
@@ -667,14 +668,15 @@ def install(module: ModuleType) -> None:
                                              method=True))
         # A function PyTorch has that ndgrad only had as a method: the method is the function.
         impl = getattr(module, name, None) or getattr(Tensor, name)
-        fn = wrap(schema, _unwrapped(impl))
+        fn = wrap(schema, _unwrapped(impl), out=name in OUT_FUNCTIONS)
         setattr(module, name, fn)
         if hasattr(Tensor, name):
             setattr(Tensor, name, wrap(schema.replace("Tensor input", "Tensor self", 1),
                                        _unwrapped(getattr(Tensor, name)), method=True))
     for schema in _entries(FUNCTIONS):
         name = _name(schema)
-        setattr(module, name, wrap(schema, _unwrapped(getattr(module, name))))
+        setattr(module, name, wrap(schema, _unwrapped(getattr(module, name)),
+                                   out=name in OUT_FUNCTIONS))
     for schema in _entries(METHODS):
         name = _name(schema)
         setattr(Tensor, name, wrap(schema, _unwrapped(getattr(Tensor, name)), method=True))
