@@ -786,3 +786,37 @@ ldexp_ = _function_of_method("ldexp_")
 gcd_ = _function_of_method("gcd_")
 lcm_ = _function_of_method("lcm_")
 # ---- end binary ----
+
+
+# ---- in-place view ops (issue 8) ----
+def _squeeze_(self: Tensor, dim: Any = None) -> Tensor:
+    node = ("SqueezeBackward3" if dim is None else
+            "SqueezeBackward5" if isinstance(dim, (tuple, list)) else "SqueezeBackward4")
+    return _inplace.inplace_view(self, ops.squeeze, node, dim)
+
+
+def _t_(self: Tensor) -> Tensor:
+    if self._data.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is "
+                           f"{self._data.ndim}D")
+    return _inplace.inplace_view(self, ops.t, "TBackward1")
+
+
+def _transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    return _inplace.inplace_view(self, ops.transpose, "TransposeBackward1", dim0, dim1)
+
+
+def _as_strided_(self: Tensor, size: Any, stride: Any, storage_offset: Any = None) -> Tensor:
+    return _inplace.inplace_view(self, ops.shape.tensor_as_strided, "AsStridedBackward1",
+                                 size, stride, storage_offset)
+
+
+Tensor.squeeze_ = _squeeze_
+Tensor.unsqueeze_ = lambda self, dim: _inplace.inplace_view(self, ops.unsqueeze,
+                                                            "UnsqueezeBackward1", dim)
+Tensor.t_ = _t_
+Tensor.transpose_ = _transpose_
+Tensor.swapaxes_ = _transpose_
+Tensor.swapdims_ = _transpose_
+Tensor.as_strided_ = _as_strided_
+# ---- end in-place view ops ----
