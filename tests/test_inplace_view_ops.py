@@ -21,7 +21,8 @@ def _run(lib, name, args, through_view):
     r = getattr(t, name)(*args)
     assert r is t
     out = (tuple(t.shape), t.stride(), t._version - v, t.grad_fn.name(), t._base is not None)
-    (t * lib.tensor(np.arange(t.numel(), dtype=np.float64).reshape(tuple(t.shape)))).sum().backward()
+    w = lib.tensor(np.arange(t.numel(), dtype=np.float64).reshape(tuple(t.shape)))
+    (t * w).sum().backward()
     return out, x.grad.numpy()
 
 
