@@ -72,6 +72,7 @@ _EXACT = {
     "complex": "Expected object of scalar type {want_t} but got scalar type {got_t} for "
                "argument 'out'",
     "gather": _EXPECTED_OUT,
+    "multinomial": "multinomial expects Long tensor out, got: {got_t}",
     "index_select": _EXPECTED_OUT,
     "take": _EXPECTED_OUT,
     "masked_select": _EXPECTED_OUT,

@@ -198,6 +198,7 @@ _LIST_ELEMS = {"int[]": "_is_int_list({v})"}
 # their schema names (``linalg_inv``, ``fft_fft``, ``special_erf``): ``wrap(..., out=True)``
 # for these (Note [out= arguments] in ``_out.py``).
 OUT_FUNCTIONS = frozenset("""
+bernoulli normal multinomial logspace histc histogram
 abs acos acosh add addbmm addcdiv addcmul addmm addmv addr alias_copy all amax amin aminmax
 angle any arange arctan2 argmax argmin argsort as_strided_copy asin asinh atan atan2 atanh
 baddbmm bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor

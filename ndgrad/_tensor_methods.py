@@ -820,3 +820,23 @@ Tensor.swapaxes_ = _transpose_
 Tensor.swapdims_ = _transpose_
 Tensor.as_strided_ = _as_strided_
 # ---- end in-place view ops ----
+
+
+# ---- rest of issue 8: sampling, counting, factories ----
+from . import _factories  # noqa: E402
+from .ops import counting as _counting, sampling as _sampling  # noqa: E402
+
+for _name in ("uniform_", "normal_", "cauchy_", "exponential_", "geometric_", "log_normal_",
+              "random_", "bernoulli_"):
+    setattr(Tensor, _name, getattr(_sampling, _name))
+Tensor.bernoulli = _sampling.bernoulli
+Tensor.multinomial = _sampling.multinomial
+Tensor.unique = _counting.unique
+Tensor.unique_consecutive = _counting.unique_consecutive
+Tensor.bincount = _counting.bincount
+Tensor.histc = _counting.histc
+Tensor.histogram = _counting.histogram
+Tensor.new_empty_strided = _factories.new_empty_strided
+Tensor.resize_ = _factories.resize_
+Tensor.resize_as_ = _factories.resize_as_
+# ---- end rest of issue 8 ----
