@@ -34,6 +34,7 @@ LAYERS = {
     "ndgrad.tensor": BOTTOM,
     "ndgrad._creation": BOTTOM,
     "ndgrad._signature": BOTTOM,
+    "ndgrad._out": BOTTOM,
     "ndgrad.autograd": BOTTOM,
     "ndgrad.autograd.grad_mode": BOTTOM,
     "ndgrad.autograd.hooks": BOTTOM,

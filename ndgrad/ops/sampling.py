@@ -168,7 +168,14 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
     rows = x.reshape(-1, n).astype(np.float64)
-    if not np.isfinite(rows).all() or (rows < 0).any():
+    if replacement:
+        if not (rows >= 0).all():                     # NaN included, as in PyTorch
+            raise RuntimeError("invalid multinomial distribution (encountering probability "
+                               "entry < 0)")
+        if not np.isfinite(rows).all():
+            raise RuntimeError("invalid multinomial distribution (encountering probability "
+                               "entry = infinity or NaN)")
+    elif not np.isfinite(rows).all() or (rows < 0).any():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if (rows.sum(-1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
