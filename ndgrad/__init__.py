@@ -148,6 +148,7 @@ from .ops.gradient import gradient  # noqa: F401,E402
 from ._factories import (  # noqa: F401,E402
     empty_permuted, empty_strided, logspace, scalar_tensor)
 from ._factories import resize_as_  # noqa: F401,E402
+from ._tensor_methods import as_strided_  # noqa: F401,E402
 # ---- end rest of issue 8 ----
 
 from . import _signatures  # noqa: E402

@@ -819,6 +819,7 @@ Tensor.transpose_ = _transpose_
 Tensor.swapaxes_ = _transpose_
 Tensor.swapdims_ = _transpose_
 Tensor.as_strided_ = _as_strided_
+as_strided_ = _function_of_method("as_strided_")
 # ---- end in-place view ops ----
 
 
