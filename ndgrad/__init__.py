@@ -145,6 +145,18 @@ from .ops.linalg_decomp import (  # noqa: F401,E402
     geqrf, ormqr, pca_lowrank, pinverse, qr, svd, svd_lowrank)
 # ---- end decompositions ----
 
+# ---- rest of issue 8: sampling, counting, factories, gradient ----
+from .ops.sampling import bernoulli, multinomial, normal  # noqa: F401,E402
+from .ops.counting import (  # noqa: F401,E402
+    bincount, histc, histogram, histogramdd, tril_indices, triu_indices, unique,
+    unique_consecutive, unravel_index)
+from .ops.gradient import gradient  # noqa: F401,E402
+from ._factories import (  # noqa: F401,E402
+    empty_permuted, empty_strided, logspace, scalar_tensor)
+from ._factories import resize_as_  # noqa: F401,E402
+from ._tensor_methods import as_strided_  # noqa: F401,E402
+# ---- end rest of issue 8 ----
+
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]

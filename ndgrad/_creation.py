@@ -263,7 +263,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     if not integral and not (math.isfinite(lo) and math.isfinite(hi)):
         raise RuntimeError(f"unsupported range: {lo:g} -> {hi:g}")
     if not (st > 0 or st < 0):
-        raise RuntimeError("step must be nonzero")
+        # A fractional step that an integer dtype truncates to 0 is a ValueError in PyTorch.
+        raise (ValueError if integral and vals[2] != 0 else RuntimeError)("step must be nonzero")
     if not ((st > 0 and hi >= lo) or (st < 0 and hi <= lo)):
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     n = -((lo - hi) // st) if integral else math.ceil((hi - lo) / st)

@@ -38,7 +38,9 @@ argument may be omitted but not passed as None, as ``max(x, None)`` is refused):
 Cost, measured on this project's 2-core machine (checked against the unchecked implementation
 in one process): about 20-70 ns for a call with tensor and int arguments (``sin(x)``, ``sum(x,
 0, True)``), about 0.2 us with Scalar keywords (``add(x, 2.0, alpha=2)``) and 0.4-0.7 us for
-varargs sizes (``zeros(2, 3)``, ``x.view(2, 8)``).
+varargs sizes (``zeros(2, 3)``, ``x.view(2, 8)``). A function that takes ``out=`` (Note [out=
+arguments] in ``_out.py``) pays one ``out is not None`` test when it is not given: about 10-30
+ns, within the noise of a ``sin(x)`` call (~1 us).
 
 Example:
     >>> import ndgrad
@@ -64,6 +66,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _dtype
+from ._out import call_with_out
 from .tensor import Tensor
 
 __all__ = ["wrap", "parse", "Param"]
@@ -191,6 +194,54 @@ _RANGES = {
 }
 # int[] elements are checked after the container test.
 _LIST_ELEMS = {"int[]": "_is_int_list({v})"}
+
+
+# The functions PyTorch gives a keyword-only ``out=`` (read from its Python bindings), under
+# their schema names (``linalg_inv``, ``fft_fft``, ``special_erf``): ``wrap(..., out=True)``
+# for these (Note [out= arguments] in ``_out.py``).
+OUT_FUNCTIONS = frozenset("""
+bernoulli normal multinomial logspace histc histogram
+abs acos acosh add addbmm addcdiv addcmul addmm addmv addr alias_copy all amax amin aminmax
+angle any arange arctan2 argmax argmin argsort as_strided_copy asin asinh atan atan2 atanh
+baddbmm bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor
+bmm bucketize cat ceil cholesky cholesky_inverse cholesky_solve clamp clamp_max clamp_min clip
+column_stack complex conj_physical copysign cos cosh cross cummax cummin cumprod cumsum deg2rad
+diag diagonal_copy diff digamma div dot dstack empty eq erf erfc erfinv exp exp2 expand_copy
+expm1 eye fft_fft fft_fft2 fft_fftfreq fft_fftn fft_hfft fft_hfft2 fft_hfftn fft_ifft fft_ifft2
+fft_ifftn fft_ihfft fft_ihfft2 fft_ihfftn fft_irfft fft_irfft2 fft_irfftn fft_rfft fft_rfft2
+fft_rfftfreq fft_rfftn float_power floor floor_divide fmax fmin fmod frac frexp full gather gcd
+ge geqrf ger gt heaviside hstack hypot i0 igamma igammac index_add index_copy index_reduce
+index_select inner inverse isin isneginf isposinf kron kthvalue lcm ldexp le lerp lgamma
+linalg_cholesky linalg_cholesky_ex linalg_cond linalg_cross linalg_det linalg_eig linalg_eigh
+linalg_eigvals linalg_eigvalsh linalg_householder_product linalg_inv linalg_inv_ex
+linalg_ldl_factor linalg_ldl_factor_ex linalg_ldl_solve linalg_lstsq linalg_lu linalg_lu_factor
+linalg_lu_factor_ex linalg_lu_solve linalg_matrix_exp linalg_matrix_power linalg_matrix_rank
+linalg_multi_dot linalg_norm linalg_pinv linalg_qr linalg_slogdet linalg_solve linalg_solve_ex
+linalg_solve_triangular linalg_svd linalg_svdvals linalg_tensorinv linalg_tensorsolve
+linalg_vecdot linspace log log10 log1p log2 log_softmax logaddexp logaddexp2 logcumsumexp
+logical_and logical_not logical_or logical_xor logit logsumexp lt masked_select matmul
+matrix_power max maximum mean median min minimum mm mode msort mul mv mvlgamma nan_to_num
+nanmean nanmedian nanquantile nansum narrow_copy ne neg nextafter nonzero nonzero_static ones
+ormqr outer permute_copy polar polygamma pow prod qr quantile rad2deg rand randn reciprocal
+remainder renorm round row_stack rsqrt scatter scatter_add scatter_reduce searchsorted sgn
+sigmoid sign signbit sin sinc sinh slice_scatter slogdet softmax sort special_airy_ai
+special_bessel_j0 special_bessel_j1 special_bessel_y0 special_bessel_y1
+special_chebyshev_polynomial_t special_chebyshev_polynomial_u special_chebyshev_polynomial_v
+special_chebyshev_polynomial_w special_digamma special_entr special_erf special_erfc
+special_erfcx special_erfinv special_exp2 special_expit special_expm1 special_gammainc
+special_gammaincc special_gammaln special_hermite_polynomial_h special_hermite_polynomial_he
+special_i0 special_i0e special_i1 special_i1e special_laguerre_polynomial_l
+special_legendre_polynomial_p special_log1p special_log_ndtr special_logit special_logsumexp
+special_modified_bessel_i0 special_modified_bessel_i1 special_modified_bessel_k0
+special_modified_bessel_k1 special_multigammaln special_ndtr special_ndtri special_polygamma
+special_psi special_round special_scaled_modified_bessel_k0 special_scaled_modified_bessel_k1
+special_shifted_chebyshev_polynomial_t special_shifted_chebyshev_polynomial_u
+special_shifted_chebyshev_polynomial_v special_shifted_chebyshev_polynomial_w special_sinc
+special_spherical_bessel_j0 special_zeta split_with_sizes_copy sqrt square squeeze_copy stack
+std sub sum svd t_copy take take_along_dim tan tanh topk transpose_copy triangular_solve tril
+triu true_divide trunc unbind_copy unfold_copy unsqueeze_copy var vdot view_copy vstack where
+xlogy zeros
+""".split())
 
 
 _MISSING = object()     # the default of a parameter that may be omitted but not passed as None
@@ -376,12 +427,15 @@ def _condition(param: Param) -> str:
     return cond
 
 
-def wrap(schema: str, impl: Callable, *, method: bool = False) -> Callable:
+def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False) -> Callable:
     """A function with the schema's signature that checks argument types, then calls
     ``impl`` (positional parameters positionally, keyword-only ones by name).
 
     ``method``: the first parameter is ``self`` and is not counted in error positions.
+    ``out``: add PyTorch's keyword-only ``out=None`` (Note [out= arguments] in ``_out.py``).
     """
+    if out:
+        schema = _with_out_param(schema)
     name, params = parse(schema)
     fn_name = name.split(".")[-1]
     sig, call, body, ranges = [], [], [], []
@@ -394,7 +448,8 @@ def wrap(schema: str, impl: Callable, *, method: bool = False) -> Callable:
                  "_is_size_varargs": _is_size_varargs, "_fail": _fail,
                  "_fail_varargs": _fail_varargs, "_params": params,
                  "_INTERNAL": _INTERNAL, "_translate": _translate,
-                 "_MISSING": _MISSING}
+                 "_MISSING": _MISSING, "_call_with_out": call_with_out}
+    out_call = None
     for i, p in enumerate(params):
         pos = i if method else i + 1
         if p.varargs:
@@ -407,6 +462,15 @@ def wrap(schema: str, impl: Callable, *, method: bool = False) -> Callable:
         if p.kw_only and not kw_started:
             sig.append("*")
             kw_started = True
+        if p.name == "out" and p.kw_only and p.types == ("Any",):
+            sig.append("out=None")
+            # The function's arguments as a tuple and a dict (out is the schema's last).
+            positional = "".join(c + ", " for c in call if "=" not in c)
+            keywords = ", ".join(f"{c.split('=')[0]!r}: {c.split('=')[0]}"
+                                 for c in call if "=" in c)
+            out_call = (f"    if out is not None:\n        return _call_with_out({name!r}, "
+                        f"_impl, ({positional}), {{{keywords}}}, out)")
+            continue
         default = ""
         omitted_none = p.default == "None" and not p.optional and p.types != ("Any",)
         if omitted_none:
@@ -435,6 +499,8 @@ def wrap(schema: str, impl: Callable, *, method: bool = False) -> Callable:
                 break
     # The try costs nothing unless something is raised (CPython >= 3.11): it turns the
     # exceptions NumPy raises for impossible requests into PyTorch's (Note [Declared signatures]).
+    if out_call is not None:
+        ranges.append(out_call)
     src = (f"def {fn_name}({', '.join(sig)}):\n" + "\n".join(body + ranges) +
            f"\n    try:\n        return _impl({', '.join(call)})\n"
            f"    except _INTERNAL as e:\n        _translate(e)\n")
@@ -453,6 +519,16 @@ def wrap(schema: str, impl: Callable, *, method: bool = False) -> Callable:
     return fn
 
 
+def _with_out_param(schema: str) -> str:
+    """The schema with ``*, Any out=None`` appended (checked by ``call_with_out``)."""
+    head, body = schema.rstrip()[:-1], schema.rstrip()[-1]
+    assert body == ")", schema
+    parts = _split(head.split("(", 1)[1])
+    sep = ", " if parts else ""
+    kw = "" if "*" in parts else "*, "
+    return f"{head}{sep}{kw}Any out=None)"
+
+
 def _eval_default(src: str) -> Any:
     return {"None": None, "True": True, "False": False}.get(src) if src in (
         "None", "True", "False") else eval(src, {"inf": float("inf")})  # noqa: S307
@@ -466,6 +542,8 @@ def _check_compatible(name: str, params: list, impl: Callable) -> None:
         return
     args, kwargs = [], {}
     for p in params:
+        if p.name == "out" and p.kw_only and p.types == ("Any",):
+            continue
         if p.varargs:
             args.append(1)
         elif p.kw_only:

@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any, Optional
 
 from . import _dtype
-from ._signature import wrap
+from ._signature import OUT_FUNCTIONS, wrap
 from .ops.shape import view_dtype
 from .tensor import Tensor
 
@@ -599,7 +599,8 @@ def install_namespace(namespace: dict, block: str, prefix: Optional[str] = "") -
             short = full
         else:
             short = full[len(prefix):] if prefix else full.split("_", 1)[1]
-        fn = wrap(schema, _unwrapped(namespace[short]))
+        fn = wrap(schema, _unwrapped(namespace[short]),
+                  out=prefix is not None and full in OUT_FUNCTIONS)
         fn.__name__ = short
         namespace[short] = fn
 # ---- end fft / special (issue 8) ----
@@ -644,6 +645,36 @@ pca_lowrank(Tensor A, int? q=None, bool center=True, int niter=2)
 """
 # ---- end decompositions ----
 
+# ---- rest of issue 8: sampling, counting, factories, gradient ----
+FUNCTIONS_AND_METHODS += """
+bernoulli(Tensor input, float? p=None, *, Any generator=None)
+multinomial(Tensor input, int num_samples, bool replacement=False, *, Any generator=None)
+histc(Tensor input, int bins=100, Scalar min=0, Scalar max=0)
+histogram(Tensor input, Any bins=100, *, Any range=None, Tensor? weight=None, bool density=False)
+unique(Tensor input, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None)
+unique_consecutive(Tensor input, bool return_inverse=False, bool return_counts=False, int? dim=None)
+bincount(Tensor input, Tensor? weights=None, int minlength=0)
+"""  # noqa: E501
+_NEW_KW = "ScalarType? dtype=None, Any layout=None, Any device=None, bool requires_grad=False"
+FUNCTIONS += f"""
+normal(Tensor|float mean, Tensor|float std=1.0, int[]? size=None, *, Any generator=None, {_NEW_KW}, Any pin_memory=None)
+logspace(Tensor|Scalar start, Tensor|Scalar end, int steps, float base=10.0, *, {_NEW_KW})
+histogramdd(Tensor input, Any bins=10, *, Any range=None, Tensor? weight=None, bool density=False)
+tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Any device=None, Any layout=None)
+triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Any device=None, Any layout=None)
+gradient(Tensor input, *, Any spacing=None, Any dim=None, int edge_order=1)
+scalar_tensor(Scalar s, *, {_NEW_KW}, Any pin_memory=None)
+empty_strided(int[] size, int[] stride, *, {_NEW_KW}, Any pin_memory=None)
+empty_permuted(int[] size, int[] physical_layout, *, {_NEW_KW}, Any pin_memory=None)
+"""  # noqa: E501
+METHODS += f"""
+bernoulli_(Tensor self, Tensor|float p=0.5, *, Any generator=None)
+new_empty_strided(Tensor self, int[] size, int[] stride, *, {_NEW_KW}, Any pin_memory=None)
+resize_(Tensor self, int... size, *, Any memory_format=None)
+resize_as_(Tensor self, Tensor the_template, *, Any memory_format=None)
+"""  # noqa: E501
+# ---- end rest of issue 8 ----
+
 
 def _entries(block: str) -> list:
     return [line.strip() for line in block.strip().splitlines() if line.strip()]
@@ -667,14 +698,15 @@ def install(module: ModuleType) -> None:
                                              method=True))
         # A function PyTorch has that ndgrad only had as a method: the method is the function.
         impl = getattr(module, name, None) or getattr(Tensor, name)
-        fn = wrap(schema, _unwrapped(impl))
+        fn = wrap(schema, _unwrapped(impl), out=name in OUT_FUNCTIONS)
         setattr(module, name, fn)
         if hasattr(Tensor, name):
             setattr(Tensor, name, wrap(schema.replace("Tensor input", "Tensor self", 1),
                                        _unwrapped(getattr(Tensor, name)), method=True))
     for schema in _entries(FUNCTIONS):
         name = _name(schema)
-        setattr(module, name, wrap(schema, _unwrapped(getattr(module, name))))
+        setattr(module, name, wrap(schema, _unwrapped(getattr(module, name)),
+                                   out=name in OUT_FUNCTIONS))
     for schema in _entries(METHODS):
         name = _name(schema)
         setattr(Tensor, name, wrap(schema, _unwrapped(getattr(Tensor, name)), method=True))

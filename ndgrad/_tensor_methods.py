@@ -813,3 +813,58 @@ Tensor.to_sparse_coo = _dense_to_sparse
 Tensor.to_dense = _dense_to_dense
 Tensor.is_coalesced = _dense_is_coalesced
 # ---- end sparse ----
+
+
+# ---- in-place view ops (issue 8) ----
+def _squeeze_(self: Tensor, dim: Any = None) -> Tensor:
+    node = ("SqueezeBackward3" if dim is None else
+            "SqueezeBackward5" if isinstance(dim, (tuple, list)) else "SqueezeBackward4")
+    return _inplace.inplace_view(self, ops.squeeze, node, dim)
+
+
+def _t_(self: Tensor) -> Tensor:
+    if self._data.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is "
+                           f"{self._data.ndim}D")
+    return _inplace.inplace_view(self, ops.t, "TBackward1")
+
+
+def _transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    return _inplace.inplace_view(self, ops.transpose, "TransposeBackward1", dim0, dim1)
+
+
+def _as_strided_(self: Tensor, size: Any, stride: Any, storage_offset: Any = None) -> Tensor:
+    return _inplace.inplace_view(self, ops.shape.tensor_as_strided, "AsStridedBackward1",
+                                 size, stride, storage_offset)
+
+
+Tensor.squeeze_ = _squeeze_
+Tensor.unsqueeze_ = lambda self, dim: _inplace.inplace_view(self, ops.unsqueeze,
+                                                            "UnsqueezeBackward1", dim)
+Tensor.t_ = _t_
+Tensor.transpose_ = _transpose_
+Tensor.swapaxes_ = _transpose_
+Tensor.swapdims_ = _transpose_
+Tensor.as_strided_ = _as_strided_
+as_strided_ = _function_of_method("as_strided_")
+# ---- end in-place view ops ----
+
+
+# ---- rest of issue 8: sampling, counting, factories ----
+from . import _factories  # noqa: E402
+from .ops import counting as _counting, sampling as _sampling  # noqa: E402
+
+for _name in ("uniform_", "normal_", "cauchy_", "exponential_", "geometric_", "log_normal_",
+              "random_", "bernoulli_"):
+    setattr(Tensor, _name, getattr(_sampling, _name))
+Tensor.bernoulli = _sampling.bernoulli
+Tensor.multinomial = _sampling.multinomial
+Tensor.unique = _counting.unique
+Tensor.unique_consecutive = _counting.unique_consecutive
+Tensor.bincount = _counting.bincount
+Tensor.histc = _counting.histc
+Tensor.histogram = _counting.histogram
+Tensor.new_empty_strided = _factories.new_empty_strided
+Tensor.resize_ = _factories.resize_
+Tensor.resize_as_ = _factories.resize_as_
+# ---- end rest of issue 8 ----

@@ -16,6 +16,7 @@ from __future__ import annotations
 from .ops.linalg import matmul, vector_norm  # noqa: F401
 
 # ---- products and solvers (issue 8) ----
+from ._signature import OUT_FUNCTIONS as _OUT_FUNCTIONS
 from ._signature import wrap as _sig
 from .ops import linalg_solve as _ls
 from .ops import products as _pr
@@ -52,7 +53,8 @@ _PRODUCTS_AND_SOLVERS = {
     "tensorsolve(Tensor A, Tensor B, int[]? dims=None)": _ls.tensorsolve,
 }
 for _schema, _impl in _PRODUCTS_AND_SOLVERS.items():
-    _fn = _sig("linalg_" + _schema, _impl)
+    _fn = _sig("linalg_" + _schema, _impl,
+               out="linalg_" + _schema.split("(", 1)[0] in _OUT_FUNCTIONS)
     _fn.__doc__ = _impl.__doc__
     globals()[_schema.split("(", 1)[0]] = _fn
 matrix_norm = _ls.matrix_norm     # its tuple default is beyond the schema syntax
@@ -91,7 +93,7 @@ _IMPLS = {"linalg_qr": _dec.linalg_qr, "linalg_svd": _dec.linalg_svd,
           "linalg_ldl_factor_ex": _dec.ldl_factor_ex, "linalg_ldl_solve": _dec.ldl_solve}
 for _schema in _DECOMPOSITIONS.strip().splitlines():
     _name = _schema.split("(", 1)[0]
-    _fn = _wrap_sig(_schema, _IMPLS[_name])
+    _fn = _wrap_sig(_schema, _IMPLS[_name], out=_name in _OUT_FUNCTIONS)
     _fn.__doc__ = _IMPLS[_name].__doc__
     globals()[_name[len("linalg_"):]] = _fn
 del _schema, _name, _fn

@@ -15,8 +15,8 @@ from ._signature import wrap
 # ---- binary (issue 8) ----
 from .ops import binary as _binary  # noqa: E402
 
-xlogy = wrap("xlogy(Tensor|Scalar input, Tensor|Scalar other)", _binary.xlogy)
-xlog1py = wrap("xlog1py(Tensor|Scalar input, Tensor|Scalar other)", _binary.xlog1py)
+xlogy = wrap("xlogy(Tensor|Scalar input, Tensor|Scalar other)", _binary.xlogy, out=True)
+xlog1py = wrap("xlog1py(Tensor|Scalar input, Tensor|Scalar other)", _binary.xlog1py, out=True)
 # ---- end binary ----
 # ---- special functions (issue 8) ----
 from . import ops as _ops  # noqa: E402

@@ -36,6 +36,7 @@ LAYERS = {
     "ndgrad._generator": BOTTOM,
     "ndgrad._sparse": BOTTOM,
     "ndgrad._signature": BOTTOM,
+    "ndgrad._out": BOTTOM,
     "ndgrad.autograd": BOTTOM,
     "ndgrad.autograd.grad_mode": BOTTOM,
     "ndgrad.autograd.hooks": BOTTOM,

@@ -58,3 +58,7 @@ from . import indexing  # noqa: F401,E402  (registers its batching rules, after 
 
 # ---- rearrange (issue 8) ----
 from . import rearrange  # noqa: F401,E402  (registers its batching rules itself)
+
+# ---- rest of issue 8: sampling, counting, gradient ----
+from . import sampling, counting, gradient as _gradient_mod  # noqa: F401,E402  (after install)
+# ---- end rest of issue 8 ----

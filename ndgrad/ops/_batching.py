@@ -532,6 +532,21 @@ def _view_zero(c: _Call, args: tuple) -> Any:
     return _shape.reshape(r, (c.B,) + tuple(c.ls[0]))
 
 
+def _as_strided(c: _Call, args: tuple) -> Any:
+    """as_strided of each row: the input's recorded geometry maps every element of the result
+    to a flat position in the (logical) input, the same for every row; -1 reads 0."""
+    size, stride, storage_offset, geometry = args
+    offset = geometry[2] if storage_offset is None else storage_offset
+    src = _vi.as_strided_sources(geometry, tuple(size), tuple(stride), offset)
+    flat = src.reshape(-1)
+    outside = flat < 0
+    g = _flat_rows(c.ts[0], c.B)
+    r = _flat_index(g, _arr(g, c.arrs[0]), np.where(outside, 0, flat))
+    if outside.any():
+        r = r * _wrap((~outside).astype(r._data.dtype))
+    return _shape.reshape(r, (c.B,) + tuple(size))
+
+
 # ---------------------------------------------------------------------------- amax / amin
 def _amax_fwd(x: np.ndarray, dims: tuple, keepdim: bool) -> np.ndarray:
     return np.max(x, axis=dims, keepdims=keepdim)
@@ -653,9 +668,10 @@ def install() -> None:
     for name in ("REAL_VIEW", "IMAG_VIEW"):
         if hasattr(s, name):
             RULES[getattr(s, name)] = _pointwise()
-    for name in ("DIAGONAL", "UNFOLD", "AS_STRIDED"):
+    for name in ("DIAGONAL", "UNFOLD"):
         if hasattr(s, name):
             VJP_ONLY.add(getattr(s, name))
+    RULES[s.AS_STRIDED] = _as_strided
     _dispatch._batched_apply = batched_apply
 
 

@@ -353,9 +353,10 @@ def _bump(t: Tensor) -> None:
     vc[1] = _site()
 
 
-def _check_inplace(self: Tensor, recording: bool) -> None:
+def _check_inplace(self: Tensor, recording: bool, writes: bool = True) -> None:
     """PyTorch's refusals, in PyTorch's order, all raised before anything is written.
-    ``recording``: grad mode is on and some input (``self`` included) requires grad."""
+    ``recording``: grad mode is on and some input (``self`` included) requires grad.
+    ``writes``: the op writes elements (not only metadata: ``squeeze_``)."""
     if self._inference and not _state.inference:
         raise RuntimeError(
             "Inplace update to inference tensor outside InferenceMode is not allowed.You can "
@@ -370,7 +371,7 @@ def _check_inplace(self: Tensor, recording: bool) -> None:
                 raise RuntimeError(LEAF_VIEW_INPLACE_MSG)
         elif self._grad_fn is None and self._requires_grad:
             raise RuntimeError(LEAF_INPLACE_MSG)
-    if not self._data.flags.writeable:
+    if writes and not self._data.flags.writeable:
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a "
             "single memory location. Please clone() the tensor before performing the operation.")
@@ -720,3 +721,51 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         return
     apply_inplace(self, lambda s, v: shape.setitem(s, idx, v, indices), value,
                   overlap="partial" if basic else "any")
+
+
+# ---------------------------------------------------------------------------- in-place view ops
+# Note [In-place view ops]
+# ``x.squeeze_()``, ``unsqueeze_``, ``t_``, ``transpose_``, ``swapdims_``, ``as_strided_``
+# change ``x``'s metadata (shape, strides), not its elements. As PyTorch: the view op runs out of
+# place on ``x`` (old history), then ``x`` takes the result's layout and its node, renamed as
+# PyTorch names the in-place formula (SqueezeBackward3 ...); ``x``'s version moves once; a view
+# stays a view of the same base (its recorded steps now end with the new op), a non-view stays
+# a non-view. The refusals are the in-place ones (a leaf that requires grad, views made by
+# multi-output ops or in no_grad mode), minus the check for overlapping elements (nothing is
+# written).
+_RENAMED: dict = {}
+
+
+def _renamed(cls: type, name: str) -> type:
+    key = (cls, name)
+    if key not in _RENAMED:
+        _RENAMED[key] = type(name, (cls,), {})
+    return _RENAMED[key]
+
+
+def inplace_view(self: Tensor, view_fn: Callable[..., Tensor], node_name: str,
+                 *args: Any) -> Tensor:
+    """``self`` changed in place into ``view_fn(self, *args)`` (Note [In-place view ops])."""
+    recording = _state.enabled and _requires_grad(self)
+    _check_inplace(self, recording, writes=False)
+    if recording and self._base is not None:
+        refresh_view(self)
+    r = view_fn(self, *args)
+    old_fn, old_nr = self._grad_fn, self._output_nr
+    self._data = r._data
+    fn = r._grad_fn
+    if fn is not None:
+        fn.__class__ = _renamed(type(fn), node_name)
+        self._grad_fn, self._output_nr = fn, r._output_nr
+        self._requires_grad = r._requires_grad
+        if self._retains_grad:
+            _move_retains_grad(self, old_fn, old_nr)
+    if r._fw_grads:
+        self._fw_grads = r._fw_grads
+    if self._base is not None and r._base is self._base:
+        self._view_steps = r._view_steps
+        self._view_version = r._view_version
+    _bump(self)
+    if self._base is not None:
+        self._view_version = self._version_counter[0]
+    return self

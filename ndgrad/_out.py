@@ -1,0 +1,189 @@
+"""``out=`` arguments: the result of a function written into tensors the caller gives.
+
+Note [out= arguments]
+The functions PyTorch gives an ``out=`` keyword (``OUT_FUNCTIONS`` in ``_signature.py``) take
+``*, out=None`` in their declared signature; the generated wrapper calls ``call_with_out``
+only when ``out`` is given, so a call without it pays one ``is not None`` test. With ``out``:
+
+* the function runs as usual; its result is then written into ``out`` (a Tensor, or a tuple
+  of Tensors for functions with several results, ``max(x, 0, out=(values, indices))``), and
+  ``out`` is returned (a tuple as the function's own result type);
+* when autograd would have to record the call (grad mode on and the result or ``out``
+  requires grad) it is refused: out= functions are not differentiable (as in PyTorch);
+* the result's dtype must be castable to ``out``'s (no complex -> real, float -> integer,
+  number -> bool): PyTorch's "result type Float can't be cast to the desired output type
+  Long"; a few functions (and every multi-result one) want the exact dtype, with their own
+  wording (``_EXACT``);
+* an ``out`` of another shape is resized: silently when it has no elements, else with
+  PyTorch's deprecation UserWarning;
+* ``out`` may be one of the inputs (the result is computed first, then written); it may not
+  partly overlap an input or have elements that share memory (PyTorch's "unsupported
+  operation"); ``_NO_OVERLAP`` functions refuse any overlap with their inputs;
+* ``out``'s version counter moves once per written tensor;
+* a factory (``arange(5, out=t)``) without ``dtype=`` takes ``out``'s dtype.
+
+Nothing is written before every check has passed, so a refused call leaves ``out`` as it was.
+
+Example:
+    >>> import ndgrad
+    >>> t = ndgrad.zeros(3)
+    >>> ndgrad.add(ndgrad.ones(3), 1, out=t) is t, t
+    (True, tensor([2., 2., 2.]))
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from . import _dtype
+from .autograd.grad_mode import is_grad_enabled
+from .tensor import Tensor
+
+__all__ = ["call_with_out"]
+
+_RESIZE_MSG = (
+    "An output with one or more elements was resized since it had shape {old}, which does not "
+    "match the required output shape {new}. This behavior is deprecated, and in a future "
+    "PyTorch release outputs will not be resized unless they have zero elements. You can "
+    "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
+    "t.resize_(0).")
+_OVERLAP_MSG = ("unsupported operation: some elements of the input tensor and the written-to "
+                "tensor refer to a single memory location. Please clone() the tensor before "
+                "performing the operation.")
+_INTERNAL_OVERLAP_MSG = ("unsupported operation: more than one element of the written-to tensor "
+                         "refers to a single memory location. Please clone() the tensor before "
+                         "performing the operation.")
+# C++ type names, as PyTorch's "Expected out tensor to have dtype ..." messages print them.
+_CPP_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+              "float64": "double", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>", "uint8": "unsigned char",
+              "int8": "signed char", "int16": "short int", "int32": "int", "int64": "long int",
+              "bool": "bool"}
+_EXPECTED_OUT = "Expected out tensor to have dtype {want}, but got {got} instead"
+# Functions whose out must have exactly the result's dtype, with their message.
+_EXACT = {
+    "amax": "Expected the dtype for input and out to match, but got {want_t} for input's "
+            "dtype and {got_t} for out's dtype.",
+    "amin": "Expected the dtype for input and out to match, but got {want_t} for input's "
+            "dtype and {got_t} for out's dtype.",
+    "complex": "Expected object of scalar type {want_t} but got scalar type {got_t} for "
+               "argument 'out'",
+    "gather": _EXPECTED_OUT,
+    "multinomial": "multinomial expects Long tensor out, got: {got_t}",
+    "index_select": _EXPECTED_OUT,
+    "take": _EXPECTED_OUT,
+    "masked_select": _EXPECTED_OUT,
+}
+# Functions that read their input at other positions than they write: no overlap at all.
+_NO_OVERLAP = frozenset({"gather", "index_select", "take", "take_along_dim", "masked_select"})
+_FACTORIES = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace",
+                        "logspace", "rand", "randn", "fft_fftfreq", "fft_rfftfreq", "range"})
+
+
+def _no_grad_msg(name: str) -> str:
+    return (f"{name}(): functions with out=... arguments don't support automatic "
+            f"differentiation, but one of the arguments requires grad.")
+
+
+def _castable(src: _dtype.dtype, dst: _dtype.dtype) -> bool:
+    """PyTorch's canCast: no complex -> non-complex, float -> integral, non-bool -> bool."""
+    if src.is_complex and not dst.is_complex:
+        return False
+    if src.is_floating_point and not (dst.is_floating_point or dst.is_complex):
+        return False
+    return not (src is not _dtype.bool and dst is _dtype.bool)
+
+
+def _check_dtype(name: str, result: Tensor, out: Tensor, exact: bool) -> None:
+    src, dst = result.dtype, out.dtype
+    if src is dst:
+        return
+    msg = _EXACT.get(name, _EXPECTED_OUT if exact else None)
+    if msg is not None:
+        raise RuntimeError(msg.format(want=_CPP_NAMES[src.name], got=_CPP_NAMES[dst.name],
+                                      want_t=src._torch_name, got_t=dst._torch_name))
+    if not _castable(src, dst):
+        raise RuntimeError(f"result type {src._torch_name} can't be cast to the desired "
+                           f"output type {dst._torch_name}")
+
+
+def _inputs(args: tuple, kwargs: dict) -> list:
+    found = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Tensor):
+            found.append(a._data)
+        elif isinstance(a, (tuple, list)):
+            found.extend(x._data for x in a if isinstance(x, Tensor))
+    return found
+
+
+def _same_layout(a: np.ndarray, b: np.ndarray) -> bool:
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.shape == b.shape and a.strides == b.strides)
+
+
+def _check_overlap(name: str, out: np.ndarray, inputs: list) -> None:
+    if out.size > 1 and any(s == 0 and n > 1 for s, n in zip(out.strides, out.shape)):
+        raise RuntimeError(_INTERNAL_OVERLAP_MSG)
+    for arr in inputs:
+        if not np.may_share_memory(arr, out):
+            continue
+        try:
+            shared = np.shares_memory(arr, out, max_work=10000)
+        except np.exceptions.TooHardError:      # undecided: allowed, as PyTorch's check does
+            continue
+        if shared and (name in _NO_OVERLAP or not _same_layout(arr, out)):
+            raise RuntimeError(_OVERLAP_MSG)
+
+
+def _check_out_type(name: str, out: Any, n: int) -> None:
+    if n < 0:
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        return
+    if not isinstance(out, (tuple, list)) or not all(isinstance(t, Tensor) for t in out):
+        raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
+                        f"{type(out).__name__}")
+    if len(out) != n:
+        raise TypeError(f"{name}(): argument 'out' must be tuple of {n} elements, not "
+                        f"{len(out)}")
+
+
+def _write(dst: Tensor, src: Tensor) -> None:
+    shape = src._data.shape
+    if dst._data.shape != shape:
+        if dst._data.size:
+            warnings.warn(_RESIZE_MSG.format(old=list(dst._data.shape), new=list(shape)),
+                          UserWarning, stacklevel=4)
+        dst._data = np.empty(shape, dtype=dst._data.dtype)
+    np.copyto(dst._data, src._data, casting="unsafe")
+    dst._bump_version()
+
+
+def call_with_out(name: str, impl: Callable, args: tuple, kwargs: dict, out: Any) -> Any:
+    """``impl(*args, **kwargs)`` written into ``out`` (Note [out= arguments])."""
+    if name in _FACTORIES and kwargs.get("dtype", 0) is None and isinstance(out, Tensor):
+        kwargs = {**kwargs, "dtype": out.dtype}
+    if isinstance(out, Tensor) and is_grad_enabled() and out.requires_grad:
+        raise RuntimeError(_no_grad_msg(name))
+    result = impl(*args, **kwargs)
+    multi = isinstance(result, (tuple, list))
+    results = tuple(result) if multi else (result,)
+    _check_out_type(name, out, len(results) if multi else -1)
+    outs = tuple(out) if multi else (out,)
+    if is_grad_enabled() and any(t.requires_grad for t in (*results, *outs)):
+        raise RuntimeError(_no_grad_msg(name))
+    inputs = _inputs(args, kwargs)
+    for r, o in zip(results, outs):
+        _check_dtype(name, r, o, multi)
+        _check_overlap(name, o._data, inputs)
+    for r, o in zip(results, outs):
+        _write(o, r)
+    if not multi:
+        return out
+    if isinstance(result, list):
+        return list(outs)
+    return type(result)(*outs) if hasattr(result, "_fields") else outs
