@@ -407,8 +407,12 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     return _run(input, lambda s: _unary(HARDSWISH, s, ()), inplace)
 
 
+# PyTorch's CPU kernel multiplies the gradient by 1/6 rounded to float32, at every dtype.
+_ONE_SIXTH = float(np.float32(1.0) / np.float32(6.0))
+
+
 def _hardsigmoid_deriv(v: Tensor) -> Tensor:
-    return _sel((v > -3) & (v < 3), 1.0 / 6.0, 0.0, v)
+    return _sel((v > -3) & (v < 3), _ONE_SIXTH, 0.0, v)
 
 
 HARDSIGMOID = _unary_op("hardsigmoid", "HardsigmoidBackward0",
@@ -640,8 +644,9 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
                            f"parameter numbers = {w.size} and channel size = {channels}.")
     if w.dtype != x.dtype:
-        weight = weight.to(_dtype._FROM_NP[x.dtype])
-        w = weight._data
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{_dtype._FROM_NP[x.dtype]._torch_name} and "
+                           f"{_dtype._FROM_NP[w.dtype]._torch_name}")
     return apply(PRELU, (input, weight), (x, w))
 
 
@@ -698,8 +703,10 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 # ---------------------------------------------------------------------------- softmax family
 def _implicit_dim(name: str, ndim: int, stacklevel: int) -> int:
+    # one frame more than PyTorch's stacklevel: the argument-checking wrapper of
+    # ndgrad.nn.functional
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  "to include dim=X as an argument.", stacklevel=stacklevel)
+                  "to include dim=X as an argument.", stacklevel=stacklevel + 1)
     return 0 if ndim in (0, 1, 3) else 1
 
 
