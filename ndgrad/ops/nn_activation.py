@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import _dtype
 from .._creation import _RNG
+from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor, _wrap
 from . import _batching
 from ._batching import call as _bcall
@@ -124,15 +125,24 @@ def _sel(mask: Tensor, a: Any, b: Any, v: Tensor) -> Tensor:
 
 
 def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple = (),
-              lowp: bool = True, check: Optional[Callable] = None) -> Op:
+              lowp: bool = True, check: Optional[Callable] = None,
+              deriv_np: Optional[Callable] = None) -> Op:
     """An elementwise op with derivative ``deriv(x, *args)`` (Note [Activation ops]).
-    ``check(ctx)`` runs before the VJP (the refusals of some in-place backward nodes)."""
+    ``check(ctx)`` runs before the VJP (the refusals of some in-place backward nodes).
+    ``deriv_np(x, *args)``, the same derivative on ndarrays, serves a backward that records
+    nothing (no ``create_graph``, no batched gradient): one fused NumPy expression instead of
+    several ops."""
     f = _opmath(fwd) if lowp else fwd
+    fast = _opmath(deriv_np) if deriv_np is not None else None
 
     def vjp(ctx, g):
         if check is not None:
             check(ctx._args)
-        d = deriv(ctx.saved[0], *ctx._args)
+        x = ctx.saved[0]
+        if fast is not None and not _grad_state.enabled and not g._blevel \
+                and g._data.dtype == x._data.dtype and x._data.dtype.kind == "f":
+            return _wrap(g._data * fast(x._data, *ctx._args))
+        d = deriv(x, *ctx._args)
         return g * (d.conj() if d._data.dtype.kind == "c" else d)
 
     def jvp(ctx, t):
@@ -227,13 +237,21 @@ def _elu_inplace_check(args: tuple) -> None:
                            "version instead.")
 
 
+def _elu_deriv_np(x: np.ndarray, alpha: float, scale: float,
+                  input_scale: float) -> np.ndarray:
+    neg = np.exp(np.minimum(x, 0) * input_scale) * (scale * alpha * input_scale)
+    return np.where(x > 0, x.dtype.type(scale), neg)
+
+
 _ELU_ARGS = ("alpha", "scale", "input_scale")
-ELU = _unary_op("elu", "EluBackward0", _elu_fwd, _elu_deriv, _ELU_ARGS)
+ELU = _unary_op("elu", "EluBackward0", _elu_fwd, _elu_deriv, _ELU_ARGS,
+                deriv_np=_elu_deriv_np)
 ELU_ = _unary_op("elu_", "EluBackward1", _elu_fwd, _elu_deriv, _ELU_ARGS,
-                 check=_elu_inplace_check)
-CELU = _unary_op("celu", "CeluBackward0", _elu_fwd, _elu_deriv, _ELU_ARGS)
+                 check=_elu_inplace_check, deriv_np=_elu_deriv_np)
+CELU = _unary_op("celu", "CeluBackward0", _elu_fwd, _elu_deriv, _ELU_ARGS,
+                 deriv_np=_elu_deriv_np)
 CELU_ = _unary_op("celu_", "CeluBackward1", _elu_fwd, _elu_deriv, _ELU_ARGS,
-                  check=_elu_inplace_check)
+                  check=_elu_inplace_check, deriv_np=_elu_deriv_np)
 
 
 def _elu_common(input: Tensor, args: tuple, inplace: bool, ops: tuple) -> Tensor:
@@ -289,7 +307,17 @@ def _gelu_deriv(v: Tensor, approximate: str) -> Tensor:
     return 0.5 * (1 + (v * _SQRT_HALF).erf()) + v * (-0.5 * v * v).exp() * _INV_SQRT_2PI
 
 
-GELU = _unary_op("gelu", "GeluBackward0", _gelu_fwd, _gelu_deriv, ("approximate",))
+def _gelu_deriv_np(x: np.ndarray, approximate: str) -> np.ndarray:
+    if approximate == "tanh":
+        t = np.tanh(_GELU_K * (x + _GELU_C * x * x * x))
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * (_GELU_K * (1 + 3 * _GELU_C * x * x))
+    import scipy.special
+    return 0.5 * (1 + scipy.special.erf(x * _SQRT_HALF)) + x * np.exp(-0.5 * x * x) * \
+        _INV_SQRT_2PI
+
+
+GELU = _unary_op("gelu", "GeluBackward0", _gelu_fwd, _gelu_deriv, ("approximate",),
+                 deriv_np=_gelu_deriv_np)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -301,9 +329,8 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 
 def _sigmoid_np(x: np.ndarray) -> np.ndarray:
-    if x.dtype.kind == "c":
-        return 1 / (1 + np.exp(-x))
-    return np.exp(-np.logaddexp(0, -x))
+    # exp(-x) overflowing to inf gives the right limit 0 (np.logaddexp is ~20x slower)
+    return 1 / (1 + np.exp(-x))
 
 
 def _silu_deriv(v: Tensor) -> Tensor:
@@ -311,7 +338,13 @@ def _silu_deriv(v: Tensor) -> Tensor:
     return s * (1 + v * (1 - s))
 
 
-SILU = _unary_op("silu", "SiluBackward0", lambda x: x * _sigmoid_np(x), _silu_deriv)
+def _silu_deriv_np(x: np.ndarray) -> np.ndarray:
+    sg = _sigmoid_np(x)
+    return sg * (1 + x * (1 - sg))
+
+
+SILU = _unary_op("silu", "SiluBackward0", lambda x: x * _sigmoid_np(x), _silu_deriv,
+                 deriv_np=_silu_deriv_np)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -321,7 +354,8 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def _softplus_np(x: np.ndarray) -> np.ndarray:
-    return np.logaddexp(0, x)
+    """``log(1 + exp(x))``, stable (np.logaddexp is ~20x slower)."""
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 
 
 def _mish_deriv(v: Tensor) -> Tensor:
@@ -329,7 +363,13 @@ def _mish_deriv(v: Tensor) -> Tensor:
     return tsp + v * _sigmoid(v) * (1 - tsp * tsp)
 
 
-MISH = _unary_op("mish", "MishBackward0", lambda x: x * np.tanh(_softplus_np(x)), _mish_deriv)
+def _mish_deriv_np(x: np.ndarray) -> np.ndarray:
+    tsp = np.tanh(_softplus_np(x))
+    return tsp + x * _sigmoid_np(x) * (1 - tsp * tsp)
+
+
+MISH = _unary_op("mish", "MishBackward0", lambda x: x * np.tanh(_softplus_np(x)), _mish_deriv,
+                 deriv_np=_mish_deriv_np)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -348,8 +388,13 @@ def _softplus_deriv(v: Tensor, beta: float, threshold: float) -> Tensor:
     return _sel(z > threshold, 1.0, _sigmoid(z), v)
 
 
+def _softplus_deriv_np(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
+    z = x * beta
+    return np.where(z > threshold, x.dtype.type(1), _sigmoid_np(z))
+
+
 SOFTPLUS = _unary_op("softplus", "SoftplusBackward0", _softplus_fwd, _softplus_deriv,
-                     ("beta", "threshold"))
+                     ("beta", "threshold"), deriv_np=_softplus_deriv_np)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -363,7 +408,7 @@ def _logsigmoid_deriv(v: Tensor) -> Tensor:
 
 
 LOGSIGMOID = _unary_op("log_sigmoid", "LogSigmoidBackward0", lambda x: -_softplus_np(-x),
-                       _logsigmoid_deriv)
+                       _logsigmoid_deriv, deriv_np=lambda x: _sigmoid_np(-x))
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -398,7 +443,8 @@ def _hardswish_deriv(v: Tensor) -> Tensor:
 
 
 HARDSWISH = _unary_op("hardswish", "HardswishBackward0",
-                      lambda x: x * np.clip(x + 3, 0, 6) / 6, _hardswish_deriv)
+                      lambda x: x * np.clip(x + 3, 0, 6) / 6, _hardswish_deriv,
+                      deriv_np=lambda x: np.where(x < -3, 0, np.where(x <= 3, x / 3 + 0.5, 1)))
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -482,8 +528,13 @@ def _leaky_inplace_check(args: tuple) -> None:
             "backward calculation with negative slope")
 
 
+def _leaky_deriv_np(x: np.ndarray, slope: float) -> np.ndarray:
+    t = x.dtype.type
+    return np.where(x > 0, t(1), t(slope))
+
+
 LEAKY_RELU = _unary_op("leaky_relu", "LeakyReluBackward0", _leaky_fwd, _leaky_deriv,
-                       ("negative_slope",))
+                       ("negative_slope",), deriv_np=_leaky_deriv_np)
 LEAKY_RELU_ = _unary_op("leaky_relu_", "LeakyReluBackward1", _leaky_fwd, _leaky_deriv,
                         ("negative_slope",), check=_leaky_inplace_check)
 
