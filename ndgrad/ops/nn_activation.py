@@ -676,6 +676,21 @@ PRELU = Op("_prelu_kernel", "PreluKernelBackward0", _prelu_fwd, _prelu_vjp,
            saves=("self", "weight"), inputs=("self", "weight"), jvp=_prelu_jvp)
 
 
+def _prelu_batch_rule(c: Any, args: tuple) -> Tensor:
+    """PReLU on physical tensors with a leading batch dim: the weight viewed to broadcast
+    along the logical channel dim, then ``where(x > 0, x, x * w)`` (recorded as those ops)."""
+    x, w = c.ts
+    lx, lw = c.ls
+    n = len(lx)
+    per_channel = int(np.prod(lw)) != 1 and n >= 2
+    tail = (lw[0] if lw else 1,) + (1,) * (n - 2) if per_channel else (1,) * n
+    wb = w.reshape(((c.B,) if c.bd[1] else ()) + tail)
+    return _where(x > 0, x, x * wb)
+
+
+_batching.RULES[PRELU] = _prelu_batch_rule
+
+
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``input`` where positive, else ``weight * input``; ``weight`` has one element or one per
     channel (dim 1)."""
