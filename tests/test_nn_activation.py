@@ -281,6 +281,8 @@ ERRORS = [
     ("pad", (torch.randn(3), (1, 1), "reflect"), {}),
     ("pad", (torch.randn(1, 2, 3), (-4, 0), "replicate"), {}),
     ("pad", (torch.randn(1, 2, 3), (-2, -2)), {}),
+    ("pad", (torch.randn(1, 1, 3, 3), (0, 0, 3, 3), "reflect"), {}),
+    ("pad", (torch.randn(1, 1, 3, 3, 3), (0, 0, 0, 0, -4, 0), "replicate"), {}),
     ("pixel_shuffle", (torch.randn(1, 3, 2, 2), 2), {}),
     ("pixel_unshuffle", (torch.randn(1, 1, 3, 4), 2), {}),
     ("channel_shuffle", (torch.randn(1, 3, 2, 2), 2), {}),
