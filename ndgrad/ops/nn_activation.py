@@ -43,6 +43,7 @@ from .pointwise import relu as _relu
 from .pointwise import sigmoid as _sigmoid
 from .pointwise import tanh as _tanh
 from .pointwise import where as _where
+from .shape import cat as _shape_cat
 from .softmax import log_softmax as _log_softmax
 from .softmax import softmax as _softmax
 from .views_inplace import apply_inplace
@@ -296,7 +297,7 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 def _gelu_fwd(x: np.ndarray, approximate: str) -> np.ndarray:
     if approximate == "tanh":
         return 0.5 * x * (1 + np.tanh(_GELU_K * (x + _GELU_C * x * x * x)))
-    import scipy.special
+    import scipy.special  # local import: SciPy loads on first use (import time)
     return 0.5 * x * (1 + scipy.special.erf(x * _SQRT_HALF))
 
 
@@ -311,7 +312,7 @@ def _gelu_deriv_np(x: np.ndarray, approximate: str) -> np.ndarray:
     if approximate == "tanh":
         t = np.tanh(_GELU_K * (x + _GELU_C * x * x * x))
         return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * (_GELU_K * (1 + 3 * _GELU_C * x * x))
-    import scipy.special
+    import scipy.special  # local import: SciPy loads on first use (import time)
     return 0.5 * (1 + scipy.special.erf(x * _SQRT_HALF)) + x * np.exp(-0.5 * x * x) * \
         _INV_SQRT_2PI
 
@@ -741,8 +742,7 @@ def _glu_jvp(ctx, t):
 
 
 def _cat(ts: list, dim: int) -> Tensor:
-    from .shape import cat
-    return cat(ts, dim)
+    return _shape_cat(ts, dim)
 
 
 GLU = Op("glu", "GluBackward0", _glu_fwd, _glu_vjp, saves=("self",), args=("dim",),
