@@ -456,13 +456,13 @@ def rms_norm(input: Tensor, normalized_shape: Any, weight: Optional[Tensor] = No
     return _run(RMS_NORM, input, weight, None, lay, stat_shape, False, True, eps)[0]
 
 
-def _verify_bn_size(shape: tuple) -> None:
+def _verify_bn_size(shape: Any) -> None:
     n = int(shape[0]) if shape else 1
     for s in shape[2:]:
         n *= int(s)
     if n == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                         f"{list(shape)}")
+                         f"{shape}")
 
 
 def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
@@ -484,13 +484,17 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
             return r
     xs = tuple(input.shape)
     if training:
-        _verify_bn_size(xs)
-    C = xs[1] if len(xs) > 1 else 1
+        _verify_bn_size(input.shape)
+    C = xs[1] if len(xs) > 1 else 0
     for t, what in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
                     (running_var, "running_var")):
         if t is not None and t.numel() != C:
             raise RuntimeError(f"{what} should contain {C} elements not {t.numel()}")
     _check_float(input, "batch_norm")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean must be defined in evaluation mode")
+    if input.numel() == 0:
+        return input.clone()
     N = xs[0] if xs else 1
     S = _prod(xs[2:])
     lay = ((N, C, S), (0, 2), (1, C, 1), (C,))
@@ -532,7 +536,7 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None,
     """
     xs = tuple(input.shape)
     if use_input_stats:
-        _verify_spatial(xs)
+        _verify_spatial(input.shape)
     N, C = xs[0], xs[1]
     x2 = input.reshape((1, N * C) + xs[2:])
     w2 = weight.repeat(N) if weight is not None else None
@@ -548,11 +552,11 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None,
     return out.reshape(xs)
 
 
-def _verify_spatial(shape: tuple) -> None:
-    n = _prod(shape[2:])
+def _verify_spatial(shape: Any) -> None:
+    n = _prod(tuple(shape)[2:])
     if n == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "
-                         f"{list(shape)}")
+                         f"{shape}")
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
