@@ -39,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 import numpy as np
@@ -642,7 +641,8 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     >>> import ndgrad
     >>> import ndgrad.nn.functional as F
     >>> F.local_response_norm(ndgrad.ones(1, 2, 1), 2, alpha=1.0, beta=1.0, k=0.0)
-    tensor([[[2., 1.]]])
+    tensor([[[2.],
+             [1.]]])
     """
     dim = input.dim()
     if dim < 3:
@@ -697,4 +697,3 @@ rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=N
 local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0)
 normalize(Tensor input, float p=2.0, int dim=1, float eps=1e-12, Tensor? out=None)
 """
-_ = math
