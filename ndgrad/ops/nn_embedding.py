@@ -104,8 +104,8 @@ def _check_indices(input: Tensor, fn: str, arg: str = "indices", pos: int = 1) -
                  "bfloat16": "BFloat16", "uint8": "Byte", "int8": "Char",
                  "int16": "Short"}.get(name, name.capitalize())
         raise RuntimeError(f"Expected tensor for argument #{pos} '{arg}' to have one of the "
-                           f"following scalar types: Long, Int; but got {tname}Tensor instead "
-                           f"(while checking arguments for {fn})")
+                           f"following scalar types: Long, Int; but got ndgrad.{tname}Tensor "
+                           f"instead (while checking arguments for {fn})")
     return idx
 
 
@@ -403,4 +403,4 @@ SIGNATURES = """
 embedding(Tensor input, Tensor weight, int? padding_idx=None, float? max_norm=None, float norm_type=2.0, bool scale_grad_by_freq=False, bool sparse=False)
 embedding_bag(Tensor input, Tensor weight, Tensor? offsets=None, float? max_norm=None, float norm_type=2, bool scale_grad_by_freq=False, str mode="mean", bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int? padding_idx=None)
 one_hot(Tensor tensor, int num_classes=-1)
-"""
+"""  # noqa: E501

@@ -303,9 +303,10 @@ def _norm_bwd_vjp(ctx, ggx, ggw, ggb):
         B = ggx_xh * xh_h / M
         Ph = _P(h, xhat, r, axes, center, train)
         gx = gx - (A - B) * r * r * xhat / M - r * (Pggx * xh_h + ggx_xh * Ph) / M
-    grad_x = gx.reshape(x.shape)
+    # in evaluation mode without weight the backward does not depend on x: no gradient
+    grad_x = gx.reshape(x.shape) if train or has_w else None
     return (grad_g.expand(X).reshape(g.shape) if ctx.needs_input_grad(0) else None,
-            grad_x if ctx.needs_input_grad(1) else None,
+            grad_x if grad_x is not None and ctx.needs_input_grad(1) else None,
             grad_w if ctx.needs_input_grad(2) else None)
 
 
@@ -696,4 +697,4 @@ group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None,
 rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None)
 local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0)
 normalize(Tensor input, float p=2.0, int dim=1, float eps=1e-12, Tensor? out=None)
-"""
+"""  # noqa: E501
