@@ -348,3 +348,33 @@ def test_embedding_modules():
     copy_state(t, n)
     assert_close(n(ndgrad.tensor([0, 3, 3])), t(torch.tensor([0, 3, 3])))
     assert_close(n.weight.detach(), t.weight.detach())
+
+
+def test_forward_over_reverse():
+    """The backward ops have JVPs: forward mode through a gradient (Hessian-vector products)."""
+    import ndgrad.autograd.forward_ad as fwAD
+    from torch.func import jvp, vjp
+    x, w, b = RNG.standard_normal((4, 6, 5)), RNG.standard_normal(6), RNG.standard_normal(6)
+    cases = [(lambda x, w, b: TF.layer_norm(x, (5,), w[:5], b[:5]),
+              lambda x, w, b: F.layer_norm(x, (5,), w[:5], b[:5])),
+             (lambda x, w, b: TF.group_norm(x, 3, w, b), lambda x, w, b: F.group_norm(x, 3, w, b)),
+             (lambda x, w, b: TF.batch_norm(x, None, None, w, b, True),
+              lambda x, w, b: F.batch_norm(x, None, None, w, b, True))]
+    arrs = [x, w, b]
+    for tf, nf in cases:
+        g, tg = RNG.standard_normal(x.shape), RNG.standard_normal(x.shape)
+        tans = [RNG.standard_normal(a.shape) for a in arrs]
+
+        def tfun(x, w, b, gg):
+            return vjp(tf, x, w, b)[1](gg)
+        _, want = jvp(tfun, tuple(torch.tensor(a) for a in arrs + [g]),
+                      tuple(torch.tensor(a) for a in tans + [tg]))
+        with fwAD.dual_level():
+            duals = [fwAD.make_dual(ndgrad.tensor(a, requires_grad=True), ndgrad.tensor(t))
+                     for a, t in zip(arrs, tans)]
+            grads = ndgrad.autograd.grad(nf(*duals), duals,
+                                         fwAD.make_dual(ndgrad.tensor(g), ndgrad.tensor(tg)),
+                                         create_graph=True)
+            got = [fwAD.unpack_dual(q).tangent for q in grads]
+        for a, e in zip(got, want):
+            assert_close(a, e, rtol=1e-8, atol=1e-10)

@@ -310,9 +310,51 @@ def _norm_bwd_vjp(ctx, ggx, ggw, ggb):
             grad_w if ctx.needs_input_grad(2) else None)
 
 
-def _bwd_jvp(ctx, *t):
-    raise NotImplementedError("ndgrad: forward-mode AD over the backward of a normalization "
-                              "(forward-over-reverse) is not implemented")
+def _bwd_jvp(ctx, tg, tx, tw):
+    # Tangents of (dx, dw, db) = (P_x(g*w), sum(g*xhat), sum(g)) (Note [Fused normalization]):
+    # dxhat = P(tx), drstd = -rstd**2 * mean(xhat * tx), so
+    # d[P_x(h)] = P(dh) + (drstd / rstd) P(h) - rstd * (P(tx) mean(xhat h) + xhat mean(P(tx) h))
+    g, x, w = ctx.inputs
+    mean_t, rstd_t, lay, center, train, eps = _unpack_args(ctx)
+    X, axes, WB, pshape = lay
+    paxes = _param_axes(X, WB)
+    has_w = w is not _ABSENT
+    xc, xhat, r = _canon_stats(x, mean_t, rstd_t, lay, center, train, eps)
+    gc = g.reshape(X)
+    wc = w.reshape(WB) if has_w else None
+    h = gc * wc if has_w else gc
+    th = None
+    if tg is not None:
+        tgc = tg.reshape(X)
+        th = tgc * wc if has_w else tgc
+    if tw is not None and has_w:
+        t = gc * tw.reshape(WB)
+        th = t if th is None else th + t
+    t_dx = _P(th, xhat, r, axes, center, train) if th is not None else None
+    t_dw = (tgc * xhat).sum(paxes) if tg is not None else None
+    t_db = tgc.sum(paxes) if tg is not None else None
+    if tx is not None:
+        txc = tx.reshape(X)
+        dxhat = _P(txc, xhat, r, axes, center, train)
+        t = (gc * dxhat).sum(paxes)
+        t_dw = t if t_dw is None else t_dw + t
+        if train:
+            dr_r = -(r * (xhat * txc).mean(axes, keepdim=True))
+            t = dr_r * _P(h, xhat, r, axes, center, train) - r * (
+                dxhat * (xhat * h).mean(axes, keepdim=True)
+                + xhat * (dxhat * h).mean(axes, keepdim=True))
+            t_dx = t if t_dx is None else t_dx + t
+    zeros_p = None
+
+    def _p(t):
+        nonlocal zeros_p
+        if t is not None:
+            return t.reshape(pshape)
+        if zeros_p is None:
+            zeros_p = x.new_zeros(pshape)
+        return zeros_p
+    t_dx = t_dx.expand(X).reshape(x.shape) if t_dx is not None else x.new_zeros(x.shape)
+    return t_dx, _p(t_dw), _p(t_db)
 
 
 def _w_present(ts, edges) -> bool:
