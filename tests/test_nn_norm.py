@@ -62,6 +62,9 @@ def test_fused_ops_gradgrad_and_node_names():
          [x, wl], "FusedRmsNormBackward0"),
         (lambda x, w, b: TF.group_norm(x, 3, w, b), lambda x, w, b: F.group_norm(x, 3, w, b),
          [x, w, b], "NativeGroupNormBackward0"),
+        (lambda x, w, b: TF.group_norm(x.reshape(2, 6, 10), 2, w, b),     # folded backward
+         lambda x, w, b: F.group_norm(x.reshape(2, 6, 10), 2, w, b), [x, w, b],
+         "NativeGroupNormBackward0"),
         (lambda x, w, b: TF.batch_norm(x, None, None, w, b, True, eps=0.3),
          lambda x, w, b: F.batch_norm(x, None, None, w, b, True, eps=0.3), [x, w, b],
          "NativeBatchNormBackward0"),

@@ -128,8 +128,9 @@ def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
         rstd = rstd_t._data.reshape(stat_shape).astype(cdt, copy=False)
         mean = mean_t._data.reshape(stat_shape).astype(cdt, copy=False) if center else None
         y = None
-    if wb is not None and WB == rstd.shape:
-        # per-group affine (batch norm): one scale and one shift per group
+    if wb is not None and _small_fold(X, rstd.shape, WB):
+        # scale rstd * w much smaller than the input (batch norm: one per group; group norm:
+        # one per (sample, channel)): one multiply and one add
         k = rstd * wb
         if y is None:
             y = np.multiply(xa, k)
@@ -153,6 +154,14 @@ def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
     return y.astype(x.dtype, copy=False).reshape(x.shape)
 
 
+def _small_fold(X: tuple, stat_shape: tuple, WB: tuple) -> bool:
+    """True when ``rstd * w`` (broadcast) is at most an eighth of the input's size."""
+    k = 1
+    for s, w in zip(stat_shape, WB):
+        k *= max(s, w)
+    return k * 8 <= _count(X, tuple(range(len(X)))) or tuple(stat_shape) == tuple(WB)
+
+
 def _param_axes(X: tuple, WB: tuple) -> tuple:
     return tuple(i for i, p in enumerate(WB) if p == 1)
 
@@ -164,6 +173,9 @@ def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
     ga = g.reshape(X).astype(cdt, copy=False)
     xa = x.reshape(X).astype(cdt, copy=False)
     rstd = rstd_t._data.reshape(stat_shape).astype(cdt, copy=False)
+    wb = w.reshape(WB).astype(cdt, copy=False) if w is not None else None
+    if train and wb is not None and wb.shape != stat_shape and _small_fold(X, stat_shape, WB):
+        return _norm_bwd_folded(ga, xa, wb, mean_t, rstd, lay, center, x.dtype, x.shape)
     if center:
         xhat = np.subtract(xa, mean_t._data.reshape(stat_shape).astype(cdt, copy=False))
     else:
@@ -172,7 +184,6 @@ def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
     paxes = _param_axes(X, WB)
     db = _rsum(ga, paxes)
     dw = _rdot(ga, xhat, paxes)
-    wb = w.reshape(WB).astype(cdt, copy=False) if w is not None else None
     n = max(_count(X, axes), 1)
     if not train:
         dx = ga * (rstd * wb if wb is not None else rstd)
@@ -200,6 +211,40 @@ def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
         dx = h
     dt = x.dtype
     return (dx.astype(dt, copy=False).reshape(x.shape), dw.astype(dt, copy=False).reshape(pshape),
+            db.astype(dt, copy=False).reshape(pshape))
+
+
+def _norm_bwd_folded(ga, xa, wb, mean_t, rstd, lay, center, dt, xshape):
+    """The training backward when ``rstd * w`` is small (group norm): with the sums of ``g``
+    and ``x*g`` over the axes the weight is constant on, ``dx = g*A + x*B + C`` for small
+    ``A`` (rstd*w) and per-group ``B``, ``C``; xhat is never formed."""
+    X, axes, WB, pshape = lay
+    stat_shape = _keep_shape(X, axes)
+    inner = tuple(a for a in axes if WB[a] == 1)
+    rest = tuple(a for a in axes if a not in inner)
+    outer = tuple(a for a in _param_axes(X, WB) if a not in inner)
+    n = max(_count(X, axes), 1)
+    sg = _rsum(ga, inner)
+    sxg = _rdot(xa, ga, inner)
+    s_h = (sg * wb).sum(rest, keepdims=True) if rest else sg * wb
+    s_xh = (sxg * wb).sum(rest, keepdims=True) if rest else sxg * wb
+    r = rstd
+    if center:
+        mu = mean_t._data.reshape(stat_shape).astype(r.dtype, copy=False)
+        c = r * (s_xh - mu * s_h) / n
+        C = r * r * c * mu - r * s_h / n
+        dw = (r * (sxg - mu * sg)).sum(outer, keepdims=True) if outer else r * (sxg - mu * sg)
+    else:
+        c = r * s_xh / n
+        C = None
+        dw = (r * sxg).sum(outer, keepdims=True) if outer else r * sxg
+    db = sg.sum(outer, keepdims=True) if outer else sg
+    dx = np.multiply(ga, r * wb)
+    tmp = np.multiply(xa, -r * r * c)
+    dx += tmp
+    if C is not None:
+        dx += C
+    return (dx.astype(dt, copy=False).reshape(xshape), dw.astype(dt, copy=False).reshape(pshape),
             db.astype(dt, copy=False).reshape(pshape))
 
 
