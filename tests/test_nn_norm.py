@@ -381,3 +381,20 @@ def test_forward_over_reverse():
             got = [fwAD.unpack_dual(q).tangent for q in grads]
         for a, e in zip(got, want):
             assert_close(a, e, rtol=1e-8, atol=1e-10)
+
+
+def test_dtype_rules_like_torch():
+    x64, x32, xh = _randn(4, 3), _randn(4, 3).float(), _randn(4, 3).half()
+    xi = torch.randint(0, 3, (4, 3))
+    for tm, nm, x in [(torch.nn.BatchNorm1d(3), nn.BatchNorm1d(3), x64),
+                      (torch.nn.LayerNorm(3), nn.LayerNorm(3), x64),
+                      (torch.nn.GroupNorm(1, 3), nn.GroupNorm(1, 3), x64),
+                      (torch.nn.BatchNorm1d(3).double(), nn.BatchNorm1d(3).double(), x32),
+                      (torch.nn.BatchNorm1d(3), nn.BatchNorm1d(3), xi),
+                      (torch.nn.LayerNorm(3), nn.LayerNorm(3), xi)]:
+        _raises_like(lambda: tm(x), lambda: nm(to_ndgrad(x)))
+    # half input, float32 parameters: allowed, half result, float32 running statistics
+    m = nn.BatchNorm1d(3)
+    y = m(to_ndgrad(xh))
+    assert y.dtype == ndgrad.float16 and m.running_mean.dtype == ndgrad.float32
+    assert nn.LayerNorm(3)(to_ndgrad(xh)).dtype == ndgrad.float16

@@ -504,8 +504,22 @@ _register()
 # ---------------------------------------------------------------------------- public functions
 def _check_float(x: Tensor, name: str) -> None:
     if not (x._data.dtype.kind in "fc" or x._data.dtype in _LOWP):
-        raise RuntimeError(f"\"{name}\" not implemented for "
-                           f"'{_dtype._FROM_NP[x._data.dtype]._torch_name}'")
+        raise NotImplementedError(f"\"{name}\" not implemented for "
+                                  f"'{_dtype._FROM_NP[x._data.dtype]._torch_name}'")
+
+
+def _check_mixed(x: Tensor, *params: Optional[Tensor]) -> None:
+    """PyTorch's CPU rule: parameters have the input's dtype, or float32 for a half/bfloat16
+    input."""
+    xd = x._data.dtype
+    for p in params:
+        if p is None or p._data.dtype == xd:
+            continue
+        if xd in _LOWP and p._data.dtype == np.float32:
+            continue
+        if xd == np.float32:
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
 
 
 def _prod(shape) -> int:
@@ -554,6 +568,8 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Optional[Tensor] = 
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     lay, stat_shape = _ln_layout(input, normalized_shape, weight, bias, "layer_norm")
+    _check_float(input, "LayerNormKernelImpl")
+    _check_mixed(input, weight, bias)
     return _run(LAYER_NORM, input, weight, bias, lay, stat_shape, True, True, eps)[0]
 
 
@@ -574,6 +590,7 @@ def rms_norm(input: Tensor, normalized_shape: Any, weight: Optional[Tensor] = No
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     lay, stat_shape = _ln_layout(input, normalized_shape, weight, None, "rms_norm")
+    _check_float(input, "rms_norm")
     if eps is None:
         eps = float(np.finfo(_compute_dtype(input._data.dtype)).eps) \
             if input._data.dtype.kind == "f" else float(np.finfo(np.float32).eps)
@@ -618,6 +635,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
         if t is not None and t.numel() != C:
             raise RuntimeError(f"{what} should contain {C} elements not {t.numel()}")
     _check_float(input, "batch_norm")
+    _check_mixed(input, weight, bias, running_mean, running_var)
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean must be defined in evaluation mode")
     if input.numel() == 0:
@@ -715,7 +733,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
             raise RuntimeError(f"Expected {what} to be a vector of size equal to the number of "
                                f"channels in input, but got {what} of shape {list(t.shape)} "
                                f"and input of shape {list(xs)}")
-    _check_float(input, "group_norm")
+    _check_float(input, "GroupNormKernelImpl")
+    _check_mixed(input, weight, bias)
     S = _prod(xs[2:])
     lay = ((N, G, C // G, S), (2, 3), (1, G, C // G, 1), (C,))
     return _run(GROUP_NORM, input, weight, bias, lay, (N, G), True, True, eps)[0]
