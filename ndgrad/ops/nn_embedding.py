@@ -27,7 +27,7 @@ import numpy as np
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
-from ._jvp import linear
+from ._jvp import linear, not_implemented
 
 _INDEX_KINDS = (np.dtype(np.int64), np.dtype(np.int32))
 
@@ -270,7 +270,7 @@ EMBEDDING_BAG = Op("embedding_bag", "EmbeddingBagBackward0", _bag_fwd, _bag_vjp,
                          "scale_grad_by_freq"),
                    saves=("weight", "per_sample_weights", "indices", "offsets"),
                    save_if=(None, lambda ts, e: ts[1] is not _NO_PSW, None, None),
-                   jvp=linear)
+                   jvp=not_implemented("_embedding_bag"))     # as PyTorch
 _NO_PSW = _wrap(np.zeros(0))
 
 
