@@ -398,3 +398,38 @@ def test_dtype_rules_like_torch():
     y = m(to_ndgrad(xh))
     assert y.dtype == ndgrad.float16 and m.running_mean.dtype == ndgrad.float32
     assert nn.LayerNorm(3)(to_ndgrad(xh)).dtype == ndgrad.float16
+
+
+def test_training_trajectory_with_norm_layers():
+    """An MLP with BatchNorm1d, LayerNorm and an Embedding trained by plain gradient descent:
+    the same loss at every step as torch (float64), the same running statistics."""
+    def build(lib):
+        return lib.Sequential(lib.Linear(4, 6), lib.BatchNorm1d(6, momentum=None),
+                              lib.Linear(6, 5), lib.LayerNorm(5))
+    t = build(torch.nn).double()
+    n = build(nn).double()
+    te, ne = torch.nn.Embedding(7, 4).double(), nn.Embedding(7, 4).double()
+    copy_state(t, n)
+    copy_state(te, ne)
+    idx = torch.from_numpy(RNG.integers(0, 7, (8,)))
+    target = _randn(8, 5)
+    t_params = list(t.parameters()) + list(te.parameters())
+    n_params = list(n.parameters()) + list(ne.parameters())
+    for step in range(6):
+        lt = ((t(te(idx)) - target) ** 2).mean()
+        ln = ((n(ne(to_ndgrad(idx))) - to_ndgrad(target)) ** 2).mean()
+        lt_v = float(lt.detach())
+        assert abs(float(ln.detach()) - lt_v) <= 1e-9 * abs(lt_v), step
+        gt = torch.autograd.grad(lt, t_params)
+        gn = ndgrad.autograd.grad(ln, n_params)
+        with torch.no_grad():
+            for p, g in zip(t_params, gt):
+                p -= 0.1 * g
+        with ndgrad.no_grad():
+            for p, g in zip(n_params, gn):
+                p -= 0.1 * g
+    for (name, b), nb in zip(t.named_buffers(), n.buffers()):
+        assert_close(nb, b, what=name)
+    t.eval()
+    n.eval()
+    assert_close(n(ne(to_ndgrad(idx))), t(te(idx)))

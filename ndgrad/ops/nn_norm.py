@@ -626,6 +626,9 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
                    momentum, eps)
         if r is not NotImplemented:
             return r
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be "
+                         "None")
     xs = tuple(input.shape)
     if training:
         _verify_bn_size(input.shape)
@@ -680,6 +683,9 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None,
     tensor([[[-1.0000,  1.0000]]])
     """
     xs = tuple(input.shape)
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
     if use_input_stats:
         _verify_spatial(input.shape)
     N, C = xs[0], xs[1]
