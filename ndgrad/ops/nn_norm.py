@@ -791,8 +791,16 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     from .linalg import vector_norm
     denom = vector_norm(input, p, dim, True).clamp_min(eps).expand_as(input)
     if out is not None:
-        from .pointwise import div
-        return div(input, denom, out=out)
+        from ..autograd.grad_mode import is_grad_enabled
+        if is_grad_enabled() and (input.requires_grad or out.requires_grad):
+            raise RuntimeError("div(): functions with out=... arguments don't support automatic "
+                               "differentiation, but one of the arguments requires grad.")
+        res = input / denom
+        if tuple(out.shape) != tuple(res.shape):
+            if out._base is not None:
+                raise RuntimeError("normalize(): the out= tensor is a view of another shape")
+            out._data = np.empty(res._data.shape, out._data.dtype)    # resized, as PyTorch
+        return out.copy_(res)
     return input / denom
 
 
