@@ -433,3 +433,22 @@ def test_training_trajectory_with_norm_layers():
     t.eval()
     n.eval()
     assert_close(n(ne(to_ndgrad(idx))), t(te(idx)))
+
+
+def test_vectorized_hessians():
+    """Batched second-order gradients (is_grads_batched through the backward ops, vectorized
+    forward-over-reverse) agree with torch's Hessians."""
+    x = RNG.standard_normal((3, 4))
+    w = RNG.standard_normal(4)
+    for nf, tf in [(lambda x, w: F.layer_norm(x, (4,), w),
+                    lambda x, w: TF.layer_norm(x, (4,), w)),
+                   (lambda x, w: F.batch_norm(x, None, None, w, None, True),
+                    lambda x, w: TF.batch_norm(x, None, None, w, None, True))]:
+        wn, wt = ndgrad.tensor(w), torch.tensor(w)
+        want = torch.autograd.functional.hessian(lambda x: tf(x, wt).pow(3).sum(),
+                                                 torch.tensor(x))
+        for strategy in ("reverse-mode", "forward-mode"):
+            got = ndgrad.autograd.functional.hessian(
+                lambda x: nf(x, wn).pow(3).sum(), ndgrad.tensor(x), vectorize=True,
+                outer_jacobian_strategy=strategy)
+            assert_close(got, want, rtol=1e-9, atol=1e-11, what=strategy)

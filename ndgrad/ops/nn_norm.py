@@ -474,29 +474,35 @@ def _run(op: Op, x: Tensor, w: Optional[Tensor], b: Optional[Tensor], lay: tuple
 
 # ---------------------------------------------------------------------------- batching
 def _norm_rule(c, args):
-    """Batching rule of the normalization ops: the op per row of the batch (the statistics
-    recomputed per row when the input is batched), stacked."""
+    """Batching rule of the normalization ops and their backward ops: the op per row of the
+    batch, stacked. When the input ``x`` itself is batched in training, each row has its own
+    statistics: fresh holders for a forward op, statistics recomputed for a backward op."""
     from .shape import select, stack
     mean_t, rstd_t, lay, center, train, eps = args
+    backward = c.op in _BWD_OPS
+    xi = 1 if backward else 0          # position of x among the op's tensors
     rows = []
     for k in range(c.B):
         ts = tuple(select(t, 0, k) if bd else t for t, bd in zip(c.ts, c.bd))
         arrs = tuple(None if t is _ABSENT else t._data for t in ts)
         a = args
-        if c.bd[0] and train and c.op.name in _BWD:
-            m = _wrap(np.empty_like(mean_t._data))
-            r = _wrap(np.empty_like(rstd_t._data))
-            a = (m, r) + tuple(args[2:])
-        elif c.bd[1] and train and c.op.name not in _BWD:
-            # the backward on a batched input: its statistics, per row
-            mu, rs, _ = _stats(ts[1]._data.reshape(lay[0]).astype(
-                _compute_dtype(ts[1]._data.dtype), copy=False), lay[1], center, eps)
-            m = _wrap(mu.reshape(mean_t._data.shape)) if center else mean_t
-            a = (m, _wrap(rs.reshape(rstd_t._data.shape))) + tuple(args[2:])
+        if c.bd[xi] and train:
+            if backward:
+                xa = ts[1]._data
+                mu, rs, _ = _stats(xa.reshape(lay[0]).astype(_compute_dtype(xa.dtype),
+                                                              copy=False), lay[1], center, eps)
+                m = _wrap(mu.reshape(mean_t._data.shape)) if center else mean_t
+                a = (m, _wrap(rs.reshape(rstd_t._data.shape))) + tuple(args[2:])
+            else:
+                a = (_wrap(np.empty_like(mean_t._data)),
+                     _wrap(np.empty_like(rstd_t._data))) + tuple(args[2:])
         rows.append(apply(c.op, ts, arrs, a))
     if isinstance(rows[0], tuple):
         return tuple(stack([r[i] for r in rows], 0) for i in range(len(rows[0])))
     return stack(rows, 0)
+
+
+_BWD_OPS = frozenset(_BWD.values())
 
 
 def _register() -> None:
