@@ -452,3 +452,20 @@ def test_vectorized_hessians():
                 lambda x: nf(x, wn).pow(3).sum(), ndgrad.tensor(x), vectorize=True,
                 outer_jacobian_strategy=strategy)
             assert_close(got, want, rtol=1e-9, atol=1e-11, what=strategy)
+
+
+def test_blocked_kernels_on_large_inputs():
+    """Inputs large enough to be processed in blocks of rows (Note [Blocked normalization])."""
+    from ndgrad.ops import nn_norm
+    for shape, tf, nf, ps in [
+            ((64, 4100), lambda x, w, b: TF.layer_norm(x, (4100,), w, b),
+             lambda x, w, b: F.layer_norm(x, (4100,), w, b), (4100,)),
+            ((33, 16, 8, 72), lambda x, w, b: TF.group_norm(x, 4, w, b),
+             lambda x, w, b: F.group_norm(x, 4, w, b), (16,))]:
+        assert nn_norm._blocks((shape[0], _prod(shape[1:])), (1,), (1, 1)) > 0
+        arrays = [RNG.standard_normal(shape), RNG.standard_normal(ps), RNG.standard_normal(ps)]
+        _grads(tf, nf, arrays, order2=False)
+
+
+def _prod(shape):
+    return int(np.prod(shape))

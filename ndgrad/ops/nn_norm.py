@@ -120,7 +120,7 @@ def _stats(xa: np.ndarray, axes: tuple, center: bool, eps: float) -> tuple:
     return mean, rstd, d
 
 
-def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
+def _norm_fwd_core(x, w, b, mean_t, rstd_t, lay, center, train, eps):
     X, axes, WB, _ = lay
     cdt = _compute_dtype(x.dtype)
     xa = x.reshape(X).astype(cdt, copy=False)
@@ -175,7 +175,7 @@ def _param_axes(X: tuple, WB: tuple) -> tuple:
     return tuple(i for i, p in enumerate(WB) if p == 1)
 
 
-def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
+def _norm_bwd_core(g, x, w, mean_t, rstd_t, lay, center, train, eps):
     X, axes, WB, pshape = lay
     cdt = _compute_dtype(x.dtype)
     stat_shape = _keep_shape(X, axes)
@@ -255,6 +255,71 @@ def _norm_bwd_folded(ga, xa, wb, mean_t, rstd, lay, center, dt, xshape):
         dx += C
     return (dx.astype(dt, copy=False).reshape(xshape), dw.astype(dt, copy=False).reshape(pshape),
             db.astype(dt, copy=False).reshape(pshape))
+
+
+# Note [Blocked normalization]
+# A large input whose first canonical axis is neither reduced nor carries the weight (rows of
+# layer/rms norm, samples of group norm) is processed in blocks of rows of about _BLOCK
+# elements: the kernels' several NumPy passes then run on blocks that stay in the CPU cache
+# instead of streaming the whole array from memory each time. Each block writes its slice of
+# the output (and of the statistics holders); parameter gradients are summed over blocks.
+_BLOCK = 1 << 16
+
+
+def _blocks(X: tuple, axes: tuple, WB: tuple) -> int:
+    """Rows per block along axis 0, or 0 when the input is processed whole."""
+    if 0 in axes or WB[0] != 1 or X[0] < 2:
+        return 0
+    size = _count(X, tuple(range(len(X))))
+    if size < 4 * _BLOCK:
+        return 0
+    return max(1, _BLOCK // max(size // X[0], 1))
+
+
+def _stat_views(mean_t, rstd_t, X, axes, center):
+    stat_shape = _keep_shape(X, axes)
+    m = mean_t._data.reshape(stat_shape) if center else None
+    return m, rstd_t._data.reshape(stat_shape)
+
+
+def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
+    X, axes, WB, pshape = lay
+    rows = _blocks(X, axes, WB)
+    if not rows:
+        return _norm_fwd_core(x, w, b, mean_t, rstd_t, lay, center, train, eps)
+    xa = x.reshape(X)
+    y = np.empty(X, x.dtype)
+    m, r = _stat_views(mean_t, rstd_t, X, axes, center)
+    for s in range(0, X[0], rows):
+        e = min(s + rows, X[0])
+        blk = ((e - s,) + tuple(X[1:]), axes, WB, pshape)
+        mt = _wrap(m[s:e]) if center else mean_t
+        y[s:e] = _norm_fwd_core(xa[s:e], w, b, mt, _wrap(r[s:e]), blk, center, train, eps)
+    return y.reshape(x.shape)
+
+
+def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
+    X, axes, WB, pshape = lay
+    rows = _blocks(X, axes, WB)
+    if not rows:
+        return _norm_bwd_core(g, x, w, mean_t, rstd_t, lay, center, train, eps)
+    xa, ga = x.reshape(X), g.reshape(X)
+    cdt = _compute_dtype(x.dtype)
+    dx = np.empty(X, x.dtype)
+    dw = np.zeros(pshape, cdt)
+    db = np.zeros(pshape, cdt)
+    m, r = _stat_views(mean_t, rstd_t, X, axes, center)
+    for s in range(0, X[0], rows):
+        e = min(s + rows, X[0])
+        blk = ((e - s,) + tuple(X[1:]), axes, WB, pshape)
+        mt = _wrap(m[s:e]) if center else mean_t
+        dxb, dwb, dbb = _norm_bwd_core(ga[s:e], xa[s:e], w, mt, _wrap(r[s:e]), blk, center,
+                                       train, eps)
+        dx[s:e] = dxb
+        dw += dwb
+        db += dbb
+    return (dx.reshape(x.shape), dw.astype(x.dtype, copy=False),
+            db.astype(x.dtype, copy=False))
 
 
 # ---------------------------------------------------------------------------- derivative rules
