@@ -465,6 +465,11 @@ def test_blocked_kernels_on_large_inputs():
         assert nn_norm._blocks((shape[0], _prod(shape[1:])), (1,), (1, 1)) > 0
         arrays = [RNG.standard_normal(shape), RNG.standard_normal(ps), RNG.standard_normal(ps)]
         _grads(tf, nf, arrays, order2=False)
+    # batch norm's backward adds g * (rstd * w) through a buffer of rows
+    assert nn_norm._BLOCK // (4 * 64) < 300
+    arrays = [RNG.standard_normal((300, 4, 64)), RNG.standard_normal(4), RNG.standard_normal(4)]
+    _grads(lambda x, w, b: TF.batch_norm(x, None, None, w, b, True),
+           lambda x, w, b: F.batch_norm(x, None, None, w, b, True), arrays, order2=False)
 
 
 def _prod(shape):

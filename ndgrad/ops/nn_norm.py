@@ -183,7 +183,9 @@ def _norm_bwd_core(g, x, w, mean_t, rstd_t, lay, center, train, eps):
     xa = x.reshape(X).astype(cdt, copy=False)
     rstd = rstd_t._data.reshape(stat_shape).astype(cdt, copy=False)
     wb = w.reshape(WB).astype(cdt, copy=False) if w is not None else None
-    if train and wb is not None and wb.shape != stat_shape and _small_fold(X, stat_shape, WB):
+    if train and _small_fold(X, stat_shape, WB) and (wb is not None or WB == stat_shape):
+        if wb is None:
+            wb = np.ones(WB, cdt)
         return _norm_bwd_folded(ga, xa, wb, mean_t, rstd, lay, center, x.dtype, x.shape)
     if center:
         xhat = np.subtract(xa, mean_t._data.reshape(stat_shape).astype(cdt, copy=False))
@@ -248,11 +250,23 @@ def _norm_bwd_folded(ga, xa, wb, mean_t, rstd, lay, center, dt, xshape):
         C = None
         dw = (r * sxg).sum(outer, keepdims=True) if outer else r * sxg
     db = sg.sum(outer, keepdims=True) if outer else sg
-    dx = np.multiply(ga, r * wb)
-    tmp = np.multiply(xa, -r * r * c)
-    dx += tmp
+    B = -r * r * c
+    dx = np.multiply(xa, B)
     if C is not None:
         dx += C
+    # + g * (r*w), through a small buffer reused along axis 0 (no second input-sized array)
+    A = r * wb
+    per = _count(X, tuple(range(1, len(X))))
+    rows = max(1, _BLOCK // max(per, 1))
+    if rows >= X[0] or A.shape[0] != 1:
+        dx += ga * A
+    else:
+        buf = np.empty((rows,) + tuple(X[1:]), dx.dtype)
+        for s in range(0, X[0], rows):
+            e = min(s + rows, X[0])
+            t = buf[:e - s]
+            np.multiply(ga[s:e], A, out=t)
+            dx[s:e] += t
     return (dx.astype(dt, copy=False).reshape(xshape), dw.astype(dt, copy=False).reshape(pshape),
             db.astype(dt, copy=False).reshape(pshape))
 
