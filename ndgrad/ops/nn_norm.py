@@ -107,12 +107,13 @@ def _count(X, axes) -> int:
     return n
 
 
-def _stats(xa: np.ndarray, axes: tuple, center: bool, eps: float) -> tuple:
-    """(mean or None, rstd, xa - mean (a new array when centered)) over ``axes``."""
+def _stats(xa: np.ndarray, axes: tuple, center: bool, eps: float, out: Any = None) -> tuple:
+    """(mean or None, rstd, xa - mean (a new array, or ``out``, when centered)) over
+    ``axes``."""
     n = _count(xa.shape, axes)
     if center:
         mean = _rsum(xa, axes) / max(n, 1)
-        d = np.subtract(xa, mean)
+        d = np.subtract(xa, mean, out=out)
     else:
         mean, d = None, xa
     var = _rdot(d, d, axes) / max(n, 1)
@@ -120,14 +121,16 @@ def _stats(xa: np.ndarray, axes: tuple, center: bool, eps: float) -> tuple:
     return mean, rstd, d
 
 
-def _norm_fwd_core(x, w, b, mean_t, rstd_t, lay, center, train, eps):
+def _norm_fwd_core(x, w, b, mean_t, rstd_t, lay, center, train, eps, out=None):
+    """The forward on one array (``out``: where to write the result, in the compute
+    dtype)."""
     X, axes, WB, _ = lay
     cdt = _compute_dtype(x.dtype)
     xa = x.reshape(X).astype(cdt, copy=False)
     wb = w.reshape(WB).astype(cdt, copy=False) if w is not None else None
     bb = b.reshape(WB).astype(cdt, copy=False) if b is not None else None
     if train:
-        mean, rstd, d = _stats(xa, axes, center, eps)
+        mean, rstd, d = _stats(xa, axes, center, eps, out)
         if center:
             mean_t._data[...] = mean.reshape(mean_t._data.shape)
         rstd_t._data[...] = rstd.reshape(rstd_t._data.shape)
@@ -142,7 +145,7 @@ def _norm_fwd_core(x, w, b, mean_t, rstd_t, lay, center, train, eps):
         # one per (sample, channel)): one multiply and one add
         k = rstd * wb
         if y is None:
-            y = np.multiply(xa, k)
+            y = np.multiply(xa, k, out=out)
             shift = -mean * k if center else None
             if bb is not None:
                 shift = bb if shift is None else shift + bb
@@ -154,7 +157,7 @@ def _norm_fwd_core(x, w, b, mean_t, rstd_t, lay, center, train, eps):
                 y += bb
     else:
         if y is None:
-            y = np.subtract(xa, mean) if center else np.array(xa, copy=True)
+            y = np.subtract(xa, mean, out=out) if center else np.multiply(xa, 1, out=out)
         y *= rstd
         if wb is not None:
             y *= wb
@@ -175,7 +178,7 @@ def _param_axes(X: tuple, WB: tuple) -> tuple:
     return tuple(i for i, p in enumerate(WB) if p == 1)
 
 
-def _norm_bwd_core(g, x, w, mean_t, rstd_t, lay, center, train, eps):
+def _norm_bwd_core(g, x, w, mean_t, rstd_t, lay, center, train, eps, out=None):
     X, axes, WB, pshape = lay
     cdt = _compute_dtype(x.dtype)
     stat_shape = _keep_shape(X, axes)
@@ -186,7 +189,7 @@ def _norm_bwd_core(g, x, w, mean_t, rstd_t, lay, center, train, eps):
     if train and _small_fold(X, stat_shape, WB) and (wb is not None or WB == stat_shape):
         if wb is None:
             wb = np.ones(WB, cdt)
-        return _norm_bwd_folded(ga, xa, wb, mean_t, rstd, lay, center, x.dtype, x.shape)
+        return _norm_bwd_folded(ga, xa, wb, mean_t, rstd, lay, center, x.dtype, x.shape, out)
     if center:
         xhat = np.subtract(xa, mean_t._data.reshape(stat_shape).astype(cdt, copy=False))
     else:
@@ -197,7 +200,7 @@ def _norm_bwd_core(g, x, w, mean_t, rstd_t, lay, center, train, eps):
     dw = _rdot(ga, xhat, paxes)
     n = max(_count(X, axes), 1)
     if not train:
-        dx = ga * (rstd * wb if wb is not None else rstd)
+        dx = np.multiply(ga, rstd * wb if wb is not None else rstd, out=out)
     elif wb is None or wb.shape == stat_shape:
         # the weight is constant over each group (batch norm): dx = k*(g - mean(g) -
         # xhat*mean(g*xhat)) with k = w*rstd, the sums being db and dw when they reduce
@@ -206,13 +209,13 @@ def _norm_bwd_core(g, x, w, mean_t, rstd_t, lay, center, train, eps):
         s_g = db if same else _rsum(ga, axes)
         s_xh = dw if same else _rdot(ga, xhat, axes)
         k = rstd * wb if wb is not None else rstd
-        dx = np.multiply(ga, k)
+        dx = np.multiply(ga, k, out=out)
         xhat *= k * s_xh / n
         dx -= xhat
         if center:
             dx -= k * s_g / n
     else:
-        h = ga * wb
+        h = np.multiply(ga, wb, out=out)
         c_xh = _rdot(h, xhat, axes) / n
         xhat *= c_xh
         if center:
@@ -225,7 +228,7 @@ def _norm_bwd_core(g, x, w, mean_t, rstd_t, lay, center, train, eps):
             db.astype(dt, copy=False).reshape(pshape))
 
 
-def _norm_bwd_folded(ga, xa, wb, mean_t, rstd, lay, center, dt, xshape):
+def _norm_bwd_folded(ga, xa, wb, mean_t, rstd, lay, center, dt, xshape, out=None):
     """The training backward when ``rstd * w`` is small (group norm): with the sums of ``g``
     and ``x*g`` over the axes the weight is constant on, ``dx = g*A + x*B + C`` for small
     ``A`` (rstd*w) and per-group ``B``, ``C``; xhat is never formed."""
@@ -251,7 +254,7 @@ def _norm_bwd_folded(ga, xa, wb, mean_t, rstd, lay, center, dt, xshape):
         dw = (r * sxg).sum(outer, keepdims=True) if outer else r * sxg
     db = sg.sum(outer, keepdims=True) if outer else sg
     B = -r * r * c
-    dx = np.multiply(xa, B)
+    dx = np.multiply(xa, B, out=out)
     if C is not None:
         dx += C
     # + g * (r*w), through a small buffer reused along axis 0 (no second input-sized array)
@@ -303,12 +306,16 @@ def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
         return _norm_fwd_core(x, w, b, mean_t, rstd_t, lay, center, train, eps)
     xa = x.reshape(X)
     y = np.empty(X, x.dtype)
+    direct = _compute_dtype(x.dtype) == x.dtype      # blocks written in place
     m, r = _stat_views(mean_t, rstd_t, X, axes, center)
     for s in range(0, X[0], rows):
         e = min(s + rows, X[0])
         blk = ((e - s,) + tuple(X[1:]), axes, WB, pshape)
         mt = _wrap(m[s:e]) if center else mean_t
-        y[s:e] = _norm_fwd_core(xa[s:e], w, b, mt, _wrap(r[s:e]), blk, center, train, eps)
+        yb = _norm_fwd_core(xa[s:e], w, b, mt, _wrap(r[s:e]), blk, center, train, eps,
+                            y[s:e] if direct else None)
+        if not direct:
+            y[s:e] = yb
     return y.reshape(x.shape)
 
 
@@ -320,6 +327,7 @@ def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
     xa, ga = x.reshape(X), g.reshape(X)
     cdt = _compute_dtype(x.dtype)
     dx = np.empty(X, x.dtype)
+    direct = cdt == x.dtype                       # blocks written in place
     dw = np.zeros(pshape, cdt)
     db = np.zeros(pshape, cdt)
     m, r = _stat_views(mean_t, rstd_t, X, axes, center)
@@ -328,8 +336,9 @@ def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
         blk = ((e - s,) + tuple(X[1:]), axes, WB, pshape)
         mt = _wrap(m[s:e]) if center else mean_t
         dxb, dwb, dbb = _norm_bwd_core(ga[s:e], xa[s:e], w, mt, _wrap(r[s:e]), blk, center,
-                                       train, eps)
-        dx[s:e] = dxb
+                                       train, eps, dx[s:e] if direct else None)
+        if not direct:
+            dx[s:e] = dxb
         dw += dwb
         db += dbb
     return (dx.reshape(x.shape), dw.astype(x.dtype, copy=False),
