@@ -514,10 +514,13 @@ RMS_NORM = Op("rms_norm", "FusedRmsNormBackward0", lambda x, w, *a: _norm_fwd(x,
               _norm_vjp, inputs=("input", "weight"), args=_ARGS6,
               saves=("input", "weight", "result2"), save_if=(None, _w_present, None),
               jvp=_norm_jvp)
-BATCH_NORM = Op("batch_norm", "NativeBatchNormBackward0", _norm_fwd, _norm_vjp,
-                inputs=("input", "weight", "bias"), args=_ARGS6,
-                saves=("input", "weight", "result1", "result2"),
-                save_if=(None, _w_present, None, None), jvp=_norm_jvp)
+# batch norm also saves the running statistics (extra tensor arguments, as PyTorch's node)
+BATCH_NORM = Op("batch_norm", "NativeBatchNormBackward0",
+                lambda x, w, b, *a: _norm_fwd(x, w, b, *a[:6]), _norm_vjp,
+                inputs=("input", "weight", "bias"),
+                args=_ARGS6 + ("running_mean", "running_var"),
+                saves=("input", "weight", "running_mean", "running_var", "result1", "result2"),
+                save_if=(None, _w_present, None, None, None, None), jvp=_norm_jvp)
 GROUP_NORM = Op("group_norm", "NativeGroupNormBackward0", _norm_fwd, _norm_vjp,
                 inputs=("input", "weight", "bias"), args=_ARGS6,
                 saves=("input", "weight", "result1", "result2"),
@@ -545,7 +548,8 @@ def _holder(shape: tuple, dt: np.dtype) -> Tensor:
 
 def _run(op: Op, x: Tensor, w: Optional[Tensor], b: Optional[Tensor], lay: tuple,
          stat_shape: tuple, center: bool, train: bool, eps: float,
-         mean_t: Optional[Tensor] = None, rstd_t: Optional[Tensor] = None) -> tuple:
+         mean_t: Optional[Tensor] = None, rstd_t: Optional[Tensor] = None,
+         extra: tuple = ()) -> tuple:
     """Apply a normalization op; returns (out, mean_t, rstd_t)."""
     dt = x._data.dtype
     if train:
@@ -556,7 +560,8 @@ def _run(op: Op, x: Tensor, w: Optional[Tensor], b: Optional[Tensor], lay: tuple
     if op is not RMS_NORM:
         ts.append(b if b is not None else _ABSENT)
         arrs.append(b._data if b is not None else None)
-    out = apply(op, tuple(ts), tuple(arrs), (mean_t, rstd_t, lay, center, train, float(eps)))
+    out = apply(op, tuple(ts), tuple(arrs),
+                (mean_t, rstd_t, lay, center, train, float(eps)) + extra)
     return out, mean_t, rstd_t
 
 
@@ -566,7 +571,7 @@ def _norm_rule(c, args):
     batch, stacked. When the input ``x`` itself is batched in training, each row has its own
     statistics: fresh holders for a forward op, statistics recomputed for a backward op."""
     from .shape import select, stack
-    mean_t, rstd_t, lay, center, train, eps = args
+    mean_t, rstd_t, lay, center, train, eps = args[:6]
     backward = c.op in _BWD_OPS
     xi = 1 if backward else 0          # position of x among the op's tensors
     rows = []
@@ -755,21 +760,19 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
         mean_t = _wrap(running_mean._data.astype(dt).reshape(C))
         rstd_t = _wrap((1.0 / np.sqrt(running_var._data.astype(dt) + eps)).reshape(C))
         return _run(BATCH_NORM, input, weight, bias, lay, (C,), True, False, eps,
-                    mean_t, rstd_t)[0]
-    out, mean_t, rstd_t = _run(BATCH_NORM, input, weight, bias, lay, (C,), True, True, eps)
-    if training and (running_mean is not None or running_var is not None):
+                    mean_t, rstd_t, (running_mean, running_var))[0]
+    out, mean_t, rstd_t = _run(BATCH_NORM, input, weight, bias, lay, (C,), True, True, eps,
+                               extra=(running_mean, running_var))
+    if training and running_mean is not None:
+        # Written in place as part of the op: like PyTorch's kernel, no version bump (the
+        # node saves them; a second forward before the backward is fine).
         n = N * S
-        with no_grad():
-            if running_mean is not None:
-                rm = running_mean._data
-                new = (1 - momentum) * rm + momentum * mean_t._data.astype(rm.dtype)
-                running_mean.copy_(_wrap(new.astype(rm.dtype)))
-            if running_var is not None:
-                rv = running_var._data
-                var = 1.0 / np.square(rstd_t._data.astype(np.float64)) - eps
-                unbiased = var * n / (n - 1) if n > 1 else np.full_like(var, np.inf)
-                new = (1 - momentum) * rv + momentum * unbiased.astype(rv.dtype)
-                running_var.copy_(_wrap(new.astype(rv.dtype)))
+        rm = running_mean._data
+        rm[...] = (1 - momentum) * rm + momentum * mean_t._data.astype(rm.dtype)
+        rv = running_var._data
+        var = 1.0 / np.square(rstd_t._data.astype(np.float64)) - eps
+        unbiased = var * n / (n - 1) if n > 1 else np.full_like(var, np.inf)
+        rv[...] = (1 - momentum) * rv + momentum * unbiased.astype(rv.dtype)
     return out
 
 
