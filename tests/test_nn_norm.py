@@ -478,3 +478,18 @@ def test_blocked_kernels_on_large_inputs():
 
 def _prod(shape):
     return int(np.prod(shape))
+
+
+def test_cross_map_lrn2d():
+    """Forward equal to torch's legacy CrossMapLRN2d; the gradient is the derivative of that
+    forward (torch's hand-written backward is not: it fails torch's own gradcheck)."""
+    for C, size in [(5, 3), (3, 4), (6, 1)]:
+        x = _randn(2, C, 2, 2)
+        t = torch.nn.CrossMapLRN2d(size, alpha=0.5, beta=0.75, k=1.2)
+        n = nn.CrossMapLRN2d(size, alpha=0.5, beta=0.75, k=1.2)
+        assert_close(n(to_ndgrad(x)), t(x))
+        assert repr(n) == repr(t)
+        xn = to_ndgrad(x, requires_grad=True)
+        assert ndgrad.autograd.gradcheck(lambda x: n(x), (xn,))
+    _raises_like(lambda: torch.nn.CrossMapLRN2d(3)(torch.zeros(2, 3, 4)),
+                 lambda: nn.CrossMapLRN2d(3)(ndgrad.zeros(2, 3, 4)))
