@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from ... import _creation
 from ...ops import nn_norm as F
-from ...ops import shape as _shape
+from ...ops import shape as _shape_ops
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter
@@ -188,7 +188,7 @@ class CrossMapLRN2d(Module):
         if lo:
             removed = cs[:, [c - pre for c in lo]] - cs[:, :1]
             zeros = total.new_zeros((input.shape[0], C - len(lo)) + tuple(input.shape[2:]))
-            total = total - _shape.cat([zeros, removed], 1)
+            total = total - _shape_ops.cat([zeros, removed], 1)
         scale = total * (self.alpha / self.size) + self.k
         return input * scale.pow(-self.beta)
 
