@@ -91,8 +91,7 @@ def _spread(g: Tensor, red: int, shape: tuple) -> Tensor:
 
 
 def _is_float(t: Tensor) -> bool:
-    return t._data.dtype.kind in "fc" or t._data.dtype == getattr(_dtype, "bfloat16").np \
-        if hasattr(_dtype, "bfloat16") else t._data.dtype.kind in "fc"
+    return bool(t.is_floating_point() or t.is_complex())
 
 
 def _np_name(t: Tensor) -> str:
@@ -246,7 +245,8 @@ L1_LOSS = _pointwise_loss("l1_loss", "L1LossBackward0", _l1_elem, _l1_d, ("self"
 
 # soft_margin_loss
 def _sm_elem(x, y):
-    return np.logaddexp(0, -y * x).astype(np.result_type(x, y), copy=False)
+    dt = np.result_type(x, y)
+    return np.log1p(np.exp(-y * x)).astype(dt, copy=False)
 
 
 def _sm_d(need, x, y):
@@ -635,8 +635,6 @@ NLL_BACKWARD = Op("nll_loss_backward", "NllLossBackwardBackward0", _nll_bwd_fwd,
 def _rows_rule(c, args):
     """Batching rule by rows: the op per row of the batch, stacked (targets are unbatched)."""
     from .shape import select, stack
-    if c.op is NLL_BACKWARD:
-        args = args[:4] + (tuple(c.ls[0] and args[4]),)
     rows = [apply(c.op, (select(c.ts[0], 0, k),), (c.arrs[0][k],), args) for k in range(c.B)]
     return stack(rows, 0)
 
@@ -735,9 +733,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
         raise ValueError(f"Expected 1 or more dimensions (got {nd})")
     cdim = 0 if nd == 1 else 1
     C = input.shape[cdim]
-    probs = target._data.dtype.kind in "fc" and tuple(target.shape) == tuple(input.shape)
-    if probs and target._data.dtype.kind in "f" and ignore_index != -100:
+    probs = _is_float(target) and tuple(target.shape) == tuple(input.shape)
+    if probs and ignore_index != -100:
         raise RuntimeError("ignore_index is not supported for floating point target")
+        # (linear_cross_entropy words it "ignore_index cannot be specified when target
+        # contains probabilities"; see there)
     from .softmax import log_softmax
     if probs:
         if weight is not None and (weight.dim() != 1 or weight.numel() != C):
@@ -808,14 +808,33 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
     1.0986
     """
     from .linalg import matmul
+    if input.dim() not in (1, 2):
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.dim()}")
+    if input.shape[-1] != linear_weight.shape[-1]:
+        raise RuntimeError(f"expected equal input and linear_weight last dimensions "
+                           f"(in_features), got {input.shape[-1]} and {linear_weight.shape[-1]}, "
+                           "respectively")
     w = linear_weight
     out_shape = tuple(w.shape[:-1])
+    if len(out_shape) > 1 and input.dim() == 1:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape "
+                           f"{tuple(w.shape)} requires batched input, (N, {input.shape[-1]}), "
+                           f"got unbatched input with shape {tuple(input.shape)}")
+    if linear_bias is not None and tuple(linear_bias.shape) != out_shape:
+        raise RuntimeError(f"expected linear_bias shape {out_shape}, got "
+                           f"{tuple(linear_bias.shape)}")
     w2 = w.reshape(-1, w.shape[-1]) if w.dim() != 2 else w
     logits = matmul(input, w2.t())
     if linear_bias is not None:
         logits = logits + linear_bias.reshape(-1)
     if len(out_shape) != 1:
         logits = logits.reshape(tuple(input.shape[:-1]) + out_shape)
+    if ignore_index is not None and _is_float(target) and \
+            tuple(target.shape) == tuple(logits.shape):
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
     return cross_entropy(logits, target, weight, None, -100 if ignore_index is None
                          else ignore_index, None, reduction, label_smoothing)
 
@@ -1046,7 +1065,7 @@ def _multi_margin_grad(x, target, weight, p, margin):
 
 
 def _multi_margin_vjp(ctx, g):
-    (x,) = ctx.saved
+    x = ctx.saved[0]
     target, weight, p, margin, red = ctx._args
     D = _wrap(_multi_margin_grad(x._data, target, weight, p, margin))
     shape = x.shape
@@ -1084,23 +1103,26 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise ValueError("only p == 1 and p == 2 supported")
     _no_grad_arg(weight, "multi_margin_loss", "weight")
     nd = input.dim()
-    if not (nd <= 1 or nd == 2) or (nd == 2 and input.shape[1] == 0) or \
-            (nd == 1 and input.numel() == 0 and False):
+    if not ((nd <= 1 and input.numel() > 0) or (nd == 2 and input.shape[1] > 0)):
         raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
                            f"size, but got: {list(input.shape)}")
     C = input.shape[-1] if nd else 1
     N = input.shape[0] if nd == 2 else 1
     if target.dim() > 1 or target.numel() != N:
-        raise RuntimeError(f"inconsistent target size, expected {N} but got "
-                           f"{list(target.shape)}")
-    if weight is not None and (weight.dim() > 1 or weight.numel() != C):
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to "
+                           f"the number of input samples (batch size). Expected target size "
+                           f"[{N}], but got {list(target.shape)}. Input has shape "
+                           f"{list(input.shape)}.")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    if weight is not None and weight.numel() != C:
         raise RuntimeError(f"inconsistent weight size, expected {C} but got "
                            f"{list(weight.shape)}")
     t = target._data
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {_dtype_name(target)}")
     if t.size and (np.any(t < 0) or np.any(t >= C)):
-        raise IndexError("target out of range")
+        raise RuntimeError("target out of range")
     x = input if nd else input.reshape(1)
     w = weight.detach() if weight is not None else None
     out = apply(MULTI_MARGIN_LOSS, (x,), (x._data,), (target, w, int(p), float(margin), red))
@@ -1147,7 +1169,7 @@ def _multilabel_margin_grad(x, target):
 
 
 def _multilabel_margin_vjp(ctx, g):
-    (x,) = ctx.saved
+    x = ctx.saved[0]
     target, red = ctx._args
     D = _wrap(_multilabel_margin_grad(x._data, target))
     if x.dim() <= 1:
@@ -1174,7 +1196,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     """
     red = _reduction(reduction, size_average, reduce)
     nd = input.dim()
-    if nd > 2 or (nd == 2 and input.shape[1] == 0):
+    if not ((nd <= 1 and input.numel() > 0) or (nd == 2 and input.shape[1] > 0)):
         raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
                            f"size, but got: {list(input.shape)}")
     if tuple(target.shape) != tuple(input.shape) and not (nd == 0 and target.numel() == 1):
@@ -1212,8 +1234,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                            f"the same number of dimensions, but got: anchor {a}D, positive "
                            f"{pd}D, and negative {nd_}D inputs")
     if margin <= 0:
-        raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got "
-                         f"{margin} instead")
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     from .nn_distance import pairwise_distance
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
@@ -1239,8 +1260,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     if red is None:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if margin <= 0:
-        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
-                         f"got {margin} instead")
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     a, pd, nd_ = anchor.dim(), positive.dim(), negative.dim()
     if not (a == pd == nd_):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
@@ -1407,17 +1427,26 @@ def _ctc_vjp(ctx, g):
     G = _ctc_grad(lp._data, alpha, nll, setup)
     if zero_inf:
         G = np.where(np.isinf(nll)[None, :, None], 0, G)
+    return apply(CTC_BACKWARD, (g,), (g._data,), (G, np.asarray(setup[4], np.int64), red))
+
+
+def _ctc_bwd_fwd(g, G, tlen, red):
     N = G.shape[1]
-    tlen = np.asarray(setup[4], np.int64)
     if red == 0:
         coef = g
     elif red == 2:
-        coef = g.expand((N,))
+        coef = np.broadcast_to(g, (N,))
     else:
-        coef = g.expand((N,)) / _wrap(np.maximum(tlen, 1).astype(G.dtype) * N)
-    return _wrap(G) * coef.reshape(1, N, 1)
+        coef = g / (np.maximum(tlen, 1).astype(G.dtype) * N)
+    return (G * coef.reshape(1, N, 1)).astype(G.dtype, copy=False)
 
 
+def _ctc_bwd_vjp(ctx, gg):
+    raise RuntimeError("derivative for aten::_ctc_loss_backward is not implemented")
+
+
+CTC_BACKWARD = Op("ctc_loss_backward", "CtcLossBackwardBackward0", _ctc_bwd_fwd, _ctc_bwd_vjp,
+                  inputs=("grad",), args=("grad_of_loss", "target_lengths", "reduction"))
 CTC_LOSS = Op("ctc_loss", "CtcLossBackward0", _ctc_fwd, _ctc_vjp,
               args=("targets", "input_lengths", "target_lengths", "blank", "reduction",
                     "zero_infinity", "cache"), saves=("self",))
