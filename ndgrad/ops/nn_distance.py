@@ -57,7 +57,8 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     """``p``-norm of ``x1 - x2 + eps`` over the last dim.
 
     >>> import ndgrad, ndgrad.nn.functional as F
-    >>> round(F.pairwise_distance(ndgrad.tensor([[0.0, 0.0]]), ndgrad.tensor([[3.0, 4.0]])).item(), 4)
+    >>> a, b = ndgrad.tensor([[0.0, 0.0]]), ndgrad.tensor([[3.0, 4.0]])
+    >>> round(F.pairwise_distance(a, b).item(), 4)
     4.9999
     """
     from .linalg import vector_norm
@@ -149,7 +150,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if input._data.dtype.kind not in "fc":
-        raise RuntimeError(f"pdist only supports floating-point dtypes")
+        raise RuntimeError("pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     return apply(PDIST, (input,), (input._data,), (float(p),))
@@ -244,7 +245,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: Any = None) -> T
     if compute_mode not in _MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     if x1.dtype != x2.dtype:
-        raise RuntimeError(f"X1 and X2 must have the same dtype")
+        raise RuntimeError("X1 and X2 must have the same dtype")
     b1, b2 = tuple(x1.shape[:-2]), tuple(x2.shape[:-2])
     if b1 != b2:
         try:

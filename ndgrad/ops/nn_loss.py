@@ -534,7 +534,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     _no_grad_arg(weight, "binary_cross_entropy_with_logits", "weight")
     input, target = _promote(input, target)
     shape = input.shape
-    for t, nm in ((weight, "weight"), (pos_weight, "pos_weight")):
+    for t in (weight, pos_weight):
         if t is not None:
             try:
                 np.broadcast_shapes(tuple(t.shape), tuple(shape))
@@ -1488,9 +1488,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     if not (0 <= blank < C):
         raise RuntimeError("blank must be in label range")
     if il.size != N:
-        raise RuntimeError(f"input_lengths must be of size batch_size")
+        raise RuntimeError("input_lengths must be of size batch_size")
     if tl.size != N:
-        raise RuntimeError(f"target_lengths must be of size batch_size")
+        raise RuntimeError("target_lengths must be of size batch_size")
     if targets._data.dtype.kind not in "iu":
         raise RuntimeError("ctc_loss: targets must be integral (Long or Int)")
     t = tg._data
@@ -1539,27 +1539,51 @@ __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "soft_margin_l
 
 # Schemas of this family's public functions (Note [Declared signatures]), installed into
 # ndgrad.nn.functional.
-SIGNATURES = """
-mse_loss(Tensor input, Tensor target, Any size_average=None, Any reduce=None, str reduction="mean", Tensor? weight=None)
-l1_loss(Tensor input, Tensor target, Any size_average=None, Any reduce=None, str reduction="mean", Tensor? weight=None)
-smooth_l1_loss(Tensor input, Tensor target, Any size_average=None, Any reduce=None, str reduction="mean", float beta=1.0)
-huber_loss(Tensor input, Tensor target, str reduction="mean", float delta=1.0, Tensor? weight=None)
-soft_margin_loss(Tensor input, Tensor target, Any size_average=None, Any reduce=None, str reduction="mean")
-binary_cross_entropy(Tensor input, Tensor target, Tensor? weight=None, Any size_average=None, Any reduce=None, str reduction="mean")
-binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight=None, Any size_average=None, Any reduce=None, str reduction="mean", Tensor? pos_weight=None)
-nll_loss(Tensor input, Tensor target, Tensor? weight=None, Any size_average=None, int ignore_index=-100, Any reduce=None, str reduction="mean")
-cross_entropy(Tensor input, Tensor target, Tensor? weight=None, Any size_average=None, int ignore_index=-100, Any reduce=None, str reduction="mean", float label_smoothing=0.0)
-linear_cross_entropy(Tensor input, Tensor linear_weight, Tensor target, *, Tensor? linear_bias=None, Tensor? weight=None, str reduction="mean", int? ignore_index=None, float label_smoothing=0.0, Any options=None)
-kl_div(Tensor input, Tensor target, Any size_average=None, Any reduce=None, str reduction="mean", bool log_target=False)
-poisson_nll_loss(Tensor input, Tensor target, bool log_input=True, bool full=False, Any size_average=None, float eps=1e-08, Any reduce=None, str reduction="mean")
-gaussian_nll_loss(Tensor input, Tensor target, Any var, bool full=False, float eps=1e-06, str reduction="mean")
-cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, Any size_average=None, Any reduce=None, str reduction="mean")
-margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0, Any size_average=None, Any reduce=None, str reduction="mean")
-hinge_embedding_loss(Tensor input, Tensor target, float margin=1.0, Any size_average=None, Any reduce=None, str reduction="mean")
-multilabel_soft_margin_loss(Tensor input, Tensor target, Tensor? weight=None, Any size_average=None, Any reduce=None, str reduction="mean")
-multi_margin_loss(Tensor input, Tensor target, int p=1, float margin=1.0, Tensor? weight=None, Any size_average=None, Any reduce=None, str reduction="mean")
-multilabel_margin_loss(Tensor input, Tensor target, Any size_average=None, Any reduce=None, str reduction="mean")
-triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, Any size_average=None, Any reduce=None, str reduction="mean")
-triplet_margin_with_distance_loss(Tensor anchor, Tensor positive, Tensor negative, *, Any distance_function=None, float margin=1.0, bool swap=False, str reduction="mean")
-ctc_loss(Tensor log_probs, Tensor targets, Any input_lengths, Any target_lengths, int blank=0, str reduction="mean", bool zero_infinity=False)
-"""
+SIGNATURES = "\n".join([
+    "mse_loss(Tensor input, Tensor target, Any size_average=None, Any reduce=None, "
+    "str reduction='mean', Tensor? weight=None)",
+    "l1_loss(Tensor input, Tensor target, Any size_average=None, Any reduce=None, "
+    "str reduction='mean', Tensor? weight=None)",
+    "smooth_l1_loss(Tensor input, Tensor target, Any size_average=None, Any reduce=None, "
+    "str reduction='mean', float beta=1.0)",
+    "huber_loss(Tensor input, Tensor target, str reduction='mean', float delta=1.0, "
+    "Tensor? weight=None)",
+    "soft_margin_loss(Tensor input, Tensor target, Any size_average=None, Any reduce=None, "
+    "str reduction='mean')",
+    "binary_cross_entropy(Tensor input, Tensor target, Tensor? weight=None, "
+    "Any size_average=None, Any reduce=None, str reduction='mean')",
+    "binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight=None, "
+    "Any size_average=None, Any reduce=None, str reduction='mean', Tensor? pos_weight=None)",
+    "nll_loss(Tensor input, Tensor target, Tensor? weight=None, Any size_average=None, "
+    "int ignore_index=-100, Any reduce=None, str reduction='mean')",
+    "cross_entropy(Tensor input, Tensor target, Tensor? weight=None, Any size_average=None, "
+    "int ignore_index=-100, Any reduce=None, str reduction='mean', float label_smoothing=0.0)",
+    "linear_cross_entropy(Tensor input, Tensor linear_weight, Tensor target, *, "
+    "Tensor? linear_bias=None, Tensor? weight=None, str reduction='mean', "
+    "int? ignore_index=None, float label_smoothing=0.0, Any options=None)",
+    "kl_div(Tensor input, Tensor target, Any size_average=None, Any reduce=None, "
+    "str reduction='mean', bool log_target=False)",
+    "poisson_nll_loss(Tensor input, Tensor target, bool log_input=True, bool full=False, "
+    "Any size_average=None, float eps=1e-08, Any reduce=None, str reduction='mean')",
+    "gaussian_nll_loss(Tensor input, Tensor target, Any var, bool full=False, float eps=1e-06, "
+    "str reduction='mean')",
+    "cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, "
+    "Any size_average=None, Any reduce=None, str reduction='mean')",
+    "margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0, "
+    "Any size_average=None, Any reduce=None, str reduction='mean')",
+    "hinge_embedding_loss(Tensor input, Tensor target, float margin=1.0, Any size_average=None, "
+    "Any reduce=None, str reduction='mean')",
+    "multilabel_soft_margin_loss(Tensor input, Tensor target, Tensor? weight=None, "
+    "Any size_average=None, Any reduce=None, str reduction='mean')",
+    "multi_margin_loss(Tensor input, Tensor target, int p=1, float margin=1.0, "
+    "Tensor? weight=None, Any size_average=None, Any reduce=None, str reduction='mean')",
+    "multilabel_margin_loss(Tensor input, Tensor target, Any size_average=None, "
+    "Any reduce=None, str reduction='mean')",
+    "triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, "
+    "float p=2, float eps=1e-06, bool swap=False, Any size_average=None, Any reduce=None, "
+    "str reduction='mean')",
+    "triplet_margin_with_distance_loss(Tensor anchor, Tensor positive, Tensor negative, *, "
+    "Any distance_function=None, float margin=1.0, bool swap=False, str reduction='mean')",
+    "ctc_loss(Tensor log_probs, Tensor targets, Any input_lengths, Any target_lengths, "
+    "int blank=0, str reduction='mean', bool zero_infinity=False)",
+])
