@@ -738,7 +738,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
         raise RuntimeError("ignore_index is not supported for floating point target")
         # (linear_cross_entropy words it "ignore_index cannot be specified when target
         # contains probabilities"; see there)
-    from .softmax import log_softmax
+    log_softmax = _log_softmax
     if probs:
         if weight is not None and (weight.dim() != 1 or weight.numel() != C):
             raise RuntimeError(f"weight tensor should be defined either for all {C} classes or "
@@ -783,6 +783,90 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
     elif red == 2:
         smooth = smooth.sum()
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / C)
+
+
+# ---------------------------------------------------------------------------- fused log_softmax
+# Note [Cross entropy speed path]
+# cross_entropy records LogSoftmaxBackward0 under NllLossBackward0, as PyTorch does. Its
+# log-softmax is an op of this family with the same node name whose forward and backward each
+# make as few full-size arrays as NumPy allows (a 512x1000 array costs more to allocate than
+# to fill): forward ``s = x - max; s -= log(sum(exp(s)))`` (two arrays), backward
+# ``g - exp(y) * sum(g)`` as one op (``_log_softmax_backward_data``, one array), whose own VJP
+# is written with ndgrad ops (second order).
+def _ls_fwd(x: np.ndarray, dim: int) -> np.ndarray:
+    if x.size == 0:
+        return x.copy()
+    m = np.max(x, axis=dim, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
+    s = np.subtract(x, m)
+    e = np.exp(s)
+    lse = np.log(np.sum(e, axis=dim, keepdims=True))
+    del e
+    np.subtract(s, lse, out=s)
+    return s
+
+
+def _ls_vjp(ctx, g):
+    (y,) = ctx.saved
+    (dim,) = ctx._args
+    return apply(_LS_BWD, (g, y), (g._data, y._data), (dim,))
+
+
+def _ls_jvp(ctx, t):
+    y, dim = ctx.result, ctx._args[0]
+    return t - (t * y.exp()).sum(dim, keepdim=True)
+
+
+def _ls_bwd_fwd(g: np.ndarray, y: np.ndarray, dim: int) -> np.ndarray:
+    r = np.exp(y)
+    r *= np.sum(g, axis=dim, keepdims=True)
+    np.subtract(g, r, out=r)
+    return r
+
+
+def _ls_bwd_vjp(ctx, gg):
+    g, y = ctx.saved
+    (dim,) = ctx._args
+    e = y.exp()
+    out = [None, None]
+    if ctx.needs_input_grad(0):
+        out[0] = gg - (gg * e).sum(dim, keepdim=True)
+    if ctx.needs_input_grad(1):
+        out[1] = -gg * e * g.sum(dim, keepdim=True)
+    return tuple(out)
+
+
+def _ls_bwd_jvp(ctx, tg, ty):
+    g, y = ctx.inputs
+    dim = ctx._args[0]
+    e = y.exp()
+    out = None
+    if tg is not None:
+        out = tg - e * tg.sum(dim, keepdim=True)
+    if ty is not None:
+        r = -(e * ty) * g.sum(dim, keepdim=True)
+        out = r if out is None else out + r
+    return out
+
+
+_LOG_SOFTMAX = Op("_ce_log_softmax", "LogSoftmaxBackward0", _ls_fwd, _ls_vjp, args=("dim",),
+                  saves=("result",), jvp=_ls_jvp)
+_LS_BWD = Op("_log_softmax_backward_data", "LogSoftmaxBackwardDataBackward0", _ls_bwd_fwd,
+             _ls_bwd_vjp, inputs=("grad_output", "output"), args=("dim",),
+             saves=("grad_output", "output"), jvp=_ls_bwd_jvp)
+
+
+def _ls_bwd_rule(c, args):
+    from ._batching import _batch_expand
+    ts = tuple(t if b else _batch_expand(t, c.B) for t, b in zip(c.ts, c.bd))
+    return apply(c.op, ts, tuple(t._data for t in ts), (args[0] + 1,))
+
+
+def _log_softmax(x: Tensor, dim: int) -> Tensor:
+    if x._data.dtype.kind != "f" or x._blevel:
+        from .softmax import log_softmax
+        return log_softmax(x, dim)
+    return apply(_LOG_SOFTMAX, (x,), (x._data,), (dim,))
 
 
 def _dtype_name(t: Tensor) -> str:
@@ -1525,6 +1609,9 @@ def _register() -> None:
         RULES[op] = _pointwise_rule
     for op in (NLL_LOSS, NLL_LOSS2D, NLL_BACKWARD):
         RULES[op] = _rows_rule
+    from ._batching import _dim_first_scan
+    RULES[_LOG_SOFTMAX] = _dim_first_scan
+    RULES[_LS_BWD] = _ls_bwd_rule
 
 
 _register()
