@@ -532,6 +532,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
     _no_grad_arg(weight, "binary_cross_entropy_with_logits", "weight")
+    _no_grad_arg(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
     input, target = _promote(input, target)
     shape = input.shape
     for t in (weight, pos_weight):
@@ -1025,19 +1026,14 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     0.0
     """
     red = _reduction(reduction, size_average, reduce)
-    nd = input1.dim()
-    if nd != input2.dim() or tuple(input1.shape) != tuple(input2.shape):
-        raise RuntimeError(f"cosine_embedding_loss: Input1 and Input2 must have the same shape, "
-                           f"but got Input1: {list(input1.shape)}, Input2: "
-                           f"{list(input2.shape)}")
-    if nd not in (1, 2):
-        raise RuntimeError(f"cosine_embedding_loss: Expected 1D or 2D tensors, but got "
-                           f"Input1: {nd}D, Input2: {nd}D")
-    if target.dim() != nd - 1:
-        raise RuntimeError(f"{nd}D target tensor expects {nd}D input tensors, but found inputs "
-                           f"with sizes {list(input1.shape)} and {list(input2.shape)}.")
+    td = target.dim()
+    if td > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.dim() != td + 1 or input2.dim() != td + 1:
+        raise RuntimeError(f"{td}D target tensor expects {td + 1}D input tensors, but found "
+                           f"inputs with sizes {list(input1.shape)} and {list(input2.shape)}.")
     EPS = 1e-12
-    d = nd - 1
+    d = td
     prod = (input1 * input2).sum(d)
     m1 = (input1 * input1).sum(d) + EPS
     m2 = (input2 * input2).sum(d) + EPS
@@ -1132,7 +1128,7 @@ def _multi_margin_fwd(x, target, weight, p, margin, red):
     x2, t, z, h, N, C = _multi_margin_terms(x, target, weight, p, margin)
     out = (h.sum(1) / C).astype(x.dtype, copy=False)
     if red == 0:
-        return out.reshape(target._data.shape) if x.ndim > 1 else out.reshape(())
+        return out.reshape(target._data.shape)
     return _reduce_np(out, red)
 
 
@@ -1154,9 +1150,7 @@ def _multi_margin_vjp(ctx, g):
     D = _wrap(_multi_margin_grad(x._data, target, weight, p, margin))
     shape = x.shape
     if x.dim() <= 1:
-        gs = g.reshape(()) if red != 1 else g
-        gs = gs if red != 0 else g.reshape(())
-        return D * gs
+        return D * g.reshape(())
     N = shape[0]
     if red == 0:
         gs = g.reshape(N, 1)
@@ -1566,8 +1560,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     il = _lengths(input_lengths, "input_lengths")
     tl = _lengths(target_lengths, "target_lengths")
     lp = log_probs.unsqueeze(1) if unbatched else log_probs
-    tg = targets.unsqueeze(0) if unbatched and targets.dim() == 1 and tl.size == 1 and \
-        targets.numel() else targets
+    tg = targets
     T, N, C = lp.shape
     if not (0 <= blank < C):
         raise RuntimeError("blank must be in label range")
@@ -1575,22 +1568,25 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
         raise RuntimeError("input_lengths must be of size batch_size")
     if tl.size != N:
         raise RuntimeError("target_lengths must be of size batch_size")
-    if targets._data.dtype.kind not in "iu":
-        raise RuntimeError("ctc_loss: targets must be integral (Long or Int)")
+    if targets._data.dtype.kind != "i":
+        tg = targets = targets.to(_dtype.int64)
     t = tg._data
     if t.ndim == 2:
         for n in range(N):
             if tl[n] > t.shape[1]:
                 raise RuntimeError(f"Expected tensor to have size at least {tl[n]} at "
                                    f"dimension 1, but got size {t.shape[1]} for argument "
-                                   f"#2 'targets' (while checking arguments for ctc_loss_cpu)")
-    elif t.ndim == 1 and t.shape[0] < tl.sum():
-        raise RuntimeError(f"Expected tensor to have size at least {int(tl.sum())} at "
-                           f"dimension 0, but got size {t.shape[0]}")
+                                   "#2 'targets' (while checking arguments for "
+                                   "ctc_loss_allocate_outputs)")
+    elif t.ndim == 1 and t.shape[0] != tl.sum():
+        raise RuntimeError(f"Expected tensor to have size {int(tl.sum())} at dimension 0, but "
+                           f"got size {t.shape[0]} for argument #2 'targets' (while checking "
+                           "arguments for ctc_loss_allocate_outputs)")
     for n in range(N):
         if il[n] > T or il[n] < 0:
             raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got "
-                               f"value {il[n]} (while checking arguments for ctc_loss_cpu)")
+                               f"value {il[n]} (while checking arguments for "
+                               "ctc_loss_allocate_outputs)")
         if tl[n] < 0:
             raise RuntimeError(f"Expected target_lengths to have value at least 0, but got "
                                f"{tl[n]}")
