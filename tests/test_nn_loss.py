@@ -17,6 +17,8 @@ import ndgrad.nn as nn
 import ndgrad.nn.functional as F
 from tests.nn_compare import check_module, to_ndgrad
 
+pytestmark = pytest.mark.filterwarnings("ignore:Using a target size",
+                                        "ignore:reduction. 'mean' divides")
 D = torch.float64
 REDUCTIONS = ("mean", "sum", "none")
 

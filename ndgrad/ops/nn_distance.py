@@ -59,7 +59,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     >>> import ndgrad, ndgrad.nn.functional as F
     >>> a, b = ndgrad.tensor([[0.0, 0.0]]), ndgrad.tensor([[3.0, 4.0]])
     >>> round(F.pairwise_distance(a, b).item(), 4)
-    4.9999
+    5.0
     """
     from .linalg import vector_norm
     nd = max(x1.dim(), x2.dim())

@@ -260,7 +260,8 @@ SOFT_MARGIN_LOSS = _pointwise_loss("soft_margin_loss", "SoftMarginLossBackward0"
 
 # binary_cross_entropy
 def _clamped_log(a: np.ndarray) -> np.ndarray:
-    return np.maximum(np.log(a), -100)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.maximum(np.log(a), -100)
 
 
 def _bce_elem(x, y, w):
@@ -1070,7 +1071,8 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
     """``x`` where ``target == 1``, ``max(0, margin - x)`` where ``target == -1``.
 
     >>> import ndgrad, ndgrad.nn.functional as F
-    >>> F.hinge_embedding_loss(ndgrad.tensor([0.3, 0.5]), ndgrad.tensor([1.0, -1.0])).item()
+    >>> x = ndgrad.tensor([0.3, 0.5])
+    >>> round(F.hinge_embedding_loss(x, ndgrad.tensor([1.0, -1.0])).item(), 4)
     0.4
     """
     red = _reduction(reduction, size_average, reduce)
