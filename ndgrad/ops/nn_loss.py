@@ -932,7 +932,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
     space; ``log_target``: so is ``target``); 'batchmean' divides by the batch size.
 
     >>> import ndgrad, ndgrad.nn.functional as F
-    >>> F.kl_div(ndgrad.tensor([0.0]), ndgrad.tensor([1.0])).item()
+    >>> F.kl_div(ndgrad.tensor([[0.0]]), ndgrad.tensor([[1.0]]), reduction="batchmean").item()
     0.0
     """
     if size_average is not None or reduce is not None:
