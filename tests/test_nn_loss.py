@@ -99,6 +99,10 @@ def test_regression_losses(reduction):
     for delta in (1.0, 0.3):
         compare("huber_loss", [x, y], {"reduction": reduction, "delta": delta})
     compare("soft_margin_loss", [x, torch.sign(rn(3, 4, seed=2))], {"reduction": reduction})
+    w = rr(3, 4, seed=3).requires_grad_()
+    compare("mse_loss", [x, y], {"reduction": reduction, "weight": w})
+    compare("l1_loss", [x, y], {"reduction": reduction, "weight": w})
+    compare("huber_loss", [x, y], {"reduction": reduction, "weight": w, "delta": 0.5})
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -357,6 +361,8 @@ def _errors():
     yield lambda m, F_: F_.gaussian_nll_loss(m(x), m(x), m(-torch.ones(3, 5, dtype=D)))
     yield lambda m, F_: F_.cosine_embedding_loss(m(x), m(x[:2]), m(torch.ones(3)))
     yield lambda m, F_: F_.kl_div(m(x), m(x), reduction="bad")
+    yield lambda m, F_: F_.mse_loss(m(x), m(x), weight=m(x[0]))
+    yield lambda m, F_: F_.l1_loss(m(x), m(x), weight=m(x), reduction="bad")
     yield lambda m, F_: F_.huber_loss(m(x), m(x), delta=-1.0)
     yield lambda m, F_: F_.smooth_l1_loss(m(x), m(x), beta=-1.0)
     yield lambda m, F_: F_.pdist(m(x[0]))

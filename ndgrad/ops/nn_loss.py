@@ -385,14 +385,31 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
         if r is not NotImplemented:
             return r
     _size_warning(input, target)
+    if weight is not None:
+        if size_average is not None or reduce is not None:
+            reduction = _legacy_reduction(size_average, reduce)
+        i2, t2 = _bcast(*_promote(input, target))
+        return _weighted((i2 - t2).pow(2), input, weight, reduction, True)
     red = _reduction(reduction, size_average, reduce)
     input, target = _bcast(*_promote(input, target))
-    if weight is not None:
-        from .rearrange import broadcast_tensors
-        _, weight = broadcast_tensors(input, weight)
-        d = input - target
-        return _reduce_t(weight * d * d, red)
     return _apply_pw(MSE_LOSS, (input, target), red)
+
+
+def _weighted(loss: Tensor, input: Tensor, weight: Tensor, reduction: Any,
+              mean_by_weight: bool) -> Tensor:
+    """PyTorch's weighted mse/l1/huber: elementwise loss times ``weight`` (of the input's
+    size); 'mean' divides by the summed weights (mse, l1) or the element count (huber)."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    out = loss * weight
+    if reduction == "none":
+        return out
+    if reduction == "sum":
+        return out.sum()
+    if reduction == "mean":
+        return out.sum() / weight.sum() if mean_by_weight else out.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                     "'sum'.")
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
@@ -404,11 +421,14 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
     2.0
     """
     _size_warning(input, target)
-    red = _reduction(reduction, size_average, reduce)
+    if weight is not None and (size_average is not None or reduce is not None):
+        reduction = _legacy_reduction(size_average, reduce)
+        size_average = reduce = None
+    red = _reduction(reduction, size_average, reduce) if weight is None else 0
     input, target = _bcast(*_promote(input, target))
     d = (input - target).abs()
     if weight is not None:
-        d = d * weight
+        return _weighted(d, input, weight, reduction, True)
     return _reduce_t(d, red)
 
 
@@ -447,13 +467,18 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         if r is not NotImplemented:
             return r
     _size_warning(input, target)
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError("Weights and input must have the same size.")
+        if delta <= 0:
+            raise RuntimeError("huber_loss does not support non-positive values for delta.")
+        i2, t2 = _bcast(*_promote(input, target))
+        return _weighted(_apply_pw(HUBER_LOSS, (i2, t2), 0, float(delta)), input, weight,
+                         reduction, False)
     red = _reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     input, target = _bcast(*_promote(input, target))
-    if weight is not None:
-        out = _apply_pw(HUBER_LOSS, (input, target), 0, float(delta)) * weight
-        return _reduce_t(out, red)
     return _apply_pw(HUBER_LOSS, (input, target), red, float(delta))
 
 
