@@ -500,3 +500,20 @@ def test_cross_entropy_module_trains():
         with ndgrad.no_grad():
             nw -= 0.5 * nw.grad
             nw.grad = None
+
+
+def test_result_dtypes():
+    """Mixed float32/float64 operands give torch's result dtype (or its error)."""
+    a32, a64 = torch.zeros(3) + 0.5, torch.ones(3, dtype=D)
+    for name in ("binary_cross_entropy", "binary_cross_entropy_with_logits", "soft_margin_loss",
+                 "smooth_l1_loss", "huber_loss", "l1_loss", "mse_loss",
+                 "multilabel_soft_margin_loss"):
+        for x, y in ((a32, a64), (a64 * 0.5, a32)):
+            try:
+                want = getattr(TF, name)(x, y).dtype
+            except RuntimeError as e:
+                with pytest.raises(RuntimeError, match=str(e)):
+                    getattr(F, name)(_nd(x), _nd(y))
+                continue
+            got = getattr(F, name)(_nd(x), _nd(y)).dtype
+            assert str(got).split(".")[-1] == str(want).split(".")[-1], name

@@ -106,10 +106,12 @@ def _no_grad_arg(t: Optional[Tensor], fn: str, arg: str) -> None:
 
 def _promote(*ts: Tensor) -> tuple:
     from .. import result_type
-    dt = ts[0].dtype
-    for t in ts[1:]:
-        dt = result_type(_wrap(np.zeros((), ts[0]._data.dtype)).to(dt), t)
+    dt = result_type(*ts) if len(ts) == 2 else ts[0].dtype
     return tuple(t if t.dtype == dt else t.to(dt) for t in ts)
+
+
+def _like(t: Tensor, other: Tensor) -> Tensor:
+    return t if t.dtype == other.dtype else t.to(other.dtype)
 
 
 def _bcast(input: Tensor, target: Tensor) -> tuple:
@@ -472,13 +474,13 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
             raise ValueError("Weights and input must have the same size.")
         if delta <= 0:
             raise RuntimeError("huber_loss does not support non-positive values for delta.")
-        i2, t2 = _bcast(*_promote(input, target))
+        i2, t2 = _bcast(input, _like(target, input))
         return _weighted(_apply_pw(HUBER_LOSS, (i2, t2), 0, float(delta)), input, weight,
                          reduction, False)
     red = _reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    input, target = _bcast(*_promote(input, target))
+    input, target = _bcast(input, _like(target, input))
     return _apply_pw(HUBER_LOSS, (input, target), red, float(delta))
 
 
@@ -496,7 +498,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,
             return r
     red = _reduction(reduction, size_average, reduce)
     _no_grad_arg(target, "soft_margin_loss", "target")
-    input, target = _bcast(*_promote(input, target))
+    input, target = _bcast(input, _like(target, input))
     return _apply_pw(SOFT_MARGIN_LOSS, (input, target), red)
 
 
@@ -523,9 +525,11 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor]
     x = input._data
     if x.dtype.kind not in "fc" and not _is_float(input):
         raise RuntimeError(f"\"binary_cross_entropy\" not implemented for '{_np_name(input)}'")
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {_dtype_name(target)} but expected "
+                           f"{_dtype_name(input)}")
     if x.size and (np.any(x < 0) or np.any(x > 1) or np.any(np.isnan(x))):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    input, target = _promote(input, target)
     if weight is not None:
         from .rearrange import broadcast_tensors
         _, w = broadcast_tensors(input, weight)
@@ -559,7 +563,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                          f"({input.shape})")
     _no_grad_arg(weight, "binary_cross_entropy_with_logits", "weight")
     _no_grad_arg(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
-    input, target = _promote(input, target)
+    input = _like(input, target)    # PyTorch computes in the target's dtype
     shape = input.shape
     for t in (weight, pos_weight):
         if t is not None:
