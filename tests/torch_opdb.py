@@ -271,6 +271,21 @@ def _nd_tensor(t: torch.Tensor, requires_grad: Optional[bool] = None) -> Any:
     return r
 
 
+# ---- torch.nn modules passed as arguments (issue 9, loss) ----
+def _nd_module(m: Any) -> Any:
+    """A parameterless torch.nn module (``distance_function=nn.PairwiseDistance()``) as the
+    ndgrad.nn module of the same class with the same attributes."""
+    cls = getattr(ndgrad.nn, type(m).__name__, None)
+    if cls is None or list(m.parameters()) or list(m.buffers()):
+        raise Missing(f"torch module argument {type(m).__name__}")
+    out = cls()
+    for k, v in vars(m).items():
+        if not k.startswith("_") and isinstance(v, (bool, int, float, str, type(None))):
+            setattr(out, k, v)
+    return out
+# ---- end torch.nn modules ----
+
+
 def tree_map(obj: Any, leaf: Callable[[Any], Any]) -> Any:
     """Map ``leaf`` over the tensors (and dtypes/sizes) nested in tuples, lists and dicts."""
     if isinstance(obj, torch.Tensor):
@@ -287,6 +302,10 @@ def tree_map(obj: Any, leaf: Callable[[Any], Any]) -> Any:
         return "cpu"
     if isinstance(obj, torch.Generator):
         raise Missing("samples with a torch.Generator")
+    # ---- torch.nn modules passed as arguments (issue 9, loss) ----
+    if isinstance(obj, torch.nn.Module):
+        return _nd_module(obj)
+    # ---- end torch.nn modules ----
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
         return tuple(tree_map(x, leaf) for x in obj)
     if isinstance(obj, (tuple, list)):
