@@ -351,15 +351,16 @@ def fractional_intervals(sample: np.ndarray, n: int, o: int, k: int) -> np.ndarr
 def fractional_indices(x: np.ndarray, kernel: tuple, out: tuple,
                        samples: np.ndarray) -> np.ndarray:
     """Indices of fractional max pooling windows; ``samples`` (N, C, nsp) holds, per plane,
-    the uniform samples of the dims in reverse order (the last dim's first), as torch reads
-    ``_random_samples``."""
+    the uniform samples of the dims as torch reads ``_random_samples``: (W, H) in 2-d,
+    (T, H, W) in 3-d."""
     nsp = len(kernel)
     plane = x.shape[x.ndim - nsp:]
     lead = x.shape[:x.ndim - nsp]
     smp = samples.reshape(lead + (nsp,)) if samples.size else np.zeros(lead + (nsp,))
     offsets, first, coords = [], [], []
     for j in range(nsp):
-        st = fractional_intervals(smp[..., nsp - 1 - j], plane[j], out[j], kernel[j])
+        st = fractional_intervals(smp[..., nsp - 1 - j if nsp == 2 else j], plane[j], out[j],
+                                  kernel[j])
         shp = lead + _axis_shape(j, nsp, out[j])
         lst, cs = [], []
         for k in range(kernel[j]):
@@ -507,21 +508,20 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     st = _ints(stride, 1, "max_pool1d", "stride", allow_none=True) or k
     pad = _ints(padding, 1, "max_pool1d", "padding")
     dil = _ints(dilation, 1, "max_pool1d", "dilation")
-    if x.ndim not in (2, 3) or any(v == 0 for v in x.shape[1:]) and x.ndim == 3 or \
-            x.ndim == 2 and x.shape[1] == 0:
+    if x.ndim not in (2, 3) or any(v == 0 for v in x.shape[x.ndim - 2:]):
         raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
                            f"dim batch size for input, but got:{list(x.shape)}")
     if k[0] <= 0:
         raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {k[0]}")
     if st[0] <= 0:
         raise RuntimeError(f"max_pool1d() stride must be greater than zero, but got {st[0]}")
-    if pad[0] < 0:
-        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {pad[0]}")
-    if pad[0] > k[0] // 2:
-        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got "
-                           f"padding={pad[0]} and kernel_size={k[0]}")
     if dil[0] <= 0:
         raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {dil[0]}")
+    if pad[0] < 0:
+        raise RuntimeError(f"max_pool1d() pad must be non-negative, but got pad: {pad[0]}")
+    if pad[0] > ((k[0] - 1) * dil[0] + 1) // 2:
+        raise RuntimeError(f"max_pool1d() pad should be at most half of effective kernel size, "
+                           f"but got pad={pad[0]}, kernel_size={k[0]} and dilation={dil[0]}")
     o = _pool_out(x.shape[-1], k[0], st[0], pad[0], dil[0], bool(ceil_mode))
     if o < 1:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
@@ -1092,10 +1092,8 @@ def _fractional(input: Tensor, nsp: int, kernel_size: Any, output_size: Any,
     lead = x.shape[:x.ndim - nsp]
     planes = lead if x.ndim == nsp + 2 else (1,) + lead
     if _random_samples is None:
-        from .. import _random
-        gen = getattr(_random, "default_generator", None)
-        rng = gen._np if gen is not None and hasattr(gen, "_np") else np.random.default_rng()
-        smp = rng.random(planes + (nsp,))
+        from .._creation import rand
+        smp = rand(planes + (nsp,), dtype=_dtype._FROM_NP[x.dtype])._data.astype(np.float64)
     else:
         smp = np.asarray(_random_samples._data, np.float64)
         if smp.shape != planes + (nsp,):
