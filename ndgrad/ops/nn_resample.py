@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from typing import Any
@@ -32,6 +33,7 @@ from .. import _dtype
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
+from ._jvp import not_implemented
 from . import nn_pool
 from .nn_pool import _sep_op
 from ._util import category
@@ -397,17 +399,302 @@ def affine_grid(theta: Tensor, size: Any, align_corners: Any = None) -> Tensor:
     return apply(AFFINE_GRID, (theta,), (th,), (size, bool(align_corners)))
 
 
+# ---------------------------------------------------------------------------- grid_sample
+# Note [grid_sample as taps]
+# Along grid component j (x, y, z: the input's last, second-to-last ... spatial dim) the sample
+# coordinate is ``ix = a * g + b`` (unnormalized), then the padding mode's piecewise linear map
+# ``ixp = s * ix + c`` (border: clip; reflection: reflect then clip; ``s`` and ``c`` are
+# constant per position). Each mode reads fixed taps around ``ixp`` (bilinear 2, bicubic 4,
+# nearest 1) with weights that are polynomials of ``frac = ixp - floor(ixp)``. The output is
+# sum over tap combinations of prod_j w_j(frac_j) * input[taps]. The indices and s, c are
+# computed once from the grid's values; the weights are written with arithmetic only, so the
+# same code computes them on arrays (forward) and on Tensors (the VJP, differentiable again).
+_A_CUBIC = -0.75
+
+
+def _near(x: Any) -> Any:
+    return ((_A_CUBIC + 2) * x - (_A_CUBIC + 3)) * x * x + 1
+
+
+def _far(x: Any) -> Any:
+    return ((_A_CUBIC * x - 5 * _A_CUBIC) * x + 8 * _A_CUBIC) * x - 4 * _A_CUBIC
+
+
+def _dnear(x: Any) -> Any:
+    return (3 * (_A_CUBIC + 2) * x - 2 * (_A_CUBIC + 3)) * x
+
+
+def _dfar(x: Any) -> Any:
+    return (3 * _A_CUBIC * x - 10 * _A_CUBIC) * x + 8 * _A_CUBIC
+
+
+def _tap_weights(mode: str, t: Any) -> list:
+    if mode == "bilinear":
+        return [1 - t, t]
+    if mode == "bicubic":
+        return [_far(t + 1), _near(t), _near(1 - t), _far(2 - t)]
+    return [t * 0 + 1]
+
+
+def _tap_dweights(mode: str, t: Any) -> list:
+    if mode == "bilinear":
+        return [t * 0 - 1, t * 0 + 1]
+    return [_dfar(t + 1), _dnear(t), -_dnear(1 - t), -_dfar(2 - t)]
+
+
+def _reflect_affine(ix: np.ndarray, lo2: int, hi2: int) -> tuple:
+    """``reflect(ix) = s * ix + c`` into [lo2/2, hi2/2] (s = +-1, c per position)."""
+    if lo2 == hi2:
+        return np.zeros_like(ix), np.zeros_like(ix)
+    mn = lo2 / 2
+    span = (hi2 - lo2) / 2
+    u = ix - mn
+    sg = np.where(u < 0, -1.0, 1.0)
+    flips = np.floor(np.abs(u) / span)
+    even = np.fmod(flips, 2) == 0
+    s = np.where(even, sg, -sg)
+    c = np.where(even, -sg * mn - flips * span + mn, span + sg * mn + flips * span + mn)
+    return s, c
+
+
+def _pad_affine(ix: np.ndarray, size: int, padding: str, align: bool) -> tuple:
+    s, c = np.ones_like(ix), np.zeros_like(ix)
+    if padding == "reflection":
+        s, c = _reflect_affine(ix, 0, 2 * (size - 1)) if align else \
+            _reflect_affine(ix, -1, 2 * size - 1)
+    if padding in ("border", "reflection"):
+        r = s * ix + c
+        low, high = r <= 0, r >= size - 1
+        s = np.where(low | high, 0.0, s)
+        c = np.where(low, 0.0, np.where(high, size - 1.0, c))
+    return s, c
+
+
+def _pad_value(x: np.ndarray, size: int, padding: str, align: bool) -> np.ndarray:
+    s, c = _pad_affine(x, size, padding, align)
+    return s * x + c
+
+
+class _Taps:
+    """The constant part of one grid_sample call (Note [grid_sample as taps])."""
+
+    def __init__(self, grid: np.ndarray, sp: tuple, mode: str, padding: str, align: bool):
+        nsp = len(sp)
+        N = grid.shape[0]
+        g = grid.reshape(N, -1, nsp).astype(np.float64)
+        self.a, self.b, self.s, self.c, self.fl = [], [], [], [], []
+        self.idx, self.ok = [], []
+        for j in range(nsp):
+            size = sp[nsp - 1 - j]
+            a = (size - 1) / 2 if align else size / 2
+            b = (size - 1) / 2
+            ix = a * g[..., j] + b
+            if mode == "bicubic":
+                s, c = np.ones_like(ix), np.zeros_like(ix)
+            else:
+                s, c = _pad_affine(ix, size, padding, align)
+            ixp = s * ix + c
+            if mode == "nearest":
+                base = np.rint(ixp)
+                offs = [0]
+            else:
+                base = np.floor(ixp)
+                offs = [0, 1] if mode == "bilinear" else [-1, 0, 1, 2]
+            idx, ok = [], []
+            for o in offs:
+                p = base + o
+                if mode == "bicubic" and padding != "zeros":
+                    p = np.floor(_pad_value(p, size, padding, align))
+                good = np.isfinite(p) & (p >= 0) & (p <= size - 1)
+                idx.append(np.where(good, p, 0).astype(np.int64))
+                ok.append(good)
+            self.a.append(a)
+            self.b.append(b)
+            self.s.append(s)
+            self.c.append(c)
+            self.fl.append(np.where(np.isfinite(base), base, 0.0))
+            self.idx.append(idx)
+            self.ok.append(ok)
+        strides = [int(np.prod(sp[nsp - j:], dtype=np.int64)) for j in range(nsp)]
+        self.combos = []
+        for ks in itertools.product(*(range(len(i)) for i in self.idx)):
+            flat = sum(self.idx[j][k] * strides[j] for j, k in enumerate(ks))
+            ok = np.logical_and.reduce([self.ok[j][k] for j, k in enumerate(ks)])
+            self.combos.append((ks, np.where(ok, flat, 0), ok))
+
+    def frac(self, j: int, gj: Any) -> Any:
+        """``ixp - floor`` along component ``j`` from the grid component ``gj`` (array or
+        Tensor of shape (N, P))."""
+        return (gj * self.a[j] + self.b[j]) * self.s[j] + (self.c[j] - self.fl[j])
+
+
+def _gs_forward(x: np.ndarray, grid: np.ndarray, mode: str, padding: str,
+                align: bool) -> np.ndarray:
+    nsp = grid.shape[-1]
+    N, C = x.shape[:2]
+    sp = x.shape[2:]
+    taps = _Taps(grid, sp, mode, padding, align)
+    g = grid.reshape(N, -1, nsp).astype(np.float64)
+    ws = [_tap_weights(mode, taps.frac(j, g[..., j])) for j in range(nsp)]
+    xs = x.reshape(N, C, -1)
+    out = np.zeros((N, C, g.shape[1]), x.dtype)
+    for ks, flat, ok in taps.combos:
+        w = np.where(ok, np.prod([ws[j][k] for j, k in enumerate(ks)], axis=0), 0.0)
+        v = np.take_along_axis(xs, flat[:, None, :], axis=2)
+        out += (w[:, None, :] * v).astype(x.dtype, copy=False)
+    return out.reshape((N, C) + grid.shape[1:-1])
+
+
+def _cat(ts: list, dim: int) -> Tensor:
+    from .. import cat
+    return ts[0] if len(ts) == 1 else cat(ts, dim)
+
+
+def _gs_vjp(ctx, g):
+    x, grid = ctx.saved
+    mode, padding, align = ctx._args
+    nsp = grid._data.shape[-1]
+    N, C = x._data.shape[:2]
+    sp = x._data.shape[2:]
+    taps = _Taps(grid._data, sp, mode, padding, align)
+    P = int(np.prod(grid._data.shape[1:-1], dtype=np.int64))
+    gf = g.reshape(N, C, P)
+    gr = grid.reshape(N, P, nsp)
+    comps = [gr[:, :, j] for j in range(nsp)]
+    fr = [taps.frac(j, comps[j]) for j in range(nsp)]
+    ws = [_tap_weights(mode, f) for f in fr]
+    dt = x._data.dtype
+    gx = gg = None
+    if ctx.needs_input_grad(0):
+        srcs, idxs = [], []
+        for ks, flat, ok in taps.combos:
+            w = ws[0][ks[0]]
+            for j in range(1, nsp):
+                w = w * ws[j][ks[j]]
+            srcs.append(gf * (w * _wrap(ok.astype(dt))).unsqueeze(1))
+            idxs.append(flat)
+        src = _cat(srcs, 2)
+        idx = _wrap(np.concatenate(idxs, axis=1)[:, None, :])
+        gx = nn_pool.scatter_add(src, idx, (int(np.prod(sp)),)).reshape(x._data.shape)
+    if ctx.needs_input_grad(1):
+        if mode == "nearest":
+            gg = _wrap(np.zeros_like(grid._data))
+        else:
+            dws = [_tap_dweights(mode, f) for f in fr]
+            xs = x.reshape(N, C, -1)
+            parts = [None] * nsp
+            for ks, flat, ok in taps.combos:
+                v = nn_pool.gather(xs, _wrap(flat[:, None, :]), 1)
+                gv = (gf * v).sum(1) * _wrap(ok.astype(dt))
+                for j in range(nsp):
+                    d = dws[j][ks[j]]
+                    for i in range(nsp):
+                        if i != j:
+                            d = d * ws[i][ks[i]]
+                    term = gv * d
+                    parts[j] = term if parts[j] is None else parts[j] + term
+            cols = [parts[j] * _wrap((taps.s[j] * taps.a[j]).astype(dt)) for j in range(nsp)]
+            gg = _cat([c.unsqueeze(-1) for c in cols], -1).reshape(grid._data.shape)
+    return gx, gg
+
+
+GRID_SAMPLER2D = Op("grid_sampler_2d", "GridSampler2DBackward0",
+                    lambda x, g, m, p, a: _gs_forward(x, g, m, p, a), _gs_vjp,
+                    inputs=("input", "grid"), saves=("input", "grid"),
+                    args=("interpolation_mode", "padding_mode", "align_corners"),
+                    jvp=not_implemented("grid_sampler_2d"))
+GRID_SAMPLER3D = Op("grid_sampler_3d", "GridSampler3DBackward0",
+                    lambda x, g, m, p, a: _gs_forward(x, g, m, p, a), _gs_vjp,
+                    inputs=("input", "grid"), saves=("input", "grid"),
+                    args=("interpolation_mode", "padding_mode", "align_corners"),
+                    jvp=not_implemented("grid_sampler_3d"))
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
+                padding_mode: str = "zeros", align_corners: Any = None) -> Tensor:
+    """Sample ``input`` (N, C, H, W) or (N, C, D, H, W) at the normalized locations of
+    ``grid`` (N, Ho, Wo, 2) / (N, Do, Ho, Wo, 3), ``(x, y[, z])`` in [-1, 1], with ``mode``
+    bilinear/nearest/bicubic and ``padding_mode`` zeros/border/reflection.
+
+    >>> import ndgrad, ndgrad.nn.functional as F
+    >>> x = ndgrad.tensor([[[[0.0, 2.0]]]])
+    >>> F.grid_sample(x, ndgrad.tensor([[[[0.0, 0.0]]]]), align_corners=True)
+    tensor([[[[1.]]]])
+    """
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError("nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
+                      "the old behavior is desired. See the documentation of grid_sample for "
+                      "details.", stacklevel=2)
+        align_corners = False
+    if input._blevel or grid._blevel:
+        r = _bcall(grid_sample, input, grid, mode, padding_mode, align_corners)
+        if r is not NotImplemented:
+            return r
+    x, g = input._data, grid._data
+    if x.dtype != g.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but "
+                           f"input has {input.dtype} and grid has {grid.dtype}")
+    if x.ndim not in (4, 5) or x.ndim != g.ndim:
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number "
+                           f"of dimensions, but got input with sizes {list(x.shape)} and grid "
+                           f"with sizes {list(g.shape)}")
+    if x.shape[0] != g.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
+                           f"but got input with sizes {list(x.shape)} and grid with sizes "
+                           f"{list(g.shape)}")
+    nsp = x.ndim - 2
+    if g.shape[-1] != nsp:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nsp} in last "
+                           f"dimension, but got grid with sizes {list(g.shape)}")
+    if any(v == 0 for v in x.shape[2:]):
+        raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial "
+                           f"dimensions, but input has sizes {list(x.shape)} with dimension "
+                           f"{2 + [v == 0 for v in x.shape[2:]].index(True)} being empty")
+    if mode == "bicubic" and nsp == 3:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if x.dtype.kind not in "f" and x.dtype.name != "bfloat16":
+        raise NotImplementedError(f"\"grid_sampler_{nsp}d_cpu\" not implemented for "
+                                  f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
+    ct = nn_pool._compute_dtype(x)
+    op = GRID_SAMPLER2D if nsp == 2 else GRID_SAMPLER3D
+    if ct != x.dtype:    # half precision: sample in float32
+        r = grid_sample(input.to(_dtype._FROM_NP[ct]), grid.to(_dtype._FROM_NP[ct]), mode,
+                        padding_mode, align_corners)
+        return r.to(input.dtype)
+    return apply(op, (input, grid), (x, g), (mode, padding_mode, bool(align_corners)))
+
+
 # ---------------------------------------------------------------------------- batching
 def _register() -> None:
-    from ._batching import RULES
+    from ._batching import RULES, VJP_ONLY
     from .nn_pool import _trailing_rule
     for op in _UP.values():
         RULES[op] = _trailing_rule
+    RULES[AFFINE_GRID] = _affine_rule
+    VJP_ONLY.update((GRID_SAMPLER2D, GRID_SAMPLER3D))
+
+
+def _affine_rule(c, args):
+    """theta batched: the batch dim joins theta's N (the grid is the same map per row)."""
+    size, align = args
+    t = c.ts[0]
+    B, N = t._data.shape[0], size[0]
+    flat = t.reshape((B * N,) + t._data.shape[2:])
+    r = apply(AFFINE_GRID, (flat,), (flat._data,), ((B * N,) + tuple(size[1:]), align))
+    return r.reshape((B, N) + tuple(r._data.shape[1:]))
 
 
 _register()
 
-__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "affine_grid"]
+__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "affine_grid",
+           "grid_sample"]
 
 # Schemas of this family's public functions (Note [Declared signatures]), installed into
 # ndgrad.nn.functional.
@@ -419,4 +706,6 @@ SIGNATURES = "\n".join([
     "upsample_nearest(Tensor input, Any size=None, Any scale_factor=None)",
     "upsample_bilinear(Tensor input, Any size=None, Any scale_factor=None)",
     "affine_grid(Tensor theta, Any size, Any align_corners=None)",
+    "grid_sample(Tensor input, Tensor grid, str mode=\"bilinear\", str padding_mode=\"zeros\", "
+    "Any align_corners=None)",
 ])
