@@ -389,8 +389,8 @@ def affine_grid(theta: Tensor, size: Any, align_corners: Any = None) -> Tensor:
                                   f"affine transforms, respectively. Got size {list(size)}.")
     if align_corners and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
-                      "grids when align_corners=True. This is not an issue for standard "
-                      "usage.", stacklevel=2)
+                      "grids when align_corners=True. This is not an intended use case of "
+                      "affine_grid. See the documentation of affine_grid for details.", stacklevel=2)
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
     if th.shape[0] != size[0]:
