@@ -432,9 +432,6 @@ def _check_pool(x: np.ndarray, nsp: int, kernel: tuple, stride: tuple, pad: tupl
                            " ".join(f"dilation{a}: {d}" for a, d in zip("THW"[3 - nsp:], dil)))
     nd = x.ndim
     if nd not in (nsp + 1, nsp + 2):
-        if is_max and nsp == 2:
-            raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim "
-                               f"batch size for input, but got:{list(x.shape)}")
         raise RuntimeError(f"non-empty {nsp + 1}D or {nsp + 2}D (batch mode) tensor expected "
                            "for input")
     if any(v == 0 for v in x.shape[nd - nsp - 1:]) or (nd == nsp + 1 and x.shape[0] == 0):
@@ -808,7 +805,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
         r = _bcall(adaptive_avg_pool2d, input, output_size)
         if r is not NotImplemented:
             return r
-    _check_min_dim(input, 3)
+    _check_min_dim(input, output_size)
     return _adaptive_avg(input, 2, output_size)
 
 
@@ -823,13 +820,14 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
         r = _bcall(adaptive_avg_pool3d, input, output_size)
         if r is not NotImplemented:
             return r
-    _check_min_dim(input, 4)
+    _check_min_dim(input, output_size)
     return _adaptive_avg(input, 3, output_size)
 
 
-def _check_min_dim(input: Tensor, n: int) -> None:
-    if input._data.ndim < n:
-        raise ValueError(f"Input dimension should be at least {n}")
+def _check_min_dim(input: Tensor, output_size: Any) -> None:
+    # torch's Python wrapper fills the Nones of a list output_size from the input's sizes
+    if isinstance(output_size, (list, tuple)) and input._data.ndim <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
 
 
 def _adaptive_max(input: Tensor, nsp: int, output_size: Any, return_indices: bool,
@@ -873,7 +871,7 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
         r = _bcall(adaptive_max_pool2d, input, output_size, return_indices)
         if r is not NotImplemented:
             return r
-    _check_min_dim(input, 3)
+    _check_min_dim(input, output_size)
     return _adaptive_max(input, 2, output_size, return_indices, "adaptive_max_pool2d")
 
 
@@ -888,7 +886,7 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
         r = _bcall(adaptive_max_pool3d, input, output_size, return_indices)
         if r is not NotImplemented:
             return r
-    _check_min_dim(input, 4)
+    _check_min_dim(input, output_size)
     return _adaptive_max(input, 3, output_size, return_indices, "adaptive_max_pool3d")
 
 
