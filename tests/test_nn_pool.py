@@ -117,7 +117,7 @@ def test_fractional_random_samples_drawn():
 
 
 def test_node_names_and_gradgrad():
-    x = ndgrad.tensor(_x(2, 3, 6, 6).numpy(), requires_grad=True)
+    x = ndgrad.tensor(_x(1, 2, 6, 6).numpy(), requires_grad=True)
     cases = {
         "MaxPool2DWithIndicesBackward0": lambda x: F.max_pool2d(x, 2),
         "AvgPool2DBackward0": lambda x: F.avg_pool2d(x, 3, 1, 1),

@@ -62,20 +62,27 @@ def _compute_dtype(x: np.ndarray) -> np.dtype:
 
 def sep_forward(x: np.ndarray, mats: tuple) -> np.ndarray:
     """``x`` with matrix ``mats[j]`` (out x in, or None: identity) applied along its
-    ``len(mats)`` trailing dims, one tensordot per dim."""
+    ``len(mats)`` trailing dims: one matmul per dim on a contiguous reshape (no transposes)."""
     n = len(mats)
     ct = _compute_dtype(x)
     y = x if x.dtype == ct else x.astype(ct)
-    for a in mats:
-        # the first spatial dim is contracted; the result's new dim goes last, so after n steps
-        # the spatial dims are back in order
+    shape = list(x.shape)
+    for j in range(n - 1, -1, -1):
+        a = mats[j]
         if a is None:
-            y = np.moveaxis(y, -n, -1)
+            continue
+        ax = len(shape) - n + j
+        a = a.astype(ct, copy=False)
+        if j == n - 1:
+            y = np.matmul(y.reshape(-1, shape[ax]), a.T)
         else:
-            y = np.tensordot(y, a.astype(ct, copy=False), axes=([y.ndim - n], [1]))
+            trail = int(np.prod(shape[ax + 1:], dtype=np.int64))
+            y = np.matmul(a, y.reshape(-1, shape[ax], trail))
+        shape[ax] = a.shape[0]
+        y = y.reshape(shape)
     if x.dtype.kind in "iu":
         return np.trunc(y).astype(x.dtype)
-    return np.ascontiguousarray(y, dtype=x.dtype)
+    return y if y.dtype == x.dtype else y.astype(x.dtype)
 
 
 def _transposed(mats: tuple) -> tuple:
@@ -125,8 +132,12 @@ def gather_forward(x: np.ndarray, idx: np.ndarray, nsp: int) -> np.ndarray:
     return np.take_along_axis(xs, ii, axis=1).reshape(lead + idx.shape[idx.ndim - nsp:])
 
 
-def scatter_add_forward(g: np.ndarray, idx: np.ndarray, plane: tuple) -> np.ndarray:
-    """Zeros of shape ``lead + plane`` with ``g`` added at flat indices ``idx``."""
+def scatter_add_forward(g: np.ndarray, idx: np.ndarray, plane: tuple,
+                        unique: bool = False) -> np.ndarray:
+    """Zeros of shape ``lead + plane`` with ``g`` added at flat indices ``idx`` (``unique``:
+    the indices of a plane are distinct, so writing them is enough)."""
+    if unique:
+        return unpool_forward(g, idx, plane)
     nsp = len(plane)
     lead = g.shape[:g.ndim - nsp]
     P = int(np.prod(plane, dtype=np.int64))
@@ -156,8 +167,8 @@ def gather(t: Tensor, idx: Tensor, nsp: int) -> Tensor:
     return apply(GATHER, (t,), (t._data,), (nsp, idx))
 
 
-def scatter_add(g: Tensor, idx: Tensor, plane: tuple) -> Tensor:
-    return apply(SCATTER_ADD, (g,), (g._data,), (tuple(plane), idx))
+def scatter_add(g: Tensor, idx: Tensor, plane: tuple, unique: bool = False) -> Tensor:
+    return apply(SCATTER_ADD, (g,), (g._data,), (tuple(plane), idx, unique))
 
 
 GATHER = Op("_pool_gather", "PoolGatherBackward0",
@@ -166,15 +177,34 @@ GATHER = Op("_pool_gather", "PoolGatherBackward0",
             args=("nsp", "indices"),
             jvp=lambda ctx, t: gather(t, ctx._args[1], ctx._args[0]))
 SCATTER_ADD = Op("_pool_scatter_add", "PoolScatterAddBackward0",
-                 lambda g, plane, idx: scatter_add_forward(g, idx._data, plane),
+                 lambda g, plane, idx, u: scatter_add_forward(g, idx._data, plane, u),
                  lambda ctx, g: gather(g, ctx._args[1], len(ctx._args[0])),
-                 args=("plane", "indices"),
-                 jvp=lambda ctx, t: scatter_add(t, ctx._args[1], ctx._args[0]))
+                 args=("plane", "indices", "unique"),
+                 jvp=lambda ctx, t: scatter_add(t, ctx._args[1], ctx._args[0], ctx._args[2]))
 
 
 def _max_vjp(ctx, g):
     nsp = ctx._args[0]
-    return scatter_add(g, ctx._args[-1], ctx.input_shape(0)[-nsp:])
+    unique = False
+    if ctx._op in (MAX_POOL2D, MAX_POOL3D):     # windows that do not overlap
+        kernel, st, dil = ctx._args[1], ctx._args[2], ctx._args[4]
+        unique = all((k - 1) * d < s for k, d, s in zip(kernel, dil, st))
+    return scatter_add(g, ctx._args[-1], ctx.input_shape(0)[-nsp:], unique)
+
+
+# The values found with the indices, handed to the op's forward so that it need not gather
+# them again (set and consumed within one public call).
+_found: Any = None
+
+
+def _gather_or_found(x: np.ndarray, nsp: int, idx: np.ndarray) -> np.ndarray:
+    global _found
+    f = _found
+    if f is not None:
+        _found = None
+        if f[0] is x and f[1] is idx:
+            return f[2]
+    return gather_forward(x, idx, nsp)
 
 
 def _max_jvp(ctx, t):
@@ -184,7 +214,7 @@ def _max_jvp(ctx, t):
 def _max_op(name: str, node: str, args: Sequence[str]) -> Op:
     """A max pooling op: the gather at precomputed window maxima (``indices``, saved, the last
     argument; ``nsp`` the first)."""
-    return Op(name, node, lambda x, nsp, *a: gather_forward(x, a[-1]._data, nsp), _max_vjp,
+    return Op(name, node, lambda x, nsp, *a: _gather_or_found(x, nsp, a[-1]._data), _max_vjp,
               args=("nsp",) + tuple(args) + ("indices",), saves=("indices",), jvp=_max_jvp)
 
 
@@ -271,13 +301,17 @@ def _axis_shape(j: int, nsp: int, n: int) -> tuple:
 def max_pool_indices(x: np.ndarray, kernel: tuple, stride: tuple, pad: tuple, dil: tuple,
                      out: tuple) -> np.ndarray:
     """Indices of regular (strided, padded, dilated) windows' maxima, via strided slices."""
+    global _found
     nsp = len(kernel)
     plane = x.shape[x.ndim - nsp:]
     need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, stride, kernel, dil)]
     right = [max(0, nd - p - n) for nd, p, n in zip(need, pad, plane)]
     if any(pad) or any(right):
-        widths = [(0, 0)] * (x.ndim - nsp) + list(zip(pad, right))
-        xp = np.pad(x, widths)
+        # padding never wins: it holds the lowest value and is masked below
+        xp = np.full(x.shape[:x.ndim - nsp] + tuple(p + n + r for p, n, r in
+                                                    zip(pad, plane, right)),
+                     _lowest(x.dtype), x.dtype)
+        xp[(Ellipsis,) + tuple(slice(p, p + n) for p, n in zip(pad, plane))] = x
     else:
         xp = x
     offsets, first = [], []
@@ -297,7 +331,34 @@ def max_pool_indices(x: np.ndarray, kernel: tuple, stride: tuple, pad: tuple, di
         sl = tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
                    for k, d, o, s in zip(ks, dil, out, stride))
         return xp[(Ellipsis,) + sl]
-    return _argmax_windows(x, plane, out, offsets, first, read)
+    # the maxima first (NaN propagates), then the first offset in scan order holding each
+    all_ks = list(itertools.product(*(range(k) for k in kernel)))
+    best = read(all_ks[0]).copy()
+    for ks in all_ks[1:]:
+        np.maximum(best, read(ks), out=best)
+    if (x.dtype.kind == "f" or x.dtype.name == "bfloat16") and np.isnan(best).any():
+        return _argmax_windows(x, plane, out, offsets, first, read)   # torch's NaN order
+    # per window: the number of the winning offset, then start + that offset's flat shift
+    ps = _plane_strides(plane)
+    code = np.zeros(best.shape, np.int16 if len(all_ks) < 2 ** 15 else np.int64)
+    shift = np.empty(len(all_ks), np.int64)
+    for n_k in range(len(all_ks) - 1, -1, -1):
+        ks = all_ks[n_k]
+        m = read(ks) == best
+        valid = None
+        for j, k in enumerate(ks):
+            ok = offsets[j][k][1]
+            if ok is not None:
+                valid = ok if valid is None else valid & ok
+        if valid is not None:
+            m &= valid
+        code = np.where(m, np.int16(n_k) if code.dtype == np.int16 else n_k, code)
+        shift[n_k] = sum(k * d * p for k, d, p in zip(ks, dil, ps))
+    base = sum((np.arange(o, dtype=np.int64) * s - p).reshape(_axis_shape(j, nsp, o)) * q
+               for j, (o, s, p, q) in enumerate(zip(out, stride, pad, ps)))
+    idx = shift[code] + base
+    _found = (x, idx, best)
+    return idx
 
 
 def _adaptive_bounds(n: int, o: int) -> tuple:
