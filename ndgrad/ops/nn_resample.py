@@ -16,8 +16,11 @@ Example:
     >>> import ndgrad.nn.functional as F
     >>> x = ndgrad.tensor([[[1.0, 3.0]]], requires_grad=True)
     >>> y = F.interpolate(x, scale_factor=2, mode="linear")
-    >>> y
-    tensor([[[1.0000, 1.5000, 2.5000, 3.0000]]], grad_fn=<UpsampleLinear1DBackward0>)
+    >>> y.detach()
+    tensor([[[1.0000, 1.5000, 2.5000, 3.0000]]])
+    >>> y.grad_fn.name()
+    'UpsampleLinear1DBackward0'
+
 """
 
 from __future__ import annotations
@@ -282,7 +285,7 @@ def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: st
     tensor([[[1., 1., 2.]]])
     """
     warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate "
-                  "instead.", stacklevel=2)
+                  "instead.", stacklevel=3)
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
@@ -296,7 +299,7 @@ def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) 
     tensor([[[1., 1., 2., 2.]]])
     """
     warnings.warn("nn.functional.upsample_nearest is deprecated. Use "
-                  "nn.functional.interpolate instead.", stacklevel=2)
+                  "nn.functional.interpolate instead.", stacklevel=3)
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
@@ -310,7 +313,7 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
     tensor([[[[0., 1., 2.]]]])
     """
     warnings.warn("nn.functional.upsample_bilinear is deprecated. Use "
-                  "nn.functional.interpolate instead.", stacklevel=2)
+                  "nn.functional.interpolate instead.", stacklevel=3)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
@@ -359,16 +362,19 @@ def affine_grid(theta: Tensor, size: Any, align_corners: Any = None) -> Tensor:
     (N, 3, 4) over normalized [-1, 1] coordinates, for grid_sample.
 
     >>> import ndgrad, ndgrad.nn.functional as F
-    >>> F.affine_grid(ndgrad.tensor([[[1.0, 0, 0], [0, 1, 0]]]), (1, 1, 1, 2),
+    >>> F.affine_grid(ndgrad.tensor([[[1.0, 0, 0], [0, 1, 0]]]), (1, 1, 2, 2),
     ...               align_corners=True)
-    tensor([[[[-1.,  0.],
-              [ 1.,  0.]]]])
+    tensor([[[[-1., -1.],
+              [ 1., -1.]],
+    <BLANKLINE>
+             [[-1.,  1.],
+              [ 1.,  1.]]]])
     """
     if align_corners is None:
         warnings.warn("Default grid_sample and affine_grid behavior has changed to "
                       "align_corners=False since 1.3.0. Please specify align_corners=True if "
                       "the old behavior is desired. See the documentation of grid_sample for "
-                      "details.", stacklevel=2)
+                      "details.", stacklevel=3)
         align_corners = False
     th = theta._data
     if th.dtype.kind not in "f" and th.dtype.name != "bfloat16":
@@ -390,7 +396,8 @@ def affine_grid(theta: Tensor, size: Any, align_corners: Any = None) -> Tensor:
     if align_corners and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
                       "grids when align_corners=True. This is not an intended use case of "
-                      "affine_grid. See the documentation of affine_grid for details.", stacklevel=2)
+                      "affine_grid. See the documentation of affine_grid for details.",
+                      stacklevel=3)
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
     if th.shape[0] != size[0]:
@@ -631,7 +638,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
         warnings.warn("Default grid_sample and affine_grid behavior has changed to "
                       "align_corners=False since 1.3.0. Please specify align_corners=True if "
                       "the old behavior is desired. See the documentation of grid_sample for "
-                      "details.", stacklevel=2)
+                      "details.", stacklevel=3)
         align_corners = False
     if input._blevel or grid._blevel:
         r = _bcall(grid_sample, input, grid, mode, padding_mode, align_corners)
