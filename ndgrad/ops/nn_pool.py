@@ -1228,9 +1228,10 @@ def _max_rule(c, args):
     op = c.op
     if op in (MAX_POOL2D, MAX_POOL3D):
         nsp, kernel, st, pad, dil, ceil, _ = args
-        idx = max_pool_indices(x, kernel, st, pad, dil, c.ls[0][len(c.ls[0]) - nsp:] and tuple(
-            _pool_out(n, k, s, p, d, ceil) for n, k, s, p, d in
-            zip(c.ls[0][len(c.ls[0]) - nsp:], kernel, st, pad, dil)))
+        plane = x.shape[x.ndim - nsp:]
+        out = tuple(_pool_out(n, k, s, p, d, ceil)
+                    for n, k, s, p, d in zip(plane, kernel, st, pad, dil))
+        idx = max_pool_indices(x, kernel, st, pad, dil, out)
     elif op in (ADAPTIVE_MAX2D, ADAPTIVE_MAX3D):
         idx = adaptive_max_indices(x, args[1])
     else:
