@@ -122,7 +122,7 @@ def antialias_matrix(n_in: int, n_out: int, align: bool, scale: Any, cubic: bool
     inv = 1.0 / step if step >= 1.0 else 1.0
     a = np.zeros((n_out, n_in))
     for o in range(n_out):   # one small row of weights per output position (not per pixel)
-        center = step * (o + 0.5 - (0.5 if align else 0.0)) + (0.5 if align else 0.0)
+        center = step * (o + 0.5)
         lo = max(int(center - support + 0.5), 0)
         hi = min(int(center + support + 0.5), n_in)
         x = (np.arange(lo, hi) - center + 0.5) * inv
@@ -266,9 +266,6 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
                 raise NotImplementedError(f"Got {x.ndim}D input, but {mode} mode needs "
                                           f"{need[mode]}D input")
             m = mode + "-aa" if antialias else mode
-            if antialias and align_corners:
-                raise NotImplementedError("ndgrad: interpolate with antialias=True and "
-                                          "align_corners=True is not supported")
             return _upsample(input, m, out, sc, bool(align_corners))
     raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
                               f"{x.ndim}D) for the modes: {_MODES} (got {mode})")
