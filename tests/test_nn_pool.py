@@ -259,3 +259,19 @@ def test_nothing_half_modified_and_indices_dtype():
     assert F.max_pool2d(xi, 2).dtype == ndgrad.int64
     assert F.avg_pool2d(xi, 2).tolist() == TF.avg_pool2d(
         torch.arange(25).reshape(1, 1, 5, 5), 2).tolist()
+
+
+def test_interpolate_size_rules_match_torch():
+    # torch's per-kernel conventions: 2-d nearest maps equal and doubled sizes directly, 1-d/3-d
+    # nearest always use the scale; (bi/tri)linear and antialiased modes copy a dim whose size is
+    # unchanged, bicubic does not; zero-size outputs of area
+    cases = [((1, 2, 3), {"scale_factor": 1.33}), ((1, 2, 3, 2, 3), {"scale_factor": 1.33}),
+             ((1, 2, 4, 4), {"scale_factor": 1.19}),
+             ((1, 2, 6, 3), {"scale_factor": 1.27, "mode": "bilinear"}),
+             ((1, 2, 5, 1, 3), {"scale_factor": 1.09, "mode": "trilinear"}),
+             ((1, 2, 7, 3), {"scale_factor": 1.31, "mode": "bicubic"}),
+             ((1, 2, 7, 2), {"scale_factor": 1.15, "mode": "bilinear", "antialias": True}),
+             ((1, 2, 4, 3, 2), {"size": (3, 0, 2), "mode": "area"})]
+    for shape, kw in cases:
+        x = _x(*shape)
+        assert_close(F.interpolate(to_ndgrad(x), **kw), TF.interpolate(x, **kw), what=str(kw))

@@ -64,9 +64,13 @@ def sep_forward(x: np.ndarray, mats: tuple) -> np.ndarray:
     """``x`` with matrix ``mats[j]`` (out x in, or None: identity) applied along its
     ``len(mats)`` trailing dims: one matmul per dim on a contiguous reshape (no transposes)."""
     n = len(mats)
+    shape = list(x.shape)
+    out_shape = tuple(shape[:len(shape) - n]) + tuple(
+        shape[len(shape) - n + j] if a is None else a.shape[0] for j, a in enumerate(mats))
+    if x.size == 0 or 0 in out_shape:
+        return np.zeros(out_shape, x.dtype)
     ct = _compute_dtype(x)
     y = x if x.dtype == ct else x.astype(ct)
-    shape = list(x.shape)
     for j in range(n - 1, -1, -1):
         a = mats[j]
         if a is None:

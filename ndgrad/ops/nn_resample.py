@@ -59,9 +59,12 @@ def _source(o: np.ndarray, step: float, align: bool, cubic: bool) -> np.ndarray:
     return s if cubic else np.maximum(s, 0.0)
 
 
-def nearest_matrix(n_in: int, n_out: int, scale: Any, exact: bool) -> np.ndarray:
+def nearest_matrix(n_in: int, n_out: int, scale: Any, exact: bool,
+                   shortcuts: bool = False) -> np.ndarray:
     """Selection matrix of nearest (``floor(o * s)``) or nearest-exact (``floor((o + .5) * s)``)
-    with the step ``s`` in float32 as torch computes it."""
+    with the step ``s`` in float32 as torch computes it; ``shortcuts``: torch's 2-d nearest
+    kernel maps equal sizes to the identity and doubled sizes to ``o // 2`` whatever the
+    scale."""
     o = np.arange(n_out)
     if scale is not None and scale > 0:
         step = np.float32(1.0 / scale)
@@ -69,9 +72,9 @@ def nearest_matrix(n_in: int, n_out: int, scale: Any, exact: bool) -> np.ndarray
         step = np.float32(n_in) / np.float32(n_out)
     if exact:
         src = np.floor((o.astype(np.float32) + np.float32(0.5)) * step).astype(np.int64)
-    elif n_out == n_in:
+    elif shortcuts and n_out == n_in:
         src = o
-    elif n_out == 2 * n_in:
+    elif shortcuts and n_out == 2 * n_in:
         src = o >> 1
     else:
         src = np.floor(o.astype(np.float32) * step).astype(np.int64)
@@ -82,6 +85,8 @@ def nearest_matrix(n_in: int, n_out: int, scale: Any, exact: bool) -> np.ndarray
 
 
 def linear_matrix(n_in: int, n_out: int, align: bool, scale: Any) -> np.ndarray:
+    if n_in == n_out:       # torch copies a dim whose size does not change, whatever the scale
+        return np.eye(n_in)
     o = np.arange(n_out)
     src = _source(o, _area_scale(n_in, n_out, align, scale), align, False)
     i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
@@ -116,6 +121,8 @@ def cubic_matrix(n_in: int, n_out: int, align: bool, scale: Any) -> np.ndarray:
 def antialias_matrix(n_in: int, n_out: int, align: bool, scale: Any, cubic: bool) -> np.ndarray:
     """Antialiased (bilinear/bicubic) weights: the filter widened by the downscaling factor,
     normalized per output position."""
+    if n_in == n_out:
+        return np.eye(n_in)
     step = _area_scale(n_in, n_out, align, scale)
     size = 4 if cubic else 2
     support = (size / 2) * step if step >= 1.0 else size / 2
@@ -170,7 +177,7 @@ def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) 
     for j in range(nsp):
         n, o, s = plane[j], out[j], scales[j]
         if mode in ("nearest", "nearest-exact"):
-            mats.append(nearest_matrix(n, o, s, mode == "nearest-exact"))
+            mats.append(nearest_matrix(n, o, s, mode == "nearest-exact", nsp == 2))
         elif mode in ("linear", "bilinear", "trilinear"):
             mats.append(linear_matrix(n, o, align, s))
         elif mode == "bicubic":
