@@ -512,10 +512,26 @@ def _samples(o: Any, dtype: Any, requires_grad: bool, cap: int) -> list:
             return []
         out = []
         for s in it:
+            _fixed_random_samples(o, s)
             out.append(Sample(s))
             if len(out) >= cap:
                 break
     return out
+
+
+# ---- [pool helper] fractional max pooling draws its windows at random (torch's generator,
+# seeded by the entry's wrapper): the samples get explicit ``_random_samples`` instead, the same
+# numbers in both libraries.
+def _fixed_random_samples(o: Any, s: Any) -> None:
+    if not o.name.startswith("nn.functional.fractional_max_pool") or \
+            "_random_samples" in s.kwargs:
+        return
+    nsp = int(o.name[-2])
+    x = s.input
+    planes = tuple(x.shape[:2]) if x.dim() == nsp + 2 else (1, x.shape[0])
+    u = _rng(o.name, tuple(x.shape)).random(planes + (nsp,))
+    s.kwargs["_random_samples"] = torch.tensor(u, dtype=x.dtype)
+# ---- end [pool helper]
 
 
 def main_dtype(o: Any) -> Any:

@@ -1,0 +1,277 @@
+"""Pooling and resampling against torch: every pooling/upsampling module (same outputs and input
+gradients in float64, repr, state_dict), the functional forms OpInfo does not sample
+(antialias, lp_pool, grid_sample + affine_grid, 3-d bicubic refusal ...), torch's errors, and the
+graph structure (node names, gradgrad)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as tnn
+import torch.nn.functional as TF
+
+import ndgrad
+import ndgrad.nn as nn
+import ndgrad.nn.functional as F
+from tests.nn_compare import assert_close, check_module, to_ndgrad
+
+
+def _x(*shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+
+MODULES = [
+    ("MaxPool1d", (3,), {}, (2, 3, 10)),
+    ("MaxPool1d", (3, 2, 1, 2), {"ceil_mode": True}, (3, 11)),
+    ("MaxPool2d", (3, 2, 1), {}, (2, 3, 9, 8)),
+    ("MaxPool2d", ((2, 3),), {"dilation": (2, 1), "ceil_mode": True}, (2, 9, 8)),
+    ("MaxPool3d", (2,), {"padding": 1}, (1, 2, 5, 4, 5)),
+    ("AvgPool1d", (3, 2, 1), {"count_include_pad": False}, (2, 3, 10)),
+    ("AvgPool2d", (3, 2, 1), {"ceil_mode": True}, (2, 3, 9, 8)),
+    ("AvgPool2d", ((2, 3),), {"divisor_override": 4}, (2, 9, 8)),
+    ("AvgPool3d", (2, 1, 1), {"count_include_pad": False}, (1, 2, 4, 4, 3)),
+    ("AdaptiveAvgPool1d", (4,), {}, (2, 3, 10)),
+    ("AdaptiveAvgPool2d", ((3, None),), {}, (2, 3, 7, 5)),
+    ("AdaptiveAvgPool3d", (2,), {}, (1, 2, 5, 3, 4)),
+    ("AdaptiveMaxPool1d", (4,), {}, (2, 3, 10)),
+    ("AdaptiveMaxPool2d", ((3, 2),), {"return_indices": True}, (2, 3, 7, 5)),
+    ("AdaptiveMaxPool3d", (2,), {}, (1, 2, 5, 3, 4)),
+    ("LPPool1d", (2, 3), {}, (2, 3, 10)),
+    ("LPPool2d", (1.5, 2), {"stride": 1}, (2, 3, 5, 4)),
+    ("LPPool3d", (3, 2), {}, (1, 2, 4, 4, 4)),
+    ("MaxPool2d", (2,), {"return_indices": True}, (2, 3, 6, 6)),
+    ("Upsample", (), {"scale_factor": 2}, (2, 3, 4)),
+    ("Upsample", (), {"size": (5, 7), "mode": "bilinear"}, (2, 3, 4, 3)),
+    ("Upsample", (), {"scale_factor": 1.5, "mode": "bicubic", "align_corners": True},
+     (1, 2, 4, 4)),
+    ("Upsample", (), {"size": 5, "mode": "trilinear"}, (1, 2, 3, 4, 3)),
+    ("Upsample", (), {"scale_factor": (2, 0.5), "mode": "nearest-exact"}, (1, 2, 3, 8)),
+    ("UpsamplingNearest2d", (), {"scale_factor": 3}, (1, 2, 3, 2)),
+    ("UpsamplingBilinear2d", (), {"size": (4, 6)}, (1, 2, 3, 2)),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", MODULES,
+                         ids=[f"{m[0]}-{i}" for i, m in enumerate(MODULES)])
+def test_module_matches_torch(name, args, kwargs, shape):
+    if name.startswith("LPPool"):
+        x = _x(*shape).abs() + 0.1        # x ** p at fractional p needs positive input
+    else:
+        x = _x(*shape)
+    t, n = getattr(tnn, name)(*args, **kwargs), getattr(nn, name)(*args, **kwargs)
+    assert repr(n) == repr(t)
+    check_module(t, n, x)
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_max_unpool_module(nd):
+    shape = (2, 3) + (6,) * nd
+    x = _x(*shape)
+    tp, npool = getattr(tnn, f"MaxPool{nd}d")(2, return_indices=True), \
+        getattr(nn, f"MaxPool{nd}d")(2, return_indices=True)
+    ty, ti = tp(x)
+    ny, ni = npool(to_ndgrad(x))
+    assert np.array_equal(ni.numpy(), ti.numpy())
+    tu, nu = getattr(tnn, f"MaxUnpool{nd}d")(2), getattr(nn, f"MaxUnpool{nd}d")(2)
+    assert repr(nu) == repr(tu)
+    t_in = ty.detach().requires_grad_()
+    n_in = to_ndgrad(ty, requires_grad=True)
+    size = (7,) * nd
+    to, no = tu(t_in, ti, output_size=size), nu(n_in, ndgrad.tensor(ti.numpy()), output_size=size)
+    assert_close(no, to)
+    g = _x(*to.shape, seed=1)
+    to.backward(g)
+    no.backward(to_ndgrad(g))
+    assert_close(n_in.grad, t_in.grad)
+    assert type(no.grad_fn).__name__ == type(to.grad_fn).__name__
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_fractional_module_with_samples(nd):
+    shape = (2, 3) + (9,) * nd
+    x = _x(*shape)
+    u = torch.rand(2, 3, nd, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    name = f"FractionalMaxPool{nd}d"
+    t = getattr(tnn, name)(2, output_ratio=0.5, return_indices=True, _random_samples=u)
+    n = getattr(nn, name)(2, output_ratio=0.5, return_indices=True,
+                          _random_samples=ndgrad.tensor(u.numpy()))
+    assert repr(n) == repr(t) and list(n.state_dict()) == list(t.state_dict())
+    (to, ti), (no, ni) = check_module(t, n, x)
+    assert np.array_equal(ni.numpy(), ti.numpy())
+
+
+def test_fractional_random_samples_drawn():
+    x = ndgrad.randn(2, 3, 8, 8)
+    y = F.fractional_max_pool2d(x, 2, output_size=4)
+    assert y.shape == (2, 3, 4, 4)
+    with pytest.raises(ValueError, match="output_size or an output_ratio"):
+        F.fractional_max_pool2d(x, 2)
+    with pytest.raises(ValueError, match="output size, or a pooling ratio"):
+        nn.FractionalMaxPool2d(2)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        nn.FractionalMaxPool3d(2, output_ratio=1.5)
+
+
+def test_node_names_and_gradgrad():
+    x = ndgrad.tensor(_x(1, 2, 6, 6).numpy(), requires_grad=True)
+    cases = {
+        "MaxPool2DWithIndicesBackward0": lambda x: F.max_pool2d(x, 2),
+        "AvgPool2DBackward0": lambda x: F.avg_pool2d(x, 3, 1, 1),
+        "AdaptiveAvgPool2DBackward0": lambda x: F.adaptive_avg_pool2d(x, 4),
+        "AdaptiveMaxPool2DBackward0": lambda x: F.adaptive_max_pool2d(x, 4),
+        "UpsampleBilinear2DBackward0": lambda x: F.interpolate(x, scale_factor=2,
+                                                               mode="bilinear"),
+        "UpsampleNearest2DBackward0": lambda x: F.interpolate(x, size=9),
+        "UpsampleBicubic2DBackward0": lambda x: F.interpolate(x, size=9, mode="bicubic"),
+        "SqueezeBackward1": lambda x: F.max_pool1d(x.flatten(2), 2),
+    }
+    for node, f in cases.items():
+        y = f(x)
+        assert type(y.grad_fn).__name__ == node
+        assert ndgrad.autograd.gradgradcheck(f, (x,))
+
+
+def test_antialias_matches_torch():
+    x = _x(2, 3, 11, 13)
+    for mode in ("bilinear", "bicubic"):
+        for size in ((5, 4), (7, 20), (11, 13)):
+            for align in (False, True):
+                t = TF.interpolate(x, size=size, mode=mode, antialias=True, align_corners=align)
+                n = F.interpolate(to_ndgrad(x), size=size, mode=mode, antialias=True,
+                                  align_corners=align)
+                assert_close(n, t, rtol=1e-9, atol=1e-12)
+    xr = to_ndgrad(x, requires_grad=True)
+    y = F.interpolate(xr, size=(5, 4), mode="bilinear", antialias=True)
+    assert y.grad_fn.name() == "UpsampleBilinear2DAaBackward0"
+
+
+def test_interpolate_float32_and_scales():
+    x = _x(2, 3, 7, 5).float()
+    for kw in ({"scale_factor": 1.7, "mode": "bilinear"},
+               {"scale_factor": (0.6, 2.0), "mode": "nearest"},
+               {"scale_factor": 2.3, "mode": "bicubic", "recompute_scale_factor": True},
+               {"size": (3, 4), "mode": "area"}):
+        t = TF.interpolate(x, **kw)
+        n = F.interpolate(to_ndgrad(x), **kw)
+        assert n.dtype == ndgrad.float32
+        assert_close(n, t, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_affine_grid_then_grid_sample(mode, padding_mode):
+    x = _x(2, 3, 6, 5)
+    theta = _x(2, 2, 3, seed=2) * 0.6 + torch.tensor([[1.0, 0, 0], [0, 1, 0]],
+                                                     dtype=torch.float64)
+    for align in (False, True):
+        tt = theta.clone().requires_grad_()
+        tx = x.clone().requires_grad_()
+        ty = TF.grid_sample(tx, TF.affine_grid(tt, (2, 3, 4, 7), align_corners=align),
+                            mode=mode, padding_mode=padding_mode, align_corners=align)
+        nt, nx = to_ndgrad(theta, True), to_ndgrad(x, True)
+        ny = F.grid_sample(nx, F.affine_grid(nt, (2, 3, 4, 7), align_corners=align),
+                           mode=mode, padding_mode=padding_mode, align_corners=align)
+        assert_close(ny, ty, rtol=1e-9, atol=1e-10)
+        g = _x(*ty.shape, seed=4)
+        ty.backward(g)
+        ny.backward(to_ndgrad(g))
+        assert_close(nx.grad, tx.grad, rtol=1e-9, atol=1e-10)
+        assert_close(nt.grad, tt.grad, rtol=1e-8, atol=1e-10)
+
+
+def test_grid_sample_3d_gradgrad():
+    x = ndgrad.tensor(_x(1, 2, 3, 4, 3).numpy(), requires_grad=True)
+    g = ndgrad.tensor((np.random.default_rng(0).random((1, 2, 3, 2, 3)) * 2.2 - 1.1),
+                      requires_grad=True)
+    f = lambda x, g: F.grid_sample(x, g, align_corners=False)  # noqa: E731
+    assert f(x, g).grad_fn.name() == "GridSampler3DBackward0"
+    assert ndgrad.autograd.gradgradcheck(f, (x, g))
+
+
+# Each: a call run in torch and ndgrad (``lib`` is F or TF; ``t`` converts an input).
+ERRORS = [
+    lambda L, t: L.max_pool2d(t(_x(1, 1, 4, 4)), 5),
+    lambda L, t: L.max_pool2d(t(_x(1, 1, 4, 4)), 2, 1, 3),
+    lambda L, t: L.max_pool2d(t(_x(4, 4)), 2),
+    lambda L, t: L.max_pool2d(t(_x(1, 1, 4, 4)), (2, 2, 2)),
+    lambda L, t: L.max_pool2d(t(_x(1, 1, 4, 4)), 2, 0),
+    lambda L, t: L.max_pool2d(t(_x(1, 1, 4, 4)), 2, 1, 0, 0),
+    lambda L, t: L.max_pool1d(t(_x(1, 1, 4, 4)), 2),
+    lambda L, t: L.max_pool1d(t(_x(1, 4)), 5),
+    lambda L, t: L.avg_pool2d(t(_x(1, 1, 4, 4)), 5),
+    lambda L, t: L.avg_pool3d(t(_x(1, 4, 4)), 2),
+    lambda L, t: L.avg_pool1d(t(_x(1, 1, 4, 4)), 2),
+    lambda L, t: L.avg_pool2d(t(_x(1, 1, 4, 4)), 2, divisor_override=0),
+    lambda L, t: L.adaptive_avg_pool2d(t(_x(4, 4)), 2),
+    lambda L, t: L.adaptive_avg_pool2d(t(_x(1, 2, 0, 3)), 2),
+    lambda L, t: L.adaptive_max_pool2d(t(_x(1, 2, 3, 3)), (-1, 2)),
+    lambda L, t: L.adaptive_avg_pool1d(t(_x(1, 2, 3, 3)), 2),
+    lambda L, t: L.max_unpool2d(t(_x(1, 1, 2, 2)), t(torch.zeros(1, 1, 2, 1).long()), 2),
+    lambda L, t: L.max_unpool2d(t(_x(1, 1, 2, 2)), t(torch.full((1, 1, 2, 2), 99).long()), 2),
+    lambda L, t: L.max_unpool2d(t(_x(1, 1, 2, 2)), t(torch.zeros(1, 1, 2, 2).long()), 2,
+                                output_size=(9, 9)),
+    lambda L, t: L.interpolate(t(_x(1, 1, 4, 4)), scale_factor=2, mode="linear"),
+    lambda L, t: L.interpolate(t(_x(1, 1, 4, 4)), scale_factor=2, mode="nope"),
+    lambda L, t: L.interpolate(t(_x(4, 4)), scale_factor=2),
+    lambda L, t: L.interpolate(t(_x(1, 1, 4, 4)), size=0),
+    lambda L, t: L.interpolate(t(_x(1, 1, 4, 4)), size=(2, 2, 2)),
+    lambda L, t: L.interpolate(t(_x(1, 1, 4, 4)), size=2, scale_factor=2),
+    lambda L, t: L.interpolate(t(_x(1, 1, 4, 4))),
+    lambda L, t: L.interpolate(t(_x(1, 1, 4, 4)), size=2, align_corners=True),
+    lambda L, t: L.interpolate(t(_x(1, 1, 4)), size=2, mode="bilinear", antialias=True),
+    lambda L, t: L.interpolate(t(torch.ones(1, 1, 2, 2).long()), size=3, mode="bilinear"),
+    lambda L, t: L.grid_sample(t(_x(1, 1, 4, 4)), t(_x(1, 2, 2, 3)), align_corners=False),
+    lambda L, t: L.grid_sample(t(_x(1, 1, 4, 4)), t(_x(2, 2, 2, 2)), align_corners=False),
+    lambda L, t: L.grid_sample(t(_x(1, 1, 4, 4)), t(_x(1, 2, 2, 2)), mode="x",
+                               align_corners=False),
+    lambda L, t: L.grid_sample(t(_x(1, 1, 4, 4, 4)), t(_x(1, 2, 2, 2, 3)), mode="bicubic",
+                               align_corners=False),
+    lambda L, t: L.affine_grid(t(_x(1, 2, 3)), (1, 1, 4, 4, 4), align_corners=False),
+    lambda L, t: L.affine_grid(t(_x(1, 2, 3)), (1, 1, 4), align_corners=False),
+    lambda L, t: L.max_pool2d(t(torch.ones(1, 2, 2).bool()), 2),
+]
+
+
+@pytest.mark.parametrize("k", range(len(ERRORS)))
+def test_errors_match_torch(k):
+    f = ERRORS[k]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(Exception) as te:
+            f(TF, lambda a: a)
+        with pytest.raises(Exception) as ne:
+            f(F, to_ndgrad)
+    assert type(ne.value) is type(te.value), (ne.value, te.value)
+    # the essential words: torch's message up to its first value-dependent detail
+    words = str(te.value).split(",")[0].split("(")[0].split(":")[0].strip()[:40]
+    assert words.lower() in str(ne.value).lower(), (str(ne.value), str(te.value))
+
+
+def test_nothing_half_modified_and_indices_dtype():
+    x = ndgrad.randn(1, 2, 5, 5)
+    y, i = F.max_pool2d(x, 2, return_indices=True)
+    assert i.dtype == ndgrad.int64 and not i.requires_grad
+    xi = ndgrad.arange(25).reshape(1, 1, 5, 5)
+    assert F.max_pool2d(xi, 2).dtype == ndgrad.int64
+    assert F.avg_pool2d(xi, 2).tolist() == TF.avg_pool2d(
+        torch.arange(25).reshape(1, 1, 5, 5), 2).tolist()
+
+
+def test_interpolate_size_rules_match_torch():
+    # torch's per-kernel conventions: 2-d nearest maps equal and doubled sizes directly, 1-d/3-d
+    # nearest always use the scale; (bi/tri)linear and antialiased modes copy a dim whose size is
+    # unchanged, bicubic does not; zero-size outputs of area
+    cases = [((1, 2, 3), {"scale_factor": 1.33}), ((1, 2, 3, 2, 3), {"scale_factor": 1.33}),
+             ((1, 2, 4, 4), {"scale_factor": 1.19}),
+             ((1, 2, 6, 3), {"scale_factor": 1.27, "mode": "bilinear"}),
+             ((1, 2, 5, 1, 3), {"scale_factor": 1.09, "mode": "trilinear"}),
+             ((1, 2, 7, 3), {"scale_factor": 1.31, "mode": "bicubic"}),
+             ((1, 2, 7, 2), {"scale_factor": 1.15, "mode": "bilinear", "antialias": True}),
+             ((1, 2, 4, 3, 2), {"size": (3, 0, 2), "mode": "area"})]
+    for shape, kw in cases:
+        x = _x(*shape)
+        assert_close(F.interpolate(to_ndgrad(x), **kw), TF.interpolate(x, **kw), what=str(kw))
