@@ -1,9 +1,660 @@
-"""nn op family: batch/instance/layer/group/rms/local-response norm, normalize
+"""nn op family: batch/instance/layer/group/rms/local-response norm, normalize.
 
-Placeholder: filled by the nn issue."""
+Note [Fused normalization]
+batch_norm, layer_norm, group_norm and rms_norm share one kernel. Each views its input as a
+canonical array ``X`` whose axes ``axes`` are the ones the statistics reduce over (the rest index
+the groups: channels for batch norm, rows for layer norm, (sample, group) for group norm) and
+its weight/bias as an array ``WB`` broadcastable to ``X``. With ``xhat = (x - mean) * rstd``
+(rms norm: ``x * rstd``, no centering) the forward is ``xhat * w + b`` and, per group of ``M``
+reduced elements, the Jacobian of ``xhat`` is the symmetric map
 
-__all__: list = []
+    P(v) = rstd * (v - mean(v) - xhat * mean(xhat * v))      (rms norm: without ``mean(v)``)
+
+so the backward is ``dx = P(g * w)``, ``dw = sum(g * xhat)``, ``db = sum(g)``: one op
+(``*_backward``) computed in NumPy in a few passes. Its own VJP (second order) is written with
+ndgrad ops from the closed form of the derivative of ``<ggx, P_x(h)>`` in ``x``:
+
+    grad_x = -(A - B) * rstd**2 * xhat / M - rstd * (P(ggx) <xhat, h> + <ggx, xhat> P(h)) / M
+             + P(g * ggw)
+    A = <ggx, h> - M mean(ggx) mean(h),   B = <ggx, xhat> <xhat, h> / M
+
+(``<,>`` sums over the reduced axes), with ``rstd`` and ``xhat`` recomputed from ``x`` with
+ndgrad ops so that third order works as well. In evaluation mode (batch norm with running
+statistics) the statistics are constants and ``P(v) = rstd * v``.
+
+The statistics an op computes (PyTorch's ``result1``/``result2``: mean and rstd) are tensor
+arguments of the op (Note [Tensor arguments]): the public function allocates them and the
+forward fills them, so they are computed once and saved as PyTorch saves them.
+
+Example:
+    >>> import ndgrad
+    >>> import ndgrad.nn.functional as F
+    >>> x = ndgrad.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    >>> y = F.layer_norm(x, (3,))
+    >>> y.grad_fn.name()
+    'NativeLayerNormBackward0'
+    >>> [round(v, 4) for v in y.tolist()[0]]
+    [-1.2247, 0.0, 1.2247]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import numpy as np
+
+from .. import _dtype
+from ..autograd.grad_mode import no_grad
+from ..tensor import Tensor, _wrap
+from ._batching import call as _bcall
+from ._dispatch import Op, apply
+
+# A missing weight or bias: a tensor that never requires grad (its edge is (None, 0), as
+# PyTorch's undefined tensor), passed with array None.
+_ABSENT = _wrap(np.zeros(0))
+_LOWP = (np.float16, _dtype.bfloat16.np) if hasattr(_dtype, "bfloat16") else (np.float16,)
+
+
+def _compute_dtype(dt: np.dtype) -> np.dtype:
+    return np.dtype(np.float32) if dt in _LOWP else dt
+
+
+# ---------------------------------------------------------------------------- numpy kernels
+# lay = (X, axes, WB, pshape): canonical input shape, reduced axes, canonical weight shape,
+# the weight's own shape.
+def _stats(xa: np.ndarray, axes: tuple, center: bool, eps: float) -> tuple:
+    n = 1
+    for a in axes:
+        n *= xa.shape[a]
+    if center:
+        mean = xa.mean(axes, keepdims=True) if n else np.zeros(
+            tuple(1 if i in axes else s for i, s in enumerate(xa.shape)), xa.dtype)
+        d = xa - mean
+    else:
+        mean, d = None, xa
+    var = (np.square(d).sum(axes, keepdims=True) / max(n, 1)) if n else np.zeros_like(
+        mean if mean is not None else xa.sum(axes, keepdims=True))
+    rstd = 1.0 / np.sqrt(var + eps)
+    return mean, rstd, d
+
+
+def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
+    X, axes, WB, _ = lay
+    cdt = _compute_dtype(x.dtype)
+    xa = x.reshape(X).astype(cdt, copy=False)
+    if train:
+        mean, rstd, d = _stats(xa, axes, center, eps)
+        if center:
+            mean_t._data[...] = mean.reshape(mean_t._data.shape)
+        rstd_t._data[...] = rstd.reshape(rstd_t._data.shape)
+        # rstd may have lower precision than the compute type (low-precision inputs): it is
+        # what is saved, and what the backward uses.
+    else:
+        stat_shape = tuple(1 if i in axes else s for i, s in enumerate(X))
+        rstd = rstd_t._data.reshape(stat_shape)
+        mean = mean_t._data.reshape(stat_shape) if center else None
+        d = xa - mean if center else xa
+    if w is not None and WB == rstd.shape:
+        # per-group affine (batch norm): fold the scale
+        y = d * (rstd * w.reshape(WB).astype(cdt, copy=False))
+    else:
+        y = d * rstd
+        if w is not None:
+            y *= w.reshape(WB)
+    if b is not None:
+        y += b.reshape(WB)
+    return y.astype(x.dtype, copy=False).reshape(x.shape)
+
+
+def _param_axes(X: tuple, WB: tuple) -> tuple:
+    return tuple(i for i, p in enumerate(WB) if p == 1)
+
+
+def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
+    X, axes, WB, pshape = lay
+    cdt = _compute_dtype(x.dtype)
+    stat_shape = tuple(1 if i in axes else s for i, s in enumerate(X))
+    ga = g.reshape(X).astype(cdt, copy=False)
+    xa = x.reshape(X).astype(cdt, copy=False)
+    rstd = rstd_t._data.reshape(stat_shape)
+    xhat = (xa - mean_t._data.reshape(stat_shape)) if center else xa.copy()
+    xhat *= rstd
+    paxes = _param_axes(X, WB)
+    db = ga.sum(paxes).reshape(pshape)
+    dw = (ga * xhat).sum(paxes).reshape(pshape)
+    if w is not None:
+        wb = w.reshape(WB).astype(cdt, copy=False)
+        h = ga * wb
+    else:
+        wb, h = None, ga
+    if not train:
+        dx = h * rstd
+    else:
+        n = 1
+        for a in axes:
+            n *= X[a]
+        if wb is not None and wb.shape == stat_shape:   # batch norm: w constant per group
+            s_xh = dw.reshape(stat_shape) if paxes == axes else (ga * xhat).sum(axes,
+                                                                               keepdims=True)
+            s_g = db.reshape(stat_shape) if paxes == axes else ga.sum(axes, keepdims=True)
+            k = wb * rstd
+            dx = ga * k
+            dx -= xhat * (k * s_xh / n)
+            if center:
+                dx -= k * s_g / n
+        else:
+            s_xh = (h * xhat).sum(axes, keepdims=True) / max(n, 1)
+            if center:
+                dx = h - h.sum(axes, keepdims=True) / max(n, 1)
+            else:
+                dx = h.copy()
+            xhat *= s_xh
+            dx -= xhat
+            dx *= rstd
+    dt = x.dtype
+    return (dx.astype(dt, copy=False).reshape(x.shape), dw.astype(dt, copy=False),
+            db.astype(dt, copy=False))
+
+
+# ---------------------------------------------------------------------------- derivative rules
+def _unpack_args(ctx):
+    """(mean_t, rstd_t, lay, center, train, eps) from an op's args (same positions for all)."""
+    a = ctx._args
+    return a[0], a[1], a[2], a[3], a[4], a[5]
+
+
+def _canon_stats(x: Tensor, mean_t, rstd_t, lay, center, train, eps):
+    """``xc`` (x canonical), ``xhat``, ``r`` as ndgrad tensors; differentiable in ``x`` when
+    the statistics are computed from it (training)."""
+    X, axes, WB, _ = lay
+    xc = x.reshape(X)
+    if train:
+        if center:
+            mu = xc.mean(axes, keepdim=True)
+            d = xc - mu
+        else:
+            d = xc
+        var = (d * d).mean(axes, keepdim=True)
+        r = (var + eps).rsqrt()
+    else:
+        stat_shape = tuple(1 if i in axes else s for i, s in enumerate(X))
+        r = rstd_t.detach().reshape(stat_shape).to(x.dtype)
+        d = xc - mean_t.detach().reshape(stat_shape).to(x.dtype) if center else xc
+    return xc, d * r, r
+
+
+def _P(v: Tensor, xhat: Tensor, r: Tensor, axes, center, train) -> Tensor:
+    if not train:
+        return v * r
+    out = v - v.mean(axes, keepdim=True) if center else v
+    return (out - xhat * (xhat * v).mean(axes, keepdim=True)) * r
+
+
+def _count(X, axes) -> int:
+    n = 1
+    for a in axes:
+        n *= X[a]
+    return n
+
+
+def _norm_vjp(ctx, g):
+    x, w = ctx.saved[0], ctx.saved[1]
+    mean_t, rstd_t, lay, center, train, eps = _unpack_args(ctx)
+    has_w = w is not None
+    ww = w if has_w else _ABSENT
+    wa = ww._data if has_w else None
+    dx, dw, db = apply(_BWD[ctx._op.name], (g, x, ww), (g._data, x._data, wa),
+                       (mean_t, rstd_t, lay, center, train, eps))
+    if len(ctx.next_functions) == 2:    # rms_norm: no bias
+        return (dx if ctx.needs_input_grad(0) else None,
+                dw if has_w and ctx.needs_input_grad(1) else None)
+    return (dx if ctx.needs_input_grad(0) else None,
+            dw if has_w and ctx.needs_input_grad(1) else None,
+            db if ctx.needs_input_grad(2) else None)
+
+
+def _norm_jvp(ctx, tx, tw, tb=None):
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    mean_t, rstd_t, lay, center, train, eps = _unpack_args(ctx)
+    X, axes, WB, _ = lay
+    has_w = w is not _ABSENT
+    xc, xhat, r = _canon_stats(x, mean_t, rstd_t, lay, center, train, eps)
+    out = None
+    if tx is not None:
+        out = _P(tx.reshape(X), xhat, r, axes, center, train)
+        if has_w:
+            out = out * w.reshape(WB)
+    if tw is not None:
+        t = xhat * tw.reshape(WB)
+        out = t if out is None else out + t
+    if tb is not None:
+        t = tb.reshape(WB)
+        out = t if out is None else out + t
+    if out is None:
+        return None
+    return out.expand(X).reshape(x.shape) if tuple(out.shape) != tuple(X) else \
+        out.reshape(x.shape)
+
+
+def _norm_bwd_vjp(ctx, ggx, ggw, ggb):
+    g, x, w = ctx.saved[0], ctx.saved[1], ctx.saved[2]
+    mean_t, rstd_t, lay, center, train, eps = _unpack_args(ctx)
+    X, axes, WB, pshape = lay
+    paxes = _param_axes(X, WB)
+    M = _count(X, axes)
+    has_w = w is not None
+    xc, xhat, r = _canon_stats(x, mean_t, rstd_t, lay, center, train, eps)
+    gc = g.reshape(X)
+    wc = w.reshape(WB) if has_w else None
+    ggxc = ggx.reshape(X)
+    ggwc = ggw.reshape(WB)
+    ggbc = ggb.reshape(WB)
+    h = gc * wc if has_w else gc
+    Pggx = _P(ggxc, xhat, r, axes, center, train)
+    grad_g = (Pggx * wc if has_w else Pggx) + ggwc * xhat + ggbc
+    grad_w = (gc * Pggx).sum(paxes).reshape(pshape) if has_w else None
+    gx = _P(gc * ggwc, xhat, r, axes, center, train)
+    if train and M:
+        xh_h = (xhat * h).sum(axes, keepdim=True)
+        ggx_xh = (ggxc * xhat).sum(axes, keepdim=True)
+        A = (ggxc * h).sum(axes, keepdim=True)
+        if center:
+            A = A - ggxc.sum(axes, keepdim=True) * h.sum(axes, keepdim=True) / M
+        B = ggx_xh * xh_h / M
+        Ph = _P(h, xhat, r, axes, center, train)
+        gx = gx - (A - B) * r * r * xhat / M - r * (Pggx * xh_h + ggx_xh * Ph) / M
+    grad_x = gx.reshape(x.shape)
+    return (grad_g.expand(X).reshape(g.shape) if ctx.needs_input_grad(0) else None,
+            grad_x if ctx.needs_input_grad(1) else None,
+            grad_w if ctx.needs_input_grad(2) else None)
+
+
+def _bwd_jvp(ctx, *t):
+    raise NotImplementedError("ndgrad: forward-mode AD over the backward of a normalization "
+                              "(forward-over-reverse) is not implemented")
+
+
+def _w_present(ts, edges) -> bool:
+    return ts[1] is not _ABSENT
+
+
+_ARGS6 = ("result1", "result2", "layout", "center", "training", "eps")
+
+LAYER_NORM = Op("layer_norm", "NativeLayerNormBackward0", _norm_fwd, _norm_vjp,
+                inputs=("input", "weight", "bias"), args=_ARGS6,
+                saves=("input", "weight", "bias", "result1", "result2"),
+                save_if=(None, _w_present, lambda ts, e: ts[2] is not _ABSENT, None, None),
+                jvp=_norm_jvp)
+RMS_NORM = Op("rms_norm", "FusedRmsNormBackward0", lambda x, w, *a: _norm_fwd(x, w, None, *a),
+              _norm_vjp, inputs=("input", "weight"), args=_ARGS6,
+              saves=("input", "weight", "result2"), save_if=(None, _w_present, None),
+              jvp=_norm_jvp)
+BATCH_NORM = Op("batch_norm", "NativeBatchNormBackward0", _norm_fwd, _norm_vjp,
+                inputs=("input", "weight", "bias"), args=_ARGS6,
+                saves=("input", "weight", "result1", "result2"),
+                save_if=(None, _w_present, None, None), jvp=_norm_jvp)
+GROUP_NORM = Op("group_norm", "NativeGroupNormBackward0", _norm_fwd, _norm_vjp,
+                inputs=("input", "weight", "bias"), args=_ARGS6,
+                saves=("input", "weight", "result1", "result2"),
+                save_if=(None, _w_present, None, None), jvp=_norm_jvp)
+
+
+def _bwd_op(name: str, node: str) -> Op:
+    return Op(name, node, _norm_bwd, _norm_bwd_vjp, inputs=("grad_out", "input", "weight"),
+              args=_ARGS6, saves=("grad_out", "input", "weight"),
+              save_if=(None, None, lambda ts, e: ts[2] is not _ABSENT), num_outputs=3,
+              jvp=_bwd_jvp)
+
+
+_BWD = {
+    "layer_norm": _bwd_op("native_layer_norm_backward", "NativeLayerNormBackwardBackward0"),
+    "rms_norm": _bwd_op("_fused_rms_norm_backward", "FusedRmsNormBackwardBackward0"),
+    "batch_norm": _bwd_op("native_batch_norm_backward", "NativeBatchNormBackwardBackward0"),
+    "group_norm": _bwd_op("native_group_norm_backward", "NativeGroupNormBackwardBackward0"),
+}
+
+
+def _holder(shape: tuple, dt: np.dtype) -> Tensor:
+    return _wrap(np.empty(shape, _compute_dtype(dt)))
+
+
+def _run(op: Op, x: Tensor, w: Optional[Tensor], b: Optional[Tensor], lay: tuple,
+         stat_shape: tuple, center: bool, train: bool, eps: float,
+         mean_t: Optional[Tensor] = None, rstd_t: Optional[Tensor] = None) -> tuple:
+    """Apply a normalization op; returns (out, mean_t, rstd_t)."""
+    dt = x._data.dtype
+    if train:
+        mean_t = _holder(stat_shape, dt) if center else _wrap(np.empty(0, dt))
+        rstd_t = _holder(stat_shape, dt)
+    ts = [x, w if w is not None else _ABSENT]
+    arrs = [x._data, w._data if w is not None else None]
+    if op is not RMS_NORM:
+        ts.append(b if b is not None else _ABSENT)
+        arrs.append(b._data if b is not None else None)
+    out = apply(op, tuple(ts), tuple(arrs), (mean_t, rstd_t, lay, center, train, float(eps)))
+    return out, mean_t, rstd_t
+
+
+# ---------------------------------------------------------------------------- batching
+def _norm_rule(c, args):
+    """Batching rule of the normalization ops: the op per row of the batch (the statistics
+    recomputed per row when the input is batched), stacked."""
+    from .shape import select, stack
+    mean_t, rstd_t, lay, center, train, eps = args
+    rows = []
+    for k in range(c.B):
+        ts = tuple(select(t, 0, k) if bd else t for t, bd in zip(c.ts, c.bd))
+        arrs = tuple(None if t is _ABSENT else t._data for t in ts)
+        a = args
+        if c.bd[0] and train and c.op.name in _BWD:
+            m = _wrap(np.empty_like(mean_t._data))
+            r = _wrap(np.empty_like(rstd_t._data))
+            a = (m, r) + tuple(args[2:])
+        elif c.bd[1] and train and c.op.name not in _BWD:
+            # the backward on a batched input: its statistics, per row
+            mu, rs, _ = _stats(ts[1]._data.reshape(lay[0]).astype(
+                _compute_dtype(ts[1]._data.dtype), copy=False), lay[1], center, eps)
+            m = _wrap(mu.reshape(mean_t._data.shape)) if center else mean_t
+            a = (m, _wrap(rs.reshape(rstd_t._data.shape))) + tuple(args[2:])
+        rows.append(apply(c.op, ts, arrs, a))
+    if isinstance(rows[0], tuple):
+        return tuple(stack([r[i] for r in rows], 0) for i in range(len(rows[0])))
+    return stack(rows, 0)
+
+
+def _register() -> None:
+    from ._batching import RULES
+    for op in (LAYER_NORM, RMS_NORM, BATCH_NORM, GROUP_NORM):
+        RULES[op] = _norm_rule
+    for op in _BWD.values():
+        RULES[op] = _norm_rule
+
+
+_register()
+
+
+# ---------------------------------------------------------------------------- public functions
+def _check_float(x: Tensor, name: str) -> None:
+    if not (x._data.dtype.kind in "fc" or x._data.dtype in _LOWP):
+        raise RuntimeError(f"\"{name}\" not implemented for "
+                           f"'{_dtype._FROM_NP[x._data.dtype]._torch_name}'")
+
+
+def _prod(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _ln_layout(x: Tensor, normalized_shape: tuple, weight, bias, name: str) -> tuple:
+    ns = tuple(int(s) for s in normalized_shape)
+    if len(ns) == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
+    for t, what in ((weight, "weight"), (bias, "bias")):
+        if t is not None and tuple(t.shape) != ns:
+            raise RuntimeError(f"Expected {what} to be of same shape as normalized_shape, but "
+                               f"got {what} of shape {list(t.shape)} and normalized_shape = "
+                               f"{list(ns)}")
+    xs = tuple(x.shape)
+    k = len(ns)
+    if len(xs) < k or xs[len(xs) - k:] != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*, {', '.join(str(s) for s in ns)}], but got input of size"
+                           f"{list(xs)}")
+    M = _prod(ns)
+    R = _prod(xs[:len(xs) - k])
+    lay = ((R, M), (1,), (1, M), ns)
+    stat_shape = xs[:len(xs) - k] + (1,) * k
+    return lay, stat_shape
+
+
+def layer_norm(input: Tensor, normalized_shape: Any, weight: Optional[Tensor] = None,
+               bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+    """Layer normalization over the last ``len(normalized_shape)`` dims (one fused op).
+
+    >>> import ndgrad
+    >>> import ndgrad.nn.functional as F
+    >>> F.layer_norm(ndgrad.tensor([[1.0, 3.0]]), (2,))
+    tensor([[-1.0000,  1.0000]])
+    """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(layer_norm, input, normalized_shape, weight, bias, eps)
+        if r is not NotImplemented:
+            return r
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    lay, stat_shape = _ln_layout(input, normalized_shape, weight, bias, "layer_norm")
+    return _run(LAYER_NORM, input, weight, bias, lay, stat_shape, True, True, eps)[0]
+
+
+def rms_norm(input: Tensor, normalized_shape: Any, weight: Optional[Tensor] = None,
+             eps: Optional[float] = None) -> Tensor:
+    """Root-mean-square normalization over the last dims: ``x / sqrt(mean(x**2) + eps) * w``;
+    ``eps=None`` is the input dtype's machine epsilon.
+
+    >>> import ndgrad
+    >>> import ndgrad.nn.functional as F
+    >>> F.rms_norm(ndgrad.tensor([[3.0, 4.0]]), (2,), eps=0.0)
+    tensor([[0.8485, 1.1314]])
+    """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(rms_norm, input, normalized_shape, weight, eps)
+        if r is not NotImplemented:
+            return r
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    lay, stat_shape = _ln_layout(input, normalized_shape, weight, None, "rms_norm")
+    if eps is None:
+        eps = float(np.finfo(_compute_dtype(input._data.dtype)).eps) \
+            if input._data.dtype.kind == "f" else float(np.finfo(np.float32).eps)
+        if input._data.dtype in _LOWP:
+            eps = float(np.finfo(np.float16).eps) if input._data.dtype == np.float16 else \
+                0.0078125
+    return _run(RMS_NORM, input, weight, None, lay, stat_shape, False, True, eps)[0]
+
+
+def _verify_bn_size(shape: Any) -> None:
+    n = int(shape[0]) if shape else 1
+    for s in shape[2:]:
+        n *= int(s)
+    if n == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{shape}")
+
+
+def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
+               weight: Optional[Tensor] = None, bias: Optional[Tensor] = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Batch normalization over all dims but the channel dim (1); in training the running
+    statistics are updated in place (``momentum``, unbiased variance).
+
+    >>> import ndgrad
+    >>> import ndgrad.nn.functional as F
+    >>> F.batch_norm(ndgrad.tensor([[1.0], [3.0]]), None, None, training=True)
+    tensor([[-1.0000],
+            [ 1.0000]])
+    """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(batch_norm, input, running_mean, running_var, weight, bias, training,
+                   momentum, eps)
+        if r is not NotImplemented:
+            return r
+    xs = tuple(input.shape)
+    if training:
+        _verify_bn_size(input.shape)
+    C = xs[1] if len(xs) > 1 else 0
+    for t, what in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
+                    (running_var, "running_var")):
+        if t is not None and t.numel() != C:
+            raise RuntimeError(f"{what} should contain {C} elements not {t.numel()}")
+    _check_float(input, "batch_norm")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean must be defined in evaluation mode")
+    if input.numel() == 0:
+        return input.clone()
+    N = xs[0] if xs else 1
+    S = _prod(xs[2:])
+    lay = ((N, C, S), (0, 2), (1, C, 1), (C,))
+    use_stats = training or running_mean is None or running_var is None
+    if not use_stats:
+        dt = _compute_dtype(input._data.dtype)
+        mean_t = _wrap(running_mean._data.astype(dt).reshape(C))
+        rstd_t = _wrap((1.0 / np.sqrt(running_var._data.astype(dt) + eps)).reshape(C))
+        return _run(BATCH_NORM, input, weight, bias, lay, (C,), True, False, eps,
+                    mean_t, rstd_t)[0]
+    out, mean_t, rstd_t = _run(BATCH_NORM, input, weight, bias, lay, (C,), True, True, eps)
+    if training and (running_mean is not None or running_var is not None):
+        n = N * S
+        with no_grad():
+            if running_mean is not None:
+                rm = running_mean._data
+                new = (1 - momentum) * rm + momentum * mean_t._data.astype(rm.dtype)
+                running_mean.copy_(_wrap(new.astype(rm.dtype)))
+            if running_var is not None:
+                rv = running_var._data
+                var = 1.0 / np.square(rstd_t._data.astype(np.float64)) - eps
+                unbiased = var * n / (n - 1) if n > 1 else np.full_like(var, np.inf)
+                new = (1 - momentum) * rv + momentum * unbiased.astype(rv.dtype)
+                running_var.copy_(_wrap(new.astype(rv.dtype)))
+    return out
+
+
+def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None,
+                  running_var: Optional[Tensor] = None, weight: Optional[Tensor] = None,
+                  bias: Optional[Tensor] = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Instance normalization: batch norm of each (sample, channel) over its spatial dims
+    (PyTorch's composition: a view to ``(1, N*C, ...)``, batch_norm, a view back).
+
+    >>> import ndgrad
+    >>> import ndgrad.nn.functional as F
+    >>> F.instance_norm(ndgrad.tensor([[[1.0, 3.0]]]))
+    tensor([[[-1.0000,  1.0000]]])
+    """
+    xs = tuple(input.shape)
+    if use_input_stats:
+        _verify_spatial(input.shape)
+    N, C = xs[0], xs[1]
+    x2 = input.reshape((1, N * C) + xs[2:])
+    w2 = weight.repeat(N) if weight is not None else None
+    b2 = bias.repeat(N) if bias is not None else None
+    rm2 = running_mean.repeat(N) if running_mean is not None else None
+    rv2 = running_var.repeat(N) if running_var is not None else None
+    out = batch_norm(x2, rm2, rv2, w2, b2, use_input_stats, momentum, eps)
+    with no_grad():
+        if running_mean is not None and use_input_stats:
+            running_mean.copy_(rm2.reshape(N, C).mean(0))
+        if running_var is not None and use_input_stats:
+            running_var.copy_(rv2.reshape(N, C).mean(0))
+    return out.reshape(xs)
+
+
+def _verify_spatial(shape: Any) -> None:
+    n = _prod(tuple(shape)[2:])
+    if n == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{shape}")
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
+               bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
+    """Group normalization: the channels split into ``num_groups`` groups, each normalized per
+    sample over its channels and spatial dims; per-channel affine.
+
+    >>> import ndgrad
+    >>> import ndgrad.nn.functional as F
+    >>> F.group_norm(ndgrad.tensor([[1.0, 3.0]]), 1)
+    tensor([[-1.0000,  1.0000]])
+    """
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(group_norm, input, num_groups, weight, bias, eps)
+        if r is not NotImplemented:
+            return r
+    xs = tuple(input.shape)
+    if len(xs) < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{len(xs)}")
+    N, C = xs[0], xs[1]
+    G = int(num_groups)
+    if G <= 0 or C % G:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(xs)} and num_groups="
+                           f"{num_groups}")
+    for t, what in ((weight, "weight"), (bias, "bias")):
+        if t is not None and (t.dim() != 1 or t.numel() != C):
+            raise RuntimeError(f"Expected {what} to be a vector of size equal to the number of "
+                               f"channels in input, but got {what} of shape {list(t.shape)} "
+                               f"and input of shape {list(xs)}")
+    _check_float(input, "group_norm")
+    S = _prod(xs[2:])
+    lay = ((N, G, C // G, S), (2, 3), (1, G, C // G, 1), (C,))
+    return _run(GROUP_NORM, input, weight, bias, lay, (N, G), True, True, eps)[0]
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """Local response normalization across channels (PyTorch's composition: the squares
+    averaged over a window of ``size`` channels by avg_pool, ``x / (k + alpha*avg)**beta``).
+
+    >>> import ndgrad
+    >>> import ndgrad.nn.functional as F
+    >>> F.local_response_norm(ndgrad.ones(1, 2, 1), 2, alpha=1.0, beta=1.0, k=0.0)
+    tensor([[[2., 1.]]])
+    """
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input.clone()
+    size = int(size)
+    xs = tuple(input.shape)
+    N, C = xs[0], xs[1]
+    sq = (input * input).reshape(N, C, -1)             # (N, C, S)
+    # sum over the window [c - size//2, c + (size-1)//2] of zero-padded channels, as a
+    # difference of cumulative sums (the average divides by size, padding included)
+    pre, post = size // 2, (size - 1) // 2
+    from .shape import cat
+    zeros_before = sq.new_zeros((N, pre + 1, sq.shape[2]))
+    zeros_after = sq.new_zeros((N, post, sq.shape[2]))
+    padded = cat([zeros_before, sq, zeros_after], 1)
+    cs = padded.cumsum(1)
+    win = cs[:, size:, :] - cs[:, :C, :]
+    div = (win * (alpha / size) + k).pow(beta).reshape(xs)
+    return input / div
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: Optional[Tensor] = None) -> Tensor:
+    """``input / max(norm_p(input, dim), eps)`` (PyTorch's composition).
+
+    >>> import ndgrad
+    >>> import ndgrad.nn.functional as F
+    >>> F.normalize(ndgrad.tensor([[3.0, 4.0]]))
+    tensor([[0.6000, 0.8000]])
+    """
+    from .linalg import vector_norm
+    denom = vector_norm(input, p, dim, True).clamp_min(eps).expand_as(input)
+    if out is not None:
+        from .pointwise import div
+        return div(input, denom, out=out)
+    return input / denom
+
+
+__all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm",
+           "local_response_norm", "normalize"]
 
 # Schemas of this family's public functions (Note [Declared signatures]), installed into
 # ndgrad.nn.functional.
-SIGNATURES = ""
+SIGNATURES = """
+batch_norm(Tensor input, Tensor? running_mean, Tensor? running_var, Tensor? weight=None, Tensor? bias=None, bool training=False, float momentum=0.1, float eps=1e-05)
+instance_norm(Tensor input, Tensor? running_mean=None, Tensor? running_var=None, Tensor? weight=None, Tensor? bias=None, bool use_input_stats=True, float momentum=0.1, float eps=1e-05)
+layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05)
+group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05)
+rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None)
+local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0)
+normalize(Tensor input, float p=2.0, int dim=1, float eps=1e-12, Tensor? out=None)
+"""
+_ = math
