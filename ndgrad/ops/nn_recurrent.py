@@ -452,18 +452,27 @@ def _register(op: Op) -> None:
     RULES[op] = per_row
 
 
-def _check(input: Tensor, hx: Tensor, w_ih: Optional[Tensor], w_hh: Tensor, ngates: int,
+def _check(input: Tensor, hs: tuple, w_ih: Optional[Tensor], w_hh: Tensor, ngates: int,
            name: str) -> None:
-    if input.ndim != 2 or hx.ndim != 2:
-        raise RuntimeError(f"{name}: Expected input and hidden to be 2-D, got {input.ndim}-D "
-                           f"and {hx.ndim}-D")
-    H = hx.shape[1]
-    if input.shape[0] != hx.shape[0]:
-        raise RuntimeError(f"{name}: Input batch size {input.shape[0]} doesn't match hidden "
-                           f"batch size {hx.shape[0]}")
-    if w_hh.shape[0] != ngates * H:
-        raise RuntimeError(f"{name}: weight_hh has {w_hh.shape[0]} rows, expected "
-                           f"{ngates} * {H}")
+    """PyTorch's checks of the cell functions (2-D input and states)."""
+    if input.ndim != 2 or any(h.ndim != 2 for h in hs):
+        raise RuntimeError(f"{name}: expected input and hidden states to be 2-D, got "
+                           f"{input.ndim}-D and {hs[0].ndim}-D")
+    if w_ih is not None and input.shape[1] != w_ih.shape[1]:
+        raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected "
+                           f"{w_ih.shape[1]}")
+    H = w_hh.shape[1]
+    for i, h in enumerate(hs):
+        if input.shape[0] != h.shape[0]:
+            raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{i} "
+                               f"batch size {h.shape[0]}")
+        want = H if i == 0 else w_hh.shape[0] // ngates
+        if h.shape[1] != want:
+            raise RuntimeError(f"hidden{i} has inconsistent hidden_size: got {h.shape[1]}, "
+                               f"expected {want}")
+    if w_hh.shape[0] % ngates:
+        raise RuntimeError(f"{name}: weight_hh has {w_hh.shape[0]} rows, not a multiple of "
+                           f"{ngates}")
 
 
 def _call(kind: str, input: Tensor, hs: tuple, w_ih: Optional[Tensor], w_hh: Tensor,
@@ -479,14 +488,14 @@ def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Optional[Tensor], w_hh: Tenso
                   b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor:
     """``tanh(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)`` as one op (``w_ih=None``: ``input``
     is already projected)."""
-    _check(input, hx, w_ih, w_hh, 1, "rnn_tanh_cell")
+    _check(input, (hx,), w_ih, w_hh, 1, "rnn_tanh_cell")
     return _call("rnn_tanh", input, (hx,), w_ih, w_hh, b_ih, b_hh)
 
 
 def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Optional[Tensor], w_hh: Tensor,
                   b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor:
     """``relu(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)`` as one op."""
-    _check(input, hx, w_ih, w_hh, 1, "rnn_relu_cell")
+    _check(input, (hx,), w_ih, w_hh, 1, "rnn_relu_cell")
     return _call("rnn_relu", input, (hx,), w_ih, w_hh, b_ih, b_hh)
 
 
@@ -494,12 +503,12 @@ def lstm_cell(input: Tensor, hx: Any, w_ih: Optional[Tensor], w_hh: Tensor,
               b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> tuple:
     """One LSTM step (gates i, f, g, o in PyTorch's order) as one op: returns ``(h1, c1)``."""
     h, c = hx
-    _check(input, h, w_ih, w_hh, 4, "lstm_cell")
+    _check(input, (h, c), w_ih, w_hh, 4, "lstm_cell")
     return _call("lstm", input, (h, c), w_ih, w_hh, b_ih, b_hh)
 
 
 def gru_cell(input: Tensor, hx: Tensor, w_ih: Optional[Tensor], w_hh: Tensor,
              b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor:
     """One GRU step (gates r, z, n in PyTorch's order) as one op."""
-    _check(input, hx, w_ih, w_hh, 3, "gru_cell")
+    _check(input, (hx,), w_ih, w_hh, 3, "gru_cell")
     return _call("gru", input, (hx,), w_ih, w_hh, b_ih, b_hh)
