@@ -39,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 import numpy as np
@@ -63,18 +62,51 @@ def _compute_dtype(dt: np.dtype) -> np.dtype:
 # ---------------------------------------------------------------------------- numpy kernels
 # lay = (X, axes, WB, pshape): canonical input shape, reduced axes, canonical weight shape,
 # the weight's own shape.
-def _stats(xa: np.ndarray, axes: tuple, center: bool, eps: float) -> tuple:
+_LETTERS = "abcdefgh"
+_SUBS: dict = {}
+
+
+def _subs(ndim: int, axes: tuple, two: bool) -> str:
+    key = (ndim, axes, two)
+    r = _SUBS.get(key)
+    if r is None:
+        full = _LETTERS[:ndim]
+        out = "".join(c for i, c in enumerate(full) if i not in axes)
+        r = f"{full},{full}->{out}" if two else f"{full}->{out}"
+        _SUBS[key] = r
+    return r
+
+
+def _keep_shape(shape: tuple, axes: tuple) -> tuple:
+    return tuple(1 if i in axes else s for i, s in enumerate(shape))
+
+
+def _rsum(a: np.ndarray, axes: tuple) -> np.ndarray:
+    """Sum over ``axes``, kept as size-1 dims (einsum: one pass, no temporary)."""
+    return np.einsum(_subs(a.ndim, axes, False), a).reshape(_keep_shape(a.shape, axes))
+
+
+def _rdot(a: np.ndarray, b: np.ndarray, axes: tuple) -> np.ndarray:
+    """``(a * b).sum(axes)`` kept as size-1 dims, without the product temporary."""
+    return np.einsum(_subs(a.ndim, axes, True), a, b).reshape(_keep_shape(a.shape, axes))
+
+
+def _count(X, axes) -> int:
     n = 1
     for a in axes:
-        n *= xa.shape[a]
+        n *= X[a]
+    return n
+
+
+def _stats(xa: np.ndarray, axes: tuple, center: bool, eps: float) -> tuple:
+    """(mean or None, rstd, xa - mean (a new array when centered)) over ``axes``."""
+    n = _count(xa.shape, axes)
     if center:
-        mean = xa.mean(axes, keepdims=True) if n else np.zeros(
-            tuple(1 if i in axes else s for i, s in enumerate(xa.shape)), xa.dtype)
-        d = xa - mean
+        mean = _rsum(xa, axes) / max(n, 1)
+        d = np.subtract(xa, mean)
     else:
         mean, d = None, xa
-    var = (np.square(d).sum(axes, keepdims=True) / max(n, 1)) if n else np.zeros_like(
-        mean if mean is not None else xa.sum(axes, keepdims=True))
+    var = _rdot(d, d, axes) / max(n, 1)
     rstd = 1.0 / np.sqrt(var + eps)
     return mean, rstd, d
 
@@ -83,27 +115,41 @@ def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
     X, axes, WB, _ = lay
     cdt = _compute_dtype(x.dtype)
     xa = x.reshape(X).astype(cdt, copy=False)
+    wb = w.reshape(WB).astype(cdt, copy=False) if w is not None else None
+    bb = b.reshape(WB).astype(cdt, copy=False) if b is not None else None
     if train:
         mean, rstd, d = _stats(xa, axes, center, eps)
         if center:
             mean_t._data[...] = mean.reshape(mean_t._data.shape)
         rstd_t._data[...] = rstd.reshape(rstd_t._data.shape)
-        # rstd may have lower precision than the compute type (low-precision inputs): it is
-        # what is saved, and what the backward uses.
+        y = d if center else None
     else:
-        stat_shape = tuple(1 if i in axes else s for i, s in enumerate(X))
-        rstd = rstd_t._data.reshape(stat_shape)
-        mean = mean_t._data.reshape(stat_shape) if center else None
-        d = xa - mean if center else xa
-    if w is not None and WB == rstd.shape:
-        # per-group affine (batch norm): fold the scale
-        y = d * (rstd * w.reshape(WB).astype(cdt, copy=False))
+        stat_shape = _keep_shape(X, axes)
+        rstd = rstd_t._data.reshape(stat_shape).astype(cdt, copy=False)
+        mean = mean_t._data.reshape(stat_shape).astype(cdt, copy=False) if center else None
+        y = None
+    if wb is not None and WB == rstd.shape:
+        # per-group affine (batch norm): one scale and one shift per group
+        k = rstd * wb
+        if y is None:
+            y = np.multiply(xa, k)
+            shift = -mean * k if center else None
+            if bb is not None:
+                shift = bb if shift is None else shift + bb
+            if shift is not None:
+                y += shift
+        else:
+            y *= k
+            if bb is not None:
+                y += bb
     else:
-        y = d * rstd
-        if w is not None:
-            y *= w.reshape(WB)
-    if b is not None:
-        y += b.reshape(WB)
+        if y is None:
+            y = np.subtract(xa, mean) if center else np.array(xa, copy=True)
+        y *= rstd
+        if wb is not None:
+            y *= wb
+        if bb is not None:
+            y += bb
     return y.astype(x.dtype, copy=False).reshape(x.shape)
 
 
@@ -114,47 +160,47 @@ def _param_axes(X: tuple, WB: tuple) -> tuple:
 def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
     X, axes, WB, pshape = lay
     cdt = _compute_dtype(x.dtype)
-    stat_shape = tuple(1 if i in axes else s for i, s in enumerate(X))
+    stat_shape = _keep_shape(X, axes)
     ga = g.reshape(X).astype(cdt, copy=False)
     xa = x.reshape(X).astype(cdt, copy=False)
-    rstd = rstd_t._data.reshape(stat_shape)
-    xhat = (xa - mean_t._data.reshape(stat_shape)) if center else xa.copy()
+    rstd = rstd_t._data.reshape(stat_shape).astype(cdt, copy=False)
+    if center:
+        xhat = np.subtract(xa, mean_t._data.reshape(stat_shape).astype(cdt, copy=False))
+    else:
+        xhat = np.array(xa, copy=True)
     xhat *= rstd
     paxes = _param_axes(X, WB)
-    db = ga.sum(paxes).reshape(pshape)
-    dw = (ga * xhat).sum(paxes).reshape(pshape)
-    if w is not None:
-        wb = w.reshape(WB).astype(cdt, copy=False)
-        h = ga * wb
-    else:
-        wb, h = None, ga
+    db = _rsum(ga, paxes)
+    dw = _rdot(ga, xhat, paxes)
+    wb = w.reshape(WB).astype(cdt, copy=False) if w is not None else None
+    n = max(_count(X, axes), 1)
     if not train:
-        dx = h * rstd
+        dx = ga * (rstd * wb if wb is not None else rstd)
+    elif wb is None or wb.shape == stat_shape:
+        # the weight is constant over each group (batch norm): dx = k*(g - mean(g) -
+        # xhat*mean(g*xhat)) with k = w*rstd, the sums being db and dw when they reduce
+        # over the same axes
+        same = paxes == axes
+        s_g = db if same else _rsum(ga, axes)
+        s_xh = dw if same else _rdot(ga, xhat, axes)
+        k = rstd * wb if wb is not None else rstd
+        dx = np.multiply(ga, k)
+        xhat *= k * s_xh / n
+        dx -= xhat
+        if center:
+            dx -= k * s_g / n
     else:
-        n = 1
-        for a in axes:
-            n *= X[a]
-        if wb is not None and wb.shape == stat_shape:   # batch norm: w constant per group
-            s_xh = dw.reshape(stat_shape) if paxes == axes else (ga * xhat).sum(axes,
-                                                                               keepdims=True)
-            s_g = db.reshape(stat_shape) if paxes == axes else ga.sum(axes, keepdims=True)
-            k = wb * rstd
-            dx = ga * k
-            dx -= xhat * (k * s_xh / n)
-            if center:
-                dx -= k * s_g / n
-        else:
-            s_xh = (h * xhat).sum(axes, keepdims=True) / max(n, 1)
-            if center:
-                dx = h - h.sum(axes, keepdims=True) / max(n, 1)
-            else:
-                dx = h.copy()
-            xhat *= s_xh
-            dx -= xhat
-            dx *= rstd
+        h = ga * wb
+        c_xh = _rdot(h, xhat, axes) / n
+        xhat *= c_xh
+        if center:
+            xhat += _rsum(h, axes) / n
+        h -= xhat
+        h *= rstd
+        dx = h
     dt = x.dtype
-    return (dx.astype(dt, copy=False).reshape(x.shape), dw.astype(dt, copy=False),
-            db.astype(dt, copy=False))
+    return (dx.astype(dt, copy=False).reshape(x.shape), dw.astype(dt, copy=False).reshape(pshape),
+            db.astype(dt, copy=False).reshape(pshape))
 
 
 # ---------------------------------------------------------------------------- derivative rules
@@ -189,13 +235,6 @@ def _P(v: Tensor, xhat: Tensor, r: Tensor, axes, center, train) -> Tensor:
         return v * r
     out = v - v.mean(axes, keepdim=True) if center else v
     return (out - xhat * (xhat * v).mean(axes, keepdim=True)) * r
-
-
-def _count(X, axes) -> int:
-    n = 1
-    for a in axes:
-        n *= X[a]
-    return n
 
 
 def _norm_vjp(ctx, g):
@@ -602,7 +641,8 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     >>> import ndgrad
     >>> import ndgrad.nn.functional as F
     >>> F.local_response_norm(ndgrad.ones(1, 2, 1), 2, alpha=1.0, beta=1.0, k=0.0)
-    tensor([[[2., 1.]]])
+    tensor([[[2.],
+             [1.]]])
     """
     dim = input.dim()
     if dim < 3:
@@ -657,4 +697,3 @@ rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=N
 local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0)
 normalize(Tensor input, float p=2.0, int dim=1, float eps=1e-12, Tensor? out=None)
 """
-_ = math

@@ -168,8 +168,9 @@ def _check_non_constant(x: np.ndarray, pad: tuple, mode: str) -> None:
         elif n + lo + hi < 1:
             names = ("D", "H", "W")[3 - k:]
             ins = ", ".join(f"{nm}: {shape[nd - k + j]}" for j, nm in enumerate(names))
-            outs = " ".join(f"{nm}: {shape[nd - k + j] + pad[2 * (k - 1 - j)] + pad[2 * (k - 1 - j) + 1]}"
-                            for j, nm in enumerate(names))
+            outs = " ".join(
+                f"{nm}: {shape[nd - k + j] + pad[2 * (k - 1 - j)] + pad[2 * (k - 1 - j) + 1]}"
+                for j, nm in enumerate(names))
             raise RuntimeError(f"input ({ins}) is too small. Calculated output {outs}")
 
 
