@@ -370,12 +370,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
 
 # ---------------------------------------------------------------------------- multi-head
 def _linear(x: Tensor, w: Tensor, b: Optional[Tensor]) -> Tensor:
-    from .nn_linear import __all__ as _lin_all
-    if "linear" in _lin_all:
-        from . import nn_linear
-        return nn_linear.linear(x, w, b)
-    y = x.matmul(w.t())
-    return y if b is None else y + b
+    from .nn_linear import linear     # local import: sibling family, imported after this one
+    return linear(x, w, b)
 
 
 def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads) -> bool:
