@@ -1,5 +1,7 @@
 """Recurrent cells, RNN/LSTM/GRU layers and packed sequences against PyTorch (float64)."""
 
+# ruff: noqa: B023  (the lambdas are called within the loop iteration that makes them)
+
 from __future__ import annotations
 
 import warnings
@@ -31,12 +33,12 @@ _GATES = {"rnn_tanh": 1, "rnn_relu": 1, "lstm": 4, "gru": 3}
 
 def _cell_case(kind, wih, bias, seed=0):
     rng = _rng(seed)
-    B, I, H, G = 3, 4, 5, _GATES[kind] * 5
-    arrs = [rng.standard_normal((B, I if wih else G)), rng.standard_normal((B, H))]
+    B, In, H, G = 3, 4, 5, _GATES[kind] * 5
+    arrs = [rng.standard_normal((B, In if wih else G)), rng.standard_normal((B, H))]
     if kind == "lstm":
         arrs.append(rng.standard_normal((B, H)))
     if wih:
-        arrs.append(rng.standard_normal((G, I)))
+        arrs.append(rng.standard_normal((G, In)))
     arrs.append(rng.standard_normal((G, H)))
     if bias:
         arrs += [rng.standard_normal(G), rng.standard_normal(G)]

@@ -44,7 +44,7 @@ __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 SIGNATURES = """
 scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, float? scale=None, bool enable_gqa=False)
 multi_head_attention_forward(Tensor query, Tensor key, Tensor value, int embed_dim_to_check, int num_heads, Tensor? in_proj_weight, Tensor? in_proj_bias, Tensor? bias_k, Tensor? bias_v, bool add_zero_attn, float dropout_p, Tensor out_proj_weight, Tensor? out_proj_bias, bool training=True, Tensor? key_padding_mask=None, bool need_weights=True, Tensor? attn_mask=None, bool use_separate_proj_weight=False, Tensor? q_proj_weight=None, Tensor? k_proj_weight=None, Tensor? v_proj_weight=None, Tensor? static_k=None, Tensor? static_v=None, bool average_attn_weights=True, bool is_causal=False)
-"""
+"""  # noqa: E501
 
 
 def _mT(a: np.ndarray) -> np.ndarray:
@@ -278,7 +278,7 @@ def _broadcast_batch(a: tuple, b: tuple) -> tuple:
         for i in range(n - 1, -1, -1):
             if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
                 raise RuntimeError(f"The size of tensor a ({pa[i]}) must match the size of "
-                                   f"tensor b ({pb[i]}) at non-singleton dimension {i}")
+                                   f"tensor b ({pb[i]}) at non-singleton dimension {i}") from None
         raise
 
 

@@ -316,7 +316,8 @@ def _lstm_jvp(lay: _Layout):
         tc1 = None if tcx is None else f * tcx
         if tg is not None:
             ti, tf, tgg, to = tg.chunk(4, -1)
-            ti, tf, tgg, to = ti * i * (1 - i), tf * f * (1 - f), tgg * (1 - g * g), to * o * (1 - o)
+            ti, tf = ti * i * (1 - i), tf * f * (1 - f)
+            tgg, to = tgg * (1 - g * g), to * o * (1 - o)
             t = tf * c + ti * g + i * tgg
             tc1 = t if tc1 is None else tc1 + t
         tanc = c1.tanh()
