@@ -24,6 +24,10 @@ from ._creation import (  # noqa: F401,E402
     arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace,
     manual_seed, ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
     seed, tensor, zeros, zeros_like)
+from ._creation import get_rng_state, initial_seed, randperm, set_rng_state  # noqa: F401,E402
+from ._generator import Generator, default_generator  # noqa: F401,E402
+from . import random  # noqa: F401,E402
+from .serialization import load, save  # noqa: F401,E402
 from ._tensor_methods import (  # noqa: F401,E402  (module-level in-place functions)
     abs_, clamp_, clamp_max_, clamp_min_, clip_, cos_, detach_, exp_, fill_, log_, neg_,
     reciprocal_, relu_, sigmoid_, sin_, sqrt_, tanh_, zero_)
@@ -146,9 +150,10 @@ _signatures.install(__import__(__name__))   # Note [Declared signatures]
 
 
 def __getattr__(name: str):
-    """``ndgrad.nn`` loads on first use, so ``import ndgrad`` stays fast and
+    """``ndgrad.nn``, ``ndgrad.optim`` and ``ndgrad.utils`` load on first use, so ``import
+    ndgrad`` stays fast and
     ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
-    if name in ("nn",):
+    if name in ("nn", "optim", "utils"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

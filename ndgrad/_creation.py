@@ -2,7 +2,7 @@
 
 Example:
     >>> import ndgrad
-    >>> ndgrad.manual_seed(0)
+    >>> _ = ndgrad.manual_seed(0)
     >>> ndgrad.zeros(2, 3).shape
     ndgrad.Size([2, 3])
     >>> ndgrad.tensor([1, 2]).dtype
@@ -17,13 +17,16 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _dtype, _layout
+from ._generator import (Generator, default_generator, normal_array, randint_array,
+                         randperm_array, uniform_array)
 from .autograd.grad_mode import _state as _grad_state
 from .tensor import Tensor, _wrap, check_device
 from .tensor import _as_shape as _raw_shape
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like",
-           "empty_like", "rand_like", "randn_like", "randint_like", "manual_seed", "seed"]
+           "empty_like", "rand_like", "randn_like", "randint_like", "manual_seed", "seed",
+           "initial_seed", "get_rng_state", "set_rng_state", "randperm"]
 
 REQUIRES_GRAD_DTYPE_MSG = "Only Tensors of floating point and complex dtype can require gradients"
 
@@ -320,19 +323,54 @@ def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = Non
 
 # ---------------------------------------------------------------------------- random
 class _RNG:
-    gen = np.random.default_rng()
+    """The default generator's NumPy view (Note [Random streams] in ``_generator.py``)."""
+    gen = default_generator._np
 
 
-def manual_seed(seed: int) -> None:
-    """Seed ndgrad's global random generator (``rand``, ``randn``, ``randint`` ...)."""
-    _RNG.gen = np.random.default_rng(int(seed))
+def manual_seed(seed: int) -> Generator:
+    """Seed ndgrad's default random generator (``rand``, ``randn``, ``randperm``, samplers
+    ...); returns it."""
+    return default_generator.manual_seed(seed)
 
 
 def seed() -> int:
-    """Seed the global generator non-deterministically and return the seed."""
-    s = int(np.random.SeedSequence().entropy % (2 ** 63))
-    manual_seed(s)
-    return s
+    """Seed the default generator non-deterministically and return the seed."""
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    """The default generator's seed."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> Tensor:
+    """The default generator's state (a uint8 tensor)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state: Tensor) -> None:
+    """Restore the default generator's state from ``get_rng_state``."""
+    default_generator.set_state(new_state)
+
+
+def randperm(n: int, *, generator: Optional[Generator] = None, dtype: Any = None,
+             layout: Any = None, device: Any = None, requires_grad: bool = False,
+             pin_memory: bool = False) -> Tensor:
+    """A random permutation of ``0 .. n-1``, drawn as torch draws it: the same seed gives
+    torch's permutation (Note [Random streams]).
+
+    >>> import ndgrad
+    >>> ndgrad.randperm(4, generator=ndgrad.Generator().manual_seed(0))
+    tensor([0, 1, 3, 2])
+    """
+    d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    if d.is_floating_point and n > 2 ** np.finfo(d.np).nmant + 1:
+        raise RuntimeError(f"n cannot be greater than 2^{np.finfo(d.np).nmant + 1}+1 for "
+                           f"{d._torch_name} type.")
+    arr = randperm_array(int(n), generator).astype(d.np)
+    return _finish(arr, requires_grad, device)
 
 
 def _floating(dtype: Any, fn: str) -> np.dtype:
@@ -346,7 +384,9 @@ def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
          generator: Any = None) -> Tensor:
     """Uniform samples in [0, 1)."""
     nd = _floating(dtype, "check_uniform_bounds")
-    arr = _RNG.gen.random(_as_shape(size)).astype(nd)
+    arr = uniform_array(_as_shape(size), 0.0, 1.0, nd, generator) if nd.kind != "c" else \
+        uniform_array(_as_shape(size) + (2,), 0.0, 1.0, nd.type(0).real.dtype, generator
+                      ).view(nd)[..., 0]
     return _finish(arr, requires_grad, device)
 
 
@@ -355,15 +395,16 @@ def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     """Standard normal samples."""
     nd = _floating(dtype, "normal_kernel_cpu")
     shape = _as_shape(size)
-    if nd.kind == "c":
-        arr = (_RNG.gen.standard_normal(shape) + 1j * _RNG.gen.standard_normal(shape)) / np.sqrt(2)
+    if nd.kind == "c":      # real and imaginary parts interleaved, each of variance 1/2
+        part = nd.type(0).real.dtype
+        arr = normal_array(shape + (2,), 0.0, math.sqrt(0.5), part, generator).view(nd)[..., 0]
     else:
-        arr = _RNG.gen.standard_normal(shape)
+        arr = normal_array(shape, 0.0, 1.0, nd, generator)
     return _finish(arr.astype(nd), requires_grad, device)
 
 
-def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
-            device: Any = None, requires_grad: bool = False) -> Tensor:
+def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None,
+            dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Integers uniformly drawn from [low, high)."""
     if size is None:
         low, high, size = 0, low, high
@@ -371,7 +412,7 @@ def randint(low: int, high: Any = None, size: Any = None, *, dtype: Any = None,
         raise TypeError("randint() missing required argument 'size'")
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
     _check_random_bounds(low, high, d)
-    arr = _RNG.gen.integers(low, high, size=_as_shape((size,))).astype(d.np)
+    arr = randint_array(low, high, _as_shape((size,)), generator).astype(d.np)
     return _finish(arr, requires_grad, device)
 
 

@@ -33,6 +33,7 @@ LAYERS = {
     "ndgrad._format": BOTTOM,
     "ndgrad.tensor": BOTTOM,
     "ndgrad._creation": BOTTOM,
+    "ndgrad._generator": BOTTOM,
     "ndgrad._signature": BOTTOM,
     "ndgrad.autograd": BOTTOM,
     "ndgrad.autograd.grad_mode": BOTTOM,

@@ -1,7 +1,8 @@
 """``ndgrad.nn.init``: fill a tensor in place with values from a distribution, as
 ``torch.nn.init`` (same distributions, bounds, gains and errors), drawing from ndgrad's global
-generator (``ndgrad.manual_seed``) or from ``generator=`` (a ``numpy.random.Generator``, or an
-object holding one as ``.gen``). Every function works under ``no_grad`` and returns its tensor.
+generator (``ndgrad.manual_seed``) or from ``generator=`` (an ``ndgrad.Generator``), the way
+PyTorch draws (Note [Random streams] in ``ndgrad/_generator.py``): the same seed gives torch's
+weights. Every function works under ``no_grad`` and returns its tensor.
 
     >>> import ndgrad
     >>> from ndgrad.nn import init
@@ -21,7 +22,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import _creation
+from .. import _dtype
+from .._generator import Generator, normal_array, randperm_array, uniform_array
 from ..autograd import grad_mode
 from ..tensor import Tensor, _wrap
 
@@ -32,16 +34,11 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_"
            "sparse"]
 
 
-def _rng(generator: Any) -> np.random.Generator:
-    if generator is None:
-        return _creation._RNG.gen
-    if isinstance(generator, np.random.Generator):
+def _gen(generator: Any) -> Optional[Generator]:
+    """An ``ndgrad.Generator`` (or None: the default one) for the torch-exact samplers."""
+    if generator is None or isinstance(generator, Generator):
         return generator
-    for attr in ("gen", "_gen", "generator"):
-        g = getattr(generator, attr, None)
-        if isinstance(g, np.random.Generator):
-            return g
-    raise TypeError(f"generator must be a numpy.random.Generator, got {type(generator).__name__}")
+    raise TypeError(f"generator must be an ndgrad.Generator, got {type(generator).__name__}")
 
 
 def _store(tensor: Tensor, values: np.ndarray) -> Tensor:
@@ -56,8 +53,10 @@ def _check_tensor(tensor: Any, fn: str) -> None:
         raise TypeError(f"{fn}(): argument 'tensor' must be Tensor, not {type(tensor).__name__}")
 
 
-def _work_dtype(tensor: Tensor) -> Any:
-    return np.float64 if tensor._data.dtype.kind != "c" else np.complex128
+def _check_float(tensor: Tensor, kernel: str) -> None:
+    d = _dtype._FROM_NP[tensor._data.dtype]
+    if d._category < _dtype._FLOAT:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{d._torch_name}'")
 
 
 def calculate_gain(nonlinearity: str, param: Any = None) -> float:
@@ -88,11 +87,12 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
              generator: Optional[Any] = None) -> Tensor:
     """Fill with samples of U(a, b)."""
     _check_tensor(tensor, "uniform_")
+    _check_float(tensor, "check_uniform_bounds")
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} "
                            f"> to={b}")
-    vals = _rng(generator).uniform(a, b, tensor.shape) if tensor.numel() else \
-        np.empty(tensor.shape)
+    # torch's numbers for the seed (Note [Random streams] in ndgrad/_generator.py)
+    vals = uniform_array(tuple(tensor.shape), a, b, tensor._data.dtype, _gen(generator))
     return _store(tensor, vals)
 
 
@@ -100,15 +100,21 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
             generator: Optional[Any] = None) -> Tensor:
     """Fill with samples of N(mean, std^2)."""
     _check_tensor(tensor, "normal_")
+    _check_float(tensor, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _store(tensor, mean + std * _rng(generator).standard_normal(tuple(tensor.shape)))
+    return _store(tensor, normal_array(tuple(tensor.shape), mean, std, tensor._data.dtype,
+                                       _gen(generator)))
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator: Optional[Any] = None) -> Tensor:
-    """Fill with samples of N(mean, std^2) truncated to [a, b] (inverse-CDF sampling)."""
+    """Fill with samples of N(mean, std^2) truncated to [a, b], drawn by rejection as PyTorch
+    draws them (so the same seed gives torch's numbers): normal samples redrawn where out of
+    bounds when the interval holds more than 30% of the mass, else uniform candidates on
+    [a, b] accepted with probability pdf / pdf(mode)."""
     _check_tensor(tensor, "trunc_normal_")
+    _check_float(tensor, "normal_kernel_cpu")
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
@@ -116,12 +122,35 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
-    lo = norm_cdf((a - mean) / std)
-    hi = norm_cdf((b - mean) / std)
-    from scipy.special import erfinv
-    u = _rng(generator).uniform(2 * lo - 1, 2 * hi - 1, tuple(tensor.shape))
-    vals = np.clip(erfinv(u) * (std * math.sqrt(2.0)) + mean, a, b)
-    return _store(tensor, vals)
+    g = _gen(generator)
+    shape, dt = tuple(tensor.shape), tensor._data.dtype
+    p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
+    with np.errstate(all="ignore"):
+        if p > 0.3:
+            lo, hi = dt.type(a), dt.type(b)      # the bounds in the tensor's type
+            result = normal_array(shape, mean, std, dt, g)
+            while True:
+                mask = (result < lo) | (result > hi)
+                if not mask.any():
+                    break
+                result = np.where(mask, normal_array(shape, mean, std, dt, g), result)
+        else:
+            mode = max(a, min(mean, b))
+            log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+            def log_pdf(c: np.ndarray) -> np.ndarray:
+                return ((((c - dt.type(mean)) / dt.type(std)) ** 2) * dt.type(-0.5)
+                        - dt.type(log_peak)).astype(dt)
+
+            result = uniform_array(shape, a, b, dt, g)
+            pending = np.log(uniform_array(shape, 0.0, 1.0, dt, g)) > log_pdf(result)
+            while pending.any():
+                cand = uniform_array(shape, a, b, dt, g)
+                result = np.where(pending, cand, result)
+                pending = np.where(
+                    pending, np.log(uniform_array(shape, 0.0, 1.0, dt, g)) > log_pdf(cand),
+                    pending)
+    return _store(tensor, result)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -244,16 +273,22 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Optional[Any] = None
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
+    _check_float(tensor, "normal_kernel_cpu")
     rows = tensor.size(0)
     cols = tensor.numel() // rows
-    flat = _rng(generator).standard_normal((rows, cols))
+    flat = normal_array((rows, cols), 0.0, 1.0, tensor._data.dtype, _gen(generator))
+    if flat.dtype.kind == "V" or flat.dtype.itemsize < 4:     # LAPACK has no half types
+        flat = flat.astype(np.float32)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
     q = q * np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    return _store(tensor, (q * gain).reshape(tuple(tensor.shape)))
+    _store(tensor, q.reshape(tuple(tensor.shape)))
+    with grad_mode.no_grad():
+        tensor.mul_(gain)
+    return tensor
 
 
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
@@ -262,12 +297,12 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
     zeros at random rows."""
     if tensor.ndimension() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
+    _check_float(tensor, "normal_kernel_cpu")
     rows, cols = tuple(tensor.shape)
     num_zeros = int(math.ceil(sparsity * rows))
-    rng = _rng(generator)
-    vals = std * rng.standard_normal((rows, cols))
-    for col in range(cols):
-        vals[rng.permutation(rows)[:num_zeros], col] = 0
+    vals = normal_array((rows, cols), 0.0, std, tensor._data.dtype, _gen(generator))
+    for col in range(cols):     # PyTorch draws the permutations from the default generator
+        vals[randperm_array(rows, None)[:num_zeros], col] = 0
     return _store(tensor, vals)
 
 

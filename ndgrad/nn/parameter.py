@@ -22,8 +22,7 @@ from .. import _creation
 from .. import _dtype
 from ..tensor import Tensor
 
-__all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer",
-           "is_lazy"]
+__all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"]
 
 _new = object.__new__
 
@@ -71,9 +70,7 @@ class Parameter(Tensor):
         if id(self) in memo:
             return memo[id(self)]
         data = Tensor.__deepcopy__(_share(Tensor, self), {})
-        result = type(self)(data, self._requires_grad)
-        if self._grad is not None:
-            result._grad = data._grad
+        result = type(self)(data, self._requires_grad)   # the grad is not copied (PyTorch)
         memo[id(self)] = result
         return result
 
@@ -111,7 +108,7 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         if data is None:
             data = _creation.empty(0)
         t = _share(Tensor, data)
-        t._requires_grad = data._requires_grad and data._grad_fn is None
+        t._requires_grad = data.requires_grad
         t._is_buffer = True
         t.persistent = persistent
         return t
@@ -127,7 +124,7 @@ class UninitializedTensorMixin:
         """Give the placeholder ``shape`` (uninitialized values) and turn it into
         ``cls_to_become``."""
         if dtype is None:
-            dtype = self._pending_dtype
+            dtype = _dtype._FROM_NP[self._data.dtype]
         if isinstance(shape, int):
             shape = (shape,)
         self._data = _creation.empty(tuple(shape), dtype=dtype)._data
@@ -159,8 +156,7 @@ class UninitializedTensorMixin:
 
     @property
     def dtype(self) -> Any:
-        return _dtype.to_dtype(self._pending_dtype) if self._pending_dtype is not None \
-            else _dtype.get_default_dtype()
+        return _dtype._FROM_NP[self._data.dtype]
 
     def __repr__(self) -> str:
         return f"<{self.__class__.__name__}>"
@@ -189,7 +185,6 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
         p = _new(cls)
         p._data = _creation.empty(0, dtype=dtype)._data
         p._requires_grad = bool(requires_grad)
-        p._pending_dtype = dtype
         return p
 
     def __init__(self, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> None:
@@ -206,7 +201,6 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
         b = _new(cls)
         b._data = _creation.empty(0, dtype=dtype)._data
         b._requires_grad = bool(requires_grad)
-        b._pending_dtype = dtype
         b.persistent = persistent
         return b
 

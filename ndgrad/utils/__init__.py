@@ -1,1 +1,8 @@
-"""Utilities: ``ndgrad.utils.checkpoint``."""
+"""Utilities: ``checkpoint``, ``data`` and ``safetensors`` (each loaded on first use)."""
+
+
+def __getattr__(name: str):
+    if name in ("data", "checkpoint", "safetensors"):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

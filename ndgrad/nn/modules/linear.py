@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ... import _creation
+from ... import empty
 from ...tensor import Tensor
 from ...ops import nn_linear as F
 from .. import init
@@ -48,10 +48,10 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_creation.empty((out_features, in_features),
+        self.weight = Parameter(empty((out_features, in_features),
                                                 **_factory(device, dtype)))
         if bias:
-            self.bias = Parameter(_creation.empty(out_features, **_factory(device, dtype)))
+            self.bias = Parameter(empty(out_features, **_factory(device, dtype)))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -73,6 +73,11 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear`` (PyTorch uses the subclass to mark the output projection of
+    ``MultiheadAttention``)."""
+
+
 class Bilinear(Module):
     """``y = x1^T A x2 + b``; ``weight`` is (out_features, in1_features, in2_features), both
     initialized from U(-1/sqrt(in1_features), 1/sqrt(in1_features))."""
@@ -83,10 +88,10 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(_creation.empty((out_features, in1_features, in2_features),
+        self.weight = Parameter(empty((out_features, in1_features, in2_features),
                                                 **_factory(device, dtype)))
         if bias:
-            self.bias = Parameter(_creation.empty(out_features, **_factory(device, dtype)))
+            self.bias = Parameter(empty(out_features, **_factory(device, dtype)))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

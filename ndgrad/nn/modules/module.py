@@ -37,21 +37,20 @@ from __future__ import annotations
 import functools
 import itertools
 import warnings
+import weakref
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator, Mapping, Optional
 
-from ... import _dtype
+from ... import _creation, _dtype
 from ...autograd import grad_mode
 from ...autograd.function import Function
 from ...autograd.hooks import HookDict, RemovableHandle
-from ...tensor import Tensor
+from ...tensor import Tensor, check_device
 from ..parameter import Buffer, Parameter, UninitializedTensorMixin, is_lazy
 
-__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
-           "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
-           "register_module_buffer_registration_hook",
-           "register_module_parameter_registration_hook",
-           "register_module_module_registration_hook"]
+# Only Module reaches ``ndgrad.nn`` (as in PyTorch); the global hook registrations are
+# ``ndgrad.nn.modules.module.register_module_*``.
+__all__ = ["Module"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
@@ -122,6 +121,24 @@ class _ModuleHandle(RemovableHandle):
         for d in self.extra:
             d.pop(self.id, None)
 
+    # Picklable (a module pickles with the handles it keeps, e.g. a lazy module's): the hooks
+    # dict is pickled with the module and referenced weakly again after loading.
+    def __getstate__(self) -> tuple:
+        return (self._hooks_ref(), self.id, self.extra)
+
+    def __setstate__(self, state: tuple) -> None:
+        hooks, self.id, self.extra = state
+        self._hooks_ref = _weakref_or_strong(hooks)
+
+
+def _weakref_or_strong(obj: Any) -> Any:
+    if obj is None:
+        return lambda: None
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
 
 def _add(hooks: dict, hook: Callable, extra: tuple = (), prepend: bool = False) -> RemovableHandle:
     h = _ModuleHandle(hooks, extra)
@@ -161,7 +178,20 @@ def register_module_full_backward_pre_hook(hook: Callable) -> RemovableHandle:
 def register_module_full_backward_hook(hook: Callable) -> RemovableHandle:
     """A full backward hook for every module (``hook(module, grad_input, grad_output)``)."""
     global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is False:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
+                           "global Module hook. Please use only one of them.")
     _global_is_full_backward_hook = True
+    return _add(_global_backward_hooks, hook)
+
+
+def register_module_backward_hook(hook: Callable) -> RemovableHandle:
+    """The deprecated non-full backward hook, for every module."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is True:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
+                           "global Module hook. Please use only one of them.")
+    _global_is_full_backward_hook = False
     return _add(_global_backward_hooks, hook)
 
 
@@ -182,7 +212,7 @@ def register_module_parameter_registration_hook(hook: Callable) -> RemovableHand
 
 
 # ---------------------------------------------------------------------------- backward hooks
-class _BackwardHookFunction(Function):
+class BackwardHookFunction(Function):
     """The identity, marking its inputs that do not require grad as non-differentiable (Note
     [Module backward hooks])."""
 
@@ -252,7 +282,7 @@ class _BackwardHook:
                 requires_grad |= arg.requires_grad
         if not (requires_grad and grad_mode.is_grad_enabled()):
             return args if is_tuple else args[0], None
-        new_tensors = _BackwardHookFunction.apply(*tensors)
+        new_tensors = BackwardHookFunction.apply(*tensors)
         if not isinstance(new_tensors, tuple):
             new_tensors = (new_tensors,)
         grad_fns = [t.grad_fn for t in new_tensors
@@ -322,7 +352,6 @@ class _BackwardHook:
         return res if is_tuple else res
 
 
-_BackwardHookFunction.__name__ = "BackwardHookFunction"
 
 
 # ---------------------------------------------------------------------------- Module
@@ -579,14 +608,12 @@ class Module:
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     def to_empty(self, *, device: Any = None, recurse: bool = True) -> "Module":
-        from ... import _creation
         return self._apply(lambda t: _creation.empty_like(t), recurse=recurse)
 
     def to(self, *args: Any, **kwargs: Any) -> "Module":
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)``: casts floating
         (and complex) parameters and buffers to ``dtype``; devices other than the CPU raise as
         ``Tensor.to`` does."""
-        from ...tensor import check_device
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
@@ -915,8 +942,6 @@ class Module:
                     if buffers is None:
                         raise AttributeError("cannot assign buffer before Module.__init__() "
                                              "call")
-                    if isinstance(value, Buffer):
-                        remove_from(d, self._parameters, self._modules)
                     self.register_buffer(name, value, persistent)
                 else:
                     object.__setattr__(self, name, value)

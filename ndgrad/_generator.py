@@ -1,0 +1,248 @@
+"""``Generator``: a seedable random-number generator with torch's CPU engine.
+
+Note [Random streams]
+torch's CPU generator is a 32-bit Mersenne Twister (MT19937) seeded with the low 32 bits of the
+seed by the reference initialisation; NumPy's ``MT19937`` reproduces that engine exactly
+(``_legacy_seeding``). ndgrad's ``Generator`` owns one such engine and draws from it the way
+torch does, so the same seed and the same calls give torch's numbers:
+
+- ``randperm``: Fisher-Yates with ``random() % (n - i)``; ``randint``: ``random() % range +
+  low`` (64-bit draws for ranges of 2**32 or more); the int64 seed a sampler draws: one 64-bit
+  value (high word first). Hence ``RandomSampler``, ``DataLoader(shuffle=True)`` and
+  ``random_split`` visit torch's order.
+- uniform floats (``rand``, ``uniform_``): 53 bits of a 64-bit draw for float64 (then a fused
+  multiply-add), else 24 bits of one 32-bit draw, scaled in double: bit-identical, so a layer's
+  default initialisation gives torch's weights.
+- normal floats (``randn``, ``normal_``): Box-Muller on those uniforms, 16 at a time for tensors
+  of 16 or more elements, else one pair at a time with the second value kept for the next call:
+  bit-identical in float64, within one unit in the last place in float32 (torch uses a
+  vectorised logarithm there); float16/bfloat16 tensors of 16 or more elements differ.
+
+Other distributions are drawn by NumPy's algorithms from the same engine (``Generator._np``):
+reproducible within ndgrad, not torch's numbers.
+
+Example:
+    >>> import ndgrad
+    >>> g = ndgrad.Generator().manual_seed(42)
+    >>> ndgrad.randperm(6, generator=g)
+    tensor([0, 3, 2, 4, 1, 5])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+__all__ = ["Generator", "default_generator"]
+
+_DEFAULT_SEED = 67280421310721
+
+
+class Generator:
+    """A random generator (``ndgrad.Generator().manual_seed(0)``): pass it as ``generator=``
+    to random functions, samplers and ``random_split``."""
+
+    def __init__(self, device: Any = "cpu") -> None:
+        self._device = str(device)
+        self.manual_seed(_DEFAULT_SEED)
+
+    @property
+    def device(self) -> Any:
+        from .tensor import device as _device  # local import: tensor.py is a sibling module
+        return _device("cpu")
+
+    def manual_seed(self, seed: int) -> "Generator":
+        """Seed the engine (returns the generator, so ``Generator().manual_seed(1)`` chains)."""
+        seed = int(seed)
+        if seed < 0:
+            if seed < -(2 ** 63):
+                raise RuntimeError("Overflow when unpacking long")
+            seed += 2 ** 64
+        elif seed >= 2 ** 64:
+            raise RuntimeError("Overflow when unpacking long")
+        self._seed = seed
+        fresh = np.random.MT19937(0)
+        fresh._legacy_seeding(seed & 0xFFFFFFFF)
+        if hasattr(self, "_mt"):
+            self._mt.state = fresh.state     # keep the objects: ``_np`` may be held elsewhere
+        else:
+            self._mt = fresh
+            self._np = np.random.Generator(self._mt)
+        self._next_normal: Optional[float] = None
+        return self
+
+    def seed(self) -> int:
+        """Seed from the operating system's entropy; returns the seed."""
+        s = int(np.random.SeedSequence().entropy % (2 ** 63))
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        """The seed last set."""
+        return self._seed
+
+    def get_state(self) -> Any:
+        """The engine's state as a uint8 tensor (for ``set_state``)."""
+        from ._creation import tensor  # local import: _creation imports this module
+        st = self._mt.state["state"]
+        words = np.concatenate([st["key"].astype(np.uint32),
+                                np.array([st["pos"], self._seed & 0xFFFFFFFF,
+                                          self._seed >> 32], dtype=np.uint32)])
+        return tensor(words.view(np.uint8).copy())
+
+    def set_state(self, new_state: Any) -> "Generator":
+        """Restore a state from ``get_state``."""
+        arr = np.asarray(new_state.numpy() if hasattr(new_state, "numpy") else new_state)
+        if arr.dtype != np.uint8 or arr.size != 627 * 4:
+            raise RuntimeError("Expected either a torch.ByteTensor of the generator's state "
+                               f"size ({627 * 4} bytes), but got {arr.size} elements")
+        words = arr.view(np.uint32)
+        st = self._mt.state
+        st["state"] = {"key": words[:624].copy(), "pos": int(words[624])}
+        self._mt.state = st
+        self._seed = int(words[625]) | (int(words[626]) << 32)
+        self._next_normal = None
+        return self
+
+    def random32(self, n: int) -> np.ndarray:
+        """``n`` raw 32-bit outputs of the engine (torch's ``random()``)."""
+        return self._mt.random_raw(n).astype(np.uint64)
+
+    def random64(self) -> int:
+        """One 64-bit value from two 32-bit outputs, high word first (torch's
+        ``random64()``)."""
+        hi, lo = (int(v) for v in self._mt.random_raw(2))
+        return (hi << 32) | lo
+
+    def __repr__(self) -> str:
+        return f"<ndgrad.Generator object at {hex(id(self))}>"
+
+
+default_generator = Generator()
+default_generator.seed()
+
+
+def numpy_generator(generator: Optional[Generator]) -> np.random.Generator:
+    """The NumPy generator to draw from: ``generator``'s, or the default one's."""
+    return (generator if generator is not None else default_generator)._np
+
+
+def randint_array(low: int, high: int, shape: tuple, generator: Optional[Generator]
+                  ) -> np.ndarray:
+    """Integers in ``[low, high)`` drawn as torch draws them (Note [Random streams]):
+    ``random() % range`` for ranges below 2**32, else ``random64() % range``."""
+    g = generator if generator is not None else default_generator
+    n = int(np.prod(shape, dtype=np.int64))
+    span = int(high) - int(low)
+    if span < 2 ** 32:
+        vals = (g.random32(n) % np.uint64(span)).astype(np.int64) + int(low)
+    else:
+        raw = g._mt.random_raw(2 * n).astype(np.uint64).reshape(n, 2)
+        v64 = (raw[:, 0] << np.uint64(32)) | raw[:, 1]
+        vals = np.array([int(v) % span + int(low) for v in v64.tolist()], dtype=np.int64)
+    return vals.reshape(shape)
+
+
+_DIGITS = {"float64": 53}      # every other floating type: 24 bits of one 32-bit draw
+
+
+def uniform_bits(g: Generator, n: int, dtype: np.dtype) -> np.ndarray:
+    """``n`` uniforms in [0, 1) as float64, from the engine as torch draws them for ``dtype``
+    (Note [Random streams])."""
+    digits = _DIGITS.get(str(np.dtype(dtype)), 24)
+    if digits == 53:
+        raw = g._mt.random_raw(2 * n).astype(np.uint64).reshape(n, 2)
+        vals = (raw[:, 0] << np.uint64(32)) | raw[:, 1]
+    else:
+        vals = g._mt.random_raw(n).astype(np.uint64)
+    return (vals & np.uint64((1 << digits) - 1)).astype(np.float64) * 2.0 ** -digits
+
+
+def uniform_array(shape: tuple, low: float, high: float, dtype: np.dtype,
+                  generator: Optional[Generator]) -> np.ndarray:
+    """Uniform samples in ``[low, high)`` of ``dtype``, torch's numbers for the seed."""
+    g = generator if generator is not None else default_generator
+    n = int(np.prod(shape, dtype=np.int64))
+    dtype = np.dtype(dtype)
+    x = uniform_bits(g, n, dtype)
+    if dtype == np.float64:     # torch computes fma(x, high - low, low)
+        return _fma(x, high - low, float(low)).reshape(shape)
+    # the bounds in float32 (torch's accumulation type below float64), their difference too,
+    # then x * range + low in double, rounded to float32 and then to the tensor's type; a
+    # value that rounds up to ``high`` becomes ``low`` (the range is half-open)
+    lo, hi = np.float32(low), np.float32(high)
+    out = (x * float(hi - lo) + float(lo)).astype(np.float32).astype(dtype)
+    if dtype != np.float32:
+        out[out == dtype.type(hi)] = dtype.type(lo)
+    return out.reshape(shape)
+
+
+def _fma(a: np.ndarray, b: float, c: float) -> np.ndarray:
+    """``a * b + c`` with one rounding, for float64 (an exact product by Veltkamp splitting,
+    then exact sums; equal to a fused multiply-add except in rare double-rounding ties)."""
+    p = a * b
+    split = 134217729.0                       # 2**27 + 1
+    ah = a * split
+    ah = ah - (ah - a)
+    al = a - ah
+    bh = b * split
+    bh = bh - (bh - b)
+    bl = b - bh
+    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl     # a*b == p + err exactly
+    s = p + c
+    bb = s - p
+    sum_err = (p - (s - bb)) + (c - bb)                      # p + c == s + sum_err exactly
+    return s + (sum_err + err)
+
+
+def _box_muller_16(blocks: np.ndarray) -> np.ndarray:
+    """Rows of 16 uniforms -> rows of 16 normals: the first 8 feed the radius, the last 8 the
+    angle; cosines fill the first half, sines the second."""
+    u1, u2 = 1 - blocks[:, :8], blocks[:, 8:16]
+    r = np.sqrt(-2 * np.log(u1))
+    theta = 2 * np.pi * u2
+    return np.concatenate([r * np.cos(theta), r * np.sin(theta)], axis=1)
+
+
+def normal_array(shape: tuple, mean: float, std: float, dtype: np.dtype,
+                 generator: Optional[Generator]) -> np.ndarray:
+    """Normal samples of ``dtype`` drawn as torch draws them (Note [Random streams])."""
+    g = generator if generator is not None else default_generator
+    n = int(np.prod(shape, dtype=np.int64))
+    dtype = np.dtype(dtype)
+    work = np.float64 if dtype == np.float64 else np.float32
+    if n >= 16:
+        out = uniform_bits(g, n, dtype).astype(work)
+        full = n // 16 * 16
+        out[:full] = _box_muller_16(out[:full].reshape(-1, 16)).reshape(-1)
+        if n % 16:      # the last 16 values again, from 16 fresh uniforms
+            tail = uniform_bits(g, 16, dtype).astype(work)
+            out[n - 16:] = _box_muller_16(tail[None])[0]
+        return (out * std + mean).astype(dtype).reshape(shape)
+    out = np.empty(n, np.float64)
+    for i in range(n):
+        if g._next_normal is not None:
+            out[i], g._next_normal = g._next_normal, None
+            continue
+        u1, u2 = uniform_bits(g, 2, np.float64)
+        r = np.sqrt(-2.0 * np.log1p(-u2))
+        theta = 2.0 * np.pi * u1
+        g._next_normal = r * np.sin(theta)
+        out[i] = r * np.cos(theta)
+    return (out * std + mean).astype(dtype).reshape(shape)
+
+
+def randperm_array(n: int, generator: Optional[Generator]) -> np.ndarray:
+    """A random permutation of ``range(n)`` drawn as torch draws it (Note [Random
+    streams])."""
+    g = generator if generator is not None else default_generator
+    r = np.arange(n, dtype=np.int64)
+    if n > 1:
+        raw = g.random32(n - 1)
+        # Fisher-Yates with z_i = raw_i mod (n - i), vectorised: the z_i are all known up
+        # front, the swaps must still run in order.
+        z = (raw % np.arange(n, 1, -1, dtype=np.uint64)).astype(np.int64) + np.arange(n - 1)
+        for i, j in enumerate(z.tolist()):
+            r[i], r[j] = r[j], r[i]
+    return r

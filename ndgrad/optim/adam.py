@@ -1,0 +1,100 @@
+"""Adam and AdamW: adaptive moment estimation (with ``amsgrad``, ``maximize`` and L2 or
+decoupled weight decay).
+
+Example:
+    >>> import ndgrad
+    >>> w = ndgrad.tensor([1.0], requires_grad=True)
+    >>> opt = ndgrad.optim.Adam([w], lr=0.1)
+    >>> (3 * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    tensor([0.9000], requires_grad=True)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional, Tuple
+
+import numpy as np
+
+from .optimizer import (Optimizer, bump, check_betas, check_flags, check_nonneg, grad_array,
+                        hyper, params_with_grad, scalar_state, step_tensor, zeros_state)
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """Adam as ``torch.optim.Adam``: moments ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2)
+    g^2``, update ``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)`` (``v`` its
+    running maximum with ``amsgrad``); ``weight_decay`` adds ``wd * p`` to ``g``, or with
+    ``decoupled_weight_decay`` scales ``p`` by ``1 - lr * wd`` first (AdamW). ``capturable``,
+    ``foreach`` and ``fused`` are accepted and select the same CPU path."""
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
+                 foreach: Optional[bool] = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: Optional[bool] = None, decoupled_weight_decay: bool = False) -> None:
+        check_nonneg("learning rate", lr)
+        check_nonneg("epsilon value", eps)
+        check_betas(betas)
+        check_nonneg("weight_decay value", weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        check_flags(defaults)
+        super().__init__(params, defaults)
+
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """One Adam update of every parameter with a gradient; returns ``closure()``'s loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2) = hyper(group["lr"]), group["betas"]
+            wd, eps, amsgrad = group["weight_decay"], group["eps"], group["amsgrad"]
+            for p in params_with_grad(group):
+                state = self.state[p]
+                if not state:
+                    state["step"] = scalar_state(0.0)
+                    state["exp_avg"] = zeros_state(p)
+                    state["exp_avg_sq"] = zeros_state(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = zeros_state(p)
+                d = p._data
+                g = grad_array(p, group["maximize"])
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        np.multiply(d, 1 - lr * wd, out=d)
+                    else:
+                        g = g + wd * d
+                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                m += (g - m) * (1 - beta1)
+                np.multiply(v, beta2, out=v)
+                v += (1 - beta2) * (g * np.conj(g) if np.iscomplexobj(g) else g * g)
+                t = step_tensor(state)
+                step_size = lr / (1 - beta1 ** t)
+                bc2_sqrt = math.sqrt(1 - beta2 ** t)
+                if amsgrad:
+                    vmax = state["max_exp_avg_sq"]._data
+                    np.maximum(vmax, v, out=vmax)
+                    v = vmax
+                denom = np.sqrt(v) / bc2_sqrt + eps
+                d -= step_size * (m / denom)
+                bump(p)
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (default ``weight_decay=1e-2``), as
+    ``torch.optim.AdamW``."""
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False, foreach: Optional[bool] = None,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: Optional[bool] = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)

@@ -1,0 +1,65 @@
+"""Adamax: Adam with the infinity norm in place of the second moment.
+
+Example:
+    >>> import ndgrad
+    >>> w = ndgrad.tensor([1.0], requires_grad=True)
+    >>> opt = ndgrad.optim.Adamax([w], lr=0.1)
+    >>> (2 * w).sum().backward()
+    >>> opt.step()
+    >>> round(w.item(), 4)
+    0.9
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Tuple
+
+import numpy as np
+
+from .optimizer import (Optimizer, bump, check_betas, check_flags, check_nonneg, grad_array,
+                        hyper, params_with_grad, scalar_state, step_tensor, zeros_state)
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    """``m = b1 m + (1 - b1) g``; ``u = max(b2 u, |g| + eps)``; ``p -= lr / (1 - b1^t) * m /
+    u``, as ``torch.optim.Adamax``."""
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: Tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, foreach: Optional[bool] = None, *,
+                 maximize: bool = False, differentiable: bool = False,
+                 capturable: bool = False) -> None:
+        check_nonneg("learning rate", lr)
+        check_nonneg("epsilon value", eps)
+        check_betas(betas)
+        check_nonneg("weight_decay value", weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        foreach=foreach, maximize=maximize, differentiable=differentiable,
+                        capturable=capturable)
+        check_flags(defaults)
+        super().__init__(params, defaults)
+
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """One update of every parameter with a gradient; returns ``closure()``'s loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2) = hyper(group["lr"]), group["betas"]
+            eps, wd = group["eps"], group["weight_decay"]
+            for p in params_with_grad(group):
+                state = self.state[p]
+                if not state:
+                    state["step"] = scalar_state(0.0)
+                    state["exp_avg"] = zeros_state(p)
+                    state["exp_inf"] = zeros_state(p)
+                t = step_tensor(state)
+                d = p._data
+                g = grad_array(p, group["maximize"])
+                if wd != 0:
+                    g = g + wd * d
+                m, u = state["exp_avg"]._data, state["exp_inf"]._data
+                m += (g - m) * (1 - beta1)
+                np.maximum(u * beta2, np.abs(g) + eps, out=u)
+                d -= (lr / (1 - beta1 ** t)) * (m / u)
+                bump(p)
+        return loss

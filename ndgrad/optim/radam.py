@@ -1,0 +1,83 @@
+"""RAdam: Adam with the variance of the adaptive learning rate rectified in early steps.
+
+Example:
+    >>> import ndgrad
+    >>> w = ndgrad.tensor([1.0], requires_grad=True)
+    >>> opt = ndgrad.optim.RAdam([w], lr=0.1)
+    >>> (2 * w).sum().backward()
+    >>> opt.step()
+    >>> round(w.item(), 4)
+    0.8
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional, Tuple
+
+import numpy as np
+
+from .optimizer import (Optimizer, bump, check_betas, check_flags, check_nonneg, grad_array,
+                        hyper, params_with_grad, scalar_state, step_tensor, zeros_state)
+
+__all__ = ["RAdam"]
+
+
+class RAdam(Optimizer):
+    """RAdam as ``torch.optim.RAdam``: while the approximated SMA length ``rho_t`` is at most
+    5 the step is bias-corrected momentum alone; after, Adam's adaptive step times the
+    rectification term."""
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0,
+                 decoupled_weight_decay: bool = False, *, foreach: Optional[bool] = None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
+        check_nonneg("learning rate", lr)
+        check_nonneg("epsilon value", eps)
+        check_betas(betas)
+        check_nonneg("weight_decay value", weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        decoupled_weight_decay=decoupled_weight_decay,
+                        differentiable=differentiable)
+        check_flags(defaults)
+        super().__init__(params, defaults)
+
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """One update of every parameter with a gradient; returns ``closure()``'s loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2) = hyper(group["lr"]), group["betas"]
+            eps, wd = group["eps"], group["weight_decay"]
+            rho_inf = 2 / (1 - beta2) - 1
+            for p in params_with_grad(group):
+                state = self.state[p]
+                if not state:
+                    state["step"] = scalar_state(0.0)
+                    state["exp_avg"] = zeros_state(p)
+                    state["exp_avg_sq"] = zeros_state(p)
+                t = step_tensor(state)
+                d = p._data
+                g = grad_array(p, group["maximize"])
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        np.multiply(d, 1 - lr * wd, out=d)
+                    else:
+                        g = g + wd * d
+                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                m += (g - m) * (1 - beta1)
+                np.multiply(v, beta2, out=v)
+                v += (1 - beta2) * g * g
+                bc1, bc2 = 1 - beta1 ** t, 1 - beta2 ** t
+                m_hat = m / bc1
+                rho_t = rho_inf - 2 * t * (beta2 ** t) / bc2
+                if rho_t > 5.0:
+                    rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf
+                                     / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+                    adaptive = math.sqrt(bc2) / (np.sqrt(v) + eps)
+                    d -= m_hat * lr * adaptive * rect
+                else:
+                    d -= m_hat * lr
+                bump(p)
+        return loss

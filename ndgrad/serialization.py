@@ -1,0 +1,383 @@
+"""``ndgrad.save`` and ``ndgrad.load`` in PyTorch's file format.
+
+Note [Checkpoint format]
+A file is PyTorch's zip archive: ``<name>/data.pkl`` (a protocol-2 pickle of the object) and
+one record ``<name>/data/<key>`` of raw little-endian bytes per storage, plus ``version`` and
+``byteorder``. In the pickle a tensor is ``torch._utils._rebuild_tensor_v2(storage, offset,
+size, stride, requires_grad, hooks)`` where ``storage`` is a persistent id ``("storage",
+torch.<Type>Storage, key, "cpu", numel)``; dtypes, sizes and devices are ``torch.float32``,
+``torch.Size``, ``torch.device``. So ``torch.load`` reads what ``ndgrad.save`` writes and the
+other way round. Tensors whose ndarrays share one buffer are written against one storage, so
+views and shared memory survive the round trip.
+
+Loading with ``weights_only=True`` (the default) resolves only an allow-list of names
+(containers, tensors, storages, dtypes, sizes, devices): a file cannot make ``load`` run code.
+Every tensor's extent is checked against its storage before any view is made.
+
+Example:
+    >>> import io, ndgrad
+    >>> x = ndgrad.arange(6.0).reshape(2, 3)
+    >>> buf = io.BytesIO()
+    >>> ndgrad.save({"x": x, "row": x[1]}, buf)
+    >>> _ = buf.seek(0)
+    >>> out = ndgrad.load(buf)
+    >>> out["row"]
+    tensor([3., 4., 5.])
+    >>> import numpy as np
+    >>> np.shares_memory(out["row"].numpy(), out["x"].numpy())   # still one storage
+    True
+"""
+
+from __future__ import annotations
+
+import codecs
+import collections
+import io
+import os
+import pickle
+import sys
+import warnings
+import zipfile
+from typing import Any, BinaryIO, Dict, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _dtype
+from .tensor import Size, Tensor, device
+
+__all__ = ["save", "load"]
+
+FileLike = Union[str, os.PathLike, BinaryIO]
+
+_STORAGE_NAMES = {
+    "float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
+    "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage",
+    "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage",
+    "bool": "BoolStorage", "complex64": "ComplexFloatStorage",
+    "complex128": "ComplexDoubleStorage"}
+_STORAGE_DTYPES = {v: k for k, v in _STORAGE_NAMES.items()}
+
+
+class _Global:
+    """A name written into the pickle as ``GLOBAL module name`` (torch's, which need not be
+    importable here)."""
+
+    _cache: Dict[Tuple[str, str], "_Global"] = {}
+
+    def __new__(cls, module: str, name: str) -> "_Global":
+        key = (module, name)
+        if key not in cls._cache:
+            obj = super().__new__(cls)
+            obj.module, obj.name = module, name
+            cls._cache[key] = obj
+        return cls._cache[key]
+
+    def __call__(self, *args: Any) -> Any:      # pickle requires reducers to be callable
+        raise TypeError(f"{self.module}.{self.name} is a name for the file, not a function")
+
+
+_REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
+_ORDERED_DICT = collections.OrderedDict
+
+
+# ---------------------------------------------------------------------------- save
+class _Storage:
+    """One buffer to write: a flat, contiguous ndarray under a key."""
+
+    def __init__(self, key: str, flat: np.ndarray) -> None:
+        self.key, self.flat = key, flat
+
+
+def _root(a: np.ndarray) -> np.ndarray:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+class _Pickler(pickle._Pickler):  # type: ignore[misc]
+    dispatch = dict(pickle._Pickler.dispatch)
+
+    def __init__(self, file: BinaryIO) -> None:
+        super().__init__(file, protocol=2)
+        self.storages: Dict[int, _Storage] = {}
+
+    def _write_global(self, obj: _Global) -> None:
+        self.write(pickle.GLOBAL + obj.module.encode("utf-8") + b"\n"
+                   + obj.name.encode("utf-8") + b"\n")
+        self.memoize(obj)
+
+    dispatch[_Global] = _write_global
+
+    def _write_dtype(self, obj: Any) -> None:
+        self.save(_Global("torch", str(obj).rsplit(".", 1)[-1]))
+
+    dispatch[_dtype.dtype] = _write_dtype
+
+    def persistent_id(self, obj: Any) -> Any:
+        if isinstance(obj, _Storage):
+            name = _STORAGE_NAMES[str(obj.flat.dtype)]
+            return ("storage", _Global("torch", name), obj.key, "cpu", obj.flat.size)
+        return None
+
+    def _storage_of(self, a: np.ndarray) -> Tuple[_Storage, int, Tuple[int, ...]]:
+        """The storage of an ndarray, its offset and strides in elements (a copy when the
+        array is not an aligned, non-negative strided view of a contiguous buffer)."""
+        root = _root(a)
+        item = a.itemsize
+        ok = (root.dtype == a.dtype and root.flags.c_contiguous and all(s >= 0 for s in
+                                                                       a.strides))
+        if ok:
+            off = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+            ok = off % item == 0 and all(s % item == 0 for s in a.strides)
+        if not ok:
+            root = np.ascontiguousarray(a)
+            off = 0
+            strides = tuple(s // item for s in root.strides)
+        else:
+            strides = tuple(s // item for s in a.strides)
+        st = self.storages.get(id(root))
+        if st is None:
+            st = _Storage(str(len(self.storages)), root)
+            self.storages[id(root)] = st
+        return st, off // item, strides
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, Tensor):
+            a = obj._data
+            st, offset, strides = self._storage_of(a)
+            args = (st, offset, Size(a.shape), strides, obj.requires_grad, _ORDERED_DICT())
+            if type(obj).__name__ == "Parameter":
+                plain = Tensor.__new__(Tensor)
+                plain._data = a
+                return (_REBUILD_PARAMETER, (plain, obj.requires_grad, _ORDERED_DICT()))
+            return (_REBUILD_TENSOR, args)
+        if isinstance(obj, Size):
+            return (_Global("torch", "Size"), (tuple(obj),))
+        if isinstance(obj, device):
+            return (_Global("torch", "device"), (str(obj),))
+        return NotImplemented
+
+
+def _open_write(f: FileLike) -> Tuple[BinaryIO, bool, str]:
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        name = os.path.splitext(os.path.basename(path))[0] or "archive"
+        return open(path, "wb"), True, name
+    if not hasattr(f, "write"):
+        raise AttributeError(f"expected 'f' to be string, path, or a file-like object with a "
+                             f"'write' attribute, but got {type(f).__name__}")
+    return f, False, "archive"
+
+
+def save(obj: Any, f: FileLike, pickle_module: Any = pickle, pickle_protocol: int = 2,
+         _use_new_zipfile_serialization: bool = True,
+         _disable_byteorder_record: bool = False) -> None:
+    """Write ``obj`` (tensors, state dicts, optimizer state, nested containers of them, and
+    any picklable object) to a path or binary file, in PyTorch's format (Note [Checkpoint
+    format]): ``torch.load`` reads it back, as ``ndgrad.load`` reads ``torch.save``'s files."""
+    if not _use_new_zipfile_serialization:
+        raise NotImplementedError("ndgrad.save writes only the zip-file format "
+                                  "(_use_new_zipfile_serialization=True)")
+    buf = io.BytesIO()
+    pickler = _Pickler(buf)
+    pickler.dump(obj)
+    out, close, name = _open_write(f)
+    try:
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as z:
+            z.writestr(f"{name}/data.pkl", buf.getvalue())
+            if not _disable_byteorder_record:
+                z.writestr(f"{name}/byteorder", sys.byteorder)
+            for st in pickler.storages.values():
+                z.writestr(f"{name}/data/{st.key}", st.flat.tobytes())
+            z.writestr(f"{name}/version", "3\n")
+    finally:
+        if close:
+            out.close()
+
+
+# ---------------------------------------------------------------------------- load
+def _rebuild_tensor(storage: np.ndarray, offset: int, size: Any, stride: Any,
+                    requires_grad: bool, hooks: Any = None, metadata: Any = None) -> Tensor:
+    """A tensor viewing ``storage`` (checked to lie inside it)."""
+    if not isinstance(storage, np.ndarray):
+        raise RuntimeError(f"ndgrad.load: expected a storage, got {type(storage).__name__}")
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    offset = int(offset)
+    if len(size) != len(stride) or offset < 0 or any(s < 0 for s in size) or \
+            any(s < 0 for s in stride):
+        raise RuntimeError("ndgrad.load: invalid tensor geometry in the file (corrupted?)")
+    if all(s > 0 for s in size):
+        last = offset + sum((n - 1) * s for n, s in zip(size, stride))
+        if last >= storage.size:
+            raise RuntimeError(f"ndgrad.load: a tensor of size {list(size)} at offset {offset} "
+                               f"does not fit its storage of {storage.size} elements "
+                               "(corrupted or truncated file)")
+    item = storage.itemsize
+    arr = np.lib.stride_tricks.as_strided(storage[offset:] if storage.size else storage,
+                                          shape=size, strides=tuple(s * item for s in stride))
+    t = Tensor.__new__(Tensor)
+    t._data = arr
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild_parameter(data: Tensor, requires_grad: bool, hooks: Any = None,
+                       state: Any = None) -> Any:
+    try:
+        # local import: nn sits above the core; a file with parameters needs its class
+        from .nn.parameter import Parameter
+    except ImportError:
+        Parameter = None
+    if Parameter is None or not isinstance(Parameter, type):
+        return data.detach().requires_grad_(requires_grad)
+    p = Parameter(data, requires_grad=requires_grad)
+    if state:
+        for k, v in state.items():
+            setattr(p, k, v)
+    return p
+
+
+def _torch_dtype(name: str) -> Any:
+    return getattr(_dtype, name)
+
+
+_SAFE_BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice": slice,
+                  "bytearray": bytearray, "range": range}
+
+
+def _safe_global(module: str, name: str) -> Any:
+    """The allow-listed names a weights-only file may use, mapped to ndgrad's, or None."""
+    if module == "collections" and name == "OrderedDict":
+        return collections.OrderedDict
+    if module == "torch._utils" and name == "_rebuild_tensor_v2":
+        return _rebuild_tensor
+    if module == "torch._utils" and name in ("_rebuild_parameter",
+                                             "_rebuild_parameter_with_state"):
+        return _rebuild_parameter
+    if module == "torch":
+        if name in _STORAGE_DTYPES:
+            return _STORAGE_DTYPES[name]
+        if name == "Size":
+            return Size
+        if name == "device":
+            return device
+        if isinstance(getattr(_dtype, name, None), _dtype.dtype):
+            return getattr(_dtype, name)
+    if module == "_codecs" and name == "encode":
+        return codecs.encode
+    if module in ("builtins", "__builtin__") and name in _SAFE_BUILTINS:
+        return _SAFE_BUILTINS[name]
+    return None
+
+
+def _weights_only_error(detail: str) -> pickle.UnpicklingError:
+    return pickle.UnpicklingError(
+        "Weights only load failed. Re-running `ndgrad.load` with `weights_only` set to `False` "
+        "will likely succeed, but it can result in arbitrary code execution. Do it only if you "
+        f"got the file from a trusted source.\n\n{detail}")
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file: BinaryIO, archive: zipfile.ZipFile, prefix: str,
+                 weights_only: bool, swap: bool) -> None:
+        super().__init__(file)
+        self._archive, self._prefix = archive, prefix
+        self._weights_only, self._swap = weights_only, swap
+        self._loaded: Dict[str, np.ndarray] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        found = _safe_global(module, name)
+        if found is not None:
+            return found
+        if self._weights_only:
+            raise _weights_only_error(f"Unsupported global: GLOBAL {module}.{name} was not an "
+                                      "allowed global by default.")
+        return super().find_class(module, name)
+
+    def persistent_load(self, pid: Any) -> np.ndarray:
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+            raise pickle.UnpicklingError(f"ndgrad.load: unknown persistent id {pid!r}")
+        _, kind, key, _location, numel = pid
+        if not isinstance(kind, str) or kind not in _STORAGE_NAMES:
+            raise pickle.UnpicklingError(f"ndgrad.load: unknown storage type {kind!r}")
+        key = str(key)
+        if key not in self._loaded:
+            try:
+                raw = self._archive.read(f"{self._prefix}data/{key}")
+            except KeyError:
+                raise RuntimeError(f"PytorchStreamReader failed locating file data/{key}: file "
+                                   "not found") from None
+            dt = getattr(_dtype, kind).np
+            if len(raw) != int(numel) * dt.itemsize:
+                raise RuntimeError(f"ndgrad.load: storage {key} holds {len(raw)} bytes, "
+                                   f"expected {int(numel) * dt.itemsize} (truncated file?)")
+            arr = np.frombuffer(raw, dtype=dt).copy()
+            if self._swap:
+                arr = arr.byteswap()
+            self._loaded[key] = arr
+        return self._loaded[key]
+
+
+def _read_all(f: FileLike) -> bytes:
+    if isinstance(f, (str, os.PathLike)):
+        with open(os.fspath(f), "rb") as fh:
+            return fh.read()
+    if not hasattr(f, "read"):
+        raise AttributeError(f"expected 'f' to be string, path, or a file-like object with a "
+                             f"'read' attribute, but got {type(f).__name__}")
+    return f.read()
+
+
+def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: Optional[bool] = None, mmap: Optional[bool] = None,
+         **pickle_load_args: Any) -> Any:
+    """Read an object written by ``ndgrad.save`` or ``torch.save`` (zip format).
+
+    With ``weights_only=True`` (the default) only tensors, storages, containers, dtypes,
+    sizes and devices can be loaded, so a file cannot run code; ``weights_only=False`` loads
+    any pickled object, which can execute arbitrary code: only for trusted files."""
+    if weights_only is None:
+        weights_only = True
+    data = _read_all(f)
+    buf = io.BytesIO(data)
+    if not zipfile.is_zipfile(buf):
+        if data[:2] == b"\x80\x02" or data[:1] == b"\x80":
+            raise RuntimeError("ndgrad.load: this is PyTorch's legacy (pre-1.6, non-zip) "
+                               "format, which ndgrad does not read; re-save the file with a "
+                               "recent torch.save")
+        raise RuntimeError("PytorchStreamReader failed reading zip archive: failed finding "
+                           "central directory (not a checkpoint, or a truncated file)")
+    try:
+        archive = zipfile.ZipFile(buf)
+        names = archive.namelist()
+    except (zipfile.BadZipFile, OSError) as e:
+        raise RuntimeError(f"PytorchStreamReader failed reading zip archive: {e}") from None
+    pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
+    if not pkl:
+        raise RuntimeError("PytorchStreamReader failed locating file data.pkl: file not found")
+    prefix = pkl[0][:-len("data.pkl")]
+    order = archive.read(prefix + "byteorder").decode() if prefix + "byteorder" in names \
+        else "little"
+    try:
+        raw = archive.read(pkl[0])
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        raise RuntimeError(f"PytorchStreamReader failed reading file data.pkl: {e}") from None
+    if not weights_only:
+        warnings.warn("ndgrad.load with weights_only=False can execute arbitrary code "
+                      "stored in the file; use it only for files from a trusted source.",
+                      UserWarning, stacklevel=2)
+    unpickler = _Unpickler(io.BytesIO(raw), archive, prefix, weights_only,
+                           swap=order != sys.byteorder)
+    try:
+        return unpickler.load()
+    except pickle.UnpicklingError:
+        raise
+    except EOFError:
+        raise RuntimeError(f"ndgrad.load: {pkl[0]} ends early (a truncated or corrupted "
+                           "file)") from None
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        if weights_only:
+            raise _weights_only_error(f"{type(e).__name__}: {e}") from None
+        raise

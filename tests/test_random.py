@@ -1,0 +1,70 @@
+"""ndgrad's random numbers against torch's for the same seed (Note [Random streams] in
+ndgrad/_generator.py): bit-identical permutations, integers and uniforms; normals identical in
+float64 and within one float32 ulp; generator state, forking and seeding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ndgrad
+
+
+def _calls(lib):
+    lib.manual_seed(7)
+    return [lib.rand(5), lib.randn(3), lib.randn(3, dtype=lib.float64), lib.randn(40),
+            lib.rand(2, 3, dtype=lib.float64), lib.randn(1), lib.randn(17, dtype=lib.float64),
+            lib.randn(4, dtype=lib.complex64), lib.rand(3, dtype=lib.complex128),
+            lib.randint(0, 5, (4,)), lib.randint(-3, 2 ** 40, (3,)), lib.randperm(7),
+            lib.rand(20, dtype=lib.float16), lib.randn(5, dtype=lib.bfloat16)]
+
+
+def test_sequence_of_calls_matches_torch():
+    for t, n in zip(_calls(torch), _calls(ndgrad)):
+        t = t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
+        n = n.float().numpy() if n.dtype == ndgrad.bfloat16 else n.numpy()
+        assert t.dtype == n.dtype and t.shape == n.shape
+        if t.dtype == np.float32:     # Box-Muller's logarithm: one ulp at most
+            np.testing.assert_allclose(n, t, rtol=2e-7, atol=1e-7)
+        else:
+            np.testing.assert_array_equal(n, t)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("bounds", [(-1 / 3, 0.7), (0.0, 1.0), (2.5, 1000.0)])
+def test_uniform_is_bit_identical(dtype, bounds):
+    torch.manual_seed(3)
+    t = torch.empty(500, dtype=getattr(torch, dtype)).uniform_(*bounds).float().numpy()
+    ndgrad.manual_seed(3)
+    n = ndgrad.nn.init.uniform_(ndgrad.empty(500, dtype=getattr(ndgrad, dtype)), *bounds)
+    np.testing.assert_array_equal(n.float().numpy(), t)
+
+
+@pytest.mark.parametrize("n", [5, 40])
+def test_normal_matches(n):
+    for dtype, tol in (("float64", 0), ("float32", 3e-7)):
+        g1 = torch.Generator().manual_seed(9)
+        g2 = ndgrad.Generator().manual_seed(9)
+        t = torch.empty(n, dtype=getattr(torch, dtype)).normal_(1.5, 0.5, generator=g1)
+        m = ndgrad.nn.init.normal_(ndgrad.empty(n, dtype=getattr(ndgrad, dtype)), 1.5, 0.5,
+                                   generator=g2)
+        np.testing.assert_allclose(m.numpy(), t.numpy(), rtol=tol, atol=tol)
+
+
+def test_state_seed_and_fork():
+    g = ndgrad.Generator().manual_seed(5)
+    assert g.initial_seed() == 5
+    state = g.get_state()
+    a = ndgrad.rand(4, generator=g)
+    g.set_state(state)
+    assert (ndgrad.rand(4, generator=g) == a).all()
+    ndgrad.manual_seed(2)
+    with ndgrad.random.fork_rng():
+        ndgrad.randn(10)
+    assert (ndgrad.rand(3) == ndgrad.rand(3, generator=ndgrad.Generator().manual_seed(2))).all()
+    assert ndgrad.initial_seed() == 2 and isinstance(ndgrad.manual_seed(1), ndgrad.Generator)
+    with pytest.raises(RuntimeError, match="Overflow"):
+        ndgrad.Generator().manual_seed(2 ** 64)
+    with pytest.raises(RuntimeError, match="negative dimension -1"):
+        ndgrad.randperm(-1)
