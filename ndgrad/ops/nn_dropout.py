@@ -13,8 +13,8 @@ Example:
     >>> import ndgrad.nn.functional as F
     >>> x = ndgrad.ones(1000)
     >>> y = F.dropout(x, 0.25)
-    >>> sorted(set(y.tolist())) == [0.0, 4.0 / 3.0]
-    True
+    >>> sorted({round(v, 4) for v in y.tolist()})
+    [0.0, 1.3333]
     >>> F.dropout(x, 0.25, training=False) is x
     True
 """
@@ -23,15 +23,20 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
+
 import numpy as np
 
 from .._creation import _RNG
 from ..tensor import Tensor, _wrap
+from ._batching import call as _bcall
 from .views_inplace import apply_inplace
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
            "feature_alpha_dropout"]
 
+# Warnings point at the caller of the public function: one frame more than PyTorch's
+# stacklevels for the argument-checking wrapper of ndgrad.nn.functional.
 SIGNATURES = """
 dropout(Tensor input, float p=0.5, bool training=True, bool inplace=False)
 dropout1d(Tensor input, float p=0.5, bool training=True, bool inplace=False)
@@ -55,9 +60,13 @@ def _keep_mask(shape: tuple, p: float) -> np.ndarray:
     return _RNG.gen.random(shape) >= p
 
 
-def _noise_shape(x: np.ndarray, feature: bool) -> tuple:
+def _noise_shape(x: np.ndarray, feature: Any) -> tuple:
+    """The noise's shape: the input's, or for channel-wise dropout one value per
+    ``input[n, c]`` (``feature == "unbatched"``: per ``input[c]``, no batch dim)."""
     if not feature:
         return x.shape
+    if feature == "unbatched":
+        return x.shape[:1] + (1,) * (x.ndim - 1)
     if x.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     return x.shape[:2] + (1,) * (x.ndim - 2)
@@ -76,8 +85,12 @@ def _run(input: Tensor, fn, inplace: bool) -> Tensor:
     return fn(input)
 
 
-def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, feature: bool,
+def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, feature: Any,
                   alpha: bool) -> Tensor:
+    if input._blevel:  # Note [Batched backward]
+        r = _bcall(_dropout_impl, input, p, training, inplace, feature, alpha)
+        if r is not NotImplemented:
+            return r
     _check_p(p)
     x = input._data
     if not training or p == 0 or x.size == 0:
@@ -106,13 +119,6 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     return _dropout_impl(input, p, training, inplace, False, False)
 
 
-def _unsqueezed(input: Tensor, inplace: bool, fn) -> Tensor:
-    """``fn`` on ``input`` with a leading batch dim added (and removed from the result)."""
-    if inplace:
-        return fn(input.unsqueeze_(0)).squeeze_(0)
-    return fn(input.unsqueeze(0)).squeeze(0)
-
-
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` with probability ``p`` (kept ones
@@ -125,10 +131,8 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
             "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
             "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
             "inputs).")
-    fn = lambda t: _dropout_impl(t, p, training, inplace, True, False)  # noqa: E731
-    if nd == 2:
-        return _unsqueezed(input, inplace, fn)
-    return fn(input)
+    # an unbatched (C, L) input: one noise value per channel input[c]
+    return _dropout_impl(input, p, training, inplace, True if nd == 3 else "unbatched", False)
 
 
 def _deprecated_rank(name: str, nd: int, ok: tuple, spatial: int) -> None:
@@ -138,7 +142,7 @@ def _deprecated_rank(name: str, nd: int, ok: tuple, spatial: int) -> None:
             f"an error in a future release. To retain the behavior and silence this warning, "
             f"please use dropout instead. Note that {name} exists to provide channel-wise "
             f"dropout on inputs with {spatial} spatial dimensions, a channel dimension, and an "
-            f"optional batch dimension (i.e. {ok[0]}D or {ok[1]}D inputs).", stacklevel=3)
+            f"optional batch dimension (i.e. {ok[0]}D or {ok[1]}D inputs).", stacklevel=4)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
@@ -155,7 +159,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
             "the channel dim. This behavior will change in a future release to interpret the "
             "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
             "channel-wise dropout behavior, please switch to using dropout1d instead.",
-            stacklevel=2)
+            stacklevel=3)
     return _dropout_impl(input, p, training, inplace, True, False)
 
 
@@ -166,10 +170,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
     _check_p(p)
     nd = input._data.ndim
     _deprecated_rank("dropout3d", nd, (4, 5), 3)
-    fn = lambda t: _dropout_impl(t, p, training, inplace, True, False)  # noqa: E731
-    if nd != 5:
-        return _unsqueezed(input, inplace, fn)
-    return fn(input)
+    return _dropout_impl(input, p, training, inplace, True if nd == 5 else "unbatched", False)
 
 
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,

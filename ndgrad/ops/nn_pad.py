@@ -137,7 +137,6 @@ _NON_CONSTANT_MSG = (
     "non-constant padding:\n  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
     "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
     "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
-_DIMS = "HW"
 
 
 def _check_non_constant(x: np.ndarray, pad: tuple, mode: str) -> None:
@@ -156,22 +155,25 @@ def _check_non_constant(x: np.ndarray, pad: tuple, mode: str) -> None:
         d = nd - 1 - i
         n, lo, hi = shape[d], pad[2 * i], pad[2 * i + 1]
         if mode == "reflect" and (lo >= n or hi >= n):
-            raise RuntimeError("Argument #4: Padding size should be less than the corresponding "
-                               f"input dimension, but got: padding ({lo}, {hi}) at dimension "
-                               f"{d} of input {shape}")
+            raise RuntimeError(f"Argument #{4 + 2 * i}: Padding size should be less than the "
+                               "corresponding input dimension, but got: padding "
+                               f"({lo}, {hi}) at dimension {d} of input {shape}")
         if mode == "circular":
             if lo > n or hi > n:
                 raise RuntimeError("Padding value causes wrapping around more than once.")
             if n + min(lo, 0) + min(hi, 0) < 0 or (n + min(lo, 0) + min(hi, 0) == 0
                                                     and (lo > 0 or hi > 0)):
                 raise RuntimeError("Negative padding value is resulting in an empty dimension")
-        elif n + lo + hi < 1:
-            names = ("D", "H", "W")[3 - k:]
-            ins = ", ".join(f"{nm}: {shape[nd - k + j]}" for j, nm in enumerate(names))
-            outs = " ".join(
-                f"{nm}: {shape[nd - k + j] + pad[2 * (k - 1 - j)] + pad[2 * (k - 1 - j) + 1]}"
-                for j, nm in enumerate(names))
-            raise RuntimeError(f"input ({ins}) is too small. Calculated output {outs}")
+        elif k == 1 and n + lo + hi < 1:
+            raise RuntimeError(f"input (W: {n}) is too small. Calculated output W: {n + lo + hi}")
+    if mode != "circular" and k > 1:
+        out = shape[:nd - k] + [shape[nd - k + j] + pad[2 * (k - 1 - j)] + pad[2 * (k - 1 - j) + 1]
+                                for j in range(k)]
+        bad = [v for v in out if v < 0]
+        if bad:
+            # PyTorch lets 2-d and 3-d reflection/replication crop to an empty dim
+            raise RuntimeError(f"Trying to create tensor with negative dimension {bad[0]}: "
+                               f"{out}")
 
 
 _INDEX = {"reflect": (_reflect_index, "ReflectionPad{}DBackward0"),
