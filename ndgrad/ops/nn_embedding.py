@@ -27,7 +27,7 @@ import numpy as np
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
-from ._jvp import linear
+from ._jvp import linear, not_implemented
 
 _INDEX_KINDS = (np.dtype(np.int64), np.dtype(np.int32))
 
@@ -104,8 +104,8 @@ def _check_indices(input: Tensor, fn: str, arg: str = "indices", pos: int = 1) -
                  "bfloat16": "BFloat16", "uint8": "Byte", "int8": "Char",
                  "int16": "Short"}.get(name, name.capitalize())
         raise RuntimeError(f"Expected tensor for argument #{pos} '{arg}' to have one of the "
-                           f"following scalar types: Long, Int; but got {tname}Tensor instead "
-                           f"(while checking arguments for {fn})")
+                           f"following scalar types: Long, Int; but got ndgrad.{tname}Tensor "
+                           f"instead (while checking arguments for {fn})")
     return idx
 
 
@@ -270,7 +270,7 @@ EMBEDDING_BAG = Op("embedding_bag", "EmbeddingBagBackward0", _bag_fwd, _bag_vjp,
                          "scale_grad_by_freq"),
                    saves=("weight", "per_sample_weights", "indices", "offsets"),
                    save_if=(None, lambda ts, e: ts[1] is not _NO_PSW, None, None),
-                   jvp=linear)
+                   jvp=not_implemented("_embedding_bag"))     # as PyTorch
 _NO_PSW = _wrap(np.zeros(0))
 
 
@@ -403,4 +403,4 @@ SIGNATURES = """
 embedding(Tensor input, Tensor weight, int? padding_idx=None, float? max_norm=None, float norm_type=2.0, bool scale_grad_by_freq=False, bool sparse=False)
 embedding_bag(Tensor input, Tensor weight, Tensor? offsets=None, float? max_norm=None, float norm_type=2, bool scale_grad_by_freq=False, str mode="mean", bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int? padding_idx=None)
 one_hot(Tensor tensor, int num_classes=-1)
-"""
+"""  # noqa: E501

@@ -81,13 +81,22 @@ def _keep_shape(shape: tuple, axes: tuple) -> tuple:
     return tuple(1 if i in axes else s for i, s in enumerate(shape))
 
 
+# Below this many elements einsum's fixed cost (~8 us) exceeds a ufunc reduction's.
+_EINSUM_MIN = 16384
+_add_reduce = np.add.reduce
+
+
 def _rsum(a: np.ndarray, axes: tuple) -> np.ndarray:
     """Sum over ``axes``, kept as size-1 dims (einsum: one pass, no temporary)."""
+    if a.size < _EINSUM_MIN:
+        return _add_reduce(a, axes, keepdims=True)
     return np.einsum(_subs(a.ndim, axes, False), a).reshape(_keep_shape(a.shape, axes))
 
 
 def _rdot(a: np.ndarray, b: np.ndarray, axes: tuple) -> np.ndarray:
     """``(a * b).sum(axes)`` kept as size-1 dims, without the product temporary."""
+    if a.size < _EINSUM_MIN:
+        return _add_reduce(a * b, axes, keepdims=True)
     return np.einsum(_subs(a.ndim, axes, True), a, b).reshape(_keep_shape(a.shape, axes))
 
 
@@ -98,12 +107,13 @@ def _count(X, axes) -> int:
     return n
 
 
-def _stats(xa: np.ndarray, axes: tuple, center: bool, eps: float) -> tuple:
-    """(mean or None, rstd, xa - mean (a new array when centered)) over ``axes``."""
+def _stats(xa: np.ndarray, axes: tuple, center: bool, eps: float, out: Any = None) -> tuple:
+    """(mean or None, rstd, xa - mean (a new array, or ``out``, when centered)) over
+    ``axes``."""
     n = _count(xa.shape, axes)
     if center:
         mean = _rsum(xa, axes) / max(n, 1)
-        d = np.subtract(xa, mean)
+        d = np.subtract(xa, mean, out=out)
     else:
         mean, d = None, xa
     var = _rdot(d, d, axes) / max(n, 1)
@@ -111,14 +121,16 @@ def _stats(xa: np.ndarray, axes: tuple, center: bool, eps: float) -> tuple:
     return mean, rstd, d
 
 
-def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
+def _norm_fwd_core(x, w, b, mean_t, rstd_t, lay, center, train, eps, out=None):
+    """The forward on one array (``out``: where to write the result, in the compute
+    dtype)."""
     X, axes, WB, _ = lay
     cdt = _compute_dtype(x.dtype)
     xa = x.reshape(X).astype(cdt, copy=False)
     wb = w.reshape(WB).astype(cdt, copy=False) if w is not None else None
     bb = b.reshape(WB).astype(cdt, copy=False) if b is not None else None
     if train:
-        mean, rstd, d = _stats(xa, axes, center, eps)
+        mean, rstd, d = _stats(xa, axes, center, eps, out)
         if center:
             mean_t._data[...] = mean.reshape(mean_t._data.shape)
         rstd_t._data[...] = rstd.reshape(rstd_t._data.shape)
@@ -128,11 +140,12 @@ def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
         rstd = rstd_t._data.reshape(stat_shape).astype(cdt, copy=False)
         mean = mean_t._data.reshape(stat_shape).astype(cdt, copy=False) if center else None
         y = None
-    if wb is not None and WB == rstd.shape:
-        # per-group affine (batch norm): one scale and one shift per group
+    if wb is not None and _small_fold(X, rstd.shape, WB):
+        # scale rstd * w much smaller than the input (batch norm: one per group; group norm:
+        # one per (sample, channel)): one multiply and one add
         k = rstd * wb
         if y is None:
-            y = np.multiply(xa, k)
+            y = np.multiply(xa, k, out=out)
             shift = -mean * k if center else None
             if bb is not None:
                 shift = bb if shift is None else shift + bb
@@ -144,7 +157,7 @@ def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
                 y += bb
     else:
         if y is None:
-            y = np.subtract(xa, mean) if center else np.array(xa, copy=True)
+            y = np.subtract(xa, mean, out=out) if center else np.multiply(xa, 1, out=out)
         y *= rstd
         if wb is not None:
             y *= wb
@@ -153,17 +166,30 @@ def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
     return y.astype(x.dtype, copy=False).reshape(x.shape)
 
 
+def _small_fold(X: tuple, stat_shape: tuple, WB: tuple) -> bool:
+    """True when ``rstd * w`` (broadcast) is at most an eighth of the input's size."""
+    k = 1
+    for s, w in zip(stat_shape, WB):
+        k *= max(s, w)
+    return k * 8 <= _count(X, tuple(range(len(X)))) or tuple(stat_shape) == tuple(WB)
+
+
 def _param_axes(X: tuple, WB: tuple) -> tuple:
     return tuple(i for i, p in enumerate(WB) if p == 1)
 
 
-def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
+def _norm_bwd_core(g, x, w, mean_t, rstd_t, lay, center, train, eps, out=None):
     X, axes, WB, pshape = lay
     cdt = _compute_dtype(x.dtype)
     stat_shape = _keep_shape(X, axes)
     ga = g.reshape(X).astype(cdt, copy=False)
     xa = x.reshape(X).astype(cdt, copy=False)
     rstd = rstd_t._data.reshape(stat_shape).astype(cdt, copy=False)
+    wb = w.reshape(WB).astype(cdt, copy=False) if w is not None else None
+    if train and _small_fold(X, stat_shape, WB) and (wb is not None or WB == stat_shape):
+        if wb is None:
+            wb = np.ones(WB, cdt)
+        return _norm_bwd_folded(ga, xa, wb, mean_t, rstd, lay, center, x.dtype, x.shape, out)
     if center:
         xhat = np.subtract(xa, mean_t._data.reshape(stat_shape).astype(cdt, copy=False))
     else:
@@ -172,10 +198,9 @@ def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
     paxes = _param_axes(X, WB)
     db = _rsum(ga, paxes)
     dw = _rdot(ga, xhat, paxes)
-    wb = w.reshape(WB).astype(cdt, copy=False) if w is not None else None
     n = max(_count(X, axes), 1)
     if not train:
-        dx = ga * (rstd * wb if wb is not None else rstd)
+        dx = np.multiply(ga, rstd * wb if wb is not None else rstd, out=out)
     elif wb is None or wb.shape == stat_shape:
         # the weight is constant over each group (batch norm): dx = k*(g - mean(g) -
         # xhat*mean(g*xhat)) with k = w*rstd, the sums being db and dw when they reduce
@@ -184,13 +209,13 @@ def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
         s_g = db if same else _rsum(ga, axes)
         s_xh = dw if same else _rdot(ga, xhat, axes)
         k = rstd * wb if wb is not None else rstd
-        dx = np.multiply(ga, k)
+        dx = np.multiply(ga, k, out=out)
         xhat *= k * s_xh / n
         dx -= xhat
         if center:
             dx -= k * s_g / n
     else:
-        h = ga * wb
+        h = np.multiply(ga, wb, out=out)
         c_xh = _rdot(h, xhat, axes) / n
         xhat *= c_xh
         if center:
@@ -201,6 +226,123 @@ def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
     dt = x.dtype
     return (dx.astype(dt, copy=False).reshape(x.shape), dw.astype(dt, copy=False).reshape(pshape),
             db.astype(dt, copy=False).reshape(pshape))
+
+
+def _norm_bwd_folded(ga, xa, wb, mean_t, rstd, lay, center, dt, xshape, out=None):
+    """The training backward when ``rstd * w`` is small (group norm): with the sums of ``g``
+    and ``x*g`` over the axes the weight is constant on, ``dx = g*A + x*B + C`` for small
+    ``A`` (rstd*w) and per-group ``B``, ``C``; xhat is never formed."""
+    X, axes, WB, pshape = lay
+    stat_shape = _keep_shape(X, axes)
+    inner = tuple(a for a in axes if WB[a] == 1)
+    rest = tuple(a for a in axes if a not in inner)
+    outer = tuple(a for a in _param_axes(X, WB) if a not in inner)
+    n = max(_count(X, axes), 1)
+    sg = _rsum(ga, inner)
+    sxg = _rdot(xa, ga, inner)
+    s_h = (sg * wb).sum(rest, keepdims=True) if rest else sg * wb
+    s_xh = (sxg * wb).sum(rest, keepdims=True) if rest else sxg * wb
+    r = rstd
+    if center:
+        mu = mean_t._data.reshape(stat_shape).astype(r.dtype, copy=False)
+        c = r * (s_xh - mu * s_h) / n
+        C = r * r * c * mu - r * s_h / n
+        dw = (r * (sxg - mu * sg)).sum(outer, keepdims=True) if outer else r * (sxg - mu * sg)
+    else:
+        c = r * s_xh / n
+        C = None
+        dw = (r * sxg).sum(outer, keepdims=True) if outer else r * sxg
+    db = sg.sum(outer, keepdims=True) if outer else sg
+    B = -r * r * c
+    dx = np.multiply(xa, B, out=out)
+    if C is not None:
+        dx += C
+    # + g * (r*w), through a small buffer reused along axis 0 (no second input-sized array)
+    A = r * wb
+    per = _count(X, tuple(range(1, len(X))))
+    rows = max(1, _BLOCK // max(per, 1))
+    if rows >= X[0] or A.shape[0] != 1:
+        dx += ga * A
+    else:
+        buf = np.empty((rows,) + tuple(X[1:]), dx.dtype)
+        for s in range(0, X[0], rows):
+            e = min(s + rows, X[0])
+            t = buf[:e - s]
+            np.multiply(ga[s:e], A, out=t)
+            dx[s:e] += t
+    return (dx.astype(dt, copy=False).reshape(xshape), dw.astype(dt, copy=False).reshape(pshape),
+            db.astype(dt, copy=False).reshape(pshape))
+
+
+# Note [Blocked normalization]
+# A large input whose first canonical axis is neither reduced nor carries the weight (rows of
+# layer/rms norm, samples of group norm) is processed in blocks of rows of about _BLOCK
+# elements: the kernels' several NumPy passes then run on blocks that stay in the CPU cache
+# instead of streaming the whole array from memory each time. Each block writes its slice of
+# the output (and of the statistics holders); parameter gradients are summed over blocks.
+_BLOCK = 1 << 16
+
+
+def _blocks(X: tuple, axes: tuple, WB: tuple) -> int:
+    """Rows per block along axis 0, or 0 when the input is processed whole."""
+    if 0 in axes or WB[0] != 1 or X[0] < 2:
+        return 0
+    size = _count(X, tuple(range(len(X))))
+    if size < 4 * _BLOCK:
+        return 0
+    return max(1, _BLOCK // max(size // X[0], 1))
+
+
+def _stat_views(mean_t, rstd_t, X, axes, center):
+    stat_shape = _keep_shape(X, axes)
+    m = mean_t._data.reshape(stat_shape) if center else None
+    return m, rstd_t._data.reshape(stat_shape)
+
+
+def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
+    X, axes, WB, pshape = lay
+    rows = _blocks(X, axes, WB)
+    if not rows:
+        return _norm_fwd_core(x, w, b, mean_t, rstd_t, lay, center, train, eps)
+    xa = x.reshape(X)
+    y = np.empty(X, x.dtype)
+    direct = _compute_dtype(x.dtype) == x.dtype      # blocks written in place
+    m, r = _stat_views(mean_t, rstd_t, X, axes, center)
+    for s in range(0, X[0], rows):
+        e = min(s + rows, X[0])
+        blk = ((e - s,) + tuple(X[1:]), axes, WB, pshape)
+        mt = _wrap(m[s:e]) if center else mean_t
+        yb = _norm_fwd_core(xa[s:e], w, b, mt, _wrap(r[s:e]), blk, center, train, eps,
+                            y[s:e] if direct else None)
+        if not direct:
+            y[s:e] = yb
+    return y.reshape(x.shape)
+
+
+def _norm_bwd(g, x, w, mean_t, rstd_t, lay, center, train, eps):
+    X, axes, WB, pshape = lay
+    rows = _blocks(X, axes, WB)
+    if not rows:
+        return _norm_bwd_core(g, x, w, mean_t, rstd_t, lay, center, train, eps)
+    xa, ga = x.reshape(X), g.reshape(X)
+    cdt = _compute_dtype(x.dtype)
+    dx = np.empty(X, x.dtype)
+    direct = cdt == x.dtype                       # blocks written in place
+    dw = np.zeros(pshape, cdt)
+    db = np.zeros(pshape, cdt)
+    m, r = _stat_views(mean_t, rstd_t, X, axes, center)
+    for s in range(0, X[0], rows):
+        e = min(s + rows, X[0])
+        blk = ((e - s,) + tuple(X[1:]), axes, WB, pshape)
+        mt = _wrap(m[s:e]) if center else mean_t
+        dxb, dwb, dbb = _norm_bwd_core(ga[s:e], xa[s:e], w, mt, _wrap(r[s:e]), blk, center,
+                                       train, eps, dx[s:e] if direct else None)
+        if not direct:
+            dx[s:e] = dxb
+        dw += dwb
+        db += dbb
+    return (dx.reshape(x.shape), dw.astype(x.dtype, copy=False),
+            db.astype(x.dtype, copy=False))
 
 
 # ---------------------------------------------------------------------------- derivative rules
@@ -303,15 +445,58 @@ def _norm_bwd_vjp(ctx, ggx, ggw, ggb):
         B = ggx_xh * xh_h / M
         Ph = _P(h, xhat, r, axes, center, train)
         gx = gx - (A - B) * r * r * xhat / M - r * (Pggx * xh_h + ggx_xh * Ph) / M
-    grad_x = gx.reshape(x.shape)
+    # in evaluation mode without weight the backward does not depend on x: no gradient
+    grad_x = gx.reshape(x.shape) if train or has_w else None
     return (grad_g.expand(X).reshape(g.shape) if ctx.needs_input_grad(0) else None,
-            grad_x if ctx.needs_input_grad(1) else None,
+            grad_x if grad_x is not None and ctx.needs_input_grad(1) else None,
             grad_w if ctx.needs_input_grad(2) else None)
 
 
-def _bwd_jvp(ctx, *t):
-    raise NotImplementedError("ndgrad: forward-mode AD over the backward of a normalization "
-                              "(forward-over-reverse) is not implemented")
+def _bwd_jvp(ctx, tg, tx, tw):
+    # Tangents of (dx, dw, db) = (P_x(g*w), sum(g*xhat), sum(g)) (Note [Fused normalization]):
+    # dxhat = P(tx), drstd = -rstd**2 * mean(xhat * tx), so
+    # d[P_x(h)] = P(dh) + (drstd / rstd) P(h) - rstd * (P(tx) mean(xhat h) + xhat mean(P(tx) h))
+    g, x, w = ctx.inputs
+    mean_t, rstd_t, lay, center, train, eps = _unpack_args(ctx)
+    X, axes, WB, pshape = lay
+    paxes = _param_axes(X, WB)
+    has_w = w is not _ABSENT
+    xc, xhat, r = _canon_stats(x, mean_t, rstd_t, lay, center, train, eps)
+    gc = g.reshape(X)
+    wc = w.reshape(WB) if has_w else None
+    h = gc * wc if has_w else gc
+    th = None
+    if tg is not None:
+        tgc = tg.reshape(X)
+        th = tgc * wc if has_w else tgc
+    if tw is not None and has_w:
+        t = gc * tw.reshape(WB)
+        th = t if th is None else th + t
+    t_dx = _P(th, xhat, r, axes, center, train) if th is not None else None
+    t_dw = (tgc * xhat).sum(paxes) if tg is not None else None
+    t_db = tgc.sum(paxes) if tg is not None else None
+    if tx is not None:
+        txc = tx.reshape(X)
+        dxhat = _P(txc, xhat, r, axes, center, train)
+        t = (gc * dxhat).sum(paxes)
+        t_dw = t if t_dw is None else t_dw + t
+        if train:
+            dr_r = -(r * (xhat * txc).mean(axes, keepdim=True))
+            t = dr_r * _P(h, xhat, r, axes, center, train) - r * (
+                dxhat * (xhat * h).mean(axes, keepdim=True)
+                + xhat * (dxhat * h).mean(axes, keepdim=True))
+            t_dx = t if t_dx is None else t_dx + t
+    zeros_p = None
+
+    def _p(t):
+        nonlocal zeros_p
+        if t is not None:
+            return t.reshape(pshape)
+        if zeros_p is None:
+            zeros_p = x.new_zeros(pshape)
+        return zeros_p
+    t_dx = t_dx.expand(X).reshape(x.shape) if t_dx is not None else x.new_zeros(x.shape)
+    return t_dx, _p(t_dw), _p(t_db)
 
 
 def _w_present(ts, edges) -> bool:
@@ -329,10 +514,13 @@ RMS_NORM = Op("rms_norm", "FusedRmsNormBackward0", lambda x, w, *a: _norm_fwd(x,
               _norm_vjp, inputs=("input", "weight"), args=_ARGS6,
               saves=("input", "weight", "result2"), save_if=(None, _w_present, None),
               jvp=_norm_jvp)
-BATCH_NORM = Op("batch_norm", "NativeBatchNormBackward0", _norm_fwd, _norm_vjp,
-                inputs=("input", "weight", "bias"), args=_ARGS6,
-                saves=("input", "weight", "result1", "result2"),
-                save_if=(None, _w_present, None, None), jvp=_norm_jvp)
+# batch norm also saves the running statistics (extra tensor arguments, as PyTorch's node)
+BATCH_NORM = Op("batch_norm", "NativeBatchNormBackward0",
+                lambda x, w, b, *a: _norm_fwd(x, w, b, *a[:6]), _norm_vjp,
+                inputs=("input", "weight", "bias"),
+                args=_ARGS6 + ("running_mean", "running_var"),
+                saves=("input", "weight", "running_mean", "running_var", "result1", "result2"),
+                save_if=(None, _w_present, None, None, None, None), jvp=_norm_jvp)
 GROUP_NORM = Op("group_norm", "NativeGroupNormBackward0", _norm_fwd, _norm_vjp,
                 inputs=("input", "weight", "bias"), args=_ARGS6,
                 saves=("input", "weight", "result1", "result2"),
@@ -360,7 +548,8 @@ def _holder(shape: tuple, dt: np.dtype) -> Tensor:
 
 def _run(op: Op, x: Tensor, w: Optional[Tensor], b: Optional[Tensor], lay: tuple,
          stat_shape: tuple, center: bool, train: bool, eps: float,
-         mean_t: Optional[Tensor] = None, rstd_t: Optional[Tensor] = None) -> tuple:
+         mean_t: Optional[Tensor] = None, rstd_t: Optional[Tensor] = None,
+         extra: tuple = ()) -> tuple:
     """Apply a normalization op; returns (out, mean_t, rstd_t)."""
     dt = x._data.dtype
     if train:
@@ -371,35 +560,42 @@ def _run(op: Op, x: Tensor, w: Optional[Tensor], b: Optional[Tensor], lay: tuple
     if op is not RMS_NORM:
         ts.append(b if b is not None else _ABSENT)
         arrs.append(b._data if b is not None else None)
-    out = apply(op, tuple(ts), tuple(arrs), (mean_t, rstd_t, lay, center, train, float(eps)))
+    out = apply(op, tuple(ts), tuple(arrs),
+                (mean_t, rstd_t, lay, center, train, float(eps)) + extra)
     return out, mean_t, rstd_t
 
 
 # ---------------------------------------------------------------------------- batching
 def _norm_rule(c, args):
-    """Batching rule of the normalization ops: the op per row of the batch (the statistics
-    recomputed per row when the input is batched), stacked."""
+    """Batching rule of the normalization ops and their backward ops: the op per row of the
+    batch, stacked. When the input ``x`` itself is batched in training, each row has its own
+    statistics: fresh holders for a forward op, statistics recomputed for a backward op."""
     from .shape import select, stack
-    mean_t, rstd_t, lay, center, train, eps = args
+    mean_t, rstd_t, lay, center, train, eps = args[:6]
+    backward = c.op in _BWD_OPS
+    xi = 1 if backward else 0          # position of x among the op's tensors
     rows = []
     for k in range(c.B):
         ts = tuple(select(t, 0, k) if bd else t for t, bd in zip(c.ts, c.bd))
         arrs = tuple(None if t is _ABSENT else t._data for t in ts)
         a = args
-        if c.bd[0] and train and c.op.name in _BWD:
-            m = _wrap(np.empty_like(mean_t._data))
-            r = _wrap(np.empty_like(rstd_t._data))
-            a = (m, r) + tuple(args[2:])
-        elif c.bd[1] and train and c.op.name not in _BWD:
-            # the backward on a batched input: its statistics, per row
-            mu, rs, _ = _stats(ts[1]._data.reshape(lay[0]).astype(
-                _compute_dtype(ts[1]._data.dtype), copy=False), lay[1], center, eps)
-            m = _wrap(mu.reshape(mean_t._data.shape)) if center else mean_t
-            a = (m, _wrap(rs.reshape(rstd_t._data.shape))) + tuple(args[2:])
+        if c.bd[xi] and train:
+            if backward:
+                xa = ts[1]._data
+                mu, rs, _ = _stats(xa.reshape(lay[0]).astype(_compute_dtype(xa.dtype),
+                                                              copy=False), lay[1], center, eps)
+                m = _wrap(mu.reshape(mean_t._data.shape)) if center else mean_t
+                a = (m, _wrap(rs.reshape(rstd_t._data.shape))) + tuple(args[2:])
+            else:
+                a = (_wrap(np.empty_like(mean_t._data)),
+                     _wrap(np.empty_like(rstd_t._data))) + tuple(args[2:])
         rows.append(apply(c.op, ts, arrs, a))
     if isinstance(rows[0], tuple):
         return tuple(stack([r[i] for r in rows], 0) for i in range(len(rows[0])))
     return stack(rows, 0)
+
+
+_BWD_OPS = frozenset(_BWD.values())
 
 
 def _register() -> None:
@@ -416,8 +612,22 @@ _register()
 # ---------------------------------------------------------------------------- public functions
 def _check_float(x: Tensor, name: str) -> None:
     if not (x._data.dtype.kind in "fc" or x._data.dtype in _LOWP):
-        raise RuntimeError(f"\"{name}\" not implemented for "
-                           f"'{_dtype._FROM_NP[x._data.dtype]._torch_name}'")
+        raise NotImplementedError(f"\"{name}\" not implemented for "
+                                  f"'{_dtype._FROM_NP[x._data.dtype]._torch_name}'")
+
+
+def _check_mixed(x: Tensor, *params: Optional[Tensor]) -> None:
+    """PyTorch's CPU rule: parameters have the input's dtype, or float32 for a half/bfloat16
+    input."""
+    xd = x._data.dtype
+    for p in params:
+        if p is None or p._data.dtype == xd:
+            continue
+        if xd in _LOWP and p._data.dtype == np.float32:
+            continue
+        if xd == np.float32:
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
 
 
 def _prod(shape) -> int:
@@ -466,6 +676,8 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Optional[Tensor] = 
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     lay, stat_shape = _ln_layout(input, normalized_shape, weight, bias, "layer_norm")
+    _check_float(input, "LayerNormKernelImpl")
+    _check_mixed(input, weight, bias)
     return _run(LAYER_NORM, input, weight, bias, lay, stat_shape, True, True, eps)[0]
 
 
@@ -486,6 +698,7 @@ def rms_norm(input: Tensor, normalized_shape: Any, weight: Optional[Tensor] = No
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     lay, stat_shape = _ln_layout(input, normalized_shape, weight, None, "rms_norm")
+    _check_float(input, "rms_norm")
     if eps is None:
         eps = float(np.finfo(_compute_dtype(input._data.dtype)).eps) \
             if input._data.dtype.kind == "f" else float(np.finfo(np.float32).eps)
@@ -521,6 +734,9 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
                    momentum, eps)
         if r is not NotImplemented:
             return r
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be "
+                         "None")
     xs = tuple(input.shape)
     if training:
         _verify_bn_size(input.shape)
@@ -530,6 +746,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
         if t is not None and t.numel() != C:
             raise RuntimeError(f"{what} should contain {C} elements not {t.numel()}")
     _check_float(input, "batch_norm")
+    _check_mixed(input, weight, bias, running_mean, running_var)
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean must be defined in evaluation mode")
     if input.numel() == 0:
@@ -543,21 +760,19 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
         mean_t = _wrap(running_mean._data.astype(dt).reshape(C))
         rstd_t = _wrap((1.0 / np.sqrt(running_var._data.astype(dt) + eps)).reshape(C))
         return _run(BATCH_NORM, input, weight, bias, lay, (C,), True, False, eps,
-                    mean_t, rstd_t)[0]
-    out, mean_t, rstd_t = _run(BATCH_NORM, input, weight, bias, lay, (C,), True, True, eps)
-    if training and (running_mean is not None or running_var is not None):
+                    mean_t, rstd_t, (running_mean, running_var))[0]
+    out, mean_t, rstd_t = _run(BATCH_NORM, input, weight, bias, lay, (C,), True, True, eps,
+                               extra=(running_mean, running_var))
+    if training and running_mean is not None:
+        # Written in place as part of the op: like PyTorch's kernel, no version bump (the
+        # node saves them; a second forward before the backward is fine).
         n = N * S
-        with no_grad():
-            if running_mean is not None:
-                rm = running_mean._data
-                new = (1 - momentum) * rm + momentum * mean_t._data.astype(rm.dtype)
-                running_mean.copy_(_wrap(new.astype(rm.dtype)))
-            if running_var is not None:
-                rv = running_var._data
-                var = 1.0 / np.square(rstd_t._data.astype(np.float64)) - eps
-                unbiased = var * n / (n - 1) if n > 1 else np.full_like(var, np.inf)
-                new = (1 - momentum) * rv + momentum * unbiased.astype(rv.dtype)
-                running_var.copy_(_wrap(new.astype(rv.dtype)))
+        rm = running_mean._data
+        rm[...] = (1 - momentum) * rm + momentum * mean_t._data.astype(rm.dtype)
+        rv = running_var._data
+        var = 1.0 / np.square(rstd_t._data.astype(np.float64)) - eps
+        unbiased = var * n / (n - 1) if n > 1 else np.full_like(var, np.inf)
+        rv[...] = (1 - momentum) * rv + momentum * unbiased.astype(rv.dtype)
     return out
 
 
@@ -574,6 +789,9 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None,
     tensor([[[-1.0000,  1.0000]]])
     """
     xs = tuple(input.shape)
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
     if use_input_stats:
         _verify_spatial(input.shape)
     N, C = xs[0], xs[1]
@@ -627,7 +845,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None,
             raise RuntimeError(f"Expected {what} to be a vector of size equal to the number of "
                                f"channels in input, but got {what} of shape {list(t.shape)} "
                                f"and input of shape {list(xs)}")
-    _check_float(input, "group_norm")
+    _check_float(input, "GroupNormKernelImpl")
+    _check_mixed(input, weight, bias)
     S = _prod(xs[2:])
     lay = ((N, G, C // G, S), (2, 3), (1, G, C // G, 1), (C,))
     return _run(GROUP_NORM, input, weight, bias, lay, (N, G), True, True, eps)[0]
@@ -678,8 +897,16 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     from .linalg import vector_norm
     denom = vector_norm(input, p, dim, True).clamp_min(eps).expand_as(input)
     if out is not None:
-        from .pointwise import div
-        return div(input, denom, out=out)
+        from ..autograd.grad_mode import is_grad_enabled
+        if is_grad_enabled() and (input.requires_grad or out.requires_grad):
+            raise RuntimeError("div(): functions with out=... arguments don't support automatic "
+                               "differentiation, but one of the arguments requires grad.")
+        res = input / denom
+        if tuple(out.shape) != tuple(res.shape):
+            if out._base is not None:
+                raise RuntimeError("normalize(): the out= tensor is a view of another shape")
+            out._data = np.empty(res._data.shape, out._data.dtype)    # resized, as PyTorch
+        return out.copy_(res)
     return input / denom
 
 
@@ -696,4 +923,4 @@ group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None,
 rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None)
 local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0)
 normalize(Tensor input, float p=2.0, int dim=1, float eps=1e-12, Tensor? out=None)
-"""
+"""  # noqa: E501

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from ... import _creation
 from ...ops import nn_norm as F
+from ...ops import shape as _shape_ops
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter
@@ -161,7 +162,10 @@ class LocalResponseNorm(Module):
 
 
 class CrossMapLRN2d(Module):
-    """Local response normalization of a 4-D input across channels (as LocalResponseNorm)."""
+    """PyTorch's legacy cross-channel LRN of a 4-D input. Its window differs slightly from
+    ``LocalResponseNorm``'s: the sum for channel ``c`` covers channels
+    ``c - (size-1)//2 .. c + (size-1)//2`` clipped to the input, and (as in PyTorch's
+    running-sum implementation) keeps channel 0 once the window has moved past it."""
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
                  k: float = 1) -> None:
@@ -175,7 +179,18 @@ class CrossMapLRN2d(Module):
         if input.dim() != 4:
             raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D "
                              "instead.")
-        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+        C = input.shape[1]
+        pre = int((self.size - 1) / 2 + 1)
+        cs = (input * input).cumsum(1)
+        hi = [min(c + pre - 1, C - 1) for c in range(C)]
+        total = cs[:, hi]
+        lo = [c for c in range(C) if c > pre]
+        if lo:
+            removed = cs[:, [c - pre for c in lo]] - cs[:, :1]
+            zeros = total.new_zeros((input.shape[0], C - len(lo)) + tuple(input.shape[2:]))
+            total = total - _shape_ops.cat([zeros, removed], 1)
+        scale = total * (self.alpha / self.size) + self.k
+        return input * scale.pow(-self.beta)
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
