@@ -929,6 +929,88 @@ def stochastic(o: Any, fn: Callable) -> tuple:
 # [end nn: stochastic entries]
 
 
+# [nn: stochastic attention] (block added for the nn issue's attention family)
+# scaled_dot_product_attention and multi_head_attention_forward samples with dropout_p > 0
+# (training) draw a dropout mask. As for the stochastic entries above, ndgrad's function runs
+# seeded, and torch's side becomes a reference fed with ndgrad's realised mask: the op draws it
+# first thing, with ``nn_attention._dropout_mask(shape, p, dtype)`` (kept / (1 - p)), so seeding
+# and drawing the same shape gives the same mask. sdpa's reference is the math of attention in
+# torch ops; mha's is torch's own function with its ``dropout`` and
+# ``scaled_dot_product_attention`` (the two places it drops) replaced by that reference.
+ATTENTION_STOCHASTIC = ("nn.functional.scaled_dot_product_attention",
+                        "nn.functional.multi_head_attention_forward")
+
+
+def _nd_drop(shape: tuple, p: float, dtype: Any) -> Any:
+    from ndgrad.ops.nn_attention import _dropout_mask
+    ndgrad.manual_seed(_NOISE_SEED)
+    return torch.from_numpy(_dropout_mask(tuple(shape), p, np.float64)._data).to(dtype)
+
+
+def _sdpa_reference(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                    enable_gqa=False):
+    if dropout_p == 0:
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale,
+            enable_gqa=enable_gqa)
+    if enable_gqa and q.dim() >= 3:
+        k = k.repeat_interleave(q.size(-3) // k.size(-3), -3)
+        v = v.repeat_interleave(q.size(-3) // v.size(-3), -3)
+    sc = 1 / q.size(-1) ** 0.5 if scale is None else scale
+    s = q @ k.transpose(-2, -1) * sc
+    L, S = q.size(-2), k.size(-2)
+    if is_causal:
+        attn_mask = torch.ones(L, S, dtype=torch.bool).tril()
+    if attn_mask is not None:
+        s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
+            else s + attn_mask
+    dead = (s == float("-inf")).all(-1, keepdim=True)
+    p = torch.softmax(s.masked_fill(dead, 0), -1).masked_fill(dead, 0)
+    return (p * _nd_drop(p.shape, dropout_p, q.dtype)) @ v
+
+
+class _AttentionEntry(_StochasticEntry):
+    def op(self, *args: Any, **kwargs: Any) -> Any:
+        if self._o.name.endswith("scaled_dot_product_attention"):
+            return _sdpa_reference(*args, **kwargs)
+        F = torch.nn.functional
+        saved = F.dropout, F.scaled_dot_product_attention
+        F.dropout = lambda x, p=0.5, training=True, inplace=False: \
+            x * _nd_drop(x.shape, p, x.dtype) if training and p > 0 else x
+
+        def sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False):
+            if dropout_p == 0:
+                return saved[1](q, k, v, attn_mask, 0.0, is_causal)
+            b, h, L, _ = q.shape
+            S = k.size(-2)
+            m = attn_mask
+            if m is not None and m.dtype != torch.bool:
+                m = m.expand(b, h, L, S)
+            out = _sdpa_reference(q.reshape(b * h, L, -1), k.reshape(b * h, S, -1),
+                                  v.reshape(b * h, S, -1),
+                                  None if m is None else m.reshape(b * h, L, S),
+                                  dropout_p, is_causal and m is None)
+            return out.reshape(b, h, L, -1)
+        F.scaled_dot_product_attention = sdpa
+        try:
+            return self._o.op(*args, **kwargs)
+        finally:
+            F.dropout, F.scaled_dot_product_attention = saved
+
+
+_stochastic_entries = stochastic
+
+
+def stochastic(o: Any, fn: Callable) -> tuple:     # noqa: F811 (extends the function above)
+    if o.name in ATTENTION_STOCHASTIC:
+        def seeded(*args: Any, **kwargs: Any) -> Any:
+            ndgrad.manual_seed(_NOISE_SEED)
+            return fn(*args, **kwargs)
+        return _AttentionEntry(o, fn, "attention"), seeded
+    return _stochastic_entries(o, fn)
+# [end nn: stochastic attention]
+
+
 _CHECK_FNS = {"forward": check_forward, "vjp": check_vjp, "jvp": check_jvp,
               "gradgrad": check_gradgrad, "batched": check_batched,
               "fwbatched": check_fwbatched, "lowp": check_lowp, "inplace": check_inplace,

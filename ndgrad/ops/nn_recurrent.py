@@ -1,9 +1,515 @@
-"""nn op family: RNN/LSTM/GRU cells and layers
+"""nn op family: the recurrent cells (one step of an Elman RNN with tanh or relu, an LSTM, a GRU).
 
-Placeholder: filled by the nn issue."""
+Note [Fused recurrent cells]
+Each cell step is ONE op: the gate matmuls, the bias additions and the nonlinearities run in
+one NumPy forward, which keeps the activated gates for the backward (an argument ``saved`` that
+the op fills, saved with the node and released after backward). The VJP has two paths:
+
+* plain backward (grad mode off, unbatched cotangents): the whole step's backward in NumPy from
+  the saved gates, a few BLAS calls;
+* ``create_graph=True`` or batched cotangents: the same formulas written with ndgrad ops, the
+  gates recomputed from the saved inputs with ndgrad ops, so that the backward is itself
+  differentiable (second order) and runs under the batching rules.
+
+The JVP is the linearized step written with ndgrad ops. The batching rule runs the op per row.
+The layers (``nn.RNN``/``LSTM``/``GRU``) project the whole input sequence with one ``linear``
+first and give the cells ``w_ih=None``: ``input`` is then the projected input (its bias
+included), as PyTorch's CPU kernels do.
+
+The public functions take PyTorch's arguments of ``torch.rnn_tanh_cell``, ``torch.lstm_cell``
+(``hx`` a pair ``(h, c)``), ``torch.gru_cell``; inputs are 2-D ``(batch, features)``.
+
+Example:
+    >>> import ndgrad
+    >>> from ndgrad.ops.nn_recurrent import lstm_cell
+    >>> x, h, c = ndgrad.ones(2, 3), ndgrad.zeros(2, 4), ndgrad.zeros(2, 4)
+    >>> w_ih = ndgrad.ones(16, 3, requires_grad=True)
+    >>> h1, c1 = lstm_cell(x, (h, c), w_ih, ndgrad.ones(16, 4))
+    >>> h1.shape, h1.grad_fn.name()
+    (ndgrad.Size([2, 4]), 'LstmCellBackward0')
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from ..autograd.grad_mode import _state
+from ..tensor import Tensor, _wrap
+from ._dispatch import Op, apply
 
 __all__: list = []
 
 # Schemas of this family's public functions (Note [Declared signatures]), installed into
-# ndgrad.nn.functional.
+# ndgrad.nn.functional. PyTorch has no cell functions in torch.nn.functional.
 SIGNATURES = ""
+
+
+def _sigmoid(a: np.ndarray) -> np.ndarray:
+    return 0.5 * (np.tanh(0.5 * a) + 1.0)
+
+
+# ---------------------------------------------------------------------------- layouts
+# A cell op's tensor inputs: input, hx, [cx (lstm)], [w_ih], w_hh, [b_ih], [b_hh].
+class _Layout:
+    __slots__ = ("kind", "lstm", "wih", "bih", "bhh", "names", "idx")
+
+    def __init__(self, kind: str, wih: bool, bih: bool, bhh: bool) -> None:
+        self.kind, self.lstm, self.wih, self.bih, self.bhh = kind, kind == "lstm", wih, bih, bhh
+        names = ["input", "hx"] + (["cx"] if self.lstm else []) + (["w_ih"] if wih else []) + \
+            ["w_hh"] + (["b_ih"] if bih else []) + (["b_hh"] if bhh else [])
+        self.names = tuple(names)
+        self.idx = {n: i for i, n in enumerate(names)}
+
+    def split(self, seq: Any) -> dict:
+        return {n: seq[i] for n, i in self.idx.items()}
+
+
+def _gates_np(d: dict, lay: _Layout, ngates: int) -> tuple:
+    """(input part, hidden part) of the pre-activation gates, biases included."""
+    x, h = d["input"], d["hx"]
+    gx = x @ d["w_ih"].T if lay.wih else x
+    if lay.bih:
+        gx = gx + d["b_ih"]
+    gh = h @ d["w_hh"].T
+    if lay.bhh:
+        gh = gh + d["b_hh"]
+    return gx, gh
+
+
+def _gates_t(d: dict, lay: _Layout) -> tuple:
+    """The same with ndgrad ops (for the differentiable backward)."""
+    x, h = d["input"], d["hx"]
+    gx = x.matmul(d["w_ih"].t()) if lay.wih else x
+    if lay.bih:
+        gx = gx + d["b_ih"]
+    gh = h.matmul(d["w_hh"].t())
+    if lay.bhh:
+        gh = gh + d["b_hh"]
+    return gx, gh
+
+
+def _lin_t(d: dict, td: dict, lay: _Layout) -> tuple:
+    """Tangents of the input and hidden parts of the gates (None: zero)."""
+    def add(a, b):
+        return b if a is None else a if b is None else a + b
+    tx, th = td["input"], td["hx"]
+    if lay.wih:
+        tgx = None if tx is None else tx.matmul(d["w_ih"].t())
+        if td["w_ih"] is not None:
+            tgx = add(tgx, d["input"].matmul(td["w_ih"].t()))
+    else:
+        tgx = tx
+    if lay.bih:
+        tgx = add(tgx, td["b_ih"])
+    tgh = None if th is None else th.matmul(d["w_hh"].t())
+    if td["w_hh"] is not None:
+        tgh = add(tgh, d["hx"].matmul(td["w_hh"].t()))
+    if lay.bhh:
+        tgh = add(tgh, td["b_hh"])
+    return tgx, tgh
+
+
+def _plain(grads: tuple) -> bool:
+    """The NumPy backward applies: no graph to record and no batched cotangent."""
+    if _state.enabled:
+        return False
+    for g in grads:
+        if g is not None and (g._blevel or g._bproxy is not None):
+            return False
+    return True
+
+
+def _param_grads_np(ctx, lay: _Layout, d: dict, dgx: np.ndarray, dgh: np.ndarray,
+                    dh_extra: Optional[np.ndarray]) -> list:
+    """Gradients of every input from the gate gradients (NumPy)."""
+    need = ctx.needs_input_grad
+    out = [None] * len(lay.names)
+    ix = lay.idx
+    if need(0):
+        out[0] = _wrap(dgx @ d["w_ih"] if lay.wih else dgx)
+    if need(1):
+        dh = dgh @ d["w_hh"]
+        out[1] = _wrap(dh if dh_extra is None else dh + dh_extra)
+    if lay.wih and need(ix["w_ih"]):
+        out[ix["w_ih"]] = _wrap(dgx.T @ d["input"])
+    if need(ix["w_hh"]):
+        out[ix["w_hh"]] = _wrap(dgh.T @ d["hx"])
+    if lay.bih and need(ix["b_ih"]):
+        out[ix["b_ih"]] = _wrap(dgx.sum(0))
+    if lay.bhh and need(ix["b_hh"]):
+        out[ix["b_hh"]] = _wrap(dgh.sum(0))
+    return out
+
+
+def _param_grads_t(ctx, lay: _Layout, d: dict, dgx: Tensor, dgh: Tensor,
+                   dh_extra: Optional[Tensor]) -> list:
+    """The same with ndgrad ops."""
+    need = ctx.needs_input_grad
+    out = [None] * len(lay.names)
+    ix = lay.idx
+    if need(0):
+        out[0] = dgx.matmul(d["w_ih"]) if lay.wih else dgx
+    if need(1):
+        dh = dgh.matmul(d["w_hh"])
+        out[1] = dh if dh_extra is None else dh + dh_extra
+    if lay.wih and need(ix["w_ih"]):
+        out[ix["w_ih"]] = dgx.t().matmul(d["input"])
+    if need(ix["w_hh"]):
+        out[ix["w_hh"]] = dgh.t().matmul(d["hx"])
+    if lay.bih and need(ix["b_ih"]):
+        out[ix["b_ih"]] = dgx.sum(0)
+    if lay.bhh and need(ix["b_hh"]):
+        out[ix["b_hh"]] = dgh.sum(0)
+    return out
+
+
+def _cat(ts: list) -> Tensor:
+    from .shape import cat
+    return cat(ts, -1)
+
+
+def _zeros(like: Tensor) -> Tensor:
+    return _wrap(np.zeros(like._data.shape, like._data.dtype))
+
+
+# ---------------------------------------------------------------------------- Elman RNN
+def _rnn_fwd(lay: _Layout):
+    relu = lay.kind == "rnn_relu"
+
+    def fwd(*arrs):
+        d = lay.split(arrs)
+        gx, gh = _gates_np(d, lay, 1)
+        pre = gx + gh
+        return np.maximum(pre, 0) if relu else np.tanh(pre)
+    return fwd
+
+
+def _rnn_vjp(lay: _Layout):
+    relu = lay.kind == "rnn_relu"
+
+    def vjp(ctx, g):
+        saved = ctx.saved
+        d = lay.split(saved[:-1])
+        y = saved[-1]
+        if _plain((g,)):
+            a = {k: v._data for k, v in d.items()}
+            gd = g._data
+            dpre = gd * (y._data > 0) if relu else gd * (1 - y._data * y._data)
+            return tuple(_param_grads_np(ctx, lay, a, dpre, dpre, None))
+        gx, gh = _gates_t(d, lay)
+        pre = gx + gh
+        if relu:
+            dpre = g * (pre > 0).to(g.dtype)
+        else:
+            yt = pre.tanh()
+            dpre = g * (1 - yt * yt)
+        return tuple(_param_grads_t(ctx, lay, d, dpre, dpre, None))
+    return vjp
+
+
+def _rnn_jvp(lay: _Layout):
+    relu = lay.kind == "rnn_relu"
+
+    def jvp(ctx, *tangents):
+        d = lay.split(ctx.inputs)
+        td = lay.split(tangents)
+        tgx, tgh = _lin_t(d, td, lay)
+        t = tgx if tgh is None else tgh if tgx is None else tgx + tgh
+        if t is None:
+            return None
+        y = ctx.result
+        if relu:
+            return t * (y > 0).to(t.dtype)
+        return t * (1 - y * y)
+    return jvp
+
+
+# ---------------------------------------------------------------------------- LSTM
+def _lstm_fwd(lay: _Layout):
+    def fwd(*arrs):
+        box = arrs[-1]
+        d = lay.split(arrs[:-1])
+        gx, gh = _gates_np(d, lay, 4)
+        gates = gx + gh
+        H = gates.shape[-1] // 4
+        act = np.empty_like(gates)
+        act[:, :2 * H] = _sigmoid(gates[:, :2 * H])
+        act[:, 2 * H:3 * H] = np.tanh(gates[:, 2 * H:3 * H])
+        act[:, 3 * H:] = _sigmoid(gates[:, 3 * H:])
+        i, f, gg, o = act[:, :H], act[:, H:2 * H], act[:, 2 * H:3 * H], act[:, 3 * H:]
+        c1 = f * d["cx"] + i * gg
+        tc = np.tanh(c1)
+        h1 = o * tc
+        box.append((act, tc))
+        return h1, c1
+    return fwd
+
+
+def _lstm_acts_t(d: dict, lay: _Layout) -> tuple:
+    gx, gh = _gates_t(d, lay)
+    gates = gx + gh
+    i, f, g, o = gates.chunk(4, -1)
+    return i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+
+
+def _lstm_vjp(lay: _Layout):
+    def vjp(ctx, gh1, gc1):
+        saved = ctx.saved
+        d = lay.split(saved[:-1])
+        box = saved[-1]
+        if _plain((gh1, gc1)):
+            act, tc = box[0]
+            H = tc.shape[-1]
+            i, f, gg, o = act[:, :H], act[:, H:2 * H], act[:, 2 * H:3 * H], act[:, 3 * H:]
+            a = {k: v._data for k, v in d.items()}
+            dc = np.zeros_like(tc) if gc1 is None else gc1._data.copy()
+            dgates = np.empty_like(act)
+            if gh1 is not None:
+                ghd = gh1._data
+                dc += ghd * o * (1 - tc * tc)
+                dgates[:, 3 * H:] = ghd * tc * o * (1 - o)
+            else:
+                dgates[:, 3 * H:] = 0
+            dgates[:, :H] = dc * gg * i * (1 - i)
+            dgates[:, H:2 * H] = dc * a["cx"] * f * (1 - f)
+            dgates[:, 2 * H:3 * H] = dc * i * (1 - gg * gg)
+            out = _param_grads_np(ctx, lay, a, dgates, dgates, None)
+            if ctx.needs_input_grad(2):
+                out[2] = _wrap(dc * f)
+            return tuple(out)
+        i, f, g, o = _lstm_acts_t(d, lay)
+        c = d["cx"]
+        tc = (f * c + i * g).tanh()
+        dc = gc1
+        if gh1 is not None:
+            t = gh1 * o * (1 - tc * tc)
+            dc = t if dc is None else dc + t
+            do = gh1 * tc
+        else:
+            do = _zeros(tc)
+        if dc is None:
+            dc = _zeros(tc)
+        dgates = _cat([dc * g * i * (1 - i), dc * c * f * (1 - f), dc * i * (1 - g * g),
+                       do * o * (1 - o)])
+        out = _param_grads_t(ctx, lay, d, dgates, dgates, None)
+        if ctx.needs_input_grad(2):
+            out[2] = dc * f
+        return tuple(out)
+    return vjp
+
+
+def _lstm_jvp(lay: _Layout):
+    def jvp(ctx, *tangents):
+        tangents = tangents[:len(lay.names)]
+        d = lay.split(ctx.inputs)
+        td = lay.split(tangents)
+        tgx, tgh = _lin_t(d, td, lay)
+        tg = tgx if tgh is None else tgh if tgx is None else tgx + tgh
+        tcx = td["cx"]
+        if tg is None and tcx is None:
+            return None
+        i, f, g, o = _lstm_acts_t(d, lay)
+        c = d["cx"]
+        c1 = f * c + i * g
+        tc1 = None if tcx is None else f * tcx
+        if tg is not None:
+            ti, tf, tgg, to = tg.chunk(4, -1)
+            ti, tf = ti * i * (1 - i), tf * f * (1 - f)
+            tgg, to = tgg * (1 - g * g), to * o * (1 - o)
+            t = tf * c + ti * g + i * tgg
+            tc1 = t if tc1 is None else tc1 + t
+        tanc = c1.tanh()
+        th1 = o * (1 - tanc * tanc) * tc1
+        if tg is not None:
+            th1 = th1 + to * tanc
+        return th1, tc1
+    return jvp
+
+
+# ---------------------------------------------------------------------------- GRU
+def _gru_fwd(lay: _Layout):
+    def fwd(*arrs):
+        box = arrs[-1]
+        d = lay.split(arrs[:-1])
+        gx, gh = _gates_np(d, lay, 3)
+        H = gh.shape[-1] // 3
+        rz = _sigmoid(gx[:, :2 * H] + gh[:, :2 * H])
+        r, z = rz[:, :H], rz[:, H:]
+        ghn = gh[:, 2 * H:]
+        n = np.tanh(gx[:, 2 * H:] + r * ghn)
+        h = d["hx"]
+        box.append((r, z, n, ghn))
+        return n + z * (h - n)
+    return fwd
+
+
+def _gru_parts_t(d: dict, lay: _Layout) -> tuple:
+    gx, gh = _gates_t(d, lay)
+    xr, xz, xn = gx.chunk(3, -1)
+    hr, hz, hn = gh.chunk(3, -1)
+    r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    return r, z, n, hn
+
+
+def _gru_vjp(lay: _Layout):
+    def vjp(ctx, g):
+        saved = ctx.saved
+        d = lay.split(saved[:-1])
+        box = saved[-1]
+        if _plain((g,)):
+            r, z, n, ghn = box[0]
+            a = {k: v._data for k, v in d.items()}
+            gd = g._data
+            H = r.shape[-1]
+            dn = gd * (1 - z) * (1 - n * n)
+            dgx = np.empty(r.shape[:-1] + (3 * H,), r.dtype)
+            dr = dn * ghn * r * (1 - r)
+            dgx[:, :H] = dr
+            dgx[:, H:2 * H] = gd * (a["hx"] - n) * z * (1 - z)
+            dgx[:, 2 * H:] = dn
+            dgh = dgx.copy()
+            dgh[:, 2 * H:] = dn * r
+            return tuple(_param_grads_np(ctx, lay, a, dgx, dgh, gd * z))
+        r, z, n, hn = _gru_parts_t(d, lay)
+        h = d["hx"]
+        dn = g * (1 - z) * (1 - n * n)
+        dr = dn * hn * r * (1 - r)
+        dz = g * (h - n) * z * (1 - z)
+        dgx = _cat([dr, dz, dn])
+        dgh = _cat([dr, dz, dn * r])
+        return tuple(_param_grads_t(ctx, lay, d, dgx, dgh, g * z))
+    return vjp
+
+
+def _gru_jvp(lay: _Layout):
+    def jvp(ctx, *tangents):
+        tangents = tangents[:len(lay.names)]
+        d = lay.split(ctx.inputs)
+        td = lay.split(tangents)
+        tgx, tgh = _lin_t(d, td, lay)
+        th = td["hx"]
+        if tgx is None and tgh is None and th is None:
+            return None
+        r, z, n, hn = _gru_parts_t(d, lay)
+        h = d["hx"]
+        z3 = [None, None, None]
+        xr, xz, xn = tgx.chunk(3, -1) if tgx is not None else z3
+        hr, hz, hnt = tgh.chunk(3, -1) if tgh is not None else z3
+
+        def add(a, b):
+            return b if a is None else a if b is None else a + b
+        sr, sz = add(xr, hr), add(xz, hz)
+        tr = None if sr is None else sr * r * (1 - r)
+        tz = None if sz is None else sz * z * (1 - z)
+        sn = xn
+        if tr is not None:
+            sn = add(sn, tr * hn)
+        if hnt is not None:
+            sn = add(sn, r * hnt)
+        tn = None if sn is None else sn * (1 - n * n)
+        # h' = n + z * (h - n) = (1 - z) * n + z * h
+        out = None if tn is None else tn * (1 - z)
+        if tz is not None:
+            out = add(out, tz * (h - n))
+        if th is not None:
+            out = add(out, z * th)
+        return out
+    return jvp
+
+
+# ---------------------------------------------------------------------------- op table
+_NODES = {"rnn_tanh": "RnnTanhCellBackward0", "rnn_relu": "RnnReluCellBackward0",
+          "lstm": "LstmCellBackward0", "gru": "GruCellBackward0"}
+_OPS: dict = {}
+
+
+def _op(kind: str, wih: bool, bih: bool, bhh: bool) -> Op:
+    key = (kind, wih, bih, bhh)
+    op = _OPS.get(key)
+    if op is not None:
+        return op
+    lay = _Layout(kind, wih, bih, bhh)
+    name, node = kind + "_cell", _NODES[kind]
+    if kind in ("rnn_tanh", "rnn_relu"):
+        op = Op(name, node, _rnn_fwd(lay), _rnn_vjp(lay), inputs=lay.names,
+                saves=lay.names + ("result",), jvp=_rnn_jvp(lay))
+    elif kind == "lstm":
+        op = Op(name, node, _lstm_fwd(lay), _lstm_vjp(lay), inputs=lay.names, args=("saved",),
+                saves=lay.names + ("saved",), jvp=_lstm_jvp(lay), num_outputs=2)
+    else:
+        op = Op(name, node, _gru_fwd(lay), _gru_vjp(lay), inputs=lay.names, args=("saved",),
+                saves=lay.names + ("saved",), jvp=_gru_jvp(lay))
+    _OPS[key] = op
+    _register(op)
+    return op
+
+
+def _register(op: Op) -> None:
+    from ._batching import RULES
+    from .products import per_row
+    RULES[op] = per_row
+
+
+def _check(input: Tensor, hs: tuple, w_ih: Optional[Tensor], w_hh: Tensor, ngates: int,
+           name: str) -> None:
+    """PyTorch's checks of the cell functions (2-D input and states)."""
+    if input.ndim != 2 or any(h.ndim != 2 for h in hs):
+        raise RuntimeError(f"{name}: expected input and hidden states to be 2-D, got "
+                           f"{input.ndim}-D and {hs[0].ndim}-D")
+    if w_ih is not None and input.shape[1] != w_ih.shape[1]:
+        raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected "
+                           f"{w_ih.shape[1]}")
+    H = w_hh.shape[1]
+    for i, h in enumerate(hs):
+        if input.shape[0] != h.shape[0]:
+            raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match hidden{i} "
+                               f"batch size {h.shape[0]}")
+        want = H if i == 0 else w_hh.shape[0] // ngates
+        if h.shape[1] != want:
+            raise RuntimeError(f"hidden{i} has inconsistent hidden_size: got {h.shape[1]}, "
+                               f"expected {want}")
+    if w_hh.shape[0] % ngates:
+        raise RuntimeError(f"{name}: weight_hh has {w_hh.shape[0]} rows, not a multiple of "
+                           f"{ngates}")
+
+
+def _call(kind: str, input: Tensor, hs: tuple, w_ih: Optional[Tensor], w_hh: Tensor,
+          b_ih: Optional[Tensor], b_hh: Optional[Tensor]) -> Any:
+    op = _op(kind, w_ih is not None, b_ih is not None, b_hh is not None)
+    tensors = (input,) + hs + tuple(t for t in (w_ih, w_hh, b_ih, b_hh) if t is not None)
+    arrays = tuple(t._data for t in tensors)
+    args = ([],) if kind in ("lstm", "gru") else ()
+    return apply(op, tensors, arrays, args)
+
+
+def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Optional[Tensor], w_hh: Tensor,
+                  b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor:
+    """``tanh(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)`` as one op (``w_ih=None``: ``input``
+    is already projected)."""
+    _check(input, (hx,), w_ih, w_hh, 1, "rnn_tanh_cell")
+    return _call("rnn_tanh", input, (hx,), w_ih, w_hh, b_ih, b_hh)
+
+
+def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Optional[Tensor], w_hh: Tensor,
+                  b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor:
+    """``relu(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)`` as one op."""
+    _check(input, (hx,), w_ih, w_hh, 1, "rnn_relu_cell")
+    return _call("rnn_relu", input, (hx,), w_ih, w_hh, b_ih, b_hh)
+
+
+def lstm_cell(input: Tensor, hx: Any, w_ih: Optional[Tensor], w_hh: Tensor,
+              b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> tuple:
+    """One LSTM step (gates i, f, g, o in PyTorch's order) as one op: returns ``(h1, c1)``."""
+    h, c = hx
+    _check(input, (h, c), w_ih, w_hh, 4, "lstm_cell")
+    return _call("lstm", input, (h, c), w_ih, w_hh, b_ih, b_hh)
+
+
+def gru_cell(input: Tensor, hx: Tensor, w_ih: Optional[Tensor], w_hh: Tensor,
+             b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor:
+    """One GRU step (gates r, z, n in PyTorch's order) as one op."""
+    _check(input, (hx,), w_ih, w_hh, 3, "gru_cell")
+    return _call("gru", input, (hx,), w_ih, w_hh, b_ih, b_hh)

@@ -1,0 +1,407 @@
+"""Attention and transformers against PyTorch (float64): F.scaled_dot_product_attention,
+F.multi_head_attention_forward, nn.MultiheadAttention, the Transformer modules."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import ndgrad
+import ndgrad.nn as nn
+import ndgrad.nn.functional as F
+from tests.nn_compare import assert_close, check_module, copy_state
+
+D = torch.float64
+
+
+def _t(a, rg=False):
+    return torch.tensor(a, requires_grad=rg)
+
+
+def _n(a, rg=False):
+    return ndgrad.tensor(a, requires_grad=rg)
+
+
+# ---------------------------------------------------------------------------- sdpa
+_SDPA_CASES = [
+    dict(),
+    dict(is_causal=True),
+    dict(scale=0.3),
+    dict(mask="bool"),
+    dict(mask="float"),
+    dict(mask="dead"),           # a fully masked row: zeros, as torch's safe softmax
+    dict(gqa=True),
+    dict(broadcast=True),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_SDPA_CASES)))
+def test_sdpa_matches_torch(case):
+    c = _SDPA_CASES[case]
+    rng = np.random.default_rng(case)
+    hq, hk = (4, 2) if c.get("gqa") else (2, 2)
+    q = rng.standard_normal((3, 2, 5, 4) if c.get("broadcast") else (2, hq, 5, 4))
+    k = rng.standard_normal((2, hk, 6, 4))
+    v = rng.standard_normal((2, hk, 6, 3))
+    kw_t, kw_n = {}, {}
+    if c.get("is_causal"):
+        kw_t["is_causal"] = kw_n["is_causal"] = True
+    if c.get("scale"):
+        kw_t["scale"] = kw_n["scale"] = c["scale"]
+    if c.get("gqa"):
+        kw_t["enable_gqa"] = kw_n["enable_gqa"] = True
+    m = c.get("mask")
+    if m == "bool" or m == "dead":
+        mask = rng.random((5, 6)) > 0.3
+        if m == "dead":
+            mask[1] = False
+        kw_t["attn_mask"], kw_n["attn_mask"] = torch.tensor(mask), ndgrad.tensor(mask)
+    elif m == "float":
+        mask = rng.standard_normal((2, 1, 5, 6))
+        kw_t["attn_mask"], kw_n["attn_mask"] = _t(mask, True), _n(mask, True)
+    if c.get("broadcast"):
+        q = rng.standard_normal((2, 1, 5, 4))
+    tq, tk, tv = _t(q, True), _t(k, True), _t(v, True)
+    nq, nk, nv = _n(q, True), _n(k, True), _n(v, True)
+    to = TF.scaled_dot_product_attention(tq, tk, tv, **kw_t)
+    no = F.scaled_dot_product_attention(nq, nk, nv, **kw_n)
+    assert_close(no, to, what="output")
+    g = rng.standard_normal(tuple(to.shape))
+    tins = [tq, tk, tv] + ([kw_t["attn_mask"]] if m == "float" else [])
+    nins = [nq, nk, nv] + ([kw_n["attn_mask"]] if m == "float" else [])
+    tg = torch.autograd.grad(to, tins, torch.tensor(g), create_graph=True)
+    ng = ndgrad.autograd.grad(no, nins, ndgrad.tensor(g), create_graph=True)
+    for a, b in zip(tg, ng):
+        assert_close(b, a, what="grad")
+    tgg = torch.autograd.grad(sum((x * x).sum() for x in tg), tins)
+    ngg = ndgrad.autograd.grad(sum((x * x).sum() for x in ng), nins)
+    for a, b in zip(tgg, ngg):
+        assert_close(b, a, rtol=1e-8, atol=1e-10, what="gradgrad")
+    # plain backward (NumPy path) equals the differentiable one
+    plain = ndgrad.autograd.grad(F.scaled_dot_product_attention(nq, nk, nv, **kw_n), nins,
+                                 ndgrad.tensor(g))
+    for a, b in zip(tg, plain):
+        assert_close(b, a, what="grad (NumPy path)")
+
+
+def test_sdpa_jvp_and_dropout():
+    import ndgrad.autograd.forward_ad as fwAD
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 3, 4)) for _ in range(3))
+    tans = [rng.standard_normal((2, 3, 4)) for _ in range(3)]
+    _, tj = torch.func.jvp(lambda a, b, c: TF.scaled_dot_product_attention(a, b, c),
+                           tuple(map(torch.tensor, (q, k, v))), tuple(map(torch.tensor, tans)))
+    with fwAD.dual_level():
+        d = [fwAD.make_dual(_n(a), _n(t)) for a, t in zip((q, k, v), tans)]
+        nj = fwAD.unpack_dual(F.scaled_dot_product_attention(*d)).tangent
+    assert_close(nj, tj)
+    # dropout: kept probabilities scaled by 1/(1-p); the output is P*mask/(1-p) @ v
+    ndgrad.manual_seed(0)
+    out = F.scaled_dot_product_attention(_n(q), _n(k), _n(np.eye(3)[None].repeat(2, 0)),
+                                         dropout_p=0.5)
+    p = torch.softmax(torch.tensor(q) @ torch.tensor(k).transpose(-1, -2) / 2, -1).numpy()
+    ratio = out.numpy() / p
+    assert set(np.round(np.unique(ratio), 6)) <= {0.0, 2.0}
+
+
+def test_sdpa_errors_match_torch():
+    q, k = torch.randn(2, 3, 4, dtype=D), torch.randn(2, 5, 4, dtype=D)
+    nq, nk = ndgrad.tensor(q.numpy()), ndgrad.tensor(k.numpy())
+    m = torch.ones(3, 5, dtype=torch.bool)
+    cases = [
+        (lambda L, a, b: L.nn.functional.scaled_dot_product_attention(
+            a, b, b, attn_mask=(torch.ones(3, 5, dtype=torch.bool) if L is torch else
+                                ndgrad.ones(3, 5, dtype=ndgrad.bool)), is_causal=True)),
+        (lambda L, a, b: L.nn.functional.scaled_dot_product_attention(a, b[..., :3], b)),
+        (lambda L, a, b: L.nn.functional.scaled_dot_product_attention(a, b, b[:, :4])),
+        (lambda L, a, b: L.nn.functional.scaled_dot_product_attention(a, b.float(), b)),
+        (lambda L, a, b: L.nn.functional.scaled_dot_product_attention(a[0, 0], b[0, 0],
+                                                                      b[0, 0])),
+        (lambda L, a, b: L.nn.functional.scaled_dot_product_attention(a, b, b, dropout_p=1.5)),
+        (lambda L, a, b: L.nn.functional.scaled_dot_product_attention(
+            a.unsqueeze(1).expand(2, 4, 3, 4), b.unsqueeze(1).expand(2, 3, 5, 4),
+            b.unsqueeze(1).expand(2, 3, 5, 4), enable_gqa=True)),
+    ]
+    del m
+    for f in cases:
+        with pytest.raises(Exception) as te:
+            f(torch, q, k)
+        with pytest.raises(type(te.value)) as ne:
+            f(ndgrad, nq, nk)
+        key = str(te.value).split(",")[0][:30]
+        assert key in str(ne.value), (str(ne.value), str(te.value))
+
+
+# ---------------------------------------------------------------------------- mha functional
+def _mha_samples():
+    """Argument sets of F.multi_head_attention_forward (as torch's OpInfo samples, plus static
+    keys/values, bias_k/v, zero attention and key padding), without dropout."""
+    rng = np.random.default_rng(7)
+
+    def r(*shape):
+        return torch.tensor(rng.standard_normal(shape))
+    out = []
+    for batched in (True, False):
+        for sep in (False, True):
+            for extra in ("", "mask2", "mask3", "kpm", "bias_kv", "zero", "static"):
+                E, H, L, S, B = 4, 2, 3, 5, 2
+                q = r(L, B, E) if batched else r(L, E)
+                k = r(S, B, E) if batched else r(S, E)
+                v = r(S, B, E) if batched else r(S, E)
+                args = [q, k, v, E, H, None if sep else r(3 * E, E), r(3 * E), None, None,
+                        False, 0.0, r(E, E), r(E)]
+                kw = dict(training=False, use_separate_proj_weight=sep)
+                if sep:
+                    kw.update(q_proj_weight=r(E, E), k_proj_weight=r(E, E),
+                              v_proj_weight=r(E, E))
+                if extra == "mask2":
+                    kw["attn_mask"] = r(L, S)
+                elif extra == "mask3":
+                    kw["attn_mask"] = r(B * H if batched else H, L, S)
+                elif extra == "kpm":
+                    m = torch.zeros(B, S, dtype=torch.bool) if batched else \
+                        torch.zeros(S, dtype=torch.bool)
+                    m[..., -1] = True
+                    kw["key_padding_mask"] = m
+                elif extra == "bias_kv":
+                    args[7], args[8] = r(1, 1, E), r(1, 1, E)
+                elif extra == "zero":
+                    args[9] = True
+                elif extra == "static" and batched:
+                    kw.update(static_k=r(B * H, S, E // H), static_v=r(B * H, S, E // H))
+                out.append((args, kw))
+    return out
+
+
+def test_mha_forward_matches_torch():
+    rng = np.random.default_rng(0)
+
+    def conv(x, lib):
+        if isinstance(x, torch.Tensor):
+            a = x.detach().numpy().copy()
+            return (torch.tensor if lib is torch else ndgrad.tensor)(
+                a, requires_grad=x.is_floating_point())
+        return x
+    for args, kwargs in _mha_samples():
+        for nw in (True, False):
+            kw = dict(kwargs, need_weights=nw)
+            ti = [conv(a, torch) for a in args]
+            ni = [conv(a, ndgrad) for a in args]
+            tk = {k: conv(v, torch) for k, v in kw.items()}
+            nk = {k: conv(v, ndgrad) for k, v in kw.items()}
+            to = TF.multi_head_attention_forward(*ti, **tk)
+            no = F.multi_head_attention_forward(*ni, **nk)
+            assert_close(no[0], to[0])
+            if nw:
+                assert_close(no[1], to[1])
+            else:
+                assert no[1] is None
+            g = rng.standard_normal(tuple(to[0].shape))
+            tl = [t for t in ti + list(tk.values())
+                  if isinstance(t, torch.Tensor) and t.requires_grad]
+            nl = [t for t in ni + list(nk.values())
+                  if isinstance(t, ndgrad.Tensor) and t.requires_grad]
+            tg = torch.autograd.grad((to[0] * torch.tensor(g)).sum(), tl, allow_unused=True)
+            ng = ndgrad.autograd.grad((no[0] * ndgrad.tensor(g)).sum(), nl, allow_unused=True)
+            for a, b in zip(tg, ng):
+                if a is None:
+                    assert b is None
+                    continue
+                scale = 1 + np.abs(a.numpy()).max()
+                np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-8, atol=1e-9 * scale)
+
+
+# ---------------------------------------------------------------------------- modules
+class _W(torch.nn.Module):
+    def __init__(self, m, **kw):
+        super().__init__()
+        self.m, self.kw = m, kw
+
+    def forward(self, *a):
+        return self.m(*a, **self.kw)
+
+
+class _WN(nn.Module):
+    def __init__(self, m, **kw):
+        super().__init__()
+        self.m, self.kw = m, kw
+
+    def forward(self, *a):
+        return self.m(*a, **self.kw)
+
+
+def _cm(t, n, *inputs, **kw):
+    nk = {k: (ndgrad.tensor(v.numpy()) if isinstance(v, torch.Tensor) else v)
+          for k, v in kw.items()}
+    return check_module(_W(t, **kw), _WN(n, **nk), *inputs)
+
+
+_MHA_CFG = [dict(), dict(bias=False), dict(add_bias_kv=True), dict(add_zero_attn=True),
+            dict(kdim=3, vdim=5), dict(batch_first=True)]
+
+
+@pytest.mark.parametrize("cfg", range(len(_MHA_CFG)))
+def test_multihead_attention_matches_torch(cfg):
+    kw = _MHA_CFG[cfg]
+    torch.manual_seed(cfg)
+    t = torch.nn.MultiheadAttention(4, 2, **kw).double()
+    n = nn.MultiheadAttention(4, 2, **kw).double()
+    assert repr(n) == repr(t)
+    L, S, B = 3, 5, 2
+    kd, vd = kw.get("kdim", 4), kw.get("vdim", 4)
+    sh = (lambda s, d: (B, s, d)) if kw.get("batch_first") else (lambda s, d: (s, B, d))
+    q, k, v = (torch.randn(*sh(L, 4), dtype=D), torch.randn(*sh(S, kd), dtype=D),
+               torch.randn(*sh(S, vd), dtype=D))
+    kpm = torch.tensor([[False] * 4 + [True], [False] * 5])
+    for opts in [dict(), dict(need_weights=False), dict(average_attn_weights=False),
+                 dict(attn_mask=torch.randn(L, S, dtype=D)),
+                 dict(attn_mask=torch.rand(L, S) > 0.7),
+                 dict(key_padding_mask=kpm),
+                 dict(key_padding_mask=kpm, attn_mask=torch.rand(L, S) > 0.8,
+                      need_weights=False)]:
+        _cm(t, n, q, k, v, **opts)
+    if "kdim" not in kw:
+        x = torch.randn(*sh(L, 4), dtype=D)
+        _cm(t, n, x[:, 0] if not kw.get("batch_first") else x[0],
+            x[:, 0] if not kw.get("batch_first") else x[0],
+            x[:, 0] if not kw.get("batch_first") else x[0])        # unbatched
+    names = [name for name, _ in n.named_parameters()]
+    assert names == [name for name, _ in t.named_parameters()]
+    assert type(n.out_proj).__name__ == "NonDynamicallyQuantizableLinear"
+
+
+_LAYER_CFG = [dict(), dict(norm_first=True), dict(activation="gelu"), dict(batch_first=True),
+              dict(bias=False), dict(activation="callable")]
+
+
+@pytest.mark.parametrize("cfg", range(len(_LAYER_CFG)))
+def test_transformer_layers_match_torch(cfg):
+    kw = dict(_LAYER_CFG[cfg])
+    nkw = dict(kw)
+    if kw.get("activation") == "callable":
+        kw["activation"], nkw["activation"] = torch.tanh, ndgrad.tanh
+    torch.manual_seed(cfg)
+    t = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, **kw).double()
+    n = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, **nkw).double()
+    bf = kw.get("batch_first", False)
+    x = torch.randn(3, 5, 8, dtype=D) if bf else torch.randn(5, 3, 8, dtype=D)
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(5, dtype=D)
+    check_module(t, n, x)
+    _cm(t, n, x, src_mask=mask, is_causal=True)
+    _cm(t, n, x, src_key_padding_mask=torch.tensor([[False] * 5, [False] * 3 + [True] * 2,
+                                                    [False] * 4 + [True]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        te = torch.nn.TransformerEncoder(t, 2, norm=torch.nn.LayerNorm(8).double())
+        ne = nn.TransformerEncoder(n, 2, norm=nn.LayerNorm(8).double())
+    _cm(te, ne, x, mask=mask)
+    td = torch.nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, **kw).double()
+    nd = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, **nkw).double()
+    m = torch.randn(3, 4, 8, dtype=D) if bf else torch.randn(4, 3, 8, dtype=D)
+    _cm(td, nd, x, m, tgt_mask=mask)
+    tdd, ndd = torch.nn.TransformerDecoder(td, 2), nn.TransformerDecoder(nd, 2)
+    _cm(tdd, ndd, x, m, tgt_mask=mask, memory_key_padding_mask=torch.zeros(3, 4).bool())
+    assert repr(ndd) == repr(tdd)
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor")
+def test_transformer_matches_torch():
+    torch.manual_seed(0)
+    t = torch.nn.Transformer(8, 2, 2, 2, 16, dropout=0.0).double()
+    n = nn.Transformer(8, 2, 2, 2, 16, dropout=0.0).double()
+    assert list(n.state_dict()) == list(t.state_dict())
+    assert repr(n) == repr(t)
+    _cm(t, n, torch.randn(5, 3, 8, dtype=D), torch.randn(4, 3, 8, dtype=D),
+        tgt_mask=torch.nn.Transformer.generate_square_subsequent_mask(4, dtype=D))
+    # dropout: eval is deterministic and equals torch's
+    t, n = torch.nn.Transformer(8, 2, 1, 1, 16).double(), nn.Transformer(8, 2, 1, 1, 16).double()
+    copy_state(t, n)
+    t.eval()
+    n.eval()
+    src, tgt = torch.randn(5, 3, 8, dtype=D), torch.randn(4, 3, 8, dtype=D)
+    with torch.no_grad():
+        want = t(src, tgt)
+    assert_close(n(ndgrad.tensor(src.numpy()), ndgrad.tensor(tgt.numpy())), want)
+    mask = nn.Transformer.generate_square_subsequent_mask(3)
+    assert mask.dtype == ndgrad.float32
+    np.testing.assert_array_equal(mask.numpy(),
+                                  torch.nn.Transformer.generate_square_subsequent_mask(3).numpy())
+
+
+def test_transformer_errors_match_torch():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pairs = [(torch.nn.Transformer(8, 2, 1, 1, 16), nn.Transformer(8, 2, 1, 1, 16))]
+    t, n = pairs[0]
+    cases = [
+        (lambda L, m: m(L.randn(5, 3, 8), L.randn(4, 2, 8))),
+        (lambda L, m: m(L.randn(5, 3, 6), L.randn(4, 3, 6))),
+    ]
+    for f in cases:
+        with pytest.raises(RuntimeError) as te:
+            f(torch, t)
+        with pytest.raises(RuntimeError, match=str(te.value)):
+            f(ndgrad, n)
+    for ctor in (lambda M: M.MultiheadAttention(5, 2), lambda M: M.MultiheadAttention(0, 2),
+                 lambda M: M.TransformerEncoderLayer(8, 2, activation="tanh")):
+        with pytest.raises(Exception) as te:
+            ctor(torch.nn)
+        with pytest.raises(type(te.value)):
+            ctor(nn)
+    tm, nm = torch.nn.MultiheadAttention(4, 2), nn.MultiheadAttention(4, 2)
+    bad = [
+        (lambda L, m: m(L.randn(3, 2, 4), L.randn(5, 2, 4), L.randn(5, 2, 4),
+                        attn_mask=L.zeros(3, 4))),
+        (lambda L, m: m(L.randn(3, 2, 4), L.randn(5, 2, 4), L.randn(5, 2, 4),
+                        key_padding_mask=L.zeros(2, 4))),
+        (lambda L, m: m(L.randn(3, 2, 4), L.randn(5, 4), L.randn(5, 4))),
+        (lambda L, m: m(L.randn(3, 2, 4), L.randn(5, 2, 4), L.randn(5, 2, 4),
+                        attn_mask=L.zeros(3, 5, dtype=L.int64))),
+    ]
+    for f in bad:
+        with pytest.raises(Exception) as te:
+            f(torch, tm)
+        with pytest.raises(type(te.value)) as ne:
+            f(ndgrad, nm)
+        assert str(te.value)[:25].replace("torch.", "ndgrad.") in str(ne.value)
+
+
+# ---------------------------------------------------------------------------- training
+def test_transformer_encoder_training_trajectory():
+    """A small TransformerEncoder (2 layers) with a linear head, 20 steps of plain gradient
+    descent from torch's weights on the same data: the same loss at every step."""
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tl = torch.nn.TransformerEncoder(
+            torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2).double()
+        nl = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2).double()
+    th, nh = torch.nn.Linear(8, 1).double(), nn.Linear(8, 1).double()
+    copy_state(tl, nl)
+    copy_state(th, nh)
+    x, y = rng.standard_normal((6, 3, 8)), rng.standard_normal((6, 3, 1))
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(6, dtype=D)
+    nmask = ndgrad.tensor(mask.numpy())
+    tparams = list(tl.parameters()) + list(th.parameters())
+    nparams = list(nl.parameters()) + list(nh.parameters())
+    for _ in range(20):
+        tloss = ((th(tl(torch.tensor(x), mask=mask)) - torch.tensor(y)) ** 2).mean()
+        nloss = ((nh(nl(ndgrad.tensor(x), mask=nmask)) - ndgrad.tensor(y)) ** 2).mean()
+        np.testing.assert_allclose(nloss.item(), tloss.item(), rtol=1e-9)
+        for p in tparams:
+            p.grad = None
+        for p in nparams:
+            p.grad = None
+        tloss.backward()
+        nloss.backward()
+        with torch.no_grad():
+            for p in tparams:
+                p -= 0.05 * p.grad
+        with ndgrad.no_grad():
+            for p in nparams:
+                p -= 0.05 * p.grad
