@@ -220,7 +220,7 @@ def _conv_vjp(ctx, g):
             gw = _wgrad(g, _cj(x), p, wshape[2:])
     if type(ctx)._op is CONV_NB:
         return gx, gw
-    gb = g.sum([0] + list(range(2, g.ndim))) if ctx.needs_input_grad(2) else None
+    gb = g.sum([0] + list(range(2, len(xshape)))) if ctx.needs_input_grad(2) else None
     return gx, gw, gb
 
 
