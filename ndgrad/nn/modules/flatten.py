@@ -1,3 +1,74 @@
-"""nn modules: flatten (placeholder: filled by the nn issue)."""
+"""``Flatten`` and ``Unflatten``, as in ``torch.nn.modules.flatten``.
 
-__all__: list = []
+    >>> import ndgrad
+    >>> import ndgrad.nn as nn
+    >>> nn.Flatten()(ndgrad.zeros(2, 3, 4)).shape
+    ndgrad.Size([2, 12])
+    >>> nn.Unflatten(1, (2, 2))(ndgrad.zeros(3, 4)).shape
+    ndgrad.Size([3, 2, 2])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...tensor import Tensor
+from .module import Module
+
+__all__ = ["Flatten", "Unflatten"]
+
+
+class Flatten(Module):
+    """Flatten dims ``start_dim`` to ``end_dim`` into one."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split dim ``dim`` into ``unflattened_size``."""
+
+    def __init__(self, dim: Any, unflattened_size: Any) -> None:
+        super().__init__()
+        if isinstance(dim, int):
+            self._require_tuple_int(unflattened_size)
+        elif isinstance(dim, str):
+            self._require_tuple_tuple(unflattened_size)
+        else:
+            raise TypeError("invalid argument type for dim parameter")
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    def _require_tuple_tuple(self, input: Any) -> None:
+        if isinstance(input, tuple):
+            for idx, elem in enumerate(input):
+                if not isinstance(elem, tuple):
+                    raise TypeError("unflattened_size must be tuple of tuples, but found "
+                                    f"element of type {type(elem).__name__} at pos {idx}")
+            return
+        raise TypeError("unflattened_size must be a tuple of tuples, but found type "
+                        f"{type(input).__name__}")
+
+    def _require_tuple_int(self, input: Any) -> None:
+        if isinstance(input, (tuple, list)):
+            for idx, elem in enumerate(input):
+                if not isinstance(elem, int):
+                    raise TypeError("unflattened_size must be tuple of ints, but found element "
+                                    f"of type {type(elem).__name__} at pos {idx}")
+            return
+        raise TypeError("unflattened_size must be a tuple of ints, but found type "
+                        f"{type(input).__name__}")
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
