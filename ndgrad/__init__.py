@@ -138,6 +138,9 @@ from . import linalg  # noqa: F401,E402
 from .ops.linalg_decomp import (  # noqa: F401,E402
     geqrf, ormqr, pca_lowrank, pinverse, qr, svd, svd_lowrank)
 # ---- end decompositions ----
+# ---- cdist (issue 9) ----
+from .ops.nn_distance import cdist  # noqa: F401,E402
+# ---- end cdist ----
 
 from . import _signatures  # noqa: E402
 

@@ -574,6 +574,11 @@ mvlgamma_(Tensor self, int p)
 igamma_(Tensor self, Tensor other)
 igammac_(Tensor self, Tensor other)
 """
+# ---- cdist (issue 9) ----
+FUNCTIONS += """
+cdist(Tensor x1, Tensor x2, float p=2.0, str? compute_mode=None)
+"""
+# ---- end cdist ----
 
 
 _WINDOW_KW = ("bool sym=True, ScalarType? dtype=None, Any layout=None, Any device=None, "
