@@ -830,6 +830,69 @@ def check_errors(o, fn):
     return "ok" if done else "n/a"
 
 
+# ---------------------------------------------------------------------------- stochastic entries
+# [nn: stochastic entries] (block added for the nn issue's activation/dropout family)
+# dropout*, alpha dropouts and rrelu in training mode draw random numbers, which cannot equal
+# torch's. For these entries ndgrad's function runs with ndgrad's generator seeded afresh
+# before each call (so every call of one check draws the same noise), and torch's side is a
+# reference written with torch ops from ndgrad's realised noise: ``input * A + B`` (A, B read
+# off ndgrad's outputs on ones and zeros) for the dropouts, ``where(x >= 0, x, x * slope)``
+# (slope read off ndgrad's output on -1) for rrelu. So every check (values, vjp, jvp,
+# gradgrad, batched ...) compares ndgrad's gradients with torch's for the same noise; a call
+# that draws nothing (training=False, p=0: ndgrad gives equal results for two seeds) runs
+# torch's real op and is compared exactly. The statistics of the noise (keep rate, scale,
+# mean and variance) are tested in tests/test_nn_activation.py.
+STOCHASTIC = {"nn.functional.dropout": "affine", "nn.functional.dropout2d": "affine",
+              "nn.functional.dropout3d": "affine", "nn.functional.alpha_dropout": "affine",
+              "nn.functional.feature_alpha_dropout": "affine", "nn.functional.rrelu": "slope"}
+_NOISE_SEED = 20240917
+
+
+class _StochasticEntry:
+    """An OpInfo entry whose ``op`` is the torch reference described above."""
+
+    def __init__(self, o: Any, nd: Callable, kind: str) -> None:
+        self._o, self._nd, self._kind = o, nd, kind
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._o, name)
+
+    def op(self, inp: Any, *args: Any, **kwargs: Any) -> Any:
+        dt = _ND_DTYPE[inp.dtype]
+        shape = tuple(inp.shape)
+
+        def nd_on(v: float, seed: int = _NOISE_SEED) -> np.ndarray:
+            with _quiet():
+                ndgrad.manual_seed(seed)
+                out = self._nd(ndgrad.full(shape, v, dtype=dt), *args, **kwargs)
+            return out.detach().to(ndgrad.float64).numpy().copy()
+        probe = -1.0 if self._kind == "slope" else 1.0
+        first = nd_on(probe)
+        if all(np.array_equal(first, nd_on(probe, _NOISE_SEED + k), equal_nan=True)
+               for k in range(1, 5)):
+            return self._o.op(inp, *args, **kwargs)
+        if self._kind == "slope":
+            slope = torch.tensor(-first).to(inp.dtype)
+            return torch.where(inp >= 0, inp, inp * slope)
+        b = nd_on(0.0)
+        a = torch.tensor(first - b).to(inp.dtype)
+        return inp * a + torch.tensor(b).to(inp.dtype)
+
+
+def stochastic(o: Any, fn: Callable) -> tuple:
+    """``(entry, fn)`` for entry ``o``: for a STOCHASTIC entry, the reference entry and ndgrad's
+    function seeded before each call; otherwise ``(o, fn)`` unchanged."""
+    kind = STOCHASTIC.get(o.name)
+    if kind is None:
+        return o, fn
+
+    def seeded(*args: Any, **kwargs: Any) -> Any:
+        ndgrad.manual_seed(_NOISE_SEED)
+        return fn(*args, **kwargs)
+    return _StochasticEntry(o, fn, kind), seeded
+# [end nn: stochastic entries]
+
+
 _CHECK_FNS = {"forward": check_forward, "vjp": check_vjp, "jvp": check_jvp,
               "gradgrad": check_gradgrad, "batched": check_batched,
               "fwbatched": check_fwbatched, "lowp": check_lowp, "inplace": check_inplace,
@@ -842,6 +905,7 @@ def run_entry(o: Any, checks: tuple = CHECKS) -> dict:
         fn = resolve(o)
     except Missing as e:
         return {c: f"missing: {e}" for c in checks}
+    o, fn = stochastic(o, fn)    # [nn: stochastic entries]
     out = {}
     for c in checks:
         try:

@@ -1,9 +1,186 @@
-"""nn op family: dropout family
+"""nn op family: dropout, dropout1d/2d/3d (channel-wise), alpha_dropout, feature_alpha_dropout.
 
-Placeholder: filled by the nn issue."""
+Each is a product with a noise tensor drawn from ndgrad's generator (``ndgrad.manual_seed``),
+recorded as PyTorch records it: ``input * noise`` (``MulBackward0``), and for the alpha forms
+``input * a + b`` (``AddBackward0`` of ``MulBackward0``). The noise keeps an element (or, for
+the feature forms, a whole channel ``input[n, c]``) with probability ``1 - p``. Dropout scales
+kept elements by ``1 / (1 - p)``; alpha dropout sets dropped elements to SELU's negative
+saturation value and applies the affine map that keeps zero mean and unit variance. With
+``training=False``, ``p == 0`` or an empty input the input itself is returned.
 
-__all__: list = []
+Example:
+    >>> import ndgrad
+    >>> import ndgrad.nn.functional as F
+    >>> x = ndgrad.ones(1000)
+    >>> y = F.dropout(x, 0.25)
+    >>> sorted(set(y.tolist())) == [0.0, 4.0 / 3.0]
+    True
+    >>> F.dropout(x, 0.25, training=False) is x
+    True
+"""
 
-# Schemas of this family's public functions (Note [Declared signatures]), installed into
-# ndgrad.nn.functional.
-SIGNATURES = ""
+from __future__ import annotations
+
+import math
+import warnings
+import numpy as np
+
+from .._creation import _RNG
+from ..tensor import Tensor, _wrap
+from .views_inplace import apply_inplace
+
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+           "feature_alpha_dropout"]
+
+SIGNATURES = """
+dropout(Tensor input, float p=0.5, bool training=True, bool inplace=False)
+dropout1d(Tensor input, float p=0.5, bool training=True, bool inplace=False)
+dropout2d(Tensor input, float p=0.5, bool training=True, bool inplace=False)
+dropout3d(Tensor input, float p=0.5, bool training=True, bool inplace=False)
+alpha_dropout(Tensor input, float p=0.5, bool training=False, bool inplace=False)
+feature_alpha_dropout(Tensor input, float p=0.5, bool training=False, bool inplace=False)
+"""
+
+# SELU's negative saturation value, scale * alpha (see nn_activation.selu).
+_ALPHA = 1.0507009873554804934193349852946 * 1.6732632423543772848170429916717
+
+
+def _check_p(p: float) -> None:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _keep_mask(shape: tuple, p: float) -> np.ndarray:
+    """True with probability ``1 - p`` (ndgrad's generator)."""
+    return _RNG.gen.random(shape) >= p
+
+
+def _noise_shape(x: np.ndarray, feature: bool) -> tuple:
+    if not feature:
+        return x.shape
+    if x.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    return x.shape[:2] + (1,) * (x.ndim - 2)
+
+
+def _check_float(x: np.ndarray) -> None:
+    if x.dtype.kind in "iub":
+        name = {"b": "Bool"}.get(x.dtype.kind, "Long" if x.dtype == np.int64 else
+                                 str(x.dtype).capitalize())
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {name}")
+
+
+def _run(input: Tensor, fn, inplace: bool) -> Tensor:
+    if inplace:
+        return apply_inplace(input, fn)
+    return fn(input)
+
+
+def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, feature: bool,
+                  alpha: bool) -> Tensor:
+    _check_p(p)
+    x = input._data
+    if not training or p == 0 or x.size == 0:
+        return input
+    _check_float(x)
+    shape = _noise_shape(x, feature)
+    dt = x.dtype
+    if p == 1:
+        zeros = _wrap(np.zeros(shape, dt))
+        return _run(input, lambda s: s * zeros, inplace)
+    keep = _keep_mask(shape, p)
+    if not alpha:
+        scale = np.asarray(1, dt) / np.asarray(1 - p, dt)
+        noise = _wrap((keep * scale).astype(dt))
+        return _run(input, lambda s: s * noise, inplace)
+    a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+    mask = keep.astype(dt)
+    b = _wrap(((mask - 1) * (_ALPHA * a) + _ALPHA * a * p).astype(dt))
+    noise = _wrap((mask * a).astype(dt))
+    return _run(input, lambda s: s * noise + b, inplace)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    """Zero each element with probability ``p`` and scale the others by ``1 / (1 - p)``."""
+    return _dropout_impl(input, p, training, inplace, False, False)
+
+
+def _unsqueezed(input: Tensor, inplace: bool, fn) -> Tensor:
+    """``fn`` on ``input`` with a leading batch dim added (and removed from the result)."""
+    if inplace:
+        return fn(input.unsqueeze_(0)).squeeze_(0)
+    return fn(input.unsqueeze(0)).squeeze(0)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` with probability ``p`` (kept ones
+    scaled by ``1 / (1 - p)``)."""
+    _check_p(p)
+    nd = input._data.ndim
+    if nd not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {nd}D input. Note that "
+            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+            "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+            "inputs).")
+    fn = lambda t: _dropout_impl(t, p, training, inplace, True, False)  # noqa: E731
+    if nd == 2:
+        return _unsqueezed(input, inplace, fn)
+    return fn(input)
+
+
+def _deprecated_rank(name: str, nd: int, ok: tuple, spatial: int) -> None:
+    if nd not in ok:
+        warnings.warn(
+            f"{name}: Received a {nd}-D input to {name}, which is deprecated and will result in "
+            f"an error in a future release. To retain the behavior and silence this warning, "
+            f"please use dropout instead. Note that {name} exists to provide channel-wise "
+            f"dropout on inputs with {spatial} spatial dimensions, a channel dimension, and an "
+            f"optional batch dimension (i.e. {ok[0]}D or {ok[1]}D inputs).", stacklevel=3)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of ``(N, C, H, W)`` with probability ``p`` (a 3-D input is taken
+    as ``(N, C, L)``, with PyTorch's warning)."""
+    _check_p(p)
+    nd = input._data.ndim
+    _deprecated_rank("dropout2d", nd, (3, 4), 2)
+    if nd == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+            "the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2)
+    return _dropout_impl(input, p, training, inplace, True, False)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with probability
+    ``p``."""
+    _check_p(p)
+    nd = input._data.ndim
+    _deprecated_rank("dropout3d", nd, (4, 5), 3)
+    fn = lambda t: _dropout_impl(t, p, training, inplace, True, False)  # noqa: E731
+    if nd != 5:
+        return _unsqueezed(input, inplace, fn)
+    return fn(input)
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
+    """Dropout for SELU networks: dropped elements take SELU's negative saturation value and
+    an affine map keeps the mean and variance of the input."""
+    return _dropout_impl(input, p, training, inplace, False, True)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    """``alpha_dropout`` on whole channels (``input[n, c]``)."""
+    return _dropout_impl(input, p, training, inplace, True, True)
+
