@@ -122,6 +122,58 @@ def _lowp(*arrays: np.ndarray) -> tuple:
     return None, arrays
 
 
+# Note [Convolution kernels]
+# Each kernel is one stacked ``np.matmul`` over the batch (per sample and group one GEMM: small
+# GEMMs stay on one BLAS thread, which measured faster here than one large GEMM per group over
+# the whole batch, whose threads stall on a loaded 2-core machine) around one im2col copy or
+# one col2im accumulation.
+#
+# col2im with stride 1 uses a "wide" grid. The windows of the padded input, flattened per
+# (sample, channel) row (length T = prod(Sp)), start at flat offsets
+# ``f_k = sum_i k_i * dil_i * P_i`` (P: the row-major strides of Sp), and output position ``o``
+# reads ``f_k + sum_i o_i * P_i``. Laying the cotangent on the grid (out_0, *Sp[1:]), zeros at
+# the extra positions, makes the contribution of each kernel offset one contiguous range
+# ``[f_k, f_k + Lw)``: col2im adds whole ranges instead of rows of ``out[-1]`` elements (the
+# extra positions add zeros). A few elements of slack after each row keep the last range in
+# bounds.
+def _wide(size: tuple, k: tuple, pad: tuple, dil: tuple) -> tuple:
+    sp = tuple(n + 2 * p for n, p in zip(size, pad))
+    P = tuple(math.prod(sp[i + 1:]) for i in range(len(sp)))
+    out = tuple(m - d * (kk - 1) for m, d, kk in zip(sp, dil, k))
+    slack = sum((kk - 1) * d * q for kk, d, q in zip(k[1:], dil[1:], P[1:]))
+    offs = [sum(o * d * q for o, d, q in zip(off, dil, P))
+            for off in itertools.product(*[range(kk) for kk in k])]
+    return sp, P, out, out[0] * P[0], slack, offs
+
+
+def _flat_view(buf: np.ndarray, sp: tuple) -> np.ndarray:
+    """The first prod(sp) elements of each row of ``buf`` (A, B, T + slack) as (A, B, *sp)."""
+    it = buf.itemsize
+    P = tuple(math.prod(sp[i + 1:]) * it for i in range(len(sp)))
+    return as_strided(buf, buf.shape[:2] + sp, buf.strides[:2] + P)
+
+
+def _widen(g: np.ndarray, sp: tuple) -> np.ndarray:
+    """(N, C, *out) on the wide grid (N, C, out_0 * prod(sp[1:])), zeros elsewhere."""
+    out = g.shape[2:]
+    if out[1:] == sp[1:]:
+        return g.reshape(g.shape[:2] + (-1,))
+    w = np.zeros(g.shape[:3] + sp[1:], g.dtype)
+    w[(Ellipsis,) + tuple(slice(0, m) for m in out[1:])] = g
+    return w.reshape(g.shape[:2] + (-1,))
+
+
+def _wide_col2im(cols: np.ndarray, size: tuple, k: tuple, pad: tuple, dil: tuple) -> np.ndarray:
+    """col2im of wide columns (N, C, prod(k), Lw) into a contiguous (N, C, *size)."""
+    n, c = cols.shape[:2]
+    sp, _, _, lw, slack, offs = _wide(size, k, pad, dil)
+    buf = np.zeros((n, c, math.prod(sp) + slack), cols.dtype)
+    for i, f in enumerate(offs):
+        buf[:, :, f:f + lw] += cols[:, :, i]
+    x = _flat_view(buf, sp)[(Ellipsis,) + tuple(slice(p, p + m) for m, p in zip(size, pad))]
+    return np.ascontiguousarray(x)
+
+
 def _conv_fwd(x, w, stride, pad, dil, groups):
     dt, (x, w) = _lowp(x, w)
     n, o = x.shape[0], w.shape[0]
@@ -138,10 +190,15 @@ def _convt_fwd(g, w, stride, pad, dil, groups, size):
     n, o = g.shape[:2]
     k = w.shape[2:]
     out = g.shape[2:]
-    wm = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)
-    cols = np.matmul(wm, g.reshape(n, groups, o // groups, -1))
     c = w.shape[1] * groups
-    x = _col2im(cols.reshape((n, c) + tuple(k) + tuple(out)), size, k, stride, pad, dil)
+    wm = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)
+    if all(s == 1 for s in stride) and _out_size(size, k, stride, pad, dil) == out:
+        gw = _widen(g, tuple(m + 2 * p for m, p in zip(size, pad)))
+        cols = np.matmul(wm, gw.reshape(n, groups, o // groups, -1))
+        x = _wide_col2im(cols.reshape(n, c, math.prod(k), -1), size, k, pad, dil)
+    else:
+        cols = np.matmul(wm, g.reshape(n, groups, o // groups, -1))
+        x = _col2im(cols.reshape((n, c) + tuple(k) + tuple(out)), size, k, stride, pad, dil)
     return x if dt is None else x.astype(dt)
 
 
