@@ -65,7 +65,7 @@ conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, Any stride=1, A
 conv_transpose3d(Tensor input, Tensor weight, Tensor? bias=None, Any stride=1, Any padding=0, Any output_padding=0, int groups=1, Any dilation=1)
 unfold(Tensor input, Any kernel_size, Any dilation=1, Any padding=0, Any stride=1)
 fold(Tensor input, Any output_size, Any kernel_size, Any dilation=1, Any padding=0, Any stride=1)
-"""
+"""  # noqa: E501
 
 _LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
 _F32 = np.dtype(np.float32)
@@ -343,7 +343,8 @@ CONV_NB = Op("convolution", "ConvolutionBackward0", _convolution_fwd, _conv_vjp,
              inputs=("input", "weight"), saves=("input", "weight"), args=_CONV_ARGS, pad=1,
              save_if=((1,), (0,)), jvp=_conv_jvp)
 CONV2 = Op("_conv", "ConvolutionBackwardBackward0", _conv_fwd, _conv2_vjp,
-           inputs=("input", "weight"), saves=("input", "weight"), args=_P_ARGS, save_if=((1,), (0,)),
+           inputs=("input", "weight"), saves=("input", "weight"), args=_P_ARGS,
+           save_if=((1,), (0,)),
            jvp=_bilinear_jvp(lambda ctx, a, b: _conv(a, b, ctx._args)))
 CONVT2 = Op("_conv_t", "ConvolutionBackwardBackward0", _convt_fwd, _convt2_vjp,
             inputs=("grad_output", "weight"), saves=("grad_output", "weight"), save_if=((1,), (0,)),
@@ -800,10 +801,10 @@ def _wgrad2_rule(c, args):
     if p[3] == 1 and c.bd == [0, 1]:
         # A batch of cotangents (B, N, O, ...) is a convolution with B * O output channels.
         x, g = c.ts
-        B, N, O = g.shape[:3]
-        gg = _shape.reshape(_shape.transpose(g, 0, 1), (N, B * O) + tuple(g.shape[3:]))
+        B, N, Co = g.shape[:3]
+        gg = _shape.reshape(_shape.transpose(g, 0, 1), (N, B * Co) + tuple(g.shape[3:]))
         w = _wgrad(x, gg, p, k)
-        return _shape.reshape(w, (B, O) + tuple(w.shape[1:]))
+        return _shape.reshape(w, (B, Co) + tuple(w.shape[1:]))
     return _loop(c, args, lambda x, g: _wgrad(x, g, p, k))
 
 
