@@ -742,7 +742,7 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
     if x.shape[1] % kk:
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
                            f"of kernel_size, but got input.size(1)={x.shape[1]} and "
-                           f"kernel_size=({k[0]}, {k[1]})")
+                           f"kernel_size=({k[0]}, {k[1]}).")
     out = _out_size(size, k, stride, pad, dil)
     if any(o < 1 for o in out) or out[0] * out[1] != x.shape[2]:
         raise RuntimeError(f"Given output_size=({size[0]}, {size[1]}), kernel_size=({k[0]}, "
