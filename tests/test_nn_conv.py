@@ -275,3 +275,25 @@ def test_lenet_training_matches_torch():
     for (k, tp), (_, np_) in zip(tm.named_parameters(), nm.named_parameters()):
         np.testing.assert_allclose(np_.detach().numpy(), tp.detach().numpy(), rtol=1e-9,
                                    atol=1e-12, err_msg=k)
+
+
+@pytest.mark.parametrize("outer", ["reverse-mode", "forward-mode"])
+def test_batched_hessian_groups(outer):
+    # vectorized second order through every batching rule (batched inputs, batched weights
+    # folded into groups) against torch
+    rng = np.random.default_rng(2)
+    x, w, b = rng.standard_normal((2, 4, 5, 4)), rng.standard_normal((6, 2, 3, 2)), \
+        rng.standard_normal(6)
+    kw = {"groups": 2, "stride": (2, 1), "padding": 1}
+    H = ndgrad.autograd.functional.hessian(
+        lambda X, W, B: (F.conv2d(X, W, B, **kw) ** 3).sum(),
+        tuple(ndgrad.tensor(a) for a in (x, w, b)), vectorize=True,
+        outer_jacobian_strategy=outer)
+    TH = torch.autograd.functional.hessian(
+        lambda X, W, B: (TF.conv2d(X, W, B, **kw) ** 3).sum(),
+        tuple(torch.tensor(a) for a in (x, w, b)), vectorize=True,
+        outer_jacobian_strategy=outer)
+    for i in range(3):
+        for j in range(3):
+            np.testing.assert_allclose(H[i][j].detach().numpy(), TH[i][j].detach().numpy(),
+                                       rtol=1e-10, atol=1e-10)

@@ -776,36 +776,92 @@ def _fold_first(c, run) -> Any:
     return _shape.reshape(y, (B, N) + tuple(y.shape[1:]))
 
 
+def _batched_weight(x: Tensor, w: Tensor, bx: int, p: tuple) -> Tensor:
+    """A convolution with a batch of weights (B, O, C/g, *k) as one convolution with B times
+    the groups; ``x`` batched (B, N, C, *S) when ``bx``, else shared. Returns (B, N, O, *out)."""
+    stride, pad, dil, g = p
+    B, Co = w.shape[:2]
+    k = tuple(w.shape[3:])
+    if bx:
+        N = x.shape[1]
+        xs = _shape.reshape(_shape.transpose(x, 0, 1), (N, B * x.shape[2]) + tuple(x.shape[3:]))
+        y = _conv(xs, _shape.reshape(w, (B * Co,) + tuple(w.shape[2:])), (stride, pad, dil, B * g))
+        y = _shape.reshape(y, (N, B, Co) + tuple(y.shape[2:]))
+        return _shape.transpose(y, 0, 1)
+    # shared input: weights ordered (group, batch, out) so that group j still reads x's group j
+    ww = _shape.reshape(w, (B, g, Co // g, w.shape[2]) + k)
+    ww = _shape.reshape(_shape.transpose(ww, 0, 1), (g * B * Co // g, w.shape[2]) + k)
+    y = _conv(x, ww, p)
+    N = x.shape[0]
+    out = tuple(y.shape[2:])
+    y = _shape.reshape(y, (N, g, B, Co // g) + out)
+    y = _shape.permute(y, (2, 0, 1, 3) + tuple(range(4, 4 + len(out))))
+    return _shape.reshape(y, (B, N, Co) + out)
+
+
 def _conv_rule(c, args):
     def run(x, w, b=None):
         return _convolution(x, w, b, *args[1:])
     if c.bd[0] and not any(c.bd[1:]):
         return _fold_first(c, run)
+    stride, pad, dil, transposed, _, groups = args[1:]
+    if c.bd[1] and not transposed:
+        y = _batched_weight(c.ts[0], c.ts[1], c.bd[0], (stride, pad, dil, groups))
+        if len(c.ts) == 3:
+            b = c.ts[2]
+            nd = len(y.shape) - 3
+            shape = (b.shape[0], 1, b.shape[1]) if c.bd[2] else (1, 1, b.shape[0])
+            y = y + _shape.reshape(b, shape + (1,) * nd)
+        return y
     return _loop(c, args, run)
 
 
 def _conv2_rule(c, args):
     def run(x, w):
         return _conv(x, w, args)
-    return _fold_first(c, run) if c.bd == [1, 0] else _loop(c, args, run)
+    if c.bd == [1, 0]:
+        return _fold_first(c, run)
+    return _batched_weight(c.ts[0], c.ts[1], c.bd[0], args)
+
+
+def _channels_folded(t: Tensor, batched: int, B: int) -> Tensor:
+    """(B, N, C, *S) (or a shared (N, C, *S), repeated) as (N, B * C, *S)."""
+    if not batched:
+        t = _shape.expand(_shape.unsqueeze(t, 0), (B,) + tuple(t.shape))
+    return _shape.reshape(_shape.transpose(t, 0, 1),
+                          (t.shape[1], B * t.shape[2]) + tuple(t.shape[3:]))
 
 
 def _convt2_rule(c, args):
-    def run(g, w):
-        return _convt(g, w, args[:4], args[4])
-    return _fold_first(c, run) if c.bd == [1, 0] else _loop(c, args, run)
+    p, size = args[:4], args[4]
+    if c.bd == [1, 0]:
+        return _fold_first(c, lambda g, w: _convt(g, w, p, size))
+    # batched weights: B times the groups
+    g, w = c.ts
+    B = c.B
+    gg = _channels_folded(g, c.bd[0], B)
+    if not c.bd[1]:
+        w = _shape.expand(_shape.unsqueeze(w, 0), (B,) + tuple(w.shape))
+    ww = _shape.reshape(w, (B * w.shape[1],) + tuple(w.shape[2:]))
+    x = _convt(gg, ww, p[:3] + (B * p[3],), size)
+    x = _shape.reshape(x, (x.shape[0], B, x.shape[1] // B) + tuple(x.shape[2:]))
+    return _shape.transpose(x, 0, 1)
 
 
 def _wgrad2_rule(c, args):
     p, k = args[:4], args[4]
+    x, g = c.ts
     if p[3] == 1 and c.bd == [0, 1]:
         # A batch of cotangents (B, N, O, ...) is a convolution with B * O output channels.
-        x, g = c.ts
         B, N, Co = g.shape[:3]
         gg = _shape.reshape(_shape.transpose(g, 0, 1), (N, B * Co) + tuple(g.shape[3:]))
         w = _wgrad(x, gg, p, k)
         return _shape.reshape(w, (B, Co) + tuple(w.shape[1:]))
-    return _loop(c, args, lambda x, g: _wgrad(x, g, p, k))
+    # otherwise B times the groups
+    B = c.B
+    w = _wgrad(_channels_folded(x, c.bd[0], B), _channels_folded(g, c.bd[1], B),
+               p[:3] + (B * p[3],), k)
+    return _shape.reshape(w, (B, w.shape[0] // B) + tuple(w.shape[1:]))
 
 
 def _im2col_rule(c, args):
