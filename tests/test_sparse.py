@@ -150,3 +150,34 @@ def test_save_load_sparse_both_ways():
     torch.save({"s": _both(torch).coalesce()}, buf)
     buf.seek(0)
     _same(ndgrad.load(buf)["s"], _both(torch).coalesce())
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(padding_idx=0)])
+def test_embedding_sparse_gradient_trains_like_torch(kw):
+    """embedding(sparse=True): a sparse COO gradient per backward (torch's indices and
+    values), accumulated sparse, and SparseAdam's update equal to torch's."""
+    res = []
+    for lib in (torch, ndgrad):
+        emb = lib.nn.Embedding(5, 3, sparse=True, **kw)
+        with lib.no_grad():
+            emb.weight.copy_(lib.arange(15.0).reshape(5, 3))
+        opt = lib.optim.SparseAdam(emb.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            (emb(lib.tensor([[1, 2, 1], [0, 4, 1]])) ** 2).sum().backward()
+            (emb(lib.tensor([3, 1])) ** 2).sum().backward()
+            g = emb.weight.grad
+            opt.step()
+        res.append((g.is_sparse, g.is_coalesced(), g._indices().numpy(), g._values().numpy(),
+                    emb.weight.detach().numpy()))
+    assert res[1][:2] == res[0][:2] == (True, False)
+    np.testing.assert_array_equal(res[1][2], res[0][2])
+    np.testing.assert_allclose(res[1][3], res[0][3], rtol=1e-6)
+    np.testing.assert_allclose(res[1][4], res[0][4], rtol=1e-6)
+
+
+def test_embedding_sparse_refuses_scale_grad_by_freq():
+    for lib in (torch, ndgrad):
+        emb = lib.nn.Embedding(5, 3, sparse=True, scale_grad_by_freq=True)
+        with pytest.raises(RuntimeError, match="scale_grad_by_freq not supported with sparse"):
+            emb(lib.tensor([1, 1])).sum().backward()

@@ -3,8 +3,9 @@
 ``embedding`` is one op (rows of ``weight`` gathered by an index tensor); its backward is a
 second op that scatter-adds the gradient rows into a zero matrix (padding row left out, rows
 divided by their index's frequency for ``scale_grad_by_freq``), whose own VJP gathers again,
-so higher orders work. ``sparse=True`` is accepted, but the gradient is dense (ndgrad has no
-sparse tensors). ``embedding_bag`` is one op reducing bags of rows (sum, mean, max); its
+so higher orders work. With ``sparse=True`` a first-order backward gives the weight a sparse COO
+gradient (Note [Sparse COO tensors] in ``ndgrad/_sparse.py``); under ``create_graph`` it is
+dense. ``embedding_bag`` is one op reducing bags of rows (sum, mean, max); its
 backward is written with the embedding backward op and ndgrad indexing.
 
 Example:
@@ -24,6 +25,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._sparse import make_sparse
+from ..autograd import grad_mode
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
@@ -44,9 +47,27 @@ def _emb_fwd(w, indices, padding_idx, scale_grad_by_freq, sparse):
 
 
 def _emb_vjp(ctx, g):
-    indices, padding_idx, scale, _ = ctx._args
-    n = ctx.input_shape(0)[0]
-    return apply(EMBEDDING_BACKWARD, (g,), (g._data,), (indices, n, padding_idx, scale))
+    indices, padding_idx, scale, sparse = ctx._args
+    shape = ctx.input_shape(0)
+    if sparse and not grad_mode._state.enabled and not g._blevel:
+        return _sparse_grad(g._data, indices._data, tuple(shape), padding_idx, scale)
+    return apply(EMBEDDING_BACKWARD, (g,), (g._data,), (indices, shape[0], padding_idx, scale))
+
+
+def _sparse_grad(g: np.ndarray, indices: np.ndarray, shape: tuple, padding_idx: int,
+                 scale: bool) -> Any:
+    """The weight's gradient as a sparse COO tensor (``sparse=True``): one uncoalesced entry
+    per looked-up index (padding left out), as torch's sparse embedding backward builds it
+    (which refuses ``scale_grad_by_freq``)."""
+    if scale:
+        raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse "
+                           "gradients")
+    idx = indices.reshape(-1)
+    rows = g.reshape(idx.size, shape[1])
+    if padding_idx >= 0:
+        keep = idx != padding_idx
+        idx, rows = idx[keep], rows[keep]
+    return make_sparse(idx[None].astype(np.int64), np.ascontiguousarray(rows), shape)
 
 
 def _emb_bwd_fwd(g, indices, num_weights, padding_idx, scale):
@@ -151,7 +172,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Rows of ``weight`` looked up by the integer tensor ``input`` (shape ``input.shape +
     (D,)``). ``padding_idx``'s row gets no gradient; ``max_norm`` renormalizes the looked-up
-    rows of ``weight`` in place first; ``sparse=True`` still gives a dense gradient.
+    rows of ``weight`` in place first; ``sparse=True`` gives ``weight`` a sparse gradient.
 
     >>> import ndgrad
     >>> import ndgrad.nn.functional as F
