@@ -41,6 +41,7 @@ from .. import _dtype
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
+from ._jvp import not_implemented
 
 # A missing optional tensor operand (weight, pos_weight): never requires grad, array None.
 _ABSENT = _wrap(np.zeros(0))
@@ -1194,7 +1195,8 @@ def _multi_margin_vjp(ctx, g):
 
 MULTI_MARGIN_LOSS = Op("multi_margin_loss", "MultiMarginLossBackward0", _multi_margin_fwd,
                        _multi_margin_vjp, args=("target", "weight", "p", "margin", "reduction"),
-                       saves=("self", "target", "weight"))
+                       saves=("self", "target", "weight"),
+                       jvp=not_implemented("multi_margin_loss"))
 
 
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
@@ -1291,7 +1293,8 @@ def _multilabel_margin_vjp(ctx, g):
 
 MULTILABEL_MARGIN_LOSS = Op("multilabel_margin_loss", "MultilabelMarginLossBackward0",
                             _multilabel_margin_fwd, _multilabel_margin_vjp,
-                            args=("target", "reduction"), saves=("self", "target"))
+                            args=("target", "reduction"), saves=("self", "target"),
+                            jvp=not_implemented("multilabel_margin_loss_forward"))
 
 
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,
@@ -1555,10 +1558,12 @@ def _ctc_bwd_vjp(ctx, gg):
 
 
 CTC_BACKWARD = Op("ctc_loss_backward", "CtcLossBackwardBackward0", _ctc_bwd_fwd, _ctc_bwd_vjp,
-                  inputs=("grad",), args=("grad_of_loss", "target_lengths", "reduction"))
+                  inputs=("grad",), args=("grad_of_loss", "target_lengths", "reduction"),
+                  jvp=not_implemented("_ctc_loss_backward"))
 CTC_LOSS = Op("ctc_loss", "CtcLossBackward0", _ctc_fwd, _ctc_vjp,
               args=("targets", "input_lengths", "target_lengths", "blank", "reduction",
-                    "zero_infinity", "cache"), saves=("self",))
+                    "zero_infinity", "cache"), saves=("self",),
+              jvp=not_implemented("_ctc_loss"))
 
 
 def _lengths(v: Any, name: str) -> np.ndarray:
