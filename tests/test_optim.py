@@ -264,7 +264,7 @@ def _sched_run(lib, ns, make):
     opt = ns.SGD([{"params": [w]}, {"params": [w2], "lr": 0.5}], lr=1.0, momentum=0.9)
     s = make(ns.lr_scheduler, opt)
     lrs, moms = [list(s.get_last_lr())], []
-    for _ in range(29):
+    for _ in range(29 if isinstance(s, ns.lr_scheduler.OneCycleLR) else 99):
         opt.step()
         s.step()
         lrs.append(list(s.get_last_lr()))
@@ -368,3 +368,65 @@ def test_averaged_model_matches_torch(kind):
                     list(avg.state_dict()), avg(lib.ones(1, 3, dtype=lib.float64)).tolist()))
     np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-15)
     assert out[1][1:] == out[0][1:]
+
+
+# ---------------------------------------------------------------------------- torch's optim_db
+def _optim_db_cases():
+    from torch.testing._internal.common_optimizers import optim_db
+    names = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
+             "RAdam", "ASGD", "Rprop"}
+    cases = []
+    for info in optim_db:
+        name = info.optim_cls.__name__
+        if name not in names:
+            continue
+        for i, inp in enumerate(info.optim_inputs_func(device="cpu", dtype=torch.float64)):
+            cases.append(pytest.param(name, inp.kwargs, id=f"{name}-{i}-{inp.desc}"))
+    return cases
+
+
+def _convert(kw, lib):
+    return {k: (lib.tensor(v.item()) if isinstance(v, torch.Tensor) else v)
+            for k, v in kw.items()}
+
+
+@pytest.mark.parametrize("name,kw", _optim_db_cases())
+def test_optim_db_configs_twenty_steps_with_resume(name, kw):
+    """Every configuration torch's own optimizer tests use: 20 steps from the same parameters
+    and gradients, the optimizer rebuilt from its state_dict after step 10; parameters equal
+    torch's at every step (float64, 1e-12 relative), the state equal at the end."""
+    if kw.get("differentiable"):
+        with pytest.raises(NotImplementedError, match="differentiable=True"):
+            getattr(nopt, name)([ndgrad.zeros(2, requires_grad=True)], **_convert(kw, ndgrad))
+        return
+    rng = np.random.default_rng(0)
+    shapes = [(3, 4), (5,)]
+    p0 = [rng.standard_normal(s) for s in shapes]
+    grads = [[rng.standard_normal(s) for s in shapes] for _ in range(20)]
+    runs = []
+    for lib, ns in ((torch, torch.optim), (ndgrad, nopt)):
+        params = [lib.tensor(p.copy(), requires_grad=True) for p in p0]
+        opt = getattr(ns, name)(params, **_convert(kw, lib))
+        traj = []
+        for step, gs in enumerate(grads):
+            for p, g in zip(params, gs):
+                p.grad = lib.tensor(g)
+            opt.step()
+            traj.append([p.detach().numpy().copy() for p in params])
+            if step == 9:
+                sd = opt.state_dict()
+                opt = getattr(ns, name)(params, **_convert(kw, lib))
+                opt.load_state_dict(sd)
+        state = {i: {k: (v.detach().numpy().copy() if hasattr(v, "numpy") else v)
+                     for k, v in s.items()} for i, s in opt.state_dict()["state"].items()}
+        runs.append((traj, state))
+    for step, (t, n) in enumerate(zip(runs[0][0], runs[1][0])):
+        for a, b in zip(n, t):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=f"step {step}")
+    assert runs[1][1].keys() == runs[0][1].keys()
+    for i in runs[0][1]:
+        assert list(runs[1][1][i]) == list(runs[0][1][i])
+        for k, v in runs[0][1][i].items():
+            np.testing.assert_allclose(np.asarray(runs[1][1][i][k], dtype=float),
+                                       np.asarray(v, dtype=float), rtol=1e-12, atol=1e-14,
+                                       err_msg=k)

@@ -67,6 +67,6 @@ class ASGD(Optimizer):
                     ax += (d - ax) * mu
                 else:
                     ax[...] = d
-                set_scalar(state["eta"], lr / ((1 + lambd * lr * t) ** alpha))
-                set_scalar(state["mu"], 1 / max(1, t - t0))
+                set_scalar(state["eta"], lr / ((1 + lambd * lr * t) ** alpha), True)
+                set_scalar(state["mu"], 1 / max(1, t - t0), True)
         return loss

@@ -360,8 +360,13 @@ def step_tensor(state: Dict[str, Any]) -> float:
     return float(t._data)
 
 
-def set_scalar(t: Tensor, value: float) -> float:
-    """Store ``value`` in a scalar state tensor; return it as stored (rounded to its dtype)."""
+def set_scalar(t: Tensor, value: float, via_scalar_dtype: bool = False) -> float:
+    """Store ``value`` in a scalar state tensor; return it as stored (rounded to its dtype).
+    ``via_scalar_dtype``: the value is first made a tensor of the scalar-state dtype (float32
+    unless float64 is the default), as torch builds it before copying into the state."""
+    if via_scalar_dtype:
+        d = _dtype.float64 if _dtype.get_default_dtype() is _dtype.float64 else _dtype.float32
+        value = float(d.np.type(value))
     t._data[...] = value
     return float(t._data)
 
