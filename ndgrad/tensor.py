@@ -705,3 +705,18 @@ def _as_shape(args: Sequence[Any]) -> tuple:
     if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
         args = args[0]
     return tuple(int(a) for a in args)
+
+
+def typename(obj: Any) -> str:
+    """PyTorch's ``torch.typename``: ``'torch.FloatTensor'`` for a tensor, else the qualified
+    type name."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    qualname = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    if not isinstance(qualname, str) or not hasattr(obj, "__qualname__"):
+        qualname = type(obj).__qualname__
+        module = type(obj).__module__ or ""
+    if module in ("", "builtins"):
+        return qualname
+    return f"{module}.{qualname}"

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from .._dtype import result_type
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
 
@@ -44,7 +45,6 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     if x1.shape != x2.shape:
         x1, x2 = broadcast_tensors(x1, x2)
     if x1.dtype != x2.dtype:
-        from .. import result_type
         dt = result_type(x1, x2)
         x1, x2 = x1.to(dt), x2.to(dt)
     n1 = vector_norm(x1, 2, dim, True).clamp_min(eps)

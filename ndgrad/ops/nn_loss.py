@@ -38,6 +38,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .. import _dtype
+from .._creation import full_like
+from .._dtype import result_type
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
@@ -106,7 +108,6 @@ def _no_grad_arg(t: Optional[Tensor], fn: str, arg: str) -> None:
 
 
 def _promote(*ts: Tensor) -> tuple:
-    from .. import result_type
     dt = result_type(*ts) if len(ts) == 2 else ts[0].dtype
     return tuple(t if t.dtype == dt else t.to(dt) for t in ts)
 
@@ -1018,7 +1019,6 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Any, full: bool = Fals
     >>> F.gaussian_nll_loss(ndgrad.tensor([1.0]), ndgrad.tensor([1.0]), ndgrad.tensor([1.0])).item()
     0.0
     """
-    from .. import full_like
     if not isinstance(var, Tensor):
         var = full_like(input, float(var))
         if float(var._data.reshape(-1)[0]) < 0 if var.numel() else False:

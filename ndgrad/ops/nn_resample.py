@@ -39,6 +39,7 @@ from ._dispatch import Op, apply
 from ._jvp import not_implemented
 from . import nn_pool
 from .nn_pool import _sep_op
+from .shape import cat
 from ._util import category
 
 _INT = _dtype._INT
@@ -557,7 +558,6 @@ def _gs_forward(x: np.ndarray, grid: np.ndarray, mode: str, padding: str,
 
 
 def _cat(ts: list, dim: int) -> Tensor:
-    from .. import cat
     return ts[0] if len(ts) == 1 else cat(ts, dim)
 
 

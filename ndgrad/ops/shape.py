@@ -900,7 +900,7 @@ def _split_advanced(idx: tuple, shape: tuple) -> Any:
     as a view, and the advanced part (index arrays, masks) to that view. This decides where
     the indexed dimensions go (``x[0, :, [1, 2]]`` has shape ``(3, 2, 5)`` for ``x`` of shape
     ``(2, 3, 4, 5)``, not NumPy's ``(2, 3, 5)``). Returns ``(view_index, advanced_index)``, or
-    None when the basic part selects everything (or a Python bool is present)."""
+    None when the basic part selects everything."""
     view_items: list = []
     adv_items: list = []
     for it in idx:
@@ -908,7 +908,12 @@ def _split_advanced(idx: tuple, shape: tuple) -> Any:
             view_items.extend([slice(None)] * (it.ndim if it.dtype == np.bool_ else 1))
             adv_items.append(it)
         elif isinstance(it, bool):
-            return None
+            # A Python bool is a 0-d mask; as the only advanced item it stays where it stands,
+            # a new dimension of size 1 (True) or 0 (False) after the basic items
+            if sum(isinstance(o, (bool, np.ndarray)) for o in idx) > 1:
+                return None
+            view_items.append(None)
+            adv_items.append(slice(None) if it else slice(0, 0))
         elif isinstance(it, int):
             view_items.append(it)                 # the dimension is gone from the view
         elif it is Ellipsis:

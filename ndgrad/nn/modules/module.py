@@ -45,7 +45,7 @@ from ... import _creation, _dtype
 from ...autograd import grad_mode
 from ...autograd.function import Function
 from ...autograd.hooks import HookDict, RemovableHandle
-from ...tensor import Tensor, check_device
+from ...tensor import Tensor, check_device, typename
 from ..parameter import Buffer, Parameter, UninitializedTensorMixin, is_lazy
 
 # Only Module reaches ``ndgrad.nn`` (as in PyTorch); the global hook registrations are
@@ -64,21 +64,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-def typename(obj: Any) -> str:
-    """PyTorch's ``torch.typename``: ``'torch.FloatTensor'`` for a tensor, else the qualified
-    type name."""
-    if isinstance(obj, Tensor):
-        return obj.type()
-    module = getattr(obj, "__module__", "") or ""
-    qualname = getattr(obj, "__qualname__", None) or type(obj).__qualname__
-    if not isinstance(qualname, str) or not hasattr(obj, "__qualname__"):
-        qualname = type(obj).__qualname__
-        module = type(obj).__module__ or ""
-    if module in ("", "builtins"):
-        return qualname
-    return f"{module}.{qualname}"
 
 
 def _addindent(s: str, num_spaces: int) -> str:

@@ -24,11 +24,12 @@ from typing import Any, List, Optional
 from ... import _creation, _dtype
 from ...ops import nn_linear as _lin
 from ...ops import nn_recurrent as _cells
+from ...ops.nn_dropout import dropout
 from ...ops.shape import cat, stack
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter
-from ..utils.rnn import PackedSequence
+from ..packed_sequence import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -39,7 +40,6 @@ _NAMES = {"LSTM": "LSTM", "GRU": "GRU", "RNN_TANH": "RNN", "RNN_RELU": "RNN"}
 
 
 def _dropout(x: Tensor, p: float, training: bool) -> Tensor:
-    from ..functional import dropout
     return dropout(x, p, training)
 
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ... import cat
-from ...tensor import Tensor
-from ..modules.module import typename
+from ...tensor import Tensor, typename
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
