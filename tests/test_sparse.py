@@ -181,3 +181,20 @@ def test_embedding_sparse_refuses_scale_grad_by_freq():
         emb = lib.nn.Embedding(5, 3, sparse=True, scale_grad_by_freq=True)
         with pytest.raises(RuntimeError, match="scale_grad_by_freq not supported with sparse"):
             emb(lib.tensor([1, 1])).sum().backward()
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_sparse_gradient_like_torch(mode):
+    out = []
+    for lib in (torch, ndgrad):
+        w = lib.arange(12.0).reshape(4, 3).requires_grad_(True)
+        psw = lib.tensor([1.0, 2.0, 0.5, 1.0]) if mode == "sum" else None
+        try:
+            lib.nn.functional.embedding_bag(lib.tensor([1, 2, 1, 3]), w, lib.tensor([0, 2]),
+                                            mode=mode, sparse=True,
+                                            per_sample_weights=psw).sum().backward()
+            g = w.grad
+            out.append((g.is_sparse, g._indices().tolist(), g._values().tolist()))
+        except ValueError as e:
+            out.append(str(e))
+    assert out[1] == out[0]

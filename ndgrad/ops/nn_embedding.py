@@ -205,7 +205,8 @@ def _embedding_apply(weight: Tensor, input: Tensor, pad: int, scale: bool,
 _MODES = {"sum": 0, "mean": 1, "max": 2}
 
 
-def _bag_fwd(w, psw, indices, offsets, mode, padding_idx, bag_of, nbags, scale=False):
+def _bag_fwd(w, psw, indices, offsets, mode, padding_idx, bag_of, nbags, scale=False,
+             sparse=False):
     if w.dtype.itemsize < 4 and w.dtype.kind in "fV" or str(w.dtype) == "bfloat16":
         # half precision: accumulate in float32, as PyTorch
         r = _bag_fwd(w.astype(np.float32), None if psw is None else psw.astype(np.float32),
@@ -248,7 +249,7 @@ def _max_rows(w: np.ndarray, idx: np.ndarray, bag: np.ndarray, nbags: int,
 
 
 def _bag_vjp(ctx, g):
-    indices, offsets, mode, padding_idx, bag_of, nbags, scale = ctx._args
+    indices, offsets, mode, padding_idx, bag_of, nbags, scale, sparse = ctx._args
     w, psw = ctx.saved[0], ctx.saved[1]
     idx = indices._data
     bag = bag_of._data
@@ -279,7 +280,12 @@ def _bag_vjp(ctx, g):
         rows = gb * _wrap(coef.astype(g._data.dtype)[:, None])
         if psw is not None:
             rows = rows * psw.unsqueeze(1)
-        gw = apply(EMBEDDING_BACKWARD, (rows,), (rows._data,), (indices, n, -1, False))
+        if sparse and not grad_mode._state.enabled and not g._blevel:
+            # one uncoalesced entry per looked-up index, as torch's sparse bag backward
+            gw = make_sparse(idx[keep][None].astype(np.int64),
+                             np.ascontiguousarray(rows._data[keep]), (n, D))
+        else:
+            gw = apply(EMBEDDING_BACKWARD, (rows,), (rows._data,), (indices, n, -1, False))
     if psw is not None and ctx.needs_input_grad(1):
         gpsw = (gb * w[indices]).sum(1) * _wrap(keep.astype(g._data.dtype))
     return gw, gpsw
@@ -288,7 +294,7 @@ def _bag_vjp(ctx, g):
 EMBEDDING_BAG = Op("embedding_bag", "EmbeddingBagBackward0", _bag_fwd, _bag_vjp,
                    inputs=("weight", "per_sample_weights"),
                    args=("indices", "offsets", "mode", "padding_idx", "bag_of", "nbags",
-                         "scale_grad_by_freq"),
+                         "scale_grad_by_freq", "sparse"),
                    saves=("weight", "per_sample_weights", "indices", "offsets"),
                    save_if=(None, lambda ts, e: ts[1] is not _NO_PSW, None, None),
                    jvp=not_implemented("_embedding_bag"))     # as PyTorch
@@ -317,6 +323,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Optional[Tensor] = Non
                          f"{weight.dim()}")
     if mode not in _MODES:
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
         raise ValueError(f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)})"
                          f" is not None, then it must have the same shape as the input "
@@ -375,7 +383,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Optional[Tensor] = Non
                  (weight._data, per_sample_weights._data if per_sample_weights is not None
                   else None),
                  (idx_t, offsets_t, _MODES[mode], pad, _wrap(bag_of), nbags,
-                  bool(scale_grad_by_freq)))
+                  bool(scale_grad_by_freq), bool(sparse)))
 
 
 # ---------------------------------------------------------------------------- one_hot
