@@ -18,8 +18,9 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from .optimizer import (Optimizer, bump, check_betas, check_flags, check_nonneg, grad_array,
-                        hyper, params_with_grad, scalar_state, step_tensor, zeros_state)
+from .optimizer import (Optimizer, adam_moments, bump, check_betas, check_flags, check_nonneg,
+                        grad_array, hyper, params_with_grad, scalar_state, step_tensor,
+                        weight_decay, zeros_state)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -62,16 +63,10 @@ class Adam(Optimizer):
                     if amsgrad:
                         state["max_exp_avg_sq"] = zeros_state(p)
                 d = p._data
-                g = grad_array(p, group["maximize"], "Adam")
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        np.multiply(d, 1 - lr * wd, out=d)
-                    else:
-                        g = g + wd * d
+                g = weight_decay(d, grad_array(p, group["maximize"], "Adam"), lr, wd,
+                                 group["decoupled_weight_decay"])
                 m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
-                m += (g - m) * (1 - beta1)
-                np.multiply(v, beta2, out=v)
-                v += (1 - beta2) * (g * np.conj(g) if np.iscomplexobj(g) else g * g)
+                adam_moments(m, v, g, beta1, beta2)
                 t = step_tensor(state)
                 step_size = lr / (1 - beta1 ** t)
                 bc2_sqrt = math.sqrt(1 - beta2 ** t)

@@ -16,9 +16,9 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from .optimizer import (Optimizer, bump, check_betas, check_flags, check_nonneg, grad_array,
-                        hyper, params_with_grad, scalar_state, set_scalar, step_tensor,
-                        zeros_state)
+from .optimizer import (Optimizer, adam_moments, bump, check_betas, check_flags, check_nonneg,
+                        grad_array, hyper, params_with_grad, scalar_state, set_scalar, step_tensor,
+                        weight_decay, zeros_state)
 
 __all__ = ["NAdam"]
 
@@ -60,20 +60,14 @@ class NAdam(Optimizer):
                     state["exp_avg_sq"] = zeros_state(p)
                 t = step_tensor(state)
                 d = p._data
-                g = grad_array(p, group["maximize"], "NAdam")
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        np.multiply(d, 1 - lr * wd, out=d)
-                    else:
-                        g = g + wd * d
+                g = weight_decay(d, grad_array(p, group["maximize"], "NAdam"), lr, wd,
+                                 group["decoupled_weight_decay"])
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * psi))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * psi))
                 prod_t = state["mu_product"]
                 mu_product = set_scalar(prod_t, prod_t._data * prod_t._data.dtype.type(mu))
                 m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
-                m += (g - m) * (1 - beta1)
-                np.multiply(v, beta2, out=v)
-                v += (1 - beta2) * g * g
+                adam_moments(m, v, g, beta1, beta2)
                 denom = np.sqrt(v / (1 - beta2 ** t)) + eps
                 d += (-lr * (1.0 - mu) / (1.0 - mu_product)) * (g / denom)
                 d += (-lr * mu_next / (1.0 - mu_product * mu_next)) * (m / denom)

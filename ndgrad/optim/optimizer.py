@@ -401,6 +401,27 @@ def bump(p: Tensor) -> None:
     p._bump_version()
 
 
+def weight_decay(d: np.ndarray, g: np.ndarray, lr: float, wd: float, decoupled: bool
+                 ) -> np.ndarray:
+    """Apply weight decay: decoupled (AdamW's ``p *= 1 - lr * wd``, in place) or as L2 (``g +
+    wd * p``, returned); the gradient to use is returned either way."""
+    if wd == 0:
+        return g
+    if decoupled:
+        np.multiply(d, 1 - lr * wd, out=d)
+        return g
+    return g + wd * d
+
+
+def adam_moments(m: np.ndarray, v: np.ndarray, g: np.ndarray, beta1: float, beta2: float
+                 ) -> None:
+    """Adam's moment updates in place: ``m = lerp(m, g, 1 - beta1)``, ``v = beta2 v + (1 -
+    beta2) |g|^2``."""
+    m += (g - m) * (1 - beta1)
+    np.multiply(v, beta2, out=v)
+    v += (1 - beta2) * (g * np.conj(g) if np.iscomplexobj(g) else g * g)
+
+
 def check_nonneg(what: str, value: Any) -> None:
     """torch's ``ValueError("Invalid <what>: <value>")`` for a negative hyperparameter."""
     v = value.item() if isinstance(value, Tensor) else value

@@ -17,8 +17,9 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from .optimizer import (Optimizer, bump, check_betas, check_flags, check_nonneg, grad_array,
-                        hyper, params_with_grad, scalar_state, step_tensor, zeros_state)
+from .optimizer import (Optimizer, adam_moments, bump, check_betas, check_flags, check_nonneg,
+                        grad_array, hyper, params_with_grad, scalar_state, step_tensor,
+                        weight_decay, zeros_state)
 
 __all__ = ["RAdam"]
 
@@ -59,16 +60,10 @@ class RAdam(Optimizer):
                     state["exp_avg_sq"] = zeros_state(p)
                 t = step_tensor(state)
                 d = p._data
-                g = grad_array(p, group["maximize"], "RAdam")
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        np.multiply(d, 1 - lr * wd, out=d)
-                    else:
-                        g = g + wd * d
+                g = weight_decay(d, grad_array(p, group["maximize"], "RAdam"), lr, wd,
+                                 group["decoupled_weight_decay"])
                 m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
-                m += (g - m) * (1 - beta1)
-                np.multiply(v, beta2, out=v)
-                v += (1 - beta2) * g * g
+                adam_moments(m, v, g, beta1, beta2)
                 bc1, bc2 = 1 - beta1 ** t, 1 - beta2 ** t
                 m_hat = m / bc1
                 rho_t = rho_inf - 2 * t * (beta2 ** t) / bc2
