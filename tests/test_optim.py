@@ -430,3 +430,27 @@ def test_optim_db_configs_twenty_steps_with_resume(name, kw):
             np.testing.assert_allclose(np.asarray(runs[1][1][i][k], dtype=float),
                                        np.asarray(v, dtype=float), rtol=1e-12, atol=1e-14,
                                        err_msg=k)
+
+
+def test_lbfgs_state_saves_and_resumes_like_torch():
+    import io
+    res = []
+    for lib in (torch, ndgrad):
+        w = lib.tensor([3.0, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        opt = lib.optim.LBFGS([w], max_iter=3, history_size=2)
+
+        def closure():
+            opt.zero_grad()
+            loss = ((w - 1) ** 4).sum() + (w ** 2).sum()
+            loss.backward()
+            return loss
+        opt.step(closure)
+        buf = io.BytesIO()
+        lib.save(opt.state_dict(), buf)
+        buf.seek(0)
+        opt = lib.optim.LBFGS([w], max_iter=3, history_size=2)
+        opt.load_state_dict(lib.load(buf))
+        for _ in range(2):
+            opt.step(closure)
+        res.append(w.detach().numpy().copy())
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-12)

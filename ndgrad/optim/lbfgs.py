@@ -21,6 +21,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
+from .. import _creation
 from ..autograd.grad_mode import enable_grad
 from .optimizer import Optimizer, bump
 
@@ -110,9 +111,9 @@ class LBFGS(Optimizer):
         if np.abs(g).max() <= tol_grad:
             return orig_loss
 
-        d, t = st.get("d"), st.get("t")
-        dirs, steps, ro = st.get("old_dirs"), st.get("old_stps"), st.get("ro")
-        h_diag, g_prev = st.get("H_diag"), st.get("prev_flat_grad")
+        d, t = _arr(st.get("d")), st.get("t")
+        dirs, steps = _arrs(st.get("old_dirs")), _arrs(st.get("old_stps"))
+        ro, h_diag, g_prev = st.get("ro"), st.get("H_diag"), _arr(st.get("prev_flat_grad"))
         loss_prev = st.get("prev_loss")
         al: list = [None] * history
         it = 0
@@ -151,8 +152,10 @@ class LBFGS(Optimizer):
                 break
             if np.abs(d * t).max() <= tol_change or abs(loss - loss_prev) < tol_change:
                 break
-        st.update(d=d, t=t, old_dirs=dirs, old_stps=steps, ro=ro, H_diag=h_diag,
-                  prev_flat_grad=g_prev, prev_loss=loss_prev, al=al)
+        # kept as tensors, as torch keeps them (state dicts save and load like torch's)
+        st.update(d=_tensor(d), t=t, old_dirs=[_tensor(a) for a in dirs],
+                  old_stps=[_tensor(a) for a in steps], ro=ro, H_diag=h_diag,
+                  prev_flat_grad=_tensor(g_prev), prev_loss=loss_prev, al=al)
         return orig_loss
 
     @staticmethod
@@ -181,6 +184,18 @@ class LBFGS(Optimizer):
             beta = float(dirs[i].dot(r)) * ro[i]
             r = r + (al[i] - beta) * steps[i]
         return r, h_diag
+
+
+def _tensor(a: Any) -> Any:
+    return None if a is None else _creation.tensor(a)
+
+
+def _arr(t: Any) -> Any:
+    return None if t is None else np.asarray(t.numpy() if hasattr(t, "numpy") else t)
+
+
+def _arrs(ts: Any) -> Any:
+    return None if ts is None else [_arr(t) for t in ts]
 
 
 def _value(loss: Any) -> float:
