@@ -439,8 +439,8 @@ def test_lbfgs_state_saves_and_resumes_like_torch():
         w = lib.tensor([3.0, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
         opt = lib.optim.LBFGS([w], max_iter=3, history_size=2)
 
-        def closure():
-            opt.zero_grad()
+        def closure(w=w):
+            w.grad = None
             loss = ((w - 1) ** 4).sum() + (w ** 2).sum()
             loss.backward()
             return loss
