@@ -164,12 +164,12 @@ from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]
 
+from .tensor import typename  # noqa: F401,E402
 
 
 def __getattr__(name: str):
-    """``ndgrad.nn``, ``ndgrad.optim`` and ``ndgrad.utils`` load on first use, so ``import
-    ndgrad`` stays fast and
-    ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
+    """``ndgrad.nn``, ``ndgrad.optim`` and ``ndgrad.utils`` load on first use: ``import ndgrad``
+    stays fast, and ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
     if name in ("nn", "optim", "utils"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
