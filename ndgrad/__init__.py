@@ -166,13 +166,26 @@ _signatures.install(__import__(__name__))   # Note [Declared signatures]
 
 from .tensor import typename  # noqa: F401,E402
 
+# The nn kernels torch also has at its top level (listed here so ``import ndgrad`` need not
+# import nn; ndgrad/nn/toplevel.py defines them and tests/test_nn_toplevel.py checks the list).
+_NN_TOPLEVEL = frozenset((
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "bilinear", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
+    "cosine_similarity", "pairwise_distance", "pdist", "selu", "selu_", "celu", "celu_", "prelu",
+    "rrelu", "rrelu_", "hardshrink", "threshold", "threshold_", "avg_pool1d",
+    "adaptive_avg_pool1d", "max_pool1d", "max_pool2d", "max_pool3d", "dropout", "dropout_",
+    "alpha_dropout", "feature_alpha_dropout", "embedding", "layer_norm", "group_norm",
+    "batch_norm", "instance_norm"))
+
 
 def __getattr__(name: str):
     """``ndgrad.nn``, ``ndgrad.optim`` and ``ndgrad.utils`` load on first use: ``import ndgrad``
     stays fast, and ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
+    import importlib
     if name in ("nn", "optim", "utils"):
-        import importlib
         return importlib.import_module(f"{__name__}.{name}")
+    if name in _NN_TOPLEVEL:         # torch.conv2d, torch.dropout ... (ndgrad/nn/toplevel.py)
+        return importlib.import_module(f"{__name__}.nn.toplevel").get(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
