@@ -114,8 +114,17 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
     elif kind in "US":
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     else:
-        raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
+        raise RuntimeError(f"Could not infer dtype of {_culprit(data)}")
     return arr
+
+
+def _culprit(data: Any) -> str:
+    """The type name PyTorch's "Could not infer dtype" names: the first element that is not a
+    number (``torch.dtype`` for a dtype)."""
+    for leaf in _leaves(data):
+        if not isinstance(leaf, (bool, int, float, complex, np.generic, np.ndarray, Tensor)):
+            return "torch.dtype" if isinstance(leaf, _dtype.dtype) else type(leaf).__name__
+    return type(data).__name__
 
 
 def _big_ints(data: Any, arr: np.ndarray, target: Optional[_dtype.dtype]) -> np.ndarray:

@@ -44,8 +44,8 @@ def _fast_binary(tt: Any, ts: Any, name: str, true_div: bool = False):
             ad = self._data
             if ad.dtype in _FAST_FLOATS:
                 return _apply(ts, (self,), (ad,), (other,))
-        if t is list or t is tuple:     # Note [Operators refuse what PyTorch's refuse]
-            return NotImplemented
+        if t is not Tensor and not _operand(other):
+            return NotImplemented       # Note [Operators refuse what PyTorch's refuse]
         return _pw._binary(self, other, tt, ts, name, true_div)
     method.__name__ = f"__{name}__"
     return method
@@ -56,8 +56,8 @@ def _fast_binary(tt: Any, ts: Any, name: str, true_div: bool = False):
 # its other operand; for anything else (a list, a tuple, None, a string) it returns
 # NotImplemented as PyTorch's do, so Python raises its TypeError ("unsupported operand
 # type(s)"), or compares identities for ``==``/``!=``. Python ints beyond 64 bits raise
-# PyTorch's OverflowError. (``x + y`` and friends test only for lists and tuples: the general
-# path they fall back to returns NotImplemented for other operand types itself.)
+# PyTorch's OverflowError. (``x + y`` and friends test it after their fast paths, before any
+# dtype rule, so ``bool_tensor - "s"`` is Python's TypeError, not the bool-subtraction error.)
 def _operand(other: Any) -> bool:
     t = type(other)
     if t is Tensor or t is float or t is bool:
