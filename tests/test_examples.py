@@ -22,3 +22,12 @@ def test_laplace_uncertainty_recovers_parameters_and_hvps_agree():
     hv_rev, hv_fwd, hv_dense = out["hv"]
     np.testing.assert_allclose(hv_rev, hv_dense, rtol=1e-9)
     np.testing.assert_allclose(hv_fwd, hv_dense, rtol=1e-9)
+
+
+def test_train_digits_learns_plots_and_checks_a_gradient(tmp_path):
+    out = _load("train_digits").main(epochs=6, out=str(tmp_path / "digits.png"),
+                                     verbose=False)
+    assert out["test_acc"] > 0.93
+    assert out["history"]["loss"][-1] < out["history"]["loss"][0] / 3
+    assert (tmp_path / "digits.png").stat().st_size > 10_000
+    assert out["grad_rel_err"] < 1e-6
