@@ -31,3 +31,10 @@ def test_train_digits_learns_plots_and_checks_a_gradient(tmp_path):
     assert out["history"]["loss"][-1] < out["history"]["loss"][0] / 3
     assert (tmp_path / "digits.png").stat().st_size > 10_000
     assert out["grad_rel_err"] < 1e-6
+
+
+def test_char_lstm_learns_the_zen():
+    out = _load("char_lstm").main(steps=80, verbose=False)
+    first, last = np.mean(out["losses"][:5]), np.mean(out["losses"][-5:])
+    assert last < first / 2
+    assert out["sample"].startswith("Simple ") and len(out["sample"]) == 47
