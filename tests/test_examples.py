@@ -38,3 +38,9 @@ def test_char_lstm_learns_the_zen():
     first, last = np.mean(out["losses"][:5]), np.mean(out["losses"][-5:])
     assert last < first / 2
     assert out["sample"].startswith("Simple ") and len(out["sample"]) == 47
+
+
+def test_ode_fit_gauss_newton_recovers_the_parameters():
+    out = _load("ode_fit").main(iterations=8, verbose=False)
+    assert out["costs"][-1] < out["costs"][0] / 10
+    assert np.all(np.abs(out["fitted"] - out["true"]) < 4 * out["stderr"])
