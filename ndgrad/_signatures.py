@@ -278,27 +278,6 @@ FUNCTIONS += "\n" + "\n".join([
     "bool right=False, str? side=None, Tensor? sorter=None)",
     "bucketize(Tensor|Scalar input, Tensor boundaries, *, bool out_int32=False, bool right=False)",
 ]) + "\n"
-METHODS += "\n" + "\n".join([
-    "scatter(Tensor input, int dim, Tensor index, Tensor|Scalar src=None, Scalar value=None, "
-    "*, str? reduce=None)",
-    "scatter_add(Tensor input, int dim, Tensor index, Tensor src)",
-    "scatter_reduce(Tensor input, int dim, Tensor index, Tensor src, str reduce, *, "
-    "bool include_self=True)",
-    "index_add(Tensor input, int dim, Tensor index, Tensor source, *, Scalar alpha=1)",
-    "index_copy(Tensor input, int dim, Tensor index, Tensor source)",
-    "index_fill(Tensor input, int dim, Tensor index, Tensor|Scalar value)",
-    "index_reduce(Tensor input, int dim, Tensor index, Tensor source, str reduce, *, "
-    "bool include_self=True)",
-    "masked_select(Tensor input, Tensor mask)",
-    "masked_scatter(Tensor input, Tensor mask, Tensor source)",
-    "take(Tensor input, Tensor index)",
-    "take_along_dim(Tensor input, Tensor indices, int? dim=None)",
-    "put(Tensor input, Tensor index, Tensor source, bool accumulate=False)",
-    "nonzero(Tensor input, *, bool as_tuple=False)",
-    "nonzero_static(Tensor input, *, int size, int fill_value=-1)",
-    "argwhere(Tensor input)",
-    "index_put(Tensor input, Any indices, Tensor values, bool accumulate=False)",
-]) + "\n"
 # ---- end indexing ----
 
 
