@@ -44,7 +44,7 @@ import numpy as np
 
 from . import _dtype
 from ._sparse import SparseTensor, sparse_coo_tensor
-from .tensor import Size, Tensor, device
+from .tensor import Size, Tensor, _wrap, device
 
 __all__ = ["save", "load"]
 
@@ -91,12 +91,6 @@ class _Layout:
 
 
 _LAYOUT_COO = _Layout()
-
-
-def _plain(a: np.ndarray) -> Tensor:
-    t = Tensor.__new__(Tensor)
-    t._data = a
-    return t
 
 
 # ---------------------------------------------------------------------------- save
@@ -162,18 +156,16 @@ class _Pickler(pickle._Pickler):  # type: ignore[misc]
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, SparseTensor):
-            parts = (_plain(obj._sp_indices), _plain(obj._sp_values), Size(obj._sp_shape),
+            parts = (_wrap(obj._sp_indices), _wrap(obj._sp_values), Size(obj._sp_shape),
                      obj.is_coalesced())
             return (_REBUILD_SPARSE, (_LAYOUT_COO, parts))
         if isinstance(obj, Tensor):
             a = obj._data
+            if type(obj).__name__ == "Parameter":   # its data as a plain tensor, then the flag
+                return (_REBUILD_PARAMETER, (_wrap(a), obj.requires_grad, _ORDERED_DICT()))
             st, offset, strides = self._storage_of(a)
-            args = (st, offset, Size(a.shape), strides, obj.requires_grad, _ORDERED_DICT())
-            if type(obj).__name__ == "Parameter":
-                plain = Tensor.__new__(Tensor)
-                plain._data = a
-                return (_REBUILD_PARAMETER, (plain, obj.requires_grad, _ORDERED_DICT()))
-            return (_REBUILD_TENSOR, args)
+            return (_REBUILD_TENSOR,
+                    (st, offset, Size(a.shape), strides, obj.requires_grad, _ORDERED_DICT()))
         if isinstance(obj, Size):
             return (_Global("torch", "Size"), (tuple(obj),))
         if isinstance(obj, device):
@@ -238,8 +230,7 @@ def _rebuild_tensor(storage: np.ndarray, offset: int, size: Any, stride: Any,
     item = storage.itemsize
     arr = np.lib.stride_tricks.as_strided(storage[offset:] if storage.size else storage,
                                           shape=size, strides=tuple(s * item for s in stride))
-    t = Tensor.__new__(Tensor)
-    t._data = arr
+    t = _wrap(arr)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -272,10 +263,6 @@ def _get_layout(name: str) -> str:
     if name != "torch.sparse_coo":
         raise RuntimeError(f"ndgrad.load: layout {name} is not supported")
     return name
-
-
-def _torch_dtype(name: str) -> Any:
-    return getattr(_dtype, name)
 
 
 _SAFE_BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice": slice,

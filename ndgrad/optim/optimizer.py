@@ -346,7 +346,7 @@ def grad_array(p: Tensor, maximize: bool = False, sparse: Optional[str] = None) 
             name = sparse or "this optimizer"
             extra = ", please consider SparseAdam instead" if name == "Adam" else ""
             raise RuntimeError(f"{name} does not support sparse gradients{extra}")
-        a = g.coalesce()._dense()
+        a = g._dense()                 # duplicates add up, as coalescing would
         return -a if maximize else a
     a = g._data
     return -a if maximize else a

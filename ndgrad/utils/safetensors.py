@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Union
 import numpy as np
 
 from .. import _dtype
-from ..tensor import Tensor
+from ..tensor import Tensor, _wrap
 
 __all__ = ["save", "load", "save_file", "load_file"]
 
@@ -64,10 +64,7 @@ def _tensors(entries: Any) -> Dict[str, Tensor]:
         if code not in _DTYPES:
             raise ValueError(f"'{name}': safetensors dtype {code} is not supported by ndgrad")
         dt = getattr(_dtype, _DTYPES[code]).np
-        arr = np.frombuffer(bytes(e["data"]), dtype=dt).reshape(e["shape"]).copy()
-        t = Tensor.__new__(Tensor)
-        t._data = arr
-        out[name] = t
+        out[name] = _wrap(np.frombuffer(bytes(e["data"]), dtype=dt).reshape(e["shape"]).copy())
     return out
 
 
