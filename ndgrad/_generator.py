@@ -37,6 +37,9 @@ import numpy as np
 __all__ = ["Generator", "default_generator"]
 
 _DEFAULT_SEED = 67280421310721
+# get_state's words: the 624-word key, its position, the seed (two words), whether a normal
+# sample is cached for the next call, and that sample (two words).
+_STATE_WORDS = 630
 
 
 class Generator:
@@ -86,23 +89,26 @@ class Generator:
         """The engine's state as a uint8 tensor (for ``set_state``)."""
         from ._creation import tensor  # local import: _creation imports this module
         st = self._mt.state["state"]
+        cached = np.array([0.0 if self._next_normal is None else self._next_normal])
         words = np.concatenate([st["key"].astype(np.uint32),
-                                np.array([st["pos"], self._seed & 0xFFFFFFFF,
-                                          self._seed >> 32], dtype=np.uint32)])
+                                np.array([st["pos"], self._seed & 0xFFFFFFFF, self._seed >> 32,
+                                          self._next_normal is not None], dtype=np.uint32),
+                                cached.view(np.uint32)])
         return tensor(words.view(np.uint8).copy())
 
     def set_state(self, new_state: Any) -> "Generator":
         """Restore a state from ``get_state``."""
         arr = np.asarray(new_state.numpy() if hasattr(new_state, "numpy") else new_state)
-        if arr.dtype != np.uint8 or arr.size != 627 * 4:
+        if arr.dtype != np.uint8 or arr.size != _STATE_WORDS * 4:
             raise RuntimeError("Expected either a torch.ByteTensor of the generator's state "
-                               f"size ({627 * 4} bytes), but got {arr.size} elements")
+                               f"size ({_STATE_WORDS * 4} bytes), but got {arr.size} elements")
         words = arr.view(np.uint32)
         st = self._mt.state
         st["state"] = {"key": words[:624].copy(), "pos": int(words[624])}
         self._mt.state = st
         self._seed = int(words[625]) | (int(words[626]) << 32)
-        self._next_normal = None
+        self._next_normal = float(words[628:630].copy().view(np.float64)[0]) if words[627] \
+            else None
         return self
 
     def random32(self, n: int) -> np.ndarray:
