@@ -77,6 +77,8 @@ _EXACT = {
     "take": _EXPECTED_OUT,
     "masked_select": _EXPECTED_OUT,
 }
+# Functions whose result dtype is fixed: torch checks their out before reading the input.
+_FIXED_DTYPE = {"multinomial": _dtype.int64}
 # Functions that read their input at other positions than they write: no overlap at all.
 _NO_OVERLAP = frozenset({"gather", "index_select", "take", "take_along_dim", "masked_select"})
 _FACTORIES = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace",
@@ -97,8 +99,9 @@ def _castable(src: _dtype.dtype, dst: _dtype.dtype) -> bool:
     return not (src is not _dtype.bool and dst is _dtype.bool)
 
 
-def _check_dtype(name: str, result: Tensor, out: Tensor, exact: bool) -> None:
-    src, dst = result.dtype, out.dtype
+def _check_dtype(name: str, result: Any, out: Tensor, exact: bool) -> None:
+    """``result``: the result tensor, or its dtype when known before the call."""
+    src, dst = getattr(result, "dtype", result), out.dtype
     if src is dst:
         return
     msg = _EXACT.get(name, _EXPECTED_OUT if exact else None)
@@ -169,6 +172,8 @@ def call_with_out(name: str, impl: Callable, args: tuple, kwargs: dict, out: Any
         kwargs = {**kwargs, "dtype": out.dtype}
     if isinstance(out, Tensor) and is_grad_enabled() and out.requires_grad:
         raise RuntimeError(_no_grad_msg(name))
+    if name in _FIXED_DTYPE and isinstance(out, Tensor):
+        _check_dtype(name, _FIXED_DTYPE[name], out, False)
     result = impl(*args, **kwargs)
     multi = isinstance(result, (tuple, list))
     results = tuple(result) if multi else (result,)

@@ -140,3 +140,14 @@ def test_wrong_out_types():
     for lib in (torch, ndgrad):
         with pytest.raises(TypeError):
             _x(lib, 3).sin(out=lib.zeros(3))
+
+
+def test_fixed_dtype_out_is_checked_before_the_input():
+    """torch checks multinomial's out (always int64) before it reads the probabilities: an
+    invalid distribution with a float out is the out error (as torch's op_db error input
+    expects, whatever memory its empty input holds)."""
+    import torch
+    for lib in (torch, ndgrad):
+        with pytest.raises(RuntimeError, match="multinomial expects Long tensor out"):
+            lib.multinomial(lib.zeros(1, 2, dtype=lib.float64), 2,
+                            out=lib.zeros(1, 2, dtype=lib.float64))
