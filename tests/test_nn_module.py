@@ -1156,6 +1156,7 @@ def test_mlp_training_trajectory():
 
 
 def test_state_dict_from_torch_loads():
+    torch.manual_seed(0)   # float32 outputs near zero would make a relative check flaky
     tm = tnn.Sequential(tnn.Linear(3, 4), tnn.Bilinear(4, 4, 2))
     nm = nnn.Sequential(nnn.Linear(3, 4), nnn.Bilinear(4, 4, 2))
     sd = tm.state_dict()
@@ -1166,7 +1167,8 @@ def test_state_dict_from_torch_loads():
 
     t_out = tm[1](*(tm[0](torch.tensor(x)),) * 2)
     n_out = nm[1](*(nm[0](to_ndgrad(torch.tensor(x))),) * 2)
-    np.testing.assert_allclose(n_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(n_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
 
 
 def _graph(fn, depth=4):

@@ -755,9 +755,36 @@ def check_lowp(o, fn):
                 o, fn, s, lambda i, t: t.detach().clone(), lambda i, t: _nd_tensor(t, False))
             if _both_raise_or(texc, nexc, f"{dt} sample {k}"):
                 continue
-            compare(nout, tout, f"{dt} sample {k}", random=o.name in RANDOM)
+            try:
+                compare(nout, tout, f"{dt} sample {k}", random=o.name in RANDOM)
+            except Mismatch:
+                if dt is torch.float32 or not _no_worse_than_torch(o, s, nout, tout):
+                    raise
             done += 1
     return "ok" if done else "n/a"
+
+
+def _no_worse_than_torch(o: Any, s: Any, nout: Any, tout: Any) -> bool:
+    """Whether ndgrad's low-precision result is at least as close as torch's to the float64
+    result of the same sample (torch's float16 kernels accumulate in float16 on some CPUs,
+    e.g. conv_transpose3d with AVX-512, and miss the exactly rounded value by several ulps)."""
+    up = s.build(torch, lambda i, t: t.detach().double() if t.is_floating_point() else t)
+    try:
+        ref = o.op(up[0], *up[1], **up[2])
+    except Exception:    # noqa: BLE001
+        return False
+    ns, ts, rs = _flat_out(nout), _flat_out(tout), _flat_out(ref)
+    if not (len(ns) == len(ts) == len(rs)):
+        return False
+    for n, t, r in zip(ns, ts, rs):
+        if not all(isinstance(x, (torch.Tensor, ndgrad.Tensor)) for x in (n, t, r)):
+            return False
+        a, b, c = _np(n), _np(t), _np(r)
+        if a.shape != c.shape or a.dtype.kind not in "fc":
+            return False
+        if a.size and np.nanmax(np.abs(a - c)) > np.nanmax(np.abs(b - c)):
+            return False
+    return True
 
 
 def check_inplace(o, fn):
