@@ -70,6 +70,11 @@ LAYERS = {
     "ndgrad.autograd.forward_ad": API,
     "ndgrad.autograd.gradcheck": API,
     "ndgrad.autograd.graph": API,
+    # the practical layer (nn, optim, utils are API too, by the default rule below): pictures of
+    # graphs, DLPack exchange.
+    "ndgrad.viz": API,
+    "ndgrad.viz.dot": API,
+    "ndgrad.utils.dlpack": API,
 }
 
 

@@ -172,6 +172,16 @@ class OpNode(Node):
         if self._saved:
             self._saved = RELEASED
 
+    def __dir__(self) -> list:
+        # dir(grad_fn) lists _saved_<name> and _raw_saved_<name>, as PyTorch's nodes do (tools
+        # such as ndgrad.viz.make_dot find a node's saved values and arguments this way).
+        names = set(super().__dir__())
+        op = type(self)._op
+        if op is not None:
+            names.update("_saved_" + n for n in (*op.saved_names, *op.arg_names))
+            names.update("_raw_saved_" + n for n in op.saved_names)
+        return sorted(names)
+
     def __getattr__(self, name: str) -> Any:
         # grad_fn._saved_self, grad_fn._saved_other, grad_fn._saved_result ...
         if name.startswith("_raw_saved_"):
