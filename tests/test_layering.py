@@ -37,6 +37,7 @@ LAYERS = {
     "ndgrad._sparse": BOTTOM,
     "ndgrad._signature": BOTTOM,
     "ndgrad._out": BOTTOM,
+    "ndgrad._dlpack": BOTTOM,
     "ndgrad.autograd": BOTTOM,
     "ndgrad.autograd.grad_mode": BOTTOM,
     "ndgrad.autograd.hooks": BOTTOM,
