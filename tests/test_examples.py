@@ -52,3 +52,15 @@ def test_draw_graph_names_the_parameters_and_shows_saved_tensors():
                   "result\n (8, 3)", "target\n (8, 1)"):
         assert label in out["dot"]
     assert out["dot"].count("AccumulateGrad") == 4 and out["path"] is None
+
+
+def test_wgan_gp_generator_approaches_the_modes_and_the_plot_is_written(tmp_path):
+    out = _load("wgan_gp").main(steps=60, batch=128, out=str(tmp_path / "wgan.png"),
+                                verbose=False)
+    w, dist = out["history"]["w"], out["history"]["mode_distance"]
+    # the generated points move onto the ring's modes ...
+    assert np.mean(dist[-5:]) < 0.6 * np.mean(dist[:3])
+    # ... and the critic's Wasserstein estimate falls well below its early peak
+    assert np.mean(w[-5:]) < 0.4 * max(w)
+    assert out["modes_covered"] >= 6
+    assert (tmp_path / "wgan.png").stat().st_size > 20_000
