@@ -86,11 +86,17 @@ def _retag(capsule: Any, old: int, new: int) -> bool:
 
 def export_array(arr: np.ndarray, **kwargs: Any) -> Any:
     """``arr.__dlpack__(**kwargs)``, bfloat16 included."""
-    if arr.dtype == _BF16:
-        capsule = arr.view(np.uint16).__dlpack__(**kwargs)
+    bfloat16 = arr.dtype == _BF16
+    if bfloat16:
+        arr = arr.view(np.uint16)
+    if not arr.flags.writeable and kwargs.get("max_version") is None and arr.size:
+        # A legacy capsule cannot say "read-only", so NumPy refuses to make one for a read-only
+        # array; ndgrad's are read-only views such as expand()'s, which PyTorch exports.
+        arr = _writable(arr)
+    capsule = arr.__dlpack__(**kwargs)
+    if bfloat16:
         _retag(capsule, _KDL_UINT, _KDL_BFLOAT)
-        return capsule
-    return arr.__dlpack__(**kwargs)
+    return capsule
 
 
 class _Producer:

@@ -106,6 +106,17 @@ def test_strided_zero_dim_and_empty_tensors():
     assert u.stride() == x.stride() and _ptr(u) == _ptr(x) and u.tolist() == x.tolist()
 
 
+def test_expanded_views_export_like_torch():
+    t = ndgrad.arange(3.0)
+    e = t.expand(2, 3)
+    for x in (torch.from_dlpack(e), torch.utils.dlpack.from_dlpack(nd_dlpack.to_dlpack(e))):
+        assert x.stride() == e.stride() == (0, 1) and _ptr(x) == _ptr(t)
+        assert x.tolist() == [[0.0, 1.0, 2.0]] * 2
+    h = ndgrad.ones(3, dtype=ndgrad.bfloat16).expand(2, 3)
+    y = torch.utils.dlpack.from_dlpack(nd_dlpack.to_dlpack(h))
+    assert y.dtype == torch.bfloat16 and y.stride() == (0, 1) and y.tolist() == [[1.0] * 3] * 2
+
+
 def test_capsule_versions_match_torch():
     t, x = ndgrad.arange(3.0), torch.arange(3.0)
     for kwargs in ({}, {"max_version": (1, 0)}, {"max_version": (0, 8)}):
