@@ -6,7 +6,9 @@ import re
 from collections import Counter
 
 import graphviz
+import numpy as np
 import pytest
+from op_db import OPS, make_inputs
 
 import ndgrad as torch
 from ndgrad.viz import dot as viz_dot
@@ -191,3 +193,24 @@ def test_a_whole_cnn_draws_with_every_option():
     names = {lab.split("\n")[0] for lab, c in nodes if c is None}
     assert {"NllLossBackward0", "LogSoftmaxBackward0", "ConvolutionBackward0",
             "NativeBatchNormBackward0", "ReluBackward0"} <= names
+
+
+def test_every_op_in_the_op_db_draws_with_every_option():
+    rng = np.random.default_rng(0)
+    drawn = 0
+    for op in OPS:
+        if not op.differentiable:
+            continue
+        xs = [torch.tensor(a, requires_grad=True)
+              for a in make_inputs(op, op.samples[0], rng)]
+        out = op.fn(torch, *xs)
+        outs = tuple(o for o in (out if isinstance(out, (tuple, list)) else (out,))
+                     if isinstance(o, torch.Tensor) and o.grad_fn is not None)
+        if not outs:
+            continue
+        text = to_dot_text(outs, show_attrs=True, show_saved=True)
+        names, _ = structure(text)
+        assert sum(n for (_, c), n in names.items() if c == OUT) >= 1
+        assert any(lab.startswith(type(o.grad_fn).__name__) for o in outs for lab, _ in names)
+        drawn += 1
+    assert drawn > 500

@@ -178,7 +178,8 @@ class OpNode(Node):
         names = set(super().__dir__())
         op = type(self)._op
         if op is not None:
-            names.update("_saved_" + n for n in (*op.saved_names, *op.arg_names))
+            names.update("_saved_" + n for n in op.saved_names)
+            names.update("_saved_" + n for n in op.arg_names[:len(self._args)])
             names.update("_raw_saved_" + n for n in op.saved_names)
         return sorted(names)
 
@@ -201,7 +202,7 @@ class OpNode(Node):
                 if self._saved is RELEASED:
                     raise RuntimeError(SECOND_BACKWARD_MSG)
                 return self._saved[names.index(key)].unpack(self)
-            if key in op.arg_names:
+            if key in op.arg_names[:len(self._args)]:
                 return self._args[op.arg_names.index(key)]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
