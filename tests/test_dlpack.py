@@ -91,6 +91,9 @@ def test_numpy_round_trips_and_asarray_are_zero_copy():
     h = ndgrad.ones(3, dtype=ndgrad.bfloat16)
     c = ndgrad.from_dlpack(h)
     assert c.dtype == ndgrad.bfloat16 and _ptr(c) == _ptr(h)
+    assert np.asarray(h).dtype.name == "bfloat16" and np.shares_memory(np.asarray(h), h.numpy())
+    with pytest.raises(RuntimeError, match="Unsupported dtype"):    # NumPy has no bfloat16
+        np.from_dlpack(h)
 
 
 def test_strided_zero_dim_and_empty_tensors():

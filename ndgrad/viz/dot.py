@@ -213,9 +213,8 @@ def _build(var: Any, params: Optional[Mapping[str, Any]], show_attrs: bool, show
         if t.grad_fn is not None:
             add_node(t.grad_fn)
             graph.edge(str(id(t.grad_fn)), str(id(t)))
-        if t._is_view():
-            base = t._base
-            keep.append(base)
+        base = t._base
+        if base is not None:            # a view: its base too, joined by a dotted edge
             add_output(base, BASE_COLOR)
             graph.edge(str(id(base)), str(id(t)), style="dotted")
 
