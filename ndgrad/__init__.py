@@ -21,7 +21,7 @@ from ._layout import (  # noqa: F401
 from . import ops  # noqa: E402
 from . import _tensor_methods  # noqa: F401,E402  (binds Tensor methods)
 from ._creation import (  # noqa: F401,E402
-    arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace,
+    arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like, linspace,
     manual_seed, ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
     seed, tensor, zeros, zeros_like)
 from ._creation import get_rng_state, initial_seed, randperm, set_rng_state  # noqa: F401,E402
@@ -179,10 +179,11 @@ _NN_TOPLEVEL = frozenset((
 
 
 def __getattr__(name: str):
-    """``ndgrad.nn``, ``ndgrad.optim`` and ``ndgrad.utils`` load on first use: ``import ndgrad``
-    stays fast, and ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
+    """``ndgrad.nn``, ``ndgrad.optim``, ``ndgrad.utils`` and ``ndgrad.viz`` load on first use:
+    ``import ndgrad`` stays fast, and ``ndgrad.nn.Linear`` still works after a bare
+    ``import ndgrad``."""
     import importlib
-    if name in ("nn", "optim", "utils"):
+    if name in ("nn", "optim", "utils", "viz"):
         return importlib.import_module(f"{__name__}.{name}")
     if name in _NN_TOPLEVEL:         # torch.conv2d, torch.dropout ... (ndgrad/nn/toplevel.py)
         return importlib.import_module(f"{__name__}.nn.toplevel").get(name)

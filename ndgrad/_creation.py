@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _dtype, _layout
+from . import _dlpack, _dtype, _layout
 from ._generator import (Generator, default_generator, normal_array, randint_array,
                          randperm_array, uniform_array)
 from .autograd.grad_mode import _state as _grad_state
@@ -209,6 +209,42 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     _dtype.from_numpy_dtype(ndarray.dtype)
     return _wrap(ndarray)
+
+
+def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: Optional[bool] = None) -> Tensor:
+    """A tensor sharing memory with any DLPack producer (an object with ``__dlpack__``: a
+    PyTorch tensor, a NumPy array, a JAX or CuPy array on the CPU ...) or a legacy DLPack
+    capsule; ``copy=True`` copies. Writes show through both ways (Note [DLPack and NumPy]).
+    bool, integer, float16, bfloat16, float32/64 and complex dtypes.
+
+    >>> import numpy as np, ndgrad
+    >>> a = np.arange(3.0)
+    >>> t = ndgrad.from_dlpack(a)
+    >>> t[0] = 7.0
+    >>> a
+    array([7., 1., 2.])
+    """
+    if device is not None:
+        check_device(device)
+    if not (_dlpack.is_capsule(ext_tensor) or hasattr(ext_tensor, "__dlpack__")):
+        raise RuntimeError(_INVALID_CAPSULE)
+    if getattr(ext_tensor, "is_neg", None) is not None and ext_tensor.is_neg():
+        # PyTorch exports a negative view's raw memory (its values come out negated)
+        raise BufferError("Can't import tensors with the negative bit set, use "
+                          "tensor.resolve_neg()")
+    try:
+        arr = _dlpack.import_array(ext_tensor, copy=copy)
+    except ValueError as e:         # a legacy capsule that was consumed already
+        if "capsule" not in str(e).lower():
+            raise
+        raise RuntimeError(_INVALID_CAPSULE) from None
+    _dtype.from_numpy_dtype(arr.dtype)
+    return _wrap(arr)
+
+
+_INVALID_CAPSULE = ("from_dlpack received an invalid capsule. Note that DLTensor capsules can "
+                    "be consumed only once, so you might have already constructed a tensor "
+                    "from it once.")
 
 
 def _resolve(dtype: Any) -> np.dtype:

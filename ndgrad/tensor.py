@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from . import _dtype, _layout
+from . import _dlpack, _dtype, _layout
 from ._dtype import dtype as _dtype_cls
 from ._format import format_tensor
 from .autograd import grad_mode as _grad_mode
@@ -567,6 +567,43 @@ class Tensor:
         if copy:
             return self._data.copy()
         return self._data
+
+    # Note [DLPack and NumPy]
+    # A tensor is its ndarray (``_data``) plus autograd state, so exchange is zero copy: the
+    # ndarray's own DLPack export (ndgrad/_dlpack.py) and ``np.asarray(t)`` hand out the same
+    # memory, and ``from_numpy``/``from_dlpack`` wrap the producer's memory. Writes show through
+    # both ways; each side bumps only its own version counter. PyTorch's refusals carry over
+    # (a tensor that requires grad is not exported); ndgrad has no lazy conjugate or negative
+    # views, so there is nothing to resolve on export.
+    def __dlpack__(self, *, stream: Any = None, max_version: Optional[tuple] = None,
+                   dl_device: Optional[tuple] = None, copy: Optional[bool] = None) -> Any:
+        """A DLPack capsule sharing this tensor's memory (``copy=True``: of a copy), for
+        ``np.from_dlpack``, ``torch.from_dlpack`` and any other consumer. A versioned capsule
+        (DLPack 1.x) when the consumer passes ``max_version`` with major 1 or more.
+
+        >>> import numpy as np, ndgrad
+        >>> t = ndgrad.zeros(3)
+        >>> a = np.from_dlpack(t)
+        >>> a[0] = 5.0
+        >>> t
+        tensor([5., 0., 0.])
+        """
+        if self.requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        if stream is not None and stream != -1:
+            raise AssertionError("stream should be None on cpu.")
+        kwargs: dict = {}
+        if max_version is not None:
+            kwargs["max_version"] = tuple(max_version)
+        if dl_device is not None:
+            kwargs["dl_device"] = tuple(dl_device)
+        if copy is not None:
+            kwargs["copy"] = copy
+        return _dlpack.export_array(self._data, **kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        """``(DLDeviceType.kDLCPU, 0)``: ndgrad tensors live in CPU memory."""
+        return (_dlpack.DLDeviceType.kDLCPU, 0)
 
     def __len__(self) -> int:
         if self._data.ndim == 0:

@@ -44,3 +44,23 @@ def test_ode_fit_gauss_newton_recovers_the_parameters():
     out = _load("ode_fit").main(iterations=8, verbose=False)
     assert out["costs"][-1] < out["costs"][0] / 10
     assert np.all(np.abs(out["fitted"] - out["true"]) < 4 * out["stderr"])
+
+
+def test_draw_graph_names_the_parameters_and_shows_saved_tensors():
+    out = _load("draw_graph").main(render=False, verbose=False)
+    for label in ("0.weight\n (3, 4)", "2.bias\n (1)", "MseLossBackward0", "TanhBackward0",
+                  "result\n (8, 3)", "target\n (8, 1)"):
+        assert label in out["dot"]
+    assert out["dot"].count("AccumulateGrad") == 4 and out["path"] is None
+
+
+def test_wgan_gp_generator_approaches_the_modes_and_the_plot_is_written(tmp_path):
+    out = _load("wgan_gp").main(steps=60, batch=128, out=str(tmp_path / "wgan.png"),
+                                verbose=False)
+    w, dist = out["history"]["w"], out["history"]["mode_distance"]
+    # the generated points move onto the ring's modes ...
+    assert np.mean(dist[-5:]) < 0.6 * np.mean(dist[:3])
+    # ... and the critic's Wasserstein estimate falls well below its early peak
+    assert np.mean(w[-5:]) < 0.4 * max(w)
+    assert out["modes_covered"] >= 6
+    assert (tmp_path / "wgan.png").stat().st_size > 20_000

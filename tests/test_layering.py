@@ -37,6 +37,7 @@ LAYERS = {
     "ndgrad._sparse": BOTTOM,
     "ndgrad._signature": BOTTOM,
     "ndgrad._out": BOTTOM,
+    "ndgrad._dlpack": BOTTOM,
     "ndgrad.autograd": BOTTOM,
     "ndgrad.autograd.grad_mode": BOTTOM,
     "ndgrad.autograd.hooks": BOTTOM,
@@ -70,6 +71,11 @@ LAYERS = {
     "ndgrad.autograd.forward_ad": API,
     "ndgrad.autograd.gradcheck": API,
     "ndgrad.autograd.graph": API,
+    # the practical layer (nn, optim, utils are API too, by the default rule below): pictures of
+    # graphs, DLPack exchange.
+    "ndgrad.viz": API,
+    "ndgrad.viz.dot": API,
+    "ndgrad.utils.dlpack": API,
 }
 
 

@@ -172,6 +172,17 @@ class OpNode(Node):
         if self._saved:
             self._saved = RELEASED
 
+    def __dir__(self) -> list:
+        # dir(grad_fn) lists _saved_<name> and _raw_saved_<name>, as PyTorch's nodes do (tools
+        # such as ndgrad.viz.make_dot find a node's saved values and arguments this way).
+        names = set(super().__dir__())
+        op = type(self)._op
+        if op is not None:
+            names.update("_saved_" + n for n in op.saved_names)
+            names.update("_saved_" + n for n in op.arg_names[:len(self._args)])
+            names.update("_raw_saved_" + n for n in op.saved_names)
+        return sorted(names)
+
     def __getattr__(self, name: str) -> Any:
         # grad_fn._saved_self, grad_fn._saved_other, grad_fn._saved_result ...
         if name.startswith("_raw_saved_"):
@@ -191,7 +202,7 @@ class OpNode(Node):
                 if self._saved is RELEASED:
                     raise RuntimeError(SECOND_BACKWARD_MSG)
                 return self._saved[names.index(key)].unpack(self)
-            if key in op.arg_names:
+            if key in op.arg_names[:len(self._args)]:
                 return self._args[op.arg_names.index(key)]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 

@@ -1,8 +1,9 @@
-"""Utilities: ``checkpoint``, ``data`` and ``safetensors`` (each loaded on first use)."""
+"""Utilities: ``checkpoint``, ``data``, ``dlpack`` and ``safetensors`` (each loaded on first
+use)."""
 
 
 def __getattr__(name: str):
-    if name in ("data", "checkpoint", "safetensors"):
+    if name in ("data", "checkpoint", "dlpack", "safetensors"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
