@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -175,7 +175,15 @@ def _zeros_meta(shape: tuple, np_dtype: Any) -> "Tensor":
     return _wrap(np.zeros(shape, dtype=np_dtype))
 
 
-class Tensor:
+if TYPE_CHECKING:
+    # The methods bound at import (_tensor_methods.py, _signatures.install), as a type checker
+    # sees them: a generated stub (Note [Typed API] in types.py). At run time the base is object.
+    from ._tensor_api import _TensorMethods
+else:
+    _TensorMethods = object
+
+
+class Tensor(_TensorMethods):
     """An n-dimensional array with autograd state, behaving like ``torch.Tensor``.
 
     Build tensors with :func:`ndgrad.tensor`, :func:`ndgrad.zeros` and friends; ``Tensor(data)``
