@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import __future__
 import ast
 import builtins
 import collections.abc
@@ -186,7 +187,16 @@ def function_stub(name: str, fn: Callable, imp: _Imports, indent: str = "",
     alternatives, such as ``Tensor.view``)."""
     schema = getattr(fn, "__signature_schema__", None)
     ret_ann = getattr(_impl(fn), "__annotations__", {}).get("return", inspect.Parameter.empty)
-    ret = annotation(ret_ann, _globals(fn), imp) or imp.ref("typing", "Any")
+    glob = _globals(fn)
+    if ret_ann is inspect.Parameter.empty and method and schema is not None:
+        # A method of FUNCTIONS_AND_METHODS whose implementation is unannotated: the function
+        # ``ndgrad.<name>`` is the same entry point (Note [Declared signatures]).
+        import ndgrad
+        func = getattr(ndgrad, name, None)
+        if hasattr(func, "__signature_schema__") and _same_entry(func, schema):
+            ret_ann = getattr(_impl(func), "__annotations__", {}).get("return", ret_ann)
+            glob = _globals(func)
+    ret = annotation(ret_ann, glob, imp) or imp.ref("typing", "Any")
     if schema is not None:
         alternatives = schema.split(" | ") if ") | " in schema else [schema]
         sigs = [_schema_params(s, imp, method) for s in alternatives]
@@ -198,6 +208,14 @@ def function_stub(name: str, fn: Callable, imp: _Imports, indent: str = "",
             out.append(f"{indent}@{imp.ref('typing', 'overload')}")
         out.append(f"{indent}def {name}({', '.join(params)}) -> {ret}: ...")
     return out
+
+
+def _same_entry(func: Any, method_schema: str) -> bool:
+    """The function's schema is the method's with ``input`` for ``self`` (one line of
+    FUNCTIONS_AND_METHODS)."""
+    fs = func.__signature_schema__.replace(", *, Any out=None)", ")").replace(", Any out=None)",
+                                                                            ")")
+    return fs.replace("Tensor input", "Tensor self", 1) == method_schema
 
 
 def _schema_params(schema: str, imp: _Imports, method: bool) -> list:
@@ -221,7 +239,8 @@ def _schema_params(schema: str, imp: _Imports, method: bool) -> list:
             out.append("*")
             kw = True
         if p.name == "out" and p.kw_only and p.types == ("Any",):
-            out.append(f"out: {_types_ref('Tensor', imp)} | {_types_ref('TensorList', imp)} | None = ...")
+            outs = f"{_types_ref('Tensor', imp)} | {_types_ref('TensorList', imp)}"
+            out.append(f"out: {outs} | None = ...")
             continue
         text = nd_types.schema_annotation(p.types, p.optional)
         ann = " | ".join(_types_ref(t.strip(), imp) for t in text.split("|"))
@@ -276,12 +295,17 @@ def _inspect_params(fn: Callable, imp: _Imports, method: bool) -> list:
     return out
 
 
-def _defined_by(obj: Any, name: str) -> Optional[str]:
-    """The module that exports ``obj`` as ``name`` where it is defined, if any."""
+def _defined_by(obj: Any, name: str, namespace: str) -> Optional[str]:
+    """The module other than ``namespace`` that exports ``obj`` as ``name``: where it is
+    defined, else (a class that names the namespace as its ``__module__``, such as
+    ``ndgrad.linalg.LinAlgError``) the first ndgrad module that has it."""
     mod = getattr(obj, "__module__", None)
     m = sys.modules.get(mod) if mod else None
-    if m is not None and getattr(m, name, None) is obj and mod != "ndgrad":
+    if m is not None and getattr(m, name, None) is obj and mod != namespace:
         return mod
+    for other in sorted(n for n in sys.modules if n.startswith("ndgrad.") and n != namespace):
+        if vars(sys.modules[other]).get(name) is obj and not other.endswith("__main__"):
+            return other
     return None
 
 
@@ -298,25 +322,29 @@ def _value_stub(name: str, value: Any, imp: _Imports, indent: str = "") -> str:
     return f"{indent}{name}: {t}"
 
 
-def _toplevel(imp: _Imports) -> list:
-    import ndgrad
-    import ndgrad.nn.toplevel as nn_toplevel
-    names = {n: getattr(ndgrad, n) for n in vars(ndgrad) if not n.startswith("_")}
-    for lazy in ("nn", "optim", "utils"):
-        names[lazy] = importlib.import_module(f"ndgrad.{lazy}")
-    for n in sorted(ndgrad._NN_TOPLEVEL):
-        names[n] = nn_toplevel.get(n)
-    names["__version__"] = ndgrad.__version__
+def _namespace(module: str, imp: _Imports) -> list:
+    """The public names of ``module`` after import, declared (see the module docstring)."""
+    mod = importlib.import_module(module)
+    names = {n: getattr(mod, n) for n in vars(mod) if not n.startswith("_")}
+    if module == "ndgrad":
+        import ndgrad.nn.toplevel as nn_toplevel
+        for lazy in ("nn", "optim", "utils"):
+            names[lazy] = importlib.import_module(f"ndgrad.{lazy}")
+        for n in sorted(mod._NN_TOPLEVEL):
+            names[n] = nn_toplevel.get(n)
+        names["__version__"] = mod.__version__
     lines = []
     for name in sorted(names):
         value = names[name]
         if inspect.ismodule(value):
-            if value.__name__ == f"ndgrad.{name}":
+            if value.__name__ == f"{module}.{name}":
                 lines.append(f"from . import {name} as {name}")
-            else:
+            elif value.__name__.startswith("ndgrad."):
                 lines.append(f"import {value.__name__} as {name}")
             continue
-        source = _defined_by(value, name) if (inspect.isclass(value) or (
+        if isinstance(value, __future__._Feature):     # ``from __future__ import ...``
+            continue
+        source = _defined_by(value, name, module) if (inspect.isclass(value) or (
             _is_function(value) and not hasattr(value, "__signature_schema__"))) else None
         if source is not None:
             lines.append(f"from {source} import {name} as {name}")
@@ -376,22 +404,34 @@ def _tensor_methods(imp: _Imports) -> list:
         elif isinstance(value, (staticmethod, classmethod)):
             continue
         elif _is_function(value):
-            lines.extend(function_stub(name, value, imp, indent="    ", method=True))
+            stub = function_stub(name, value, imp, indent="    ", method=True)
+            if name in ("__eq__", "__ne__"):     # elementwise: a Tensor, where object's is bool
+                stub[-1] += "  # type: ignore[override]"
+            lines.extend(stub)
         else:
             lines.append(_value_stub(name, value, imp, indent="    "))
     del ndgrad
     return lines
 
 
+# The namespaces built at import (assignments to ``globals()``, wrappers installed over the
+# definitions, star imports in an import cycle), each with the stub that declares it.
+NAMESPACES = {"ndgrad": "ndgrad/__init__.pyi", "ndgrad.nn": "ndgrad/nn/__init__.pyi",
+              "ndgrad.linalg": "ndgrad/linalg.pyi"}
+TENSOR_STUB = "ndgrad/_tensor_api.pyi"
+
+
 def render() -> dict:
-    """``{path relative to the repository: text}`` of both stubs."""
-    imp = _Imports("ndgrad")
-    body = _toplevel(imp)
-    init = HEADER + "\n".join(imp.lines()) + "\n\n" + "\n".join(body) + "\n"
+    """``{path relative to the repository: text}`` of every stub."""
+    files = {}
+    for module, path in NAMESPACES.items():
+        imp = _Imports(module)
+        body = _namespace(module, imp)
+        files[path] = HEADER + "\n".join(imp.lines()) + "\n\n" + "\n".join(body) + "\n"
     imp = _Imports("ndgrad._tensor_api")
     body = _tensor_methods(imp)
-    api = HEADER + "\n".join(imp.lines()) + "\n\n\n" + "\n".join(body) + "\n"
-    return {"ndgrad/__init__.pyi": init, "ndgrad/_tensor_api.pyi": api}
+    files[TENSOR_STUB] = HEADER + "\n".join(imp.lines()) + "\n\n\n" + "\n".join(body) + "\n"
+    return files
 
 
 def main(argv: list) -> int:
