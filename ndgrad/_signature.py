@@ -567,7 +567,8 @@ def _check_compatible(name: str, params: list, impl: Callable) -> None:
         sig = inspect.signature(impl)
     except (TypeError, ValueError):
         return
-    args, kwargs = [], {}
+    args: list = []
+    kwargs: dict = {}
     for p in params:
         if p.name == "out" and p.kw_only and p.types == ("Any",):
             continue

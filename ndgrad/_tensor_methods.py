@@ -855,8 +855,11 @@ def _as_strided_(self: Tensor, size: Any, stride: Any, storage_offset: Any = Non
 
 
 Tensor.squeeze_ = _squeeze_
-Tensor.unsqueeze_ = lambda self, dim: _inplace.inplace_view(self, ops.unsqueeze,
-                                                            "UnsqueezeBackward1", dim)
+def _unsqueeze_(self: Tensor, dim: int) -> Tensor:
+    return _inplace.inplace_view(self, ops.unsqueeze, "UnsqueezeBackward1", dim)
+
+
+Tensor.unsqueeze_ = _unsqueeze_
 Tensor.t_ = _t_
 Tensor.transpose_ = _transpose_
 Tensor.swapaxes_ = _transpose_

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, SupportsIndex
 
 import numpy as np
 
@@ -65,6 +65,8 @@ class device:
     """
 
     __slots__ = ("type", "index")
+    type: str
+    index: Optional[int]
 
     def __init__(self, type: Any, index: Optional[int] = None) -> None:  # noqa: A002
         if isinstance(type, device):
@@ -612,7 +614,7 @@ class Tensor(_TensorMethods):
     def __repr__(self) -> str:
         return format_tensor(self)
 
-    def __reduce_ex__(self, protocol: int) -> tuple:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple:
         return (_rebuild, (self._data, self._requires_grad))
 
     def __deepcopy__(self, memo: dict) -> "Tensor":

@@ -16,7 +16,7 @@ parameter return plain tensors (every op builds its result as a ``Tensor``), as 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, SupportsIndex
 
 from .. import _creation
 from .. import _dtype
@@ -74,7 +74,7 @@ class Parameter(Tensor):
         memo[id(self)] = result
         return result
 
-    def __reduce_ex__(self, protocol: int) -> tuple:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple:
         return (_rebuild_parameter, (type(self), self._data, self._requires_grad))
 
 
@@ -161,7 +161,7 @@ class UninitializedTensorMixin:
     def __repr__(self) -> str:
         return f"<{self.__class__.__name__}>"
 
-    def __reduce_ex__(self, protocol: int) -> tuple:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple:
         return (self.__class__, (self._requires_grad,))
 
     def __deepcopy__(self, memo: dict) -> Any:

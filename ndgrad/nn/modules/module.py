@@ -39,7 +39,7 @@ import itertools
 import warnings
 import weakref
 from collections import OrderedDict, namedtuple
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional, SupportsIndex
 
 from ... import _creation, _dtype
 from ...autograd import grad_mode
@@ -851,7 +851,7 @@ class Module:
             if name not in self.__dict__:
                 self.__dict__[name] = default()
 
-    def __reduce_ex__(self, protocol: int) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         # HookDicts pickle as dicts; rebuild them so handles can reference them weakly.
         return object.__reduce_ex__(self, protocol)
 
