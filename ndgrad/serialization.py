@@ -38,7 +38,7 @@ import pickle
 import sys
 import warnings
 import zipfile
-from typing import TYPE_CHECKING, Any, BinaryIO, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Dict, Optional, Tuple, Union
 
 import numpy as np
 
@@ -110,7 +110,7 @@ def _root(a: np.ndarray) -> np.ndarray:
 
 
 class _Pickler(pickle._Pickler):
-    dispatch: dict = dict(pickle._Pickler.dispatch)
+    dispatch: ClassVar[dict] = dict(pickle._Pickler.dispatch)
 
     if TYPE_CHECKING:   # the pure-Python pickler's own methods, absent from typeshed's stub
         def write(self, data: bytes) -> None: ...

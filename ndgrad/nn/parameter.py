@@ -119,6 +119,8 @@ class UninitializedTensorMixin:
     the data raises until ``materialize`` gives it a shape."""
 
     cls_to_become: Any = None
+    _data: Any           # the Tensor's (this is a mixin of Tensor subclasses)
+    _requires_grad: bool
 
     def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
         """Give the placeholder ``shape`` (uninitialized values) and turn it into

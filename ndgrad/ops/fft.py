@@ -200,7 +200,7 @@ def _roll_vjp(ctx, g):
 
 
 ROLL = Op("roll", "RollBackward0", _roll_fwd, _roll_vjp, args=("dims", "shifts"), jvp=linear)
-CONJ_PHYSICAL = Op("conj_physical", "ConjPhysicalBackward0", np.conjugate,
+CONJ_PHYSICAL: Op = Op("conj_physical", "ConjPhysicalBackward0", np.conjugate,
                    lambda ctx, g: apply(CONJ_PHYSICAL, (g,), (g._data,)), jvp=linear)
 
 
@@ -736,7 +736,7 @@ def _reflect_backward_fwd(g: np.ndarray, p: int) -> np.ndarray:
 REFLECT_PAD = Op("reflection_pad1d", "ReflectionPad1DBackward0", _reflect_fwd,
                  lambda ctx, g: apply(REFLECT_PAD_BACKWARD, (g,), (g._data,), ctx._args),
                  saves=("self",), args=("padding",), jvp=linear)
-REFLECT_PAD_BACKWARD = Op("reflection_pad1d_backward", "ReflectionPad1DBackwardBackward0",
+REFLECT_PAD_BACKWARD: Op = Op("reflection_pad1d_backward", "ReflectionPad1DBackwardBackward0",
                           _reflect_backward_fwd,
                           lambda ctx, g: apply(REFLECT_PAD, (g,), (g._data,), ctx._args),
                           args=("padding",), jvp=linear)

@@ -897,7 +897,7 @@ _C_TYPE_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int
                  "float16": "c10::Half", "bfloat16": "c10::BFloat16",
                  "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 # The mask is a tensor argument, saved (Note [Tensor arguments]).
-MASKED_FILL_S = Op("masked_fill", "MaskedFillBackward0",
+MASKED_FILL_S: Op = Op("masked_fill", "MaskedFillBackward0",
                    lambda x, mask, value: np.where(mask._data, np.asarray(value, x.dtype), x),
                    lambda ctx, g: where(ctx.saved[0], 0, g), args=("mask", "value"),
                    saves=("mask",),

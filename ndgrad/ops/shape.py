@@ -945,7 +945,7 @@ def _zero_at_fwd(g, index):
     return out
 
 
-ZERO_AT = Op("_zero_at", "IndexPutBackward0", _zero_at_fwd,
+ZERO_AT: Op = Op("_zero_at", "IndexPutBackward0", _zero_at_fwd,
              lambda ctx, g: apply(ZERO_AT, (g,), (g._data,), ctx._args), args=("indices",),
              jvp=linear)
 

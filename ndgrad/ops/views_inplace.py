@@ -220,7 +220,7 @@ VIEW_REPLAY = Op("as_strided_view", "AsStridedBackward0", replay_view,
 VIEW_SCATTER = Op("view_scatter", "AsStridedScatterBackward0", _view_scatter_fwd,
                   lambda ctx, g: apply(VIEW_REPLAY, (g,), (g._data,), (ctx._args[0],)),
                   args=("steps", "shape", "dtype"), jvp=linear)
-VIEW_ZERO = Op("view_zero", "CopySlicesBackward0", _view_zero_fwd,
+VIEW_ZERO: Op = Op("view_zero", "CopySlicesBackward0", _view_zero_fwd,
                lambda ctx, g: apply(VIEW_ZERO, (g,), (g._data,), ctx._args), args=("steps",),
                jvp=linear)
 

@@ -39,7 +39,7 @@ import itertools
 import warnings
 import weakref
 from collections import OrderedDict, namedtuple
-from typing import Any, Callable, Iterator, Mapping, Optional, SupportsIndex
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, SupportsIndex
 
 from ... import _creation, _dtype
 from ...autograd import grad_mode
@@ -352,6 +352,12 @@ class Module:
     _version: int = 1
     training: bool
     call_super_init: bool = False
+    # Set in __init__ with object.__setattr__ (annotations only: no class attributes).
+    _parameters: Dict[str, Any]
+    _buffers: Dict[str, Any]
+    _modules: Dict[str, Any]
+    _non_persistent_buffers_set: set
+    _is_full_backward_hook: Optional[bool]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if self.call_super_init is False and bool(kwargs):
