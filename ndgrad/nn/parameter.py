@@ -27,10 +27,10 @@ __all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer
 _new = object.__new__
 
 
-def _share(cls: type, data: Tensor) -> Tensor:
+def _share(cls: type, data: Tensor) -> Any:
     """A new instance of ``cls`` sharing ``data``'s array and version counter, without history
     (PyTorch's ``_make_subclass``)."""
-    t = _new(cls)
+    t: Any = _new(cls)
     t._data = data._data
     if not data._inference:
         t._version_counter = data._vc()
@@ -104,7 +104,10 @@ class Buffer(Tensor, metaclass=_BufferMeta):
     ('Tensor', True, False)
     """
 
-    def __new__(cls, data: Optional[Tensor] = None, *, persistent: bool = True) -> Tensor:
+    persistent: bool
+
+    # A plain Tensor flagged as a buffer, as torch's (``isinstance`` is the metaclass's test).
+    def __new__(cls, data: Optional[Tensor] = None, *, persistent: bool = True) -> Any:
         if data is None:
             data = _creation.empty(0)
         t = _share(Tensor, data)
@@ -167,7 +170,8 @@ class UninitializedTensorMixin:
         return (self.__class__, (self._requires_grad,))
 
     def __deepcopy__(self, memo: dict) -> Any:
-        result = type(self)(self._requires_grad)
+        cls: Any = type(self)
+        result = cls(self._requires_grad)
         memo[id(self)] = result
         return result
 
@@ -197,6 +201,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """A buffer of unknown shape (lazy modules); ``materialize`` makes it a ``Tensor``."""
 
     cls_to_become = Tensor
+    persistent: bool
 
     def __new__(cls, requires_grad: bool = False, device: Any = None, dtype: Any = None,
                 persistent: bool = True) -> "UninitializedBuffer":
