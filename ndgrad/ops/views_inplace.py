@@ -307,7 +307,7 @@ class CopySlices(Node):
         self.fn = None
 
     @property
-    def _saved(self) -> tuple:  # the engine releases saved values when this is non-empty
+    def _saved(self) -> tuple:  # type: ignore[override]  # computed here, stored on Node  # the engine releases saved values when this is non-empty
         return (self.fn,) if self.fn is not None else ()
 
 
