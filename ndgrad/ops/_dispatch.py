@@ -237,6 +237,8 @@ def _edge(t: Tensor) -> tuple:
 def _new_node(op: Op, tensors: tuple, args: tuple) -> OpNode:
     node = op.node_cls()
     node._sequence_nr = next_sequence_nr()
+    edges: tuple
+    meta: tuple
     if len(tensors) == 1:
         t = tensors[0]
         d = t._data

@@ -263,7 +263,7 @@ def refresh_view(t: Tensor) -> bool:
 # The dispatcher and Tensor (layers below, Note [Layers] in autograd/__init__.py) call these.
 _dispatch.record_view = record_view
 _dispatch.refresh_view = refresh_view
-_tensor_mod._refresh_view = refresh_view
+setattr(_tensor_mod, "_refresh_view", refresh_view)  # a ModuleType to a type checker
 
 
 # ---------------------------------------------------------------------------- CopySlices
@@ -271,6 +271,8 @@ class CopySlices(Node):
     """The base's node after an in-place op on one of its views (see the Note above)."""
 
     _full_name = "torch::autograd::CopySlices"
+
+    fn: Optional[Node]       # None once released
 
     def __init__(self, base_edge: tuple, base_meta: tuple, steps: tuple, fn: Node) -> None:
         self._sequence_nr = next_sequence_nr()
@@ -307,7 +309,8 @@ class CopySlices(Node):
         self.fn = None
 
     @property
-    def _saved(self) -> tuple:  # type: ignore[override]  # computed here, stored on Node  # the engine releases saved values when this is non-empty
+    def _saved(self) -> tuple:  # type: ignore[override]  # computed here (Node stores it)
+        # the engine releases saved values when this is non-empty
         return (self.fn,) if self.fn is not None else ()
 
 
@@ -321,7 +324,7 @@ _OWN_CODE: dict = {}     # code object -> whether it belongs to ndgrad (a cache 
 def _site() -> Any:
     """(file, line) of the first caller outside ndgrad, formatted only if an error needs it.
     Runs on every in-place op (optimizer updates too), so it stays a few dict lookups."""
-    f = sys._getframe(2)
+    f: Any = sys._getframe(2)
     own = _OWN_CODE
     while f is not None:
         code = f.f_code
@@ -539,7 +542,7 @@ def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any,
     res = fn(snapshot, *args)
     node = res._grad_fn
     base = self._base
-    base_edge = _edge(base) if base is not None else None
+    base_edge: Any = _edge(base) if base is not None else None
     _store(self, res)
     _bump(self)
     if node is None:
