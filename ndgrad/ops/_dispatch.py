@@ -136,7 +136,7 @@ class Op:
         attrs = {"_op": self, "__module__": "ndgrad.autograd"}
         if full_name is not None:
             attrs["_full_name"] = full_name
-        self.node_cls = type(node, (OpNode,), attrs)
+        self.node_cls: Any = type(node, (OpNode,), attrs)   # an OpNode subclass
         REGISTRY.setdefault(name, []).append(self)
 
     def __repr__(self) -> str:

@@ -515,6 +515,8 @@ def multi_head_attention_forward(
             if t is None:
                 raise AssertionError(f"use_separate_proj_weight is True but {nm}_proj_weight "
                                      f"is None")
+        assert q_proj_weight is not None and k_proj_weight is not None and \
+            v_proj_weight is not None     # checked just above, with torch's message
         bq = bk = bv = None
         if in_proj_bias is not None:
             bq, bk, bv = in_proj_bias[:E], in_proj_bias[E:2 * E], in_proj_bias[2 * E:]
@@ -597,6 +599,7 @@ def multi_head_attention_forward(
     dt = q._data.dtype
     drop = _dropout_mask((bsz * H, tgt_len, src_len), dropout_p, dt) if dropout_p > 0 else None
     scale = 1.0 / math.sqrt(head_dim)
+    w: Optional[Tensor]
     if need_weights:
         out, w = _attention(q, k, v, attn_mask, drop, scale, False, True)
     else:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import sys
 from importlib import import_module
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
