@@ -463,7 +463,8 @@ def hessian(func: Callable[..., Any], inputs: TensorOrTuple, create_graph: bool 
 
 
 def _scalar_and_gradient(func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool,
-                         strict: bool, fn: str) -> Tuple[bool, tuple, Optional[tuple], bool, tuple, tuple]:
+                         strict: bool, fn: str
+                         ) -> Tuple[bool, tuple, Optional[tuple], bool, tuple, tuple]:
     in_tuple, inputs = _as_tuple(inputs, "inputs", fn)
     inputs = _prepare_inputs(inputs, create_graph, need_graph=True)
     v = _v_about_inputs(v, inputs, in_tuple, create_graph, fn)

@@ -37,7 +37,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -54,9 +54,10 @@ __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rf
            "ifftshift", "fftfreq", "rfftfreq", "stft", "istft"]
 
 # numpy's ``norm=`` for a normalization code, by direction of the transform.
-_NP_NORM_FORWARD = ("backward", "ortho", "forward")
-_NP_NORM_INVERSE = ("forward", "ortho", "backward")
-_COMPLEX_OF = {np.dtype(np.float32): np.dtype(np.complex64),
+_NpNorm = Literal["backward", "ortho", "forward"]
+_NP_NORM_FORWARD: Tuple[_NpNorm, ...] = ("backward", "ortho", "forward")
+_NP_NORM_INVERSE: Tuple[_NpNorm, ...] = ("forward", "ortho", "backward")
+_COMPLEX_OF: dict = {np.dtype(np.float32): np.dtype(np.complex64),
                np.dtype(np.float64): np.dtype(np.complex128)}
 
 

@@ -401,7 +401,8 @@ erfinv = _unary(ERFINV, "Elementwise inverse error function (defined for |input|
                 "erfinv_vml_cpu")
 lgamma = _unary(LGAMMA, "Elementwise ``log(|gamma(input)|)``.",
                 ">>> ndgrad.lgamma(ndgrad.tensor([1.0])).tolist()\n    [0.0]", "lgamma_vml_cpu")
-digamma: Callable[..., Tensor] = _unary(DIGAMMA, "Elementwise digamma function, the derivative of lgamma.",
+digamma: Callable[..., Tensor]
+digamma = _unary(DIGAMMA, "Elementwise digamma function, the derivative of lgamma.",
                  ">>> ndgrad.digamma(ndgrad.tensor([1.0])).item() < -0.57\n    True",
                  "digamma")
 sinc = _unary(SINC, "Elementwise normalized sinc, ``sin(pi x) / (pi x)`` (1 at 0).",

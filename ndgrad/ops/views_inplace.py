@@ -52,7 +52,7 @@ from ._dispatch import _DIFF_DTYPES, Op, _edge, apply
 from ._jvp import linear, zero
 from ._util import broadcast_error, type_name
 
-_tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
+_tensor_mod: Any = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 
 __all__ = ["apply_inplace", "refresh_view", "record_view", "NO_GRAD_VIEW", "MULTI_OUTPUT_VIEW",
            "INFERENCE_VIEW"]
@@ -263,7 +263,7 @@ def refresh_view(t: Tensor) -> bool:
 # The dispatcher and Tensor (layers below, Note [Layers] in autograd/__init__.py) call these.
 _dispatch.record_view = record_view
 _dispatch.refresh_view = refresh_view
-setattr(_tensor_mod, "_refresh_view", refresh_view)  # a ModuleType to a type checker
+_tensor_mod._refresh_view = refresh_view
 
 
 # ---------------------------------------------------------------------------- CopySlices
