@@ -7,11 +7,14 @@ below (``SCHEMA_TYPES``), and that one mapping serves twice:
 
 - at run time, ``_signature.wrap`` gives each generated wrapper ``__annotations__`` and an
   annotated ``__signature__`` (what ``help()``, IPython and ``typing.get_type_hints`` show);
-- for type checkers and IDEs, ``tools/gen_stubs.py`` writes two stub files from the imported
+- for type checkers and IDEs, ``tools/gen_stubs.py`` writes stub files from the imported
   package: ``ndgrad/__init__.pyi`` (the top-level namespace, which ``ndgrad/__init__.py`` and
-  ``_signatures.install`` build at import) and ``ndgrad/_tensor_api.pyi`` (the Tensor methods that
-  ``_tensor_methods.py`` and ``install`` bind at import, seen by a type checker as the base class
-  ``_TensorMethods`` of ``Tensor``; at run time that base is ``object``).
+  ``_signatures.install`` build at import), ``ndgrad/nn/__init__.pyi`` and ``ndgrad/linalg.pyi``
+  (namespaces built by star imports in an import cycle and by ``globals()``), and
+  ``ndgrad/_tensor_api.pyi`` (the Tensor methods that ``_tensor_methods.py`` and ``install``
+  bind at import, seen by a type checker as the base class ``_TensorMethods`` of ``Tensor``; at
+  run time that base is ``object``). A module with a stub is read by type checkers from the
+  stub only, so these modules keep no logic a checker should see.
 
 The return type of a wrapped function is its implementation's annotation. The stubs are
 generated, never edited by hand; ``tests/test_typing.py`` fails when they are out of date

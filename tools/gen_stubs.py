@@ -5,6 +5,8 @@
 - ``ndgrad/__init__.pyi``: the top-level namespace as it is after import (the names
   ``ndgrad/__init__.py`` imports, the checking wrappers ``_signatures.install`` puts in their
   place, the lazily loaded ``nn``, ``optim``, ``utils`` and top-level nn kernels);
+- ``ndgrad/nn/__init__.pyi`` and ``ndgrad/linalg.pyi`` (``NAMESPACES``): the same for those
+  namespaces;
 - ``ndgrad/_tensor_api.pyi``: class ``_TensorMethods``, every public Tensor method and
   property not written in ``tensor.py``'s class body (bound by ``_tensor_methods.py`` and
   ``install``); ``tensor.py`` makes it ``Tensor``'s base class for type checkers only.
