@@ -4,10 +4,10 @@ of date, and its graph-path column follows the ``ndgrad.jit.supported_ops()`` co
 from __future__ import annotations
 
 import pathlib
+import subprocess
 import sys
 import types
 
-from ndgrad.ops._dispatch import REGISTRY
 from tools import gen_ops_doc
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -19,11 +19,10 @@ def _row(text: str, op: str) -> list:
 
 
 def test_ops_doc_is_up_to_date():
-    text = gen_ops_doc.render()
-    assert (ROOT / "docs" / "ops.md").read_text() == text, \
-        "docs/ops.md is out of date: run `python -m tools.gen_ops_doc`"
-    for name in REGISTRY:                 # every op of the table has its row
-        assert f"| `{name}` |" in text
+    # In a fresh interpreter: tests that declare Ops of their own add them to REGISTRY.
+    r = subprocess.run([sys.executable, "-m", "tools.gen_ops_doc", "--check"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_columns_are_derived_from_the_table():
