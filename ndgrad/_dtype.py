@@ -30,7 +30,7 @@ class dtype:
     __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed",
                  "_category", "_torch_name")
 
-    def __init__(self, name: str, np_dtype, category: int, torch_name: str) -> None:
+    def __init__(self, name: str, np_dtype, category: _builtins.int, torch_name: str) -> None:
         self.name = name
         self.np = np.dtype(np_dtype)
         self.itemsize = self.np.itemsize
@@ -162,7 +162,7 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     return a if _ORDER[a] > _ORDER[b] else b
 
 
-def scalar_category(value) -> int:
+def scalar_category(value) -> _builtins.int:
     """The promotion category of a Python number (bool < int < float < complex)."""
     t = type(value)
     if t is _pybool or t is np.bool_:
@@ -176,7 +176,7 @@ def scalar_category(value) -> int:
     raise TypeError(f"unsupported scalar type {t.__name__}")
 
 
-def _default_for_category(cat: int) -> dtype:
+def _default_for_category(cat: _builtins.int) -> dtype:
     if cat == _BOOL:
         return bool
     if cat == _INT:
@@ -218,6 +218,8 @@ def result_type(*operands) -> dtype:
             result = _default_for_category(scalar_cat)
         elif scalar_cat > result._category:
             result = _promote_category(result, _default_for_category(scalar_cat))
+    if result is None:
+        raise TypeError("result_type() received an invalid combination of arguments - got ()")
     return result
 
 
@@ -257,14 +259,14 @@ _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "
             "complex128": "c10::complex<double>", "bool": "bool"}
 
 
-def overflow_error(d: dtype, short: _pybool = False) -> RuntimeError:
+def overflow_error(d: dtype, short: _builtins.bool = False) -> RuntimeError:
     """PyTorch's error for a number ``d`` cannot hold (``short``: the dtype's own name, as
     ``tensor()`` words it, instead of the C type)."""
     name = d.name if short else _C_NAMES[d.name]
     return RuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
-def _int_scalar(v: _pyint) -> _pyint:
+def _int_scalar(v: _builtins.int) -> _builtins.int:
     if v >= 2 ** 64:
         raise OverflowError("int too big to convert")
     if v < -2 ** 63:
@@ -272,7 +274,7 @@ def _int_scalar(v: _pyint) -> _pyint:
     return v
 
 
-def _real_fits(f: _pyfloat, d: dtype) -> _pybool:
+def _real_fits(f: _builtins.float, d: dtype) -> _builtins.bool:
     if d._category == _INT:
         lo, hi = _INT_RANGE[d]
         return lo <= f <= hi             # exact float/int comparison; False for NaN
@@ -282,7 +284,7 @@ def _real_fits(f: _pyfloat, d: dtype) -> _pybool:
 _inf = _pyfloat("inf")
 
 
-def scalar_to(value, d: dtype, relaxed: _pybool = False):
+def scalar_to(value, d: dtype, relaxed: _builtins.bool = False):
     """``value`` (a Python or NumPy number) converted to dtype ``d`` with PyTorch's overflow
     check (see Note [Python numbers into a dtype]); returns a Python number NumPy stores into
     an array of ``d`` unchanged. ``relaxed``: float16 and bfloat16 round out-of-range values to
@@ -330,7 +332,7 @@ def scalar_to(value, d: dtype, relaxed: _pybool = False):
     return _pyint(f) if d._category == _INT else f
 
 
-def wrap_int(value: _pyint, d: dtype) -> _pyint:
+def wrap_int(value: _builtins.int, d: dtype) -> _builtins.int:
     """A Python int operand of an integer tensor of dtype ``d``, wrapped around as PyTorch's
     cast of an int64 scalar does (``uint8 + 300`` adds 44)."""
     lo, hi = _INT_RANGE[d]

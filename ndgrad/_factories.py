@@ -88,6 +88,7 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any
                                f"but got {name} with {v._data.ndim} dimension(s).")
     lo, hi = (float(v.item()) if isinstance(v, Tensor) else v for v in (start, end))
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    exps: np.ndarray
     if d.is_complex:
         exps = np.linspace(complex(lo), complex(hi), steps)
     else:

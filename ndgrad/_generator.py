@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 __all__ = ["Generator", "default_generator"]
 
@@ -45,6 +46,9 @@ _STATE_WORDS = 630
 class Generator:
     """A random generator (``ndgrad.Generator().manual_seed(0)``): pass it as ``generator=``
     to random functions, samplers and ``random_split``."""
+
+    _mt: np.random.MT19937
+    _np: np.random.Generator
 
     def __init__(self, device: Any = "cpu") -> None:
         self._device = str(device)
@@ -77,7 +81,9 @@ class Generator:
 
     def seed(self) -> int:
         """Seed from the operating system's entropy; returns the seed."""
-        s = int(np.random.SeedSequence().entropy % (2 ** 63))
+        entropy = np.random.SeedSequence().entropy
+        assert isinstance(entropy, int)      # drawn from the OS when none is given
+        s = int(entropy % (2 ** 63))
         self.manual_seed(s)
         return s
 
@@ -153,7 +159,7 @@ def randint_array(low: int, high: int, shape: tuple, generator: Optional[Generat
 _DIGITS = {"float64": 53}      # every other floating type: 24 bits of one 32-bit draw
 
 
-def uniform_bits(g: Generator, n: int, dtype: np.dtype) -> np.ndarray:
+def uniform_bits(g: Generator, n: int, dtype: DTypeLike) -> np.ndarray:
     """``n`` uniforms in [0, 1) as float64, from the engine as torch draws them for ``dtype``
     (Note [Random streams])."""
     digits = _DIGITS.get(str(np.dtype(dtype)), 24)

@@ -43,6 +43,7 @@ class memory_format:
     """The layout a tensor is allocated in (``ndgrad.channels_last`` ...); not instantiable."""
 
     __slots__ = ("_name",)
+    _name: str
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "memory_format":
         raise TypeError("cannot create 'ndgrad.memory_format' instances")

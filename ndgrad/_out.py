@@ -135,7 +135,8 @@ def _check_overlap(name: str, out: np.ndarray, inputs: list) -> None:
         if not np.may_share_memory(arr, out):
             continue
         try:
-            shared = np.shares_memory(arr, out, max_work=10000)
+            # NumPy documents any bound; its stub admits only -1 and 0.
+            shared = np.shares_memory(arr, out, max_work=10000)  # type: ignore[arg-type]
         except np.exceptions.TooHardError:      # undecided: allowed, as PyTorch's check does
             continue
         if shared and (name in _NO_OVERLAP or not _same_layout(arr, out)):

@@ -65,7 +65,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _dtype
+from . import _dtype, types
 from ._out import call_with_out
 from .tensor import Tensor
 
@@ -509,7 +509,9 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
     exec(compile(src, os.path.join(_HERE, f"<signature {name}>"), "exec"), env)
     fn = env[fn_name]
     fn.__doc__ = getattr(impl, "__doc__", None)
-    # What introspection shows is the declared signature, not the implementation's.
+    # What introspection shows is the declared signature, not the implementation's, with the
+    # types of Note [Typed API] (in ndgrad/types.py).
+    fn.__annotations__ = _annotations(params, impl)
     fn.__signature__ = inspect.signature(fn, follow_wrapped=False)
     fn.__wrapped__ = impl
     fn.__qualname__ = name
@@ -517,6 +519,31 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
     fn.__signature_schema__ = schema
     _check_compatible(name, params, impl)
     return fn
+
+
+_TYPE_NAMES = {"Any": Any, **{n: getattr(types, n) for n in (
+    "Tensor", "Scalar", "IntLike", "IntList", "IntOrList", "DType", "TensorList")}}
+_TYPE_CACHE: dict = {}
+
+
+def _annotations(params: list, impl: Callable) -> dict:
+    """A wrapper's ``__annotations__``: each parameter's schema types as a type (Note [Typed
+    API]; a few distinct ones, built once), and the implementation's return annotation (a
+    string resolved in the implementation's module, where ``typing.get_type_hints`` looks)."""
+    ann: dict = {}
+    for p in params:
+        if p.name == "out" and p.kw_only and p.types == ("Any",):
+            ann["out"] = Any
+            continue
+        key = ("int...",) if p.varargs else p.types, p.optional
+        t = _TYPE_CACHE.get(key)
+        if t is None:
+            t = _TYPE_CACHE[key] = eval(types.schema_annotation(*key), _TYPE_NAMES)  # noqa: S307
+        ann[p.name] = t
+    ret = getattr(impl, "__annotations__", {}).get("return")
+    if ret is not None:
+        ann["return"] = ret
+    return ann
 
 
 def _with_out_param(schema: str) -> str:
@@ -540,7 +567,8 @@ def _check_compatible(name: str, params: list, impl: Callable) -> None:
         sig = inspect.signature(impl)
     except (TypeError, ValueError):
         return
-    args, kwargs = [], {}
+    args: list = []
+    kwargs: dict = {}
     for p in params:
         if p.name == "out" and p.kw_only and p.types == ("Any",):
             continue

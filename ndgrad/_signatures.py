@@ -694,7 +694,7 @@ def install(module: ModuleType) -> None:
     for schema in _entries(METHODS):
         name = _name(schema)
         setattr(Tensor, name, wrap(schema, _unwrapped(getattr(Tensor, name)), method=True))
-    Tensor.view = _view_overloads(Tensor.view)
+    Tensor.view = _view_overloads(Tensor.view)  # type: ignore[method-assign]  # binds it
 
 
 def _view_overloads(view_sizes: Any) -> Any:
@@ -704,11 +704,12 @@ def _view_overloads(view_sizes: Any) -> Any:
         if len(size) == 1 and type(size[0]) is _dtype.dtype:
             return view_dtype(self, size[0])
         return view_sizes(self, *size)
-    view.__doc__ = view_sizes.__doc__
-    view.__name__ = view.__qualname__ = "view"
-    view.__signature_schema__ = "view(Tensor self, int... size) | view(Tensor self, dtype)"
-    view.__wrapped__ = _unwrapped(view_sizes)
-    return view
+    fn: Any = view
+    fn.__doc__ = view_sizes.__doc__
+    fn.__name__ = fn.__qualname__ = "view"
+    fn.__signature_schema__ = "view(Tensor self, int... size) | view(Tensor self, dtype)"
+    fn.__wrapped__ = _unwrapped(view_sizes)
+    return fn
 
 
 def _unwrapped(fn: Any) -> Any:

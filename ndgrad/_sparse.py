@@ -44,7 +44,7 @@ class SparseTensor(Tensor):
 
     # ------------------------------------------------------------------ dense view
     @property
-    def _data(self) -> np.ndarray:       # type: ignore[override]
+    def _data(self) -> np.ndarray:
         return self._dense()
 
     @_data.setter

@@ -69,7 +69,7 @@ def _operand(other: Any) -> bool:
 
 def _operator(fn: Any, name: str):
     """The operator method ``name`` calling ``fn(self, other)`` for the operands it takes."""
-    def method(self: Tensor, other: Any) -> Any:
+    def method(self: Tensor, other: Any) -> Tensor:
         if type(other) is not Tensor and not _operand(other):
             return NotImplemented
         return fn(self, other)
@@ -97,6 +97,22 @@ def _rtruediv(self: Tensor, other: Any) -> Tensor:
     if is_scalar(other):
         return ops.reciprocal(self) * other          # PyTorch records MulBackward0 here
     return ops.div(to_tensor(other), self)
+
+
+def _neg(self: Tensor) -> Tensor:
+    return ops.neg(self)
+
+
+def _pos(self: Tensor) -> Tensor:
+    return self
+
+
+def _abs(self: Tensor) -> Tensor:
+    return ops.abs(self)
+
+
+def _getitem(self: Tensor, index: Any) -> Tensor:
+    return ops.getitem(self, index)
 
 
 def _rpow(self: Tensor, other: Any) -> Tensor:
@@ -332,9 +348,9 @@ _METHODS = {
     "__rpow__": _operator(_rpow, "__rpow__"),
     "__matmul__": _matmul_op,
     "__rmatmul__": _operator(_rmatmul, "__rmatmul__"),
-    "__neg__": lambda s: ops.neg(s),
-    "__pos__": lambda s: s,
-    "__abs__": lambda s: ops.abs(s),
+    "__neg__": _neg,
+    "__pos__": _pos,
+    "__abs__": _abs,
     "__eq__": _operator(lambda s, o: ops.eq(s, o), "__eq__"),
     "__ne__": _operator(lambda s, o: ops.ne(s, o), "__ne__"),
     "__lt__": _operator(lambda s, o: ops.lt(s, o), "__lt__"),
@@ -347,7 +363,7 @@ _METHODS = {
     "__rand__": _operator(lambda s, o: ops.bitwise_and(s, o), "__rand__"),
     "__ror__": _operator(lambda s, o: ops.bitwise_or(s, o), "__ror__"),
     "__invert__": _invert,
-    "__getitem__": lambda s, i: ops.getitem(s, i),
+    "__getitem__": _getitem,
     "__setitem__": _setitem,
     "index_put": _index_put,
     "__iadd__": _operator(lambda s, o: _inplace.inplace_binary(
@@ -756,7 +772,7 @@ def _binary_methods() -> None:
         # PyTorch's C-level reflected operators refuse a non-tensor ``self`` (called unbound)
         op = _operator(fn, name)
 
-        def method(self: Any, other: Any) -> Any:
+        def method(self: Any, other: Any) -> Tensor:
             if not isinstance(self, Tensor):
                 raise TypeError(f"descriptor '{name}' for 'Tensor' objects doesn't apply to a "
                                 f"'{type(self).__name__}' object")
@@ -839,8 +855,11 @@ def _as_strided_(self: Tensor, size: Any, stride: Any, storage_offset: Any = Non
 
 
 Tensor.squeeze_ = _squeeze_
-Tensor.unsqueeze_ = lambda self, dim: _inplace.inplace_view(self, ops.unsqueeze,
-                                                            "UnsqueezeBackward1", dim)
+def _unsqueeze_(self: Tensor, dim: int) -> Tensor:
+    return _inplace.inplace_view(self, ops.unsqueeze, "UnsqueezeBackward1", dim)
+
+
+Tensor.unsqueeze_ = _unsqueeze_
 Tensor.t_ = _t_
 Tensor.transpose_ = _transpose_
 Tensor.swapaxes_ = _transpose_

@@ -20,7 +20,7 @@ __all__ = ["sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", 
 
 
 def _make(name: str, fields: tuple = ("values", "indices")) -> type:
-    t = namedtuple(name, fields)
+    t = namedtuple(name, fields)  # type: ignore[misc]  # one class per op, named as PyTorch's
     t.__module__ = __name__
     t.__qualname__ = name
     return t

@@ -38,7 +38,7 @@ import pickle
 import sys
 import warnings
 import zipfile
-from typing import Any, BinaryIO, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Dict, Optional, Tuple, Union
 
 import numpy as np
 
@@ -64,6 +64,8 @@ class _Global:
     importable here)."""
 
     _cache: Dict[Tuple[str, str], "_Global"] = {}
+    module: str
+    name: str
 
     def __new__(cls, module: str, name: str) -> "_Global":
         key = (module, name)
@@ -107,8 +109,13 @@ def _root(a: np.ndarray) -> np.ndarray:
     return a
 
 
-class _Pickler(pickle._Pickler):  # type: ignore[misc]
-    dispatch = dict(pickle._Pickler.dispatch)
+class _Pickler(pickle._Pickler):
+    dispatch: ClassVar[dict] = dict(pickle._Pickler.dispatch)
+
+    if TYPE_CHECKING:   # the pure-Python pickler's own methods, absent from typeshed's stub
+        def write(self, data: bytes) -> None: ...
+        def memoize(self, obj: Any) -> None: ...
+        def save(self, obj: Any) -> None: ...
 
     def __init__(self, file: BinaryIO) -> None:
         super().__init__(file, protocol=2)
@@ -242,8 +249,8 @@ def _rebuild_parameter(data: Tensor, requires_grad: bool, hooks: Any = None,
         # local import: nn sits above the core; a file with parameters needs its class
         from .nn.parameter import Parameter
     except ImportError:
-        Parameter = None
-    if Parameter is None or not isinstance(Parameter, type):
+        return data.detach().requires_grad_(requires_grad)
+    if not isinstance(Parameter, type):
         return data.detach().requires_grad_(requires_grad)
     p = Parameter(data, requires_grad=requires_grad)
     if state:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, SupportsIndex
 
 import numpy as np
 
@@ -65,6 +65,8 @@ class device:
     """
 
     __slots__ = ("type", "index")
+    type: str
+    index: Optional[int]
 
     def __init__(self, type: Any, index: Optional[int] = None) -> None:  # noqa: A002
         if isinstance(type, device):
@@ -175,7 +177,15 @@ def _zeros_meta(shape: tuple, np_dtype: Any) -> "Tensor":
     return _wrap(np.zeros(shape, dtype=np_dtype))
 
 
-class Tensor:
+if TYPE_CHECKING:
+    # The methods bound at import (_tensor_methods.py, _signatures.install), as a type checker
+    # sees them: a generated stub (Note [Typed API] in types.py). At run time the base is object.
+    from ._tensor_api import _TensorMethods
+else:
+    _TensorMethods = object
+
+
+class Tensor(_TensorMethods):
     """An n-dimensional array with autograd state, behaving like ``torch.Tensor``.
 
     Build tensors with :func:`ndgrad.tensor`, :func:`ndgrad.zeros` and friends; ``Tensor(data)``
@@ -190,24 +200,26 @@ class Tensor:
     # Creating a tensor sets only ``_data``; every other attribute falls back to these class
     # defaults until it is assigned. This keeps the dispatcher's hot path (ops/_dispatch.py) to
     # one allocation and one attribute store per result.
+    # (Typed Any where the value is None until set: the invariants are in the Notes named.)
     _data: np.ndarray
     _requires_grad = False
-    _grad_fn = None
+    _grad_fn: Any = None
     _output_nr = 0
-    _grad = None
-    _grad_acc = None            # weakref to this leaf's AccumulateGrad
-    _version_counter = None     # [int], shared by a tensor, its views and detached aliases
-    _base = None                # the tensor this one is a view of
-    _hooks = None               # tensor hooks of a leaf (dict id -> fn)
-    _post_acc_hooks = None
+    _grad: Any = None
+    _grad_acc: Any = None       # weakref to this leaf's AccumulateGrad
+    _version_counter: Any = None  # [int], shared by a tensor, its views and detached aliases
+    _base: Any = None           # the tensor this one is a view of
+    _hooks: Any = None          # tensor hooks of a leaf (dict id -> fn)
+    _post_acc_hooks: Any = None
     _retains_grad = False
     _view_steps: tuple = ()     # view ops from the root base (ops/views_inplace.py)
     _view_version = 0           # shared version when the view's grad_fn was last computed
-    _view_creation = None       # no_grad / multi-output / inference view (in-place checks)
+    _view_creation: Any = None  # no_grad / multi-output / inference view (in-place checks)
     _inference = False          # created in inference_mode
-    _fw_grads = None            # {level: tangent} (Note [Forward AD], autograd/forward_ad.py)
+    _fw_grads: Any = None       # {level: tangent} (Note [Forward AD], autograd/forward_ad.py)
     _blevel = 0                 # batch level id (Note [Batched backward], autograd/batching.py)
-    _bproxy = None              # on a logical proxy: the batched tensor it stands for
+    _bproxy: Any = None         # on a logical proxy: the batched tensor it stands for
+    _unbounded = False          # a clamp bound standing for "none" (ops/pointwise.py)
     __array_priority__ = 1000   # ndarray <op> Tensor defers to Tensor
 
     def __init__(self, data: Any = (), dtype: Optional[_dtype_cls] = None) -> None:
@@ -641,7 +653,7 @@ class Tensor:
     def __repr__(self) -> str:
         return format_tensor(self)
 
-    def __reduce_ex__(self, protocol: int) -> tuple:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple:
         return (_rebuild, (self._data, self._requires_grad))
 
     def __deepcopy__(self, memo: dict) -> "Tensor":

@@ -38,6 +38,7 @@ LAYERS = {
     "ndgrad._signature": BOTTOM,
     "ndgrad._out": BOTTOM,
     "ndgrad._dlpack": BOTTOM,
+    "ndgrad.types": BOTTOM,
     "ndgrad.autograd": BOTTOM,
     "ndgrad.autograd.grad_mode": BOTTOM,
     "ndgrad.autograd.hooks": BOTTOM,
@@ -213,6 +214,11 @@ def _scan(path: pathlib.Path) -> Iterator[Import]:
 
     def walk(node: ast.AST, local: bool) -> Iterator[Import]:
         for child in ast.iter_child_nodes(node):
+            if _type_checking_only(child):
+                assert isinstance(child, ast.If)
+                for other in child.orelse:          # what runs
+                    yield from walk(ast.Module(body=[other], type_ignores=[]), local)
+                continue
             for target in _targets(child, package):
                 yield Import(path, child.lineno, mod, target, local, local and commented(child))
                 # Importing a module first runs its packages' __init__ (which is within the
@@ -227,6 +233,16 @@ def _scan(path: pathlib.Path) -> Iterator[Import]:
             yield from walk(child, local or inner)
 
     yield from walk(tree, False)
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:``: its body imports what a type checker reads and Python never runs
+    (Note [Typed API] in ndgrad/types.py), so it cannot break the layering (its else runs)."""
+    if not isinstance(node, ast.If):
+        return False
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
 
 
 def _allowed(imp: Import) -> bool:

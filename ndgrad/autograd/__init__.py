@@ -47,6 +47,17 @@ from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  
 from .grad_mode import is_multithreading_enabled, set_multithreading_enabled  # noqa: F401
 from .grad_mode import inference_mode, is_inference_mode_enabled  # noqa: F401
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # what _load binds, for type checkers (Note [Typed API] in ndgrad/types.py)
+    from . import forward_ad, functional, graph, profiler  # noqa: F401
+    from .anomaly_mode import (  # noqa: F401
+        detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly)
+    from .api import backward, grad  # noqa: F401
+    from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
+    from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
+    from .node import Node  # noqa: F401
+
 __all__ = ["backward", "grad", "graph", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "Node", "Function", "FunctionCtx", "once_differentiable",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",

@@ -108,7 +108,7 @@ def _root_edges(tensors: Sequence[Any]) -> list:
 
 
 def _input_edges(inputs: Sequence[Any], accumulate_grad: bool) -> list:
-    edges = []
+    edges: list = []
     for x in inputs:
         if isinstance(x, GradientEdge):
             edges.append((x.node, x.output_nr))
@@ -233,6 +233,7 @@ def grad(
 
     def run(gs: tuple, keep: bool) -> tuple:
         res = run_backward(roots, gs, keep, create_graph, input_edges, accumulate_grad=False)
+        assert res is not None               # the gradients of input_edges
         if not allow_unused:
             for i, r in enumerate(res):
                 if r is None:
@@ -250,7 +251,8 @@ def grad(
                for i in range(len(inputs_t))):
             raise RuntimeError("materialize_grads cannot be used when the given input is a "
                                "GradientEdge")
-        result = tuple(r if r is not None else zeros_like(x) for r, x in zip(result, inputs_t))
+        result = tuple(zeros_like(x) if r is None and isinstance(x, _tensor_mod.Tensor) else r
+                       for r, x in zip(result, inputs_t))
     return result
 
 
@@ -303,7 +305,7 @@ def _batched(run: Any, grads: tuple, retain_graph: bool, create_graph: bool,
     if not _graph_supports_batching([e[0] for e in roots]):
         return _row_loop(run, grads, retain_graph, n)
     with batch_level() as level:
-        seeds = []
+        seeds: list = []
         for g in grads:
             if g is None:
                 seeds.append(None)

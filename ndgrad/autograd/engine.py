@@ -421,6 +421,7 @@ class _Instrumented:
 
     def _profiled_apply(self, node, inputs: list) -> tuple:
         shapes = None
+        assert self.prof is not None        # used only while a profiler records
         if self.prof.record_shapes:
             shapes = [list(g._data.shape) if g is not None else [] for g in inputs]
         with profiler._Range(self.prof, node.name(), shapes):

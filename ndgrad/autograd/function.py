@@ -133,7 +133,7 @@ class BackwardCFunction(Node, FunctionCtx):
     _next_functions: tuple = ()
 
     @property
-    def next_functions(self) -> tuple:
+    def next_functions(self) -> tuple:  # type: ignore[override]  # read-only, unlike Node's
         """The edges, one per tensor argument (read-only: ``ctx`` holds user attributes)."""
         return self._next_functions
 
@@ -417,7 +417,7 @@ def _process_outputs(ctx: Any, inputs: list, raw: tuple, executable: bool) -> tu
                                "must all be outputs of the Function.")
     n_tensor_outputs = sum(1 for o in raw if isinstance(o, Tensor))
     results = []
-    meta = []
+    meta: list = []
     for i, o in enumerate(raw):
         if not isinstance(o, Tensor):
             results.append(o)

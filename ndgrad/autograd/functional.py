@@ -37,6 +37,7 @@ import numpy as np
 from importlib import import_module
 
 from .._creation import zeros_like
+from ..tensor import Tensor
 from ..ops import stack
 from . import forward_ad as fwAD
 from .api import grad as _grad
@@ -47,11 +48,11 @@ _tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is als
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
-TensorOrTuple = Union["Tensor", Tuple["Tensor", ...]]  # noqa: F821
+TensorOrTuple = Union[Tensor, Tuple[Tensor, ...]]
 
 
 # ---------------------------------------------------------------------------- helpers
-def _as_tuple(x: Any, what: Optional[str], fn: Optional[str]) -> tuple:
+def _as_tuple(x: Any, what: Optional[str], fn: Optional[str]) -> Tuple[bool, tuple]:
     """``(was_tuple, tuple_of_tensors)``; only a tuple counts as several tensors, as in PyTorch
     (a list is one, wrong, value)."""
     was_tuple = isinstance(x, tuple)
@@ -462,7 +463,8 @@ def hessian(func: Callable[..., Any], inputs: TensorOrTuple, create_graph: bool 
 
 
 def _scalar_and_gradient(func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool,
-                         strict: bool, fn: str) -> tuple:
+                         strict: bool, fn: str
+                         ) -> Tuple[bool, tuple, Optional[tuple], bool, tuple, tuple]:
     in_tuple, inputs = _as_tuple(inputs, "inputs", fn)
     inputs = _prepare_inputs(inputs, create_graph, need_graph=True)
     v = _v_about_inputs(v, inputs, in_tuple, create_graph, fn)

@@ -78,7 +78,7 @@ class _GradModeContext:
                           "the current behavior of class decoration, you can directly decorate "
                           "the `__init__` method and nothing else.", FutureWarning, stacklevel=2)
             cls = fn
-            fn = lambda *args, **kwargs: cls(*args, **kwargs)   # instances made in the mode
+            fn = lambda *args, **kwargs: cls(*args, **kwargs)  # type: ignore[assignment]  # noqa: E501  (instances made in the mode; the decorated class is returned)
         if inspect.isgeneratorfunction(fn):
             return self._wrap_generator(fn)  # type: ignore[return-value]
 
@@ -210,7 +210,7 @@ class inference_mode(_GradModeContext):
         return super().__new__(cls)
 
     def __enter__(self) -> None:
-        self._prev = (_state.enabled, _state.inference, _state.inference_grad)
+        self._prev_state = (_state.enabled, _state.inference, _state.inference_grad)
         # As PyTorch's InferenceMode(mode): grad mode is set to ``not mode``.
         if self._mode:
             _state.enabled = False
@@ -221,7 +221,7 @@ class inference_mode(_GradModeContext):
             _state.enabled = True
 
     def __exit__(self, *exc: object) -> None:
-        _state.enabled, _state.inference, _state.inference_grad = self._prev
+        _state.enabled, _state.inference, _state.inference_grad = self._prev_state
 
     def clone(self) -> "inference_mode":
         return inference_mode(self._mode)

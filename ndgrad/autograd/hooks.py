@@ -30,6 +30,7 @@ class RemovableHandle:
     """Returned by every ``register_*hook``; ``remove()`` unregisters the hook."""
 
     __slots__ = ("_hooks_ref", "id")
+    _hooks_ref: Any       # a weak reference to the hooks' dict, or a _Strong one
 
     def __init__(self, hooks: dict) -> None:
         try:

@@ -54,7 +54,7 @@ _set_profiling: Any = None
 
 class _Local(threading.local):
     prof: Optional["profile"] = None
-    skip = None                  # (op, tensors) of the call whose own body runs next
+    skip: Optional[tuple] = None  # (op, tensors) of the call whose own body runs next
 
     def __init__(self) -> None:
         self.stack: list = []    # open events, innermost last
@@ -520,7 +520,7 @@ def _write_trace(events: Iterable[FunctionEvent], path: str) -> None:
         out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                     "args": {"name": f"thread {tid}"}})
     for e in events:
-        ev = {"ph": "X", "cat": e.category, "name": e.name, "pid": pid, "tid": e.thread,
+        ev: dict = {"ph": "X", "cat": e.category, "name": e.name, "pid": pid, "tid": e.thread,
               "ts": e.start_ns / 1e3, "dur": (e.end_ns - e.start_ns) / 1e3,
               "args": {"External id": e.id}}
         if e.input_shapes:

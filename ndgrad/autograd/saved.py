@@ -115,6 +115,7 @@ class SavedTensor:
                 return out
         else:
             t = self._tensor
+            assert t is not None                 # released values raised above
             vc = t._version_counter
             if vc is not None and vc[0] != self._version:
                 raise RuntimeError(_modified_message(t, node, self, vc[0]))

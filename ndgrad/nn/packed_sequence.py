@@ -220,10 +220,10 @@ def pad_sequence(sequences: Union[Tensor, List[Tensor]], batch_first: bool = Fal
     for b, n in enumerate(lens):
         start = L - n if padding_side == "left" else 0
         rows.append(b * L + start + np.arange(n))
-    rows = np.concatenate(rows).astype(np.int64)
+    index = np.concatenate(rows).astype(np.int64)
     data = cat(seqs, 0)
     base = data.new_full((B * L,) + rest, padding_value)
-    out = base.index_put((_wrap(rows),), data).reshape((B, L) + rest)
+    out = base.index_put((_wrap(index),), data).reshape((B, L) + rest)
     return out if batch_first else out.transpose(0, 1)
 
 

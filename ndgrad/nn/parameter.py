@@ -16,7 +16,7 @@ parameter return plain tensors (every op builds its result as a ``Tensor``), as 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, SupportsIndex
 
 from .. import _creation
 from .. import _dtype
@@ -27,10 +27,10 @@ __all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer
 _new = object.__new__
 
 
-def _share(cls: type, data: Tensor) -> Tensor:
+def _share(cls: type, data: Tensor) -> Any:
     """A new instance of ``cls`` sharing ``data``'s array and version counter, without history
     (PyTorch's ``_make_subclass``)."""
-    t = _new(cls)
+    t: Any = _new(cls)
     t._data = data._data
     if not data._inference:
         t._version_counter = data._vc()
@@ -74,7 +74,7 @@ class Parameter(Tensor):
         memo[id(self)] = result
         return result
 
-    def __reduce_ex__(self, protocol: int) -> tuple:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple:
         return (_rebuild_parameter, (type(self), self._data, self._requires_grad))
 
 
@@ -104,7 +104,10 @@ class Buffer(Tensor, metaclass=_BufferMeta):
     ('Tensor', True, False)
     """
 
-    def __new__(cls, data: Optional[Tensor] = None, *, persistent: bool = True) -> Tensor:
+    persistent: bool
+
+    # A plain Tensor flagged as a buffer, as torch's (``isinstance`` is the metaclass's test).
+    def __new__(cls, data: Optional[Tensor] = None, *, persistent: bool = True) -> Any:
         if data is None:
             data = _creation.empty(0)
         t = _share(Tensor, data)
@@ -119,6 +122,8 @@ class UninitializedTensorMixin:
     the data raises until ``materialize`` gives it a shape."""
 
     cls_to_become: Any = None
+    _data: Any           # the Tensor's (this is a mixin of Tensor subclasses)
+    _requires_grad: bool
 
     def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
         """Give the placeholder ``shape`` (uninitialized values) and turn it into
@@ -161,11 +166,12 @@ class UninitializedTensorMixin:
     def __repr__(self) -> str:
         return f"<{self.__class__.__name__}>"
 
-    def __reduce_ex__(self, protocol: int) -> tuple:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple:
         return (self.__class__, (self._requires_grad,))
 
     def __deepcopy__(self, memo: dict) -> Any:
-        result = type(self)(self._requires_grad)
+        cls: Any = type(self)
+        result = cls(self._requires_grad)
         memo[id(self)] = result
         return result
 
@@ -195,6 +201,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """A buffer of unknown shape (lazy modules); ``materialize`` makes it a ``Tensor``."""
 
     cls_to_become = Tensor
+    persistent: bool
 
     def __new__(cls, requires_grad: bool = False, device: Any = None, dtype: Any = None,
                 persistent: bool = True) -> "UninitializedBuffer":

@@ -166,7 +166,8 @@ def _unproxy(out: Any) -> Any:
         return out._bproxy if out._bproxy is not None else out
     if isinstance(out, tuple):
         items = [_unproxy(o) for o in out]
-        return out._make(items) if hasattr(out, "_fields") else tuple(items)
+        named: Any = out
+        return named._make(items) if hasattr(out, "_fields") else tuple(items)
     return out
 
 
@@ -336,7 +337,7 @@ def _index_arg(c: _Call, args: tuple) -> Any:
     index is a tensor argument, the scatters' an array)."""
     index = args[1]
     arr = index._data if isinstance(index, Tensor) else index
-    idx = np.broadcast_to(arr, (c.B,) + arr.shape)
+    idx: Any = np.broadcast_to(arr, (c.B,) + arr.shape)
     if arr is not index:
         idx = _wrap(idx)
     rest = ((c.B,) + tuple(args[2]),) if len(args) > 2 else ()

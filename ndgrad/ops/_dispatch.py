@@ -136,7 +136,7 @@ class Op:
         attrs = {"_op": self, "__module__": "ndgrad.autograd"}
         if full_name is not None:
             attrs["_full_name"] = full_name
-        self.node_cls = type(node, (OpNode,), attrs)
+        self.node_cls: Any = type(node, (OpNode,), attrs)   # an OpNode subclass
         REGISTRY.setdefault(name, []).append(self)
 
     def __repr__(self) -> str:
@@ -237,6 +237,8 @@ def _edge(t: Tensor) -> tuple:
 def _new_node(op: Op, tensors: tuple, args: tuple) -> OpNode:
     node = op.node_cls()
     node._sequence_nr = next_sequence_nr()
+    edges: tuple
+    meta: tuple
     if len(tensors) == 1:
         t = tensors[0]
         d = t._data

@@ -98,6 +98,7 @@ def bilinear(f: Callable[[Tensor, Tensor], Tensor]) -> Callable:
         if tb is not None:
             r = f(a, tb)
             out = r if out is None else out + r
+        assert out is not None          # called with at least one tangent
         return out
     return jvp
 

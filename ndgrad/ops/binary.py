@@ -612,7 +612,7 @@ FREXP = Op("frexp", "FrexpBackward0", _frexp_mantissa,
 
 
 # ---------------------------------------------------------------------------- complex / polar
-_COMPLEX_OF = {np.dtype(np.float32): np.dtype(np.complex64),
+_COMPLEX_OF: dict = {np.dtype(np.float32): np.dtype(np.complex64),
                np.dtype(np.float64): np.dtype(np.complex128)}
 
 
@@ -743,6 +743,7 @@ def _binary_op(name: str, input: Any, other: Any, tt: Op, ts: Optional[Op] = Non
         _kernel(kernel, ad, kinds)
         if check is not None:
             check(ad, s)
+        assert ts is not None            # every caller passing numbers has the number form
         return apply(ts, (input,), (ad,), (s,))
     if not isinstance(other, Tensor):
         raise _two_numbers(name, input, other)
@@ -750,6 +751,7 @@ def _binary_op(name: str, input: Any, other: Any, tt: Op, ts: Optional[Op] = Non
     _kernel(kernel, bd, kinds)
     if check is not None:
         check(np.asarray(s, bd.dtype), bd)
+    assert rs is not None                # as above, for a number first
     return apply(rs, (other,), (bd,), (s,))
 
 

@@ -33,7 +33,7 @@ for _t in (histogram_result, histogramdd_result):
 
 def _result(values: Any, inverse: Any, counts: Any, return_inverse: bool,
             return_counts: bool) -> Any:
-    out = (_wrap(values),)
+    out: tuple = (_wrap(values),)
     if return_inverse:
         out += (_wrap(np.asarray(inverse, dtype=np.int64)),)
     if return_counts:

@@ -37,7 +37,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -54,9 +54,10 @@ __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rf
            "ifftshift", "fftfreq", "rfftfreq", "stft", "istft"]
 
 # numpy's ``norm=`` for a normalization code, by direction of the transform.
-_NP_NORM_FORWARD = ("backward", "ortho", "forward")
-_NP_NORM_INVERSE = ("forward", "ortho", "backward")
-_COMPLEX_OF = {np.dtype(np.float32): np.dtype(np.complex64),
+_NpNorm = Literal["backward", "ortho", "forward"]
+_NP_NORM_FORWARD: Tuple[_NpNorm, ...] = ("backward", "ortho", "forward")
+_NP_NORM_INVERSE: Tuple[_NpNorm, ...] = ("forward", "ortho", "backward")
+_COMPLEX_OF: dict = {np.dtype(np.float32): np.dtype(np.complex64),
                np.dtype(np.float64): np.dtype(np.complex128)}
 
 
@@ -200,7 +201,7 @@ def _roll_vjp(ctx, g):
 
 
 ROLL = Op("roll", "RollBackward0", _roll_fwd, _roll_vjp, args=("dims", "shifts"), jvp=linear)
-CONJ_PHYSICAL = Op("conj_physical", "ConjPhysicalBackward0", np.conjugate,
+CONJ_PHYSICAL: Op = Op("conj_physical", "ConjPhysicalBackward0", np.conjugate,
                    lambda ctx, g: apply(CONJ_PHYSICAL, (g,), (g._data,)), jvp=linear)
 
 
@@ -736,7 +737,7 @@ def _reflect_backward_fwd(g: np.ndarray, p: int) -> np.ndarray:
 REFLECT_PAD = Op("reflection_pad1d", "ReflectionPad1DBackward0", _reflect_fwd,
                  lambda ctx, g: apply(REFLECT_PAD_BACKWARD, (g,), (g._data,), ctx._args),
                  saves=("self",), args=("padding",), jvp=linear)
-REFLECT_PAD_BACKWARD = Op("reflection_pad1d_backward", "ReflectionPad1DBackwardBackward0",
+REFLECT_PAD_BACKWARD: Op = Op("reflection_pad1d_backward", "ReflectionPad1DBackwardBackward0",
                           _reflect_backward_fwd,
                           lambda ctx, g: apply(REFLECT_PAD, (g,), (g._data,), ctx._args),
                           args=("padding",), jvp=linear)

@@ -33,7 +33,7 @@ def _coef(values: np.ndarray, ndim: int, d: int, dtype: np.dtype) -> Tensor:
 def _along(f: Tensor, d: int, coords: Any, edge_order: int) -> Tensor:
     """The derivative of ``f`` along dim ``d``; ``coords``: a step (number) or coordinates."""
     n = f.shape[d]
-    dt = f._data.dtype if f._data.dtype.kind in "fc" else np.float64
+    dt = f._data.dtype if f._data.dtype.kind in "fc" else np.dtype(np.float64)
     nd = f.ndim
 
     def sl(start: int, length: int) -> Tensor:

@@ -58,7 +58,7 @@ def _as1d(a: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------- scatter kernels
 def _scatter_positions(index: np.ndarray, dim: int) -> tuple:
     """The NumPy index of ``out[..., index[i, j, ...], ...]`` along ``dim`` (``index`` >= 1-d)."""
-    pos = list(np.indices(index.shape, sparse=True))
+    pos: list = list(np.indices(index.shape, sparse=True))
     pos[dim] = index
     return tuple(pos)
 
@@ -163,7 +163,7 @@ def _check_scatter(fn: str, x: np.ndarray, d: int, i: np.ndarray,
     if src is not None and (i.ndim or 1) != (src.ndim or 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
     ish, xsh = _as1d(i).shape, _as1d(x).shape
-    ssh = _as1d(src).shape if src is not None else None
+    ssh: Any = _as1d(src).shape if src is not None else None
     bad = any(k != d and a > b for k, (a, b) in enumerate(zip(ish, xsh)))
     if src is not None:
         if bad or any(a > b for a, b in zip(ish, ssh)):
@@ -548,7 +548,7 @@ def _index_add_fwd(x, s, dim, index, alpha, source_dim):
     return _scatter_core(x, a, dim, _spread(index._data, dim, s.shape), "add")
 
 
-def _index_select_g(g: Tensor, dim: int, index: Tensor, shape: tuple = None) -> Tensor:
+def _index_select_g(g: Tensor, dim: int, index: Tensor, shape: Optional[tuple] = None) -> Tensor:
     """``g.index_select(dim, index)``; with ``shape`` () ``g`` is (logically) 0-d."""
     from .shape import index_select, reshape
     if shape is not None and not shape:
@@ -1183,7 +1183,7 @@ def _searchsorted_np(seq: np.ndarray, v: np.ndarray, side: str,
         s = seq.reshape(-1)
         if sorter is not None:
             s = s[sorter.reshape(-1)]
-        return np.searchsorted(s, v, side=side)
+        return np.searchsorted(s, v, side=side)  # type: ignore[call-overload]  # "left"/"right"
     lead = seq.shape[:-1]
     s2 = seq.reshape(int(np.prod(lead)), seq.shape[-1])
     if sorter is not None:
@@ -1191,7 +1191,7 @@ def _searchsorted_np(seq: np.ndarray, v: np.ndarray, side: str,
     v2 = v.reshape(s2.shape[0], int(np.prod(v.shape[len(lead):])))
     out = np.empty(v2.shape, np.int64)
     for r in range(s2.shape[0]):
-        out[r] = np.searchsorted(s2[r], v2[r], side=side)
+        out[r] = np.searchsorted(s2[r], v2[r], side=side)  # type: ignore[call-overload]
     return out.reshape(lead + v.shape[len(lead):])
 
 

@@ -344,17 +344,17 @@ def _vector_norm_fwd(x: np.ndarray, dims: tuple, keepdim: bool, ord: float,
     if a.dtype.itemsize < 4:           # float16/bfloat16 accumulate in float32
         a = a.astype(np.float32)
     if ord == 0:
-        r = np.add.reduce(a != 0, axis=dims, keepdims=keepdim, dtype=a.dtype)
+        r = np.add.reduce(a != 0, axis=dims, keepdims=keepdim, dtype=a.dtype)  # type: ignore[call-overload]
     elif ord == 1:
-        r = np.add.reduce(a, axis=dims, keepdims=keepdim)
+        r = np.add.reduce(a, axis=dims, keepdims=keepdim)  # type: ignore[call-overload]
     elif ord == 2:
-        r = np.sqrt(np.add.reduce(a * a, axis=dims, keepdims=keepdim))
+        r = np.sqrt(np.add.reduce(a * a, axis=dims, keepdims=keepdim))  # type: ignore[call-overload]
     elif ord == _INF:
         r = np.max(a, axis=dims, keepdims=keepdim)
     elif ord == -_INF:
         r = np.min(a, axis=dims, keepdims=keepdim)
     else:
-        r = np.add.reduce(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
+        r = np.add.reduce(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)  # type: ignore[call-overload]
     return np.asarray(r, dtype=out_dt)
 
 
@@ -480,10 +480,10 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
         if whole and a.size == 0:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_str(ord)} norm on "
                                "an empty tensor because the operation does not have an identity")
-        for d in dims:
-            if a.shape[d] == 0:
+        for ax in dims:
+            if a.shape[ax] == 0:
                 raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_str(ord)} norm "
-                                   f"on the dimension {d}because this dimension is empty and "
+                                   f"on the dimension {ax}because this dimension is empty and "
                                    "the operation does not have an identity")
     return apply(VECTOR_NORM, (x,), (a,), (dims, bool(keepdim), ord, np.dtype(dt)))
 

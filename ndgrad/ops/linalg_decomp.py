@@ -159,7 +159,7 @@ def _save_outputs(op: Op, results: tuple, values: tuple) -> None:
             break
     if node is None:
         return
-    saved = []
+    saved: list = []
     for v in values:
         if type(v) is int:
             saved.append(SavedTensor(results[v], True, v))
@@ -312,6 +312,7 @@ def _right_inv(z: Tensor, r: Tensor) -> Tensor:
 # ---------------------------------------------------------------------------- QR
 def _qr_fwd(a: np.ndarray, mode: str) -> tuple:
     m, n = a.shape[-2:]
+    r: Any
     if mode == "r":
         if a.size == 0:
             r = np.zeros(a.shape[:-2] + (min(m, n), n), a.dtype)
@@ -322,7 +323,7 @@ def _qr_fwd(a: np.ndarray, mode: str) -> tuple:
         k = m if mode == "complete" else min(m, n)
         q = np.broadcast_to(np.eye(m, k, dtype=a.dtype), a.shape[:-2] + (m, k)).copy()
         return q, np.zeros(a.shape[:-2] + (k, n), a.dtype)
-    q, r = np.linalg.qr(a, mode=mode)
+    q, r = np.linalg.qr(a, mode=mode)  # type: ignore[call-overload]  # mode: one of NumPy's
     return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
 
 
@@ -396,7 +397,7 @@ def _linalg_qr(A: Tensor, mode: str, fn: str) -> tuple:
     return q, r
 
 
-def linalg_qr(A: Tensor, mode: str = "reduced") -> tuple:
+def linalg_qr(A: Tensor, mode: str = "reduced") -> Any:
     """The QR decomposition ``A = Q R`` (``mode``: ``'reduced'``, ``'complete'`` or ``'r'``,
     which returns an empty Q), as ``torch.linalg.qr``.
 
@@ -581,7 +582,7 @@ def _eigh_fwd(a: np.ndarray, uplo: str) -> tuple:
                           "matrix is ill-conditioned or has too many repeated eigenvalues "
                           "(error code: 1).")
     try:
-        w, v = np.linalg.eigh(a, UPLO=uplo)
+        w, v = np.linalg.eigh(a, UPLO=uplo)  # type: ignore[call-overload]  # "L" or "U"
     except np.linalg.LinAlgError:
         raise LinAlgError("linalg.eigh: The algorithm failed to converge because the input "
                           "matrix is ill-conditioned or has too many repeated eigenvalues "
@@ -1001,7 +1002,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: Optional[float] = None, *,
                            f"({b.shape[-3]}) at non-singleton dimension 0") from None
     x, res = apply(LSTSQ, (A, B), (a, b), (rcond, driver))
     _save_outputs(LSTSQ, (x, res), (("input", B), ("input", A), 0))
-    full = _lstsq_fwd(a, b, rcond, driver) if driver != "gels" else None
+    full: Any = _lstsq_fwd(a, b, rcond, driver) if driver != "gels" else None
     rdt = np.empty(0, a.dtype).real.dtype
     if driver == "gels":
         rank = _wrap(np.zeros((0,), np.int64))
@@ -1067,7 +1068,7 @@ def _hh_product(a: Tensor, tau: Tensor, ncols: int) -> list:
     k = tau._data.shape[-1]
     batch = np.broadcast_shapes(a._data.shape[:-2], tau._data.shape[:-1])
     e = _wrap(np.broadcast_to(np.eye(m, ncols, dtype=a._data.dtype), batch + (m, ncols)).copy())
-    ys = [None] * (k + 1)
+    ys: list = [None] * (k + 1)
     ys[k] = e
     y = e
     for i in range(k - 1, -1, -1):
@@ -1172,10 +1173,10 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     >>> ndgrad.linalg.householder_product(a, ndgrad.tensor([1.0, 0.0])).tolist()
     [[0.0, -1.0], [-1.0, 0.0]]
     """
-    for t, nm, pos in ((A, "input", 1), (tau, "tau", 2)):
-        if not isinstance(t, Tensor):
+    for arg, nm, pos in ((A, "input", 1), (tau, "tau", 2)):
+        if not isinstance(arg, Tensor):
             raise TypeError(f"linalg_householder_product(): argument '{nm}' (position {pos}) "
-                            f"must be Tensor, not {type(t).__name__}")
+                            f"must be Tensor, not {type(arg).__name__}")
     a, t = A._data, tau._data
     fn = "torch.linalg.householder_product"
     _hh_checks(a, t, fn, "orgqr_cpu")
@@ -1240,10 +1241,10 @@ def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
           transpose: bool = False) -> Tensor:
     """``Q @ input3`` (or ``input3 @ Q``, ``Q^H`` if ``transpose``) for the full Householder
     product ``Q`` of ``(input, input2)`` (``torch.ormqr``)."""
-    for t, nm, pos in ((input, "input", 1), (input2, "input2", 2), (input3, "input3", 3)):
-        if not isinstance(t, Tensor):
+    for arg, nm, pos in ((input, "input", 1), (input2, "input2", 2), (input3, "input3", 3)):
+        if not isinstance(arg, Tensor):
             raise TypeError(f"ormqr(): argument '{nm}' (position {pos}) must be Tensor, not "
-                            f"{type(t).__name__}")
+                            f"{type(arg).__name__}")
     a, t, c = input._data, input2._data, input3._data
     fn = "torch.ormqr"
     if a.ndim < 2:

@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -135,7 +135,7 @@ def _potrf_info(a: np.ndarray) -> np.ndarray:
     return info
 
 
-def _raise_info(info: np.ndarray, fn: str, msg, error: type = None) -> None:
+def _raise_info(info: np.ndarray, fn: str, msg, error: Optional[type] = None) -> None:
     """Raise for the first matrix whose LAPACK ``info`` is positive (``LinAlgError`` unless
     ``error`` is given)."""
     info = np.asarray(info)
@@ -979,7 +979,7 @@ def _lu_grad(A: Tensor, P: Tensor, L: Tensor, U: Tensor, gL: Any, gU: Any) -> Te
     m, n = A.shape[-2], A.shape[-1]
     k = min(m, n)
     if m == n:
-        X = None
+        X: Any = None       # the sum of the factors' terms present (None: no gradient)
         if gL is not None:
             X = _lin.matmul(_mH(L), gL).tril(-1)
         if gU is not None:

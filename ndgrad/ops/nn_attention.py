@@ -494,27 +494,29 @@ def multi_head_attention_forward(
     if not use_separate_proj_weight:
         if in_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
-        w, b = in_proj_weight, in_proj_bias
+        w_in, b = in_proj_weight, in_proj_bias
         if key is value:
             if query is key:
-                qkv = _linear(query, w, b)
+                qkv = _linear(query, w_in, b)
                 q, k, v = qkv[..., :E], qkv[..., E:2 * E], qkv[..., 2 * E:]
             else:
-                q = _linear(query, w[:E], None if b is None else b[:E])
-                kv = _linear(key, w[E:], None if b is None else b[E:])
+                q = _linear(query, w_in[:E], None if b is None else b[:E])
+                kv = _linear(key, w_in[E:], None if b is None else b[E:])
                 k, v = kv[..., :E], kv[..., E:]
         else:
             bq = bk = bv = None
             if b is not None:
                 bq, bk, bv = b[:E], b[E:2 * E], b[2 * E:]
-            q = _linear(query, w[:E], bq)
-            k = _linear(key, w[E:2 * E], bk)
-            v = _linear(value, w[2 * E:], bv)
+            q = _linear(query, w_in[:E], bq)
+            k = _linear(key, w_in[E:2 * E], bk)
+            v = _linear(value, w_in[2 * E:], bv)
     else:
         for nm, t in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
             if t is None:
                 raise AssertionError(f"use_separate_proj_weight is True but {nm}_proj_weight "
                                      f"is None")
+        assert q_proj_weight is not None and k_proj_weight is not None and \
+            v_proj_weight is not None     # checked just above, with torch's message
         bq = bk = bv = None
         if in_proj_bias is not None:
             bq, bk, bv = in_proj_bias[:E], in_proj_bias[E:2 * E], in_proj_bias[2 * E:]
@@ -597,6 +599,7 @@ def multi_head_attention_forward(
     dt = q._data.dtype
     drop = _dropout_mask((bsz * H, tgt_len, src_len), dropout_p, dt) if dropout_p > 0 else None
     scale = 1.0 / math.sqrt(head_dim)
+    w: Optional[Tensor]       # the attention weights
     if need_weights:
         out, w = _attention(q, k, v, attn_mask, drop, scale, False, True)
     else:

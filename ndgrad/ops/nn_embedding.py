@@ -298,7 +298,7 @@ EMBEDDING_BAG = Op("embedding_bag", "EmbeddingBagBackward0", _bag_fwd, _bag_vjp,
                    saves=("weight", "per_sample_weights", "indices", "offsets"),
                    save_if=(None, lambda ts, e: ts[1] is not _NO_PSW, None, None),
                    jvp=not_implemented("_embedding_bag"))     # as PyTorch
-_NO_PSW = _wrap(np.zeros(0))
+_NO_PSW: Tensor = _wrap(np.zeros(0))
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Optional[Tensor] = None,

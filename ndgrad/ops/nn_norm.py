@@ -756,6 +756,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     lay = ((N, C, S), (0, 2), (1, C, 1), (C,))
     use_stats = training or running_mean is None or running_var is None
     if not use_stats:
+        assert running_mean is not None and running_var is not None    # use_stats above
         dt = _compute_dtype(input._data.dtype)
         mean_t = _wrap(running_mean._data.astype(dt).reshape(C))
         rstd_t = _wrap((1.0 / np.sqrt(running_var._data.astype(dt) + eps)).reshape(C))
@@ -769,6 +770,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
         n = N * S
         rm = running_mean._data
         rm[...] = (1 - momentum) * rm + momentum * mean_t._data.astype(rm.dtype)
+        assert running_var is not None       # both or neither (checked by the callers)
         rv = running_var._data
         var = 1.0 / np.square(rstd_t._data.astype(np.float64)) - eps
         unbiased = var * n / (n - 1) if n > 1 else np.full_like(var, np.inf)
@@ -802,9 +804,9 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None,
     rv2 = running_var.repeat(N) if running_var is not None else None
     out = batch_norm(x2, rm2, rv2, w2, b2, use_input_stats, momentum, eps)
     with no_grad():
-        if running_mean is not None and use_input_stats:
+        if running_mean is not None and rm2 is not None and use_input_stats:
             running_mean.copy_(rm2.reshape(N, C).mean(0))
-        if running_var is not None and use_input_stats:
+        if running_var is not None and rv2 is not None and use_input_stats:
             running_var.copy_(rv2.reshape(N, C).mean(0))
     return out.reshape(xs)
 

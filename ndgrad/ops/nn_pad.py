@@ -279,19 +279,19 @@ def _channel_unshuffle_fwd(x: np.ndarray, groups: int) -> np.ndarray:
     return _channel_shuffle_fwd(x, x.shape[1] // groups) if x.shape[1] else x.copy()
 
 
-PIXEL_SHUFFLE = Op("pixel_shuffle", "PixelShuffleBackward0", _pixel_shuffle_fwd,
+PIXEL_SHUFFLE: Op = Op("pixel_shuffle", "PixelShuffleBackward0", _pixel_shuffle_fwd,
                    lambda ctx, g: apply(PIXEL_UNSHUFFLE, (g,), (g._data,), ctx._args),
                    args=("upscale_factor",),
                    jvp=lambda ctx, t: apply(PIXEL_SHUFFLE, (t,), (t._data,), ctx._args))
-PIXEL_UNSHUFFLE = Op("pixel_unshuffle", "PixelUnshuffleBackward0", _pixel_unshuffle_fwd,
+PIXEL_UNSHUFFLE: Op = Op("pixel_unshuffle", "PixelUnshuffleBackward0", _pixel_unshuffle_fwd,
                      lambda ctx, g: apply(PIXEL_SHUFFLE, (g,), (g._data,), ctx._args),
                      args=("downscale_factor",),
                      jvp=lambda ctx, t: apply(PIXEL_UNSHUFFLE, (t,), (t._data,), ctx._args))
-CHANNEL_SHUFFLE = Op("channel_shuffle", "ChannelShuffleBackward0", _channel_shuffle_fwd,
+CHANNEL_SHUFFLE: Op = Op("channel_shuffle", "ChannelShuffleBackward0", _channel_shuffle_fwd,
                      lambda ctx, g: apply(CHANNEL_UNSHUFFLE, (g,), (g._data,), ctx._args),
                      args=("groups",),
                      jvp=lambda ctx, t: apply(CHANNEL_SHUFFLE, (t,), (t._data,), ctx._args))
-CHANNEL_UNSHUFFLE = Op("channel_unshuffle", "ChannelShuffleBackwardBackward0",
+CHANNEL_UNSHUFFLE: Op = Op("channel_unshuffle", "ChannelShuffleBackwardBackward0",
                        _channel_unshuffle_fwd,
                        lambda ctx, g: apply(CHANNEL_SHUFFLE, (g,), (g._data,), ctx._args),
                        args=("groups",),

@@ -243,11 +243,11 @@ def _unpool(x: Tensor, idx: Tensor, plane: tuple, op: Op) -> Tensor:
     return apply(op, (x,), (x._data,), (tuple(plane), idx))
 
 
-MAX_UNPOOL2D = Op("max_unpool2d", "MaxUnpool2DBackward0",
+MAX_UNPOOL2D: Op = Op("max_unpool2d", "MaxUnpool2DBackward0",
                   lambda x, plane, idx: unpool_forward(x, idx._data, plane), _unpool_vjp,
                   args=("output_size", "indices"), saves=("indices",),
                   jvp=lambda ctx, t: _unpool(t, ctx._args[1], ctx._args[0], MAX_UNPOOL2D))
-MAX_UNPOOL3D = Op("max_unpool3d", "MaxUnpool3DBackward0",
+MAX_UNPOOL3D: Op = Op("max_unpool3d", "MaxUnpool3DBackward0",
                   lambda x, plane, idx: unpool_forward(x, idx._data, plane), _unpool_vjp,
                   args=("output_size", "indices"), saves=("indices",),
                   jvp=lambda ctx, t: _unpool(t, ctx._args[1], ctx._args[0], MAX_UNPOOL3D))

@@ -125,7 +125,7 @@ def _param_grads_np(ctx, lay: _Layout, d: dict, dgx: np.ndarray, dgh: np.ndarray
                     dh_extra: Optional[np.ndarray]) -> list:
     """Gradients of every input from the gate gradients (NumPy)."""
     need = ctx.needs_input_grad
-    out = [None] * len(lay.names)
+    out: list = [None] * len(lay.names)
     ix = lay.idx
     if need(0):
         out[0] = _wrap(dgx @ d["w_ih"] if lay.wih else dgx)
@@ -147,7 +147,7 @@ def _param_grads_t(ctx, lay: _Layout, d: dict, dgx: Tensor, dgh: Tensor,
                    dh_extra: Optional[Tensor]) -> list:
     """The same with ndgrad ops."""
     need = ctx.needs_input_grad
-    out = [None] * len(lay.names)
+    out: list = [None] * len(lay.names)
     ix = lay.idx
     if need(0):
         out[0] = dgx.matmul(d["w_ih"]) if lay.wih else dgx
@@ -481,7 +481,7 @@ def _call(kind: str, input: Tensor, hs: tuple, w_ih: Optional[Tensor], w_hh: Ten
     op = _op(kind, w_ih is not None, b_ih is not None, b_hh is not None)
     tensors = (input,) + hs + tuple(t for t in (w_ih, w_hh, b_ih, b_hh) if t is not None)
     arrays = tuple(t._data for t in tensors)
-    args = ([],) if kind in ("lstm", "gru") else ()
+    args: tuple = ([],) if kind in ("lstm", "gru") else ()
     return apply(op, tensors, arrays, args)
 
 

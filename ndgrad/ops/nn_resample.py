@@ -237,7 +237,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
                     f"{size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
                     "output size in (o1, o2, ...,oK) format.")
         output_size = _seq(size, dim)
-        scales = None
+        scales: Any = None
     elif scale_factor is not None:
         if isinstance(scale_factor, (list, tuple)) and len(scale_factor) != dim:
             raise ValueError(

@@ -362,6 +362,7 @@ def _binary(a: Any, b: Any, tt: Op, ts: Optional[Op], name: str, true_div: bool 
                 raise broadcast_error(ad.shape, bd.shape) from None
             raise
     if is_scalar(b):
+        assert ts is not None           # every op with scalar operands has its Scalar form
         b = as_scalar(b)
         ad = promote_scalar(a._data, b)
         if true_div and category(ad) < _FLOAT:
@@ -468,7 +469,7 @@ def _rounded_div(op: Op, input: Any, other: Any, args: tuple) -> Tensor:
     if ad.dtype.kind in "iu" and bd.size and (bd == 0).any() and np.broadcast_shapes(
             ad.shape, bd.shape).count(0) == 0:
         raise RuntimeError("ZeroDivisionError")     # PyTorch's integer division by zero
-    tensors = (input, other)
+    tensors: tuple = (input, other)
     # With neither requiring grad nothing is recorded: both stay inputs (forward AD sees both).
     if op is FLOOR_DIVIDE and input._requires_grad != other._requires_grad:
         tensors = (other,) if other._requires_grad else (input,)
@@ -897,7 +898,7 @@ _C_TYPE_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int
                  "float16": "c10::Half", "bfloat16": "c10::BFloat16",
                  "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 # The mask is a tensor argument, saved (Note [Tensor arguments]).
-MASKED_FILL_S = Op("masked_fill", "MaskedFillBackward0",
+MASKED_FILL_S: Op = Op("masked_fill", "MaskedFillBackward0",
                    lambda x, mask, value: np.where(mask._data, np.asarray(value, x.dtype), x),
                    lambda ctx, g: where(ctx.saved[0], 0, g), args=("mask", "value"),
                    saves=("mask",),
@@ -1000,7 +1001,7 @@ def _clamp_t_jvp(ctx, tx, tlo, thi):
 def _unbounded(rt: np.dtype, low: bool) -> Tensor:
     if rt.kind in "iub":
         info = np.iinfo(rt) if rt.kind != "b" else None
-        v = (info.min if low else info.max) if info else (False if low else True)
+        v: Any = (info.min if low else info.max) if info else (False if low else True)
     else:
         v = -np.inf if low else np.inf
     t = _wrap(np.asarray(v, dtype=rt))
@@ -1482,12 +1483,12 @@ def _empty_like_copy(x: np.ndarray, like: np.ndarray) -> np.ndarray:
     return out
 
 
-def to(input: Tensor, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
+def to(input: Tensor, *positional: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
     """Cast to ``dtype`` and/or lay out in ``memory_format`` (``device`` must be cpu); returns
     ``input`` if nothing changes."""
     # PyTorch's three overloads: to(dtype, non_blocking, copy), to(device, dtype, non_blocking,
     # copy), to(other, non_blocking, copy); the trailing positional bools are non_blocking, copy.
-    args = list(args)
+    args = list(positional)
     if args and isinstance(args[0], Tensor):
         dtype = args.pop(0).dtype
     elif args and type(args[0]) is int:   # a device index: an accelerator ndgrad does not have

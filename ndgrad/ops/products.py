@@ -551,7 +551,7 @@ def einsum(*args: Any) -> Tensor:
                         "or at least one operand and its subscripts list")
     if isinstance(args[0], str):
         eq = args[0]
-        ops = args[1:]
+        ops: Any = args[1:]
         if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
             ops = tuple(ops[0])
     else:
@@ -916,7 +916,7 @@ def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
             _lin.mm(ts[0], _lin.mm(ts[1], ts[2]))
     else:
         p = [ts[0].shape[0]] + [t.shape[1] for t in ts]
-        cost = [[0] * n for _ in range(n)]
+        cost: list = [[0] * n for _ in range(n)]
         split = [[0] * n for _ in range(n)]
         for length in range(1, n):
             for i in range(n - length):
@@ -987,6 +987,7 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
         n >>= 1
         if n:
             z = _lin.matmul(z, z)
+    assert result is not None            # n > 3 has a set bit
     return result
 
 

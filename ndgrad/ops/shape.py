@@ -386,7 +386,7 @@ def _advanced_vjp(ctx, g):
     return apply(INDEX_BACKWARD, (g,), (g._data,), (ctx._args[0], ctx.input_shape(0)))
 
 
-def _index_layout(idx: tuple, ndim: int) -> Any:
+def _index_layout(idx: Sequence, ndim: int) -> Any:
     """(item, first dim it indexes) for the items of a normalized index, ``...`` resolved."""
     specified = sum(_index_dims(it) for it in idx)
     d = 0
@@ -491,6 +491,8 @@ def _index_tuple(index: Any) -> tuple:
 class _ByteMask(np.ndarray):
     """A bool mask made from uint8 data (PyTorch refuses some writes through those)."""
 
+    _source: np.ndarray
+
 
 def _byte_mask(d: np.ndarray) -> np.ndarray:
     warnings.warn("indexing with dtype uint8 is deprecated, please use a dtype bool instead.",
@@ -578,7 +580,7 @@ def _normalize_index(index: Any, shape: tuple) -> tuple:
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
-    out = []
+    out: list = []
     basic = True
     bad = None        # the first item PyTorch refuses: raised after the items before it
     for it in items:
@@ -945,7 +947,7 @@ def _zero_at_fwd(g, index):
     return out
 
 
-ZERO_AT = Op("_zero_at", "IndexPutBackward0", _zero_at_fwd,
+ZERO_AT: Op = Op("_zero_at", "IndexPutBackward0", _zero_at_fwd,
              lambda ctx, g: apply(ZERO_AT, (g,), (g._data,), ctx._args), args=("indices",),
              jvp=linear)
 

@@ -59,7 +59,7 @@ def _take(idx: np.ndarray, dim: int, pos: Any, keepdim: bool) -> np.ndarray:
     """``idx`` at position(s) ``pos`` along ``dim`` (an int, or an array broadcast over the
     other dims with size 1 along ``dim``)."""
     if isinstance(pos, (int, np.integer)):
-        r = np.take(idx, [pos], axis=dim)
+        r = np.take(idx, [int(pos)], axis=dim)
     else:
         r = np.take_along_axis(idx, pos, axis=dim)
     return r if keepdim else np.squeeze(r, dim)
@@ -201,7 +201,7 @@ NANMEDIAN = Op("nanmedian", "NanmedianBackward0", _nanmedian_all_fwd, _evenly_di
                saves=("self", "result"), jvp=_evenly_jvp)
 
 # op -> index kernel taking (array, dim, *parameters between dim and indices)
-_INDEX_FN = {SORT: lambda x, d, desc: _sort_idx(x, d, desc),
+_INDEX_FN: dict = {SORT: lambda x, d, desc: _sort_idx(x, d, desc),
              SORT_STABLE: lambda x, d, desc: _sort_idx(x, d, desc),
              TOPK: _topk_idx, KTHVALUE: lambda x, d, keep, k: _kth_idx(x, d, keep, k),
              MEDIAN_DIM: _median_idx, NANMEDIAN_DIM: _nanmedian_idx, MODE: _mode_idx}

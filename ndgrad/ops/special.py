@@ -278,12 +278,14 @@ i0e = _unary(I0E, "i0e_cpu", False, """Exponentially scaled ``i0``: ``exp(-|x|) 
     >>> ndgrad.special.i0e(ndgrad.tensor([0.0])).tolist()
     [1.0]
     """)
+i1: Callable[..., Tensor]
 i1 = _unary(I1, "i1_cpu", False, """Modified Bessel function of the first kind, order 1.
 
     >>> import ndgrad
     >>> ndgrad.special.i1(ndgrad.tensor([0.0])).tolist()
     [0.0]
     """)
+i1e: Callable[..., Tensor]
 i1e = _unary(I1E, "i1e_cpu", False, """Exponentially scaled ``i1``: ``exp(-|x|) i1(x)``.
 
     >>> import ndgrad

@@ -336,7 +336,7 @@ def _trace_vjp(ctx, g):
     return g.unsqueeze(-1).unsqueeze(-1) * eye
 
 
-TRACE = Op("trace", "TraceBackward0", _trace_fwd, _trace_vjp, args=("self_sym_sizes",),
+TRACE: Op = Op("trace", "TraceBackward0", _trace_fwd, _trace_vjp, args=("self_sym_sizes",),
            jvp=lambda ctx, t: apply(TRACE, (t,), (t._data,), ctx._args))
 
 

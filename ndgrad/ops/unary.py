@@ -382,9 +382,9 @@ acos = _unary(ACOS, "Elementwise arccosine.",
               ">>> ndgrad.acos(ndgrad.tensor([1.0])).tolist()\n    [0.0]")
 atan = _unary(ATAN, "Elementwise arctangent.",
               ">>> ndgrad.atan(ndgrad.tensor([0.0])).tolist()\n    [0.0]")
-sinh = _unary(SINH, "Elementwise hyperbolic sine.",
+sinh: Callable[..., Tensor] = _unary(SINH, "Elementwise hyperbolic sine.",
               ">>> ndgrad.sinh(ndgrad.tensor([0.0])).tolist()\n    [0.0]")
-cosh = _unary(COSH, "Elementwise hyperbolic cosine.",
+cosh: Callable[..., Tensor] = _unary(COSH, "Elementwise hyperbolic cosine.",
               ">>> ndgrad.cosh(ndgrad.tensor([0.0])).tolist()\n    [1.0]")
 asinh = _unary(ASINH, "Elementwise inverse hyperbolic sine.",
                ">>> ndgrad.asinh(ndgrad.tensor([0.0])).tolist()\n    [0.0]")
@@ -401,6 +401,7 @@ erfinv = _unary(ERFINV, "Elementwise inverse error function (defined for |input|
                 "erfinv_vml_cpu")
 lgamma = _unary(LGAMMA, "Elementwise ``log(|gamma(input)|)``.",
                 ">>> ndgrad.lgamma(ndgrad.tensor([1.0])).tolist()\n    [0.0]", "lgamma_vml_cpu")
+digamma: Callable[..., Tensor]
 digamma = _unary(DIGAMMA, "Elementwise digamma function, the derivative of lgamma.",
                  ">>> ndgrad.digamma(ndgrad.tensor([1.0])).item() < -0.57\n    True",
                  "digamma")

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import sys
 from importlib import import_module
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -52,7 +52,7 @@ from ._dispatch import _DIFF_DTYPES, Op, _edge, apply
 from ._jvp import linear, zero
 from ._util import broadcast_error, type_name
 
-_tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
+_tensor_mod: Any = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 
 __all__ = ["apply_inplace", "refresh_view", "record_view", "NO_GRAD_VIEW", "MULTI_OUTPUT_VIEW",
            "INFERENCE_VIEW"]
@@ -220,7 +220,7 @@ VIEW_REPLAY = Op("as_strided_view", "AsStridedBackward0", replay_view,
 VIEW_SCATTER = Op("view_scatter", "AsStridedScatterBackward0", _view_scatter_fwd,
                   lambda ctx, g: apply(VIEW_REPLAY, (g,), (g._data,), (ctx._args[0],)),
                   args=("steps", "shape", "dtype"), jvp=linear)
-VIEW_ZERO = Op("view_zero", "CopySlicesBackward0", _view_zero_fwd,
+VIEW_ZERO: Op = Op("view_zero", "CopySlicesBackward0", _view_zero_fwd,
                lambda ctx, g: apply(VIEW_ZERO, (g,), (g._data,), ctx._args), args=("steps",),
                jvp=linear)
 
@@ -272,6 +272,8 @@ class CopySlices(Node):
 
     _full_name = "torch::autograd::CopySlices"
 
+    fn: Optional[Node]       # None once released
+
     def __init__(self, base_edge: tuple, base_meta: tuple, steps: tuple, fn: Node) -> None:
         self._sequence_nr = next_sequence_nr()
         self.next_functions = (base_edge,) + fn.next_functions[1:]
@@ -307,7 +309,8 @@ class CopySlices(Node):
         self.fn = None
 
     @property
-    def _saved(self) -> tuple:  # the engine releases saved values when this is non-empty
+    def _saved(self) -> tuple:  # type: ignore[override]  # computed here (Node stores it)
+        # the engine releases saved values when this is non-empty
         return (self.fn,) if self.fn is not None else ()
 
 
@@ -321,7 +324,7 @@ _OWN_CODE: dict = {}     # code object -> whether it belongs to ndgrad (a cache 
 def _site() -> Any:
     """(file, line) of the first caller outside ndgrad, formatted only if an error needs it.
     Runs on every in-place op (optimizer updates too), so it stays a few dict lookups."""
-    f = sys._getframe(2)
+    f: Any = sys._getframe(2)
     own = _OWN_CODE
     while f is not None:
         code = f.f_code
@@ -539,7 +542,7 @@ def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any,
     res = fn(snapshot, *args)
     node = res._grad_fn
     base = self._base
-    base_edge = _edge(base) if base is not None else None
+    base_edge: Any = _edge(base) if base is not None else None
     _store(self, res)
     _bump(self)
     if node is None:

@@ -111,9 +111,12 @@ class LBFGS(Optimizer):
         if np.abs(g).max() <= tol_grad:
             return orig_loss
 
-        d, t = _arr(st.get("d")), st.get("t")
+        d = _arr(st.get("d"))
+        t: Any = st.get("t")
         dirs, steps = _arrs(st.get("old_dirs")), _arrs(st.get("old_stps"))
-        ro, h_diag, g_prev = st.get("ro"), st.get("H_diag"), _arr(st.get("prev_flat_grad"))
+        ro: Any = st.get("ro")
+        h_diag: Any = st.get("H_diag")
+        g_prev = _arr(st.get("prev_flat_grad"))
         loss_prev = st.get("prev_loss")
         al: list = [None] * history
         it = 0

@@ -93,8 +93,9 @@ def _with_hooks(step: Callable) -> Callable:
         for hook in list(self._step_post_hooks.values()) + list(_GLOBAL_POST_HOOKS.values()):
             hook(self, args, kwargs)
         return result
-    wrapper._hooked = True
-    return wrapper
+    fn: Any = wrapper
+    fn._hooked = True
+    return fn
 
 
 class Optimizer:
@@ -108,7 +109,7 @@ class Optimizer:
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
         if step is not None and not getattr(step, "_hooked", False):
-            cls.step = _with_hooks(step)
+            cls.step = _with_hooks(step)  # type: ignore[method-assign]  # runs the hooks
 
     def __init__(self, params: Any, defaults: Dict[str, Any]) -> None:
         self.defaults = defaults
@@ -329,8 +330,9 @@ class Optimizer:
 
 
 # ---------------------------------------------------------------------------- helpers
-def params_with_grad(group: Dict[str, Any]) -> Iterable[Tensor]:
-    """The parameters of a group that have a gradient."""
+def params_with_grad(group: Dict[str, Any]) -> Iterable[Any]:
+    """The parameters of a group that have a gradient (Tensors whose ``grad`` is not None: a
+    fact the type ``Tensor`` cannot carry, hence ``Any``)."""
     return [p for p in group["params"] if p.grad is not None]
 
 
@@ -341,6 +343,7 @@ def grad_array(p: Tensor, maximize: bool = False, sparse: Optional[str] = None) 
     (``"Adam"``); ``sparse=""`` accepts it (SGD, Adagrad), densified: where the gradient has
     no entry the dense update is the zero update torch's sparse path leaves out."""
     g = p.grad
+    assert g is not None            # called for the parameters of params_with_grad
     if g.__class__ is SparseTensor:
         if sparse is None or sparse:
             name = sparse or "this optimizer"

@@ -134,7 +134,7 @@ class CheckpointFunctionBackward(Node):
         self._released = True
 
     @property
-    def _saved(self) -> tuple:
+    def _saved(self) -> tuple:  # type: ignore[override]  # computed here, stored on Node
         return () if self._released else (self._args,)
 
 

@@ -71,6 +71,8 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **fk)
+        self.bias_k: Optional[Parameter]
+        self.bias_v: Optional[Parameter]
         if add_bias_kv:
             self.bias_k = Parameter(_creation.empty((1, 1, embed_dim), **fk))
             self.bias_v = Parameter(_creation.empty((1, 1, embed_dim), **fk))
@@ -113,7 +115,7 @@ class MultiheadAttention(Module):
                     value = key
             else:
                 query, key, value = (x.transpose(1, 0) for x in (query, key, value))
-        common = dict(training=self.training, key_padding_mask=key_padding_mask,
+        common: dict = dict(training=self.training, key_padding_mask=key_padding_mask,
                       need_weights=need_weights, attn_mask=attn_mask,
                       average_attn_weights=average_attn_weights, is_causal=is_causal)
         if not self._qkv_same_embed_dim:

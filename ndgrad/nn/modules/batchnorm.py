@@ -166,6 +166,9 @@ class SyncBatchNorm(_BatchNorm):
 class _LazyNormBase(LazyModuleMixin, _NormBase):
     """Norm modules whose ``num_features`` is read from the first input's dim 1."""
 
+    weight: Any     # UninitializedParameter until the first input, then Parameter
+    bias: Any
+
     def __init__(self, eps: float = 1e-5, momentum: Optional[float] = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device: Any = None, dtype: Any = None,
                  *, bias: bool = True) -> None:

@@ -205,8 +205,7 @@ class ModuleList(Module):
         return self._modules[self._get_abs_string_index(idx)]
 
     def __setitem__(self, idx: int, module: Module) -> None:
-        idx = self._get_abs_string_index(idx)
-        return setattr(self, str(idx), module)
+        return setattr(self, str(self._get_abs_string_index(idx)), module)
 
     def __delitem__(self, idx: Any) -> None:
         if isinstance(idx, slice):
@@ -341,10 +340,11 @@ class ModuleDict(Module):
                 if not isinstance(m, container_abcs.Iterable):
                     raise TypeError("ModuleDict update sequence element #" + str(j)
                                     + " should be Iterable; is" + type(m).__name__)
-                if not len(m) == 2:
+                pair: Any = m          # an iterable that must be a pair
+                if not len(pair) == 2:
                     raise ValueError("ModuleDict update sequence element #" + str(j)
-                                     + " has length " + str(len(m)) + "; 2 is required")
-                self[m[0]] = m[1]
+                                     + " has length " + str(len(pair)) + "; 2 is required")
+                self[pair[0]] = pair[1]
 
 
 class ParameterList(Module):
@@ -374,10 +374,10 @@ class ParameterList(Module):
         return getattr(self, self._get_abs_string_index(idx))
 
     def __setitem__(self, idx: int, param: Any) -> None:
-        idx = self._get_abs_string_index(idx)
+        key = self._get_abs_string_index(idx)
         if isinstance(param, Tensor) and not isinstance(param, Parameter):
             param = Parameter(param)
-        return setattr(self, str(idx), param)
+        return setattr(self, str(key), param)
 
     def __len__(self) -> int:
         return self._size
@@ -521,10 +521,11 @@ class ParameterDict(Module):
                 if not isinstance(p, container_abcs.Iterable):
                     raise TypeError("ParameterDict update sequence element #" + str(j)
                                     + " should be Iterable; is" + type(p).__name__)
-                if not len(p) == 2:
+                pair: Any = p          # an iterable that must be a pair
+                if not len(pair) == 2:
                     raise ValueError("ParameterDict update sequence element #" + str(j)
-                                     + " has length " + str(len(p)) + "; 2 is required")
-                self[p[0]] = p[1]
+                                     + " has length " + str(len(pair)) + "; 2 is required")
+                self[pair[0]] = pair[1]
 
     def extra_repr(self) -> str:
         lines = []

@@ -14,7 +14,7 @@ and shapes, default initialization, ``padding_mode`` and ``repr``).
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ... import _creation
 from ...ops import nn_conv as F
@@ -252,9 +252,19 @@ class ConvTranspose3d(_ConvTransposeNd):
 class _LazyConvXdMixin(LazyModuleMixin):
     """``in_channels`` read from the first input (dim 0 unbatched, dim 1 batched)."""
 
+    if TYPE_CHECKING:   # the convolution's, which every subclass also derives from
+        _nd: int
+        in_channels: int
+        out_channels: int
+        groups: int
+        transposed: bool
+        kernel_size: tuple
+        weight: Any
+        bias: Any
+
     def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.in_channels != 0:
-            super().reset_parameters()
+            super().reset_parameters()  # type: ignore[misc]  # the convolution's (next in MRO)
 
     def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:
         if self.has_uninitialized_params():
@@ -284,6 +294,7 @@ def _lazy(base: type, name: str) -> type:
                  dtype: Any = None, **kwargs: Any) -> None:
         # The parent's initialization with one channel and no bias, then uninitialized
         # parameters; the channels are read from the first input.
+        names: tuple
         if transposed:
             names = ("output_padding", "groups", "bias", "dilation", "padding_mode")
         else:

@@ -115,7 +115,7 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     cls_to_become = Linear
     weight: UninitializedParameter
-    bias: UninitializedParameter  # type: ignore[assignment]
+    bias: UninitializedParameter
 
     def __init__(self, out_features: int, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:

@@ -39,7 +39,7 @@ import itertools
 import warnings
 import weakref
 from collections import OrderedDict, namedtuple
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional, SupportsIndex
 
 from ... import _creation, _dtype
 from ...autograd import grad_mode
@@ -352,6 +352,12 @@ class Module:
     _version: int = 1
     training: bool
     call_super_init: bool = False
+    # Set in __init__ with object.__setattr__ (annotations only: no class attributes).
+    _parameters: Dict[str, Any]
+    _buffers: Dict[str, Any]
+    _modules: Dict[str, Any]
+    _non_persistent_buffers_set: set
+    _is_full_backward_hook: Optional[bool]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if self.call_super_init is False and bool(kwargs):
@@ -387,7 +393,7 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                   '"forward" function')
 
-    forward = _forward_unimplemented  # type: ignore[assignment]
+    forward = _forward_unimplemented
 
     # ------------------------------------------------------------------ registration
     def register_buffer(self, name: str, tensor: Optional[Tensor],
@@ -683,7 +689,8 @@ class Module:
         return _add(self._backward_hooks, hook)
 
     def _get_backward_hooks(self) -> tuple:
-        full, non_full = [], []
+        full: list = []
+        non_full: list = []
         if _global_is_full_backward_hook is True:
             full += _global_backward_hooks.values()
         if self._is_full_backward_hook is True:
@@ -851,7 +858,7 @@ class Module:
             if name not in self.__dict__:
                 self.__dict__[name] = default()
 
-    def __reduce_ex__(self, protocol: int) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         # HookDicts pickle as dicts; rebuild them so handles can reference them weakly.
         return object.__reduce_ex__(self, protocol)
 
@@ -983,7 +990,7 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
-            destination._metadata = OrderedDict()  # type: ignore[attr-defined]
+            destination._metadata = OrderedDict()
         local_metadata = dict(version=self._version)
         if hasattr(destination, "_metadata"):
             destination._metadata[prefix[:-1]] = local_metadata
@@ -1319,9 +1326,15 @@ class LazyModuleMixin:
     """
 
     cls_to_become: Any = None
+    if TYPE_CHECKING:   # the Module's, which every subclass also derives from
+        _parameters: Dict[str, Any]
+        _buffers: Dict[str, Any]
+        _non_persistent_buffers_set: set
+        _register_load_state_dict_pre_hook: Callable[..., Any]
+        register_forward_pre_hook: Callable[..., Any]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        super().__init__(*args, **kwargs)
         self._load_hook = self._register_load_state_dict_pre_hook(self._lazy_load_hook)
         self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters,
                                                                with_kwargs=True)

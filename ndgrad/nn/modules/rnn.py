@@ -106,7 +106,7 @@ class RNNBase(Module):
             for direction in range(num_directions):
                 layer_input = input_size if layer == 0 else real_hidden * num_directions
                 suffix = "_reverse" if direction == 1 else ""
-                params = [("weight_ih_l{}{}", (gate_size, layer_input)),
+                params: list = [("weight_ih_l{}{}", (gate_size, layer_input)),
                           ("weight_hh_l{}{}", (gate_size, real_hidden))]
                 if bias:
                     params += [("bias_ih_l{}{}", (gate_size,)), ("bias_hh_l{}{}", (gate_size,))]
@@ -195,7 +195,7 @@ class RNNBase(Module):
         return _apply_permutation(hx, permutation)
 
     # ------------------------------------------------------------------ computation
-    def _direction(self, x: Tensor, h: Tensor, c: Optional[Tensor], names: list,
+    def _direction(self, x: Tensor, h: Tensor, c: Any, names: list,
                    reverse: bool, batch_sizes: Optional[list]) -> tuple:
         """One layer in one direction over the whole sequence: (outputs, h_last, c_last).
         ``x`` is (T, B, I) or packed data (N, I) with ``batch_sizes``."""
@@ -296,6 +296,7 @@ class RNNBase(Module):
             if not is_batched:
                 x = x.unsqueeze(batch_dim)
             max_batch = x.shape[0] if self.batch_first else x.shape[1]
+        c0: Any                 # the LSTM's cell state (None for RNN and GRU)
         if hx is None:
             dt = x.dtype
             h0 = _creation.zeros(self.num_layers * D, max_batch, real_hidden, dtype=dt)

@@ -102,10 +102,11 @@ class Transformer(Module):
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
-            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
-                                            layer_norm_eps, batch_first, norm_first, bias, **fk)
+            dec_layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout,
+                                                activation, layer_norm_eps, batch_first,
+                                                norm_first, bias, **fk)
             norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **fk)
-            self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
+            self.decoder = TransformerDecoder(dec_layer, num_decoder_layers, norm)
         self._reset_parameters()
         self.d_model = d_model
         self.nhead = nhead

@@ -32,6 +32,7 @@ class Upsample(Module):
         super().__init__()
         self.name = type(self).__name__
         self.size = size
+        self.scale_factor: Any      # a float, a tuple of floats or None
         if isinstance(scale_factor, tuple):
             self.scale_factor = tuple(float(f) for f in scale_factor)
         else:

@@ -88,7 +88,7 @@ class ParametrizationList(ModuleList):
         original_dtype = original.dtype
         with grad_mode.no_grad():
             new = original
-            for module in reversed(self):  # type: ignore[call-overload]
+            for module in reversed(self):
                 if hasattr(module, "right_inverse"):
                     try:
                         new = module.right_inverse(new)
@@ -140,7 +140,7 @@ class ParametrizationList(ModuleList):
         """Store ``value`` as the tensor's value: run the ``right_inverse`` of every
         parametrization (last first) and write the result into the originals."""
         with grad_mode.no_grad():
-            for module in reversed(self):  # type: ignore[call-overload]
+            for module in reversed(self):
                 if hasattr(module, "right_inverse"):
                     value = module.right_inverse(value)
                 else:

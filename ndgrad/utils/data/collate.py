@@ -46,7 +46,8 @@ def default_convert(data: Any) -> Any:
         return _creation.as_tensor(data)
     if isinstance(data, collections.abc.Mapping):
         try:
-            return type(data)({k: default_convert(v) for k, v in data.items()})
+            mapping_cls: Any = type(data)
+            return mapping_cls({k: default_convert(v) for k, v in data.items()})
         except TypeError:
             return {k: default_convert(v) for k, v in data.items()}
     if _is_namedtuple(data):
@@ -55,7 +56,8 @@ def default_convert(data: Any) -> Any:
         return [default_convert(d) for d in data]
     if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
         try:
-            return type(data)([default_convert(d) for d in data])
+            sequence_cls: Any = type(data)
+            return sequence_cls([default_convert(d) for d in data])
         except TypeError:
             return [default_convert(d) for d in data]
     return data

@@ -86,6 +86,7 @@ class _ExceptionWrapper:
 
     def __init__(self, where: str) -> None:
         exc_type, exc, tb = sys.exc_info()
+        assert exc_type is not None         # made in an except clause
         self.exc_type = exc_type
         self.msg = "".join(traceback.format_exception(exc_type, exc, tb))
         self.where = where
@@ -127,7 +128,7 @@ class _Fetcher:
         self.dataset, self.iterable = dataset, iterable
         self.auto_collation, self.collate_fn, self.drop_last = auto_collation, collate_fn, \
             drop_last
-        self._it = iter(dataset) if iterable else None
+        self._it: Any = iter(dataset) if iterable else None
         self.ended = False
 
     def fetch(self, index: Any) -> Any:
@@ -175,7 +176,7 @@ def _worker_loop(dataset: Any, iterable: bool, index_queue: Any, result_queue: A
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                   dataset=dataset)
         init_error = None
-        fetcher = None
+        fetcher: Any = None
         try:
             if init_fn is not None:
                 init_fn(worker_id)
@@ -466,9 +467,9 @@ class DataLoader:
             if self._iterable:
                 sampler = _InfiniteConstantSampler()
             elif shuffle:
-                sampler = RandomSampler(dataset, generator=generator)
+                sampler = RandomSampler(dataset, generator=generator)  # type: ignore[arg-type]
             else:
-                sampler = SequentialSampler(dataset)
+                sampler = SequentialSampler(dataset)  # type: ignore[arg-type]
         if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.dataset = dataset

@@ -46,7 +46,7 @@ class IterableDataset(Dataset[T_co]):
     def __iter__(self) -> Iterator[T_co]:
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
-    def __add__(self, other: Dataset) -> "ChainDataset":
+    def __add__(self, other: Dataset) -> "ChainDataset":  # type: ignore[override]  # as torch
         return ChainDataset([self, other])
 
 
@@ -75,14 +75,14 @@ class StackDataset(Dataset):
                 raise ValueError("Supported either ``tuple``- (via ``args``) or"
                                  "``dict``- (via ``kwargs``) like input/output, but both types "
                                  "are given.")
-            self._length = len(args[0])
-            if any(self._length != len(d) for d in args):
+            self._length = _len(args[0])
+            if any(self._length != _len(d) for d in args):
                 raise ValueError("Size mismatch between datasets")
             self.datasets: Any = args
         elif kwargs:
             values = list(kwargs.values())
-            self._length = len(values[0])
-            if any(self._length != len(d) for d in values):
+            self._length = _len(values[0])
+            if any(self._length != _len(d) for d in values):
                 raise ValueError("Size mismatch between datasets")
             self.datasets = kwargs
         else:
@@ -104,7 +104,7 @@ class ConcatDataset(Dataset):
     def cumsum(sequence: Sequence[Dataset]) -> List[int]:
         out, total = [], 0
         for d in sequence:
-            total += len(d)
+            total += _len(d)
             out.append(total)
         return out
 
@@ -147,7 +147,7 @@ class ChainDataset(IterableDataset):
         for d in self.datasets:
             if not isinstance(d, IterableDataset):
                 raise AssertionError("ChainDataset only supports IterableDataset")
-            total += len(d)
+            total += _len(d)
         return total
 
 
@@ -164,12 +164,19 @@ class Subset(Dataset):
         return self.dataset[self.indices[idx]]
 
     def __getitems__(self, indices: List[int]) -> List[Any]:
-        if callable(getattr(self.dataset, "__getitems__", None)):
-            return self.dataset.__getitems__([self.indices[i] for i in indices])
+        getitems = getattr(self.dataset, "__getitems__", None)
+        if callable(getitems):
+            return getitems([self.indices[i] for i in indices])
         return [self.dataset[self.indices[i]] for i in indices]
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+def _len(dataset: Any) -> int:
+    """``len`` of a dataset that must have one (``Dataset`` declares no ``__len__``, as torch's
+    does not; one without it fails here with Python's TypeError)."""
+    return len(dataset)
 
 
 def random_split(dataset: Dataset, lengths: Sequence[Union[int, float]],
@@ -177,7 +184,7 @@ def random_split(dataset: Dataset, lengths: Sequence[Union[int, float]],
     """Split into non-overlapping subsets of the given lengths, or of the given fractions of
     ``len(dataset)`` (the remainder spread one by one from the first subset), by a random
     permutation drawn as torch draws it (the same seed gives torch's split)."""
-    n = len(dataset)
+    n = _len(dataset)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         sizes = []
         for i, frac in enumerate(lengths):
@@ -191,11 +198,12 @@ def random_split(dataset: Dataset, lengths: Sequence[Union[int, float]],
                 warnings.warn(f"Length of split at index {i} is 0. This might result in an "
                               "empty dataset.", stacklevel=2)
         lengths = sizes
-    if sum(lengths) != n:
+    counts: Sequence[Any] = lengths
+    if sum(counts) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    perm = _creation.randperm(sum(lengths), generator=generator).tolist()
+    perm = _creation.randperm(sum(counts), generator=generator).tolist()
     out, offset = [], 0
-    for size in lengths:
+    for size in counts:
         out.append(Subset(dataset, perm[offset:offset + size]))
         offset += size
     return out
