@@ -378,10 +378,10 @@ def hyper(value: Any) -> float:
 
 def check_flags(defaults: Dict[str, Any]) -> None:
     """``foreach``, ``fused`` and ``capturable`` are accepted (one CPU code path serves them);
-    ``differentiable=True`` is refused until updates are recorded."""
-    if defaults.get("differentiable"):
-        raise NotImplementedError("ndgrad.optim: differentiable=True is not supported yet "
-                                  "(updates are applied outside autograd)")
+    ``differentiable=True`` selects the recorded path (Note [Differentiable optimizer steps]),
+    which ``fused`` refuses as torch does."""
+    if defaults.get("differentiable") and defaults.get("fused"):
+        raise RuntimeError("`fused` does not support `differentiable`")
 
 
 def zeros_state(p: Tensor) -> Tensor:
