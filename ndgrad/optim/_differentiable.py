@@ -11,7 +11,9 @@ with respect to the initial parameters, the gradients, the state or tensor hyper
 and the dtype of each intermediate (a float32 ``step`` tensor rounds the bias corrections as
 torch's does) follow torch's single-tensor path, so values and gradients equal torch's. A value
 that is saved for backward and later updated in place is cloned first, so autograd's version
-check does not fire where torch's does not. Sparse gradients take the unrecorded path.
+check does not fire where torch's does not (and fires where torch's does: torch saves some
+state tensors that the next step updates in place, e.g. Adamax's ``exp_avg``, so a backward
+through several of its steps is refused by both).
 """
 
 from __future__ import annotations
