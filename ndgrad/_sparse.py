@@ -9,8 +9,10 @@ does (equal neighbouring indices summed, nothing sorted: the sum of uncoalesced 
 uncoalesced until it is needed), ``coalesce()`` sorts the entries and sums duplicates. A dense op
 that meets a sparse tensor sees its dense value (``_data`` densifies on each access), so
 dense + sparse is dense, like torch's; the engine and AccumulateGrad check the layout first
-and keep sparse gradients sparse (Note [AccumulateGrad: steal, clone or add]). Sparse tensors
-do not carry autograd history.
+and keep sparse gradients sparse (Note [AccumulateGrad: steal, clone or add]). The methods
+that record autograd history (``to_dense``, ``coalesce``, ``values``, arithmetic) are bound by
+``ndgrad/ops/sparse_coo.py`` (Note [Sparse autograd]); the ones here are their unrecorded
+forms.
 
 Example:
     >>> import ndgrad
@@ -140,6 +142,8 @@ class SparseTensor(Tensor):
                 np.int64).reshape(idx.shape[0], -1)
             vals = summed
         return _make(idx, vals, self._sp_shape, coalesced=True)
+
+    _coalesce_unrecorded = coalesce
 
     def to_dense(self, dtype: Any = None, *, masked_grad: bool = True) -> Tensor:
         out = _wrap(self._dense())
@@ -313,8 +317,6 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
                       is_coalesced: Optional[bool] = None) -> SparseTensor:
     """A sparse COO tensor from ``indices`` (``sparse_dim x nnz``) and ``values`` (``nnz x
     dense dims``); ``size`` defaults to the smallest that holds the indices."""
-    if requires_grad:
-        raise NotImplementedError("sparse tensors that require grad are not supported yet")
     idx = np.asarray(indices.numpy() if isinstance(indices, Tensor) else indices)
     if idx.dtype.kind not in "iu":
         raise RuntimeError("indices must be an int64 tensor")
@@ -352,8 +354,14 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
     if tuple(vals.shape[1:]) != size[sparse_dim:]:
         raise RuntimeError("values has incorrect size, expected "
                            f"{[idx.shape[1], *size[sparse_dim:]]}, got {list(vals.shape)}")
-    return _make(idx, vals, size, coalesced=bool(is_coalesced) if is_coalesced is not None
-                 else idx.shape[1] <= 1)
+    out = _make(idx, vals, size, coalesced=bool(is_coalesced) if is_coalesced is not None
+                else idx.shape[1] <= 1)
+    if requires_grad:               # a leaf; recorded forms: Note [Sparse autograd]
+        if vals.dtype.kind not in "fc":
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        out._requires_grad = True
+    return out
 
 
 def to_sparse(t: Tensor, sparse_dim: Optional[int] = None) -> SparseTensor:

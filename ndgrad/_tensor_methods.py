@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _creation, _dtype, _signature, _sparse, ops
+from . import _creation, _dtype, _signature, ops
 from .autograd import api as _autograd_api
 from .ops import views_inplace as _inplace
 from .ops._util import broadcast_error, check_tensor, is_scalar, to_tensor
@@ -812,7 +812,7 @@ def _dense_to_sparse(self: Tensor, sparse_dim: Any = None, *, layout: Any = None
     if layout not in (None, "torch.sparse_coo"):
         raise NotImplementedError(f"to_sparse: layout {layout} is not supported (only "
                                   "torch.sparse_coo)")
-    return _sparse.to_sparse(self, sparse_dim)
+    return ops.sparse_coo.to_sparse(self, sparse_dim)
 
 
 def _dense_to_dense(self: Tensor, dtype: Any = None, *, masked_grad: Any = None) -> Tensor:

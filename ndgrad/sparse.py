@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import numpy as np
-
 from . import _dtype
-from ._sparse import SparseTensor, _make, sparse_coo_tensor
-from .ops import matmul
-from .tensor import Tensor, _wrap
+from ._sparse import SparseTensor
+from .ops import sparse_coo as _ops
+from .ops.sparse_coo import sparse_coo_tensor
+from .tensor import Tensor
 
 __all__ = ["sum", "mm", "addmm", "sparse_coo_tensor", "check_sparse_tensor_invariants"]
 
@@ -35,37 +34,20 @@ def _check(t: Any, fn: str) -> SparseTensor:
 
 def sum(input: SparseTensor, dim: Any = None, dtype: Optional[_dtype.dtype] = None) -> Any:
     """The sum of all entries (a dense 0-d tensor), or over ``dim`` (sparse while sparse
-    dimensions remain, else dense)."""
-    s = _check(input, "sparse.sum").coalesce()
-    vals = s._sp_values if dtype is None else s._sp_values.astype(dtype.np)
-    if dim is None:
-        return _wrap(np.asarray(vals.sum(), dtype=vals.dtype))
-    dims = sorted({d % s.dim() for d in ((dim,) if isinstance(dim, int) else dim)})
-    k = s.sparse_dim()
-    dense_dims = [d - k + 1 for d in dims if d >= k]
-    if dense_dims:
-        vals = vals.sum(axis=tuple(dense_dims))
-    sparse_keep = [d for d in range(k) if d not in dims]
-    shape = tuple(n for d, n in enumerate(s._sp_shape) if d not in dims)
-    if not sparse_keep:
-        return _wrap(np.asarray(vals.sum(axis=0), dtype=vals.dtype))
-    out = _make(s._sp_indices[sparse_keep], vals, shape)
-    return out.coalesce()
+    dimensions remain, else dense); the gradient is masked to ``input``'s pattern."""
+    return _ops.sparse_sum(_check(input, "sparse.sum"), dim, dtype)
 
 
-def mm(mat1: Any, mat2: Any) -> Tensor:
-    """``mat1 @ mat2`` for a sparse 2-d ``mat1`` and a dense ``mat2`` (differentiable with
-    respect to ``mat2``)."""
-    s = _check(mat1, "sparse.mm")
-    if s.dim() != 2 or s.dense_dim() != 0:
-        raise RuntimeError("sparse.mm: expected a 2-d sparse matrix with no dense dimensions")
-    return matmul(s.to_dense(), mat2)
+def mm(mat1: Any, mat2: Tensor) -> Tensor:
+    """``mat1 @ mat2`` for a sparse 2-d ``mat1`` and a dense ``mat2``: ``mat1``'s gradient is
+    sparse, masked to its pattern, ``mat2``'s dense (Note [Sparse autograd])."""
+    return _ops.sparse_mm(_check(mat1, "sparse.mm"), mat2)
 
 
 def addmm(mat: Tensor, mat1: Any, mat2: Tensor, *, beta: float = 1.0,
           alpha: float = 1.0) -> Tensor:
     """``beta * mat + alpha * (mat1 @ mat2)`` with a sparse ``mat1``."""
-    return mat * beta + mm(mat1, mat2) * alpha
+    return _ops.sparse_addmm(mat, _check(mat1, "sparse.addmm"), mat2, beta, alpha)
 
 
 class check_sparse_tensor_invariants:

@@ -410,8 +410,8 @@ class Tensor(_TensorMethods):
     @property
     def grad(self) -> Optional["Tensor"]:
         """The gradient accumulated by backward (warns on a non-leaf that does not
-        retain its grad)."""
-        if self._grad_fn is not None and not self._retains_grad:
+        retain its grad and has none, as torch's does)."""
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
             warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from .._layout import is_non_overlapping_and_dense
 from .._sparse import SparseTensor, add_into_dense
+from .._sparse import _make as _make_sparse
 from . import grad_mode
 from .node import Node
 
@@ -166,8 +167,13 @@ def _accumulate_sparse(var: Any, vgrad: Any, new_grad: Any, enabled: bool,
     new dense gradient (``new + old``, so the dense one leads)."""
     if vgrad is None:
         if new_grad.__class__ is SparseTensor:
-            if not enabled and _getrefcount(new_grad) <= expected_refs:
-                var._grad = new_grad.detach()
+            if not enabled and _getrefcount(new_grad) <= expected_refs and \
+                    _getrefcount(new_grad._sp_indices) <= 2 and \
+                    _getrefcount(new_grad._sp_values) <= 2:
+                # stolen: a new tensor over the same arrays (unless another tensor shares
+                # them, like torch's indices use_count), which torch does not flag coalesced
+                var._grad = _make_sparse(new_grad._sp_indices, new_grad._sp_values,
+                                         new_grad._sp_shape)
             else:
                 var._grad = new_grad.clone()
         else:

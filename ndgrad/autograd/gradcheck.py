@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -38,6 +39,8 @@ import numpy as np
 from importlib import import_module
 
 from .._creation import zeros_like
+from .._sparse import SparseTensor
+from .._sparse import _make as _make_sparse
 from . import forward_ad
 from .api import grad
 
@@ -93,7 +96,66 @@ def _diff_outputs(outputs: tuple) -> list:
 
 
 def _np(t: Any) -> np.ndarray:
+    """The values of ``t`` as an ndarray (a sparse tensor's dense form)."""
+    if t.__class__ is SparseTensor:
+        return t._dense()
     return t.detach().numpy()
+
+
+# Note [gradcheck on sparse inputs]
+# As torch's: a sparse COO input is perturbed through its stored values, each value standing
+# for its element of the dense Jacobian (rows of unstored elements stay zero). With
+# ``masked=False`` (the default) the numerical Jacobian is taken on a copy of the input in which
+# every element is stored (zeros added), so it covers every element and a backward that masks
+# its gradient to the stored pattern fails; with ``masked=True`` only the stored elements are
+# perturbed, so masked gradients pass (and a backward that fills unstored elements fails).
+# The analytical Jacobian is the dense form of the (sparse or dense) gradient. Sparse outputs
+# are refused, as torch does.
+def _is_sparse(x: Any) -> bool:
+    return x.__class__ is SparseTensor
+
+
+def _densify(x: Any) -> Any:
+    """A copy of sparse ``x`` storing every element (zeros where ``x`` stores none),
+    coalesced, in row-major order, requiring grad as ``x`` does; other values unchanged."""
+    if not _is_sparse(x):
+        return x
+    c = SparseTensor._coalesce_unrecorded(x)
+    k = x.sparse_dim()
+    sshape = x._sp_shape[:k]
+    n = int(np.prod(sshape, dtype=np.int64))
+    idx = np.stack(np.unravel_index(np.arange(n), sshape)).astype(np.int64).reshape(k, n)
+    vals = np.zeros((n,) + x._sp_shape[k:], dtype=x._sp_values.dtype)
+    if c._nnz():
+        vals[np.ravel_multi_index(tuple(c._sp_indices), sshape)] = c._sp_values
+    out = _make_sparse(idx, vals, x._sp_shape, coalesced=True)
+    out._requires_grad = x._requires_grad
+    return out
+
+
+def _spread(x: Any, u: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    """A vector over the perturbed entries of ``x`` as a vector over its dense elements."""
+    if u is None or not _is_sparse(x):
+        return u
+    full = np.zeros(x.numel(), u.dtype)
+    np.add.at(full, _perturbed(x)[1], u)
+    return full
+
+
+def _perturbed(x: Any) -> tuple:
+    """(the array perturbed for input ``x``, the dense flat element each of its entries
+    stands for)."""
+    if not _is_sparse(x):
+        data = x.detach().numpy()
+        return data, np.arange(data.size)
+    vals = x._sp_values
+    k = x.sparse_dim()
+    dense = x._sp_shape[k:]
+    inner = int(np.prod(dense, dtype=np.int64))
+    outer = np.ravel_multi_index(tuple(x._sp_indices), x._sp_shape[:k]) if k else \
+        np.zeros(x._nnz(), np.int64)
+    flat = (outer[:, None] * inner + np.arange(inner)[None, :]).reshape(-1)
+    return vals, flat
 
 
 def _show(a: Any) -> str:
@@ -107,9 +169,9 @@ def _numerical_columns(func: Callable, inputs: tuple, i: int, eps: float,
     ``(ds/dx, ds/dy)`` of arrays ``(n_in, n_out)`` (``ds/dy`` only for a complex input). The
     input's memory is perturbed in place and restored."""
     x = inputs[i]
-    data = x.detach().numpy()
+    data, rows = _perturbed(x)
     is_complex = data.dtype.kind == "c"
-    n_in = data.size
+    n_in = x.numel()
 
     def eval_outputs() -> list:
         # Not under no_grad: ``func`` may itself differentiate (gradgradcheck).
@@ -138,7 +200,7 @@ def _numerical_columns(func: Callable, inputs: tuple, i: int, eps: float,
                 d = (plus[k] - minus[k]) / (2 * eps)
                 if not np.iscomplexobj(store[k]) and np.iscomplexobj(d):
                     store[k] = store[k].astype(np.complex128)
-                store[k][j] = d
+                store[k][rows[j]] = d
     return [(dx[k], dy[k] if dy is not None else None) for k in range(len(out_idx))]
 
 
@@ -171,8 +233,9 @@ def gradcheck(
     differences (see the module docstring for the list of checks).
 
     Returns True, or raises :class:`GradcheckError` (returns False with
-    ``raise_exception=False``). ``check_batched_forward_grad=True`` and ``masked=True`` are not
-    supported yet and raise ``NotImplementedError``.
+    ``raise_exception=False``). Sparse COO inputs are checked as torch's (Note [gradcheck on
+    sparse inputs]): ``masked=True`` ignores the gradients of unstored elements.
+    ``check_batched_forward_grad=True`` is not supported and raises ``NotImplementedError``.
 
     >>> import ndgrad
     >>> from ndgrad.autograd.gradcheck import gradcheck
@@ -180,15 +243,18 @@ def gradcheck(
     >>> gradcheck(lambda t: t.exp() * t, (x,), fast_mode=True)
     True
     """
-    if check_batched_forward_grad or masked:
-        raise NotImplementedError("gradcheck: check_batched_forward_grad=True and masked=True "
-                                  "are not supported by ndgrad yet")
+    if check_batched_forward_grad:
+        raise NotImplementedError("gradcheck: check_batched_forward_grad=True is not supported "
+                                  "by ndgrad yet")
     inputs = _as_tuple(inputs)
     _check_inputs(inputs)
+    if any(_is_sparse(x) for x in inputs) and (check_forward_ad or check_batched_grad):
+        raise NotImplementedError("gradcheck: check_forward_ad and check_batched_grad are not "
+                                  "supported by ndgrad for sparse inputs")
     try:
         _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
                    check_grad_dtypes, check_batched_grad, check_forward_ad, check_backward_ad,
-                   fast_mode)
+                   fast_mode, bool(masked))
     except GradcheckError:
         if raise_exception:
             raise
@@ -206,7 +272,8 @@ def _check_inputs(inputs: tuple) -> None:
                           "floating point or complex. This check will likely fail if all the "
                           "inputs are not of double precision floating point or complex. ",
                           stacklevel=3)
-        if not all(st > 0 or n <= 1 for st, n in zip(x.stride(), x.shape)):
+        if not _is_sparse(x) and not all(st > 0 or n <= 1
+                                         for st, n in zip(x.stride(), x.shape)):
             raise RuntimeError(
                 f"The {idx}th input has a dimension with stride 0. gradcheck only supports "
                 "inputs that are non-overlapping to be able to compute the numerical gradients "
@@ -220,10 +287,15 @@ def _check_inputs(inputs: tuple) -> None:
 
 def _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
                check_grad_dtypes, check_batched_grad, check_forward_ad, check_backward_ad,
-               fast_mode) -> None:
+               fast_mode, masked=False) -> None:
     func_out = _as_tuple(func(*inputs))
     outputs = tuple(o for o in func_out if _is_tensor(o) and o.requires_grad)
+    if any(_is_sparse(o) for o in func_out):
+        raise ValueError("Sparse output is not supported at gradcheck yet. Please call "
+                         "to_dense(masked_grad=...) on the output of fn for gradcheck.")
     check = _check_fast if fast_mode else _check_slow
+    num_inputs = inputs if masked else tuple(_densify(x) for x in inputs)
+    check = functools.partial(check, num_inputs=num_inputs)
     if check_backward_ad:
         if any(_is_tensor(o) and o.is_complex() for o in func_out):
             for part, prefix in (("imag", "While considering the imaginary part of complex "
@@ -241,7 +313,7 @@ def _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
     if check_batched_grad:
         for k, o in enumerate(outputs):
             _check_batched(inputs, o, k)
-    _check_zero_grad_outputs(outputs, inputs)
+    _check_zero_grad_outputs(outputs, inputs, masked)
     if check_undefined_grad and len(outputs) > 1:
         _check_missing_grad_outputs(func, inputs, len(outputs))
 
@@ -268,23 +340,36 @@ def _check_no_diff_outputs(func: Callable, inputs: tuple, eps: float) -> None:
                 raise GradcheckError("Numerical gradient for function expected to be zero")
 
 
-def _check_slow(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, prefix) -> None:
+def _check_slow(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, prefix,
+                num_inputs=None) -> None:
+    num_inputs = inputs if num_inputs is None else num_inputs
     outs, diff = _outputs_requiring_grad(func, inputs)
     if not diff:
-        _check_no_diff_outputs(func, inputs, eps)
+        _check_no_diff_outputs(func, num_inputs, eps)
         return
     i_list = _diff_inputs(inputs)
     numerical = []      # [input][output] -> (n_in, n_out)
     for i in i_list:
-        cols = _numerical_columns(func, inputs, i, eps, diff)
+        cols = _numerical_columns(func, num_inputs, i, eps, diff)
         numerical.append([dx if dy is None else dx + 1j * dy for dx, dy in cols])
     for oi, k in enumerate(diff):
         analytical = _analytical_jacobian(inputs, i_list, outs[k], nondet_tol,
                                           check_grad_dtypes)
         for ii in range(len(i_list)):
             a, n = analytical[ii], numerical[ii][oi]
+            _check_sizes(a.shape[1], n.shape[1])
             if not np.allclose(a, n, rtol=rtol, atol=atol):
                 raise GradcheckError(_error(oi, ii, n, a, prefix=prefix))
+
+
+def _check_sizes(n_out: int, n_numerical: int) -> None:
+    """An output whose size changes on the densified input (Note [gradcheck on sparse
+    inputs]: ``values()`` of a sparse input, with ``masked=False``) is torch's size error."""
+    if n_out != n_numerical:
+        raise RuntimeError(f"The expanded size of the tensor ({n_out}) must match the existing "
+                           f"size ({n_numerical}) at non-singleton dimension 0: the output has "
+                           f"{n_numerical} elements when every element of the sparse input is "
+                           "stored (masked=False)")
 
 
 def _analytical_rows(out: Any, xs: list, vectors: list) -> list:
@@ -357,19 +442,29 @@ def _unit(rng: np.random.Generator, n: int, dtype: Any) -> np.ndarray:
     return (v / norm if norm else v).astype(dtype)
 
 
-def _check_fast(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, prefix) -> None:
-    """``v^T J u`` for random unit vectors ``u`` (per input) and ``v`` (per output)."""
+def _check_fast(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, prefix,
+                num_inputs=None) -> None:
+    """``v^T J u`` for random unit vectors ``u`` (per input) and ``v`` (per output); for a
+    sparse input ``u`` is drawn on its stored elements (Note [gradcheck on sparse inputs])."""
+    num_inputs = inputs if num_inputs is None else num_inputs
     rng = np.random.default_rng(0)
     i_list = _diff_inputs(inputs)
     outs, diff = _outputs_requiring_grad(func, inputs)
-    all_u = []
+    all_u, num_u = [], []
     for i in i_list:
         x = inputs[i]
         real = np.float64 if x.dtype.name in ("float64", "complex128") else np.float32
-        ur = _unit(rng, x.numel(), real)
-        all_u.append((ur, _unit(rng, x.numel(), real)) if x.is_complex() else ur)
+        n = x._sp_values.size if _is_sparse(x) else x.numel()
+        raw = _unit(rng, n, real), (_unit(rng, n, real) if x.is_complex() else None)
+        dense = tuple(_spread(x, r) for r in raw)
+        # the numerical direction: on the stored values of the input it perturbs (the
+        # densified copy stores every element, in dense order)
+        num = raw if num_inputs[i] is x else dense
+        all_u.append(dense if x.is_complex() else dense[0])
+        num_u.append(num if x.is_complex() else num[0])
     all_v = [_unit(rng, outs[k].numel(), _np(outs[k]).dtype) for k in diff]
-    numerical_ju = [_numerical_ju(func, inputs, i, u, eps) for i, u in zip(i_list, all_u)]
+    numerical_ju = [_numerical_ju(func, num_inputs, i, u, eps)
+                    for i, u in zip(i_list, num_u)]
     if not diff:
         for ju in numerical_ju:
             for col in ju:
@@ -390,17 +485,18 @@ def _check_fast(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, pr
             else:
                 ana = np.dot(g, u)
                 atol_adj = atol * float(u.sum()) * float(v.sum().real)
+            _check_sizes(v.size, numerical_ju[ii][k].size)
             num = np.dot(v, numerical_ju[ii][k])
             if not np.allclose(ana, num, rtol=rtol, atol=atol_adj):
                 raise GradcheckError(_error(oi, ii, num, ana, prefix=prefix)
                                      + _slow_mode_report(func, inputs, i_list, diff, ii, oi,
-                                                         eps, rtol, atol))
+                                                         eps, rtol, atol, num_inputs))
 
 
 def _numerical_ju(func: Callable, inputs: tuple, i: int, u: Any, eps: float) -> list:
     """``J u`` by central differences along ``u`` (for a complex input, ``u = (ur, ui)``:
     ``ds/dx ur + i ds/dy ui``), per tensor output (flattened)."""
-    data = inputs[i].detach().numpy()
+    data = _perturbed(inputs[i])[0]
     orig = data.copy()
 
     def along(direction: np.ndarray) -> list:
@@ -421,9 +517,11 @@ def _numerical_ju(func: Callable, inputs: tuple, i: int, u: Any, eps: float) -> 
     return [r if np.any(np.iscomplex(r)) else r.real for r in res]
 
 
-def _slow_mode_report(func, inputs, i_list, diff, ii, oi, eps, rtol, atol) -> str:
+def _slow_mode_report(func, inputs, i_list, diff, ii, oi, eps, rtol, atol,
+                      num_inputs=None) -> str:
     outs = _outputs(func, inputs)
-    dx, dy = _numerical_columns(func, inputs, i_list[ii], eps, [diff[oi]])[0]
+    num_inputs = inputs if num_inputs is None else num_inputs
+    dx, dy = _numerical_columns(func, num_inputs, i_list[ii], eps, [diff[oi]])[0]
     num = dx if dy is None else dx + 1j * dy
     ana = _analytical_jacobian(inputs, [i_list[ii]], outs[diff[oi]], float("inf"), False)[0]
     diff_max = np.max(np.abs(num - ana)) if num.size else 0.0
@@ -473,8 +571,9 @@ def _check_batched(inputs: tuple, out: Any, k: int) -> None:
                                  f"Got:\n{_show(res)}\n\nExpected:\n{_show(exp)}")
 
 
-def _check_zero_grad_outputs(outputs: tuple, inputs: tuple) -> None:
-    """Zero grad_outputs must give zero gradients of the inputs' dtypes and sizes."""
+def _check_zero_grad_outputs(outputs: tuple, inputs: tuple, masked: bool = False) -> None:
+    """Zero grad_outputs must give zero gradients of the inputs' dtypes, sizes and layouts (a
+    sparse gradient: the input's layout, sparse_dim and dense_dim)."""
     xs = [inputs[i] for i in _diff_inputs(inputs)]
     if not xs:
         raise GradcheckError("no Tensors requiring grad found in input")
@@ -484,7 +583,18 @@ def _check_zero_grad_outputs(outputs: tuple, inputs: tuple) -> None:
     for g, x in zip(res, xs):
         if g is None:
             continue
-        if np.any(_np(g) != 0):
+        if _is_sparse(g):
+            if not _is_sparse(x):
+                raise GradcheckError(f"grad is incorrect layout ({g.layout} is not "
+                                     f"{x.layout})")
+            if g.sparse_dim() != x.sparse_dim():
+                raise GradcheckError("grad is sparse tensor, but has incorrect sparse_dim "
+                                     f"{g.sparse_dim()}, expected {x.sparse_dim()}")
+            if g.dense_dim() != x.dense_dim():
+                raise GradcheckError("grad is sparse tensor, but has incorrect dense_dim "
+                                     f"{g.dense_dim()}, expected {x.dense_dim()}")
+        gd = _np(g)
+        if (not np.allclose(gd, 0)) if masked else np.any(gd != 0):
             raise GradcheckError("backward not multiplied by grad_output")
         if g.dtype != x.dtype:
             raise GradcheckError("grad is incorrect type")

@@ -62,3 +62,7 @@ from . import rearrange  # noqa: F401,E402  (registers its batching rules itself
 # ---- rest of issue 8: sampling, counting, gradient ----
 from . import sampling, counting, gradient as _gradient_mod  # noqa: F401,E402  (after install)
 # ---- end rest of issue 8 ----
+# ---- sparse autograd (issue 10) ----
+from . import sparse_coo  # noqa: E402
+sparse_coo._install()
+# ---- end sparse autograd ----

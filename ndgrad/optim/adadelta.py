@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
                         params_with_grad, scalar_state, step_tensor, zeros_state)
 
@@ -44,6 +45,9 @@ class Adadelta(Optimizer):
         """One update of every parameter with a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            if group["differentiable"]:
+                _differentiable.run(self, group, "Adadelta")
+                continue
             lr, rho, eps, wd = hyper(group["lr"]), group["rho"], group["eps"], \
                 group["weight_decay"]
             for p in params_with_grad(group):

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .. import _creation
+from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
                         params_with_grad, scalar_state, step_tensor)
 
@@ -53,6 +54,9 @@ class Adagrad(Optimizer):
         """One update of every parameter with a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            if group["differentiable"]:
+                _differentiable.run(self, group, "Adagrad")
+                continue
             lr, wd, eps = hyper(group["lr"]), group["weight_decay"], group["eps"]
             for p in params_with_grad(group):
                 state = self.state[p]

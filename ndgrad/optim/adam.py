@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
+from . import _differentiable
 from .optimizer import (Optimizer, adam_moments, bump, check_betas, check_flags, check_nonneg,
                         grad_array, hyper, params_with_grad, scalar_state, step_tensor,
                         weight_decay, zeros_state)
@@ -52,6 +53,9 @@ class Adam(Optimizer):
         """One Adam update of every parameter with a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            if group["differentiable"]:
+                _differentiable.run(self, group, "Adam")
+                continue
             lr, (beta1, beta2) = hyper(group["lr"]), group["betas"]
             wd, eps, amsgrad = group["weight_decay"], group["eps"], group["amsgrad"]
             for p in params_with_grad(group):

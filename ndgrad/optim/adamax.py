@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
+from . import _differentiable
 from .optimizer import (Optimizer, bump, check_betas, check_flags, check_nonneg, grad_array,
                         hyper, params_with_grad, scalar_state, step_tensor, zeros_state)
 
@@ -44,6 +45,9 @@ class Adamax(Optimizer):
         """One update of every parameter with a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            if group["differentiable"]:
+                _differentiable.run(self, group, "Adamax")
+                continue
             lr, (beta1, beta2) = hyper(group["lr"]), group["betas"]
             eps, wd = group["eps"], group["weight_decay"]
             for p in params_with_grad(group):

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
                         params_with_grad, scalar_state, set_scalar, step_tensor, zeros_state)
 
@@ -43,6 +44,9 @@ class ASGD(Optimizer):
         """One update of every parameter with a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            if group["differentiable"]:
+                _differentiable.run(self, group, "ASGD")
+                continue
             lr, lambd, alpha, t0 = hyper(group["lr"]), group["lambd"], group["alpha"], \
                 group["t0"]
             wd = group["weight_decay"]

@@ -381,10 +381,10 @@ def hyper(value: Any) -> float:
 
 def check_flags(defaults: Dict[str, Any]) -> None:
     """``foreach``, ``fused`` and ``capturable`` are accepted (one CPU code path serves them);
-    ``differentiable=True`` is refused until updates are recorded."""
-    if defaults.get("differentiable"):
-        raise NotImplementedError("ndgrad.optim: differentiable=True is not supported yet "
-                                  "(updates are applied outside autograd)")
+    ``differentiable=True`` selects the recorded path (Note [Differentiable optimizer steps]),
+    which ``fused`` refuses as torch does."""
+    if defaults.get("differentiable") and defaults.get("fused"):
+        raise RuntimeError("`fused` does not support `differentiable`")
 
 
 def zeros_state(p: Tensor) -> Tensor:
@@ -414,6 +414,41 @@ def weight_decay(d: np.ndarray, g: np.ndarray, lr: float, wd: float, decoupled: 
         np.multiply(d, 1 - lr * wd, out=d)
         return g
     return g + wd * d
+
+
+def _fma(x: Any, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``x * y + z`` rounded once (a fused multiply-add), for float64 arrays: the product's
+    rounding error (Dekker's split) and the sum's (Knuth's two-sum) are added back before the
+    final rounding."""
+    split = 134217729.0                          # 2**27 + 1
+    x = np.broadcast_to(np.asarray(x, dtype=np.float64), y.shape)
+    p = x * y
+    cx, cy = split * x, split * y
+    xh, yh = cx - (cx - x), cy - (cy - y)
+    xl, yl = x - xh, y - yh
+    e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+    s = p + z
+    bb = s - p
+    t = (p - (s - bb)) + (z - bb)
+    return s + (t + e)
+
+
+def lerp_(a: np.ndarray, end: np.ndarray, weight: float) -> None:
+    """``a = lerp(a, end, weight)`` in place, rounded as torch's CPU kernel, one fused
+    multiply-add: ``a + w (end - a)`` for ``|w| < 0.5``, else ``end - (end - a)(1 - w)``
+    (another dtype takes the weight in its own precision first, as torch does, and the
+    product-sum in float64, rounded once)."""
+    diff = end - a
+    if a.dtype == np.float64:
+        r = _fma(weight, diff, a) if abs(weight) < 0.5 else _fma(-(1 - weight), diff, end)
+    else:
+        w = a.dtype.type(weight)
+        d = diff.astype(np.float64)
+        if abs(weight) < 0.5:
+            r = a.astype(np.float64) + np.float64(w) * d
+        else:
+            r = end.astype(np.float64) - d * np.float64(a.dtype.type(1) - w)
+    a[...] = r
 
 
 def adam_moments(m: np.ndarray, v: np.ndarray, g: np.ndarray, beta1: float, beta2: float

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Tuple
 import numpy as np
 
 from .. import _creation
+from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
                         params_with_grad, scalar_state, step_tensor, zeros_state)
 
@@ -45,6 +46,9 @@ class Rprop(Optimizer):
         """One update of every parameter with a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            if group["differentiable"]:
+                _differentiable.run(self, group, "Rprop")
+                continue
             etaminus, etaplus = group["etas"]
             lo, hi = group["step_sizes"]
             for p in params_with_grad(group):

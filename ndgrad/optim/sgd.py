@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _creation
 
+from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
                         params_with_grad)
 
@@ -48,6 +49,9 @@ class SGD(Optimizer):
         """One update of every parameter with a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            if group["differentiable"]:
+                _differentiable.run(self, group, "SGD")
+                continue
             lr, wd = hyper(group["lr"]), group["weight_decay"]
             momentum, dampening = group["momentum"], group["dampening"]
             for p in params_with_grad(group):
