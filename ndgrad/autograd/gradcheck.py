@@ -450,7 +450,8 @@ def _check_fast(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, pr
     rng = np.random.default_rng(0)
     i_list = _diff_inputs(inputs)
     outs, diff = _outputs_requiring_grad(func, inputs)
-    all_u, num_u = [], []
+    all_u: list = []
+    num_u: list = []
     for i in i_list:
         x = inputs[i]
         real = np.float64 if x.dtype.name in ("float64", "complex128") else np.float32

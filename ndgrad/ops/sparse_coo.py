@@ -29,7 +29,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, TypeVar
 
 import numpy as np
 
@@ -51,7 +51,7 @@ _NO_EDGE = (None, 0)
 class _SparseNode(Node):
     """The backward of a sparse op: ``_vjp(node, grad)`` returns one gradient per edge."""
 
-    _vjp: Callable = None          # type: ignore[assignment]
+    _vjp: Callable = None          # set by each node class
     _args: tuple = ()
 
     def apply(self, grads: list) -> tuple:
@@ -84,8 +84,10 @@ def _meta(t: Any) -> Optional[tuple]:
     return (t._data.shape, t._data.dtype)
 
 
-def _record(name: str, vjp: Callable, inputs: tuple, result: Tensor, args: tuple = ()
-            ) -> Tensor:
+_T = TypeVar("_T", bound=Tensor)
+
+def _record(name: str, vjp: Callable, inputs: tuple, result: _T, args: tuple = ()
+            ) -> _T:
     """Give ``result`` a ``name`` node over ``inputs`` (``None`` entries: edges without a
     gradient, torch's padding) when grad mode is on and an input requires grad."""
     if not _state.enabled or not any(t is not None and t._requires_grad for t in inputs):

@@ -45,7 +45,9 @@ def _needs_grad(x: Any) -> bool:
 
 
 def _grad(p: Tensor, group: Dict[str, Any]) -> Tensor:
-    return -p.grad if group.get("maximize") else p.grad
+    g = p.grad
+    assert g is not None, "the step only visits parameters with a gradient"
+    return -g if group.get("maximize") else g
 
 
 def _l2(g: Tensor, p: Tensor, wd: Any) -> Tensor:
@@ -307,7 +309,7 @@ def _rprop(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
     if not state:
         state["step"] = scalar_state(0.0)
         state["prev"] = zeros_state(p)
-        state["step_size"] = _creation.full_like(p.grad.detach(), hyper(group["lr"]))
+        state["step_size"] = _creation.full_like(_grad(p, {}).detach(), hyper(group["lr"]))
     _tick(state)
     etaminus, etaplus = group["etas"]
     lo, hi = group["step_sizes"]
