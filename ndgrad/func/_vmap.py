@@ -1,0 +1,216 @@
+"""``vmap``: map a function over a dimension of its inputs.
+
+Note [vmap by entries]
+``vmap(f)(xs)`` runs ``f`` once per batch entry on ``xs.select(in_dim, b)`` and stacks the
+outputs at ``out_dims``. Every ndgrad op works inside (the batching rules of ops/_batching.py
+cover a subset of the op table and cannot see Python-level reads of a tensor's shape, which
+user functions make freely), nesting is plain nesting, and select/stack are differentiable in
+both modes, so ``grad``/``jacfwd``/``jvp`` of a vmapped function and vmap of any transform
+compose. What torch refuses inside vmap is refused the same way: ``.item()`` and Python
+control flow on a tensor (Tensor.item/__bool__ consult ``tensor._vmap_check``), random draws
+under ``randomness="error"``; ``"same"`` replays the generator's state for every entry. The
+function-level vectorized paths are the Jacobians: ``jacrev`` is one batched backward pass and
+``jacfwd`` one forward pass with batched tangents (Note [Transform levels] in _common.py).
+
+Example:
+    >>> import ndgrad
+    >>> from ndgrad.func import vmap
+    >>> vmap(ndgrad.dot)(ndgrad.ones(3, 2), ndgrad.ones(3, 2))
+    tensor([2., 2., 2.])
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, Callable, Optional
+
+import importlib
+
+import numpy as np
+
+from ..ops import stack
+from ..tensor import Tensor
+from . import _rng
+from ._pytree import broadcast_prefix, tree_flatten, tree_unflatten
+
+_tensor_mod = importlib.import_module("ndgrad.tensor")  # the module; ndgrad.tensor is a function
+
+__all__ = ["vmap"]
+
+
+class _State(threading.local):
+    depth = 0
+
+
+_state = _State()
+
+_ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over "
+         "calling .item() on a Tensor, please try to rewrite what you're doing with other "
+         "operations. If error is occurring somewhere inside PyTorch internals, please file a "
+         "bug report.")
+_CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent "
+                 "control flow. We don't support that yet, please file an issue at "
+                 "https://github.com/pytorch/pytorch/issues .")
+
+
+def _check(what: str) -> None:
+    """Called by Tensor.item/__bool__ while a vmapped function runs (Note [vmap by
+    entries])."""
+    if _state.depth:
+        raise RuntimeError(_ITEM if what == "item" else _CONTROL_FLOW)
+
+
+_tensor_mod._vmap_check = _check
+
+
+def _name(func: Any) -> str:
+    return getattr(func, "__name__", repr(func))
+
+
+def _in_dims_error(fname: str, in_dims: Any, msg: str) -> ValueError:
+    return ValueError(f"vmap({fname}, in_dims={in_dims}, ...)(<inputs>): {msg}")
+
+
+def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
+         chunk_size: Optional[int] = None) -> Callable:
+    """``func`` mapped over dimension ``in_dims`` of its inputs, the results stacked at
+    ``out_dims``. ``in_dims`` is an int or a tuple with one entry per positional argument, each
+    an int, None (not mapped) or a pytree matching that argument; ``out_dims`` likewise for the
+    outputs. ``randomness`` is ``"error"``, ``"different"`` or ``"same"``. Nested ``vmap``
+    and other transforms compose.
+
+    >>> import ndgrad
+    >>> from ndgrad.func import vmap
+    >>> vmap(lambda x, y: x * y, in_dims=(1, None))(ndgrad.ones(2, 3), ndgrad.tensor(2.0))
+    tensor([[2., 2.],
+            [2., 2.],
+            [2., 2.]])
+    """
+    _rng.check_randomness(randomness)
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
+
+    @functools.wraps(func)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        fname = _name(func)
+        if not args:
+            raise ValueError(f"vmap({fname})(<inputs>): got no inputs. Maybe you forgot to add "
+                             "inputs, or you are trying to vmap over a function with no inputs. "
+                             "The latter is unsupported.")
+        if isinstance(in_dims, bool) or not isinstance(in_dims, (int, tuple)):
+            raise _in_dims_error(fname, in_dims, "expected `in_dims` to be int or a "
+                                 "(potentially nested) tuple matching the structure of inputs, "
+                                 f"got: {type(in_dims)}.")
+        leaves, spec = tree_flatten(args)
+        dims = broadcast_prefix(in_dims, spec)
+        if dims is None:
+            raise _in_dims_error(fname, in_dims, "in_dims is not compatible with the structure "
+                                 f"of `inputs`. in_dims has structure {tree_flatten(in_dims)[1]}"
+                                 f" but inputs has structure {spec}.")
+        sizes, moved = [], []
+        for x, d in zip(leaves, dims):
+            if d is None:
+                moved.append(None)
+                continue
+            if isinstance(d, bool) or not isinstance(d, int):
+                raise _in_dims_error(fname, in_dims, f"Got in_dim={d} for an input but in_dim "
+                                     "must be either an integer dimension or None.")
+            if not isinstance(x, Tensor):
+                raise _in_dims_error(fname, in_dims, f"Got in_dim={d} for an input but the "
+                                     f"input is of type {type(x)}. We cannot vmap over "
+                                     "non-Tensor arguments, please use None as the respective "
+                                     "in_dim")
+            n = x.dim()
+            if not -n <= d < n:
+                raise _in_dims_error(fname, in_dims, f"Got in_dim={d} for some input, but that "
+                                     f"input is a Tensor of dimensionality {n} so expected "
+                                     f"in_dim to satisfy -{n} <= in_dim < {n}.")
+            sizes.append(x.shape[d])
+            moved.append(x.movedim(d, 0) if d % n else x)
+        if not sizes:
+            raise ValueError("vmap: Expected at least one Tensor to vmap over")
+        if any(s != sizes[0] for s in sizes):
+            raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
+                             f"dimension, got sizes {sizes} for the mapped dimension")
+        B = sizes[0]
+        return _run(func, fname, leaves, moved, spec, kwargs, B, out_dims, randomness)
+
+    return wrapped
+
+
+def _call(func: Callable, args: Any, kwargs: dict) -> Any:
+    _state.depth += 1
+    try:
+        return func(*args, **kwargs)
+    finally:
+        _state.depth -= 1
+
+
+def _run(func: Callable, fname: str, leaves: list, moved: list, spec: Any, kwargs: dict,
+         B: int, out_dims: Any, randomness: str) -> Any:
+    outs = []
+    with _rng.policy(randomness) as rng:
+        for b in range(max(B, 1)):
+            if B:
+                row = [x if m is None else m[b] for x, m in zip(leaves, moved)]
+            else:                   # an empty batch: one call on zeros for the structure
+                row = [x if m is None else m.new_zeros(tuple(m.shape[1:]))
+                       for x, m in zip(leaves, moved)]
+            rng.before(b)
+            out = _call(func, tree_unflatten(row, spec), kwargs)
+            rng.after(b)
+            outs.append(tree_flatten(out))
+    o_spec = outs[0][1]
+    for _, s in outs[1:]:
+        if s != o_spec:
+            raise ValueError(f"vmap({fname}, ...): `{fname}` returned outputs of different "
+                             "structures for different batch entries")
+    if isinstance(out_dims, bool) or not (out_dims is None or isinstance(
+            out_dims, (int, tuple, list, dict))):
+        raise ValueError(f"vmap({fname}, ..., out_dims={out_dims}): `out_dims` must be an int, "
+                         "None or a python collection of ints representing where in the "
+                         "outputs the vmapped dimension should appear.")
+    odims = broadcast_prefix(out_dims, o_spec)
+    if odims is None:
+        raise ValueError(f"vmap({fname}, ..., out_dims={out_dims})(<inputs>): out_dims is not "
+                         "compatible with the structure of `outputs`. out_dims has structure "
+                         f"{tree_flatten(out_dims)[1]} but outputs has structure {o_spec}.")
+    results = []
+    for j, od in enumerate(odims):
+        col = [o[0][j] for o in outs]
+        first = col[0]
+        if od is None:
+            if isinstance(first, Tensor) and _batched(first, col, leaves, moved):
+                raise ValueError(f"vmap({fname}, ...): `{fname}` can not return a "
+                                 "BatchedTensor when out_dim is None")
+            results.append(first)
+            continue
+        if isinstance(od, bool) or not isinstance(od, int):
+            raise ValueError(f"vmap({fname}, ..., out_dims={out_dims}): `out_dims` must be an "
+                             "int, None or a python collection of ints representing where in "
+                             "the outputs the vmapped dimension should appear.")
+        for c in col:
+            if not isinstance(c, Tensor):
+                raise ValueError(f"vmap({fname}, ...): `{fname}` must only return Tensors, got "
+                                 f"type {type(c)}. Did you mean to set out_dims= to None for "
+                                 "output?")
+        if B:
+            results.append(stack(col, od))
+        else:
+            results.append(stack(col, od).narrow(od % (first.dim() + 1), 0, 0))
+    return tree_unflatten(results, o_spec)
+
+
+def _batched(first: Tensor, col: list, leaves: list, moved: list) -> bool:
+    """An output declared unbatched (out_dim None): is it batched? It is when its values
+    differ between entries or it is (a view of) an entry of a mapped input."""
+    if any(c._data.shape != first._data.shape for c in col):
+        return True
+    for c in col[1:]:
+        if not (c is first or np.array_equal(c._data, first._data, equal_nan=True)):
+            return True
+    if any(first is x for x in leaves):
+        return False
+    return any(np.may_share_memory(first._data, m._data[0]) for m in moved
+               if m is not None and m.shape[0])
