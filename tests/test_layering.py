@@ -70,6 +70,14 @@ LAYERS = {
     "ndgrad.autograd.forward_ad": API,
     "ndgrad.autograd.gradcheck": API,
     "ndgrad.autograd.graph": API,
+    # torch.func's transforms, built on the autograd API, forward AD and batch levels.
+    "ndgrad.func": API,
+    "ndgrad.func._pytree": API,
+    "ndgrad.func._common": API,
+    "ndgrad.func._rng": API,
+    "ndgrad.func._reverse": API,
+    "ndgrad.func._forward": API,
+    "ndgrad.func._vmap": API,
 }
 
 

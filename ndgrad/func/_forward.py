@@ -235,7 +235,7 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
             out = func(*new_args, **kwargs)
             out, aux = _split_aux(out, has_aux, "jacfwd(f, *args)")
             o_leaves, o_spec = tree_flatten(out)
-            _check_outputs(o_leaves, "jacfwd(f, *args)")
+            _check_outputs(o_leaves, "jvp(f, primals, tangents)")
             aux_leaves, holder["aux_spec"] = tree_flatten(aux) if has_aux else ([], None)
             if has_aux:
                 _check_tensors(aux_leaves)

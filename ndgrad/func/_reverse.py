@@ -283,8 +283,8 @@ def jacrev(func: Callable, argnums: Argnums = 0, *, has_aux: bool = False,
             o_leaves, o_spec = tree_flatten(out)
             for o in o_leaves:
                 if not isinstance(o, Tensor):
-                    raise RuntimeError("jacrev(f, *args): expected f(*args) to return only "
-                                       f"tensors, got unsupported type {type(o)}")
+                    raise RuntimeError("vjp(f, *primals): expected f(*primals) to return "
+                                       f"only tensors, got unsupported type {type(o)}")
             aux_leaves, aux_spec = tree_flatten(aux) if has_aux else ([], None)
             if has_aux:
                 _check_tensors(aux_leaves)
