@@ -23,6 +23,7 @@ observable behaviour from the eager machinery:
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Iterable, Sequence
 
 from ..autograd import batching as _bt
@@ -30,7 +31,11 @@ from ..autograd import forward_ad as _fw
 from ..autograd.accumulate_grad import AccumulateGrad
 from ..tensor import Tensor
 
-__all__ = ["check_argnums", "fresh_leaf", "unwrap", "is_tensor_leaf_list"]
+__all__ = ["check_argnums", "fresh_leaf", "unwrap", "is_tensor_leaf_list", "VMAP_RULES"]
+
+# function -> its batched form, for ``vmap`` (the ``vjp_fn`` of ``vjp``; Note [vmap by
+# entries]). Weak keys, and not an attribute: ``functools.wraps`` copies attributes.
+VMAP_RULES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def check_argnums(argnums: Any, nargs: int) -> tuple:

@@ -191,6 +191,17 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
             gs = _grads(o_leaves, leaves, c_leaves)
         return tree_unflatten(_common.unwrap(gs, leaves, grad_on), p_spec)
 
+    def batched(c_leaves: list, c_spec: Any) -> Any:
+        """``vmap(vjp_fn)`` over cotangents with the batch dimension first: one batched
+        backward pass (Note [vmap by entries])."""
+        if c_spec != o_spec or not all(isinstance(c, Tensor) for c in c_leaves):
+            return None
+        grad_on = is_grad_enabled()
+        with enable_grad():
+            gs = _batched_rows(o_leaves, leaves, c_leaves)
+        return tree_unflatten(_common.unwrap(gs, leaves, grad_on), p_spec)
+
+    _common.VMAP_RULES[vjp_fn] = batched
     res = _common.unwrap(o_leaves + aux_leaves, leaves, outer)
     out_value = tree_unflatten(res[:len(o_leaves)], o_spec)
     if has_aux:

@@ -29,9 +29,9 @@ import importlib
 
 import numpy as np
 
-from ..ops import stack
+from ..ops import cat, stack
 from ..tensor import Tensor
-from . import _rng
+from . import _common, _rng
 from ._pytree import broadcast_prefix, tree_flatten, tree_unflatten
 
 _tensor_mod = importlib.import_module("ndgrad.tensor")  # the module; ndgrad.tensor is a function
@@ -134,9 +134,65 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
                              f"dimension, got sizes {sizes} for the mapped dimension")
         B = sizes[0]
+        rule = _common.VMAP_RULES.get(func)
+        if rule is not None and not kwargs and len(args) == 1 and B and \
+                all(m is not None for m in moved):
+            res = _vectorized(rule, moved, spec.children[0], B, chunk_size)
+            if res is not None:
+                return _place(res, fname, out_dims)
         return _run(func, fname, leaves, moved, spec, kwargs, B, out_dims, randomness)
 
     return wrapped
+
+
+def _vectorized(rule: Callable, moved: list, spec: Any, B: int,
+                chunk_size: Optional[int]) -> Any:
+    """A function with its own batched form (``vjp_fn``: one batched backward pass), run on
+    the mapped inputs with the batch first, ``chunk_size`` entries at a time."""
+    step = chunk_size or B
+    parts = []
+    for s in range(0, B, step):
+        chunk = [m if step >= B else m.narrow(0, s, min(step, B - s)) for m in moved]
+        r = rule(chunk, spec)
+        if r is None:
+            return None
+        parts.append(tree_flatten(r))
+    o_spec = parts[0][1]
+    leaves = [cat([p[0][j] for p in parts]) if len(parts) > 1 else parts[0][0][j]
+              for j in range(len(parts[0][0]))]
+    return tree_unflatten(leaves, o_spec)
+
+
+def _place(res: Any, fname: str, out_dims: Any) -> Any:
+    """Outputs with the batch first moved to ``out_dims``."""
+    leaves, o_spec = tree_flatten(res)
+    odims = _out_dims(out_dims, o_spec, fname)
+    out = []
+    for x, od in zip(leaves, odims):
+        if od is None:
+            raise ValueError(f"vmap({fname}, ...): `{fname}` can not return a BatchedTensor "
+                             "when out_dim is None")
+        out.append(x.movedim(0, od) if od else x)
+    return tree_unflatten(out, o_spec)
+
+
+def _out_dims(out_dims: Any, o_spec: Any, fname: str) -> list:
+    if isinstance(out_dims, bool) or not (out_dims is None or isinstance(
+            out_dims, (int, tuple, list, dict))):
+        raise ValueError(f"vmap({fname}, ..., out_dims={out_dims}): `out_dims` must be an int, "
+                         "None or a python collection of ints representing where in the "
+                         "outputs the vmapped dimension should appear.")
+    odims = broadcast_prefix(out_dims, o_spec)
+    if odims is None:
+        raise ValueError(f"vmap({fname}, ..., out_dims={out_dims})(<inputs>): out_dims is not "
+                         "compatible with the structure of `outputs`. out_dims has structure "
+                         f"{tree_flatten(out_dims)[1]} but outputs has structure {o_spec}.")
+    for od in odims:
+        if od is not None and (isinstance(od, bool) or not isinstance(od, int)):
+            raise ValueError(f"vmap({fname}, ..., out_dims={out_dims}): `out_dims` must be an "
+                             "int, None or a python collection of ints representing where in "
+                             "the outputs the vmapped dimension should appear.")
+    return odims
 
 
 def _call(func: Callable, args: Any, kwargs: dict) -> Any:
@@ -166,16 +222,7 @@ def _run(func: Callable, fname: str, leaves: list, moved: list, spec: Any, kwarg
         if s != o_spec:
             raise ValueError(f"vmap({fname}, ...): `{fname}` returned outputs of different "
                              "structures for different batch entries")
-    if isinstance(out_dims, bool) or not (out_dims is None or isinstance(
-            out_dims, (int, tuple, list, dict))):
-        raise ValueError(f"vmap({fname}, ..., out_dims={out_dims}): `out_dims` must be an int, "
-                         "None or a python collection of ints representing where in the "
-                         "outputs the vmapped dimension should appear.")
-    odims = broadcast_prefix(out_dims, o_spec)
-    if odims is None:
-        raise ValueError(f"vmap({fname}, ..., out_dims={out_dims})(<inputs>): out_dims is not "
-                         "compatible with the structure of `outputs`. out_dims has structure "
-                         f"{tree_flatten(out_dims)[1]} but outputs has structure {o_spec}.")
+    odims = _out_dims(out_dims, o_spec, fname)
     results = []
     for j, od in enumerate(odims):
         col = [o[0][j] for o in outs]
@@ -186,10 +233,6 @@ def _run(func: Callable, fname: str, leaves: list, moved: list, spec: Any, kwarg
                                  "BatchedTensor when out_dim is None")
             results.append(first)
             continue
-        if isinstance(od, bool) or not isinstance(od, int):
-            raise ValueError(f"vmap({fname}, ..., out_dims={out_dims}): `out_dims` must be an "
-                             "int, None or a python collection of ints representing where in "
-                             "the outputs the vmapped dimension should appear.")
         for c in col:
             if not isinstance(c, Tensor):
                 raise ValueError(f"vmap({fname}, ...): `{fname}` must only return Tensors, got "
