@@ -386,6 +386,43 @@ def test_vmap_errors():
     ]
     for c in cases:
         err(lambda c=c: c(nf.vmap, xn), lambda c=c: c(tf.vmap, xt))
+    # Writing a batched value into a tensor the function closes over.
+    yn, yt = ndgrad.zeros(2, dtype=F64), torch.zeros(2, dtype=torch.float64)
+    err(lambda: nf.vmap(lambda a: yn.mul_(a))(xn), lambda: tf.vmap(lambda a: yt.mul_(a))(xt))
+    err(lambda: nf.vmap(lambda a: yn.copy_(a))(xn), lambda: tf.vmap(lambda a: yt.copy_(a))(xt))
+    # In place on the mapped input itself writes through to it, as in torch.
+    an, at = xn.clone(), xt.clone()
+    nf.vmap(lambda a: a.mul_(2))(an)
+    tf.vmap(lambda a: a.mul_(2))(at)
+    same(an, at)
+    # .item() of a tensor the function closes over is allowed.
+    cn, ct = ndgrad.tensor(3.0), torch.tensor(3.0)
+    same(nf.vmap(lambda a: a * cn.item())(xn), tf.vmap(lambda a: a * ct.item())(xt))
+
+
+def test_vmap_of_vjp_fn_is_one_batched_backward(monkeypatch):
+    x = pair(3, 4, seed=32)
+    cts = {"a": pair(5, 3, 4, seed=33), "b": pair(5, 4, seed=34)}
+
+    def f(lib):
+        return lambda t: {"a": t.sin() * 2, "b": (t * t).sum(0)}
+    _, fn_a = nf.vjp(f(ndgrad), x[0])
+    _, fn_b = tf.vjp(f(torch), x[1])
+    calls = []
+    orig = nf._reverse._batched_rows
+    monkeypatch.setattr(nf._reverse, "_batched_rows",
+                        lambda *a: calls.append(1) or orig(*a))
+    ct_a = {k: v[0] for k, v in cts.items()}
+    ct_b = {k: v[1] for k, v in cts.items()}
+    same(nf.vmap(fn_a)(ct_a), tf.vmap(fn_b)(ct_b))
+    assert len(calls) == 1
+    same(nf.vmap(fn_a, chunk_size=2, out_dims=1)(ct_a),
+         tf.vmap(fn_b, chunk_size=2, out_dims=1)(ct_b))
+    assert len(calls) == 4
+    mv = {"a": ct_a["a"].movedim(0, 2), "b": ct_a["b"]}
+    same(nf.vmap(fn_a, in_dims=({"a": 2, "b": 0},))(mv),
+         tf.vmap(fn_b, in_dims=({"a": 2, "b": 0},))({"a": ct_b["a"].movedim(0, 2),
+                                                      "b": ct_b["b"]}))
 
 
 def test_transform_errors():

@@ -41,6 +41,7 @@ __all__ = ["vmap"]
 
 class _State(threading.local):
     depth = 0
+    outside: frozenset = frozenset()     # ids of the tensors the running function closes over
 
 
 _state = _State()
@@ -52,16 +53,85 @@ _ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't suppo
 _CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent "
                  "control flow. We don't support that yet, please file an issue at "
                  "https://github.com/pytorch/pytorch/issues .")
+_INPLACE = ("vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a "
+            "Tensor `other` in extra_args that has more elements than `self`. This happened due "
+            "to `other` being vmapped over but `self` not being vmapped over in a vmap. Please "
+            "try to use out-of-place operators instead of inplace arithmetic. If said operator "
+            "is being called inside the PyTorch framework, please file a bug report instead.")
 
 
-def _check(what: str) -> None:
-    """Called by Tensor.item/__bool__ while a vmapped function runs (Note [vmap by
-    entries])."""
-    if _state.depth:
+def _check(t: Tensor, what: str) -> None:
+    """Called by Tensor.item/__bool__: refused while a vmapped function runs, except on the
+    tensors the function closes over (Note [vmap by entries])."""
+    if _state.depth and id(t) not in _state.outside:
         raise RuntimeError(_ITEM if what == "item" else _CONTROL_FLOW)
 
 
 _tensor_mod._vmap_check = _check
+
+
+def _outside(func: Any, leaves: list, dims: list) -> dict:
+    """The tensors ``func`` reaches without going through its mapped inputs: unmapped
+    arguments, closure cells, defaults, ``functools.partial`` arguments, the module of a
+    bound method, module-level names it reads; modules count with their parameters and
+    buffers. ``id -> tensor``."""
+    found: dict = {}
+
+    def add(v: Any, depth: int = 0) -> None:
+        if isinstance(v, Tensor):
+            found[id(v)] = v
+        elif depth < 2 and isinstance(v, (list, tuple)):
+            for e in v:
+                add(e, depth + 1)
+        elif depth < 2 and isinstance(v, dict):
+            for e in v.values():
+                add(e, depth + 1)
+        elif hasattr(v, "named_parameters") and hasattr(v, "named_buffers"):
+            for _, p in v.named_parameters():
+                found[id(p)] = p
+            for _, b in v.named_buffers():
+                found[id(b)] = b
+
+    for x, d in zip(leaves, dims):
+        if d is None:
+            add(x)
+    seen: set = set()
+    stack = [func]
+    while stack:
+        f = stack.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        if isinstance(f, functools.partial):
+            add(f.args)
+            add(f.keywords)
+            stack.append(f.func)
+            continue
+        self = getattr(f, "__self__", None)
+        if self is not None and not isinstance(self, type(np)):
+            add(self)
+        if hasattr(f, "forward") and hasattr(f, "named_parameters"):
+            add(f)
+            f = getattr(type(f), "forward", None)
+        code = getattr(f, "__code__", None)
+        if code is None:
+            continue
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            stack.append(v) if callable(v) and not isinstance(v, Tensor) else add(v)
+        add(getattr(f, "__defaults__", None) or ())
+        g = getattr(f, "__globals__", {})
+        for name in code.co_names:
+            v = g.get(name)
+            if v is not None:
+                add(v)
+        wrapped = getattr(f, "__wrapped__", None)
+        if wrapped is not None:
+            stack.append(wrapped)
+    return found
 
 
 def _name(func: Any) -> str:
@@ -195,17 +265,23 @@ def _out_dims(out_dims: Any, o_spec: Any, fname: str) -> list:
     return odims
 
 
-def _call(func: Callable, args: Any, kwargs: dict) -> Any:
+def _call(func: Callable, args: Any, kwargs: dict, outside: frozenset) -> Any:
+    prev = _state.outside
     _state.depth += 1
+    _state.outside = outside if not _state.depth - 1 else prev | outside
     try:
         return func(*args, **kwargs)
     finally:
         _state.depth -= 1
+        _state.outside = prev
 
 
 def _run(func: Callable, fname: str, leaves: list, moved: list, spec: Any, kwargs: dict,
          B: int, out_dims: Any, randomness: str) -> Any:
     outs = []
+    outside = _outside(func, leaves, [None if m is None else 0 for m in moved])
+    versions = [(t, t._version) for t in outside.values()]
+    ids = frozenset(outside)
     with _rng.policy(randomness) as rng:
         for b in range(max(B, 1)):
             if B:
@@ -214,8 +290,11 @@ def _run(func: Callable, fname: str, leaves: list, moved: list, spec: Any, kwarg
                 row = [x if m is None else m.new_zeros(tuple(m.shape[1:]))
                        for x, m in zip(leaves, moved)]
             rng.before(b)
-            out = _call(func, tree_unflatten(row, spec), kwargs)
+            out = _call(func, tree_unflatten(row, spec), kwargs, ids)
             rng.after(b)
+            for t, v in versions:
+                if t._version != v:
+                    raise RuntimeError(_INPLACE)
             outs.append(tree_flatten(out))
     o_spec = outs[0][1]
     for _, s in outs[1:]:
