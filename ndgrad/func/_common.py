@@ -94,6 +94,17 @@ def _reaches_outside(t: Tensor, own: set) -> bool:
     return False
 
 
+def needs_graph(tensors: Sequence[Any], own: Sequence[Tensor], grad_enabled: bool) -> bool:
+    """Must gradients be taken with ``create_graph=True``? Only when an output (or a
+    cotangent) reaches a leaf outside this call: otherwise every gradient would be detached
+    by ``unwrap`` anyway. (Forward AD tangents flow through the backward pass either way.)"""
+    if not grad_enabled:
+        return False
+    ids = {id(t) for t in own}
+    return any(isinstance(t, Tensor) and t.requires_grad and _reaches_outside(t, ids)
+               for t in tensors)
+
+
 def detach_keep_tangents(v: Tensor, own: set = frozenset(), grad_enabled: bool = False
                          ) -> Tensor:
     """``v.detach()`` that keeps ``v``'s forward AD tangents: dropping the history of an inner

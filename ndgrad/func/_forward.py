@@ -243,8 +243,9 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
 
         basis = _basis(leaves)
         res = None
-        if _common.vectorizable():
-            with _rng.policy(randomness if randomness == "error" else "different") as rng:
+        # "different" draws afresh for every column: one run per column.
+        if _common.vectorizable() and randomness != "different":
+            with _rng.policy(randomness) as rng:
                 rng.before(0)
                 res = _columns_batched(call, leaves, basis)
                 rng.after(0)

@@ -55,13 +55,14 @@ def _regroup(flat: list, specs: list, argnums: Argnums) -> Any:
     return out[0] if isinstance(argnums, int) else tuple(out)
 
 
-def _grads(outputs: list, inputs: list, grad_outputs: Optional[list]) -> list:
+def _grads(outputs: list, inputs: list, grad_outputs: Optional[list],
+           create_graph: bool = True) -> list:
     """Gradients of ``outputs`` with respect to ``inputs``, zeros where independent."""
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs or [None] * len(outputs))
              if o.requires_grad]
     if pairs:
         res = _autograd_grad([p[0] for p in pairs], inputs, [p[1] for p in pairs],
-                             retain_graph=True, create_graph=True, allow_unused=True)
+                             retain_graph=True, create_graph=create_graph, allow_unused=True)
     else:
         res = [None] * len(inputs)
     return [r if r is not None else _creation.zeros_like(x) for r, x in zip(res, inputs)]
@@ -104,7 +105,7 @@ def grad_and_value(func: Callable, argnums: Argnums = 0, has_aux: bool = False) 
             aux_leaves, aux_spec = tree_flatten(aux) if has_aux else ([], None)
             if has_aux:
                 _check_tensors(aux_leaves)
-            gs = _grads([out], leaves, None)
+            gs = _grads([out], leaves, None, _common.needs_graph([out], own, outer))
         res = _common.unwrap(gs + [out] + aux_leaves, own, outer)
         g = _regroup(res[:len(gs)], specs, argnums)
         value = res[len(gs)]
@@ -188,7 +189,8 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
         _check_tensors(c_leaves)
         grad_on = is_grad_enabled()
         with enable_grad():
-            gs = _grads(o_leaves, leaves, c_leaves)
+            gs = _grads(o_leaves, leaves, c_leaves,
+                        _common.needs_graph(o_leaves + c_leaves, leaves, grad_on))
         return tree_unflatten(_common.unwrap(gs, leaves, grad_on), p_spec)
 
     def batched(c_leaves: list, c_spec: Any) -> Any:
@@ -198,7 +200,8 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
             return None
         grad_on = is_grad_enabled()
         with enable_grad():
-            gs = _batched_rows(o_leaves, leaves, c_leaves)
+            gs = _batched_rows(o_leaves, leaves, c_leaves,
+                               _common.needs_graph(o_leaves + c_leaves, leaves, grad_on))
         return tree_unflatten(_common.unwrap(gs, leaves, grad_on), p_spec)
 
     _common.VMAP_RULES[vjp_fn] = batched
@@ -239,7 +242,7 @@ def _basis_rows(outputs: list, start: int, stop: int) -> list:
     return res
 
 
-def _batched_rows(outputs: list, inputs: list, seeds: list) -> list:
+def _batched_rows(outputs: list, inputs: list, seeds: list, create_graph: bool = True) -> list:
     """``autograd.grad`` with batched grad_outputs; row by row when the batch level cannot be
     used (another level is active or a node refuses it)."""
     live = [(o, s) for o, s in zip(outputs, seeds) if o.requires_grad]
@@ -250,14 +253,14 @@ def _batched_rows(outputs: list, inputs: list, seeds: list) -> list:
     res = None
     if _common.vectorizable():
         try:
-            res = _autograd_grad(os, inputs, ss, retain_graph=True, create_graph=True,
+            res = _autograd_grad(os, inputs, ss, retain_graph=True, create_graph=create_graph,
                                  allow_unused=True, is_grads_batched=True)
         except RuntimeError as e:
             if not _common.batching_failure(e):
                 raise
     if res is None:
         rows = [_autograd_grad(os, inputs, [s[b] for s in ss], retain_graph=True,
-                               create_graph=True, allow_unused=True) for b in range(n)]
+                               create_graph=create_graph, allow_unused=True) for b in range(n)]
         res = []
         for j, x in enumerate(inputs):
             col = [r[j] for r in rows]
@@ -301,9 +304,10 @@ def jacrev(func: Callable, argnums: Argnums = 0, *, has_aux: bool = False,
                 _check_tensors(aux_leaves)
             total = sum(o.numel() for o in o_leaves)
             step = chunk_size or max(total, 1)
-            parts = [_batched_rows(o_leaves, leaves, _basis_rows(o_leaves, s, min(s + step,
-                                                                               total)))
-                     for s in range(0, total, step)] if total else []
+            graph = _common.needs_graph(o_leaves, own, outer)
+            parts = [_batched_rows(o_leaves, leaves, _basis_rows(
+                o_leaves, s, min(s + step, total)), graph)
+                for s in range(0, total, step)] if total else []
             per_input = []
             for j, x in enumerate(leaves):
                 if not parts:
