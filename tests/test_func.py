@@ -326,6 +326,21 @@ def test_vmap_nested_and_composed():
          tf.grad(lambda w_: tf.vmap(lambda xb: loss(torch, w_, xb))(x[1]).sum())(w[1]))
     same(nf.jacfwd(lambda w_: nf.vmap(lambda r: (r * w_).sum())(y[0]))(w[0]),
          tf.jacfwd(lambda w_: tf.vmap(lambda r: (r * w_).sum())(y[1]))(w[1]))
+    same(nf.vmap(lambda r: nf.jvp(lambda t: t.sin() * t, (r,), (r.cos(),)))(y[0]),
+         tf.vmap(lambda r: tf.jvp(lambda t: t.sin() * t, (r,), (r.cos(),)))(y[1]))
+    same(nf.vmap(lambda r: nf.vjp(lambda t: t.exp() * t, r)[1](r + 1))(y[0]),
+         tf.vmap(lambda r: tf.vjp(lambda t: t.exp() * t, r)[1](r + 1))(y[1]))
+    same(nf.jvp(nf.vmap(lambda r: (r ** 3).sum()), (y[0],), (y[0] * 2,)),
+         tf.jvp(tf.vmap(lambda r: (r ** 3).sum()), (y[1],), (y[1] * 2,)))
+    same(nf.vmap(nf.jacfwd(lambda r: r.tanh() * r[0]))(y[0]),
+         tf.vmap(tf.jacfwd(lambda r: r.tanh() * r[0]))(y[1]))
+    same(nf.jacrev(nf.vmap(lambda r: (r * r).sum()))(y[0]),
+         tf.jacrev(tf.vmap(lambda r: (r * r).sum()))(y[1]))
+    # grad of grad with argnums, both levels differentiating different arguments.
+    same(nf.grad(lambda a, b: nf.grad(lambda u, v: (u * v.sin()).sum(), argnums=1)(a, b).sum(),
+                 argnums=(0, 1))(w[0], w[0] * 2),
+         tf.grad(lambda a, b: tf.grad(lambda u, v: (u * v.sin()).sum(), argnums=1)(a, b).sum(),
+                 argnums=(0, 1))(w[1], w[1] * 2))
 
 
 def test_vmap_falls_back_for_any_op():
@@ -445,6 +460,7 @@ def test_transform_errors():
         lambda M, x: M.jvp(lambda a: 3, (x,), (x,)),
         lambda M, x: M.jvp(lambda a: a, (x,), (x[0],)),
         lambda M, x: M.jvp(lambda a: a, (x,), (x,), has_aux=True),
+        lambda M, x: M.jvp(lambda a: a.new_ones(2), (x,), (x,), strict=True),
         lambda M, x: M.jacrev(lambda a: 3)(x),
         lambda M, x: M.jacrev(lambda a: a, chunk_size=0)(x),
         lambda M, x: M.jacfwd(lambda a: a, randomness="x")(x),

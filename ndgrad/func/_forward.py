@@ -43,15 +43,13 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
         has_aux: bool = False) -> Tuple[Any, ...]:
     """``(func(*primals), J @ tangents)`` by forward-mode AD (and ``aux`` with ``has_aux``).
     ``primals`` is a tuple of arguments (pytrees of tensors), ``tangents`` has its structure;
-    outputs that do not depend on the primals get zero tangents.
+    outputs that do not depend on the primals get zero tangents (an error with ``strict``).
 
     >>> import ndgrad
     >>> from ndgrad.func import jvp
     >>> jvp(lambda x: x ** 2, (ndgrad.tensor([1.0, 2.0]),), (ndgrad.ones(2),))[1]
     tensor([2., 4.])
     """
-    if strict:
-        raise RuntimeError("jvp(f, primals, tangents): strict=True is not supported.")
     if not isinstance(primals, tuple):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
                            "should be valid to call f(*primals).")
@@ -76,6 +74,10 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
         prim, tang = [], []
         for o in o_leaves:
             p, tg = _unpack(o, level)
+            if tg is None and strict:
+                raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is "
+                                   "independent of the inputs. This is not allowed with "
+                                   "strict=True.")
             prim.append(p)
             tang.append(tg if tg is not None else _creation.zeros_like(p))
         aux_leaves = [_unpack(a, level)[0] for a in aux_leaves]
