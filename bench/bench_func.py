@@ -8,7 +8,8 @@
   (ndgrad's vmap runs the function once per example, Note [vmap by entries]);
 * ``vmap(vjp_fn)``: 64 vector-Jacobian products (one batched backward pass).
 
-Times are best-of-N wall clock in ms, float64, the machine shared with other jobs.
+Times are best-of-N wall clock in ms, float64, one torch thread, the machine shared with
+other jobs.
 Run: ``python bench/bench_func.py`` (needs torch).
 """
 
@@ -24,6 +25,7 @@ import ndgrad
 import ndgrad.func as nf
 
 N = 64
+torch.set_num_threads(1)     # small workloads: threads only add noise on a shared machine
 
 
 def best_of(fn, repeat: int = 7) -> float:
