@@ -107,14 +107,15 @@ def linearize(func: Callable, *primals: Any) -> Tuple[Any, Callable]:
     def jvp_fn(*tangents: Any) -> Any:
         t_leaves, t_spec = tree_flatten(tangents)
         if t_spec != p_spec:
-            raise RuntimeError("Expected the tangents to have the same structure as the "
-                               f"primals: got {t_spec} and {p_spec}")
-        for p, t in zip(p_leaves, t_leaves):
+            raise RuntimeError(f"Expected the tangents {t_spec} to have the same argspec as the "
+                               f"primals {p_spec}")
+        for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
             if not isinstance(t, Tensor):
                 raise RuntimeError(f"Expected tensors, got unsupported type {type(t)}")
             if t.shape != p.shape:
-                raise RuntimeError(f"Expected tangent to have shape {tuple(p.shape)} but got "
-                                   f"{tuple(t.shape)}")
+                raise RuntimeError(f"tangent:{i} with shape torch.Size({list(t.shape)}) in "
+                                   "flattened pytree doesn't match the shape "
+                                   f"torch.Size({list(p.shape)}) of the corresponding primal.")
         return jvp(func, frozen, tangents)[1]
 
     return out, jvp_fn

@@ -46,12 +46,19 @@ class TreeSpec:
     def __hash__(self) -> int:
         return hash((id(self.kind), len(self.children)))
 
-    def __repr__(self) -> str:
+    def __repr__(self, indent: int = 0) -> str:
+        # torch's notation, so that messages naming structures read the same.
         if self.kind is None:
             return "*"
-        name = self.kind.__name__
-        ctx = "" if self.ctx is None else f", {self.ctx!r}"
-        return f"TreeSpec({name}{ctx}, [{', '.join(map(repr, self.children))}])"
+        ctx = self.ctx if self.ctx is not None or self.kind in (tuple, list, dict) \
+            else self.kind
+        kids = ""
+        if self.children:
+            indent += 2
+            kids = self.children[0].__repr__(indent) + ("," if len(self.children) > 1 else "")
+            kids += ",".join("\n" + " " * indent + c.__repr__(indent)
+                             for c in self.children[1:])
+        return f"TreeSpec({self.kind.__name__}, {ctx}, [{kids}])"
 
 
 LEAF = TreeSpec(None)
