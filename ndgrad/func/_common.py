@@ -6,14 +6,17 @@ torch.func keeps a stack of transform levels and wraps tensors per level. ndgrad
 observable behaviour from the eager machinery:
 
 * A reverse-mode transform (``grad``, ``vjp``, ``jacrev``) gives each differentiated input a
-  fresh node: a view of it when it requires grad (its outer history is kept), else a new
-  detached leaf requiring grad. Gradients are taken with ``create_graph=True`` with respect to
-  those nodes only, so two nested transforms never see each other's variables (no
-  perturbation confusion) and an outer transform can differentiate an inner result.
+  fresh node: a view of it, which keeps its outer history when it requires grad and is made a
+  leaf requiring grad when it does not (a view, not ``detach()``, so that outer forward AD
+  tangents stay on it). Gradients are taken with respect to those nodes only, so two nested
+  transforms never see each other's variables (no perturbation confusion).
 * Results are then *unwrapped*: a result whose graph reaches no leaf other than this call's
   own fresh leaves is detached (nothing outside can want its history), so ``grad(f)(x)`` with
   an ``x`` that does not require grad returns a tensor that does not either, and nothing is
-  ever accumulated into ``.grad``. Under an outer ``no_grad`` every result is detached.
+  ever accumulated into ``.grad``. Under an outer ``no_grad`` every result is detached. The
+  detached result keeps its forward AD tangents (unwrapped the same way), so ``jvp(grad(f))``
+  works. ``create_graph=True`` is used only when an output reaches an outside leaf (an outer
+  transform, a closure requiring grad): otherwise every gradient would be detached anyway.
 * Forward mode (``jvp``, ``jacfwd``) opens one forward AD level per call; levels nest (Note
   [Forward AD] in autograd/forward_ad.py). ``jacfwd`` and ``jacrev`` compute all columns/rows
   at once with a batch level (Note [Batched backward]) when no other level is active, and
@@ -31,7 +34,8 @@ from ..autograd import forward_ad as _fw
 from ..autograd.accumulate_grad import AccumulateGrad
 from ..tensor import Tensor
 
-__all__ = ["check_argnums", "fresh_leaf", "unwrap", "is_tensor_leaf_list", "VMAP_RULES"]
+__all__ = ["check_argnums", "check_leaves", "fresh_leaf", "unwrap", "needs_graph",
+           "detach_keep_tangents", "vectorizable", "batching_failure", "VMAP_RULES"]
 
 # function -> its batched form, for ``vmap`` (the ``vjp_fn`` of ``vjp``; Note [vmap by
 # entries]). Weak keys, and not an attribute: ``functools.wraps`` copies attributes.
@@ -131,10 +135,6 @@ def unwrap(values: Sequence[Any], own: Sequence[Tensor], grad_enabled: bool) -> 
             v = detach_keep_tangents(v, ids, grad_enabled)
         out.append(v)
     return out
-
-
-def is_tensor_leaf_list(leaves: Sequence[Any]) -> bool:
-    return all(isinstance(x, Tensor) for x in leaves)
 
 
 def vectorizable() -> bool:

@@ -249,17 +249,17 @@ def _batched_rows(outputs: list, inputs: list, seeds: list, create_graph: bool =
     n = seeds[0].shape[0] if seeds else 0
     if not live:
         return [_creation.zeros((n,) + tuple(x.shape), dtype=x.dtype) for x in inputs]
-    os, ss = [p[0] for p in live], [p[1] for p in live]
+    outs, ss = [p[0] for p in live], [p[1] for p in live]
     res = None
     if _common.vectorizable():
         try:
-            res = _autograd_grad(os, inputs, ss, retain_graph=True, create_graph=create_graph,
+            res = _autograd_grad(outs, inputs, ss, retain_graph=True, create_graph=create_graph,
                                  allow_unused=True, is_grads_batched=True)
         except RuntimeError as e:
             if not _common.batching_failure(e):
                 raise
     if res is None:
-        rows = [_autograd_grad(os, inputs, [s[b] for s in ss], retain_graph=True,
+        rows = [_autograd_grad(outs, inputs, [s[b] for s in ss], retain_graph=True,
                                create_graph=create_graph, allow_unused=True) for b in range(n)]
         res = []
         for j, x in enumerate(inputs):
