@@ -156,6 +156,21 @@ def test_grad_requires_grad_and_no_side_effects():
     same(g, torch.full((2,), 2.0, dtype=torch.float64))
 
 
+def test_grad_through_in_place_ops():
+    def f(lib):
+        def g(t):
+            u = t.clone()
+            u[0] = t[1] * 3
+            u.mul_(t)
+            return u.sum() * t.sum()
+        return g
+    x = pair(3, seed=36)
+    same(nf.grad(f(ndgrad))(x[0]), tf.grad(f(torch))(x[1]))
+    same(nf.hessian(f(ndgrad))(x[0]), tf.hessian(f(torch))(x[1]))
+    same(nf.vmap(nf.grad(f(ndgrad)))(pair(2, 3, seed=37)[0]),
+         tf.vmap(tf.grad(f(torch)))(pair(2, 3, seed=37)[1]))
+
+
 def _no_grad_sum(t):
     with ndgrad.no_grad():
         return (t ** 2).sum()
@@ -483,6 +498,7 @@ def test_transform_errors():
         lambda M, x: M.jacrev(lambda a: a, chunk_size=0)(x),
         lambda M, x: M.jacfwd(lambda a: a, randomness="x")(x),
         lambda M, x: M.hessian(lambda a: a.sum(), argnums=(0, 0))(x),
+        lambda M, x: M.grad(lambda a: a.mul_(2).sum())(x.clone()),
     ]
     for c in cases:
         err(lambda c=c: c(nf, xn), lambda c=c: c(tf, xt))

@@ -6,9 +6,8 @@ torch.func keeps a stack of transform levels and wraps tensors per level. ndgrad
 observable behaviour from the eager machinery:
 
 * A reverse-mode transform (``grad``, ``vjp``, ``jacrev``) gives each differentiated input a
-  fresh node: a view of it, which keeps its outer history when it requires grad and is made a
-  leaf requiring grad when it does not (a view, not ``detach()``, so that outer forward AD
-  tangents stay on it). Gradients are taken with respect to those nodes only, so two nested
+  fresh node: a view of it when it requires grad (its outer history is kept), else a detached
+  alias made a leaf requiring grad, which keeps the outer forward AD tangents of the input. Gradients are taken with respect to those nodes only, so two nested
   transforms never see each other's variables (no perturbation confusion).
 * Results are then *unwrapped*: a result whose graph reaches no leaf other than this call's
   own fresh leaves is detached (nothing outside can want its history), so ``grad(f)(x)`` with
@@ -35,7 +34,7 @@ from ..autograd.accumulate_grad import AccumulateGrad
 from ..tensor import Tensor
 
 __all__ = ["check_argnums", "check_leaves", "fresh_leaf", "unwrap", "needs_graph",
-           "detach_keep_tangents", "vectorizable", "batching_failure", "VMAP_RULES"]
+           "detach_keep_tangents", "vectorizable", "VMAP_RULES"]
 
 # function -> its batched form, for ``vmap`` (the ``vjp_fn`` of ``vjp``; Note [vmap by
 # entries]). Weak keys, and not an attribute: ``functools.wraps`` copies attributes.
@@ -72,8 +71,14 @@ def fresh_leaf(x: Tensor) -> Tensor:
         return x.view_as(x)
     if not (x.is_floating_point() or x.is_complex()):
         raise RuntimeError("only Tensors of floating point dtype can require gradients")
-    # A view, not ``detach()``: it keeps the forward AD tangents of ``x`` (grad inside jvp).
-    return x.view_as(x).requires_grad_(True)
+    leaf = x.detach()
+    leaf._blevel = x._blevel
+    if _fw._levels:                  # ``detach`` drops tangents: an outer jvp's stay
+        for level in range(len(_fw._levels)):
+            tg = _fw._tangent(x, level)
+            if tg is not None:
+                _fw._store(leaf, level, tg)
+    return leaf.requires_grad_(True)
 
 
 def _reaches_outside(t: Tensor, own: set) -> bool:
@@ -142,8 +147,3 @@ def vectorizable() -> bool:
     level is active (a batched value meeting another level's batch or tangents is not
     supported by the batching rules)."""
     return not _bt.ACTIVE and _fw._current_level < 0
-
-
-def batching_failure(e: BaseException) -> bool:
-    """Is ``e`` a batching rule's refusal (the caller then computes row by row)?"""
-    return isinstance(e, RuntimeError) and str(e).startswith("ndgrad: batched gradients")

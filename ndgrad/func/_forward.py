@@ -156,10 +156,11 @@ def _columns_batched(call: Callable, leaves: list, basis: list) -> Optional[tupl
                     prim.append(p)
                     cols.append((tg, tg is not None and tg._blevel == blevel))
                 aux = [_unpack(a, level)[0] for a in aux]
-    except RuntimeError as e:
-        if _common.batching_failure(e):
-            return None
-        raise
+    except (RuntimeError, NotImplementedError):
+        # A batching rule refused, or a corner of batched tangents the layer does not cover
+        # (in-place ops writing a batched tangent into an unbatched one): the columns are
+        # computed one at a time instead, which raises again if the error is the function's.
+        return None
     jac_cols = []
     for p, (tg, batched) in zip(prim, cols):
         if tg is None:
@@ -252,6 +253,8 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
                 rng.before(0)
                 res = _columns_batched(call, leaves, basis)
                 rng.after(0)
+                if res is None:
+                    rng.restore()         # the column loop starts from the same state
         if res is None:
             res = _columns_loop(call, leaves, basis, randomness)
         prim, o_spec, aux, cols = res

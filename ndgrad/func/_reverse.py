@@ -255,9 +255,10 @@ def _batched_rows(outputs: list, inputs: list, seeds: list, create_graph: bool =
         try:
             res = _autograd_grad(outs, inputs, ss, retain_graph=True, create_graph=create_graph,
                                  allow_unused=True, is_grads_batched=True)
-        except RuntimeError as e:
-            if not _common.batching_failure(e):
-                raise
+        except RuntimeError:
+            # A node that cannot run batched (see _forward._columns_batched): row by row,
+            # which raises again if the error is not the batching's.
+            res = None
     if res is None:
         rows = [_autograd_grad(outs, inputs, [s[b] for s in ss], retain_graph=True,
                                create_graph=create_graph, allow_unused=True) for b in range(n)]

@@ -54,6 +54,10 @@ class _Policy:
         elif self.mode == "same" and k:
             default_generator.set_state(self.saved)
 
+    def restore(self) -> None:
+        if self.saved is not None:
+            default_generator.set_state(self.saved)
+
     def after(self, k: int) -> None:
         if self.mode == "error" and _fingerprint() != self.mark:
             default_generator.set_state(self.saved)
