@@ -7,8 +7,9 @@ observable behaviour from the eager machinery:
 
 * A reverse-mode transform (``grad``, ``vjp``, ``jacrev``) gives each differentiated input a
   fresh node: a view of it when it requires grad (its outer history is kept), else a detached
-  alias made a leaf requiring grad, which keeps the outer forward AD tangents of the input. Gradients are taken with respect to those nodes only, so two nested
-  transforms never see each other's variables (no perturbation confusion).
+  alias made a leaf requiring grad, which keeps the outer forward AD tangents of the input.
+  Gradients are taken with respect to those nodes only, so two nested transforms never see
+  each other's variables (no perturbation confusion).
 * Results are then *unwrapped*: a result whose graph reaches no leaf other than this call's
   own fresh leaves is detached (nothing outside can want its history), so ``grad(f)(x)`` with
   an ``x`` that does not require grad returns a tensor that does not either, and nothing is
