@@ -388,6 +388,23 @@ def test_vmap_falls_back_for_any_op():
          rtol=1e-9)
 
 
+def test_vmap_and_per_example_grads_through_nn_functional():
+    import torch.nn.functional as TF
+    import ndgrad.nn.functional as NF
+    x, w = pair(3, 2, 6, 6, seed=38), pair(4, 2, 3, 3, seed=39)
+    labels = np.random.default_rng(40).integers(0, 4, (3,))
+
+    def net(F, xb, wb, lb):
+        h = F.max_pool2d(F.conv2d(xb[None], wb), 2).relu()
+        h = F.layer_norm(h, h.shape[-2:])
+        return F.cross_entropy(h.mean((-1, -2)), lb[None])
+    la, lb = ndgrad.tensor(labels), torch.tensor(labels)
+    same(nf.vmap(lambda a, b: net(NF, a, w[0], b))(x[0], la),
+         tf.vmap(lambda a, b: net(TF, a, w[1], b))(x[1], lb))
+    same(nf.vmap(nf.grad(lambda wb, a, b: net(NF, a, wb, b)), in_dims=(None, 0, 0))(w[0], x[0], la),
+         tf.vmap(tf.grad(lambda wb, a, b: net(TF, a, wb, b)), in_dims=(None, 0, 0))(w[1], x[1], lb))
+
+
 def test_vmap_randomness():
     x = ndgrad.zeros(4, 3, dtype=F64)
     with pytest.raises(RuntimeError, match="vmap: called random operation while in randomness "
