@@ -571,6 +571,29 @@ def test_functional_call_with_transforms():
         lambda: tf.functional_call(t, {keys[0]: p_b[keys[0]]}, (x[1],), strict=True))
 
 
+def test_stack_module_state_ensemble():
+    ms, ts = zip(*[_mlps() for _ in range(3)])
+    for i, m in enumerate(ms):                    # distinct members
+        for p, q in zip(m.parameters(), ts[i].parameters()):
+            with ndgrad.no_grad():
+                p.mul_(i + 1)
+            with torch.no_grad():
+                q.mul_(i + 1)
+    pa, ba = nf.stack_module_state(ms)
+    pb, bb = tf.stack_module_state(ts)
+    same(pa, pb)
+    assert all(v.is_leaf and v.requires_grad for v in pa.values())
+    x = pair(5, 3, seed=41)
+    same(nf.vmap(lambda p, b: nf.functional_call(ms[0], (p, b), x[0]))(pa, ba),
+         tf.vmap(lambda p, b: tf.functional_call(ts[0], (p, b), x[1]))(pb, bb))
+    err(lambda: nf.stack_module_state([]), lambda: tf.stack_module_state([]))
+    err(lambda: nf.stack_module_state([ms[0], nn.Linear(3, 5)]),
+        lambda: tf.stack_module_state([ts[0], torch.nn.Linear(3, 5)]))
+    ms[1].eval()
+    ts[1].eval()
+    err(lambda: nf.stack_module_state(ms), lambda: tf.stack_module_state(ts))
+
+
 def test_functional_call_tied_weights():
     class Tied(nn.Module):
         def __init__(self):
@@ -593,4 +616,5 @@ def test_functional_call_tied_weights():
 def test_reachable_lazily():
     assert ndgrad.func is nf
     assert set(nf.__all__) >= {"grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd",
-                               "hessian", "vmap", "functional_call", "linearize"}
+                               "hessian", "vmap", "functional_call", "linearize",
+                               "stack_module_state"}
