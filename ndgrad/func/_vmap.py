@@ -2,15 +2,25 @@
 
 Note [vmap by entries]
 ``vmap(f)(xs)`` runs ``f`` once per batch entry on ``xs.select(in_dim, b)`` and stacks the
-outputs at ``out_dims``. Every ndgrad op works inside (the batching rules of ops/_batching.py
-cover a subset of the op table and cannot see Python-level reads of a tensor's shape, which
-user functions make freely), nesting is plain nesting, and select/stack are differentiable in
-both modes, so ``grad``/``jacfwd``/``jvp`` of a vmapped function and vmap of any transform
-compose. What torch refuses inside vmap is refused the same way: ``.item()`` and Python
-control flow on a tensor (Tensor.item/__bool__ consult ``tensor._vmap_check``), random draws
-under ``randomness="error"``; ``"same"`` replays the generator's state for every entry. The
-function-level vectorized paths are the Jacobians: ``jacrev`` is one batched backward pass and
-``jacfwd`` one forward pass with batched tangents (Note [Transform levels] in _common.py).
+outputs at ``out_dims``. Why not the batching rules of ops/_batching.py: they cover a subset of
+the op table, a batched tensor reports its physical shape to Python code (user functions read
+shapes freely), and ops that compute on ``_data`` without ``apply`` (comparisons, argmax ...)
+would silently see the wrong rows; running by entries is exact for every op. Nesting is plain
+nesting, and select/stack are differentiable in both modes, so ``grad``/``jacfwd``/``jvp`` of a
+vmapped function and vmap of any transform compose. The vectorized paths are where the
+function is known: ``vmap(vjp_fn)`` is one batched backward pass (``_common.VMAP_RULES``),
+``jacrev`` likewise and ``jacfwd`` one forward pass with batched tangents (Note [Transform
+levels] in _common.py).
+
+What torch refuses inside vmap is refused: ``.item()`` and Python control flow on a tensor
+(Tensor.item/__bool__ call ``tensor._vmap_check``), random draws under
+``randomness="error"`` (``"same"`` replays the generator's state for every entry), in-place
+writes into a tensor the function closes over (its version counter is checked after every
+entry). Differences, all from not knowing which tensors are batched: ``.item()``/``bool`` are
+allowed only on tensors the function closes over (torch allows them on any unbatched tensor);
+an in-place write into a closed-over tensor is refused whatever is written (torch refuses a
+batched value) and is found after the first entry wrote it; the function's Python side effects
+happen once per entry; an output that is an input's entry is a copy, not a view.
 
 Example:
     >>> import ndgrad
