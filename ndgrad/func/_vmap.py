@@ -106,16 +106,16 @@ def _outside(func: Any, leaves: list, dims: list) -> dict:
         if d is None:
             add(x)
     seen: set = set()
-    stack = [func]
-    while stack:
-        f = stack.pop()
+    todo = [func]
+    while todo:
+        f = todo.pop()
         if id(f) in seen:
             continue
         seen.add(id(f))
         if isinstance(f, functools.partial):
             add(f.args)
             add(f.keywords)
-            stack.append(f.func)
+            todo.append(f.func)
             continue
         self = getattr(f, "__self__", None)
         if self is not None and not isinstance(self, type(np)):
@@ -131,7 +131,10 @@ def _outside(func: Any, leaves: list, dims: list) -> dict:
                 v = cell.cell_contents
             except ValueError:
                 continue
-            stack.append(v) if callable(v) and not isinstance(v, Tensor) else add(v)
+            if callable(v) and not isinstance(v, Tensor):
+                todo.append(v)
+            else:
+                add(v)
         add(getattr(f, "__defaults__", None) or ())
         g = getattr(f, "__globals__", {})
         for name in code.co_names:
@@ -140,7 +143,7 @@ def _outside(func: Any, leaves: list, dims: list) -> dict:
                 add(v)
         wrapped = getattr(f, "__wrapped__", None)
         if wrapped is not None:
-            stack.append(wrapped)
+            todo.append(wrapped)
     return found
 
 
@@ -290,7 +293,8 @@ def _run(func: Callable, fname: str, leaves: list, moved: list, spec: Any, kwarg
          B: int, out_dims: Any, randomness: str) -> Any:
     outs = []
     outside = _outside(func, leaves, [None if m is None else 0 for m in moved])
-    versions = [(t, t._version) for t in outside.values()]
+    mapped = {id(x) for x, m in zip(leaves, moved) if m is not None}
+    versions = [(t, t._version) for t in outside.values() if id(t) not in mapped]
     ids = frozenset(outside)
     with _rng.policy(randomness) as rng:
         for b in range(max(B, 1)):
