@@ -516,6 +516,9 @@ def test_transform_errors():
         lambda M, x: M.jacfwd(lambda a: a, randomness="x")(x),
         lambda M, x: M.hessian(lambda a: a.sum(), argnums=(0, 0))(x),
         lambda M, x: M.grad(lambda a: a.mul_(2).sum())(x.clone()),
+        lambda M, x: M.vjp(lambda a: a > 0, x),
+        lambda M, x: M.jacrev(lambda a: a > 0)(x),
+        lambda M, x: M.grad(lambda a: (a * 1j).sum())(x),
     ]
     for c in cases:
         err(lambda c=c: c(nf, xn), lambda c=c: c(tf, xt))

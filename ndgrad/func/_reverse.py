@@ -171,10 +171,7 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
         out = func(*tree_unflatten(leaves, p_spec))
         out, aux = _split_aux(out, has_aux, "vjp(f, *primals)")
         o_leaves, o_spec = tree_flatten(out)
-        for o in o_leaves:
-            if not isinstance(o, Tensor):
-                raise RuntimeError("vjp(f, *primals): expected f(*primals) to return only "
-                                   f"tensors, got unsupported type {type(o)}")
+        _check_outputs(o_leaves)
         aux_leaves, aux_spec = tree_flatten(aux) if has_aux else ([], None)
         if has_aux:
             _check_tensors(aux_leaves)
@@ -210,6 +207,17 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
     if has_aux:
         return out_value, vjp_fn, tree_unflatten(res[len(o_leaves):], aux_spec)
     return out_value, vjp_fn
+
+
+def _check_outputs(leaves: list) -> None:
+    for o in leaves:
+        if not isinstance(o, Tensor):
+            raise RuntimeError("vjp(f, *primals): expected f(*primals) to return only tensors, "
+                               f"got unsupported type {type(o)}")
+    for o in leaves:
+        if not (o.is_floating_point() or o.is_complex()):
+            raise RuntimeError("vjp(f, ...): All outputs of f must be floating-point or complex "
+                               f"Tensors, got Tensor with dtype {o.dtype}")
 
 
 def _short(spec: Any) -> str:
@@ -296,10 +304,7 @@ def jacrev(func: Callable, argnums: Argnums = 0, *, has_aux: bool = False,
             out = func(*new_args, **kwargs)
             out, aux = _split_aux(out, has_aux, "jacrev(f, *args)")
             o_leaves, o_spec = tree_flatten(out)
-            for o in o_leaves:
-                if not isinstance(o, Tensor):
-                    raise RuntimeError("vjp(f, *primals): expected f(*primals) to return "
-                                       f"only tensors, got unsupported type {type(o)}")
+            _check_outputs(o_leaves)
             aux_leaves, aux_spec = tree_flatten(aux) if has_aux else ([], None)
             if has_aux:
                 _check_tensors(aux_leaves)
