@@ -208,7 +208,8 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
            randomness: str = "error") -> Callable:
     """The Jacobian of ``func`` with respect to the arguments at ``argnums``, by forward mode:
     all columns in one forward pass with a batch of unit tangents (one pass per column when
-    another transform's level is active). Structure as :func:`jacrev`.
+    another transform's level is active, a batched pass fails, or ``randomness="different"``
+    asks for fresh draws per column). Structure as :func:`jacrev`.
 
     >>> import ndgrad
     >>> from ndgrad.func import jacfwd
