@@ -179,11 +179,11 @@ _NN_TOPLEVEL = frozenset((
 
 
 def __getattr__(name: str):
-    """``ndgrad.nn``, ``ndgrad.optim``, ``ndgrad.utils`` and ``ndgrad.viz`` load on first use:
-    ``import ndgrad`` stays fast, and ``ndgrad.nn.Linear`` still works after a bare
-    ``import ndgrad``."""
+    """``ndgrad.nn``, ``ndgrad.optim``, ``ndgrad.utils``, ``ndgrad.func`` and ``ndgrad.viz``
+    load on first use: ``import ndgrad`` stays fast, and ``ndgrad.nn.Linear`` still works after
+    a bare ``import ndgrad``."""
     import importlib
-    if name in ("nn", "optim", "utils", "viz"):
+    if name in ("nn", "optim", "utils", "func", "viz"):
         return importlib.import_module(f"{__name__}.{name}")
     if name in _NN_TOPLEVEL:         # torch.conv2d, torch.dropout ... (ndgrad/nn/toplevel.py)
         return importlib.import_module(f"{__name__}.nn.toplevel").get(name)

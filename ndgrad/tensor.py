@@ -27,6 +27,9 @@ __all__ = ["Tensor", "Size", "device", "check_device", "set_default_device",
            "get_default_device"]
 
 _new = object.__new__
+# Set by ndgrad.func (Note [vmap by entries] in func/_vmap.py): called by ``item`` and
+# ``__bool__`` with the tensor and "item"/"bool"; it raises while a vmapped function runs.
+_vmap_check: Any = None
 _ndarray = np.ndarray
 _FROM_NP = _dtype._FROM_NP
 
@@ -548,6 +551,8 @@ class Tensor(_TensorMethods):
     # ------------------------------------------------------------------ conversion
     def item(self) -> Any:
         """The single element of a one-element tensor as a Python number."""
+        if _vmap_check is not None:
+            _vmap_check(self, "item")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar")
@@ -628,6 +633,8 @@ class Tensor(_TensorMethods):
         return iter(self.unbind(0))
 
     def __bool__(self) -> bool:
+        if _vmap_check is not None:
+            _vmap_check(self, "bool")
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()))

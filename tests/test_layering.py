@@ -77,6 +77,14 @@ LAYERS = {
     "ndgrad.viz": API,
     "ndgrad.viz.dot": API,
     "ndgrad.utils.dlpack": API,
+    # torch.func's transforms, built on the autograd API, forward AD and batch levels.
+    "ndgrad.func": API,
+    "ndgrad.func._pytree": API,
+    "ndgrad.func._common": API,
+    "ndgrad.func._rng": API,
+    "ndgrad.func._reverse": API,
+    "ndgrad.func._forward": API,
+    "ndgrad.func._vmap": API,
 }
 
 

@@ -1,0 +1,150 @@
+"""What the function transforms share: argument checks, fresh differentiation leaves, and the
+unwrapping of results (Note [Transform levels]).
+
+Note [Transform levels]
+torch.func keeps a stack of transform levels and wraps tensors per level. ndgrad gets the same
+observable behaviour from the eager machinery:
+
+* A reverse-mode transform (``grad``, ``vjp``, ``jacrev``) gives each differentiated input a
+  fresh node: a view of it when it requires grad (its outer history is kept), else a detached
+  alias made a leaf requiring grad, which keeps the outer forward AD tangents of the input.
+  Gradients are taken with respect to those nodes only, so two nested transforms never see
+  each other's variables (no perturbation confusion).
+* Results are then *unwrapped*: a result whose graph reaches no leaf other than this call's
+  own fresh leaves is detached (nothing outside can want its history), so ``grad(f)(x)`` with
+  an ``x`` that does not require grad returns a tensor that does not either, and nothing is
+  ever accumulated into ``.grad``. Under an outer ``no_grad`` every result is detached. The
+  detached result keeps its forward AD tangents (unwrapped the same way), so ``jvp(grad(f))``
+  works. ``create_graph=True`` is used only when an output reaches an outside leaf (an outer
+  transform, a closure requiring grad): otherwise every gradient would be detached anyway.
+* Forward mode (``jvp``, ``jacfwd``) opens one forward AD level per call; levels nest (Note
+  [Forward AD] in autograd/forward_ad.py). ``jacfwd`` and ``jacrev`` compute all columns/rows
+  at once with a batch level (Note [Batched backward]) when no other level is active, and
+  otherwise (or when the graph cannot run batched) one column/row at a time.
+* ``vmap`` runs the function once per batch entry (see _vmap.py).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import AbstractSet, Any, Iterable, Sequence
+
+from ..autograd import batching as _bt
+from ..autograd import forward_ad as _fw
+from ..autograd.accumulate_grad import AccumulateGrad
+from ..tensor import Tensor
+
+__all__ = ["check_argnums", "check_leaves", "fresh_leaf", "unwrap", "needs_graph",
+           "detach_keep_tangents", "vectorizable", "VMAP_RULES"]
+
+# function -> its batched form, for ``vmap`` (the ``vjp_fn`` of ``vjp``; Note [vmap by
+# entries]). Weak keys, and not an attribute: ``functools.wraps`` copies attributes.
+VMAP_RULES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def check_argnums(argnums: Any, nargs: int) -> tuple:
+    """The positions to differentiate, as a tuple; torch's errors for bad ``argnums``."""
+    if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple)):
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    nums = (argnums,) if isinstance(argnums, int) else argnums
+    if not nums:
+        raise RuntimeError("argnums must be non-empty")
+    for a in nums:
+        if isinstance(a, bool) or not isinstance(a, int):
+            raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+        if not -nargs <= a < nargs:
+            raise RuntimeError(f"Got argnum={a}, but only {nargs} positional inputs")
+    wrapped = tuple(a % nargs for a in nums)
+    if len(set(wrapped)) != len(wrapped):
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+    return wrapped
+
+
+def check_leaves(leaves: Iterable[Any]) -> None:
+    for x in leaves:
+        if not isinstance(x, Tensor):
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
+
+
+def fresh_leaf(x: Tensor) -> Tensor:
+    """A node standing for ``x`` in one reverse-mode transform (Note [Transform levels])."""
+    if x.requires_grad:
+        return x.view_as(x)
+    if not (x.is_floating_point() or x.is_complex()):
+        raise RuntimeError("only Tensors of floating point dtype can require gradients")
+    leaf = x.detach()
+    leaf._blevel = x._blevel
+    if _fw._levels:                  # ``detach`` drops tangents: an outer jvp's stay
+        for level in range(len(_fw._levels)):
+            tg = _fw._tangent(x, level)
+            if tg is not None:
+                _fw._store(leaf, level, tg)
+    return leaf.requires_grad_(True)
+
+
+def _reaches_outside(t: Tensor, own: AbstractSet[Any]) -> bool:
+    """Does ``t``'s graph reach a leaf requiring grad other than this call's own leaves?"""
+    fn = t._grad_fn
+    if fn is None:
+        return id(t) not in own
+    seen = set()
+    stack = [fn]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node) is AccumulateGrad:
+            if id(node.variable) not in own:
+                return True
+            continue
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                stack.append(nxt)
+    return False
+
+
+def needs_graph(tensors: Sequence[Any], own: Sequence[Tensor], grad_enabled: bool) -> bool:
+    """Must gradients be taken with ``create_graph=True``? Only when an output (or a
+    cotangent) reaches a leaf outside this call: otherwise every gradient would be detached
+    by ``unwrap`` anyway. (Forward AD tangents flow through the backward pass either way.)"""
+    if not grad_enabled:
+        return False
+    ids = {id(t) for t in own}
+    return any(isinstance(t, Tensor) and t.requires_grad and _reaches_outside(t, ids)
+               for t in tensors)
+
+
+def detach_keep_tangents(v: Tensor, own: AbstractSet[Any] = frozenset(), grad_enabled: bool = False
+                         ) -> Tensor:
+    """``v.detach()`` that keeps ``v``'s forward AD tangents: dropping the history of an inner
+    transform must not drop an outer ``jvp``'s tangents (themselves unwrapped the same way)."""
+    d = v.detach()
+    d._blevel = v._blevel          # a batched tangent stays batched (Note [Batched tangents])
+    if _fw._levels:
+        for level in range(len(_fw._levels)):
+            tg = _fw._tangent(v, level)
+            if tg is not None:
+                if tg.requires_grad and (not grad_enabled or not _reaches_outside(tg, own)):
+                    tg = detach_keep_tangents(tg, own, grad_enabled)
+                _fw._store(d, level, tg)
+    return d
+
+
+def unwrap(values: Sequence[Any], own: Sequence[Tensor], grad_enabled: bool) -> list:
+    """Detach the results that need no history outside this transform call."""
+    ids = {id(t) for t in own}
+    out = []
+    for v in values:
+        if isinstance(v, Tensor) and v.requires_grad and (
+                not grad_enabled or not _reaches_outside(v, ids)):
+            v = detach_keep_tangents(v, ids, grad_enabled)
+        out.append(v)
+    return out
+
+
+def vectorizable() -> bool:
+    """May a transform open a batch level now? Only when no batch level and no forward AD
+    level is active (a batched value meeting another level's batch or tangents is not
+    supported by the batching rules)."""
+    return not _bt.ACTIVE and _fw._current_level < 0

@@ -1,0 +1,354 @@
+"""``vmap``: map a function over a dimension of its inputs.
+
+Note [vmap by entries]
+``vmap(f)(xs)`` runs ``f`` once per batch entry on ``xs.select(in_dim, b)`` and stacks the
+outputs at ``out_dims``. Why not the batching rules of ops/_batching.py: they cover a subset of
+the op table, a batched tensor reports its physical shape to Python code (user functions read
+shapes freely), and ops that compute on ``_data`` without ``apply`` (comparisons, argmax ...)
+would silently see the wrong rows; running by entries is exact for every op. Nesting is plain
+nesting, and select/stack are differentiable in both modes, so ``grad``/``jacfwd``/``jvp`` of a
+vmapped function and vmap of any transform compose. The vectorized paths are where the
+function is known: ``vmap(vjp_fn)`` is one batched backward pass (``_common.VMAP_RULES``),
+``jacrev`` likewise and ``jacfwd`` one forward pass with batched tangents (Note [Transform
+levels] in _common.py).
+
+What torch refuses inside vmap is refused: ``.item()`` and Python control flow on a tensor
+(Tensor.item/__bool__ call ``tensor._vmap_check``), random draws under
+``randomness="error"`` (``"same"`` replays the generator's state for every entry), in-place
+writes into a tensor the function closes over (its version counter is checked after every
+entry). Differences, all from not knowing which tensors are batched: ``.item()``/``bool`` are
+allowed only on tensors the function closes over (torch allows them on any unbatched tensor);
+an in-place write into a closed-over tensor is refused whatever is written (torch refuses a
+batched value) and is found after the first entry wrote it; the function's Python side effects
+happen once per entry; an output that is an input's entry is a copy, not a view.
+
+Example:
+    >>> import ndgrad
+    >>> from ndgrad.func import vmap
+    >>> vmap(ndgrad.dot)(ndgrad.ones(3, 2), ndgrad.ones(3, 2))
+    tensor([2., 2., 2.])
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, Callable, Optional
+
+import importlib
+
+import numpy as np
+
+from ..ops import cat, stack
+from ..tensor import Tensor
+from . import _common, _rng
+from ._pytree import broadcast_prefix, tree_flatten, tree_unflatten
+
+# the module (ndgrad.tensor, the attribute, is the factory function)
+_tensor_mod: Any = importlib.import_module("ndgrad.tensor")
+
+__all__ = ["vmap"]
+
+
+class _State(threading.local):
+    depth = 0
+    outside: frozenset = frozenset()     # ids of the tensors the running function closes over
+
+
+_state = _State()
+
+_ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over "
+         "calling .item() on a Tensor, please try to rewrite what you're doing with other "
+         "operations. If error is occurring somewhere inside PyTorch internals, please file a "
+         "bug report.")
+_CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent "
+                 "control flow. We don't support that yet, please file an issue at "
+                 "https://github.com/pytorch/pytorch/issues .")
+_INPLACE = ("vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a "
+            "Tensor `other` in extra_args that has more elements than `self`. This happened due "
+            "to `other` being vmapped over but `self` not being vmapped over in a vmap. Please "
+            "try to use out-of-place operators instead of inplace arithmetic. If said operator "
+            "is being called inside the PyTorch framework, please file a bug report instead.")
+
+
+def _check(t: Tensor, what: str) -> None:
+    """Called by Tensor.item/__bool__: refused while a vmapped function runs, except on the
+    tensors the function closes over (Note [vmap by entries])."""
+    if _state.depth and id(t) not in _state.outside:
+        raise RuntimeError(_ITEM if what == "item" else _CONTROL_FLOW)
+
+
+_tensor_mod._vmap_check = _check
+
+
+def _outside(func: Any, leaves: list, dims: list) -> dict:
+    """The tensors ``func`` reaches without going through its mapped inputs: unmapped
+    arguments, closure cells, defaults, ``functools.partial`` arguments, the module of a
+    bound method, module-level names it reads; modules count with their parameters and
+    buffers. ``id -> tensor``."""
+    found: dict = {}
+
+    def add(v: Any, depth: int = 0) -> None:
+        if isinstance(v, Tensor):
+            found[id(v)] = v
+        elif depth < 2 and isinstance(v, (list, tuple)):
+            for e in v:
+                add(e, depth + 1)
+        elif depth < 2 and isinstance(v, dict):
+            for e in v.values():
+                add(e, depth + 1)
+        elif hasattr(v, "named_parameters") and hasattr(v, "named_buffers"):
+            for _, p in v.named_parameters():
+                found[id(p)] = p
+            for _, b in v.named_buffers():
+                found[id(b)] = b
+
+    for x, d in zip(leaves, dims):
+        if d is None:
+            add(x)
+    seen: set = set()
+    todo = [func]
+    while todo:
+        f = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        if isinstance(f, functools.partial):
+            add(f.args)
+            add(f.keywords)
+            todo.append(f.func)
+            continue
+        self = getattr(f, "__self__", None)
+        if self is not None and not isinstance(self, type(np)):
+            add(self)
+        if hasattr(f, "forward") and hasattr(f, "named_parameters"):
+            add(f)
+            f = getattr(type(f), "forward", None)
+        code = getattr(f, "__code__", None)
+        if code is None:
+            continue
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if callable(v) and not isinstance(v, Tensor):
+                todo.append(v)
+            else:
+                add(v)
+        add(getattr(f, "__defaults__", None) or ())
+        g = getattr(f, "__globals__", {})
+        for name in code.co_names:
+            v = g.get(name)
+            if v is not None:
+                add(v)
+        wrapped = getattr(f, "__wrapped__", None)
+        if wrapped is not None:
+            todo.append(wrapped)
+    return found
+
+
+def _name(func: Any) -> str:
+    return getattr(func, "__name__", repr(func))
+
+
+def _in_dims_error(fname: str, in_dims: Any, msg: str) -> ValueError:
+    return ValueError(f"vmap({fname}, in_dims={in_dims}, ...)(<inputs>): {msg}")
+
+
+def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
+         chunk_size: Optional[int] = None) -> Callable:
+    """``func`` mapped over dimension ``in_dims`` of its inputs, the results stacked at
+    ``out_dims``. ``in_dims`` is an int or a tuple with one entry per positional argument, each
+    an int, None (not mapped) or a pytree matching that argument; ``out_dims`` likewise for the
+    outputs. ``randomness`` is ``"error"``, ``"different"`` or ``"same"``. Nested ``vmap``
+    and other transforms compose.
+
+    >>> import ndgrad
+    >>> from ndgrad.func import vmap
+    >>> vmap(lambda x, y: x * y, in_dims=(1, None))(ndgrad.ones(2, 3), ndgrad.tensor(2.0))
+    tensor([[2., 2.],
+            [2., 2.],
+            [2., 2.]])
+    """
+    _rng.check_randomness(randomness)
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
+
+    @functools.wraps(func)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        fname = _name(func)
+        if not args:
+            raise ValueError(f"vmap({fname})(<inputs>): got no inputs. Maybe you forgot to add "
+                             "inputs, or you are trying to vmap over a function with no inputs. "
+                             "The latter is unsupported.")
+        if isinstance(in_dims, bool) or not isinstance(in_dims, (int, tuple)):
+            raise _in_dims_error(fname, in_dims, "expected `in_dims` to be int or a "
+                                 "(potentially nested) tuple matching the structure of inputs, "
+                                 f"got: {type(in_dims)}.")
+        leaves, spec = tree_flatten(args)
+        dims = broadcast_prefix(in_dims, spec)
+        if dims is None:
+            raise _in_dims_error(fname, in_dims, "in_dims is not compatible with the structure "
+                                 f"of `inputs`. in_dims has structure {tree_flatten(in_dims)[1]}"
+                                 f" but inputs has structure {spec}.")
+        sizes: list = []
+        moved: list = []
+        for x, d in zip(leaves, dims):
+            if d is None:
+                moved.append(None)
+                continue
+            if isinstance(d, bool) or not isinstance(d, int):
+                raise _in_dims_error(fname, in_dims, f"Got in_dim={d} for an input but in_dim "
+                                     "must be either an integer dimension or None.")
+            if not isinstance(x, Tensor):
+                raise _in_dims_error(fname, in_dims, f"Got in_dim={d} for an input but the "
+                                     f"input is of type {type(x)}. We cannot vmap over "
+                                     "non-Tensor arguments, please use None as the respective "
+                                     "in_dim")
+            n = x.dim()
+            if not -n <= d < n:
+                raise _in_dims_error(fname, in_dims, f"Got in_dim={d} for some input, but that "
+                                     f"input is a Tensor of dimensionality {n} so expected "
+                                     f"in_dim to satisfy -{n} <= in_dim < {n}.")
+            sizes.append(x.shape[d])
+            moved.append(x.movedim(d, 0) if d % n else x)
+        if not sizes:
+            raise ValueError("vmap: Expected at least one Tensor to vmap over")
+        if any(s != sizes[0] for s in sizes):
+            raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
+                             f"dimension, got sizes {sizes} for the mapped dimension")
+        B = sizes[0]
+        rule = _common.VMAP_RULES.get(func)
+        if rule is not None and not kwargs and len(args) == 1 and B and \
+                all(m is not None for m in moved):
+            res = _vectorized(rule, moved, spec.children[0], B, chunk_size)
+            if res is not None:
+                return _place(res, fname, out_dims)
+        return _run(func, fname, leaves, moved, spec, kwargs, B, out_dims, randomness)
+
+    return wrapped
+
+
+def _vectorized(rule: Callable, moved: list, spec: Any, B: int,
+                chunk_size: Optional[int]) -> Any:
+    """A function with its own batched form (``vjp_fn``: one batched backward pass), run on
+    the mapped inputs with the batch first, ``chunk_size`` entries at a time."""
+    step = chunk_size or B
+    parts = []
+    for s in range(0, B, step):
+        chunk = [m if step >= B else m.narrow(0, s, min(step, B - s)) for m in moved]
+        r = rule(chunk, spec)
+        if r is None:
+            return None
+        parts.append(tree_flatten(r))
+    o_spec = parts[0][1]
+    leaves = [cat([p[0][j] for p in parts]) if len(parts) > 1 else parts[0][0][j]
+              for j in range(len(parts[0][0]))]
+    return tree_unflatten(leaves, o_spec)
+
+
+def _place(res: Any, fname: str, out_dims: Any) -> Any:
+    """Outputs with the batch first moved to ``out_dims``."""
+    leaves, o_spec = tree_flatten(res)
+    odims = _out_dims(out_dims, o_spec, fname)
+    out = []
+    for x, od in zip(leaves, odims):
+        if od is None:
+            raise ValueError(f"vmap({fname}, ...): `{fname}` can not return a BatchedTensor "
+                             "when out_dim is None")
+        out.append(x.movedim(0, od) if od else x)
+    return tree_unflatten(out, o_spec)
+
+
+def _out_dims(out_dims: Any, o_spec: Any, fname: str) -> list:
+    if isinstance(out_dims, bool) or not (out_dims is None or isinstance(
+            out_dims, (int, tuple, list, dict))):
+        raise ValueError(f"vmap({fname}, ..., out_dims={out_dims}): `out_dims` must be an int, "
+                         "None or a python collection of ints representing where in the "
+                         "outputs the vmapped dimension should appear.")
+    odims = broadcast_prefix(out_dims, o_spec)
+    if odims is None:
+        raise ValueError(f"vmap({fname}, ..., out_dims={out_dims})(<inputs>): out_dims is not "
+                         "compatible with the structure of `outputs`. out_dims has structure "
+                         f"{tree_flatten(out_dims)[1]} but outputs has structure {o_spec}.")
+    for od in odims:
+        if od is not None and (isinstance(od, bool) or not isinstance(od, int)):
+            raise ValueError(f"vmap({fname}, ..., out_dims={out_dims}): `out_dims` must be an "
+                             "int, None or a python collection of ints representing where in "
+                             "the outputs the vmapped dimension should appear.")
+    return odims
+
+
+def _call(func: Callable, args: Any, kwargs: dict, outside: frozenset) -> Any:
+    prev = _state.outside
+    _state.depth += 1
+    _state.outside = outside if not _state.depth - 1 else prev | outside
+    try:
+        return func(*args, **kwargs)
+    finally:
+        _state.depth -= 1
+        _state.outside = prev
+
+
+def _run(func: Callable, fname: str, leaves: list, moved: list, spec: Any, kwargs: dict,
+         B: int, out_dims: Any, randomness: str) -> Any:
+    outs = []
+    outside = _outside(func, leaves, [None if m is None else 0 for m in moved])
+    mapped = {id(x) for x, m in zip(leaves, moved) if m is not None}
+    versions = [(t, t._version) for t in outside.values() if id(t) not in mapped]
+    ids = frozenset(outside)
+    with _rng.policy(randomness) as rng:
+        for b in range(max(B, 1)):
+            if B:
+                row = [x if m is None else m[b] for x, m in zip(leaves, moved)]
+            else:                   # an empty batch: one call on zeros for the structure
+                row = [x if m is None else m.new_zeros(tuple(m.shape[1:]))
+                       for x, m in zip(leaves, moved)]
+            rng.before(b)
+            out = _call(func, tree_unflatten(row, spec), kwargs, ids)
+            rng.after(b)
+            for t, v in versions:
+                if t._version != v:
+                    raise RuntimeError(_INPLACE)
+            outs.append(tree_flatten(out))
+    o_spec = outs[0][1]
+    for _, s in outs[1:]:
+        if s != o_spec:
+            raise ValueError(f"vmap({fname}, ...): `{fname}` returned outputs of different "
+                             "structures for different batch entries")
+    odims = _out_dims(out_dims, o_spec, fname)
+    results = []
+    for j, od in enumerate(odims):
+        col = [o[0][j] for o in outs]
+        first = col[0]
+        if od is None:
+            if isinstance(first, Tensor) and _batched(first, col, leaves, moved):
+                raise ValueError(f"vmap({fname}, ...): `{fname}` can not return a "
+                                 "BatchedTensor when out_dim is None")
+            results.append(first)
+            continue
+        for c in col:
+            if not isinstance(c, Tensor):
+                raise ValueError(f"vmap({fname}, ...): `{fname}` must only return Tensors, got "
+                                 f"type {type(c)}. Did you mean to set out_dims= to None for "
+                                 "output?")
+        if B:
+            results.append(stack(col, od))
+        else:
+            results.append(stack(col, od).narrow(od % (first.dim() + 1), 0, 0))
+    return tree_unflatten(results, o_spec)
+
+
+def _batched(first: Tensor, col: list, leaves: list, moved: list) -> bool:
+    """An output declared unbatched (out_dim None): is it batched? It is when its values
+    differ between entries or it is (a view of) an entry of a mapped input."""
+    if any(c._data.shape != first._data.shape for c in col):
+        return True
+    for c in col[1:]:
+        if not (c is first or np.array_equal(c._data, first._data, equal_nan=True)):
+            return True
+    if any(first is x for x in leaves):
+        return False
+    return any(np.may_share_memory(first._data, m._data[0]) for m in moved
+               if m is not None and m.shape[0])
