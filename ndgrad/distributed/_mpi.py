@@ -269,10 +269,3 @@ class Work:
 
     def __repr__(self) -> str:
         return f"<Work {self._op_type} seq={self._seq} completed={self._done}>"
-
-
-def completed_work(result: Optional[list] = None) -> Work:
-    """A handle of an operation that needed no communication."""
-    w = Work([], result=result)
-    w._done = True
-    return w

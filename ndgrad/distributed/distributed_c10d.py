@@ -45,7 +45,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import _mpi
-from ._mpi import Work, completed_work, watched
+from ._mpi import Work, watched
 
 __all__ = [
     "Backend", "ReduceOp", "ProcessGroup", "GroupMember", "group", "Work", "P2POp",
