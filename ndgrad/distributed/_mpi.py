@@ -199,6 +199,9 @@ class Work:
                 "before timing out. Another rank probably failed, exited or did not call this "
                 "operation; aborting the job.")
 
+    def _statuses(self) -> Optional[list]:
+        return None if self._status is None else [self._status]
+
     def _complete(self) -> None:
         if self._done:
             return
@@ -216,7 +219,7 @@ class Work:
             return True
         MPI = mpi()
         try:
-            if MPI.Request.Testall(self._requests):
+            if MPI.Request.Testall(self._requests, self._statuses()):
                 self._complete()
         except MPI.Exception as e:
             self._done = True
@@ -234,7 +237,7 @@ class Work:
                     else float(timeout)
             try:
                 with watched(limit, self._describe):
-                    MPI.Request.Waitall(self._requests)
+                    MPI.Request.Waitall(self._requests, self._statuses())
                 self._complete()
             except MPI.Exception as e:
                 self._done = True
