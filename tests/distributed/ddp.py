@@ -114,7 +114,7 @@ ndgrad.manual_seed(9)
 local = Branchy()
 ref = copy.deepcopy(local)
 ddp = DDP(local, find_unused_parameters=True)
-for it in range(2):
+for _ in range(2):
     local.zero_grad()
     nn.functional.mse_loss(ddp(X[mine], R == 0), Y[mine]).backward()
 ref.zero_grad()

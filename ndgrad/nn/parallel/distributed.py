@@ -9,8 +9,12 @@ groups them. A post-accumulate-grad hook on every parameter marks it ready; when
 parameter of a bucket is ready (and every bucket before it has been started, so all ranks start
 the same all-reduces in the same order), the bucket's gradients are copied into its buffer and a
 non-blocking MPI all-reduce starts, while backward goes on computing the remaining gradients;
-each later hook drives MPI's progress. When the last bucket has started, the reducer waits for
-all of them, divides by the world size and writes the averages back into ``.grad``.
+each later hook drives MPI's progress, and so does a helper thread that polls MPI every
+~100 us while buckets are in flight (an MPI library on shared memory or TCP moves data only
+inside MPI calls; the thread polls with ``Iprobe``, never touching the buckets' requests, and
+sleeps in between, so it costs little; ``NDGRAD_DDP_PROGRESS_THREAD=0`` turns it off). When
+the last bucket has started, the reducer waits for all of them, divides by the world size and
+writes the averages back into ``.grad``.
 ``no_sync()`` forwards skip all of this (gradients accumulate locally and are averaged with the
 next synchronized backward). With ``find_unused_parameters=True`` the forward's output graph is
 searched for the parameters it reaches; the others are marked ready at once, and a parameter
@@ -22,6 +26,9 @@ ndgrad keeps the reverse-registration order.
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
+import time
 import warnings
 from typing import Any, Iterator, List, Optional
 
@@ -66,6 +73,52 @@ def _compute_bucket_assignment_by_size(tensors: List[Any], limits: List[int]) ->
         done.append((idx, limits[min(which.get(key, 0), len(limits) - 1)]))
     done.sort(key=lambda b: b[0][0])
     return [b[0] for b in done], [b[1] for b in done]
+
+
+class _ProgressThread:
+    """Polls MPI while any DDP bucket is in flight (Note [DDP buckets])."""
+
+    def __init__(self, comm: Any, interval: float = 1e-4) -> None:
+        self._comm = comm            # polled with Iprobe: progress is global in the library
+        self._interval = interval
+        self._active = 0
+        self._cv = threading.Condition()
+        threading.Thread(target=self._run, name="ndgrad-ddp-progress", daemon=True).start()
+
+    def start(self) -> None:
+        with self._cv:
+            self._active += 1
+            self._cv.notify()
+
+    def stop(self) -> None:
+        with self._cv:
+            self._active -= 1
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while self._active == 0:
+                    self._cv.wait()
+            try:
+                self._comm.Iprobe()
+            except Exception:  # noqa: BLE001 - a freed communicator ends the thread
+                return
+            time.sleep(self._interval)
+
+
+_progress: Optional[_ProgressThread] = None
+
+
+def _progress_thread() -> Optional[_ProgressThread]:
+    global _progress
+    if os.environ.get("NDGRAD_DDP_PROGRESS_THREAD", "1") == "0":
+        return None
+    MPI = _mpi.mpi()
+    if MPI.Query_thread() != MPI.THREAD_MULTIPLE:
+        return None
+    if _progress is None:
+        _progress = _ProgressThread(MPI.COMM_SELF)
+    return _progress
 
 
 def _find_tensors(obj: Any) -> Iterator[Tensor]:
@@ -221,6 +274,9 @@ class DistributedDataParallel(Module):
         self._expect_reduction = False        # a synchronized forward awaits its backward
         self._next_bucket = 0
         self._warned_no_unused = False
+        self._last_wait_seconds = 0.0
+        self._last_hidden_bytes = (0, 0)
+        self._poller: Optional[_ProgressThread] = None
         self._hook_handles = [p.register_post_accumulate_grad_hook(self._make_hook(i))
                               for i, p in enumerate(params)]
 
@@ -412,6 +468,10 @@ class DistributedDataParallel(Module):
                     buf[off:off + n] = g.detach().numpy().reshape(-1)
             b.request = self.process_group._comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
             b.launched = True
+            if self._next_bucket == 0:
+                self._poller = _progress_thread()
+                if self._poller is not None:
+                    self._poller.start()
             self._next_bucket += 1
             started = True
         inflight = [b.request for b in buckets[:self._next_bucket] if b.request is not None]
@@ -428,7 +488,18 @@ class DistributedDataParallel(Module):
         if self.find_unused_parameters:
             used = self._used.copy()
             requests.append(pg._comm.Iallreduce(MPI.IN_PLACE, used, op=MPI.MAX))
-        self._wait(requests, "ALLREDUCE")
+        # Measured for bench/ddp.py: the share of the bucket bytes already reduced when backward
+        # ended (hidden behind it), and how long the end of backward waited.
+        done = sum(b.buffer.nbytes for b in self._buckets if b.request.Test())
+        self._last_hidden_bytes = (done, sum(b.buffer.nbytes for b in self._buckets))
+        t0 = time.perf_counter()
+        try:
+            self._wait(requests, "ALLREDUCE")
+        finally:
+            if self._poller is not None:
+                self._poller.stop()
+                self._poller = None
+        self._last_wait_seconds = time.perf_counter() - t0
         n = pg.size()
         with grad_mode.no_grad():
             for b in self._buckets:
