@@ -248,10 +248,11 @@ def main() -> None:
               "(the rest, plus the other rank's lag)")
         if not progress:
             last = r
-    backward = max(last["local"] - last["forward"], 0.0)
+    # backward's share of a step, measured under no_sync, applied to the single-process step
+    backward = s * max(last["local"] - last["forward"], 0.0) / last["local"]
     print(f"\nOn paper: ring all-reduce of the measured buckets, latency {a.latency_us:g} us per "
           f"message, compute per step = the single-process step ({s * 1e3:.0f} ms, backward "
-          f"~{backward * 1e3:.0f} ms as measured under no_sync), per-rank batch fixed (weak "
+          f"~{backward * 1e3:.0f} ms: its share of the no_sync step), per-rank batch fixed (weak "
           "scaling); efficiency = compute / (compute + exposed communication):")
     print(projection(last["buckets"], s, backward, a.latency_us * 1e-6))
 

@@ -11,8 +11,9 @@ the same all-reduces in the same order), the bucket's gradients are copied into 
 non-blocking MPI all-reduce starts, while backward goes on computing the remaining gradients;
 each later hook drives MPI's progress, and so does a helper thread that polls MPI every
 ~100 us while buckets are in flight (an MPI library on shared memory or TCP moves data only
-inside MPI calls; the thread polls with ``Iprobe``, never touching the buckets' requests, and
-sleeps in between, so it costs little; ``NDGRAD_DDP_PROGRESS_THREAD=0`` turns it off). When
+inside MPI calls; the thread polls the group's communicator with ``Iprobe``, never touching
+the buckets' requests, and sleeps in between, so it costs little;
+``NDGRAD_DDP_PROGRESS_THREAD=0`` turns it off). When
 the last bucket has started, the reducer waits for all of them, divides by the world size and
 writes the averages back into ``.grad``.
 ``no_sync()`` forwards skip all of this (gradients accumulate locally and are averaged with the
@@ -79,7 +80,7 @@ class _ProgressThread:
     """Polls MPI while any DDP bucket is in flight (Note [DDP buckets])."""
 
     def __init__(self, comm: Any, interval: float = 1e-4) -> None:
-        self._comm = comm            # polled with Iprobe: progress is global in the library
+        self._comm = comm
         self._interval = interval
         self._active = 0
         self._cv = threading.Condition()
@@ -106,19 +107,20 @@ class _ProgressThread:
             time.sleep(self._interval)
 
 
-_progress: Optional[_ProgressThread] = None
+_pollers: dict = {}
 
 
-def _progress_thread() -> Optional[_ProgressThread]:
-    global _progress
+def _progress_thread(comm: Any) -> Optional[_ProgressThread]:
+    """The polling thread of ``comm`` (MPICH progresses a communicator's operations when
+    another call on that communicator enters the library; a call on COMM_SELF does not)."""
     if os.environ.get("NDGRAD_DDP_PROGRESS_THREAD", "1") == "0":
         return None
     MPI = _mpi.mpi()
     if MPI.Query_thread() != MPI.THREAD_MULTIPLE:
         return None
-    if _progress is None:
-        _progress = _ProgressThread(MPI.COMM_SELF)
-    return _progress
+    if id(comm) not in _pollers:
+        _pollers[id(comm)] = _ProgressThread(comm)
+    return _pollers[id(comm)]
 
 
 def _find_tensors(obj: Any) -> Iterator[Tensor]:
@@ -469,7 +471,7 @@ class DistributedDataParallel(Module):
             b.request = self.process_group._comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
             b.launched = True
             if self._next_bucket == 0:
-                self._poller = _progress_thread()
+                self._poller = _progress_thread(self.process_group._comm)
                 if self._poller is not None:
                     self._poller.start()
             self._next_bucket += 1
