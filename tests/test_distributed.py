@@ -106,6 +106,15 @@ def test_failing_rank_under_plain_mpiexec():
     assert "FINISHED" not in out
 
 
+def test_readme_example_trains_on_two_ranks():
+    code, out, _ = launch(["--nproc-per-node", "2", "examples/ddp_train.py", "--epochs", "3"],
+                          120)
+    assert code == 0, out
+    losses = [float(v) for v in re.findall(r"epoch \d: loss ([\d.]+) \(2 ranks\)", out)]
+    assert len(losses) == 3 and losses[-1] < 0.8 * losses[0], out
+    assert "parameters identical on all ranks: True" in out
+
+
 def test_launcher_restarts_and_environment(tmp_path):
     script = tmp_path / "env.py"
     script.write_text(
@@ -178,6 +187,12 @@ def test_single_rank_api_and_errors():
         dist.get_rank()
     with pytest.raises(ValueError, match="MPI only"):
         dist.init_process_group("gloo")
+    os.environ["WORLD_SIZE"] = "2"      # torchrun's variables must agree with MPI's world
+    try:
+        with pytest.raises(RuntimeError, match="python -m ndgrad.distributed.run"):
+            dist.init_process_group("mpi")
+    finally:
+        del os.environ["WORLD_SIZE"]
     assert not dist.is_initialized()
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")

@@ -98,6 +98,20 @@ for p, q in zip(local.parameters(), ref.parameters()):
     close(p.grad, q.grad)
 
 
+# 3b. a forward without grad between a training forward and its backward (an evaluation)
+# does not cancel the reduction
+ndgrad.manual_seed(11)
+local = model()
+ref = copy.deepcopy(local)
+ddp = DDP(local)
+out = ddp(X[mine])
+with ndgrad.no_grad():
+    ddp(X[mine])
+nn.functional.mse_loss(out, Y[mine]).backward()
+nn.functional.mse_loss(ref(X), Y).backward()
+for p, q in zip(local.parameters(), ref.parameters()):
+    close(p.grad, q.grad)
+
 # 4. unused parameters: one unused on every rank (its grad stays None), one used only on rank 0
 class Branchy(nn.Module):
     def __init__(self):

@@ -354,7 +354,6 @@ class DistributedDataParallel(Module):
             self._prepare_for_backward(output)
         else:
             self.require_forward_param_sync = False
-            self._expect_reduction = False
         return output
 
     def _unfinished_error(self) -> None:
