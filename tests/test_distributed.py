@@ -207,6 +207,8 @@ def test_single_rank_api_and_errors():
         w = dist.all_reduce(t, op=dist.ReduceOp.AVG, async_op=True)
         assert w.wait() and w.is_completed() and w.result()[0] is t
         assert t.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+        fut = dist.all_reduce(t, async_op=True).get_future().then(lambda f: f.value()[0] * 2)
+        assert fut.wait().tolist() == [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]] and fut.done()
         with pytest.raises(TypeError, match="timedelta"):
             dist.new_group([0], timeout=5)
         g = dist.new_group([0])
@@ -217,6 +219,10 @@ def test_single_rank_api_and_errors():
             dist.broadcast([1.0], src=0)
         model = nn.parallel.DistributedDataParallel(nn.Linear(2, 2))
         assert list(model.state_dict()) == ["module.weight", "module.bias"]
+        half = nn.parallel.DistributedDataParallel(nn.Linear(2, 2).bfloat16())
+        half(ndgrad.ones(3, 2, dtype=ndgrad.bfloat16)).sum().backward()
+        assert half.module.bias.grad.dtype == ndgrad.bfloat16
+        assert half.module.bias.grad.tolist() == [3.0, 3.0]
     finally:
         dist.destroy_process_group()
     assert not dist.is_initialized()

@@ -270,5 +270,55 @@ class Work:
         self.wait()
         return self._status.Get_source()
 
+    def get_future(self) -> "Future":
+        """A future whose value is the output tensors of this operation."""
+        return Future(self.wait, self.is_completed, lambda: list(self._result))
+
     def __repr__(self) -> str:
         return f"<Work {self._op_type} seq={self._seq} completed={self._done}>"
+
+
+class Future:
+    """The future of a work handle (torch's ``Future``): ``wait()``/``value()`` give the
+    result, ``done()`` asks without blocking, ``then(fn)`` chains ``fn(future)``, run when the
+    chained future is waited for (MPI completes operations inside calls, not in the
+    background)."""
+
+    def __init__(self, wait: Callable[[], Any], done: Callable[[], bool],
+                 value: Callable[[], Any]) -> None:
+        self._wait_fn, self._done_fn, self._value_fn = wait, done, value
+        self._callbacks: List[Callable[["Future"], Any]] = []
+        self._ran = False
+
+    def wait(self) -> Any:
+        self._wait_fn()
+        self._run_callbacks()
+        return self._value_fn()
+
+    def value(self) -> Any:
+        return self.wait()
+
+    def done(self) -> bool:
+        if self._done_fn():
+            self._run_callbacks()
+            return True
+        return False
+
+    def _run_callbacks(self) -> None:
+        if not self._ran:
+            self._ran = True
+            for cb in self._callbacks:
+                cb(self)
+
+    def add_done_callback(self, callback: Callable[["Future"], Any]) -> None:
+        self._callbacks.append(callback)
+
+    def then(self, callback: Callable[["Future"], Any]) -> "Future":
+        cache: list = []
+
+        def value() -> Any:
+            if not cache:
+                cache.append(callback(self))
+            return cache[0]
+
+        return Future(self.wait, self.done, value)

@@ -265,7 +265,8 @@ class DistributedDataParallel(Module):
             for i in idx:
                 offsets.append(total)
                 total += params[i].numel()
-            buf = np.empty(total, dtype=params[idx[0]].detach().numpy().dtype)
+            # float16/bfloat16 gradients are reduced in float32 (MPI has no such type)
+            buf = np.empty(total, dtype=_mpi.reduce_dtype(params[idx[0]].detach().numpy().dtype))
             self._buckets.append(_Bucket(b, idx, offsets, buf))
             for pos, i in enumerate(idx):
                 self._where[i] = (b, pos)
@@ -512,7 +513,7 @@ class DistributedDataParallel(Module):
                     p = self._params[i]
                     avg = buf[off:off + p.numel()].reshape(tuple(p.shape))
                     if p.grad is None:
-                        p.grad = from_numpy(avg.copy())
+                        p.grad = from_numpy(avg.astype(p.detach().numpy().dtype))
                     else:
                         p.grad.detach().numpy()[...] = avg
                 b.request = None
