@@ -516,7 +516,16 @@ def _start(call: Any, name: str) -> Any:
 # ----------------------------------------------------------------------------- collectives
 def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None,
                async_op: bool = False) -> Optional[Work]:
-    """Reduce ``tensor`` over the ranks with ``op``, in place on every rank."""
+    """Reduce ``tensor`` over the ranks with ``op``, in place on every rank.
+
+    >>> import ndgrad, ndgrad.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> t = ndgrad.tensor([1.0, 5.0])
+    >>> dist.all_reduce(t, op=dist.ReduceOp.MAX)       # every rank: the elementwise max
+    >>> t
+    tensor([1., 5.])
+    >>> dist.destroy_process_group()
+    """
     arr = _arr(tensor, "all_reduce")
     pg = _begin(group, "all_reduce")
     if pg is None:
@@ -552,7 +561,15 @@ def _all_reduce_array(pg: ProcessGroup, arr: np.ndarray, mop: Any, wdt: np.dtype
 
 def broadcast(tensor: Tensor, src: Optional[int] = None, group: Any = None,
               async_op: bool = False, group_src: Optional[int] = None) -> Optional[Work]:
-    """Copy ``tensor`` of rank ``src`` into ``tensor`` on every rank."""
+    """Copy ``tensor`` of rank ``src`` into ``tensor`` on every rank.
+
+    >>> import ndgrad, ndgrad.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> t = ndgrad.arange(3.0)
+    >>> dist.broadcast(t, src=0, async_op=True).wait()
+    True
+    >>> dist.destroy_process_group()
+    """
     arr = _arr(tensor, "broadcast")
     pg = _begin(group, "broadcast")
     if pg is None:
@@ -623,7 +640,16 @@ def _same_kind(outs: Sequence[Tensor], arr: np.ndarray, name: str, what: str) ->
 def all_gather(tensor_list: List[Tensor], tensor: Tensor, group: Any = None,
                async_op: bool = False) -> Optional[Work]:
     """Gather ``tensor`` of every rank into ``tensor_list`` (one entry per rank) on every
-    rank."""
+    rank.
+
+    >>> import ndgrad, ndgrad.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> out = [ndgrad.zeros(2) for _ in range(dist.get_world_size())]
+    >>> dist.all_gather(out, ndgrad.ones(2) * dist.get_rank())
+    >>> out[0]
+    tensor([0., 0.])
+    >>> dist.destroy_process_group()
+    """
     arr = _arr(tensor, "all_gather")
     pg = _begin(group, "all_gather")
     if pg is None:
@@ -652,7 +678,16 @@ def all_gather(tensor_list: List[Tensor], tensor: Tensor, group: Any = None,
 def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: Any = None,
                            async_op: bool = False) -> Optional[Work]:
     """Gather ``input_tensor`` of every rank into ``output_tensor`` (concatenated along the
-    first dimension, or stacked) on every rank."""
+    first dimension, or stacked) on every rank.
+
+    >>> import ndgrad, ndgrad.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> out = ndgrad.zeros(2 * dist.get_world_size())
+    >>> dist.all_gather_into_tensor(out, ndgrad.tensor([3.0, 4.0]))
+    >>> out[:2]
+    tensor([3., 4.])
+    >>> dist.destroy_process_group()
+    """
     out = _arr(output_tensor, "all_gather_into_tensor")
     arr = _arr(input_tensor, "all_gather_into_tensor")
     pg = _begin(group, "all_gather_into_tensor")
@@ -682,7 +717,17 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: A
 def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,
                           group: Any = None, async_op: bool = False) -> Optional[Work]:
     """Reduce ``input`` over the ranks and give rank ``i`` the ``i``-th chunk (along the first
-    dimension) in ``output``."""
+    dimension) in ``output``.
+
+    >>> import ndgrad, ndgrad.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> n = dist.get_world_size()
+    >>> out = ndgrad.zeros(2)
+    >>> dist.reduce_scatter_tensor(out, ndgrad.arange(2.0 * n))
+    >>> out                  # on rank r of n: n * [2r, 2r + 1]
+    tensor([0., 1.])
+    >>> dist.destroy_process_group()
+    """
     out = _arr(output, "reduce_scatter_tensor")
     arr = _arr(input, "reduce_scatter_tensor")
     pg = _begin(group, "reduce_scatter_tensor")
@@ -750,7 +795,17 @@ def reduce_scatter(output: Tensor, input_list: List[Tensor], op: Any = ReduceOp.
 def gather(tensor: Tensor, gather_list: Optional[List[Tensor]] = None, dst: Optional[int] = None,
            group: Any = None, async_op: bool = False,
            group_dst: Optional[int] = None) -> Optional[Work]:
-    """Gather ``tensor`` of every rank into ``gather_list`` on rank ``dst``."""
+    """Gather ``tensor`` of every rank into ``gather_list`` on rank ``dst``.
+
+    >>> import ndgrad, ndgrad.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> rank, n = dist.get_rank(), dist.get_world_size()
+    >>> got = [ndgrad.zeros(1) for _ in range(n)] if rank == 0 else None
+    >>> dist.gather(ndgrad.tensor([float(rank)]), got, dst=0)
+    >>> got[0] if rank == 0 else ndgrad.tensor([0.0])
+    tensor([0.])
+    >>> dist.destroy_process_group()
+    """
     arr = _arr(tensor, "gather")
     pg = _begin(group, "gather")
     if pg is None:
@@ -791,7 +846,17 @@ def gather(tensor: Tensor, gather_list: Optional[List[Tensor]] = None, dst: Opti
 def scatter(tensor: Tensor, scatter_list: Optional[List[Tensor]] = None,
             src: Optional[int] = None, group: Any = None, async_op: bool = False,
             group_src: Optional[int] = None) -> Optional[Work]:
-    """Give rank ``i`` the tensor ``scatter_list[i]`` of rank ``src``, in ``tensor``."""
+    """Give rank ``i`` the tensor ``scatter_list[i]`` of rank ``src``, in ``tensor``.
+
+    >>> import ndgrad, ndgrad.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> rank, n = dist.get_rank(), dist.get_world_size()
+    >>> t = ndgrad.zeros(1)
+    >>> dist.scatter(t, [ndgrad.tensor([float(i)]) for i in range(n)] if rank == 0 else None)
+    >>> t == rank
+    tensor([True])
+    >>> dist.destroy_process_group()
+    """
     arr = _arr(tensor, "scatter")
     pg = _begin(group, "scatter")
     if pg is None:
@@ -949,7 +1014,13 @@ def all_to_all_single(output: Tensor, input: Tensor,
 
 def barrier(group: Any = None, async_op: bool = False,
             device_ids: Optional[List[int]] = None) -> Optional[Work]:
-    """Wait until every rank of ``group`` has reached the barrier."""
+    """Wait until every rank of ``group`` has reached the barrier.
+
+    >>> import ndgrad, ndgrad.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> dist.barrier()
+    >>> dist.destroy_process_group()
+    """
     pg = _begin(group, "barrier")
     if pg is None:
         return None
@@ -993,7 +1064,19 @@ def _peer(pg: ProcessGroup, glob: Optional[int], grp: Optional[int], role: str,
 
 def isend(tensor: Tensor, dst: Optional[int] = None, group: Any = None, tag: int = 0,
           group_dst: Optional[int] = None) -> Optional[Work]:
-    """Start sending ``tensor`` to rank ``dst``; returns a Work handle."""
+    """Start sending ``tensor`` to rank ``dst``; returns a Work handle.
+
+    >>> import ndgrad, ndgrad.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> me = dist.get_rank()
+    >>> out = ndgrad.zeros(2)
+    >>> recv = dist.irecv(out, src=me)                  # isend/irecv may target this rank
+    >>> dist.isend(ndgrad.tensor([1.0, 2.0]), dst=me).wait() and recv.wait()
+    True
+    >>> out
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
+    """
     arr = _arr(tensor, "isend")
     pg = _begin(group, "isend")
     if pg is None:
@@ -1107,7 +1190,16 @@ def _objects(pg: ProcessGroup, op_type: str, call: Any) -> Any:
 
 def broadcast_object_list(object_list: List[Any], src: Optional[int] = None, group: Any = None,
                           device: Any = None, group_src: Optional[int] = None) -> None:
-    """Replace ``object_list`` on every rank by rank ``src``'s (picklable objects)."""
+    """Replace ``object_list`` on every rank by rank ``src``'s (picklable objects).
+
+    >>> import ndgrad, ndgrad.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> objs = [{"lr": 0.1}, "config"] if dist.get_rank() == 0 else [None, None]
+    >>> dist.broadcast_object_list(objs, src=0)
+    >>> objs
+    [{'lr': 0.1}, 'config']
+    >>> dist.destroy_process_group()
+    """
     pg = _begin(group, "broadcast_object_list")
     if pg is None:
         return
@@ -1123,7 +1215,16 @@ def broadcast_object_list(object_list: List[Any], src: Optional[int] = None, gro
 
 
 def all_gather_object(object_list: List[Any], obj: Any, group: Any = None) -> None:
-    """Fill ``object_list`` (one entry per rank) with every rank's ``obj``."""
+    """Fill ``object_list`` (one entry per rank) with every rank's ``obj``.
+
+    >>> import ndgrad, ndgrad.distributed as dist
+    >>> dist.init_process_group("mpi")
+    >>> everyone = [None] * dist.get_world_size()
+    >>> dist.all_gather_object(everyone, ("rank", dist.get_rank()))
+    >>> everyone[0]
+    ('rank', 0)
+    >>> dist.destroy_process_group()
+    """
     pg = _begin(group, "all_gather_object")
     if pg is None:
         return
