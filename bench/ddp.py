@@ -221,7 +221,7 @@ def main() -> None:
     print(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH} per rank, float32, 1 BLAS thread per "
           f"process; median of {a.steps} steps (machine shared with other work)")
     print(f"single process, same batch: {s * 1e3:.1f} ms/step")
-    last = None
+    layouts = []          # (name, result) of the runs with DDP's defaults
     caps = [(float(c), False) for c in a.caps.split(",")]
     if a.async_progress:
         caps.append((caps[0][0], "MPICH_ASYNC_PROGRESS"))
@@ -247,14 +247,17 @@ def main() -> None:
               f"were reduced when backward ended; it then waited {r['wait'] * 1e3:.1f} ms "
               "(the rest, plus the other rank's lag)")
         if not progress:
-            last = r
+            layouts.append((name, r))
     # backward's share of a step, measured under no_sync, applied to the single-process step
+    last = layouts[0][1]
     backward = s * max(last["local"] - last["forward"], 0.0) / last["local"]
     print(f"\nOn paper: ring all-reduce of the measured buckets, latency {a.latency_us:g} us per "
           f"message, compute per step = the single-process step ({s * 1e3:.0f} ms, backward "
           f"~{backward * 1e3:.0f} ms: its share of the no_sync step), per-rank batch fixed (weak "
           "scaling); efficiency = compute / (compute + exposed communication):")
-    print(projection(last["buckets"], s, backward, a.latency_us * 1e-6))
+    for name, r in layouts:
+        print(f"\nbuckets of bucket cap {name}:")
+        print(projection(r["buckets"], s, backward, a.latency_us * 1e-6))
 
 
 if __name__ == "__main__":
