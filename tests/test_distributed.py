@@ -223,6 +223,9 @@ def test_single_rank_api_and_errors():
         half(ndgrad.ones(3, 2, dtype=ndgrad.bfloat16)).sum().backward()
         assert half.module.bias.grad.dtype == ndgrad.bfloat16
         assert half.module.bias.grad.tolist() == [3.0, 3.0]
+        emb = nn.parallel.DistributedDataParallel(nn.Embedding(5, 3, sparse=True))
+        emb(ndgrad.tensor([1, 1, 2])).sum().backward()     # sparse gradients: averaged densely
+        assert emb.module.weight.grad.sum(1).tolist() == [0.0, 6.0, 3.0, 0.0, 0.0]
     finally:
         dist.destroy_process_group()
     assert not dist.is_initialized()

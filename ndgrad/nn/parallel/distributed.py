@@ -467,6 +467,8 @@ class DistributedDataParallel(Module):
                 if g is None:
                     buf[off:off + n] = 0
                 else:
+                    if g.is_sparse:          # sparse gradients are averaged densely
+                        g = g.to_dense()
                     buf[off:off + n] = g.detach().numpy().reshape(-1)
             b.request = self.process_group._comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
             b.launched = True
@@ -512,7 +514,7 @@ class DistributedDataParallel(Module):
                         continue        # unused on every rank: .grad stays as it was
                     p = self._params[i]
                     avg = buf[off:off + p.numel()].reshape(tuple(p.shape))
-                    if p.grad is None:
+                    if p.grad is None or p.grad.is_sparse:
                         p.grad = from_numpy(avg.astype(p.detach().numpy().dtype))
                     else:
                         p.grad.detach().numpy()[...] = avg
