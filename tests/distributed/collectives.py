@@ -284,6 +284,36 @@ y = dfn.reduce_scatter(ndgrad.zeros(2, 3, dtype=ndgrad.float64),
 same(y, sum(big)[2 * R:2 * R + 2])
 same(x.grad, np.repeat(np.arange(1.0, N + 1), 2)[:, None] * np.ones((1, 3)))
 
+x = ndgrad.tensor(ALL[R], requires_grad=True)          # reduce: the gradient is broadcast
+y = dfn.reduce(x * 2, dst=0)
+(y * (R + 1)).sum().backward()
+if R == 0:
+    same(y, 2 * sum(ALL))
+same(x.grad, np.full((3, 4), 2.0))                     # rank 0's output gradient (1) x 2
+x = ndgrad.tensor(ALL[R], requires_grad=True)          # gather <-> scatter
+parts = dfn.gather(x, dst=N - 1)
+sum((p * (i + 1)).sum() for i, p in enumerate(parts)).backward()
+if R == N - 1:
+    for r in range(N):
+        same(parts[r], ALL[r])
+same(x.grad, np.full((3, 4), float(R + 1)))
+xs = [ndgrad.tensor(data(R, salt=70 + i), requires_grad=True) for i in range(N)]
+y = dfn.scatter(xs, src=0)
+(y * (R + 1)).sum().backward()
+same(y, data(0, salt=70 + R))
+for i in range(N):
+    same(xs[i].grad, np.full((3, 4), float(i + 1)) if R == 0 else np.zeros((3, 4)))
+x = ndgrad.tensor(ALL[R], requires_grad=True)          # all_gather_into_tensor
+y = dfn.all_gather_into_tensor(ndgrad.zeros(3 * N, 4, dtype=ndgrad.float64), x)
+(y * T(np.repeat(np.arange(1.0, N + 1), 3)[:, None] * np.ones(4))).sum().backward()
+same(y, np.concatenate(ALL))
+same(x.grad, np.full((3, 4), float(N * (R + 1))))
+x = ndgrad.tensor(np.arange(2.0 * N) + 10 * R, requires_grad=True)   # all_to_all_single
+y = dfn.all_to_all_single(ndgrad.zeros(2 * N, dtype=ndgrad.float64), x)
+(y * T(np.arange(1.0, 2 * N + 1))).sum().backward()
+same(y, np.concatenate([np.arange(2.0 * R, 2.0 * R + 2) + 10 * i for i in range(N)]))
+same(x.grad, np.concatenate([np.arange(2.0 * R + 1, 2.0 * R + 3) for _ in range(N)]))
+
 dist.destroy_process_group()
 print(f"RANK {R} OK {checks}", flush=True)
 sys.exit(0)
