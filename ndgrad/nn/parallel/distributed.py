@@ -153,6 +153,9 @@ class DistributedDataParallel(Module):
     Construction broadcasts rank 0's parameters and buffers; gradients are averaged by
     bucketed all-reduces that start from post-accumulate-grad hooks while backward is still
     running (Note [DDP buckets]); ``no_sync()`` accumulates gradients locally.
+    ``gradient_as_bucket_view`` and ``static_graph`` are accepted and change nothing (gradients
+    are copied into the buckets and the averages back); ``device_mesh``, ``mixed_precision`` and
+    delayed all-reduces raise NotImplementedError.
 
     >>> import ndgrad, ndgrad.nn as nn
     >>> import ndgrad.distributed as dist
