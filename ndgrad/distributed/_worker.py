@@ -31,6 +31,13 @@ def _end(code: int) -> None:
 
 def main() -> None:
     os.environ.update(_rank_env())
+    # One write per line: the ranks' output reaches mpiexec whole lines at a time (unbuffered
+    # output, as under PYTHONUNBUFFERED=1, would interleave the ranks' lines piece by piece).
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.reconfigure(line_buffering=True, write_through=False)
+        except (AttributeError, ValueError):
+            pass
     mode = os.environ.get("NDGRAD_RUN_MODE", "path")
     script, args = sys.argv[1], sys.argv[2:]
     if mode == "exec":

@@ -125,7 +125,7 @@ def _command(args: argparse.Namespace, world: int, nproc: int) -> List[str]:
     cmd = [find_mpiexec(args.mpiexec), "-n", str(world)]
     if args.hostfile:
         cmd += ["-f", args.hostfile, "-ppn", str(nproc)]
-    cmd += [sys.executable, "-u", "-m", "ndgrad.distributed._worker", args.training_script]
+    cmd += [sys.executable, "-m", "ndgrad.distributed._worker", args.training_script]
     return cmd + list(args.training_script_args)
 
 
