@@ -7,7 +7,7 @@ joins the job, the collectives (``all_reduce``, ``broadcast``, ``all_gather`` ..
 on tensors, ``ndgrad.nn.parallel.DistributedDataParallel`` averages gradients during backward
 and ``ndgrad.utils.data.distributed.DistributedSampler`` splits a dataset between the ranks.
 Note [MPI engine] (``_mpi.py``) and Note [Collective signature check]
-(``distributed_c10d.py``) say how it is built.
+(``_checks.py``) say how it is built.
 
 Example:
     >>> import ndgrad.distributed as dist
@@ -15,7 +15,11 @@ Example:
     (True, False)
 """
 
+from . import collectives, distributed_c10d, object_collectives, point_to_point
+from .collectives import *  # noqa: F401,F403
 from .distributed_c10d import *  # noqa: F401,F403
-from .distributed_c10d import __all__ as _c10d_all
+from .object_collectives import *  # noqa: F401,F403
+from .point_to_point import *  # noqa: F401,F403
 
-__all__ = list(_c10d_all)
+__all__ = (list(distributed_c10d.__all__) + list(collectives.__all__)
+           + list(point_to_point.__all__) + list(object_collectives.__all__))

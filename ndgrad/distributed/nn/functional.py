@@ -24,7 +24,7 @@ from typing import Any, List, Optional, Tuple
 from ... import _creation
 from ...autograd.function import Function
 from ...tensor import Tensor
-from .. import distributed_c10d as c10d
+from ... import distributed as dist
 from ..distributed_c10d import ReduceOp
 
 __all__ = ["broadcast", "gather", "scatter", "reduce", "reduce_scatter", "all_gather",
@@ -39,9 +39,9 @@ class _Broadcast(Function):
     @staticmethod
     def forward(ctx: Any, src: int, group: Any, tensor: Tensor) -> Tensor:
         ctx.src, ctx.group = src, group
-        ctx.rank = c10d.get_rank() if group is None else c10d.get_rank(group)
+        ctx.rank = dist.get_rank() if group is None else dist.get_rank(group)
         out = tensor.clone()
-        c10d.broadcast(out, src, group=group)
+        dist.broadcast(out, src, group=group)
         return out
 
     @staticmethod
@@ -57,7 +57,7 @@ class _Reduce(Function):
     def forward(ctx: Any, dst: int, op: Any, group: Any, tensor: Tensor) -> Tensor:
         ctx.dst, ctx.group = dst, group
         out = tensor.clone()
-        c10d.reduce(out, dst, op=op, group=group)
+        dist.reduce(out, dst, op=op, group=group)
         return out
 
     @staticmethod
@@ -69,10 +69,10 @@ class _Gather(Function):
     @staticmethod
     def forward(ctx: Any, dst: int, group: Any, tensor: Tensor) -> Tuple[Tensor, ...]:
         ctx.dst, ctx.group = dst, group
-        n = c10d.get_world_size(group)
+        n = dist.get_world_size(group)
         outs = [_zeros_like(tensor) for _ in range(n)]
-        mine = c10d.get_rank() == dst
-        c10d.gather(tensor.contiguous(), outs if mine else None, dst, group=group)
+        mine = dist.get_rank() == dst
+        dist.gather(tensor.contiguous(), outs if mine else None, dst, group=group)
         return tuple(outs)
 
     @staticmethod
@@ -85,8 +85,8 @@ class _Scatter(Function):
     def forward(ctx: Any, src: int, group: Any, *tensors: Tensor) -> Tensor:
         ctx.src, ctx.group = src, group
         out = _zeros_like(tensors[0])
-        mine = c10d.get_rank() == src
-        c10d.scatter(out, [t.contiguous() for t in tensors] if mine else None, src,
+        mine = dist.get_rank() == src
+        dist.scatter(out, [t.contiguous() for t in tensors] if mine else None, src,
                      group=group)
         return out
 
@@ -100,7 +100,7 @@ class _AllReduce(Function):
     def forward(ctx: Any, op: Any, group: Any, tensor: Tensor) -> Tensor:
         ctx.op, ctx.group = op, group
         out = tensor.clone()
-        c10d.all_reduce(out, op=op, group=group)
+        dist.all_reduce(out, op=op, group=group)
         return out
 
     @staticmethod
@@ -112,14 +112,14 @@ class _AllGather(Function):
     @staticmethod
     def forward(ctx: Any, group: Any, tensor: Tensor) -> Tuple[Tensor, ...]:
         ctx.group = group
-        n = c10d.get_world_size(group)
+        n = dist.get_world_size(group)
         outs = [_creation.empty_like(tensor) for _ in range(n)]
-        c10d.all_gather(outs, tensor.contiguous(), group=group)
+        dist.all_gather(outs, tensor.contiguous(), group=group)
         return tuple(outs)
 
     @staticmethod
     def backward(ctx: Any, *grad_outputs: Tensor) -> tuple:
-        me = c10d.get_rank(ctx.group)
+        me = dist.get_rank(ctx.group)
         gx = _zeros_like(grad_outputs[me])
         return None, _ReduceScatter.apply(ReduceOp.SUM, ctx.group, gx, *grad_outputs)
 
@@ -129,7 +129,7 @@ class _ReduceScatter(Function):
     def forward(ctx: Any, op: Any, group: Any, tensor: Tensor, *inputs: Tensor) -> Tensor:
         ctx.group = group
         out = tensor.clone()
-        c10d.reduce_scatter(out, [t.contiguous() for t in inputs], op=op, group=group)
+        dist.reduce_scatter(out, [t.contiguous() for t in inputs], op=op, group=group)
         return out
 
     @staticmethod
@@ -143,13 +143,13 @@ class _AllGatherIntoTensor(Function):
         ctx.group = group
         ctx.shape = tensor.shape
         out = output.clone()
-        c10d.all_gather_into_tensor(out, tensor.contiguous(), group=group)
+        dist.all_gather_into_tensor(out, tensor.contiguous(), group=group)
         return out
 
     @staticmethod
     def backward(ctx: Any, grad_output: Tensor) -> tuple:
         gx = _creation.zeros(ctx.shape, dtype=grad_output.dtype)
-        c10d.reduce_scatter_tensor(gx, grad_output.contiguous(), ReduceOp.SUM, group=ctx.group)
+        dist.reduce_scatter_tensor(gx, grad_output.contiguous(), ReduceOp.SUM, group=ctx.group)
         return None, None, gx
 
 
@@ -159,7 +159,7 @@ class _AllToAll(Function):
         ctx.group = group
         ctx.sizes = [t.shape for t in tensors]
         outs = [o.clone() for o in outs]
-        c10d.all_to_all(outs, [t.contiguous() for t in tensors], group=group)
+        dist.all_to_all(outs, [t.contiguous() for t in tensors], group=group)
         return tuple(outs)
 
     @staticmethod
@@ -175,7 +175,7 @@ class _AllToAllSingle(Function):
         ctx.group, ctx.shape = group, tensor.shape
         ctx.out_splits, ctx.in_splits = in_splits, out_splits
         out = output.clone()
-        c10d.all_to_all_single(out, tensor.contiguous(), out_splits, in_splits, group=group)
+        dist.all_to_all_single(out, tensor.contiguous(), out_splits, in_splits, group=group)
         return out
 
     @staticmethod
