@@ -147,7 +147,7 @@ class watched:
     def __init__(self, timeout: Optional[float], describe: Callable[[float], str]) -> None:
         self.timeout = timeout
         self.describe = describe
-        self.key = None
+        self.key: Optional[int] = None
 
     def __enter__(self) -> "watched":
         if self.timeout is not None and _watchdog is not None:
@@ -155,7 +155,7 @@ class watched:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.key is not None:
+        if self.key is not None and _watchdog is not None:
             _watchdog.unregister(self.key)
 
 
@@ -174,6 +174,8 @@ class Work:
     >>> dist.Work.__name__
     'Work'
     """
+
+    _pg: Any = None          # the process group of a point-to-point operation
 
     def __init__(self, requests: List[Any], finish: Optional[Callable[[], Any]] = None, *,
                  op_type: str = "", seq: int = 0, rank: int = 0, numel: int = 0,

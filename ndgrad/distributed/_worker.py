@@ -34,10 +34,12 @@ def main() -> None:
     # One write per line: the ranks' output reaches mpiexec whole lines at a time (unbuffered
     # output, as under PYTHONUNBUFFERED=1, would interleave the ranks' lines piece by piece).
     for f in (sys.stdout, sys.stderr):
-        try:
-            f.reconfigure(line_buffering=True, write_through=False)
-        except (AttributeError, ValueError):
-            pass
+        reconfigure = getattr(f, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(line_buffering=True, write_through=False)
+            except ValueError:
+                pass
     mode = os.environ.get("NDGRAD_RUN_MODE", "path")
     script, args = sys.argv[1], sys.argv[2:]
     if mode == "exec":

@@ -162,7 +162,7 @@ def all_gather(tensor_list: List[Tensor], tensor: Tensor, group: Any = None,
     if pg is None:
         return None
     n = pg.size()
-    err = None
+    err: Optional[BaseException] = None
     if len(tensor_list) != n:
         err = RuntimeError(f"ProcessGroupMPI::allgather: invalid output tensor list at index 0 "
                            f"(expected length {n}, got {len(tensor_list)})")
@@ -201,7 +201,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: A
     if pg is None:
         return None
     n = pg.size()
-    err = None
+    err: Optional[BaseException] = None
     if out.dtype != arr.dtype:
         err = RuntimeError("output tensor must have the same type as input tensor")
     elif out.size != n * arr.size:
@@ -340,6 +340,7 @@ def gather(tensor: Tensor, gather_list: Optional[List[Tensor]] = None, dst: Opti
 
     def finish() -> None:
         if me == root:
+            assert gather_list is not None and recv is not None
             for i, t in enumerate(gather_list):
                 o = t.detach().numpy()
                 o[...] = recv[i].reshape(o.shape)
@@ -389,7 +390,7 @@ def scatter(tensor: Tensor, scatter_list: Optional[List[Tensor]] = None,
     send = None
     if me == root:
         send = np.stack([np.ascontiguousarray(t.detach().numpy()).reshape(-1)
-                         for t in scatter_list])
+                         for t in scatter_list or []])
     recv = _mpi.contiguous(arr)
 
     def finish() -> None:
@@ -454,7 +455,7 @@ def all_to_all(output_tensor_list: List[Tensor], input_tensor_list: List[Tensor]
     if pg is None:
         return None
     n = pg.size()
-    err = None
+    err: Optional[BaseException] = None
     if len(ins) != n or len(outs) != n:
         err = RuntimeError(f"ProcessGroupMPI::alltoall: the input and output tensor lists must "
                            f"have {n} tensors each (got {len(ins)} and {len(outs)})")
@@ -478,7 +479,7 @@ def all_to_all_single(output: Tensor, input: Tensor,
     if pg is None:
         return None
     n = pg.size()
-    err = None
+    err: Optional[BaseException] = None
     if out.dtype != arr.dtype:
         err = RuntimeError("all_to_all_single: input and output must have the same dtype")
 
@@ -506,6 +507,7 @@ def all_to_all_single(output: Tensor, input: Tensor,
     ins = np.split(ca, np.cumsum(sin)[:-1]) if ca.ndim else [ca]
     outs = np.split(recv, np.cumsum(sout)[:-1]) if recv.ndim else [recv]
     work = _alltoallv(pg, ins, outs, "all_to_all_single", True, [output])
+    assert work is not None and work._finish is not None
     inner = work._finish
 
     def finish() -> None:

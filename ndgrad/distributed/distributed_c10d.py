@@ -151,7 +151,7 @@ class _State:
     def __init__(self) -> None:
         self.default_pg: Optional[ProcessGroup] = None
         self.groups: List[ProcessGroup] = []
-        self.prev_excepthook = None
+        self.prev_excepthook: Any = None
 
 
 _state = _State()

@@ -85,6 +85,7 @@ def gather_object(obj: Any, object_gather_list: Optional[List[Any]] = None,
                        f"{pg._seq + 1}, OpType=GATHER_OBJECT, Root={root})", err)
     got = _objects(pg, "GATHER_OBJECT", lambda: pg._comm.gather(pickle.dumps(obj), root=root))
     if pg.rank() == root:
+        assert object_gather_list is not None
         for i, d in enumerate(got):
             object_gather_list[i] = pickle.loads(d)
 
@@ -110,6 +111,7 @@ def scatter_object_list(scatter_object_output_list: List[Any],
                          "source rank")
     _fingerprint_check(pg, "SCATTER_OBJECT", f"CollectiveFingerPrint(SequenceNumber="
                        f"{pg._seq + 1}, OpType=SCATTER_OBJECT, Root={root})", err)
-    data = [pickle.dumps(o) for o in scatter_object_input_list] if pg.rank() == root else None
+    data = [pickle.dumps(o) for o in (scatter_object_input_list or [])] \
+        if pg.rank() == root else None
     got = _objects(pg, "SCATTER_OBJECT", lambda: pg._comm.scatter(data, root=root))
     scatter_object_output_list[0] = pickle.loads(got)

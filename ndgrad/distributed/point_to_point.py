@@ -132,7 +132,7 @@ def send(tensor: Tensor, dst: Optional[int] = None, group: Any = None, tag: int 
         _wait_p2p(w, "send")
 
 
-def recv(tensor: Optional[Tensor], src: Optional[int] = None, group: Any = None, tag: int = 0,
+def recv(tensor: Tensor, src: Optional[int] = None, group: Any = None, tag: int = 0,
          group_src: Optional[int] = None) -> int:
     """Receive into ``tensor`` from rank ``src`` (any rank when None); returns the sender's
     global rank."""

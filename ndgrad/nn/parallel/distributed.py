@@ -143,7 +143,7 @@ class _Bucket:
         self.offsets = offsets         # start of each parameter in the flat buffer
         self.buffer = buffer
         self.pending = len(params)
-        self.request = None
+        self.request: Any = None
         self.launched = False
 
 
@@ -261,7 +261,7 @@ class DistributedDataParallel(Module):
         order = list(range(len(params)))[::-1]
         groups, _ = _compute_bucket_assignment_by_size([params[i] for i in order], limits)
         self._buckets: List[_Bucket] = []
-        self._where: List[tuple] = [None] * len(params)      # param -> (bucket, position)
+        self._where: List[Any] = [None] * len(params)      # param -> (bucket, position)
         for b, members in enumerate(groups):
             idx = [order[m] for m in members]
             offsets, total = [], 0
