@@ -18,8 +18,12 @@ from typing import Iterator, NamedTuple, Optional
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "ndgrad"
 
 # Layers, bottom (0) to top. An import may point to its own layer or a lower one.
-BOTTOM, RUNTIME, OPS_CORE, OPS, API = range(5)
-LAYER_NAMES = ("bottom", "runtime", "ops core", "ops", "api")
+BOTTOM, RUNTIME, OPS_CORE, OPS, API, PRACTICAL = range(6)
+LAYER_NAMES = ("bottom", "runtime", "ops core", "ops", "api", "practical")
+
+# 5. the practical layer (DESIGN.md: nn, optim, utils.data, distributed), written with the public
+# API like user code: every module under these packages (so the API imports none of them).
+PRACTICAL_PACKAGES = ("ndgrad.nn", "ndgrad.optim", "ndgrad.utils.data", "ndgrad.distributed")
 
 LAYERS = {
     # 0. dtypes, layouts, printing, Tensor (an ndarray plus autograd state) and its factories.
@@ -100,6 +104,8 @@ def layer(mod: str) -> int:
     helper module an op family imports must be listed at a lower layer."""
     if mod in LAYERS:
         return LAYERS[mod]
+    if any(mod == p or mod.startswith(p + ".") for p in PRACTICAL_PACKAGES):
+        return PRACTICAL
     if mod == "ndgrad.ops" or mod.startswith("ndgrad.ops."):
         return OPS
     if mod.startswith("ndgrad.autograd."):
@@ -111,6 +117,16 @@ def layer(mod: str) -> int:
 # The function-local imports that point upward and must stay, each with the reason (the source
 # line carries a ``# local import:`` comment too). Keys: (importing module, imported module).
 ALLOWED_UPWARD = {
+    ("ndgrad.serialization", "ndgrad.nn.parameter"):
+        "a checkpoint holding parameters is loaded as nn.Parameter objects; nn (practical "
+        "layer) sits above serialization",
+    ("ndgrad.serialization", "ndgrad.nn"):
+        "the package ndgrad.nn runs first when ndgrad.nn.parameter is imported (above)",
+    ("ndgrad.func", "ndgrad.nn.*"):
+        "torch.func.functional_call swaps a module's parameters: it forwards to "
+        "nn.utils.stateless (practical layer), loaded only when called",
+    ("ndgrad.func", "ndgrad.nn"):
+        "the package ndgrad.nn runs first when ndgrad.nn.utils.stateless is imported (above)",
     ("ndgrad.ops.linalg_decomp", "ndgrad.autograd.forward_ad"):
         "a decomposition saves several outputs after apply; their tangents are shared the way "
         "apply shares its saved result (a saves=('result0', ...) option in the dispatcher "

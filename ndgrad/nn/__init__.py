@@ -40,4 +40,6 @@ from .modules import __all__ as _modules_all
 from .parameter import *  # noqa: F401,F403
 from .parameter import __all__ as _parameter_all
 
+from . import parallel  # noqa: F401,E402  (DistributedDataParallel; distributed loads MPI lazily)
+
 __all__ = ["functional", "init", "utils"] + list(_parameter_all) + list(_modules_all)

@@ -170,6 +170,7 @@ from . import functional as functional
 from . import init as init
 from . import modules as modules
 from . import packed_sequence as packed_sequence
+from . import parallel as parallel
 from . import parameter as parameter
 from . import toplevel as toplevel
 from . import utils as utils

@@ -1,0 +1,5 @@
+"""``ndgrad.distributed.nn``: differentiable collectives (``functional``)."""
+
+from . import functional  # noqa: F401
+
+__all__ = ["functional"]

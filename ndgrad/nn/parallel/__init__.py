@@ -1,0 +1,6 @@
+"""``ndgrad.nn.parallel``: ``DistributedDataParallel`` (data parallelism over
+``ndgrad.distributed``)."""
+
+from .distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]
