@@ -11,9 +11,11 @@ Example:
     ['mul', 'mul', 'add']
 """
 
+from .differentiate import differentiate
+from .gradient import Gradient
 from .interpret import interpret
 from .ir import Block, Graph, LintError, Node, TensorArg, Value
 from .tracer import TraceError, TraceResult, flatten, trace_graph, unflatten
 
 __all__ = ["Graph", "Block", "Node", "Value", "TensorArg", "LintError", "TraceError",
-           "TraceResult", "trace_graph", "flatten", "unflatten", "interpret"]
+           "TraceResult", "trace_graph", "flatten", "unflatten", "interpret", "differentiate", "Gradient"]
