@@ -70,11 +70,14 @@ def _synth(v: Value, rng: np.random.Generator) -> np.ndarray:
     return np.zeros(v.shape, dtype=dt)
 
 
-def _examples(f: Graph, example_inputs: Optional[Sequence[Any]]) -> dict:
-    rng = np.random.default_rng(0)
+def _examples(f: Graph, example_inputs: Optional[Sequence[Any]], seed: int = 0) -> dict:
+    """Example values of every value of ``f`` (from ``example_inputs``, or random; with
+    ``seed != 0`` floating inputs are always drawn at random: the second example set)."""
+    rng = np.random.default_rng(seed)
     env: dict = {}
     for i, v in enumerate(f.inputs()):
-        if example_inputs is not None:
+        if example_inputs is not None and (seed == 0 or v.dtype.kind not in "fc" and
+                                           v.dtype.name != "bfloat16"):
             x = example_inputs[i]
             arr = x._data if isinstance(x, Tensor) else np.asarray(x)
         else:
@@ -103,6 +106,8 @@ def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None) 
     ex = _examples(f, example_inputs)
     tracer = Tracer(f, lift="constant")
     tracer.check_requires_grad = False
+    tracer.examples_b = _examples(f, example_inputs, seed=2)
+    tracer.rng_b = np.random.default_rng(3)
     with _tr.tracing(tracer):
         rev = add_reverse_inline(grad, ex, tracer)
     optimize(grad, rev)
@@ -264,31 +269,86 @@ def _gradient(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
     op = n.op
     if op.name in OPAQUE_VJP:
         return _opaque(n, grads, ex, rex, tracer, blk)
+    try:
+        res, sig = _record_rule(n, grads, ex, rex, tracer, blk)
+        if res is None:
+            return [None] * len(ins)
+        # Note [Data-independent rules]: record the rule a second time on other example values
+        # (in a scratch block); a different program, or a constant with another value, means
+        # the rule read the data outside the op table: it then runs at run time instead.
+        scratch = Block(f)
+        saved = f.insert_point()
+        f.set_insert_point(scratch, None)
+        try:
+            exb = tracer.examples_b
+            rexb = {g: _wrap(np.zeros(g.shape, g.dtype) if g.node() is not None and
+                             g.node()._kind == "AutogradZero" else _synth(g, tracer.rng_b))
+                    for g in grads}
+            _, sig_b = _record_rule(n, grads, exb, rexb, tracer, scratch)
+        finally:
+            f.set_insert_point(*saved)
+            for m in reversed(scratch.nodes()):
+                m.destroy_recursive()
+        if not _same_signature(sig, sig_b):
+            raise TraceError(f"the VJP rule of {op.name} depends on the data")
+    except TraceError:
+        for m in reversed(blk.nodes()):
+            m.destroy_recursive()
+        return _opaque(n, grads, ex, rex, tracer, blk)
+    out: List[Optional[Value]] = []
+    for v, r in zip(ins, res):
+        if r is None:
+            out.append(None)
+            continue
+        gv, garr = r
+        out.append(_fix(f, gv, garr, v, rex))
+    return out
+
+
+def _record_rule(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
+                 blk: Block) -> tuple:
+    """Run ``n``'s VJP rule on the example values ``ex``/``rex`` recording into ``blk``;
+    return ([(value, example array) or None per input], signature of what was recorded)."""
+    c0 = len(tracer.new_constants)
     ctx_node, outs = _rerun(n, ex, tracer)
     if ctx_node is None:
-        return [None] * len(ins)
+        return None, None
     gts = []
     for gv in grads:
         t = rex[gv]
         tracer.bind(t, gv)
         gts.append(t)
-    try:
-        with no_grad():
-            res = ctx_node.apply(gts)
-    except TraceError:
-        for m in reversed(blk.nodes()):
-            m.destroy_recursive()
-        return _opaque(n, grads, ex, rex, tracer, blk)
+    with no_grad():
+        res = ctx_node.apply(gts)
     kk = n.num_tensor_inputs
-    out: List[Optional[Value]] = []
-    for i, v in enumerate(ins):
+    out = []
+    for i in range(len(n._inputs)):
         g = res[i] if i < kk and i < len(res) else None
-        if g is None:
-            out.append(None)
-            continue
-        gv = tracer.value_of(g)
-        out.append(_fix(f, gv, g._data, v, rex))
-    return out
+        out.append(None if g is None else (tracer.value_of(g), g._data))
+    consts = tracer.new_constants[c0:]
+    sig = ([_node_sig(m) for m in blk.all_nodes()],
+           [c.node().attrs["value"] for c in consts],
+           [None if r is None else (r[0].shape, r[0].dtype.str) for r in out])
+    return out, sig
+
+
+def _node_sig(m: Node) -> Any:
+    from .passes import _hashable  # local import: the same key the CSE pass uses
+    try:
+        args = _hashable(m.args)
+        attrs = _hashable({k: v for k, v in m.attrs.items() if k != "value"})
+    except TypeError:
+        args = attrs = repr((m.args, m.attrs))
+    return (m._kind, id(m.op), args, attrs, len(m._inputs))
+
+
+def _same_signature(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    if a[0] != b[0] or a[2] != b[2] or len(a[1]) != len(b[1]):
+        return False
+    return all(x.shape == y.shape and x.dtype == y.dtype and
+               np.array_equal(x, y, equal_nan=x.dtype.kind in "fc") for x, y in zip(a[1], b[1]))
 
 
 def _leaves(ins: Sequence[Value], tensors: Sequence[Tensor], k: int) -> list:

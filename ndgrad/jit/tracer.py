@@ -58,7 +58,7 @@ from ..ops import binary as _binary
 from ..ops import linalg_decomp as _linalg_decomp
 from ..ops._dispatch import _DIFF_DTYPES
 from ..ops.views_inplace import VIEW_REPLAY, VIEW_SCATTER, VIEW_ZERO
-from ..tensor import Tensor
+from ..tensor import Tensor, _wrap
 from .ir import ArrayArg, Graph, Node, TensorArg, Value
 from .passes import eliminate_dead_code
 
@@ -207,6 +207,7 @@ class Tracer:
         # False while differentiating: requires_grad of the values a VJP rule reads does not
         # matter there (the rule runs in no_grad mode).
         self.check_requires_grad = True
+        self.new_constants: list = []   # constants made while recording, in order
         self._rng_state = _rng_fingerprint()
 
     # ---- values
@@ -270,6 +271,7 @@ class Tracer:
         # Constants go to the top of the graph's top block (they are valid everywhere).
         self.graph.set_insert_point(top, 0)
         v = self.graph.insert_constant(arr, source=self.source())
+        self.new_constants.append(v)
         if blk is top and idx is not None:
             idx += 1
         self.graph.set_insert_point(blk, idx)
@@ -799,12 +801,20 @@ def _param_names(fn: Callable, n: int) -> List[str]:
     return names
 
 
-def trace_graph(fn: Callable, example_inputs: Any, kwargs: Optional[dict] = None
-                ) -> TraceResult:
+def trace_graph(fn: Callable, example_inputs: Any, kwargs: Optional[dict] = None,
+                check: bool = True) -> TraceResult:
     """Run ``fn(*example_inputs, **kwargs)`` once, recording its ops into a Graph.
 
     ``example_inputs`` is a tuple of arguments (a single Tensor is taken as one argument); each
     may be a Tensor, a nested tuple/list/dict of Tensors, or a Python value (baked in).
+
+    With ``check`` (Note [Trace check]) ``fn`` runs a second time on other values of the
+    floating point inputs and lifted tensors (their data swapped in and restored afterwards,
+    with their version counters and ``.grad``), and the two graphs must be the same program
+    with the same constants, else ``TraceError`` names the line of the first difference (a value
+    computed from the data outside the op table, or data-dependent control flow the escapes did
+    not catch). Like ``torch.jit.trace(check_trace=True)``, Python side effects of ``fn`` run
+    twice.
 
     >>> import ndgrad
     >>> x = ndgrad.ones(2, requires_grad=True)
@@ -816,6 +826,13 @@ def trace_graph(fn: Callable, example_inputs: Any, kwargs: Optional[dict] = None
         example_inputs = (example_inputs,)
     args = tuple(example_inputs)
     kwargs = dict(kwargs or {})
+    result = _trace_once(fn, args, kwargs)
+    if check:
+        _check_trace(fn, args, kwargs, result)
+    return result
+
+
+def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
     leaves, in_spec = flatten((args, kwargs))
     g = Graph()
     tr = Tracer(g)
@@ -925,6 +942,99 @@ def trace_graph(fn: Callable, example_inputs: Any, kwargs: Optional[dict] = None
     _finish(g)
     return TraceResult(g, in_spec, out_spec, num_inputs, [t for t, _ in lifted],
                        len(out_values), mutated, list(leaves) + [t for t, _ in lifted])
+
+
+# Note [Trace check]
+# The tracer sees ops of the op table; a tensor some function computes from the data with NumPy
+# outside the table (a mask, indices), or a Python decision it takes on the data without the
+# escapes seeing it, would silently become part of the graph with the example's value. The
+# check traces a second time with other values and compares the two programs node by node.
+def _perturb(arr: np.ndarray, rng: np.random.Generator, mode: int) -> np.ndarray:
+    if arr.dtype.kind not in "fc" and arr.dtype.name != "bfloat16":
+        return arr.copy()
+    x = arr.astype(np.complex128 if arr.dtype.kind == "c" else np.float64)
+    if mode == 0:           # new values, signs included
+        scale = float(np.abs(x).mean()) + 1.0 if x.size else 1.0
+        y = rng.standard_normal(x.shape) * scale
+        if arr.dtype.kind == "c":
+            y = y + 1j * rng.standard_normal(x.shape) * scale
+    else:                   # same signs and zeros, other magnitudes
+        y = x * rng.uniform(0.5, 1.5, x.shape)
+    return np.asarray(y).astype(arr.dtype)
+
+
+def _node_signature(g: Graph) -> list:
+    from .passes import _hashable  # local import: passes imports this module's neighbours
+    pos: dict = {}
+    for i, v in enumerate(g.inputs()):
+        pos[v] = ("in", i)
+    sig = []
+    for k, n in enumerate(g.nodes()):
+        try:
+            args = _hashable(n.args)
+            attrs = _hashable({a: b for a, b in n.attrs.items() if a != "value"})
+        except TypeError:
+            args = attrs = None
+        value = n.attrs.get("value")
+        sig.append((n, (n.kind(), id(n.op), args, attrs,
+                        tuple(pos.get(v, ("?",)) for v in n._inputs)), value))
+        for j, o in enumerate(n._outputs):
+            pos[o] = (k, j)
+    out = tuple(pos.get(v, ("?",)) for v in g.outputs())
+    return sig + [(None, ("return", out), None)]
+
+
+def _check_trace(fn: Callable, args: tuple, kwargs: dict, result: TraceResult) -> None:
+    leaves, spec = flatten((args, kwargs))
+    lifted = result.lifted
+    state = [(t, t._data, list(t._version_counter) if t._version_counter else None, t._grad)
+             for t in lifted]
+    second = None
+    for mode in (0, 1):
+        rng = np.random.default_rng(7 + mode)
+        new_leaves = []
+        for t in leaves:
+            c = _wrap(_perturb(t._data, rng, mode))
+            if t.requires_grad and t._grad_fn is None:
+                c.requires_grad_(True)
+            new_leaves.append(c)
+        a2, k2 = unflatten(spec, new_leaves)
+        try:
+            for t, d, _, _ in state:
+                t._data = _perturb(d, rng, mode)
+            second = _trace_once(fn, a2, k2)
+        except TraceError:
+            raise
+        except Exception:   # noqa: BLE001 (values outside the function's domain: try others)
+            second = None
+        finally:
+            for t, d, vc, grad in state:
+                t._data = d
+                if vc is not None:
+                    t._version_counter[:] = vc
+                t._grad = grad
+        if second is not None:
+            break
+    if second is None:
+        return                  # no other values were valid for fn: nothing to compare
+    s1, s2 = _node_signature(result.graph), _node_signature(second.graph)
+    for (n1, k1, v1), (n2, k2, v2) in zip(s1, s2):
+        where = (n1.source if n1 is not None and n1.source else
+                 _first_use_source(n1.output()) if n1 is not None and n1._outputs else "")
+        if k1 != k2:
+            raise TraceError(
+                f"ndgrad.jit: the traced function runs other operations on other input values "
+                f"(from {where or 'its end'} on): data-dependent control flow or a value "
+                "computed outside the op table; it cannot be traced")
+        if v1 is not None and not (v1.shape == v2.shape and v1.dtype == v2.dtype and
+                                   np.array_equal(v1, v2, equal_nan=v1.dtype.kind in "fc")):
+            raise TraceError(
+                f"ndgrad.jit: a tensor used at {where or 'unknown'} was computed from the data "
+                "outside the op table (its value differs between two traces); the graph would "
+                "keep the example's value, so this function cannot be traced")
+    if len(s1) != len(s2):
+        raise TraceError("ndgrad.jit: the traced function runs a different number of operations "
+                         "on other input values; it cannot be traced")
 
 
 def _first_use_source(v: Value) -> str:
