@@ -37,7 +37,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from ..autograd.grad_mode import _state, enable_grad, no_grad
+from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops._dispatch import _DIFF_DTYPES, apply
 from ..tensor import Tensor, _wrap
 from . import tracer as _tr
@@ -88,12 +88,14 @@ def _examples(f: Graph, example_inputs: Optional[Sequence[Any]], seed: int = 0) 
     return env
 
 
-def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None) -> Gradient:
+def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None,
+                  optimize_graphs: bool = True) -> Gradient:
     """Split ``graph`` into a forward graph ``f`` and a backward graph ``df`` (seed 004).
 
     ``graph`` is not modified (it is copied; the seed takes ownership of it instead). Inputs
     that require grad get gradients. ``example_inputs`` (one array or Tensor per input) only
     make the VJP rules runnable while they are recorded; by default random values are used.
+    ``optimize_graphs=False`` skips the seed's ``Optimize`` step (to look at its effect).
     """
     grad = Gradient()
     f = graph.copy()
@@ -110,7 +112,8 @@ def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None) 
     tracer.rng_b = np.random.default_rng(3)
     with _tr.tracing(tracer):
         rev = add_reverse_inline(grad, ex, tracer)
-    optimize(grad, rev)
+    if optimize_graphs:
+        optimize(grad, rev)
     eliminate_dead_code(f.block())
     lambda_lift_reverse(grad, rev)
     for v in all_values(f):            # f runs on detached values

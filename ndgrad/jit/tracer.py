@@ -1018,7 +1018,7 @@ def _check_trace(fn: Callable, args: tuple, kwargs: dict, result: TraceResult) -
     if second is None:
         return                  # no other values were valid for fn: nothing to compare
     s1, s2 = _node_signature(result.graph), _node_signature(second.graph)
-    for (n1, k1, v1), (n2, k2, v2) in zip(s1, s2):
+    for (n1, k1, v1), (_n2, k2, v2) in zip(s1, s2):
         where = (n1.source if n1 is not None and n1.source else
                  _first_use_source(n1.output()) if n1 is not None and n1._outputs else "")
         if k1 != k2:
