@@ -15,7 +15,8 @@ engine's gradient fix-ups become ``SumToSize`` (broadcast undone; identity ones 
 
 The steps follow the seed: ``add_reverse_inline`` (GradOf blocks in reverse order, grad_map,
 AutogradZero/AutogradAdd, trimmed gradients of multi-output ops, df_input_vjps and
-df_output_vjps), ``optimize`` (lift constants into the reverse block, fold sizes, CSE over f,
+df_output_vjps), ``optimize`` (lift constants into the reverse block, fold sizes, undefined gradients propagated
+(TorchScript's specializeAutogradZero, statically), CSE over f,
 deduplicate captures, DCE dropping dead grad_map entries), DCE of f, ``lambda_lift_reverse``
 (captures in topological order, temporaries appended to f, vjp inputs for temporaries, df's
 inputs ``[output vjps][temporary vjps][captured inputs][captured outputs]``).
@@ -45,7 +46,7 @@ from .gradient import Gradient
 from .interpret import run_block
 from .ir import Block, Graph, Node, TensorArg, Value, all_values, clone_block_into
 from .passes import (eliminate_common_subexpression, eliminate_dead_code, fold_sizes,
-                     lift_constants)
+                     lift_constants, specialize_autograd_zero)
 from .tracer import TraceError, Tracer
 
 __all__ = ["differentiate", "run_op_backward", "OPAQUE_VJP"]
@@ -483,6 +484,7 @@ def optimize(grad: Gradient, rev: _Reverse) -> None:
     rb = rev.reverse_block
     lift_constants(rb, rb)
     fold_sizes(rb)
+    specialize_autograd_zero(rb)
     eliminate_common_subexpression(grad.f)
     deduplicate_captures(grad, rev)
     grad_map = rev.grad_map

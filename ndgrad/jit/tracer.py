@@ -304,8 +304,10 @@ class Tracer:
         return n.outputs()
 
     def _insert(self, op: Any, in_values: list, k: int, args: tuple, outs: tuple) -> Node:
-        rg_in = _state.enabled and op.differentiable and any(v.requires_grad
-                                                             for v in in_values[:k])
+        rg_in = (_state.enabled and op.differentiable and
+                 any(v.requires_grad for v in in_values[:k])) or \
+            (op.view and k > 0 and in_values[0].requires_grad)  # a view of a tensor that
+        # requires grad does, even made in no_grad mode (Tensor.requires_grad)
         types = [(o.shape, o.dtype, rg_in and o.dtype in _DIFF_DTYPES) for o in outs]
         return self.graph.insert_op(op, in_values, args, types, num_tensor_inputs=k,
                                     source=self.source())
