@@ -15,8 +15,8 @@ engine's gradient fix-ups become ``SumToSize`` (broadcast undone; identity ones 
 
 The steps follow the seed: ``add_reverse_inline`` (GradOf blocks in reverse order, grad_map,
 AutogradZero/AutogradAdd, trimmed gradients of multi-output ops, df_input_vjps and
-df_output_vjps), ``optimize`` (lift constants into the reverse block, fold sizes, undefined gradients propagated
-(TorchScript's specializeAutogradZero, statically), CSE over f,
+df_output_vjps), ``optimize`` (lift constants into the reverse block, fold sizes, undefined
+gradients propagated (TorchScript's specializeAutogradZero, statically), CSE over f,
 deduplicate captures, DCE dropping dead grad_map entries), DCE of f, ``lambda_lift_reverse``
 (captures in topological order, temporaries appended to f, vjp inputs for temporaries, df's
 inputs ``[output vjps][temporary vjps][captured inputs][captured outputs]``).
@@ -602,6 +602,8 @@ def lambda_lift_reverse(grad: Gradient, rev: _Reverse) -> None:
     clone_block_into(rb, df.block(), env)
     for v in rb.outputs():
         df.register_output(env[v])
+    for v in all_values(df):           # df runs on detached values too
+        v.requires_grad = False
     # The reverse node was only a holder: drop its uses of f's values.
     for m in reversed(rb.nodes()):
         m.destroy_recursive()
