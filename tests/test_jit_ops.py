@@ -19,30 +19,9 @@ from ndgrad.jit import TraceError, differentiate, trace_graph
 
 # Ops the graph path refuses, each with why. A refusal is a TraceError at trace time (checked
 # below): never a graph that is silently wrong.
-_INDICES_OUTSIDE = ("its wrapper computes the indices/exponent with NumPy outside the op "
-                    "table and passes them to the op as a tensor argument; the tracer refuses "
-                    "such arguments (fix in the op library: compute them in the op's forward)")
 _MASK_SHAPE = "boolean-mask indexing: the result's shape depends on the data"
-_LU_ARGS = ("its wrapper passes LU pivots computed from the data as Python arguments of the "
-            "op; the trace check sees them change between two traces")
-EXCLUDED = {
-    **{n: _INDICES_OUTSIDE for n in (
-        "max_dim", "max_dim_function", "max_neg_dim_keepdim", "max_dim_values", "max_0d_dim",
-        "min_dim", "min_dim_keepdim", "cummax", "cummin", "sort", "sort_default",
-        "sort_descending_stable", "msort", "topk", "topk_smallest_dim0", "kthvalue",
-        "kthvalue_keepdim", "median_dim", "nanmedian_dim_keepdim", "mode", "quantile",
-        "quantile_q_dim_keepdim", "quantile_midpoint", "nanquantile", "masked_median",
-        "frexp")},
-    **{n: _MASK_SHAPE for n in ("getitem_mask", "setitem_mask_scalar", "setitem_mask_0d",
-                                "masked_select", "masked_select_broadcast")},
-    **{n: _LU_ARGS for n in ("linalg_det", "linalg_slogdet", "linalg_solve",
-                             "linalg_solve_right")},
-    "masked_sum": ("ndgrad.masked broadcasts the mask with NumPy outside the op table; the "
-                   "trace check sees the baked mask change"),
-    **{n: ("false refusal: its masks are built from shapes only, in a comprehension, and the "
-           "derived-argument check cannot tell them from data") for n in
-       ("combinations", "combinations_replacement")},
-}
+EXCLUDED = {n: _MASK_SHAPE for n in ("getitem_mask", "setitem_mask_scalar", "setitem_mask_0d",
+                                     "masked_select", "masked_select_broadcast")}
 
 
 def _subsets(n: int, differentiable: bool) -> list:
@@ -73,6 +52,7 @@ def test_op_through_graph(op):
         ta = [ndgrad.tensor(a, requires_grad=i in sub) for i, a in enumerate(a_arrays)]
         r = trace_graph(lambda *xs: op.fn(ndgrad, *xs), tuple(ta))
         r.graph.lint()
+        CALLS.update(n.attrs["name"] for n in r.graph.nodes() if n.kind() == "Call")
         grad = differentiate(r.graph, a_arrays)
         check_contract(grad)
         tb = [ndgrad.tensor(b, requires_grad=i in sub) for i, b in enumerate(b_arrays)]
@@ -110,6 +90,9 @@ def test_op_through_graph(op):
 # torch already; these check the graph path end to end).
 _TORCH_CHECKED = {"mul", "div", "tanh", "matmul", "sum_dim", "softmax", "log_softmax",
                   "where", "addmm", "exp", "pow_tensor", "clamp"}
+
+
+CALLS: set = set()
 
 
 def test_exclusions_are_ops():

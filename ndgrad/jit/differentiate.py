@@ -38,7 +38,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.grad_mode import _state, enable_grad, no_grad
 from ..ops._dispatch import _DIFF_DTYPES, apply
 from ..tensor import Tensor, _wrap
 from . import tracer as _tr
@@ -265,6 +265,8 @@ def _gradient(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
     ins = n._inputs
     if n.op is None:
         g = grads[0] if grads else None
+        if k == "Call" and n.attrs.get("differentiable"):
+            return _call_backward(n, grads, ex, rex, tracer)
         if k in ("Constant", "AutogradZero", "Detach", "Call"):
             return [None] * len(ins)
         if k == "AutogradAdd":
@@ -429,6 +431,65 @@ def _opaque(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
         rex[o] = arrs[j] if arrs[j] is not None else _wrap(np.zeros(o.shape, o.dtype))
         out[i] = o
     return out
+
+
+def _call_backward(n: Node, grads: list, ex: dict, rex: dict,
+                   tracer: Tracer) -> List[Optional[Value]]:
+    """A ``CallBackward`` node for a differentiable ``Call``: autograd through a re-run of the
+    function at run time."""
+    f = tracer.graph
+    ins = n._inputs
+    want = [i for i, v in enumerate(ins) if v.requires_grad and v.dtype in _DIFF_DTYPES]
+    attrs = {"call": n, "n_grads": len(grads), "needs": tuple(v.requires_grad for v in ins),
+             "outputs": want}
+    node = f.insert_prim("CallBackward", list(grads) + list(ins),
+                         [(ins[i].shape, ins[i].dtype, False) for i in want], attrs,
+                         source=n.source)
+    prev = _tr._local.tracer
+    _tr._local.tracer = None
+    try:
+        arrs = run_call_backward(node, [rex[g] for g in grads] + [ex[v] for v in ins])
+    finally:
+        _tr._local.tracer = prev
+    out: List[Optional[Value]] = [None] * len(ins)
+    for j, i in enumerate(want):
+        o = node.output(j)
+        rex[o] = arrs[j] if arrs[j] is not None else _wrap(np.zeros(o.shape, o.dtype))
+        out[i] = o
+    return out
+
+
+def run_call_backward(n: Node, ins: list) -> list:
+    """Run a ``CallBackward`` node: call the function again on the inputs (fresh leaves where an
+    input does not require grad already) with grad mode on, then ``autograd.grad``; with grad
+    mode on and inputs that require grad (create_graph) the result is differentiable."""
+    from ..autograd import grad as _grad  # local import: the API of the layer below's package
+    from .interpret import call_node      # local import: interpret is imported above as well
+    a = n.attrs
+    call = a["call"]
+    ng = a["n_grads"]
+    grads = ins[:ng]
+    inputs = ins[ng:]
+    if all(g is None for g in grads):
+        return [None] * len(a["outputs"])
+    create = _state.enabled and any(t.requires_grad for t in inputs)
+    leaves = []
+    for t, need in zip(inputs, a["needs"]):
+        if need and not t.requires_grad and t._data.dtype in _DIFF_DTYPES:
+            leaf = _wrap(t._data)
+            leaf._requires_grad = True
+            leaves.append(leaf)
+        else:
+            leaves.append(t)
+    with enable_grad():
+        outs = call_node(call, leaves)
+        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        wrt = [leaves[i] for i in a["outputs"]]
+        if not pairs:
+            return [None] * len(wrt)
+        res = _grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True,
+                    create_graph=create)
+    return [r if create or r is None else r.detach() for r in res]
 
 
 def run_op_backward(n: Node, ins: list) -> list:

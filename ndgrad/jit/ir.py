@@ -93,7 +93,7 @@ from ..autograd.saved import TensorList
 __all__ = ["Graph", "Block", "Node", "Value", "Use", "TensorArg", "ArrayArg", "LintError", "PRIMS",
            "type_str"]
 
-PRIMS = frozenset({"Call", "Constant", "AutogradZero", "AutogradAdd", "SumToSize", "Cast",
+PRIMS = frozenset({"Call", "CallBackward", "Constant", "AutogradZero", "AutogradAdd", "SumToSize", "Cast",
                    "BroadcastTo", "Detach", "GradOf", "OpBackward", "Return", "Reverse"})
 
 

@@ -621,52 +621,82 @@ _CALL_NAMES = ("eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite",
 _patched: list = []
 
 
-def _make_call(name: str, orig: Callable) -> Callable:
+# Functions whose Python wrapper computes part of the result from the data outside the op table
+# (indices of max(dim)/sort/topk, statistics of the normalizations, pooling indices, LU pivots):
+# while tracing they are recorded whole, as a differentiable ``Call`` node (the function runs
+# at run time, with recording suspended inside; its backward re-runs it under grad mode and
+# asks autograd, ``CallBackward``): an opaque node whose backward is its own.
+_DIFF_CALL_NAMES = ("max", "min", "sort", "msort", "topk", "kthvalue", "median", "nanmedian",
+                    "mode", "cummax", "cummin", "quantile", "nanquantile", "frexp", "layer_norm",
+                    "batch_norm", "group_norm", "instance_norm", "max_pool1d", "max_pool2d",
+                    "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+                    "max_pool3d_with_indices", "adaptive_max_pool1d", "adaptive_max_pool2d",
+                    "adaptive_max_pool3d", "det", "slogdet", "logdet", "solve", "combinations")
+
+
+def _wants_call(name: str, args: tuple, kwargs: dict) -> bool:
+    if name in ("max", "min"):          # only the (values, indices) form computes indices
+        return "dim" in kwargs or (len(args) > 1 and not isinstance(args[1], Tensor))
+    return True
+
+
+def _make_call(name: str, orig: Callable, differentiable: bool = False) -> Callable:
     def method(*args: Any, **kwargs: Any) -> Any:
         tr = getattr(_local, "tracer", None)
-        if tr is None or tr.in_call:
+        if tr is None or tr.in_call or (differentiable and (
+                tr.lift == "constant" or not _wants_call(name, args, kwargs))):
             return orig(*args, **kwargs)
         tr.in_call = True
+        if differentiable:
+            _local.tracer = None         # the function runs whole: nothing inside is recorded
         try:
             res = orig(*args, **kwargs)
         finally:
+            _local.tracer = tr
             tr.in_call = False
-        tr.record_call(name, orig, args, kwargs, res)
+        tr.record_call(name, orig, args, kwargs, res, differentiable)
         return res
     method.__name__ = getattr(orig, "__name__", name)
     method.__qualname__ = getattr(orig, "__qualname__", name)
     method.__doc__ = getattr(orig, "__doc__", None)
     method.__wrapped__ = orig
+    method._jit_wrapper = True
     return method
 
 
 def _record_call(self: Tracer, name: str, fn: Callable, args: tuple, kwargs: dict,
-                 res: Any) -> None:
+                 res: Any, differentiable: bool = False) -> None:
     outs = res if isinstance(res, tuple) else (res,)
     if not all(isinstance(o, Tensor) for o in outs):
         return
-    if all(self.knows(o) for o in outs):
+    if not differentiable and all(self.knows(o) for o in outs):
         return                          # it went through the op table
     inputs: list = []
+    slots: dict = {}
+    traced = [False]
 
     def sub(a: Any) -> Any:
         if isinstance(a, Tensor):
-            if not self.knows(a) and not a.requires_grad:
-                return a                # an unrelated tensor: kept as a constant
-            inputs.append(self.value_of(a))
-            return TensorArg(len(inputs) - 1)
+            if self.knows(a) or a.requires_grad:
+                traced[0] = True
+            j = slots.get(id(a))
+            if j is None:
+                inputs.append(self.value_of(a))
+                j = slots[id(a)] = len(inputs) - 1
+            return TensorArg(j)
         if type(a) in (tuple, list):
             return type(a)(sub(x) for x in a)
         return a
     targs = tuple(sub(a) for a in args)
     tkw = {k: sub(v) for k, v in kwargs.items()}
-    if not inputs:
-        return
-    n = self.graph.insert_prim("Call", inputs,
-                               [(o._data.shape, o._data.dtype, False) for o in outs],
-                               {"fn": fn, "name": name, "args": targs, "kwargs": tkw,
-                                "tuple": isinstance(res, tuple)},
-                               source=self.source())
+    if not traced[0]:
+        return                          # nothing traced goes in: a constant
+    n = self.graph.insert_prim(
+        "Call", inputs,
+        [(o._data.shape, o._data.dtype, differentiable and o.requires_grad) for o in outs],
+        {"fn": fn, "name": name, "args": targs, "kwargs": tkw, "tuple": isinstance(res, tuple),
+         "differentiable": differentiable},
+        source=self.source())
     for o, v in zip(outs, n.outputs()):
         self.tmap[id(o)] = _Entry(o, v, self._gen_of(o))
         self.amap[id(o._data)] = (o._data, v)
@@ -698,13 +728,48 @@ def _install() -> None:
                 _originals[name] = orig
                 setattr(Tensor, name, _make_escape(name, orig))
             import ndgrad  # local import: the package namespace (it imports jit lazily)
-            for holder in (Tensor, ndgrad):
-                for name in _CALL_NAMES:
-                    orig = (holder.__dict__ if holder is Tensor else vars(holder)).get(name)
-                    if orig is None or not callable(orig):
-                        continue
-                    _patched.append((holder, name, orig))
-                    setattr(holder, name, _make_call(name, orig))
+            holders = [Tensor, ndgrad, getattr(ndgrad, "linalg", None),
+                       sys.modules.get("ndgrad.nn.functional")]
+            wrapped: dict = {}          # id(original) -> its wrapper
+            for holder in holders:
+                if holder is None:
+                    continue
+                space = holder.__dict__ if holder is Tensor else vars(holder)
+                for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
+                    for name in names:
+                        orig = space.get(name)
+                        if orig is None or not callable(orig) or isinstance(orig, type):
+                            continue
+                        w = wrapped.get(id(orig))
+                        if w is None:
+                            w = wrapped[id(orig)] = (orig, _make_call(name, orig, diff))
+                        _patched.append((holder, name, orig))
+                        setattr(holder, name, w[1])
+            # ndgrad.masked computes its masks with NumPy: every function of it is a Call.
+            masked = sys.modules.get("ndgrad.masked")
+            for name in getattr(masked, "__all__", ()):
+                val = vars(masked).get(name)
+                if inspect.isfunction(val) and not getattr(val, "_jit_wrapper", False):
+                    _patched.append((masked, name, val))
+                    setattr(masked, name, _make_call(name, val, True))
+            # The same functions as module globals of ndgrad's own modules (nn modules call
+            # them through the op family, e.g. ``F.layer_norm`` with F = ops.nn_norm).
+            for modname, mod in list(sys.modules.items()):
+                if mod is None or not modname.startswith("ndgrad.") or \
+                        modname.startswith("ndgrad.jit") or mod is masked:
+                    continue
+                space = vars(mod)
+                for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
+                    for name in names:
+                        val = space.get(name)
+                        if val is None or not inspect.isfunction(val) or \
+                                getattr(val, "_jit_wrapper", False):
+                            continue
+                        w = wrapped.get(id(val))
+                        if w is None:
+                            w = wrapped[id(val)] = (val, _make_call(name, val, diff))
+                        _patched.append((mod, name, val))
+                        setattr(mod, name, w[1])
             _linalg_decomp._save_outputs = _save_outputs_hook
             _dispatch.set_tracing(_record_hook, _inplace_hook)
 
