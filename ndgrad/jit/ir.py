@@ -40,11 +40,19 @@ Note [Graph interface] (the contract between the tracer/differentiate and codege
     - ``BroadcastTo(x)``: ``attrs["size"]``: ``x`` broadcast to that shape.
     - ``Detach(x)``: ``x`` without history (``t.detach()``; also a tensor made a new leaf inside
       the traced function: then its output requires grad but no gradient passes to ``x``).
-    - ``Call(*xs)``: a non-differentiable function outside the op table (comparisons, isnan,
-      logical ops, all/any, argmax ..., Note [Functions outside the op table] in tracer.py):
-      ``attrs["fn"](*args, **kwargs)`` with ``TensorArg(j)`` in ``attrs["args"]``/
-      ``attrs["kwargs"]`` replaced by the Tensor of input j; ``attrs["tuple"]``: it returns a
-      tuple (one output each). Outputs never require grad.
+    - ``Call(*xs)``: a function recorded whole (Note [Functions outside the op table] in
+      tracer.py): ``attrs["fn"](*args, **kwargs)`` with ``TensorArg(j)`` in ``attrs["args"]``/
+      ``attrs["kwargs"]`` replaced by the Tensor of input j (``interpret.call_node``);
+      ``attrs["tuple"]``: it returns a tuple (one output each). Non-differentiable ones
+      (comparisons, isnan, logical ops, all/any, argmax ...) have outputs that never require
+      grad; ``attrs["differentiable"]`` ones (max/min(dim), sort, topk, normalizations, max
+      pooling, det/solve, ndgrad.masked ...: their Python wrapper computes part of the result
+      from the data outside the op table) are differentiated by a ``CallBackward`` node. A Call
+      may modify a lifted tensor in place (BatchNorm's running statistics), as eager does.
+    - ``CallBackward``: the backward of a differentiable Call, ``differentiate.
+      run_call_backward(node, input_tensors)``: re-runs the function under grad mode and asks
+      autograd (differentiable again under grad mode). Inputs: [output gradients (None
+      allowed)][the Call's inputs]; outputs: gradients of the inputs in ``attrs["outputs"]``.
     - ``GradOf``: ``attrs["name"]`` the forward op's name; one block (no parameters) holding the
       gradient formula of one node, reading outer values directly; inputs are the output
       gradients, outputs the block's outputs. ``Gradient.df`` keeps them (the seed's form, for
@@ -93,8 +101,9 @@ from ..autograd.saved import TensorList
 __all__ = ["Graph", "Block", "Node", "Value", "Use", "TensorArg", "ArrayArg", "LintError", "PRIMS",
            "type_str"]
 
-PRIMS = frozenset({"Call", "CallBackward", "Constant", "AutogradZero", "AutogradAdd", "SumToSize", "Cast",
-                   "BroadcastTo", "Detach", "GradOf", "OpBackward", "Return", "Reverse"})
+PRIMS = frozenset({"Call", "CallBackward", "Constant", "AutogradZero", "AutogradAdd",
+                   "SumToSize", "Cast", "BroadcastTo", "Detach", "GradOf", "OpBackward",
+                   "Return", "Reverse"})
 
 
 class LintError(AssertionError):
