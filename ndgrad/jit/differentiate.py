@@ -71,30 +71,54 @@ def _synth(v: Value, rng: np.random.Generator) -> np.ndarray:
     return np.zeros(v.shape, dtype=dt)
 
 
-def _other(t: Tensor) -> Tensor:
-    """Other example values for a gradient: an affine map of ``t`` (signs change, zeros of an
-    AutogradZero stay zeros)."""
+def _other(t: Tensor, special: bool = True) -> Tensor:
+    """Other example values for a gradient: an affine map of ``t`` with zeros and ties (zeros
+    of an AutogradZero stay zeros)."""
     d = t._data
     if not d.any():
         return t
-    return _wrap((d * -1.37 + 0.31).astype(d.dtype))
+    d = d * -1.37 + 0.31
+    return _wrap((_special(d) if special else d).astype(t._data.dtype))
 
 
-def _examples(f: Graph, example_inputs: Optional[Sequence[Any]], seed: int = 0) -> dict:
-    """Example values of every value of ``f`` (from ``example_inputs``, or random; with
-    ``seed != 0`` floating inputs are always drawn at random: the second example set)."""
-    rng = np.random.default_rng(seed)
-    env: dict = {}
-    for i, v in enumerate(f.inputs()):
-        if example_inputs is not None and (seed == 0 or v.dtype.kind not in "fc" and
-                                           v.dtype.name != "bfloat16"):
-            x = example_inputs[i]
-            arr = x._data if isinstance(x, Tensor) else np.asarray(x)
-        else:
-            arr = _synth(v, rng)
-        env[v] = _wrap(arr)
-    with no_grad():
-        run_block(f.block(), env)
+def _special(arr: np.ndarray) -> np.ndarray:
+    """The second example set's values: ``arr`` with a zero in every third element and ties
+    (each element after a zero repeats the one before it): the special values rules branch on
+    (prod's zeros, max's ties)."""
+    out = np.array(arr, copy=True)
+    flat = out.reshape(-1)
+    if flat.size >= 2:
+        flat[1::3] = flat[0::3][:flat[1::3].size]
+    if flat.size >= 3:
+        flat[2::3] = 0
+    return out
+
+
+def _examples(f: Graph, example_inputs: Optional[Sequence[Any]], second: bool = False,
+              special: bool = True) -> dict:
+    """Example values of every value of ``f``: from ``example_inputs`` or random; the
+    ``second`` set has other values in the floating inputs, with zeros and ties (random ones if
+    f cannot run on those)."""
+    rng = np.random.default_rng(0)
+    for attempt in ((not special, True) if second else (False,)):
+        env: dict = {}
+        for i, v in enumerate(f.inputs()):
+            floating = v.dtype.kind in "fc" or v.dtype.name == "bfloat16"
+            if example_inputs is not None and not (second and floating):
+                x = example_inputs[i]
+                arr = x._data if isinstance(x, Tensor) else np.asarray(x)
+            else:
+                arr = _synth(v, rng)
+            if second and floating and not attempt:
+                arr = _special(arr * -1.3 + 0.2 if arr.size else arr).astype(arr.dtype)
+            env[v] = _wrap(arr)
+        try:
+            with no_grad():
+                run_block(f.block(), env)
+            return env
+        except Exception:   # noqa: BLE001 (zeros outside f's domain: plain random values)
+            if not second or attempt:
+                raise
     return env
 
 
@@ -118,7 +142,9 @@ def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None,
     ex = _examples(f, example_inputs)
     tracer = Tracer(f, lift="constant")
     tracer.check_requires_grad = False
-    tracer.examples_b = _examples(f, example_inputs, seed=2)
+    tracer.examples_b = _examples(f, example_inputs, second=True)
+    tracer.examples_c = None
+    tracer.example_inputs = example_inputs
     tracer.rng_b = np.random.default_rng(3)
     with _tr.tracing(tracer):
         rev = add_reverse_inline(grad, ex, tracer)
@@ -284,27 +310,49 @@ def _gradient(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
     op = n.op
     if op.name in OPAQUE_VJP:
         return _opaque(n, grads, ex, rex, tracer, blk)
+    key = _rule_key(n, grads)
+    if key is not None and _VERIFIED.get(key) is False:
+        return _opaque(n, grads, ex, rex, tracer, blk)
     try:
         res, sig = _record_rule(n, grads, ex, rex, tracer, blk)
         if res is None:
             return [None] * len(ins)
         # Note [Data-independent rules]: record the rule a second time on other example values
         # (in a scratch block); a different program, or a constant with another value, means
-        # the rule read the data outside the op table: it then runs at run time instead.
-        scratch = Block(f)
-        saved = f.insert_point()
-        f.set_insert_point(scratch, None)
-        try:
-            exb = tracer.examples_b
-            rexb = {g: _other(rex[g]) for g in grads}
-            _, sig_b = _record_rule(n, grads, exb, rexb, tracer, scratch)
-        finally:
-            f.set_insert_point(*saved)
-            for m in reversed(scratch.nodes()):
-                m.destroy_recursive()
-        if not _same_signature(sig, sig_b):
-            raise TraceError(f"the VJP rule of {op.name} depends on the data")
+        # the rule read the data outside the op table: it then runs at run time instead. The
+        # verdict is cached per (op, arguments, input types, undefined gradients).
+        if key is None or key not in _VERIFIED:
+            scratch = Block(f)
+            saved = f.insert_point()
+            f.set_insert_point(scratch, None)
+            try:
+                try:
+                    exb = tracer.examples_b
+                    rexb = {g: _other(rex[g]) for g in grads}
+                    _, sig_b = _record_rule(n, grads, exb, rexb, tracer, scratch)
+                except TraceError:
+                    raise
+                except Exception:  # noqa: BLE001 (zeros/ties outside the rule's domain)
+                    for m in reversed(scratch.nodes()):
+                        m.destroy_recursive()
+                    if tracer.examples_c is None:
+                        tracer.examples_c = _examples(f, tracer.example_inputs, True, False)
+                    rexb = {g: _other(rex[g], False) for g in grads}
+                    _, sig_b = _record_rule(n, grads, tracer.examples_c, rexb, tracer, scratch)
+            finally:
+                f.set_insert_point(*saved)
+                for m in reversed(scratch.nodes()):
+                    m.destroy_recursive()
+            same = _same_signature(sig, sig_b)
+            if key is not None:
+                if len(_VERIFIED) > 4096:
+                    _VERIFIED.clear()
+                _VERIFIED[key] = same
+            if not same:
+                raise TraceError(f"the VJP rule of {op.name} depends on the data")
     except TraceError:
+        if key is not None:
+            _VERIFIED[key] = False
         for m in reversed(blk.nodes()):
             m.destroy_recursive()
         return _opaque(n, grads, ex, rex, tracer, blk)
@@ -316,6 +364,20 @@ def _gradient(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
         gv, garr = r
         out.append(_fix(f, gv, garr, v, rex))
     return out
+
+
+_VERIFIED: dict = {}      # rule key -> True (recorded the same twice) / False (data-dependent)
+
+
+def _rule_key(n: Node, grads: list) -> Any:
+    from .passes import _hashable  # local import: the same key the CSE pass uses
+    try:
+        args = _hashable(n.args)
+    except TypeError:
+        return None
+    zero = tuple(g.node() is not None and g.node()._kind == "AutogradZero" for g in grads)
+    types = tuple((v.shape, v.dtype.str, v.requires_grad) for v in n._inputs)
+    return (id(n.op), args, types, zero)
 
 
 def _record_rule(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
