@@ -351,3 +351,17 @@ def test_other_dtypes(dtype):
     xe = xv.clone().requires_grad_()
     (want,) = ndgrad.autograd.grad((xe * xe).sum(), xe, gy)
     assert_same(grads[0], want)
+
+
+def test_rule_branching_on_zeros_is_not_baked():
+    # prod's rule takes another path when the input holds zeros; traced on values without
+    # zeros, the graph must still be right for inputs with zeros (the rule runs at run time)
+    x = ndgrad.tensor([[1.5, 2.0, -0.5], [0.7, 1.1, 3.0]], dtype=ndgrad.float64,
+                      requires_grad=True)
+    g = differentiate(trace_graph(lambda x: x.prod(1), (x,)).graph, [x.detach()])
+    xv = ndgrad.tensor([[1.5, 0.0, -0.5], [0.0, 0.0, 3.0]], dtype=ndgrad.float64)
+    gy = ndgrad.tensor([1.0, 2.0], dtype=ndgrad.float64)
+    _, grads = run_gradient(g, [xv], [gy])
+    xe = xv.clone().requires_grad_()
+    (want,) = ndgrad.autograd.grad(xe.prod(1), xe, gy)
+    assert_same(grads[0], want)
