@@ -728,8 +728,9 @@ def _install() -> None:
                 _originals[name] = orig
                 setattr(Tensor, name, _make_escape(name, orig))
             import ndgrad  # local import: the package namespace (it imports jit lazily)
-            holders = [Tensor, ndgrad, getattr(ndgrad, "linalg", None),
-                       sys.modules.get("ndgrad.nn.functional")]
+            # local import: only if the user loaded it (nn is lazy), the same layer
+            functional = sys.modules.get("ndgrad.nn.functional")
+            holders = [Tensor, ndgrad, getattr(ndgrad, "linalg", None), functional]
             wrapped: dict = {}          # id(original) -> its wrapper
             for holder in holders:
                 if holder is None:
@@ -746,7 +747,8 @@ def _install() -> None:
                         _patched.append((holder, name, orig))
                         setattr(holder, name, w[1])
             # ndgrad.masked computes its masks with NumPy: every function of it is a Call.
-            masked = sys.modules.get("ndgrad.masked")
+            masked = sys.modules.get("ndgrad.masked")  # local import: only if loaded
+
             for name in getattr(masked, "__all__", ()):
                 val = vars(masked).get(name)
                 if inspect.isfunction(val) and not getattr(val, "_jit_wrapper", False):
