@@ -50,7 +50,8 @@ def test_op_through_graph(op):
         return
     for sub in _subsets(len(a_arrays), op.differentiable):
         ta = [ndgrad.tensor(a, requires_grad=i in sub) for i, a in enumerate(a_arrays)]
-        r = trace_graph(lambda *xs: op.fn(ndgrad, *xs), tuple(ta))
+        # check=False: running the graph on other inputs below finds baked values anyway
+        r = trace_graph(lambda *xs: op.fn(ndgrad, *xs), tuple(ta), check=False)
         r.graph.lint()
         CALLS.update(n.attrs["name"] for n in r.graph.nodes() if n.kind() == "Call")
         grad = differentiate(r.graph, a_arrays)

@@ -246,3 +246,36 @@ def test_trace_check_finds_values_computed_outside_the_op_table():
         trace_graph(sneaky, (ndgrad.randn(5),))
     r = trace_graph(sneaky, (ndgrad.randn(5),), check=False)     # unchecked: the mask is baked
     assert r.graph.nodes()[0].kind() == "Constant"
+
+
+@pytest.mark.parametrize("name", ["lstm", "mha", "sdpa"])
+def test_ops_with_scratch_lists(name):
+    # recurrent cells and attention fill a ``saved`` list in their forward: a fresh list per
+    # run (ScratchList); the same tensor passed three times stays one input
+    from _jit_util import assert_same, run_gradient
+
+    from ndgrad.jit import differentiate
+    nn = ndgrad.nn
+    if name == "lstm":
+        mod, shapes = nn.LSTM(3, 4), [(2, 1, 3)]
+        fn = lambda x: mod(x)[0]   # noqa: E731
+    elif name == "mha":
+        mod, shapes = nn.MultiheadAttention(4, 2), [(3, 1, 4)]
+        fn = lambda x: mod(x, x, x)[0]   # noqa: E731
+    else:
+        shapes = [(1, 3, 4)]
+        fn = lambda x: nn.functional.scaled_dot_product_attention(x, x, x)   # noqa: E731
+    x = ndgrad.randn(*shapes[0], requires_grad=True)
+    r = trace_graph(fn, (x,))
+    g = differentiate(r.graph)
+    y = ndgrad.randn(*shapes[0])
+    out = fn(y.clone().requires_grad_())
+    gy = ndgrad.randn(*out.shape)
+    real, grads = run_gradient(g, [y] + [t.detach() for t in r.lifted], [gy])
+    assert_same(real[0], out.detach(), exact=False, rtol=1e-5)
+    ye = y.clone().requires_grad_()
+    (want,) = ndgrad.autograd.grad(fn(ye), ye, gy)
+    assert_same(grads[0], want, exact=False, rtol=1e-5)
+    for _ in range(2):             # the scratch list does not grow across runs
+        interpret(r.graph, [y] + r.lifted)
+    assert all(not a for n in r.graph.nodes() for a in n.args if type(a) is list)

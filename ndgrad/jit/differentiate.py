@@ -44,7 +44,7 @@ from ..tensor import Tensor, _wrap
 from . import tracer as _tr
 from .gradient import Gradient
 from .interpret import run_block
-from .ir import Block, Graph, Node, TensorArg, Value, all_values, clone_block_into
+from .ir import Block, Graph, Node, Value, _substitute, all_values, clone_block_into
 from .passes import (eliminate_common_subexpression, eliminate_dead_code, fold_sizes,
                      lift_constants, specialize_autograd_zero)
 from .tracer import TraceError, Tracer
@@ -595,17 +595,7 @@ def run_op_backward(n: Node, ins: list) -> list:
 
 
 def _resolve(args: tuple, inputs: list, k: int) -> tuple:
-    from ..autograd.saved import TensorList  # local import: the type of tensor-list arguments
-    out = []
-    for x in args:
-        if type(x) is TensorArg:
-            out.append(inputs[k + x.index])
-        elif type(x) is TensorList:
-            out.append(TensorList([inputs[k + y.index] if type(y) is TensorArg else y
-                                   for y in x]))
-        else:
-            out.append(x)
-    return tuple(out)
+    return tuple(_substitute(x, inputs, k) for x in args)
 
 
 # ---------------------------------------------------------------------------- optimize

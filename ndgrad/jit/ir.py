@@ -22,10 +22,12 @@ Note [Graph interface] (the contract between the tracer/differentiate and codege
   ``node.args`` holds ``TensorArg(j)`` in their place (``node.inputs()[k + j]``; the op gets a
   Tensor there: its forward reads ``._data``), possibly inside tuples or a ``TensorList``; an
   ndarray argument that is a graph value (the index arrays of ``x[i]``) is ``ArrayArg(j)`` (the
-  op gets that input's ndarray). ``node.call_args(tensors)`` substitutes them (identity when
-  the node has no such inputs). ``op.num_outputs`` outputs (``-1``: as many as the node has,
-  unbind/split). Under grad mode the executor must run a node whose float outputs do not
-  require grad although a tensor input does (recorded in no_grad mode, e.g. the ops of
+  op gets that input's ndarray); a list the forward fills for the backward (``saved``) is
+  ``ScratchList()`` (``attrs["scratch"]`` is then True): a fresh ``[]`` per run.
+  ``node.call_args(tensors)`` substitutes them (identity when the node has none).
+  ``op.num_outputs`` outputs (``-1``: as many as the node has, unbind/split). Under grad mode
+  the executor must run a node whose float outputs do not require grad although a tensor
+  input does (recorded in no_grad mode, e.g. the ops of
   ``autograd.grad(create_graph=False)`` inside the function) in no_grad mode, as ``interpret``
   does (``interpret._recorded_without_grad``); codegen of raw arrays need not care.
 * Primitives (``node.op is None``), with their attributes:
@@ -98,8 +100,8 @@ import numpy as np
 
 from ..autograd.saved import TensorList
 
-__all__ = ["Graph", "Block", "Node", "Value", "Use", "TensorArg", "ArrayArg", "LintError", "PRIMS",
-           "type_str"]
+__all__ = ["Graph", "Block", "Node", "Value", "Use", "TensorArg", "ArrayArg", "ScratchList",
+           "LintError", "PRIMS", "type_str"]
 
 PRIMS = frozenset({"Call", "CallBackward", "Constant", "AutogradZero", "AutogradAdd",
                    "SumToSize", "Cast", "BroadcastTo", "Detach", "GradOf", "OpBackward",
@@ -137,6 +139,22 @@ class ArrayArg(TensorArg):
 
 
 _PLACEHOLDERS = (TensorArg, ArrayArg)
+
+
+class ScratchList:
+    """Placeholder for a list argument an op's forward fills for its backward (``saved`` of the
+    recurrent cells and attention, ``cache`` of ctc_loss): every run gets a fresh ``[]``."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is ScratchList
+
+    def __hash__(self) -> int:
+        return hash("ScratchList")
+
+    def __repr__(self) -> str:
+        return "<scratch list>"
 
 
 _SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
@@ -336,7 +354,7 @@ class Node:
         """The op's argument tuple with ``TensorArg`` placeholders replaced by ``tensors[k + j]``
         (``tensors`` one per input, Tensors for the tensor arguments)."""
         k = self.num_tensor_inputs
-        if len(self._inputs) == k:
+        if len(self._inputs) == k and not self.attrs.get("scratch"):
             return self.args
         return _substitute(self.args, tensors, k)
 
@@ -628,6 +646,8 @@ def _substitute(a: Any, tensors: Sequence[Any], k: int) -> Any:
     t = type(a)
     if t is TensorArg:
         return tensors[k + a.index]
+    if t is ScratchList:
+        return []
     if t is ArrayArg:
         return tensors[k + a.index]._data
     if t is tuple or t is list or t is TensorList:

@@ -60,7 +60,7 @@ from ..ops import linalg_decomp as _linalg_decomp
 from ..ops._dispatch import _DIFF_DTYPES
 from ..ops.views_inplace import VIEW_REPLAY, VIEW_SCATTER, VIEW_ZERO
 from ..tensor import Tensor, _wrap
-from .ir import ArrayArg, Graph, Node, TensorArg, Value
+from .ir import ArrayArg, Graph, Node, ScratchList, TensorArg, Value
 from .passes import eliminate_dead_code
 
 __all__ = ["TraceError", "TraceResult", "trace_graph", "Tracer", "flatten", "unflatten",
@@ -72,6 +72,9 @@ class TraceError(RuntimeError):
     random numbers ...). The message names the user's line."""
 
 
+# Names of op arguments that are lists the forward fills for the backward (Note [Graph
+# interface]: ScratchList).
+_SCRATCH_ARGS = ("saved", "cache")
 # Ops drawing random numbers: refused while tracing (their samples would be baked in).
 RANDOM_OPS = frozenset({"bernoulli", "cauchy", "exponential", "geometric", "log_normal",
                         "normal", "random", "uniform", "dropout", "alpha_dropout",
@@ -208,6 +211,7 @@ class Tracer:
         # False while differentiating: requires_grad of the values a VJP rule reads does not
         # matter there (the rule runs in no_grad mode).
         self.check_requires_grad = True
+        self.scratch = False
         self.new_constants: list = []   # constants made while recording, in order
         self._rng_state = _rng_fingerprint()
 
@@ -347,9 +351,13 @@ class Tracer:
             values.append(self.graph_constant(a))
         k = len(values)
         extra: list = []
+        self.scratch = False
         if args:
             args = self._lift_args(args, extra, op)
         node = self._insert(op, values + extra, k, args, outs)
+        if self.scratch:
+            node.attrs["scratch"] = True
+            self.scratch = False
         for o, v in zip(outs, node.outputs()):
             self.amap[id(o)] = (o, v)
         return out
@@ -411,8 +419,14 @@ class Tracer:
             if t is tuple or t is list or t is TensorList:
                 return t([sub(x) for x in a])
             return a
-        new = tuple(sub(a) for a in args)
-        return new if changed[0] else args
+        new = list(sub(a) for a in args)
+        names = op.arg_names if op is not None else ()
+        for i, a in enumerate(args):
+            if type(a) is list and i < len(names) and names[i] in _SCRATCH_ARGS:
+                new[i] = ScratchList()
+                changed[0] = True
+                self.scratch = True
+        return tuple(new) if changed[0] else args
 
     def _operand(self, v: Value, t: Tensor, a: np.ndarray) -> Value:
         """The value of array ``a`` that an op received in place of tensor ``t``'s data."""
@@ -923,9 +937,9 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
         arg_of_leaf.extend([(i, len(sub))] * len(sub))
     seen_ids: dict = {}
     for k, t in enumerate(leaves):
-        if id(t) in seen_ids:            # the same tensor passed twice: one value
-            v = seen_ids[id(t)]
-            g.add_input(t.shape, t.dtype, t.requires_grad)
+        if id(t) in seen_ids:            # the same tensor passed twice: the graph reads the
+            # first position (this input stays unused, but keeps the positions of the leaves)
+            g.add_input(t._data.shape, t._data.dtype, t.requires_grad)
         if k < len(arg_of_leaf):
             i, cnt = arg_of_leaf[k]
             base = names[i]
@@ -1071,10 +1085,13 @@ def _check_trace(fn: Callable, args: tuple, kwargs: dict, result: TraceResult) -
     for mode in (0, 1):
         rng = np.random.default_rng(7 + mode)
         new_leaves = []
+        made: dict = {}                 # the same tensor twice stays the same tensor
         for t in leaves:
-            c = _wrap(_perturb(t._data, rng, mode))
-            if t.requires_grad and t._grad_fn is None:
-                c.requires_grad_(True)
+            c = made.get(id(t))
+            if c is None:
+                c = made[id(t)] = _wrap(_perturb(t._data, rng, mode))
+                if t.requires_grad and t._grad_fn is None:
+                    c.requires_grad_(True)
             new_leaves.append(c)
         a2, k2 = unflatten(spec, new_leaves)
         try:
