@@ -279,3 +279,18 @@ def test_ops_with_scratch_lists(name):
     for _ in range(2):             # the scratch list does not grow across runs
         interpret(r.graph, [y] + r.lifted)
     assert all(not a for n in r.graph.nodes() for a in n.args if type(a) is list)
+
+
+def test_out_arguments_are_functionalized():
+    def f(a, b):
+        c = ndgrad.empty(3)
+        ndgrad.add(a, b, out=c)
+        d = ndgrad.zeros(4)
+        ndgrad.mul(a, b, out=d[1:])          # through a view of d
+        return c * 2 + d
+
+    a, b = ndgrad.randn(3), ndgrad.randn(3)
+    r = trace_graph(f, (a, b))
+    r.graph.lint()
+    x, y = ndgrad.randn(3), ndgrad.randn(3)
+    _same(interpret(r.graph, [x, y])[0], f(x, y))

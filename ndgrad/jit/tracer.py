@@ -52,6 +52,7 @@ from typing import Any, Callable, List, Optional, Sequence
 import numpy as np
 
 from .. import _generator
+from .. import _out as _out_mod
 from ..autograd.grad_mode import _state
 from ..autograd.saved import TensorList
 from ..ops import _dispatch
@@ -469,11 +470,7 @@ class Tracer:
     def wrap_inplace(self, target: Tensor, fn: Callable) -> Callable:
         """Wrap the out-of-place function of an in-place op on ``target``."""
         def traced(s: Tensor, *args: Any) -> Any:
-            cur = self.value_of(target)
-            ci = self.cand_ids.get(id(target))
-            if ci is not None and self.candidates[ci][2] is None and \
-                    self.candidates[ci][1] is cur:
-                self.candidates[ci][2] = target._data.copy()   # value before the write
+            cur = self._before_write(target)
             if s is not target:
                 self.tmap[id(s)] = _Entry(s, cur, self._gen_of(target))
                 self.amap[id(s._data)] = (s._data, cur)
@@ -482,6 +479,33 @@ class Tracer:
             self._after_inplace(target, res, old)
             return res
         return traced
+
+    def _before_write(self, target: Tensor) -> Value:
+        """``target``'s value before an in-place write (a lifted candidate keeps a copy of its
+        data then: if it turns out to be a constant, that is its value)."""
+        cur = self.value_of(target)
+        for t in (target, target._base):
+            ci = self.cand_ids.get(id(t)) if t is not None else None
+            if ci is None or self.candidates[ci][2] is not None:
+                continue
+            e = self.tmap.get(id(t))
+            if e is not None and e.value is self.candidates[ci][1]:
+                self.candidates[ci][2] = t._data.copy()
+        return cur
+
+    def write_out(self, dst: Tensor, src: Tensor) -> None:
+        """``out=``: ``src`` is about to be copied into ``dst`` (ndgrad/_out.py ``_write``)."""
+        self._before_write(dst)
+        if dst._data.shape == src._data.shape:
+            self._after_inplace(dst, src, None)
+            return
+        v = self.value_of(src)          # dst is resized: it becomes src (cast to dst's dtype)
+        if v.dtype != dst._data.dtype:
+            v = self.graph.insert_prim("Cast", [v], [(v.shape, dst._data.dtype,
+                                                      v.requires_grad)],
+                                       {"dtype": dst._data.dtype}, source=self.source()).output()
+        self.tmap[id(dst)] = _Entry(dst, v, self._gen_of(dst))
+        self.pending_out = dst
 
     def _after_inplace(self, t: Tensor, res: Tensor, old: Optional[np.ndarray]) -> None:
         new = self.value_of(res)
@@ -787,6 +811,7 @@ def _install() -> None:
                         _patched.append((mod, name, val))
                         setattr(mod, name, w[1])
             _linalg_decomp._save_outputs = _save_outputs_hook
+            _out_mod._write = _write_hook
             _dispatch.set_tracing(_record_hook, _inplace_hook)
 
 
@@ -796,6 +821,7 @@ def _uninstall() -> None:
         if _active_count[0] == 0:
             _dispatch.set_tracing(None, None)
             _linalg_decomp._save_outputs = SAVE_OUTPUTS
+            _out_mod._write = OUT_WRITE
             for holder, name, orig in reversed(_patched):
                 setattr(holder, name, orig)
             _patched.clear()
@@ -842,6 +868,19 @@ def resave_outputs(node: Any, op: Any, results: tuple, inputs: Sequence[Any]) ->
     vals = tuple(("input", inputs[r[1]]) if type(r) is tuple and r[0] == "input" else r
                  for r in recipe)
     SAVE_OUTPUTS(op, results, vals)
+
+
+OUT_WRITE = _out_mod._write
+
+
+def _write_hook(dst: Tensor, src: Tensor) -> None:
+    tr = getattr(_local, "tracer", None)
+    if tr is not None and tr.lift != "constant":
+        tr.write_out(dst, src)
+    OUT_WRITE(dst, src)
+    if tr is not None and getattr(tr, "pending_out", None) is dst:
+        tr.amap[id(dst._data)] = (dst._data, tr.tmap[id(dst)].value)
+        tr.pending_out = None
 
 
 def _record_hook(op: Any, tensors: tuple, arrays: tuple, args: tuple, out: Any) -> Any:
