@@ -234,7 +234,7 @@ def _run_dag(m, xs, steps, outs):
     return tuple(vals[i] for i in outs)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(_dags())
 def test_random_dags_agree_with_eager(dag):
     n_in, rg, steps, outs = dag
@@ -282,7 +282,7 @@ def _dag_ir(n_in, rg, steps, outs) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(_dags())
 def test_random_dags_match_torch_structure(dag):
     # the fields that do not depend on which values each formula saves: real outputs, the
