@@ -974,6 +974,10 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
     for i, a in enumerate(args):
         sub, _ = flatten(a)
         arg_of_leaf.extend([(i, len(sub))] * len(sub))
+    kw_names = []
+    for key, val in kwargs.items():
+        sub, _ = flatten(val)
+        kw_names.extend([key] if len(sub) == 1 else [f"{key}_{j}" for j in range(len(sub))])
     seen_ids: dict = {}
     for k, t in enumerate(leaves):
         if id(t) in seen_ids:            # the same tensor passed twice: the graph reads the
@@ -986,7 +990,7 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
             counts[i] = j + 1
             name = base if cnt == 1 else f"{base}_{j}"
         else:
-            name = f"kw{k - len(arg_of_leaf)}"
+            name = kw_names[k - len(arg_of_leaf)]
         if id(t) in seen_ids:
             g.inputs()[-1].debug_name = name
             continue
