@@ -89,6 +89,14 @@ LAYERS = {
     "ndgrad.func._reverse": API,
     "ndgrad.func._forward": API,
     "ndgrad.func._vmap": API,
+    # the graph path (seed 004): IR, tracer, interpreter, differentiate, passes
+    "ndgrad.jit": API,
+    "ndgrad.jit.ir": API,
+    "ndgrad.jit.tracer": API,
+    "ndgrad.jit.interpret": API,
+    "ndgrad.jit.passes": API,
+    "ndgrad.jit.differentiate": API,
+    "ndgrad.jit.gradient": API,
 }
 
 

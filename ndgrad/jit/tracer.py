@@ -1,0 +1,1237 @@
+"""Tracing: run a function once on example inputs with the dispatcher's recording flag on and
+build the ``Graph`` of the ops it ran.
+
+Note [Tracing]
+* ``ops/_dispatch.apply`` calls ``record`` right after an op's forward while ``_TRACING`` is set
+  (one flag branch, like the profiler's); ``ops/views_inplace.apply_inplace`` wraps its
+  out-of-place function with ``wrap_inplace`` (functionalization, below). Only the thread that
+  traces records: the active ``Tracer`` is thread-local.
+* Values are found by tensor identity first, then by array identity (a tensor rebuilt around an
+  array an op produced, e.g. a saved output unpacked by the engine). A tensor whose
+  ``requires_grad`` differs from its value's (``t.detach()``, ``t.detach().requires_grad_()``)
+  gets a ``Detach`` node. A tensor the trace has never seen is *lifted*: it becomes a graph input
+  read at call time (a closure tensor, a module's parameter); if nothing but the trace still
+  holds it when the function has returned (a tensor the function built with a factory), it
+  becomes a ``Constant`` instead.
+* ``autograd.grad``, ``backward``-free functional transforms, vmap-style batched gradients and
+  forward-mode AD all compute with ops of the op table, so their ops are recorded like any other:
+  a whole training step or Hessian becomes one graph. Values computed where grad mode is off
+  (``grad(create_graph=False)``) do not require grad, as in eager.
+* Data-dependent escapes (``bool(t)``, ``t.item()``, ``t.tolist()``, ``t.numpy()``,
+  ``np.asarray(t)``, ``float(t)``/``int(t)``/``t.__index__``) on a traced value raise
+  ``TraceError`` naming the user's line; so do random ops (for now) and ops whose output shape
+  depends on the data.
+* Functionalization: an in-place op on ``t`` records its out-of-place op; ``t`` then maps to the
+  result. When ``t`` is a view of a base ``b`` (Note [Views and in-place operations] in
+  ops/views_inplace.py), ``b`` maps to ``view_zero(b) + view_scatter(new)`` over ``t``'s view
+  steps and every other view of ``b`` is replayed from it (``as_strided_view``) when next used.
+  Graph inputs whose value changed are listed in ``TraceResult.mutated`` and their final values
+  are extra graph outputs (the caller writes them back).
+
+Example:
+    >>> import ndgrad
+    >>> from ndgrad.jit import trace_graph
+    >>> r = trace_graph(lambda x: (x * 2).sin(), (ndgrad.ones(3),))
+    >>> print(r.graph)  # doctest: +ELLIPSIS
+    graph(%x : f32[3]):
+      %0 : f32[3] = mul[other=2](%x)...
+      %1 : f32[3] = sin(%0)...
+      return (%1)
+    <BLANKLINE>
+"""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+import os
+import sys
+import threading
+from typing import Any, Callable, List, Optional, Sequence
+
+import numpy as np
+
+from .. import _generator
+from .. import _out as _out_mod
+from ..autograd.grad_mode import _state
+from ..autograd.saved import TensorList
+from ..ops import _dispatch
+from ..ops import binary as _binary
+from ..ops import linalg_decomp as _linalg_decomp
+from ..ops._dispatch import _DIFF_DTYPES
+from ..ops.views_inplace import VIEW_REPLAY, VIEW_SCATTER, VIEW_ZERO
+from ..tensor import Tensor, _wrap
+from .ir import ArrayArg, Graph, Node, ScratchList, TensorArg, Value
+from .passes import eliminate_dead_code
+
+__all__ = ["TraceError", "TraceResult", "trace_graph", "Tracer", "flatten", "unflatten",
+           "current_tracer", "RANDOM_OPS", "DATA_DEPENDENT_SHAPE_OPS"]
+
+
+class TraceError(RuntimeError):
+    """The traced function did something a graph cannot represent (data-dependent control flow,
+    random numbers ...). The message names the user's line."""
+
+
+# Names of op arguments that are lists the forward fills for the backward (Note [Graph
+# interface]: ScratchList).
+_SCRATCH_ARGS = ("saved", "cache")
+# Ops drawing random numbers: refused while tracing (their samples would be baked in).
+RANDOM_OPS = frozenset({"bernoulli", "cauchy", "exponential", "geometric", "log_normal",
+                        "normal", "random", "uniform", "dropout", "alpha_dropout",
+                        "feature_alpha_dropout", "multinomial", "poisson", "rrelu",
+                        "randperm", "rrelu_with_noise"})
+# Ops whose output shape depends on the input values: a static-shape graph cannot hold them.
+DATA_DEPENDENT_SHAPE_OPS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive",
+                                      "argwhere", "nonzero_static_dynamic", "bincount",
+                                      "repeat_interleave_tensor"})
+
+_local = threading.local()
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_lock = threading.Lock()
+_active_count = [0]
+
+
+def current_tracer() -> Optional["Tracer"]:
+    """The tracer active in this thread, or None."""
+    return getattr(_local, "tracer", None)
+
+
+def user_source(skip_jit: bool = True) -> str:
+    """``file:line`` of the innermost frame outside the ndgrad package (the user's line)."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_PKG_DIR) and not fn.startswith("<frozen"):
+            return f"{os.path.basename(fn)}:{f.f_lineno}"
+        f = f.f_back
+    return ""
+
+
+# ---------------------------------------------------------------------------- pytrees
+def flatten(obj: Any) -> tuple:
+    """``(leaves, spec)``: Tensors of a nested tuple/list/dict, and the structure."""
+    leaves: list = []
+    return leaves, _flatten(obj, leaves)
+
+
+def _flatten(obj: Any, leaves: list) -> Any:
+    if isinstance(obj, Tensor):
+        leaves.append(obj)
+        return ("T",)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return ("namedtuple", type(obj), [_flatten(o, leaves) for o in obj])
+    if isinstance(obj, (tuple, list)):
+        return (type(obj).__name__ if type(obj) in (tuple, list) else "tuple",
+                [_flatten(o, leaves) for o in obj])
+    if isinstance(obj, dict):
+        keys = list(obj)
+        return ("dict", keys, [_flatten(obj[k], leaves) for k in keys])
+    return ("C", obj)
+
+
+def unflatten(spec: Any, leaves: Sequence[Any]) -> Any:
+    """Rebuild the structure ``spec`` from ``leaves`` (inverse of ``flatten``)."""
+    it = iter(leaves)
+    return _unflatten(spec, it)
+
+
+def _unflatten(spec: Any, it: Any) -> Any:
+    kind = spec[0]
+    if kind == "T":
+        return next(it)
+    if kind == "C":
+        return spec[1]
+    if kind == "namedtuple":
+        return spec[1](*[_unflatten(s, it) for s in spec[2]])
+    if kind == "tuple":
+        return tuple(_unflatten(s, it) for s in spec[1])
+    if kind == "list":
+        return [_unflatten(s, it) for s in spec[1]]
+    if kind == "dict":
+        return {k: _unflatten(s, it) for k, s in zip(spec[1], spec[2])}
+    raise ValueError(f"bad pytree spec {spec!r}")
+
+
+# ---------------------------------------------------------------------------- the result
+class TraceResult:
+    """What ``trace_graph`` returns.
+
+    Attributes:
+        graph: the Graph. Inputs: [flattened tensor inputs][lifted tensors]; outputs: [flattened
+            tensor outputs][final values of mutated inputs].
+        in_spec, out_spec: pytree specs (``unflatten(spec, leaves)``); Python values of the
+            inputs are baked into the graph (non-tensor leaves of ``in_spec``).
+        num_inputs: number of flattened tensor inputs of the function.
+        lifted: tensors read at call time, one per graph input after the first ``num_inputs``.
+        num_outputs: number of flattened tensor outputs of the function.
+        mutated: graph input indices whose tensors the function modified in place; the final
+            value of ``mutated[i]`` is ``graph.outputs()[num_outputs + i]``.
+        example_inputs: the flattened example tensors (inputs then lifted) the trace ran on.
+    """
+
+    def __init__(self, graph: Graph, in_spec: Any, out_spec: Any, num_inputs: int,
+                 lifted: list, num_outputs: int, mutated: list, example_inputs: list) -> None:
+        self.graph = graph
+        self.in_spec = in_spec
+        self.out_spec = out_spec
+        self.num_inputs = num_inputs
+        self.lifted = lifted
+        self.num_outputs = num_outputs
+        self.mutated = mutated
+        self.example_inputs = example_inputs
+
+    def __repr__(self) -> str:
+        return (f"TraceResult(num_inputs={self.num_inputs}, lifted={len(self.lifted)}, "
+                f"num_outputs={self.num_outputs}, mutated={self.mutated})\n{self.graph}")
+
+
+# ---------------------------------------------------------------------------- the tracer
+class _Entry:
+    __slots__ = ("tensor", "value", "gen")
+
+    def __init__(self, tensor: Any, value: Value, gen: int) -> None:
+        self.tensor, self.value, self.gen = tensor, value, gen
+
+
+class Tracer:
+    """Records ops into ``graph`` (at its insertion point). ``lift``: what to do with a tensor
+    the trace has not seen: ``"input"`` (lift it to a graph input, decided at the end) or
+    ``"constant"`` (used while differentiating: tensors made inside VJP rules)."""
+
+    def __init__(self, graph: Graph, lift: str = "input") -> None:
+        self.graph = graph
+        self.lift = lift
+        self.tmap: dict = {}          # id(tensor) -> _Entry
+        self.amap: dict = {}          # id(ndarray) -> (ndarray, Value)
+        self.candidates: list = []    # [tensor, Value, snapshot or None] lifted so far
+        self.cand_ids: dict = {}      # id(tensor) -> index in candidates
+        self.gens: dict = {}          # id(base tensor) -> generation (bumped on each write)
+        self.inputs: list = []        # (tensor, Value) for the function's inputs
+        self.source_override: Optional[str] = None
+        # False while differentiating: requires_grad of the values a VJP rule reads does not
+        # matter there (the rule runs in no_grad mode).
+        self.check_requires_grad = True
+        self.scratch = False
+        self.new_constants: list = []   # constants made while recording, in order
+        self._rng_state = _rng_fingerprint()
+
+    # ---- values
+    def bind(self, t: Tensor, v: Value) -> None:
+        self.tmap[id(t)] = _Entry(t, v, self._gen_of(t))
+        self.amap[id(t._data)] = (t._data, v)
+
+    def _gen_of(self, t: Tensor) -> int:
+        b = t._base if t._base is not None else t
+        return self.gens.get(id(b), 0)
+
+    def source(self) -> str:
+        return self.source_override if self.source_override is not None else user_source()
+
+    def value_of(self, t: Tensor) -> Value:
+        e = self.tmap.get(id(t))
+        if e is not None and e.tensor is t:
+            v = e.value
+            if t._base is not None and e.gen != self._gen_of(t):
+                v = self._replay_view(t)
+        else:
+            a = self.amap.get(id(t._data))
+            if a is not None and a[0] is t._data:
+                v = a[1]
+                if t._base is not None and self._gen_of(t) and \
+                        self.tmap.get(id(t._base)) is not None:
+                    v = self._replay_view(t)
+            else:
+                v = self._unknown(t)
+            self.tmap[id(t)] = _Entry(t, v, self._gen_of(t))
+        if not self.check_requires_grad:
+            return v
+        rg = t.requires_grad
+        if rg != v.requires_grad:
+            v = self._detach(v, rg)
+            self.tmap[id(t)].value = v
+        return v
+
+    def _unknown(self, t: Tensor) -> Value:
+        if self.lift == "constant" or t._data.size == 0:
+            v = self.graph_constant(t._data)
+            if t.requires_grad:
+                v = self._detach(v, True)
+            return v
+        if t._base is not None:
+            base = t._base
+            if id(base) not in self.tmap:
+                self.value_of(base)
+            return self._replay_view(t)
+        v = Value(t._data.shape, t._data.dtype, t.requires_grad)
+        g = self.graph
+        v._block = g.block()
+        v.offset = -1                      # placed among the graph inputs at the end
+        self.cand_ids[id(t)] = len(self.candidates)
+        self.candidates.append([t, v, None])
+        return v
+
+    def graph_constant(self, arr: np.ndarray) -> Value:
+        blk, idx = self.graph.insert_point()
+        top = self.graph.block()
+        # Constants go to the top of the graph's top block (they are valid everywhere).
+        self.graph.set_insert_point(top, 0)
+        v = self.graph.insert_constant(arr, source=self.source())
+        self.new_constants.append(v)
+        if blk is top and idx is not None:
+            idx += 1
+        self.graph.set_insert_point(blk, idx)
+        return v
+
+    def _detach(self, v: Value, requires_grad: bool) -> Value:
+        n = self.graph.insert_prim("Detach", [v], [(v.shape, v.dtype, requires_grad)],
+                                   source=self.source())
+        return n.output()
+
+    def _replay_view(self, t: Tensor) -> Value:
+        """Rebuild view ``t`` from its base's current value."""
+        base = t._base
+        bv = self.value_of(base)
+        arr = self._example(base)
+        v = self.emit(VIEW_REPLAY, [bv], [arr], (t._view_steps,))[0]
+        return v
+
+    def _example(self, t: Tensor) -> np.ndarray:
+        return t._data
+
+    # ---- recording
+    def emit(self, op: Any, values: Sequence[Value], arrays: Sequence[np.ndarray],
+             args: tuple) -> List[Value]:
+        """Record ``op`` on ``values`` (computing its outputs' types by running it on
+        ``arrays``); for functionalization."""
+        out = op.forward(*arrays, *args)
+        outs = (np.asarray(out),) if op.num_outputs == 1 else tuple(np.asarray(o) for o in out)
+        n = self._insert(op, list(values), len(values), args, outs)
+        return n.outputs()
+
+    def _insert(self, op: Any, in_values: list, k: int, args: tuple, outs: tuple) -> Node:
+        rg_in = (_state.enabled and op.differentiable and
+                 any(v.requires_grad for v in in_values[:k])) or \
+            (op.view and k > 0 and in_values[0].requires_grad)  # a view of a tensor that
+        # requires grad does, even made in no_grad mode (Tensor.requires_grad)
+        types = [(o.shape, o.dtype, rg_in and o.dtype in _DIFF_DTYPES) for o in outs]
+        return self.graph.insert_op(op, in_values, args, types, num_tensor_inputs=k,
+                                    source=self.source())
+
+    def record(self, op: Any, tensors: tuple, arrays: tuple, args: tuple, out: Any) -> Any:
+        """The dispatcher's hook: record one op call whose forward returned ``out``."""
+        if op.name in RANDOM_OPS:
+            raise TraceError(f"ndgrad.jit: random op '{op.name}' at {self.source()}: random "
+                             "numbers cannot be traced yet (their samples would be baked into "
+                             "the graph); draw them outside the traced function and pass them "
+                             "as inputs")
+        if op.name in DATA_DEPENDENT_SHAPE_OPS:
+            raise TraceError(f"ndgrad.jit: '{op.name}' at {self.source()} has an output shape "
+                             "that depends on the input values; a traced graph has static "
+                             "shapes")
+        self.check_rng()
+        if op.num_outputs == 1:
+            if type(out) is not np.ndarray:
+                out = np.asarray(out)
+            outs = (out,)
+        else:
+            out = tuple(o if type(o) is np.ndarray else np.asarray(o) for o in out)
+            outs = out
+        values = []
+        for i, t in enumerate(tensors):
+            if self.lift == "constant" and not self.knows(t):
+                # In a VJP rule: a tensor the rule computed from the data with NumPy would be
+                # baked in; differentiate then runs the rule at run time (OpBackward).
+                _check_not_derived(t, op, self.source())
+            v = self.value_of(t)
+            a = arrays[i] if i < len(arrays) else None
+            if a is not None and a is not t._data:
+                v = self._operand(v, t, a)
+            values.append(v)
+        for a in arrays[len(tensors):]:
+            values.append(self.graph_constant(a))
+        k = len(values)
+        extra: list = []
+        self.scratch = False
+        if args:
+            args = self._lift_args(args, extra, op)
+        node = self._insert(op, values + extra, k, args, outs)
+        if self.scratch:
+            node.attrs["scratch"] = True
+            self.scratch = False
+        for o, v in zip(outs, node.outputs()):
+            self.amap[id(o)] = (o, v)
+        return out
+
+    def _arg_value(self, a: Tensor, op: Any, arrays: dict) -> Value:
+        if not self.knows(a):
+            same = arrays.get(id(a._data))
+            if same is not None:            # wraps an ndarray argument of the same call
+                return same if isinstance(same, Value) else self.value_of(a)
+            _check_not_derived(a, op, self.source())
+        return self.value_of(a)
+
+    def _lift_args(self, args: tuple, extra: list, op: Any = None) -> tuple:
+        """Replace tensors (and ndarrays that are traced values) in ``args`` by placeholders
+        referring to extra inputs appended to ``extra``."""
+        arrays: dict = {}               # id(ndarray in args) -> traced Value or True
+
+        def scan(a: Any) -> None:
+            t = type(a)
+            if t is np.ndarray:
+                known = self.amap.get(id(a))
+                if known is not None and known[0] is a:
+                    if a.dtype == np.bool_ and a.ndim and op is not None and \
+                            op.name in ("index", "index_put"):
+                        raise TraceError(
+                            f"ndgrad.jit: indexing with a boolean mask computed in the graph "
+                            f"at {self.source()}: the result's shape depends on the data")
+                    arrays[id(a)] = known[1]
+                else:
+                    arrays.setdefault(id(a), True)
+                src = getattr(a, "_source", None)
+                if src is not None:
+                    scan(src)
+            elif t is tuple or t is list or t is TensorList:
+                for x in a:
+                    scan(x)
+        scan(args)
+        changed = [False]
+        slots: dict = {}
+
+        def slot(v: Value) -> int:
+            j = slots.get(id(v))
+            if j is None:
+                extra.append(v)
+                j = slots[id(v)] = len(extra) - 1
+            return j
+
+        def sub(a: Any) -> Any:
+            t = type(a)
+            if isinstance(a, Tensor):
+                changed[0] = True
+                return TensorArg(slot(self._arg_value(a, op, arrays)))
+            if t is np.ndarray:
+                v = arrays.get(id(a))
+                if isinstance(v, Value):
+                    changed[0] = True
+                    return ArrayArg(slot(v))
+                return a
+            if t is tuple or t is list or t is TensorList:
+                return t([sub(x) for x in a])
+            return a
+        new = list(sub(a) for a in args)
+        names = op.arg_names if op is not None else ()
+        for i, a in enumerate(args):
+            if type(a) is list and i < len(names) and names[i] in _SCRATCH_ARGS:
+                new[i] = ScratchList()
+                changed[0] = True
+                self.scratch = True
+        return tuple(new) if changed[0] else args
+
+    def _operand(self, v: Value, t: Tensor, a: np.ndarray) -> Value:
+        """The value of array ``a`` that an op received in place of tensor ``t``'s data."""
+        known = self.amap.get(id(a))
+        if known is not None and known[0] is a:
+            return known[1]
+        d = t._data
+        if a.dtype != d.dtype:
+            conv = d.astype(a.dtype) if not (d.dtype.kind == "c" and a.dtype.kind != "c") \
+                else None
+            if conv is not None and conv.shape == a.shape and \
+                    np.array_equal(conv, a, equal_nan=a.dtype.kind in "fc"):
+                return self.graph.insert_prim("Cast", [v], [(a.shape, a.dtype, v.requires_grad)],
+                                              {"dtype": a.dtype}, source=self.source()).output()
+        elif a.shape == d.shape and (a.size == 0 or np.shares_memory(a, d) or
+                                     np.array_equal(a, d, equal_nan=a.dtype.kind in "fc")):
+            return v
+        if a.shape != d.shape and a.dtype == d.dtype:
+            try:
+                b = np.broadcast_to(d, a.shape)
+            except ValueError:
+                b = None
+            if b is not None and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+                return self.graph.insert_prim("BroadcastTo", [v],
+                                              [(a.shape, a.dtype, v.requires_grad)],
+                                              {"size": a.shape}, source=self.source()).output()
+        raise TraceError(f"ndgrad.jit: an operand was transformed outside the op table before "
+                         f"an op at {self.source()}; this op cannot be traced")
+
+    def check_rng(self) -> None:
+        fp = _rng_fingerprint()
+        if fp != self._rng_state:
+            self._rng_state = fp
+            raise TraceError(f"ndgrad.jit: random numbers were drawn at or before "
+                             f"{self.source()}: random numbers cannot be traced yet (their "
+                             "samples would be baked into the graph); draw them outside the "
+                             "traced function and pass them as inputs")
+
+    # ---- functionalization
+    def wrap_inplace(self, target: Tensor, fn: Callable) -> Callable:
+        """Wrap the out-of-place function of an in-place op on ``target``."""
+        def traced(s: Tensor, *args: Any) -> Any:
+            cur = self._before_write(target)
+            if s is not target:
+                self.tmap[id(s)] = _Entry(s, cur, self._gen_of(target))
+                self.amap[id(s._data)] = (s._data, cur)
+            old = target._data.copy() if target._base is not None else None
+            res = fn(s, *args)
+            self._after_inplace(target, res, old)
+            return res
+        return traced
+
+    def _before_write(self, target: Tensor) -> Value:
+        """``target``'s value before an in-place write (a lifted candidate keeps a copy of its
+        data then: if it turns out to be a constant, that is its value)."""
+        cur = self.value_of(target)
+        for t in (target, target._base):
+            ci = self.cand_ids.get(id(t)) if t is not None else None
+            if ci is None or self.candidates[ci][2] is not None:
+                continue
+            e = self.tmap.get(id(t))
+            if e is not None and e.value is self.candidates[ci][1]:
+                self.candidates[ci][2] = t._data.copy()
+        return cur
+
+    def write_out(self, dst: Tensor, src: Tensor) -> None:
+        """``out=``: ``src`` is about to be copied into ``dst`` (ndgrad/_out.py ``_write``)."""
+        self._before_write(dst)
+        if dst._data.shape == src._data.shape:
+            self._after_inplace(dst, src, None)
+            return
+        v = self.value_of(src)          # dst is resized: it becomes src (cast to dst's dtype)
+        if v.dtype != dst._data.dtype:
+            v = self.graph.insert_prim("Cast", [v], [(v.shape, dst._data.dtype,
+                                                      v.requires_grad)],
+                                       {"dtype": dst._data.dtype}, source=self.source()).output()
+        self.tmap[id(dst)] = _Entry(dst, v, self._gen_of(dst))
+        self.pending_out = dst
+
+    def _after_inplace(self, t: Tensor, res: Tensor, old: Optional[np.ndarray]) -> None:
+        new = self.value_of(res)
+        d = t._data
+        if new.dtype != d.dtype:
+            new = self.graph.insert_prim("Cast", [new], [(new.shape, d.dtype,
+                                                          new.requires_grad)],
+                                         {"dtype": d.dtype}, source=self.source()).output()
+        if new.shape != d.shape:
+            new = self.graph.insert_prim("BroadcastTo", [new], [(d.shape, d.dtype,
+                                                                 new.requires_grad)],
+                                         {"size": d.shape}, source=self.source()).output()
+        base = t._base
+        if base is None:
+            self.gens[id(t)] = self.gens.get(id(t), 0) + 1
+            self.tmap[id(t)] = _Entry(t, new, self._gen_of(t))
+            return
+        # A write through a view: the base becomes view_zero(base) + view_scatter(new).
+        bv = self.value_of(base)
+        steps = t._view_steps
+        barr = base._data            # still the old data (the write happens after fn)
+        zero = self.emit(VIEW_ZERO, [bv], [barr], (steps,))[0]
+        new_arr = np.asarray(res._data)
+        if new_arr.shape != d.shape:
+            new_arr = np.broadcast_to(new_arr.astype(d.dtype), d.shape)
+        scat = self.emit(VIEW_SCATTER, [new], [new_arr.astype(d.dtype, copy=False)],
+                         (steps, barr.shape, barr.dtype))[0]
+        add = _add_op(_binary)
+        z = VIEW_ZERO.forward(barr, steps)
+        s = VIEW_SCATTER.forward(new_arr.astype(d.dtype, copy=False), steps, barr.shape,
+                                 barr.dtype)
+        total = self.emit(add, [zero, scat], [z, s], _add_args(add))[0]
+        if total.dtype != barr.dtype:
+            total = self.graph.insert_prim("Cast", [total], [(barr.shape, barr.dtype,
+                                                              total.requires_grad)],
+                                           {"dtype": barr.dtype}, source=self.source()).output()
+        self.gens[id(base)] = self.gens.get(id(base), 0) + 1
+        self.tmap[id(base)] = _Entry(base, total, self._gen_of(base))
+        self.tmap[id(t)] = _Entry(t, new, self._gen_of(t))
+        del old
+
+
+_DISPATCH_FILES = (os.path.abspath(_dispatch.__file__).rsplit(".", 1)[0],
+                   os.path.abspath(__file__).rsplit(".", 1)[0])
+
+
+def _check_not_derived(t: Tensor, op: Any, where: str) -> None:
+    """Refuse a tensor argument that the op's Python wrapper computed itself (indices of
+    max(dim), sort, topk ...; a mask's positions): it depends on the data but was computed
+    outside the op table, so a graph would keep its example value. The wrapper is the first
+    frame outside the dispatcher; the tensor is refused when one of its local variables that
+    is not a parameter holds it (a tensor the caller passed is a parameter)."""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).rsplit(".", 1)[0] in \
+            _DISPATCH_FILES:
+        f = f.f_back
+    if f is None or not os.path.abspath(f.f_code.co_filename).startswith(_PKG_DIR):
+        return
+    code = f.f_code
+    nparams = code.co_argcount + code.co_kwonlyargcount + \
+        bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    params = set(code.co_varnames[:nparams])
+    loc = f.f_locals
+
+    def holds(val: Any) -> bool:
+        return val is t or (type(val) in (tuple, list, TensorList) and any(x is t for x in val))
+    if any(holds(loc.get(p)) for p in params):
+        return                          # the caller passed it
+    for name, val in loc.items():
+        hit = val is t or (type(val) is TensorList and any(x is t for x in val)) or \
+            (type(val) in (tuple, list) and any(x is t for x in val))
+        if hit and name not in params:
+            raise TraceError(
+                f"ndgrad.jit: '{op.name if op is not None else '?'}' at {where} takes a tensor "
+                f"argument ({name!r}) that {code.co_name}() computed from the data outside the "
+                "op table; a traced graph would keep its example value, so this op cannot be "
+                "traced")
+
+
+def _add_op(binary: Any) -> Any:
+    for name in ("ADD", "ADD_TENSOR"):
+        op = getattr(binary, name, None)
+        if op is not None:
+            return op
+    return _dispatch.REGISTRY["add"][0]
+
+
+def _add_args(op: Any) -> tuple:
+    return tuple(1 for _ in op.arg_names) if op.arg_names else ()
+
+
+def _rng_fingerprint() -> Any:
+    """Something that changes when the default generator draws: the MT19937 position and two
+    words of its key, read from NumPy's C state (about 1 µs; the ``state`` dict costs 100)."""
+    g = _generator.default_generator
+    mt = getattr(g, "_mt", None)
+    if mt is None:
+        return None
+    try:
+        addr = mt.ctypes.state.value
+        key = (ctypes.c_uint32 * 624).from_address(addr)
+        pos = ctypes.c_int.from_address(addr + 624 * 4).value
+        return (id(mt), pos, key[0], key[623], getattr(g, "_next_normal", None))
+    except (AttributeError, TypeError, ValueError):
+        st = mt.state["state"]
+        return (id(mt), st["pos"], int(st["key"][0]), int(st["key"][-1]),
+                getattr(g, "_next_normal", None))
+
+
+# ---------------------------------------------------------------------------- escapes
+_ESCAPES = ("__bool__", "item", "tolist", "numpy", "__array__", "__float__", "__int__",
+            "__index__", "__complex__")
+_originals: dict = {}
+
+
+def _make_escape(name: str, orig: Callable) -> Callable:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        tr = getattr(_local, "tracer", None)
+        if tr is not None and tr.knows(self):
+            what = {"__bool__": "bool(tensor)", "__float__": "float(tensor)",
+                    "__int__": "int(tensor)", "__index__": "using a tensor as an index",
+                    "__complex__": "complex(tensor)", "__array__": "np.asarray(tensor)"}.get(
+                        name, f"Tensor.{name}()")
+            raise TraceError(
+                f"ndgrad.jit: {what} at {user_source()} reads the value of a traced tensor: "
+                "data-dependent Python control flow cannot be traced (the graph would keep "
+                "the branch taken for the example inputs). Use tensor ops (ndgrad.where ...) "
+                "or call the function eagerly")
+        return orig(self, *args, **kwargs)
+    method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
+    method.__doc__ = orig.__doc__
+    return method
+
+
+# Note [Functions outside the op table]
+# A few non-differentiable functions (comparisons, isnan ..., logical and bitwise ops, all/any,
+# argmax ...) compute their result directly with NumPy instead of through an op of the table, so
+# the dispatcher never sees them. While tracing, these names (on Tensor and in the ndgrad
+# namespace) are wrapped: a call on traced tensors is recorded as a ``Call`` node (attributes:
+# the function and its arguments with ``TensorArg`` placeholders) whose outputs do not require
+# grad. Any other tensor a function builds without the op table is taken as a constant (the op
+# tests trace on one input and check on another, which finds such cases).
+_CALL_NAMES = ("eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf",
+               "isneginf", "isreal", "logical_not", "logical_and", "logical_or", "logical_xor",
+               "all", "any", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+               "signbit", "isclose", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
+               "__invert__", "__and__", "__or__", "__xor__", "__rand__", "__ror__", "__rxor__",
+               "argmax", "argmin", "argsort", "count_nonzero", "searchsorted", "bucketize",
+               "where")
+_patched: list = []
+
+
+# Functions whose Python wrapper computes part of the result from the data outside the op table
+# (indices of max(dim)/sort/topk, statistics of the normalizations, pooling indices, LU pivots):
+# while tracing they are recorded whole, as a differentiable ``Call`` node (the function runs
+# at run time, with recording suspended inside; its backward re-runs it under grad mode and
+# asks autograd, ``CallBackward``): an opaque node whose backward is its own.
+_DIFF_CALL_NAMES = ("max", "min", "sort", "msort", "topk", "kthvalue", "median", "nanmedian",
+                    "mode", "cummax", "cummin", "quantile", "nanquantile", "frexp", "layer_norm",
+                    "batch_norm", "group_norm", "instance_norm", "max_pool1d", "max_pool2d",
+                    "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+                    "max_pool3d_with_indices", "adaptive_max_pool1d", "adaptive_max_pool2d",
+                    "adaptive_max_pool3d", "det", "slogdet", "logdet", "solve", "combinations")
+
+
+def _wants_call(name: str, args: tuple, kwargs: dict) -> bool:
+    if name in ("max", "min"):          # only the (values, indices) form computes indices
+        return "dim" in kwargs or (len(args) > 1 and not isinstance(args[1], Tensor))
+    return True
+
+
+def _make_call(name: str, orig: Callable, differentiable: bool = False) -> Callable:
+    def method(*args: Any, **kwargs: Any) -> Any:
+        tr = getattr(_local, "tracer", None)
+        if tr is None or tr.in_call or (differentiable and (
+                tr.lift == "constant" or not _wants_call(name, args, kwargs))):
+            return orig(*args, **kwargs)
+        tr.in_call = True
+        if differentiable:
+            _local.tracer = None         # the function runs whole: nothing inside is recorded
+        try:
+            res = orig(*args, **kwargs)
+        finally:
+            _local.tracer = tr
+            tr.in_call = False
+        tr.record_call(name, orig, args, kwargs, res, differentiable)
+        return res
+    method.__name__ = getattr(orig, "__name__", name)
+    method.__qualname__ = getattr(orig, "__qualname__", name)
+    method.__doc__ = getattr(orig, "__doc__", None)
+    method.__wrapped__ = orig
+    method._jit_wrapper = True
+    return method
+
+
+def _record_call(self: Tracer, name: str, fn: Callable, args: tuple, kwargs: dict,
+                 res: Any, differentiable: bool = False) -> None:
+    outs = res if isinstance(res, tuple) else (res,)
+    if not all(isinstance(o, Tensor) for o in outs):
+        return
+    if not differentiable and all(self.knows(o) for o in outs):
+        return                          # it went through the op table
+    inputs: list = []
+    slots: dict = {}
+    traced = [False]
+
+    def sub(a: Any) -> Any:
+        if isinstance(a, Tensor):
+            if self.knows(a) or a.requires_grad:
+                traced[0] = True
+            j = slots.get(id(a))
+            if j is None:
+                inputs.append(self.value_of(a))
+                j = slots[id(a)] = len(inputs) - 1
+            return TensorArg(j)
+        if type(a) in (tuple, list):
+            return type(a)(sub(x) for x in a)
+        return a
+    targs = tuple(sub(a) for a in args)
+    tkw = {k: sub(v) for k, v in kwargs.items()}
+    if not traced[0]:
+        return                          # nothing traced goes in: a constant
+    n = self.graph.insert_prim(
+        "Call", inputs,
+        [(o._data.shape, o._data.dtype, differentiable and o.requires_grad) for o in outs],
+        {"fn": fn, "name": name, "args": targs, "kwargs": tkw, "tuple": isinstance(res, tuple),
+         "differentiable": differentiable},
+        source=self.source())
+    for o, v in zip(outs, n.outputs()):
+        self.tmap[id(o)] = _Entry(o, v, self._gen_of(o))
+        self.amap[id(o._data)] = (o._data, v)
+
+
+Tracer.record_call = _record_call
+Tracer.in_call = False
+
+
+def _knows(self: Tracer, t: Tensor) -> bool:
+    e = self.tmap.get(id(t))
+    if e is not None and e.tensor is t:
+        return True
+    a = self.amap.get(id(t._data))
+    if a is not None and a[0] is t._data:
+        return True
+    return id(t) in self.cand_ids
+
+
+Tracer.knows = _knows
+
+
+def _install() -> None:
+    with _lock:
+        _active_count[0] += 1
+        if _active_count[0] == 1:
+            for name in _ESCAPES:
+                orig = Tensor.__dict__[name]
+                _originals[name] = orig
+                setattr(Tensor, name, _make_escape(name, orig))
+            import ndgrad  # local import: the package namespace (it imports jit lazily)
+            # local import: only if the user loaded it (nn is lazy), the same layer
+            functional = sys.modules.get("ndgrad.nn.functional")
+            holders = [Tensor, ndgrad, getattr(ndgrad, "linalg", None), functional]
+            wrapped: dict = {}          # id(original) -> its wrapper
+            for holder in holders:
+                if holder is None:
+                    continue
+                space = holder.__dict__ if holder is Tensor else vars(holder)
+                for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
+                    for name in names:
+                        orig = space.get(name)
+                        if orig is None or not callable(orig) or isinstance(orig, type):
+                            continue
+                        w = wrapped.get(id(orig))
+                        if w is None:
+                            w = wrapped[id(orig)] = (orig, _make_call(name, orig, diff))
+                        _patched.append((holder, name, orig))
+                        setattr(holder, name, w[1])
+            # ndgrad.masked computes its masks with NumPy: every function of it is a Call.
+            masked = sys.modules.get("ndgrad.masked")  # local import: only if loaded
+
+            for name in getattr(masked, "__all__", ()):
+                val = vars(masked).get(name)
+                if inspect.isfunction(val) and not getattr(val, "_jit_wrapper", False):
+                    _patched.append((masked, name, val))
+                    setattr(masked, name, _make_call(name, val, True))
+            # The same functions as module globals of ndgrad's own modules (nn modules call
+            # them through the op family, e.g. ``F.layer_norm`` with F = ops.nn_norm).
+            for modname, mod in list(sys.modules.items()):
+                if mod is None or not modname.startswith("ndgrad.") or \
+                        modname.startswith("ndgrad.jit") or mod is masked:
+                    continue
+                space = vars(mod)
+                for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
+                    for name in names:
+                        val = space.get(name)
+                        if val is None or not inspect.isfunction(val) or \
+                                getattr(val, "_jit_wrapper", False):
+                            continue
+                        w = wrapped.get(id(val))
+                        if w is None:
+                            w = wrapped[id(val)] = (val, _make_call(name, val, diff))
+                        _patched.append((mod, name, val))
+                        setattr(mod, name, w[1])
+            _linalg_decomp._save_outputs = _save_outputs_hook
+            _out_mod._write = _write_hook
+            _dispatch.set_tracing(_record_hook, _inplace_hook)
+
+
+def _uninstall() -> None:
+    with _lock:
+        _active_count[0] -= 1
+        if _active_count[0] == 0:
+            _dispatch.set_tracing(None, None)
+            _linalg_decomp._save_outputs = SAVE_OUTPUTS
+            _out_mod._write = OUT_WRITE
+            for holder, name, orig in reversed(_patched):
+                setattr(holder, name, orig)
+            _patched.clear()
+            for name, orig in _originals.items():
+                setattr(Tensor, name, orig)
+            _originals.clear()
+
+
+# Note [Outputs saved after apply]
+# Decompositions (qr, svd, eigh, eig, lstsq) save their outputs for backward after ``apply``
+# returns (ops/linalg_decomp.py ``_save_outputs``). While tracing, that function is wrapped so
+# that the graph node keeps the recipe (``attrs["saved_outputs"]``: output indices,
+# ``("input", i)`` for tensor input i, ``("arg", value)``); differentiate replays it on the
+# backward node it rebuilds (``resave_outputs``).
+SAVE_OUTPUTS = _linalg_decomp._save_outputs
+
+
+def _save_outputs_hook(op: Any, results: tuple, values: tuple) -> None:
+    SAVE_OUTPUTS(op, results, values)
+    tr = getattr(_local, "tracer", None)
+    if tr is None or tr.lift == "constant":
+        return
+    vals = [tr.value_of(r) for r in results]
+    node = vals[0].node()
+    if node is None or node.op is not op:
+        return
+    recipe = []
+    for v in values:
+        if type(v) is int:
+            recipe.append(v)
+        elif v[0] == "input":
+            iv = tr.value_of(v[1])
+            recipe.append(("input", node._inputs.index(iv)))
+        else:
+            recipe.append(v)
+    node.attrs["saved_outputs"] = tuple(recipe)
+
+
+def resave_outputs(node: Any, op: Any, results: tuple, inputs: Sequence[Any]) -> None:
+    """Replay ``node.attrs["saved_outputs"]`` on a rebuilt backward node's results."""
+    recipe = node.attrs.get("saved_outputs")
+    if recipe is None:
+        return
+    vals = tuple(("input", inputs[r[1]]) if type(r) is tuple and r[0] == "input" else r
+                 for r in recipe)
+    SAVE_OUTPUTS(op, results, vals)
+
+
+OUT_WRITE = _out_mod._write
+
+
+def _write_hook(dst: Tensor, src: Tensor) -> None:
+    tr = getattr(_local, "tracer", None)
+    if tr is not None and tr.lift != "constant":
+        tr.write_out(dst, src)
+    OUT_WRITE(dst, src)
+    if tr is not None and getattr(tr, "pending_out", None) is dst:
+        tr.amap[id(dst._data)] = (dst._data, tr.tmap[id(dst)].value)
+        tr.pending_out = None
+
+
+def _record_hook(op: Any, tensors: tuple, arrays: tuple, args: tuple, out: Any) -> Any:
+    tr = getattr(_local, "tracer", None)
+    if tr is None:
+        return out
+    return tr.record(op, tensors, arrays, args, out)
+
+
+def _inplace_hook(target: Tensor, fn: Callable) -> Callable:
+    tr = getattr(_local, "tracer", None)
+    if tr is None:
+        return fn
+    return tr.wrap_inplace(target, fn)
+
+
+class tracing:
+    """Context manager: make ``tracer`` the active tracer of this thread."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        self.tracer = tracer
+
+    def __enter__(self) -> Tracer:
+        self.prev = getattr(_local, "tracer", None)
+        _local.tracer = self.tracer
+        _install()
+        return self.tracer
+
+    def __exit__(self, *exc: Any) -> None:
+        _local.tracer = self.prev
+        _uninstall()
+
+
+# ---------------------------------------------------------------------------- trace_graph
+def _param_names(fn: Callable, n: int) -> List[str]:
+    if not inspect.isfunction(fn) and not inspect.ismethod(fn) and hasattr(fn, "forward"):
+        fn = fn.forward
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return [f"x{i}" for i in range(n)]
+    names = []
+    for i in range(n):
+        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY,
+                                                  params[i].POSITIONAL_OR_KEYWORD):
+            names.append(params[i].name)
+        else:
+            names.append(f"x{i}")
+    return names
+
+
+def trace_graph(fn: Callable, example_inputs: Any, kwargs: Optional[dict] = None,
+                check: bool = True) -> TraceResult:
+    """Run ``fn(*example_inputs, **kwargs)`` once, recording its ops into a Graph.
+
+    ``example_inputs`` is a tuple of arguments (a single Tensor is taken as one argument); each
+    may be a Tensor, a nested tuple/list/dict of Tensors, or a Python value (baked in).
+
+    With ``check`` (Note [Trace check]) ``fn`` runs a second time on other values of the
+    floating point inputs and lifted tensors (their data swapped in and restored afterwards,
+    with their version counters and ``.grad``), and the two graphs must be the same program
+    with the same constants, else ``TraceError`` names the line of the first difference (a value
+    computed from the data outside the op table, or data-dependent control flow the escapes did
+    not catch). Like ``torch.jit.trace(check_trace=True)``, Python side effects of ``fn`` run
+    twice.
+
+    >>> import ndgrad
+    >>> x = ndgrad.ones(2, requires_grad=True)
+    >>> r = trace_graph(lambda x: x.exp().sum(), (x,))
+    >>> [n.kind() for n in r.graph.nodes()], r.graph.outputs()[0].requires_grad
+    (['exp', 'sum'], True)
+    """
+    if isinstance(example_inputs, Tensor) or not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    args = tuple(example_inputs)
+    kwargs = dict(kwargs or {})
+    result = _trace_once(fn, args, kwargs)
+    if check:
+        _check_trace(fn, args, kwargs, result)
+    return result
+
+
+def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
+    leaves, in_spec = flatten((args, kwargs))
+    g = Graph()
+    tr = Tracer(g)
+    names = _param_names(fn, len(args))
+    counts: dict = {}
+    # Name each input after its parameter (``x``, or ``x_0``, ``x_1`` inside a structure).
+    arg_of_leaf = []
+    for i, a in enumerate(args):
+        sub, _ = flatten(a)
+        arg_of_leaf.extend([(i, len(sub))] * len(sub))
+    kw_names = []
+    for key, val in kwargs.items():
+        sub, _ = flatten(val)
+        kw_names.extend([key] if len(sub) == 1 else [f"{key}_{j}" for j in range(len(sub))])
+    seen_ids: dict = {}
+    for k, t in enumerate(leaves):
+        if id(t) in seen_ids:            # the same tensor passed twice: the graph reads the
+            # first position (this input stays unused, but keeps the positions of the leaves)
+            g.add_input(t._data.shape, t._data.dtype, t.requires_grad)
+        if k < len(arg_of_leaf):
+            i, cnt = arg_of_leaf[k]
+            base = names[i]
+            j = counts.get(i, 0)
+            counts[i] = j + 1
+            name = base if cnt == 1 else f"{base}_{j}"
+        else:
+            name = kw_names[k - len(arg_of_leaf)]
+        if id(t) in seen_ids:
+            g.inputs()[-1].debug_name = name
+            continue
+        v = g.add_input(t._data.shape, t._data.dtype, t.requires_grad, name=name)
+        seen_ids[id(t)] = v
+        tr.bind(t, v)
+        tr.inputs.append((t, v))
+    # A leaf repeated in the inputs maps every graph input position to the first value: the
+    # duplicate positions are inputs the graph does not use.
+    with tracing(tr):
+        out = fn(*args, **kwargs)
+        out_leaves, out_spec = flatten(out)
+        out_values = [tr.value_of(t) for t in out_leaves]
+        # Final values of inputs and lifted tensors (views replayed where their base changed).
+        finals = [(t, v, tr.value_of(t)) for t, v in tr.inputs]
+        cfinals = [(c, c[1], tr.value_of(c[0])) for c in list(tr.candidates)]
+        tr.check_rng()
+    del out, out_leaves
+    for v in out_values:
+        g.register_output(v)
+    mutated_vals = []
+    mutated_inputs = []
+    for idx, (_t, v, fv) in enumerate(finals):
+        if fv is not v:
+            mutated_inputs.append(("input", idx, fv))
+    for c, v, fv in cfinals:
+        if fv is not v:
+            mutated_inputs.append(("lifted", c, fv))
+    # Decide the lifted candidates: alive outside the trace -> graph input; else constant.
+    cands = tr.candidates
+    tr.tmap.clear()
+    tr.amap.clear()
+    tr.inputs = []
+    finals = cfinals = None
+    lifted = []
+    for c in cands:
+        t, v, snap = c
+        c[0] = None
+        refs = sys.getrefcount(t)
+        mutated_here = any(m[0] == "lifted" and m[1] is c for m in mutated_inputs)
+        if refs > 2 or (mutated_here and refs > 2):
+            lifted.append((t, v))
+        else:
+            # Built inside the function: a constant holding its value at first use.
+            arr = snap if snap is not None else t._data
+            g.set_insert_point(g.block(), 0)
+            cv = g.insert_constant(arr, source=_first_use_source(v))
+            g.set_insert_point(g.block(), None)
+            if v.requires_grad:
+                det = Node("Detach")
+                det.add_input(cv)
+                det.add_output(v.shape, v.dtype, True)
+                g.block()._nodes.insert(1, det)
+                det.owning_block = g.block()
+                cv = det.output()
+            v.replace_all_uses_with(cv)
+        del t
+    names = _lifted_names(fn)
+    used = {v._name for v in g.inputs()}
+    for t, v in lifted:
+        nm = names.get(id(t), "lifted")
+        cand, j = nm, 1
+        while cand in used:
+            cand, j = f"{nm}_{j}", j + 1
+        used.add(cand)
+        v.debug_name = cand
+        v.offset = len(g.block()._params)
+        v._block = g.block()
+        g.block()._params.append(v)
+    num_inputs = len(leaves)
+    for kind, who, fv in mutated_inputs:
+        if kind == "input":
+            mutated_vals.append((who, fv))
+        else:
+            for j, (_t, v) in enumerate(lifted):
+                if v is who[1]:
+                    mutated_vals.append((len(g.inputs()) - len(lifted) + j, fv))
+    graph_inputs_of_leaf = []
+    for t in leaves:
+        graph_inputs_of_leaf.append(t)
+    for _, fv in mutated_vals:
+        g.register_output(fv)
+    mutated = [i for i, _ in mutated_vals]
+    _finish(g)
+    return TraceResult(g, in_spec, out_spec, num_inputs, [t for t, _ in lifted],
+                       len(out_values), mutated, list(leaves) + [t for t, _ in lifted])
+
+
+# Note [Trace check]
+# The tracer sees ops of the op table; a tensor some function computes from the data with NumPy
+# outside the table (a mask, indices), or a Python decision it takes on the data without the
+# escapes seeing it, would silently become part of the graph with the example's value. The
+# check traces a second time with other values and compares the two programs node by node.
+def _perturb(arr: np.ndarray, rng: np.random.Generator, mode: int) -> np.ndarray:
+    if arr.dtype.kind not in "fc" and arr.dtype.name != "bfloat16":
+        return arr.copy()
+    x = arr.astype(np.complex128 if arr.dtype.kind == "c" else np.float64)
+    if mode == 0:           # new values, signs included
+        scale = float(np.abs(x).mean()) + 1.0 if x.size else 1.0
+        y = rng.standard_normal(x.shape) * scale
+        if arr.dtype.kind == "c":
+            y = y + 1j * rng.standard_normal(x.shape) * scale
+    else:                   # same signs and zeros, other magnitudes
+        y = x * rng.uniform(0.5, 1.5, x.shape)
+    return np.asarray(y).astype(arr.dtype)
+
+
+def _node_signature(g: Graph) -> list:
+    from .passes import _hashable  # local import: passes imports this module's neighbours
+    pos: dict = {}
+    for i, v in enumerate(g.inputs()):
+        pos[v] = ("in", i)
+    sig = []
+    for k, n in enumerate(g.nodes()):
+        try:
+            args = _hashable(n.args)
+            attrs = _hashable({a: b for a, b in n.attrs.items() if a != "value"})
+        except TypeError:
+            args = attrs = None
+        value = n.attrs.get("value")
+        sig.append((n, (n.kind(), id(n.op), args, attrs,
+                        tuple(pos.get(v, ("?",)) for v in n._inputs)), value))
+        for j, o in enumerate(n._outputs):
+            pos[o] = (k, j)
+    out = tuple(pos.get(v, ("?",)) for v in g.outputs())
+    return sig + [(None, ("return", out), None)]
+
+
+def _check_trace(fn: Callable, args: tuple, kwargs: dict, result: TraceResult) -> None:
+    leaves, spec = flatten((args, kwargs))
+    lifted = result.lifted
+    state = [(t, t._data, list(t._version_counter) if t._version_counter else None, t._grad)
+             for t in lifted]
+    second = None
+    for mode in (0, 1):
+        rng = np.random.default_rng(7 + mode)
+        new_leaves = []
+        made: dict = {}                 # the same tensor twice stays the same tensor
+        for t in leaves:
+            c = made.get(id(t))
+            if c is None:
+                c = made[id(t)] = _wrap(_perturb(t._data, rng, mode))
+                if t.requires_grad and t._grad_fn is None:
+                    c.requires_grad_(True)
+            new_leaves.append(c)
+        a2, k2 = unflatten(spec, new_leaves)
+        try:
+            for t, d, _, _ in state:
+                t._data = _perturb(d, rng, mode)
+            second = _trace_once(fn, a2, k2)
+        except TraceError:
+            raise
+        except Exception:   # noqa: BLE001 (values outside the function's domain: try others)
+            second = None
+        finally:
+            for t, d, vc, grad in state:
+                t._data = d
+                if vc is not None:
+                    t._version_counter[:] = vc
+                t._grad = grad
+        if second is not None:
+            break
+    if second is None:
+        return                  # no other values were valid for fn: nothing to compare
+    s1, s2 = _node_signature(result.graph), _node_signature(second.graph)
+    for (n1, k1, v1), (_n2, k2, v2) in zip(s1, s2):
+        where = (n1.source if n1 is not None and n1.source else
+                 _first_use_source(n1.output()) if n1 is not None and n1._outputs else "")
+        if k1 != k2:
+            raise TraceError(
+                f"ndgrad.jit: the traced function runs other operations on other input values "
+                f"(from {where or 'its end'} on): data-dependent control flow or a value "
+                "computed outside the op table; it cannot be traced")
+        if v1 is not None and not (v1.shape == v2.shape and v1.dtype == v2.dtype and
+                                   np.array_equal(v1, v2, equal_nan=v1.dtype.kind in "fc")):
+            raise TraceError(
+                f"ndgrad.jit: a tensor used at {where or 'unknown'} was computed from the data "
+                "outside the op table (its value differs between two traces); the graph would "
+                "keep the example's value, so this function cannot be traced")
+    if len(s1) != len(s2):
+        raise TraceError("ndgrad.jit: the traced function runs a different number of operations "
+                         "on other input values; it cannot be traced")
+
+
+def _first_use_source(v: Value) -> str:
+    for u in v._uses:
+        if u.user.source:
+            return u.user.source
+    return ""
+
+
+def _lifted_names(fn: Callable) -> dict:
+    """id(tensor) -> a name for tensors ``fn`` reaches: closure variables, globals it names,
+    parameters and buffers of a module (``fn`` itself or a bound method's ``self``)."""
+    names: dict = {}
+    mods = []
+    target = fn
+    if hasattr(fn, "__self__"):
+        mods.append(fn.__self__)
+        target = fn.__func__ if hasattr(fn, "__func__") else fn
+    mods.append(fn)
+    for m in mods:
+        for meth in ("named_parameters", "named_buffers"):
+            f = getattr(m, meth, None)
+            if callable(f):
+                try:
+                    for nm, t in f():
+                        names.setdefault(id(t), nm.replace(".", "_"))
+                except TypeError:
+                    pass
+    code = getattr(target, "__code__", None)
+    if code is None and hasattr(fn, "forward"):
+        code = getattr(getattr(fn, "forward", None), "__code__", None)
+    if code is not None:
+        cells = getattr(target, "__closure__", None) or ()
+        for nm, cell in zip(code.co_freevars, cells):
+            try:
+                val = cell.cell_contents
+            except ValueError:
+                continue
+            _name_tensors(val, nm, names)
+        glb = getattr(target, "__globals__", {})
+        for nm in code.co_names:
+            _name_tensors(glb.get(nm), nm, names)
+    return names
+
+
+def _name_tensors(val: Any, nm: str, names: dict) -> None:
+    if isinstance(val, Tensor):
+        names.setdefault(id(val), nm)
+        return
+    for meth in ("named_parameters", "named_buffers"):
+        f = getattr(val, meth, None)
+        if callable(f) and not isinstance(val, type):
+            try:
+                for sub, t in f():
+                    names.setdefault(id(t), f"{nm}_{sub}".replace(".", "_"))
+            except TypeError:
+                pass
+
+
+def _finish(g: Graph) -> None:
+    """Drop nodes nothing uses (recorded ops whose results the function discarded)."""
+    eliminate_dead_code(g.block())
