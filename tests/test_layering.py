@@ -135,6 +135,12 @@ ALLOWED_UPWARD = {
         "nn.utils.stateless (practical layer), loaded only when called",
     ("ndgrad.func", "ndgrad.nn"):
         "the package ndgrad.nn runs first when ndgrad.nn.utils.stateless is imported (above)",
+    ("ndgrad.jit.tracer", "ndgrad.nn.functional"):
+        "while tracing, nn.functional's kernels that compute part of their result outside the "
+        "op table are recorded whole as Call nodes; the tracer looks the module up only if the "
+        "user loaded it",
+    ("ndgrad.jit.tracer", "ndgrad.nn"):
+        "the package ndgrad.nn runs first when ndgrad.nn.functional is looked up (above)",
     ("ndgrad.ops.linalg_decomp", "ndgrad.autograd.forward_ad"):
         "a decomposition saves several outputs after apply; their tangents are shared the way "
         "apply shares its saved result (a saves=('result0', ...) option in the dispatcher "
