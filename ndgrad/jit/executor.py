@@ -141,6 +141,7 @@ class Plan:
                  df_input_captured_outputs: Sequence[int], df_output_vjps: Sequence[int],
                  input_meta: Sequence[tuple], output_dtypes: Sequence[Any],
                  df_builder: Optional[Callable] = None, df_tensors: Optional[Callable] = None,
+                 out_kinds: Optional[Sequence] = None,
                  name: str = "DifferentiableGraphBackward") -> None:
         self.f = f
         self.f_nograd = f_nograd
@@ -153,6 +154,12 @@ class Plan:
         self.df_builder = df_builder
         self.df_tensors = df_tensors
         self.df_variants: dict = {}
+        # Per real output: None (a new tensor), ("input", i) (input i itself), ("dup", j) (the
+        # same tensor as output j), ("view", "input"|"output", i, replay) (replay(base) redoes
+        # the view ops on input/output i eagerly, so the result is a real view of it).
+        kinds = tuple(out_kinds) if out_kinds is not None else (None,) * f_real_outputs
+        self.out_kinds = kinds
+        self.special = tuple(k for k, kind in enumerate(kinds) if kind is not None)
         if df is not None:
             self.df_variants[(False,) * len(self.df_input_vjps)] = df
         # Which real outputs get the node as grad_fn, and with which output_nr.
@@ -161,8 +168,8 @@ class Plan:
             nr_of.setdefault(off, i)
         self.output_nr = nr_of
         self.attach = tuple((off, nr) for off, nr in nr_of.items()
-                            if off < f_real_outputs and np.dtype(output_dtypes[off]).kind
-                            in _DIFF_KINDS)
+                            if off < f_real_outputs and kinds[off] is None
+                            and np.dtype(output_dtypes[off]).kind in _DIFF_KINDS)
         attached = dict(self.attach)
         # A captured output is saved as the node's output (rebuilt with its history under
         # create_graph) when it has an output_nr, else as a plain value.
@@ -216,6 +223,8 @@ class Plan:
                 if inference:
                     t._inference = True
                 res.append(t)
+            if self.special:
+                self._fix_outputs(tensors, res)
             return res
         outs = self.f(*arrays)
         node = DifferentiableGraphBackward()
@@ -239,6 +248,8 @@ class Plan:
             t._grad_fn = node
             t._requires_grad = True
             t._output_nr = nr
+        if self.special:
+            self._fix_outputs(tensors, res)
         saved = [SavedTensor(tensors[i]) for i in self.df_input_captured_inputs]
         for off, nr in self.saved_outputs:
             if off < nreal:
@@ -247,6 +258,20 @@ class Plan:
                 o = outs[off]
                 t = _new(Tensor)
                 t._data = o if type(o) is _ndarray else np.asarray(o)
-            saved.append(SavedTensor(t, True, nr) if nr is not None else SavedTensor(t))
+            saved.append(SavedTensor(t, True, nr) if nr is not None and t._grad_fn is node
+                         else SavedTensor(t))
         node._saved = tuple(saved)
         return res
+
+    def _fix_outputs(self, tensors: Sequence[Tensor], res: list) -> None:
+        kinds = self.out_kinds
+        for k in self.special:
+            kind = kinds[k]
+            tag = kind[0]
+            if tag == "input":
+                res[k] = tensors[kind[1]]
+            elif tag == "dup":
+                res[k] = res[kind[1]]
+            else:
+                base = tensors[kind[2]] if kind[1] == "input" else res[kind[2]]
+                res[k] = kind[3](base)

@@ -1,0 +1,444 @@
+"""Code generation: a ``Graph`` as one straight-line Python function over NumPy.
+
+Note [Generated code]
+``generate(graph)`` turns a graph (``f`` or ``df`` of a ``Gradient``, or any traced graph) into
+the source of one Python function, ``def f(a0, a1, ...): ... return (...)``, compiles it and
+registers the source in ``linecache`` under a name like ``<ndgrad-graph-3>``, so a traceback
+through generated code shows its lines; ``.code`` holds the source. The function works on
+raw ndarrays: no Tensor, no dispatcher, no graph recording.
+
+* Every op node is ``op.forward(*arrays, *args)``, exactly what the eager dispatcher runs
+  (Note [Graph interface] in ir.py); the forward function is bound once as a module global.
+  For a few hot ops whose forward is a thin wrapper, the wrapper's body for the node's static
+  dtypes and arguments is emitted instead (``_direct``): the same NumPy calls in the same
+  order, so results are bitwise those of the interpreter and of eager. Scalar operands become
+  the same cached read-only 0-d arrays eager uses (Note [Scalars as cached 0-d arrays] in
+  ops/pointwise.py); other constants are module globals.
+* Shapes are static: broadcast undoing (``SumToSize``) compiles to one reduction over dims
+  known at generation time, or to nothing.
+* Values are freed (``del``) right after their last use, so peak memory follows the graph's
+  liveness, not its length.
+* Undefined gradients (``None``, AutogradZero semantics) are resolved at generation time:
+  ``generate(graph, undefined=...)`` takes the set of inputs known to be ``None`` and
+  propagates it (``AutogradAdd(None, x)`` is ``x``; a ``GradOf`` whose inputs are all ``None``
+  yields ``None``; an op inside a ``GradOf`` block with some but not all inputs ``None`` gets
+  zeros for them). The executor keeps one generated variant per pattern (executor.py).
+* A 0-d result is converted with ``np.asarray`` (the dispatcher does the same: NumPy returns
+  scalars for 0-d ufunc results).
+
+Example:
+    >>> import ndgrad
+    >>> from ndgrad.jit import trace_graph
+    >>> from ndgrad.jit.codegen import generate
+    >>> x = ndgrad.ones(3)
+    >>> g = generate(trace_graph(lambda x: (x * 2).tanh(), (x,)).graph)
+    >>> print(g.code)  # doctest: +ELLIPSIS
+    def f(a0):
+        ...
+    >>> g(x.numpy())[0].round(3)
+    array([0.964, 0.964, 0.964], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import threading
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from ..autograd.saved import TensorList
+from ..ops import linalg as _linalg
+from ..ops import pointwise as _pw
+from ..ops import reduction as _red
+from ..tensor import _wrap
+from .ir import Graph, TensorArg, Value
+
+__all__ = ["generate", "GeneratedFunction"]
+
+_counter = itertools.count()
+_lock = threading.Lock()
+_FAST_FLOATS = frozenset(np.dtype(d) for d in ("float32", "float64", "complex64", "complex128"))
+_LITERALS = (int, bool, str, type(None))
+
+
+class GeneratedFunction:
+    """A compiled graph: call it with one ndarray (or None) per graph input; it returns a tuple
+    with one ndarray (or None) per graph output. ``code`` is its source, ``filename`` the name
+    tracebacks show."""
+
+    __slots__ = ("fn", "code", "filename", "__weakref__")
+
+    def __init__(self, fn: Callable, code: str, filename: str) -> None:
+        self.fn = fn
+        self.code = code
+        self.filename = filename
+
+    def __call__(self, *arrays: Any) -> tuple:
+        return self.fn(*arrays)
+
+    def __repr__(self) -> str:
+        return f"<GeneratedFunction {self.filename}>"
+
+
+def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f") -> GeneratedFunction:
+    """Generate, compile and register the code of ``graph``; ``undefined``: indices of inputs
+    that are always ``None`` (undefined gradients) for this variant."""
+    gen = _Gen(name)
+    src, glb = gen.build(graph, frozenset(undefined))
+    with _lock:
+        n = next(_counter)
+    filename = f"<ndgrad-graph-{n}>"
+    code = compile(src, filename, "exec")
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    ns = dict(glb)
+    exec(code, ns)
+    return GeneratedFunction(ns[name], src, filename)
+
+
+# ---------------------------------------------------------------------------- the generator
+class _Gen:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.glb: dict = {"_np": np, "_asarray": np.asarray, "_wrap": _wrap,
+                          "_TensorList": TensorList}
+        self._glb_ids: dict = {}
+        self.lines: list = []         # (text, used names, defined names)
+        self.k = 0
+        self.maybe_none: set = set()  # names that may hold None at run time (OpBackward)
+
+    # ---- names
+    def fresh(self) -> str:
+        self.k += 1
+        return f"v{self.k}"
+
+    def bind(self, obj: Any, hint: str) -> str:
+        """A module global holding ``obj`` (deduplicated by identity)."""
+        key = id(obj)
+        hit = self._glb_ids.get(key)
+        if hit is not None and self.glb[hit] is obj:
+            return hit
+        base = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in hint)[:40] or "c"
+        nm = f"_{base}"
+        i = 0
+        while nm in self.glb:
+            i += 1
+            nm = f"_{base}_{i}"
+        self.glb[nm] = obj
+        self._glb_ids[key] = nm
+        return nm
+
+    def lit(self, a: Any) -> str:
+        """Source text for a non-tensor argument: a literal when exact, else a global."""
+        t = type(a)
+        if t in _LITERALS:
+            return repr(a)
+        if t is float:
+            if a != a or a in (float("inf"), float("-inf")):
+                return self.bind(a, "float")
+            return repr(a)
+        if t is tuple and all(type(x) in _LITERALS for x in a):
+            return repr(a)
+        return self.bind(a, t.__name__)
+
+    def emit(self, text: str, used: Sequence[str], defined: Sequence[str]) -> None:
+        self.lines.append((text, tuple(u for u in used if u), tuple(defined)))
+
+    # ---- graph walk
+    def build(self, graph: Graph, undefined: frozenset) -> tuple:
+        env: dict = {}
+        params = []
+        for i, v in enumerate(graph.inputs()):
+            nm = f"a{i}"
+            params.append(nm)
+            env[v] = None if i in undefined else nm
+        self.block(graph.block().nodes(), env, in_grad_of=False)
+        outs = []
+        for v in graph.outputs():
+            nm = env[v]
+            if nm is not None and nm in self._const_names:
+                c = self.fresh()      # a constant returned must not be shared between calls
+                self.emit(f"{c} = {nm}.copy()", (nm,), (c,))
+                nm = c
+            outs.append(nm)
+        return self.finish(params, outs), self.glb
+
+    _const_names: frozenset = frozenset()
+
+    def block(self, nodes: Sequence, env: dict, in_grad_of: bool) -> None:
+        for n in nodes:
+            kind = n.kind()
+            if n.op is not None:
+                self.op_node(n, env, in_grad_of)
+            else:
+                getattr(self, "prim_" + kind, self.prim_generic)(n, env, in_grad_of)
+
+    # ---- primitives
+    def prim_Constant(self, n, env, in_grad_of) -> None:
+        val = n.attrs["value"]
+        nm = self.bind(val, "const")
+        self._const_names = self._const_names | {nm}
+        env[n.output()] = nm
+
+    def prim_AutogradZero(self, n, env, in_grad_of) -> None:
+        env[n.output()] = None
+
+    def prim_AutogradAdd(self, n, env, in_grad_of) -> None:
+        a, b = (env[v] for v in n.inputs())
+        if a is None or b is None:
+            env[n.output()] = a if b is None else b
+            return
+        out = self.fresh()
+        if a in self.maybe_none or b in self.maybe_none:
+            self.emit(f"{out} = {b} if {a} is None else {a} if {b} is None else {a} + {b}",
+                      (a, b), (out,))
+            if a in self.maybe_none and b in self.maybe_none:
+                self.maybe_none.add(out)
+        else:
+            self.emit(f"{out} = {a} + {b}", (a, b), (out,))
+        env[n.output()] = out
+
+    def prim_Detach(self, n, env, in_grad_of) -> None:
+        env[n.output()] = env[n.input()]
+
+    def prim_SumToSize(self, n, env, in_grad_of) -> None:
+        x = env[n.input()]
+        v = n.input()
+        shape = tuple(n.attrs["size"])
+        if x is None or tuple(v.shape) == shape:
+            env[n.output()] = x
+            return
+        xs = tuple(v.shape)
+        lead = len(xs) - len(shape)
+        dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                          if s == 1 and xs[lead + i] != 1)
+        fwd = self.bind(_red.SUM_TO_SIZE.forward, "sum_to_size")
+        out = self.fresh()
+        self.emit(f"{out} = {self.guard(x)}{fwd}({x}, {dims!r}, {shape!r})", (x,), (out,))
+        self.propagate(x, out)
+        self.fix0d(out, n.output())
+        env[n.output()] = out
+
+    def prim_Cast(self, n, env, in_grad_of) -> None:
+        x = env[n.input()]
+        dt = np.dtype(n.attrs["dtype"])
+        if x is None or n.input().dtype == dt:
+            env[n.output()] = x
+            return
+        src = x
+        out = self.fresh()
+        if n.input().dtype.kind == "c" and dt.kind != "c":
+            fwd = self.bind(_pw.REAL.forward, "real")
+            self.emit(f"{out} = {self.guard(x)}{fwd}({x})", (x,), (out,))
+            src = out
+            if x in self.maybe_none:
+                self.maybe_none.add(out)
+            if np.dtype(_real_dtype(n.input().dtype)) == dt:
+                env[n.output()] = out
+                return
+            out = self.fresh()
+        d = self.bind(dt, f"dtype_{dt.name}")
+        self.emit(f"{out} = {self.guard(src)}{src}.astype({d})", (src,), (out,))
+        self.propagate(src, out)
+        env[n.output()] = out
+
+    def prim_BroadcastTo(self, n, env, in_grad_of) -> None:
+        x = env[n.input()]
+        shape = tuple(n.attrs["size"])
+        if x is None or tuple(n.input().shape) == shape:
+            env[n.output()] = x
+            return
+        out = self.fresh()
+        self.emit(f"{out} = {self.guard(x)}_np.broadcast_to({x}, {shape!r})", (x,), (out,))
+        self.propagate(x, out)
+        env[n.output()] = out
+
+    def prim_GradOf(self, n, env, in_grad_of) -> None:
+        ins = [env[v] for v in n.inputs()]
+        (blk,) = n.blocks()
+        if all(x is None for x in ins):
+            for o in n.outputs():
+                env[o] = None
+            return
+        for p, x in zip(blk.inputs(), ins):
+            env[p] = x
+        self.block(blk.nodes(), env, in_grad_of=True)
+        for o, r in zip(n.outputs(), blk.outputs()):
+            env[o] = env[r]
+
+    def prim_OpBackward(self, n, env, in_grad_of) -> None:
+        ins = [env[v] for v in n.inputs()]
+        fn = self.bind(_op_backward, "op_backward")
+        node = self.bind(n, f"node_{n.attrs['op'].name}")
+        outs = [self.fresh() for _ in n.outputs()]
+        args = ", ".join(x if x is not None else "None" for x in ins)
+        tgt = ", ".join(outs) + ("," if len(outs) == 1 else "")
+        self.emit(f"{tgt} = {fn}({node}, [{args}])  # {n.attrs['op'].name} backward rule",
+                  ins, outs)
+        for o, nm in zip(n.outputs(), outs):
+            env[o] = nm
+            self.maybe_none.add(nm)
+
+    def prim_generic(self, n, env, in_grad_of) -> None:
+        """Any other primitive (``Call`` ...): the interpreter's own rule on Tensors wrapping
+        the arrays."""
+        ins = [env[v] for v in n.inputs()]
+        fn = self.bind(_run_prim, "run_prim")
+        node = self.bind(n, f"node_{n.kind()}")
+        outs = [self.fresh() for _ in n.outputs()]
+        args = ", ".join(x if x is not None else "None" for x in ins)
+        tgt = ", ".join(outs) + ("," if len(outs) == 1 else "")
+        self.emit(f"{tgt} = {fn}({node}, [{args}])  # {n.kind()}", ins, outs)
+        for o, nm in zip(n.outputs(), outs):
+            env[o] = nm
+
+    # ---- op nodes
+    def op_node(self, n, env, in_grad_of) -> None:
+        ins = [env[v] for v in n.inputs()]
+        k = n.num_tensor_inputs
+        if any(x is None or x in self.maybe_none for x in ins):
+            # as the interpreter: an undefined operand is zeros (interpret.materialize)
+            ins = [self.zeros(v, x) if x is None or x in self.maybe_none else x
+                   for v, x in zip(n.inputs(), ins)]
+        outs = [self.fresh() for _ in n.outputs()]
+        expr = self.direct(n, ins) if len(outs) == 1 else None
+        if expr is None:
+            fwd = self.bind(n.op.forward, f"{n.op.name}_fwd")
+            parts = list(ins[:k]) + [self.arg(a, ins, k) for a in n.args]
+            expr = f"{fwd}({', '.join(parts)})"
+        tgt = outs[0] if len(outs) == 1 else ", ".join(outs)
+        src = f"  # {n.op.name}" + (f"  {n.source}" if n.source else "")
+        self.emit(f"{tgt} = {expr}{src}", ins, outs)
+        for o, nm in zip(n.outputs(), outs):
+            self.fix0d(nm, o)
+            env[o] = nm
+
+    def guard(self, x: str) -> str:
+        """Prefix making an expression None when ``x`` may be None at run time (which then
+        propagates to the result's name)."""
+        if x in self.maybe_none:
+            return f"None if {x} is None else "
+        return ""
+
+    def propagate(self, x: str, out: str) -> None:
+        if x in self.maybe_none:
+            self.maybe_none.add(out)
+
+    def fix0d(self, nm: str, v: Value) -> None:
+        if v.shape == ():
+            self.emit(f"{nm} = {self.guard(nm)}_asarray({nm})", (nm,), (nm,))
+
+    def zeros(self, v: Value, x: Optional[str] = None) -> str:
+        nm = self.fresh()
+        d = self.bind(v.dtype, f"dtype_{v.dtype.name}")
+        z = f"_np.zeros({tuple(v.shape)!r}, {d})"
+        if x is None:
+            self.emit(f"{nm} = {z}", (), (nm,))
+        else:
+            self.emit(f"{nm} = {z} if {x} is None else {x}", (x,), (nm,))
+        return nm
+
+    def arg(self, a: Any, ins: list, k: int) -> str:
+        if type(a) is TensorArg:
+            return f"_wrap({ins[k + a.index]})"
+        if type(a) is TensorList:
+            items = ", ".join("None" if x is None else f"_wrap({ins[k + x.index]})"
+                              if type(x) is TensorArg else self.lit(x) for x in a)
+            return f"_TensorList(({items}{',' if len(a) == 1 else ''}))"
+        return self.lit(a)
+
+    def direct(self, n, ins: list) -> Optional[str]:
+        """NumPy source equal to ``n.op.forward(*ins, *n.args)`` for the node's static types,
+        or None (then the forward itself is called)."""
+        op, args = n.op, n.args
+        fwd = op.forward
+        k = n.num_tensor_inputs
+        if k != len(ins):
+            return None
+        iv = n.inputs()
+        dt = iv[0].dtype if iv else None
+        if isinstance(fwd, np.ufunc) and not args and fwd.nin == k:
+            f = self.bind(fwd, f"np_{fwd.__name__}")
+            return f"{f}({', '.join(ins)})"
+        if dt not in _FAST_FLOATS or n.output().dtype != dt:
+            return None
+        if op is _pw.ADD and args in ((), (1,)):
+            return f"{ins[0]} + {ins[1]}"
+        if op is _pw.SUB and args in ((), (1,)):
+            return f"{ins[0]} - {ins[1]}"
+        if op in (_pw.MUL_S, _pw.DIV_S, _pw.ADD_S, _pw.SUB_S) and len(args) >= 1:
+            if op in (_pw.ADD_S, _pw.SUB_S) and len(args) > 1 and args[1] != 1:
+                return None
+            s = _pw._s(np.empty((), dt), args[0])
+            c = self.bind(s, "scalar") if isinstance(s, np.ndarray) else self.lit(s)
+            if type(s) is not np.ndarray and type(s) not in (int, float, bool):
+                return None
+            sym = {_pw.MUL_S: "np_multiply", _pw.DIV_S: "np_true_divide"}.get(op)
+            if sym is not None:
+                f = self.bind(np.multiply if op is _pw.MUL_S else np.true_divide, sym)
+                return f"{f}({ins[0]}, {c})"
+            return f"{ins[0]} {'+' if op is _pw.ADD_S else '-'} {c}"
+        if op in (_linalg.MM, _linalg.BMM, _linalg.MV, _linalg.DOT) and iv[1].dtype == dt:
+            f = self.bind(np.matmul, "np_matmul")
+            return f"{f}({ins[0]}, {ins[1]})"
+        if op in (_red.SUM, _red.SUM_DIM) and len(args) == 3:
+            f = self.bind(np.add.reduce, "np_add_reduce")
+            return (f"{f}({ins[0]}, axis={self.lit(args[0])}, keepdims={self.lit(args[1])}, "
+                    f"dtype={self.lit(args[2])})")
+        return None
+
+    # ---- output
+    def finish(self, params: list, outs: list) -> str:
+        lines = self.lines
+        keep = {o for o in outs if o is not None}
+        last: dict = {}
+        for i, (_, used, defined) in enumerate(lines):
+            for u in used:
+                last[u] = i
+            for d in defined:
+                last.setdefault(d, i)
+        for p in params:
+            last.setdefault(p, -1)
+        # frees after line i
+        frees: dict = {}
+        for nm, i in last.items():
+            if nm in keep or nm.startswith("_"):
+                continue
+            frees.setdefault(i, []).append(nm)
+        body = []
+        if -1 in frees:
+            body.append("del " + ", ".join(sorted(frees[-1])))
+        for i, (text, used, defined) in enumerate(lines):
+            body.append(text)
+            dead = frees.get(i)
+            if dead:
+                body.append("del " + ", ".join(sorted(dead, key=_natural)))
+        ret = ", ".join(o if o is not None else "None" for o in outs)
+        if len(outs) == 1:
+            ret += ","
+        body.append(f"return ({ret})")
+        head = f"def {self.name}({', '.join(params)}):"
+        return head + "\n" + "".join(f"    {ln}\n" for ln in body)
+
+
+def _op_backward(node: Any, arrays: list) -> tuple:
+    """An ``OpBackward`` node (a VJP rule that branches on data) run on arrays: the rule runs
+    on Tensors wrapping them (grad mode is off: the raw backward records nothing)."""
+    from .differentiate import run_op_backward   # local import: same layer, loaded lazily
+    outs = run_op_backward(node, [None if a is None else _wrap(a) for a in arrays])
+    return tuple(None if t is None else t._data for t in outs)
+
+
+def _run_prim(node: Any, arrays: list) -> tuple:
+    from .interpret import run_prim   # local import: same layer, loaded lazily
+    outs = run_prim(node, [None if a is None else _wrap(a) for a in arrays], {})
+    return tuple(None if t is None else np.asarray(t._data) for t in outs)
+
+
+def _natural(s: str) -> tuple:
+    return (s[0], int(s[1:]) if s[1:].isdigit() else 0, s)
+
+
+def _real_dtype(dt: np.dtype) -> np.dtype:
+    return np.empty((), dt).real.dtype
