@@ -135,7 +135,9 @@ class _Specialization:
             self.plan = _gradient_plan(grad, kinds, backend)
             self.f_code = self.plan.f.code
         else:
-            fwd = generate(g, name="f")
+            opt = g.copy()
+            _optimize(opt)
+            fwd = generate(opt, name="f", copy_outputs=_merged_outputs(g, opt, res.num_outputs))
             self.plan = Plan(f=fwd, f_nograd=fwd, f_real_outputs=len(g.outputs()),
                              df_input_vjps=(), df_input_captured_inputs=(),
                              df_input_captured_outputs=(), df_output_vjps=(), input_meta=(),
@@ -199,6 +201,27 @@ def _trace(fn: Callable, args: tuple, kwargs: dict) -> tuple:
             del out, leaves
             return trace_graph(fn, args, kwargs), None
     return res, (out,)
+
+
+def _optimize(g: Any) -> None:
+    """The forward-only pipeline: common subexpressions, then dead code (constant folding
+    happens in codegen)."""
+    from .passes import eliminate_common_subexpression, eliminate_dead_code
+    eliminate_common_subexpression(g)
+    eliminate_dead_code(g.block())
+
+
+def _merged_outputs(orig: Any, opt: Any, n: int) -> list:
+    """Output positions (< n) that are distinct values in ``orig`` but the same value as an
+    earlier output in ``opt``: they are returned as copies, as eager returns distinct arrays."""
+    o1, o2 = orig.outputs(), opt.outputs()
+    out = []
+    for k in range(min(n, len(o2))):
+        for j in range(k):
+            if o2[j] is o2[k] and o1[j] is not o1[k]:
+                out.append(k)
+                break
+    return out
 
 
 def _write_back(t: Tensor, new: Tensor) -> None:

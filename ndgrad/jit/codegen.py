@@ -52,6 +52,7 @@ from ..autograd.saved import TensorList
 from ..ops import linalg as _linalg
 from ..ops import pointwise as _pw
 from ..ops import reduction as _red
+from ..ops import shape as _shape
 from ..tensor import _wrap
 from .ir import Graph, TensorArg, Value
 
@@ -61,6 +62,8 @@ _counter = itertools.count()
 _lock = threading.Lock()
 _FAST_FLOATS = frozenset(np.dtype(d) for d in ("float32", "float64", "complex64", "complex128"))
 _LITERALS = (int, bool, str, type(None))
+_RESHAPES = frozenset((_shape.VIEW, _shape.RESHAPE_COPY, _shape.SQUEEZE, _shape.SQUEEZE_DIM,
+                       _shape.SQUEEZE_DIMS, _shape.UNSQUEEZE))
 
 
 class GeneratedFunction:
@@ -82,11 +85,13 @@ class GeneratedFunction:
         return f"<GeneratedFunction {self.filename}>"
 
 
-def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f") -> GeneratedFunction:
+def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
+             copy_outputs: Iterable[int] = ()) -> GeneratedFunction:
     """Generate, compile and register the code of ``graph``; ``undefined``: indices of inputs
-    that are always ``None`` (undefined gradients) for this variant."""
+    that are always ``None`` (undefined gradients) for this variant; ``copy_outputs``: output
+    positions returned as copies (outputs a pass merged that must stay distinct arrays)."""
     gen = _Gen(name)
-    src, glb = gen.build(graph, frozenset(undefined))
+    src, glb = gen.build(graph, frozenset(undefined), frozenset(copy_outputs))
     with _lock:
         n = next(_counter)
     filename = f"<ndgrad-graph-{n}>"
@@ -107,6 +112,8 @@ class _Gen:
         self.lines: list = []         # (text, used names, defined names)
         self.k = 0
         self.maybe_none: set = set()  # names that may hold None at run time (OpBackward)
+        self.const_vals: dict = {}    # constant global name -> its array
+        self.folded: dict = {}        # Value -> constant name (constant folding)
 
     # ---- names
     def fresh(self) -> str:
@@ -146,7 +153,8 @@ class _Gen:
         self.lines.append((text, tuple(u for u in used if u), tuple(defined)))
 
     # ---- graph walk
-    def build(self, graph: Graph, undefined: frozenset) -> tuple:
+    def build(self, graph: Graph, undefined: frozenset, copies: frozenset = frozenset()
+              ) -> tuple:
         env: dict = {}
         params = []
         for i, v in enumerate(graph.inputs()):
@@ -155,9 +163,9 @@ class _Gen:
             env[v] = None if i in undefined else nm
         self.block(graph.block().nodes(), env, in_grad_of=False)
         outs = []
-        for v in graph.outputs():
+        for k, v in enumerate(graph.outputs()):
             nm = env[v]
-            if nm is not None and nm in self._const_names:
+            if nm is not None and (nm in self._const_names or k in copies):
                 c = self.fresh()      # a constant returned must not be shared between calls
                 self.emit(f"{c} = {nm}.copy()", (nm,), (c,))
                 nm = c
@@ -176,10 +184,27 @@ class _Gen:
 
     # ---- primitives
     def prim_Constant(self, n, env, in_grad_of) -> None:
-        val = n.attrs["value"]
+        env[n.output()] = self.constant(n.attrs["value"])
+
+    def constant(self, val: Any) -> str:
         nm = self.bind(val, "const")
         self._const_names = self._const_names | {nm}
-        env[n.output()] = nm
+        self.const_vals[nm] = val
+        return nm
+
+    def fold(self, n, ins: list, run: Callable) -> bool:
+        """Constant folding: a node whose inputs are all constants is run now and its outputs
+        become constants (read-only, copied if returned)."""
+        if not ins or not all(x in self.const_vals for x in ins):
+            return False
+        outs = run([self.const_vals[x] for x in ins])
+        for o, arr in zip(n.outputs(), outs):
+            arr = np.asarray(arr)
+            if arr.flags.writeable:
+                arr.flags.writeable = False
+            env_name = self.constant(arr)
+            self.folded[o] = env_name
+        return True
 
     def prim_AutogradZero(self, n, env, in_grad_of) -> None:
         env[n.output()] = None
@@ -284,6 +309,10 @@ class _Gen:
         """Any other primitive (``Call`` ...): the interpreter's own rule on Tensors wrapping
         the arrays."""
         ins = [env[v] for v in n.inputs()]
+        if n.kind() == "Call" and self.fold(n, ins, lambda arrays: _run_prim(n, arrays)):
+            for o in n.outputs():
+                env[o] = self.folded.pop(o)
+            return
         fn = self.bind(_run_prim, "run_prim")
         node = self.bind(n, f"node_{n.kind()}")
         outs = [self.fresh() for _ in n.outputs()]
@@ -301,6 +330,10 @@ class _Gen:
             # as the interpreter: an undefined operand is zeros (interpret.materialize)
             ins = [self.zeros(v, x) if x is None or x in self.maybe_none else x
                    for v, x in zip(n.inputs(), ins)]
+        if self.fold(n, ins, lambda arrays: _run_op(n, arrays)):
+            for o in n.outputs():
+                env[o] = self.folded.pop(o)
+            return
         outs = [self.fresh() for _ in n.outputs()]
         expr = self.direct(n, ins) if len(outs) == 1 else None
         if expr is None:
@@ -361,6 +394,16 @@ class _Gen:
         if isinstance(fwd, np.ufunc) and not args and fwd.nin == k:
             f = self.bind(fwd, f"np_{fwd.__name__}")
             return f"{f}({', '.join(ins)})"
+        if op in _RESHAPES and k == 1:
+            # a view or copy with the traced output shape: the same values either way
+            return f"{ins[0]}.reshape({tuple(n.output().shape)!r})"
+        if op is _shape.T_OP:
+            return f"{ins[0]}.T"
+        if op is _shape.TRANSPOSE and len(args) == 2:
+            return (f"{ins[0]}.swapaxes({args[0]!r}, {args[1]!r})" if iv[0].shape
+                    else f"{ins[0]}[...]")
+        if op is _shape.PERMUTE and len(args) == 1:
+            return f"{ins[0]}.transpose({self.lit(tuple(args[0]))})"
         if dt not in _FAST_FLOATS or n.output().dtype != dt:
             return None
         if op is _pw.ADD and args in ((), (1,)):
@@ -379,6 +422,9 @@ class _Gen:
                 f = self.bind(np.multiply if op is _pw.MUL_S else np.true_divide, sym)
                 return f"{f}({ins[0]}, {c})"
             return f"{ins[0]} {'+' if op is _pw.ADD_S else '-'} {c}"
+        if op is _pw.TANH_BACKWARD and dt.kind == "f" and iv[1].dtype == dt:
+            one = self.bind(_pw._s(np.empty((), dt), 1), "one")
+            return f"{ins[0]} * ({one} - {ins[1]} * {ins[1]})"
         if op in (_linalg.MM, _linalg.BMM, _linalg.MV, _linalg.DOT) and iv[1].dtype == dt:
             f = self.bind(np.matmul, "np_matmul")
             return f"{f}({ins[0]}, {ins[1]})"
@@ -428,6 +474,14 @@ def _op_backward(node: Any, arrays: list) -> tuple:
     from .differentiate import run_op_backward   # local import: same layer, loaded lazily
     outs = run_op_backward(node, [None if a is None else _wrap(a) for a in arrays])
     return tuple(None if t is None else t._data for t in outs)
+
+
+def _run_op(node: Any, arrays: list) -> tuple:
+    """An op node on arrays, as the dispatcher runs it (constant folding)."""
+    k = node.num_tensor_inputs
+    args = node.call_args([_wrap(a) for a in arrays])
+    out = node.op.forward(*arrays[:k], *args)
+    return (out,) if node.op.num_outputs == 1 else tuple(out)
 
 
 def _run_prim(node: Any, arrays: list) -> tuple:
