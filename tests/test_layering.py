@@ -70,6 +70,12 @@ LAYERS = {
     "ndgrad.autograd.forward_ad": API,
     "ndgrad.autograd.gradcheck": API,
     "ndgrad.autograd.graph": API,
+    # the graph path (seed 004): IR, tracer, interpreter, differentiate, passes
+    "ndgrad.jit": API,
+    "ndgrad.jit.ir": API,
+    "ndgrad.jit.tracer": API,
+    "ndgrad.jit.interpret": API,
+    "ndgrad.jit.passes": API,
 }
 
 

@@ -172,6 +172,13 @@ _batched_apply: Any = None
 _FW_AD = False
 _fw_apply: Any = None
 _fw_inplace: Any = None
+# True while some thread traces a function into a graph (Note [Tracing] in jit/tracer.py): then
+# ``_trace_record`` sees every op's forward result (and returns it as ndarrays), and
+# ``apply_inplace`` wraps its op with ``_trace_inplace`` (functionalization). Set only through
+# ``set_tracing``.
+_TRACING = False
+_trace_record: Any = None
+_trace_inplace: Any = None
 
 
 def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
@@ -185,6 +192,8 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
         if res is not _prof_skip:
             return res
     out = op.forward(*arrays, *args)
+    if _TRACING:
+        out = _trace_record(op, tensors, arrays, args, out)
     if op.num_outputs == 1:
         if type(out) is not _ndarray:
             out = np.asarray(out)
@@ -327,6 +336,13 @@ def _set_anomaly(mode: bool) -> None:
 def _set_profiling(flag: bool) -> None:
     global _PROFILING
     _PROFILING = flag
+
+
+def set_tracing(record: Any, inplace: Any) -> None:
+    """Install (or with None, remove) the tracer's hooks (Note [Tracing] in jit/tracer.py)."""
+    global _TRACING, _trace_record, _trace_inplace
+    _trace_record, _trace_inplace = record, inplace
+    _TRACING = record is not None
 
 
 def _set_batching(flag: bool) -> None:

@@ -521,6 +521,8 @@ def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any,
         refresh_view(self)
     if _dispatch._FW_AD:   # forward AD: fn also updates self's tangents (autograd/forward_ad.py)
         fn = _dispatch._fw_inplace(self, fn)
+    if _dispatch._TRACING:  # functionalization while tracing (Note [Tracing], jit/tracer.py)
+        fn = _dispatch._trace_inplace(self, fn)
     if not recording:
         if _state.enabled:
             with no_grad():

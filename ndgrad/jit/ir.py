@@ -1,0 +1,786 @@
+"""The graph IR of ndgrad's graph path (seed 004): ``Graph``, ``Block``, ``Node``, ``Value``.
+
+A ``Graph`` is one SSA program: inputs, a topologically ordered list of nodes, outputs. A node's
+kind is either an op of the op table (``node.op`` is the ``ndgrad.ops._dispatch.Op`` object,
+``node.kind()`` its name: ``"mul"``) or one of the primitives below. Values carry a static
+``shape``, a NumPy ``dtype`` and ``requires_grad`` (eager semantics: what ``t.requires_grad``
+was for the traced tensor).
+
+Note [Graph interface] (the contract between the tracer/differentiate and codegen/executor)
+
+* ``Value``: ``.shape`` (tuple of ints), ``.dtype`` (numpy dtype), ``.requires_grad``,
+  ``.node()`` (producer, None for graph inputs and block parameters), ``.offset`` (output
+  index in its producer, or input index), ``.debug_name``, ``.uses()`` (list of ``Use(user,
+  offset)``; a block's outputs are the inputs of its ``Return`` node, ``block.return_node()``).
+* ``Node``: ``.kind()``, ``.op`` (None for primitives), ``.inputs()``, ``.outputs()``,
+  ``.blocks()``, ``.attrs`` (dict), ``.args`` (op nodes only), ``.source`` (``"file.py:12"`` of
+  the user's line, or ``""``), ``.num_tensor_inputs``.
+* Op node semantics: ``outs = op.forward(*arrays[:k], *args)`` where ``k =
+  node.num_tensor_inputs`` and ``arrays`` are the arrays of ``node.inputs()``. Tensor operands
+  that the op table passes among its non-tensor arguments (Note [Tensor arguments] in
+  ops/_dispatch.py: an index, a mask) are inputs too, after the first ``k``: ``node.args``
+  holds ``TensorArg(j)`` in their place (``node.inputs()[k + j]``), or a ``TensorList`` of
+  ``TensorArg``. ``node.call_args(tensors)`` rebuilds the real argument tuple from Tensors
+  wrapping the input arrays (the op's forward reads ``._data`` of such arguments). A
+  single-output op has one output; a ``num_outputs > 1`` op has that many.
+* Primitives (``node.op is None``), with their attributes:
+    - ``Constant``: ``attrs["value"]`` an ndarray (read only); no inputs, one output.
+    - ``AutogradZero``: one output, the undefined gradient (None at run time); its shape/dtype
+      are those of the value whose gradient it stands for.
+    - ``AutogradAdd(a, b)``: ``a + b``; ``None`` + x = x; None + None = None (no broadcasting).
+    - ``SumToSize(g)``: ``attrs["size"]``: sum ``g`` down to that shape (broadcast undone, as
+      the engine does for eager gradients); None stays None.
+    - ``Cast(x)``: ``attrs["dtype"]``: ``x`` converted to that dtype (a complex value to a real
+      dtype keeps the real part, as the engine does for gradients); None stays None.
+    - ``BroadcastTo(x)``: ``attrs["size"]``: ``x`` broadcast to that shape.
+    - ``Detach(x)``: ``x`` without history (``t.detach()``; also a tensor made a new leaf inside
+      the traced function: then its output requires grad but no gradient passes to ``x``).
+    - ``GradOf``: ``attrs["name"]`` the forward op's name; one block holding the gradient
+      formula of one node; inputs are the output gradients, outputs the block's outputs. It
+      exists only in ``df`` before lowering; ``passes.lower_grad_of`` inlines it (the Gradient
+      returned by ``differentiate`` has it lowered in ``df``; ``Gradient.df_with_grad_of`` keeps
+      the printed form). Run semantics: if every input is None, every output is None; else
+      None inputs are AutogradZero (materialized as zeros only when an op needs them).
+    - ``OpBackward``: ``attrs["op"]`` an Op whose VJP rule branches on data: the rule itself
+      runs at run time (``attrs`` also hold ``args``/``needs``/``input_meta``, see
+      differentiate.py); inputs: [output grads][saved values]; outputs: one gradient per
+      differentiable input. Never appears in f.
+* ``Graph``: ``.inputs()``, ``.outputs()``, ``.nodes()`` (top level, topological order),
+  builders (``add_input``, ``create``, ``insert``, ``insert_op``, ``insert_constant``,
+  ``register_output``), ``lint()``, ``__str__``, ``to_dot()``, ``copy()``.
+* Undefined values: at run time a gradient may be ``None`` (AutogradZero semantics); every op
+  node whose tensor inputs are all None gives None outputs only inside a GradOf block; elsewhere
+  an op never sees None (AutogradZero is materialized as zeros, ``interpret.materialize``).
+
+Example:
+    >>> import ndgrad
+    >>> from ndgrad.jit import trace_graph
+    >>> a = ndgrad.ones(2, requires_grad=True)
+    >>> g = trace_graph(lambda a: a * a + 1, (a,)).graph
+    >>> [n.kind() for n in g.nodes()]
+    ['mul', 'add']
+    >>> g.lint()
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from ..autograd.saved import TensorList
+
+__all__ = ["Graph", "Block", "Node", "Value", "Use", "TensorArg", "LintError", "PRIMS",
+           "type_str"]
+
+PRIMS = frozenset({"Call", "Constant", "AutogradZero", "AutogradAdd", "SumToSize", "Cast",
+                   "BroadcastTo", "Detach", "GradOf", "OpBackward", "Return", "Reverse"})
+
+
+class LintError(AssertionError):
+    """A graph invariant does not hold (raised by ``Graph.lint``)."""
+
+
+class TensorArg:
+    """Placeholder in ``node.args`` for the tensor operand ``node.inputs()[k + index]``."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"TensorArg({self.index})"
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is TensorArg and other.index == self.index
+
+    def __hash__(self) -> int:
+        return hash(("TensorArg", self.index))
+
+
+_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+          "complex64": "c64", "complex128": "c128", "int8": "i8", "int16": "i16", "int32": "i32",
+          "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+          "bool": "b8"}
+
+
+def type_str(shape: Sequence[int], dtype: Any, requires_grad: bool = False) -> str:
+    """``f32[2, 3]`` (plus `` grad`` when ``requires_grad``)."""
+    name = _SHORT.get(np.dtype(dtype).name, np.dtype(dtype).name)
+    return f"{name}[{', '.join(str(s) for s in shape)}]" + (" grad" if requires_grad else "")
+
+
+class Use:
+    """One use of a value: ``user`` (a Node, possibly a block's ``Return``) at input ``offset``."""
+
+    __slots__ = ("user", "offset")
+
+    def __init__(self, user: "Node", offset: int) -> None:
+        self.user, self.offset = user, offset
+
+    def __repr__(self) -> str:
+        return f"Use({self.user.kind()}, {self.offset})"
+
+
+class Value:
+    """One SSA value."""
+
+    __slots__ = ("_node", "offset", "shape", "dtype", "requires_grad", "_name", "_uses",
+                 "_block", "__weakref__")
+
+    def __init__(self, shape: Sequence[int], dtype: Any, requires_grad: bool = False,
+                 node: Optional["Node"] = None, offset: int = 0,
+                 block: Optional["Block"] = None) -> None:
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.requires_grad = bool(requires_grad)
+        self._node = node
+        self.offset = offset
+        self._name: Optional[str] = None
+        self._uses: List[Use] = []
+        self._block = block          # for parameters: the block that owns them
+
+    def node(self) -> Optional["Node"]:
+        """The producing node (None for graph inputs and block parameters)."""
+        return self._node
+
+    def owning_block(self) -> Optional["Block"]:
+        return self._node.owning_block if self._node is not None else self._block
+
+    def uses(self) -> List[Use]:
+        return list(self._uses)
+
+    @property
+    def debug_name(self) -> str:
+        """The name given by the tracer (``a`` for an input named ``a``), else the number the
+        printer uses (stable for a graph printed twice), else an id-based name."""
+        if self._name is not None:
+            return self._name
+        names = _PRINT_NAMES.get(id(self))
+        return names if names is not None else f"v{id(self):x}"
+
+    @debug_name.setter
+    def debug_name(self, name: str) -> None:
+        self._name = name
+
+    def type_str(self) -> str:
+        return type_str(self.shape, self.dtype, self.requires_grad)
+
+    def copy_metadata(self, other: "Value") -> "Value":
+        self.shape, self.dtype, self.requires_grad = other.shape, other.dtype, other.requires_grad
+        return self
+
+    def replace_all_uses_with(self, new: "Value") -> None:
+        for u in list(self._uses):
+            u.user.replace_input(u.offset, new)
+
+    def __repr__(self) -> str:
+        return f"%{self.debug_name} : {self.type_str()}"
+
+
+# Numbers for unnamed values, assigned by format_graph in printing order for the duration of one
+# printing (see Value.debug_name).
+_PRINT_NAMES: dict = {}
+_NAMES_LOCK = threading.RLock()
+
+
+class Node:
+    """One operation: an op of the op table or a primitive (see the module docstring)."""
+
+    __slots__ = ("_kind", "op", "_inputs", "_outputs", "_blocks", "attrs", "args",
+                 "num_tensor_inputs", "source", "owning_block", "__weakref__")
+
+    def __init__(self, kind: str, op: Any = None, attrs: Optional[dict] = None) -> None:
+        self._kind = kind
+        self.op = op
+        self._inputs: List[Value] = []
+        self._outputs: List[Value] = []
+        self._blocks: List[Block] = []
+        self.attrs = dict(attrs) if attrs else {}
+        self.args: tuple = ()
+        self.num_tensor_inputs = 0
+        self.source = ""
+        self.owning_block: Optional[Block] = None
+
+    # ---- TorchScript-like accessors
+    def kind(self) -> str:
+        return self._kind
+
+    def inputs(self) -> List[Value]:
+        return list(self._inputs)
+
+    def outputs(self) -> List[Value]:
+        return list(self._outputs)
+
+    def input(self, i: int = 0) -> Value:
+        return self._inputs[i]
+
+    def output(self, i: int = 0) -> Value:
+        return self._outputs[i]
+
+    def blocks(self) -> List["Block"]:
+        return list(self._blocks)
+
+    def owning_graph(self) -> Optional["Graph"]:
+        b = self.owning_block
+        return b.graph if b is not None else None
+
+    # ---- editing
+    def add_input(self, v: Value) -> None:
+        v._uses.append(Use(self, len(self._inputs)))
+        self._inputs.append(v)
+
+    def add_output(self, shape: Sequence[int], dtype: Any, requires_grad: bool = False) -> Value:
+        v = Value(shape, dtype, requires_grad, self, len(self._outputs))
+        self._outputs.append(v)
+        return v
+
+    def add_block(self) -> "Block":
+        b = Block(self.owning_graph(), self)
+        self._blocks.append(b)
+        return b
+
+    def replace_input(self, i: int, new: Value) -> None:
+        old = self._inputs[i]
+        for k, u in enumerate(old._uses):
+            if u.user is self and u.offset == i:
+                del old._uses[k]
+                break
+        self._inputs[i] = new
+        new._uses.append(Use(self, i))
+
+    def replace_input_with(self, old: Value, new: Value) -> None:
+        for i, v in enumerate(self._inputs):
+            if v is old:
+                self.replace_input(i, new)
+
+    def remove_all_inputs(self) -> None:
+        for i in range(len(self._inputs)):
+            v = self._inputs[i]
+            v._uses = [u for u in v._uses if u.user is not self]
+        self._inputs = []
+
+    def destroy(self) -> None:
+        """Remove the node (its outputs must be unused) from its block."""
+        for o in self._outputs:
+            if o._uses:
+                raise LintError(f"destroying {self.kind()} whose output %{o.debug_name} is used")
+        for b in self._blocks:
+            for n in reversed(b.nodes()):
+                n.destroy_recursive()
+            b.return_node().remove_all_inputs()
+        self.remove_all_inputs()
+        if self.owning_block is not None and self in self.owning_block._nodes:
+            self.owning_block._nodes.remove(self)
+        self.owning_block = None
+
+    def destroy_recursive(self) -> None:
+        for o in self._outputs:
+            o._uses = []
+        self.destroy()
+
+    def move_before(self, other: "Node") -> None:
+        self.owning_block._nodes.remove(self)
+        blk = other.owning_block
+        blk._nodes.insert(blk._nodes.index(other), self)
+        self.owning_block = blk
+
+    def move_after(self, other: "Node") -> None:
+        self.owning_block._nodes.remove(self)
+        blk = other.owning_block
+        blk._nodes.insert(blk._nodes.index(other) + 1, self)
+        self.owning_block = blk
+
+    def call_args(self, tensors: Sequence[Any]) -> tuple:
+        """The op's argument tuple with ``TensorArg`` placeholders replaced by ``tensors[k + j]``
+        (``tensors`` one per input, Tensors for the tensor arguments)."""
+        k = self.num_tensor_inputs
+        if not any(type(a) is TensorArg or type(a) is TensorList for a in self.args):
+            return self.args
+        out = []
+        for a in self.args:
+            if type(a) is TensorArg:
+                out.append(tensors[k + a.index])
+            elif type(a) is TensorList:
+                out.append(TensorList([tensors[k + x.index] if type(x) is TensorArg else x
+                                       for x in a]))
+            else:
+                out.append(a)
+        return tuple(out)
+
+    def __repr__(self) -> str:
+        return f"<Node {self.kind()}>"
+
+
+class Block:
+    """A list of nodes with parameters (inputs) and outputs (the inputs of its Return node)."""
+
+    __slots__ = ("graph", "owning_node", "_nodes", "_params", "_return", "__weakref__")
+
+    def __init__(self, graph: Optional["Graph"], owning_node: Optional[Node] = None) -> None:
+        self.graph = graph
+        self.owning_node = owning_node
+        self._nodes: List[Node] = []
+        self._params: List[Value] = []
+        self._return = Node("Return")
+        self._return.owning_block = self
+
+    def nodes(self) -> List[Node]:
+        return list(self._nodes)
+
+    def inputs(self) -> List[Value]:
+        return list(self._params)
+
+    def outputs(self) -> List[Value]:
+        return self._return.inputs()
+
+    def return_node(self) -> Node:
+        return self._return
+
+    def add_input(self, shape: Sequence[int] = (), dtype: Any = np.float32,
+                  requires_grad: bool = False, name: Optional[str] = None) -> Value:
+        v = Value(shape, dtype, requires_grad, None, len(self._params), self)
+        if name is not None:
+            v.debug_name = name
+        self._params.append(v)
+        return v
+
+    def register_output(self, v: Value) -> int:
+        self._return.add_input(v)
+        return len(self._return._inputs) - 1
+
+    def append(self, node: Node) -> Node:
+        node.owning_block = self
+        self._nodes.append(node)
+        return node
+
+    def prepend(self, node: Node) -> Node:
+        node.owning_block = self
+        self._nodes.insert(0, node)
+        return node
+
+    def all_nodes(self) -> Iterator[Node]:
+        """Every node, recursively into sub-blocks (pre-order)."""
+        for n in self._nodes:
+            yield n
+            for b in n._blocks:
+                yield from b.all_nodes()
+
+
+class Graph:
+    """An SSA graph. Build with ``add_input``, ``insert_op``/``create``+``insert``,
+    ``register_output``; nodes are inserted at the insertion point (the end of the top block
+    unless ``set_insert_point`` moved it)."""
+
+    def __init__(self) -> None:
+        self._block = Block(self)
+        self._insert_block = self._block
+        self._insert_index: Optional[int] = None   # None: append
+
+    # ---- TorchScript-like accessors
+    def block(self) -> Block:
+        return self._block
+
+    def inputs(self) -> List[Value]:
+        return self._block.inputs()
+
+    def outputs(self) -> List[Value]:
+        return self._block.outputs()
+
+    def nodes(self) -> List[Node]:
+        return self._block.nodes()
+
+    def all_nodes(self) -> Iterator[Node]:
+        return self._block.all_nodes()
+
+    # ---- builders
+    def add_input(self, shape: Sequence[int] = (), dtype: Any = np.float32,
+                  requires_grad: bool = False, name: Optional[str] = None) -> Value:
+        return self._block.add_input(shape, dtype, requires_grad, name)
+
+    def register_output(self, v: Value) -> int:
+        return self._block.register_output(v)
+
+    def set_insert_point(self, block: Block, index: Optional[int] = None) -> None:
+        """Insert into ``block`` before position ``index`` (None: at its end)."""
+        self._insert_block = block
+        self._insert_index = index
+
+    def insert_point(self) -> tuple:
+        return (self._insert_block, self._insert_index)
+
+    def create(self, kind: str, inputs: Iterable[Value] = (), attrs: Optional[dict] = None,
+               op: Any = None) -> Node:
+        n = Node(kind, op, attrs)
+        for v in inputs:
+            n.add_input(v)
+        return n
+
+    def insert(self, node: Node) -> Node:
+        blk = self._insert_block
+        node.owning_block = blk
+        if self._insert_index is None:
+            blk._nodes.append(node)
+        else:
+            blk._nodes.insert(self._insert_index, node)
+            self._insert_index += 1
+        for b in node._blocks:
+            b.graph = self
+        return node
+
+    def insert_op(self, op: Any, inputs: Sequence[Value], args: tuple,
+                  out_types: Sequence[tuple], num_tensor_inputs: Optional[int] = None,
+                  source: str = "") -> Node:
+        """Insert an op node; ``out_types`` is ``[(shape, dtype, requires_grad)]``."""
+        n = self.create(op.name, inputs, op=op)
+        n.args = tuple(args)
+        n.num_tensor_inputs = len(inputs) if num_tensor_inputs is None else num_tensor_inputs
+        n.source = source
+        for t in out_types:
+            n.add_output(*t)
+        return self.insert(n)
+
+    def insert_constant(self, value: Any, source: str = "") -> Value:
+        arr = np.array(value, copy=True)
+        arr.flags.writeable = False
+        n = self.create("Constant", attrs={"value": arr})
+        n.source = source
+        n.add_output(arr.shape, arr.dtype, False)
+        self.insert(n)
+        return n.output()
+
+    def insert_prim(self, kind: str, inputs: Sequence[Value], out_types: Sequence[tuple],
+                    attrs: Optional[dict] = None, source: str = "") -> Node:
+        n = self.create(kind, inputs, attrs)
+        n.source = source
+        for t in out_types:
+            n.add_output(*t)
+        return self.insert(n)
+
+    # ---- checks and printing
+    def lint(self) -> None:
+        """Check the invariants: every use is defined before (topological order, scoping:
+        a block may use values of enclosing blocks), one definition per value, use lists
+        consistent with inputs, ownership, GradOf arity, unique names, op arity."""
+        defined: set = set()
+        names: dict = {}
+        self._lint_block(self._block, defined, names)
+
+    def _lint_block(self, block: Block, defined: set, names: dict) -> None:
+        scope = set(defined)
+
+        def define(v: Value, where: str) -> None:
+            if id(v) in scope:
+                raise LintError(f"value %{v.debug_name} defined twice ({where})")
+            nm = v.debug_name
+            if nm in names and names[nm] is not v:
+                raise LintError(f"two values named %{nm}")
+            names[nm] = v
+            scope.add(id(v))
+
+        for p in block._params:
+            if p._block is not block or p._node is not None:
+                raise LintError(f"parameter %{p.debug_name} not owned by its block")
+            define(p, "block parameter")
+        for n in block._nodes:
+            if n.owning_block is not block:
+                raise LintError(f"{n.kind()} node not owned by the block holding it")
+            self._lint_uses(n, scope)
+            if n.op is None and n._kind not in PRIMS:
+                raise LintError(f"unknown primitive {n._kind}")
+            if n.op is not None:
+                k = n.num_tensor_inputs
+                if k > len(n._inputs):
+                    raise LintError(f"{n.kind()}: num_tensor_inputs {k} > inputs")
+                refs = _arg_refs(n.args)
+                if sorted(refs) != list(range(len(n._inputs) - k)):
+                    raise LintError(f"{n.kind()}: TensorArg placeholders {sorted(refs)} do not "
+                                    f"match its {len(n._inputs) - k} tensor arguments")
+                if len(n._outputs) != n.op.num_outputs:
+                    raise LintError(f"{n.kind()}: {len(n._outputs)} outputs, the op has "
+                                    f"{n.op.num_outputs}")
+            if n._kind == "GradOf":
+                if len(n._blocks) != 1 or len(n._blocks[0].outputs()) != len(n._outputs):
+                    raise LintError("GradOf: one block whose outputs match the node's outputs")
+            elif n._kind == "Constant" and "value" not in n.attrs:
+                raise LintError("Constant without a value")
+            elif n._kind == "AutogradAdd" and len(n._inputs) != 2:
+                raise LintError("AutogradAdd takes two inputs")
+            for b in n._blocks:
+                if b.owning_node is not n:
+                    raise LintError(f"block of {n.kind()} not owned by it")
+                self._lint_block(b, scope, names)
+            for i, o in enumerate(n._outputs):
+                if o._node is not n or o.offset != i:
+                    raise LintError(f"output %{o.debug_name} of {n.kind()} not owned by it")
+                define(o, n.kind())
+        self._lint_uses(block._return, scope)
+
+    @staticmethod
+    def _lint_uses(n: Node, scope: set) -> None:
+        for i, v in enumerate(n._inputs):
+            if id(v) not in scope:
+                raise LintError(f"%{v.debug_name} used by {n.kind()} before it is defined "
+                                f"(or outside its scope)")
+            if not any(u.user is n and u.offset == i for u in v._uses):
+                raise LintError(f"use of %{v.debug_name} by {n.kind()} missing from its uses")
+        for v in set(n._inputs):
+            for u in v._uses:
+                if u.user is n and (u.offset >= len(n._inputs) or n._inputs[u.offset] is not v):
+                    raise LintError(f"stale use of %{v.debug_name} by {n.kind()}")
+
+    def __str__(self) -> str:
+        return format_graph(self)
+
+    def __repr__(self) -> str:
+        return format_graph(self)
+
+    def to_dot(self, name: str = "graph") -> str:
+        """Graphviz DOT source of the graph (``graphviz.Source(g.to_dot())`` renders it)."""
+        with _Naming(self):
+            return "digraph " + _dot_id(name) + " {\n" + _dot_body(self, "") + "}\n"
+
+    def copy(self) -> "Graph":
+        """A deep copy (new Values and Nodes)."""
+        g = Graph()
+        env: dict = {}
+        for v in self.inputs():
+            nv = g.add_input(v.shape, v.dtype, v.requires_grad)
+            nv._name = v._name
+            env[v] = nv
+        clone_block_into(self._block, g._block, env)
+        for v in self.outputs():
+            g.register_output(env[v])
+        return g
+
+
+def clone_node(n: Node, env: dict, into: Block, value_map: Optional[Callable] = None) -> Node:
+    """Clone ``n`` (recursively) at the end of ``into``; ``env`` maps old values to new ones
+    (``value_map(v)`` is asked for values missing from it)."""
+    def get(v: Value) -> Value:
+        if v in env:
+            return env[v]
+        if value_map is not None:
+            return value_map(v)
+        raise KeyError(v)
+    m = Node(n._kind, n.op, dict(n.attrs))
+    m.args = n.args
+    m.num_tensor_inputs = n.num_tensor_inputs
+    m.source = n.source
+    for v in n._inputs:
+        m.add_input(get(v))
+    into.append(m)
+    for b in n._blocks:
+        nb = m.add_block()
+        nb.graph = into.graph
+        for p in b._params:
+            q = nb.add_input(p.shape, p.dtype, p.requires_grad)
+            q._name = None
+            env[p] = q
+        for sub in b._nodes:
+            clone_node(sub, env, nb, value_map)
+        for v in b.outputs():
+            nb.register_output(get(v))
+    for o in n._outputs:
+        env[o] = m.add_output(o.shape, o.dtype, o.requires_grad)
+    return m
+
+
+def clone_block_into(src: Block, dst: Block, env: dict,
+                     value_map: Optional[Callable] = None) -> None:
+    for n in src._nodes:
+        clone_node(n, env, dst, value_map)
+
+
+def _arg_refs(args: tuple) -> List[int]:
+    refs = []
+    for a in args:
+        if type(a) is TensorArg:
+            refs.append(a.index)
+        elif type(a) is TensorList:
+            refs.extend(x.index for x in a if type(x) is TensorArg)
+    return refs
+
+
+# ---------------------------------------------------------------------------- printing
+def _fmt_const(arr: np.ndarray) -> str:
+    if arr.size <= 6:
+        if arr.ndim == 0:
+            return repr(arr.item())
+        return np.array2string(arr, separator=", ").replace("\n", "")
+    return f"<{type_str(arr.shape, arr.dtype)}>"
+
+
+def _fmt_arg(a: Any, node: Node) -> str:
+    if type(a) is TensorArg:
+        return "%" + node._inputs[node.num_tensor_inputs + a.index].debug_name
+    if type(a) is TensorList:
+        return "[" + ", ".join(_fmt_arg(x, node) for x in a) + "]"
+    if type(a) is tuple and node.op is None:
+        return "(" + ", ".join(_fmt_arg(x, node) for x in a) + ")"
+    if isinstance(a, np.ndarray):
+        return _fmt_const(a)
+    if isinstance(a, np.dtype):
+        return _SHORT.get(a.name, a.name)
+    if type(a) is tuple and a and all(type(s) is tuple and len(s) == 3 and hasattr(s[0], "name")
+                                      for s in a):      # view steps
+        return "<" + ", ".join(s[0].name for s in a) + ">"
+    r = repr(a)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _fmt_attrs(n: Node) -> str:
+    parts = []
+    if n.op is not None:
+        names = n.op.arg_names
+        for i, a in enumerate(n.args):
+            s = _fmt_arg(a, n)
+            parts.append(f"{names[i]}={s}" if i < len(names) else s)
+    else:
+        for k, v in n.attrs.items():
+            if k == "value":
+                parts.append(f"value={_fmt_const(v)}")
+            elif k == "name":
+                parts.append(f'name="{v}"')
+            elif k == "op":
+                parts.append(f'op="{v.name}"')
+            elif k == "name" or k == "fn":
+                continue
+            elif k in ("args", "kwargs") and v:
+                parts.append(f"{k}={_fmt_arg(v, n) if k == 'args' else repr(v)}")
+            elif k in ("size", "dtype"):
+                parts.append(f"{k}={_fmt_arg(tuple(v) if k == 'size' else v, n)}")
+    return "[" + ", ".join(parts) + "]" if parts else ""
+
+
+def _fmt_node(n: Node, indent: str, lines: List[str]) -> None:
+    outs = ", ".join(f"%{o.debug_name} : {o.type_str()}" for o in n._outputs)
+    k = n.num_tensor_inputs if n.op is not None else len(n._inputs)
+    ins = ", ".join("%" + v.debug_name for v in n._inputs[:k])
+    line = f"{indent}{outs + ' = ' if outs else ''}{n.kind()}{_fmt_attrs(n)}({ins})"
+    if n.source:
+        line = line.ljust(60) + f"  # {n.source}"
+    lines.append(line)
+    for i, b in enumerate(n._blocks):
+        params = ", ".join(f"%{p.debug_name} : {p.type_str()}" for p in b._params)
+        lines.append(f"{indent}  block{i}({params}):")
+        for sub in b._nodes:
+            _fmt_node(sub, indent + "    ", lines)
+        lines.append(f"{indent}    -> ({', '.join('%' + v.debug_name for v in b.outputs())})")
+
+
+class _Naming:
+    """Number the unnamed values of ``g`` in printing order while printing."""
+
+    def __init__(self, g: "Graph") -> None:
+        self.g = g
+
+    def __enter__(self) -> None:
+        _NAMES_LOCK.acquire()
+        _PRINT_NAMES.clear()
+        taken = {v._name for v in all_values(self.g) if v._name is not None}
+        k = 0
+        for v in all_values(self.g):
+            if v._name is None:
+                while str(k) in taken:
+                    k += 1
+                _PRINT_NAMES[id(v)] = str(k)
+                k += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        _PRINT_NAMES.clear()
+        _NAMES_LOCK.release()
+
+
+def format_graph(g: Graph, title: str = "graph") -> str:
+    """TorchScript-like text: one value per line with its type and the user's source line."""
+    with _Naming(g):
+        return _format_graph(g, title)
+
+
+def _format_graph(g: Graph, title: str) -> str:
+    ins = ", ".join(f"%{v.debug_name} : {v.type_str()}" for v in g.inputs())
+    lines = [f"{title}({ins}):"]
+    for n in g.nodes():
+        _fmt_node(n, "  ", lines)
+    lines.append(f"  return ({', '.join('%' + v.debug_name for v in g.outputs())})")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------- DOT
+def _dot_id(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _dot_body(g: Graph, prefix: str) -> str:
+    out: List[str] = []
+    ids: dict = {}
+
+    def vid(v: Value) -> str:
+        return ids.setdefault(id(v), f"{prefix}v{len(ids)}")
+
+    out.append('  node [shape=box, fontname="monospace"];\n')
+    def label(v: Value, typed: bool = True) -> str:
+        return _dot_id("%" + v.debug_name + (" : " + v.type_str() if typed else ""))
+
+    for v in g.inputs():
+        out.append(f"  {vid(v)} [shape=ellipse, label={label(v)}];\n")
+
+    def emit_block(b: Block, depth: int) -> None:
+        for n in b._nodes:
+            nid = f"{prefix}n{id(n)}"
+            text = n.kind() + _fmt_attrs(n)
+            if n.source:
+                text += "\\n" + n.source
+            out.append(f"  {nid} [label={_dot_id(text)}];\n")
+            for v in n._inputs:
+                src = vid(v)
+                out.append(f"  {src} -> {nid};\n")
+            for o in n._outputs:
+                out.append(f"  {vid(o)} [shape=plaintext, label={label(o)}];\n")
+                out.append(f"  {nid} -> {vid(o)};\n")
+            for sb in n._blocks:
+                out.append(f"  subgraph {_dot_id('cluster_' + nid + '_' + str(depth))} {{\n"
+                           f"  label={_dot_id(n.kind() + ' block')};\n")
+                for p in sb._params:
+                    out.append(f"  {vid(p)} [shape=ellipse, label={label(p, False)}];\n")
+                emit_block(sb, depth + 1)
+                ret = f"{nid}_ret"
+                out.append(f"  {ret} [shape=point];\n")
+                for v in sb.outputs():
+                    out.append(f"  {vid(v)} -> {ret};\n")
+                out.append("  }\n")
+                out.append(f"  {ret} -> {nid} [style=dashed];\n")
+    emit_block(g.block(), 0)
+    rid = f"{prefix}return"
+    out.append(f"  {rid} [shape=doublecircle, label=\"return\"];\n")
+    for i, v in enumerate(g.outputs()):
+        out.append(f"  {vid(v)} -> {rid} [label=\"{i}\"];\n")
+    return "".join(out)
+
+
+def dot_side_by_side(graphs: Sequence[tuple]) -> str:
+    """DOT source with one cluster per ``(title, graph)``, side by side."""
+    parts = ["digraph gradient {\n  rankdir=TB;\n"]
+    for k, (title, g) in enumerate(graphs):
+        parts.append(f"  subgraph {_dot_id('cluster_' + title)} {{\n  label={_dot_id(title)};\n")
+        with _Naming(g):
+            parts.append(_dot_body(g, f"g{k}_"))
+        parts.append("  }\n")
+    parts.append("}\n")
+    return "".join(parts)
+
+
+def all_values(g: Graph) -> Iterator[Value]:
+    """Every value of ``g`` in printing order."""
+    yield from g.inputs()
+    for n in g.all_nodes():
+        yield from n._outputs
+        for b in n._blocks:
+            yield from b._params
+
+
+def _unused(*_: Any) -> None:
+    return None

@@ -1,0 +1,229 @@
+"""Graph passes (seed 004's ``Optimize`` and what lowering needs).
+
+* ``eliminate_dead_code(block, callback)``: drop nodes nothing uses (recursively in blocks);
+  ``callback(live_values)`` is called with the set of live values (differentiate uses it to erase
+  dead ``grad_map`` entries, the seed's ``eliminateDeadCode(ReverseDetails)``).
+* ``eliminate_common_subexpression(graph)``: one node per (kind, inputs, arguments) in each
+  block scope; constants by value.
+* ``lift_constants(block, into)``: constants used inside ``block`` that live outside ``into``
+  are cloned to the start of ``into`` (the seed's ``liftConstants``: cheaper to rebuild in df than
+  to capture).
+* ``fold_sizes(block)``: a ``SumToSize`` whose input already has the target shape (shapes are
+  static) is the identity and is removed (the seed's ``foldSizeIfNotEqual``).
+* ``lower_grad_of(block)``: inline ``GradOf`` bodies (TorchScript's LowerGradOf); the result is a
+  plain graph of ops and primitives.
+
+Example:
+    >>> import ndgrad
+    >>> from ndgrad.jit import trace_graph
+    >>> from ndgrad.jit.passes import eliminate_common_subexpression
+    >>> g = trace_graph(lambda x: x.exp() + x.exp(), (ndgrad.ones(2),)).graph
+    >>> eliminate_common_subexpression(g); [n.kind() for n in g.nodes()]
+    ['exp', 'add']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from .ir import Block, Graph, Node, TensorArg, Value
+
+__all__ = ["eliminate_dead_code", "eliminate_common_subexpression", "lift_constants",
+           "fold_sizes", "lower_grad_of"]
+
+
+# ---------------------------------------------------------------------------- DCE
+def eliminate_dead_code(block: Block, callback: Optional[Callable] = None) -> None:
+    """Remove every node none of whose outputs is used (transitively), in ``block`` and its
+    nested blocks."""
+    live: set = set()
+    _mark_live(block, live)
+    _sweep(block, live)
+    if callback is not None:
+        callback(live)
+
+
+def _mark_live(block: Block, live: set) -> None:
+    for v in block.outputs():
+        live.add(v)
+    for n in reversed(block._nodes):
+        if any(o in live for o in n._outputs) or n._kind == "Return":
+            for b in n._blocks:
+                # Only the block outputs that the node's live outputs return are needed.
+                outs = b.outputs()
+                needed = [outs[i] for i, o in enumerate(n._outputs) if o in live]
+                _mark_live_block(b, needed, live)
+            for v in n._inputs:
+                live.add(v)
+
+
+def _mark_live_block(b: Block, needed: list, live: set) -> None:
+    for v in needed:
+        live.add(v)
+    for n in reversed(b._nodes):
+        if any(o in live for o in n._outputs):
+            for sb in n._blocks:
+                outs = sb.outputs()
+                _mark_live_block(sb, [outs[i] for i, o in enumerate(n._outputs) if o in live],
+                                 live)
+            for v in n._inputs:
+                live.add(v)
+
+
+def _sweep(block: Block, live: set) -> None:
+    for n in reversed(list(block._nodes)):
+        if not any(o in live for o in n._outputs):
+            for o in n._outputs:
+                o._uses = [u for u in o._uses if u.user.owning_block is not None and
+                           _alive_user(u.user, live)]
+            n.destroy_recursive()
+            continue
+        for b in n._blocks:
+            # Drop block outputs whose node output is dead.
+            dead = [i for i, o in enumerate(n._outputs) if o not in live]
+            if dead:
+                _drop_outputs(n, b, dead)
+            _sweep(b, live)
+
+
+def _alive_user(user: Node, live: set) -> bool:
+    return user._kind == "Return" or any(o in live for o in user._outputs)
+
+
+def _drop_outputs(n: Node, b: Block, dead: list) -> None:
+    ret = b.return_node()
+    keep_vals = [v for i, v in enumerate(ret._inputs) if i not in dead]
+    ret.remove_all_inputs()
+    for v in keep_vals:
+        ret.add_input(v)
+    keep_outs = [o for i, o in enumerate(n._outputs) if i not in dead]
+    for i, o in enumerate(keep_outs):
+        o.offset = i
+    n._outputs = keep_outs
+
+
+# ---------------------------------------------------------------------------- CSE
+def _hashable(a: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return ("nd", a.dtype.str, a.shape, a.tobytes())
+    if isinstance(a, (list, tuple)):
+        return (type(a).__name__, tuple(_hashable(x) for x in a))
+    if isinstance(a, dict):
+        return ("dict", tuple((k, _hashable(v)) for k, v in a.items()))
+    if isinstance(a, np.dtype):
+        return ("dtype", a.str)
+    if isinstance(a, (float, np.floating)) and a != a:
+        return ("nan",)
+    if isinstance(a, TensorArg):
+        return ("targ", a.index)
+    hash(a)
+    return (type(a).__name__, a)
+
+
+def _key(n: Node) -> Any:
+    if n._blocks or n._kind in ("AutogradZero", "Return", "OpBackward"):
+        return None
+    try:
+        attrs = _hashable({k: v for k, v in n.attrs.items()})
+        args = _hashable(n.args)
+    except TypeError:
+        return None
+    return (n._kind, id(n.op), n.num_tensor_inputs, tuple(id(v) for v in n._inputs), args, attrs)
+
+
+def eliminate_common_subexpression(graph: Graph, block: Optional[Block] = None,
+                                   seen: Optional[dict] = None) -> None:
+    """Replace a node equal to an earlier one (same kind, op, inputs, arguments) by it."""
+    block = graph.block() if block is None else block
+    seen = {} if seen is None else seen
+    for n in list(block._nodes):
+        for b in n._blocks:
+            eliminate_common_subexpression(graph, b, dict(seen))
+        k = _key(n)
+        if k is None:
+            continue
+        prev = seen.get(k)
+        if prev is None:
+            seen[k] = n
+            continue
+        if any(a.requires_grad != b.requires_grad or a.shape != b.shape or a.dtype != b.dtype
+               for a, b in zip(prev._outputs, n._outputs)):
+            continue
+        for a, b in zip(prev._outputs, n._outputs):
+            b.replace_all_uses_with(a)
+        n.destroy()
+
+
+# ---------------------------------------------------------------------------- constants
+def _in_block(n: Node, container: Block) -> bool:
+    b = n.owning_block
+    while b is not None:
+        if b is container:
+            return True
+        b = b.owning_node.owning_block if b.owning_node is not None else None
+    return False
+
+
+def lift_constants(block: Block, into: Block) -> None:
+    """Clone constants that nodes of ``block`` use and that live outside ``into`` to the start
+    of ``into``, so that df rebuilds them instead of capturing them."""
+    for n in list(block._nodes):
+        _lift_node(n, into)
+    _lift_node(block.return_node(), into)
+
+
+def _lift_node(n: Node, into: Block) -> None:
+    for i, v in enumerate(list(n._inputs)):
+        p = v.node()
+        if p is None or p._kind != "Constant" or _in_block(p, into):
+            continue
+        c = Node("Constant", None, dict(p.attrs))
+        c.source = p.source
+        c.add_output(v.shape, v.dtype, v.requires_grad)
+        into.prepend(c)
+        n.replace_input(i, c.output())
+    for b in n._blocks:
+        lift_constants(b, into)
+
+
+# ---------------------------------------------------------------------------- sizes
+def fold_sizes(block: Block) -> None:
+    """Remove ``SumToSize`` nodes whose input already has the target shape."""
+    for n in list(block._nodes):
+        for b in n._blocks:
+            fold_sizes(b)
+        if n._kind == "SumToSize" and tuple(n._inputs[0].shape) == tuple(n.attrs["size"]):
+            n.output().replace_all_uses_with(n._inputs[0])
+            n.destroy()
+
+
+# ---------------------------------------------------------------------------- GradOf
+def lower_grad_of(block: Block) -> None:
+    """Inline every GradOf body in place of the node (a GradOf whose inputs are all undefined
+    has undefined outputs; after lowering, ops materialize zeros instead, which gives the same
+    values)."""
+    for n in list(block._nodes):
+        for b in n._blocks:
+            lower_grad_of(b)
+        if n._kind != "GradOf":
+            continue
+        body = n._blocks[0]
+        for sub in list(body._nodes):
+            sub.move_before(n)
+        for o, v in zip(list(n._outputs), body.outputs()):
+            o.replace_all_uses_with(v)
+        body.return_node().remove_all_inputs()
+        n.destroy()
+
+
+def _values(block: Block) -> list:
+    out = []
+    for n in block._nodes:
+        out.extend(n._outputs)
+    return out
+
+
+def _unused(_: Value) -> None:
+    return None

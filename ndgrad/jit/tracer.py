@@ -1,0 +1,864 @@
+"""Tracing: run a function once on example inputs with the dispatcher's recording flag on and
+build the ``Graph`` of the ops it ran.
+
+Note [Tracing]
+* ``ops/_dispatch.apply`` calls ``record`` right after an op's forward while ``_TRACING`` is set
+  (one flag branch, like the profiler's); ``ops/views_inplace.apply_inplace`` wraps its
+  out-of-place function with ``wrap_inplace`` (functionalization, below). Only the thread that
+  traces records: the active ``Tracer`` is thread-local.
+* Values are found by tensor identity first, then by array identity (a tensor rebuilt around an
+  array an op produced, e.g. a saved output unpacked by the engine). A tensor whose
+  ``requires_grad`` differs from its value's (``t.detach()``, ``t.detach().requires_grad_()``)
+  gets a ``Detach`` node. A tensor the trace has never seen is *lifted*: it becomes a graph input
+  read at call time (a closure tensor, a module's parameter); if nothing but the trace still
+  holds it when the function has returned (a tensor the function built with a factory), it
+  becomes a ``Constant`` instead.
+* ``autograd.grad``, ``backward``-free functional transforms, vmap-style batched gradients and
+  forward-mode AD all compute with ops of the op table, so their ops are recorded like any other:
+  a whole training step or Hessian becomes one graph. Values computed where grad mode is off
+  (``grad(create_graph=False)``) do not require grad, as in eager.
+* Data-dependent escapes (``bool(t)``, ``t.item()``, ``t.tolist()``, ``t.numpy()``,
+  ``np.asarray(t)``, ``float(t)``/``int(t)``/``t.__index__``) on a traced value raise
+  ``TraceError`` naming the user's line; so do random ops (for now) and ops whose output shape
+  depends on the data.
+* Functionalization: an in-place op on ``t`` records its out-of-place op; ``t`` then maps to the
+  result. When ``t`` is a view of a base ``b`` (Note [Views and in-place operations] in
+  ops/views_inplace.py), ``b`` maps to ``view_zero(b) + view_scatter(new)`` over ``t``'s view
+  steps and every other view of ``b`` is replayed from it (``as_strided_view``) when next used.
+  Graph inputs whose value changed are listed in ``TraceResult.mutated`` and their final values
+  are extra graph outputs (the caller writes them back).
+
+Example:
+    >>> import ndgrad
+    >>> from ndgrad.jit import trace_graph
+    >>> r = trace_graph(lambda x: (x * 2).sin(), (ndgrad.ones(3),))
+    >>> print(r.graph)  # doctest: +ELLIPSIS
+    graph(%x : f32[3]):
+      %0 : f32[3] = mul[other=2](%x)...
+      %1 : f32[3] = sin(%0)...
+      return (%1)
+    <BLANKLINE>
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import threading
+from typing import Any, Callable, List, Optional, Sequence
+
+import numpy as np
+
+from .. import _generator
+from ..autograd.grad_mode import _state
+from ..autograd.saved import TensorList
+from ..ops import _dispatch
+from ..ops import binary as _binary
+from ..ops._dispatch import _DIFF_DTYPES
+from ..ops.views_inplace import VIEW_REPLAY, VIEW_SCATTER, VIEW_ZERO
+from ..tensor import Tensor
+from .ir import Graph, Node, TensorArg, Value
+from .passes import eliminate_dead_code
+
+__all__ = ["TraceError", "TraceResult", "trace_graph", "Tracer", "flatten", "unflatten",
+           "current_tracer", "RANDOM_OPS", "DATA_DEPENDENT_SHAPE_OPS"]
+
+
+class TraceError(RuntimeError):
+    """The traced function did something a graph cannot represent (data-dependent control flow,
+    random numbers ...). The message names the user's line."""
+
+
+# Ops drawing random numbers: refused while tracing (their samples would be baked in).
+RANDOM_OPS = frozenset({"bernoulli", "cauchy", "exponential", "geometric", "log_normal",
+                        "normal", "random", "uniform", "dropout", "alpha_dropout",
+                        "feature_alpha_dropout", "multinomial", "poisson", "rrelu",
+                        "randperm", "rrelu_with_noise"})
+# Ops whose output shape depends on the input values: a static-shape graph cannot hold them.
+DATA_DEPENDENT_SHAPE_OPS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive",
+                                      "argwhere", "nonzero_static_dynamic", "bincount",
+                                      "repeat_interleave_tensor"})
+
+_local = threading.local()
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_lock = threading.Lock()
+_active_count = [0]
+
+
+def current_tracer() -> Optional["Tracer"]:
+    """The tracer active in this thread, or None."""
+    return getattr(_local, "tracer", None)
+
+
+def user_source(skip_jit: bool = True) -> str:
+    """``file:line`` of the innermost frame outside the ndgrad package (the user's line)."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_PKG_DIR) and not fn.startswith("<frozen"):
+            return f"{os.path.basename(fn)}:{f.f_lineno}"
+        f = f.f_back
+    return ""
+
+
+# ---------------------------------------------------------------------------- pytrees
+def flatten(obj: Any) -> tuple:
+    """``(leaves, spec)``: Tensors of a nested tuple/list/dict, and the structure."""
+    leaves: list = []
+    return leaves, _flatten(obj, leaves)
+
+
+def _flatten(obj: Any, leaves: list) -> Any:
+    if isinstance(obj, Tensor):
+        leaves.append(obj)
+        return ("T",)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return ("namedtuple", type(obj), [_flatten(o, leaves) for o in obj])
+    if isinstance(obj, (tuple, list)):
+        return (type(obj).__name__ if type(obj) in (tuple, list) else "tuple",
+                [_flatten(o, leaves) for o in obj])
+    if isinstance(obj, dict):
+        keys = list(obj)
+        return ("dict", keys, [_flatten(obj[k], leaves) for k in keys])
+    return ("C", obj)
+
+
+def unflatten(spec: Any, leaves: Sequence[Any]) -> Any:
+    """Rebuild the structure ``spec`` from ``leaves`` (inverse of ``flatten``)."""
+    it = iter(leaves)
+    return _unflatten(spec, it)
+
+
+def _unflatten(spec: Any, it: Any) -> Any:
+    kind = spec[0]
+    if kind == "T":
+        return next(it)
+    if kind == "C":
+        return spec[1]
+    if kind == "namedtuple":
+        return spec[1](*[_unflatten(s, it) for s in spec[2]])
+    if kind == "tuple":
+        return tuple(_unflatten(s, it) for s in spec[1])
+    if kind == "list":
+        return [_unflatten(s, it) for s in spec[1]]
+    if kind == "dict":
+        return {k: _unflatten(s, it) for k, s in zip(spec[1], spec[2])}
+    raise ValueError(f"bad pytree spec {spec!r}")
+
+
+# ---------------------------------------------------------------------------- the result
+class TraceResult:
+    """What ``trace_graph`` returns.
+
+    Attributes:
+        graph: the Graph. Inputs: [flattened tensor inputs][lifted tensors]; outputs: [flattened
+            tensor outputs][final values of mutated inputs].
+        in_spec, out_spec: pytree specs (``unflatten(spec, leaves)``); Python values of the
+            inputs are baked into the graph (non-tensor leaves of ``in_spec``).
+        num_inputs: number of flattened tensor inputs of the function.
+        lifted: tensors read at call time, one per graph input after the first ``num_inputs``.
+        num_outputs: number of flattened tensor outputs of the function.
+        mutated: graph input indices whose tensors the function modified in place; the final
+            value of ``mutated[i]`` is ``graph.outputs()[num_outputs + i]``.
+        example_inputs: the flattened example tensors (inputs then lifted) the trace ran on.
+    """
+
+    def __init__(self, graph: Graph, in_spec: Any, out_spec: Any, num_inputs: int,
+                 lifted: list, num_outputs: int, mutated: list, example_inputs: list) -> None:
+        self.graph = graph
+        self.in_spec = in_spec
+        self.out_spec = out_spec
+        self.num_inputs = num_inputs
+        self.lifted = lifted
+        self.num_outputs = num_outputs
+        self.mutated = mutated
+        self.example_inputs = example_inputs
+
+    def __repr__(self) -> str:
+        return (f"TraceResult(num_inputs={self.num_inputs}, lifted={len(self.lifted)}, "
+                f"num_outputs={self.num_outputs}, mutated={self.mutated})\n{self.graph}")
+
+
+# ---------------------------------------------------------------------------- the tracer
+class _Entry:
+    __slots__ = ("tensor", "value", "gen")
+
+    def __init__(self, tensor: Any, value: Value, gen: int) -> None:
+        self.tensor, self.value, self.gen = tensor, value, gen
+
+
+class Tracer:
+    """Records ops into ``graph`` (at its insertion point). ``lift``: what to do with a tensor
+    the trace has not seen: ``"input"`` (lift it to a graph input, decided at the end) or
+    ``"constant"`` (used while differentiating: tensors made inside VJP rules)."""
+
+    def __init__(self, graph: Graph, lift: str = "input") -> None:
+        self.graph = graph
+        self.lift = lift
+        self.tmap: dict = {}          # id(tensor) -> _Entry
+        self.amap: dict = {}          # id(ndarray) -> (ndarray, Value)
+        self.candidates: list = []    # [tensor, Value, snapshot or None] lifted so far
+        self.cand_ids: dict = {}      # id(tensor) -> index in candidates
+        self.gens: dict = {}          # id(base tensor) -> generation (bumped on each write)
+        self.inputs: list = []        # (tensor, Value) for the function's inputs
+        self.source_override: Optional[str] = None
+        self._rng_state = _rng_fingerprint()
+
+    # ---- values
+    def bind(self, t: Tensor, v: Value) -> None:
+        self.tmap[id(t)] = _Entry(t, v, self._gen_of(t))
+        self.amap[id(t._data)] = (t._data, v)
+
+    def _gen_of(self, t: Tensor) -> int:
+        b = t._base if t._base is not None else t
+        return self.gens.get(id(b), 0)
+
+    def source(self) -> str:
+        return self.source_override if self.source_override is not None else user_source()
+
+    def value_of(self, t: Tensor) -> Value:
+        e = self.tmap.get(id(t))
+        if e is not None and e.tensor is t:
+            v = e.value
+            if t._base is not None and e.gen != self._gen_of(t):
+                v = self._replay_view(t)
+        else:
+            a = self.amap.get(id(t._data))
+            if a is not None and a[0] is t._data:
+                v = a[1]
+                if t._base is not None and self._gen_of(t) and \
+                        self.tmap.get(id(t._base)) is not None:
+                    v = self._replay_view(t)
+            else:
+                v = self._unknown(t)
+            self.tmap[id(t)] = _Entry(t, v, self._gen_of(t))
+        rg = t.requires_grad
+        if rg != v.requires_grad:
+            v = self._detach(v, rg)
+            self.tmap[id(t)].value = v
+        return v
+
+    def _unknown(self, t: Tensor) -> Value:
+        if self.lift == "constant" or t._data.size == 0:
+            v = self.graph_constant(t._data)
+            if t.requires_grad:
+                v = self._detach(v, True)
+            return v
+        if t._base is not None:
+            base = t._base
+            if id(base) not in self.tmap:
+                self.value_of(base)
+            return self._replay_view(t)
+        v = Value(t._data.shape, t._data.dtype, t.requires_grad)
+        g = self.graph
+        v._block = g.block()
+        v.offset = -1                      # placed among the graph inputs at the end
+        self.cand_ids[id(t)] = len(self.candidates)
+        self.candidates.append([t, v, None])
+        return v
+
+    def graph_constant(self, arr: np.ndarray) -> Value:
+        blk, idx = self.graph.insert_point()
+        top = self.graph.block()
+        # Constants go to the top of the graph's top block (they are valid everywhere).
+        self.graph.set_insert_point(top, 0)
+        v = self.graph.insert_constant(arr, source=self.source())
+        if blk is top and idx is not None:
+            idx += 1
+        self.graph.set_insert_point(blk, idx)
+        return v
+
+    def _detach(self, v: Value, requires_grad: bool) -> Value:
+        n = self.graph.insert_prim("Detach", [v], [(v.shape, v.dtype, requires_grad)],
+                                   source=self.source())
+        return n.output()
+
+    def _replay_view(self, t: Tensor) -> Value:
+        """Rebuild view ``t`` from its base's current value."""
+        base = t._base
+        bv = self.value_of(base)
+        arr = self._example(base)
+        v = self.emit(VIEW_REPLAY, [bv], [arr], (t._view_steps,))[0]
+        return v
+
+    def _example(self, t: Tensor) -> np.ndarray:
+        return t._data
+
+    # ---- recording
+    def emit(self, op: Any, values: Sequence[Value], arrays: Sequence[np.ndarray],
+             args: tuple) -> List[Value]:
+        """Record ``op`` on ``values`` (computing its outputs' types by running it on
+        ``arrays``); for functionalization."""
+        out = op.forward(*arrays, *args)
+        outs = (np.asarray(out),) if op.num_outputs == 1 else tuple(np.asarray(o) for o in out)
+        n = self._insert(op, list(values), len(values), args, outs)
+        return n.outputs()
+
+    def _insert(self, op: Any, in_values: list, k: int, args: tuple, outs: tuple) -> Node:
+        rg_in = _state.enabled and op.differentiable and any(v.requires_grad
+                                                             for v in in_values[:k])
+        types = [(o.shape, o.dtype, rg_in and o.dtype in _DIFF_DTYPES) for o in outs]
+        return self.graph.insert_op(op, in_values, args, types, num_tensor_inputs=k,
+                                    source=self.source())
+
+    def record(self, op: Any, tensors: tuple, arrays: tuple, args: tuple, out: Any) -> Any:
+        """The dispatcher's hook: record one op call whose forward returned ``out``."""
+        if op.name in RANDOM_OPS:
+            raise TraceError(f"ndgrad.jit: random op '{op.name}' at {self.source()}: random "
+                             "numbers cannot be traced yet (their samples would be baked into "
+                             "the graph); draw them outside the traced function and pass them "
+                             "as inputs")
+        if op.name in DATA_DEPENDENT_SHAPE_OPS:
+            raise TraceError(f"ndgrad.jit: '{op.name}' at {self.source()} has an output shape "
+                             "that depends on the input values; a traced graph has static "
+                             "shapes")
+        self.check_rng()
+        if op.num_outputs == 1:
+            if type(out) is not np.ndarray:
+                out = np.asarray(out)
+            outs = (out,)
+        else:
+            out = tuple(o if type(o) is np.ndarray else np.asarray(o) for o in out)
+            outs = out
+        values = []
+        for i, t in enumerate(tensors):
+            v = self.value_of(t)
+            a = arrays[i] if i < len(arrays) else None
+            if a is not None and a is not t._data:
+                v = self._operand(v, t, a)
+            values.append(v)
+        for a in arrays[len(tensors):]:
+            values.append(self.graph_constant(a))
+        k = len(values)
+        extra: list = []
+        if args:
+            args = self._lift_args(args, extra)
+        node = self._insert(op, values + extra, k, args, outs)
+        for o, v in zip(outs, node.outputs()):
+            self.amap[id(o)] = (o, v)
+        return out
+
+    def _lift_args(self, args: tuple, extra: list) -> tuple:
+        new = []
+        changed = False
+        for a in args:
+            if type(a) is Tensor or isinstance(a, Tensor):
+                extra.append(self.value_of(a))
+                new.append(TensorArg(len(extra) - 1))
+                changed = True
+            elif type(a) is TensorList:
+                items = []
+                for x in a:
+                    if isinstance(x, Tensor):
+                        extra.append(self.value_of(x))
+                        items.append(TensorArg(len(extra) - 1))
+                    else:
+                        items.append(x)
+                new.append(TensorList(items))
+                changed = True
+            else:
+                new.append(a)
+        return tuple(new) if changed else args
+
+    def _operand(self, v: Value, t: Tensor, a: np.ndarray) -> Value:
+        """The value of array ``a`` that an op received in place of tensor ``t``'s data."""
+        known = self.amap.get(id(a))
+        if known is not None and known[0] is a:
+            return known[1]
+        d = t._data
+        if a.dtype != d.dtype:
+            conv = d.astype(a.dtype) if not (d.dtype.kind == "c" and a.dtype.kind != "c") \
+                else None
+            if conv is not None and conv.shape == a.shape and \
+                    np.array_equal(conv, a, equal_nan=a.dtype.kind in "fc"):
+                return self.graph.insert_prim("Cast", [v], [(a.shape, a.dtype, v.requires_grad)],
+                                              {"dtype": a.dtype}, source=self.source()).output()
+        elif a.shape == d.shape and (a.size == 0 or np.shares_memory(a, d) or
+                                     np.array_equal(a, d, equal_nan=a.dtype.kind in "fc")):
+            return v
+        if a.shape != d.shape and a.dtype == d.dtype:
+            try:
+                b = np.broadcast_to(d, a.shape)
+            except ValueError:
+                b = None
+            if b is not None and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+                return self.graph.insert_prim("BroadcastTo", [v],
+                                              [(a.shape, a.dtype, v.requires_grad)],
+                                              {"size": a.shape}, source=self.source()).output()
+        raise TraceError(f"ndgrad.jit: an operand was transformed outside the op table before "
+                         f"an op at {self.source()}; this op cannot be traced")
+
+    def check_rng(self) -> None:
+        fp = _rng_fingerprint()
+        if fp != self._rng_state:
+            self._rng_state = fp
+            raise TraceError(f"ndgrad.jit: random numbers were drawn at or before "
+                             f"{self.source()}: random numbers cannot be traced yet (their "
+                             "samples would be baked into the graph); draw them outside the "
+                             "traced function and pass them as inputs")
+
+    # ---- functionalization
+    def wrap_inplace(self, target: Tensor, fn: Callable) -> Callable:
+        """Wrap the out-of-place function of an in-place op on ``target``."""
+        def traced(s: Tensor, *args: Any) -> Any:
+            cur = self.value_of(target)
+            ci = self.cand_ids.get(id(target))
+            if ci is not None and self.candidates[ci][2] is None and \
+                    self.candidates[ci][1] is cur:
+                self.candidates[ci][2] = target._data.copy()   # value before the write
+            if s is not target:
+                self.tmap[id(s)] = _Entry(s, cur, self._gen_of(target))
+                self.amap[id(s._data)] = (s._data, cur)
+            old = target._data.copy() if target._base is not None else None
+            res = fn(s, *args)
+            self._after_inplace(target, res, old)
+            return res
+        return traced
+
+    def _after_inplace(self, t: Tensor, res: Tensor, old: Optional[np.ndarray]) -> None:
+        new = self.value_of(res)
+        d = t._data
+        if new.dtype != d.dtype:
+            new = self.graph.insert_prim("Cast", [new], [(new.shape, d.dtype,
+                                                          new.requires_grad)],
+                                         {"dtype": d.dtype}, source=self.source()).output()
+        if new.shape != d.shape:
+            new = self.graph.insert_prim("BroadcastTo", [new], [(d.shape, d.dtype,
+                                                                 new.requires_grad)],
+                                         {"size": d.shape}, source=self.source()).output()
+        base = t._base
+        if base is None:
+            self.gens[id(t)] = self.gens.get(id(t), 0) + 1
+            self.tmap[id(t)] = _Entry(t, new, self._gen_of(t))
+            if t.requires_grad != new.requires_grad:
+                self.tmap[id(t)].value = self._detach(new, t.requires_grad)
+            return
+        # A write through a view: the base becomes view_zero(base) + view_scatter(new).
+        bv = self.value_of(base)
+        steps = t._view_steps
+        barr = base._data            # still the old data (the write happens after fn)
+        zero = self.emit(VIEW_ZERO, [bv], [barr], (steps,))[0]
+        new_arr = np.asarray(res._data)
+        if new_arr.shape != d.shape:
+            new_arr = np.broadcast_to(new_arr.astype(d.dtype), d.shape)
+        scat = self.emit(VIEW_SCATTER, [new], [new_arr.astype(d.dtype, copy=False)],
+                         (steps, barr.shape, barr.dtype))[0]
+        add = _add_op(_binary)
+        z = VIEW_ZERO.forward(barr, steps)
+        s = VIEW_SCATTER.forward(new_arr.astype(d.dtype, copy=False), steps, barr.shape,
+                                 barr.dtype)
+        total = self.emit(add, [zero, scat], [z, s], _add_args(add))[0]
+        if total.dtype != barr.dtype:
+            total = self.graph.insert_prim("Cast", [total], [(barr.shape, barr.dtype,
+                                                              total.requires_grad)],
+                                           {"dtype": barr.dtype}, source=self.source()).output()
+        self.gens[id(base)] = self.gens.get(id(base), 0) + 1
+        self.tmap[id(base)] = _Entry(base, total, self._gen_of(base))
+        self.tmap[id(t)] = _Entry(t, new, self._gen_of(t))
+        del old
+
+
+def _add_op(binary: Any) -> Any:
+    for name in ("ADD", "ADD_TENSOR"):
+        op = getattr(binary, name, None)
+        if op is not None:
+            return op
+    return _dispatch.REGISTRY["add"][0]
+
+
+def _add_args(op: Any) -> tuple:
+    return tuple(1 for _ in op.arg_names) if op.arg_names else ()
+
+
+def _rng_fingerprint() -> Any:
+    g = _generator.default_generator
+    try:
+        st = g._mt.state["state"]
+        return (st["pos"], int(st["key"][0]), int(st["key"][-1]), id(g._mt),
+                g._next_normal if hasattr(g, "_next_normal") else None)
+    except (AttributeError, KeyError, TypeError):
+        return None
+
+
+# ---------------------------------------------------------------------------- escapes
+_ESCAPES = ("__bool__", "item", "tolist", "numpy", "__array__", "__float__", "__int__",
+            "__index__", "__complex__")
+_originals: dict = {}
+
+
+def _make_escape(name: str, orig: Callable) -> Callable:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        tr = getattr(_local, "tracer", None)
+        if tr is not None and tr.knows(self):
+            what = {"__bool__": "bool(tensor)", "__float__": "float(tensor)",
+                    "__int__": "int(tensor)", "__index__": "using a tensor as an index",
+                    "__complex__": "complex(tensor)", "__array__": "np.asarray(tensor)"}.get(
+                        name, f"Tensor.{name}()")
+            raise TraceError(
+                f"ndgrad.jit: {what} at {user_source()} reads the value of a traced tensor: "
+                "data-dependent Python control flow cannot be traced (the graph would keep "
+                "the branch taken for the example inputs). Use tensor ops (ndgrad.where ...) "
+                "or call the function eagerly")
+        return orig(self, *args, **kwargs)
+    method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
+    method.__doc__ = orig.__doc__
+    return method
+
+
+# Note [Functions outside the op table]
+# A few non-differentiable functions (comparisons, isnan ..., logical and bitwise ops, all/any,
+# argmax ...) compute their result directly with NumPy instead of through an op of the table, so
+# the dispatcher never sees them. While tracing, these names (on Tensor and in the ndgrad
+# namespace) are wrapped: a call on traced tensors is recorded as a ``Call`` node (attributes:
+# the function and its arguments with ``TensorArg`` placeholders) whose outputs do not require
+# grad. Any other tensor a function builds without the op table is taken as a constant (the op
+# tests trace on one input and check on another, which finds such cases).
+_CALL_NAMES = ("eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf",
+               "isneginf", "isreal", "logical_not", "logical_and", "logical_or", "logical_xor",
+               "all", "any", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+               "signbit", "isclose", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
+               "__invert__", "__and__", "__or__", "__xor__", "__rand__", "__ror__", "__rxor__",
+               "argmax", "argmin", "argsort", "count_nonzero", "searchsorted", "bucketize",
+               "where")
+_patched: list = []
+
+
+def _make_call(name: str, orig: Callable) -> Callable:
+    def method(*args: Any, **kwargs: Any) -> Any:
+        tr = getattr(_local, "tracer", None)
+        if tr is None or tr.in_call:
+            return orig(*args, **kwargs)
+        tr.in_call = True
+        try:
+            res = orig(*args, **kwargs)
+        finally:
+            tr.in_call = False
+        tr.record_call(name, orig, args, kwargs, res)
+        return res
+    method.__name__ = getattr(orig, "__name__", name)
+    method.__qualname__ = getattr(orig, "__qualname__", name)
+    method.__doc__ = getattr(orig, "__doc__", None)
+    method.__wrapped__ = orig
+    return method
+
+
+def _record_call(self: Tracer, name: str, fn: Callable, args: tuple, kwargs: dict,
+                 res: Any) -> None:
+    outs = res if isinstance(res, tuple) else (res,)
+    if not all(isinstance(o, Tensor) for o in outs):
+        return
+    if all(self.knows(o) for o in outs):
+        return                          # it went through the op table
+    inputs: list = []
+
+    def sub(a: Any) -> Any:
+        if isinstance(a, Tensor):
+            if not self.knows(a) and not a.requires_grad:
+                return a                # an unrelated tensor: kept as a constant
+            inputs.append(self.value_of(a))
+            return TensorArg(len(inputs) - 1)
+        if type(a) in (tuple, list):
+            return type(a)(sub(x) for x in a)
+        return a
+    targs = tuple(sub(a) for a in args)
+    tkw = {k: sub(v) for k, v in kwargs.items()}
+    if not inputs:
+        return
+    n = self.graph.insert_prim("Call", inputs,
+                               [(o._data.shape, o._data.dtype, False) for o in outs],
+                               {"fn": fn, "name": name, "args": targs, "kwargs": tkw,
+                                "tuple": isinstance(res, tuple)},
+                               source=self.source())
+    for o, v in zip(outs, n.outputs()):
+        self.tmap[id(o)] = _Entry(o, v, self._gen_of(o))
+        self.amap[id(o._data)] = (o._data, v)
+
+
+Tracer.record_call = _record_call
+Tracer.in_call = False
+
+
+def _knows(self: Tracer, t: Tensor) -> bool:
+    e = self.tmap.get(id(t))
+    if e is not None and e.tensor is t:
+        return True
+    a = self.amap.get(id(t._data))
+    if a is not None and a[0] is t._data:
+        return True
+    return id(t) in self.cand_ids
+
+
+Tracer.knows = _knows
+
+
+def _install() -> None:
+    with _lock:
+        _active_count[0] += 1
+        if _active_count[0] == 1:
+            for name in _ESCAPES:
+                orig = Tensor.__dict__[name]
+                _originals[name] = orig
+                setattr(Tensor, name, _make_escape(name, orig))
+            import ndgrad  # local import: the package namespace (it imports jit lazily)
+            for holder in (Tensor, ndgrad):
+                for name in _CALL_NAMES:
+                    orig = (holder.__dict__ if holder is Tensor else vars(holder)).get(name)
+                    if orig is None or not callable(orig):
+                        continue
+                    _patched.append((holder, name, orig))
+                    setattr(holder, name, _make_call(name, orig))
+            _dispatch.set_tracing(_record_hook, _inplace_hook)
+
+
+def _uninstall() -> None:
+    with _lock:
+        _active_count[0] -= 1
+        if _active_count[0] == 0:
+            _dispatch.set_tracing(None, None)
+            for holder, name, orig in reversed(_patched):
+                setattr(holder, name, orig)
+            _patched.clear()
+            for name, orig in _originals.items():
+                setattr(Tensor, name, orig)
+            _originals.clear()
+
+
+def _record_hook(op: Any, tensors: tuple, arrays: tuple, args: tuple, out: Any) -> Any:
+    tr = getattr(_local, "tracer", None)
+    if tr is None:
+        return out
+    return tr.record(op, tensors, arrays, args, out)
+
+
+def _inplace_hook(target: Tensor, fn: Callable) -> Callable:
+    tr = getattr(_local, "tracer", None)
+    if tr is None:
+        return fn
+    return tr.wrap_inplace(target, fn)
+
+
+class tracing:
+    """Context manager: make ``tracer`` the active tracer of this thread."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        self.tracer = tracer
+
+    def __enter__(self) -> Tracer:
+        self.prev = getattr(_local, "tracer", None)
+        _local.tracer = self.tracer
+        _install()
+        return self.tracer
+
+    def __exit__(self, *exc: Any) -> None:
+        _local.tracer = self.prev
+        _uninstall()
+
+
+# ---------------------------------------------------------------------------- trace_graph
+def _param_names(fn: Callable, n: int) -> List[str]:
+    if not inspect.isfunction(fn) and not inspect.ismethod(fn) and hasattr(fn, "forward"):
+        fn = fn.forward
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return [f"x{i}" for i in range(n)]
+    names = []
+    for i in range(n):
+        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY,
+                                                  params[i].POSITIONAL_OR_KEYWORD):
+            names.append(params[i].name)
+        else:
+            names.append(f"x{i}")
+    return names
+
+
+def trace_graph(fn: Callable, example_inputs: Any, kwargs: Optional[dict] = None
+                ) -> TraceResult:
+    """Run ``fn(*example_inputs, **kwargs)`` once, recording its ops into a Graph.
+
+    ``example_inputs`` is a tuple of arguments (a single Tensor is taken as one argument); each
+    may be a Tensor, a nested tuple/list/dict of Tensors, or a Python value (baked in).
+
+    >>> import ndgrad
+    >>> x = ndgrad.ones(2, requires_grad=True)
+    >>> r = trace_graph(lambda x: x.exp().sum(), (x,))
+    >>> [n.kind() for n in r.graph.nodes()], r.graph.outputs()[0].requires_grad
+    (['exp', 'sum'], True)
+    """
+    if isinstance(example_inputs, Tensor) or not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    args = tuple(example_inputs)
+    kwargs = dict(kwargs or {})
+    leaves, in_spec = flatten((args, kwargs))
+    g = Graph()
+    tr = Tracer(g)
+    names = _param_names(fn, len(args))
+    counts: dict = {}
+    # Name each input after its parameter (``x``, or ``x_0``, ``x_1`` inside a structure).
+    arg_of_leaf = []
+    for i, a in enumerate(args):
+        sub, _ = flatten(a)
+        arg_of_leaf.extend([(i, len(sub))] * len(sub))
+    seen_ids: dict = {}
+    for k, t in enumerate(leaves):
+        if id(t) in seen_ids:            # the same tensor passed twice: one value
+            v = seen_ids[id(t)]
+            g.add_input(t.shape, t.dtype, t.requires_grad)
+        if k < len(arg_of_leaf):
+            i, cnt = arg_of_leaf[k]
+            base = names[i]
+            j = counts.get(i, 0)
+            counts[i] = j + 1
+            name = base if cnt == 1 else f"{base}_{j}"
+        else:
+            name = f"kw{k - len(arg_of_leaf)}"
+        if id(t) in seen_ids:
+            g.inputs()[-1].debug_name = name
+            continue
+        v = g.add_input(t._data.shape, t._data.dtype, t.requires_grad, name=name)
+        seen_ids[id(t)] = v
+        tr.bind(t, v)
+        tr.inputs.append((t, v))
+    # A leaf repeated in the inputs maps every graph input position to the first value: the
+    # duplicate positions are inputs the graph does not use.
+    with tracing(tr):
+        out = fn(*args, **kwargs)
+        out_leaves, out_spec = flatten(out)
+        out_values = [tr.value_of(t) for t in out_leaves]
+        # Final values of inputs and lifted tensors (views replayed where their base changed).
+        finals = [(t, v, tr.value_of(t)) for t, v in tr.inputs]
+        cfinals = [(c, c[1], tr.value_of(c[0])) for c in list(tr.candidates)]
+        tr.check_rng()
+    del out, out_leaves
+    for v in out_values:
+        g.register_output(v)
+    mutated_vals = []
+    mutated_inputs = []
+    for idx, (_t, v, fv) in enumerate(finals):
+        if fv is not v:
+            mutated_inputs.append(("input", idx, fv))
+    for c, v, fv in cfinals:
+        if fv is not v:
+            mutated_inputs.append(("lifted", c, fv))
+    # Decide the lifted candidates: alive outside the trace -> graph input; else constant.
+    cands = tr.candidates
+    tr.tmap.clear()
+    tr.amap.clear()
+    tr.inputs = []
+    finals = cfinals = None
+    lifted = []
+    for c in cands:
+        t, v, snap = c
+        c[0] = None
+        refs = sys.getrefcount(t)
+        mutated_here = any(m[0] == "lifted" and m[1] is c for m in mutated_inputs)
+        if refs > 2 or (mutated_here and refs > 2):
+            lifted.append((t, v))
+        else:
+            # Built inside the function: a constant holding its value at first use.
+            arr = snap if snap is not None else t._data
+            g.set_insert_point(g.block(), 0)
+            cv = g.insert_constant(arr, source=_first_use_source(v))
+            g.set_insert_point(g.block(), None)
+            if v.requires_grad:
+                det = Node("Detach")
+                det.add_input(cv)
+                det.add_output(v.shape, v.dtype, True)
+                g.block()._nodes.insert(1, det)
+                det.owning_block = g.block()
+                cv = det.output()
+            v.replace_all_uses_with(cv)
+        del t
+    names = _lifted_names(fn)
+    used = {v._name for v in g.inputs()}
+    for t, v in lifted:
+        nm = names.get(id(t), "lifted")
+        cand, j = nm, 1
+        while cand in used:
+            cand, j = f"{nm}_{j}", j + 1
+        used.add(cand)
+        v.debug_name = cand
+        v.offset = len(g.block()._params)
+        v._block = g.block()
+        g.block()._params.append(v)
+    num_inputs = len(leaves)
+    for kind, who, fv in mutated_inputs:
+        if kind == "input":
+            mutated_vals.append((who, fv))
+        else:
+            for j, (_t, v) in enumerate(lifted):
+                if v is who[1]:
+                    mutated_vals.append((len(g.inputs()) - len(lifted) + j, fv))
+    graph_inputs_of_leaf = []
+    for t in leaves:
+        graph_inputs_of_leaf.append(t)
+    for _, fv in mutated_vals:
+        g.register_output(fv)
+    mutated = [i for i, _ in mutated_vals]
+    _finish(g)
+    return TraceResult(g, in_spec, out_spec, num_inputs, [t for t, _ in lifted],
+                       len(out_values), mutated, list(leaves) + [t for t, _ in lifted])
+
+
+def _first_use_source(v: Value) -> str:
+    for u in v._uses:
+        if u.user.source:
+            return u.user.source
+    return ""
+
+
+def _lifted_names(fn: Callable) -> dict:
+    """id(tensor) -> a name for tensors ``fn`` reaches: closure variables, globals it names,
+    parameters and buffers of a module (``fn`` itself or a bound method's ``self``)."""
+    names: dict = {}
+    mods = []
+    target = fn
+    if hasattr(fn, "__self__"):
+        mods.append(fn.__self__)
+        target = fn.__func__ if hasattr(fn, "__func__") else fn
+    mods.append(fn)
+    for m in mods:
+        for meth in ("named_parameters", "named_buffers"):
+            f = getattr(m, meth, None)
+            if callable(f):
+                try:
+                    for nm, t in f():
+                        names.setdefault(id(t), nm.replace(".", "_"))
+                except TypeError:
+                    pass
+    code = getattr(target, "__code__", None)
+    if code is None and hasattr(fn, "forward"):
+        code = getattr(getattr(fn, "forward", None), "__code__", None)
+    if code is not None:
+        cells = getattr(target, "__closure__", None) or ()
+        for nm, cell in zip(code.co_freevars, cells):
+            try:
+                val = cell.cell_contents
+            except ValueError:
+                continue
+            _name_tensors(val, nm, names)
+        glb = getattr(target, "__globals__", {})
+        for nm in code.co_names:
+            _name_tensors(glb.get(nm), nm, names)
+    return names
+
+
+def _name_tensors(val: Any, nm: str, names: dict) -> None:
+    if isinstance(val, Tensor):
+        names.setdefault(id(val), nm)
+        return
+    for meth in ("named_parameters", "named_buffers"):
+        f = getattr(val, meth, None)
+        if callable(f) and not isinstance(val, type):
+            try:
+                for sub, t in f():
+                    names.setdefault(id(t), f"{nm}_{sub}".replace(".", "_"))
+            except TypeError:
+                pass
+
+
+def _finish(g: Graph) -> None:
+    """Drop nodes nothing uses (recorded ops whose results the function discarded)."""
+    eliminate_dead_code(g.block())

@@ -1,0 +1,164 @@
+"""Tracing (ndgrad.jit.tracer): graphs, lifted tensors, functionalization, trace errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ndgrad
+from ndgrad.jit import TraceError, interpret, trace_graph
+
+
+def _same(a, b):
+    assert a.shape == b.shape and a._data.dtype == b._data.dtype
+    np.testing.assert_array_equal(a._data, b._data)
+
+
+def test_graph_printing_and_accessors():
+    a = ndgrad.ones(2, 3, 4, requires_grad=True)
+    b = ndgrad.ones(2, 3, 4, requires_grad=True)
+
+    def f(a, b):
+        return a * b * a + b
+
+    g = trace_graph(f, (a, b)).graph
+    g.lint()
+    assert [n.kind() for n in g.nodes()] == ["mul", "mul", "add"]
+    assert [v.debug_name for v in g.inputs()] == ["a", "b"]
+    n0 = g.nodes()[0]
+    assert n0.inputs() == g.inputs() and n0.outputs()[0].shape == (2, 3, 4)
+    assert g.outputs()[0].node() is g.nodes()[2]
+    text = str(g)
+    assert text.splitlines()[0] == "graph(%a : f32[2, 3, 4] grad, %b : f32[2, 3, 4] grad):"
+    assert "%0 : f32[2, 3, 4] grad = mul(%a, %b)" in text
+    assert "test_jit_trace.py:" in text          # the user's line
+    assert text.rstrip().endswith("return (%2)")
+    dot = g.to_dot()
+    assert dot.startswith('digraph "graph" {') and dot.count("->") >= 9
+
+
+def test_interpret_matches_eager_on_new_inputs():
+    rng = np.random.default_rng(0)
+    x = ndgrad.tensor(rng.normal(size=(3, 4)))
+
+    def f(x):
+        return (ndgrad.where(x > 0, x, x * 0.5).exp().sum(1), (x < 0).sum())
+
+    r = trace_graph(f, (x,))
+    y = ndgrad.tensor(rng.normal(size=(3, 4)))
+    out = interpret(r.graph, [y])
+    for o, e in zip(out, f(y)):
+        _same(o, e)
+    assert "Call" in [n.kind() for n in r.graph.nodes()]
+
+
+def test_pytrees_and_constants():
+    x = ndgrad.randn(3)
+
+    def f(d, scale):
+        return {"s": d["a"] * scale + d["b"], "l": [d["a"].sin(), 7]}
+
+    r = trace_graph(f, ({"a": x, "b": x.cos()}, 2.0))
+    assert r.num_inputs == 2 and r.num_outputs == 2
+    from ndgrad.jit import unflatten
+    out = unflatten(r.out_spec, interpret(r.graph, [x, x.cos()]))
+    assert out["l"][1] == 7
+    _same(out["s"], x * 2.0 + x.cos())
+
+
+def test_closure_and_module_tensors_are_lifted_and_read_at_call_time():
+    lin = ndgrad.nn.Linear(4, 3)
+    w = ndgrad.randn(3)
+
+    def f(x):
+        k = ndgrad.ones(3) * 2       # built inside: a constant
+        return lin(x) * w + k
+
+    x = ndgrad.randn(5, 4)
+    r = trace_graph(f, (x,))
+    assert [v.debug_name for v in r.graph.inputs()] == ["x", "lin_weight", "lin_bias", "w"]
+    assert r.lifted[0] is lin.weight and r.lifted[2] is w
+    assert r.graph.inputs()[1].requires_grad
+    with ndgrad.no_grad():
+        w.mul_(3)                    # changed after tracing: read at call time
+    out = interpret(r.graph, [x] + r.lifted)[0]
+    np.testing.assert_allclose(out._data, f(x)._data, rtol=1e-6)
+
+
+def test_trace_errors_name_the_line():
+    x = ndgrad.randn(3)
+
+    def branch(x):
+        if x.sum() > 0:            # the line
+            return x
+        return -x
+
+    with pytest.raises(TraceError, match=r"bool\(tensor\) at test_jit_trace.py:\d+"):
+        trace_graph(branch, (x,))
+    for fn, what in [(lambda x: x.sum().item(), r"Tensor.item\(\)"),
+                     (lambda x: x.tolist(), r"Tensor.tolist\(\)"),
+                     (lambda x: x.numpy(), r"Tensor.numpy\(\)"),
+                     (lambda x: np.asarray(x), r"np.asarray\(tensor\)"),
+                     (lambda x: float(x.sum()), r"float\(tensor\)")]:
+        with pytest.raises(TraceError, match=what + r" at test_jit_trace.py:\d+"):
+            trace_graph(fn, (x,))
+    with pytest.raises(TraceError, match="random"):
+        trace_graph(lambda x: x + ndgrad.randn(3), (x,))
+    with pytest.raises(TraceError, match="random"):
+        trace_graph(lambda x: ndgrad.nn.functional.dropout(x, 0.5), (x,))
+    # the patched methods are restored afterwards
+    assert x.sum().item() == float(x._data.sum(dtype=np.float32))
+    assert bool(ndgrad.tensor(1.0))
+
+
+def test_functionalization_views_and_mutated_inputs():
+    x = ndgrad.randn(4, 3)
+
+    def f(x):
+        y = x * 2
+        y[1:3].mul_(3)
+        y.add_(1)
+        v = y[0]
+        v.zero_()
+        return y, v
+
+    r = trace_graph(f, (x,))
+    r.graph.lint()
+    kinds = [n.kind() for n in r.graph.nodes()]
+    assert "view_scatter" in kinds and not any(k.endswith("_") and k != "zero_" for k in kinds)
+    for o, e in zip(interpret(r.graph, [x]), f(x)):
+        _same(o, e)
+
+    def g(x, b):
+        x.add_(b)
+        x[0] = 5.0
+        return x.sum()
+
+    x0, b = ndgrad.randn(3), ndgrad.randn(3)
+    r = trace_graph(g, (x0.clone(), b))
+    assert r.mutated == [0] and len(r.graph.outputs()) == 2
+    xe = x0.clone()
+    se = g(xe, b)
+    out = interpret(r.graph, [x0, b])
+    _same(out[0], se)
+    _same(out[1], xe)
+
+
+def test_autograd_grad_inside_is_traced():
+    w = ndgrad.randn(3, requires_grad=True)
+
+    def step(x):
+        loss = (x * w).sin().sum()
+        (gw,) = ndgrad.autograd.grad(loss, w)
+        return loss, gw
+
+    x = ndgrad.randn(3)
+    r = trace_graph(step, (x,))
+    loss_v, gw_v = r.graph.outputs()
+    assert loss_v.requires_grad and not gw_v.requires_grad   # create_graph=False: detached
+    x2 = ndgrad.randn(3)
+    out = interpret(r.graph, [x2, w])
+    ref = step(x2)
+    _same(out[0], ref[0])
+    _same(out[1], ref[1])
+    assert out[1].grad_fn is None
