@@ -14,6 +14,7 @@ Example:
 from .interpret import interpret
 from .ir import Block, Graph, LintError, Node, TensorArg, Value
 from .tracer import TraceError, TraceResult, flatten, trace_graph, unflatten
+from .api import compile, trace  # noqa: E402  (jit-exec: the user entry points)
 
 __all__ = ["Graph", "Block", "Node", "Value", "TensorArg", "LintError", "TraceError",
-           "TraceResult", "trace_graph", "flatten", "unflatten", "interpret"]
+           "TraceResult", "trace_graph", "flatten", "unflatten", "interpret", "trace", "compile"]
