@@ -130,7 +130,7 @@ class _Specialization:
         needs_grad = _state.enabled and any(v.requires_grad for v in g.outputs())
         if needs_grad:
             from .differentiate import differentiate   # local import: loaded when needed
-            grad = differentiate(g.copy())
+            grad = differentiate(g.copy(), res.example_inputs)
             self.gradient = grad
             self.plan = _gradient_plan(grad, kinds, backend)
             self.f_code = self.plan.f.code
@@ -242,8 +242,21 @@ def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
     def build(mask: tuple) -> Any:
         return generate(df_graph, undefined=[i for i, m in enumerate(mask) if m], name="df")
 
+    # Note [Differentiating a compiled backward]
+    # Under create_graph=True the backward must record a graph of its own. df is a graph of
+    # ndgrad ops, so it is compiled the same way as any function (TorchScript differentiates
+    # df again in its GraphExecutor): a compiled function of df's inputs, whose outputs get
+    # one DifferentiableGraphBackward node of their own. Batched gradients (vmap over the
+    # cotangents) run df op by op through the batching layer instead.
+    def run_df(*xs: Any) -> list:
+        return interpret(df_graph, list(xs))
+
+    df_compiled = CompiledFunction(run_df, backend, True, 8)
+
     def df_tensors(vjps: list, caps: list) -> list:
-        return list(interpret(df_graph, vjps + caps))
+        if _dispatch._BATCHING or any(x is not None and x._blevel for x in vjps):
+            return list(interpret(df_graph, vjps + caps))
+        return list(df_compiled(*vjps, *caps))
 
     f_ins = grad.f.inputs()
     f_outs = grad.f.outputs()

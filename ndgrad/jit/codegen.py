@@ -98,6 +98,9 @@ def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
     code = compile(src, filename, "exec")
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     ns = dict(glb)
+    # NumPy's floating point warnings are attributed to the caller's module: generated code
+    # belongs to ndgrad, whose warning filter silences them (Note [No floating point warnings])
+    ns["__name__"] = "ndgrad.jit.generated"
     exec(code, ns)
     return GeneratedFunction(ns[name], src, filename)
 
@@ -455,7 +458,7 @@ class _Gen:
         body = []
         if -1 in frees:
             body.append("del " + ", ".join(sorted(frees[-1])))
-        for i, (text, used, defined) in enumerate(lines):
+        for i, (text, _used, _defined) in enumerate(lines):
             body.append(text)
             dead = frees.get(i)
             if dead:

@@ -258,8 +258,11 @@ class Plan:
                 o = outs[off]
                 t = _new(Tensor)
                 t._data = o if type(o) is _ndarray else np.asarray(o)
-            saved.append(SavedTensor(t, True, nr) if nr is not None and t._grad_fn is node
-                         else SavedTensor(t))
+            # A captured output that is the node's output nr (a real output attached above, or
+            # a temporary whose gradient df also takes) is saved as the node's output: under
+            # create_graph its unpacked value carries the node as history (double backward).
+            saved.append(SavedTensor(t, True, nr) if nr is not None and (
+                off >= nreal or t._grad_fn is node) else SavedTensor(t))
         node._saved = tuple(saved)
         return res
 
