@@ -377,3 +377,24 @@ def test_batched_gradients_through_the_node():
     jac, = ndgrad.autograd.grad(y, [x], eye, is_grads_batched=True)
     expect = np.diag((x.cos() * x + x.sin()).detach().numpy())
     np.testing.assert_allclose(jac.numpy(), expect, rtol=1e-12)
+
+
+def test_a_compiled_function_called_inside_a_traced_one_is_inlined():
+    inner = ndgrad.compile(lambda x, w: (x @ w).tanh().sum())
+
+    def penalty(w, x):
+        g, = ndgrad.autograd.grad(inner(x, w), [x], create_graph=True)
+        return (g * g).sum()
+
+    outer = ndgrad.compile(penalty)
+    x, w = leaves((3, 4), (4, 4))
+    expect = None
+    for _ in range(3):
+        w.grad = None
+        loss = outer(w, x)
+        loss.backward()
+        if expect is None:
+            expect = (loss.item(), w.grad.numpy().copy())
+        assert loss.item() == pytest.approx(expect[0], rel=1e-12)
+        np.testing.assert_allclose(w.grad.numpy(), expect[1], rtol=1e-12)
+    assert loss.grad_fn.name() == "DifferentiableGraphBackward"

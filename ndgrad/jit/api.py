@@ -45,6 +45,7 @@ from ..ops import _dispatch
 from ..tensor import Tensor
 from .codegen import generate
 from .executor import Plan
+from .tracer import _local as _tracer_local
 from .tracer import TraceError, flatten, trace_graph, unflatten
 
 __all__ = ["trace", "compile", "TracedFunction", "CompiledFunction"]
@@ -349,6 +350,8 @@ class TracedFunction:
         return self._spec.code
 
     def __call__(self, *args: Any) -> Any:
+        if _tracer_local.__dict__.get("tracer") is not None:
+            return self._fn(*args)         # inside an outer trace: inlined into it
         key, leaves = _guard(args, {})
         if key != self._key or not self._spec.lifted_ok():
             raise RuntimeError(
@@ -393,6 +396,9 @@ class CompiledFunction:
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _tracer_local.__dict__.get("tracer") is not None:
+            # called while an outer function is being traced: its ops belong to that trace
+            return self._fn(*args, **kwargs)
         key, leaves = _guard(args, kwargs)
         spec = self._cache.get(key)
         if spec is None or (spec is not _EAGER and spec.lifted and not spec.lifted_ok()):
