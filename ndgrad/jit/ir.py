@@ -71,7 +71,7 @@ import numpy as np
 
 from ..autograd.saved import TensorList
 
-__all__ = ["Graph", "Block", "Node", "Value", "Use", "TensorArg", "LintError", "PRIMS",
+__all__ = ["Graph", "Block", "Node", "Value", "Use", "TensorArg", "ArrayArg", "LintError", "PRIMS",
            "type_str"]
 
 PRIMS = frozenset({"Call", "Constant", "AutogradZero", "AutogradAdd", "SumToSize", "Cast",
@@ -83,7 +83,8 @@ class LintError(AssertionError):
 
 
 class TensorArg:
-    """Placeholder in ``node.args`` for the tensor operand ``node.inputs()[k + index]``."""
+    """Placeholder in ``node.args`` for the tensor operand ``node.inputs()[k + index]`` (the op
+    receives a Tensor there)."""
 
     __slots__ = ("index",)
 
@@ -91,13 +92,23 @@ class TensorArg:
         self.index = index
 
     def __repr__(self) -> str:
-        return f"TensorArg({self.index})"
+        return f"{type(self).__name__}({self.index})"
 
     def __eq__(self, other: Any) -> bool:
-        return type(other) is TensorArg and other.index == self.index
+        return type(other) is type(self) and other.index == self.index
 
     def __hash__(self) -> int:
-        return hash(("TensorArg", self.index))
+        return hash((type(self).__name__, self.index))
+
+
+class ArrayArg(TensorArg):
+    """Placeholder for an ndarray argument that is the array of ``node.inputs()[k + index]``
+    (an advanced index of ``x[i]`` computed in the graph: the op receives its ndarray)."""
+
+    __slots__ = ()
+
+
+_PLACEHOLDERS = (TensorArg, ArrayArg)
 
 
 _SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
@@ -297,18 +308,9 @@ class Node:
         """The op's argument tuple with ``TensorArg`` placeholders replaced by ``tensors[k + j]``
         (``tensors`` one per input, Tensors for the tensor arguments)."""
         k = self.num_tensor_inputs
-        if not any(type(a) is TensorArg or type(a) is TensorList for a in self.args):
+        if len(self._inputs) == k:
             return self.args
-        out = []
-        for a in self.args:
-            if type(a) is TensorArg:
-                out.append(tensors[k + a.index])
-            elif type(a) is TensorList:
-                out.append(TensorList([tensors[k + x.index] if type(x) is TensorArg else x
-                                       for x in a]))
-            else:
-                out.append(a)
-        return tuple(out)
+        return _substitute(self.args, tensors, k)
 
     def __repr__(self) -> str:
         return f"<Node {self.kind()}>"
@@ -495,10 +497,10 @@ class Graph:
                 if k > len(n._inputs):
                     raise LintError(f"{n.kind()}: num_tensor_inputs {k} > inputs")
                 refs = _arg_refs(n.args)
-                if sorted(refs) != list(range(len(n._inputs) - k)):
+                if sorted(set(refs)) != list(range(len(n._inputs) - k)):
                     raise LintError(f"{n.kind()}: TensorArg placeholders {sorted(refs)} do not "
                                     f"match its {len(n._inputs) - k} tensor arguments")
-                if len(n._outputs) != n.op.num_outputs:
+                if n.op.num_outputs >= 0 and len(n._outputs) != n.op.num_outputs:
                     raise LintError(f"{n.kind()}: {len(n._outputs)} outputs, the op has "
                                     f"{n.op.num_outputs}")
             if n._kind == "GradOf":
@@ -594,13 +596,27 @@ def clone_block_into(src: Block, dst: Block, env: dict,
         clone_node(n, env, dst, value_map)
 
 
-def _arg_refs(args: tuple) -> List[int]:
-    refs = []
-    for a in args:
-        if type(a) is TensorArg:
+def _substitute(a: Any, tensors: Sequence[Any], k: int) -> Any:
+    t = type(a)
+    if t is TensorArg:
+        return tensors[k + a.index]
+    if t is ArrayArg:
+        return tensors[k + a.index]._data
+    if t is tuple or t is list or t is TensorList:
+        return t([_substitute(x, tensors, k) for x in a])
+    return a
+
+
+def _arg_refs(args: Any) -> List[int]:
+    refs: List[int] = []
+
+    def walk(a: Any) -> None:
+        if type(a) in _PLACEHOLDERS:
             refs.append(a.index)
-        elif type(a) is TensorList:
-            refs.extend(x.index for x in a if type(x) is TensorArg)
+        elif type(a) in (tuple, list, TensorList):
+            for x in a:
+                walk(x)
+    walk(args)
     return refs
 
 
@@ -614,12 +630,12 @@ def _fmt_const(arr: np.ndarray) -> str:
 
 
 def _fmt_arg(a: Any, node: Node) -> str:
-    if type(a) is TensorArg:
+    if type(a) in _PLACEHOLDERS:
         return "%" + node._inputs[node.num_tensor_inputs + a.index].debug_name
     if type(a) is TensorList:
         return "[" + ", ".join(_fmt_arg(x, node) for x in a) + "]"
-    if type(a) is tuple and node.op is None:
-        return "(" + ", ".join(_fmt_arg(x, node) for x in a) + ")"
+    if type(a) is tuple and (node.op is None or _arg_refs(a)):
+        return "(" + ", ".join(_fmt_arg(x, node) for x in a) + ("," if len(a) == 1 else "") + ")"
     if isinstance(a, np.ndarray):
         return _fmt_const(a)
     if isinstance(a, np.dtype):

@@ -45,11 +45,26 @@ def eliminate_dead_code(block: Block, callback: Optional[Callable] = None) -> No
         callback(live)
 
 
+def _used_outside(o: Value, block: Block) -> bool:
+    """A use of ``o`` by a node outside ``block`` and its nested blocks (f's values read by
+    the detached reverse block while differentiating)."""
+    for u in o._uses:
+        b = u.user.owning_block
+        while b is not None and b is not block:
+            b = b.owning_node.owning_block if b.owning_node is not None else None
+        if b is None:
+            return True
+    return False
+
+
 def _mark_live(block: Block, live: set) -> None:
     for v in block.outputs():
         live.add(v)
     for n in reversed(block._nodes):
-        if any(o in live for o in n._outputs) or n._kind == "Return":
+        if any(o in live or _used_outside(o, block) for o in n._outputs):
+            for o in n._outputs:
+                if _used_outside(o, block):
+                    live.add(o)
             for b in n._blocks:
                 # Only the block outputs that the node's live outputs return are needed.
                 outs = b.outputs()

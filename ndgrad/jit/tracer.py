@@ -55,10 +55,11 @@ from ..autograd.grad_mode import _state
 from ..autograd.saved import TensorList
 from ..ops import _dispatch
 from ..ops import binary as _binary
+from ..ops import linalg_decomp as _linalg_decomp
 from ..ops._dispatch import _DIFF_DTYPES
 from ..ops.views_inplace import VIEW_REPLAY, VIEW_SCATTER, VIEW_ZERO
 from ..tensor import Tensor
-from .ir import Graph, Node, TensorArg, Value
+from .ir import ArrayArg, Graph, Node, TensorArg, Value
 from .passes import eliminate_dead_code
 
 __all__ = ["TraceError", "TraceResult", "trace_graph", "Tracer", "flatten", "unflatten",
@@ -203,6 +204,9 @@ class Tracer:
         self.gens: dict = {}          # id(base tensor) -> generation (bumped on each write)
         self.inputs: list = []        # (tensor, Value) for the function's inputs
         self.source_override: Optional[str] = None
+        # False while differentiating: requires_grad of the values a VJP rule reads does not
+        # matter there (the rule runs in no_grad mode).
+        self.check_requires_grad = True
         self._rng_state = _rng_fingerprint()
 
     # ---- values
@@ -233,6 +237,8 @@ class Tracer:
             else:
                 v = self._unknown(t)
             self.tmap[id(t)] = _Entry(t, v, self._gen_of(t))
+        if not self.check_requires_grad:
+            return v
         rg = t.requires_grad
         if rg != v.requires_grad:
             v = self._detach(v, rg)
@@ -323,6 +329,10 @@ class Tracer:
             outs = out
         values = []
         for i, t in enumerate(tensors):
+            if self.lift == "constant" and not self.knows(t):
+                # In a VJP rule: a tensor the rule computed from the data with NumPy would be
+                # baked in; differentiate then runs the rule at run time (OpBackward).
+                _check_not_derived(t, op, self.source())
             v = self.value_of(t)
             a = arrays[i] if i < len(arrays) else None
             if a is not None and a is not t._data:
@@ -333,33 +343,71 @@ class Tracer:
         k = len(values)
         extra: list = []
         if args:
-            args = self._lift_args(args, extra)
+            args = self._lift_args(args, extra, op)
         node = self._insert(op, values + extra, k, args, outs)
         for o, v in zip(outs, node.outputs()):
             self.amap[id(o)] = (o, v)
         return out
 
-    def _lift_args(self, args: tuple, extra: list) -> tuple:
-        new = []
-        changed = False
-        for a in args:
-            if type(a) is Tensor or isinstance(a, Tensor):
-                extra.append(self.value_of(a))
-                new.append(TensorArg(len(extra) - 1))
-                changed = True
-            elif type(a) is TensorList:
-                items = []
+    def _arg_value(self, a: Tensor, op: Any, arrays: dict) -> Value:
+        if not self.knows(a):
+            same = arrays.get(id(a._data))
+            if same is not None:            # wraps an ndarray argument of the same call
+                return same if isinstance(same, Value) else self.value_of(a)
+            _check_not_derived(a, op, self.source())
+        return self.value_of(a)
+
+    def _lift_args(self, args: tuple, extra: list, op: Any = None) -> tuple:
+        """Replace tensors (and ndarrays that are traced values) in ``args`` by placeholders
+        referring to extra inputs appended to ``extra``."""
+        arrays: dict = {}               # id(ndarray in args) -> traced Value or True
+
+        def scan(a: Any) -> None:
+            t = type(a)
+            if t is np.ndarray:
+                known = self.amap.get(id(a))
+                if known is not None and known[0] is a:
+                    if a.dtype == np.bool_ and a.ndim and op is not None and \
+                            op.name in ("index", "index_put"):
+                        raise TraceError(
+                            f"ndgrad.jit: indexing with a boolean mask computed in the graph "
+                            f"at {self.source()}: the result's shape depends on the data")
+                    arrays[id(a)] = known[1]
+                else:
+                    arrays.setdefault(id(a), True)
+                src = getattr(a, "_source", None)
+                if src is not None:
+                    scan(src)
+            elif t is tuple or t is list or t is TensorList:
                 for x in a:
-                    if isinstance(x, Tensor):
-                        extra.append(self.value_of(x))
-                        items.append(TensorArg(len(extra) - 1))
-                    else:
-                        items.append(x)
-                new.append(TensorList(items))
-                changed = True
-            else:
-                new.append(a)
-        return tuple(new) if changed else args
+                    scan(x)
+        scan(args)
+        changed = [False]
+        slots: dict = {}
+
+        def slot(v: Value) -> int:
+            j = slots.get(id(v))
+            if j is None:
+                extra.append(v)
+                j = slots[id(v)] = len(extra) - 1
+            return j
+
+        def sub(a: Any) -> Any:
+            t = type(a)
+            if isinstance(a, Tensor):
+                changed[0] = True
+                return TensorArg(slot(self._arg_value(a, op, arrays)))
+            if t is np.ndarray:
+                v = arrays.get(id(a))
+                if isinstance(v, Value):
+                    changed[0] = True
+                    return ArrayArg(slot(v))
+                return a
+            if t is tuple or t is list or t is TensorList:
+                return t([sub(x) for x in a])
+            return a
+        new = tuple(sub(a) for a in args)
+        return new if changed[0] else args
 
     def _operand(self, v: Value, t: Tensor, a: np.ndarray) -> Value:
         """The value of array ``a`` that an op received in place of tensor ``t``'s data."""
@@ -431,8 +479,6 @@ class Tracer:
         if base is None:
             self.gens[id(t)] = self.gens.get(id(t), 0) + 1
             self.tmap[id(t)] = _Entry(t, new, self._gen_of(t))
-            if t.requires_grad != new.requires_grad:
-                self.tmap[id(t)].value = self._detach(new, t.requires_grad)
             return
         # A write through a view: the base becomes view_zero(base) + view_scatter(new).
         bv = self.value_of(base)
@@ -457,6 +503,43 @@ class Tracer:
         self.tmap[id(base)] = _Entry(base, total, self._gen_of(base))
         self.tmap[id(t)] = _Entry(t, new, self._gen_of(t))
         del old
+
+
+_DISPATCH_FILES = (os.path.abspath(_dispatch.__file__).rsplit(".", 1)[0],
+                   os.path.abspath(__file__).rsplit(".", 1)[0])
+
+
+def _check_not_derived(t: Tensor, op: Any, where: str) -> None:
+    """Refuse a tensor argument that the op's Python wrapper computed itself (indices of
+    max(dim), sort, topk ...; a mask's positions): it depends on the data but was computed
+    outside the op table, so a graph would keep its example value. The wrapper is the first
+    frame outside the dispatcher; the tensor is refused when one of its local variables that
+    is not a parameter holds it (a tensor the caller passed is a parameter)."""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).rsplit(".", 1)[0] in \
+            _DISPATCH_FILES:
+        f = f.f_back
+    if f is None or not os.path.abspath(f.f_code.co_filename).startswith(_PKG_DIR):
+        return
+    code = f.f_code
+    nparams = code.co_argcount + code.co_kwonlyargcount + \
+        bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    params = set(code.co_varnames[:nparams])
+    loc = f.f_locals
+
+    def holds(val: Any) -> bool:
+        return val is t or (type(val) in (tuple, list, TensorList) and any(x is t for x in val))
+    if any(holds(loc.get(p)) for p in params):
+        return                          # the caller passed it
+    for name, val in loc.items():
+        hit = val is t or (type(val) is TensorList and any(x is t for x in val)) or \
+            (type(val) in (tuple, list) and any(x is t for x in val))
+        if hit and name not in params:
+            raise TraceError(
+                f"ndgrad.jit: '{op.name if op is not None else '?'}' at {where} takes a tensor "
+                f"argument ({name!r}) that {code.co_name}() computed from the data outside the "
+                "op table; a traced graph would keep its example value, so this op cannot be "
+                "traced")
 
 
 def _add_op(binary: Any) -> Any:
@@ -609,6 +692,7 @@ def _install() -> None:
                         continue
                     _patched.append((holder, name, orig))
                     setattr(holder, name, _make_call(name, orig))
+            _linalg_decomp._save_outputs = _save_outputs_hook
             _dispatch.set_tracing(_record_hook, _inplace_hook)
 
 
@@ -617,12 +701,53 @@ def _uninstall() -> None:
         _active_count[0] -= 1
         if _active_count[0] == 0:
             _dispatch.set_tracing(None, None)
+            _linalg_decomp._save_outputs = SAVE_OUTPUTS
             for holder, name, orig in reversed(_patched):
                 setattr(holder, name, orig)
             _patched.clear()
             for name, orig in _originals.items():
                 setattr(Tensor, name, orig)
             _originals.clear()
+
+
+# Note [Outputs saved after apply]
+# Decompositions (qr, svd, eigh, eig, lstsq) save their outputs for backward after ``apply``
+# returns (ops/linalg_decomp.py ``_save_outputs``). While tracing, that function is wrapped so
+# that the graph node keeps the recipe (``attrs["saved_outputs"]``: output indices,
+# ``("input", i)`` for tensor input i, ``("arg", value)``); differentiate replays it on the
+# backward node it rebuilds (``resave_outputs``).
+SAVE_OUTPUTS = _linalg_decomp._save_outputs
+
+
+def _save_outputs_hook(op: Any, results: tuple, values: tuple) -> None:
+    SAVE_OUTPUTS(op, results, values)
+    tr = getattr(_local, "tracer", None)
+    if tr is None or tr.lift == "constant":
+        return
+    vals = [tr.value_of(r) for r in results]
+    node = vals[0].node()
+    if node is None or node.op is not op:
+        return
+    recipe = []
+    for v in values:
+        if type(v) is int:
+            recipe.append(v)
+        elif v[0] == "input":
+            iv = tr.value_of(v[1])
+            recipe.append(("input", node._inputs.index(iv)))
+        else:
+            recipe.append(v)
+    node.attrs["saved_outputs"] = tuple(recipe)
+
+
+def resave_outputs(node: Any, op: Any, results: tuple, inputs: Sequence[Any]) -> None:
+    """Replay ``node.attrs["saved_outputs"]`` on a rebuilt backward node's results."""
+    recipe = node.attrs.get("saved_outputs")
+    if recipe is None:
+        return
+    vals = tuple(("input", inputs[r[1]]) if type(r) is tuple and r[0] == "input" else r
+                 for r in recipe)
+    SAVE_OUTPUTS(op, results, vals)
 
 
 def _record_hook(op: Any, tensors: tuple, arrays: tuple, args: tuple, out: Any) -> Any:

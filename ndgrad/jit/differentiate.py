@@ -1,0 +1,544 @@
+"""``differentiate(graph) -> Gradient``: seed 004 (TorchScript's autodiff.cpp), step by step.
+
+Note [Symbolic VJP rules]
+There is one formula table: the op table's VJP rules, written with ndgrad ops on Tensors. To
+build the gradient of a node, ``differentiate`` re-runs the node's op eagerly on example values
+(grad mode on, so the real backward node exists with its saved values exactly as eager saves
+them), then runs that node's ``apply`` with the tracer recording into the node's ``GradOf``
+block: every op the rule runs becomes a node of the reverse graph, reading the forward values
+it uses (captures). The example values only make the rule runnable: a rule that looks at the
+data (``bool(t)``, ``.item()``) raises ``TraceError`` and the node gets an ``OpBackward`` node
+instead, which runs the rule itself at run time (never a branch baked in). Shapes are static,
+so every shape decision a rule makes is valid for every input of the traced shapes. The
+engine's gradient fix-ups become ``SumToSize`` (broadcast undone; identity ones are folded by
+``passes.fold_sizes``) and ``Cast`` nodes.
+
+The steps follow the seed: ``add_reverse_inline`` (GradOf blocks in reverse order, grad_map,
+AutogradZero/AutogradAdd, trimmed gradients of multi-output ops, df_input_vjps and
+df_output_vjps), ``optimize`` (lift constants into the reverse block, fold sizes, CSE over f,
+deduplicate captures, DCE dropping dead grad_map entries), DCE of f, ``lambda_lift_reverse``
+(captures in topological order, temporaries appended to f, vjp inputs for temporaries, df's
+inputs ``[output vjps][temporary vjps][captured inputs][captured outputs]``).
+
+Example:
+    >>> import ndgrad
+    >>> from ndgrad.jit import trace_graph, differentiate
+    >>> a = ndgrad.ones(2, 3, requires_grad=True)
+    >>> b = ndgrad.ones(2, 3, requires_grad=True)
+    >>> g = differentiate(trace_graph(lambda a, b: a * b * a + b, (a, b)).graph)
+    >>> print(g.fields())
+    Gradient(f_real_outputs=1, df_input_vjps=[0, 1], df_input_captured_inputs=[0, 1], \
+df_input_captured_outputs=[1], df_output_vjps=[0, 1])
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from ..autograd.grad_mode import _state, enable_grad, no_grad
+from ..ops._dispatch import _DIFF_DTYPES, apply
+from ..tensor import Tensor, _wrap
+from . import tracer as _tr
+from .gradient import Gradient
+from .interpret import run_block
+from .ir import Block, Graph, Node, TensorArg, Value, all_values, clone_block_into
+from .passes import (eliminate_common_subexpression, eliminate_dead_code, fold_sizes,
+                     lift_constants)
+from .tracer import TraceError, Tracer
+
+__all__ = ["differentiate", "run_op_backward", "OPAQUE_VJP"]
+
+# Ops whose VJP rule is always run as an ``OpBackward`` node (decided by the tests, each with
+# its reason); data-dependent rules are found automatically (TraceError while recording).
+OPAQUE_VJP: dict = {}
+
+
+class _Reverse:
+    def __init__(self, block: Block) -> None:
+        self.grad_map: dict = {}
+        self.reverse_block = block
+
+
+def _synth(v: Value, rng: np.random.Generator) -> np.ndarray:
+    dt = v.dtype
+    if dt.kind == "f" or dt.name == "bfloat16":
+        return rng.standard_normal(v.shape).astype(dt)
+    if dt.kind == "c":
+        return (rng.standard_normal(v.shape) + 1j * rng.standard_normal(v.shape)).astype(dt)
+    return np.zeros(v.shape, dtype=dt)
+
+
+def _examples(f: Graph, example_inputs: Optional[Sequence[Any]]) -> dict:
+    rng = np.random.default_rng(0)
+    env: dict = {}
+    for i, v in enumerate(f.inputs()):
+        if example_inputs is not None:
+            x = example_inputs[i]
+            arr = x._data if isinstance(x, Tensor) else np.asarray(x)
+        else:
+            arr = _synth(v, rng)
+        env[v] = _wrap(arr)
+    with no_grad():
+        run_block(f.block(), env)
+    return env
+
+
+def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None) -> Gradient:
+    """Split ``graph`` into a forward graph ``f`` and a backward graph ``df`` (seed 004).
+
+    ``graph`` is not modified (it is copied; the seed takes ownership of it instead). Inputs
+    that require grad get gradients. ``example_inputs`` (one array or Tensor per input) only
+    make the VJP rules runnable while they are recorded; by default random values are used.
+    """
+    grad = Gradient()
+    f = graph.copy()
+    grad.f = f
+    for n in list(f.all_nodes()):
+        if n.kind() in ("GradOf",):
+            from .passes import lower_grad_of  # local import: same layer, used once here
+            lower_grad_of(f.block())
+            break
+    ex = _examples(f, example_inputs)
+    tracer = Tracer(f, lift="constant")
+    tracer.check_requires_grad = False
+    with _tr.tracing(tracer):
+        rev = add_reverse_inline(grad, ex, tracer)
+    optimize(grad, rev)
+    eliminate_dead_code(f.block())
+    lambda_lift_reverse(grad, rev)
+    for v in all_values(f):            # f runs on detached values
+        v.requires_grad = False
+    return grad
+
+
+# ---------------------------------------------------------------------------- reverse
+def add_reverse_inline(grad: Gradient, ex: dict, tracer: Tracer) -> _Reverse:
+    f = grad.f
+    rev_node = Node("Reverse")
+    rb = rev_node.add_block()
+    rb.graph = f
+    rev = _Reverse(rb)
+    grad_map = rev.grad_map
+    rex: dict = {}                     # reverse value -> example Tensor
+    rng = np.random.default_rng(1)
+    f.set_insert_point(rb, None)
+
+    def get_grad(v: Value) -> Value:
+        g = grad_map.get(v)
+        if g is None:
+            z = f.insert_prim("AutogradZero", [], [(v.shape, v.dtype, False)])
+            g = grad_map[v] = z.output()
+            rex[g] = _wrap(np.zeros(v.shape, dtype=v.dtype))
+        return g
+
+    def set_grad(x: Value, dx: Value) -> None:
+        prev = grad_map.get(x)
+        if prev is not None:
+            n = f.insert_prim("AutogradAdd", [prev, dx], [(x.shape, x.dtype, False)])
+            grad_map[x] = n.output()
+            rex[n.output()] = _wrap(rex[prev]._data + rex[dx]._data)
+        else:
+            grad_map[x] = dx
+
+    for i, o in enumerate(f.outputs()):
+        if not o.requires_grad:
+            continue
+        p = rb.add_input(o.shape, o.dtype)
+        rex[p] = _wrap(_synth(o, rng))
+        set_grad(o, p)
+        grad.df_input_vjps.append(i)
+
+    for n in reversed(f.nodes()):
+        if not any(o.requires_grad for o in n._outputs):
+            continue
+        grads_in = linear_gradient_for_node(n, [get_grad(o) for o in n._outputs], ex, rex,
+                                            tracer)
+        assert len(grads_in) == len(n._inputs)
+        for v, gv in zip(n._inputs, grads_in):
+            if not v.requires_grad or gv is None:
+                continue
+            set_grad(v, gv)
+
+    for i, v in enumerate(f.inputs()):
+        if not v.requires_grad or v not in grad_map:
+            continue
+        rb.register_output(get_grad(v))
+        grad.df_output_vjps.append(i)
+    f.set_insert_point(f.block(), None)
+    return rev
+
+
+def _trimmed(n: Node, grads: list) -> list:
+    """Gradients for the differentiable outputs only (the seed's needTrimGrad: max(dim)'s
+    indices, topk's indices ... get no gradient)."""
+    if n.op is not None and len(n._outputs) > 1:
+        return [g for g, o in zip(grads, n._outputs) if o.dtype in _DIFF_DTYPES]
+    return grads
+
+
+def linear_gradient_for_node(n: Node, grads: list, ex: dict, rex: dict,
+                             tracer: Tracer) -> List[Optional[Value]]:
+    f = tracer.graph
+    grads = _trimmed(n, grads)
+    gof = f.insert_prim("GradOf", grads, [], {"name": n.kind()}, source=n.source)
+    blk = gof.add_block()
+    blk.graph = f
+    saved = f.insert_point()
+    f.set_insert_point(blk, None)
+    tracer.source_override = n.source
+    try:
+        results = _gradient(n, grads, ex, rex, tracer, blk)
+    finally:
+        tracer.source_override = None
+        f.set_insert_point(*saved)
+    out: List[Optional[Value]] = []
+    for r in results:
+        if r is None:
+            out.append(None)
+            continue
+        blk.register_output(r)
+        o = gof.add_output(r.shape, r.dtype, False)
+        rex[o] = rex[r]
+        out.append(o)
+    return out
+
+
+def _sum_to(arr: np.ndarray, shape: tuple) -> np.ndarray:
+    if arr.shape == tuple(shape):
+        return arr
+    lead = arr.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and arr.shape[lead + i] != 1)
+    return np.add.reduce(arr, axis=dims, keepdims=True).reshape(shape)
+
+
+def _cast(arr: np.ndarray, dt: np.dtype) -> np.ndarray:
+    if arr.dtype.kind == "c" and dt.kind != "c":
+        arr = arr.real
+    return arr.astype(dt)
+
+
+def _fix(f: Graph, g: Value, garr: np.ndarray, v: Value, rex: dict) -> Value:
+    """The engine's fix-ups of a gradient for input ``v``: broadcast undone, dtype cast."""
+    s = f.insert_prim("SumToSize", [g], [(v.shape, g.dtype, False)], {"size": v.shape},
+                      source=tracer_source(f))
+    out = s.output()
+    arr = _sum_to(garr, v.shape)
+    rex[out] = _wrap(arr)
+    if g.dtype != v.dtype:
+        c = f.insert_prim("Cast", [out], [(v.shape, v.dtype, False)], {"dtype": v.dtype},
+                          source=tracer_source(f))
+        out = c.output()
+        rex[out] = _wrap(_cast(arr, v.dtype))
+    return out
+
+
+def tracer_source(f: Graph) -> str:
+    tr = _tr.current_tracer()
+    return (tr.source_override or "") if tr is not None else ""
+
+
+def _gradient(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
+              blk: Block) -> List[Optional[Value]]:
+    f = tracer.graph
+    k = n._kind
+    ins = n._inputs
+    if n.op is None:
+        g = grads[0] if grads else None
+        if k in ("Constant", "AutogradZero", "Detach", "Call"):
+            return [None] * len(ins)
+        if k == "AutogradAdd":
+            return [g, g]
+        if k == "SumToSize":
+            b = f.insert_prim("BroadcastTo", [g], [(ins[0].shape, g.dtype, False)],
+                              {"size": ins[0].shape}, source=n.source)
+            rex[b.output()] = _wrap(np.broadcast_to(rex[g]._data, ins[0].shape))
+            return [b.output()]
+        if k == "BroadcastTo":
+            return [_fix(f, g, rex[g]._data, ins[0], rex)]
+        if k == "Cast":
+            return [_fix(f, g, rex[g]._data, ins[0], rex)]
+        raise NotImplementedError(f"ndgrad.jit.differentiate: cannot differentiate a {k} node")
+    op = n.op
+    if op.name in OPAQUE_VJP:
+        return _opaque(n, grads, ex, rex, tracer, blk)
+    ctx_node, outs = _rerun(n, ex, tracer)
+    if ctx_node is None:
+        return [None] * len(ins)
+    gts = []
+    for gv in grads:
+        t = rex[gv]
+        tracer.bind(t, gv)
+        gts.append(t)
+    try:
+        with no_grad():
+            res = ctx_node.apply(gts)
+    except TraceError:
+        for m in reversed(blk.nodes()):
+            m.destroy_recursive()
+        return _opaque(n, grads, ex, rex, tracer, blk)
+    kk = n.num_tensor_inputs
+    out: List[Optional[Value]] = []
+    for i, v in enumerate(ins):
+        g = res[i] if i < kk and i < len(res) else None
+        if g is None:
+            out.append(None)
+            continue
+        gv = tracer.value_of(g)
+        out.append(_fix(f, gv, g._data, v, rex))
+    return out
+
+
+def _leaves(ins: Sequence[Value], tensors: Sequence[Tensor], k: int) -> list:
+    leaves = []
+    for v, t in zip(ins[:k], tensors[:k]):
+        leaf = _wrap(t._data)
+        if v.requires_grad and t._data.dtype in _DIFF_DTYPES:
+            leaf._requires_grad = True
+        leaves.append(leaf)
+    return leaves
+
+
+def _rerun(n: Node, ex: dict, tracer: Tracer) -> tuple:
+    """Run ``n``'s op eagerly (not recorded) on example leaves with grad mode on; bind the
+    leaves, tensor arguments and results to ``n``'s values; return (backward node, results)."""
+    k = n.num_tensor_inputs
+    ins = n._inputs
+    tens = [ex[v] for v in ins]
+    leaves = _leaves(ins, tens, k)
+    for leaf, v in zip(leaves, ins[:k]):
+        tracer.bind(leaf, v)
+    for t, v in zip(tens[k:], ins[k:]):
+        tracer.bind(t, v)
+    args = n.call_args(leaves + tens[k:])
+    prev = _tr._local.tracer
+    _tr._local.tracer = None
+    try:
+        with enable_grad():
+            out = apply(n.op, tuple(leaves), tuple(t._data for t in leaves), args)
+    finally:
+        _tr._local.tracer = prev
+    outs = (out,) if n.op.num_outputs == 1 else tuple(out)
+    _tr.resave_outputs(n, n.op, outs, leaves + tens[k:])
+    node = None
+    for o, v in zip(outs, n._outputs):
+        tracer.bind(o, v)
+        if node is None and o._grad_fn is not None and \
+                getattr(type(o._grad_fn), "_op", None) is n.op:
+            node = o._grad_fn
+    return node, outs
+
+
+# ---------------------------------------------------------------------------- opaque rules
+def _opaque(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
+            blk: Block) -> List[Optional[Value]]:
+    """An ``OpBackward`` node: the op's VJP rule runs at run time on the real values."""
+    f = tracer.graph
+    k = n.num_tensor_inputs
+    ins = n._inputs
+    want = [i for i, v in enumerate(ins[:k]) if v.requires_grad]
+    attrs = {"op": n.op, "args": n.args, "k": k, "n_grads": len(grads),
+             "saved_outputs": n.attrs.get("saved_outputs"),
+             "n_inputs": len(ins), "needs": tuple(v.requires_grad for v in ins[:k]),
+             "outputs": want}
+    node = f.insert_prim("OpBackward", list(grads) + list(ins),
+                         [(ins[i].shape, ins[i].dtype, False) for i in want], attrs,
+                         source=n.source)
+    prev = _tr._local.tracer
+    _tr._local.tracer = None
+    try:
+        arrs = run_op_backward(node, [rex[g] for g in grads] + [ex[v] for v in ins])
+    finally:
+        _tr._local.tracer = prev
+    out: List[Optional[Value]] = [None] * len(ins)
+    for j, i in enumerate(want):
+        o = node.output(j)
+        rex[o] = arrs[j] if arrs[j] is not None else _wrap(np.zeros(o.shape, o.dtype))
+        out[i] = o
+    return out
+
+
+def run_op_backward(n: Node, ins: list) -> list:
+    """Run an ``OpBackward`` node: rebuild the op's backward node on the input values (grad
+    mode on; inputs that already require grad are used as they are, so that create_graph
+    differentiates through them) and apply its VJP rule to the gradients."""
+    a = n.attrs
+    op = a["op"]
+    ng, ni, k = a["n_grads"], a["n_inputs"], a["k"]
+    grads = ins[:ng]
+    if all(g is None for g in grads):
+        return [None] * len(a["outputs"])
+    inputs = ins[ng:ng + ni]
+    leaves = []
+    for t, need in zip(inputs[:k], a["needs"]):
+        if t.requires_grad or not need:
+            leaves.append(t)
+        else:
+            leaf = _wrap(t._data)
+            leaf._requires_grad = t._data.dtype in _DIFF_DTYPES
+            leaves.append(leaf)
+    args = _resolve(a["args"], inputs, k)
+    with enable_grad():
+        out = apply(op, tuple(leaves), tuple(t._data for t in leaves), args)
+    outs = (out,) if op.num_outputs == 1 else tuple(out)
+    _tr.resave_outputs(n, op, outs, leaves + list(inputs[k:]))
+    node = next((o._grad_fn for o in outs if o._grad_fn is not None), None)
+    if node is None:
+        return [None] * len(a["outputs"])
+    diff = [g for g, o in zip(grads, outs) if o._data.dtype in _DIFF_DTYPES] \
+        if op.num_outputs != 1 else list(grads)
+    res = node.apply(list(diff))
+    result = []
+    from ..autograd.engine import _fix_gradient  # local import: the engine's fix-ups, once
+    for i in a["outputs"]:
+        g = res[i] if i < len(res) else None
+        if g is not None:
+            g = _fix_gradient(node, i, g, (inputs[i]._data.shape, inputs[i]._data.dtype))
+        result.append(g)
+    return result
+
+
+def _resolve(args: tuple, inputs: list, k: int) -> tuple:
+    from ..autograd.saved import TensorList  # local import: the type of tensor-list arguments
+    out = []
+    for x in args:
+        if type(x) is TensorArg:
+            out.append(inputs[k + x.index])
+        elif type(x) is TensorList:
+            out.append(TensorList([inputs[k + y.index] if type(y) is TensorArg else y
+                                   for y in x]))
+        else:
+            out.append(x)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------- optimize
+def optimize(grad: Gradient, rev: _Reverse) -> None:
+    """The seed's ``Optimize``."""
+    rb = rev.reverse_block
+    lift_constants(rb, rb)
+    fold_sizes(rb)
+    eliminate_common_subexpression(grad.f)
+    deduplicate_captures(grad, rev)
+    grad_map = rev.grad_map
+
+    def drop_dead(live: set) -> None:
+        for x in [x for x, dx in grad_map.items() if dx not in live]:
+            del grad_map[x]
+    eliminate_dead_code(rb, drop_dead)
+
+
+def get_reverse_captures(grad: Gradient) -> List[Value]:
+    """Values of f used in the reverse block, in topological order (inputs first)."""
+    f = grad.f
+    primal = f.block()
+    seen: set = set()
+    caps: List[Value] = []
+
+    def check(v: Value) -> None:
+        for u in v._uses:
+            if u.user.owning_block is primal:
+                continue
+            if v not in seen:
+                seen.add(v)
+                caps.append(v)
+    for v in f.inputs():
+        check(v)
+    for n in f.nodes():
+        for o in n._outputs:
+            check(o)
+    return caps
+
+
+def deduplicate_captures(grad: Gradient, rev: _Reverse) -> None:
+    """The seed's ``deduplicateSizeCaptures``, for static shapes: there are no size captures,
+    but a view of a captured value (``t(W)`` next to ``W``) used only by the reverse block is
+    recomputed there instead of captured too (a view costs no copy)."""
+    primal = grad.f.block()
+    rb = rev.reverse_block
+    caps = get_reverse_captures(grad)
+    cset = set(caps)
+    pos = 0
+    for c in caps:
+        n = c.node()
+        if n is None or n.op is None or not n.op.view or len(n._outputs) != 1:
+            continue
+        if any(u.user.owning_block is primal for u in c._uses):
+            continue
+        if not all(v in cset or (v.node() is not None and v.node()._kind == "Constant")
+                   for v in n._inputs):
+            continue
+        m = Node(n._kind, n.op, dict(n.attrs))
+        m.args, m.num_tensor_inputs, m.source = n.args, n.num_tensor_inputs, n.source
+        for v in n._inputs:
+            m.add_input(v)
+        o = m.add_output(c.shape, c.dtype, False)
+        m.owning_block = rb
+        rb._nodes.insert(pos, m)
+        pos += 1
+        c.replace_all_uses_with(o)
+        n.destroy()
+        cset.discard(c)
+
+
+# ---------------------------------------------------------------------------- lambda lift
+def lambda_lift_reverse(grad: Gradient, rev: _Reverse) -> None:
+    f = grad.f
+    rb = rev.reverse_block
+    grad_map = rev.grad_map
+    captures = get_reverse_captures(grad)
+    grad.f_real_outputs = len(f.outputs())
+    out_idx: dict = {}
+    for i, o in enumerate(f.outputs()):
+        out_idx.setdefault(o, i)
+    in_idx = {v: i for i, v in enumerate(f.inputs())}
+    for c in captures:
+        if c in out_idx:
+            grad.df_input_captured_outputs.append(out_idx[c])
+        elif c in in_idx:
+            grad.df_input_captured_inputs.append(in_idx[c])
+        else:
+            f.register_output(c)
+            grad.df_input_captured_outputs.append(len(f.outputs()) - 1)
+    outs = f.outputs()
+    for i in range(grad.f_real_outputs, len(outs)):
+        tmp = outs[i]
+        if tmp not in grad_map:
+            continue
+        vin = rb.add_input(tmp.shape, tmp.dtype)
+        prev = grad_map[tmp]
+        add = Node("AutogradAdd")
+        add.add_input(vin)
+        add.add_input(vin)
+        new = add.add_output(tmp.shape, tmp.dtype, False)
+        pn = prev.node()
+        if pn is None:
+            rb.prepend(add)
+        else:
+            blk = pn.owning_block
+            blk._nodes.insert(blk._nodes.index(pn) + 1, add)
+            add.owning_block = blk
+        prev.replace_all_uses_with(new)
+        add.replace_input(1, prev)
+        grad_map[tmp] = new
+        grad.df_input_vjps.append(i)
+    df = Graph()
+    env: dict = {}
+    for p in rb._params:
+        env[p] = df.add_input(p.shape, p.dtype, False)
+    for idx in grad.df_input_captured_inputs:
+        v = f.inputs()[idx]
+        env[v] = df.add_input(v.shape, v.dtype, False, name=v._name)
+    for idx in grad.df_input_captured_outputs:
+        v = f.outputs()[idx]
+        env[v] = df.add_input(v.shape, v.dtype, False, name=v._name)
+    clone_block_into(rb, df.block(), env)
+    for v in rb.outputs():
+        df.register_output(env[v])
+    # The reverse node was only a holder: drop its uses of f's values.
+    for m in reversed(rb.nodes()):
+        m.destroy_recursive()
+    rb.return_node().remove_all_inputs()
+    grad.df = df
