@@ -23,7 +23,8 @@ Example:
     ... def f(x, w):
     ...     return (x @ w).tanh().sum()
     >>> x, w = ndgrad.ones(2, 3), ndgrad.ones(3, 4, requires_grad=True)
-    >>> loss = f(x, w)
+    >>> loss = f(x, w)      # traces (and returns the traced run's result)
+    >>> loss = f(x, w)      # runs the generated code
     >>> loss.grad_fn.name()
     'DifferentiableGraphBackward'
     >>> loss.backward()

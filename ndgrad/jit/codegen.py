@@ -54,7 +54,7 @@ from ..ops import pointwise as _pw
 from ..ops import reduction as _red
 from ..ops import shape as _shape
 from ..tensor import _wrap
-from .ir import Graph, TensorArg, Value
+from .ir import ArrayArg, Graph, TensorArg, Value
 
 __all__ = ["generate", "GeneratedFunction"]
 
@@ -376,12 +376,19 @@ class _Gen:
         return nm
 
     def arg(self, a: Any, ins: list, k: int) -> str:
-        if type(a) is TensorArg:
+        """Source for one argument, with the placeholders of Note [Graph interface] replaced:
+        ``TensorArg`` by a Tensor wrapping the input's array, ``ArrayArg`` by the array."""
+        t = type(a)
+        if t is TensorArg:
             return f"_wrap({ins[k + a.index]})"
-        if type(a) is TensorList:
-            items = ", ".join("None" if x is None else f"_wrap({ins[k + x.index]})"
-                              if type(x) is TensorArg else self.lit(x) for x in a)
-            return f"_TensorList(({items}{',' if len(a) == 1 else ''}))"
+        if t is ArrayArg:
+            return ins[k + a.index]
+        if (t is tuple or t is list or t is TensorList) and _has_placeholder(a):
+            items = ", ".join(self.arg(x, ins, k) for x in a)
+            if t is list:
+                return f"[{items}]"
+            body = f"({items}{',' if len(a) == 1 else ''})"
+            return body if t is tuple else f"_TensorList({body})"
         return self.lit(a)
 
     def direct(self, n, ins: list) -> Optional[str]:
@@ -477,6 +484,15 @@ def _op_backward(node: Any, arrays: list) -> tuple:
     from .differentiate import run_op_backward   # local import: same layer, loaded lazily
     outs = run_op_backward(node, [None if a is None else _wrap(a) for a in arrays])
     return tuple(None if t is None else t._data for t in outs)
+
+
+def _has_placeholder(a: Any) -> bool:
+    t = type(a)
+    if t is TensorArg or t is ArrayArg:
+        return True
+    if t is tuple or t is list or t is TensorList:
+        return any(_has_placeholder(x) for x in a)
+    return False
 
 
 def _run_op(node: Any, arrays: list) -> tuple:
