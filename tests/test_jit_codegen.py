@@ -125,3 +125,33 @@ def test_matmul_of_transposed_values_uses_views_not_copies():
     gen = generate(g)
     assert "copy" not in gen.code
     np.testing.assert_array_equal(gen(a._data, b._data)[0], a._data.T @ b._data)
+
+
+def test_stack_batching_turns_a_row_by_row_hessian_into_batched_products():
+    from ndgrad.jit.stack_batching import batch_stacks, fold_constants
+    rng = np.random.default_rng(3)
+    A = ndgrad.tensor(rng.standard_normal((6, 6)))
+    x = ndgrad.tensor(rng.standard_normal(6))
+
+    def hess(x, A):
+        return ndgrad.autograd.functional.hessian(lambda v: (A @ v).tanh().sum(), x)
+
+    g = trace_graph(hess, (x, A)).graph
+    ref = interpret(g, [x, A])[0]._data
+    before = sum(n.kind() in ("mm", "mv") for n in g.nodes())
+    fold_constants(g)
+    assert batch_stacks(g) == 1
+    g.lint()
+    after = sum(n.kind() in ("mm", "mv") for n in g.nodes())
+    assert before > 6 and after <= 3
+    out = generate(g)(x._data, A._data)[0]
+    np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(out, hess(x, A).numpy(), rtol=1e-13, atol=1e-15)
+
+
+def test_stack_batching_leaves_non_isomorphic_items_alone():
+    from ndgrad.jit.stack_batching import batch_stacks
+    x = ndgrad.ones(3)
+    g = trace_graph(lambda x: ndgrad.stack([x.sin(), x.cos(), x.exp(), x.tanh()]), (x,)).graph
+    assert batch_stacks(g) == 0
+    np.testing.assert_array_equal(generate(g)(x._data)[0], interpret(g, [x])[0]._data)

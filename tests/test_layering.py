@@ -76,6 +76,10 @@ LAYERS = {
     "ndgrad.jit.tracer": API,
     "ndgrad.jit.interpret": API,
     "ndgrad.jit.passes": API,
+    "ndgrad.jit.codegen": API,
+    "ndgrad.jit.executor": API,
+    "ndgrad.jit.api": API,
+    "ndgrad.jit.stack_batching": API,
 }
 
 

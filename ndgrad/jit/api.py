@@ -206,11 +206,15 @@ def _trace(fn: Callable, args: tuple, kwargs: dict) -> tuple:
 
 
 def _optimize(g: Any) -> None:
-    """The forward-only pipeline: common subexpressions, then dead code (constant folding
-    happens in codegen)."""
+    """The forward-only pipeline: common subexpressions, dead code, stack batching (Note [Stack
+    batching]); constant folding happens in codegen."""
     from .passes import eliminate_common_subexpression, eliminate_dead_code
+    from .stack_batching import batch_stacks, fold_constants
     eliminate_common_subexpression(g)
     eliminate_dead_code(g.block())
+    fold_constants(g)
+    if batch_stacks(g):
+        eliminate_common_subexpression(g)
 
 
 def _merged_outputs(orig: Any, opt: Any, n: int) -> list:
