@@ -46,6 +46,8 @@ from ..ops import _dispatch
 from ..tensor import Tensor
 from .codegen import generate
 from .executor import Plan
+from .passes import eliminate_common_subexpression, eliminate_dead_code
+from .stack_batching import batch_stacks, fold_constants
 from .tracer import _local as _tracer_local
 from .tracer import TraceError, flatten, trace_graph, unflatten
 
@@ -208,8 +210,6 @@ def _trace(fn: Callable, args: tuple, kwargs: dict) -> tuple:
 def _optimize(g: Any) -> None:
     """The forward-only pipeline: common subexpressions, dead code, stack batching (Note [Stack
     batching]); constant folding happens in codegen."""
-    from .passes import eliminate_common_subexpression, eliminate_dead_code
-    from .stack_batching import batch_stacks, fold_constants
     eliminate_common_subexpression(g)
     eliminate_dead_code(g.block())
     fold_constants(g)
