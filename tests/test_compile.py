@@ -398,3 +398,33 @@ def test_a_compiled_function_called_inside_a_traced_one_is_inlined():
         assert loss.item() == pytest.approx(expect[0], rel=1e-12)
         np.testing.assert_allclose(w.grad.numpy(), expect[1], rtol=1e-12)
     assert loss.grad_fn.name() == "DifferentiableGraphBackward"
+
+
+def test_a_compiled_module_trains_like_the_eager_one():
+    from ndgrad import nn
+
+    def run(compile_module):
+        ndgrad.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+        opt = ndgrad.optim.SGD(model.parameters(), lr=0.1)
+        f = ndgrad.compile(model) if compile_module else model
+        x, y = ndgrad.randn(16, 4), ndgrad.randn(16, 1)
+        losses = []
+        for _ in range(4):
+            opt.zero_grad()
+            loss = ((f(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses
+
+    assert run(True) == run(False)
+
+
+def test_keyword_arguments_and_non_tensor_outputs():
+    g = ndgrad.compile(lambda x, *, scale=2.0: {"y": x * scale, "n": 3})
+    x = ndgrad.ones(2)
+    assert g(x, scale=3.0)["y"].tolist() == [3.0, 3.0]
+    out = g(x, scale=3.0)
+    assert out["n"] == 3 and out["y"].tolist() == [3.0, 3.0]
+    assert g(x, scale=4.0)["y"].tolist() == [4.0, 4.0]

@@ -33,7 +33,7 @@ import numpy as np
 from ..ops import linalg as _linalg
 from ..ops import pointwise as _pw
 from ..ops import shape as _shape
-from .ir import Graph
+from .ir import Graph, Node
 from .passes import eliminate_dead_code
 
 __all__ = ["batch_stacks", "fold_constants"]
@@ -47,28 +47,34 @@ _MIN_ITEMS = 4
 
 
 def fold_constants(g: Graph) -> int:
-    """Replace every op node whose inputs are all constants by constants holding its results
-    (computed now with the op's forward); returns how many nodes were folded."""
+    """Replace every top-level op node whose inputs are all constants by constants holding its
+    results (computed now with the op's forward); returns how many nodes were folded."""
     from .codegen import _run_op   # local import: the same evaluation codegen uses
     done = 0
     blk = g.block()
-    for n in list(blk.nodes()):
-        ins = n.inputs()
-        if n.op is None or not ins or any(v.node() is None or v.node().kind() != "Constant"
+    new_nodes = []
+    for n in blk._nodes:
+        ins = n._inputs
+        if n.op is None or not ins or any(v._node is None or v._node._kind != "Constant"
                                           for v in ins):
+            new_nodes.append(n)
             continue
-        outs = _run_op(n, [v.node().attrs["value"] for v in ins])
-        g.set_insert_point(blk, blk._nodes.index(n))
-        try:
-            for o, arr in zip(n.outputs(), outs):
-                c = g.insert_constant(np.asarray(arr), source=n.source)
-                o.replace_all_uses_with(c)
-        finally:
-            g.set_insert_point(blk, None)
-        n.destroy()
+        outs = _run_op(n, [v._node.attrs["value"] for v in ins])
+        for o, arr in zip(n._outputs, outs):
+            arr = np.array(arr, copy=True)
+            arr.flags.writeable = False
+            c = Node("Constant", attrs={"value": arr})
+            c.source = n.source
+            c.owning_block = blk
+            cv = c.add_output(arr.shape, arr.dtype, False)
+            o.replace_all_uses_with(cv)
+            new_nodes.append(c)
+        n.remove_all_inputs()
+        n.owning_block = None
         done += 1
     if done:
-        eliminate_dead_code(g.block())
+        blk._nodes = new_nodes
+        eliminate_dead_code(blk)
     return done
 
 
