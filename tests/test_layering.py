@@ -80,6 +80,7 @@ LAYERS = {
     "ndgrad.jit.executor": API,
     "ndgrad.jit.api": API,
     "ndgrad.jit.stack_batching": API,
+    "ndgrad.jit.numba_backend": API,
 }
 
 

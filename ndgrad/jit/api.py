@@ -141,7 +141,8 @@ class _Specialization:
         else:
             opt = g.copy()
             _optimize(opt)
-            fwd = generate(opt, name="f", copy_outputs=_merged_outputs(g, opt, res.num_outputs))
+            fwd = generate(opt, name="f", copy_outputs=_merged_outputs(g, opt, res.num_outputs),
+                           backend=backend)
             self.plan = Plan(f=fwd, f_nograd=fwd, f_real_outputs=len(g.outputs()),
                              df_input_vjps=(), df_input_captured_inputs=(),
                              df_input_captured_outputs=(), df_output_vjps=(), input_meta=(),
@@ -241,12 +242,13 @@ def _write_back(t: Tensor, new: Tensor) -> None:
 def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
     from .interpret import interpret   # local import: the create_graph path only
 
-    f = generate(grad.f, name="f")
+    f = generate(grad.f, name="f", backend=backend, private_from=grad.f_real_outputs)
     df_graph = grad.df
     nv = len(grad.df_input_vjps)
 
     def build(mask: tuple) -> Any:
-        return generate(df_graph, undefined=[i for i, m in enumerate(mask) if m], name="df")
+        return generate(df_graph, undefined=[i for i, m in enumerate(mask) if m], name="df",
+                        backend=backend)
 
     # Note [Differentiating a compiled backward]
     # Under create_graph=True the backward must record a graph of its own. df is a graph of
@@ -460,7 +462,9 @@ def compile(fn: Optional[Callable] = None, *, backend: str = "numpy", fullgraph:
     ``DifferentiableGraphBackward`` node running the compiled backward.
 
     Args:
-        backend: ``"numpy"`` (generated straight-line NumPy) or ``"numba"`` (``ndgrad[fast]``).
+        backend: ``"numpy"`` (generated straight-line NumPy) or ``"numba"`` (``ndgrad[fast]``:
+            runs of small float32/float64 elementwise ops in a VM compiled once, Note
+            [Elementwise VM] in numba_backend.py).
         fullgraph: True: a function that cannot be traced raises ``ndgrad.jit.TraceError``;
             False: that kind of input runs eagerly (with a warning).
         dynamic: only False (every shape gets its own specialization) is supported.
@@ -474,6 +478,11 @@ def compile(fn: Optional[Callable] = None, *, backend: str = "numpy", fullgraph:
     if backend not in _BACKENDS:
         raise ValueError(f"ndgrad.compile: unknown backend {backend!r}; choose one of "
                          f"{', '.join(repr(b) for b in _BACKENDS)}")
+    if backend == "numba":
+        from .numba_backend import available   # local import: the optional tier
+        if not available():
+            raise ImportError("ndgrad.compile(backend='numba') needs numba: "
+                              "pip install 'ndgrad[fast]'")
     if dynamic:
         raise NotImplementedError("ndgrad.compile: dynamic shapes are not supported; every "
                                   "input shape gets its own specialization (dynamic=False)")

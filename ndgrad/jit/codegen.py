@@ -86,11 +86,16 @@ class GeneratedFunction:
 
 
 def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
-             copy_outputs: Iterable[int] = ()) -> GeneratedFunction:
+             copy_outputs: Iterable[int] = (), backend: str = "numpy",
+             private_from: Optional[int] = None) -> GeneratedFunction:
     """Generate, compile and register the code of ``graph``; ``undefined``: indices of inputs
     that are always ``None`` (undefined gradients) for this variant; ``copy_outputs``: output
-    positions returned as copies (outputs a pass merged that must stay distinct arrays)."""
-    gen = _Gen(name)
+    positions returned as copies (outputs a pass merged that must stay distinct arrays);
+    ``backend="numba"`` runs runs of small elementwise ops in the VM (Note [Elementwise VM] in
+    numba_backend.py); outputs from position ``private_from`` on (temporaries only the executor
+    sees) may be views of the VM's register array instead of copies."""
+    gen = _Gen(name, fuse=backend == "numba")
+    gen.private_from = len(graph.outputs()) if private_from is None else private_from
     src, glb = gen.build(graph, frozenset(undefined), frozenset(copy_outputs))
     with _lock:
         n = next(_counter)
@@ -106,9 +111,46 @@ def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
 
 
 # ---------------------------------------------------------------------------- the generator
+class _Reg:
+    """A value held in row ``idx`` of the register array ``_R`` (numba tier)."""
+
+    __slots__ = ("idx", "value")
+
+    def __init__(self, idx: int, value: Value) -> None:
+        self.idx, self.value = idx, value
+
+
+class _Env(dict):
+    """Value -> source name; a value living in a VM register is given a name (a view of its
+    row) when some non-VM code reads it."""
+
+    def __init__(self, gen: "_Gen") -> None:
+        super().__init__()
+        self.gen = gen
+
+    def __getitem__(self, v: Any) -> Any:
+        x = dict.__getitem__(self, v)
+        if type(x) is _Reg:
+            return self.gen.materialize(x)
+        return x
+
+
 class _Gen:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, fuse: bool = False) -> None:
         self.name = name
+        self.fuse = fuse
+        self.cluster: list = []       # pending VM instructions: (opcode, dst, a, b)
+        self.loads: list = []         # pending loads: (register, name)
+        self.loaded: dict = {}        # name -> register holding it
+        self.nreg = 0
+        self.rclass: Any = None       # (numel, dtype) of the register array
+        self.imms: list = []
+        self.mat_names: dict = {}     # register -> materialized name
+        self.reg_views: set = set()
+        self.view_of: dict = {}       # materialized name -> its register
+        self.pending: set = set()     # registers the pending VM call computes
+        self.nclusters = 0
+        self.private_from = 0
         self.glb: dict = {"_np": np, "_asarray": np.asarray, "_wrap": _wrap,
                           "_TensorList": TensorList}
         self._glb_ids: dict = {}
@@ -158,21 +200,27 @@ class _Gen:
     # ---- graph walk
     def build(self, graph: Graph, undefined: frozenset, copies: frozenset = frozenset()
               ) -> tuple:
-        env: dict = {}
+        env: dict = _Env(self)
         params = []
         for i, v in enumerate(graph.inputs()):
             nm = f"a{i}"
             params.append(nm)
             env[v] = None if i in undefined else nm
         self.block(graph.block().nodes(), env, in_grad_of=False)
+        self.flush()
         outs = []
         for k, v in enumerate(graph.outputs()):
             nm = env[v]
-            if nm is not None and (nm in self._const_names or k in copies):
+            if nm is not None and (nm in self._const_names or k in copies
+                                   or (nm in self.reg_views and k < self.private_from)):
                 c = self.fresh()      # a constant returned must not be shared between calls
                 self.emit(f"{c} = {nm}.copy()", (nm,), (c,))
                 nm = c
             outs.append(nm)
+        if self.nreg:
+            numel, dt = self.rclass
+            d = self.bind(dt, f"dtype_{dt.name}")
+            self.lines.insert(0, (f"_R = _np.empty(({self.nreg}, {numel}), {d})", (), ()))
         return self.finish(params, outs), self.glb
 
     _const_names: frozenset = frozenset()
@@ -180,6 +228,8 @@ class _Gen:
     def block(self, nodes: Sequence, env: dict, in_grad_of: bool) -> None:
         for n in nodes:
             kind = n.kind()
+            if self.fuse and n.op is not None and self.try_fuse(n, env):
+                continue
             if n.op is not None:
                 self.op_node(n, env, in_grad_of)
             else:
@@ -213,10 +263,20 @@ class _Gen:
         env[n.output()] = None
 
     def prim_AutogradAdd(self, n, env, in_grad_of) -> None:
-        a, b = (env[v] for v in n.inputs())
-        if a is None or b is None:
-            env[n.output()] = a if b is None else b
+        ra, rb = (dict.get(env, v) for v in n.inputs())
+        if ra is None or rb is None:
+            env[n.output()] = ra if rb is None else rb
             return
+        if self.fuse and type(ra) is _Reg and type(rb) is _Reg and \
+                n.output().dtype == self.rclass[1]:
+            from .numba_backend import OPCODES   # local import: the optional tier
+            dst = self.nreg
+            self.nreg += 1
+            self.cluster.append((OPCODES["add"], dst, ra.idx, rb.idx))
+            self.pending.add(dst)
+            env[n.output()] = _Reg(dst, n.output())
+            return
+        a, b = (env[v] for v in n.inputs())
         out = self.fresh()
         if a in self.maybe_none or b in self.maybe_none:
             self.emit(f"{out} = {b} if {a} is None else {a} if {b} is None else {a} + {b}",
@@ -228,15 +288,15 @@ class _Gen:
         env[n.output()] = out
 
     def prim_Detach(self, n, env, in_grad_of) -> None:
-        env[n.output()] = env[n.input()]
+        env[n.output()] = dict.get(env, n.input())
 
     def prim_SumToSize(self, n, env, in_grad_of) -> None:
-        x = env[n.input()]
         v = n.input()
         shape = tuple(n.attrs["size"])
-        if x is None or tuple(v.shape) == shape:
-            env[n.output()] = x
+        if dict.get(env, v) is None or tuple(v.shape) == shape:
+            env[n.output()] = dict.get(env, v)
             return
+        x = env[v]
         xs = tuple(v.shape)
         lead = len(xs) - len(shape)
         dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
@@ -249,11 +309,11 @@ class _Gen:
         env[n.output()] = out
 
     def prim_Cast(self, n, env, in_grad_of) -> None:
-        x = env[n.input()]
         dt = np.dtype(n.attrs["dtype"])
-        if x is None or n.input().dtype == dt:
-            env[n.output()] = x
+        if dict.get(env, n.input()) is None or n.input().dtype == dt:
+            env[n.output()] = dict.get(env, n.input())
             return
+        x = env[n.input()]
         src = x
         out = self.fresh()
         if n.input().dtype.kind == "c" and dt.kind != "c":
@@ -272,18 +332,18 @@ class _Gen:
         env[n.output()] = out
 
     def prim_BroadcastTo(self, n, env, in_grad_of) -> None:
-        x = env[n.input()]
         shape = tuple(n.attrs["size"])
-        if x is None or tuple(n.input().shape) == shape:
-            env[n.output()] = x
+        if dict.get(env, n.input()) is None or tuple(n.input().shape) == shape:
+            env[n.output()] = dict.get(env, n.input())
             return
+        x = env[n.input()]
         out = self.fresh()
         self.emit(f"{out} = {self.guard(x)}_np.broadcast_to({x}, {shape!r})", (x,), (out,))
         self.propagate(x, out)
         env[n.output()] = out
 
     def prim_GradOf(self, n, env, in_grad_of) -> None:
-        ins = [env[v] for v in n.inputs()]
+        ins = [dict.get(env, v) for v in n.inputs()]
         (blk,) = n.blocks()
         if all(x is None for x in ins):
             for o in n.outputs():
@@ -293,7 +353,7 @@ class _Gen:
             env[p] = x
         self.block(blk.nodes(), env, in_grad_of=True)
         for o, r in zip(n.outputs(), blk.outputs()):
-            env[o] = env[r]
+            env[o] = dict.get(env, r)
 
     def prim_OpBackward(self, n, env, in_grad_of) -> None:
         ins = [env[v] for v in n.inputs()]
@@ -324,6 +384,79 @@ class _Gen:
         self.emit(f"{tgt} = {fn}({node}, [{args}])  # {n.kind()}", ins, outs)
         for o, nm in zip(n.outputs(), outs):
             env[o] = nm
+
+    # ---- the numba tier (Note [Elementwise VM] in numba_backend.py)
+    def try_fuse(self, n, env) -> bool:
+        from .numba_backend import OPCODES, fusible   # local import: the optional tier
+        spec = fusible(n)
+        if spec is None:
+            return False
+        out = n.output()
+        numel = 1
+        for d in out.shape:
+            numel *= d
+        cls = (numel, out.dtype)
+        if self.rclass is None:
+            self.rclass = cls
+        elif self.rclass != cls:
+            return False
+        raw = [dict.get(env, v) for v in n.inputs()]
+        if any(x is None for x in raw):
+            return False          # an undefined operand: zeros are materialized by op_node
+        regs = [x.idx if type(x) is _Reg else self.view_of.get(x) if x in self.view_of
+                else self.load(x) for x in raw]
+        name, imm = spec
+        dst = self.nreg
+        self.nreg += 1
+        if imm is not None:
+            b = len(self.imms) + 2
+            self.imms.append(imm)
+        else:
+            b = regs[1] if len(regs) > 1 else 0
+        self.cluster.append((OPCODES[name], dst, regs[0], b))
+        self.pending.add(dst)
+        dict.__setitem__(env, out, _Reg(dst, out))
+        return True
+
+    def load(self, name: str) -> int:
+        r = self.loaded.get(name)
+        if r is None:
+            r = self.loaded[name] = self.nreg
+            self.nreg += 1
+            self.loads.append((r, name))
+        return r
+
+    def flush(self) -> None:
+        if not self.cluster:
+            return
+        for r, name in self.loads:
+            self.emit(f"_R[{r}] = {name}.reshape(-1)", (name,), ())
+        numel, dt = self.rclass
+        prog = np.array(self.cluster, dtype=np.int32)
+        prog.flags.writeable = False
+        imm = np.array([1, 0] + self.imms, dtype=dt)
+        self.imms = []
+        from .numba_backend import get_vm   # local import: the optional tier
+        vm = self.bind(get_vm(), "vm")
+        p = self.bind(prog, "prog")
+        i = self.bind(imm, "imm")
+        self.emit(f"{vm}({p}, {i}, _R)  # {len(self.cluster)} elementwise ops in the VM",
+                  (), ())
+        self.cluster = []
+        self.loads = []
+        self.pending = set()
+        self.nclusters += 1
+
+    def materialize(self, reg: _Reg) -> str:
+        nm = self.mat_names.get(reg.idx)
+        if nm is None:
+            if reg.idx in self.pending:
+                self.flush()          # the value is computed by the pending VM call
+            nm = self.mat_names[reg.idx] = self.fresh()
+            self.emit(f"{nm} = _R[{reg.idx}].reshape({tuple(reg.value.shape)!r})", (), (nm,))
+            self.reg_views.add(nm)
+            self.view_of[nm] = reg.idx
+        return nm
 
     # ---- op nodes
     def op_node(self, n, env, in_grad_of) -> None:
