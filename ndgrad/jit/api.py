@@ -35,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import warnings
 from typing import Any, Callable, Optional
@@ -454,8 +455,8 @@ class CompiledFunction:
         return [s for s in self._cache.values() if s is not _EAGER]
 
 
-def compile(fn: Optional[Callable] = None, *, backend: str = "numpy", fullgraph: bool = True,
-            dynamic: Optional[bool] = False, cache_limit: int = 8) -> Any:
+def compile(fn: Optional[Callable] = None, *, backend: Optional[str] = None,
+            fullgraph: bool = True, dynamic: Optional[bool] = False, cache_limit: int = 8) -> Any:
     """Compile ``fn`` (torch.compile's entry point; also usable as ``@ndgrad.compile`` or
     ``@ndgrad.compile(backend=...)``): each call traces ``fn`` once per guard key and then runs
     generated NumPy code; when outputs need gradients, their ``grad_fn`` is ONE
@@ -464,7 +465,9 @@ def compile(fn: Optional[Callable] = None, *, backend: str = "numpy", fullgraph:
     Args:
         backend: ``"numpy"`` (generated straight-line NumPy) or ``"numba"`` (``ndgrad[fast]``:
             runs of small float32/float64 elementwise ops in a VM compiled once, Note
-            [Elementwise VM] in numba_backend.py).
+            [Elementwise VM] in numba_backend.py). None: the environment variable
+            ``NDGRAD_COMPILE_BACKEND`` if set (to benchmark both tiers with unchanged code),
+            else ``"numpy"``.
         fullgraph: True: a function that cannot be traced raises ``ndgrad.jit.TraceError``;
             False: that kind of input runs eagerly (with a warning).
         dynamic: only False (every shape gets its own specialization) is supported.
@@ -475,6 +478,8 @@ def compile(fn: Optional[Callable] = None, *, backend: str = "numpy", fullgraph:
     >>> f(ndgrad.zeros(2))
     tensor([0., 0.])
     """
+    if backend is None:
+        backend = os.environ.get("NDGRAD_COMPILE_BACKEND") or "numpy"
     if backend not in _BACKENDS:
         raise ValueError(f"ndgrad.compile: unknown backend {backend!r}; choose one of "
                          f"{', '.join(repr(b) for b in _BACKENDS)}")
