@@ -56,7 +56,7 @@ def _med(cells: dict, wl: str, be: str, key: str = "median_s"):
 
 def _mem(cells: dict, wl: str, be: str):
     for c in cells.get((wl, be), []):
-        for k in ("peak_mib", "mem_mib", "rss_increase_mib", "value"):
+        for k in ("peak_increase_mib",):
             if c.get(k) is not None:
                 return c[k]
     return None
