@@ -428,3 +428,14 @@ def test_keyword_arguments_and_non_tensor_outputs():
     out = g(x, scale=3.0)
     assert out["n"] == 3 and out["y"].tolist() == [3.0, 3.0]
     assert g(x, scale=4.0)["y"].tolist() == [4.0, 4.0]
+
+
+def test_forward_mode_tangents_through_a_compiled_function():
+    import ndgrad.autograd.forward_ad as fwAD
+    cf = compiled(lambda x: (x * x).sin(), *leaves((3,), requires_grad=False))
+    x, t = leaves((3,), (3,), seed=4, requires_grad=False)
+    with fwAD.dual_level():
+        y = cf(fwAD.make_dual(x, t))
+        _, tangent = fwAD.unpack_dual(y)
+    expect = (2 * x * (x * x).cos() * t).numpy()
+    np.testing.assert_allclose(tangent.numpy(), expect, rtol=1e-12)

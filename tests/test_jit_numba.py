@@ -85,8 +85,9 @@ def test_compiled_chain_agrees_with_the_numpy_backend(dtype):
     assert "_vm(" in cn.code and "_vm(" not in cp.code
 
 
-def test_float16_and_large_arrays_stay_on_numpy():
-    for x in (ndgrad.ones(8, dtype=ndgrad.float16), ndgrad.ones(numba_backend.MAX_NUMEL + 1)):
+def test_float16_bfloat16_and_large_arrays_stay_on_numpy():
+    for x in (ndgrad.ones(8, dtype=ndgrad.float16), ndgrad.ones(8, dtype=ndgrad.bfloat16),
+              ndgrad.ones(numba_backend.MAX_NUMEL + 1)):
         g = trace_graph(lambda x: (x * 2).tanh() + 1, (x,)).graph
         gen = generate(g, backend="numba")
         assert "_vm(" not in gen.code

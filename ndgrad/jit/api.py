@@ -6,9 +6,11 @@ its kind; for a tensor its shape, dtype, ``requires_grad`` and which earlier arg
 the same object as; for a Python value the value itself (it was baked into the graph). Tensors
 the function reaches through closures or attributes were lifted to graph inputs by the tracer:
 they are read at call time and their shape/dtype/requires_grad are checked against the
-specialization too. ``trace`` keeps one specialization and raises on a miss; ``compile`` traces
-again per new key, keeps at most ``cache_limit`` (8) of them, then warns once and runs the
-function eagerly for further keys (torch.compile's recompile limit).
+specialization too. Inputs carrying forward-mode tangents (a dual level is open) or batched
+by the batching layer run the function eagerly: the generated code sees only arrays.
+``trace`` keeps one specialization and raises on a miss; ``compile`` traces again per new key,
+keeps at most ``cache_limit`` (8) of them, then warns once and runs the function eagerly for
+further keys (torch.compile's recompile limit).
 
 A specialization whose outputs need gradients is differentiated (``differentiate``, seed 004)
 and runs as one ``DifferentiableGraphBackward`` node (executor.py); otherwise the forward
@@ -408,6 +410,12 @@ class CompiledFunction:
             # called while an outer function is being traced: its ops belong to that trace
             return self._fn(*args, **kwargs)
         key, leaves = _guard(args, kwargs)
+        if _dispatch._FW_AD or _dispatch._BATCHING:
+            # forward-mode tangents and batched tensors live on Tensors, which the generated
+            # code does not see: such calls run eagerly (Note [Guards and specializations])
+            for t in leaves:
+                if t._fw_grads or t._blevel:
+                    return self._fn(*args, **kwargs)
         spec = self._cache.get(key)
         if spec is None or (spec is not _EAGER and spec.lifted and not spec.lifted_ok()):
             spec, out = self._specialize(key, args, kwargs)
