@@ -155,3 +155,22 @@ def test_stack_batching_leaves_non_isomorphic_items_alone():
     g = trace_graph(lambda x: ndgrad.stack([x.sin(), x.cos(), x.exp(), x.tanh()]), (x,)).graph
     assert batch_stacks(g) == 0
     np.testing.assert_array_equal(generate(g)(x._data)[0], interpret(g, [x])[0]._data)
+
+
+def test_small_products_run_on_one_blas_thread_and_the_count_is_restored():
+    from ndgrad.jit import blas_threads
+    a = ndgrad.ones(8, 8)
+    small = generate(trace_graph(lambda a: (a @ a).tanh(), (a,)).graph)
+    assert small.single_thread
+    big = ndgrad.ones(600, 600)
+    assert not generate(trace_graph(lambda a: a @ a, (big,)).graph).single_thread
+    assert not generate(trace_graph(lambda a: a.tanh(), (a,)).graph).single_thread
+    if blas_threads.available():
+        get = blas_threads._find()[0]
+        before = get()
+        seen = []
+        orig = small.fn
+        small.fn = lambda *xs: (seen.append(get()), orig(*xs))[1]
+        out = small(a._data)
+        assert seen == [1] and get() == before
+        np.testing.assert_allclose(out[0], np.tanh(a._data @ a._data))

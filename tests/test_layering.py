@@ -81,6 +81,7 @@ LAYERS = {
     "ndgrad.jit.api": API,
     "ndgrad.jit.stack_batching": API,
     "ndgrad.jit.numba_backend": API,
+    "ndgrad.jit.blas_threads": API,
 }
 
 

@@ -54,6 +54,7 @@ from ..ops import pointwise as _pw
 from ..ops import reduction as _red
 from ..ops import shape as _shape
 from ..tensor import _wrap
+from .blas_threads import MAX_MACS, single_blas_thread
 from .ir import ArrayArg, Graph, TensorArg, Value
 
 __all__ = ["generate", "GeneratedFunction"]
@@ -62,6 +63,9 @@ _counter = itertools.count()
 _lock = threading.Lock()
 _FAST_FLOATS = frozenset(np.dtype(d) for d in ("float32", "float64", "complex64", "complex128"))
 _LITERALS = (int, bool, str, type(None))
+_PRODUCTS = frozenset((_linalg.MM, _linalg.BMM, _linalg.MV, _linalg.DOT))
+_SMALL_NUMEL = 1 << 18      # functions whose results are all this small, with small products,
+#                             run their products on one BLAS thread (blas_threads.py)
 _RESHAPES = frozenset((_shape.VIEW, _shape.RESHAPE_COPY, _shape.SQUEEZE, _shape.SQUEEZE_DIM,
                        _shape.SQUEEZE_DIMS, _shape.UNSQUEEZE))
 
@@ -71,14 +75,20 @@ class GeneratedFunction:
     with one ndarray (or None) per graph output. ``code`` is its source, ``filename`` the name
     tracebacks show."""
 
-    __slots__ = ("fn", "code", "filename", "__weakref__")
+    __slots__ = ("fn", "code", "filename", "single_thread", "__weakref__")
 
-    def __init__(self, fn: Callable, code: str, filename: str) -> None:
+    def __init__(self, fn: Callable, code: str, filename: str,
+                 single_thread: bool = False) -> None:
         self.fn = fn
         self.code = code
         self.filename = filename
+        # Note [Single-threaded small GEMMs] in blas_threads.py
+        self.single_thread = single_thread
 
     def __call__(self, *arrays: Any) -> tuple:
+        if self.single_thread:
+            with single_blas_thread():
+                return self.fn(*arrays)
         return self.fn(*arrays)
 
     def __repr__(self) -> str:
@@ -107,7 +117,8 @@ def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
     # belongs to ndgrad, whose warning filter silences them (Note [No floating point warnings])
     ns["__name__"] = "ndgrad.jit.generated"
     exec(code, ns)
-    return GeneratedFunction(ns[name], src, filename)
+    single = gen.blas_macs > 0 and gen.blas_macs <= MAX_MACS and gen.max_numel <= _SMALL_NUMEL
+    return GeneratedFunction(ns[name], src, filename, single)
 
 
 # ---------------------------------------------------------------------------- the generator
@@ -151,6 +162,8 @@ class _Gen:
         self.pending: set = set()     # registers the pending VM call computes
         self.nclusters = 0
         self.private_from = 0
+        self.blas_macs = 0            # the largest matrix product (multiply-adds)
+        self.max_numel = 0            # the largest op result
         self.glb: dict = {"_np": np, "_asarray": np.asarray, "_wrap": _wrap,
                           "_TensorList": TensorList}
         self._glb_ids: dict = {}
@@ -470,6 +483,11 @@ class _Gen:
             for o in n.outputs():
                 env[o] = self.folded.pop(o)
             return
+        for o in n.outputs():
+            self.max_numel = max(self.max_numel, _numel(o.shape))
+        if n.op in _PRODUCTS:
+            self.blas_macs = max(self.blas_macs, _numel(n.output().shape) * max(
+                1, n.inputs()[0].shape[-1] if n.inputs()[0].shape else 1))
         outs = [self.fresh() for _ in n.outputs()]
         expr = self.direct(n, ins) if len(outs) == 1 else None
         if expr is None:
@@ -617,6 +635,13 @@ def _op_backward(node: Any, arrays: list) -> tuple:
     from .differentiate import run_op_backward   # local import: same layer, loaded lazily
     outs = run_op_backward(node, [None if a is None else _wrap(a) for a in arrays])
     return tuple(None if t is None else t._data for t in outs)
+
+
+def _numel(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _has_placeholder(a: Any) -> bool:
