@@ -247,7 +247,6 @@ def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
 
     f = generate(grad.f, name="f", backend=backend, private_from=grad.f_real_outputs)
     df_graph = grad.df
-    nv = len(grad.df_input_vjps)
 
     def build(mask: tuple) -> Any:
         return generate(df_graph, undefined=[i for i, m in enumerate(mask) if m], name="df",
@@ -280,8 +279,6 @@ def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
                 output_dtypes=[v.dtype for v in f_outs], df_builder=build,
                 df_tensors=df_tensors, out_kinds=kinds + (None,) * (grad.f_real_outputs
                                                                    - len(kinds)))
-    # The variant for "every real output got a gradient, no temporary did" (the usual one).
-    del nv
     return plan
 
 

@@ -217,7 +217,7 @@ class Plan:
             outs = self.f_nograd(*arrays)
             res = []
             inference = _state.inference
-            for o in outs:
+            for o in outs[:self.f_real_outputs]:
                 t = _new(Tensor)
                 t._data = o if type(o) is _ndarray else np.asarray(o)
                 if inference:
