@@ -119,11 +119,11 @@ def _describe(key: tuple) -> str:
 
 # ---------------------------------------------------------------------------- one specialization
 class _Specialization:
-    """One traced and compiled version of a function."""
+    """One traced version of a function; differentiated and compiled on first use (Note [The
+    tracing call's result])."""
 
     def __init__(self, fn: Callable, args: tuple, kwargs: dict, backend: str) -> None:
         res, self.first_outputs = _trace(fn, args, kwargs)
-        self.result = res
         self.graph = res.graph
         self.num_outputs = res.num_outputs
         self.mutated = tuple(res.mutated)
@@ -131,33 +131,51 @@ class _Specialization:
         self.lifted = tuple(res.lifted)
         self.lifted_meta = tuple((t._data.shape, t._data.dtype, t._requires_grad)
                                  for t in self.lifted)
-        g = self.graph
-        self.gradient = None
-        kinds = _output_kinds(g, res.num_outputs)
-        needs_grad = _state.enabled and any(v.requires_grad for v in g.outputs())
-        if needs_grad:
-            from .differentiate import differentiate   # local import: loaded when needed
-            grad = differentiate(g.copy(), res.example_inputs)
-            self.gradient = grad
-            self.plan = _gradient_plan(grad, kinds, backend)
-            self.f_code = self.plan.f.code
-        else:
-            opt = g.copy()
-            _optimize(opt)
-            fwd = generate(opt, name="f", copy_outputs=_merged_outputs(g, opt, res.num_outputs),
-                           backend=backend)
-            self.plan = Plan(f=fwd, f_nograd=fwd, f_real_outputs=len(g.outputs()),
-                             df_input_vjps=(), df_input_captured_inputs=(),
-                             df_input_captured_outputs=(), df_output_vjps=(), input_meta=(),
-                             output_dtypes=[v.dtype for v in g.outputs()], out_kinds=kinds)
-            self.plan.f_code = fwd.code
-            self.f_code = fwd.code
+        self.backend = backend
+        self.needs_grad = _state.enabled and any(v.requires_grad for v in res.graph.outputs())
+        self._plan: Optional[Plan] = None
+        self._gradient = None
+        self._lock = threading.Lock()
+        del res            # the trace's example tensors are not kept
+
+    def build(self, example_inputs: Optional[list] = None) -> Plan:
+        """Differentiate (when outputs need gradients), optimize and generate code."""
+        with self._lock:
+            if self._plan is not None:
+                return self._plan
+            g = self.graph
+            kinds = _output_kinds(g, self.num_outputs)
+            if self.needs_grad:
+                from .differentiate import differentiate   # local import: loaded when needed
+                grad = differentiate(g.copy(), example_inputs)
+                self._gradient = grad
+                plan = _gradient_plan(grad, kinds, self.backend)
+                self.f_code = plan.f.code
+            else:
+                opt = g.copy()
+                _optimize(opt)
+                fwd = generate(opt, name="f", backend=self.backend,
+                               copy_outputs=_merged_outputs(g, opt, self.num_outputs))
+                plan = Plan(f=fwd, f_nograd=fwd, f_real_outputs=len(g.outputs()),
+                            df_input_vjps=(), df_input_captured_inputs=(),
+                            df_input_captured_outputs=(), df_output_vjps=(), input_meta=(),
+                            output_dtypes=[v.dtype for v in g.outputs()], out_kinds=kinds)
+                self.f_code = fwd.code
+            self._plan = plan
+            return plan
+
+    @property
+    def gradient(self) -> Any:
+        if self._plan is None:
+            self.build()
+        return self._gradient
 
     @property
     def code(self) -> str:
         """The generated source: the forward, then each backward variant generated so far."""
+        plan = self._plan if self._plan is not None else self.build()
         parts = [self.f_code]
-        for mask, df in self.plan.df_variants.items():
+        for mask, df in plan.df_variants.items():
             parts.append(f"# backward, undefined incoming gradients: {list(mask)}\n" + df.code)
         return "\n".join(parts)
 
@@ -170,7 +188,10 @@ class _Specialization:
 
     def run(self, leaves: list) -> Any:
         tensors = leaves + list(self.lifted) if self.lifted else leaves
-        outs = self.plan(tensors)
+        plan = self._plan
+        if plan is None:
+            plan = self.build(tensors)
+        outs = plan(tensors)
         n = self.num_outputs
         if self.mutated:
             for j, i in enumerate(self.mutated):
@@ -185,7 +206,10 @@ def _trace(fn: Callable, args: tuple, kwargs: dict) -> tuple:
     Note [The tracing call's result]
     Tracing runs ``fn`` for real (eager ops, in-place changes included), so the call that traces
     returns that run's outputs instead of running the compiled code as well, which would apply
-    the function's in-place changes a second time. Keeping the outputs alive can make the
+    the function's in-place changes a second time. Differentiation, the passes and code
+    generation then happen on the second call of that key (as AOTAutograd compiles the
+    backward on first use): the first call costs a trace and no more memory than the eager
+    run, and the tensors of the first call are not kept. Keeping the outputs alive can make the
     tracer lift a tensor the function built itself and returned (it lifts what is still
     referenced after the call): when an output is, or is a view of, a lifted tensor, the
     function is traced again without keeping them (its in-place changes, if any, then happen
@@ -339,6 +363,7 @@ class TracedFunction:
         self._fn = fn
         self._key, _ = _guard(args, {})
         self._spec = _Specialization(fn, args, {}, backend)
+        self._spec.first_outputs = None
         functools.update_wrapper(self, fn, updated=())
 
     @property
