@@ -209,11 +209,12 @@ def test_recompiles_per_guard_key_and_warns_once_at_the_cache_limit():
 
     cf = ndgrad.compile(f, cache_limit=2)
     x = ndgrad.ones(3)
-    assert cf(x, 2.0).tolist() == [2.0] * 3
-    assert cf(x, 2.0).tolist() == [2.0] * 3            # cached: not traced again
-    assert len(calls) == 1
+    assert cf(x, 2.0).tolist() == [2.0] * 3            # traces (the tracer may run f twice)
+    traced = len(calls)
+    assert cf(x, 2.0).tolist() == [2.0] * 3            # cached: f is not run again
+    assert len(calls) == traced
     assert cf(x, 3.0).tolist() == [3.0] * 3            # a new Python value: traced again
-    assert len(calls) == 2
+    assert len(calls) > traced
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         assert cf(ndgrad.ones(4), 3.0).tolist() == [3.0] * 4   # limit reached: eager

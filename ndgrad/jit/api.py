@@ -224,7 +224,8 @@ def _trace(fn: Callable, args: tuple, kwargs: dict) -> tuple:
         return out
 
     res = trace_graph(keep, args, kwargs)
-    out = box.pop()
+    out = box[0]           # the run on the real inputs (a trace check may run fn again)
+    box.clear()
     if res.lifted:
         lifted = {id(t) for t in res.lifted}
         leaves, _ = flatten(out)
