@@ -24,13 +24,17 @@ input reached only through outputs that got no gradient keeps ``.grad`` None, as
 Everything else (tensor hooks on outputs, ``retain_grad``, node pre/post hooks, anomaly mode,
 the profiler, ``retain_graph``) is the engine's own handling of any node.
 
-Runtime internals relied on (Note [Compiled call protocol] is the one place to update): ``Node``
-attributes ``next_functions``, ``_num_inputs``, ``_sequence_nr``, ``_input_meta``, ``_saved``
-(a tuple, or ``node.RELEASED`` after ``release_variables``), ``name()``;
-``node.next_sequence_nr``; ``_dispatch.gradient_edge``; ``SavedTensor(t, is_output, output_nr)``
-and ``.unpack(node)``; the Tensor fields ``_data``, ``_grad_fn``, ``_requires_grad``,
-``_output_nr``, ``_inference``, ``_blevel``; ``grad_mode._state``; the instrumentation flags
-``_dispatch._ANOMALY``/``_PROFILING`` and ``_dispatch._BATCHING``.
+Runtime internals relied on (this list is the one place to update): ``Node`` attributes
+``next_functions``, ``_num_inputs``, ``_sequence_nr``, ``_input_meta``, ``_saved`` (a tuple,
+or ``node.RELEASED`` after ``release_variables``; the engine calls ``release_variables`` when
+``_saved`` is truthy and the graph is not retained), ``name()``; ``node.next_sequence_nr``,
+``node.SECOND_BACKWARD_MSG``; ``_dispatch.gradient_edge``; ``SavedTensor(t, is_output,
+output_nr)`` and ``.unpack(node)``; ``anomaly_mode.record(node)``; ``profiler.current()`` and
+``profiler._Range``; the Tensor fields ``_data``, ``_grad_fn``, ``_requires_grad``,
+``_output_nr``, ``_inference``, ``_base``, ``_blevel`` (and, in api.py, ``_fw_grads`` and
+``copy_``); ``grad_mode._state`` (``enabled``, ``inference``); the dispatcher's module flags
+``_ANOMALY``, ``_PROFILING``, ``_BATCHING``, ``_FW_AD`` and, for views of inputs replayed
+after a call, ``_dispatch.apply``.
 
 Example:
     >>> import numpy as np, ndgrad
