@@ -9,15 +9,22 @@ import numpy as np
 from ndgrad.jit import interpret
 
 
+def df_inputs(grad: Any, inputs: Sequence[Any], outs: Sequence[Any],
+              cotangents: Sequence[Any]) -> list:
+    """df's inputs: [output vjps][temporary vjps (None)][captured inputs][captured outputs]."""
+    n = grad.f_real_outputs
+    vjps = [cotangents[i] if i < n else None for i in grad.df_input_vjps]
+    caps = [inputs[i] for i in grad.df_input_captured_inputs]
+    caps += [outs[i] for i in grad.df_input_captured_outputs]
+    return vjps + caps
+
+
 def run_gradient(grad: Any, inputs: Sequence[Any], cotangents: Sequence[Any]) -> tuple:
     """Run ``grad.f`` on ``inputs`` then ``grad.df`` with ``cotangents`` (one per real output
     of f, None for undefined); return (real outputs, {input index: gradient or None})."""
     outs = interpret(grad.f, list(inputs))
     n = grad.f_real_outputs
-    vjps = [cotangents[i] if i < n else None for i in grad.df_input_vjps]
-    caps = [inputs[i] for i in grad.df_input_captured_inputs]
-    caps += [outs[i] for i in grad.df_input_captured_outputs]
-    grads = interpret(grad.df, vjps + caps)
+    grads = interpret(grad.df, df_inputs(grad, inputs, outs, cotangents))
     assert len(grads) == len(grad.df_output_vjps)
     return outs[:n], dict(zip(grad.df_output_vjps, grads))
 

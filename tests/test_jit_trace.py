@@ -162,3 +162,87 @@ def test_autograd_grad_inside_is_traced():
     _same(out[0], ref[0])
     _same(out[1], ref[1])
     assert out[1].grad_fn is None
+
+
+def test_nn_modules_with_wrapper_computed_parts():
+    # normalizations and max pooling compute statistics/indices in Python: recorded whole as
+    # differentiable Call nodes, run at call time; gradients through CallBackward
+    from _jit_util import assert_same, run_gradient
+
+    from ndgrad.jit import differentiate
+    ln = ndgrad.nn.LayerNorm(3)
+    pool = ndgrad.nn.MaxPool2d(2)
+    for mod, shape in [(ln, (4, 3)), (pool, (1, 2, 4, 4))]:
+        x = ndgrad.randn(*shape, dtype=ndgrad.float32, requires_grad=True)
+        r = trace_graph(mod, (x,))
+        assert any(n.kind() == "Call" for n in r.graph.nodes())
+        g = differentiate(r.graph)
+        assert any(n.kind() == "CallBackward" for n in g.df.all_nodes())
+        y = ndgrad.randn(*shape)
+        gy = ndgrad.randn(*mod(y).shape)
+        params = [t.detach() for t in r.lifted]
+        real, grads = run_gradient(g, [y] + params, [gy])
+        ye = y.clone().requires_grad_()
+        out = mod(ye)
+        assert_same(real[0], out.detach())
+        want = ndgrad.autograd.grad(out, [ye] + list(r.lifted), gy)
+        for i, w in enumerate(want):
+            assert_same(grads[i], w, exact=False, rtol=1e-6)
+
+
+def test_batchnorm_running_stats_update_at_call_time():
+    bn = ndgrad.nn.BatchNorm1d(3)
+    x = ndgrad.randn(8, 3)
+    r = trace_graph(bn, (x,))
+    assert float(bn.num_batches_tracked) == 1.0     # the trace ran once (the check restores)
+    rm = bn.running_mean.clone()
+    y = ndgrad.randn(8, 3)
+    out = interpret(r.graph, [y] + r.lifted)
+    ref = ndgrad.nn.BatchNorm1d(3)
+    ref.running_mean.copy_(rm)
+    ref.running_var.copy_(bn.running_var)          # (already updated by the interpreted call)
+    assert not np.array_equal(bn.running_mean._data, rm._data)
+    np.testing.assert_allclose(out[0]._data, ndgrad.nn.functional.batch_norm(
+        y, rm, ndgrad.ones(3), training=True, weight=bn.weight, bias=bn.bias)._data,
+        rtol=1e-5, atol=1e-6)
+
+
+def test_functionalized_inplace_differentiates_like_eager():
+    from _jit_util import assert_same, run_gradient
+
+    from ndgrad.jit import differentiate
+
+    def f(x, w):
+        y = x * w
+        y[0].mul_(2.0)
+        y[:, 1:] = y[:, 1:].exp()
+        return y.sum(1)
+
+    x = ndgrad.randn(3, 4, requires_grad=True)
+    w = ndgrad.randn(3, 4, requires_grad=True)
+    g = differentiate(trace_graph(f, (x, w)).graph)
+    xv, wv, gy = ndgrad.randn(3, 4), ndgrad.randn(3, 4), ndgrad.randn(3)
+    real, grads = run_gradient(g, [xv, wv], [gy])
+    xe, we = xv.clone().requires_grad_(), wv.clone().requires_grad_()
+    out = f(xe, we)
+    assert_same(real[0], out.detach())
+    want = ndgrad.autograd.grad(out, (xe, we), gy)
+    assert_same(grads[0], want[0], exact=False, rtol=1e-6)
+    assert_same(grads[1], want[1], exact=False, rtol=1e-6)
+
+
+def test_inplace_on_leaf_requiring_grad_raises_eagers_error():
+    x = ndgrad.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        trace_graph(lambda x: x.add_(1), (x,))
+
+
+def test_trace_check_finds_values_computed_outside_the_op_table():
+    def sneaky(x):
+        m = ndgrad.tensor(np.asarray(x.detach()._data > 0, dtype=np.float32))   # NumPy
+        return x * m
+
+    with pytest.raises(TraceError, match=r"computed from the data outside the op table"):
+        trace_graph(sneaky, (ndgrad.randn(5),))
+    r = trace_graph(sneaky, (ndgrad.randn(5),), check=False)     # unchecked: the mask is baked
+    assert r.graph.nodes()[0].kind() == "Constant"

@@ -76,6 +76,8 @@ LAYERS = {
     "ndgrad.jit.tracer": API,
     "ndgrad.jit.interpret": API,
     "ndgrad.jit.passes": API,
+    "ndgrad.jit.differentiate": API,
+    "ndgrad.jit.gradient": API,
     "ndgrad.jit.codegen": API,
     "ndgrad.jit.executor": API,
     "ndgrad.jit.api": API,

@@ -213,7 +213,7 @@ def _basis(tensors: tuple) -> tuple:
     total = sum(sizes)
     out, start = [], 0
     for t, n in zip(tensors, sizes):
-        chunk = np.zeros((total, n), dtype=t.detach().numpy().dtype)
+        chunk = np.zeros((total, n), dtype=t._data.dtype)
         chunk[np.arange(start, start + n), np.arange(n)] = 1
         out.append(_tensor_mod._wrap(chunk.reshape((total,) + tuple(t.shape))))
         start += n

@@ -15,7 +15,8 @@ engine's gradient fix-ups become ``SumToSize`` (broadcast undone; identity ones 
 
 The steps follow the seed: ``add_reverse_inline`` (GradOf blocks in reverse order, grad_map,
 AutogradZero/AutogradAdd, trimmed gradients of multi-output ops, df_input_vjps and
-df_output_vjps), ``optimize`` (lift constants into the reverse block, fold sizes, CSE over f,
+df_output_vjps), ``optimize`` (lift constants into the reverse block, fold sizes, undefined
+gradients propagated (TorchScript's specializeAutogradZero, statically), CSE over f,
 deduplicate captures, DCE dropping dead grad_map entries), DCE of f, ``lambda_lift_reverse``
 (captures in topological order, temporaries appended to f, vjp inputs for temporaries, df's
 inputs ``[output vjps][temporary vjps][captured inputs][captured outputs]``).
@@ -45,7 +46,7 @@ from .gradient import Gradient
 from .interpret import run_block
 from .ir import Block, Graph, Node, TensorArg, Value, all_values, clone_block_into
 from .passes import (eliminate_common_subexpression, eliminate_dead_code, fold_sizes,
-                     lift_constants)
+                     lift_constants, specialize_autograd_zero)
 from .tracer import TraceError, Tracer
 
 __all__ = ["differentiate", "run_op_backward", "OPAQUE_VJP"]
@@ -70,27 +71,65 @@ def _synth(v: Value, rng: np.random.Generator) -> np.ndarray:
     return np.zeros(v.shape, dtype=dt)
 
 
-def _examples(f: Graph, example_inputs: Optional[Sequence[Any]]) -> dict:
+def _other(t: Tensor, special: bool = True) -> Tensor:
+    """Other example values for a gradient: an affine map of ``t`` with zeros and ties (zeros
+    of an AutogradZero stay zeros)."""
+    d = t._data
+    if not d.any():
+        return t
+    d = d * -1.37 + 0.31
+    return _wrap((_special(d) if special else d).astype(t._data.dtype))
+
+
+def _special(arr: np.ndarray) -> np.ndarray:
+    """The second example set's values: ``arr`` with a zero in every third element and ties
+    (each element after a zero repeats the one before it): the special values rules branch on
+    (prod's zeros, max's ties)."""
+    out = np.array(arr, copy=True)
+    flat = out.reshape(-1)
+    if flat.size >= 2:
+        flat[1::3] = flat[0::3][:flat[1::3].size]
+    if flat.size >= 3:
+        flat[2::3] = 0
+    return out
+
+
+def _examples(f: Graph, example_inputs: Optional[Sequence[Any]], second: bool = False,
+              special: bool = True) -> dict:
+    """Example values of every value of ``f``: from ``example_inputs`` or random; the
+    ``second`` set has other values in the floating inputs, with zeros and ties (random ones if
+    f cannot run on those)."""
     rng = np.random.default_rng(0)
-    env: dict = {}
-    for i, v in enumerate(f.inputs()):
-        if example_inputs is not None:
-            x = example_inputs[i]
-            arr = x._data if isinstance(x, Tensor) else np.asarray(x)
-        else:
-            arr = _synth(v, rng)
-        env[v] = _wrap(arr)
-    with no_grad():
-        run_block(f.block(), env)
+    for attempt in ((not special, True) if second else (False,)):
+        env: dict = {}
+        for i, v in enumerate(f.inputs()):
+            floating = v.dtype.kind in "fc" or v.dtype.name == "bfloat16"
+            if example_inputs is not None and not (second and floating):
+                x = example_inputs[i]
+                arr = x._data if isinstance(x, Tensor) else np.asarray(x)
+            else:
+                arr = _synth(v, rng)
+            if second and floating and not attempt:
+                arr = _special(arr * -1.3 + 0.2 if arr.size else arr).astype(arr.dtype)
+            env[v] = _wrap(arr)
+        try:
+            with no_grad():
+                run_block(f.block(), env)
+            return env
+        except Exception:   # noqa: BLE001 (zeros outside f's domain: plain random values)
+            if not second or attempt:
+                raise
     return env
 
 
-def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None) -> Gradient:
+def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None,
+                  optimize_graphs: bool = True) -> Gradient:
     """Split ``graph`` into a forward graph ``f`` and a backward graph ``df`` (seed 004).
 
     ``graph`` is not modified (it is copied; the seed takes ownership of it instead). Inputs
     that require grad get gradients. ``example_inputs`` (one array or Tensor per input) only
     make the VJP rules runnable while they are recorded; by default random values are used.
+    ``optimize_graphs=False`` skips the seed's ``Optimize`` step (to look at its effect).
     """
     grad = Gradient()
     f = graph.copy()
@@ -103,9 +142,14 @@ def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None) 
     ex = _examples(f, example_inputs)
     tracer = Tracer(f, lift="constant")
     tracer.check_requires_grad = False
+    tracer.examples_b = _examples(f, example_inputs, second=True)
+    tracer.examples_c = None
+    tracer.example_inputs = example_inputs
+    tracer.rng_b = np.random.default_rng(3)
     with _tr.tracing(tracer):
         rev = add_reverse_inline(grad, ex, tracer)
-    optimize(grad, rev)
+    if optimize_graphs:
+        optimize(grad, rev)
     eliminate_dead_code(f.block())
     lambda_lift_reverse(grad, rev)
     for v in all_values(f):            # f runs on detached values
@@ -247,6 +291,8 @@ def _gradient(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
     ins = n._inputs
     if n.op is None:
         g = grads[0] if grads else None
+        if k == "Call" and n.attrs.get("differentiable"):
+            return _call_backward(n, grads, ex, rex, tracer)
         if k in ("Constant", "AutogradZero", "Detach", "Call"):
             return [None] * len(ins)
         if k == "AutogradAdd":
@@ -264,31 +310,120 @@ def _gradient(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
     op = n.op
     if op.name in OPAQUE_VJP:
         return _opaque(n, grads, ex, rex, tracer, blk)
+    key = _rule_key(n, grads)
+    if key is not None and _VERIFIED.get(key) is False:
+        return _opaque(n, grads, ex, rex, tracer, blk)
+    try:
+        res, sig = _record_rule(n, grads, ex, rex, tracer, blk)
+        if res is None:
+            return [None] * len(ins)
+        # Note [Data-independent rules]: record the rule a second time on other example values
+        # (in a scratch block); a different program, or a constant with another value, means
+        # the rule read the data outside the op table: it then runs at run time instead. The
+        # verdict is cached per (op, arguments, input types, undefined gradients).
+        if key is None or key not in _VERIFIED:
+            scratch = Block(f)
+            saved = f.insert_point()
+            f.set_insert_point(scratch, None)
+            try:
+                try:
+                    exb = tracer.examples_b
+                    rexb = {g: _other(rex[g]) for g in grads}
+                    _, sig_b = _record_rule(n, grads, exb, rexb, tracer, scratch)
+                except TraceError:
+                    raise
+                except Exception:  # noqa: BLE001 (zeros/ties outside the rule's domain)
+                    for m in reversed(scratch.nodes()):
+                        m.destroy_recursive()
+                    if tracer.examples_c is None:
+                        tracer.examples_c = _examples(f, tracer.example_inputs, True, False)
+                    rexb = {g: _other(rex[g], False) for g in grads}
+                    _, sig_b = _record_rule(n, grads, tracer.examples_c, rexb, tracer, scratch)
+            finally:
+                f.set_insert_point(*saved)
+                for m in reversed(scratch.nodes()):
+                    m.destroy_recursive()
+            same = _same_signature(sig, sig_b)
+            if key is not None:
+                if len(_VERIFIED) > 4096:
+                    _VERIFIED.clear()
+                _VERIFIED[key] = same
+            if not same:
+                raise TraceError(f"the VJP rule of {op.name} depends on the data")
+    except TraceError:
+        if key is not None:
+            _VERIFIED[key] = False
+        for m in reversed(blk.nodes()):
+            m.destroy_recursive()
+        return _opaque(n, grads, ex, rex, tracer, blk)
+    out: List[Optional[Value]] = []
+    for v, r in zip(ins, res):
+        if r is None:
+            out.append(None)
+            continue
+        gv, garr = r
+        out.append(_fix(f, gv, garr, v, rex))
+    return out
+
+
+_VERIFIED: dict = {}      # rule key -> True (recorded the same twice) / False (data-dependent)
+
+
+def _rule_key(n: Node, grads: list) -> Any:
+    from .passes import _hashable  # local import: the same key the CSE pass uses
+    try:
+        args = _hashable(n.args)
+    except TypeError:
+        return None
+    zero = tuple(g.node() is not None and g.node()._kind == "AutogradZero" for g in grads)
+    types = tuple((v.shape, v.dtype.str, v.requires_grad) for v in n._inputs)
+    return (id(n.op), args, types, zero)
+
+
+def _record_rule(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
+                 blk: Block) -> tuple:
+    """Run ``n``'s VJP rule on the example values ``ex``/``rex`` recording into ``blk``;
+    return ([(value, example array) or None per input], signature of what was recorded)."""
+    c0 = len(tracer.new_constants)
     ctx_node, outs = _rerun(n, ex, tracer)
     if ctx_node is None:
-        return [None] * len(ins)
+        return None, None
     gts = []
     for gv in grads:
         t = rex[gv]
         tracer.bind(t, gv)
         gts.append(t)
-    try:
-        with no_grad():
-            res = ctx_node.apply(gts)
-    except TraceError:
-        for m in reversed(blk.nodes()):
-            m.destroy_recursive()
-        return _opaque(n, grads, ex, rex, tracer, blk)
+    with no_grad():
+        res = ctx_node.apply(gts)
     kk = n.num_tensor_inputs
-    out: List[Optional[Value]] = []
-    for i, v in enumerate(ins):
+    out = []
+    for i in range(len(n._inputs)):
         g = res[i] if i < kk and i < len(res) else None
-        if g is None:
-            out.append(None)
-            continue
-        gv = tracer.value_of(g)
-        out.append(_fix(f, gv, g._data, v, rex))
-    return out
+        out.append(None if g is None else (tracer.value_of(g), g._data))
+    consts = tracer.new_constants[c0:]
+    sig = ([_node_sig(m) for m in blk.all_nodes()],
+           [c.node().attrs["value"] for c in consts],
+           [None if r is None else (r[0].shape, r[0].dtype.str) for r in out])
+    return out, sig
+
+
+def _node_sig(m: Node) -> Any:
+    from .passes import _hashable  # local import: the same key the CSE pass uses
+    try:
+        args = _hashable(m.args)
+        attrs = _hashable({k: v for k, v in m.attrs.items() if k != "value"})
+    except TypeError:
+        args = attrs = repr((m.args, m.attrs))
+    return (m._kind, id(m.op), args, attrs, len(m._inputs))
+
+
+def _same_signature(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    if a[0] != b[0] or a[2] != b[2] or len(a[1]) != len(b[1]):
+        return False
+    return all(x.shape == y.shape and x.dtype == y.dtype and
+               np.array_equal(x, y, equal_nan=x.dtype.kind in "fc") for x, y in zip(a[1], b[1]))
 
 
 def _leaves(ins: Sequence[Value], tensors: Sequence[Tensor], k: int) -> list:
@@ -360,6 +495,65 @@ def _opaque(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
     return out
 
 
+def _call_backward(n: Node, grads: list, ex: dict, rex: dict,
+                   tracer: Tracer) -> List[Optional[Value]]:
+    """A ``CallBackward`` node for a differentiable ``Call``: autograd through a re-run of the
+    function at run time."""
+    f = tracer.graph
+    ins = n._inputs
+    want = [i for i, v in enumerate(ins) if v.requires_grad and v.dtype in _DIFF_DTYPES]
+    attrs = {"call": n, "n_grads": len(grads), "needs": tuple(v.requires_grad for v in ins),
+             "outputs": want}
+    node = f.insert_prim("CallBackward", list(grads) + list(ins),
+                         [(ins[i].shape, ins[i].dtype, False) for i in want], attrs,
+                         source=n.source)
+    prev = _tr._local.tracer
+    _tr._local.tracer = None
+    try:
+        arrs = run_call_backward(node, [rex[g] for g in grads] + [ex[v] for v in ins])
+    finally:
+        _tr._local.tracer = prev
+    out: List[Optional[Value]] = [None] * len(ins)
+    for j, i in enumerate(want):
+        o = node.output(j)
+        rex[o] = arrs[j] if arrs[j] is not None else _wrap(np.zeros(o.shape, o.dtype))
+        out[i] = o
+    return out
+
+
+def run_call_backward(n: Node, ins: list) -> list:
+    """Run a ``CallBackward`` node: call the function again on the inputs (fresh leaves where an
+    input does not require grad already) with grad mode on, then ``autograd.grad``; with grad
+    mode on and inputs that require grad (create_graph) the result is differentiable."""
+    from ..autograd import grad as _grad  # local import: the API of the layer below's package
+    from .interpret import call_node      # local import: interpret is imported above as well
+    a = n.attrs
+    call = a["call"]
+    ng = a["n_grads"]
+    grads = ins[:ng]
+    inputs = ins[ng:]
+    if all(g is None for g in grads):
+        return [None] * len(a["outputs"])
+    create = _state.enabled and any(t.requires_grad for t in inputs)
+    leaves = []
+    for t, need in zip(inputs, a["needs"]):
+        if need and not t.requires_grad and t._data.dtype in _DIFF_DTYPES:
+            leaf = _wrap(t._data)
+            leaf._requires_grad = True
+            leaves.append(leaf)
+        else:
+            leaves.append(t)
+    with enable_grad():
+        outs = call_node(call, leaves)
+        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        wrt = [leaves[i] for i in a["outputs"]]
+        if not pairs:
+            return [None] * len(wrt)
+        res = _grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True,
+                    create_graph=create)
+    return [r if create or r is None else r.detach() for r in res]
+
+
 def run_op_backward(n: Node, ins: list) -> list:
     """Run an ``OpBackward`` node: rebuild the op's backward node on the input values (grad
     mode on; inputs that already require grad are used as they are, so that create_graph
@@ -420,6 +614,7 @@ def optimize(grad: Gradient, rev: _Reverse) -> None:
     rb = rev.reverse_block
     lift_constants(rb, rb)
     fold_sizes(rb)
+    specialize_autograd_zero(rb)
     eliminate_common_subexpression(grad.f)
     deduplicate_captures(grad, rev)
     grad_map = rev.grad_map
@@ -537,6 +732,8 @@ def lambda_lift_reverse(grad: Gradient, rev: _Reverse) -> None:
     clone_block_into(rb, df.block(), env)
     for v in rb.outputs():
         df.register_output(env[v])
+    for v in all_values(df):           # df runs on detached values too
+        v.requires_grad = False
     # The reverse node was only a holder: drop its uses of f's values.
     for m in reversed(rb.nodes()):
         m.destroy_recursive()

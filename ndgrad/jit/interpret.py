@@ -156,12 +156,28 @@ def run_prim(n: Node, ins: list, env: dict) -> list:
             if type(x) in (tuple, list):
                 return type(x)(sub(y) for y in x)
             return x
-        res = a["fn"](*sub(a["args"]), **{k2: sub(v) for k2, v in a["kwargs"].items()})
-        return list(res) if a["tuple"] else [res]
+        return call_node(n, [materialize(x, v) for x, v in zip(ins, n._inputs)])
     if k == "OpBackward":
         from .differentiate import run_op_backward  # local import: differentiate imports this
         return run_op_backward(n, ins)
+    if k == "CallBackward":
+        from .differentiate import run_call_backward  # local import: differentiate imports this
+        return run_call_backward(n, ins)
     raise RuntimeError(f"ndgrad.jit: cannot run primitive {k}")
+
+
+def call_node(n: Node, tensors: list, fn_args: Any = None) -> list:
+    """Run a ``Call`` node on ``tensors`` (one per input)."""
+    a = n.attrs
+
+    def sub(x: Any) -> Any:
+        if type(x) is TensorArg:
+            return tensors[x.index]
+        if type(x) in (tuple, list):
+            return type(x)(sub(y) for y in x)
+        return x
+    res = a["fn"](*sub(a["args"]), **{k: sub(v) for k, v in a["kwargs"].items()})
+    return list(res) if a["tuple"] else [res]
 
 
 def run_block_lazy(block: Block, env: dict) -> None:

@@ -15,42 +15,69 @@ Note [Graph interface] (the contract between the tracer/differentiate and codege
 * ``Node``: ``.kind()``, ``.op`` (None for primitives), ``.inputs()``, ``.outputs()``,
   ``.blocks()``, ``.attrs`` (dict), ``.args`` (op nodes only), ``.source`` (``"file.py:12"`` of
   the user's line, or ``""``), ``.num_tensor_inputs``.
-* Op node semantics: ``outs = op.forward(*arrays[:k], *args)`` where ``k =
-  node.num_tensor_inputs`` and ``arrays`` are the arrays of ``node.inputs()``. Tensor operands
-  that the op table passes among its non-tensor arguments (Note [Tensor arguments] in
-  ops/_dispatch.py: an index, a mask) are inputs too, after the first ``k``: ``node.args``
-  holds ``TensorArg(j)`` in their place (``node.inputs()[k + j]``), or a ``TensorList`` of
-  ``TensorArg``. ``node.call_args(tensors)`` rebuilds the real argument tuple from Tensors
-  wrapping the input arrays (the op's forward reads ``._data`` of such arguments). A
-  single-output op has one output; a ``num_outputs > 1`` op has that many.
+* Op node semantics: ``outs = op.forward(*arrays[:k], *node.call_args(tensors))`` where ``k =
+  node.num_tensor_inputs`` and ``arrays``/``tensors`` are the values of ``node.inputs()``.
+  Tensor operands that the op table passes among its non-tensor arguments (Note [Tensor
+  arguments] in ops/_dispatch.py: an index, a mask) are inputs too, after the first ``k``:
+  ``node.args`` holds ``TensorArg(j)`` in their place (``node.inputs()[k + j]``; the op gets a
+  Tensor there: its forward reads ``._data``), possibly inside tuples or a ``TensorList``; an
+  ndarray argument that is a graph value (the index arrays of ``x[i]``) is ``ArrayArg(j)`` (the
+  op gets that input's ndarray). ``node.call_args(tensors)`` substitutes them (identity when
+  the node has no such inputs). ``op.num_outputs`` outputs (``-1``: as many as the node has,
+  unbind/split). Under grad mode the executor must run a node whose float outputs do not
+  require grad although a tensor input does (recorded in no_grad mode, e.g. the ops of
+  ``autograd.grad(create_graph=False)`` inside the function) in no_grad mode, as ``interpret``
+  does (``interpret._recorded_without_grad``); codegen of raw arrays need not care.
 * Primitives (``node.op is None``), with their attributes:
     - ``Constant``: ``attrs["value"]`` an ndarray (read only); no inputs, one output.
     - ``AutogradZero``: one output, the undefined gradient (None at run time); its shape/dtype
       are those of the value whose gradient it stands for.
     - ``AutogradAdd(a, b)``: ``a + b``; ``None`` + x = x; None + None = None (no broadcasting).
     - ``SumToSize(g)``: ``attrs["size"]``: sum ``g`` down to that shape (broadcast undone, as
-      the engine does for eager gradients); None stays None.
+      the engine does for eager gradients: ``Tensor._sum_to_checked``); None stays None.
     - ``Cast(x)``: ``attrs["dtype"]``: ``x`` converted to that dtype (a complex value to a real
       dtype keeps the real part, as the engine does for gradients); None stays None.
     - ``BroadcastTo(x)``: ``attrs["size"]``: ``x`` broadcast to that shape.
     - ``Detach(x)``: ``x`` without history (``t.detach()``; also a tensor made a new leaf inside
       the traced function: then its output requires grad but no gradient passes to ``x``).
-    - ``GradOf``: ``attrs["name"]`` the forward op's name; one block holding the gradient
-      formula of one node; inputs are the output gradients, outputs the block's outputs. It
-      exists only in ``df`` before lowering; ``passes.lower_grad_of`` inlines it (the Gradient
-      returned by ``differentiate`` has it lowered in ``df``; ``Gradient.df_with_grad_of`` keeps
-      the printed form). Run semantics: if every input is None, every output is None; else
-      None inputs are AutogradZero (materialized as zeros only when an op needs them).
-    - ``OpBackward``: ``attrs["op"]`` an Op whose VJP rule branches on data: the rule itself
-      runs at run time (``attrs`` also hold ``args``/``needs``/``input_meta``, see
-      differentiate.py); inputs: [output grads][saved values]; outputs: one gradient per
-      differentiable input. Never appears in f.
+    - ``Call(*xs)``: a function recorded whole (Note [Functions outside the op table] in
+      tracer.py): ``attrs["fn"](*args, **kwargs)`` with ``TensorArg(j)`` in ``attrs["args"]``/
+      ``attrs["kwargs"]`` replaced by the Tensor of input j (``interpret.call_node``);
+      ``attrs["tuple"]``: it returns a tuple (one output each). Non-differentiable ones
+      (comparisons, isnan, logical ops, all/any, argmax ...) have outputs that never require
+      grad; ``attrs["differentiable"]`` ones (max/min(dim), sort, topk, normalizations, max
+      pooling, det/solve, ndgrad.masked ...: their Python wrapper computes part of the result
+      from the data outside the op table) are differentiated by a ``CallBackward`` node. A Call
+      may modify a lifted tensor in place (BatchNorm's running statistics), as eager does.
+    - ``CallBackward``: the backward of a differentiable Call, ``differentiate.
+      run_call_backward(node, input_tensors)``: re-runs the function under grad mode and asks
+      autograd (differentiable again under grad mode). Inputs: [output gradients (None
+      allowed)][the Call's inputs]; outputs: gradients of the inputs in ``attrs["outputs"]``.
+    - ``GradOf``: ``attrs["name"]`` the forward op's name; one block (no parameters) holding the
+      gradient formula of one node, reading outer values directly; inputs are the output
+      gradients, outputs the block's outputs. ``Gradient.df`` keeps them (the seed's form, for
+      printing and counting); ``passes.lower_grad_of(df.block())`` or ``Gradient.lowered_df()``
+      inlines them for code generation. Run semantics: if every input is None, every output is
+      None; else None inputs are zeros (``interpret.materialize``).
+    - ``OpBackward``: an op whose VJP rule reads the data outside the op table (clamp's mask,
+      prod's zeros ...): the rule itself runs at run time, ``differentiate.run_op_backward(node,
+      input_tensors)`` (it rebuilds the op's backward node from the inputs and applies it; under
+      grad mode it is differentiable). Inputs: [output gradients (None allowed)][the forward
+      node's inputs]; outputs: the gradients of the forward inputs listed in
+      ``attrs["outputs"]``. Only in df.
 * ``Graph``: ``.inputs()``, ``.outputs()``, ``.nodes()`` (top level, topological order),
-  builders (``add_input``, ``create``, ``insert``, ``insert_op``, ``insert_constant``,
-  ``register_output``), ``lint()``, ``__str__``, ``to_dot()``, ``copy()``.
-* Undefined values: at run time a gradient may be ``None`` (AutogradZero semantics); every op
-  node whose tensor inputs are all None gives None outputs only inside a GradOf block; elsewhere
-  an op never sees None (AutogradZero is materialized as zeros, ``interpret.materialize``).
+  ``.all_nodes()`` (recursively), builders (``add_input``, ``create``, ``insert``,
+  ``insert_op``, ``insert_prim``, ``insert_constant``, ``register_output``), ``lint()``,
+  ``__str__``, ``to_dot()``, ``copy()``.
+* Undefined values: at run time a gradient may be ``None`` (AutogradZero semantics); ops never
+  see None (a None input is materialized as zeros, ``interpret.materialize``).
+* The tracer (tracer.py) gives ``TraceResult``: ``graph`` (inputs: [flattened tensor inputs]
+  [lifted tensors]; outputs: [flattened tensor outputs][final values of mutated inputs]),
+  ``in_spec``/``out_spec`` (``flatten``/``unflatten``), ``lifted`` (tensors to read at call time),
+  ``mutated`` (graph input indices written back after the call), ``num_inputs``,
+  ``num_outputs``. ``differentiate`` (differentiate.py) gives a ``Gradient`` (gradient.py, Note
+  [Gradient contract]); its ``f`` and ``df`` have every ``requires_grad`` False (they run on
+  detached values, as the seed's UpdateDifferentiableGraphRequiresGrad leaves f).
 
 Example:
     >>> import ndgrad
@@ -74,8 +101,9 @@ from ..autograd.saved import TensorList
 __all__ = ["Graph", "Block", "Node", "Value", "Use", "TensorArg", "ArrayArg", "LintError", "PRIMS",
            "type_str"]
 
-PRIMS = frozenset({"Call", "Constant", "AutogradZero", "AutogradAdd", "SumToSize", "Cast",
-                   "BroadcastTo", "Detach", "GradOf", "OpBackward", "Return", "Reverse"})
+PRIMS = frozenset({"Call", "CallBackward", "Constant", "AutogradZero", "AutogradAdd",
+                   "SumToSize", "Cast", "BroadcastTo", "Detach", "GradOf", "OpBackward",
+                   "Return", "Reverse"})
 
 
 class LintError(AssertionError):

@@ -10,6 +10,8 @@
   to capture).
 * ``fold_sizes(block)``: a ``SumToSize`` whose input already has the target shape (shapes are
   static) is the identity and is removed (the seed's ``foldSizeIfNotEqual``).
+* ``specialize_autograd_zero(block)``: GradOf nodes whose gradients are all undefined give
+  undefined gradients; ``AutogradAdd`` with an undefined side is the other side.
 * ``lower_grad_of(block)``: inline ``GradOf`` bodies (TorchScript's LowerGradOf); the result is a
   plain graph of ops and primitives.
 
@@ -31,7 +33,7 @@ import numpy as np
 from .ir import Block, Graph, Node, TensorArg, Value
 
 __all__ = ["eliminate_dead_code", "eliminate_common_subexpression", "lift_constants",
-           "fold_sizes", "lower_grad_of"]
+           "fold_sizes", "lower_grad_of", "specialize_autograd_zero"]
 
 
 # ---------------------------------------------------------------------------- DCE
@@ -212,6 +214,36 @@ def fold_sizes(block: Block) -> None:
         if n._kind == "SumToSize" and tuple(n._inputs[0].shape) == tuple(n.attrs["size"]):
             n.output().replace_all_uses_with(n._inputs[0])
             n.destroy()
+
+
+# ---------------------------------------------------------------------------- zeros
+def specialize_autograd_zero(block: Block) -> None:
+    """Propagate undefined gradients (TorchScript's specializeAutogradZero, done statically):
+    a GradOf whose inputs are all AutogradZero has AutogradZero outputs (the rule is linear);
+    ``AutogradAdd(zero, x)`` is ``x``."""
+    def is_zero(v: Value) -> bool:
+        p = v.node()
+        return p is not None and p._kind == "AutogradZero"
+
+    for n in list(block._nodes):
+        if n._kind == "GradOf" and n._inputs and all(is_zero(v) for v in n._inputs):
+            for o in list(n._outputs):
+                z = Node("AutogradZero")
+                z.source = n.source
+                out = z.add_output(o.shape, o.dtype, False)
+                blk = n.owning_block
+                blk._nodes.insert(blk._nodes.index(n), z)
+                z.owning_block = blk
+                o.replace_all_uses_with(out)
+            n.destroy_recursive()
+        elif n._kind == "AutogradAdd":
+            a, b = n._inputs
+            if is_zero(a) or is_zero(b):
+                n.output().replace_all_uses_with(b if is_zero(a) else a)
+                n.destroy()
+        else:
+            for b in n._blocks:
+                specialize_autograd_zero(b)
 
 
 # ---------------------------------------------------------------------------- GradOf

@@ -42,6 +42,7 @@ Example:
 
 from __future__ import annotations
 
+import ctypes
 import inspect
 import os
 import sys
@@ -58,7 +59,7 @@ from ..ops import binary as _binary
 from ..ops import linalg_decomp as _linalg_decomp
 from ..ops._dispatch import _DIFF_DTYPES
 from ..ops.views_inplace import VIEW_REPLAY, VIEW_SCATTER, VIEW_ZERO
-from ..tensor import Tensor
+from ..tensor import Tensor, _wrap
 from .ir import ArrayArg, Graph, Node, TensorArg, Value
 from .passes import eliminate_dead_code
 
@@ -207,6 +208,7 @@ class Tracer:
         # False while differentiating: requires_grad of the values a VJP rule reads does not
         # matter there (the rule runs in no_grad mode).
         self.check_requires_grad = True
+        self.new_constants: list = []   # constants made while recording, in order
         self._rng_state = _rng_fingerprint()
 
     # ---- values
@@ -270,6 +272,7 @@ class Tracer:
         # Constants go to the top of the graph's top block (they are valid everywhere).
         self.graph.set_insert_point(top, 0)
         v = self.graph.insert_constant(arr, source=self.source())
+        self.new_constants.append(v)
         if blk is top and idx is not None:
             idx += 1
         self.graph.set_insert_point(blk, idx)
@@ -302,8 +305,10 @@ class Tracer:
         return n.outputs()
 
     def _insert(self, op: Any, in_values: list, k: int, args: tuple, outs: tuple) -> Node:
-        rg_in = _state.enabled and op.differentiable and any(v.requires_grad
-                                                             for v in in_values[:k])
+        rg_in = (_state.enabled and op.differentiable and
+                 any(v.requires_grad for v in in_values[:k])) or \
+            (op.view and k > 0 and in_values[0].requires_grad)  # a view of a tensor that
+        # requires grad does, even made in no_grad mode (Tensor.requires_grad)
         types = [(o.shape, o.dtype, rg_in and o.dtype in _DIFF_DTYPES) for o in outs]
         return self.graph.insert_op(op, in_values, args, types, num_tensor_inputs=k,
                                     source=self.source())
@@ -555,13 +560,21 @@ def _add_args(op: Any) -> tuple:
 
 
 def _rng_fingerprint() -> Any:
+    """Something that changes when the default generator draws: the MT19937 position and two
+    words of its key, read from NumPy's C state (about 1 µs; the ``state`` dict costs 100)."""
     g = _generator.default_generator
-    try:
-        st = g._mt.state["state"]
-        return (st["pos"], int(st["key"][0]), int(st["key"][-1]), id(g._mt),
-                g._next_normal if hasattr(g, "_next_normal") else None)
-    except (AttributeError, KeyError, TypeError):
+    mt = getattr(g, "_mt", None)
+    if mt is None:
         return None
+    try:
+        addr = mt.ctypes.state.value
+        key = (ctypes.c_uint32 * 624).from_address(addr)
+        pos = ctypes.c_int.from_address(addr + 624 * 4).value
+        return (id(mt), pos, key[0], key[623], getattr(g, "_next_normal", None))
+    except (AttributeError, TypeError, ValueError):
+        st = mt.state["state"]
+        return (id(mt), st["pos"], int(st["key"][0]), int(st["key"][-1]),
+                getattr(g, "_next_normal", None))
 
 
 # ---------------------------------------------------------------------------- escapes
@@ -608,52 +621,82 @@ _CALL_NAMES = ("eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite",
 _patched: list = []
 
 
-def _make_call(name: str, orig: Callable) -> Callable:
+# Functions whose Python wrapper computes part of the result from the data outside the op table
+# (indices of max(dim)/sort/topk, statistics of the normalizations, pooling indices, LU pivots):
+# while tracing they are recorded whole, as a differentiable ``Call`` node (the function runs
+# at run time, with recording suspended inside; its backward re-runs it under grad mode and
+# asks autograd, ``CallBackward``): an opaque node whose backward is its own.
+_DIFF_CALL_NAMES = ("max", "min", "sort", "msort", "topk", "kthvalue", "median", "nanmedian",
+                    "mode", "cummax", "cummin", "quantile", "nanquantile", "frexp", "layer_norm",
+                    "batch_norm", "group_norm", "instance_norm", "max_pool1d", "max_pool2d",
+                    "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+                    "max_pool3d_with_indices", "adaptive_max_pool1d", "adaptive_max_pool2d",
+                    "adaptive_max_pool3d", "det", "slogdet", "logdet", "solve", "combinations")
+
+
+def _wants_call(name: str, args: tuple, kwargs: dict) -> bool:
+    if name in ("max", "min"):          # only the (values, indices) form computes indices
+        return "dim" in kwargs or (len(args) > 1 and not isinstance(args[1], Tensor))
+    return True
+
+
+def _make_call(name: str, orig: Callable, differentiable: bool = False) -> Callable:
     def method(*args: Any, **kwargs: Any) -> Any:
         tr = getattr(_local, "tracer", None)
-        if tr is None or tr.in_call:
+        if tr is None or tr.in_call or (differentiable and (
+                tr.lift == "constant" or not _wants_call(name, args, kwargs))):
             return orig(*args, **kwargs)
         tr.in_call = True
+        if differentiable:
+            _local.tracer = None         # the function runs whole: nothing inside is recorded
         try:
             res = orig(*args, **kwargs)
         finally:
+            _local.tracer = tr
             tr.in_call = False
-        tr.record_call(name, orig, args, kwargs, res)
+        tr.record_call(name, orig, args, kwargs, res, differentiable)
         return res
     method.__name__ = getattr(orig, "__name__", name)
     method.__qualname__ = getattr(orig, "__qualname__", name)
     method.__doc__ = getattr(orig, "__doc__", None)
     method.__wrapped__ = orig
+    method._jit_wrapper = True
     return method
 
 
 def _record_call(self: Tracer, name: str, fn: Callable, args: tuple, kwargs: dict,
-                 res: Any) -> None:
+                 res: Any, differentiable: bool = False) -> None:
     outs = res if isinstance(res, tuple) else (res,)
     if not all(isinstance(o, Tensor) for o in outs):
         return
-    if all(self.knows(o) for o in outs):
+    if not differentiable and all(self.knows(o) for o in outs):
         return                          # it went through the op table
     inputs: list = []
+    slots: dict = {}
+    traced = [False]
 
     def sub(a: Any) -> Any:
         if isinstance(a, Tensor):
-            if not self.knows(a) and not a.requires_grad:
-                return a                # an unrelated tensor: kept as a constant
-            inputs.append(self.value_of(a))
-            return TensorArg(len(inputs) - 1)
+            if self.knows(a) or a.requires_grad:
+                traced[0] = True
+            j = slots.get(id(a))
+            if j is None:
+                inputs.append(self.value_of(a))
+                j = slots[id(a)] = len(inputs) - 1
+            return TensorArg(j)
         if type(a) in (tuple, list):
             return type(a)(sub(x) for x in a)
         return a
     targs = tuple(sub(a) for a in args)
     tkw = {k: sub(v) for k, v in kwargs.items()}
-    if not inputs:
-        return
-    n = self.graph.insert_prim("Call", inputs,
-                               [(o._data.shape, o._data.dtype, False) for o in outs],
-                               {"fn": fn, "name": name, "args": targs, "kwargs": tkw,
-                                "tuple": isinstance(res, tuple)},
-                               source=self.source())
+    if not traced[0]:
+        return                          # nothing traced goes in: a constant
+    n = self.graph.insert_prim(
+        "Call", inputs,
+        [(o._data.shape, o._data.dtype, differentiable and o.requires_grad) for o in outs],
+        {"fn": fn, "name": name, "args": targs, "kwargs": tkw, "tuple": isinstance(res, tuple),
+         "differentiable": differentiable},
+        source=self.source())
     for o, v in zip(outs, n.outputs()):
         self.tmap[id(o)] = _Entry(o, v, self._gen_of(o))
         self.amap[id(o._data)] = (o._data, v)
@@ -685,13 +728,50 @@ def _install() -> None:
                 _originals[name] = orig
                 setattr(Tensor, name, _make_escape(name, orig))
             import ndgrad  # local import: the package namespace (it imports jit lazily)
-            for holder in (Tensor, ndgrad):
-                for name in _CALL_NAMES:
-                    orig = (holder.__dict__ if holder is Tensor else vars(holder)).get(name)
-                    if orig is None or not callable(orig):
-                        continue
-                    _patched.append((holder, name, orig))
-                    setattr(holder, name, _make_call(name, orig))
+            # local import: only if the user loaded it (nn is lazy), the same layer
+            functional = sys.modules.get("ndgrad.nn.functional")
+            holders = [Tensor, ndgrad, getattr(ndgrad, "linalg", None), functional]
+            wrapped: dict = {}          # id(original) -> its wrapper
+            for holder in holders:
+                if holder is None:
+                    continue
+                space = holder.__dict__ if holder is Tensor else vars(holder)
+                for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
+                    for name in names:
+                        orig = space.get(name)
+                        if orig is None or not callable(orig) or isinstance(orig, type):
+                            continue
+                        w = wrapped.get(id(orig))
+                        if w is None:
+                            w = wrapped[id(orig)] = (orig, _make_call(name, orig, diff))
+                        _patched.append((holder, name, orig))
+                        setattr(holder, name, w[1])
+            # ndgrad.masked computes its masks with NumPy: every function of it is a Call.
+            masked = sys.modules.get("ndgrad.masked")  # local import: only if loaded
+
+            for name in getattr(masked, "__all__", ()):
+                val = vars(masked).get(name)
+                if inspect.isfunction(val) and not getattr(val, "_jit_wrapper", False):
+                    _patched.append((masked, name, val))
+                    setattr(masked, name, _make_call(name, val, True))
+            # The same functions as module globals of ndgrad's own modules (nn modules call
+            # them through the op family, e.g. ``F.layer_norm`` with F = ops.nn_norm).
+            for modname, mod in list(sys.modules.items()):
+                if mod is None or not modname.startswith("ndgrad.") or \
+                        modname.startswith("ndgrad.jit") or mod is masked:
+                    continue
+                space = vars(mod)
+                for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
+                    for name in names:
+                        val = space.get(name)
+                        if val is None or not inspect.isfunction(val) or \
+                                getattr(val, "_jit_wrapper", False):
+                            continue
+                        w = wrapped.get(id(val))
+                        if w is None:
+                            w = wrapped[id(val)] = (val, _make_call(name, val, diff))
+                        _patched.append((mod, name, val))
+                        setattr(mod, name, w[1])
             _linalg_decomp._save_outputs = _save_outputs_hook
             _dispatch.set_tracing(_record_hook, _inplace_hook)
 
@@ -799,12 +879,20 @@ def _param_names(fn: Callable, n: int) -> List[str]:
     return names
 
 
-def trace_graph(fn: Callable, example_inputs: Any, kwargs: Optional[dict] = None
-                ) -> TraceResult:
+def trace_graph(fn: Callable, example_inputs: Any, kwargs: Optional[dict] = None,
+                check: bool = True) -> TraceResult:
     """Run ``fn(*example_inputs, **kwargs)`` once, recording its ops into a Graph.
 
     ``example_inputs`` is a tuple of arguments (a single Tensor is taken as one argument); each
     may be a Tensor, a nested tuple/list/dict of Tensors, or a Python value (baked in).
+
+    With ``check`` (Note [Trace check]) ``fn`` runs a second time on other values of the
+    floating point inputs and lifted tensors (their data swapped in and restored afterwards,
+    with their version counters and ``.grad``), and the two graphs must be the same program
+    with the same constants, else ``TraceError`` names the line of the first difference (a value
+    computed from the data outside the op table, or data-dependent control flow the escapes did
+    not catch). Like ``torch.jit.trace(check_trace=True)``, Python side effects of ``fn`` run
+    twice.
 
     >>> import ndgrad
     >>> x = ndgrad.ones(2, requires_grad=True)
@@ -816,6 +904,13 @@ def trace_graph(fn: Callable, example_inputs: Any, kwargs: Optional[dict] = None
         example_inputs = (example_inputs,)
     args = tuple(example_inputs)
     kwargs = dict(kwargs or {})
+    result = _trace_once(fn, args, kwargs)
+    if check:
+        _check_trace(fn, args, kwargs, result)
+    return result
+
+
+def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
     leaves, in_spec = flatten((args, kwargs))
     g = Graph()
     tr = Tracer(g)
@@ -925,6 +1020,99 @@ def trace_graph(fn: Callable, example_inputs: Any, kwargs: Optional[dict] = None
     _finish(g)
     return TraceResult(g, in_spec, out_spec, num_inputs, [t for t, _ in lifted],
                        len(out_values), mutated, list(leaves) + [t for t, _ in lifted])
+
+
+# Note [Trace check]
+# The tracer sees ops of the op table; a tensor some function computes from the data with NumPy
+# outside the table (a mask, indices), or a Python decision it takes on the data without the
+# escapes seeing it, would silently become part of the graph with the example's value. The
+# check traces a second time with other values and compares the two programs node by node.
+def _perturb(arr: np.ndarray, rng: np.random.Generator, mode: int) -> np.ndarray:
+    if arr.dtype.kind not in "fc" and arr.dtype.name != "bfloat16":
+        return arr.copy()
+    x = arr.astype(np.complex128 if arr.dtype.kind == "c" else np.float64)
+    if mode == 0:           # new values, signs included
+        scale = float(np.abs(x).mean()) + 1.0 if x.size else 1.0
+        y = rng.standard_normal(x.shape) * scale
+        if arr.dtype.kind == "c":
+            y = y + 1j * rng.standard_normal(x.shape) * scale
+    else:                   # same signs and zeros, other magnitudes
+        y = x * rng.uniform(0.5, 1.5, x.shape)
+    return np.asarray(y).astype(arr.dtype)
+
+
+def _node_signature(g: Graph) -> list:
+    from .passes import _hashable  # local import: passes imports this module's neighbours
+    pos: dict = {}
+    for i, v in enumerate(g.inputs()):
+        pos[v] = ("in", i)
+    sig = []
+    for k, n in enumerate(g.nodes()):
+        try:
+            args = _hashable(n.args)
+            attrs = _hashable({a: b for a, b in n.attrs.items() if a != "value"})
+        except TypeError:
+            args = attrs = None
+        value = n.attrs.get("value")
+        sig.append((n, (n.kind(), id(n.op), args, attrs,
+                        tuple(pos.get(v, ("?",)) for v in n._inputs)), value))
+        for j, o in enumerate(n._outputs):
+            pos[o] = (k, j)
+    out = tuple(pos.get(v, ("?",)) for v in g.outputs())
+    return sig + [(None, ("return", out), None)]
+
+
+def _check_trace(fn: Callable, args: tuple, kwargs: dict, result: TraceResult) -> None:
+    leaves, spec = flatten((args, kwargs))
+    lifted = result.lifted
+    state = [(t, t._data, list(t._version_counter) if t._version_counter else None, t._grad)
+             for t in lifted]
+    second = None
+    for mode in (0, 1):
+        rng = np.random.default_rng(7 + mode)
+        new_leaves = []
+        for t in leaves:
+            c = _wrap(_perturb(t._data, rng, mode))
+            if t.requires_grad and t._grad_fn is None:
+                c.requires_grad_(True)
+            new_leaves.append(c)
+        a2, k2 = unflatten(spec, new_leaves)
+        try:
+            for t, d, _, _ in state:
+                t._data = _perturb(d, rng, mode)
+            second = _trace_once(fn, a2, k2)
+        except TraceError:
+            raise
+        except Exception:   # noqa: BLE001 (values outside the function's domain: try others)
+            second = None
+        finally:
+            for t, d, vc, grad in state:
+                t._data = d
+                if vc is not None:
+                    t._version_counter[:] = vc
+                t._grad = grad
+        if second is not None:
+            break
+    if second is None:
+        return                  # no other values were valid for fn: nothing to compare
+    s1, s2 = _node_signature(result.graph), _node_signature(second.graph)
+    for (n1, k1, v1), (_n2, k2, v2) in zip(s1, s2):
+        where = (n1.source if n1 is not None and n1.source else
+                 _first_use_source(n1.output()) if n1 is not None and n1._outputs else "")
+        if k1 != k2:
+            raise TraceError(
+                f"ndgrad.jit: the traced function runs other operations on other input values "
+                f"(from {where or 'its end'} on): data-dependent control flow or a value "
+                "computed outside the op table; it cannot be traced")
+        if v1 is not None and not (v1.shape == v2.shape and v1.dtype == v2.dtype and
+                                   np.array_equal(v1, v2, equal_nan=v1.dtype.kind in "fc")):
+            raise TraceError(
+                f"ndgrad.jit: a tensor used at {where or 'unknown'} was computed from the data "
+                "outside the op table (its value differs between two traces); the graph would "
+                "keep the example's value, so this function cannot be traced")
+    if len(s1) != len(s2):
+        raise TraceError("ndgrad.jit: the traced function runs a different number of operations "
+                         "on other input values; it cannot be traced")
 
 
 def _first_use_source(v: Value) -> str:
