@@ -25,7 +25,7 @@ def _same(a, b):
 def _trace_op(op, rng, requires_grad=False):
     arrays = make_inputs(op, op.samples[0], rng)
     xs = [ndgrad.tensor(a, requires_grad=requires_grad) for a in arrays]
-    return trace_graph(lambda *ts: op.fn(ndgrad, *ts), tuple(xs)), xs
+    return trace_graph(lambda *ts: op.fn(ndgrad, *ts), tuple(xs), check=False), xs
 
 
 def test_every_traceable_op_of_op_db_generates_the_interpreters_results():
