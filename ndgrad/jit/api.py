@@ -272,9 +272,11 @@ def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
 
     f = generate(grad.f, name="f", backend=backend, private_from=grad.f_real_outputs)
     df_graph = grad.df
+    df_opt = df_graph.copy()        # the seed runs CSE over f only; df gets it too
+    eliminate_common_subexpression(df_opt)
 
     def build(mask: tuple) -> Any:
-        return generate(df_graph, undefined=[i for i, m in enumerate(mask) if m], name="df",
+        return generate(df_opt, undefined=[i for i, m in enumerate(mask) if m], name="df",
                         backend=backend)
 
     # Note [Differentiating a compiled backward]
