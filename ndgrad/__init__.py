@@ -179,12 +179,14 @@ _NN_TOPLEVEL = frozenset((
 
 
 def __getattr__(name: str):
-    """``ndgrad.nn``, ``ndgrad.optim``, ``ndgrad.utils``, ``ndgrad.func`` and ``ndgrad.viz``
-    load on first use: ``import ndgrad`` stays fast, and ``ndgrad.nn.Linear`` still works after
-    a bare ``import ndgrad``."""
+    """``ndgrad.nn``, ``ndgrad.optim``, ``ndgrad.utils``, ``ndgrad.func``, ``ndgrad.viz``,
+    ``ndgrad.jit`` and ``ndgrad.compile`` load on first use: ``import ndgrad`` stays fast, and
+    ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
     import importlib
-    if name in ("nn", "optim", "utils", "func", "viz"):
+    if name in ("nn", "optim", "utils", "func", "viz", "jit"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "compile":            # ndgrad.compile (ndgrad/jit/api.py), loaded on first use
+        return importlib.import_module(f"{__name__}.jit.api").compile
     if name in _NN_TOPLEVEL:         # torch.conv2d, torch.dropout ... (ndgrad/nn/toplevel.py)
         return importlib.import_module(f"{__name__}.nn.toplevel").get(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -97,6 +97,12 @@ LAYERS = {
     "ndgrad.jit.passes": API,
     "ndgrad.jit.differentiate": API,
     "ndgrad.jit.gradient": API,
+    "ndgrad.jit.codegen": API,
+    "ndgrad.jit.executor": API,
+    "ndgrad.jit.api": API,
+    "ndgrad.jit.stack_batching": API,
+    "ndgrad.jit.numba_backend": API,
+    "ndgrad.jit.blas_threads": API,
 }
 
 

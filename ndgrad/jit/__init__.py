@@ -16,7 +16,8 @@ from .gradient import Gradient
 from .interpret import interpret
 from .ir import ArrayArg, Block, Graph, LintError, Node, TensorArg, Value
 from .tracer import TraceError, TraceResult, flatten, trace_graph, unflatten
+from .api import compile, trace  # noqa: E402  (jit-exec: the user entry points)
 
 __all__ = ["Graph", "Block", "Node", "Value", "TensorArg", "ArrayArg", "LintError", "TraceError",
            "TraceResult", "trace_graph", "flatten", "unflatten", "interpret", "differentiate",
-           "Gradient"]
+           "Gradient", "trace", "compile"]

@@ -1,0 +1,536 @@
+"""``ndgrad.jit.trace`` and ``ndgrad.compile``: trace once per guard key, then run compiled code.
+
+Note [Guards and specializations]
+A specialization is valid for one *guard key*: grad mode, inference mode, and per input leaf
+its kind; for a tensor its shape, dtype, ``requires_grad`` and which earlier argument it is
+the same object as; for a Python value the value itself (it was baked into the graph). Tensors
+the function reaches through closures or attributes were lifted to graph inputs by the tracer:
+they are read at call time and their shape/dtype/requires_grad are checked against the
+specialization too. Inputs carrying forward-mode tangents (a dual level is open) or batched
+by the batching layer run the function eagerly: the generated code sees only arrays.
+``trace`` keeps one specialization and raises on a miss; ``compile`` traces again per new key,
+keeps at most ``cache_limit`` (8) of them, then warns once and runs the function eagerly for
+further keys (torch.compile's recompile limit).
+
+A specialization whose outputs need gradients is differentiated (``differentiate``, seed 004)
+and runs as one ``DifferentiableGraphBackward`` node (executor.py); otherwise the forward
+graph alone is compiled. Mutated inputs are written back after the call with ``copy_`` (their
+version bumps, and a non-leaf gets the copy's history, as eager in-place ops do); outputs that
+are inputs, repeated outputs and views of inputs or of other outputs are rebuilt as the same
+objects or real views (Note [Compiled call protocol]).
+
+Example:
+    >>> import ndgrad
+    >>> @ndgrad.compile
+    ... def f(x, w):
+    ...     return (x @ w).tanh().sum()
+    >>> x, w = ndgrad.ones(2, 3), ndgrad.ones(3, 4, requires_grad=True)
+    >>> loss = f(x, w)      # traces (and returns the traced run's result)
+    >>> loss = f(x, w)      # runs the generated code
+    >>> loss.grad_fn.name()
+    'DifferentiableGraphBackward'
+    >>> loss.backward()
+    >>> w.grad.shape
+    ndgrad.Size([3, 4])
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import warnings
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..autograd.grad_mode import _state
+from ..ops import _dispatch
+from ..tensor import Tensor
+from .codegen import generate
+from .executor import Plan
+from .passes import eliminate_common_subexpression, eliminate_dead_code
+from .stack_batching import batch_stacks, fold_constants
+from .tracer import _local as _tracer_local
+from .tracer import TraceError, flatten, trace_graph, unflatten
+
+__all__ = ["trace", "compile", "TracedFunction", "CompiledFunction"]
+
+_BACKENDS = ("numpy", "numba")
+_NONE = type(None)
+_SCALARS = (int, bool, str, _NONE, complex)
+
+
+# ---------------------------------------------------------------------------- guard keys
+def _guard(args: tuple, kwargs: dict) -> tuple:
+    """``(key, tensor leaves)`` for a call (Note [Guards and specializations])."""
+    key: list = [_state.enabled, _state.inference]
+    leaves: list = []
+    for a in args:
+        _leaf(a, key, leaves)
+    if kwargs:
+        _leaf(kwargs, key, leaves)
+    if len(leaves) > 1:
+        seen: dict = {}
+        for i, t in enumerate(leaves):
+            j = seen.setdefault(id(t), i)
+            if j != i:
+                key.append(("same", i, j))
+    return tuple(key), leaves
+
+
+def _leaf(a: Any, key: list, leaves: list) -> None:
+    t = type(a)
+    if t is Tensor or isinstance(a, Tensor):
+        d = a._data
+        key.append((d.shape, d.dtype, a._requires_grad))
+        leaves.append(a)
+    elif t is tuple or t is list or (isinstance(a, tuple)):
+        key.append((t, len(a)))
+        for x in a:
+            _leaf(x, key, leaves)
+    elif t is dict:
+        key.append((dict, tuple(a)))
+        for x in a.values():
+            _leaf(x, key, leaves)
+    elif t is float:
+        key.append((float, repr(a)))         # -0.0 and nan are keys too
+    elif t in _SCALARS:
+        key.append((t, a))
+    else:
+        try:
+            hash(a)
+            key.append((t, a))
+        except TypeError:
+            key.append((t, id(a)))
+
+
+def _describe(key: tuple) -> str:
+    parts = ["grad mode " + ("on" if key[0] else "off")]
+    if key[1]:
+        parts.append("inference mode")
+    for k in key[2:]:
+        if type(k) is tuple and len(k) == 3 and isinstance(k[1], np.dtype):
+            parts.append(f"{k[1].name}{list(k[0])}" + (" requires_grad" if k[2] else ""))
+        elif type(k) is tuple and len(k) == 2 and k[0] in (float, int, bool, str, complex):
+            parts.append(f"{k[1]}")
+    return "(" + ", ".join(parts) + ")"
+
+
+# ---------------------------------------------------------------------------- one specialization
+class _Specialization:
+    """One traced version of a function; differentiated and compiled on first use (Note [The
+    tracing call's result])."""
+
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, backend: str) -> None:
+        res, self.first_outputs = _trace(fn, args, kwargs)
+        self.graph = res.graph
+        self.num_outputs = res.num_outputs
+        self.mutated = tuple(res.mutated)
+        self.out_spec = res.out_spec
+        self.lifted = tuple(res.lifted)
+        self.lifted_meta = tuple((t._data.shape, t._data.dtype, t._requires_grad)
+                                 for t in self.lifted)
+        self.backend = backend
+        self.needs_grad = _state.enabled and any(v.requires_grad for v in res.graph.outputs())
+        self._plan: Optional[Plan] = None
+        self._gradient = None
+        self._lock = threading.Lock()
+        del res            # the trace's example tensors are not kept
+
+    def build(self, example_inputs: Optional[list] = None) -> Plan:
+        """Differentiate (when outputs need gradients), optimize and generate code."""
+        with self._lock:
+            if self._plan is not None:
+                return self._plan
+            g = self.graph
+            kinds = _output_kinds(g, self.num_outputs)
+            if self.needs_grad:
+                from .differentiate import differentiate   # local import: loaded when needed
+                grad = differentiate(g.copy(), example_inputs)
+                self._gradient = grad
+                plan = _gradient_plan(grad, kinds, self.backend)
+                self.f_code = plan.f.code
+            else:
+                opt = g.copy()
+                _optimize(opt)
+                fwd = generate(opt, name="f", backend=self.backend,
+                               copy_outputs=_merged_outputs(g, opt, self.num_outputs))
+                plan = Plan(f=fwd, f_nograd=fwd, f_real_outputs=len(g.outputs()),
+                            df_input_vjps=(), df_input_captured_inputs=(),
+                            df_input_captured_outputs=(), df_output_vjps=(), input_meta=(),
+                            output_dtypes=[v.dtype for v in g.outputs()], out_kinds=kinds)
+                self.f_code = fwd.code
+            self._plan = plan
+            return plan
+
+    @property
+    def gradient(self) -> Any:
+        if self._plan is None:
+            self.build()
+        return self._gradient
+
+    @property
+    def code(self) -> str:
+        """The generated source: the forward, then each backward variant generated so far."""
+        plan = self._plan if self._plan is not None else self.build()
+        parts = [self.f_code]
+        for mask, df in plan.df_variants.items():
+            parts.append(f"# backward, undefined incoming gradients: {list(mask)}\n" + df.code)
+        return "\n".join(parts)
+
+    def lifted_ok(self) -> bool:
+        for t, (shape, dtype, rg) in zip(self.lifted, self.lifted_meta):
+            d = t._data
+            if d.shape != shape or d.dtype != dtype or t._requires_grad != rg:
+                return False
+        return True
+
+    def run(self, leaves: list) -> Any:
+        tensors = leaves + list(self.lifted) if self.lifted else leaves
+        plan = self._plan
+        if plan is None:
+            plan = self.build(tensors)
+        outs = plan(tensors)
+        n = self.num_outputs
+        if self.mutated:
+            for j, i in enumerate(self.mutated):
+                _write_back(tensors[i], outs[n + j])
+            outs = outs[:n]
+        return unflatten(self.out_spec, outs)
+
+
+def _trace(fn: Callable, args: tuple, kwargs: dict) -> tuple:
+    """``(TraceResult, outputs)``: trace ``fn`` and keep what the traced (eager) run returned.
+
+    Note [The tracing call's result]
+    Tracing runs ``fn`` for real (eager ops, in-place changes included), so the call that traces
+    returns that run's outputs instead of running the compiled code as well, which would apply
+    the function's in-place changes a second time. Differentiation, the passes and code
+    generation then happen on the second call of that key (as AOTAutograd compiles the
+    backward on first use): the first call costs a trace and no more memory than the eager
+    run, and the tensors of the first call are not kept. Keeping the outputs alive can make the
+    tracer lift a tensor the function built itself and returned (it lifts what is still
+    referenced after the call): when an output is, or is a view of, a lifted tensor, the
+    function is traced again without keeping them (its in-place changes, if any, then happen
+    twice for that first call).
+    """
+    box: list = []
+
+    @functools.wraps(fn)
+    def keep(*a: Any, **k: Any) -> Any:
+        out = fn(*a, **k)
+        box.append(out)
+        return out
+
+    res = trace_graph(keep, args, kwargs)
+    out = box[0]           # the run on the real inputs (a trace check may run fn again)
+    box.clear()
+    if res.lifted:
+        lifted = {id(t) for t in res.lifted}
+        leaves, _ = flatten(out)
+        if any(id(t) in lifted or (t._base is not None and id(t._base) in lifted)
+               for t in leaves):
+            del out, leaves
+            return trace_graph(fn, args, kwargs), None
+    return res, (out,)
+
+
+def _optimize(g: Any) -> None:
+    """The forward-only pipeline: common subexpressions, dead code, stack batching (Note [Stack
+    batching]); constant folding happens in codegen."""
+    eliminate_common_subexpression(g)
+    eliminate_dead_code(g.block())
+    fold_constants(g)
+    if batch_stacks(g):
+        eliminate_common_subexpression(g)
+
+
+def _merged_outputs(orig: Any, opt: Any, n: int) -> list:
+    """Output positions (< n) that are distinct values in ``orig`` but the same value as an
+    earlier output in ``opt``: they are returned as copies, as eager returns distinct arrays."""
+    o1, o2 = orig.outputs(), opt.outputs()
+    out = []
+    for k in range(min(n, len(o2))):
+        for j in range(k):
+            if o2[j] is o2[k] and o1[j] is not o1[k]:
+                out.append(k)
+                break
+    return out
+
+
+def _write_back(t: Tensor, new: Tensor) -> None:
+    """The epilogue of a call that mutated input ``t``: eager ``copy_`` (bumps the version;
+    records CopyBackwards when ``new`` carries history)."""
+    if new is t:
+        return
+    t.copy_(new)
+
+
+def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
+    from .interpret import interpret   # local import: the create_graph path only
+
+    f = generate(grad.f, name="f", backend=backend, private_from=grad.f_real_outputs)
+    df_graph = grad.df
+    df_opt = df_graph.copy()        # the seed runs CSE over f only; df gets it too
+    eliminate_common_subexpression(df_opt)
+
+    def build(mask: tuple) -> Any:
+        return generate(df_opt, undefined=[i for i, m in enumerate(mask) if m], name="df",
+                        backend=backend)
+
+    # Note [Differentiating a compiled backward]
+    # Under create_graph=True the backward must record a graph of its own. df is a graph of
+    # ndgrad ops, so it is compiled the same way as any function (TorchScript differentiates
+    # df again in its GraphExecutor): a compiled function of df's inputs, whose outputs get
+    # one DifferentiableGraphBackward node of their own. Batched gradients (vmap over the
+    # cotangents) run df op by op through the batching layer instead.
+    def run_df(*xs: Any) -> list:
+        return interpret(df_graph, list(xs))
+
+    df_compiled = CompiledFunction(run_df, backend, True, 8)
+
+    def df_tensors(vjps: list, caps: list) -> list:
+        if _dispatch._BATCHING or any(x is not None and x._blevel for x in vjps):
+            return list(interpret(df_graph, vjps + caps))
+        return list(df_compiled(*vjps, *caps))
+
+    f_ins = grad.f.inputs()
+    f_outs = grad.f.outputs()
+    plan = Plan(f=f, f_nograd=f, f_real_outputs=grad.f_real_outputs,
+                df_input_vjps=grad.df_input_vjps,
+                df_input_captured_inputs=grad.df_input_captured_inputs,
+                df_input_captured_outputs=grad.df_input_captured_outputs,
+                df_output_vjps=grad.df_output_vjps,
+                input_meta=[(f_ins[i].shape, f_ins[i].dtype) for i in grad.df_output_vjps],
+                output_dtypes=[v.dtype for v in f_outs], df_builder=build,
+                df_tensors=df_tensors, out_kinds=kinds + (None,) * (grad.f_real_outputs
+                                                                   - len(kinds)))
+    return plan
+
+
+def _output_kinds(g: Any, num_outputs: int) -> tuple:
+    """Per real output of ``g``: None, or how to rebuild it as an existing tensor or a view
+    (Note [Compiled call protocol] in executor.py)."""
+    ins = {v: i for i, v in enumerate(g.inputs())}
+    outs = g.outputs()
+    first: dict = {}
+    kinds = []
+    for k, v in enumerate(outs):
+        kind = None
+        if k < num_outputs:
+            if v in ins:
+                kind = ("input", ins[v])
+            elif v in first:
+                kind = ("dup", first[v])
+            else:
+                kind = _view_kind(v, ins, first)
+        first.setdefault(v, k)
+        kinds.append(kind)
+    return tuple(kinds)
+
+
+def _view_kind(v: Any, ins: dict, first: dict) -> Optional[tuple]:
+    chain = []
+    while True:
+        n = v.node()
+        if n is None or n.op is None or not n.op.view or n.num_tensor_inputs != 1 or \
+                len(n.inputs()) != 1:
+            return None
+        chain.append(n)
+        v = n.input(0)
+        if v in ins:
+            return ("view", "input", ins[v], functools.partial(_replay, tuple(reversed(chain))))
+        if v in first:
+            return ("view", "output", first[v], functools.partial(_replay,
+                                                                  tuple(reversed(chain))))
+
+
+def _replay(chain: tuple, base: Tensor) -> Tensor:
+    t = base
+    for n in chain:
+        t = _dispatch.apply(n.op, (t,), (t._data,), n.args)
+    return t
+
+
+# ---------------------------------------------------------------------------- trace
+class TracedFunction:
+    """``fn`` traced for one set of example inputs (``ndgrad.jit.trace``): ``graph``,
+    ``gradient`` (None when no output needs a gradient), ``code``; calling it with inputs of
+    another guard key raises."""
+
+    def __init__(self, fn: Callable, example_inputs: Any, backend: str = "numpy") -> None:
+        if isinstance(example_inputs, Tensor) or not isinstance(example_inputs, (tuple, list)):
+            example_inputs = (example_inputs,)
+        args = tuple(example_inputs)
+        self._fn = fn
+        self._key, _ = _guard(args, {})
+        self._spec = _Specialization(fn, args, {}, backend)
+        self._spec.first_outputs = None
+        functools.update_wrapper(self, fn, updated=())
+
+    @property
+    def graph(self) -> Any:
+        """The traced graph (before differentiation)."""
+        return self._spec.graph
+
+    @property
+    def gradient(self) -> Any:
+        """The ``Gradient`` (seed 004) when the outputs need gradients, else None."""
+        return self._spec.gradient
+
+    @property
+    def code(self) -> str:
+        """The generated NumPy source (forward and the backward variants built so far)."""
+        return self._spec.code
+
+    def __call__(self, *args: Any) -> Any:
+        if _tracer_local.__dict__.get("tracer") is not None:
+            return self._fn(*args)         # inside an outer trace: inlined into it
+        key, leaves = _guard(args, {})
+        if key != self._key or not self._spec.lifted_ok():
+            raise RuntimeError(
+                f"ndgrad.jit.trace: the function was traced for {_describe(self._key)} but "
+                f"called with {_describe(key)}; trace it again for these inputs or use "
+                "ndgrad.compile, which traces once per kind of input")
+        return self._spec.run(leaves)
+
+
+def trace(fn: Callable, example_inputs: Any) -> TracedFunction:
+    """Trace ``fn`` once on ``example_inputs`` (a tuple of arguments, or one tensor) and return
+    a callable running the compiled code, with ``.graph``, ``.gradient`` and ``.code``.
+
+    >>> import ndgrad
+    >>> a = ndgrad.ones(2, 3, 4, requires_grad=True)
+    >>> b = ndgrad.ones(2, 3, 4, requires_grad=True)
+    >>> cf = ndgrad.jit.trace(lambda a, b: a * b * a + b, (a, b))
+    >>> cf.gradient.df_input_vjps, cf.gradient.df_output_vjps
+    ([0, 1], [0, 1])
+    >>> cf(a, b).grad_fn.name()
+    'DifferentiableGraphBackward'
+    """
+    return TracedFunction(fn, example_inputs)
+
+
+# ---------------------------------------------------------------------------- compile
+_EAGER = object()
+
+
+class CompiledFunction:
+    """What ``ndgrad.compile(fn)`` returns: calls trace and compile ``fn`` once per guard key
+    (Note [Guards and specializations])."""
+
+    def __init__(self, fn: Callable, backend: str, fullgraph: bool, cache_limit: int) -> None:
+        self._fn = fn
+        self._backend = backend
+        self._fullgraph = fullgraph
+        self._cache_limit = cache_limit
+        self._cache: dict = {}
+        self._lock = threading.Lock()
+        self._warned = False
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _tracer_local.__dict__.get("tracer") is not None:
+            # called while an outer function is being traced: its ops belong to that trace
+            return self._fn(*args, **kwargs)
+        key, leaves = _guard(args, kwargs)
+        if _dispatch._FW_AD or _dispatch._BATCHING:
+            # forward-mode tangents and batched tensors live on Tensors, which the generated
+            # code does not see: such calls run eagerly (Note [Guards and specializations])
+            for t in leaves:
+                if t._fw_grads or t._blevel:
+                    return self._fn(*args, **kwargs)
+        spec = self._cache.get(key)
+        if spec is None or (spec is not _EAGER and spec.lifted and not spec.lifted_ok()):
+            spec, out = self._specialize(key, args, kwargs)
+            if out is not None:
+                return out[0]      # Note [The tracing call's result]
+        if spec is _EAGER:
+            return self._fn(*args, **kwargs)
+        return spec.run(leaves)
+
+    def _specialize(self, key: tuple, args: tuple, kwargs: dict) -> Any:
+        with self._lock:
+            spec = self._cache.get(key)
+            if spec is not None and (spec is _EAGER or not spec.lifted or spec.lifted_ok()):
+                return spec, None
+            real = sum(1 for s in self._cache.values() if s is not _EAGER)
+            if spec is None and real >= self._cache_limit:
+                if not self._warned:
+                    self._warned = True
+                    warnings.warn(
+                        f"ndgrad.compile: {getattr(self._fn, '__name__', 'function')} hit the "
+                        f"cache limit ({self._cache_limit} specializations); further kinds of "
+                        "input run eagerly. Last call: " + _describe(key), stacklevel=4)
+                return _EAGER, None
+            try:
+                spec = _Specialization(self._fn, args, kwargs, self._backend)
+            except TraceError as e:
+                if self._fullgraph:
+                    raise
+                warnings.warn(f"ndgrad.compile: running eagerly for {_describe(key)}: {e}",
+                              stacklevel=4)
+                self._cache[key] = _EAGER
+                return _EAGER, None
+            self._cache[key] = spec
+            out = spec.first_outputs
+            spec.first_outputs = None
+            return spec, out
+
+    @property
+    def code(self) -> str:
+        """The generated source of every specialization so far."""
+        return "\n\n".join(s.code for s in self._cache.values() if s is not _EAGER)
+
+    def specializations(self) -> list:
+        """The compiled specializations (traced graph, gradient, code) so far."""
+        return [s for s in self._cache.values() if s is not _EAGER]
+
+
+def compile(fn: Optional[Callable] = None, *, backend: Optional[str] = None,
+            fullgraph: bool = True, dynamic: Optional[bool] = False, cache_limit: int = 8) -> Any:
+    """Compile ``fn`` (torch.compile's entry point; also usable as ``@ndgrad.compile`` or
+    ``@ndgrad.compile(backend=...)``): each call traces ``fn`` once per guard key and then runs
+    generated NumPy code; when outputs need gradients, their ``grad_fn`` is ONE
+    ``DifferentiableGraphBackward`` node running the compiled backward.
+
+    Args:
+        backend: ``"numpy"`` (generated straight-line NumPy) or ``"numba"`` (``ndgrad[fast]``:
+            runs of small float32/float64 elementwise ops in a VM compiled once, Note
+            [Elementwise VM] in numba_backend.py). None: the environment variable
+            ``NDGRAD_COMPILE_BACKEND`` if set (to benchmark both tiers with unchanged code),
+            else ``"numpy"``.
+        fullgraph: True: a function that cannot be traced raises ``ndgrad.jit.TraceError``;
+            False: that kind of input runs eagerly (with a warning).
+        dynamic: only False (every shape gets its own specialization) is supported.
+        cache_limit: specializations kept before new kinds of input run eagerly.
+
+    >>> import ndgrad
+    >>> f = ndgrad.compile(lambda x: x.sin() * 2)
+    >>> f(ndgrad.zeros(2))
+    tensor([0., 0.])
+    """
+    if backend is None:
+        backend = os.environ.get("NDGRAD_COMPILE_BACKEND") or "numpy"
+    if backend not in _BACKENDS:
+        raise ValueError(f"ndgrad.compile: unknown backend {backend!r}; choose one of "
+                         f"{', '.join(repr(b) for b in _BACKENDS)}")
+    if backend == "numba":
+        from .numba_backend import available   # local import: the optional tier
+        if not available():
+            raise ImportError("ndgrad.compile(backend='numba') needs numba: "
+                              "pip install 'ndgrad[fast]'")
+    if dynamic:
+        raise NotImplementedError("ndgrad.compile: dynamic shapes are not supported; every "
+                                  "input shape gets its own specialization (dynamic=False)")
+    if not isinstance(cache_limit, int) or cache_limit < 0:
+        raise ValueError(f"ndgrad.compile: cache_limit must be a non-negative int, got "
+                         f"{cache_limit!r}")
+
+    def wrap(f: Callable) -> CompiledFunction:
+        if not callable(f):
+            raise TypeError(f"ndgrad.compile expects a callable, got {type(f).__name__}")
+        return CompiledFunction(f, backend, fullgraph, cache_limit)
+
+    return wrap if fn is None else wrap(fn)

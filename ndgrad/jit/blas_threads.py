@@ -1,0 +1,88 @@
+"""Small generated functions run their matrix products on one BLAS thread.
+
+Note [Single-threaded small GEMMs]
+A matrix product of a few hundred thousand multiply-adds takes microseconds on one core, but
+OpenBLAS splits it over its thread pool, and every call then waits for all pool threads to be
+scheduled: on a machine whose cores are busy with other processes that wait is a scheduler
+time slice, and a 30 µs training step was measured at 60-200 ms (2 BLAS threads, load 11 on
+2 cores) against 80 µs on one thread. XLA runs such products single-threaded. A generated
+function whose products are all small (at most ``MAX_MACS`` multiply-adds each) therefore
+sets NumPy's bundled OpenBLAS to one thread for its duration and restores the previous count
+after (a process-wide count of active calls, under a lock, so concurrent calls restore it
+once). With another BLAS (no ``scipy_openblas`` library next to NumPy) nothing changes.
+Large products (mlp_large) keep the whole pool.
+
+Example:
+    >>> from ndgrad.jit.blas_threads import single_blas_thread
+    >>> with single_blas_thread():
+    ...     pass
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import threading
+from typing import Any, Optional
+
+import numpy as np
+
+__all__ = ["single_blas_thread", "MAX_MACS", "available"]
+
+MAX_MACS = 1 << 21         # a 128x128x128 product
+_lock = threading.Lock()
+_state = {"depth": 0, "prev": 1}
+_funcs: Optional[tuple] = None
+_searched = False
+
+
+def _find() -> Optional[tuple]:
+    global _funcs, _searched
+    if not _searched:
+        _searched = True
+        root = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
+        for path in glob.glob(os.path.join(root, "*openblas*")):
+            try:
+                lib = ctypes.CDLL(path)
+                get = lib.scipy_openblas_get_num_threads64_
+                put = lib.scipy_openblas_set_num_threads64_
+            except (OSError, AttributeError):
+                continue
+            get.restype = ctypes.c_int
+            put.argtypes = [ctypes.c_int]
+            _funcs = (get, put)
+            break
+    return _funcs
+
+
+def available() -> bool:
+    """Whether NumPy's BLAS thread count can be set (NumPy's bundled OpenBLAS)."""
+    return _find() is not None
+
+
+class single_blas_thread:
+    """Context manager: NumPy's BLAS uses one thread inside (Note [Single-threaded small
+    GEMMs]); a no-op when the BLAS is not NumPy's bundled OpenBLAS."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        f = _funcs if _searched else _find()
+        if f is None:
+            return
+        with _lock:
+            if _state["depth"] == 0:
+                _state["prev"] = f[0]()
+                if _state["prev"] != 1:
+                    f[1](1)
+            _state["depth"] += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        f = _funcs
+        if f is None:
+            return
+        with _lock:
+            _state["depth"] -= 1
+            if _state["depth"] == 0 and _state["prev"] != 1:
+                f[1](_state["prev"])

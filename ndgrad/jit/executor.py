@@ -1,0 +1,284 @@
+"""Running a compiled specialization: one lean ``DifferentiableGraphBackward`` node per call.
+
+Note [Compiled call protocol]
+A ``Plan`` is one specialization of a traced function: ``f`` (the forward, on raw ndarrays,
+returning the real outputs then the temporaries that backward needs), ``df`` (the backward on
+raw ndarrays, one compiled variant per pattern of undefined incoming gradients) and, for
+``create_graph=True`` and batched gradients, ``df_graph`` run op by op with ndgrad ops (so the
+backward records a graph of its own and can be differentiated again), plus the ``Gradient``
+index lists (seed 004). A call (``Plan.__call__``):
+
+* runs ``f`` on the inputs' arrays (no dispatcher, no per-op nodes);
+* when gradients are recorded (grad mode on, some input in ``df_output_vjps`` requires grad),
+  makes ONE node: edges for the inputs in ``df_output_vjps`` (``next_functions``), the real
+  outputs listed in ``df_input_vjps`` get it as ``grad_fn`` with ``output_nr`` = their position
+  there (floating/complex outputs only), the captured inputs and outputs become ``SavedTensor``s
+  (version checks, saved-tensor hooks, freeing after backward and the second-backward error as
+  in eager), the temporaries that are not captured are dropped;
+* under ``no_grad``/``inference_mode`` (or when no input requires grad) only ``f``'s forward-only
+  variant runs and nothing is saved.
+
+The node's ``apply`` unpacks the captures (version-checked) and runs ``df`` on
+``[vjps][captures]``; an undefined gradient of an input stays ``None`` (the engine's zero: an
+input reached only through outputs that got no gradient keeps ``.grad`` None, as in eager).
+Everything else (tensor hooks on outputs, ``retain_grad``, node pre/post hooks, anomaly mode,
+the profiler, ``retain_graph``) is the engine's own handling of any node.
+
+Runtime internals relied on (this list is the one place to update): ``Node`` attributes
+``next_functions``, ``_num_inputs``, ``_sequence_nr``, ``_input_meta``, ``_saved`` (a tuple,
+or ``node.RELEASED`` after ``release_variables``; the engine calls ``release_variables`` when
+``_saved`` is truthy and the graph is not retained), ``name()``; ``node.next_sequence_nr``,
+``node.SECOND_BACKWARD_MSG``; ``_dispatch.gradient_edge``; ``SavedTensor(t, is_output,
+output_nr)`` and ``.unpack(node)``; ``anomaly_mode.record(node)``; ``profiler.current()`` and
+``profiler._Range``; the Tensor fields ``_data``, ``_grad_fn``, ``_requires_grad``,
+``_output_nr``, ``_inference``, ``_base``, ``_blevel`` (and, in api.py, ``_fw_grads`` and
+``copy_``); ``grad_mode._state`` (``enabled``, ``inference``); the dispatcher's module flags
+``_ANOMALY``, ``_PROFILING``, ``_BATCHING``, ``_FW_AD`` and, for views of inputs replayed
+after a call, ``_dispatch.apply``.
+
+Example:
+    >>> import numpy as np, ndgrad
+    >>> from ndgrad.jit.executor import Plan
+    >>> # y = x * x by hand: f returns (y, x) isn't needed, x is a captured input
+    >>> plan = Plan(f=lambda x: (x * x,), f_nograd=lambda x: (x * x,),
+    ...             df=lambda g, x: (2 * g * x,), f_real_outputs=1, df_input_vjps=[0],
+    ...             df_input_captured_inputs=[0], df_input_captured_outputs=[],
+    ...             df_output_vjps=[0], input_meta=[((2,), np.dtype("float32"))],
+    ...             output_dtypes=[np.dtype("float32")])
+    >>> x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    >>> (y,) = plan([x])
+    >>> y.grad_fn.name()
+    'DifferentiableGraphBackward'
+    >>> y.sum().backward(); x.grad
+    tensor([2., 4.])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ..autograd import profiler as _profiler
+from ..autograd.anomaly_mode import record as _anomaly_record
+from ..autograd.grad_mode import _state
+from ..autograd.node import RELEASED, SECOND_BACKWARD_MSG, Node, next_sequence_nr
+from ..autograd.saved import SavedTensor
+from ..ops import _dispatch
+from ..ops._dispatch import gradient_edge
+from ..tensor import Tensor
+
+__all__ = ["DifferentiableGraphBackward", "Plan"]
+
+_new = object.__new__
+_ndarray = np.ndarray
+_DIFF_KINDS = frozenset("fc")    # floating, complex: dtypes that can carry gradients
+_NO_EDGE = (None, 0)
+
+
+class DifferentiableGraphBackward(Node):
+    """The backward of one call of a compiled function: runs the compiled ``df``.
+
+    ``next_functions`` holds the edges of the inputs listed in ``df_output_vjps``; the node
+    receives one gradient per entry of ``df_input_vjps``.
+    """
+
+    _plan: Any = None
+
+    def apply(self, grads: list) -> tuple:
+        saved = self._saved
+        if saved is RELEASED:
+            raise RuntimeError(SECOND_BACKWARD_MSG)
+        plan = self._plan
+        if _state.enabled or _dispatch._BATCHING or _has_batched(grads):
+            # create_graph=True (or batched gradients): run df op by op with ndgrad ops, so the
+            # backward is recorded and differentiable again (Note [Compiled call protocol]).
+            caps = [s.unpack(self) for s in saved]
+            return tuple(plan.run_df_tensors(list(grads), caps))
+        caps = [s.unpack(self)._data for s in saved]
+        vjps = [None if g is None else g._data for g in grads]
+        mask = tuple([g is None for g in vjps])
+        df = plan.df_variants.get(mask)
+        if df is None:
+            df = plan.df_for(mask)
+        outs = df(*vjps, *caps)
+        res = []
+        for o in outs:
+            if o is None:
+                res.append(None)
+            else:
+                t = _new(Tensor)
+                t._data = o if type(o) is _ndarray else np.asarray(o)
+                res.append(t)
+        return tuple(res)
+
+    def release_variables(self) -> None:
+        if self._saved:
+            self._saved = RELEASED
+
+
+def _has_batched(grads: list) -> bool:
+    for g in grads:
+        if g is not None and g._blevel:
+            return True
+    return False
+
+
+class Plan:
+    """One compiled specialization: the forward/backward programs and the ``Gradient`` index
+    lists that connect them to the eager engine (Note [Compiled call protocol]).
+
+    Args:
+        f: ``f(*input_arrays) -> tuple`` of the real outputs then the temporaries.
+        f_nograd: the forward without temporaries, for calls that record nothing.
+        df: ``df(*vjps, *captures) -> tuple`` for the case where every incoming gradient is
+            defined; ``df_builder(mask)`` builds the variant for other definedness patterns.
+        df_tensors: ``df_tensors(vjps, captures) -> list`` of Tensors or None, computed with
+            ndgrad ops (recorded under grad mode); used for create_graph and batched grads.
+        input_meta: ``(shape, numpy dtype)`` per input listed in ``df_output_vjps``.
+        output_dtypes: numpy dtype of every output of ``f`` (real and temporaries).
+    """
+
+    def __init__(self, *, f: Callable, f_nograd: Callable, df: Optional[Callable] = None,
+                 f_real_outputs: int, df_input_vjps: Sequence[int],
+                 df_input_captured_inputs: Sequence[int],
+                 df_input_captured_outputs: Sequence[int], df_output_vjps: Sequence[int],
+                 input_meta: Sequence[tuple], output_dtypes: Sequence[Any],
+                 df_builder: Optional[Callable] = None, df_tensors: Optional[Callable] = None,
+                 out_kinds: Optional[Sequence] = None,
+                 name: str = "DifferentiableGraphBackward") -> None:
+        self.f = f
+        self.f_nograd = f_nograd
+        self.f_real_outputs = f_real_outputs
+        self.df_input_vjps = tuple(df_input_vjps)
+        self.df_input_captured_inputs = tuple(df_input_captured_inputs)
+        self.df_input_captured_outputs = tuple(df_input_captured_outputs)
+        self.df_output_vjps = tuple(df_output_vjps)
+        self.input_meta = tuple((tuple(s), np.dtype(d)) for s, d in input_meta)
+        self.df_builder = df_builder
+        self.df_tensors = df_tensors
+        self.df_variants: dict = {}
+        # Per real output: None (a new tensor), ("input", i) (input i itself), ("dup", j) (the
+        # same tensor as output j), ("view", "input"|"output", i, replay) (replay(base) redoes
+        # the view ops on input/output i eagerly, so the result is a real view of it).
+        kinds = tuple(out_kinds) if out_kinds is not None else (None,) * f_real_outputs
+        self.out_kinds = kinds
+        self.special = tuple(k for k, kind in enumerate(kinds) if kind is not None)
+        if df is not None:
+            self.df_variants[(False,) * len(self.df_input_vjps)] = df
+        # Which real outputs get the node as grad_fn, and with which output_nr.
+        nr_of = {}
+        for i, off in enumerate(self.df_input_vjps):
+            nr_of.setdefault(off, i)
+        self.output_nr = nr_of
+        self.attach = tuple((off, nr) for off, nr in nr_of.items()
+                            if off < f_real_outputs and kinds[off] is None
+                            and np.dtype(output_dtypes[off]).kind in _DIFF_KINDS)
+        attached = dict(self.attach)
+        # A captured output is saved as the node's output (rebuilt with its history under
+        # create_graph) when it has an output_nr, else as a plain value.
+        self.saved_outputs = tuple(
+            (off, attached.get(off, nr_of.get(off) if off >= f_real_outputs and np.dtype(
+                output_dtypes[off]).kind in _DIFF_KINDS else None))
+            for off in self.df_input_captured_outputs)
+        self.name = name
+
+    def df_for(self, mask: tuple) -> Callable:
+        """The compiled backward for one pattern of undefined (True) incoming gradients."""
+        df = self.df_variants.get(mask)
+        if df is None:
+            if self.df_builder is None:
+                raise RuntimeError("no backward compiled for this pattern of gradients")
+            df = self.df_variants[mask] = self.df_builder(mask)
+        return df
+
+    def run_df_tensors(self, vjps: list, caps: list) -> list:
+        """The backward with ndgrad ops on Tensors (recorded when grad mode is on)."""
+        if self.df_tensors is None:
+            raise RuntimeError("this compiled function cannot be differentiated twice")
+        return self.df_tensors(vjps, caps)
+
+    # ------------------------------------------------------------------ the call
+    def __call__(self, tensors: Sequence[Tensor]) -> list:
+        """Run the forward on ``tensors`` (the graph inputs); returns the real outputs as
+        Tensors, recording one node when gradients are needed."""
+        record = False
+        if _state.enabled:
+            for i in self.df_output_vjps:
+                t = tensors[i]
+                if t._requires_grad or t._base is not None and t.requires_grad:
+                    record = True
+                    break
+        prof = _profiler.current() if _dispatch._PROFILING else None
+        if prof is not None:
+            with _profiler._Range(prof, "ndgrad::" + self.name.replace("Backward", "")):
+                return self._call(tensors, record)
+        return self._call(tensors, record)
+
+    def _call(self, tensors: Sequence[Tensor], record: bool) -> list:
+        arrays = [t._data for t in tensors]
+        if not record:
+            outs = self.f_nograd(*arrays)
+            res = []
+            inference = _state.inference
+            for o in outs[:self.f_real_outputs]:
+                t = _new(Tensor)
+                t._data = o if type(o) is _ndarray else np.asarray(o)
+                if inference:
+                    t._inference = True
+                res.append(t)
+            if self.special:
+                self._fix_outputs(tensors, res)
+            return res
+        outs = self.f(*arrays)
+        node = DifferentiableGraphBackward()
+        node._plan = self
+        node._sequence_nr = next_sequence_nr()
+        node.next_functions = tuple([gradient_edge(tensors[i]) for i in self.df_output_vjps])
+        node._input_meta = self.input_meta
+        node._num_inputs = len(self.df_input_vjps)
+        if _dispatch._ANOMALY:
+            _anomaly_record(node)
+        nreal = self.f_real_outputs
+        res = []
+        for k in range(nreal):
+            o = outs[k]
+            t = _new(Tensor)
+            t._data = o if type(o) is _ndarray else np.asarray(o)
+            res.append(t)
+        # History first: a pack hook sees a saved output with its grad_fn (as _dispatch._record).
+        for off, nr in self.attach:
+            t = res[off]
+            t._grad_fn = node
+            t._requires_grad = True
+            t._output_nr = nr
+        if self.special:
+            self._fix_outputs(tensors, res)
+        saved = [SavedTensor(tensors[i]) for i in self.df_input_captured_inputs]
+        for off, nr in self.saved_outputs:
+            if off < nreal:
+                t = res[off]
+            else:
+                o = outs[off]
+                t = _new(Tensor)
+                t._data = o if type(o) is _ndarray else np.asarray(o)
+            # A captured output that is the node's output nr (a real output attached above, or
+            # a temporary whose gradient df also takes) is saved as the node's output: under
+            # create_graph its unpacked value carries the node as history (double backward).
+            saved.append(SavedTensor(t, True, nr) if nr is not None and (
+                off >= nreal or t._grad_fn is node) else SavedTensor(t))
+        node._saved = tuple(saved)
+        return res
+
+    def _fix_outputs(self, tensors: Sequence[Tensor], res: list) -> None:
+        kinds = self.out_kinds
+        for k in self.special:
+            kind = kinds[k]
+            tag = kind[0]
+            if tag == "input":
+                res[k] = tensors[kind[1]]
+            elif tag == "dup":
+                res[k] = res[kind[1]]
+            else:
+                base = tensors[kind[2]] if kind[1] == "input" else res[kind[2]]
+                res[k] = kind[3](base)

@@ -1,0 +1,210 @@
+"""The optional numba tier (``ndgrad.compile(fn, backend="numba")``, extra ``ndgrad[fast]``).
+
+Note [Elementwise VM]
+On small arrays every NumPy call costs ~0.3 µs whatever it computes, so a chain of elementwise
+ops is dominated by call overhead. With ``backend="numba"`` the code generator (codegen.py)
+keeps the values of elementwise ops on small float32/float64 arrays (at most ``MAX_NUMEL``
+elements, all operands of the op's own shape and dtype, or a Python scalar) in the rows of one
+register array ``_R`` and runs each maximal run of such ops as ONE call of a small virtual
+machine: ``vm(program, immediates, _R)``. The VM is compiled by numba once per process
+(``cache=True``: later processes load it from numba's cache) for float32 and float64 register
+arrays; a graph only builds its program (a few int32 rows), so there is no per-graph machine
+code compilation. Other ops (matmuls, reductions, larger arrays, float16/bfloat16, complex)
+stay NumPy calls; values cross between the two as views of ``_R`` rows.
+
+Accuracy: additions, subtractions, multiplications and divisions are IEEE operations in the
+register dtype, as NumPy's (bitwise equal); the transcendental functions are the C library's
+(numba's), which may differ from NumPy's vectorized ones in the last bits. The bound, checked
+by tests/test_jit_numba.py on random inputs, is ``ULP_BOUND`` units in the last place per op.
+
+Example:
+    >>> from ndgrad.jit.numba_backend import OPCODES
+    >>> sorted(OPCODES)[:3]
+    ['abs', 'add', 'addi']
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+import numpy as np
+
+__all__ = ["available", "get_vm", "OPCODES", "MAX_NUMEL", "ULP_BOUND", "fusible"]
+
+MAX_NUMEL = 1024     # above this NumPy's SIMD loops beat the VM (measured: mlp_small 32x128)
+# Max distance to NumPy's result in units in the last place, per op (the C library's functions
+# vs NumPy's vectorized ones; measured max over 100k inputs: f32 sin/cos 1, tanh 3, exp 2,
+# log 3; f64 tanh 2, exp 1, log 1, sin/cos 0). Every other op is exact (bitwise NumPy's).
+ULP_BOUND = {"sin": 2, "cos": 2, "tanh": 4, "exp": 3, "log": 4}
+
+OPCODES = {name: i for i, name in enumerate((
+    "add", "sub", "mul", "div", "addi", "subi", "muli", "divi", "rsubi", "neg", "sin", "cos",
+    "tanh", "exp", "log", "sqrt", "abs", "relu", "tanhb", "recip", "square"))}
+
+_lock = threading.Lock()
+_vm: Any = None
+_FAST = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def available() -> bool:
+    """Whether numba can be imported (the ``ndgrad[fast]`` extra)."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def get_vm() -> Any:
+    """The VM, compiled on first use (numba is imported only here)."""
+    global _vm
+    if _vm is None:
+        with _lock:
+            if _vm is None:
+                _vm = _build()
+    return _vm
+
+
+def _build() -> Any:
+    try:
+        import numba
+    except ImportError as e:   # pragma: no cover - depends on the environment
+        raise ImportError("backend='numba' needs numba: pip install 'ndgrad[fast]'") from e
+    c = OPCODES
+
+    ADD, SUB, MUL, DIV = c["add"], c["sub"], c["mul"], c["div"]
+    ADDI, SUBI, MULI, DIVI, RSUBI = c["addi"], c["subi"], c["muli"], c["divi"], c["rsubi"]
+    NEG, SIN, COS, TANH, EXP, LOG = c["neg"], c["sin"], c["cos"], c["tanh"], c["exp"], c["log"]
+    SQRT, ABS, RELU, TANHB, RECIP, SQUARE = (c["sqrt"], c["abs"], c["relu"], c["tanhb"],
+                                            c["recip"], c["square"])
+
+    @numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
+    def vm(prog, imm, R):  # pragma: no cover - compiled by numba
+        n = R.shape[1]
+        one = imm[0]           # imm[0] = 1 and imm[1] = 0 in the register dtype
+        zero = imm[1]
+        for p in range(prog.shape[0]):
+            op = prog[p, 0]
+            d = prog[p, 1]
+            a = prog[p, 2]
+            b = prog[p, 3]
+            if op == ADD:
+                for i in range(n):
+                    R[d, i] = R[a, i] + R[b, i]
+            elif op == SUB:
+                for i in range(n):
+                    R[d, i] = R[a, i] - R[b, i]
+            elif op == MUL:
+                for i in range(n):
+                    R[d, i] = R[a, i] * R[b, i]
+            elif op == DIV:
+                for i in range(n):
+                    R[d, i] = R[a, i] / R[b, i]
+            elif op == ADDI:
+                s = imm[b]
+                for i in range(n):
+                    R[d, i] = R[a, i] + s
+            elif op == SUBI:
+                s = imm[b]
+                for i in range(n):
+                    R[d, i] = R[a, i] - s
+            elif op == MULI:
+                s = imm[b]
+                for i in range(n):
+                    R[d, i] = R[a, i] * s
+            elif op == DIVI:
+                s = imm[b]
+                for i in range(n):
+                    R[d, i] = R[a, i] / s
+            elif op == RSUBI:
+                s = imm[b]
+                for i in range(n):
+                    R[d, i] = s - R[a, i]
+            elif op == NEG:
+                for i in range(n):
+                    R[d, i] = -R[a, i]
+            elif op == SIN:
+                for i in range(n):
+                    R[d, i] = np.sin(R[a, i])
+            elif op == COS:
+                for i in range(n):
+                    R[d, i] = np.cos(R[a, i])
+            elif op == TANH:
+                for i in range(n):
+                    R[d, i] = np.tanh(R[a, i])
+            elif op == EXP:
+                for i in range(n):
+                    R[d, i] = np.exp(R[a, i])
+            elif op == LOG:
+                for i in range(n):
+                    R[d, i] = np.log(R[a, i])
+            elif op == SQRT:
+                for i in range(n):
+                    R[d, i] = np.sqrt(R[a, i])
+            elif op == ABS:
+                for i in range(n):
+                    R[d, i] = abs(R[a, i])
+            elif op == RELU:
+                for i in range(n):
+                    x = R[a, i]
+                    R[d, i] = x if x > zero or x != x else zero
+            elif op == TANHB:
+                for i in range(n):
+                    y = R[b, i]
+                    R[d, i] = R[a, i] * (one - y * y)
+            elif op == RECIP:
+                for i in range(n):
+                    R[d, i] = one / R[a, i]
+            elif op == SQUARE:
+                for i in range(n):
+                    x = R[a, i]
+                    R[d, i] = x * x
+        return 0
+
+    return vm
+
+
+def fusible(n: Any) -> Optional[tuple]:
+    """``(opcode name, immediate or None)`` when op node ``n`` can run in the VM, else None."""
+    from ..ops import pointwise as _pw   # local import: the table is loaded by then
+    op = n.op
+    if op is None or len(n.outputs()) != 1:
+        return None
+    out = n.output()
+    if out.dtype not in _FAST or not 0 < _numel(out.shape) <= MAX_NUMEL:
+        return None
+    ins = n.inputs()
+    if n.num_tensor_inputs != len(ins) or any(v.shape != out.shape or v.dtype != out.dtype
+                                              for v in ins):
+        return None
+    args = n.args
+    fwd = op.forward
+    if isinstance(fwd, np.ufunc) and not args:
+        name = _UFUNCS.get(fwd.__name__)
+        return (name, None) if name is not None and fwd.nin == len(ins) else None
+    if op in (_pw.ADD, _pw.SUB) and args in ((), (1,)) and len(ins) == 2:
+        return ("add" if op is _pw.ADD else "sub", None)
+    if op is _pw.TANH_BACKWARD and len(ins) == 2:
+        return ("tanhb", None)
+    if op in (_pw.MUL_S, _pw.DIV_S, _pw.ADD_S, _pw.SUB_S) and len(ins) == 1 and args:
+        s = args[0]
+        if type(s) not in (int, float) or (len(args) > 1 and args[1] != 1):
+            return None
+        name = {_pw.MUL_S: "muli", _pw.DIV_S: "divi", _pw.ADD_S: "addi", _pw.SUB_S: "subi"}[op]
+        return (name, s)
+    return None
+
+
+_UFUNCS = {"add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "div",
+           "divide": "div",
+           "negative": "neg", "sin": "sin", "cos": "cos", "tanh": "tanh", "exp": "exp",
+           "log": "log", "sqrt": "sqrt", "absolute": "abs", "reciprocal": "recip",
+           "square": "square"}
+
+
+def _numel(shape: tuple) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n

@@ -1,0 +1,105 @@
+"""The numba tier (``backend="numba"``, ndgrad/jit/numba_backend.py): each VM op within its
+stated ulp bound of NumPy (exact ops bitwise), compiled functions agree with the NumPy backend,
+float16 and large arrays stay on NumPy, and the default backend never imports numba."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ndgrad
+from ndgrad.jit import trace_graph
+from ndgrad.jit.codegen import generate
+
+numba_backend = pytest.importorskip("ndgrad.jit.numba_backend")
+if not numba_backend.available():   # the test extra installs numba: this never skips in CI
+    pytest.fail("numba is missing: pip install -e '.[test]'")
+
+UNARY = {"sin": np.sin, "cos": np.cos, "tanh": np.tanh, "exp": np.exp, "log": np.log,
+         "sqrt": np.sqrt, "neg": np.negative, "abs": np.abs, "recip": np.reciprocal,
+         "square": np.square}
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
+
+
+def _run(op, dtype, *arrays, imm=None):
+    vm = numba_backend.get_vm()
+    n = arrays[0].size
+    R = np.empty((len(arrays) + 1, n), dtype)
+    for i, a in enumerate(arrays):
+        R[i] = a
+    b = 2 if imm is not None else (1 if len(arrays) > 1 else 0)
+    prog = np.array([[numba_backend.OPCODES[op], len(arrays), 0, b]], dtype=np.int32)
+    imms = np.array([1, 0] + ([imm] if imm is not None else []), dtype=dtype)
+    vm(prog, imms, R)
+    return R[len(arrays)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_each_vm_op_is_within_its_ulp_bound_of_numpy(dtype):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-3, 3, 1000).astype(dtype)
+    pos = rng.uniform(0.1, 5, 1000).astype(dtype)
+    y = rng.uniform(0.5, 2, 1000).astype(dtype)
+    for name, f in UNARY.items():
+        arg = pos if name in ("log", "sqrt") else x
+        got, want = _run(name, dtype, arg), f(arg)
+        bound = numba_backend.ULP_BOUND.get(name, 0)
+        ulps = np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want))
+        assert ulps.max() <= bound, (name, dtype, ulps.max())
+    for name, f in BINARY.items():
+        np.testing.assert_array_equal(_run(name, dtype, x, y), f(x, y))
+    for name, f in (("muli", np.multiply), ("addi", np.add), ("subi", np.subtract),
+                    ("divi", np.true_divide)):
+        np.testing.assert_array_equal(_run(name, dtype, x, imm=1.01),
+                                      f(x, np.array(1.01, dtype)))
+    np.testing.assert_array_equal(_run("tanhb", dtype, x, y), x * (1 - y * y))
+
+
+_CYCLE = (lambda v: v.sin(), lambda v: v * 1.01, lambda v: v + 0.5, lambda v: v.tanh(),
+          lambda v: v.exp(), lambda v: v * 0.9, lambda v: v.log(), lambda v: v - 0.5)
+
+
+def _chain(x):
+    for i in range(24):
+        x = _CYCLE[i % 8](x)
+    return x.sum()
+
+
+@pytest.mark.parametrize("dtype", [ndgrad.float32, ndgrad.float64])
+def test_compiled_chain_agrees_with_the_numpy_backend(dtype):
+    x0 = ndgrad.linspace(-1, 1, 16, dtype=dtype)
+
+    def step(f):
+        x = x0.clone().requires_grad_()
+        f(x).backward()
+        return f(x).item(), x.grad.numpy()
+
+    cn = ndgrad.compile(_chain, backend="numba")
+    cp = ndgrad.compile(_chain)
+    step(cn), step(cp)
+    (vn, gn), (vp, gp) = step(cn), step(cp)
+    tol = 1e-5 if dtype == ndgrad.float32 else 1e-13
+    assert vn == pytest.approx(vp, rel=tol)
+    np.testing.assert_allclose(gn, gp, rtol=tol * 10)
+    assert "_vm(" in cn.code and "_vm(" not in cp.code
+
+
+def test_float16_bfloat16_and_large_arrays_stay_on_numpy():
+    for x in (ndgrad.ones(8, dtype=ndgrad.float16), ndgrad.ones(8, dtype=ndgrad.bfloat16),
+              ndgrad.ones(numba_backend.MAX_NUMEL + 1)):
+        g = trace_graph(lambda x: (x * 2).tanh() + 1, (x,)).graph
+        gen = generate(g, backend="numba")
+        assert "_vm(" not in gen.code
+        np.testing.assert_array_equal(gen(x.numpy())[0], generate(g)(x.numpy())[0])
+
+
+def test_the_default_backend_never_imports_numba():
+    code = ("import sys, ndgrad\n"
+            "f = ndgrad.compile(lambda x: (x * 2).sin().sum())\n"
+            "x = ndgrad.ones(3, requires_grad=True)\n"
+            "f(x); f(x).backward()\n"
+            "print('numba' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
