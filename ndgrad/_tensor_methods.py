@@ -26,6 +26,7 @@ from .tensor import Tensor
 _pw = ops.pointwise
 _FAST_FLOATS = frozenset(d.np for d in (_dtype.float16, _dtype.bfloat16, _dtype.float32,
                                         _dtype.float64))
+_NP_FLOAT_SCALARS = frozenset((np.float16, np.float32, np.float64))
 _apply = ops.apply
 
 
@@ -44,6 +45,11 @@ def _fast_binary(tt: Any, ts: Any, name: str, true_div: bool = False):
             ad = self._data
             if ad.dtype in _FAST_FLOATS:
                 return _apply(ts, (self,), (ad,), (other,))
+        elif t in _NP_FLOAT_SCALARS:
+            # a NumPy float scalar counts as a Python number (``_binary`` would take .item())
+            ad = self._data
+            if ad.dtype in _FAST_FLOATS:
+                return _apply(ts, (self,), (ad,), (other.item(),))
         if t is not Tensor and not _operand(other):
             return NotImplemented       # Note [Operators refuse what PyTorch's refuse]
         return _pw._binary(self, other, tt, ts, name, true_div)

@@ -307,9 +307,20 @@ def _jacobian_reverse_loop(outputs: tuple, inputs: tuple, create_graph: bool,
     jac = []
     for i, out in enumerate(outputs):
         rows: list = [[] for _ in inputs]
-        flat = out.reshape(-1)
+        # Note [Jacobian rows by one-hot seeds]: row ``e`` is the gradient of ``out`` seeded
+        # with the one-hot vector e_e, the same numbers PyTorch gets from ``out.reshape(-1)[e]``
+        # without the reshape and select nodes in every row's backward. A complex output keeps
+        # the select, whose implicit seed raises PyTorch's "real scalar outputs" error.
+        one_hot = out._data.dtype.kind == "f" and out.requires_grad
+        flat = out if one_hot else out.reshape(-1)
         for e in range(out.numel()):
-            res = _grad_of((flat[e],), inputs, retain_graph=True, create_graph=create_graph)
+            if one_hot:
+                seed = np.zeros(out._data.shape, out._data.dtype)
+                seed.flat[e] = 1
+                res = _grad_of((out,), inputs, (_tensor_mod._wrap(seed),), retain_graph=True,
+                               create_graph=create_graph)
+            else:
+                res = _grad_of((flat[e],), inputs, retain_graph=True, create_graph=create_graph)
             for j, (r, x) in enumerate(zip(res, inputs)):
                 if r is None:
                     if strict:
@@ -452,13 +463,25 @@ def hessian(func: Callable[..., Any], inputs: TensorOrTuple, create_graph: bool 
     def gradient(*xs: Any) -> Any:
         if outer_jacobian_strategy == "forward-mode":
             xs = tuple(x.requires_grad_(True) for x in xs)
-        g = jacobian(scalar_func, xs, create_graph=True)
+        g = _scalar_gradient(scalar_func, xs)
         _strict_requires_grad(g, "jacobian", strict)
         return g
 
     res = jacobian(gradient, inputs, create_graph=create_graph, strict=strict,
                    vectorize=vectorize, strategy=outer_jacobian_strategy)
     return _unpack(res, (in_tuple, in_tuple))
+
+
+def _scalar_gradient(scalar_func: Callable[..., Any], xs: tuple) -> tuple:
+    """``jacobian(scalar_func, xs, create_graph=True)`` for a function with one 0-d output
+    (hessian's inner Jacobian): the gradient itself (zeros where independent), without the
+    select, stack and view nodes that the general loop would put into every row of the outer
+    Jacobian's backward."""
+    with enable_grad():
+        inputs = _prepare_inputs(xs, True, need_graph=True)
+        out = scalar_func(*inputs)
+        res = _grad_of((out,), inputs, retain_graph=True, create_graph=True)
+        return tuple(r if r is not None else zeros_like(x) for r, x in zip(res, inputs))
 
 
 def _scalar_and_gradient(func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool,

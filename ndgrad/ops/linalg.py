@@ -62,6 +62,14 @@ def _matmul_vjp(ctx, g):
     return ga, gb
 
 
+def _mv_vjp(ctx, g):
+    # PyTorch's rule: the matrix gets the outer product, the vector ``A^H g`` as one mv, so a
+    # create_graph backward records 1-2 nodes instead of unsqueeze, mm, squeeze.
+    a, b = ctx.saved
+    return (g.unsqueeze(-1) * b.conj() if ctx.needs_input_grad(0) else None,
+            mv(a.t().conj(), g) if ctx.needs_input_grad(1) else None)
+
+
 def _mm_raw(a: Tensor, b: Tensor) -> Tensor:
     # Shapes were checked by the forward; skip the public checks in backward rules.
     ad, bd = a._data, b._data
@@ -104,7 +112,7 @@ def _kw(other: str, other_first: bool) -> dict:
 MM = Op("mm", "MmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("mm"), **_kw("mat2", True))
 BMM = Op("bmm", "BmmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("bmm"),
          **_kw("mat2", True))
-MV = Op("mv", "MvBackward0", _matmul_fwd, _matmul_vjp, jvp=_product_jvp("mv"),
+MV = Op("mv", "MvBackward0", _matmul_fwd, _mv_vjp, jvp=_product_jvp("mv"),
         **_kw("vec", False))
 DOT = Op("dot", "DotBackward0", _matmul_fwd, _matmul_vjp, jvp=_product_jvp("dot"),
          **_kw("tensor", False))
