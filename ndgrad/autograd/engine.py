@@ -54,7 +54,9 @@ def run_backward(
     """
     state = grad_mode._state
     prev = state.enabled
+    prev_receivers = state.receivers
     state.enabled = bool(create_graph)
+    state.receivers = None
     prev_valid = getattr(_local, "checkpoint_valid", True)
     _local.checkpoint_valid = accumulate_grad and input_edges is None
     tasks = getattr(_local, "tasks", None)
@@ -68,6 +70,7 @@ def run_backward(
         return _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad)
     finally:
         state.enabled = prev
+        state.receivers = prev_receivers
         _local.checkpoint_valid = prev_valid
         tasks.pop()
 
@@ -158,6 +161,7 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
         # ``counts`` per edge replaces the membership tests.
         counts = {n: c for n, c in deps.items()
                   if n in needed or (captures is not None and n in captures)}
+        grad_mode._state.receivers = counts       # Note [Pruned backward]
     task = _local.tasks[-1]                         # Note [Graph tasks]
     task.nodes, task.needed, task.captures = deps, needed, captures
 
