@@ -161,9 +161,10 @@ class OpNode(Node):
         # Note [Pruned backward]
         # ``grad(out, x)`` needs no gradient for the weights: the engine publishes the nodes
         # that receive gradients and a rule skips the rest (PyTorch's
-        # task_should_compute_output), e.g. one GEMM of mm's two.
+        # task_should_compute_output), e.g. one GEMM of mm's two. A node outside the pass
+        # (the op node a CopySlices runs inside its own rule) keeps every gradient.
         receivers = _grad_state.receivers
-        return receivers is None or nxt in receivers
+        return receivers is None or nxt in receivers or self not in receivers
 
     @property
     def args(self) -> tuple:

@@ -184,7 +184,7 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
         res = _prof_apply(op, tensors, arrays, args)
         if res is not _prof_skip:
             return res
-    out = op.forward(*arrays, *args)
+    out = op.forward(*arrays, *args) if args else op.forward(*arrays)
     if op.num_outputs == 1:
         if type(out) is not _ndarray:
             out = np.asarray(out)
@@ -276,12 +276,49 @@ def _save(i: int, tensors: tuple, result: Tensor, args: tuple) -> Any:
 
 
 def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
-    node = _new_node(op, tensors, args)
+    # _new_node, _edge and _save inlined for the common cases (Note [Per-op cost]).
+    node = op.node_cls()
+    node._sequence_nr = next_sequence_nr()
+    if len(tensors) == 1:
+        t = tensors[0]
+        if t._base is not None:
+            refresh_view(t)
+        fn = t._grad_fn
+        if fn is not None:
+            edges = ((fn, t._output_nr),)
+        elif t._requires_grad:
+            edges = ((grad_accumulator(t), 0),)
+        else:
+            edges = (_NO_EDGE,)
+        d = t._data
+        meta = ((d.shape, d.dtype),)
+    else:
+        edges = tuple([_edge(t) for t in tensors])
+        meta = tuple([(t._data.shape, t._data.dtype) for t in tensors])
+    if op.pad:
+        edges += op.pad_edges
+        meta += op.pad_meta
+    node.next_functions = edges
+    node._input_meta = meta
+    if args:
+        node._args = args
+    if _ANOMALY:
+        _anomaly_record(node)
     # History first: a pack hook sees a saved output with its grad_fn, as in PyTorch.
     result._grad_fn = node
     result._requires_grad = True
-    if op.save_idx:
-        node._saved = _saved_values(op, node, tensors, result, args)
+    idx = op.save_idx
+    if idx:
+        if op.save_if is None and len(idx) == 1:
+            i = idx[0]
+            if i >= 0:
+                node._saved = (SavedTensor(tensors[i]),)
+            elif i == -1:
+                node._saved = (SavedTensor(result, True, 0),)
+            else:
+                node._saved = (_save(i, tensors, result, args),)
+        else:
+            node._saved = _saved_values(op, node, tensors, result, args)
 
 
 def _saved_values(op: Op, node: Any, tensors: tuple, result: Tensor, args: tuple) -> tuple:
