@@ -126,7 +126,8 @@ class Op:
         # Per saved value, the inputs whose gradient needs it (None: always saved). PyTorch
         # saves ``self`` of ``a * b`` only if ``b`` needs a gradient: ``y * c; y.add_(1)``
         # must then still backpropagate.
-        self.save_if = tuple(save_if) if save_if is not None else None
+        self.save_if = (tuple(c if c is None or callable(c) else tuple(c) for c in save_if)
+                        if save_if is not None else None)
         self.view = view
         self.num_outputs = num_outputs
         self.pad = pad
@@ -325,11 +326,20 @@ def _saved_values(op: Op, node: Any, tensors: tuple, result: Tensor, args: tuple
     if op.save_if is None:
         return tuple([_save(i, tensors, result, args) for i in op.save_idx])
     edges = node.next_functions
-    return tuple([
-        _save(i, tensors, result, args)
-        if cond is None or (cond(tensors, edges) if callable(cond) else
-                            any(edges[k][0] is not None for k in cond)) else _NOT_SAVED
-        for i, cond in zip(op.save_idx, op.save_if)])
+    out = []
+    for i, cond in zip(op.save_idx, op.save_if):
+        if cond is None:
+            keep = True
+        elif type(cond) is tuple:
+            keep = False
+            for k in cond:
+                if edges[k][0] is not None:
+                    keep = True
+                    break
+        else:
+            keep = cond(tensors, edges)
+        out.append(_save(i, tensors, result, args) if keep else _NOT_SAVED)
+    return tuple(out)
 
 
 _NOT_SAVED = SavedValue(None)   # a value no needed gradient uses (see Op.save_if)
