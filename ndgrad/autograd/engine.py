@@ -47,10 +47,13 @@ def run_backward(
     create_graph: bool,
     input_edges: Optional[Sequence[Edge]] = None,
     accumulate_grad: bool = True,
+    plan: Optional[dict] = None,
 ) -> Optional[list]:
     """Run backward from ``root_edges`` seeded with ``root_grads``.
 
     Returns the gradients captured at ``input_edges`` when ``accumulate_grad`` is False.
+    ``plan``: a dict kept by a caller that runs the same roots and inputs several times (the
+    rows of a Jacobian); the graph analysis is done on the first run and reused.
     """
     state = grad_mode._state
     prev = state.enabled
@@ -67,7 +70,8 @@ def run_backward(
         if anomaly_mode._enabled or profiler._ACTIVE:
             return _execute_instrumented(root_edges, root_grads, keep_graph, input_edges,
                                          accumulate_grad)
-        return _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad)
+        return _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad,
+                        plan=plan)
     finally:
         state.enabled = prev
         state.receivers = prev_receivers
@@ -131,9 +135,25 @@ def will_engine_execute_node(node: Any) -> bool:
     return False
 
 
-def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, call=None):
+def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, call=None,
+             plan=None):
     # ``call`` replaces _call_function for the instrumented path; without ``inputs`` every node
     # is then "needed" (_EVERY_NODE) so that every node goes through ``call``.
+    if plan:
+        # The same graph again (run_backward's ``plan``): nodes never change their edges, so
+        # the analysis holds; only the counts, consumed by the run, are copied.
+        deps = dict(plan["deps"])
+        needed, captures = plan["needed"], plan["captures"]
+        counts = dict(plan["counts"]) if plan["counts"] is not plan["deps"] else deps
+        captured = [None] * len(input_edges) if captures is not None else None
+        general = False
+        call = _call_function
+        if needed is not None:
+            grad_mode._state.receivers = counts       # Note [Pruned backward]
+        task = _local.tasks[-1]
+        task.nodes, task.needed, task.captures = deps, needed, captures
+        return _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures,
+                    captured, general, call)
     roots = [e[0] for e in root_edges]
     deps, parents = _dependencies(roots, want_parents=input_edges is not None)
     for node in roots:
@@ -164,7 +184,17 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
         grad_mode._state.receivers = counts       # Note [Pruned backward]
     task = _local.tasks[-1]                         # Note [Graph tasks]
     task.nodes, task.needed, task.captures = deps, needed, captures
+    if plan is not None and not general:
+        plan.update(deps=dict(deps), needed=needed, captures=captures,
+                    counts=dict(counts) if counts is not deps else None)
+        if counts is deps:
+            plan["counts"] = plan["deps"]
+    return _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, captured,
+                general, call)
 
+
+def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, captured, general,
+         call):
     buffers: dict = {}
     ready: list = []
     tie = 0

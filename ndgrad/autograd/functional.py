@@ -39,6 +39,7 @@ from importlib import import_module
 from .._creation import zeros_like
 from ..ops import stack
 from . import forward_ad as fwAD
+from .api import _grad_rows
 from .api import grad as _grad
 from .batching import batch_level
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
@@ -301,6 +302,15 @@ def _jacobian_reverse_vectorized(outputs: tuple, inputs: tuple, create_graph: bo
     return tuple(zip(*per_input))
 
 
+def _one_hots(out: Any) -> Any:
+    """The standard basis of ``out``'s shape and dtype, one fresh tensor at a time."""
+    data = out._data
+    for e in range(data.size):
+        seed = np.zeros(data.shape, data.dtype)
+        seed.flat[e] = 1
+        yield _tensor_mod._wrap(seed)
+
+
 def _jacobian_reverse_loop(outputs: tuple, inputs: tuple, create_graph: bool,
                            strict: bool) -> tuple:
     """One backward per output element."""
@@ -311,16 +321,13 @@ def _jacobian_reverse_loop(outputs: tuple, inputs: tuple, create_graph: bool,
         # with the one-hot vector e_e, the same numbers PyTorch gets from ``out.reshape(-1)[e]``
         # without the reshape and select nodes in every row's backward. A complex output keeps
         # the select, whose implicit seed raises PyTorch's "real scalar outputs" error.
-        one_hot = out._data.dtype.kind == "f" and out.requires_grad
-        flat = out if one_hot else out.reshape(-1)
-        for e in range(out.numel()):
-            if one_hot:
-                seed = np.zeros(out._data.shape, out._data.dtype)
-                seed.flat[e] = 1
-                res = _grad_of((out,), inputs, (_tensor_mod._wrap(seed),), retain_graph=True,
-                               create_graph=create_graph)
-            else:
-                res = _grad_of((flat[e],), inputs, retain_graph=True, create_graph=create_graph)
+        if out._data.dtype.kind == "f" and out.requires_grad:
+            results = _grad_rows(out, inputs, _one_hots(out), create_graph)
+        else:
+            flat = out.reshape(-1)
+            results = (_grad_of((flat[e],), inputs, retain_graph=True,
+                                create_graph=create_graph) for e in range(out.numel()))
+        for res in results:
             for j, (r, x) in enumerate(zip(res, inputs)):
                 if r is None:
                     if strict:

@@ -28,6 +28,7 @@ from ._dispatch import Op, apply
 from ._jvp import bilinear, linear
 from ._util import broadcast_error, check_tensor, dims_tuple
 from .shape import RESHAPE_COPY
+from .shape import t as _t
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -66,8 +67,21 @@ def _mv_vjp(ctx, g):
     # PyTorch's rule: the matrix gets the outer product, the vector ``A^H g`` as one mv, so a
     # create_graph backward records 1-2 nodes instead of unsqueeze, mm, squeeze.
     a, b = ctx.saved
-    return (g.unsqueeze(-1) * b.conj() if ctx.needs_input_grad(0) else None,
-            mv(a.t().conj(), g) if ctx.needs_input_grad(1) else None)
+    ga = gb = None
+    if ctx.needs_input_grad(0):
+        ga = g.unsqueeze(-1) * (b.conj() if b._data.dtype.kind == "c" else b)
+    if ctx.needs_input_grad(1):
+        at = _t(a)
+        gb = _mv_raw(at.conj() if at._data.dtype.kind == "c" else at, g)
+    return ga, gb
+
+
+def _mv_raw(a: Tensor, b: Tensor) -> Tensor:
+    # As _mm_raw: shapes were checked by the forward.
+    ad, bd = a._data, b._data
+    if a._blevel or b._blevel or ad.dtype is not bd.dtype:
+        return mv(a, b)
+    return apply(MV, (a, b), (ad, bd))
 
 
 def _mm_raw(a: Tensor, b: Tensor) -> Tensor:
