@@ -26,6 +26,8 @@ from .tensor import Tensor
 _pw = ops.pointwise
 _FAST_FLOATS = frozenset(d.np for d in (_dtype.float16, _dtype.bfloat16, _dtype.float32,
                                         _dtype.float64))
+_NP_FLOAT_SCALARS = frozenset((np.float16, np.float32, np.float64))
+_MM, _MV = ops.linalg.MM, ops.linalg.MV
 _apply = ops.apply
 
 
@@ -44,6 +46,11 @@ def _fast_binary(tt: Any, ts: Any, name: str, true_div: bool = False):
             ad = self._data
             if ad.dtype in _FAST_FLOATS:
                 return _apply(ts, (self,), (ad,), (other,))
+        elif t in _NP_FLOAT_SCALARS:
+            # a NumPy float scalar counts as a Python number (``_binary`` would take .item())
+            ad = self._data
+            if ad.dtype in _FAST_FLOATS:
+                return _apply(ts, (self,), (ad,), (other.item(),))
         if t is not Tensor and not _operand(other):
             return NotImplemented       # Note [Operators refuse what PyTorch's refuse]
         return _pw._binary(self, other, tt, ts, name, true_div)
@@ -128,6 +135,13 @@ def _rmatmul(self: Tensor, other: Any) -> Tensor:
 
 
 def _matmul_op(self: Tensor, other: Any) -> Tensor:
+    if type(other) is Tensor:
+        # Note [Operator fast paths]: matrix @ matrix/vector of one dtype is what matmul's
+        # composite records anyway (mm, mv); its checks are the shape test here.
+        a, b = self._data, other._data
+        if (a.ndim == 2 and a.dtype is b.dtype and not self._blevel and not other._blevel
+                and 1 <= b.ndim <= 2 and a.shape[1] == b.shape[0]):
+            return _apply(_MM if b.ndim == 2 else _MV, (self, other), (a, b))
     if not isinstance(other, Tensor):
         if not isinstance(other, np.ndarray):
             return NotImplemented

@@ -256,6 +256,21 @@ def grad(
     return result
 
 
+def _grad_rows(output: "Tensor", inputs: tuple, seeds: Any, create_graph: bool) -> Any:
+    """For each seed (a tensor shaped and typed like ``output``, requiring no grad), what
+    ``grad(output, inputs, seed, retain_graph=True, create_graph=create_graph,
+    allow_unused=True)`` returns: the rows of a Jacobian (autograd/functional.py). The checks
+    and the engine's graph analysis are done once for all rows (``run_backward``'s plan)."""
+    roots = _root_edges((output,))
+    input_edges = _input_edges(inputs, accumulate_grad=False)
+    plan: dict = {}
+    for seed in seeds:
+        rows = run_backward(roots, (seed,), True, create_graph, input_edges,
+                            accumulate_grad=False, plan=plan)
+        assert rows is not None   # accumulate_grad=False returns the captured gradients
+        yield tuple(rows)
+
+
 def _batch_size(grads: tuple) -> int:
     """The common size of the first dimension of the batched grad_outputs (PyTorch's vmap
     errors otherwise)."""

@@ -47,14 +47,19 @@ def run_backward(
     create_graph: bool,
     input_edges: Optional[Sequence[Edge]] = None,
     accumulate_grad: bool = True,
+    plan: Optional[dict] = None,
 ) -> Optional[list]:
     """Run backward from ``root_edges`` seeded with ``root_grads``.
 
     Returns the gradients captured at ``input_edges`` when ``accumulate_grad`` is False.
+    ``plan``: a dict kept by a caller that runs the same roots and inputs several times (the
+    rows of a Jacobian); the graph analysis is done on the first run and reused.
     """
     state = grad_mode._state
     prev = state.enabled
+    prev_receivers = state.receivers
     state.enabled = bool(create_graph)
+    state.receivers = None
     prev_valid = getattr(_local, "checkpoint_valid", True)
     _local.checkpoint_valid = accumulate_grad and input_edges is None
     tasks = getattr(_local, "tasks", None)
@@ -65,9 +70,11 @@ def run_backward(
         if anomaly_mode._enabled or profiler._ACTIVE:
             return _execute_instrumented(root_edges, root_grads, keep_graph, input_edges,
                                          accumulate_grad)
-        return _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad)
+        return _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad,
+                        plan=plan)
     finally:
         state.enabled = prev
+        state.receivers = prev_receivers
         _local.checkpoint_valid = prev_valid
         tasks.pop()
 
@@ -128,19 +135,37 @@ def will_engine_execute_node(node: Any) -> bool:
     return False
 
 
-def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, call=None):
+def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, call=None,
+             plan=None):
     # ``call`` replaces _call_function for the instrumented path; without ``inputs`` every node
     # is then "needed" (_EVERY_NODE) so that every node goes through ``call``.
+    if plan:
+        # The same graph again (run_backward's ``plan``): nodes never change their edges, so
+        # the analysis holds; only the counts, consumed by the run, are copied.
+        deps = dict(plan["deps"])
+        needed, captures = plan["needed"], plan["captures"]
+        counts = dict(plan["counts"]) if plan["counts"] is not plan["deps"] else deps
+        captured = [None] * len(input_edges) if captures is not None else None
+        general = False
+        call = _call_function
+        if needed is not None:
+            grad_mode._state.receivers = counts       # Note [Pruned backward]
+        task = _local.tasks[-1]
+        task.nodes, task.needed, task.captures = deps, needed, captures
+        return _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures,
+                    captured, general, call)
     roots = [e[0] for e in root_edges]
     deps, parents = _dependencies(roots, want_parents=input_edges is not None)
     for node in roots:
         deps[node] = deps.get(node, 0) + 1
 
     needed = captures = captured = None
+    general = call is not None          # instrumented: every node goes through ``call``
     if call is None:
         call = _call_function
     elif input_edges is None:
         needed = _EVERY_NODE
+    counts = deps
     if input_edges is not None:
         targets = {e[0] for e in input_edges if e[0] is not None}
         needed = _ancestors(targets, parents)
@@ -152,9 +177,24 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
                 if node is not None:
                     captures.setdefault(node, []).append((nr, i))
             captured = [None] * len(input_edges)
+        # Note [Engine fast loop]: only edges into these nodes carry gradients; one lookup in
+        # ``counts`` per edge replaces the membership tests.
+        counts = {n: c for n, c in deps.items()
+                  if n in needed or (captures is not None and n in captures)}
+        grad_mode._state.receivers = counts       # Note [Pruned backward]
     task = _local.tasks[-1]                         # Note [Graph tasks]
     task.nodes, task.needed, task.captures = deps, needed, captures
+    if plan is not None and not general:
+        plan.update(deps=dict(deps), needed=needed, captures=captures,
+                    counts=dict(counts) if counts is not deps else None)
+        if counts is deps:
+            plan["counts"] = plan["deps"]
+    return _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, captured,
+                general, call)
 
+
+def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, captured, general,
+         call):
     buffers: dict = {}
     ready: list = []
     tie = 0
@@ -165,36 +205,42 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
         if g is not None:
             old = buf[nr]
             buf[nr] = g if old is None else old + g
-        d = deps[node] - 1
-        deps[node] = d
+        # A root that no input needs keeps its count in ``deps`` only (it runs its tensor
+        # hooks and is skipped, below).
+        cnt = counts if node in counts else deps
+        d = cnt[node] - 1
+        cnt[node] = d
         if d == 0:
             tie += 1
-            heapq.heappush(ready, (-node._sequence_nr, tie, node))
-    g = None
+            heapq.heappush(ready, (-node._sequence_nr, tie, node, buffers.pop(node)))
+    g = old = buf = None
 
     heappop, heappush = heapq.heappop, heapq.heappush
-    # ``direct`` holds the only ready node when the heap is empty (chains skip the heap).
+    get = counts.get
+    # Note [Engine fast loop]
+    # ``direct`` holds the only ready node and its input buffer when the heap is empty, so a
+    # chain never touches the heap. A node whose gradients all arrive at once (count 1, the
+    # usual case) gets its input list built right there and never enters ``buffers``.
     direct = None
     while ready or direct is not None:
         if direct is not None:
-            node, direct = direct, None
+            node, inputs = direct
+            direct = None
         else:
-            node = heappop(ready)[2]
-        inputs = buffers.pop(node)
-        if needed is not None:
-            caps = captures.get(node) if captures is not None else None
-            if caps is not None or node not in needed:
-                # Tensor hooks run once, before captures and whether or not the node runs.
-                inputs = _call_tensor_pre_hooks(node, inputs)
+            _, _, node, inputs = heappop(ready)
+        if needed is not None and ((captures is not None and node in captures)
+                                   or node not in needed):
+            # Tensor hooks run once, before captures and whether or not the node runs.
+            inputs = _call_tensor_pre_hooks(node, inputs)
+            if captures is not None:
+                caps = captures.get(node)
                 if caps is not None:
                     for nr, i in caps:
                         captured[i] = inputs[nr]
-                if node not in needed:
-                    continue
-                outputs = call(node, inputs, keep_graph, False)
-            else:
-                outputs = call(node, inputs, keep_graph, True)
-        elif node._has_hooks:
+            if node not in needed:
+                continue
+            outputs = call(node, inputs, keep_graph, False)
+        elif general or node._has_hooks:
             outputs = call(node, inputs, keep_graph, True)
         else:
             # Fast path: no hooks of any kind on this node.
@@ -215,13 +261,19 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
             i += 1
             if nxt is None:
                 continue
-            if needed is not None and nxt not in needed and (
-                    captures is None or nxt not in captures):
+            d = get(nxt)
+            if d is None:           # not on a path to ``inputs``
                 continue
             if g is not None:
                 # Validate against the forward input's metadata: undo broadcasting, cast dtype.
-                m = meta[i] if meta else None
-                if g.__class__ is SparseTensor:     # checked without densifying
+                if g.__class__ is Tensor:
+                    data = g._data
+                    if meta:
+                        m = meta[i]
+                        if m is not None and (data.shape != m[0] or data.dtype != m[1]):
+                            g = _fix_gradient(node, i, g, m)
+                elif g.__class__ is SparseTensor:     # checked without densifying
+                    m = meta[i] if meta else None
                     if m is not None:
                         g = _fix_sparse_gradient(node, i, g, m)
                 else:
@@ -230,26 +282,39 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
                     except AttributeError:
                         raise TypeError(f"Function {node.name()} returned a non-Tensor "
                                         f"gradient at index {i}: {type(g).__name__}") from None
+                    m = meta[i] if meta else None
                     if m is not None and (data.shape != m[0] or data.dtype != m[1]):
                         g = _fix_gradient(node, i, g, m)
-            buf = buffers.get(nxt)
-            if buf is None:
-                buf = buffers[nxt] = [None] * nxt._num_inputs
-            if g is not None:
-                old = buf[nr]
-                buf[nr] = g if old is None else old + g
-            d = deps[nxt] - 1
-            deps[nxt] = d
+            d -= 1
+            counts[nxt] = d
             if d == 0:
+                buf = buffers.pop(nxt, None)
+                if buf is None:
+                    n = nxt._num_inputs
+                    if n == 1:
+                        buf = [g]
+                    else:
+                        buf = [None] * n
+                        buf[nr] = g
+                elif g is not None:
+                    old = buf[nr]
+                    buf[nr] = g if old is None else old + g
                 if direct is None and not ready:
-                    direct = nxt
+                    direct = (nxt, buf)
                 else:
                     if direct is not None:
                         tie += 1
-                        heappush(ready, (-direct._sequence_nr, tie, direct))
+                        heappush(ready, (-direct[0]._sequence_nr, tie) + direct)
                         direct = None
                     tie += 1
-                    heappush(ready, (-nxt._sequence_nr, tie, nxt))
+                    heappush(ready, (-nxt._sequence_nr, tie, nxt, buf))
+            else:
+                buf = buffers.get(nxt)
+                if buf is None:
+                    buf = buffers[nxt] = [None] * nxt._num_inputs
+                if g is not None:
+                    old = buf[nr]
+                    buf[nr] = g if old is None else old + g
         # Drop our references so AccumulateGrad can steal gradients (see accumulate_grad.py).
         outputs = g = old = buf = data = None
     return captured

@@ -40,6 +40,7 @@ from .._creation import zeros_like
 from ..tensor import Tensor
 from ..ops import stack
 from . import forward_ad as fwAD
+from .api import _grad_rows
 from .api import grad as _grad
 from .batching import batch_level
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
@@ -302,15 +303,32 @@ def _jacobian_reverse_vectorized(outputs: tuple, inputs: tuple, create_graph: bo
     return tuple(zip(*per_input))
 
 
+def _one_hots(out: Any) -> Any:
+    """The standard basis of ``out``'s shape and dtype, one fresh tensor at a time."""
+    data = out._data
+    for e in range(data.size):
+        seed = np.zeros(data.shape, data.dtype)
+        seed.flat[e] = 1
+        yield _tensor_mod._wrap(seed)
+
+
 def _jacobian_reverse_loop(outputs: tuple, inputs: tuple, create_graph: bool,
                            strict: bool) -> tuple:
     """One backward per output element."""
     jac = []
     for i, out in enumerate(outputs):
         rows: list = [[] for _ in inputs]
-        flat = out.reshape(-1)
-        for e in range(out.numel()):
-            res = _grad_of((flat[e],), inputs, retain_graph=True, create_graph=create_graph)
+        # Note [Jacobian rows by one-hot seeds]: row ``e`` is the gradient of ``out`` seeded
+        # with the one-hot vector e_e, the same numbers PyTorch gets from ``out.reshape(-1)[e]``
+        # without the reshape and select nodes in every row's backward. A complex output keeps
+        # the select, whose implicit seed raises PyTorch's "real scalar outputs" error.
+        if out._data.dtype.kind == "f" and out.requires_grad:
+            results = _grad_rows(out, inputs, _one_hots(out), create_graph)
+        else:
+            flat = out.reshape(-1)
+            results = (_grad_of((flat[e],), inputs, retain_graph=True,
+                                create_graph=create_graph) for e in range(out.numel()))
+        for res in results:
             for j, (r, x) in enumerate(zip(res, inputs)):
                 if r is None:
                     if strict:
@@ -453,13 +471,25 @@ def hessian(func: Callable[..., Any], inputs: TensorOrTuple, create_graph: bool 
     def gradient(*xs: Any) -> Any:
         if outer_jacobian_strategy == "forward-mode":
             xs = tuple(x.requires_grad_(True) for x in xs)
-        g = jacobian(scalar_func, xs, create_graph=True)
+        g = _scalar_gradient(scalar_func, xs)
         _strict_requires_grad(g, "jacobian", strict)
         return g
 
     res = jacobian(gradient, inputs, create_graph=create_graph, strict=strict,
                    vectorize=vectorize, strategy=outer_jacobian_strategy)
     return _unpack(res, (in_tuple, in_tuple))
+
+
+def _scalar_gradient(scalar_func: Callable[..., Any], xs: tuple) -> tuple:
+    """``jacobian(scalar_func, xs, create_graph=True)`` for a function with one 0-d output
+    (hessian's inner Jacobian): the gradient itself (zeros where independent), without the
+    select, stack and view nodes that the general loop would put into every row of the outer
+    Jacobian's backward."""
+    with enable_grad():
+        inputs = _prepare_inputs(xs, True, need_graph=True)
+        out = scalar_func(*inputs)
+        res = _grad_of((out,), inputs, retain_graph=True, create_graph=True)
+        return tuple(r if r is not None else zeros_like(x) for r, x in zip(res, inputs))
 
 
 def _scalar_and_gradient(func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool,

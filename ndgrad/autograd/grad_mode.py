@@ -28,6 +28,9 @@ class _GradState(threading.local):
     enabled = True
     inference = False
     inference_grad = False
+    # Note [Pruned backward]: while a backward pass with ``inputs`` runs in this thread, the
+    # nodes that receive gradients (engine.py); a node's rule skips the others' gradients.
+    receivers = None
 
 
 # Note [Grad mode inside inference mode]

@@ -20,6 +20,7 @@ import itertools
 from typing import Any, Callable, Optional
 
 from ..tensor import _zeros_meta
+from .grad_mode import _state as _grad_state
 from .hooks import HookDict, RemovableHandle, add_hook
 
 # Raised on a second backward through freed saved values (re-exported by saved.py).
@@ -152,8 +153,18 @@ class OpNode(Node):
         return tuple([s.unpack(self) for s in sv])
 
     def needs_input_grad(self, i: int) -> bool:
-        """Whether input ``i`` has a graph edge, so its gradient is wanted."""
-        return self.next_functions[i][0] is not None
+        """Whether input ``i``'s gradient is wanted: it has a graph edge and, in a backward
+        pass restricted by ``inputs``, the edge leads to one of them."""
+        nxt = self.next_functions[i][0]
+        if nxt is None:
+            return False
+        # Note [Pruned backward]
+        # ``grad(out, x)`` needs no gradient for the weights: the engine publishes the nodes
+        # that receive gradients and a rule skips the rest (PyTorch's
+        # task_should_compute_output), e.g. one GEMM of mm's two. A node outside the pass
+        # (the op node a CopySlices runs inside its own rule) keeps every gradient.
+        receivers = _grad_state.receivers
+        return receivers is None or nxt in receivers or self not in receivers
 
     @property
     def args(self) -> tuple:

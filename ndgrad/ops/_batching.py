@@ -192,8 +192,12 @@ def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
 
 def marked(seq: Any) -> bool:
     """True if a list/tuple holds a tensor with a batch level (maybe stale)."""
-    return isinstance(seq, (list, tuple)) and any(
-        isinstance(t, Tensor) and t._blevel for t in seq)
+    if not isinstance(seq, (list, tuple)):
+        return False
+    for t in seq:               # a loop, not any(<generator>): on every matmul's path
+        if isinstance(t, Tensor) and t._blevel:
+            return True
+    return False
 
 
 def _returned(out: Any, t: Tensor) -> bool:

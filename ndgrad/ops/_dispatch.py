@@ -126,7 +126,8 @@ class Op:
         # Per saved value, the inputs whose gradient needs it (None: always saved). PyTorch
         # saves ``self`` of ``a * b`` only if ``b`` needs a gradient: ``y * c; y.add_(1)``
         # must then still backpropagate.
-        self.save_if = tuple(save_if) if save_if is not None else None
+        self.save_if = (tuple(c if c is None or callable(c) else tuple(c) for c in save_if)
+                        if save_if is not None else None)
         self.view = view
         self.num_outputs = num_outputs
         self.pad = pad
@@ -181,6 +182,35 @@ _trace_record: Any = None
 _trace_inplace: Any = None
 
 
+# Note [Per-op cost]
+# The budget of one small op, ``sin`` of a (16,) float32 tensor that requires grad, and of its
+# backward node, in ns (``python bench/per_op_cost.py``: minimum of short rounds in 3 fresh
+# processes, on this project's 2-core VM shared with other jobs, 2026-11-27):
+#
+#   forward   NumPy kernel np.sin                                      240
+#             apply: flags, forward call, wrap (no grad)               440
+#             op function (dtype check) + signature wrapper            120
+#             recording: node, edges, input metadata                   740
+#             saving one tensor (SavedTensor)                          165   total ~1700
+#   backward  rule g * cos(x): two ops, no grad                       2200
+#             engine per node: count, validate, buffer, schedule       925
+#             AccumulateGrad, first gradient stolen                   1700   (once per leaf)
+#   create_graph: the rule records its two ops                       +3250 (~1600 per op)
+#
+# An elementwise op's forward plus backward is thus ~3-5 µs, of which ~0.5 µs is NumPy; PyTorch
+# spends ~4.8 µs on the same (the shared bench's chain). What keeps it there: one plain module
+# flag per instrumentation (Note [Instrumentation flags]); the forward called without star-args
+# when an op has no arguments; ``_record`` building the node, its edges and metadata and the
+# common single save inline; saved values packed only when a saved-tensor hook is active; the
+# engine's loop (Note [Engine fast loop] in autograd/engine.py) with one count lookup per edge,
+# input lists built when a node's only gradient arrives, no heap for chains; operator fast
+# paths (Note [Operator fast paths] in _tensor_methods.py) for same-dtype tensors, Python and
+# NumPy float scalars, matrix @ matrix/vector. Higher order: rules that skip gradients nobody
+# asked for (Note [Pruned backward] in autograd/node.py: one GEMM of mm's two in a gradient
+# penalty), mv's backward as one mv (not unsqueeze, mm, squeeze), Jacobian rows seeded one-hot
+# with the graph analysis shared by all rows (autograd/functional.py, ``run_backward``'s plan).
+# Where the rest goes: Python calls (~50-100 ns each; a recorded op is ~25 of them), Tensor and
+# node instance dicts, the thread-local grad mode read on every op.
 def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     """Run ``op`` on ``tensors`` (whose data, possibly cast, is ``arrays``) and record it."""
     if _BATCHING:
@@ -191,7 +221,7 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
         res = _prof_apply(op, tensors, arrays, args)
         if res is not _prof_skip:
             return res
-    out = op.forward(*arrays, *args)
+    out = op.forward(*arrays, *args) if args else op.forward(*arrays)
     if _TRACING:
         out = _trace_record(op, tensors, arrays, args, out)
     if op.num_outputs == 1:
@@ -287,23 +317,77 @@ def _save(i: int, tensors: tuple, result: Tensor, args: tuple) -> Any:
 
 
 def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
-    node = _new_node(op, tensors, args)
+    # _new_node, _edge and _save inlined for the common cases (Note [Per-op cost]).
+    node = op.node_cls()
+    node._sequence_nr = next_sequence_nr()
+    edges: tuple
+    meta: tuple
+    if len(tensors) == 1:
+        t = tensors[0]
+        if t._base is not None:
+            refresh_view(t)
+        fn = t._grad_fn
+        if fn is not None:
+            edges = ((fn, t._output_nr),)
+        elif t._requires_grad:
+            edges = ((grad_accumulator(t), 0),)
+        else:
+            edges = (_NO_EDGE,)
+        d = t._data
+        meta = ((d.shape, d.dtype),)
+    elif len(tensors) == 2:
+        a, b = tensors
+        da, db = a._data, b._data
+        edges = (_edge(a), _edge(b))
+        meta = ((da.shape, da.dtype), (db.shape, db.dtype))
+    else:
+        edges = tuple([_edge(t) for t in tensors])
+        meta = tuple([(t._data.shape, t._data.dtype) for t in tensors])
+    if op.pad:
+        edges += op.pad_edges
+        meta += op.pad_meta
+    node.next_functions = edges
+    node._input_meta = meta
+    if args:
+        node._args = args
+    if _ANOMALY:
+        _anomaly_record(node)
     # History first: a pack hook sees a saved output with its grad_fn, as in PyTorch.
     result._grad_fn = node
     result._requires_grad = True
-    if op.save_idx:
-        node._saved = _saved_values(op, node, tensors, result, args)
+    idx = op.save_idx
+    if idx:
+        if op.save_if is None and len(idx) == 1:
+            i = idx[0]
+            if i >= 0:
+                node._saved = (SavedTensor(tensors[i]),)
+            elif i == -1:
+                node._saved = (SavedTensor(result, True, 0),)
+            else:
+                node._saved = (_save(i, tensors, result, args),)
+        else:
+            node._saved = _saved_values(op, node, tensors, result, args)
 
 
 def _saved_values(op: Op, node: Any, tensors: tuple, result: Tensor, args: tuple) -> tuple:
     if op.save_if is None:
         return tuple([_save(i, tensors, result, args) for i in op.save_idx])
     edges = node.next_functions
-    return tuple([
-        _save(i, tensors, result, args)
-        if cond is None or (cond(tensors, edges) if callable(cond) else
-                            any(edges[k][0] is not None for k in cond)) else _NOT_SAVED
-        for i, cond in zip(op.save_idx, op.save_if)])
+    out = []
+    cond: Any   # None, a tuple of input indices, or a predicate (Op.save_if)
+    for i, cond in zip(op.save_idx, op.save_if):
+        if cond is None:
+            keep = True
+        elif type(cond) is tuple:
+            keep = False
+            for k in cond:
+                if edges[k][0] is not None:
+                    keep = True
+                    break
+        else:
+            keep = cond(tensors, edges)
+        out.append(_save(i, tensors, result, args) if keep else _NOT_SAVED)
+    return tuple(out)
 
 
 _NOT_SAVED = SavedValue(None)   # a value no needed gradient uses (see Op.save_if)

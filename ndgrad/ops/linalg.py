@@ -28,6 +28,7 @@ from ._dispatch import Op, apply
 from ._jvp import bilinear, linear
 from ._util import broadcast_error, check_tensor, dims_tuple
 from .shape import RESHAPE_COPY
+from .shape import t as _t
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -60,6 +61,27 @@ def _matmul_vjp(ctx, g):
         if b_nd == 1:
             gb = gb.squeeze(-1)
     return ga, gb
+
+
+def _mv_vjp(ctx, g):
+    # PyTorch's rule: the matrix gets the outer product, the vector ``A^H g`` as one mv, so a
+    # create_graph backward records 1-2 nodes instead of unsqueeze, mm, squeeze.
+    a, b = ctx.saved
+    ga = gb = None
+    if ctx.needs_input_grad(0):
+        ga = g.unsqueeze(-1) * (b.conj() if b._data.dtype.kind == "c" else b)
+    if ctx.needs_input_grad(1):
+        at = _t(a)
+        gb = _mv_raw(at.conj() if at._data.dtype.kind == "c" else at, g)
+    return ga, gb
+
+
+def _mv_raw(a: Tensor, b: Tensor) -> Tensor:
+    # As _mm_raw: shapes were checked by the forward.
+    ad, bd = a._data, b._data
+    if a._blevel or b._blevel or ad.dtype is not bd.dtype:
+        return mv(a, b)
+    return apply(MV, (a, b), (ad, bd))
 
 
 def _mm_raw(a: Tensor, b: Tensor) -> Tensor:
@@ -104,7 +126,7 @@ def _kw(other: str, other_first: bool) -> dict:
 MM = Op("mm", "MmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("mm"), **_kw("mat2", True))
 BMM = Op("bmm", "BmmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("bmm"),
          **_kw("mat2", True))
-MV = Op("mv", "MvBackward0", _matmul_fwd, _matmul_vjp, jvp=_product_jvp("mv"),
+MV = Op("mv", "MvBackward0", _matmul_fwd, _mv_vjp, jvp=_product_jvp("mv"),
         **_kw("vec", False))
 DOT = Op("dot", "DotBackward0", _matmul_fwd, _matmul_vjp, jvp=_product_jvp("dot"),
          **_kw("tensor", False))

@@ -42,12 +42,21 @@ _INT64_MAX = (1 << 63) - 1
 
 
 def _reshape_vjp(ctx, g):
-    return g.reshape(ctx.input_shape(0))
+    shape = ctx.input_shape(0)
+    if g._blevel:  # Note [Batched backward]
+        return g.reshape(shape)
+    # ``reshape`` without its argument parsing: the forward's input shape is valid.
+    x = g._data
+    try:
+        return apply(VIEW, (g,), (x,), (shape,))
+    except ValueError:
+        return apply(RESHAPE_COPY, (g,), (x,), (shape,))
 
 
-VIEW = Op("view", "ViewBackward0", lambda x, shape: np.reshape(x, shape, copy=False),
+# ndarray.reshape rather than np.reshape: no Python-level wrapper on every view.
+VIEW = Op("view", "ViewBackward0", lambda x, shape: x.reshape(shape, copy=False),
           _reshape_vjp, args=("size",), view=True, jvp=linear)
-RESHAPE_COPY = Op("reshape", "UnsafeViewBackward0", lambda x, shape: np.reshape(x, shape),
+RESHAPE_COPY = Op("reshape", "UnsafeViewBackward0", lambda x, shape: x.reshape(shape),
                   _reshape_vjp, args=("size",), jvp=linear)
 
 
