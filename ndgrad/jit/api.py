@@ -47,8 +47,9 @@ import numpy as np
 from ..autograd.grad_mode import _state
 from ..ops import _dispatch
 from ..tensor import Tensor
-from .codegen import generate
+from .codegen import GeneratedFunction, generate
 from .executor import Plan
+from .gradient import Gradient
 from .passes import eliminate_common_subexpression, eliminate_dead_code
 from .stack_batching import batch_stacks, fold_constants
 from .tracer import _local as _tracer_local
@@ -134,7 +135,7 @@ class _Specialization:
         self.backend = backend
         self.needs_grad = _state.enabled and any(v.requires_grad for v in res.graph.outputs())
         self._plan: Optional[Plan] = None
-        self._gradient = None
+        self._gradient: Optional[Gradient] = None
         self._lock = threading.Lock()
         del res            # the trace's example tensors are not kept
 
@@ -150,6 +151,7 @@ class _Specialization:
                 grad = differentiate(g.copy(), example_inputs)
                 self._gradient = grad
                 plan = _gradient_plan(grad, kinds, self.backend)
+                assert isinstance(plan.f, GeneratedFunction)  # _gradient_plan generates f
                 self.f_code = plan.f.code
             else:
                 opt = g.copy()

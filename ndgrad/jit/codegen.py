@@ -413,10 +413,11 @@ class _Gen:
             self.rclass = cls
         elif self.rclass != cls:
             return False
-        raw = [dict.get(env, v) for v in n.inputs()]
+        # Optional names; the check below returns on any None.
+        raw: list[Any] = [dict.get(env, v) for v in n.inputs()]
         if any(x is None for x in raw):
             return False          # an undefined operand: zeros are materialized by op_node
-        regs = [x.idx if type(x) is _Reg else self.view_of.get(x) if x in self.view_of
+        regs = [x.idx if type(x) is _Reg else self.view_of[x] if x in self.view_of
                 else self.load(x) for x in raw]
         name, imm = spec
         dst = self.nreg

@@ -298,13 +298,16 @@ def _gradient(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
         if k == "AutogradAdd":
             return [g, g]
         if k == "SumToSize":
+            assert g is not None  # one output, so one gradient (a GradOf block parameter)
             b = f.insert_prim("BroadcastTo", [g], [(ins[0].shape, g.dtype, False)],
                               {"size": ins[0].shape}, source=n.source)
             rex[b.output()] = _wrap(np.broadcast_to(rex[g]._data, ins[0].shape))
             return [b.output()]
         if k == "BroadcastTo":
+            assert g is not None  # one output, so one gradient
             return [_fix(f, g, rex[g]._data, ins[0], rex)]
         if k == "Cast":
+            assert g is not None  # one output, so one gradient
             return [_fix(f, g, rex[g]._data, ins[0], rex)]
         raise NotImplementedError(f"ndgrad.jit.differentiate: cannot differentiate a {k} node")
     op = n.op
@@ -652,7 +655,7 @@ def deduplicate_captures(grad: Gradient, rev: _Reverse) -> None:
             continue
         if any(u.user.owning_block is primal for u in c._uses):
             continue
-        if not all(v in cset or (v.node() is not None and v.node()._kind == "Constant")
+        if not all(v in cset or (v._node is not None and v._node._kind == "Constant")
                    for v in n._inputs):
             continue
         m = Node(n._kind, n.op, dict(n.attrs))

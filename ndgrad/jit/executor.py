@@ -102,7 +102,7 @@ class DifferentiableGraphBackward(Node):
         if df is None:
             df = plan.df_for(mask)
         outs = df(*vjps, *caps)
-        res = []
+        res: list[Optional[Tensor]] = []
         for o in outs:
             if o is None:
                 res.append(None)
@@ -167,7 +167,7 @@ class Plan:
         if df is not None:
             self.df_variants[(False,) * len(self.df_input_vjps)] = df
         # Which real outputs get the node as grad_fn, and with which output_nr.
-        nr_of = {}
+        nr_of: dict[int, int] = {}
         for i, off in enumerate(self.df_input_vjps):
             nr_of.setdefault(off, i)
         self.output_nr = nr_of
@@ -247,11 +247,11 @@ class Plan:
             t._data = o if type(o) is _ndarray else np.asarray(o)
             res.append(t)
         # History first: a pack hook sees a saved output with its grad_fn (as _dispatch._record).
-        for off, nr in self.attach:
+        for off, out_nr in self.attach:
             t = res[off]
             t._grad_fn = node
             t._requires_grad = True
-            t._output_nr = nr
+            t._output_nr = out_nr
         if self.special:
             self._fix_outputs(tensors, res)
         saved = [SavedTensor(tensors[i]) for i in self.df_input_captured_inputs]
@@ -274,6 +274,7 @@ class Plan:
         kinds = self.out_kinds
         for k in self.special:
             kind = kinds[k]
+            assert kind is not None  # self.special lists only the outputs with a kind
             tag = kind[0]
             if tag == "input":
                 res[k] = tensors[kind[1]]

@@ -339,12 +339,16 @@ class Node:
         self.destroy()
 
     def move_before(self, other: "Node") -> None:
+        assert self.owning_block is not None and other.owning_block is not None, \
+            "moving a node that is not in a block"
         self.owning_block._nodes.remove(self)
         blk = other.owning_block
         blk._nodes.insert(blk._nodes.index(other), self)
         self.owning_block = blk
 
     def move_after(self, other: "Node") -> None:
+        assert self.owning_block is not None and other.owning_block is not None, \
+            "moving a node that is not in a block"
         self.owning_block._nodes.remove(self)
         blk = other.owning_block
         blk._nodes.insert(blk._nodes.index(other) + 1, self)

@@ -156,8 +156,8 @@ def eliminate_common_subexpression(graph: Graph, block: Optional[Block] = None,
     block = graph.block() if block is None else block
     seen = {} if seen is None else seen
     for n in list(block._nodes):
-        for b in n._blocks:
-            eliminate_common_subexpression(graph, b, dict(seen))
+        for sub in n._blocks:
+            eliminate_common_subexpression(graph, sub, dict(seen))
         k = _key(n)
         if k is None:
             continue
@@ -232,6 +232,7 @@ def specialize_autograd_zero(block: Block) -> None:
                 z.source = n.source
                 out = z.add_output(o.shape, o.dtype, False)
                 blk = n.owning_block
+                assert blk is not None  # n was taken from block._nodes
                 blk._nodes.insert(blk._nodes.index(n), z)
                 z.owning_block = blk
                 o.replace_all_uses_with(out)
@@ -242,8 +243,8 @@ def specialize_autograd_zero(block: Block) -> None:
                 n.output().replace_all_uses_with(b if is_zero(a) else a)
                 n.destroy()
         else:
-            for b in n._blocks:
-                specialize_autograd_zero(b)
+            for sub in n._blocks:
+                specialize_autograd_zero(sub)
 
 
 # ---------------------------------------------------------------------------- GradOf

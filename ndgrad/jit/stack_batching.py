@@ -55,11 +55,11 @@ def fold_constants(g: Graph) -> int:
     new_nodes = []
     for n in blk._nodes:
         ins = n._inputs
-        if n.op is None or not ins or any(v._node is None or v._node._kind != "Constant"
-                                          for v in ins):
+        consts = [v._node for v in ins if v._node is not None and v._node._kind == "Constant"]
+        if n.op is None or not ins or len(consts) != len(ins):
             new_nodes.append(n)
             continue
-        outs = _run_op(n, [v._node.attrs["value"] for v in ins])
+        outs = _run_op(n, [c.attrs["value"] for c in consts])
         for o, arr in zip(n._outputs, outs):
             arr = np.array(arr, copy=True)
             arr.flags.writeable = False

@@ -47,6 +47,7 @@ import inspect
 import os
 import sys
 import threading
+from types import FrameType
 from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
@@ -99,7 +100,7 @@ def current_tracer() -> Optional["Tracer"]:
 
 def user_source(skip_jit: bool = True) -> str:
     """``file:line`` of the innermost frame outside the ndgrad package (the user's line)."""
-    f = sys._getframe(1)
+    f: Optional[FrameType] = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
         if not fn.startswith(_PKG_DIR) and not fn.startswith("<frozen"):
@@ -198,6 +199,15 @@ class Tracer:
     """Records ops into ``graph`` (at its insertion point). ``lift``: what to do with a tensor
     the trace has not seen: ``"input"`` (lift it to a graph input, decided at the end) or
     ``"constant"`` (used while differentiating: tensors made inside VJP rules)."""
+
+    # True while a call wrapped by _make_call runs: calls nested in it are not recorded.
+    in_call = False
+    # Set by differentiate() on the tracer that records the VJP rules (the second and third
+    # example sets of Note [Data-independent rules], computed lazily for the third).
+    examples_b: dict
+    examples_c: Optional[dict]
+    example_inputs: Optional[Sequence[Any]]
+    rng_b: np.random.Generator
 
     def __init__(self, graph: Graph, lift: str = "input") -> None:
         self.graph = graph
@@ -547,6 +557,53 @@ class Tracer:
         self.tmap[id(t)] = _Entry(t, new, self._gen_of(t))
         del old
 
+    # ---- calls recorded whole (see _make_call)
+    def record_call(self, name: str, fn: Callable, args: tuple, kwargs: dict,
+                    res: Any, differentiable: bool = False) -> None:
+        outs = res if isinstance(res, tuple) else (res,)
+        if not all(isinstance(o, Tensor) for o in outs):
+            return
+        if not differentiable and all(self.knows(o) for o in outs):
+            return                          # it went through the op table
+        inputs: list = []
+        slots: dict = {}
+        traced = [False]
+
+        def sub(a: Any) -> Any:
+            if isinstance(a, Tensor):
+                if self.knows(a) or a.requires_grad:
+                    traced[0] = True
+                j = slots.get(id(a))
+                if j is None:
+                    inputs.append(self.value_of(a))
+                    j = slots[id(a)] = len(inputs) - 1
+                return TensorArg(j)
+            if type(a) in (tuple, list):
+                return type(a)(sub(x) for x in a)
+            return a
+        targs = tuple(sub(a) for a in args)
+        tkw = {k: sub(v) for k, v in kwargs.items()}
+        if not traced[0]:
+            return                          # nothing traced goes in: a constant
+        n = self.graph.insert_prim(
+            "Call", inputs,
+            [(o._data.shape, o._data.dtype, differentiable and o.requires_grad) for o in outs],
+            {"fn": fn, "name": name, "args": targs, "kwargs": tkw,
+             "tuple": isinstance(res, tuple), "differentiable": differentiable},
+            source=self.source())
+        for o, v in zip(outs, n.outputs()):
+            self.tmap[id(o)] = _Entry(o, v, self._gen_of(o))
+            self.amap[id(o._data)] = (o._data, v)
+
+    def knows(self, t: Tensor) -> bool:
+        e = self.tmap.get(id(t))
+        if e is not None and e.tensor is t:
+            return True
+        a = self.amap.get(id(t._data))
+        if a is not None and a[0] is t._data:
+            return True
+        return id(t) in self.cand_ids
+
 
 _DISPATCH_FILES = (os.path.abspath(_dispatch.__file__).rsplit(".", 1)[0],
                    os.path.abspath(__file__).rsplit(".", 1)[0])
@@ -558,7 +615,7 @@ def _check_not_derived(t: Tensor, op: Any, where: str) -> None:
     outside the op table, so a graph would keep its example value. The wrapper is the first
     frame outside the dispatcher; the tensor is refused when one of its local variables that
     is not a parameter holds it (a tensor the caller passed is a parameter)."""
-    f = sys._getframe(1)
+    f: Optional[FrameType] = sys._getframe(1)
     while f is not None and os.path.abspath(f.f_code.co_filename).rsplit(".", 1)[0] in \
             _DISPATCH_FILES:
         f = f.f_back
@@ -697,64 +754,10 @@ def _make_call(name: str, orig: Callable, differentiable: bool = False) -> Calla
     method.__name__ = getattr(orig, "__name__", name)
     method.__qualname__ = getattr(orig, "__qualname__", name)
     method.__doc__ = getattr(orig, "__doc__", None)
-    method.__wrapped__ = orig
-    method._jit_wrapper = True
+    marked: Any = method       # function attributes, which a type checker does not know on a def
+    marked.__wrapped__ = orig
+    marked._jit_wrapper = True
     return method
-
-
-def _record_call(self: Tracer, name: str, fn: Callable, args: tuple, kwargs: dict,
-                 res: Any, differentiable: bool = False) -> None:
-    outs = res if isinstance(res, tuple) else (res,)
-    if not all(isinstance(o, Tensor) for o in outs):
-        return
-    if not differentiable and all(self.knows(o) for o in outs):
-        return                          # it went through the op table
-    inputs: list = []
-    slots: dict = {}
-    traced = [False]
-
-    def sub(a: Any) -> Any:
-        if isinstance(a, Tensor):
-            if self.knows(a) or a.requires_grad:
-                traced[0] = True
-            j = slots.get(id(a))
-            if j is None:
-                inputs.append(self.value_of(a))
-                j = slots[id(a)] = len(inputs) - 1
-            return TensorArg(j)
-        if type(a) in (tuple, list):
-            return type(a)(sub(x) for x in a)
-        return a
-    targs = tuple(sub(a) for a in args)
-    tkw = {k: sub(v) for k, v in kwargs.items()}
-    if not traced[0]:
-        return                          # nothing traced goes in: a constant
-    n = self.graph.insert_prim(
-        "Call", inputs,
-        [(o._data.shape, o._data.dtype, differentiable and o.requires_grad) for o in outs],
-        {"fn": fn, "name": name, "args": targs, "kwargs": tkw, "tuple": isinstance(res, tuple),
-         "differentiable": differentiable},
-        source=self.source())
-    for o, v in zip(outs, n.outputs()):
-        self.tmap[id(o)] = _Entry(o, v, self._gen_of(o))
-        self.amap[id(o._data)] = (o._data, v)
-
-
-Tracer.record_call = _record_call
-Tracer.in_call = False
-
-
-def _knows(self: Tracer, t: Tensor) -> bool:
-    e = self.tmap.get(id(t))
-    if e is not None and e.tensor is t:
-        return True
-    a = self.amap.get(id(t._data))
-    if a is not None and a[0] is t._data:
-        return True
-    return id(t) in self.cand_ids
-
-
-Tracer.knows = _knows
 
 
 def _install() -> None:
@@ -848,7 +851,7 @@ def _save_outputs_hook(op: Any, results: tuple, values: tuple) -> None:
     node = vals[0].node()
     if node is None or node.op is not op:
         return
-    recipe = []
+    recipe: list = []              # ints and ("input", position) pairs
     for v in values:
         if type(v) is int:
             recipe.append(v)
@@ -1012,7 +1015,7 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
     for v in out_values:
         g.register_output(v)
     mutated_vals = []
-    mutated_inputs = []
+    mutated_inputs: List[tuple] = []     # (kind, index or candidate, final value)
     for idx, (_t, v, fv) in enumerate(finals):
         if fv is not v:
             mutated_inputs.append(("input", idx, fv))
@@ -1024,7 +1027,7 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
     tr.tmap.clear()
     tr.amap.clear()
     tr.inputs = []
-    finals = cfinals = None
+    del finals, cfinals     # their references would count in the refcounts below
     lifted = []
     for c in cands:
         t, v, snap = c
@@ -1048,10 +1051,10 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
                 cv = det.output()
             v.replace_all_uses_with(cv)
         del t
-    names = _lifted_names(fn)
+    lifted_names = _lifted_names(fn)
     used = {v._name for v in g.inputs()}
     for t, v in lifted:
-        nm = names.get(id(t), "lifted")
+        nm = lifted_names.get(id(t), "lifted")
         cand, j = nm, 1
         while cand in used:
             cand, j = f"{nm}_{j}", j + 1
