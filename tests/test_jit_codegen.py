@@ -149,6 +149,25 @@ def test_stack_batching_turns_a_row_by_row_hessian_into_batched_products():
     np.testing.assert_allclose(out, hess(x, A).numpy(), rtol=1e-13, atol=1e-15)
 
 
+def test_stack_batching_of_matrix_vector_products_with_a_batched_matrix():
+    from ndgrad.jit.stack_batching import batch_stacks, fold_constants
+    rng = np.random.default_rng(4)
+    A = ndgrad.tensor(rng.standard_normal((5, 3)))
+    x = ndgrad.tensor(rng.standard_normal(3))
+
+    def f(A, x):   # stack(M_i @ x) with M_i = A * C_i: the matrices differ, the vector is shared
+        return ndgrad.stack([ndgrad.mv(A * ndgrad.full((5, 3), i + 1.0, dtype=A.dtype), x)
+                             for i in range(4)])
+
+    g = trace_graph(f, (A, x)).graph
+    fold_constants(g)
+    assert batch_stacks(g) == 1
+    g.lint()
+    assert [n.kind() for n in g.nodes()].count("mv") == 1
+    np.testing.assert_allclose(generate(g)(A._data, x._data)[0], f(A, x).numpy(), rtol=1e-13,
+                               atol=1e-15)
+
+
 def test_stack_batching_leaves_non_isomorphic_items_alone():
     from ndgrad.jit.stack_batching import batch_stacks
     x = ndgrad.ones(3)

@@ -6,8 +6,8 @@ A Jacobian or Hessian computed row by row (``autograd.functional.hessian`` witho
 differ only in a constant (the one-hot seed of each row), gathered by one ``stack``. The pass
 pushes the ``stack`` up through the copies: ``stack([op(x_i, y) for i]) = op(stack(x_i), y)``
 when ``op`` computes each item independently along a new leading axis (elementwise ops with
-NumPy broadcasting, reshapes, matmuls of matrices), until it reaches the constants, which are
-stacked at generation time. B small products become one batched product, as ``vmap`` would
+NumPy broadcasting, reshapes, matmuls of matrices, matrix-vector products), until it reaches
+the constants, which are stacked at generation time. B small products become one batched product, as ``vmap`` would
 make them. Values are those of the row-by-row computation up to the summation order inside
 BLAS (the batched matmul may block differently): the pass is not bitwise.
 
@@ -164,6 +164,17 @@ def _batch(g: Graph, items: tuple, memo: dict) -> Optional[tuple]:
             return None
         return ("b", g.insert_op(op, ins, n0.args, [(out_shape, first.dtype, rg)],
                                  source=n0.source).output())
+    if op is _linalg.MV:
+        (km, m), (kv, v) = parts
+        if km == "b" and kv == "s":     # stack(M_i @ v) = M_b @ v: matmul broadcasts M's batch
+            return ("b", g.insert_op(op, ins, n0.args, [(out_shape, first.dtype, rg)],
+                                     source=n0.source).output())
+        if km == "s" and kv == "b":     # stack(M @ v_i) = V @ M.T, one matrix product
+            mt_shape = (m.shape[1], m.shape[0])
+            mt = g.insert_op(_shape.T_OP, [m], (), [(mt_shape, m.dtype, m.requires_grad)],
+                             source=n0.source).output()
+            return ("b", g.insert_op(_linalg.MM, [v, mt], (), [(out_shape, first.dtype, rg)],
+                                     source=n0.source).output())
     return None
 
 
