@@ -8,8 +8,9 @@ pushes the ``stack`` up through the copies: ``stack([op(x_i, y) for i]) = op(sta
 when ``op`` computes each item independently along a new leading axis (elementwise ops with
 NumPy broadcasting, reshapes, matmuls of matrices, matrix-vector products), until it reaches
 the constants, which are stacked at generation time. B small products become one batched
-product, as ``vmap`` would make them. Values are those of the row-by-row computation up to the summation order inside
-BLAS (the batched matmul may block differently): the pass is not bitwise.
+product, as ``vmap`` would make them. Values are those of the row-by-row computation up to the
+summation order inside BLAS (the batched matmul may block differently): the pass is not
+bitwise.
 
 Example:
     >>> import ndgrad
