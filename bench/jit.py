@@ -26,7 +26,8 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-HARNESS = ROOT.parent.parent / "shared" / "bench" / "peers.py"
+sys.path.insert(0, str(ROOT / "bench"))
+from peers import find_harness  # noqa: E402  (bench/peers.py: where the shared harness is)
 WORKLOADS = "chain,mlp_small,mlp_large,hessian,double_backward,memory"
 MLP_LARGE_FLOPS = 23.62e9   # the harness's GEMM FLOP count of one mlp_large fwd+bwd
 
@@ -106,12 +107,14 @@ def main() -> None:
     ap.add_argument("--from-json", help="report an earlier run instead of running")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--workloads", default=WORKLOADS)
-    ap.add_argument("--harness", default=str(HARNESS))
+    ap.add_argument("--harness", default=None,
+                    help="the shared peers.py (default: found as bench/peers.py finds it)")
     args = ap.parse_args()
     path = args.from_json
     if path is None:
         path = args.json or os.path.join(tempfile.mkdtemp(), "jit.json")
-        run_harness(pathlib.Path(args.harness), path, args.repeat, args.workloads)
+        run_harness(pathlib.Path(find_harness(args.harness)), path, args.repeat,
+                    args.workloads)
     with open(path) as f:
         data = json.load(f)
     print(report(data))
