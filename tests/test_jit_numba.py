@@ -101,5 +101,5 @@ def test_the_default_backend_never_imports_numba():
             "f(x); f(x).backward()\n"
             "print('numba' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+                         check=True, timeout=600)
     assert out.stdout.strip() == "False"

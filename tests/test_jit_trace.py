@@ -295,3 +295,46 @@ def test_out_arguments_are_functionalized():
     x, y = ndgrad.randn(3), ndgrad.randn(3)
     for o, e in zip(interpret(r.graph, [x, y]), f(x, y)):
         _same(o, e)
+
+
+def test_backward_inside_a_traced_function_is_refused():
+    # loss.backward() accumulates into .grad: a side effect a compiled graph would not replay on
+    # later calls, so tracing refuses it (both spellings) and the user's .grad is untouched,
+    # also by the trace check's second run.
+    w = ndgrad.ones(3, requires_grad=True)
+    x = ndgrad.tensor([1.0, 2.0, 3.0])
+    for call in (lambda loss: loss.backward(), lambda loss: ndgrad.autograd.backward(loss)):
+        def step(x, call=call):
+            loss = (w * x).sum()
+            call(loss)
+            return loss.detach()
+
+        with pytest.raises(TraceError, match="accumulates into .grad"):
+            trace_graph(step, (x,))
+        assert w.grad is None
+    with pytest.raises(TraceError, match="accumulates into .grad"):
+        ndgrad.compile(lambda x: step(x))(x)
+    (w * x).sum().backward()            # eager backward still works after the refusals
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 2.0, 3.0])
+
+
+def test_an_interrupted_install_leaves_nothing_patched(monkeypatch):
+    from ndgrad.jit import tracer
+    from ndgrad.ops import _dispatch
+    before = ndgrad.Tensor.__dict__["__bool__"]
+
+    real = _dispatch.set_tracing
+
+    def boom(*a):   # the install's last step is interrupted; switching off still works
+        if a[0] is not None:
+            raise KeyboardInterrupt
+        real(*a)
+
+    monkeypatch.setattr(_dispatch, "set_tracing", boom)
+    with pytest.raises(KeyboardInterrupt):
+        trace_graph(lambda x: x * 2, (ndgrad.ones(2),))
+    monkeypatch.undo()
+    assert ndgrad.Tensor.__dict__["__bool__"] is before
+    assert tracer._active_count[0] == 0 and tracer.current_tracer() is None
+    g = trace_graph(lambda x: x * 2, (ndgrad.ones(2),)).graph
+    assert [n.kind() for n in g.nodes()] == ["mul"]

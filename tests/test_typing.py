@@ -59,7 +59,7 @@ USER_PROGRAM = textwrap.dedent("""
 def test_stubs_are_up_to_date():
     # In a fresh interpreter, so that no other test's monkeypatching shows in the namespaces.
     r = subprocess.run([sys.executable, "-m", "tools.gen_stubs", "--check"], cwd=ROOT,
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert set(gen_stubs.render()) == {str(p.relative_to(ROOT)) for p in
                                        (ROOT / "ndgrad").rglob("*.pyi")}
@@ -81,7 +81,8 @@ def test_mypy_checks_the_package_and_a_user_program(tmp_path):
     # The package's own configuration ([tool.mypy] in pyproject.toml); the cache in the tree
     # (.mypy_cache, ignored by git) makes a second run take about a second.
     r = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(ROOT / ".mypy_cache"),
-                        "ndgrad", str(prog)], cwd=ROOT, capture_output=True, text=True)
+                        "ndgrad", str(prog)], cwd=ROOT, capture_output=True, text=True,
+                        timeout=900)
     out = r.stdout + r.stderr
     package_errors = [ln for ln in out.splitlines() if ln.startswith("ndgrad") and ": error:" in ln]
     assert not package_errors, "\n".join(package_errors)

@@ -43,6 +43,7 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import functools
 import inspect
 import os
 import sys
@@ -674,7 +675,7 @@ def _rng_fingerprint() -> Any:
 
 # ---------------------------------------------------------------------------- escapes
 _ESCAPES = ("__bool__", "item", "tolist", "numpy", "__array__", "__float__", "__int__",
-            "__index__", "__complex__")
+            "__index__", "__complex__", "backward")
 _originals: dict = {}
 
 
@@ -682,6 +683,12 @@ def _make_escape(name: str, orig: Callable) -> Callable:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
         tr = getattr(_local, "tracer", None)
         if tr is not None and tr.knows(self):
+            if name == "backward":
+                raise TraceError(
+                    f"ndgrad.jit: Tensor.backward() at {user_source()} accumulates into .grad, "
+                    "a side effect a compiled graph does not replay on later calls. Return the "
+                    "gradients instead (ndgrad.autograd.grad(loss, params)), or call "
+                    "backward() on the compiled function's output")
             what = {"__bool__": "bool(tensor)", "__float__": "float(tensor)",
                     "__int__": "int(tensor)", "__index__": "using a tensor as an index",
                     "__complex__": "complex(tensor)", "__array__": "np.asarray(tensor)"}.get(
@@ -696,6 +703,22 @@ def _make_escape(name: str, orig: Callable) -> Callable:
     method.__qualname__ = f"Tensor.{name}"
     method.__doc__ = orig.__doc__
     return method
+
+
+def _make_backward_escape(orig: Callable) -> Callable:
+    """``ndgrad.autograd.backward`` refused on traced tensors, as ``Tensor.backward`` is."""
+    def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        tr = getattr(_local, "tracer", None)
+        roots = tensors if isinstance(tensors, (tuple, list)) else (tensors,)
+        if tr is not None and any(isinstance(t, Tensor) and tr.knows(t) for t in roots):
+            raise TraceError(
+                f"ndgrad.jit: autograd.backward() at {user_source()} accumulates into .grad, "
+                "a side effect a compiled graph does not replay on later calls. Return the "
+                "gradients instead (ndgrad.autograd.grad(loss, params))")
+        return orig(tensors, *args, **kwargs)
+    wrapper: Any = functools.wraps(orig)(backward)
+    wrapper._jit_wrapper = True
+    return wrapper
 
 
 # Note [Functions outside the op table]
@@ -813,6 +836,12 @@ def _install() -> None:
                             w = wrapped[id(val)] = (val, _make_call(name, val, diff))
                         _patched.append((mod, name, val))
                         setattr(mod, name, w[1])
+            # torch.autograd.backward(loss) accumulates into .grad like loss.backward()
+            ag = sys.modules.get("ndgrad.autograd")   # local import: loaded with ndgrad
+            orig_bw = getattr(ag, "backward", None)
+            if orig_bw is not None and not getattr(orig_bw, "_jit_wrapper", False):
+                _patched.append((ag, "backward", orig_bw))
+                ag.backward = _make_backward_escape(orig_bw)  # type: ignore[union-attr]
             _linalg_decomp._save_outputs = _save_outputs_hook
             _out_mod._write = _write_hook
             _dispatch.set_tracing(_record_hook, _inplace_hook)
@@ -822,15 +851,17 @@ def _uninstall() -> None:
     with _lock:
         _active_count[0] -= 1
         if _active_count[0] == 0:
-            _dispatch.set_tracing(None, None)
-            _linalg_decomp._save_outputs = SAVE_OUTPUTS
-            _out_mod._write = OUT_WRITE
-            for holder, name, orig in reversed(_patched):
-                setattr(holder, name, orig)
-            _patched.clear()
-            for name, orig in _originals.items():
-                setattr(Tensor, name, orig)
-            _originals.clear()
+            try:
+                _dispatch.set_tracing(None, None)
+            finally:                    # the patches go even if the line above failed
+                _linalg_decomp._save_outputs = SAVE_OUTPUTS
+                _out_mod._write = OUT_WRITE
+                for holder, name, orig in reversed(_patched):
+                    setattr(holder, name, orig)
+                _patched.clear()
+                for name, orig in _originals.items():
+                    setattr(Tensor, name, orig)
+                _originals.clear()
 
 
 # Note [Outputs saved after apply]
@@ -909,7 +940,14 @@ class tracing:
     def __enter__(self) -> Tracer:
         self.prev = getattr(_local, "tracer", None)
         _local.tracer = self.tracer
-        _install()
+        try:
+            _install()
+        except BaseException:
+            # an interrupted install (KeyboardInterrupt ...) must not leave patches behind:
+            # _uninstall undoes the count and every patch recorded so far
+            _local.tracer = self.prev
+            _uninstall()
+            raise
         return self.tracer
 
     def __exit__(self, *exc: Any) -> None:
@@ -1143,6 +1181,9 @@ def _check_trace(fn: Callable, args: tuple, kwargs: dict, result: TraceResult) -
         try:
             for t, d, _, _ in state:
                 t._data = _perturb(d, rng, mode)
+                # a backward inside fn accumulates into .grad in place: the check's gradients
+                # go to a fresh .grad, and the user's tensor is put back untouched below
+                t._grad = None
             second = _trace_once(fn, a2, k2)
         except TraceError:
             raise
