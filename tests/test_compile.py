@@ -440,3 +440,50 @@ def test_forward_mode_tangents_through_a_compiled_function():
         _, tangent = fwAD.unpack_dual(y)
     expect = (2 * x * (x * x).cos() * t).numpy()
     np.testing.assert_allclose(tangent.numpy(), expect, rtol=1e-12)
+
+
+def test_rebinding_a_closed_over_tensor_traces_again():
+    # Note [Where lifted tensors live]: a closure variable, a global and a module parameter
+    # rebound to another tensor are noticed on the next call (updates in place always are).
+    s = ndgrad.tensor(2.0)
+    f = ndgrad.compile(lambda x: x * s)
+    x = ndgrad.ones(2)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(x).numpy(), [2.0, 2.0])
+    s = ndgrad.tensor(5.0)   # noqa: F841 (read by the lambda through its closure cell)
+    np.testing.assert_array_equal(f(x).numpy(), [5.0, 5.0])
+    np.testing.assert_array_equal(f(x).numpy(), [5.0, 5.0])
+
+    lin = ndgrad.nn.Linear(3, 1)
+    g = ndgrad.compile(lambda x: lin(x).sum())
+    xs = ndgrad.ones(4, 3)
+    for _ in range(3):
+        g(xs)
+    lin.weight = ndgrad.nn.Parameter(ndgrad.zeros(1, 3))
+    lin.bias = ndgrad.nn.Parameter(ndgrad.zeros(1))
+    assert g(xs).item() == 0.0
+    assert g(xs).item() == 0.0
+    with ndgrad.no_grad():
+        lin.bias.fill_(1.0)        # in place: the same object, read at call time
+    assert g(xs).item() == 4.0
+
+
+GLOBAL_SCALE = ndgrad.tensor(3.0)
+
+
+def _times_global(x):
+    return x * GLOBAL_SCALE
+
+
+def test_rebinding_a_global_tensor_traces_again():
+    global GLOBAL_SCALE
+    f = ndgrad.compile(_times_global)
+    x = ndgrad.ones(2)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(x).numpy(), [3.0, 3.0])
+    old = GLOBAL_SCALE
+    try:
+        GLOBAL_SCALE = ndgrad.tensor(7.0)
+        np.testing.assert_array_equal(f(x).numpy(), [7.0, 7.0])
+    finally:
+        GLOBAL_SCALE = old

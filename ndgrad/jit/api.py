@@ -53,7 +53,7 @@ from .gradient import Gradient
 from .passes import eliminate_common_subexpression, eliminate_dead_code
 from .stack_batching import batch_stacks, fold_constants
 from .tracer import _local as _tracer_local
-from .tracer import TraceError, flatten, trace_graph, unflatten
+from .tracer import TraceError, flatten, lifted_sources, trace_graph, unflatten
 
 __all__ = ["trace", "compile", "TracedFunction", "CompiledFunction"]
 
@@ -132,6 +132,10 @@ class _Specialization:
         self.lifted = tuple(res.lifted)
         self.lifted_meta = tuple((t._data.shape, t._data.dtype, t._requires_grad)
                                  for t in self.lifted)
+        # Note [Where lifted tensors live] in tracer.py: rebinding is checked on every call
+        self.lifted_probes = tuple((p, t) for p, t in
+                                   zip(lifted_sources(fn, self.lifted), self.lifted)
+                                   if p is not None)
         self.backend = backend
         self.needs_grad = _state.enabled and any(v.requires_grad for v in res.graph.outputs())
         self._plan: Optional[Plan] = None
@@ -185,6 +189,12 @@ class _Specialization:
         for t, (shape, dtype, rg) in zip(self.lifted, self.lifted_meta):
             d = t._data
             if d.shape != shape or d.dtype != dtype or t._requires_grad != rg:
+                return False
+        for probe, t in self.lifted_probes:
+            try:
+                if probe() is not t:
+                    return False        # the name now holds another tensor: trace again
+            except Exception:   # noqa: BLE001 - the attribute or global is gone
                 return False
         return True
 

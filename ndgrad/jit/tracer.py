@@ -67,6 +67,7 @@ from .ir import ArrayArg, Graph, Node, ScratchList, TensorArg, Value
 from .passes import eliminate_dead_code
 
 __all__ = ["TraceError", "TraceResult", "trace_graph", "Tracer", "flatten", "unflatten",
+           "lifted_sources",
            "current_tracer", "RANDOM_OPS", "DATA_DEPENDENT_SHAPE_OPS"]
 
 
@@ -1274,6 +1275,71 @@ def _name_tensors(val: Any, nm: str, names: dict) -> None:
                     names.setdefault(id(t), f"{nm}_{sub}".replace(".", "_"))
             except TypeError:
                 pass
+
+
+# Note [Where lifted tensors live]
+# A lifted tensor is read at call time from the object the trace saw; if the user rebinds the
+# name it was reached through (``s = ndgrad.tensor(5.)`` for a closure or global ``s``,
+# ``model.lin.weight = nn.Parameter(...)``), the compiled function must notice, as
+# torch.compile's guards do. ``lifted_sources`` gives, per lifted tensor, a probe returning the
+# object found now where the trace found it (a closure cell, a global, a module attribute
+# path); ndgrad.jit.api checks the probes on every call and traces again when one differs.
+def lifted_sources(fn: Callable, tensors: Sequence[Tensor]) -> List[Optional[Callable]]:
+    """Per tensor, a zero-argument probe returning what is now where ``fn`` reached it (None
+    when it was reached otherwise, e.g. through a container: then it is not guarded)."""
+    probes: dict = {}
+    roots: list = []
+    target = fn
+    if hasattr(fn, "__self__"):
+        roots.append(lambda m=fn.__self__: m)
+        target = fn.__func__ if hasattr(fn, "__func__") else fn
+    roots.append(lambda m=fn: m)
+    for root in roots:
+        _probe_module(root, probes)
+    code = getattr(target, "__code__", None)
+    if code is None and hasattr(fn, "forward"):
+        code = getattr(getattr(fn, "forward", None), "__code__", None)
+    if code is not None:
+        for cell in getattr(target, "__closure__", None) or ():
+            _probe_value(lambda c=cell: c.cell_contents, probes)
+        glb = getattr(target, "__globals__", {})
+        for nm in code.co_names:
+            if nm in glb:
+                _probe_value(lambda g=glb, n=nm: g[n], probes)
+    return [probes.get(id(t)) for t in tensors]
+
+
+def _probe_value(get: Callable, probes: dict) -> None:
+    try:
+        val = get()
+    except Exception:   # noqa: BLE001 - an empty cell: nothing reached through it
+        return
+    if isinstance(val, Tensor):
+        probes.setdefault(id(val), get)
+    else:
+        _probe_module(get, probes)
+
+
+def _probe_module(get: Callable, probes: dict) -> None:
+    mod = get()
+    if isinstance(mod, type):
+        return
+    for meth in ("named_parameters", "named_buffers"):
+        f = getattr(mod, meth, None)
+        if not callable(f):
+            continue
+        try:
+            items = list(f())
+        except TypeError:
+            continue
+        for path, t in items:
+            probes.setdefault(id(t), lambda g=get, p=tuple(path.split(".")): _walk(g(), p))
+
+
+def _walk(obj: Any, path: tuple) -> Any:
+    for part in path:
+        obj = getattr(obj, part)
+    return obj
 
 
 def _finish(g: Graph) -> None:
