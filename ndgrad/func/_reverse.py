@@ -87,13 +87,7 @@ def grad_and_value(func: Callable, argnums: Argnums = 0, has_aux: bool = False) 
         outer = is_grad_enabled()
         with enable_grad():
             new_args, leaves, specs, own = _wrap_args(args, nums)
-            out = func(*new_args, **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError("grad_and_value(f)(*args): output of function f should "
-                                       "be a tuple: (output, aux) if has_aux is True")
-                out, aux = out
+            out, aux = _split_aux(func(*new_args, **kwargs), has_aux, "grad_and_value(f)(*args)")
             if not isinstance(out, Tensor):
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
                                    f"Tensor, got {type(out)}")

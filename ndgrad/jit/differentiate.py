@@ -34,7 +34,7 @@ df_input_captured_outputs=[1], df_output_vjps=[0, 1])
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
@@ -481,21 +481,7 @@ def _opaque(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
              "saved_outputs": n.attrs.get("saved_outputs"),
              "n_inputs": len(ins), "needs": tuple(v.requires_grad for v in ins[:k]),
              "outputs": want}
-    node = f.insert_prim("OpBackward", list(grads) + list(ins),
-                         [(ins[i].shape, ins[i].dtype, False) for i in want], attrs,
-                         source=n.source)
-    prev = _tr._local.tracer
-    _tr._local.tracer = None
-    try:
-        arrs = run_op_backward(node, [rex[g] for g in grads] + [ex[v] for v in ins])
-    finally:
-        _tr._local.tracer = prev
-    out: List[Optional[Value]] = [None] * len(ins)
-    for j, i in enumerate(want):
-        o = node.output(j)
-        rex[o] = arrs[j] if arrs[j] is not None else _wrap(np.zeros(o.shape, o.dtype))
-        out[i] = o
-    return out
+    return _runtime_backward("OpBackward", run_op_backward, n, grads, want, attrs, ex, rex, f)
 
 
 def _call_backward(n: Node, grads: list, ex: dict, rex: dict,
@@ -507,13 +493,22 @@ def _call_backward(n: Node, grads: list, ex: dict, rex: dict,
     want = [i for i, v in enumerate(ins) if v.requires_grad and v.dtype in _DIFF_DTYPES]
     attrs = {"call": n, "n_grads": len(grads), "needs": tuple(v.requires_grad for v in ins),
              "outputs": want}
-    node = f.insert_prim("CallBackward", list(grads) + list(ins),
+    return _runtime_backward("CallBackward", run_call_backward, n, grads, want, attrs, ex, rex,
+                             f)
+
+
+def _runtime_backward(kind: str, run: Callable, n: Node, grads: list, want: list, attrs: dict,
+                      ex: dict, rex: dict, f: Graph) -> List[Optional[Value]]:
+    """Insert a ``kind`` node (its backward runs at run time) with the gradients of inputs
+    ``want`` as outputs, and run it once untraced on the example values (``rex``)."""
+    ins = n._inputs
+    node = f.insert_prim(kind, list(grads) + list(ins),
                          [(ins[i].shape, ins[i].dtype, False) for i in want], attrs,
                          source=n.source)
     prev = _tr._local.tracer
     _tr._local.tracer = None
     try:
-        arrs = run_call_backward(node, [rex[g] for g in grads] + [ex[v] for v in ins])
+        arrs = run(node, [rex[g] for g in grads] + [ex[v] for v in ins])
     finally:
         _tr._local.tracer = prev
     out: List[Optional[Value]] = [None] * len(ins)

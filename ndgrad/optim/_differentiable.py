@@ -28,7 +28,7 @@ from ..ops.shape import cat
 from ..autograd.grad_mode import set_grad_enabled
 from ..tensor import Tensor
 
-from .optimizer import hyper, scalar_state, zeros_state
+from .optimizer import hyper
 
 __all__ = ["run"]
 
@@ -102,12 +102,6 @@ def _sgd(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
 def _adam(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
     state = states[p]
     amsgrad = group["amsgrad"]
-    if not state:
-        state["step"] = scalar_state(0.0)
-        state["exp_avg"] = zeros_state(p)
-        state["exp_avg_sq"] = zeros_state(p)
-        if amsgrad:
-            state["max_exp_avg_sq"] = zeros_state(p)
     lr, wd = _scalar(group["lr"]), group["weight_decay"]
     beta1, beta2 = (_scalar(b) for b in group["betas"])
     g = _grad(p, group)
@@ -138,13 +132,6 @@ def _adam(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
 def _rmsprop(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
     state = states[p]
     momentum, alpha = group["momentum"], group["alpha"]
-    if not state:
-        state["step"] = scalar_state(0.0)
-        state["square_avg"] = zeros_state(p)
-        if momentum > 0:
-            state["momentum_buffer"] = zeros_state(p)
-        if group["centered"]:
-            state["grad_avg"] = zeros_state(p)
     _tick(state)
     g = _grad(p, group)
     if group["weight_decay"] != 0:
@@ -182,10 +169,6 @@ def _adagrad(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> Non
 
 def _adadelta(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
     state = states[p]
-    if not state:
-        state["step"] = scalar_state(0.0)
-        state["square_avg"] = zeros_state(p)
-        state["acc_delta"] = zeros_state(p)
     _tick(state)
     rho, eps = group["rho"], group["eps"]
     g = _grad(p, group)
@@ -200,10 +183,6 @@ def _adadelta(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> No
 
 def _adamax(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
     state = states[p]
-    if not state:
-        state["step"] = scalar_state(0.0)
-        state["exp_avg"] = zeros_state(p)
-        state["exp_inf"] = zeros_state(p)
     t = _tick(state)
     beta1, beta2 = group["betas"]
     g = _grad(p, group)
@@ -222,11 +201,6 @@ def _adamax(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None
 
 def _nadam(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
     state = states[p]
-    if not state:
-        state["step"] = scalar_state(0.0)
-        state["mu_product"] = scalar_state(1.0)
-        state["exp_avg"] = zeros_state(p)
-        state["exp_avg_sq"] = zeros_state(p)
     t = _tick(state)
     lr, wd, psi = _scalar(group["lr"]), group["weight_decay"], group["momentum_decay"]
     beta1, beta2 = group["betas"]
@@ -250,10 +224,6 @@ def _nadam(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
 
 def _radam(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
     state = states[p]
-    if not state:
-        state["step"] = scalar_state(0.0)
-        state["exp_avg"] = zeros_state(p)
-        state["exp_avg_sq"] = zeros_state(p)
     t = _tick(state)
     lr, wd = _scalar(group["lr"]), group["weight_decay"]
     beta1, beta2 = group["betas"]
@@ -282,11 +252,6 @@ def _radam(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
 def _asgd(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
     state = states[p]
     lr = hyper(group["lr"])
-    if not state:
-        state["step"] = scalar_state(0.0)
-        state["eta"] = scalar_state(lr)
-        state["mu"] = scalar_state(1.0)
-        state["ax"] = zeros_state(p)
     t = _tick(state)
     lambd, alpha = group["lambd"], group["alpha"]
     g = _grad(p, group)
@@ -306,10 +271,6 @@ def _asgd(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
 
 def _rprop(group: Dict[str, Any], p: Tensor, states: Dict[Tensor, Any]) -> None:
     state = states[p]
-    if not state:
-        state["step"] = scalar_state(0.0)
-        state["prev"] = zeros_state(p)
-        state["step_size"] = _creation.full_like(_grad(p, {}).detach(), hyper(group["lr"]))
     _tick(state)
     etaminus, etaplus = group["etas"]
     lo, hi = group["step_sizes"]
@@ -343,4 +304,9 @@ def run(optimizer: Any, group: Dict[str, Any], name: str) -> None:
         for p in group["params"]:
             if p.grad is None:
                 continue
+            if not optimizer.state.get(p):
+                fresh: dict = {}
+                optimizer._init_state(fresh, p, group)
+                if fresh:           # SGD without momentum keeps no state, as in torch
+                    optimizer.state[p] = fresh
             update(group, p, optimizer.state)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from ..tensor import Tensor
 from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
                         params_with_grad, scalar_state, set_scalar, step_tensor, zeros_state)
@@ -40,6 +41,14 @@ class ASGD(Optimizer):
         check_flags(defaults)
         super().__init__(params, defaults)
 
+    def _init_state(self, state: dict, p: Tensor, group: dict) -> None:
+        """``p``'s state before its first step, in torch's layout (also for
+        ``differentiable=True``, optim/_differentiable.py)."""
+        state["step"] = scalar_state(0.0)
+        state["eta"] = scalar_state(hyper(group["lr"]))
+        state["mu"] = scalar_state(1.0)
+        state["ax"] = zeros_state(p)
+
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
         """One update of every parameter with a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
@@ -53,10 +62,7 @@ class ASGD(Optimizer):
             for p in params_with_grad(group):
                 state = self.state[p]
                 if not state:
-                    state["step"] = scalar_state(0.0)
-                    state["eta"] = scalar_state(lr)
-                    state["mu"] = scalar_state(1.0)
-                    state["ax"] = zeros_state(p)
+                    self._init_state(state, p, group)
                 t = step_tensor(state)
                 d = p._data
                 g = grad_array(p, group["maximize"], "ASGD")

@@ -172,6 +172,11 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     # ------------------------------------------------------------------ gradients
+    def _init_state(self, state: dict, p: Tensor, group: dict) -> None:
+        """Fill ``p``'s empty state before its first step; both step paths (eager and
+        ``differentiable=True``) call it. Algorithms with state made elsewhere (at construction,
+        or lazily like SGD's momentum buffer) keep this one, which adds nothing."""
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all parameters: to None (the default), or to zero in place."""
         for group in self.param_groups:

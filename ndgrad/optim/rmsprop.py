@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from ..tensor import Tensor
 from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
                         params_with_grad, scalar_state, step_tensor, zeros_state)
@@ -42,6 +43,16 @@ class RMSprop(Optimizer):
         check_flags(defaults)
         super().__init__(params, defaults)
 
+    def _init_state(self, state: dict, p: Tensor, group: dict) -> None:
+        """``p``'s state before its first step, in torch's layout (also for
+        ``differentiable=True``, optim/_differentiable.py)."""
+        state["step"] = scalar_state(0.0)
+        state["square_avg"] = zeros_state(p)
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = zeros_state(p)
+        if group["centered"]:
+            state["grad_avg"] = zeros_state(p)
+
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
         """One update of every parameter with a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
@@ -54,12 +65,7 @@ class RMSprop(Optimizer):
             for p in params_with_grad(group):
                 state = self.state[p]
                 if not state:
-                    state["step"] = scalar_state(0.0)
-                    state["square_avg"] = zeros_state(p)
-                    if momentum > 0:
-                        state["momentum_buffer"] = zeros_state(p)
-                    if group["centered"]:
-                        state["grad_avg"] = zeros_state(p)
+                    self._init_state(state, p, group)
                 step_tensor(state)
                 d = p._data
                 g = grad_array(p, group["maximize"], "RMSprop")

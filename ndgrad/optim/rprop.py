@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Tuple
 import numpy as np
 
 from .. import _creation
+from ..tensor import Tensor
 from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
                         params_with_grad, scalar_state, step_tensor, zeros_state)
@@ -42,6 +43,15 @@ class Rprop(Optimizer):
         check_flags(defaults)
         super().__init__(params, defaults)
 
+    def _init_state(self, state: dict, p: Tensor, group: dict) -> None:
+        """``p``'s state before its first step, in torch's layout (also for
+        ``differentiable=True``, optim/_differentiable.py)."""
+        state["step"] = scalar_state(0.0)
+        state["prev"] = zeros_state(p)
+        grad = p.grad
+        assert grad is not None, "a state is made for parameters with a gradient"
+        state["step_size"] = _creation.full_like(grad.detach(), hyper(group["lr"]))
+
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
         """One update of every parameter with a gradient; returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
@@ -54,10 +64,7 @@ class Rprop(Optimizer):
             for p in params_with_grad(group):
                 state = self.state[p]
                 if not state:
-                    state["step"] = scalar_state(0.0)
-                    state["prev"] = zeros_state(p)
-                    state["step_size"] = _creation.full_like(p.grad.detach(),
-                                                             hyper(group["lr"]))
+                    self._init_state(state, p, group)
                 step_tensor(state)
                 d = p._data
                 g = np.array(grad_array(p, group["maximize"], "Rprop"), copy=True)
