@@ -144,7 +144,7 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
         # the analysis holds; only the counts, consumed by the run, are copied.
         deps = dict(plan["deps"])
         needed, captures = plan["needed"], plan["captures"]
-        counts = dict(plan["counts"]) if plan["counts"] is not plan["deps"] else deps
+        counts = deps if plan["counts"] is None else dict(plan["counts"])
         captured = [None] * len(input_edges) if captures is not None else None
         general = False
         call = _call_function
@@ -185,10 +185,9 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
     task = _local.tasks[-1]                         # Note [Graph tasks]
     task.nodes, task.needed, task.captures = deps, needed, captures
     if plan is not None and not general:
+        # counts None: the run counts in ``deps`` itself (no inputs= restriction)
         plan.update(deps=dict(deps), needed=needed, captures=captures,
-                    counts=dict(counts) if counts is not deps else None)
-        if counts is deps:
-            plan["counts"] = plan["deps"]
+                    counts=None if counts is deps else dict(counts))
     return _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, captured,
                 general, call)
 
