@@ -11,6 +11,7 @@ import pytest
 
 import ndgrad
 from ndgrad.jit import TraceError, interpret, trace_graph
+from ndgrad.jit import codegen
 from ndgrad.jit.codegen import generate
 from op_db import OPS, make_inputs
 
@@ -28,7 +29,16 @@ def _trace_op(op, rng, requires_grad=False):
     return trace_graph(lambda *ts: op.fn(ndgrad, *ts), tuple(xs), check=False), xs
 
 
-def test_every_traceable_op_of_op_db_generates_the_interpreters_results():
+@pytest.fixture(params=["default", "inplace_everywhere"])
+def inplace_mode(request, monkeypatch):
+    """Run a test as is, and again with every eligible line rewritten to reuse a dead buffer
+    (Note [Buffers reused in place]: normally only for results of 8192+ elements)."""
+    if request.param == "inplace_everywhere":
+        monkeypatch.setattr(codegen, "INPLACE_MIN_NUMEL", 0)
+    return request.param
+
+
+def test_every_traceable_op_of_op_db_generates_the_interpreters_results(inplace_mode):
     rng = np.random.default_rng(0)
     done, untraceable = 0, []
     for op in OPS:
@@ -50,7 +60,7 @@ def test_every_traceable_op_of_op_db_generates_the_interpreters_results():
     assert done >= 0.9 * len(OPS), (done, len(OPS), untraceable)
 
 
-def test_gradient_f_and_df_through_codegen_equal_the_interpreter():
+def test_gradient_f_and_df_through_codegen_equal_the_interpreter(inplace_mode):
     from ndgrad.jit.differentiate import differentiate
     rng = np.random.default_rng(1)
     done = 0
@@ -193,3 +203,126 @@ def test_small_products_run_on_one_blas_thread_and_the_count_is_restored():
         out = small(a._data)
         assert seen == [1] and get() == before
         np.testing.assert_allclose(out[0], np.tanh(a._data @ a._data))
+
+
+# ---------------------------------------------------------------- Note [Buffers reused in place]
+def _both(monkeypatch, fn, *xs):
+    """The generated code of ``fn`` with every eligible result written into a dead buffer, and
+    the code without the rewrite."""
+    g = trace_graph(fn, xs).graph
+    monkeypatch.setattr(codegen, "INPLACE_MIN_NUMEL", 0)
+    reuse = generate(g)
+    monkeypatch.setattr(codegen, "INPLACE_MIN_NUMEL", 1 << 62)
+    plain = generate(g)
+    assert "out=" not in plain.code
+    return reuse, plain
+
+
+def _f32(rng, *shape):
+    return ndgrad.tensor(rng.standard_normal(shape).astype(np.float32))
+
+
+def test_a_dead_intermediate_is_reused_in_place_with_the_same_bits(monkeypatch):
+    rng = np.random.default_rng(5)
+    x = _f32(rng, 4, 5)
+    w = _f32(rng, 5, 3)
+
+    def fn(x, w):
+        h = ((x * 3).exp() + 1).tanh()
+        return (h - x).relu() @ w
+
+    reuse, plain = _both(monkeypatch, fn, x, w)
+    assert reuse.code.count("out=") >= 4 and "_np_maximum(v" in reuse.code
+    before = x._data.copy(), w._data.copy()
+    a, b = reuse(x._data, w._data)[0], plain(x._data, w._data)[0]
+    assert _same(a, b) and _same(a, fn(x, w)._data)
+    assert _same(x._data, before[0]) and _same(w._data, before[1])
+
+
+def test_in_place_never_writes_into_an_input_or_a_view_of_one(monkeypatch):
+    rng = np.random.default_rng(6)
+    x = _f32(rng, 3, 4)
+    for fn in (lambda x: x.exp(), lambda x: x.t().exp() * 2, lambda x: (x[1:] + 1).sin()):
+        reuse, plain = _both(monkeypatch, fn, x)
+        assert "out=a0" not in reuse.code
+        before = x._data.copy()
+        assert _same(reuse(x._data)[0], plain(x._data)[0])
+        assert _same(x._data, before)
+
+
+def test_in_place_never_writes_into_an_output_or_a_view_of_one(monkeypatch):
+    rng = np.random.default_rng(7)
+    x = _f32(rng, 3, 4)
+    for fn in (lambda x: ((y := x * 2), y.exp()),
+               lambda x: ((y := x * 2)[0], y.exp()),
+               lambda x: ((y := x * 2).t(), y.exp())):
+        reuse, plain = _both(monkeypatch, fn, x)
+        a, b = reuse(x._data), plain(x._data)
+        assert all(_same(p, q) for p, q in zip(a, b))
+        assert _same(np.asarray(a[0]), np.asarray(fn(x)[0]._data))
+
+
+def test_in_place_waits_for_every_view_of_a_buffer_to_die(monkeypatch):
+    rng = np.random.default_rng(8)
+    x = _f32(rng, 4, 4)
+
+    def fn(x):
+        y = x * 2
+        v = y.t()              # a view of y, alive after y's last direct use
+        z = y.exp()
+        return z + v
+
+    reuse, plain = _both(monkeypatch, fn, x)
+    assert "out=v1" not in reuse.code.split("_np_exp")[1].splitlines()[0]
+    assert _same(reuse(x._data)[0], plain(x._data)[0])
+    assert _same(reuse(x._data)[0], fn(x)._data)
+
+
+def test_in_place_never_writes_into_a_captured_value(monkeypatch):
+    # tanh's result is captured for backward (an output of f): the next op must not reuse it
+    monkeypatch.setattr(codegen, "INPLACE_MIN_NUMEL", 0)
+    rng = np.random.default_rng(9)
+    w = _f32(rng, 4, 4).requires_grad_()
+    cap = _f32(rng, 4, 4)        # a closure tensor: a lifted graph input
+
+    def fn(x):
+        h = (x * w).tanh()
+        return ((h * 3 + cap).relu() * h).sum()
+
+    x = _f32(rng, 4, 4)
+    cf = ndgrad.compile(fn)
+    for _ in range(2):           # the first call traces, the second runs the generated code
+        w.grad = None
+        before = cap._data.copy()
+        cf(x).backward()
+        assert _same(cap._data, before)
+    got = w.grad._data
+    w.grad = None
+    fn(x).backward()
+    np.testing.assert_allclose(got, w.grad._data, rtol=1e-6)
+    assert "out=" in cf.code
+
+
+def test_in_place_checks_the_layout_of_operands_it_cannot_know(monkeypatch):
+    # a Fortran-ordered input: the rewrite falls back to a new array, so the result has the
+    # layout (and a later reduction the bits) of the plain code
+    rng = np.random.default_rng(10)
+    x, t = _f32(rng, 6, 5), _f32(rng, 6, 5)
+    reuse, plain = _both(monkeypatch, lambda x, t: ((x * 2) - t).sum(0), x, t)
+    assert ".flags.c_contiguous" in reuse.code
+    tf = np.asfortranarray(t._data)
+    for tt in (t._data, tf):
+        a, b = reuse(x._data, tt)[0], plain(x._data, tt)[0]
+        assert _same(a, b)
+
+
+def test_relu_backward_in_place_keeps_the_exact_select_for_nan(monkeypatch):
+    monkeypatch.setattr(codegen, "INPLACE_MIN_NUMEL", 0)
+    x = ndgrad.tensor([[-1.0, 2.0], [3.0, -4.0]], requires_grad=True)
+    g = ndgrad.tensor([[float("nan"), float("inf")], [-1.0, float("-inf")]])
+    cf = ndgrad.compile(lambda x, g: ndgrad.autograd.grad((x * 1).relu(), x, g)[0])
+    for _ in range(2):
+        got = cf(x, g)
+    ref = ndgrad.autograd.grad((x * 1).relu(), x, g)[0]
+    assert _same(got._data, ref._data)
+    assert _same(got._data, np.array([[0.0, np.inf], [-1.0, 0.0]], np.float32))

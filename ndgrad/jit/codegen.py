@@ -23,8 +23,27 @@ raw ndarrays: no Tensor, no dispatcher, no graph recording.
   propagates it (``AutogradAdd(None, x)`` is ``x``; a ``GradOf`` whose inputs are all ``None``
   yields ``None``; an op inside a ``GradOf`` block with some but not all inputs ``None`` gets
   zeros for them). The executor keeps one generated variant per pattern (executor.py).
+* Large results are written into the buffer of an input that dies at that line (Note
+  [Buffers reused in place]).
 * A 0-d result is converted with ``np.asarray`` (the dispatcher does the same: NumPy returns
   scalars for 0-d ufunc results).
+
+Note [Buffers reused in place]
+A line computing a new array element by element (a ufunc, add/sub, a scalar op, relu, relu's
+and tanh's backward, ``AutogradAdd``) is rewritten to write into an operand's buffer (``out=``)
+when, at generation time, that operand: is a new array made by an earlier line of this function
+(never an input, a constant or a VM register: inputs include the captured values df receives);
+has the result's shape and dtype; is used for the last time there, and so is every name that
+may share memory with it (a line not known to allocate is assumed to return views of all its
+operands); and neither it nor any such view is returned (f's outputs include the temporaries
+df captures). Element-wise loops give the same bits whether they write into a new array or an
+operand's, but a new array takes the memory layout of its operands (and a later reduction or
+product then sums in that layout's order): the rewrite is used only when every operand is
+C-contiguous, known at generation time (matrix products and element-wise results of C-contiguous
+operands are) or checked at run time (``out=(v if x.flags.c_contiguous else None)``, the plain
+call when the check fails). Only results of ``INPLACE_MIN_NUMEL`` elements or more are
+rewritten: below that the ``out=`` keyword costs more than a new array. The tests run the
+op-table comparisons with the threshold at 0.
 
 Example:
     >>> import ndgrad
@@ -64,6 +83,8 @@ _lock = threading.Lock()
 _FAST_FLOATS = frozenset(np.dtype(d) for d in ("float32", "float64", "complex64", "complex128"))
 _LITERALS = (int, bool, str, type(None))
 _PRODUCTS = frozenset((_linalg.MM, _linalg.BMM, _linalg.MV, _linalg.DOT))
+INPLACE_MIN_NUMEL = 1 << 13  # results this large are written into dead buffers (smaller
+#                              ones pay more for ufunc keywords than for a new array)
 _SMALL_NUMEL = 1 << 18      # functions whose results are all this small, with small products,
 #                             run their products on one BLAS thread (blas_threads.py)
 _RESHAPES = frozenset((_shape.VIEW, _shape.RESHAPE_COPY, _shape.SQUEEZE, _shape.SQUEEZE_DIM,
@@ -207,8 +228,20 @@ class _Gen:
             return repr(a)
         return self.bind(a, t.__name__)
 
-    def emit(self, text: str, used: Sequence[str], defined: Sequence[str]) -> None:
-        self.lines.append((text, tuple(u for u in used if u), tuple(defined)))
+    def emit(self, text: str, used: Sequence[str], defined: Sequence[str],
+             fresh: Optional[Value] = None, inplace: Optional[tuple] = None) -> None:
+        """One line of the body. ``fresh``: the line defines one new array (owned by the
+        function, aliasing nothing) with this value's shape and dtype; ``inplace``:
+        ``(candidates, make)``, the inputs whose buffer the line may write into when it is
+        their last use and ``make(buffer, cond)`` giving that variant (Note [Buffers reused in
+        place])."""
+        meta = None
+        if fresh is not None and fresh.shape != () and not any(d in self.maybe_none
+                                                                  for d in defined):
+            # a 2-d matrix product's result is always C-contiguous
+            c_order = inplace is not None and not inplace[0] and inplace[2] is None
+            meta = (tuple(fresh.shape), np.dtype(fresh.dtype), c_order)
+        self.lines.append((text, tuple(u for u in used if u), tuple(defined), meta, inplace))
 
     # ---- graph walk
     def build(self, graph: Graph, undefined: frozenset, copies: frozenset = frozenset()
@@ -233,7 +266,8 @@ class _Gen:
         if self.nreg:
             numel, dt = self.rclass
             d = self.bind(dt, f"dtype_{dt.name}")
-            self.lines.insert(0, (f"_R = _np.empty(({self.nreg}, {numel}), {d})", (), ()))
+            self.lines.insert(0, (f"_R = _np.empty(({self.nreg}, {numel}), {d})", (), (),
+                                  None, None))
         return self.finish(params, outs), self.glb
 
     _const_names: frozenset = frozenset()
@@ -297,7 +331,14 @@ class _Gen:
             if a in self.maybe_none and b in self.maybe_none:
                 self.maybe_none.add(out)
         else:
-            self.emit(f"{out} = {a} + {b}", (a, b), (out,))
+            v = n.output()
+            same = [x for x, iv in zip((a, b), n.inputs()) if iv.dtype == v.dtype and
+                    tuple(iv.shape) == tuple(v.shape)]
+            ip = None
+            if v.shape != () and v.dtype in _FAST_FLOATS and all(
+                    iv.dtype == v.dtype for iv in n.inputs()):
+                ip = self._ufunc_forms(self.bind(np.add, "np_add"), [a, b], out, same)
+            self.emit(f"{out} = {a} + {b}", (a, b), (out,), v if ip is not None else None, ip)
         env[n.output()] = out
 
     def prim_Detach(self, n, env, in_grad_of) -> None:
@@ -490,14 +531,21 @@ class _Gen:
             self.blas_macs = max(self.blas_macs, _numel(n.output().shape) * max(
                 1, n.inputs()[0].shape[-1] if n.inputs()[0].shape else 1))
         outs = [self.fresh() for _ in n.outputs()]
+        tgt = outs[0] if len(outs) == 1 else ", ".join(outs)
+        src = f"  # {n.op.name}" + (f"  {n.source}" if n.source else "")
         expr = self.direct(n, ins) if len(outs) == 1 else None
+        fresh = inplace = None
         if expr is None:
             fwd = self.bind(n.op.forward, f"{n.op.name}_fwd")
             parts = list(ins[:k]) + [self.arg(a, ins, k) for a in n.args]
             expr = f"{fwd}({', '.join(parts)})"
-        tgt = outs[0] if len(outs) == 1 else ", ".join(outs)
-        src = f"  # {n.op.name}" + (f"  {n.source}" if n.source else "")
-        self.emit(f"{tgt} = {expr}{src}", ins, outs)
+        else:
+            ip = self.inplace_forms(n, ins, tgt)
+            if ip is not None:
+                fresh = n.output()
+                inplace = (ip[0], tuple(t + src for t in ip[1]),
+                           None if ip[2] is None else ip[2] + src)
+        self.emit(f"{tgt} = {expr}{src}", ins, outs, fresh, inplace)
         for o, nm in zip(n.outputs(), outs):
             self.fix0d(nm, o)
             env[o] = nm
@@ -543,6 +591,79 @@ class _Gen:
             return body if t is tuple else f"_TensorList({body})"
         return self.lit(a)
 
+    def inplace_forms(self, n, ins: list, tgt: str) -> Optional[tuple]:
+        """For a node whose direct code makes one new array computed element by element (or a
+        2-d matrix product): ``(candidates, forms, big)``, ``forms[i]`` the statement writing
+        the result into ``candidates[i]``'s buffer (``{out}`` stands for the buffer, or for
+        None when a run-time layout check fails), ``big`` a form with fewer temporaries used
+        for large results when no buffer is free; None for other nodes (Note [Buffers reused
+        in place])."""
+        op, args = n.op, n.args
+        iv = n.inputs()
+        out = n.output()
+        if out.shape == () or len(ins) != n.num_tensor_inputs or not ins:
+            return None
+        dt = out.dtype
+        same = [x for v, x in zip(iv, ins) if v.dtype == dt and tuple(v.shape) == tuple(
+            out.shape)]
+        fwd = op.forward
+        if isinstance(fwd, np.ufunc) and not args and fwd.nin == len(ins) and fwd.nout == 1:
+            if any(v.dtype != dt for v in iv):
+                return None    # a mixed-type or type-changing loop: keep the plain call
+            f = self.bind(fwd, f"np_{fwd.__name__}")
+            return self._ufunc_forms(f, ins, tgt, same)
+        if dt not in _FAST_FLOATS or iv[0].dtype != dt:
+            return None
+        if op is _pw.ADD and args in ((), (1,)) or op is _pw.SUB and args in ((), (1,)):
+            f = self.bind(np.add if op is _pw.ADD else np.subtract,
+                          "np_add" if op is _pw.ADD else "np_subtract")
+            return self._ufunc_forms(f, ins, tgt, same)
+        if op in (_pw.MUL_S, _pw.DIV_S, _pw.ADD_S, _pw.SUB_S):
+            # direct() accepted it: the expression is ``x <op> c`` with a 0-d constant or an
+            # exact Python scalar; the ufunc form is the same call
+            s = _pw._s(np.empty((), dt), args[0])
+            c = self.bind(s, "scalar") if isinstance(s, np.ndarray) else self.lit(s)
+            uf = {_pw.MUL_S: np.multiply, _pw.DIV_S: np.true_divide, _pw.ADD_S: np.add,
+                  _pw.SUB_S: np.subtract}[op]
+            f = self.bind(uf, "np_" + uf.__name__)
+            return self._ufunc_forms(f, [ins[0], c], tgt, same)
+        if op is _pw.RELU and dt.kind == "f":
+            f = self.bind(np.maximum, "np_maximum")
+            return self._ufunc_forms(f, [ins[0], "0"], tgt, same)
+        if op is _pw.TANH_BACKWARD and dt.kind == "f" and iv[1].dtype == dt:
+            g, y = ins
+            one = self.bind(_pw._s(np.empty((), dt), 1), "one")
+            mul = self.bind(np.multiply, "np_multiply")
+            sub = self.bind(np.subtract, "np_subtract")
+            cands, forms = [], []
+            if y in same:
+                cands.append(y)
+                forms.append(f"{tgt} = {mul}({y}, {y}, out={{out}}); "
+                             f"{sub}({one}, {tgt}, out={tgt}); {mul}({g}, {tgt}, out={tgt})")
+            big = (f"{tgt} = {mul}({y}, {y}); {sub}({one}, {tgt}, out={tgt}); "
+                   f"{mul}({g}, {tgt}, out={tgt})")
+            if g in same and g != y:
+                cands.append(g)
+                forms.append(f"{tgt} = {mul}({y}, {y}); {sub}({one}, {tgt}, out={tgt}); "
+                             f"{tgt} = {mul}({g}, {tgt}, out={{out}})")
+            if tuple(iv[0].shape) != tuple(out.shape) or tuple(iv[1].shape) != tuple(out.shape):
+                big = None     # y * y may be smaller than the result: keep the plain form
+            return tuple(cands), tuple(forms), big
+        if op is _pw.THRESHOLD_BACKWARD and dt.kind == "f" and iv[1].dtype == dt:
+            fn = self.bind(_threshold_backward_into, "threshold_backward_into")
+            g, r = ins
+            cands = [x for x in (g,) if x in same]
+            return (tuple(cands), tuple(f"{tgt} = {fn}({g}, {r}, {{out}})" for _ in cands),
+                    None)
+        if op in _PRODUCTS and len(out.shape) == 2 and iv[1].dtype == dt:
+            return (), (), None      # a new C-contiguous array: a buffer for later nodes
+        return None
+
+    def _ufunc_forms(self, f: str, ops: list, tgt: str, same: list) -> tuple:
+        cands = tuple(dict.fromkeys(x for x in ops if x in same))
+        call = ", ".join(ops)
+        return cands, tuple(f"{tgt} = {f}({call}, out={{out}})" for _ in cands), None
+
     def direct(self, n, ins: list) -> Optional[str]:
         """NumPy source equal to ``n.op.forward(*ins, *n.args)`` for the node's static types,
         or None (then the forward itself is called)."""
@@ -587,6 +708,12 @@ class _Gen:
         if op is _pw.TANH_BACKWARD and dt.kind == "f" and iv[1].dtype == dt:
             one = self.bind(_pw._s(np.empty((), dt), 1), "one")
             return f"{ins[0]} * ({one} - {ins[1]} * {ins[1]})"
+        if op is _pw.RELU and dt.kind == "f":
+            # relu's forward for a float input: np.maximum(x, 0), already of x's dtype
+            return f"{self.bind(np.maximum, 'np_maximum')}({ins[0]}, 0)"
+        if op is _pw.THRESHOLD_BACKWARD and dt.kind == "f" and iv[1].dtype == dt:
+            fn = self.bind(_threshold_backward_into, "threshold_backward_into")
+            return f"{fn}({ins[0]}, {ins[1]}, None)"
         if op in (_linalg.MM, _linalg.BMM, _linalg.MV, _linalg.DOT) and iv[1].dtype == dt:
             f = self.bind(np.matmul, "np_matmul")
             return f"{f}({ins[0]}, {ins[1]})"
@@ -596,18 +723,79 @@ class _Gen:
                     f"dtype={self.lit(args[2])})")
         return None
 
+    # ---- buffers reused in place
+    def reuse_buffers(self, keep: set, last: dict) -> None:
+        """Rewrite lines to write their result into the buffer of an input that dies there
+        (Note [Buffers reused in place])."""
+        lines = self.lines
+        roots: dict = {}       # name -> the buffers it may share memory with (itself included)
+        for _text, used, defined, meta, _ip in lines:
+            if meta is not None:
+                for d in defined:
+                    roots[d] = {d}
+                continue
+            shared: set = set()
+            for u in used:
+                shared |= roots.get(u, {u})
+            for d in defined:
+                roots[d] = shared | roots.get(d, set()) | {d}
+        holders: dict = {}
+        for nm, rs in roots.items():
+            for r in rs:
+                holders.setdefault(r, []).append(nm)
+        blocked: set = set()
+        for o in keep:
+            blocked |= roots.get(o, {o})
+        c_known: set = set()      # names known C-contiguous at generation time
+
+        def c_ok(u: str) -> bool:
+            if u in c_known:
+                return True
+            val = self.const_vals.get(u)
+            return val is not None and (val.ndim == 0 or val.flags.c_contiguous)
+
+        metas: dict = {}
+        for i, (_text, used, defined, meta, ip) in enumerate(lines):
+            if meta is None:
+                continue
+            shape, dtype, c_order = meta
+            plain = all(c_ok(u) for u in used)
+            new = None
+            if ip is not None and _numel(shape) >= INPLACE_MIN_NUMEL:
+                cands, forms, big = ip
+                for x, form in zip(cands, forms):
+                    if metas.get(x, ())[:2] != (shape, dtype) or x in blocked or max(
+                            last.get(h, -1) for h in holders.get(x, (x,))) != i:
+                        continue
+                    checks = [u for u in dict.fromkeys((x,) + tuple(used)) if not c_ok(u)]
+                    if checks and ";" in form:
+                        continue      # several statements: only when no check is needed
+                    cond = " and ".join(f"{u}.flags.c_contiguous" for u in checks)
+                    new = form.format(out=f"({x} if {cond} else None)" if checks else x)
+                    plain = plain and not checks
+                    break
+                if new is None and big is not None and plain:
+                    new = big
+            if new is not None:
+                lines[i] = (new, used, defined, meta, ip)
+            if c_order or plain:
+                c_known.update(defined)
+            for d in defined:
+                metas[d] = meta
+
     # ---- output
     def finish(self, params: list, outs: list) -> str:
         lines = self.lines
         keep = {o for o in outs if o is not None}
         last: dict = {}
-        for i, (_, used, defined) in enumerate(lines):
+        for i, (_, used, defined, _m, _ip) in enumerate(lines):
             for u in used:
                 last[u] = i
             for d in defined:
                 last.setdefault(d, i)
         for p in params:
             last.setdefault(p, -1)
+        self.reuse_buffers(keep, last)
         # frees after line i
         frees: dict = {}
         for nm, i in last.items():
@@ -617,7 +805,7 @@ class _Gen:
         body = []
         if -1 in frees:
             body.append("del " + ", ".join(sorted(frees[-1])))
-        for i, (text, _used, _defined) in enumerate(lines):
+        for i, (text, _used, _defined, _m, _ip) in enumerate(lines):
             body.append(text)
             dead = frees.get(i)
             if dead:
@@ -636,6 +824,17 @@ def _op_backward(node: Any, arrays: list) -> tuple:
     from .differentiate import run_op_backward   # local import: same layer, loaded lazily
     outs = run_op_backward(node, [None if a is None else _wrap(a) for a in arrays])
     return tuple(None if t is None else t._data for t in outs)
+
+
+def _threshold_backward_into(g: np.ndarray, r: np.ndarray, out: Any) -> np.ndarray:
+    """relu's backward (ops/pointwise.py ``_threshold_backward_fwd``, the same NumPy calls and
+    bits) written into ``out`` (``g`` itself when it is dead) or a new array (None)."""
+    m = r > 0
+    res = np.multiply(g, m, out=out)
+    if np.isnan(np.add.reduce(res, axis=None)):
+        # the exact select: where the mask is set res holds g (g * 1), elsewhere zeros
+        np.copyto(res, np.zeros((), res.dtype), where=~m)
+    return res
 
 
 def _numel(shape: tuple) -> int:
