@@ -326,3 +326,39 @@ def test_relu_backward_in_place_keeps_the_exact_select_for_nan(monkeypatch):
     ref = ndgrad.autograd.grad((x * 1).relu(), x, g)[0]
     assert _same(got._data, ref._data)
     assert _same(got._data, np.array([[0.0, np.inf], [-1.0, 0.0]], np.float32))
+
+
+# ------------------------------------------------------ Note [Expands left to broadcasting]
+def test_an_expand_read_element_wise_is_left_to_numpy_broadcasting():
+    rng = np.random.default_rng(11)
+    x, y = _f32(rng, 3, 1), _f32(rng, 3, 4)
+    s = _f32(rng)
+
+    def fn(x, y, s):
+        e = s.expand(3, 4)
+        a = (e / 3 + x.expand(3, 4)) * y        # read element-wise only: never emitted
+        b = (x.expand(3, 4) * 2) @ y.t()        # read by a product: emitted before it
+        return a, b, x.expand(3, 4) + 1, s.expand(2, 2)
+
+    g = trace_graph(fn, (x, y, s)).graph
+    gen = generate(g)
+    code = gen.code
+    # emitted: the product's operand, the expand returned, the pending result returned (copied)
+    assert code.count("_np_broadcast_to(") == 3, code
+    assert "_expand_fwd" not in code
+    out = gen(x._data, y._data, s._data)
+    ref = interpret(g, [x, y, s])
+    for r, o in zip(ref, out):
+        assert _same(r._data, o)
+    assert out[3].shape == (2, 2) and not out[3].flags.writeable   # the eager view, as eager
+    assert out[2].flags.writeable and out[2].flags.c_contiguous    # a new array, as eager
+
+
+def test_a_mean_backward_divides_one_element():
+    x = ndgrad.ones(5, 6, requires_grad=True)
+    cf = ndgrad.compile(lambda x: (x * x).mean())
+    for _ in range(2):
+        x.grad = None
+        cf(x).backward()
+    assert "_np_broadcast_to" not in cf.code and "_expand_fwd" not in cf.code
+    assert _same(x.grad._data, np.full((5, 6), 2 / 30, np.float32))

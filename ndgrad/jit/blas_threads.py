@@ -24,15 +24,15 @@ import ctypes
 import glob
 import os
 import threading
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
-__all__ = ["single_blas_thread", "MAX_MACS", "available"]
+__all__ = ["single_blas_thread", "run_single_threaded", "MAX_MACS", "available"]
 
 MAX_MACS = 1 << 21         # a 128x128x128 product
 _lock = threading.Lock()
-_state = {"depth": 0, "prev": 1}
+_depth = [0, 1]        # [active calls, the thread count to restore]
 _funcs: Optional[tuple] = None
 _searched = False
 
@@ -61,6 +61,27 @@ def available() -> bool:
     return _find() is not None
 
 
+def run_single_threaded(fn: Callable, args: tuple) -> Any:
+    """``fn(*args)`` with NumPy's BLAS on one thread (the previous count restored after); the
+    lean form of ``single_blas_thread`` that generated functions call on every run."""
+    f = _funcs if _searched else _find()
+    if f is None:
+        return fn(*args)
+    with _lock:
+        if _depth[0] == 0:
+            prev = _depth[1] = f[0]()
+            if prev != 1:
+                f[1](1)
+        _depth[0] += 1
+    try:
+        return fn(*args)
+    finally:
+        with _lock:
+            _depth[0] -= 1
+            if _depth[0] == 0 and _depth[1] != 1:
+                f[1](_depth[1])
+
+
 class single_blas_thread:
     """Context manager: NumPy's BLAS uses one thread inside (Note [Single-threaded small
     GEMMs]); a no-op when the BLAS is not NumPy's bundled OpenBLAS."""
@@ -72,17 +93,17 @@ class single_blas_thread:
         if f is None:
             return
         with _lock:
-            if _state["depth"] == 0:
-                _state["prev"] = f[0]()
-                if _state["prev"] != 1:
+            if _depth[0] == 0:
+                _depth[1] = f[0]()
+                if _depth[1] != 1:
                     f[1](1)
-            _state["depth"] += 1
+            _depth[0] += 1
 
     def __exit__(self, *exc: Any) -> None:
         f = _funcs
         if f is None:
             return
         with _lock:
-            _state["depth"] -= 1
-            if _state["depth"] == 0 and _state["prev"] != 1:
-                f[1](_state["prev"])
+            _depth[0] -= 1
+            if _depth[0] == 0 and _depth[1] != 1:
+                f[1](_depth[1])

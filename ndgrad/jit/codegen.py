@@ -28,6 +28,15 @@ raw ndarrays: no Tensor, no dispatcher, no graph recording.
 * A 0-d result is converted with ``np.asarray`` (the dispatcher does the same: NumPy returns
   scalars for 0-d ufunc results).
 
+Note [Expands left to broadcasting]
+``expand`` (a broadcast view) is not emitted where it is made: an element-wise node reading it
+(a ufunc, add/sub, a scalar op) reads the unexpanded source and lets NumPy broadcast, which
+computes every element from the same operands, so the same bits; its result keeps the smaller
+shape (again pending broadcasting) until its shape is the traced one. Any other reader (a
+reduction, a product, an output, the VM) gets the ``np.broadcast_to`` view the eager forward
+makes, emitted at its first use. A mean's or sum's backward (a gradient expanded from a
+scalar, then divided) thus divides one element and broadcasts in the next product.
+
 Note [Buffers reused in place]
 A line computing a new array element by element (a ufunc, add/sub, a scalar op, relu, relu's
 and tanh's backward, ``AutogradAdd``) is rewritten to write into an operand's buffer (``out=``)
@@ -73,7 +82,7 @@ from ..ops import pointwise as _pw
 from ..ops import reduction as _red
 from ..ops import shape as _shape
 from ..tensor import _wrap
-from .blas_threads import MAX_MACS, single_blas_thread
+from .blas_threads import MAX_MACS, run_single_threaded
 from .ir import ArrayArg, Graph, TensorArg, Value
 
 __all__ = ["generate", "GeneratedFunction"]
@@ -108,8 +117,7 @@ class GeneratedFunction:
 
     def __call__(self, *arrays: Any) -> tuple:
         if self.single_thread:
-            with single_blas_thread():
-                return self.fn(*arrays)
+            return run_single_threaded(self.fn, arrays)
         return self.fn(*arrays)
 
     def __repr__(self) -> str:
@@ -152,6 +160,19 @@ class _Reg:
         self.idx, self.value = idx, value
 
 
+class _Lazy:
+    """An ``expand`` not emitted yet: its value is ``np.broadcast_to(src, value.shape)`` where
+    ``src`` has the (smaller) shape ``shape``. Element-wise consumers read ``src`` and let
+    NumPy broadcast; any other reader gets the view emitted (Note [Expands left to
+    broadcasting])."""
+
+    __slots__ = ("src", "shape", "value", "name", "view")
+
+    def __init__(self, src: str, shape: tuple, value: Value, view: bool = True) -> None:
+        self.src, self.shape, self.value, self.name = src, shape, value, None
+        self.view = view     # an expand's view; False: a computed value, emitted as a new array
+
+
 class _Env(dict):
     """Value -> source name; a value living in a VM register is given a name (a view of its
     row) when some non-VM code reads it."""
@@ -164,6 +185,8 @@ class _Env(dict):
         x = dict.__getitem__(self, v)
         if type(x) is _Reg:
             return self.gen.materialize(x)
+        if type(x) is _Lazy:
+            return self.gen.broadcast(x)
         return x
 
 
@@ -355,9 +378,18 @@ class _Gen:
         lead = len(xs) - len(shape)
         dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
                                           if s == 1 and xs[lead + i] != 1)
-        fwd = self.bind(_red.SUM_TO_SIZE.forward, "sum_to_size")
         out = self.fresh()
-        self.emit(f"{out} = {self.guard(x)}{fwd}({x}, {dims!r}, {shape!r})", (x,), (out,))
+        if v.dtype.kind in "fc":
+            # the forward's own reduction (ops/reduction.py _sum_to_fwd), without its call and
+            # without keepdims + reshape when the kept dims are only leading ones
+            red = self.bind(np.add.reduce, "np_add_reduce")
+            kept = lead < len(dims)
+            expr = f"{red}({x}, {dims!r}" + (f", None, None, True).reshape({shape!r})" if kept
+                                             else ")")
+        else:
+            fwd = self.bind(_red.SUM_TO_SIZE.forward, "sum_to_size")
+            expr = f"{fwd}({x}, {dims!r}, {shape!r})"
+        self.emit(f"{out} = {self.guard(x)}{expr}", (x,), (out,))
         self.propagate(x, out)
         self.fix0d(out, n.output())
         env[n.output()] = out
@@ -455,7 +487,8 @@ class _Gen:
         elif self.rclass != cls:
             return False
         # Optional names; the check below returns on any None.
-        raw: list[Any] = [dict.get(env, v) for v in n.inputs()]
+        raw: list[Any] = [env[v] if type(dict.get(env, v)) is _Lazy else dict.get(env, v)
+                          for v in n.inputs()]
         if any(x is None for x in raw):
             return False          # an undefined operand: zeros are materialized by op_node
         regs = [x.idx if type(x) is _Reg else self.view_of[x] if x in self.view_of
@@ -514,7 +547,70 @@ class _Gen:
         return nm
 
     # ---- op nodes
+    def broadcast(self, lz: _Lazy) -> str:
+        """Emit a lazy expand's view (the eager forward's ``np.broadcast_to``)."""
+        if lz.name is None:
+            lz.name = self.fresh()
+            f = self.bind(np.broadcast_to, "np_broadcast_to")
+            if lz.view:
+                self.emit(f"{lz.name} = {f}({lz.src}, {tuple(lz.value.shape)!r})  # expand",
+                          (lz.src,), (lz.name,))
+            else:        # an element-wise result: a new array, as the plain call makes
+                self.emit(f"{lz.name} = {f}({lz.src}, {tuple(lz.value.shape)!r}).copy()",
+                          (lz.src,), (lz.name,))
+        return lz.name
+
+    def lazy_node(self, n, env) -> bool:
+        """Note [Expands left to broadcasting]: an expand becomes a ``_Lazy``; an element-wise
+        node reading one reads its source instead. True when the node was handled here."""
+        if n.op is _shape.EXPAND and len(n.outputs()) == 1 and n.num_tensor_inputs == 1:
+            x = dict.get(env, n.input())
+            if type(x) is _Lazy:
+                if not x.view:
+                    return False      # expanding a pending result: emit that result first
+                env[n.output()] = _Lazy(x.src, x.shape, n.output())
+                return True
+            if type(x) is str and x not in self.maybe_none and x not in self.const_vals:
+                env[n.output()] = _Lazy(x, tuple(n.input().shape), n.output())
+                return True
+            return False
+        raw = [dict.get(env, v) for v in n.inputs()]
+        if not any(type(x) is _Lazy for x in raw) or not self.elementwise(n):
+            return False
+        ins = [x.src if type(x) is _Lazy else env[v] for v, x in zip(n.inputs(), raw)]
+        if any(x is None or x in self.maybe_none for x in ins):
+            return False
+        shapes = [x.shape if type(x) is _Lazy else tuple(v.shape)
+                  for v, x in zip(n.inputs(), raw)]
+        phys = tuple(np.broadcast_shapes(*shapes))
+        expr = self.direct(n, ins)
+        if expr is None:
+            return False
+        out = self.fresh()
+        src = f"  # {n.op.name}" + (f"  {n.source}" if n.source else "")
+        self.emit(f"{out} = {expr}{src}", ins, (out,))
+        v = n.output()
+        if phys == ():
+            self.emit(f"{out} = _asarray({out})", (out,), (out,))
+        env[v] = out if phys == tuple(v.shape) else _Lazy(out, phys, v, view=False)
+        return True
+
+    def elementwise(self, n) -> bool:
+        """Whether ``direct`` emits the node as one broadcasting element-wise NumPy call."""
+        op, args = n.op, n.args
+        fwd = op.forward
+        if len(n.outputs()) != 1:
+            return False
+        if isinstance(fwd, np.ufunc):
+            return not args and fwd.nin == n.num_tensor_inputs == len(n.inputs())
+        return (op in (_pw.ADD, _pw.SUB) and args in ((), (1,))
+                or op in (_pw.MUL_S, _pw.DIV_S) and len(args) >= 1
+                or op in (_pw.ADD_S, _pw.SUB_S) and len(args) >= 1 and (
+                    len(args) == 1 or args[1] == 1))
+
     def op_node(self, n, env, in_grad_of) -> None:
+        if self.lazy_node(n, env):
+            return
         ins = [env[v] for v in n.inputs()]
         k = n.num_tensor_inputs
         if any(x is None or x in self.maybe_none for x in ins):
