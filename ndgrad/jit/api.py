@@ -68,10 +68,15 @@ def _guard(args: tuple, kwargs: dict) -> tuple:
     key: list = [_state.enabled, _state.inference]
     leaves: list = []
     for a in args:
-        _leaf(a, key, leaves)
+        if type(a) is Tensor:        # the common case, inline (as _leaf does it)
+            d = a._data
+            key.append((d.shape, d.dtype, a._requires_grad))
+            leaves.append(a)
+        else:
+            _leaf(a, key, leaves)
     if kwargs:
         _leaf(kwargs, key, leaves)
-    if len(leaves) > 1:
+    if len(leaves) > 1 and len({id(t) for t in leaves}) != len(leaves):
         seen: dict = {}
         for i, t in enumerate(leaves):
             j = seen.setdefault(id(t), i)
@@ -209,7 +214,10 @@ class _Specialization:
             for j, i in enumerate(self.mutated):
                 _write_back(tensors[i], outs[n + j])
             outs = outs[:n]
-        return unflatten(self.out_spec, outs)
+        spec = self.out_spec
+        if spec[0] == "T":
+            return outs[0]             # one tensor returned: no structure to rebuild
+        return unflatten(spec, outs)
 
 
 def _trace(fn: Callable, args: tuple, kwargs: dict) -> tuple:

@@ -25,16 +25,16 @@ Everything else (tensor hooks on outputs, ``retain_grad``, node pre/post hooks, 
 the profiler, ``retain_graph``) is the engine's own handling of any node.
 
 Runtime internals relied on (this list is the one place to update): ``Node`` attributes
-``next_functions``, ``_num_inputs``, ``_sequence_nr``, ``_input_meta``, ``_saved`` (a tuple,
-or ``node.RELEASED`` after ``release_variables``; the engine calls ``release_variables`` when
+``next_functions``, ``_num_inputs``, ``_sequence_nr``, ``_input_meta``, ``_saved`` (a tuple, or
+``node.RELEASED`` after ``release_variables``; the engine calls ``release_variables`` when
 ``_saved`` is truthy and the graph is not retained), ``name()``; ``node.next_sequence_nr``,
-``node.SECOND_BACKWARD_MSG``; ``_dispatch.gradient_edge``; ``SavedTensor(t, is_output,
-output_nr)`` and ``.unpack(node)``; ``anomaly_mode.record(node)``; ``profiler.current()`` and
-``profiler._Range``; the Tensor fields ``_data``, ``_grad_fn``, ``_requires_grad``,
-``_output_nr``, ``_inference``, ``_base``, ``_blevel`` (and, in api.py, ``_fw_grads`` and
-``copy_``); ``grad_mode._state`` (``enabled``, ``inference``); the dispatcher's module flags
-``_ANOMALY``, ``_PROFILING``, ``_BATCHING``, ``_FW_AD`` and, for views of inputs replayed
-after a call, ``_dispatch.apply``.
+``node.SECOND_BACKWARD_MSG``; ``_dispatch._edge`` (``gradient_edge`` without its call);
+``SavedTensor(t, is_output, output_nr)`` and ``.unpack(node)``; ``anomaly_mode.record(node)``;
+``profiler.current()`` and ``profiler._Range``; the Tensor fields ``_data``, ``_grad_fn``,
+``_requires_grad``, ``_output_nr``, ``_inference``, ``_base``, ``_blevel`` (and, in api.py,
+``_fw_grads`` and ``copy_``); ``grad_mode._state`` (``enabled``, ``inference``); the
+dispatcher's module flags ``_ANOMALY``, ``_PROFILING``, ``_BATCHING``, ``_FW_AD`` and, for
+views of inputs replayed after a call, ``_dispatch.apply``.
 
 Example:
     >>> import numpy as np, ndgrad
@@ -65,7 +65,7 @@ from ..autograd.grad_mode import _state
 from ..autograd.node import RELEASED, SECOND_BACKWARD_MSG, Node, next_sequence_nr
 from ..autograd.saved import SavedTensor
 from ..ops import _dispatch
-from ..ops._dispatch import gradient_edge
+from ..ops._dispatch import _edge
 from ..tensor import Tensor
 
 __all__ = ["DifferentiableGraphBackward", "Plan"]
@@ -234,7 +234,7 @@ class Plan:
         node = DifferentiableGraphBackward()
         node._plan = self
         node._sequence_nr = next_sequence_nr()
-        node.next_functions = tuple([gradient_edge(tensors[i]) for i in self.df_output_vjps])
+        node.next_functions = tuple([_edge(tensors[i]) for i in self.df_output_vjps])
         node._input_meta = self.input_meta
         node._num_inputs = len(self.df_input_vjps)
         if _dispatch._ANOMALY:
