@@ -310,9 +310,15 @@ def test_in_place_checks_the_layout_of_operands_it_cannot_know(monkeypatch):
     x, t = _f32(rng, 6, 5), _f32(rng, 6, 5)
     reuse, plain = _both(monkeypatch, lambda x, t: ((x * 2) - t).sum(0), x, t)
     assert ".flags.c_contiguous" in reuse.code
-    tf = np.asfortranarray(t._data)
-    for tt in (t._data, tf):
-        a, b = reuse(x._data, tt)[0], plain(x._data, tt)[0]
+    for xx in (x._data, np.asfortranarray(x._data)):
+        for tt in (t._data, np.asfortranarray(t._data)):
+            a, b = reuse(xx, tt)[0], plain(xx, tt)[0]
+            assert _same(a, b)
+    # an element-wise result of an input of unknown layout is checked too before reuse
+    reuse, plain = _both(monkeypatch, lambda x, t: (((x * 2) + 1) - t) @ t.t(), x, t)
+    assert "v2.flags.c_contiguous" in reuse.code or "v1.flags.c_contiguous" in reuse.code
+    for xx in (x._data, np.asfortranarray(x._data)):
+        a, b = reuse(xx, t._data)[0], plain(xx, t._data)[0]
         assert _same(a, b)
 
 

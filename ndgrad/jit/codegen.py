@@ -252,17 +252,15 @@ class _Gen:
         return self.bind(a, t.__name__)
 
     def emit(self, text: str, used: Sequence[str], defined: Sequence[str],
-             fresh: Optional[Value] = None, inplace: Optional[tuple] = None) -> None:
+             fresh: Optional[Value] = None, inplace: Optional[tuple] = None,
+             c_order: bool = False) -> None:
         """One line of the body. ``fresh``: the line defines one new array (owned by the
-        function, aliasing nothing) with this value's shape and dtype; ``inplace``:
-        ``(candidates, make)``, the inputs whose buffer the line may write into when it is
-        their last use and ``make(buffer, cond)`` giving that variant (Note [Buffers reused in
-        place])."""
+        function, aliasing nothing) with this value's shape and dtype, C-contiguous whatever
+        its operands when ``c_order``; ``inplace``: ``(candidates, forms, big)`` from
+        ``inplace_forms`` (Note [Buffers reused in place])."""
         meta = None
         if fresh is not None and fresh.shape != () and not any(d in self.maybe_none
                                                                   for d in defined):
-            # a 2-d matrix product's result is always C-contiguous
-            c_order = inplace is not None and not inplace[0] and inplace[2] is None
             meta = (tuple(fresh.shape), np.dtype(fresh.dtype), c_order)
         self.lines.append((text, tuple(u for u in used if u), tuple(defined), meta, inplace))
 
@@ -641,7 +639,9 @@ class _Gen:
                 fresh = n.output()
                 inplace = (ip[0], tuple(t + src for t in ip[1]),
                            None if ip[2] is None else ip[2] + src)
-        self.emit(f"{tgt} = {expr}{src}", ins, outs, fresh, inplace)
+        # a 2-d matrix product's result is a new C-contiguous array whatever its operands
+        c_order = fresh is not None and n.op in _PRODUCTS
+        self.emit(f"{tgt} = {expr}{src}", ins, outs, fresh, inplace, c_order)
         for o, nm in zip(n.outputs(), outs):
             self.fix0d(nm, o)
             env[o] = nm
