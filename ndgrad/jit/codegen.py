@@ -169,7 +169,8 @@ class _Lazy:
     __slots__ = ("src", "shape", "value", "name", "view")
 
     def __init__(self, src: str, shape: tuple, value: Value, view: bool = True) -> None:
-        self.src, self.shape, self.value, self.name = src, shape, value, None
+        self.src, self.shape, self.value = src, shape, value
+        self.name: Optional[str] = None
         self.view = view     # an expand's view; False: a computed value, emitted as a new array
 
 
@@ -547,16 +548,17 @@ class _Gen:
     # ---- op nodes
     def broadcast(self, lz: _Lazy) -> str:
         """Emit a lazy expand's view (the eager forward's ``np.broadcast_to``)."""
-        if lz.name is None:
-            lz.name = self.fresh()
-            f = self.bind(np.broadcast_to, "np_broadcast_to")
-            if lz.view:
-                self.emit(f"{lz.name} = {f}({lz.src}, {tuple(lz.value.shape)!r})  # expand",
-                          (lz.src,), (lz.name,))
-            else:        # an element-wise result: a new array, as the plain call makes
-                self.emit(f"{lz.name} = {f}({lz.src}, {tuple(lz.value.shape)!r}).copy()",
-                          (lz.src,), (lz.name,))
-        return lz.name
+        if lz.name is not None:
+            return lz.name
+        nm = lz.name = self.fresh()
+        f = self.bind(np.broadcast_to, "np_broadcast_to")
+        if lz.view:
+            self.emit(f"{nm} = {f}({lz.src}, {tuple(lz.value.shape)!r})  # expand",
+                      (lz.src,), (nm,))
+        else:        # an element-wise result: a new array, as the plain call makes
+            self.emit(f"{nm} = {f}({lz.src}, {tuple(lz.value.shape)!r}).copy()",
+                      (lz.src,), (nm,))
+        return nm
 
     def lazy_node(self, n, env) -> bool:
         """Note [Expands left to broadcasting]: an expand becomes a ``_Lazy``; an element-wise
@@ -736,8 +738,8 @@ class _Gen:
                 cands.append(y)
                 forms.append(f"{tgt} = {mul}({y}, {y}, out={{out}}); "
                              f"{sub}({one}, {tgt}, out={tgt}); {mul}({g}, {tgt}, out={tgt})")
-            big = (f"{tgt} = {mul}({y}, {y}); {sub}({one}, {tgt}, out={tgt}); "
-                   f"{mul}({g}, {tgt}, out={tgt})")
+            big: Optional[str] = (f"{tgt} = {mul}({y}, {y}); {sub}({one}, {tgt}, out={tgt}); "
+                                  f"{mul}({g}, {tgt}, out={tgt})")
             if g in same and g != y:
                 cands.append(g)
                 forms.append(f"{tgt} = {mul}({y}, {y}); {sub}({one}, {tgt}, out={tgt}); "
