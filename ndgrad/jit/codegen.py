@@ -815,6 +815,17 @@ class _Gen:
         if op in (_linalg.MM, _linalg.BMM, _linalg.MV, _linalg.DOT) and iv[1].dtype == dt:
             f = self.bind(np.matmul, "np_matmul")
             return f"{f}({ins[0]}, {ins[1]})"
+        if op is _red.MEAN and len(args) == 3 and args[2] is None and dt.itemsize >= 4 \
+                and type(args[0]) is tuple and n.output().dtype == dt:
+            # ops/reduction.py _mean_fwd's own calls for a float32/64 or complex input
+            count = 1
+            for d in args[0]:
+                count *= iv[0].shape[d]
+            red = self.bind(np.add.reduce, "np_add_reduce")
+            div = self.bind(np.true_divide, "np_true_divide")
+            d = self.bind(dt, f"dtype_{dt.name}")
+            return (f"{div}({red}({ins[0]}, axis={self.lit(args[0])}, "
+                    f"keepdims={self.lit(args[1])}), {count}, dtype={d})")
         if op in (_red.SUM, _red.SUM_DIM) and len(args) == 3:
             f = self.bind(np.add.reduce, "np_add_reduce")
             return (f"{f}({ins[0]}, axis={self.lit(args[0])}, keepdims={self.lit(args[1])}, "
