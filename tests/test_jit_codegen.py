@@ -368,3 +368,17 @@ def test_a_mean_backward_divides_one_element():
         cf(x).backward()
     assert "_np_broadcast_to" not in cf.code and "_expand_fwd" not in cf.code
     assert _same(x.grad._data, np.full((5, 6), 2 / 30, np.float32))
+
+
+def test_the_blas_thread_count_is_restored_when_generated_code_raises():
+    from ndgrad.jit import blas_threads
+    a = ndgrad.ones(8, 8)
+    small = generate(trace_graph(lambda a: a @ a, (a,)).graph)
+    assert small.single_thread
+    with pytest.raises(ValueError):
+        small(np.ones((8, 3)))       # the product fails inside the single-threaded region
+    if blas_threads.available():
+        before = blas_threads._find()[0]()
+        with pytest.raises(ValueError):
+            small(np.ones((8, 3)))
+        assert blas_threads._find()[0]() == before and blas_threads._depth[0] == 0
