@@ -48,6 +48,7 @@ import inspect
 import os
 import sys
 import threading
+import weakref
 from types import FrameType
 from typing import Any, Callable, List, Optional, Sequence
 
@@ -190,11 +191,28 @@ class TraceResult:
 
 
 # ---------------------------------------------------------------------------- the tracer
+# Note [The tracer holds nothing alive]
+# The maps from tensors and arrays to Values hold weak references: an entry goes when its
+# tensor or array dies (a weakref callback), so a traced run frees its intermediates when eager
+# would and its peak memory is eager's. The identity checks (``entry.ref() is t``) also guard
+# against a new object reusing a dead one's id before the callback ran.
 class _Entry:
-    __slots__ = ("tensor", "value", "gen")
+    __slots__ = ("ref", "value", "gen")
 
-    def __init__(self, tensor: Any, value: Value, gen: int) -> None:
-        self.tensor, self.value, self.gen = tensor, value, gen
+    def __init__(self, ref: Any, value: Value, gen: int) -> None:
+        self.ref, self.value, self.gen = ref, value, gen
+
+
+_KeyedRef = weakref.KeyedRef
+
+
+def _dropper(d: dict, strong: bool) -> Callable:
+    """A weakref callback removing its key from ``d`` if the entry still holds that ref."""
+    def drop(ref: Any) -> None:
+        e = d.get(ref.key)
+        if e is not None and (e.ref if strong else e[0]) is ref:
+            del d[ref.key]
+    return drop
 
 
 class Tracer:
@@ -215,7 +233,9 @@ class Tracer:
         self.graph = graph
         self.lift = lift
         self.tmap: dict = {}          # id(tensor) -> _Entry
-        self.amap: dict = {}          # id(ndarray) -> (ndarray, Value)
+        self.amap: dict = {}          # id(ndarray) -> (weakref to the ndarray, Value)
+        self._tdrop = _dropper(self.tmap, True)
+        self._adrop = _dropper(self.amap, False)
         self.candidates: list = []    # [tensor, Value, snapshot or None] lifted so far
         self.cand_ids: dict = {}      # id(tensor) -> index in candidates
         self.gens: dict = {}          # id(base tensor) -> generation (bumped on each write)
@@ -230,8 +250,26 @@ class Tracer:
 
     # ---- values
     def bind(self, t: Tensor, v: Value) -> None:
-        self.tmap[id(t)] = _Entry(t, v, self._gen_of(t))
-        self.amap[id(t._data)] = (t._data, v)
+        self.set_t(t, v)
+        self.set_a(t._data, v)
+
+    def set_t(self, t: Tensor, v: Value, gen_of: Optional[Tensor] = None) -> None:
+        """Map tensor ``t`` to ``v`` (weakly: Note [The tracer holds nothing alive])."""
+        k = id(t)
+        self.tmap[k] = _Entry(_KeyedRef(t, self._tdrop, k), v,
+                              self._gen_of(t if gen_of is None else gen_of))
+
+    def set_a(self, a: np.ndarray, v: Value) -> None:
+        """Map array ``a`` to ``v`` (weakly)."""
+        k = id(a)
+        self.amap[k] = (_KeyedRef(a, self._adrop, k), v)
+
+    def lookup_a(self, a: Any) -> Optional[Value]:
+        """The Value of array ``a`` if an op of the trace produced it."""
+        known = self.amap.get(id(a))
+        if known is not None and known[0]() is a:
+            return known[1]
+        return None
 
     def _gen_of(self, t: Tensor) -> int:
         b = t._base if t._base is not None else t
@@ -242,20 +280,19 @@ class Tracer:
 
     def value_of(self, t: Tensor) -> Value:
         e = self.tmap.get(id(t))
-        if e is not None and e.tensor is t:
+        if e is not None and e.ref() is t:
             v = e.value
             if t._base is not None and e.gen != self._gen_of(t):
                 v = self._replay_view(t)
         else:
-            a = self.amap.get(id(t._data))
-            if a is not None and a[0] is t._data:
-                v = a[1]
+            v = self.lookup_a(t._data)
+            if v is not None:
                 if t._base is not None and self._gen_of(t) and \
                         self.tmap.get(id(t._base)) is not None:
                     v = self._replay_view(t)
             else:
                 v = self._unknown(t)
-            self.tmap[id(t)] = _Entry(t, v, self._gen_of(t))
+            self.set_t(t, v)
         if not self.check_requires_grad:
             return v
         rg = t.requires_grad
@@ -372,7 +409,7 @@ class Tracer:
             node.attrs["scratch"] = True
             self.scratch = False
         for o, v in zip(outs, node.outputs()):
-            self.amap[id(o)] = (o, v)
+            self.set_a(o, v)
         return out
 
     def _arg_value(self, a: Tensor, op: Any, arrays: dict) -> Value:
@@ -391,14 +428,14 @@ class Tracer:
         def scan(a: Any) -> None:
             t = type(a)
             if t is np.ndarray:
-                known = self.amap.get(id(a))
-                if known is not None and known[0] is a:
+                known = self.lookup_a(a)
+                if known is not None:
                     if a.dtype == np.bool_ and a.ndim and op is not None and \
                             op.name in ("index", "index_put"):
                         raise TraceError(
                             f"ndgrad.jit: indexing with a boolean mask computed in the graph "
                             f"at {self.source()}: the result's shape depends on the data")
-                    arrays[id(a)] = known[1]
+                    arrays[id(a)] = known
                 else:
                     arrays.setdefault(id(a), True)
                 src = getattr(a, "_source", None)
@@ -443,9 +480,9 @@ class Tracer:
 
     def _operand(self, v: Value, t: Tensor, a: np.ndarray) -> Value:
         """The value of array ``a`` that an op received in place of tensor ``t``'s data."""
-        known = self.amap.get(id(a))
-        if known is not None and known[0] is a:
-            return known[1]
+        known = self.lookup_a(a)
+        if known is not None:
+            return known
         d = t._data
         if a.dtype != d.dtype:
             conv = d.astype(a.dtype) if not (d.dtype.kind == "c" and a.dtype.kind != "c") \
@@ -484,8 +521,8 @@ class Tracer:
         def traced(s: Tensor, *args: Any) -> Any:
             cur = self._before_write(target)
             if s is not target:
-                self.tmap[id(s)] = _Entry(s, cur, self._gen_of(target))
-                self.amap[id(s._data)] = (s._data, cur)
+                self.set_t(s, cur, target)
+                self.set_a(s._data, cur)
             old = target._data.copy() if target._base is not None else None
             res = fn(s, *args)
             self._after_inplace(target, res, old)
@@ -516,7 +553,7 @@ class Tracer:
             v = self.graph.insert_prim("Cast", [v], [(v.shape, dst._data.dtype,
                                                       v.requires_grad)],
                                        {"dtype": dst._data.dtype}, source=self.source()).output()
-        self.tmap[id(dst)] = _Entry(dst, v, self._gen_of(dst))
+        self.set_t(dst, v)
         self.pending_out = dst
 
     def _after_inplace(self, t: Tensor, res: Tensor, old: Optional[np.ndarray]) -> None:
@@ -533,7 +570,7 @@ class Tracer:
         base = t._base
         if base is None:
             self.gens[id(t)] = self.gens.get(id(t), 0) + 1
-            self.tmap[id(t)] = _Entry(t, new, self._gen_of(t))
+            self.set_t(t, new)
             return
         # A write through a view: the base becomes view_zero(base) + view_scatter(new).
         bv = self.value_of(base)
@@ -555,8 +592,8 @@ class Tracer:
                                                               total.requires_grad)],
                                            {"dtype": barr.dtype}, source=self.source()).output()
         self.gens[id(base)] = self.gens.get(id(base), 0) + 1
-        self.tmap[id(base)] = _Entry(base, total, self._gen_of(base))
-        self.tmap[id(t)] = _Entry(t, new, self._gen_of(t))
+        self.set_t(base, total)
+        self.set_t(t, new)
         del old
 
     # ---- calls recorded whole (see _make_call)
@@ -594,15 +631,14 @@ class Tracer:
              "tuple": isinstance(res, tuple), "differentiable": differentiable},
             source=self.source())
         for o, v in zip(outs, n.outputs()):
-            self.tmap[id(o)] = _Entry(o, v, self._gen_of(o))
-            self.amap[id(o._data)] = (o._data, v)
+            self.set_t(o, v)
+            self.set_a(o._data, v)
 
     def knows(self, t: Tensor) -> bool:
         e = self.tmap.get(id(t))
-        if e is not None and e.tensor is t:
+        if e is not None and e.ref() is t:
             return True
-        a = self.amap.get(id(t._data))
-        if a is not None and a[0] is t._data:
+        if self.lookup_a(t._data) is not None:
             return True
         return id(t) in self.cand_ids
 
@@ -914,7 +950,7 @@ def _write_hook(dst: Tensor, src: Tensor) -> None:
         tr.write_out(dst, src)
     OUT_WRITE(dst, src)
     if tr is not None and getattr(tr, "pending_out", None) is dst:
-        tr.amap[id(dst._data)] = (dst._data, tr.tmap[id(dst)].value)
+        tr.set_a(dst._data, tr.tmap[id(dst)].value)
         tr.pending_out = None
 
 
@@ -1005,7 +1041,38 @@ def trace_graph(fn: Callable, example_inputs: Any, kwargs: Optional[dict] = None
     return result
 
 
-def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
+def _output_refs(keep: list) -> dict:
+    """id(tensor) -> references the structure in ``keep`` holds to that tensor (as a container
+    element, or as the ``_base`` of a view it holds): the tensors the function returned are
+    kept for the caller, and these references must not count as "alive outside the trace"."""
+    refs: dict = {}
+    seen: set = set()
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, Tensor):
+            if id(obj) not in seen:
+                seen.add(id(obj))
+                if obj._base is not None:
+                    refs[id(obj._base)] = refs.get(id(obj._base), 0) + 1
+            return
+        if isinstance(obj, dict):
+            items: Any = obj.values()
+        elif isinstance(obj, (tuple, list)):
+            items = obj
+        else:
+            return
+        for x in items:
+            if isinstance(x, Tensor):
+                refs[id(x)] = refs.get(id(x), 0) + 1
+            walk(x)
+    walk(keep)
+    return refs
+
+
+def _trace_once(fn: Callable, args: tuple, kwargs: dict,
+                keep: Optional[list] = None) -> TraceResult:
+    """One traced run of ``fn``; with ``keep``, what ``fn`` returned is appended to it (the
+    first call of a compiled function returns it: Note [The tracing call's result])."""
     leaves, in_spec = flatten((args, kwargs))
     g = Graph()
     tr = Tracer(g)
@@ -1050,6 +1117,8 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
         finals = [(t, v, tr.value_of(t)) for t, v in tr.inputs]
         cfinals = [(c, c[1], tr.value_of(c[0])) for c in list(tr.candidates)]
         tr.check_rng()
+    if keep is not None:
+        keep.append(out)
     del out, out_leaves
     for v in out_values:
         g.register_output(v)
@@ -1068,10 +1137,11 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
     tr.inputs = []
     del finals, cfinals     # their references would count in the refcounts below
     lifted = []
+    out_refs = _output_refs(keep) if keep else {}
     for c in cands:
         t, v, snap = c
         c[0] = None
-        refs = sys.getrefcount(t)
+        refs = sys.getrefcount(t) - out_refs.get(id(t), 0)
         mutated_here = any(m[0] == "lifted" and m[1] is c for m in mutated_inputs)
         if refs > 2 or (mutated_here and refs > 2):
             lifted.append((t, v))
