@@ -101,13 +101,22 @@ def current_tracer() -> Optional["Tracer"]:
     return getattr(_local, "tracer", None)
 
 
+_FILE_NAMES: dict = {}      # co_filename -> its basename, or None for ndgrad's own files
+_MISSING = object()
+
+
 def user_source(skip_jit: bool = True) -> str:
     """``file:line`` of the innermost frame outside the ndgrad package (the user's line)."""
     f: Optional[FrameType] = sys._getframe(1)
+    names = _FILE_NAMES
     while f is not None:
         fn = f.f_code.co_filename
-        if not fn.startswith(_PKG_DIR) and not fn.startswith("<frozen"):
-            return f"{os.path.basename(fn)}:{f.f_lineno}"
+        base = names.get(fn, _MISSING)
+        if base is _MISSING:
+            base = names[fn] = (None if fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
+                                else os.path.basename(fn))
+        if base is not None:
+            return f"{base}:{f.f_lineno}"
         f = f.f_back
     return ""
 
@@ -312,6 +321,7 @@ class Tracer:
             if id(base) not in self.tmap:
                 self.value_of(base)
             return self._replay_view(t)
+        self.refuse_derived(t._data)
         v = Value(t._data.shape, t._data.dtype, t.requires_grad)
         g = self.graph
         v._block = g.block()
@@ -319,6 +329,20 @@ class Tracer:
         self.cand_ids[id(t)] = len(self.candidates)
         self.candidates.append([t, v, None])
         return v
+
+    def refuse_derived(self, a: Any) -> None:
+        """Raise ``TraceError`` if ndarray ``a`` is a NumPy view of an array of the trace (an
+        input's or an op's result) made outside the op table (Note [Data leaving the op
+        table]): as a constant the graph would keep the example's values."""
+        b = getattr(a, "base", None)
+        while b is not None:
+            if type(b) is np.ndarray and self.lookup_a(b) is not None:
+                raise TraceError(
+                    f"ndgrad.jit: an array used at {self.source()} is a view of a traced "
+                    "tensor's data made outside the op table (e.g. through the private "
+                    "``_data``); the graph would keep the example's values, so this function "
+                    "cannot be traced. Use tensor operations (views, indexing) instead")
+            b = getattr(b, "base", None)
 
     def graph_constant(self, arr: np.ndarray) -> Value:
         blk, idx = self.graph.insert_point()
@@ -398,7 +422,11 @@ class Tracer:
                 v = self._operand(v, t, a)
             values.append(v)
         for a in arrays[len(tensors):]:
-            values.append(self.graph_constant(a))
+            known = self.lookup_a(a)
+            if known is None:
+                self.refuse_derived(a)
+                known = self.graph_constant(a)
+            values.append(known)
         k = len(values)
         extra: list = []
         self.scratch = False
@@ -437,6 +465,7 @@ class Tracer:
                             f"at {self.source()}: the result's shape depends on the data")
                     arrays[id(a)] = known
                 else:
+                    self.refuse_derived(a)
                     arrays.setdefault(id(a), True)
                 src = getattr(a, "_source", None)
                 if src is not None:
@@ -619,6 +648,13 @@ class Tracer:
                 return TensorArg(j)
             if type(a) in (tuple, list):
                 return type(a)(sub(x) for x in a)
+            if type(a) is np.ndarray:
+                if self.lookup_a(a) is not None:
+                    raise TraceError(
+                        f"ndgrad.jit: {name}() at {self.source()} receives a traced tensor's "
+                        "data as an ndarray argument; the graph would keep the example's "
+                        "values. Pass the tensor instead")
+                self.refuse_derived(a)
             return a
         targs = tuple(sub(a) for a in args)
         tkw = {k: sub(v) for k, v in kwargs.items()}
@@ -692,22 +728,30 @@ def _add_args(op: Any) -> tuple:
     return tuple(1 for _ in op.arg_names) if op.arg_names else ()
 
 
+_RNG_VIEW: list = [None]    # (generator, its MT19937 key words, its position) as C views
+
+
 def _rng_fingerprint() -> Any:
     """Something that changes when the default generator draws: the MT19937 position and two
-    words of its key, read from NumPy's C state (about 1 µs; the ``state`` dict costs 100)."""
+    words of its key, read from NumPy's C state through views made once per generator (well
+    under 1 µs; the ``state`` dict costs 100)."""
     g = _generator.default_generator
     mt = getattr(g, "_mt", None)
     if mt is None:
         return None
-    try:
-        addr = mt.ctypes.state.value
-        key = (ctypes.c_uint32 * 624).from_address(addr)
-        pos = ctypes.c_int.from_address(addr + 624 * 4).value
-        return (id(mt), pos, key[0], key[623], getattr(g, "_next_normal", None))
-    except (AttributeError, TypeError, ValueError):
-        st = mt.state["state"]
-        return (id(mt), st["pos"], int(st["key"][0]), int(st["key"][-1]),
-                getattr(g, "_next_normal", None))
+    view = _RNG_VIEW[0]
+    if view is None or view[0] is not mt:
+        try:
+            addr = mt.ctypes.state.value
+            view = (mt, (ctypes.c_uint32 * 624).from_address(addr),
+                    ctypes.c_int.from_address(addr + 624 * 4))
+        except (AttributeError, TypeError, ValueError):
+            st = mt.state["state"]
+            return (id(mt), st["pos"], int(st["key"][0]), int(st["key"][-1]),
+                    getattr(g, "_next_normal", None))
+        _RNG_VIEW[0] = view       # holds the generator: the views' memory stays valid
+    key = view[1]
+    return (id(mt), view[2].value, key[0], key[623], getattr(g, "_next_normal", None))
 
 
 # ---------------------------------------------------------------------------- escapes
