@@ -54,8 +54,7 @@ from .gradient import Gradient
 from .passes import eliminate_common_subexpression, eliminate_dead_code
 from .stack_batching import batch_stacks, fold_constants
 from .tracer import _local as _tracer_local
-from .tracer import (TraceError, _check_trace, _trace_once, flatten, lifted_sources,
-                     unflatten)
+from .tracer import TraceError, _check_trace, _trace_once, lifted_sources, unflatten
 
 __all__ = ["trace", "compile", "TracedFunction", "CompiledFunction"]
 

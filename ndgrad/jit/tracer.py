@@ -648,13 +648,6 @@ class Tracer:
                 return TensorArg(j)
             if type(a) in (tuple, list):
                 return type(a)(sub(x) for x in a)
-            if type(a) is np.ndarray:
-                if self.lookup_a(a) is not None:
-                    raise TraceError(
-                        f"ndgrad.jit: {name}() at {self.source()} receives a traced tensor's "
-                        "data as an ndarray argument; the graph would keep the example's "
-                        "values. Pass the tensor instead")
-                self.refuse_derived(a)
             return a
         targs = tuple(sub(a) for a in args)
         tkw = {k: sub(v) for k, v in kwargs.items()}
