@@ -10,9 +10,11 @@ Note [Tracing]
   array an op produced, e.g. a saved output unpacked by the engine). A tensor whose
   ``requires_grad`` differs from its value's (``t.detach()``, ``t.detach().requires_grad_()``)
   gets a ``Detach`` node. A tensor the trace has never seen is *lifted*: it becomes a graph input
-  read at call time (a closure tensor, a module's parameter); if nothing but the trace still
-  holds it when the function has returned (a tensor the function built with a factory), it
-  becomes a ``Constant`` instead.
+  read at call time (a closure tensor, a module's parameter); if nothing but the trace (and
+  the structure the function returned) still holds it when the function has returned (a
+  tensor the function built with a factory), it becomes a ``Constant`` instead. A NumPy view
+  of traced data is refused (Note [Data leaving the op table]).
+* The tracer holds tensors and arrays only weakly (Note [The tracer holds nothing alive]).
 * ``autograd.grad``, ``backward``-free functional transforms, vmap-style batched gradients and
   forward-mode AD all compute with ops of the op table, so their ops are recorded like any other:
   a whole training step or Hessian becomes one graph. Values computed where grad mode is off
@@ -1228,11 +1230,34 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict,
                        len(out_values), mutated, list(leaves) + [t for t, _ in lifted])
 
 
+# Note [Data leaving the op table]
+# A graph is correct when every value computed from the inputs reaches it through an op of the
+# table. The ways data can leave the table while tracing, and what the tracer does with each:
+# * Python reading a value (``bool``, ``.item()``, ``.tolist()``, ``.numpy()``, ``float`` ...):
+#   the escapes raise ``TraceError``.
+# * ndgrad functions whose Python wrapper computes part of the result with NumPy: recorded
+#   whole as ``Call`` nodes (Note [Functions outside the op table]) and run again at run time;
+#   a VJP rule doing so is refused by ``_check_not_derived`` (differentiate then runs the rule
+#   at run time).
+# * An ndarray that is a NumPy *view* of an array of the trace (an input's data or an op's
+#   result), reaching the graph as a tensor the trace never saw, an op operand or an index
+#   argument: ``Tracer.refuse_derived`` raises ``TraceError`` naming the line (the arrays of
+#   the trace are known by identity, and a view's ``base`` leads to them). The very array of a
+#   traced value is that value, not a constant.
+# What stays undetected by a single trace: user code reaching the private ``Tensor._data`` and
+# computing a *new* array from it with NumPy (``np.sort(t._data)``), or an index array made
+# from one; that array becomes a constant. ``ndgrad.jit.trace(check_trace=True)`` (its default)
+# finds such values with a second, perturbed trace (Note [Trace check]); ``ndgrad.compile``
+# traces once, as torch.compile does (docs/differences.md).
+
 # Note [Trace check]
 # The tracer sees ops of the op table; a tensor some function computes from the data with NumPy
 # outside the table (a mask, indices), or a Python decision it takes on the data without the
 # escapes seeing it, would silently become part of the graph with the example's value. The
 # check traces a second time with other values and compares the two programs node by node.
+# It runs for ``trace_graph(check=True)`` and ``ndgrad.jit.trace(check_trace=True)``, never for
+# ``ndgrad.compile``. While it runs, the lifted tensors (parameters ...) hold perturbed values
+# that another thread reading them would see (docs/differences.md).
 def _perturb(arr: np.ndarray, rng: np.random.Generator, mode: int) -> np.ndarray:
     if arr.dtype.kind not in "fc" and arr.dtype.name != "bfloat16":
         return arr.copy()
