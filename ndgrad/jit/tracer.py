@@ -432,7 +432,7 @@ class Tracer:
         k = len(values)
         extra: list = []
         self.scratch = False
-        if args:
+        if args and not _plain_args(args):
             args = self._lift_args(args, extra, op)
         node = self._insert(op, values + extra, k, args, outs)
         if self.scratch:
@@ -672,6 +672,22 @@ class Tracer:
         if self.lookup_a(t._data) is not None:
             return True
         return id(t) in self.cand_ids
+
+
+_PLAIN = frozenset({int, float, bool, str, type(None), complex})
+
+
+def _plain_args(args: tuple) -> bool:
+    """True when ``args`` holds only Python scalars, dtypes and tuples of ints: nothing
+    ``_lift_args`` would replace (the common case, checked without its scan)."""
+    for a in args:
+        t = type(a)
+        if t in _PLAIN or isinstance(a, np.dtype):
+            continue
+        if t is tuple and all(type(x) is int for x in a):
+            continue
+        return False
+    return True
 
 
 _DISPATCH_FILES = (os.path.abspath(_dispatch.__file__).rsplit(".", 1)[0],
