@@ -25,7 +25,7 @@ Example:
     ... def f(x, w):
     ...     return (x @ w).tanh().sum()
     >>> x, w = ndgrad.ones(2, 3), ndgrad.ones(3, 4, requires_grad=True)
-    >>> loss = f(x, w)      # traces, differentiates, generates code; returns the traced run
+    >>> loss = f(x, w)      # traces, differentiates, generates code, runs it
     >>> loss = f(x, w)      # runs the generated code
     >>> loss.grad_fn.name()
     'DifferentiableGraphBackward'
@@ -161,6 +161,9 @@ class _Specialization:
         self._lock = threading.Lock()
         examples = res.example_inputs
         del res            # the trace's example tensors are not kept
+        if self.needs_grad and not self.mutated:
+            # Note [The tracing call's result]: the compiled run's result is returned instead
+            self.first_outputs = None
         self.build(examples)
 
     def build(self, example_inputs: Optional[list] = None) -> Plan:
@@ -236,18 +239,24 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, check: bool) -> tuple:
     """``(TraceResult, (outputs,))``: trace ``fn`` once and keep what the traced run returned.
 
     Note [The tracing call's result]
-    Tracing runs ``fn`` for real (eager ops, in-place changes included), so the call that
-    traces returns that run's outputs instead of running the compiled code as well, which
-    would apply the function's in-place changes a second time. The same call then
+    Tracing runs ``fn`` for real (eager ops, in-place changes included). The same call then
     differentiates (when outputs need gradients), optimizes and generates code (``build``), as
     torch.compile and jax.jit compile in the first call: nothing is left for the second call,
     and a benchmark's first call shows the whole cost (bench/jit.py subtracts one steady run
-    to report the overhead). ``fn`` runs once (Python side effects happen once, as in eager)
-    unless ``check`` (``ndgrad.jit.trace(check_trace=True)``, Note [Trace check]) runs it a
-    second time on perturbed values. The tracer decides which tensors are lifted by whether
-    they are referenced after the call; the references the returned structure holds (a
-    tensor the function built and returned, or the base of a returned view) do not count.
-    The first call's tensors are not kept after it returns.
+    to report the overhead). What the call returns:
+    * no output needs a gradient, or ``fn`` changed an input in place: the traced run's
+      outputs (running the compiled code as well would cost a second run, or apply the
+      in-place changes twice);
+    * otherwise the compiled run's outputs: the traced outputs are dropped before the build,
+      since their eager graph holds every intermediate saved for backward while the compiled
+      node keeps only df's captures (the first call's peak memory stays eager's, and its
+      outputs have the same ``DifferentiableGraphBackward`` node as later calls').
+    ``fn`` runs once (Python side effects happen once, as in eager) unless ``check``
+    (``ndgrad.jit.trace(check_trace=True)``, Note [Trace check]) runs it a second time on
+    perturbed values. The tracer decides which tensors are lifted by whether they are
+    referenced after the call; the references the returned structure holds (a tensor the
+    function built and returned, or the base of a returned view) do not count. The first
+    call's tensors are not kept after it returns.
     """
     keep: list = []
     res = _trace_once(fn, args, kwargs, keep)
