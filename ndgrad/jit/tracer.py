@@ -875,6 +875,79 @@ def _make_call(name: str, orig: Callable, differentiable: bool = False) -> Calla
     return method
 
 
+# (key, plan): the patches of the last install, reused while sys.modules and every patched
+# name are unchanged (building the plan scans every ndgrad module: about 1 ms per trace).
+_PLAN: list = [None, ()]
+
+
+def _space(holder: Any) -> dict:
+    return holder.__dict__ if holder is Tensor else vars(holder)
+
+
+def _patch_plan() -> Any:
+    """``[(holder, name, original, wrapper)]``: the functions wrapped while tracing (Note
+    [Functions outside the op table]); ``ndgrad.autograd.backward`` refused."""
+    import ndgrad  # local import: the package namespace (it imports jit lazily)
+    # local import: only if the user loaded them (nn and masked are lazy), the same layer
+    functional = sys.modules.get("ndgrad.nn.functional")
+    masked = sys.modules.get("ndgrad.masked")
+    linalg = getattr(ndgrad, "linalg", None)
+    key = (len(sys.modules), id(functional), id(masked), id(linalg))
+    if _PLAN[0] == key and all(_space(h).get(n) is o for h, n, o, _ in _PLAN[1]):
+        return _PLAN[1]
+    plan: list = []
+    seen: set = set()
+    wrapped: dict = {}          # id(original) -> its wrapper
+
+    def add(holder: Any, name: str, orig: Any, diff: bool, wrapper: Any = None) -> None:
+        if (id(holder), name) in seen:
+            return
+        seen.add((id(holder), name))
+        if wrapper is None:
+            w = wrapped.get(id(orig))
+            if w is None:
+                w = wrapped[id(orig)] = (orig, _make_call(name, orig, diff))
+            wrapper = w[1]
+        plan.append((holder, name, orig, wrapper))
+
+    for holder in (Tensor, ndgrad, linalg, functional):
+        if holder is None:
+            continue
+        space = _space(holder)
+        for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
+            for name in names:
+                orig = space.get(name)
+                if orig is None or not callable(orig) or isinstance(orig, type):
+                    continue
+                add(holder, name, orig, diff)
+    # ndgrad.masked computes its masks with NumPy: every function of it is a Call.
+    for name in getattr(masked, "__all__", ()):
+        val = vars(masked).get(name)
+        if inspect.isfunction(val) and not getattr(val, "_jit_wrapper", False):
+            add(masked, name, val, True, _make_call(name, val, True))
+    # The same functions as module globals of ndgrad's own modules (nn modules call them
+    # through the op family, e.g. ``F.layer_norm`` with F = ops.nn_norm).
+    for modname, mod in list(sys.modules.items()):
+        if mod is None or not modname.startswith("ndgrad.") or \
+                modname.startswith("ndgrad.jit") or mod is masked:
+            continue
+        space = vars(mod)
+        for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
+            for name in names:
+                val = space.get(name)
+                if val is None or not inspect.isfunction(val) or \
+                        getattr(val, "_jit_wrapper", False):
+                    continue
+                add(mod, name, val, diff)
+    # torch.autograd.backward(loss) accumulates into .grad like loss.backward()
+    ag = sys.modules.get("ndgrad.autograd")   # local import: loaded with ndgrad
+    orig_bw = getattr(ag, "backward", None)
+    if orig_bw is not None and not getattr(orig_bw, "_jit_wrapper", False):
+        add(ag, "backward", orig_bw, False, _make_backward_escape(orig_bw))
+    _PLAN[0], _PLAN[1] = key, tuple(plan)
+    return _PLAN[1]
+
+
 def _install() -> None:
     with _lock:
         _active_count[0] += 1
@@ -883,57 +956,9 @@ def _install() -> None:
                 orig = Tensor.__dict__[name]
                 _originals[name] = orig
                 setattr(Tensor, name, _make_escape(name, orig))
-            import ndgrad  # local import: the package namespace (it imports jit lazily)
-            # local import: only if the user loaded it (nn is lazy), the same layer
-            functional = sys.modules.get("ndgrad.nn.functional")
-            holders = [Tensor, ndgrad, getattr(ndgrad, "linalg", None), functional]
-            wrapped: dict = {}          # id(original) -> its wrapper
-            for holder in holders:
-                if holder is None:
-                    continue
-                space = holder.__dict__ if holder is Tensor else vars(holder)
-                for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
-                    for name in names:
-                        orig = space.get(name)
-                        if orig is None or not callable(orig) or isinstance(orig, type):
-                            continue
-                        w = wrapped.get(id(orig))
-                        if w is None:
-                            w = wrapped[id(orig)] = (orig, _make_call(name, orig, diff))
-                        _patched.append((holder, name, orig))
-                        setattr(holder, name, w[1])
-            # ndgrad.masked computes its masks with NumPy: every function of it is a Call.
-            masked = sys.modules.get("ndgrad.masked")  # local import: only if loaded
-
-            for name in getattr(masked, "__all__", ()):
-                val = vars(masked).get(name)
-                if inspect.isfunction(val) and not getattr(val, "_jit_wrapper", False):
-                    _patched.append((masked, name, val))
-                    setattr(masked, name, _make_call(name, val, True))
-            # The same functions as module globals of ndgrad's own modules (nn modules call
-            # them through the op family, e.g. ``F.layer_norm`` with F = ops.nn_norm).
-            for modname, mod in list(sys.modules.items()):
-                if mod is None or not modname.startswith("ndgrad.") or \
-                        modname.startswith("ndgrad.jit") or mod is masked:
-                    continue
-                space = vars(mod)
-                for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
-                    for name in names:
-                        val = space.get(name)
-                        if val is None or not inspect.isfunction(val) or \
-                                getattr(val, "_jit_wrapper", False):
-                            continue
-                        w = wrapped.get(id(val))
-                        if w is None:
-                            w = wrapped[id(val)] = (val, _make_call(name, val, diff))
-                        _patched.append((mod, name, val))
-                        setattr(mod, name, w[1])
-            # torch.autograd.backward(loss) accumulates into .grad like loss.backward()
-            ag = sys.modules.get("ndgrad.autograd")   # local import: loaded with ndgrad
-            orig_bw = getattr(ag, "backward", None)
-            if orig_bw is not None and not getattr(orig_bw, "_jit_wrapper", False):
-                _patched.append((ag, "backward", orig_bw))
-                ag.backward = _make_backward_escape(orig_bw)  # type: ignore[union-attr]
+            for holder, name, orig, wrapper in _patch_plan():
+                _patched.append((holder, name, orig))
+                setattr(holder, name, wrapper)
             _linalg_decomp._save_outputs = _save_outputs_hook
             _out_mod._write = _write_hook
             _dispatch.set_tracing(_record_hook, _inplace_hook)
