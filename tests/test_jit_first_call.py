@@ -267,3 +267,24 @@ def test_a_large_broadcast_of_a_constant_is_not_stored_dense():
         tracemalloc.stop()
     assert kept < 512 * 256 * 4 // 4      # well under one dense float32 copy
     np.testing.assert_allclose(cf(x)._data, 2 * x._data / x.numel(), rtol=1e-6)
+
+
+def test_the_patches_follow_a_rebound_function(monkeypatch):
+    # the functions wrapped while tracing are planned once and reused; a name rebound since
+    # the last trace is planned again (its new function is wrapped, then put back)
+    ndgrad.compile(lambda x: x.sum())(ndgrad.ones(2))
+    orig = ndgrad.eq
+
+    def my_eq(a, b):
+        return orig(a, b)
+    monkeypatch.setattr(ndgrad, "eq", my_eq)
+    inside = []
+
+    def f(x):
+        inside.append(getattr(ndgrad.eq, "__wrapped__", None))
+        return ndgrad.eq(x, x * 1)
+
+    out = ndgrad.compile(f)(ndgrad.ones(2))
+    assert inside == [my_eq]
+    assert ndgrad.eq is my_eq
+    np.testing.assert_array_equal(out._data, [True, True])
