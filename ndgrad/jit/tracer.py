@@ -888,9 +888,8 @@ def _patch_plan() -> Any:
     """``[(holder, name, original, wrapper)]``: the functions wrapped while tracing (Note
     [Functions outside the op table]); ``ndgrad.autograd.backward`` refused."""
     import ndgrad  # local import: the package namespace (it imports jit lazily)
-    # local import: only if the user loaded them (nn and masked are lazy), the same layer
-    functional = sys.modules.get("ndgrad.nn.functional")
-    masked = sys.modules.get("ndgrad.masked")
+    functional = sys.modules.get("ndgrad.nn.functional")  # local import: only if loaded
+    masked = sys.modules.get("ndgrad.masked")  # local import: only if loaded (lazy)
     linalg = getattr(ndgrad, "linalg", None)
     key = (len(sys.modules), id(functional), id(masked), id(linalg))
     if _PLAN[0] == key and all(_space(h).get(n) is o for h, n, o, _ in _PLAN[1]):
