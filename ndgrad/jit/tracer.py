@@ -880,7 +880,7 @@ def _make_call(name: str, orig: Callable, differentiable: bool = False) -> Calla
 _PLAN: list = [None, ()]
 
 
-def _space(holder: Any) -> dict:
+def _space(holder: Any) -> Any:
     return holder.__dict__ if holder is Tensor else vars(holder)
 
 
