@@ -25,7 +25,7 @@ Example:
     ... def f(x, w):
     ...     return (x @ w).tanh().sum()
     >>> x, w = ndgrad.ones(2, 3), ndgrad.ones(3, 4, requires_grad=True)
-    >>> loss = f(x, w)      # traces (and returns the traced run's result)
+    >>> loss = f(x, w)      # traces, differentiates, generates code, runs it
     >>> loss = f(x, w)      # runs the generated code
     >>> loss.grad_fn.name()
     'DifferentiableGraphBackward'
@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import threading
 import warnings
@@ -53,7 +54,7 @@ from .gradient import Gradient
 from .passes import eliminate_common_subexpression, eliminate_dead_code
 from .stack_batching import batch_stacks, fold_constants
 from .tracer import _local as _tracer_local
-from .tracer import TraceError, flatten, lifted_sources, trace_graph, unflatten
+from .tracer import TraceError, _check_trace, _trace_once, lifted_sources, unflatten
 
 __all__ = ["trace", "compile", "TracedFunction", "CompiledFunction"]
 
@@ -123,13 +124,30 @@ def _describe(key: tuple) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
+class _gc_paused:
+    """Context manager: the cyclic garbage collector is off while a specialization is traced
+    and built (it would traverse the growing graph's objects again and again: about a fifth
+    of the first call). Memory freed by reference counting, which is how tensors die, is
+    unaffected; the collector is switched back on afterwards, unless it was off already."""
+
+    def __enter__(self) -> None:
+        self.was = gc.isenabled()
+        if self.was:
+            gc.disable()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.was:
+            gc.enable()
+
+
 # ---------------------------------------------------------------------------- one specialization
 class _Specialization:
-    """One traced version of a function; differentiated and compiled on first use (Note [The
-    tracing call's result])."""
+    """One traced version of a function, differentiated and compiled in the call that traced it
+    (Note [The tracing call's result])."""
 
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict, backend: str) -> None:
-        res, self.first_outputs = _trace(fn, args, kwargs)
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict, backend: str,
+                 check: bool = False) -> None:
+        res, self.first_outputs = _trace(fn, args, kwargs, check)
         self.graph = res.graph
         self.num_outputs = res.num_outputs
         self.mutated = tuple(res.mutated)
@@ -146,7 +164,12 @@ class _Specialization:
         self._plan: Optional[Plan] = None
         self._gradient: Optional[Gradient] = None
         self._lock = threading.Lock()
+        examples = res.example_inputs
         del res            # the trace's example tensors are not kept
+        if self.needs_grad and not self.mutated:
+            # Note [The tracing call's result]: the compiled run's result is returned instead
+            self.first_outputs = None
+        self.build(examples)
 
     def build(self, example_inputs: Optional[list] = None) -> Plan:
         """Differentiate (when outputs need gradients), optimize and generate code."""
@@ -220,40 +243,34 @@ class _Specialization:
         return unflatten(spec, outs)
 
 
-def _trace(fn: Callable, args: tuple, kwargs: dict) -> tuple:
-    """``(TraceResult, outputs)``: trace ``fn`` and keep what the traced (eager) run returned.
+def _trace(fn: Callable, args: tuple, kwargs: dict, check: bool) -> tuple:
+    """``(TraceResult, (outputs,))``: trace ``fn`` once and keep what the traced run returned.
 
     Note [The tracing call's result]
-    Tracing runs ``fn`` for real (eager ops, in-place changes included), so the call that traces
-    returns that run's outputs instead of running the compiled code as well, which would apply
-    the function's in-place changes a second time. Differentiation, the passes and code
-    generation then happen on the second call of that key (as AOTAutograd compiles the
-    backward on first use): the first call costs a trace and no more memory than the eager
-    run, and the tensors of the first call are not kept. Keeping the outputs alive can make the
-    tracer lift a tensor the function built itself and returned (it lifts what is still
-    referenced after the call): when an output is, or is a view of, a lifted tensor, the
-    function is traced again without keeping them (its in-place changes, if any, then happen
-    twice for that first call).
+    Tracing runs ``fn`` for real (eager ops, in-place changes included). The same call then
+    differentiates (when outputs need gradients), optimizes and generates code (``build``), as
+    torch.compile and jax.jit compile in the first call: nothing is left for the second call,
+    and a benchmark's first call shows the whole cost (bench/jit.py subtracts one steady run
+    to report the overhead). What the call returns:
+    * no output needs a gradient, or ``fn`` changed an input in place: the traced run's
+      outputs (running the compiled code as well would cost a second run, or apply the
+      in-place changes twice);
+    * otherwise the compiled run's outputs: the traced outputs are dropped before the build,
+      since their eager graph holds every intermediate saved for backward while the compiled
+      node keeps only df's captures (the first call's peak memory stays eager's, and its
+      outputs have the same ``DifferentiableGraphBackward`` node as later calls').
+    ``fn`` runs once (Python side effects happen once, as in eager) unless ``check``
+    (``ndgrad.jit.trace(check_trace=True)``, Note [Trace check]) runs it a second time on
+    perturbed values. The tracer decides which tensors are lifted by whether they are
+    referenced after the call; the references the returned structure holds (a tensor the
+    function built and returned, or the base of a returned view) do not count. The first
+    call's tensors are not kept after it returns.
     """
-    box: list = []
-
-    @functools.wraps(fn)
-    def keep(*a: Any, **k: Any) -> Any:
-        out = fn(*a, **k)
-        box.append(out)
-        return out
-
-    res = trace_graph(keep, args, kwargs)
-    out = box[0]           # the run on the real inputs (a trace check may run fn again)
-    box.clear()
-    if res.lifted:
-        lifted = {id(t) for t in res.lifted}
-        leaves, _ = flatten(out)
-        if any(id(t) in lifted or (t._base is not None and id(t._base) in lifted)
-               for t in leaves):
-            del out, leaves
-            return trace_graph(fn, args, kwargs), None
-    return res, (out,)
+    keep: list = []
+    res = _trace_once(fn, args, kwargs, keep)
+    if check:
+        _check_trace(fn, args, kwargs, res)
+    return res, (keep.pop(),)
 
 
 def _optimize(g: Any) -> None:
@@ -379,13 +396,15 @@ class TracedFunction:
     ``gradient`` (None when no output needs a gradient), ``code``; calling it with inputs of
     another guard key raises."""
 
-    def __init__(self, fn: Callable, example_inputs: Any, backend: str = "numpy") -> None:
+    def __init__(self, fn: Callable, example_inputs: Any, backend: str = "numpy",
+                 check_trace: bool = True) -> None:
         if isinstance(example_inputs, Tensor) or not isinstance(example_inputs, (tuple, list)):
             example_inputs = (example_inputs,)
         args = tuple(example_inputs)
         self._fn = fn
         self._key, _ = _guard(args, {})
-        self._spec = _Specialization(fn, args, {}, backend)
+        with _gc_paused():
+            self._spec = _Specialization(fn, args, {}, backend, check_trace)
         self._spec.first_outputs = None
         functools.update_wrapper(self, fn, updated=())
 
@@ -416,9 +435,17 @@ class TracedFunction:
         return self._spec.run(leaves)
 
 
-def trace(fn: Callable, example_inputs: Any) -> TracedFunction:
-    """Trace ``fn`` once on ``example_inputs`` (a tuple of arguments, or one tensor) and return
-    a callable running the compiled code, with ``.graph``, ``.gradient`` and ``.code``.
+def trace(fn: Callable, example_inputs: Any, check_trace: bool = True) -> TracedFunction:
+    """Trace ``fn`` on ``example_inputs`` (a tuple of arguments, or one tensor), differentiate
+    and compile it, and return a callable running the compiled code, with ``.graph``,
+    ``.gradient`` and ``.code``.
+
+    ``check_trace`` (torch.jit.trace's flag and default): run ``fn`` a second time on perturbed
+    values of the inputs and lifted tensors and require the same program (Note [Trace check] in
+    tracer.py), which finds values computed from the data outside the op table that the tracer
+    cannot see. ``fn``'s Python side effects then run twice, and while the second run lasts the
+    lifted tensors (parameters ...) hold perturbed values that another thread could read.
+    ``ndgrad.compile`` never runs this check (as torch.compile runs a function once).
 
     >>> import ndgrad
     >>> a = ndgrad.ones(2, 3, 4, requires_grad=True)
@@ -429,7 +456,7 @@ def trace(fn: Callable, example_inputs: Any) -> TracedFunction:
     >>> cf(a, b).grad_fn.name()
     'DifferentiableGraphBackward'
     """
-    return TracedFunction(fn, example_inputs)
+    return TracedFunction(fn, example_inputs, check_trace=check_trace)
 
 
 # ---------------------------------------------------------------------------- compile
@@ -485,7 +512,8 @@ class CompiledFunction:
                         "input run eagerly. Last call: " + _describe(key), stacklevel=4)
                 return _EAGER, None
             try:
-                spec = _Specialization(self._fn, args, kwargs, self._backend)
+                with _gc_paused():
+                    spec = _Specialization(self._fn, args, kwargs, self._backend)
             except TraceError as e:
                 if self._fullgraph:
                     raise

@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import math
 import threading
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -318,6 +319,8 @@ class _Gen:
         """Constant folding: a node whose inputs are all constants is run now and its outputs
         become constants (read-only, copied if returned)."""
         if not ins or not all(x in self.const_vals for x in ins):
+            return False
+        if materializes(n, [self.const_vals[x] for x in ins]):
             return False
         outs = run([self.const_vals[x] for x in ins])
         for o, arr in zip(n.outputs(), outs):
@@ -960,6 +963,24 @@ def _has_placeholder(a: Any) -> bool:
     if t is tuple or t is list or t is TensorList:
         return any(_has_placeholder(x) for x in a)
     return False
+
+
+_FOLD_MAX = 1 << 16     # elements
+
+
+def materializes(n: Any, arrays: Sequence[Any]) -> bool:
+    """True when folding ``n`` would store a large constant bigger than the data its inputs
+    hold (an expand of a scalar, arithmetic on one): it is computed at run time instead, so a
+    compiled function keeps no dense copy of a broadcast for its lifetime (peak memory)."""
+    out = sum(math.prod(o.shape) for o in n.outputs())
+    if out <= _FOLD_MAX:
+        return False
+    held = 1
+    for a in arrays:
+        a = np.asarray(a)
+        if all(st or sh <= 1 for st, sh in zip(a.strides, a.shape)):
+            held = max(held, a.size)
+    return out > held
 
 
 def _run_op(node: Any, arrays: list) -> tuple:

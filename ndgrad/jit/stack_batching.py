@@ -50,7 +50,7 @@ _MIN_ITEMS = 4
 def fold_constants(g: Graph) -> int:
     """Replace every top-level op node whose inputs are all constants by constants holding its
     results (computed now with the op's forward); returns how many nodes were folded."""
-    from .codegen import _run_op   # local import: the same evaluation codegen uses
+    from .codegen import _run_op, materializes   # local import: codegen's evaluation
     done = 0
     blk = g.block()
     new_nodes = []
@@ -60,7 +60,11 @@ def fold_constants(g: Graph) -> int:
         if n.op is None or not ins or len(consts) != len(ins):
             new_nodes.append(n)
             continue
-        outs = _run_op(n, [c.attrs["value"] for c in consts])
+        vals = [c.attrs["value"] for c in consts]
+        if materializes(n, vals):
+            new_nodes.append(n)
+            continue
+        outs = _run_op(n, vals)
         for o, arr in zip(n._outputs, outs):
             arr = np.array(arr, copy=True)
             arr.flags.writeable = False

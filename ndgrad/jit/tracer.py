@@ -10,9 +10,11 @@ Note [Tracing]
   array an op produced, e.g. a saved output unpacked by the engine). A tensor whose
   ``requires_grad`` differs from its value's (``t.detach()``, ``t.detach().requires_grad_()``)
   gets a ``Detach`` node. A tensor the trace has never seen is *lifted*: it becomes a graph input
-  read at call time (a closure tensor, a module's parameter); if nothing but the trace still
-  holds it when the function has returned (a tensor the function built with a factory), it
-  becomes a ``Constant`` instead.
+  read at call time (a closure tensor, a module's parameter); if nothing but the trace (and
+  the structure the function returned) still holds it when the function has returned (a
+  tensor the function built with a factory), it becomes a ``Constant`` instead. A NumPy view
+  of traced data is refused (Note [Data leaving the op table]).
+* The tracer holds tensors and arrays only weakly (Note [The tracer holds nothing alive]).
 * ``autograd.grad``, ``backward``-free functional transforms, vmap-style batched gradients and
   forward-mode AD all compute with ops of the op table, so their ops are recorded like any other:
   a whole training step or Hessian becomes one graph. Values computed where grad mode is off
@@ -48,6 +50,7 @@ import inspect
 import os
 import sys
 import threading
+import weakref
 from types import FrameType
 from typing import Any, Callable, List, Optional, Sequence
 
@@ -100,13 +103,22 @@ def current_tracer() -> Optional["Tracer"]:
     return getattr(_local, "tracer", None)
 
 
+_FILE_NAMES: dict = {}      # co_filename -> its basename, or None for ndgrad's own files
+_MISSING = object()
+
+
 def user_source(skip_jit: bool = True) -> str:
     """``file:line`` of the innermost frame outside the ndgrad package (the user's line)."""
     f: Optional[FrameType] = sys._getframe(1)
+    names = _FILE_NAMES
     while f is not None:
         fn = f.f_code.co_filename
-        if not fn.startswith(_PKG_DIR) and not fn.startswith("<frozen"):
-            return f"{os.path.basename(fn)}:{f.f_lineno}"
+        base = names.get(fn, _MISSING)
+        if base is _MISSING:
+            base = names[fn] = (None if fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
+                                else os.path.basename(fn))
+        if base is not None:
+            return f"{base}:{f.f_lineno}"
         f = f.f_back
     return ""
 
@@ -190,11 +202,28 @@ class TraceResult:
 
 
 # ---------------------------------------------------------------------------- the tracer
+# Note [The tracer holds nothing alive]
+# The maps from tensors and arrays to Values hold weak references: an entry goes when its
+# tensor or array dies (a weakref callback), so a traced run frees its intermediates when eager
+# would and its peak memory is eager's. The identity checks (``entry.ref() is t``) also guard
+# against a new object reusing a dead one's id before the callback ran.
 class _Entry:
-    __slots__ = ("tensor", "value", "gen")
+    __slots__ = ("ref", "value", "gen")
 
-    def __init__(self, tensor: Any, value: Value, gen: int) -> None:
-        self.tensor, self.value, self.gen = tensor, value, gen
+    def __init__(self, ref: Any, value: Value, gen: int) -> None:
+        self.ref, self.value, self.gen = ref, value, gen
+
+
+_KeyedRef = weakref.KeyedRef
+
+
+def _dropper(d: dict, strong: bool) -> Callable:
+    """A weakref callback removing its key from ``d`` if the entry still holds that ref."""
+    def drop(ref: Any) -> None:
+        e = d.get(ref.key)
+        if e is not None and (e.ref if strong else e[0]) is ref:
+            del d[ref.key]
+    return drop
 
 
 class Tracer:
@@ -215,7 +244,9 @@ class Tracer:
         self.graph = graph
         self.lift = lift
         self.tmap: dict = {}          # id(tensor) -> _Entry
-        self.amap: dict = {}          # id(ndarray) -> (ndarray, Value)
+        self.amap: dict = {}          # id(ndarray) -> (weakref to the ndarray, Value)
+        self._tdrop = _dropper(self.tmap, True)
+        self._adrop = _dropper(self.amap, False)
         self.candidates: list = []    # [tensor, Value, snapshot or None] lifted so far
         self.cand_ids: dict = {}      # id(tensor) -> index in candidates
         self.gens: dict = {}          # id(base tensor) -> generation (bumped on each write)
@@ -230,8 +261,26 @@ class Tracer:
 
     # ---- values
     def bind(self, t: Tensor, v: Value) -> None:
-        self.tmap[id(t)] = _Entry(t, v, self._gen_of(t))
-        self.amap[id(t._data)] = (t._data, v)
+        self.set_t(t, v)
+        self.set_a(t._data, v)
+
+    def set_t(self, t: Tensor, v: Value, gen_of: Optional[Tensor] = None) -> None:
+        """Map tensor ``t`` to ``v`` (weakly: Note [The tracer holds nothing alive])."""
+        k = id(t)
+        self.tmap[k] = _Entry(_KeyedRef(t, self._tdrop, k), v,
+                              self._gen_of(t if gen_of is None else gen_of))
+
+    def set_a(self, a: np.ndarray, v: Value) -> None:
+        """Map array ``a`` to ``v`` (weakly)."""
+        k = id(a)
+        self.amap[k] = (_KeyedRef(a, self._adrop, k), v)
+
+    def lookup_a(self, a: Any) -> Optional[Value]:
+        """The Value of array ``a`` if an op of the trace produced it."""
+        known = self.amap.get(id(a))
+        if known is not None and known[0]() is a:
+            return known[1]
+        return None
 
     def _gen_of(self, t: Tensor) -> int:
         b = t._base if t._base is not None else t
@@ -242,20 +291,19 @@ class Tracer:
 
     def value_of(self, t: Tensor) -> Value:
         e = self.tmap.get(id(t))
-        if e is not None and e.tensor is t:
+        if e is not None and e.ref() is t:
             v = e.value
             if t._base is not None and e.gen != self._gen_of(t):
                 v = self._replay_view(t)
         else:
-            a = self.amap.get(id(t._data))
-            if a is not None and a[0] is t._data:
-                v = a[1]
+            v = self.lookup_a(t._data)
+            if v is not None:
                 if t._base is not None and self._gen_of(t) and \
                         self.tmap.get(id(t._base)) is not None:
                     v = self._replay_view(t)
             else:
                 v = self._unknown(t)
-            self.tmap[id(t)] = _Entry(t, v, self._gen_of(t))
+            self.set_t(t, v)
         if not self.check_requires_grad:
             return v
         rg = t.requires_grad
@@ -275,6 +323,7 @@ class Tracer:
             if id(base) not in self.tmap:
                 self.value_of(base)
             return self._replay_view(t)
+        self.refuse_derived(t._data)
         v = Value(t._data.shape, t._data.dtype, t.requires_grad)
         g = self.graph
         v._block = g.block()
@@ -282,6 +331,20 @@ class Tracer:
         self.cand_ids[id(t)] = len(self.candidates)
         self.candidates.append([t, v, None])
         return v
+
+    def refuse_derived(self, a: Any) -> None:
+        """Raise ``TraceError`` if ndarray ``a`` is a NumPy view of an array of the trace (an
+        input's or an op's result) made outside the op table (Note [Data leaving the op
+        table]): as a constant the graph would keep the example's values."""
+        b = getattr(a, "base", None)
+        while b is not None:
+            if type(b) is np.ndarray and self.lookup_a(b) is not None:
+                raise TraceError(
+                    f"ndgrad.jit: an array used at {self.source()} is a view of a traced "
+                    "tensor's data made outside the op table (e.g. through the private "
+                    "``_data``); the graph would keep the example's values, so this function "
+                    "cannot be traced. Use tensor operations (views, indexing) instead")
+            b = getattr(b, "base", None)
 
     def graph_constant(self, arr: np.ndarray) -> Value:
         blk, idx = self.graph.insert_point()
@@ -361,18 +424,22 @@ class Tracer:
                 v = self._operand(v, t, a)
             values.append(v)
         for a in arrays[len(tensors):]:
-            values.append(self.graph_constant(a))
+            known = self.lookup_a(a)
+            if known is None:
+                self.refuse_derived(a)
+                known = self.graph_constant(a)
+            values.append(known)
         k = len(values)
         extra: list = []
         self.scratch = False
-        if args:
+        if args and not _plain_args(args):
             args = self._lift_args(args, extra, op)
         node = self._insert(op, values + extra, k, args, outs)
         if self.scratch:
             node.attrs["scratch"] = True
             self.scratch = False
         for o, v in zip(outs, node.outputs()):
-            self.amap[id(o)] = (o, v)
+            self.set_a(o, v)
         return out
 
     def _arg_value(self, a: Tensor, op: Any, arrays: dict) -> Value:
@@ -391,15 +458,16 @@ class Tracer:
         def scan(a: Any) -> None:
             t = type(a)
             if t is np.ndarray:
-                known = self.amap.get(id(a))
-                if known is not None and known[0] is a:
+                known = self.lookup_a(a)
+                if known is not None:
                     if a.dtype == np.bool_ and a.ndim and op is not None and \
                             op.name in ("index", "index_put"):
                         raise TraceError(
                             f"ndgrad.jit: indexing with a boolean mask computed in the graph "
                             f"at {self.source()}: the result's shape depends on the data")
-                    arrays[id(a)] = known[1]
+                    arrays[id(a)] = known
                 else:
+                    self.refuse_derived(a)
                     arrays.setdefault(id(a), True)
                 src = getattr(a, "_source", None)
                 if src is not None:
@@ -443,9 +511,9 @@ class Tracer:
 
     def _operand(self, v: Value, t: Tensor, a: np.ndarray) -> Value:
         """The value of array ``a`` that an op received in place of tensor ``t``'s data."""
-        known = self.amap.get(id(a))
-        if known is not None and known[0] is a:
-            return known[1]
+        known = self.lookup_a(a)
+        if known is not None:
+            return known
         d = t._data
         if a.dtype != d.dtype:
             conv = d.astype(a.dtype) if not (d.dtype.kind == "c" and a.dtype.kind != "c") \
@@ -484,8 +552,8 @@ class Tracer:
         def traced(s: Tensor, *args: Any) -> Any:
             cur = self._before_write(target)
             if s is not target:
-                self.tmap[id(s)] = _Entry(s, cur, self._gen_of(target))
-                self.amap[id(s._data)] = (s._data, cur)
+                self.set_t(s, cur, target)
+                self.set_a(s._data, cur)
             old = target._data.copy() if target._base is not None else None
             res = fn(s, *args)
             self._after_inplace(target, res, old)
@@ -516,7 +584,7 @@ class Tracer:
             v = self.graph.insert_prim("Cast", [v], [(v.shape, dst._data.dtype,
                                                       v.requires_grad)],
                                        {"dtype": dst._data.dtype}, source=self.source()).output()
-        self.tmap[id(dst)] = _Entry(dst, v, self._gen_of(dst))
+        self.set_t(dst, v)
         self.pending_out = dst
 
     def _after_inplace(self, t: Tensor, res: Tensor, old: Optional[np.ndarray]) -> None:
@@ -533,7 +601,7 @@ class Tracer:
         base = t._base
         if base is None:
             self.gens[id(t)] = self.gens.get(id(t), 0) + 1
-            self.tmap[id(t)] = _Entry(t, new, self._gen_of(t))
+            self.set_t(t, new)
             return
         # A write through a view: the base becomes view_zero(base) + view_scatter(new).
         bv = self.value_of(base)
@@ -555,8 +623,8 @@ class Tracer:
                                                               total.requires_grad)],
                                            {"dtype": barr.dtype}, source=self.source()).output()
         self.gens[id(base)] = self.gens.get(id(base), 0) + 1
-        self.tmap[id(base)] = _Entry(base, total, self._gen_of(base))
-        self.tmap[id(t)] = _Entry(t, new, self._gen_of(t))
+        self.set_t(base, total)
+        self.set_t(t, new)
         del old
 
     # ---- calls recorded whole (see _make_call)
@@ -594,17 +662,32 @@ class Tracer:
              "tuple": isinstance(res, tuple), "differentiable": differentiable},
             source=self.source())
         for o, v in zip(outs, n.outputs()):
-            self.tmap[id(o)] = _Entry(o, v, self._gen_of(o))
-            self.amap[id(o._data)] = (o._data, v)
+            self.set_t(o, v)
+            self.set_a(o._data, v)
 
     def knows(self, t: Tensor) -> bool:
         e = self.tmap.get(id(t))
-        if e is not None and e.tensor is t:
+        if e is not None and e.ref() is t:
             return True
-        a = self.amap.get(id(t._data))
-        if a is not None and a[0] is t._data:
+        if self.lookup_a(t._data) is not None:
             return True
         return id(t) in self.cand_ids
+
+
+_PLAIN = frozenset({int, float, bool, str, type(None), complex})
+
+
+def _plain_args(args: tuple) -> bool:
+    """True when ``args`` holds only Python scalars, dtypes and tuples of ints: nothing
+    ``_lift_args`` would replace (the common case, checked without its scan)."""
+    for a in args:
+        t = type(a)
+        if t in _PLAIN or isinstance(a, np.dtype):
+            continue
+        if t is tuple and all(type(x) is int for x in a):
+            continue
+        return False
+    return True
 
 
 _DISPATCH_FILES = (os.path.abspath(_dispatch.__file__).rsplit(".", 1)[0],
@@ -656,22 +739,30 @@ def _add_args(op: Any) -> tuple:
     return tuple(1 for _ in op.arg_names) if op.arg_names else ()
 
 
+_RNG_VIEW: list = [None]    # (generator, its MT19937 key words, its position) as C views
+
+
 def _rng_fingerprint() -> Any:
     """Something that changes when the default generator draws: the MT19937 position and two
-    words of its key, read from NumPy's C state (about 1 µs; the ``state`` dict costs 100)."""
+    words of its key, read from NumPy's C state through views made once per generator (well
+    under 1 µs; the ``state`` dict costs 100)."""
     g = _generator.default_generator
     mt = getattr(g, "_mt", None)
     if mt is None:
         return None
-    try:
-        addr = mt.ctypes.state.value
-        key = (ctypes.c_uint32 * 624).from_address(addr)
-        pos = ctypes.c_int.from_address(addr + 624 * 4).value
-        return (id(mt), pos, key[0], key[623], getattr(g, "_next_normal", None))
-    except (AttributeError, TypeError, ValueError):
-        st = mt.state["state"]
-        return (id(mt), st["pos"], int(st["key"][0]), int(st["key"][-1]),
-                getattr(g, "_next_normal", None))
+    view = _RNG_VIEW[0]
+    if view is None or view[0] is not mt:
+        try:
+            addr = mt.ctypes.state.value
+            view = (mt, (ctypes.c_uint32 * 624).from_address(addr),
+                    ctypes.c_int.from_address(addr + 624 * 4))
+        except (AttributeError, TypeError, ValueError):
+            st = mt.state["state"]
+            return (id(mt), st["pos"], int(st["key"][0]), int(st["key"][-1]),
+                    getattr(g, "_next_normal", None))
+        _RNG_VIEW[0] = view       # holds the generator: the views' memory stays valid
+    key = view[1]
+    return (id(mt), view[2].value, key[0], key[623], getattr(g, "_next_normal", None))
 
 
 # ---------------------------------------------------------------------------- escapes
@@ -784,6 +875,78 @@ def _make_call(name: str, orig: Callable, differentiable: bool = False) -> Calla
     return method
 
 
+# (key, plan): the patches of the last install, reused while sys.modules and every patched
+# name are unchanged (building the plan scans every ndgrad module: about 1 ms per trace).
+_PLAN: list = [None, ()]
+
+
+def _space(holder: Any) -> Any:
+    return holder.__dict__ if holder is Tensor else vars(holder)
+
+
+def _patch_plan() -> Any:
+    """``[(holder, name, original, wrapper)]``: the functions wrapped while tracing (Note
+    [Functions outside the op table]); ``ndgrad.autograd.backward`` refused."""
+    import ndgrad  # local import: the package namespace (it imports jit lazily)
+    functional = sys.modules.get("ndgrad.nn.functional")  # local import: only if loaded
+    masked = sys.modules.get("ndgrad.masked")  # local import: only if loaded (lazy)
+    linalg = getattr(ndgrad, "linalg", None)
+    key = (len(sys.modules), id(functional), id(masked), id(linalg))
+    if _PLAN[0] == key and all(_space(h).get(n) is o for h, n, o, _ in _PLAN[1]):
+        return _PLAN[1]
+    plan: list = []
+    seen: set = set()
+    wrapped: dict = {}          # id(original) -> its wrapper
+
+    def add(holder: Any, name: str, orig: Any, diff: bool, wrapper: Any = None) -> None:
+        if (id(holder), name) in seen:
+            return
+        seen.add((id(holder), name))
+        if wrapper is None:
+            w = wrapped.get(id(orig))
+            if w is None:
+                w = wrapped[id(orig)] = (orig, _make_call(name, orig, diff))
+            wrapper = w[1]
+        plan.append((holder, name, orig, wrapper))
+
+    for holder in (Tensor, ndgrad, linalg, functional):
+        if holder is None:
+            continue
+        space = _space(holder)
+        for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
+            for name in names:
+                orig = space.get(name)
+                if orig is None or not callable(orig) or isinstance(orig, type):
+                    continue
+                add(holder, name, orig, diff)
+    # ndgrad.masked computes its masks with NumPy: every function of it is a Call.
+    for name in getattr(masked, "__all__", ()):
+        val = vars(masked).get(name)
+        if inspect.isfunction(val) and not getattr(val, "_jit_wrapper", False):
+            add(masked, name, val, True, _make_call(name, val, True))
+    # The same functions as module globals of ndgrad's own modules (nn modules call them
+    # through the op family, e.g. ``F.layer_norm`` with F = ops.nn_norm).
+    for modname, mod in list(sys.modules.items()):
+        if mod is None or not modname.startswith("ndgrad.") or \
+                modname.startswith("ndgrad.jit") or mod is masked:
+            continue
+        space = vars(mod)
+        for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
+            for name in names:
+                val = space.get(name)
+                if val is None or not inspect.isfunction(val) or \
+                        getattr(val, "_jit_wrapper", False):
+                    continue
+                add(mod, name, val, diff)
+    # torch.autograd.backward(loss) accumulates into .grad like loss.backward()
+    ag = sys.modules.get("ndgrad.autograd")   # local import: loaded with ndgrad
+    orig_bw = getattr(ag, "backward", None)
+    if orig_bw is not None and not getattr(orig_bw, "_jit_wrapper", False):
+        add(ag, "backward", orig_bw, False, _make_backward_escape(orig_bw))
+    _PLAN[0], _PLAN[1] = key, tuple(plan)
+    return _PLAN[1]
+
+
 def _install() -> None:
     with _lock:
         _active_count[0] += 1
@@ -792,57 +955,9 @@ def _install() -> None:
                 orig = Tensor.__dict__[name]
                 _originals[name] = orig
                 setattr(Tensor, name, _make_escape(name, orig))
-            import ndgrad  # local import: the package namespace (it imports jit lazily)
-            # local import: only if the user loaded it (nn is lazy), the same layer
-            functional = sys.modules.get("ndgrad.nn.functional")
-            holders = [Tensor, ndgrad, getattr(ndgrad, "linalg", None), functional]
-            wrapped: dict = {}          # id(original) -> its wrapper
-            for holder in holders:
-                if holder is None:
-                    continue
-                space = holder.__dict__ if holder is Tensor else vars(holder)
-                for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
-                    for name in names:
-                        orig = space.get(name)
-                        if orig is None or not callable(orig) or isinstance(orig, type):
-                            continue
-                        w = wrapped.get(id(orig))
-                        if w is None:
-                            w = wrapped[id(orig)] = (orig, _make_call(name, orig, diff))
-                        _patched.append((holder, name, orig))
-                        setattr(holder, name, w[1])
-            # ndgrad.masked computes its masks with NumPy: every function of it is a Call.
-            masked = sys.modules.get("ndgrad.masked")  # local import: only if loaded
-
-            for name in getattr(masked, "__all__", ()):
-                val = vars(masked).get(name)
-                if inspect.isfunction(val) and not getattr(val, "_jit_wrapper", False):
-                    _patched.append((masked, name, val))
-                    setattr(masked, name, _make_call(name, val, True))
-            # The same functions as module globals of ndgrad's own modules (nn modules call
-            # them through the op family, e.g. ``F.layer_norm`` with F = ops.nn_norm).
-            for modname, mod in list(sys.modules.items()):
-                if mod is None or not modname.startswith("ndgrad.") or \
-                        modname.startswith("ndgrad.jit") or mod is masked:
-                    continue
-                space = vars(mod)
-                for names, diff in ((_CALL_NAMES, False), (_DIFF_CALL_NAMES, True)):
-                    for name in names:
-                        val = space.get(name)
-                        if val is None or not inspect.isfunction(val) or \
-                                getattr(val, "_jit_wrapper", False):
-                            continue
-                        w = wrapped.get(id(val))
-                        if w is None:
-                            w = wrapped[id(val)] = (val, _make_call(name, val, diff))
-                        _patched.append((mod, name, val))
-                        setattr(mod, name, w[1])
-            # torch.autograd.backward(loss) accumulates into .grad like loss.backward()
-            ag = sys.modules.get("ndgrad.autograd")   # local import: loaded with ndgrad
-            orig_bw = getattr(ag, "backward", None)
-            if orig_bw is not None and not getattr(orig_bw, "_jit_wrapper", False):
-                _patched.append((ag, "backward", orig_bw))
-                ag.backward = _make_backward_escape(orig_bw)  # type: ignore[union-attr]
+            for holder, name, orig, wrapper in _patch_plan():
+                _patched.append((holder, name, orig))
+                setattr(holder, name, wrapper)
             _linalg_decomp._save_outputs = _save_outputs_hook
             _out_mod._write = _write_hook
             _dispatch.set_tracing(_record_hook, _inplace_hook)
@@ -914,7 +1029,7 @@ def _write_hook(dst: Tensor, src: Tensor) -> None:
         tr.write_out(dst, src)
     OUT_WRITE(dst, src)
     if tr is not None and getattr(tr, "pending_out", None) is dst:
-        tr.amap[id(dst._data)] = (dst._data, tr.tmap[id(dst)].value)
+        tr.set_a(dst._data, tr.tmap[id(dst)].value)
         tr.pending_out = None
 
 
@@ -1005,7 +1120,38 @@ def trace_graph(fn: Callable, example_inputs: Any, kwargs: Optional[dict] = None
     return result
 
 
-def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
+def _output_refs(keep: list) -> dict:
+    """id(tensor) -> references the structure in ``keep`` holds to that tensor (as a container
+    element, or as the ``_base`` of a view it holds): the tensors the function returned are
+    kept for the caller, and these references must not count as "alive outside the trace"."""
+    refs: dict = {}
+    seen: set = set()
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, Tensor):
+            if id(obj) not in seen:
+                seen.add(id(obj))
+                if obj._base is not None:
+                    refs[id(obj._base)] = refs.get(id(obj._base), 0) + 1
+            return
+        if isinstance(obj, dict):
+            items: Any = obj.values()
+        elif isinstance(obj, (tuple, list)):
+            items = obj
+        else:
+            return
+        for x in items:
+            if isinstance(x, Tensor):
+                refs[id(x)] = refs.get(id(x), 0) + 1
+            walk(x)
+    walk(keep)
+    return refs
+
+
+def _trace_once(fn: Callable, args: tuple, kwargs: dict,
+                keep: Optional[list] = None) -> TraceResult:
+    """One traced run of ``fn``; with ``keep``, what ``fn`` returned is appended to it (the
+    first call of a compiled function returns it: Note [The tracing call's result])."""
     leaves, in_spec = flatten((args, kwargs))
     g = Graph()
     tr = Tracer(g)
@@ -1050,6 +1196,8 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
         finals = [(t, v, tr.value_of(t)) for t, v in tr.inputs]
         cfinals = [(c, c[1], tr.value_of(c[0])) for c in list(tr.candidates)]
         tr.check_rng()
+    if keep is not None:
+        keep.append(out)
     del out, out_leaves
     for v in out_values:
         g.register_output(v)
@@ -1068,10 +1216,11 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
     tr.inputs = []
     del finals, cfinals     # their references would count in the refcounts below
     lifted = []
+    out_refs = _output_refs(keep) if keep else {}
     for c in cands:
         t, v, snap = c
         c[0] = None
-        refs = sys.getrefcount(t)
+        refs = sys.getrefcount(t) - out_refs.get(id(t), 0)
         mutated_here = any(m[0] == "lifted" and m[1] is c for m in mutated_inputs)
         if refs > 2 or (mutated_here and refs > 2):
             lifted.append((t, v))
@@ -1121,11 +1270,34 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
                        len(out_values), mutated, list(leaves) + [t for t, _ in lifted])
 
 
+# Note [Data leaving the op table]
+# A graph is correct when every value computed from the inputs reaches it through an op of the
+# table. The ways data can leave the table while tracing, and what the tracer does with each:
+# * Python reading a value (``bool``, ``.item()``, ``.tolist()``, ``.numpy()``, ``float`` ...):
+#   the escapes raise ``TraceError``.
+# * ndgrad functions whose Python wrapper computes part of the result with NumPy: recorded
+#   whole as ``Call`` nodes (Note [Functions outside the op table]) and run again at run time;
+#   a VJP rule doing so is refused by ``_check_not_derived`` (differentiate then runs the rule
+#   at run time).
+# * An ndarray that is a NumPy *view* of an array of the trace (an input's data or an op's
+#   result), reaching the graph as a tensor the trace never saw, an op operand or an index
+#   argument: ``Tracer.refuse_derived`` raises ``TraceError`` naming the line (the arrays of
+#   the trace are known by identity, and a view's ``base`` leads to them). The very array of a
+#   traced value is that value, not a constant.
+# What stays undetected by a single trace: user code reaching the private ``Tensor._data`` and
+# computing a *new* array from it with NumPy (``np.sort(t._data)``), or an index array made
+# from one; that array becomes a constant. ``ndgrad.jit.trace(check_trace=True)`` (its default)
+# finds such values with a second, perturbed trace (Note [Trace check]); ``ndgrad.compile``
+# traces once, as torch.compile does (docs/differences.md).
+
 # Note [Trace check]
 # The tracer sees ops of the op table; a tensor some function computes from the data with NumPy
 # outside the table (a mask, indices), or a Python decision it takes on the data without the
 # escapes seeing it, would silently become part of the graph with the example's value. The
 # check traces a second time with other values and compares the two programs node by node.
+# It runs for ``trace_graph(check=True)`` and ``ndgrad.jit.trace(check_trace=True)``, never for
+# ``ndgrad.compile``. While it runs, the lifted tensors (parameters ...) hold perturbed values
+# that another thread reading them would see (docs/differences.md).
 def _perturb(arr: np.ndarray, rng: np.random.Generator, mode: int) -> np.ndarray:
     if arr.dtype.kind not in "fc" and arr.dtype.name != "bfloat16":
         return arr.copy()
