@@ -41,6 +41,19 @@ def _c(t: Tensor) -> Tensor:
     return t.conj() if t._data.dtype.kind == "c" else t
 
 
+# Note [Raw backward rules] (ops/_dispatch.py): the ``raw=`` rules below compute what the Tensor
+# rules compute, with the same NumPy calls, on arrays of one float dtype.
+_ndarray = np.ndarray
+_mul = np.multiply
+
+
+def _mul_into(t: Any, g: np.ndarray) -> Any:
+    """``t * g`` for a temporary ``t`` the caller made: in place when shapes allow."""
+    if t.__class__ is _ndarray and t.shape == g.shape:
+        return _mul(t, g, out=t)
+    return _mul(t, g)
+
+
 # ---------------------------------------------------------------------------- binary arithmetic
 def _add_vjp(ctx, g):
     alpha = ctx._args[0] if ctx._args else 1
@@ -136,8 +149,15 @@ def _mul_vjp(ctx, g):
             g * _c(a) if ctx.needs_input_grad(1) else None)
 
 
+def _mul_raw(ctx, g, saved):
+    b, a = saved
+    return (_mul(g, b) if ctx.needs_input_grad(0) else None,
+            _mul(g, a) if ctx.needs_input_grad(1) else None)
+
+
 MUL = Op("mul", "MulBackward0", np.multiply, _mul_vjp, saves=("other", "self"),
-         save_if=((0,), (1,)), inputs=("self", "other"), jvp=bilinear(lambda a, b: a * b))
+         save_if=((0,), (1,)), inputs=("self", "other"), jvp=bilinear(lambda a, b: a * b),
+         raw=_mul_raw)
 
 
 def _scalar_conj(s):
@@ -156,9 +176,23 @@ def _div_s_fwd(a, s):
 
 # The scalar is saved (and freed after backward), as PyTorch saves the wrapped number: a second
 # backward through x * 2 raises like any other op that saved something.
+def _mul_s_raw(ctx, g, saved):
+    s = saved[0]
+    t = type(s)
+    # g * s takes the operator fast path for these (MUL_S's forward on g)
+    return _mul_s_fwd(g, s) if t is float or t is int else NotImplemented
+
+
+def _div_s_raw(ctx, g, saved):
+    s = saved[0]
+    t = type(s)
+    return _div_s_fwd(g, s) if t is float or t is int else NotImplemented
+
+
 MUL_S = Op("mul", "MulBackward0", _mul_s_fwd,
            lambda ctx, g: g * _scalar_conj(ctx.saved[0]),
-           args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t * ctx._args[0])
+           args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t * ctx._args[0],
+           raw=_mul_s_raw)
 
 
 def _div_vjp(ctx, g):
@@ -166,6 +200,14 @@ def _div_vjp(ctx, g):
     cb = _c(b)
     ga = g / cb if ctx.needs_input_grad(0) else None
     gb = -g * _c(a) / (cb * cb) if ctx.needs_input_grad(1) else None
+    return ga, gb
+
+
+def _div_raw(ctx, g, saved):
+    b, a = saved
+    ga = np.true_divide(g, b) if ctx.needs_input_grad(0) else None
+    gb = (np.true_divide(_mul(np.negative(g), a), _mul(b, b)) if ctx.needs_input_grad(1)
+          else None)
     return ga, gb
 
 
@@ -180,10 +222,11 @@ def _div_jvp(ctx, ta, tb):
 
 
 DIV = Op("div", "DivBackward0", np.true_divide, _div_vjp, saves=("other", "self"),
-         save_if=(None, (1,)), inputs=("self", "other"), jvp=_div_jvp)
+         save_if=(None, (1,)), inputs=("self", "other"), jvp=_div_jvp, raw=_div_raw)
 DIV_S = Op("div", "DivBackward0", _div_s_fwd,
            lambda ctx, g: g / _scalar_conj(ctx.saved[0]),
-           args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0])
+           args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0],
+           raw=_div_s_raw)
 RECIPROCAL = Op("reciprocal", "ReciprocalBackward0", np.reciprocal,
                 lambda ctx, g: -g * _c(ctx.saved[0] * ctx.saved[0]), saves=("result",),
                 jvp=elementwise(lambda ctx: -(ctx.result * ctx.result)))
@@ -562,14 +605,22 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001
 # ---------------------------------------------------------------------------- unary
 NEG = Op("neg", "NegBackward0", np.negative, lambda ctx, g: -g, jvp=lambda ctx, t: -t)
 EXP = Op("exp", "ExpBackward0", np.exp, lambda ctx, g: g * _c(ctx.saved[0]),
-         saves=("result",), jvp=elementwise(lambda ctx: ctx.result))
+         saves=("result",), jvp=elementwise(lambda ctx: ctx.result),
+         raw=lambda ctx, g, s: _mul(g, s[0]))
 LOG = Op("log", "LogBackward0", np.log, lambda ctx, g: g / _c(ctx.saved[0]),
-         saves=("self",), jvp=lambda ctx, t: t / ctx.inputs[0])
+         saves=("self",), jvp=lambda ctx, t: t / ctx.inputs[0],
+         raw=lambda ctx, g, s: np.true_divide(g, s[0]))
 SIN = Op("sin", "SinBackward0", np.sin, lambda ctx, g: g * _c(ctx.saved[0].cos()),
-         saves=("self",), jvp=elementwise(lambda ctx: ctx.inputs[0].cos()))
+         saves=("self",), jvp=elementwise(lambda ctx: ctx.inputs[0].cos()),
+         raw=lambda ctx, g, s: _mul_into(np.cos(s[0]), g))
 COS = Op("cos", "CosBackward0", np.cos,
          lambda ctx, g: g * _c(-ctx.saved[0].sin()), saves=("self",),
-         jvp=elementwise(lambda ctx: -ctx.inputs[0].sin()))
+         jvp=elementwise(lambda ctx: -ctx.inputs[0].sin()),
+         raw=lambda ctx, g, s: _mul_into(_neg_into(np.sin(s[0])), g))
+def _neg_into(t: Any) -> Any:
+    return np.negative(t, out=t) if t.__class__ is _ndarray else np.negative(t)
+
+
 def _tanh_backward_vjp(ctx, gg):
     g, r = ctx.saved
     return (tanh_backward(gg, r) if ctx.needs_input_grad(0) else None,
@@ -632,10 +683,12 @@ def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
 
 TANH = Op("tanh", "TanhBackward0", np.tanh,
           lambda ctx, g: tanh_backward(g, ctx.saved[0]), saves=("result",),
-          jvp=lambda ctx, t: tanh_backward(t, ctx.result))
+          jvp=lambda ctx, t: tanh_backward(t, ctx.result),
+          raw=lambda ctx, g, s: _tanh_backward_fwd(g, s[0]))
 SQRT = Op("sqrt", "SqrtBackward0", np.sqrt,
           lambda ctx, g: g / _c(2 * ctx.saved[0]), saves=("result",),
-          jvp=lambda ctx, t: t / (2 * ctx.result))
+          jvp=lambda ctx, t: t / (2 * ctx.result),
+          raw=lambda ctx, g, s: np.true_divide(g, _mul(2, s[0])))
 
 
 def _sigmoid_fwd(x: np.ndarray) -> np.ndarray:
@@ -650,7 +703,8 @@ def _sigmoid_vjp(ctx, g):
 
 
 SIGMOID = Op("sigmoid", "SigmoidBackward0", _sigmoid_fwd, _sigmoid_vjp,
-             saves=("result",), jvp=lambda ctx, t: sigmoid_backward(t, ctx.result))
+             saves=("result",), jvp=lambda ctx, t: sigmoid_backward(t, ctx.result),
+             raw=lambda ctx, g, s: SIGMOID_BACKWARD.forward(g, s[0]))
 def _threshold_backward_vjp(ctx, gg):
     (r,) = ctx.saved
     return (threshold_backward(gg, r) if ctx.needs_input_grad(0) else None,
@@ -684,7 +738,8 @@ def threshold_backward(grad_output: Tensor, output: Tensor) -> Tensor:
 
 RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
           lambda ctx, g: threshold_backward(g, ctx.saved[0]), saves=("result",),
-          jvp=lambda ctx, t: threshold_backward(t, ctx.result))
+          jvp=lambda ctx, t: threshold_backward(t, ctx.result),
+          raw=lambda ctx, g, s: _threshold_backward_fwd(g, s[0]))
 
 
 def _abs_vjp(ctx, g):

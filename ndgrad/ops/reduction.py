@@ -28,7 +28,7 @@ from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._jvp import linear
 from ._util import category, dims_tuple, wrap_dim
-from .pointwise import maximum, minimum, where
+from .pointwise import _div_s_fwd, maximum, minimum, where
 
 _INT = _dtype._INT
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -72,8 +72,21 @@ SUM = Op("sum", "SumBackward0", _sum_fwd, _expand_back, args=("dim", "keepdim", 
          jvp=linear)
 SUM_DIM = Op("sum", "SumBackward1", _sum_fwd, _expand_back, args=("dim", "keepdim", "dtype"),
              jvp=linear)
+def _mean_raw(ctx, g, saved):
+    # Note [Raw backward rules] (ops/_dispatch.py): _mean_vjp on arrays (g / n of the expanded
+    # gradient, a new array).
+    dims, keepdim = ctx._args[0], ctx._args[1]
+    shape = ctx._input_meta[0][0]
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    if not keepdim and dims:
+        g = np.expand_dims(g, tuple(sorted(dims)))
+    return _div_s_fwd(np.broadcast_to(g, shape), n)
+
+
 MEAN = Op("mean", "MeanBackward0", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"),
-          jvp=linear)
+          jvp=linear, raw=_mean_raw)
 MEAN_DIM = Op("mean", "MeanBackward1", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"),
               jvp=linear)
 
