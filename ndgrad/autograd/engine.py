@@ -266,11 +266,13 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
             if g is not None:
                 # Validate against the forward input's metadata: undo broadcasting, cast dtype.
                 if g.__class__ is Tensor:
-                    data = g._data
                     if meta:
                         m = meta[i]
-                        if m is not None and (data.shape != m[0] or data.dtype != m[1]):
-                            g = _fix_gradient(node, i, g, m)
+                        if m is not None:
+                            data = g._data
+                            dt = data.dtype
+                            if data.shape != m[0] or (dt is not m[1] and dt != m[1]):
+                                g = _fix_gradient(node, i, g, m)
                 elif g.__class__ is SparseTensor:     # checked without densifying
                     m = meta[i] if meta else None
                     if m is not None:
@@ -287,7 +289,7 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
             d -= 1
             counts[nxt] = d
             if d == 0:
-                buf = buffers.pop(nxt, None)
+                buf = buffers.pop(nxt, None) if buffers else None
                 if buf is None:
                     n = nxt._num_inputs
                     if n == 1:
@@ -315,7 +317,7 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
                     old = buf[nr]
                     buf[nr] = g if old is None else old + g
         # Drop our references so AccumulateGrad can steal gradients (see accumulate_grad.py).
-        outputs = g = old = buf = data = None
+        outputs = g = old = buf = data = dt = None
     return captured
 
 
