@@ -57,11 +57,14 @@ def _mul_into(t: Any, g: np.ndarray) -> Any:
 # ---------------------------------------------------------------------------- binary arithmetic
 def _add_vjp(ctx, g):
     alpha = ctx._args[0] if ctx._args else 1
-    return g, (g if alpha == 1 else g * alpha)
+    return g, (g if alpha == 1 else g * alpha if ctx.needs_input_grad(1) else None)
 
 
 def _sub_vjp(ctx, g):
+    # ``-g`` only when ``other`` gets a gradient (``x - target``: one pass saved)
     alpha = ctx._args[0] if ctx._args else 1
+    if not ctx.needs_input_grad(1):
+        return g, None
     return g, (-g if alpha == 1 else g * (-alpha))
 
 
@@ -78,23 +81,41 @@ def _like(a: np.ndarray, r: Any) -> np.ndarray:
 # array of the array's own dtype (0.6 vs 0.33 µs for a (16,) float32 array), and the result is
 # the same: the weak scalar is cast to the array's dtype either way. For floating point arrays
 # the scalar ops below use cached read-only 0-d arrays; the ops' arguments stay Python scalars.
-_SCALARS: dict = {}
+# The cache is one dict per dtype keyed by the number: an int and a float that compare equal
+# are the same real number and give the same 0-d array; a complex number is not cached for a
+# real dtype (1+0j == 1 must not find the real array).
+_SCALARS: dict = {}       # numpy dtype -> {number: read-only 0-d array}
+_n_scalars = [0]
 
 
 def _s(a: np.ndarray, s: Any) -> Any:
+    cache = _SCALARS.get(a.dtype)
+    if cache is not None:
+        t = type(s)
+        if t is float or t is int:
+            z = cache.get(s)
+            if z is not None:
+                return z
+    return _s_slow(a, s)
+
+
+def _s_slow(a: np.ndarray, s: Any) -> Any:
     dt = a.dtype
     if dt not in _FLOATING or type(s) is bool or s == 0 or s != s:
         return s           # -0.0 == 0.0 and NaN != NaN: such keys would alias or never hit
-    key = (s, type(s), dt)
-    z = _SCALARS.get(key)
-    if z is None:
-        if len(_SCALARS) > 4096:
-            _SCALARS.clear()
-        if type(s) is complex and dt.kind != "c":
-            return s
-        z = np.array(s, dtype=dt)
+    if type(s) is complex and dt.kind != "c":
+        return s
+    if type(s) is not float and type(s) is not int:
+        z = np.array(s, dtype=dt)      # another number type: converted, not cached
         z.flags.writeable = False
-        _SCALARS[key] = z
+        return z
+    if _n_scalars[0] > 4096:
+        _SCALARS.clear()
+        _n_scalars[0] = 0
+    z = np.array(s, dtype=dt)
+    z.flags.writeable = False
+    _SCALARS.setdefault(dt, {})[s] = z
+    _n_scalars[0] += 1
     return z
 
 
