@@ -29,6 +29,7 @@ from ._dispatch import Op, apply
 from ._jvp import linear
 from ._util import category, dims_tuple, wrap_dim
 from .pointwise import _div_s_fwd, maximum, minimum, where
+from .shape import EXPAND as _EXPAND
 
 _INT = _dtype._INT
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -38,10 +39,37 @@ def _expand_back(ctx, g: Tensor) -> Tensor:
     """Undo a sum over ``dims`` (args[0]) without keepdim (args[1]): unsqueeze and expand."""
     dims, keepdim = ctx._args[0], ctx._args[1]
     shape = ctx.input_shape(0)
-    if not keepdim and dims:
+    if not keepdim and dims and not _leading(dims):
         for d in sorted(dims):
             g = g.unsqueeze(d)
-    return g.expand(shape)
+    if g._blevel:  # Note [Batched backward]
+        return g.expand(shape)
+    # expand adds leading dims itself (a full sum: one ExpandBackward0, as PyTorch records);
+    # the shape is valid, so the op is applied without the public checks
+    return apply(_EXPAND, (g,), (g._data,), (tuple(shape),))
+
+
+def _leading(dims: tuple) -> bool:
+    """Whether ``dims`` are exactly the leading dims ``0..k-1`` (in any order)."""
+    k = len(dims)
+    for d in dims:
+        if d >= k:
+            return False
+    return True
+
+
+def _keepdim_shape(ctx) -> tuple:
+    """The shape of a reduction's result with keepdim, from the input shape (Op args)."""
+    dims = ctx._args[0]
+    return tuple([1 if i in dims else n for i, n in enumerate(ctx._input_meta[0][0])])
+
+
+def _sum_raw(ctx, g, saved):
+    # Note [Raw backward rules] (ops/_dispatch.py): _expand_back on arrays.
+    dims, keepdim = ctx._args[0], ctx._args[1]
+    if not keepdim and dims and not _leading(dims):
+        g = g.reshape(_keepdim_shape(ctx))
+    return np.broadcast_to(g, ctx._input_meta[0][0])
 
 
 def _sum_fwd(x, dims, keepdim, dt):
@@ -69,9 +97,9 @@ def _mean_vjp(ctx, g):
 
 
 SUM = Op("sum", "SumBackward0", _sum_fwd, _expand_back, args=("dim", "keepdim", "dtype"),
-         jvp=linear)
+         jvp=linear, raw=_sum_raw)
 SUM_DIM = Op("sum", "SumBackward1", _sum_fwd, _expand_back, args=("dim", "keepdim", "dtype"),
-             jvp=linear)
+             jvp=linear, raw=_sum_raw)
 def _mean_raw(ctx, g, saved):
     # Note [Raw backward rules] (ops/_dispatch.py): _mean_vjp on arrays (g / n of the expanded
     # gradient, a new array).
@@ -80,8 +108,8 @@ def _mean_raw(ctx, g, saved):
     n = 1
     for d in dims:
         n *= shape[d]
-    if not keepdim and dims:
-        g = np.expand_dims(g, tuple(sorted(dims)))
+    if not keepdim and dims and not _leading(dims):
+        g = g.reshape(_keepdim_shape(ctx))
     return _div_s_fwd(np.broadcast_to(g, shape), n)
 
 
