@@ -216,6 +216,7 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
 
     heappop, heappush = heapq.heappop, heapq.heappush
     get = counts.get
+    _Tensor = Tensor
     # Note [Engine fast loop]
     # ``direct`` holds the only ready node and its input buffer when the heap is empty, so a
     # chain never touches the heap. A node whose gradients all arrive at once (count 1, the
@@ -265,7 +266,7 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
                 continue
             if g is not None:
                 # Validate against the forward input's metadata: undo broadcasting, cast dtype.
-                if g.__class__ is Tensor:
+                if g.__class__ is _Tensor:
                     if meta:
                         m = meta[i]
                         if m is not None:

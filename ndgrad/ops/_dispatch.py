@@ -110,7 +110,7 @@ class Op:
     __slots__ = ("save_if", "name", "node_name", "forward", "vjp", "jvp", "saved_names",
                  "save_idx",
                  "inputs", "arg_names", "view", "num_outputs", "pad", "differentiable",
-                 "node_cls", "pad_edges", "pad_meta", "raw")
+                 "node_cls", "pad_edges", "pad_meta", "raw", "save_pairs")
 
     def __init__(self, name: str, node: str, forward: Callable, vjp: Optional[Callable] = None,
                  *, saves: Sequence[str] = (), inputs: Sequence[str] = ("self",),
@@ -134,6 +134,12 @@ class Op:
         # must then still backpropagate.
         self.save_if = (tuple(c if c is None or callable(c) else tuple(c) for c in save_if)
                         if save_if is not None else None)
+        # The common save_if (mul, mm): each tensor input saved iff one other input has an
+        # edge, as (input index, edge index) pairs for _record's short path.
+        self.save_pairs = (tuple((i, c[0]) for i, c in zip(self.save_idx, self.save_if))
+                           if self.save_if is not None and all(
+                               type(c) is tuple and len(c) == 1 and i >= 0
+                               for i, c in zip(self.save_idx, self.save_if)) else None)
         self.view = view
         self.num_outputs = num_outputs
         self.pad = pad
@@ -430,6 +436,9 @@ def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
                 node._saved = (SavedTensor(result, True, 0),)
             else:
                 node._saved = (_save(i, tensors, result, args),)
+        elif op.save_pairs is not None:
+            node._saved = tuple([SavedTensor(tensors[i]) if edges[k][0] is not None
+                                 else _NOT_SAVED for i, k in op.save_pairs])
         else:
             node._saved = _saved_values(op, node, tensors, result, args)
 

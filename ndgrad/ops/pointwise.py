@@ -48,8 +48,9 @@ _mul = np.multiply
 
 
 def _mul_into(t: Any, g: np.ndarray) -> Any:
-    """``t * g`` for a temporary ``t`` the caller made: in place when shapes allow."""
-    if t.__class__ is _ndarray and t.shape == g.shape:
+    """``t * g`` for a temporary ``t`` the caller made: in place when shapes allow and the
+    array is large enough for the saved allocation to outweigh ``out=``'s call cost."""
+    if t.__class__ is _ndarray and t.size >= 16384 and t.shape == g.shape:
         return _mul(t, g, out=t)
     return _mul(t, g)
 
@@ -639,7 +640,8 @@ COS = Op("cos", "CosBackward0", np.cos,
          jvp=elementwise(lambda ctx: -ctx.inputs[0].sin()),
          raw=lambda ctx, g, s: _mul_into(_neg_into(np.sin(s[0])), g))
 def _neg_into(t: Any) -> Any:
-    return np.negative(t, out=t) if t.__class__ is _ndarray else np.negative(t)
+    return np.negative(t, out=t) if t.__class__ is _ndarray and t.size >= 16384 \
+        else np.negative(t)
 
 
 def _tanh_backward_vjp(ctx, gg):
