@@ -33,7 +33,7 @@ from ..autograd import batching as _batching_levels
 from ..autograd import profiler as _profiler
 from ..autograd.accumulate_grad import grad_accumulator
 from ..autograd.grad_mode import _state
-from ..autograd.node import RELEASED, SECOND_BACKWARD_MSG, OpNode, next_sequence_nr
+from ..autograd.node import SECOND_BACKWARD_MSG, OpNode, next_sequence_nr
 from ..autograd.saved import SavedTensor, SavedTensorList, SavedValue, TensorList
 from ..tensor import Tensor, _wrap
 
@@ -101,10 +101,10 @@ class Op:
         full_name: what ``node.name()`` returns when it differs from the class name
             (``torch::autograd::CopyBackwards``).
         raw: ``raw(ctx, g, saved) -> array or tuple of arrays (None: no gradient)``, or
-            ``NotImplemented`` to leave the case to ``vjp``: the VJP on ndarrays for a plain backward (Note [Raw backward rules]): ``g`` the output's
-            gradient array, ``saved`` the saved values unpacked to arrays. Single-output ops
-            only; it must compute what ``vjp`` computes, bit for bit, and never write into
-            ``g`` or a saved array.
+            ``NotImplemented`` to leave the case to ``vjp``: the VJP on ndarrays for a plain
+            backward (Note [Raw backward rules]): ``g`` the output's gradient array, ``saved``
+            the saved values unpacked to arrays. Single-output ops only; it must compute what
+            ``vjp`` computes, bit for bit, and never write into ``g`` or a saved array.
     """
 
     __slots__ = ("save_if", "name", "node_name", "forward", "vjp", "jvp", "saved_names",
@@ -161,15 +161,18 @@ class Op:
 
 # Note [Raw backward rules]
 # A rule written with ndgrad ops (``g * x.cos()``) pays for a dispatch, a Tensor and a dtype
-# check per op inside it: ~1 µs each, where NumPy needs ~0.2. When nothing can observe the
+# check per op inside it: ~1 µs each, where NumPy needs ~0.25. When nothing can observe the
 # rule's inner ops, the node runs the op's ``raw`` rule on arrays instead: grad mode off (no
 # create_graph), no batched backward, forward AD, tracing or profiling (each of which sees or
-# replaces the inner ops), the gradient a plain Tensor of float32/float64 and every saved array of
-# that same dtype (so NumPy's promotion is PyTorch's: no 0-d or mixed-dtype operands). Saved
-# values are unpacked as ``unpack`` does (version check, the error after release); a value
-# packed by saved tensor hooks sends the node to the Tensor rule (its unpack hook runs once). Anything else runs the Tensor rule, which stays the definition (create_graph, jit,
-# vmap): the raw rule computes the same values with the same NumPy calls, and may reuse the
-# temporaries it made (``out=``) but never ``g`` or a saved array.
+# replaces the inner ops), the gradient a plain Tensor of float32/float64 and every saved array
+# of that same dtype (so NumPy's promotion is PyTorch's: no mixed-dtype operands). Saved values
+# are unpacked as ``unpack`` does (version check, the error after release); a value packed by
+# saved tensor hooks sends the node to the Tensor rule (its unpack hook runs once). Anything
+# else runs the Tensor rule, which stays the definition (create_graph, jit, vmap): the raw rule
+# computes the same values with the same NumPy calls, may reuse temporaries it made (``out=``)
+# but never writes into ``g`` or a saved array, and never returns ``g`` itself (the engine and
+# AccumulateGrad treat every returned array as new: a gradient passed through unchanged stays
+# the Tensor rule's job, as add's).
 _RAW_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _op_node_apply = OpNode.apply
 
