@@ -172,7 +172,8 @@ class Op:
 # computes the same values with the same NumPy calls, may reuse temporaries it made (``out=``)
 # but never writes into ``g`` or a saved array, and never returns ``g`` itself (the engine and
 # AccumulateGrad treat every returned array as new: a gradient passed through unchanged stays
-# the Tensor rule's job, as add's).
+# the Tensor rule's job, as add's) nor a view of it where the Tensor rule returns no view (sum's
+# broadcast view stands for its ``expand``).
 _RAW_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _op_node_apply = OpNode.apply
 
