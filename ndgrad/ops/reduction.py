@@ -116,7 +116,7 @@ def _mean_raw(ctx, g, saved):
 MEAN = Op("mean", "MeanBackward0", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"),
           jvp=linear, raw=_mean_raw)
 MEAN_DIM = Op("mean", "MeanBackward1", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"),
-              jvp=linear)
+              jvp=linear, raw=_mean_raw)
 
 
 def _reduce_dtype(x: np.ndarray, dtype: Any) -> Optional[np.dtype]:
