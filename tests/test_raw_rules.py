@@ -41,6 +41,8 @@ CASES = {
     "sum": (reduction.SUM, [(3, 4)], False, lambda x: x.sum()),
     "sum_dim1": (reduction.SUM_DIM, [(2, 3, 4)], False, lambda x: x.sum(1)),
     "sum_dims02": (reduction.SUM_DIM, [(2, 3, 4)], False, lambda x: x.sum((2, 0))),
+    "tanh_backward": (pointwise.TANH_BACKWARD, [(3, 4), (3, 4)], False,
+                      lambda g, r: pointwise.tanh_backward(g, r)),
 }
 
 

@@ -681,10 +681,17 @@ def _tanh_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 
 # Fused backward kernels (one op per backward step instead of three), each differentiable.
+def _tanh_backward_raw(ctx, gg, saved):
+    # Note [Raw backward rules] (ops/_dispatch.py): _tanh_backward_vjp on arrays
+    g, r = saved
+    return (_tanh_backward_fwd(gg, r) if ctx.needs_input_grad(0) else None,
+            _mul(gg, _mul(_mul(r, _s(r, -2)), g)) if ctx.needs_input_grad(1) else None)
+
+
 TANH_BACKWARD = Op("tanh_backward", "TanhBackwardBackward0", _tanh_backward_fwd,
                    _tanh_backward_vjp,
                    saves=("grad_output", "output"), inputs=("grad_output", "output"),
-                   jvp=_tanh_backward_jvp)
+                   jvp=_tanh_backward_jvp, raw=_tanh_backward_raw)
 SIGMOID_BACKWARD = Op("sigmoid_backward", "SigmoidBackwardBackward0",
                       lambda g, r: g * np.conjugate(r * (1 - r)), _sigmoid_backward_vjp,
                       saves=("grad_output", "output"), inputs=("grad_output", "output"),
