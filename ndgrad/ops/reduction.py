@@ -39,13 +39,14 @@ def _expand_back(ctx, g: Tensor) -> Tensor:
     """Undo a sum over ``dims`` (args[0]) without keepdim (args[1]): unsqueeze and expand."""
     dims, keepdim = ctx._args[0], ctx._args[1]
     shape = ctx.input_shape(0)
-    if not keepdim and dims and not _leading(dims):
+    op = ctx._op
+    if not keepdim and dims and op is not SUM and op is not MEAN:
         for d in sorted(dims):
             g = g.unsqueeze(d)
     if g._blevel:  # Note [Batched backward]
         return g.expand(shape)
-    # expand adds leading dims itself (a full sum: one ExpandBackward0, as PyTorch records);
-    # the shape is valid, so the op is applied without the public checks
+    # expand adds leading dims itself: a full sum (SumBackward0) records one ExpandBackward0,
+    # as PyTorch's; the shape is valid, so the op is applied without the public checks
     return apply(_EXPAND, (g,), (g._data,), (tuple(shape),))
 
 
