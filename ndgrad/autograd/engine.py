@@ -325,6 +325,24 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
 def _dependencies(roots, want_parents: bool):
     """Count, for every node reachable from ``roots``, the edges that point at it."""
     deps: dict = {}
+    if not want_parents and len(roots) == 1:
+        # the usual case (one root, no ``inputs``): no root set, no parents
+        root = roots[0]
+        stack = [root]
+        get = deps.get
+        push = stack.append
+        while stack:
+            for nxt, _ in stack.pop().next_functions:
+                if nxt is None:
+                    continue
+                c = get(nxt)
+                if c is None:
+                    deps[nxt] = 1
+                    if nxt is not root:
+                        push(nxt)
+                else:
+                    deps[nxt] = c + 1
+        return deps, None
     parents: Optional[dict] = {} if want_parents else None
     root_set = set(roots)
     stack = list(root_set)
