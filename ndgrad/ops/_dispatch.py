@@ -260,31 +260,39 @@ _trace_inplace: Any = None
 # Note [Per-op cost]
 # The budget of one small op, ``sin`` of a (16,) float32 tensor that requires grad, and of its
 # backward node, in ns (``python bench/per_op_cost.py``: minimum of short rounds in 3 fresh
-# processes, on this project's 2-core VM shared with other jobs, 2026-11-27):
+# processes, on this project's 2-core VM, heavily loaded by other jobs (load average ~12),
+# 2026-11-27; the previous budget, same script, in brackets):
 #
-#   forward   NumPy kernel np.sin                                      240
-#             apply: flags, forward call, wrap (no grad)               440
-#             op function (dtype check) + signature wrapper            120
-#             recording: node, edges, input metadata                   740
-#             saving one tensor (SavedTensor)                          165   total ~1700
-#   backward  rule g * cos(x): two ops, no grad                       2200
-#             engine per node: count, validate, buffer, schedule       925
-#             AccumulateGrad, first gradient stolen                   1700   (once per leaf)
-#   create_graph: the rule records its two ops                       +3250 (~1600 per op)
+#   forward   NumPy kernel np.sin                                      245   (240)
+#             apply: flags, forward call, wrap (no grad)               365   (440)
+#             op function (dtype check) + signature wrapper            130   (120)
+#             recording: node, edges, input metadata                   455   (740)
+#             saving one tensor (SavedTensor)                          145   (165)
+#   backward  raw rule on arrays: np.cos, np.multiply                  550   (2200: the
+#             node around it: checks, unpack, wrap (*)                 775    Tensor rule)
+#             engine per node: count, validate, buffer, schedule       725   (925)
+#             AccumulateGrad, first gradient stolen                    665   (1700 **)
+#   create_graph: the Tensor rule recording its two ops              +2550 (over the raw rule)
 #
-# An elementwise op's forward plus backward is thus ~3-5 µs, of which ~0.5 µs is NumPy; PyTorch
-# spends ~4.8 µs on the same (the shared bench's chain). What keeps it there: one plain module
-# flag per instrumentation (Note [Instrumentation flags]); the forward called without star-args
-# when an op has no arguments; ``_record`` building the node, its edges and metadata and the
-# common single save inline; saved values packed only when a saved-tensor hook is active; the
-# engine's loop (Note [Engine fast loop] in autograd/engine.py) with one count lookup per edge,
-# input lists built when a node's only gradient arrives, no heap for chains; operator fast
-# paths (Note [Operator fast paths] in _tensor_methods.py) for same-dtype tensors, Python and
-# NumPy float scalars, matrix @ matrix/vector. Higher order: rules that skip gradients nobody
-# asked for (Note [Pruned backward] in autograd/node.py: one GEMM of mm's two in a gradient
-# penalty), mv's backward as one mv (not unsqueeze, mm, squeeze), Jacobian rows seeded one-hot
-# with the graph analysis shared by all rows (autograd/functional.py, ``run_backward``'s plan).
-# Where the rest goes: Python calls (~50-100 ns each; a recorded op is ~25 of them), Tensor and
+# (*) includes ~250 of the measurement's own grad-mode switch and list. (**) the old figure
+# was a clone: the script measured it with grad mode on; the engine steals with grad mode off.
+# An elementwise op's forward plus backward is thus ~3.5-4 µs, of which ~0.8 µs is NumPy;
+# PyTorch spends ~4.6 µs on the same (the shared bench's chain). What keeps it there: one plain
+# module flag per instrumentation (Note [Instrumentation flags]); the forward called without
+# star-args when an op has no arguments; ``_record`` building the node, its edges and metadata
+# and the common saves (one value; mul's and mm's save_if pairs) inline; saved values packed
+# only when a saved-tensor hook is active; backward rules on raw ndarrays when nothing can
+# observe their inner ops (Note [Raw backward rules]); the engine's loop (Note [Engine fast
+# loop] in autograd/engine.py) with one count lookup per edge, input lists built when a node's
+# only gradient arrives, no heap for chains, a dependency pass without sets for one root;
+# AccumulateGrad's inline steal; operator fast paths (Note [Operator fast paths] in
+# _tensor_methods.py) for same-dtype tensors, Python and NumPy float scalars (cached 0-d
+# arrays, one dict per dtype), matrix @ matrix/vector. Higher order: rules that skip gradients
+# nobody asked for (Note [Pruned backward] in autograd/node.py: one GEMM of mm's two in a
+# gradient penalty; add/sub skip the other operand's), a full sum's backward as one expand (no
+# unsqueezes, no argument checks), mv's backward as one mv, Jacobian rows seeded one-hot with
+# the graph analysis shared by all rows (autograd/functional.py, ``run_backward``'s plan).
+# Where the rest goes: Python calls (~50-100 ns each; a recorded op is ~20 of them), Tensor and
 # node instance dicts, the thread-local grad mode read on every op.
 def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     """Run ``op`` on ``tensors`` (whose data, possibly cast, is ``arrays``) and record it."""
