@@ -43,7 +43,7 @@ def _expand_back(ctx, g: Tensor) -> Tensor:
     if not keepdim and dims and op is not SUM and op is not MEAN:
         for d in sorted(dims):
             g = g.unsqueeze(d)
-    if g._blevel:  # Note [Batched backward]
+    if g.__class__ is not Tensor or g._blevel:  # Note [Batched backward]; a subclass
         return g.expand(shape)
     # expand adds leading dims itself: a full sum (SumBackward0) records one ExpandBackward0,
     # as PyTorch's; the shape is valid, so the op is applied without the public checks
