@@ -30,6 +30,7 @@ CASES = {
     "sigmoid": (pointwise.SIGMOID, [(3, 4)], False, lambda x: x.sigmoid()),
     "relu": (pointwise.RELU, [(3, 4)], False, lambda x: x.relu()),
     "mul": (pointwise.MUL, [(3, 4), (4,)], False, lambda x, y: x * y),
+    "square": (pointwise.MUL, [(3, 4)], False, lambda x: x * x),
     "mul_scalar": (pointwise.MUL_S, [(3, 4)], False, lambda x: x * 2.5),
     "mul_int": (pointwise.MUL_S, [(3, 4)], False, lambda x: x * 3),
     "div": (pointwise.DIV, [(3, 4), (3, 1)], True, lambda x, y: x / y),
