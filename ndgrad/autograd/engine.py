@@ -216,6 +216,7 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
 
     heappop, heappush = heapq.heappop, heapq.heappush
     get = counts.get
+    _Tensor = Tensor
     # Note [Engine fast loop]
     # ``direct`` holds the only ready node and its input buffer when the heap is empty, so a
     # chain never touches the heap. A node whose gradients all arrive at once (count 1, the
@@ -265,12 +266,14 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
                 continue
             if g is not None:
                 # Validate against the forward input's metadata: undo broadcasting, cast dtype.
-                if g.__class__ is Tensor:
-                    data = g._data
+                if g.__class__ is _Tensor:
                     if meta:
                         m = meta[i]
-                        if m is not None and (data.shape != m[0] or data.dtype != m[1]):
-                            g = _fix_gradient(node, i, g, m)
+                        if m is not None:
+                            data = g._data
+                            dt = data.dtype
+                            if data.shape != m[0] or (dt is not m[1] and dt != m[1]):
+                                g = _fix_gradient(node, i, g, m)
                 elif g.__class__ is SparseTensor:     # checked without densifying
                     m = meta[i] if meta else None
                     if m is not None:
@@ -287,7 +290,7 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
             d -= 1
             counts[nxt] = d
             if d == 0:
-                buf = buffers.pop(nxt, None)
+                buf = buffers.pop(nxt, None) if buffers else None
                 if buf is None:
                     n = nxt._num_inputs
                     if n == 1:
@@ -315,13 +318,31 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
                     old = buf[nr]
                     buf[nr] = g if old is None else old + g
         # Drop our references so AccumulateGrad can steal gradients (see accumulate_grad.py).
-        outputs = g = old = buf = data = None
+        outputs = g = old = buf = data = dt = None
     return captured
 
 
 def _dependencies(roots, want_parents: bool):
     """Count, for every node reachable from ``roots``, the edges that point at it."""
     deps: dict = {}
+    if not want_parents and len(roots) == 1:
+        # the usual case (one root, no ``inputs``): no root set, no parents
+        root = roots[0]
+        stack = [root]
+        get = deps.get
+        push = stack.append
+        while stack:
+            for nxt, _ in stack.pop().next_functions:
+                if nxt is None:
+                    continue
+                c = get(nxt)
+                if c is None:
+                    deps[nxt] = 1
+                    if nxt is not root:
+                        push(nxt)
+                else:
+                    deps[nxt] = c + 1
+        return deps, None
     parents: Optional[dict] = {} if want_parents else None
     root_set = set(roots)
     stack = list(root_set)

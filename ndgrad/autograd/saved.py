@@ -51,6 +51,10 @@ class SavedValue:
         """Drop the saved value."""
         self._value = None
 
+    def unpack_data(self, node: Any = None) -> Any:
+        """The value, for a backward rule on raw arrays (Note [Raw backward rules])."""
+        return self._value
+
 
 class SavedTensor:
     """A tensor saved for backward: version-checked on unpack, or packed by the active
@@ -132,6 +136,19 @@ class SavedTensor:
                 return out
         return t
 
+    def unpack_data(self, node: Any = None) -> Any:
+        """The saved tensor's ndarray, checked as ``unpack`` checks it, or ``NotImplemented``
+        when saved tensor hooks packed it (Note [Raw backward rules] in ops/_dispatch.py)."""
+        if self._unpack_hook is not None:
+            return NotImplemented          # packed by hooks: the Tensor rule unpacks it
+        t = self._tensor
+        if t is None:
+            return self.unpack(node)       # released: raises
+        vc = t._version_counter
+        if vc is not None and vc[0] != self._version:
+            raise RuntimeError(_modified_message(t, node, self, vc[0]))
+        return t._data
+
     def release(self) -> None:
         """Free the saved tensor; unpacking afterwards raises."""
         self._freed = True
@@ -179,6 +196,10 @@ class SavedTensorList:
     def unpack(self, node: Any = None) -> tuple:
         """The saved tensors (None entries kept)."""
         return tuple([None if s is None else s.unpack(node) for s in self._items])
+
+    def unpack_data(self, node: Any = None) -> Any:
+        """Not arrays: the Tensor rule unpacks it (Note [Raw backward rules])."""
+        return NotImplemented
 
     def release(self) -> None:
         """Free every saved tensor."""

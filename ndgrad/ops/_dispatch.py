@@ -33,7 +33,7 @@ from ..autograd import batching as _batching_levels
 from ..autograd import profiler as _profiler
 from ..autograd.accumulate_grad import grad_accumulator
 from ..autograd.grad_mode import _state
-from ..autograd.node import OpNode, next_sequence_nr
+from ..autograd.node import SECOND_BACKWARD_MSG, OpNode, next_sequence_nr
 from ..autograd.saved import SavedTensor, SavedTensorList, SavedValue, TensorList
 from ..tensor import Tensor, _wrap
 
@@ -100,18 +100,24 @@ class Op:
             tensor hooks see the values: PyTorch's (``other`` before ``self`` for ``mul``).
         full_name: what ``node.name()`` returns when it differs from the class name
             (``torch::autograd::CopyBackwards``).
+        raw: ``raw(ctx, g, saved) -> array or tuple of arrays (None: no gradient)``, or
+            ``NotImplemented`` to leave the case to ``vjp``: the VJP on ndarrays for a plain
+            backward (Note [Raw backward rules]): ``g`` the output's gradient array, ``saved``
+            the saved values unpacked to arrays. Single-output ops only; it must compute what
+            ``vjp`` computes, bit for bit, and never write into ``g`` or a saved array.
     """
 
     __slots__ = ("save_if", "name", "node_name", "forward", "vjp", "jvp", "saved_names",
                  "save_idx",
                  "inputs", "arg_names", "view", "num_outputs", "pad", "differentiable",
-                 "node_cls", "pad_edges", "pad_meta")
+                 "node_cls", "pad_edges", "pad_meta", "raw", "save_pairs")
 
     def __init__(self, name: str, node: str, forward: Callable, vjp: Optional[Callable] = None,
                  *, saves: Sequence[str] = (), inputs: Sequence[str] = ("self",),
                  args: Sequence[str] = (), jvp: Optional[Callable] = None, view: bool = False,
                  num_outputs: int = 1, pad: int = 0, differentiable: bool = True,
-                 full_name: Optional[str] = None, save_if: Optional[Sequence] = None) -> None:
+                 full_name: Optional[str] = None, save_if: Optional[Sequence] = None,
+                 raw: Optional[Callable] = None) -> None:
         self.name = name
         self.node_name = node
         self.forward = forward
@@ -128,13 +134,22 @@ class Op:
         # must then still backpropagate.
         self.save_if = (tuple(c if c is None or callable(c) else tuple(c) for c in save_if)
                         if save_if is not None else None)
+        # The common save_if (mul, mm): each tensor input saved iff one other input has an
+        # edge, as (input index, edge index) pairs for _record's short path.
+        self.save_pairs = (tuple((i, c[0]) for i, c in zip(self.save_idx, self.save_if))
+                           if self.save_if is not None and all(
+                               type(c) is tuple and len(c) == 1 and i >= 0
+                               for i, c in zip(self.save_idx, self.save_if)) else None)
         self.view = view
         self.num_outputs = num_outputs
         self.pad = pad
         self.pad_edges = (_NO_EDGE,) * pad
         self.pad_meta = (None,) * pad
         self.differentiable = differentiable and vjp is not None
+        self.raw = raw
         attrs = {"_op": self, "__module__": "ndgrad.autograd"}
+        if raw is not None:
+            attrs["apply"] = _raw_apply
         if full_name is not None:
             attrs["_full_name"] = full_name
         self.node_cls: Any = type(node, (OpNode,), attrs)   # an OpNode subclass
@@ -142,6 +157,66 @@ class Op:
 
     def __repr__(self) -> str:
         return f"Op({self.name!r}, {self.node_name!r})"
+
+
+# Note [Raw backward rules]
+# A rule written with ndgrad ops (``g * x.cos()``) pays for a dispatch, a Tensor and a dtype
+# check per op inside it: ~1 µs each, where NumPy needs ~0.25. When nothing can observe the
+# rule's inner ops, the node runs the op's ``raw`` rule on arrays instead: grad mode off (no
+# create_graph), no batched backward, forward AD, tracing or profiling (each of which sees or
+# replaces the inner ops), the gradient a plain Tensor of float32/float64 and every saved array
+# of that same dtype (so NumPy's promotion is PyTorch's: no mixed-dtype operands). Saved values
+# are unpacked as ``unpack`` does (version check, the error after release); a value packed by
+# saved tensor hooks sends the node to the Tensor rule (its unpack hook runs once). Anything
+# else runs the Tensor rule, which stays the definition (create_graph, jit, vmap): the raw rule
+# computes the same values with the same NumPy calls, may reuse temporaries it made (``out=``)
+# but never writes into ``g`` or a saved array, and never returns ``g`` itself (the engine and
+# AccumulateGrad treat every returned array as new: a gradient passed through unchanged stays
+# the Tensor rule's job, as add's) nor a view of it where the Tensor rule returns no view (sum's
+# broadcast view stands for its ``expand``).
+_RAW_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_op_node_apply = OpNode.apply
+
+
+def _raw_apply(self: Any, grads: list) -> tuple:
+    g = grads[0]
+    if (g is None or _state.enabled or g.__class__ is not Tensor or _BATCHING or _FW_AD
+            or _TRACING or _PROFILING):
+        return _op_node_apply(self, grads)
+    d = g._data
+    dt = d.dtype
+    if dt not in _RAW_DTYPES:
+        return _op_node_apply(self, grads)
+    sv = self._saved
+    if sv.__class__ is not tuple:       # RELEASED (empty) is a tuple subclass
+        raise RuntimeError(SECOND_BACKWARD_MSG)
+    if sv:
+        if len(sv) == 1:
+            v = sv[0].unpack_data(self)
+            if (v.dtype is not dt) if v.__class__ is _ndarray else v is NotImplemented:
+                return _op_node_apply(self, grads)
+            vals: tuple = (v,)
+        else:
+            vals = tuple([s.unpack_data(self) for s in sv])
+            for v in vals:
+                if (v.dtype is not dt) if v.__class__ is _ndarray else v is NotImplemented:
+                    return _op_node_apply(self, grads)
+    else:
+        vals = ()
+    op = self._op
+    out = op.raw(self, d, vals)
+    if out.__class__ is tuple:
+        res = tuple([None if o is None else _wrap(o) for o in out])
+    else:
+        if out.__class__ is not _ndarray:
+            if out is NotImplemented:        # the rule declined: the Tensor rule runs
+                return _op_node_apply(self, grads)
+            out = np.asarray(out)
+        r = _new(Tensor)
+        r._data = out
+        res = (r,)
+    pad = op.pad_meta
+    return res + pad if pad else res
 
 
 def gradient_edge(t: Tensor) -> tuple:
@@ -185,31 +260,39 @@ _trace_inplace: Any = None
 # Note [Per-op cost]
 # The budget of one small op, ``sin`` of a (16,) float32 tensor that requires grad, and of its
 # backward node, in ns (``python bench/per_op_cost.py``: minimum of short rounds in 3 fresh
-# processes, on this project's 2-core VM shared with other jobs, 2026-11-27):
+# processes, on this project's 2-core VM, heavily loaded by other jobs (load average ~12),
+# 2026-11-27; the previous budget, same script, in brackets):
 #
-#   forward   NumPy kernel np.sin                                      240
-#             apply: flags, forward call, wrap (no grad)               440
-#             op function (dtype check) + signature wrapper            120
-#             recording: node, edges, input metadata                   740
-#             saving one tensor (SavedTensor)                          165   total ~1700
-#   backward  rule g * cos(x): two ops, no grad                       2200
-#             engine per node: count, validate, buffer, schedule       925
-#             AccumulateGrad, first gradient stolen                   1700   (once per leaf)
-#   create_graph: the rule records its two ops                       +3250 (~1600 per op)
+#   forward   NumPy kernel np.sin                                      245   (240)
+#             apply: flags, forward call, wrap (no grad)               365   (440)
+#             op function (dtype check) + signature wrapper            130   (120)
+#             recording: node, edges, input metadata                   455   (740)
+#             saving one tensor (SavedTensor)                          145   (165)
+#   backward  raw rule on arrays: np.cos, np.multiply                  550   (2200: the
+#             node around it: checks, unpack, wrap (*)                 775    Tensor rule)
+#             engine per node: count, validate, buffer, schedule       725   (925)
+#             AccumulateGrad, first gradient stolen                    665   (1700 **)
+#   create_graph: the Tensor rule recording its two ops              +2550 (over the raw rule)
 #
-# An elementwise op's forward plus backward is thus ~3-5 µs, of which ~0.5 µs is NumPy; PyTorch
-# spends ~4.8 µs on the same (the shared bench's chain). What keeps it there: one plain module
-# flag per instrumentation (Note [Instrumentation flags]); the forward called without star-args
-# when an op has no arguments; ``_record`` building the node, its edges and metadata and the
-# common single save inline; saved values packed only when a saved-tensor hook is active; the
-# engine's loop (Note [Engine fast loop] in autograd/engine.py) with one count lookup per edge,
-# input lists built when a node's only gradient arrives, no heap for chains; operator fast
-# paths (Note [Operator fast paths] in _tensor_methods.py) for same-dtype tensors, Python and
-# NumPy float scalars, matrix @ matrix/vector. Higher order: rules that skip gradients nobody
-# asked for (Note [Pruned backward] in autograd/node.py: one GEMM of mm's two in a gradient
-# penalty), mv's backward as one mv (not unsqueeze, mm, squeeze), Jacobian rows seeded one-hot
-# with the graph analysis shared by all rows (autograd/functional.py, ``run_backward``'s plan).
-# Where the rest goes: Python calls (~50-100 ns each; a recorded op is ~25 of them), Tensor and
+# (*) includes ~250 of the measurement's own grad-mode switch and list. (**) the old figure
+# was a clone: the script measured it with grad mode on; the engine steals with grad mode off.
+# An elementwise op's forward plus backward is thus ~3.5-4 µs, of which ~0.8 µs is NumPy;
+# PyTorch spends ~4.6 µs on the same (the shared bench's chain). What keeps it there: one plain
+# module flag per instrumentation (Note [Instrumentation flags]); the forward called without
+# star-args when an op has no arguments; ``_record`` building the node, its edges and metadata
+# and the common saves (one value; mul's and mm's save_if pairs) inline; saved values packed
+# only when a saved-tensor hook is active; backward rules on raw ndarrays when nothing can
+# observe their inner ops (Note [Raw backward rules]); the engine's loop (Note [Engine fast
+# loop] in autograd/engine.py) with one count lookup per edge, input lists built when a node's
+# only gradient arrives, no heap for chains, a dependency pass without sets for one root;
+# AccumulateGrad's inline steal; operator fast paths (Note [Operator fast paths] in
+# _tensor_methods.py) for same-dtype tensors, Python and NumPy float scalars (cached 0-d
+# arrays, one dict per dtype), matrix @ matrix/vector. Higher order: rules that skip gradients
+# nobody asked for (Note [Pruned backward] in autograd/node.py: one GEMM of mm's two in a
+# gradient penalty; add/sub skip the other operand's), a full sum's backward as one expand (no
+# unsqueezes, no argument checks), mv's backward as one mv, Jacobian rows seeded one-hot with
+# the graph analysis shared by all rows (autograd/functional.py, ``run_backward``'s plan).
+# Where the rest goes: Python calls (~50-100 ns each; a recorded op is ~20 of them), Tensor and
 # node instance dicts, the thread-local grad mode read on every op.
 def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     """Run ``op`` on ``tensors`` (whose data, possibly cast, is ``arrays``) and record it."""
@@ -365,6 +448,9 @@ def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
                 node._saved = (SavedTensor(result, True, 0),)
             else:
                 node._saved = (_save(i, tensors, result, args),)
+        elif op.save_pairs is not None:
+            node._saved = tuple([SavedTensor(tensors[i]) if edges[k][0] is not None
+                                 else _NOT_SAVED for i, k in op.save_pairs])
         else:
             node._saved = _saved_values(op, node, tensors, result, args)
 

@@ -123,7 +123,15 @@ def _kw(other: str, other_first: bool) -> dict:
     return dict(saves=("self", other), inputs=("self", other), save_if=((1,), (0,)))
 
 
-MM = Op("mm", "MmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("mm"), **_kw("mat2", True))
+def _mm_raw_rule(ctx, g, saved):
+    # Note [Raw backward rules] (ops/_dispatch.py): _mm_vjp's 2-D case, transposes as views.
+    b, a = saved
+    return (np.matmul(g, b.T) if ctx.needs_input_grad(0) else None,
+            np.matmul(a.T, g) if ctx.needs_input_grad(1) else None)
+
+
+MM = Op("mm", "MmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("mm"), raw=_mm_raw_rule,
+        **_kw("mat2", True))
 BMM = Op("bmm", "BmmBackward0", _matmul_fwd, _mm_vjp, jvp=_product_jvp("bmm"),
          **_kw("mat2", True))
 MV = Op("mv", "MvBackward0", _matmul_fwd, _mv_vjp, jvp=_product_jvp("mv"),

@@ -41,14 +41,31 @@ def _c(t: Tensor) -> Tensor:
     return t.conj() if t._data.dtype.kind == "c" else t
 
 
+# Note [Raw backward rules] (ops/_dispatch.py): the ``raw=`` rules below compute what the Tensor
+# rules compute, with the same NumPy calls, on arrays of one float dtype.
+_ndarray = np.ndarray
+_mul = np.multiply
+
+
+def _mul_into(t: Any, g: np.ndarray) -> Any:
+    """``t * g`` for a temporary ``t`` the caller made: in place when shapes allow and the
+    array is large enough for the saved allocation to outweigh ``out=``'s call cost."""
+    if t.__class__ is _ndarray and t.size >= 16384 and t.shape == g.shape:
+        return _mul(t, g, out=t)
+    return _mul(t, g)
+
+
 # ---------------------------------------------------------------------------- binary arithmetic
 def _add_vjp(ctx, g):
     alpha = ctx._args[0] if ctx._args else 1
-    return g, (g if alpha == 1 else g * alpha)
+    return g, (g if alpha == 1 else g * alpha if ctx.needs_input_grad(1) else None)
 
 
 def _sub_vjp(ctx, g):
+    # ``-g`` only when ``other`` gets a gradient (``x - target``: one pass saved)
     alpha = ctx._args[0] if ctx._args else 1
+    if not ctx.needs_input_grad(1):
+        return g, None
     return g, (-g if alpha == 1 else g * (-alpha))
 
 
@@ -65,23 +82,41 @@ def _like(a: np.ndarray, r: Any) -> np.ndarray:
 # array of the array's own dtype (0.6 vs 0.33 µs for a (16,) float32 array), and the result is
 # the same: the weak scalar is cast to the array's dtype either way. For floating point arrays
 # the scalar ops below use cached read-only 0-d arrays; the ops' arguments stay Python scalars.
-_SCALARS: dict = {}
+# The cache is one dict per dtype keyed by the number: an int and a float that compare equal
+# are the same real number and give the same 0-d array; a complex number is not cached for a
+# real dtype (1+0j == 1 must not find the real array).
+_SCALARS: dict = {}       # numpy dtype -> {number: read-only 0-d array}
+_n_scalars = [0]
 
 
 def _s(a: np.ndarray, s: Any) -> Any:
+    cache = _SCALARS.get(a.dtype)
+    if cache is not None:
+        t = type(s)
+        if t is float or t is int:
+            z = cache.get(s)
+            if z is not None:
+                return z
+    return _s_slow(a, s)
+
+
+def _s_slow(a: np.ndarray, s: Any) -> Any:
     dt = a.dtype
     if dt not in _FLOATING or type(s) is bool or s == 0 or s != s:
         return s           # -0.0 == 0.0 and NaN != NaN: such keys would alias or never hit
-    key = (s, type(s), dt)
-    z = _SCALARS.get(key)
-    if z is None:
-        if len(_SCALARS) > 4096:
-            _SCALARS.clear()
-        if type(s) is complex and dt.kind != "c":
-            return s
-        z = np.array(s, dtype=dt)
+    if type(s) is complex and dt.kind != "c":
+        return s
+    if type(s) is not float and type(s) is not int:
+        z = np.array(s, dtype=dt)      # another number type: converted, not cached
         z.flags.writeable = False
-        _SCALARS[key] = z
+        return z
+    if _n_scalars[0] > 4096:
+        _SCALARS.clear()
+        _n_scalars[0] = 0
+    z = np.array(s, dtype=dt)
+    z.flags.writeable = False
+    _SCALARS.setdefault(dt, {})[s] = z
+    _n_scalars[0] += 1
     return z
 
 
@@ -136,8 +171,22 @@ def _mul_vjp(ctx, g):
             g * _c(a) if ctx.needs_input_grad(1) else None)
 
 
+def _mul_raw(ctx, g, saved):
+    b, a = saved
+    n0, n1 = ctx.needs_input_grad(0), ctx.needs_input_grad(1)
+    if a is b and n0 and n1:
+        edges = ctx.next_functions
+        if edges[0] == edges[1]:
+            # ``x * x``: both gradients are g * x and meet in one input buffer, where the engine
+            # sums them into a new array; one product serves both (one pass fewer)
+            t = _mul(g, a)
+            return t, t
+    return (_mul(g, b) if n0 else None, _mul(g, a) if n1 else None)
+
+
 MUL = Op("mul", "MulBackward0", np.multiply, _mul_vjp, saves=("other", "self"),
-         save_if=((0,), (1,)), inputs=("self", "other"), jvp=bilinear(lambda a, b: a * b))
+         save_if=((0,), (1,)), inputs=("self", "other"), jvp=bilinear(lambda a, b: a * b),
+         raw=_mul_raw)
 
 
 def _scalar_conj(s):
@@ -156,9 +205,23 @@ def _div_s_fwd(a, s):
 
 # The scalar is saved (and freed after backward), as PyTorch saves the wrapped number: a second
 # backward through x * 2 raises like any other op that saved something.
+def _mul_s_raw(ctx, g, saved):
+    s = saved[0]
+    t = type(s)
+    # g * s takes the operator fast path for these (MUL_S's forward on g)
+    return _mul_s_fwd(g, s) if t is float or t is int else NotImplemented
+
+
+def _div_s_raw(ctx, g, saved):
+    s = saved[0]
+    t = type(s)
+    return _div_s_fwd(g, s) if t is float or t is int else NotImplemented
+
+
 MUL_S = Op("mul", "MulBackward0", _mul_s_fwd,
            lambda ctx, g: g * _scalar_conj(ctx.saved[0]),
-           args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t * ctx._args[0])
+           args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t * ctx._args[0],
+           raw=_mul_s_raw)
 
 
 def _div_vjp(ctx, g):
@@ -166,6 +229,14 @@ def _div_vjp(ctx, g):
     cb = _c(b)
     ga = g / cb if ctx.needs_input_grad(0) else None
     gb = -g * _c(a) / (cb * cb) if ctx.needs_input_grad(1) else None
+    return ga, gb
+
+
+def _div_raw(ctx, g, saved):
+    b, a = saved
+    ga = np.true_divide(g, b) if ctx.needs_input_grad(0) else None
+    gb = (np.true_divide(_mul(np.negative(g), a), _mul(b, b)) if ctx.needs_input_grad(1)
+          else None)
     return ga, gb
 
 
@@ -180,10 +251,11 @@ def _div_jvp(ctx, ta, tb):
 
 
 DIV = Op("div", "DivBackward0", np.true_divide, _div_vjp, saves=("other", "self"),
-         save_if=(None, (1,)), inputs=("self", "other"), jvp=_div_jvp)
+         save_if=(None, (1,)), inputs=("self", "other"), jvp=_div_jvp, raw=_div_raw)
 DIV_S = Op("div", "DivBackward0", _div_s_fwd,
            lambda ctx, g: g / _scalar_conj(ctx.saved[0]),
-           args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0])
+           args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0],
+           raw=_div_s_raw)
 RECIPROCAL = Op("reciprocal", "ReciprocalBackward0", np.reciprocal,
                 lambda ctx, g: -g * _c(ctx.saved[0] * ctx.saved[0]), saves=("result",),
                 jvp=elementwise(lambda ctx: -(ctx.result * ctx.result)))
@@ -562,14 +634,23 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001
 # ---------------------------------------------------------------------------- unary
 NEG = Op("neg", "NegBackward0", np.negative, lambda ctx, g: -g, jvp=lambda ctx, t: -t)
 EXP = Op("exp", "ExpBackward0", np.exp, lambda ctx, g: g * _c(ctx.saved[0]),
-         saves=("result",), jvp=elementwise(lambda ctx: ctx.result))
+         saves=("result",), jvp=elementwise(lambda ctx: ctx.result),
+         raw=lambda ctx, g, s: _mul(g, s[0]))
 LOG = Op("log", "LogBackward0", np.log, lambda ctx, g: g / _c(ctx.saved[0]),
-         saves=("self",), jvp=lambda ctx, t: t / ctx.inputs[0])
+         saves=("self",), jvp=lambda ctx, t: t / ctx.inputs[0],
+         raw=lambda ctx, g, s: np.true_divide(g, s[0]))
 SIN = Op("sin", "SinBackward0", np.sin, lambda ctx, g: g * _c(ctx.saved[0].cos()),
-         saves=("self",), jvp=elementwise(lambda ctx: ctx.inputs[0].cos()))
+         saves=("self",), jvp=elementwise(lambda ctx: ctx.inputs[0].cos()),
+         raw=lambda ctx, g, s: _mul_into(np.cos(s[0]), g))
 COS = Op("cos", "CosBackward0", np.cos,
          lambda ctx, g: g * _c(-ctx.saved[0].sin()), saves=("self",),
-         jvp=elementwise(lambda ctx: -ctx.inputs[0].sin()))
+         jvp=elementwise(lambda ctx: -ctx.inputs[0].sin()),
+         raw=lambda ctx, g, s: _mul_into(_neg_into(np.sin(s[0])), g))
+def _neg_into(t: Any) -> Any:
+    return np.negative(t, out=t) if t.__class__ is _ndarray and t.size >= 16384 \
+        else np.negative(t)
+
+
 def _tanh_backward_vjp(ctx, gg):
     g, r = ctx.saved
     return (tanh_backward(gg, r) if ctx.needs_input_grad(0) else None,
@@ -607,10 +688,17 @@ def _tanh_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 
 # Fused backward kernels (one op per backward step instead of three), each differentiable.
+def _tanh_backward_raw(ctx, gg, saved):
+    # Note [Raw backward rules] (ops/_dispatch.py): _tanh_backward_vjp on arrays
+    g, r = saved
+    return (_tanh_backward_fwd(gg, r) if ctx.needs_input_grad(0) else None,
+            _mul(gg, _mul(_mul(r, _s(r, -2)), g)) if ctx.needs_input_grad(1) else None)
+
+
 TANH_BACKWARD = Op("tanh_backward", "TanhBackwardBackward0", _tanh_backward_fwd,
                    _tanh_backward_vjp,
                    saves=("grad_output", "output"), inputs=("grad_output", "output"),
-                   jvp=_tanh_backward_jvp)
+                   jvp=_tanh_backward_jvp, raw=_tanh_backward_raw)
 SIGMOID_BACKWARD = Op("sigmoid_backward", "SigmoidBackwardBackward0",
                       lambda g, r: g * np.conjugate(r * (1 - r)), _sigmoid_backward_vjp,
                       saves=("grad_output", "output"), inputs=("grad_output", "output"),
@@ -632,10 +720,12 @@ def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
 
 TANH = Op("tanh", "TanhBackward0", np.tanh,
           lambda ctx, g: tanh_backward(g, ctx.saved[0]), saves=("result",),
-          jvp=lambda ctx, t: tanh_backward(t, ctx.result))
+          jvp=lambda ctx, t: tanh_backward(t, ctx.result),
+          raw=lambda ctx, g, s: _tanh_backward_fwd(g, s[0]))
 SQRT = Op("sqrt", "SqrtBackward0", np.sqrt,
           lambda ctx, g: g / _c(2 * ctx.saved[0]), saves=("result",),
-          jvp=lambda ctx, t: t / (2 * ctx.result))
+          jvp=lambda ctx, t: t / (2 * ctx.result),
+          raw=lambda ctx, g, s: np.true_divide(g, _mul(2, s[0])))
 
 
 def _sigmoid_fwd(x: np.ndarray) -> np.ndarray:
@@ -650,7 +740,8 @@ def _sigmoid_vjp(ctx, g):
 
 
 SIGMOID = Op("sigmoid", "SigmoidBackward0", _sigmoid_fwd, _sigmoid_vjp,
-             saves=("result",), jvp=lambda ctx, t: sigmoid_backward(t, ctx.result))
+             saves=("result",), jvp=lambda ctx, t: sigmoid_backward(t, ctx.result),
+             raw=lambda ctx, g, s: SIGMOID_BACKWARD.forward(g, s[0]))
 def _threshold_backward_vjp(ctx, gg):
     (r,) = ctx.saved
     return (threshold_backward(gg, r) if ctx.needs_input_grad(0) else None,
@@ -684,7 +775,8 @@ def threshold_backward(grad_output: Tensor, output: Tensor) -> Tensor:
 
 RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
           lambda ctx, g: threshold_backward(g, ctx.saved[0]), saves=("result",),
-          jvp=lambda ctx, t: threshold_backward(t, ctx.result))
+          jvp=lambda ctx, t: threshold_backward(t, ctx.result),
+          raw=lambda ctx, g, s: _threshold_backward_fwd(g, s[0]))
 
 
 def _abs_vjp(ctx, g):

@@ -28,7 +28,8 @@ from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._jvp import linear
 from ._util import category, dims_tuple, wrap_dim
-from .pointwise import maximum, minimum, where
+from .pointwise import _div_s_fwd, maximum, minimum, where
+from .shape import EXPAND as _EXPAND
 
 _INT = _dtype._INT
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -38,10 +39,38 @@ def _expand_back(ctx, g: Tensor) -> Tensor:
     """Undo a sum over ``dims`` (args[0]) without keepdim (args[1]): unsqueeze and expand."""
     dims, keepdim = ctx._args[0], ctx._args[1]
     shape = ctx.input_shape(0)
-    if not keepdim and dims:
+    op = ctx._op
+    if not keepdim and dims and op is not SUM and op is not MEAN:
         for d in sorted(dims):
             g = g.unsqueeze(d)
-    return g.expand(shape)
+    if g.__class__ is not Tensor or g._blevel:  # Note [Batched backward]; a subclass
+        return g.expand(shape)
+    # expand adds leading dims itself: a full sum (SumBackward0) records one ExpandBackward0,
+    # as PyTorch's; the shape is valid, so the op is applied without the public checks
+    return apply(_EXPAND, (g,), (g._data,), (tuple(shape),))
+
+
+def _leading(dims: tuple) -> bool:
+    """Whether ``dims`` are exactly the leading dims ``0..k-1`` (in any order)."""
+    k = len(dims)
+    for d in dims:
+        if d >= k:
+            return False
+    return True
+
+
+def _keepdim_shape(ctx) -> tuple:
+    """The shape of a reduction's result with keepdim, from the input shape (Op args)."""
+    dims = ctx._args[0]
+    return tuple([1 if i in dims else n for i, n in enumerate(ctx._input_meta[0][0])])
+
+
+def _sum_raw(ctx, g, saved):
+    # Note [Raw backward rules] (ops/_dispatch.py): _expand_back on arrays.
+    dims, keepdim = ctx._args[0], ctx._args[1]
+    if not keepdim and dims and not _leading(dims):
+        g = g.reshape(_keepdim_shape(ctx))
+    return np.broadcast_to(g, ctx._input_meta[0][0])
 
 
 def _sum_fwd(x, dims, keepdim, dt):
@@ -69,13 +98,26 @@ def _mean_vjp(ctx, g):
 
 
 SUM = Op("sum", "SumBackward0", _sum_fwd, _expand_back, args=("dim", "keepdim", "dtype"),
-         jvp=linear)
+         jvp=linear, raw=_sum_raw)
 SUM_DIM = Op("sum", "SumBackward1", _sum_fwd, _expand_back, args=("dim", "keepdim", "dtype"),
-             jvp=linear)
+             jvp=linear, raw=_sum_raw)
+def _mean_raw(ctx, g, saved):
+    # Note [Raw backward rules] (ops/_dispatch.py): _mean_vjp on arrays (g / n of the expanded
+    # gradient, a new array).
+    dims, keepdim = ctx._args[0], ctx._args[1]
+    shape = ctx._input_meta[0][0]
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    if not keepdim and dims and not _leading(dims):
+        g = g.reshape(_keepdim_shape(ctx))
+    return _div_s_fwd(np.broadcast_to(g, shape), n)
+
+
 MEAN = Op("mean", "MeanBackward0", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"),
-          jvp=linear)
+          jvp=linear, raw=_mean_raw)
 MEAN_DIM = Op("mean", "MeanBackward1", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"),
-              jvp=linear)
+              jvp=linear, raw=_mean_raw)
 
 
 def _reduce_dtype(x: np.ndarray, dtype: Any) -> Optional[np.dtype]:

@@ -1,0 +1,131 @@
+"""Raw backward rules (Note [Raw backward rules] in ndgrad/ops/_dispatch.py): a plain backward
+runs an op's ``raw`` rule on arrays; it must give bit for bit the gradients of the Tensor rule
+(which a ``create_graph`` backward runs), and fall back to it whenever it cannot apply."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ndgrad
+from ndgrad.autograd.graph import saved_tensors_hooks
+from ndgrad.ops import linalg, pointwise, reduction
+
+RNG = np.random.default_rng(0)
+
+
+def _arr(shape, dtype, positive=False):
+    a = RNG.uniform(0.5, 2.0, shape) if positive else RNG.uniform(-2.0, 2.0, shape)
+    return a.astype(dtype)
+
+
+# name -> (op whose raw rule runs, input shapes, positive inputs, function of the tensors)
+CASES = {
+    "sin": (pointwise.SIN, [(3, 4)], False, lambda x: x.sin()),
+    "cos": (pointwise.COS, [(3, 4)], False, lambda x: x.cos()),
+    "exp": (pointwise.EXP, [(3, 4)], False, lambda x: x.exp()),
+    "log": (pointwise.LOG, [(3, 4)], True, lambda x: x.log()),
+    "tanh": (pointwise.TANH, [(3, 4)], False, lambda x: x.tanh()),
+    "sqrt": (pointwise.SQRT, [(3, 4)], True, lambda x: x.sqrt()),
+    "sigmoid": (pointwise.SIGMOID, [(3, 4)], False, lambda x: x.sigmoid()),
+    "relu": (pointwise.RELU, [(3, 4)], False, lambda x: x.relu()),
+    "mul": (pointwise.MUL, [(3, 4), (4,)], False, lambda x, y: x * y),
+    "square": (pointwise.MUL, [(3, 4)], False, lambda x: x * x),
+    "mul_scalar": (pointwise.MUL_S, [(3, 4)], False, lambda x: x * 2.5),
+    "mul_int": (pointwise.MUL_S, [(3, 4)], False, lambda x: x * 3),
+    "div": (pointwise.DIV, [(3, 4), (3, 1)], True, lambda x, y: x / y),
+    "div_scalar": (pointwise.DIV_S, [(3, 4)], False, lambda x: x / 3.0),
+    "mm": (linalg.MM, [(3, 4), (4, 5)], False, lambda x, y: x @ y),
+    "mean": (reduction.MEAN, [(3, 4)], False, lambda x: x.mean()),
+    "mean_dim1": (reduction.MEAN_DIM, [(3, 4)], False, lambda x: x.mean(1)),
+    "mean_keepdim": (reduction.MEAN_DIM, [(2, 3, 4)], False, lambda x: x.mean((0, 2), True)),
+    "sum": (reduction.SUM, [(3, 4)], False, lambda x: x.sum()),
+    "sum_dim1": (reduction.SUM_DIM, [(2, 3, 4)], False, lambda x: x.sum(1)),
+    "sum_dims02": (reduction.SUM_DIM, [(2, 3, 4)], False, lambda x: x.sum((2, 0))),
+    "tanh_backward": (pointwise.TANH_BACKWARD, [(3, 4), (3, 4)], False,
+                      lambda g, r: pointwise.tanh_backward(g, r)),
+}
+
+
+def _grads(fn, arrays, requires, create_graph):
+    xs = [ndgrad.tensor(a, requires_grad=r) for a, r in zip(arrays, requires)]
+    out = fn(*xs)
+    n = int(np.prod(out.shape))
+    w = ndgrad.tensor(np.linspace(-1.5, 2.0, n).reshape(tuple(out.shape)).astype(arrays[0].dtype))
+    wanted = [x for x in xs if x.requires_grad]
+    gs = ndgrad.autograd.grad(out, wanted, w, create_graph=create_graph)
+    return [g.detach().numpy() for g in gs]
+
+
+@pytest.fixture
+def count_raw(monkeypatch):
+    calls = {}
+
+    def spy(op):
+        inner = op.raw
+
+        def raw(ctx, g, saved):
+            calls[op] = calls.get(op, 0) + 1
+            return inner(ctx, g, saved)
+        monkeypatch.setattr(op, "raw", raw)
+    return spy, calls
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", CASES)
+def test_raw_rule_matches_tensor_rule_bitwise(name, dtype, count_raw):
+    op, shapes, positive, fn = CASES[name]
+    spy, calls = count_raw
+    spy(op)
+    arrays = [_arr(s, dtype, positive) for s in shapes]
+    patterns = [(True,) * len(shapes)]
+    if len(shapes) == 2:
+        patterns += [(True, False), (False, True)]     # needs_input_grad of each operand
+    for requires in patterns:
+        calls.clear()
+        plain = _grads(fn, arrays, requires, create_graph=False)
+        assert calls.get(op) == 1, "the plain backward runs the raw rule"
+        calls.clear()
+        recorded = _grads(fn, arrays, requires, create_graph=True)
+        assert not calls, "a create_graph backward runs the Tensor rule"
+        for a, b in zip(plain, recorded):
+            assert a.dtype == b.dtype == dtype and a.shape == b.shape
+            assert a.tobytes() == b.tobytes()
+
+
+def test_raw_rule_falls_back(count_raw):
+    spy, calls = count_raw
+    spy(pointwise.MUL)
+    spy(pointwise.SIN)
+    # mixed dtypes: a float64 0-d tensor times a float32 tensor keeps float32 (PyTorch's
+    # promotion), which NumPy would not: the Tensor rule runs
+    x = ndgrad.tensor(_arr((3,), np.float32), requires_grad=True)
+    s = ndgrad.tensor(np.float64(1.5), requires_grad=True)
+    (x * s).sum().backward()
+    assert not calls.get(pointwise.MUL)
+    assert x.grad.dtype == ndgrad.float32 and s.grad.dtype == ndgrad.float64
+    # float16 and complex gradients: the Tensor rule
+    for dt in (ndgrad.float16, ndgrad.complex64):
+        z = ndgrad.ones(3, dtype=dt, requires_grad=True)
+        z.sin().sum().abs().backward() if dt.is_complex else z.sin().sum().backward()
+    assert not calls.get(pointwise.SIN)
+    # values packed by saved tensor hooks: the Tensor rule unpacks them (once each)
+    unpacked = []
+    with saved_tensors_hooks(lambda t: t, lambda t: unpacked.append(1) or t):
+        y = ndgrad.ones(3, requires_grad=True)
+        out = y.sin().sum()
+    out.backward()
+    assert unpacked == [1] and not calls.get(pointwise.SIN)
+
+
+def test_raw_rule_checks_saved_values():
+    x = ndgrad.ones(3, requires_grad=True)
+    h = x * 1.0
+    y = h.sin()
+    h.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    z = (x * 1.0).sin().sum()
+    z.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        z.backward()
