@@ -351,9 +351,12 @@ class Tracer:
             outs = out
         values = []
         for i, t in enumerate(tensors):
-            if self.lift == "constant" and not self.knows(t):
+            if self.lift == "constant" and not self.knows(t) and t._data.ndim:
                 # In a VJP rule: a tensor the rule computed from the data with NumPy would be
-                # baked in; differentiate then runs the rule at run time (OpBackward).
+                # baked in; differentiate then runs the rule at run time (OpBackward). A 0-d
+                # one is mostly a Python scalar made a tensor (``where(mask, g, 0)``): it is
+                # kept as a constant, and differentiate's second recording on other values
+                # (Note [Data-independent rules]) finds one that came from the data.
                 _check_not_derived(t, op, self.source())
             v = self.value_of(t)
             a = arrays[i] if i < len(arrays) else None
@@ -730,13 +733,8 @@ def _make_backward_escape(orig: Callable) -> Callable:
 # the function and its arguments with ``TensorArg`` placeholders) whose outputs do not require
 # grad. Any other tensor a function builds without the op table is taken as a constant (the op
 # tests trace on one input and check on another, which finds such cases).
-_CALL_NAMES = ("eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf",
-               "isneginf", "isreal", "logical_not", "logical_and", "logical_or", "logical_xor",
-               "all", "any", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
-               "signbit", "isclose", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
-               "__invert__", "__and__", "__or__", "__xor__", "__rand__", "__ror__", "__rxor__",
-               "argmax", "argmin", "argsort", "count_nonzero", "searchsorted", "bucketize",
-               "where")
+_CALL_NAMES = ("all", "any", "isclose", "argmax", "argmin", "argsort", "count_nonzero",
+               "searchsorted", "bucketize", "where")
 _patched: list = []
 
 

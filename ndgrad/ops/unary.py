@@ -558,9 +558,16 @@ def signbit(input: Tensor) -> Tensor:
     x = input._data
     if x.dtype.kind == "c":
         raise NotImplementedError("signbit is not implemented for complex tensors.")
-    if x.dtype.kind == "b":
-        return _wrap(np.zeros(x.shape, np.bool_))
-    return _wrap(np.signbit(x))
+    return apply(SIGNBIT, (input,), (x,))
+
+
+def _signbit_fwd(x: np.ndarray) -> np.ndarray:
+    return np.zeros(x.shape, np.bool_) if x.dtype.kind == "b" else np.signbit(x)
+
+
+# No VJP: an op of the table so that the jit records it (Note [Non-differentiable ops in the
+# table] in ops/pointwise.py).
+SIGNBIT = Op("signbit", "SignbitBackward0", _signbit_fwd)
 
 
 def nan_to_num(input: Tensor, nan: Optional[float] = 0.0, posinf: Optional[float] = None,
