@@ -1242,8 +1242,8 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 # number as argument. Their batching rule is the pointwise one (``COMPARISON_OPS``).
 def _nd_op(name: str, forward: Callable, inputs: tuple = ("self", "other"),
            args: tuple = ()) -> Op:
-    return Op(name, name.capitalize().replace("_", "") + "Backward0", forward, None,
-              inputs=inputs, args=args)
+    return Op(name, "".join(p.capitalize() for p in name.split("_")) + "Backward0", forward, None,
+              inputs=inputs, args=args, jvp=zero)
 
 
 def _pair_op(name: str, ufunc: Any) -> tuple:

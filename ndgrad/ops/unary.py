@@ -567,7 +567,7 @@ def _signbit_fwd(x: np.ndarray) -> np.ndarray:
 
 # No VJP: an op of the table so that the jit records it (Note [Non-differentiable ops in the
 # table] in ops/pointwise.py).
-SIGNBIT = Op("signbit", "SignbitBackward0", _signbit_fwd)
+SIGNBIT = Op("signbit", "SignbitBackward0", _signbit_fwd, jvp=zero)
 
 
 def nan_to_num(input: Tensor, nan: Optional[float] = 0.0, posinf: Optional[float] = None,
