@@ -351,12 +351,13 @@ class Tracer:
             outs = out
         values = []
         for i, t in enumerate(tensors):
-            if self.lift == "constant" and not self.knows(t) and t._data.ndim:
+            if self.lift == "constant" and not self.knows(t) and not _uniform(t._data):
                 # In a VJP rule: a tensor the rule computed from the data with NumPy would be
-                # baked in; differentiate then runs the rule at run time (OpBackward). A 0-d
-                # one is mostly a Python scalar made a tensor (``where(mask, g, 0)``): it is
-                # kept as a constant, and differentiate's second recording on other values
-                # (Note [Data-independent rules]) finds one that came from the data.
+                # baked in; differentiate then runs the rule at run time (OpBackward). One
+                # whose elements are all equal is mostly a Python scalar made a tensor
+                # (``where(mask, g, 0)``) or zeros of a static shape: it is kept as a
+                # constant, and differentiate's second recording on other values (Note
+                # [Data-independent rules]) finds one that came from the data.
                 _check_not_derived(t, op, self.source())
             v = self.value_of(t)
             a = arrays[i] if i < len(arrays) else None
@@ -612,6 +613,14 @@ class Tracer:
 
 _DISPATCH_FILES = (os.path.abspath(_dispatch.__file__).rsplit(".", 1)[0],
                    os.path.abspath(__file__).rsplit(".", 1)[0])
+
+
+def _uniform(a: np.ndarray) -> bool:
+    """All elements of ``a`` equal (a 0-d array, zeros, a filled constant)."""
+    if a.ndim == 0 or a.size == 0:
+        return True
+    first = a.reshape(-1)[:1]
+    return bool((a == first).all()) if a.dtype.kind != "O" else False
 
 
 def _check_not_derived(t: Tensor, op: Any, where: str) -> None:

@@ -274,6 +274,27 @@ PROD_DIM = Op("prod", "ProdBackward1", _prod_fwd, _prod_vjp, saves=("self", "res
               args=("dim", "keepdim", "dtype"), jvp=_prod_jvp)
 
 
+def _prod_vjp_traceable(ctx, g):
+    """prod's VJP without the eager rule's branch on zeros in the data (Note [Traceable VJP
+    rules] in jit/differentiate.py): always the product of the other elements, exact with
+    zeros; the eager rule divides the result by ``x`` when there is no zero, which is faster."""
+    x, _ = ctx.saved
+    dims = ctx._args[0]
+    gexp = _expand_back(ctx, g)
+    if not dims or x._data.size == 0:
+        return gexp
+    if ctx._op is PROD:
+        flat = x.reshape(-1)
+        others = apply(PROD_OTHERS, (flat,), (flat._data,), (0,)).reshape(x.shape)
+    else:
+        others = apply(PROD_OTHERS, (x,), (x._data,), (dims[0],))
+    return gexp * others.conj()
+
+
+# Rules the jit records instead of the op's own VJP (Note [Traceable VJP rules]).
+TRACEABLE_VJP = {PROD: _prod_vjp_traceable, PROD_DIM: _prod_vjp_traceable}
+
+
 def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """Product of all elements, or along one ``dim``."""

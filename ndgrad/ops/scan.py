@@ -158,6 +158,24 @@ CUMPROD = Op("cumprod", "CumprodBackward0", _cumprod_fwd, _cumprod_vjp,
              saves=("self", "result"), args=("dim", "dtype"), jvp=_cumprod_jvp)
 
 
+def _cumprod_vjp_traceable(ctx, g):
+    """cumprod's VJP without the eager rule's branch on zeros in the data (Note [Traceable VJP
+    rules] in jit/differentiate.py): the division-free forms, exact with zeros (the eager rule
+    divides by ``x`` when there is no zero, which is faster)."""
+    x, _ = ctx.saved
+    dim = ctx._args[0]
+    if x._data.ndim == 0 or x._data.size == 0:
+        return g
+    if x._data.size * x.shape[dim] > _QUADRATIC_LIMIT:
+        return _cumprod_vjp_linear(x, g, dim)
+    pairs = _lower_pairs(x, dim)
+    return (pairs.conj() * g.movedim(dim, -1).unsqueeze(-2)).sum(-1).movedim(-1, dim)
+
+
+# Rules the jit records instead of the op's own VJP (Note [Traceable VJP rules]).
+TRACEABLE_VJP = {CUMPROD: _cumprod_vjp_traceable}
+
+
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Cumulative product along ``dim``; bool and integer inputs give int64 unless ``dtype``.
     The gradient is exact where the input has zeros.
