@@ -70,11 +70,12 @@ def traceable_rules() -> dict:
     """{Op: VJP rule} of the rules differentiate records instead of ``op.vjp``."""
     global _TRACEABLE
     if _TRACEABLE is None:
-        from ..ops import reduction, scan  # local import: the op modules that declare some
-        rules: dict = {}
-        for mod in (reduction, scan):
-            rules.update(getattr(mod, "TRACEABLE_VJP", {}))
-        _TRACEABLE = rules
+        # local imports: the op modules declaring some (by module: ops/__init__ exports
+        # functions of the same names)
+        from ..ops.reduction import TRACEABLE_VJP as reduction_rules
+        from ..ops.scan import TRACEABLE_VJP as scan_rules
+        from ..ops.sort import TRACEABLE_VJP as sort_rules
+        _TRACEABLE = {**reduction_rules, **scan_rules, **sort_rules}
     return _TRACEABLE
 
 

@@ -735,25 +735,25 @@ def _make_backward_escape(orig: Callable) -> Callable:
 
 
 # Note [Functions outside the op table]
-# A few non-differentiable functions (comparisons, isnan ..., logical and bitwise ops, all/any,
-# argmax ...) compute their result directly with NumPy instead of through an op of the table, so
-# the dispatcher never sees them. While tracing, these names (on Tensor and in the ndgrad
+# A few non-differentiable functions (all/any, isclose, count_nonzero, searchsorted, bucketize,
+# where(condition)) compute their result directly with NumPy instead of through an op of the
+# table, so the dispatcher never sees them (comparisons, logical ops, the isnan family, argmax
+# and the index computations of max(dim)/sort/topk ... are ops of the table: Note
+# [Non-differentiable ops in the table] in ops/pointwise.py, Note [Index ops] in ops/sort.py). While tracing, these names (on Tensor and in the ndgrad
 # namespace) are wrapped: a call on traced tensors is recorded as a ``Call`` node (attributes:
 # the function and its arguments with ``TensorArg`` placeholders) whose outputs do not require
 # grad. Any other tensor a function builds without the op table is taken as a constant (the op
 # tests trace on one input and check on another, which finds such cases).
-_CALL_NAMES = ("all", "any", "isclose", "argmax", "argmin", "argsort", "count_nonzero",
-               "searchsorted", "bucketize", "where")
+_CALL_NAMES = ("all", "any", "isclose", "count_nonzero", "searchsorted", "bucketize", "where")
 _patched: list = []
 
 
 # Functions whose Python wrapper computes part of the result from the data outside the op table
-# (indices of max(dim)/sort/topk, statistics of the normalizations, pooling indices, LU pivots):
+# (cummax's indices, statistics of the normalizations, pooling indices, LU pivots):
 # while tracing they are recorded whole, as a differentiable ``Call`` node (the function runs
 # at run time, with recording suspended inside; its backward re-runs it under grad mode and
 # asks autograd, ``CallBackward``): an opaque node whose backward is its own.
-_DIFF_CALL_NAMES = ("max", "min", "sort", "msort", "topk", "kthvalue", "median", "nanmedian",
-                    "mode", "cummax", "cummin", "quantile", "nanquantile", "frexp", "layer_norm",
+_DIFF_CALL_NAMES = ("cummax", "cummin", "quantile", "nanquantile", "frexp", "layer_norm",
                     "batch_norm", "group_norm", "instance_norm", "max_pool1d", "max_pool2d",
                     "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
                     "max_pool3d_with_indices", "adaptive_max_pool1d", "adaptive_max_pool2d",
