@@ -23,7 +23,7 @@ def census() -> dict:
         arrays = make_inputs(op, op.samples[0], np.random.default_rng(0))
         ts = [ndgrad.tensor(a, requires_grad=op.differentiable) for a in arrays]
         try:
-            r = trace_graph(lambda *xs: op.fn(ndgrad, *xs), tuple(ts), check=False)
+            r = trace_graph(lambda *xs, op=op: op.fn(ndgrad, *xs), tuple(ts), check=False)
             g = differentiate(r.graph, arrays)
         except TraceError:
             out[op.name] = Counter({"TraceError": 1})

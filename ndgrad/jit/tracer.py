@@ -739,8 +739,9 @@ def _make_backward_escape(orig: Callable) -> Callable:
 # where(condition)) compute their result directly with NumPy instead of through an op of the
 # table, so the dispatcher never sees them (comparisons, logical ops, the isnan family, argmax
 # and the index computations of max(dim)/sort/topk ... are ops of the table: Note
-# [Non-differentiable ops in the table] in ops/pointwise.py, Note [Index ops] in ops/sort.py). While tracing, these names (on Tensor and in the ndgrad
-# namespace) are wrapped: a call on traced tensors is recorded as a ``Call`` node (attributes:
+# [Non-differentiable ops in the table] in ops/pointwise.py, Note [Index ops] in ops/sort.py).
+# While tracing, these names (on Tensor and in the ndgrad namespace) are wrapped: a call on
+# traced tensors is recorded as a ``Call`` node (attributes:
 # the function and its arguments with ``TensorArg`` placeholders) whose outputs do not require
 # grad. Any other tensor a function builds without the op table is taken as a constant (the op
 # tests trace on one input and check on another, which finds such cases).

@@ -26,7 +26,7 @@ from ._batching import argminmax as _argminmax
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
-from ._jvp import linear
+from ._jvp import linear, zero
 from ._util import category, dims_tuple, wrap_dim
 from .pointwise import maximum, minimum, where
 
@@ -410,7 +410,7 @@ def _max_indices_fwd(x: np.ndarray, dim: int, keepdim: bool, is_max: bool) -> np
 # The indices of max(dim)/min(dim) are an op of their own (no VJP), so that a traced graph
 # computes them in a node (Note [Index ops] in ops/sort.py).
 MAX_INDICES = Op("max_indices", "MaxIndicesBackward0", _max_indices_fwd,
-                 args=("dim", "keepdim", "is_max"))
+                 args=("dim", "keepdim", "is_max"), jvp=zero)
 
 
 def _max_indices_rule(c: Any, args: tuple) -> Tensor:
@@ -477,8 +477,10 @@ def _arg_reduce_fwd(x: np.ndarray, dim: Optional[int], keepdim: bool, is_max: bo
 
 
 # No VJP (int64): ops of the table so that a traced graph computes them in a node.
-ARGMAX = Op("argmax", "ArgmaxBackward0", _arg_reduce_fwd, args=("dim", "keepdim", "is_max"))
-ARGMIN = Op("argmin", "ArgminBackward0", _arg_reduce_fwd, args=("dim", "keepdim", "is_max"))
+ARGMAX = Op("argmax", "ArgmaxBackward0", _arg_reduce_fwd, args=("dim", "keepdim", "is_max"),
+            jvp=zero)
+ARGMIN = Op("argmin", "ArgminBackward0", _arg_reduce_fwd, args=("dim", "keepdim", "is_max"),
+            jvp=zero)
 
 
 def _arg_reduce(input: Tensor, dim: Optional[int], keepdim: bool, is_max: bool) -> Tensor:

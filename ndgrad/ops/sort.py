@@ -27,6 +27,7 @@ from .. import return_types as _rt
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
+from ._jvp import zero
 from ._util import wrap_dim
 from .reduction import _evenly_distribute, _evenly_jvp, _select_reduction_vjp, \
     _select_reduction_vjp_traceable, gather, scatter_zeros
@@ -219,7 +220,7 @@ def _index_op(vop: Op) -> Op:
     def fwd(x, dim, *params):
         return kernel(x, dim, *params) if x.ndim else np.zeros((), np.int64)
     return Op(vop.name + "_indices", vop.node_name.replace("Backward", "IndicesBackward"), fwd,
-              args=("dim",) + vop.arg_names[1:-2])
+              args=("dim",) + vop.arg_names[1:-2], jvp=zero)
 
 
 _INDEX_OPS: dict = {vop: _index_op(vop) for vop in _INDEX_FN}

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.grad_mode import is_grad_enabled
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor
 from . import pointwise as _pw
 from ._dispatch import Op, apply
 from ._jvp import elementwise, linear, zero
