@@ -168,13 +168,14 @@ def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None,
                   optimize_graphs: bool = True) -> Gradient:
     """Split ``graph`` into a forward graph ``f`` and a backward graph ``df`` (seed 004).
 
-    ``graph`` is not modified (it is copied; the seed takes ownership of it instead). Inputs
-    that require grad get gradients. ``example_inputs`` (one array or Tensor per input) only
+    Takes ownership of ``graph``, as the seed does: it becomes ``gradient.f`` (modified in
+    place; pass ``graph.copy()`` to keep the original). Inputs that require grad get
+    gradients. ``example_inputs`` (one array or Tensor per input) only
     make the VJP rules runnable while they are recorded; by default random values are used.
     ``optimize_graphs=False`` skips the seed's ``Optimize`` step (to look at its effect).
     """
     grad = Gradient()
-    f = graph.copy()
+    f = graph
     grad.f = f
     for n in list(f.all_nodes()):
         if n.kind() in ("GradOf",):
