@@ -27,6 +27,7 @@ from ..tensor import Tensor, _wrap, check_device
 from ..tensor import device as _device
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
+from . import _dispatch
 from ._dispatch import Op, apply
 from ._jvp import bilinear, elementwise, linear, not_implemented, zero
 from ._util import (broadcast_error, category, is_scalar, as_scalar, promote_pair,
@@ -1240,6 +1241,18 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 # so a VJP rule that builds a mask from them (clamp, where, maximum ...) records symbolically.
 # One op per (function, form): ``<name>`` on two tensors, ``<name>_scalar`` with a Python
 # number as argument. Their batching rule is the pointwise one (``COMPARISON_OPS``).
+# Eagerly, with no tracer and no batched backward active, such an op's call is just its forward
+# wrapped (``apply_nondiff``): nothing else of ``apply`` would do anything for a bool or int64
+# result of an op without VJP (no node, no tangent), and VJP rules that build masks (clamp,
+# maximum ...) stay as cheap as with raw NumPy.
+def apply_nondiff(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Tensor:
+    """``apply(op, tensors, arrays, args)`` for an op without VJP rule (Note [Non-differentiable
+    ops in the table])."""
+    if _dispatch._TRACING or _dispatch._BATCHING:
+        return apply(op, tensors, arrays, args)
+    return _wrap(op.forward(*arrays, *args))
+
+
 def _nd_op(name: str, forward: Callable, inputs: tuple = ("self", "other"),
            args: tuple = ()) -> Op:
     return Op(name, "".join(p.capitalize() for p in name.split("_")) + "Backward0", forward, None,
@@ -1247,8 +1260,7 @@ def _nd_op(name: str, forward: Callable, inputs: tuple = ("self", "other"),
 
 
 def _pair_op(name: str, ufunc: Any) -> tuple:
-    return (_nd_op(name, lambda a, b: ufunc(a, b)),
-            _nd_op(name, lambda a, b: ufunc(a, b), ("self",), ("other",)))
+    return (_nd_op(name, ufunc), _nd_op(name, ufunc, ("self",), ("other",)))
 
 
 _CMP_OPS = {u.__name__: _pair_op(n, u) for n, u in (
@@ -1268,14 +1280,18 @@ def _compare(ufunc, kernel: str, ordered: bool):
                 _check_broadcast(ad.shape, bd.shape)      # shapes are checked first
                 _not_implemented_for(kernel, ad, "c")
             try:
-                return apply(op_t, (input, other), (ad, bd))
+                if _dispatch._TRACING or _dispatch._BATCHING:      # apply_nondiff, inlined
+                    return apply(op_t, (input, other), (ad, bd))
+                return _wrap(ufunc(ad, bd))
             except ValueError:
                 raise broadcast_error(ad.shape, bd.shape) from None
         if is_scalar(other):
             ad, other = scalar_operand(input._data, as_scalar(other))
             if ordered:
                 _not_implemented_for(kernel, ad, "c")
-            return apply(op_s, (input,), (ad,), (other,))
+            if _dispatch._TRACING or _dispatch._BATCHING:
+                return apply(op_s, (input,), (ad,), (other,))
+            return _wrap(ufunc(ad, other))
         if isinstance(other, (np.ndarray, list, tuple)):
             return fn(input, to_tensor(other))
         return NotImplemented
@@ -1384,11 +1400,11 @@ def _logical(ufunc, name):
             raise RuntimeError(f"\"{name}_cpu\" not implemented for "
                                f"'{_dtype._FROM_NP[bad]._torch_name}'")
         if isinstance(other, Tensor):
-            return apply(op_t, (input, other), promote_pair(input, other))
+            return apply_nondiff(op_t, (input, other), promote_pair(input, other))
         if type(o) is int:
             ad, s = scalar_operand(input._data, o)
-            return apply(op_s, (input,), (ad,), (s,))
-        return apply(op_s, (input,), (input._data,), (o,))
+            return apply_nondiff(op_s, (input,), (ad,), (s,))
+        return apply_nondiff(op_s, (input,), (input._data,), (o,))
     fn.__name__ = name
     fn.__doc__ = (f"Elementwise {name.replace('_', ' ')} of two integer or bool operands "
                   "(``other`` may be a Python scalar).")
@@ -1407,12 +1423,12 @@ def bitwise_not(input: Tensor) -> Tensor:
     if input._data.dtype.kind in "fc":
         raise NotImplementedError("\"bitwise_not_cpu\" not implemented for "
                            f"'{_dtype._FROM_NP[input._data.dtype]._torch_name}'")
-    return apply(BITWISE_NOT, (input,), (input._data,))
+    return apply_nondiff(BITWISE_NOT, (input,), (input._data,))
 
 
 def logical_not(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` is zero."""
-    return apply(LOGICAL_NOT, (input,), (input._data,))
+    return apply_nondiff(LOGICAL_NOT, (input,), (input._data,))
 
 
 _LOGICAL_OPS = {n: _nd_op(n, u) for n, u in (("logical_and", np.logical_and),
@@ -1427,7 +1443,7 @@ def _logical_binary(ufunc: Any, input: Tensor, other: Any) -> Tensor:
         np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
         raise broadcast_error(a.shape, b.shape) from None
-    return apply(_LOGICAL_OPS[ufunc.__name__], (input, ot), (a, b))
+    return apply_nondiff(_LOGICAL_OPS[ufunc.__name__], (input, ot), (a, b))
 
 
 def logical_and(input: Tensor, other: Any) -> Tensor:
@@ -1468,13 +1484,13 @@ ISINF = _nd_op("isinf", np.isinf, ("self",))
 def isposinf(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` is positive infinity (complex input is refused)."""
     _no_complex(input, "isposinf")
-    return apply(ISPOSINF, (input,), (input._data,))
+    return apply_nondiff(ISPOSINF, (input,), (input._data,))
 
 
 def isneginf(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` is negative infinity (complex input is refused)."""
     _no_complex(input, "isneginf")
-    return apply(ISNEGINF, (input,), (input._data,))
+    return apply_nondiff(ISNEGINF, (input,), (input._data,))
 
 
 def _no_complex(input: Tensor, name: str) -> None:
@@ -1484,22 +1500,22 @@ def _no_complex(input: Tensor, name: str) -> None:
 
 def isreal(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` has no imaginary part (always, for real dtypes)."""
-    return apply(ISREAL, (input,), (input._data,))
+    return apply_nondiff(ISREAL, (input,), (input._data,))
 
 
 def isnan(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` is NaN."""
-    return apply(ISNAN, (input,), (input._data,))
+    return apply_nondiff(ISNAN, (input,), (input._data,))
 
 
 def isfinite(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` is neither infinite nor NaN."""
-    return apply(ISFINITE, (input,), (input._data,))
+    return apply_nondiff(ISFINITE, (input,), (input._data,))
 
 
 def isinf(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` is positive or negative infinity."""
-    return apply(ISINF, (input,), (input._data,))
+    return apply_nondiff(ISINF, (input,), (input._data,))
 
 
 # Every op above: elementwise, batched by the pointwise rule (ops/_batching.py).

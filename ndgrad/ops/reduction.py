@@ -28,7 +28,7 @@ from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
 from ._jvp import linear, zero
 from ._util import category, dims_tuple, wrap_dim
-from .pointwise import maximum, minimum, where
+from .pointwise import apply_nondiff, maximum, minimum, where
 
 _INT = _dtype._INT
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -449,7 +449,7 @@ def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     d = wrap_dim(int(dim), x.ndim)
     if x.ndim and x.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-    inds = apply(MAX_INDICES, (input,), (x,), (d, bool(keepdim), is_max))
+    inds = apply_nondiff(MAX_INDICES, (input,), (x,), (d, bool(keepdim), is_max))
     op = MAX_DIM if is_max else MIN_DIM
     vals, out = apply(op, (input,), (x,), (d, bool(keepdim), inds))
     # The indices output is ``inds`` itself (saved by the node), unless a batching rule ran.
@@ -494,11 +494,11 @@ def _arg_reduce(input: Tensor, dim: Optional[int], keepdim: bool, is_max: bool) 
         if x.size == 0:
             raise IndexError(f"{name}(): Expected reduction dim to be specified for "
                              "input.numel() == 0.")
-        return apply(op, (input,), (x,), (None, False, is_max))
+        return apply_nondiff(op, (input,), (x,), (None, False, is_max))
     d = wrap_dim(dim, x.ndim) if x.ndim else wrap_dim(dim, 1)
     if x.ndim and x.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-    return apply(op, (input,), (x,), (d, bool(keepdim), is_max))
+    return apply_nondiff(op, (input,), (x,), (d, bool(keepdim), is_max))
 
 
 def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:

@@ -29,6 +29,7 @@ from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._jvp import zero
 from ._util import wrap_dim
+from .pointwise import apply_nondiff
 from .reduction import _evenly_distribute, _evenly_jvp, _select_reduction_vjp, \
     _select_reduction_vjp_traceable, gather, scatter_zeros
 
@@ -232,7 +233,7 @@ _VALUES_OF: dict = {iop: vop for vop, iop in _INDEX_OPS.items()}
 
 
 def _indices(vop: Op, input: Tensor, x: np.ndarray, d: int, params: tuple) -> Tensor:
-    return apply(_INDEX_OPS[vop], (input,), (x,), (d,) + params)
+    return apply_nondiff(_INDEX_OPS[vop], (input,), (x,), (d,) + params)
 
 
 def _tname(x: np.ndarray) -> str:

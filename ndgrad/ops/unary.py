@@ -558,7 +558,7 @@ def signbit(input: Tensor) -> Tensor:
     x = input._data
     if x.dtype.kind == "c":
         raise NotImplementedError("signbit is not implemented for complex tensors.")
-    return apply(SIGNBIT, (input,), (x,))
+    return _pw.apply_nondiff(SIGNBIT, (input,), (x,))
 
 
 def _signbit_fwd(x: np.ndarray) -> np.ndarray:
