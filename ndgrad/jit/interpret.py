@@ -98,7 +98,7 @@ def run_prim(n: Node, ins: list, env: dict) -> list:
     if k == "Constant":
         t = _wrap(n.attrs["value"])
         tr = _current_tracer()
-        if tr is not None:
+        if tr is not None and tr.lift != "constant":
             # A graph run while tracing (df traced again for a second order): its constants
             # are constants of the new graph too, not data computed outside the op table.
             tr.bind(t, tr.graph_constant(t._data))

@@ -745,16 +745,16 @@ def _make_backward_escape(orig: Callable) -> Callable:
 # the function and its arguments with ``TensorArg`` placeholders) whose outputs do not require
 # grad. Any other tensor a function builds without the op table is taken as a constant (the op
 # tests trace on one input and check on another, which finds such cases).
-_CALL_NAMES = ("all", "any", "isclose", "count_nonzero", "searchsorted", "bucketize", "where")
+_CALL_NAMES = ("all", "any", "isclose", "searchsorted", "bucketize", "where")
 _patched: list = []
 
 
 # Functions whose Python wrapper computes part of the result from the data outside the op table
-# (cummax's indices, statistics of the normalizations, pooling indices, LU pivots):
+# (statistics of the normalizations, pooling indices, LU pivots):
 # while tracing they are recorded whole, as a differentiable ``Call`` node (the function runs
 # at run time, with recording suspended inside; its backward re-runs it under grad mode and
 # asks autograd, ``CallBackward``): an opaque node whose backward is its own.
-_DIFF_CALL_NAMES = ("cummax", "cummin", "quantile", "nanquantile", "frexp", "layer_norm",
+_DIFF_CALL_NAMES = ("quantile", "nanquantile", "frexp", "layer_norm",
                     "batch_norm", "group_norm", "instance_norm", "max_pool1d", "max_pool2d",
                     "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
                     "max_pool3d_with_indices", "adaptive_max_pool1d", "adaptive_max_pool2d",
