@@ -750,15 +750,15 @@ _patched: list = []
 
 
 # Functions whose Python wrapper computes part of the result from the data outside the op table
-# (statistics of the normalizations, pooling indices, LU pivots):
+# (quantile's NaN ranks, statistics of the normalizations, pooling indices):
 # while tracing they are recorded whole, as a differentiable ``Call`` node (the function runs
 # at run time, with recording suspended inside; its backward re-runs it under grad mode and
 # asks autograd, ``CallBackward``): an opaque node whose backward is its own.
-_DIFF_CALL_NAMES = ("quantile", "nanquantile", "frexp", "layer_norm",
-                    "batch_norm", "group_norm", "instance_norm", "max_pool1d", "max_pool2d",
-                    "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+_DIFF_CALL_NAMES = ("quantile", "nanquantile", "frexp", "layer_norm", "batch_norm",
+                    "group_norm", "instance_norm", "max_pool1d", "max_pool2d", "max_pool3d",
+                    "max_pool1d_with_indices", "max_pool2d_with_indices",
                     "max_pool3d_with_indices", "adaptive_max_pool1d", "adaptive_max_pool2d",
-                    "adaptive_max_pool3d", "det", "slogdet", "logdet", "solve", "combinations")
+                    "adaptive_max_pool3d", "combinations")
 
 
 def _wants_call(name: str, args: tuple, kwargs: dict) -> bool:

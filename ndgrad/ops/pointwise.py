@@ -1250,7 +1250,8 @@ def apply_nondiff(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Te
     ops in the table])."""
     if _dispatch._TRACING or _dispatch._BATCHING:
         return apply(op, tensors, arrays, args)
-    return _wrap(op.forward(*arrays, *args))
+    out = op.forward(*arrays, *args)
+    return _wrap(out) if op.num_outputs == 1 else tuple(_wrap(o) for o in out)
 
 
 def _nd_op(name: str, forward: Callable, inputs: tuple = ("self", "other"),
