@@ -1245,7 +1245,7 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 # wrapped (``apply_nondiff``): nothing else of ``apply`` would do anything for a bool or int64
 # result of an op without VJP (no node, no tangent), and VJP rules that build masks (clamp,
 # maximum ...) stay as cheap as with raw NumPy.
-def apply_nondiff(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Tensor:
+def apply_nondiff(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     """``apply(op, tensors, arrays, args)`` for an op without VJP rule (Note [Non-differentiable
     ops in the table])."""
     if _dispatch._TRACING or _dispatch._BATCHING:
