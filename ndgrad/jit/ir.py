@@ -46,10 +46,12 @@ Note [Graph interface] (the contract between the tracer/differentiate and codege
       tracer.py): ``attrs["fn"](*args, **kwargs)`` with ``TensorArg(j)`` in ``attrs["args"]``/
       ``attrs["kwargs"]`` replaced by the Tensor of input j (``interpret.call_node``);
       ``attrs["tuple"]``: it returns a tuple (one output each). Non-differentiable ones
-      (comparisons, isnan, logical ops, all/any, argmax ...) have outputs that never require
-      grad; ``attrs["differentiable"]`` ones (max/min(dim), sort, topk, normalizations, max
-      pooling, det/solve, ndgrad.masked ...: their Python wrapper computes part of the result
-      from the data outside the op table) are differentiated by a ``CallBackward`` node. A Call
+      (all/any, isclose, searchsorted, bucketize, where(condition)) have outputs that never
+      require grad; ``attrs["differentiable"]`` ones (quantile, frexp, combinations,
+      normalizations, max pooling, ndgrad.masked: their Python wrapper computes part of the
+      result from the data outside the op table) are differentiated by a ``CallBackward`` node
+      (comparisons, logical ops, argmax and the indices of max(dim)/sort/topk ... are ops of the
+      table: ``tools/jit_opaque_census.py`` lists what is left per op of tests/op_db.py). A Call
       may modify a lifted tensor in place (BatchNorm's running statistics), as eager does.
     - ``CallBackward``: the backward of a differentiable Call, ``differentiate.
       run_call_backward(node, input_tensors)``: re-runs the function under grad mode and asks
@@ -61,8 +63,10 @@ Note [Graph interface] (the contract between the tracer/differentiate and codege
       printing and counting); ``passes.lower_grad_of(df.block())`` or ``Gradient.lowered_df()``
       inlines them for code generation. Run semantics: if every input is None, every output is
       None; else None inputs are zeros (``interpret.materialize``).
-    - ``OpBackward``: an op whose VJP rule reads the data outside the op table (clamp's mask,
-      prod's zeros ...): the rule itself runs at run time, ``differentiate.run_op_backward(node,
+    - ``OpBackward``: an op whose VJP rule reads the data outside the op table
+      (scatter_reduce's ties ...; rules that branch on the data for speed have a traceable
+      twin instead, Note [Traceable VJP rules] in differentiate.py): the rule itself runs at
+      run time, ``differentiate.run_op_backward(node,
       input_tensors)`` (it rebuilds the op's backward node from the inputs and applies it; under
       grad mode it is differentiable). Inputs: [output gradients (None allowed)][the forward
       node's inputs]; outputs: the gradients of the forward inputs listed in
