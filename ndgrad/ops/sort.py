@@ -29,7 +29,7 @@ from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._jvp import zero
 from ._util import wrap_dim
-from .pointwise import apply_nondiff
+from .pointwise import apply_nondiff, where
 from .reduction import _evenly_distribute, _evenly_jvp, _select_reduction_vjp, \
     _select_reduction_vjp_traceable, gather, scatter_zeros
 
@@ -470,35 +470,35 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
         reduced = tuple(1 if k == d else n_ for k, n_ in enumerate(x.shape)
                         if keepdim or k != d)
     s = s.view(*(reduced + (s.shape[-1],)))
-    sd = s._data
-    n = sd.shape[-1]
+    n = s.shape[-1]
     if n > 2 ** 24:          # ranks are exact in float only up to here
         raise RuntimeError(f"{name}() input tensor is too large")
-    nan = np.isnan(sd)
-    shape = sd.shape[:-1] + (1,)
+    # The ranks from ops of the table (Note [Index ops]): a traced graph computes where the
+    # NaNs are instead of keeping the traced ones. q carries no gradient.
+    qt = q.detach().reshape(-1) if isinstance(q, Tensor) else _wrap(qv)
+    nan_count = s.isnan().sum(-1, keepdim=True)                            # (..., 1) int64
     if ignore_nan:
-        valid = n - np.sum(nan, axis=-1, keepdims=True)                    # (..., 1)
-        ranks = qv * np.maximum(valid - 1, 0).astype(x.dtype)
-        ranks = np.where(valid > 0, ranks, n - 1).astype(x.dtype)          # (..., Q)
+        valid = n - nan_count
+        ranks = qt * (valid - 1).clamp_min(0).to(_dtype._FROM_NP[x.dtype])
+        ranks = where(valid > 0, ranks, n - 1)                             # (..., Q)
     else:
-        has_nan = np.any(nan, axis=-1, keepdims=True)
-        ranks = qv * np.full(shape, n - 1, dtype=x.dtype)
-        ranks = np.where(has_nan, n - 1, ranks).astype(x.dtype)
+        ranks = where(nan_count > 0, n - 1, qt * (n - 1))
     if interpolation == "lower":
-        ranks = np.floor(ranks)
+        ranks = ranks.floor()
     elif interpolation == "higher":
-        ranks = np.ceil(ranks)
+        ranks = ranks.ceil()
     elif interpolation == "nearest":
-        ranks = np.round(ranks)
+        ranks = ranks.round()
     from .reduction import gather as _gather
-    lo = _gather(s, -1, _wrap(np.floor(ranks).astype(np.int64)))
+    below = ranks.floor()
+    lo = _gather(s, -1, below.to(_dtype.int64))
     if interpolation in ("lower", "higher", "nearest"):
         out = lo
     else:
-        hi = _gather(s, -1, _wrap(np.ceil(ranks).astype(np.int64)))
-        w = np.full(ranks.shape, 0.5, x.dtype) if interpolation == "midpoint" else \
-            (ranks - np.floor(ranks)).astype(x.dtype)
-        out = lo + (hi - lo) * _wrap(w)
+        hi = _gather(s, -1, ranks.ceil().to(_dtype.int64))
+        w = _wrap(np.full(ranks.shape, 0.5, x.dtype)) if interpolation == "midpoint" else \
+            ranks - below
+        out = lo + (hi - lo) * w
     # (..., Q) -> (Q, ..., 1) -> squeeze the last dim
     out = out.unsqueeze(0).transpose(0, -1)                               # (Q, ..., 1)
     out = apply(SQUEEZE_RESULT, (out,), (out._data,), (out.ndim - 1,))
