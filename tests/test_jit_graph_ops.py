@@ -27,7 +27,6 @@ ALLOWED = {
                             "masked_cumprod", "masked_softmax", "masked_var", "masked_std_all",
                             "masked_median", "masked_logsumexp", "masked_norm",
                             "masked_normalize")},
-    "frexp": "the exponent output is computed with NumPy in frexp()",
     "combinations": "the index pairs are built with NumPy in combinations()",
     "combinations_replacement": "the index pairs are built with NumPy in combinations()",
     "qr_method_complete": "QR's VJP solves with R: on differentiate's second example set "

@@ -750,11 +750,11 @@ _patched: list = []
 
 
 # Functions whose Python wrapper computes part of the result from the data outside the op table
-# (frexp's exponent, statistics of the normalizations, pooling indices, combinations):
+# (statistics of the normalizations, pooling indices, combinations):
 # while tracing they are recorded whole, as a differentiable ``Call`` node (the function runs
 # at run time, with recording suspended inside; its backward re-runs it under grad mode and
 # asks autograd, ``CallBackward``): an opaque node whose backward is its own.
-_DIFF_CALL_NAMES = ("frexp", "layer_norm", "batch_norm",
+_DIFF_CALL_NAMES = ("layer_norm", "batch_norm",
                     "group_norm", "instance_norm", "max_pool1d", "max_pool2d", "max_pool3d",
                     "max_pool1d_with_indices", "max_pool2d_with_indices",
                     "max_pool3d_with_indices", "adaptive_max_pool1d", "adaptive_max_pool2d",
