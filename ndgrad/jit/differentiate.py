@@ -40,6 +40,9 @@ import numpy as np
 
 from ..autograd.grad_mode import _state, enable_grad, no_grad
 from ..ops._dispatch import _DIFF_DTYPES, apply
+from ..ops.reduction import TRACEABLE_VJP as _reduction_rules
+from ..ops.scan import TRACEABLE_VJP as _scan_rules
+from ..ops.sort import TRACEABLE_VJP as _sort_rules
 from ..tensor import Tensor, _wrap
 from . import tracer as _tr
 from .gradient import Gradient
@@ -70,12 +73,7 @@ def traceable_rules() -> dict:
     """{Op: VJP rule} of the rules differentiate records instead of ``op.vjp``."""
     global _TRACEABLE
     if _TRACEABLE is None:
-        # local imports: the op modules declaring some (by module: ops/__init__ exports
-        # functions of the same names)
-        from ..ops.reduction import TRACEABLE_VJP as reduction_rules
-        from ..ops.scan import TRACEABLE_VJP as scan_rules
-        from ..ops.sort import TRACEABLE_VJP as sort_rules
-        _TRACEABLE = {**reduction_rules, **scan_rules, **sort_rules}
+        _TRACEABLE = {**_reduction_rules, **_scan_rules, **_sort_rules}
     return _TRACEABLE
 
 

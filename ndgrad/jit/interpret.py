@@ -195,5 +195,5 @@ def run_block_lazy(block: Block, env: dict) -> None:
 
 
 def _current_tracer() -> Any:
-    tr_mod = sys.modules.get("ndgrad.jit.tracer")    # loaded whenever a tracer exists
+    tr_mod = sys.modules.get("ndgrad.jit.tracer")  # local import: tracer imports this module
     return tr_mod.current_tracer() if tr_mod is not None else None
