@@ -3,6 +3,8 @@ torch._C._jit_differentiate as a structural oracle, and on random DAGs."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -181,9 +183,23 @@ def test_broadcast_sum_to_size_and_dtypes():
     assert_same(grads[1], want[1])
 
 
-def test_data_dependent_rule_runs_at_run_time():
-    # clamp's rule computes its mask from the data: it becomes an OpBackward node, and the
-    # gradient is right for inputs on the other side of the bounds
+def test_mask_rule_records_symbolically():
+    # clamp's rule builds its mask with comparison ops (ops of the table with no VJP): the mask
+    # is recorded into the GradOf block, so the gradient is right for inputs on the other side
+    # of the bounds than the traced ones
+    x = ndgrad.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+    g = differentiate(trace_graph(lambda x: x.clamp(-1, 1), (x,)).graph)
+    assert not _kinds(g.df, "OpBackward")
+    assert _kinds(g.df, "ge") and _kinds(g.df, "le") and _kinds(g.df, "where")
+    xv = ndgrad.tensor([0.3, -5.0, 0.1])
+    _, grads = run_gradient(g, [xv], [ndgrad.ones(3)])
+    np.testing.assert_array_equal(grads[0]._data, [1.0, 0.0, 1.0])
+
+
+def test_opaque_rule_runs_at_run_time(monkeypatch):
+    # an op listed in OPAQUE_VJP gets an OpBackward node: its rule runs at run time, on the
+    # real values
+    monkeypatch.setitem(sys.modules["ndgrad.jit.differentiate"].OPAQUE_VJP, "clamp", "test")
     x = ndgrad.tensor([-2.0, 0.5, 3.0], requires_grad=True)
     g = differentiate(trace_graph(lambda x: x.clamp(-1, 1), (x,)).graph)
     assert _kinds(g.df, "OpBackward")

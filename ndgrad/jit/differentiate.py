@@ -40,6 +40,9 @@ import numpy as np
 
 from ..autograd.grad_mode import _state, enable_grad, no_grad
 from ..ops._dispatch import _DIFF_DTYPES, apply
+from ..ops.reduction import TRACEABLE_VJP as _reduction_rules
+from ..ops.scan import TRACEABLE_VJP as _scan_rules
+from ..ops.sort import TRACEABLE_VJP as _sort_rules
 from ..tensor import Tensor, _wrap
 from . import tracer as _tr
 from .gradient import Gradient
@@ -54,6 +57,43 @@ __all__ = ["differentiate", "run_op_backward", "OPAQUE_VJP"]
 # Ops whose VJP rule is always run as an ``OpBackward`` node (decided by the tests, each with
 # its reason); data-dependent rules are found automatically (TraceError while recording).
 OPAQUE_VJP: dict = {}
+
+# Note [Traceable VJP rules]
+# A few eager VJP rules branch on the data for speed (prod and cumprod divide by the input when
+# it has no zero, else take the division-free product of the others). Recorded on example
+# values, such a rule bakes in one branch, so differentiate would make it an OpBackward node.
+# Instead the op's module declares a second rule without the branch (``TRACEABLE_VJP = {op:
+# rule}``, same signature as ``Op.vjp``); differentiate records that one. Its values agree with
+# the eager rule to rounding (not bitwise: other NumPy calls run), and it is built from ops of
+# the table, so df is differentiable again. The eager backward keeps the fast rule.
+_TRACEABLE: Optional[dict] = None
+
+
+def traceable_rules() -> dict:
+    """{Op: VJP rule} of the rules differentiate records instead of ``op.vjp``."""
+    global _TRACEABLE
+    if _TRACEABLE is None:
+        _TRACEABLE = {**_reduction_rules, **_scan_rules, **_sort_rules}
+    return _TRACEABLE
+
+
+def _apply_rule(node: Any, grads: list) -> tuple:
+    """``node.apply(grads)`` with the op's traceable rule when it has one."""
+    rule = traceable_rules().get(node._op)
+    if rule is None:
+        return node.apply(grads)
+    from ..autograd.node import _materialize  # local import: the engine's own helper
+    if not node._output_meta:
+        if grads[0] is None:
+            return (None,) * len(node.next_functions)
+        out = rule(node, grads[0])
+    else:
+        if all(g is None for g in grads):
+            return (None,) * len(node.next_functions)
+        out = rule(node, *_materialize(grads, node._output_meta))
+    if type(out) is not tuple:
+        out = (out,)
+    return out + node._op.pad_meta
 
 
 class _Reverse:
@@ -126,13 +166,14 @@ def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None,
                   optimize_graphs: bool = True) -> Gradient:
     """Split ``graph`` into a forward graph ``f`` and a backward graph ``df`` (seed 004).
 
-    ``graph`` is not modified (it is copied; the seed takes ownership of it instead). Inputs
-    that require grad get gradients. ``example_inputs`` (one array or Tensor per input) only
+    Takes ownership of ``graph``, as the seed does: it becomes ``gradient.f`` (modified in
+    place; pass ``graph.copy()`` to keep the original). Inputs that require grad get
+    gradients. ``example_inputs`` (one array or Tensor per input) only
     make the VJP rules runnable while they are recorded; by default random values are used.
     ``optimize_graphs=False`` skips the seed's ``Optimize`` step (to look at its effect).
     """
     grad = Gradient()
-    f = graph.copy()
+    f = graph
     grad.f = f
     for n in list(f.all_nodes()):
         if n.kind() in ("GradOf",):
@@ -397,7 +438,7 @@ def _record_rule(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
         tracer.bind(t, gv)
         gts.append(t)
     with no_grad():
-        res = ctx_node.apply(gts)
+        res = _apply_rule(ctx_node, gts)
     kk = n.num_tensor_inputs
     out = []
     for i in range(len(n._inputs)):

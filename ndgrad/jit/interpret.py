@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from typing import Any, List, Sequence
 
 import numpy as np
@@ -95,7 +96,13 @@ def _recorded_without_grad(n: Node) -> bool:
 def run_prim(n: Node, ins: list, env: dict) -> list:
     k = n._kind
     if k == "Constant":
-        return [_wrap(n.attrs["value"])]
+        t = _wrap(n.attrs["value"])
+        tr = _current_tracer()
+        if tr is not None and tr.lift != "constant":
+            # A graph run while tracing (df traced again for a second order): its constants
+            # are constants of the new graph too, not data computed outside the op table.
+            tr.bind(t, tr.graph_constant(t._data))
+        return [t]
     if k == "AutogradZero":
         return [None]
     if k == "AutogradAdd":
@@ -185,3 +192,8 @@ def run_block_lazy(block: Block, env: dict) -> None:
     only through the primitives; ops materialize zeros (the rule is linear in its gradients)."""
     for n in block._nodes:
         run_node(n, env)
+
+
+def _current_tracer() -> Any:
+    tr_mod = sys.modules.get("ndgrad.jit.tracer")  # local import: tracer imports this module
+    return tr_mod.current_tracer() if tr_mod is not None else None

@@ -46,10 +46,12 @@ Note [Graph interface] (the contract between the tracer/differentiate and codege
       tracer.py): ``attrs["fn"](*args, **kwargs)`` with ``TensorArg(j)`` in ``attrs["args"]``/
       ``attrs["kwargs"]`` replaced by the Tensor of input j (``interpret.call_node``);
       ``attrs["tuple"]``: it returns a tuple (one output each). Non-differentiable ones
-      (comparisons, isnan, logical ops, all/any, argmax ...) have outputs that never require
-      grad; ``attrs["differentiable"]`` ones (max/min(dim), sort, topk, normalizations, max
-      pooling, det/solve, ndgrad.masked ...: their Python wrapper computes part of the result
-      from the data outside the op table) are differentiated by a ``CallBackward`` node. A Call
+      (all/any, isclose, searchsorted, bucketize, where(condition)) have outputs that never
+      require grad; ``attrs["differentiable"]`` ones (quantile, frexp, combinations,
+      normalizations, max pooling, ndgrad.masked: their Python wrapper computes part of the
+      result from the data outside the op table) are differentiated by a ``CallBackward`` node
+      (comparisons, logical ops, argmax and the indices of max(dim)/sort/topk ... are ops of the
+      table: ``tools/jit_opaque_census.py`` lists what is left per op of tests/op_db.py). A Call
       may modify a lifted tensor in place (BatchNorm's running statistics), as eager does.
     - ``CallBackward``: the backward of a differentiable Call, ``differentiate.
       run_call_backward(node, input_tensors)``: re-runs the function under grad mode and asks
@@ -61,8 +63,10 @@ Note [Graph interface] (the contract between the tracer/differentiate and codege
       printing and counting); ``passes.lower_grad_of(df.block())`` or ``Gradient.lowered_df()``
       inlines them for code generation. Run semantics: if every input is None, every output is
       None; else None inputs are zeros (``interpret.materialize``).
-    - ``OpBackward``: an op whose VJP rule reads the data outside the op table (clamp's mask,
-      prod's zeros ...): the rule itself runs at run time, ``differentiate.run_op_backward(node,
+    - ``OpBackward``: an op whose VJP rule reads the data outside the op table
+      (scatter_reduce's ties ...; rules that branch on the data for speed have a traceable
+      twin instead, Note [Traceable VJP rules] in differentiate.py): the rule itself runs at
+      run time, ``differentiate.run_op_backward(node,
       input_tensors)`` (it rebuilds the op's backward node from the inputs and applies it; under
       grad mode it is differentiable). Inputs: [output gradients (None allowed)][the forward
       node's inputs]; outputs: the gradients of the forward inputs listed in
@@ -101,7 +105,7 @@ import numpy as np
 from ..autograd.saved import TensorList
 
 __all__ = ["Graph", "Block", "Node", "Value", "Use", "TensorArg", "ArrayArg", "ScratchList",
-           "LintError", "PRIMS", "type_str"]
+           "LintError", "PRIMS", "type_str", "destroy_nodes"]
 
 PRIMS = frozenset({"Call", "CallBackward", "Constant", "AutogradZero", "AutogradAdd",
                    "SumToSize", "Cast", "BroadcastTo", "Detach", "GradOf", "OpBackward",
@@ -230,8 +234,13 @@ class Value:
         return self
 
     def replace_all_uses_with(self, new: "Value") -> None:
-        for u in list(self._uses):
-            u.user.replace_input(u.offset, new)
+        """Every use of this value reads ``new`` instead (linear in the number of uses)."""
+        if new is self:
+            return
+        uses, self._uses = self._uses, []
+        for u in uses:
+            u.user._inputs[u.offset] = new
+        new._uses.extend(uses)
 
     def __repr__(self) -> str:
         return f"%{self.debug_name} : {self.type_str()}"
@@ -320,20 +329,15 @@ class Node:
         self._inputs = []
 
     def destroy(self) -> None:
-        """Remove the node (its outputs must be unused) from its block."""
+        """Remove the node (its outputs must be unused) from its block. One node costs the
+        length of its block; to remove many, ``destroy_nodes`` (linear)."""
         for o in self._outputs:
             if o._uses:
                 raise LintError(f"destroying {self.kind()} whose output %{o.debug_name} is used")
-        for b in self._blocks:
-            for n in reversed(b.nodes()):
-                n.destroy_recursive()
-            b.return_node().remove_all_inputs()
-        self.remove_all_inputs()
-        if self.owning_block is not None and self in self.owning_block._nodes:
-            self.owning_block._nodes.remove(self)
-        self.owning_block = None
+        destroy_nodes([self], check=False)
 
     def destroy_recursive(self) -> None:
+        """Remove the node whatever uses its outputs (the users are being removed too)."""
         for o in self._outputs:
             o._uses = []
         self.destroy()
@@ -606,6 +610,56 @@ class Graph:
         for v in self.outputs():
             g.register_output(env[v])
         return g
+
+
+def destroy_nodes(nodes: Iterable[Node], check: bool = True) -> None:
+    """Remove ``nodes`` (and everything inside their blocks) in time linear in their number,
+    their inputs' uses and the blocks they are in (Note [Linear graph edits]): the use lists
+    of their inputs are filtered once per value, each block's node list is rebuilt once.
+    ``check``: their outputs may only be used by nodes being removed too.
+
+    Note [Linear graph edits]
+    Removing one node from a Python list, or one use from a use list, is linear; a pass that
+    does it per node is quadratic (a 20k-node chain took minutes). Passes therefore mark what
+    they remove and call ``destroy_nodes`` once; ``replace_all_uses_with`` moves a whole use
+    list at once.
+    """
+    dead: dict = {}                     # id -> node, every node removed (recursively)
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if id(n) in dead:
+            continue
+        dead[id(n)] = n
+        for b in n._blocks:
+            stack.extend(b._nodes)
+            dead[id(b._return)] = b._return
+    if check:
+        for n in dead.values():
+            for o in n._outputs:
+                for u in o._uses:
+                    if id(u.user) not in dead:
+                        raise LintError(f"destroying {n.kind()} whose output "
+                                        f"%{o.debug_name} is used")
+    touched: dict = {}
+    blocks: dict = {}
+    for n in dead.values():
+        for v in n._inputs:
+            touched[id(v)] = v
+        for o in n._outputs:
+            o._uses = []
+        b = n.owning_block
+        if b is not None and n._kind != "Return":
+            blocks[id(b)] = b
+    for v in touched.values():
+        v._uses = [u for u in v._uses if id(u.user) not in dead]
+    for b in blocks.values():
+        if b._nodes and any(id(m) in dead for m in b._nodes):
+            b._nodes = [m for m in b._nodes if id(m) not in dead]
+    for n in dead.values():
+        n._inputs = []
+        if n._kind != "Return":
+            n.owning_block = None
 
 
 def clone_node(n: Node, env: dict, into: Block, value_map: Optional[Callable] = None) -> Node:

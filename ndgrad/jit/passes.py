@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .ir import Block, Graph, Node, TensorArg, Value
+from .ir import Block, Graph, Node, TensorArg, Value, destroy_nodes
 
 __all__ = ["eliminate_dead_code", "eliminate_common_subexpression", "lift_constants",
            "fold_sizes", "lower_grad_of", "specialize_autograd_zero"]
@@ -90,23 +90,19 @@ def _mark_live_block(b: Block, needed: list, live: set) -> None:
 
 
 def _sweep(block: Block, live: set) -> None:
-    for n in reversed(list(block._nodes)):
+    dead = []
+    for n in block._nodes:
         if not any(o in live for o in n._outputs):
-            for o in n._outputs:
-                o._uses = [u for u in o._uses if u.user.owning_block is not None and
-                           _alive_user(u.user, live)]
-            n.destroy_recursive()
+            dead.append(n)
             continue
         for b in n._blocks:
             # Drop block outputs whose node output is dead.
-            dead = [i for i, o in enumerate(n._outputs) if o not in live]
-            if dead:
-                _drop_outputs(n, b, dead)
+            drop = [i for i, o in enumerate(n._outputs) if o not in live]
+            if drop:
+                _drop_outputs(n, b, drop)
             _sweep(b, live)
-
-
-def _alive_user(user: Node, live: set) -> bool:
-    return user._kind == "Return" or any(o in live for o in user._outputs)
+    if dead:
+        destroy_nodes(dead, check=False)     # once per block (Note [Linear graph edits])
 
 
 def _drop_outputs(n: Node, b: Block, dead: list) -> None:
@@ -155,7 +151,8 @@ def eliminate_common_subexpression(graph: Graph, block: Optional[Block] = None,
     """Replace a node equal to an earlier one (same kind, op, inputs, arguments) by it."""
     block = graph.block() if block is None else block
     seen = {} if seen is None else seen
-    for n in list(block._nodes):
+    dead = []
+    for n in block._nodes:
         for sub in n._blocks:
             eliminate_common_subexpression(graph, sub, dict(seen))
         k = _key(n)
@@ -170,7 +167,9 @@ def eliminate_common_subexpression(graph: Graph, block: Optional[Block] = None,
             continue
         for a, b in zip(prev._outputs, n._outputs):
             b.replace_all_uses_with(a)
-        n.destroy()
+        dead.append(n)
+    if dead:
+        destroy_nodes(dead)                  # once per block (Note [Linear graph edits])
 
 
 # ---------------------------------------------------------------------------- constants
@@ -208,12 +207,15 @@ def _lift_node(n: Node, into: Block) -> None:
 # ---------------------------------------------------------------------------- sizes
 def fold_sizes(block: Block) -> None:
     """Remove ``SumToSize`` nodes whose input already has the target shape."""
-    for n in list(block._nodes):
+    dead = []
+    for n in block._nodes:
         for b in n._blocks:
             fold_sizes(b)
         if n._kind == "SumToSize" and tuple(n._inputs[0].shape) == tuple(n.attrs["size"]):
             n.output().replace_all_uses_with(n._inputs[0])
-            n.destroy()
+            dead.append(n)
+    if dead:
+        destroy_nodes(dead)
 
 
 # ---------------------------------------------------------------------------- zeros
@@ -225,26 +227,31 @@ def specialize_autograd_zero(block: Block) -> None:
         p = v.node()
         return p is not None and p._kind == "AutogradZero"
 
-    for n in list(block._nodes):
+    dead = []
+    new_nodes = []
+    for n in block._nodes:
         if n._kind == "GradOf" and n._inputs and all(is_zero(v) for v in n._inputs):
-            for o in list(n._outputs):
+            for o in n._outputs:
                 z = Node("AutogradZero")
                 z.source = n.source
                 out = z.add_output(o.shape, o.dtype, False)
-                blk = n.owning_block
-                assert blk is not None  # n was taken from block._nodes
-                blk._nodes.insert(blk._nodes.index(n), z)
-                z.owning_block = blk
+                z.owning_block = block
+                new_nodes.append(z)
                 o.replace_all_uses_with(out)
-            n.destroy_recursive()
-        elif n._kind == "AutogradAdd":
+            dead.append(n)
+            continue
+        new_nodes.append(n)
+        if n._kind == "AutogradAdd":
             a, b = n._inputs
             if is_zero(a) or is_zero(b):
                 n.output().replace_all_uses_with(b if is_zero(a) else a)
-                n.destroy()
+                dead.append(n)
         else:
             for sub in n._blocks:
                 specialize_autograd_zero(sub)
+    block._nodes = new_nodes
+    if dead:
+        destroy_nodes(dead)                  # Note [Linear graph edits]
 
 
 # ---------------------------------------------------------------------------- GradOf
@@ -252,18 +259,25 @@ def lower_grad_of(block: Block) -> None:
     """Inline every GradOf body in place of the node (a GradOf whose inputs are all undefined
     has undefined outputs; after lowering, ops materialize zeros instead, which gives the same
     values)."""
-    for n in list(block._nodes):
+    new_nodes = []
+    dead = []
+    for n in block._nodes:
         for b in n._blocks:
             lower_grad_of(b)
         if n._kind != "GradOf":
+            new_nodes.append(n)
             continue
         body = n._blocks[0]
-        for sub in list(body._nodes):
-            sub.move_before(n)
-        for o, v in zip(list(n._outputs), body.outputs()):
+        for sub in body._nodes:
+            sub.owning_block = block
+            new_nodes.append(sub)
+        body._nodes = []
+        for o, v in zip(n._outputs, body.outputs()):
             o.replace_all_uses_with(v)
-        body.return_node().remove_all_inputs()
-        n.destroy()
+        dead.append(n)
+    block._nodes = new_nodes
+    if dead:
+        destroy_nodes(dead)                  # Note [Linear graph edits]
 
 
 def _values(block: Block) -> list:

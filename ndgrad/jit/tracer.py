@@ -414,9 +414,13 @@ class Tracer:
             outs = out
         values = []
         for i, t in enumerate(tensors):
-            if self.lift == "constant" and not self.knows(t):
+            if self.lift == "constant" and not self.knows(t) and not _uniform(t._data):
                 # In a VJP rule: a tensor the rule computed from the data with NumPy would be
-                # baked in; differentiate then runs the rule at run time (OpBackward).
+                # baked in; differentiate then runs the rule at run time (OpBackward). One
+                # whose elements are all equal is mostly a Python scalar made a tensor
+                # (``where(mask, g, 0)``) or zeros of a static shape: it is kept as a
+                # constant, and differentiate's second recording on other values (Note
+                # [Data-independent rules]) finds one that came from the data.
                 _check_not_derived(t, op, self.source())
             v = self.value_of(t)
             a = arrays[i] if i < len(arrays) else None
@@ -694,6 +698,14 @@ _DISPATCH_FILES = (os.path.abspath(_dispatch.__file__).rsplit(".", 1)[0],
                    os.path.abspath(__file__).rsplit(".", 1)[0])
 
 
+def _uniform(a: np.ndarray) -> bool:
+    """All elements of ``a`` equal (a 0-d array, zeros, a filled constant)."""
+    if a.ndim == 0 or a.size == 0:
+        return True
+    first = a.reshape(-1)[:1]
+    return bool((a == first).all()) if a.dtype.kind != "O" else False
+
+
 def _check_not_derived(t: Tensor, op: Any, where: str) -> None:
     """Refuse a tensor argument that the op's Python wrapper computed itself (indices of
     max(dim), sort, topk ...; a mask's positions): it depends on the data but was computed
@@ -814,34 +826,30 @@ def _make_backward_escape(orig: Callable) -> Callable:
 
 
 # Note [Functions outside the op table]
-# A few non-differentiable functions (comparisons, isnan ..., logical and bitwise ops, all/any,
-# argmax ...) compute their result directly with NumPy instead of through an op of the table, so
-# the dispatcher never sees them. While tracing, these names (on Tensor and in the ndgrad
-# namespace) are wrapped: a call on traced tensors is recorded as a ``Call`` node (attributes:
+# A few non-differentiable functions (all/any, isclose, count_nonzero, searchsorted, bucketize,
+# where(condition)) compute their result directly with NumPy instead of through an op of the
+# table, so the dispatcher never sees them (comparisons, logical ops, the isnan family, argmax
+# and the index computations of max(dim)/sort/topk ... are ops of the table: Note
+# [Non-differentiable ops in the table] in ops/pointwise.py, Note [Index ops] in ops/sort.py).
+# While tracing, these names (on Tensor and in the ndgrad namespace) are wrapped: a call on
+# traced tensors is recorded as a ``Call`` node (attributes:
 # the function and its arguments with ``TensorArg`` placeholders) whose outputs do not require
 # grad. Any other tensor a function builds without the op table is taken as a constant (the op
 # tests trace on one input and check on another, which finds such cases).
-_CALL_NAMES = ("eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf",
-               "isneginf", "isreal", "logical_not", "logical_and", "logical_or", "logical_xor",
-               "all", "any", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
-               "signbit", "isclose", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
-               "__invert__", "__and__", "__or__", "__xor__", "__rand__", "__ror__", "__rxor__",
-               "argmax", "argmin", "argsort", "count_nonzero", "searchsorted", "bucketize",
-               "where")
+_CALL_NAMES = ("all", "any", "isclose", "searchsorted", "bucketize", "where")
 _patched: list = []
 
 
 # Functions whose Python wrapper computes part of the result from the data outside the op table
-# (indices of max(dim)/sort/topk, statistics of the normalizations, pooling indices, LU pivots):
+# (statistics of the normalizations, pooling indices, combinations):
 # while tracing they are recorded whole, as a differentiable ``Call`` node (the function runs
 # at run time, with recording suspended inside; its backward re-runs it under grad mode and
 # asks autograd, ``CallBackward``): an opaque node whose backward is its own.
-_DIFF_CALL_NAMES = ("max", "min", "sort", "msort", "topk", "kthvalue", "median", "nanmedian",
-                    "mode", "cummax", "cummin", "quantile", "nanquantile", "frexp", "layer_norm",
-                    "batch_norm", "group_norm", "instance_norm", "max_pool1d", "max_pool2d",
-                    "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+_DIFF_CALL_NAMES = ("layer_norm", "batch_norm",
+                    "group_norm", "instance_norm", "max_pool1d", "max_pool2d", "max_pool3d",
+                    "max_pool1d_with_indices", "max_pool2d_with_indices",
                     "max_pool3d_with_indices", "adaptive_max_pool1d", "adaptive_max_pool2d",
-                    "adaptive_max_pool3d", "det", "slogdet", "logdet", "solve", "combinations")
+                    "adaptive_max_pool3d", "combinations")
 
 
 def _wants_call(name: str, args: tuple, kwargs: dict) -> bool:

@@ -616,6 +616,8 @@ def install() -> None:
     from . import unary  # local import: as above
     for op in elementwise + list(unary.ELEMENTWISE_OPS):
         RULES[op] = _pointwise()
+    for op in pw.COMPARISON_OPS + (unary.SIGNBIT,):     # no VJP: bool results
+        RULES[op] = _pointwise()
     for op in (pw.WHERE, pw.MASKED_FILL_S, pw.MASKED_FILL_T):
         RULES[op] = _pointwise(mask_arg=0)
     RULES[pw.COPY_LIKE] = _copy_like

@@ -1101,9 +1101,19 @@ def frexp(input: Tensor) -> tuple:
     x = input._data
     if x.dtype.kind != "f" and x.dtype not in _LOW:     # integers, bool and complex
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
-    xe = x.astype(np.float32) if x.dtype in _LOW else x
-    e = _wrap(np.frexp(xe)[1].astype(np.int32))
+    from .pointwise import apply_nondiff
+    e = apply_nondiff(FREXP_EXPONENT, (input,), (x,))
     return frexp_result(apply(FREXP, (input,), (x,), (e,)), e)
+
+
+def _frexp_exponent_fwd(x: np.ndarray) -> np.ndarray:
+    xe = x.astype(np.float32) if x.dtype in _LOW else x
+    return np.frexp(xe)[1].astype(np.int32)
+
+
+# frexp's exponent output: an op without VJP (int32), so that a traced graph computes it (Note
+# [Index ops] in ops/sort.py); the mantissa op FREXP takes it as a tensor argument.
+FREXP_EXPONENT = Op("frexp_exponent", "FrexpExponentBackward0", _frexp_exponent_fwd, jvp=zero)
 
 
 def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001
@@ -1316,3 +1326,9 @@ def _install_batching() -> None:
 
 
 _install_batching()
+
+
+from ._batching import RULES as _RULES  # noqa: E402 (after the op it maps)
+from ._batching import _pointwise  # noqa: E402
+
+_RULES[FREXP_EXPONENT] = _pointwise()

@@ -401,8 +401,9 @@ def _norm_direction(x: Tensor, r: Tensor, ord: float, dims: tuple, keepdim: bool
     if ord == 2:
         return x / r.masked_fill(zero, 1)
     if ord == _INF or ord == -_INF:
-        hit = (x.abs() == r)._data | (np.isnan(x._data) & np.isnan(r._data))
-        m = _wrap_mask(hit, r)
+        # the mask from comparison ops (ops of the table), so that the jit records it
+        hit = (x.abs() == r) | (x.isnan() & r.isnan())
+        m = hit.to(_dtype._FROM_NP[r._data.dtype])
         return x.sgn() * m / m.sum(dims, keepdim=True)
     if ord < 2:
         xz = x == 0

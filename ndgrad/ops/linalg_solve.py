@@ -29,6 +29,8 @@ from .. import _dtype
 from ..tensor import Tensor, _wrap
 from . import linalg as _lin
 from ._dispatch import Op, apply
+from ._jvp import zero
+from .pointwise import apply_nondiff
 from ._util import check_tensor, wrap_dim
 from .products import per_row, scalar_name
 
@@ -219,15 +221,25 @@ def linalg_inv(A: Tensor, *, out: Any = None) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- determinants
-def _lu_args(a: np.ndarray, transposed: bool = False) -> tuple:
+def _lu_args(A: Tensor, transposed: bool = False) -> tuple:
     """LAPACK's LU factors and pivots of ``a`` (of its transpose for det and slogdet, which
     PyTorch factors that way), as tensors: PyTorch computes det, slogdet and solve from them
     and saves them (``grad_fn._saved_LU``, ``_saved_pivots``); ndgrad saves the same values
     (its forwards and rules do not need them)."""
+    return apply_nondiff(LU_FACTORS, (A,), (A._data,), (transposed,))
+
+
+def _lu_factors_fwd(a: np.ndarray, transposed: bool) -> tuple:
     if transposed:
         a = np.ascontiguousarray(np.swapaxes(a, -1, -2))
     lu_, piv, _ = _getrf(a)
-    return _wrap(lu_), _wrap(piv)
+    return lu_, piv
+
+
+# The saved LU factors of det/slogdet/solve: an op without VJP, so that a traced graph computes
+# them in a node (Note [Index ops] in ops/sort.py) instead of keeping the traced values.
+LU_FACTORS = Op("lu_factors", "LuFactorsBackward0", _lu_factors_fwd, args=("transposed",),
+                num_outputs=2, jvp=zero)
 
 
 def _det_fwd(a: np.ndarray, LU: Any = None, pivots: Any = None) -> np.ndarray:
@@ -271,7 +283,7 @@ def det(A: Tensor) -> Tensor:
     _check_tensor(A, "linalg_det")
     _check_float(A, "linalg.det", low_impl="lu_cpu")
     _check_square(A, "linalg.det")
-    return apply(LINALG_DET, (A,), (A._data,), _lu_args(A._data, True))
+    return apply(LINALG_DET, (A,), (A._data,), _lu_args(A, True))
 
 
 def _slogdet_fwd(a: np.ndarray, LU: Any = None, pivots: Any = None) -> tuple:
@@ -322,7 +334,7 @@ def slogdet(A: Tensor) -> Any:
     _check_tensor(A, "linalg_slogdet")
     _check_float(A, "linalg.slogdet")
     _check_square(A, "linalg.slogdet")
-    s, la = apply(LINALG_SLOGDET, (A,), (A._data,), _lu_args(A._data, True))
+    s, la = apply(LINALG_SLOGDET, (A,), (A._data,), _lu_args(A, True))
     return slogdet_result(s, la)
 
 
@@ -476,7 +488,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
             return r
     vector = _solve_checks(A, B, left, "linalg_solve_ex")
     x, info = apply(LINALG_SOLVE_EX, (A, B), (A._data, B._data),
-                    (bool(left), vector) + _lu_args(A._data))
+                    (bool(left), vector) + _lu_args(A))
     if check_errors:
         _raise_info(info._data, "torch.linalg.solve_ex",
                     lambda i: "The solver failed because the input matrix is singular.")
@@ -497,7 +509,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor
             return r
     vector = _solve_checks(A, B, left, "linalg_solve")
     x, info = apply(LINALG_SOLVE_EX, (A, B), (A._data, B._data),
-                    (bool(left), vector) + _lu_args(A._data))
+                    (bool(left), vector) + _lu_args(A))
     _raise_info(info._data, "torch.linalg.solve",
                 lambda i: "The solver failed because the input matrix is singular.")
     return x
@@ -1603,3 +1615,9 @@ def _register() -> None:
 
 
 _register()
+
+
+from ._batching import RULES as _RULES  # noqa: E402 (after the op it maps)
+
+# LAPACK factors every matrix of the leading (batch) dims: the physical batch is one more.
+_RULES[LU_FACTORS] = lambda c, args: apply(LU_FACTORS, tuple(c.ts), tuple(c.arrs), args)

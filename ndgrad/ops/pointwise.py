@@ -27,6 +27,7 @@ from ..tensor import Tensor, _wrap, check_device
 from ..tensor import device as _device
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
+from . import _dispatch
 from ._dispatch import Op, apply
 from ._jvp import bilinear, elementwise, linear, not_implemented, zero
 from ._util import (broadcast_error, category, is_scalar, as_scalar, promote_pair,
@@ -1325,7 +1326,44 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- comparisons
+# Note [Non-differentiable ops in the table]
+# Comparisons, logical and bitwise ops and the isnan family are ops of the table with no VJP
+# rule (``Op(..., differentiable=False)`` by having ``vjp=None``): eagerly ``apply`` runs the
+# forward and never records a node; the jit tracer records them as op nodes like any other op,
+# so a VJP rule that builds a mask from them (clamp, where, maximum ...) records symbolically.
+# One op per (function, form): ``<name>`` on two tensors, ``<name>_scalar`` with a Python
+# number as argument. Their batching rule is the pointwise one (``COMPARISON_OPS``).
+# Eagerly, with no tracer and no batched backward active, such an op's call is just its forward
+# wrapped (``apply_nondiff``): nothing else of ``apply`` would do anything for a bool or int64
+# result of an op without VJP (no node, no tangent), and VJP rules that build masks (clamp,
+# maximum ...) stay as cheap as with raw NumPy.
+def apply_nondiff(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
+    """``apply(op, tensors, arrays, args)`` for an op without VJP rule (Note [Non-differentiable
+    ops in the table])."""
+    if _dispatch._TRACING or _dispatch._BATCHING:
+        return apply(op, tensors, arrays, args)
+    out = op.forward(*arrays, *args)
+    return _wrap(out) if op.num_outputs == 1 else tuple(_wrap(o) for o in out)
+
+
+def _nd_op(name: str, forward: Callable, inputs: tuple = ("self", "other"),
+           args: tuple = ()) -> Op:
+    return Op(name, "".join(p.capitalize() for p in name.split("_")) + "Backward0", forward, None,
+              inputs=inputs, args=args, jvp=zero)
+
+
+def _pair_op(name: str, ufunc: Any) -> tuple:
+    return (_nd_op(name, ufunc), _nd_op(name, ufunc, ("self",), ("other",)))
+
+
+_CMP_OPS = {u.__name__: _pair_op(n, u) for n, u in (
+    ("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
+    ("gt", np.greater), ("ge", np.greater_equal))}
+
+
 def _compare(ufunc, kernel: str, ordered: bool):
+    op_t, op_s = _CMP_OPS[ufunc.__name__]
+
     def fn(input: Any, other: Any) -> Tensor:
         if not isinstance(input, Tensor):
             input = to_tensor(input)
@@ -1335,6 +1373,8 @@ def _compare(ufunc, kernel: str, ordered: bool):
                 _check_broadcast(ad.shape, bd.shape)      # shapes are checked first
                 _not_implemented_for(kernel, ad, "c")
             try:
+                if _dispatch._TRACING or _dispatch._BATCHING:      # apply_nondiff, inlined
+                    return apply(op_t, (input, other), (ad, bd))
                 return _wrap(ufunc(ad, bd))
             except ValueError:
                 raise broadcast_error(ad.shape, bd.shape) from None
@@ -1342,6 +1382,8 @@ def _compare(ufunc, kernel: str, ordered: bool):
             ad, other = scalar_operand(input._data, as_scalar(other))
             if ordered:
                 _not_implemented_for(kernel, ad, "c")
+            if _dispatch._TRACING or _dispatch._BATCHING:
+                return apply(op_s, (input,), (ad,), (other,))
             return _wrap(ufunc(ad, other))
         if isinstance(other, (np.ndarray, list, tuple)):
             return fn(input, to_tensor(other))
@@ -1433,7 +1475,12 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
     return bool(isclose(input, other, rtol, atol, equal_nan, _fn="allclose")._data.all())
 
 
+_BITWISE_OPS: dict = {}
+
+
 def _logical(ufunc, name):
+    op_t, op_s = _BITWISE_OPS[name] = _pair_op(name, ufunc)
+
     def fn(input: Any, other: Any) -> Tensor:
         if not isinstance(input, Tensor):
             if not isinstance(other, Tensor):
@@ -1446,10 +1493,11 @@ def _logical(ufunc, name):
             raise RuntimeError(f"\"{name}_cpu\" not implemented for "
                                f"'{_dtype._FROM_NP[bad]._torch_name}'")
         if isinstance(other, Tensor):
-            return _wrap(ufunc(*promote_pair(input, other)))
+            return apply_nondiff(op_t, (input, other), promote_pair(input, other))
         if type(o) is int:
-            return _wrap(ufunc(*scalar_operand(input._data, o)))
-        return _wrap(ufunc(input._data, o))
+            ad, s = scalar_operand(input._data, o)
+            return apply_nondiff(op_s, (input,), (ad,), (s,))
+        return apply_nondiff(op_s, (input,), (input._data,), (o,))
     fn.__name__ = name
     fn.__doc__ = (f"Elementwise {name.replace('_', ' ')} of two integer or bool operands "
                   "(``other`` may be a Python scalar).")
@@ -1459,6 +1507,8 @@ def _logical(ufunc, name):
 bitwise_and = _logical(np.bitwise_and, "bitwise_and")
 bitwise_or = _logical(np.bitwise_or, "bitwise_or")
 bitwise_xor = _logical(np.bitwise_xor, "bitwise_xor")
+BITWISE_NOT = _nd_op("bitwise_not", np.invert, ("self",))
+LOGICAL_NOT = _nd_op("logical_not", np.logical_not, ("self",))
 
 
 def bitwise_not(input: Tensor) -> Tensor:
@@ -1466,20 +1516,27 @@ def bitwise_not(input: Tensor) -> Tensor:
     if input._data.dtype.kind in "fc":
         raise NotImplementedError("\"bitwise_not_cpu\" not implemented for "
                            f"'{_dtype._FROM_NP[input._data.dtype]._torch_name}'")
-    return _wrap(np.invert(input._data))
+    return apply_nondiff(BITWISE_NOT, (input,), (input._data,))
 
 
 def logical_not(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` is zero."""
-    return _wrap(np.logical_not(input._data))
+    return apply_nondiff(LOGICAL_NOT, (input,), (input._data,))
+
+
+_LOGICAL_OPS = {n: _nd_op(n, u) for n, u in (("logical_and", np.logical_and),
+                                              ("logical_or", np.logical_or),
+                                              ("logical_xor", np.logical_xor))}
 
 
 def _logical_binary(ufunc: Any, input: Tensor, other: Any) -> Tensor:
-    a, b = input._data, to_tensor(other)._data
+    ot = to_tensor(other)
+    a, b = input._data, ot._data
     try:
-        return _wrap(ufunc(a, b))
+        np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
         raise broadcast_error(a.shape, b.shape) from None
+    return apply_nondiff(_LOGICAL_OPS[ufunc.__name__], (input, ot), (a, b))
 
 
 def logical_and(input: Tensor, other: Any) -> Tensor:
@@ -1497,18 +1554,36 @@ def logical_xor(input: Tensor, other: Any) -> Tensor:
     return _logical_binary(np.logical_xor, input, other)
 
 
+def _isposinf_fwd(x: np.ndarray) -> np.ndarray:
+    return np.isposinf(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
+
+
+def _isneginf_fwd(x: np.ndarray) -> np.ndarray:
+    return np.isneginf(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
+
+
+def _isreal_fwd(x: np.ndarray) -> np.ndarray:
+    return x.imag == 0 if x.dtype.kind == "c" else np.ones(x.shape, bool)
+
+
+ISPOSINF = _nd_op("isposinf", _isposinf_fwd, ("self",))
+ISNEGINF = _nd_op("isneginf", _isneginf_fwd, ("self",))
+ISREAL = _nd_op("isreal", _isreal_fwd, ("self",))
+ISNAN = _nd_op("isnan", np.isnan, ("self",))
+ISFINITE = _nd_op("isfinite", np.isfinite, ("self",))
+ISINF = _nd_op("isinf", np.isinf, ("self",))
+
+
 def isposinf(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` is positive infinity (complex input is refused)."""
     _no_complex(input, "isposinf")
-    return _wrap(np.isposinf(input._data) if input._data.dtype.kind == "f"
-                 else np.zeros(input._data.shape, bool))
+    return apply_nondiff(ISPOSINF, (input,), (input._data,))
 
 
 def isneginf(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` is negative infinity (complex input is refused)."""
     _no_complex(input, "isneginf")
-    return _wrap(np.isneginf(input._data) if input._data.dtype.kind == "f"
-                 else np.zeros(input._data.shape, bool))
+    return apply_nondiff(ISNEGINF, (input,), (input._data,))
 
 
 def _no_complex(input: Tensor, name: str) -> None:
@@ -1518,23 +1593,29 @@ def _no_complex(input: Tensor, name: str) -> None:
 
 def isreal(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` has no imaginary part (always, for real dtypes)."""
-    x = input._data
-    return _wrap(x.imag == 0 if x.dtype.kind == "c" else np.ones(x.shape, bool))
+    return apply_nondiff(ISREAL, (input,), (input._data,))
 
 
 def isnan(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` is NaN."""
-    return _wrap(np.isnan(input._data))
+    return apply_nondiff(ISNAN, (input,), (input._data,))
 
 
 def isfinite(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` is neither infinite nor NaN."""
-    return _wrap(np.isfinite(input._data))
+    return apply_nondiff(ISFINITE, (input,), (input._data,))
 
 
 def isinf(input: Tensor) -> Tensor:
     """Bool tensor, True where ``input`` is positive or negative infinity."""
-    return _wrap(np.isinf(input._data))
+    return apply_nondiff(ISINF, (input,), (input._data,))
+
+
+# Every op above: elementwise, batched by the pointwise rule (ops/_batching.py).
+COMPARISON_OPS = (tuple(o for pair in _CMP_OPS.values() for o in pair) +
+                  tuple(o for pair in _BITWISE_OPS.values() for o in pair) +
+                  (BITWISE_NOT, LOGICAL_NOT, ISPOSINF, ISNEGINF, ISREAL, ISNAN, ISFINITE, ISINF) +
+                  tuple(_LOGICAL_OPS.values()))
 
 
 # ---------------------------------------------------------------------------- copies and casts

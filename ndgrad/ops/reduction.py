@@ -26,9 +26,9 @@ from ._batching import argminmax as _argminmax
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._dispatch import Op, apply
-from ._jvp import linear
+from ._jvp import linear, zero
 from ._util import category, dims_tuple, wrap_dim
-from .pointwise import _div_s_fwd, maximum, minimum, where
+from .pointwise import _div_s_fwd, apply_nondiff, maximum, minimum, where
 from .shape import EXPAND as _EXPAND
 
 _INT = _dtype._INT
@@ -316,6 +316,27 @@ PROD_DIM = Op("prod", "ProdBackward1", _prod_fwd, _prod_vjp, saves=("self", "res
               args=("dim", "keepdim", "dtype"), jvp=_prod_jvp)
 
 
+def _prod_vjp_traceable(ctx, g):
+    """prod's VJP without the eager rule's branch on zeros in the data (Note [Traceable VJP
+    rules] in jit/differentiate.py): always the product of the other elements, exact with
+    zeros; the eager rule divides the result by ``x`` when there is no zero, which is faster."""
+    x, _ = ctx.saved
+    dims = ctx._args[0]
+    gexp = _expand_back(ctx, g)
+    if not dims or x._data.size == 0:
+        return gexp
+    if ctx._op is PROD:
+        flat = x.reshape(-1)
+        others = apply(PROD_OTHERS, (flat,), (flat._data,), (0,)).reshape(x.shape)
+    else:
+        others = apply(PROD_OTHERS, (x,), (x._data,), (dims[0],))
+    return gexp * others.conj()
+
+
+# Rules the jit records instead of the op's own VJP (Note [Traceable VJP rules]).
+TRACEABLE_VJP = {PROD: _prod_vjp_traceable, PROD_DIM: _prod_vjp_traceable}
+
+
 def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """Product of all elements, or along one ``dim``."""
@@ -375,6 +396,21 @@ def _select_reduction_vjp(ctx, g_values, g_indices=None):
     return scatter_zeros(g_values, dim, _kept_indices(indices, dim, keepdim), shape)
 
 
+def _select_reduction_vjp_traceable(ctx, g_values, g_indices=None):
+    """``_select_reduction_vjp`` with the kept indices made by an op (``unsqueeze``) instead of
+    NumPy, so that the jit records it (Note [Traceable VJP rules] in jit/differentiate.py); the
+    eager rule keeps the cheaper NumPy view."""
+    (indices,) = ctx.saved
+    dim, keepdim = ctx._args[0], ctx._args[1]
+    shape = ctx.input_shape(0)
+    if len(shape) == 0:
+        return g_values
+    if not keepdim:
+        g_values = g_values.unsqueeze(dim)
+        indices = indices.unsqueeze(dim)
+    return scatter_zeros(g_values, dim, indices, shape)
+
+
 def _max_dim_fwd(x, dim, keepdim, indices):
     idx = indices._data
     if x.ndim == 0:
@@ -398,13 +434,34 @@ MAX_DIM = Op("max", "MaxBackward0", _max_dim_fwd,
 MIN_DIM = Op("min", "MinBackward0", _max_dim_fwd,
              _select_reduction_vjp, args=("dim", "keepdim", "indices"), num_outputs=2,
              saves=("indices",), jvp=_select_reduction_jvp)
+TRACEABLE_VJP.update({MAX_DIM: _select_reduction_vjp_traceable,
+                      MIN_DIM: _select_reduction_vjp_traceable})
 
 
 def max_dim_indices(x: np.ndarray, dim: int, keepdim: bool, is_max: bool) -> Tensor:
     """The indices output of ``max``/``min`` along ``dim`` (the argument of MAX_DIM/MIN_DIM)."""
+    return _wrap(_max_indices_fwd(x, dim, keepdim, is_max))
+
+
+def _max_indices_fwd(x: np.ndarray, dim: int, keepdim: bool, is_max: bool) -> np.ndarray:
     if x.ndim == 0:
-        return _wrap(np.zeros((), dtype=np.int64))
-    return _wrap((np.argmax if is_max else np.argmin)(x, axis=dim, keepdims=keepdim))
+        return np.zeros((), dtype=np.int64)
+    return (np.argmax if is_max else np.argmin)(x, axis=dim, keepdims=keepdim)
+
+
+# The indices of max(dim)/min(dim) are an op of their own (no VJP), so that a traced graph
+# computes them in a node (Note [Index ops] in ops/sort.py).
+MAX_INDICES = Op("max_indices", "MaxIndicesBackward0", _max_indices_fwd,
+                 args=("dim", "keepdim", "is_max"), jvp=zero)
+
+
+def _max_indices_rule(c: Any, args: tuple) -> Tensor:
+    """Batching rule of MAX_INDICES: along the shifted dim; a 0-d row has index 0."""
+    dim, keepdim, is_max = args
+    t, a = c.ts[0], c.arrs[0]
+    if not c.ls[0]:
+        return _wrap(np.zeros((c.B,), np.int64))
+    return apply(MAX_INDICES, (t,), (a,), (dim + 1, keepdim, is_max))
 
 
 def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
@@ -434,7 +491,7 @@ def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     d = wrap_dim(int(dim), x.ndim)
     if x.ndim and x.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-    inds = max_dim_indices(x, d, bool(keepdim), is_max)
+    inds = apply_nondiff(MAX_INDICES, (input,), (x,), (d, bool(keepdim), is_max))
     op = MAX_DIM if is_max else MIN_DIM
     vals, out = apply(op, (input,), (x,), (d, bool(keepdim), inds))
     # The indices output is ``inds`` itself (saved by the node), unless a batching rule ran.
@@ -451,24 +508,39 @@ def min(input: Tensor, dim: Any = None, keepdim: Any = None) -> Any:  # noqa: A0
     return _minmax(input, dim, keepdim, False)
 
 
+def _arg_reduce_fwd(x: np.ndarray, dim: Optional[int], keepdim: bool, is_max: bool
+                    ) -> np.ndarray:
+    fn = np.argmax if is_max else np.argmin
+    if dim is None:
+        return np.asarray(fn(x), dtype=np.int64)
+    if x.ndim == 0:
+        return np.zeros((), dtype=np.int64)
+    return fn(x, axis=dim, keepdims=keepdim).astype(np.int64)
+
+
+# No VJP (int64): ops of the table so that a traced graph computes them in a node.
+ARGMAX = Op("argmax", "ArgmaxBackward0", _arg_reduce_fwd, args=("dim", "keepdim", "is_max"),
+            jvp=zero)
+ARGMIN = Op("argmin", "ArgminBackward0", _arg_reduce_fwd, args=("dim", "keepdim", "is_max"),
+            jvp=zero)
+
+
 def _arg_reduce(input: Tensor, dim: Optional[int], keepdim: bool, is_max: bool) -> Tensor:
     name = "argmax" if is_max else "argmin"
     x = input._data
     if x.dtype.kind in "bc":
         raise RuntimeError(f"{name}(): does not support "
                            f"{'bool' if x.dtype.kind == 'b' else 'complex'} input")
-    fn = np.argmax if is_max else np.argmin
+    op = ARGMAX if is_max else ARGMIN
     if dim is None:
         if x.size == 0:
             raise IndexError(f"{name}(): Expected reduction dim to be specified for "
                              "input.numel() == 0.")
-        return _wrap(np.asarray(fn(x), dtype=np.int64))
+        return apply_nondiff(op, (input,), (x,), (None, False, is_max))
     d = wrap_dim(dim, x.ndim) if x.ndim else wrap_dim(dim, 1)
-    if x.ndim == 0:
-        return _wrap(np.zeros((), dtype=np.int64))
-    if x.shape[d] == 0:
+    if x.ndim and x.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-    return _wrap(fn(x, axis=d, keepdims=keepdim).astype(np.int64))
+    return apply_nondiff(op, (input,), (x,), (d, bool(keepdim), is_max))
 
 
 def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
@@ -754,3 +826,8 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
         if r is not NotImplemented:
             return r
     return _amax_amin(input, dim, keepdim, False)
+
+
+from ._batching import RULES as _RULES  # noqa: E402 (after the ops it maps)
+
+_RULES[MAX_INDICES] = _max_indices_rule

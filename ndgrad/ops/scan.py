@@ -18,8 +18,9 @@ from .. import _dtype
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
-from ._jvp import linear
+from ._jvp import linear, zero
 from ._util import category, wrap_dim
+from .pointwise import apply_nondiff
 from .reduction import _check_autograd_dtype
 
 _INT = _dtype._INT
@@ -158,6 +159,24 @@ CUMPROD = Op("cumprod", "CumprodBackward0", _cumprod_fwd, _cumprod_vjp,
              saves=("self", "result"), args=("dim", "dtype"), jvp=_cumprod_jvp)
 
 
+def _cumprod_vjp_traceable(ctx, g):
+    """cumprod's VJP without the eager rule's branch on zeros in the data (Note [Traceable VJP
+    rules] in jit/differentiate.py): the division-free forms, exact with zeros (the eager rule
+    divides by ``x`` when there is no zero, which is faster)."""
+    x, _ = ctx.saved
+    dim = ctx._args[0]
+    if x._data.ndim == 0 or x._data.size == 0:
+        return g
+    if x._data.size * x.shape[dim] > _QUADRATIC_LIMIT:
+        return _cumprod_vjp_linear(x, g, dim)
+    pairs = _lower_pairs(x, dim)
+    return (pairs.conj() * g.movedim(dim, -1).unsqueeze(-2)).sum(-1).movedim(-1, dim)
+
+
+# Rules the jit records instead of the op's own VJP (Note [Traceable VJP rules]).
+TRACEABLE_VJP = {CUMPROD: _cumprod_vjp_traceable}
+
+
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Cumulative product along ``dim``; bool and integer inputs give int64 unless ``dtype``.
     The gradient is exact where the input has zeros.
@@ -219,6 +238,17 @@ CUMMIN = Op("cummin", "CumminBackward0", _cum_fwd, _cum_vjp, saves=("self", "ind
             args=("dim", "indices"), jvp=_cum_jvp, num_outputs=2)
 
 
+def _cum_indices_fwd(x: np.ndarray, dim: int, is_max: bool) -> np.ndarray:
+    if x.ndim and x.size:
+        return _cum_extreme_idx(x, dim, is_max)
+    return np.zeros(x.shape, np.int64)
+
+
+# The indices of cummax/cummin: an op without VJP (Note [Index ops] in ops/sort.py).
+CUM_INDICES = Op("cummax_indices", "CummaxIndicesBackward0", _cum_indices_fwd,
+                 args=("dim", "is_max"), jvp=zero)
+
+
 def _cum_extreme(input: Tensor, dim: int, is_max: bool) -> Any:
     from .. import return_types as _rt
     x = input._data
@@ -227,10 +257,7 @@ def _cum_extreme(input: Tensor, dim: int, is_max: bool) -> Any:
         name = "cummax" if is_max else "cummin"
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
                            f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
-    if x.ndim and x.size:
-        idx = _wrap(_cum_extreme_idx(x, d, is_max))
-    else:
-        idx = _wrap(np.zeros(x.shape, np.int64))
+    idx = apply_nondiff(CUM_INDICES, (input,), (x,), (d, is_max))
     vals, out = apply(CUMMAX if is_max else CUMMIN, (input,), (x,), (d, idx))
     out = idx if out._data is idx._data else out
     return (_rt.cummax if is_max else _rt.cummin)(vals, out)
@@ -386,7 +413,16 @@ def _cum_rule(c, args):
     return vals, out
 
 
+def _cum_indices_rule(c, args):
+    t, a = c.ts[0], c.arrs[0]
+    if not c.ls[0]:
+        return _wrap(np.zeros((c.B,), np.int64))
+    return apply(CUM_INDICES, (t,), (a,), (args[0] + 1, args[1]))
+
+
 from ._batching import RULES, _dim_first_scan  # noqa: E402
+
+RULES[CUM_INDICES] = _cum_indices_rule
 
 RULES[CUMPROD] = RULES[LOGCUMSUMEXP] = _dim_first_scan
 RULES[CUMMAX] = RULES[CUMMIN] = _cum_rule

@@ -27,9 +27,11 @@ from .. import return_types as _rt
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
+from ._jvp import zero
 from ._util import wrap_dim
-from .reduction import _evenly_distribute, _evenly_jvp, _select_reduction_vjp, gather, \
-    scatter_zeros
+from .pointwise import apply_nondiff, where
+from .reduction import _evenly_distribute, _evenly_jvp, _select_reduction_vjp, \
+    _select_reduction_vjp_traceable, gather, scatter_zeros
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
            "quantile", "nanquantile"]
@@ -207,6 +209,33 @@ _INDEX_FN: dict = {SORT: lambda x, d, desc: _sort_idx(x, d, desc),
              MEDIAN_DIM: _median_idx, NANMEDIAN_DIM: _nanmedian_idx, MODE: _mode_idx}
 
 
+# Note [Index ops]
+# The indices of each op above are computed by an op of the table of their own
+# (``<name>_indices``, no VJP: int64), whose output is the value op's ``indices`` tensor
+# argument. Eagerly that is one more ``apply``; for the jit it means a traced graph holds the
+# index computation as a node (sort_indices -> sort), so sort, topk, kthvalue, median(dim),
+# nanmedian(dim) and mode are differentiated with their own VJP rules like any other op.
+def _index_op(vop: Op) -> Op:
+    kernel = _INDEX_FN[vop]
+
+    def fwd(x, dim, *params):
+        return kernel(x, dim, *params) if x.ndim else np.zeros((), np.int64)
+    return Op(vop.name + "_indices", vop.node_name.replace("Backward", "IndicesBackward"), fwd,
+              args=("dim",) + vop.arg_names[1:-2], jvp=zero)
+
+
+_INDEX_OPS: dict = {vop: _index_op(vop) for vop in _INDEX_FN}
+# Rules the jit records instead of the op's own VJP (Note [Traceable VJP rules] in
+# jit/differentiate.py): the reductions' kept indices made by an op.
+TRACEABLE_VJP = {op: _select_reduction_vjp_traceable
+                 for op in (KTHVALUE, MEDIAN_DIM, NANMEDIAN_DIM, MODE)}
+_VALUES_OF: dict = {iop: vop for vop, iop in _INDEX_OPS.items()}
+
+
+def _indices(vop: Op, input: Tensor, x: np.ndarray, d: int, params: tuple) -> Tensor:
+    return apply_nondiff(_INDEX_OPS[vop], (input,), (x,), (d,) + params)
+
+
 def _tname(x: np.ndarray) -> str:
     return _dtype._FROM_NP[x.dtype]._torch_name
 
@@ -217,8 +246,8 @@ def _sort(input: Tensor, dim: int, descending: bool, stable: Any) -> Any:
     d = wrap_dim(int(dim), x.ndim or 1)
     if x.dtype.kind == "c":
         raise RuntimeError(" Sort does not support complex dtypes on CPU")
-    idx = _wrap(_sort_idx(x, d, bool(descending)) if x.ndim else np.zeros((), np.int64))
     op = SORT if stable is None else SORT_STABLE
+    idx = _indices(op, input, x, d, (bool(descending),))
     vals, out = apply(op, (input,), (x,), (d, bool(descending), x.shape, idx))
     return _rt.sort(vals, idx if out._data is idx._data else out)
 
@@ -250,9 +279,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
     d = wrap_dim(int(dim), x.ndim or 1)
     if x.dtype.kind == "c":
         raise RuntimeError(" Sort does not support complex dtypes on CPU")
-    if x.ndim == 0:
-        return _wrap(np.zeros((), np.int64))
-    return _wrap(_sort_idx(x, d, bool(descending)))
+    return _indices(SORT, input, x, d, (bool(descending),))
 
 
 def msort(input: Tensor) -> Tensor:
@@ -289,8 +316,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         raise RuntimeError(" topk does not support complex dtypes on CPU")
     if x.dtype.kind == "b":
         raise RuntimeError("topk does not support bool dtypes on CPU")
-    idx = _wrap(_topk_idx(x, d, k, bool(largest), bool(sorted)) if x.ndim
-                else np.zeros((), np.int64))
+    idx = _indices(TOPK, input, x, d, (k, bool(largest), bool(sorted)))
     vals, out = apply(TOPK, (input,), (x,), (d, k, bool(largest), bool(sorted), x.shape, idx))
     return _rt.topk(vals, idx if out._data is idx._data else out)
 
@@ -312,10 +338,7 @@ def _select_along(op: Op, rt: type, input: Tensor, dim: int, keepdim: bool, extr
     _check_kernel(x, _KERNEL[name], name != "mode")
     if x.ndim and x.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-    if x.ndim:
-        idx = _wrap(_INDEX_FN[op](x, d, bool(keepdim), *extra))
-    else:
-        idx = _wrap(np.zeros((), np.int64))
+    idx = _indices(op, input, x, d, (bool(keepdim),) + extra)
     vals, out = apply(op, (input,), (x,), (d, bool(keepdim)) + extra + (x.shape, idx))
     return rt(vals, idx if out._data is idx._data else out)
 
@@ -447,35 +470,35 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
         reduced = tuple(1 if k == d else n_ for k, n_ in enumerate(x.shape)
                         if keepdim or k != d)
     s = s.view(*(reduced + (s.shape[-1],)))
-    sd = s._data
-    n = sd.shape[-1]
+    n = s.shape[-1]
     if n > 2 ** 24:          # ranks are exact in float only up to here
         raise RuntimeError(f"{name}() input tensor is too large")
-    nan = np.isnan(sd)
-    shape = sd.shape[:-1] + (1,)
+    # The ranks from ops of the table (Note [Index ops]): a traced graph computes where the
+    # NaNs are instead of keeping the traced ones. q carries no gradient.
+    qt = q.detach().reshape(-1) if isinstance(q, Tensor) else _wrap(qv)
+    nan_count = s.isnan().sum(-1, keepdim=True)                            # (..., 1) int64
     if ignore_nan:
-        valid = n - np.sum(nan, axis=-1, keepdims=True)                    # (..., 1)
-        ranks = qv * np.maximum(valid - 1, 0).astype(x.dtype)
-        ranks = np.where(valid > 0, ranks, n - 1).astype(x.dtype)          # (..., Q)
+        valid = n - nan_count
+        ranks = qt * (valid - 1).clamp_min(0).to(_dtype._FROM_NP[x.dtype])
+        ranks = where(valid > 0, ranks, n - 1)                             # (..., Q)
     else:
-        has_nan = np.any(nan, axis=-1, keepdims=True)
-        ranks = qv * np.full(shape, n - 1, dtype=x.dtype)
-        ranks = np.where(has_nan, n - 1, ranks).astype(x.dtype)
+        ranks = where(nan_count > 0, n - 1, qt * (n - 1))
     if interpolation == "lower":
-        ranks = np.floor(ranks)
+        ranks = ranks.floor()
     elif interpolation == "higher":
-        ranks = np.ceil(ranks)
+        ranks = ranks.ceil()
     elif interpolation == "nearest":
-        ranks = np.round(ranks)
+        ranks = ranks.round()
     from .reduction import gather as _gather
-    lo = _gather(s, -1, _wrap(np.floor(ranks).astype(np.int64)))
+    below = ranks.floor()
+    lo = _gather(s, -1, below.to(_dtype.int64))
     if interpolation in ("lower", "higher", "nearest"):
         out = lo
     else:
-        hi = _gather(s, -1, _wrap(np.ceil(ranks).astype(np.int64)))
-        w = np.full(ranks.shape, 0.5, x.dtype) if interpolation == "midpoint" else \
-            (ranks - np.floor(ranks)).astype(x.dtype)
-        out = lo + (hi - lo) * _wrap(w)
+        hi = _gather(s, -1, ranks.ceil().to(_dtype.int64))
+        w = _wrap(np.full(ranks.shape, 0.5, x.dtype)) if interpolation == "midpoint" else \
+            ranks - below
+        out = lo + (hi - lo) * w
     # (..., Q) -> (Q, ..., 1) -> squeeze the last dim
     out = out.unsqueeze(0).transpose(0, -1)                               # (Q, ..., 1)
     out = apply(SQUEEZE_RESULT, (out,), (out._data,), (out.ndim - 1,))
@@ -536,8 +559,28 @@ def _median_all_rule(c, args):
     return apply(op, (t,), (t._data,), (1, False, t._data.shape, idx))[0]
 
 
+def _index_rule(c, args):
+    """The index ops (Note [Index ops]): on the physical batch, as ``_rule`` computes them."""
+    from .shape import reshape
+    vop = _VALUES_OF[c.op]
+    t, a = c.ts[0], c.arrs[0]
+    zero_d = not c.ls[0]
+    if zero_d:
+        t = reshape(t, (c.B, 1))
+        a = t._data
+    d = args[0] + 1 if not zero_d else 1
+    params = tuple(args[1:])
+    if zero_d and len(params) and vop in (KTHVALUE, MEDIAN_DIM, NANMEDIAN_DIM, MODE):
+        params = (False,) + params[1:]
+    idx = apply(c.op, (t,), (a,), (d,) + params)
+    if zero_d and vop in (SORT, SORT_STABLE, TOPK):
+        idx = reshape(idx, (c.B,))
+    return idx
+
+
 from ._batching import RULES  # noqa: E402
 
 for _op in _INDEX_FN:
     RULES[_op] = _rule
+    RULES[_INDEX_OPS[_op]] = _index_rule
 RULES[MEDIAN] = RULES[NANMEDIAN] = _median_all_rule

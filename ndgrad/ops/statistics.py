@@ -26,6 +26,8 @@ from .. import return_types as _rt
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
+from ._jvp import zero
+from .pointwise import apply_nondiff
 from ._util import broadcast_error, category, dims_tuple, promote_pair, wrap_dim
 from . import reduction as _red
 from .reduction import _centered, _check_0d_dims, _check_autograd_dtype, _reduce_dtype, \
@@ -279,7 +281,17 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
     """
     x = input._data
     dims = _all_or(dim, x.ndim)
-    return _wrap(np.asarray(np.sum(x != 0, axis=dims, dtype=np.int64)))
+    return apply_nondiff(COUNT_NONZERO, (input,), (x,), (dims,))
+
+
+def _count_nonzero_fwd(x: np.ndarray, dims: tuple) -> np.ndarray:
+    return np.asarray(np.sum(x != 0, axis=dims, dtype=np.int64))
+
+
+# No VJP (int64): an op so that a traced graph computes it (Note [Non-differentiable ops in the
+# table] in ops/pointwise.py).
+COUNT_NONZERO = Op("count_nonzero", "CountNonzeroBackward0", _count_nonzero_fwd, args=("dim",),
+                   jvp=zero)
 
 
 # ---------------------------------------------------------------------------- diff
@@ -708,7 +720,7 @@ def _dist_rule(c, args):
 from ._batching import RULES, _pointwise  # noqa: E402
 
 RULES[VAR_MEAN] = RULES[STD_MEAN] = RULES[NANSUM] = RULES[RENORM] = _shift_dims
-RULES[AMINMAX] = _shift_dims
+RULES[AMINMAX] = RULES[COUNT_NONZERO] = _shift_dims
 RULES[TRACE] = _trace_rule
 RULES[MUL_SCALAR] = RULES[DIV_SCALAR] = _pointwise()
 RULES[DIST] = _dist_rule

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.grad_mode import is_grad_enabled
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor
 from . import pointwise as _pw
 from ._dispatch import Op, apply
 from ._jvp import elementwise, linear, zero
@@ -558,9 +558,16 @@ def signbit(input: Tensor) -> Tensor:
     x = input._data
     if x.dtype.kind == "c":
         raise NotImplementedError("signbit is not implemented for complex tensors.")
-    if x.dtype.kind == "b":
-        return _wrap(np.zeros(x.shape, np.bool_))
-    return _wrap(np.signbit(x))
+    return _pw.apply_nondiff(SIGNBIT, (input,), (x,))
+
+
+def _signbit_fwd(x: np.ndarray) -> np.ndarray:
+    return np.zeros(x.shape, np.bool_) if x.dtype.kind == "b" else np.signbit(x)
+
+
+# No VJP: an op of the table so that the jit records it (Note [Non-differentiable ops in the
+# table] in ops/pointwise.py).
+SIGNBIT = Op("signbit", "SignbitBackward0", _signbit_fwd, jvp=zero)
 
 
 def nan_to_num(input: Tensor, nan: Optional[float] = 0.0, posinf: Optional[float] = None,
