@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, S
 
 import numpy as np
 
-from . import _dlpack, _dtype, _layout
+from . import _dlpack, _dtype, _layout, _numpy_protocol
 from ._dtype import dtype as _dtype_cls
 from ._format import format_tensor
 from .autograd import grad_mode as _grad_mode
@@ -579,11 +579,16 @@ class Tensor(_TensorMethods):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         _check_numpy(self)          # np.asarray(t) is t.numpy(), as in PyTorch
+        # (Note [NumPy protocol] in ndgrad/_numpy_protocol.py)
         if dtype is not None and dtype != self._data.dtype:
             return self._data.astype(dtype)
         if copy:
             return self._data.copy()
         return self._data
+
+    def __array_wrap__(self, array: np.ndarray, context: Any = None,
+                       return_scalar: bool = False) -> Tensor:
+        return _numpy_protocol.wrap_result(array)     # Note [NumPy protocol]
 
     # Note [DLPack and NumPy]
     # A tensor is its ndarray (``_data``) plus autograd state, so exchange is zero copy: the

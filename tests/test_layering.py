@@ -36,6 +36,7 @@ LAYERS = {
     "ndgrad.return_types": BOTTOM,
     "ndgrad._format": BOTTOM,
     "ndgrad.tensor": BOTTOM,
+    "ndgrad._numpy_protocol": BOTTOM,
     "ndgrad._creation": BOTTOM,
     "ndgrad._generator": BOTTOM,
     "ndgrad._sparse": BOTTOM,
