@@ -35,11 +35,12 @@ def defers_to_numpy(other: Any) -> bool:
     return isinstance(other, _ndarray)
 
 
-def wrap_result(arr: Any) -> Any:
-    """The Tensor a NumPy computation on tensors returns (``Tensor.__array_wrap__``)."""
-    from .tensor import _wrap      # tensor.py defines the hook that calls this
+def result_array(arr: Any) -> np.ndarray:
+    """The array ``Tensor.__array_wrap__`` wraps (without copying) for a NumPy computation's
+    result: bool becomes uint8 as in PyTorch; a dtype tensors cannot hold is PyTorch's
+    TypeError."""
     arr = np.asarray(arr)
     if arr.dtype == np.bool_:
         arr = arr.astype(np.uint8)
-    from_numpy_dtype(arr.dtype)    # PyTorch's TypeError for a dtype tensors cannot hold
-    return _wrap(arr)
+    from_numpy_dtype(arr.dtype)
+    return arr

@@ -588,7 +588,7 @@ class Tensor(_TensorMethods):
 
     def __array_wrap__(self, array: np.ndarray, context: Any = None,
                        return_scalar: bool = False) -> Tensor:
-        return _numpy_protocol.wrap_result(array)     # Note [NumPy protocol]
+        return _wrap(_numpy_protocol.result_array(array))     # Note [NumPy protocol]
 
     # Note [DLPack and NumPy]
     # A tensor is its ndarray (``_data``) plus autograd state, so exchange is zero copy: the

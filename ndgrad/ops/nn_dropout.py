@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .._creation import _RNG
+from .._generator import bernoulli_array
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from .views_inplace import apply_inplace
@@ -56,8 +56,9 @@ def _check_p(p: float) -> None:
 
 
 def _keep_mask(shape: tuple, p: float) -> np.ndarray:
-    """True with probability ``1 - p`` (ndgrad's generator)."""
-    return _RNG.gen.random(shape) >= p
+    """True with probability ``1 - p``: torch's ``bernoulli_(1 - p)`` draws (Note [Random
+    streams] in ndgrad/_generator.py)."""
+    return bernoulli_array(shape, 1.0 - p, None)
 
 
 def _noise_shape(x: np.ndarray, feature: Any) -> tuple:
