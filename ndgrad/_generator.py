@@ -200,15 +200,38 @@ def uniform_array(shape: tuple, low: float, high: float, dtype: np.dtype,
     return out.reshape(shape)
 
 
-def bernoulli_array(shape: tuple, p: Any, generator: Optional[Generator]) -> np.ndarray:
+def memory_order(arr: np.ndarray) -> Optional[list]:
+    """``arr``'s dimensions from outermost to innermost in memory when it is dense and
+    non-overlapping (torch's ``empty_like`` keeps such strides, and a fill visits memory in
+    order), else None: row-major order."""
+    if arr.ndim < 2 or arr.flags.c_contiguous:
+        return None
+    perm = sorted(range(arr.ndim), key=lambda d: -arr.strides[d])
+    step = arr.itemsize
+    for d in reversed(perm):
+        if arr.shape[d] != 1 and arr.strides[d] != step:
+            return None
+        step *= arr.shape[d]
+    return perm
+
+
+def bernoulli_array(shape: tuple, p: Any, generator: Optional[Generator],
+                    like: Optional[np.ndarray] = None) -> np.ndarray:
     """A bool array of ``shape``, True with probability ``p`` (a number, or an array of
-    probabilities broadcast to ``shape``), drawn as torch draws it (Note [Random streams])."""
+    probabilities broadcast to ``shape``), drawn as torch draws it (Note [Random streams]);
+    ``like``: an array of ``shape`` whose memory order the draws follow."""
     g = generator if generator is not None else default_generator
     n = int(np.prod(shape, dtype=np.int64))
+    perm = memory_order(like) if like is not None else None
     if isinstance(p, np.ndarray):
-        dt = p.dtype if p.dtype.kind == "f" else np.dtype(np.float32)
-        return uniform_bits(g, n, dt).reshape(shape) < np.broadcast_to(p, shape)
-    return uniform_bits(g, n, np.float64).reshape(shape) < float(p)
+        u = uniform_bits(g, n, p.dtype if p.dtype.kind == "f" else np.dtype(np.float32))
+    else:
+        u = uniform_bits(g, n, np.float64)
+    if perm is None:
+        u = u.reshape(shape)
+    else:
+        u = u.reshape([shape[d] for d in perm]).transpose(np.argsort(perm))
+    return u < (np.broadcast_to(p, shape) if isinstance(p, np.ndarray) else float(p))
 
 
 def exponential_array(shape: tuple, lambd: float, generator: Optional[Generator]

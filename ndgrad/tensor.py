@@ -558,6 +558,13 @@ class Tensor(_TensorMethods):
                                "to Scalar")
         return self._data.reshape(()).item()
 
+    def __format__(self, format_spec: str) -> str:
+        # as PyTorch: a 0-d tensor formats as its number (f"{loss:.4f}", f"{loss}"), any
+        # other as its str (a format spec is then Python's TypeError)
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     def tolist(self) -> Any:
         """The data as (nested) Python lists of Python numbers."""
         return self._data.tolist()
