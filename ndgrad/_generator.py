@@ -23,7 +23,7 @@ torch does, so the same seed and the same calls give torch's numbers:
   ``p``'s dtype for a tensor of probabilities (``torch.bernoulli(probs)``): bit-identical.
 
 - exponential: ``-1/lambd * log1p(-u)`` on float64 uniforms (bit-identical for ``lambd=1``,
-  within one unit in the last place otherwise); ``multinomial``: for one sample or without
+  within two units in the last place otherwise); ``multinomial``: for one sample or without
   replacement, the indices of the largest ``p / q`` with ``q`` exponential(1) draws of ``p``'s
   shape; with replacement, per row a binary search of float64 uniforms in the normalized
   cumulative sums (accumulated in ``p``'s dtype): bit-identical.

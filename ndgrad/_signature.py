@@ -456,11 +456,16 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
         pos = i if method else i + 1
         alias = aliases.get(p.name)
         if alias is not None:
-            pre.append(f"    if {alias} is not _MISSING: {p.name} = {alias}")
+            # both names given: torch's parser does not know the alias then
+            pre.append(f"    if {alias} is not _MISSING:\n        if {p.name} is not _MISSING: "
+                       f"raise TypeError(\"{fn_name}() got an unexpected keyword argument "
+                       f"'{alias}'\")\n        {p.name} = {alias}")
             if p.default is None:
-                pre.append(f"    if {p.name} is _MISSING: raise TypeError("
+                pre.append(f"    elif {p.name} is _MISSING: raise TypeError("
                            f"\"{fn_name}() missing 1 required positional argument: "
                            f"'{p.name}'\")")
+            elif not (p.default == "None" and not p.optional and p.types != ("Any",)):
+                pre.append(f"    elif {p.name} is _MISSING: {p.name} = _d_{p.name}")
         if p.varargs:
             sig.append(f"*{p.name}")
             call.append(f"*{p.name}")
@@ -490,7 +495,7 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
                         f"_fail({fn_name!r}, _params[{i}], {pos}, {p.name})")
         elif p.default is not None:
             env[f"_d_{p.name}"] = _eval_default(p.default)
-            default = f"=_d_{p.name}"
+            default = "=_MISSING" if alias is not None else f"=_d_{p.name}"
         elif alias is not None:
             default = "=_MISSING"
         sig.append(f"{p.name}{default}")
@@ -563,11 +568,20 @@ def _declared_signature(fn: Callable, params: list, aliases: dict) -> inspect.Si
     sig = inspect.signature(fn, follow_wrapped=False)
     if not aliases:
         return sig
-    required = {p.name for p in params if p.default is None}
+    declared = {p.name: p for p in params if p.name in aliases}
     hidden = set(aliases.values())
-    return sig.replace(parameters=[
-        q.replace(default=inspect.Parameter.empty) if q.name in required else q
-        for q in sig.parameters.values() if q.name not in hidden])
+
+    def default(q: inspect.Parameter) -> inspect.Parameter:
+        p = declared.get(q.name)
+        if p is None or q.default is not _MISSING:
+            return q
+        if p.default is None:
+            return q.replace(default=inspect.Parameter.empty)
+        if p.default == "None" and not p.optional and p.types != ("Any",):
+            return q                    # omittable but not None: shown as before
+        return q.replace(default=_eval_default(p.default))
+    return sig.replace(parameters=[default(q) for q in sig.parameters.values()
+                                   if q.name not in hidden])
 
 
 _TYPE_NAMES = {"Any": Any, **{n: getattr(types, n) for n in (
