@@ -15,7 +15,8 @@ for _ in range(k - 1):
     d2 = torch.cdist(points, points[init]).min(dim=1).values ** 2
     init.append(torch.multinomial(d2 / d2.sum(), 1).item())
 cent = points[init].clone()
-for it in range(10):
+for step in range(10):
+    iterations = step + 1
     dist = torch.cdist(points, cent)
     _, assign = torch.min(dist, 1)
     new = torch.stack([points[assign == j].mean(axis=0) for j in range(k)])
@@ -23,7 +24,7 @@ for it in range(10):
     cent = new
     if shift < 1e-6:
         break
-print("iterations", it, "inertia", f"{(dist.min(1).values ** 2).sum():.4f}")
+print("iterations", iterations, "inertia", f"{(dist.min(1).values ** 2).sum():.4f}")
 order = cent[:, 0].argsort()
 print("centroids", np.round(cent[order].numpy(), 4).tolist())
 

@@ -42,7 +42,8 @@ print("grad check", torch.allclose(g, manual), f"{(g - manual).abs().max().item(
 
 # linear regression by least squares vs gradient descent
 A = torch.randn(50, 3, dtype=torch.float64)
-t = A @ torch.tensor([2.0, -1.0, 0.5], dtype=torch.float64) + 0.01 * torch.randn(50, dtype=torch.float64)
+coef = torch.tensor([2.0, -1.0, 0.5], dtype=torch.float64)
+t = A @ coef + 0.01 * torch.randn(50, dtype=torch.float64)
 sol = torch.linalg.lstsq(A, t.unsqueeze(1)).solution.squeeze(1)
 print("lstsq", sol.tolist())
 theta = torch.zeros(3, dtype=torch.float64, requires_grad=True)

@@ -34,7 +34,8 @@ class Classifier(nn.Module):
 
     def forward(self, tokens, causal=False):
         pad_mask = tokens == 0
-        attn_mask = nn.Transformer.generate_square_subsequent_mask(tokens.size(1)) if causal else None
+        n = tokens.size(1)
+        attn_mask = nn.Transformer.generate_square_subsequent_mask(n) if causal else None
         h = self.encoder(self.pos(self.embed(tokens) * math.sqrt(d_model)), mask=attn_mask,
                          src_key_padding_mask=pad_mask)
         h = h.masked_fill(pad_mask.unsqueeze(-1), 0.0)
