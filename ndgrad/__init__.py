@@ -108,6 +108,7 @@ from .ops import (  # noqa: F401,E402
     nanmedian, nanquantile, nansum, quantile, renorm, sort, std_mean, topk, trace, trapezoid,
     trapz, var_mean)
 from . import return_types  # noqa: F401,E402
+from ._threads import get_num_threads, set_num_threads  # noqa: F401,E402
 from . import masked  # noqa: F401,E402
 # ---- end reduce ----
 

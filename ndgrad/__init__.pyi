@@ -219,6 +219,7 @@ def geqrf(input: _ndgrad_types.Tensor, *, out: _ndgrad_types.Tensor | _ndgrad_ty
 def ger(input: _ndgrad_types.Tensor, vec2: _ndgrad_types.Tensor, *, out: _ndgrad_types.Tensor | _ndgrad_types.TensorList | None = ...) -> _ndgrad_tensor.Tensor: ...
 from ndgrad.tensor import get_default_device as get_default_device
 from ndgrad._dtype import get_default_dtype as get_default_dtype
+from ndgrad._threads import get_num_threads as get_num_threads
 from ndgrad._creation import get_rng_state as get_rng_state
 def gradient(input: _ndgrad_types.Tensor, *, spacing: _typing.Any = ..., dim: _typing.Any = ..., edge_order: _ndgrad_types.IntLike = ...) -> _builtins.tuple: ...
 from ndgrad.nn.toplevel import group_norm as group_norm
@@ -429,6 +430,7 @@ from . import serialization as serialization
 from ndgrad.tensor import set_default_device as set_default_device
 from ndgrad._dtype import set_default_dtype as set_default_dtype
 from ndgrad.autograd.grad_mode import set_grad_enabled as set_grad_enabled
+from ndgrad._threads import set_num_threads as set_num_threads
 from ndgrad._creation import set_rng_state as set_rng_state
 def sgn(input: _ndgrad_types.Tensor, *, out: _ndgrad_types.Tensor | _ndgrad_types.TensorList | None = ...) -> _ndgrad_tensor.Tensor: ...
 short: _ndgrad__dtype.dtype

@@ -104,6 +104,7 @@ LAYERS = {
     "ndgrad.jit.stack_batching": API,
     "ndgrad.jit.numba_backend": API,
     "ndgrad.jit.blas_threads": API,
+    "ndgrad._threads": API,
 }
 
 

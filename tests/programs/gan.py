@@ -26,7 +26,7 @@ for step in range(40):
     # discriminator
     real = real_batch(batch)
     fake = G(torch.randn(batch, 4))
-    d_loss = bce(D(real), ones) + bce(D(fake.detach()), zeros)
+    d_loss = bce(D(torch.cat([real, fake.detach()])), torch.cat([ones, zeros])) * 2
     opt_d.zero_grad()
     d_loss.backward()
     opt_d.step()
