@@ -75,6 +75,62 @@ def test_num_threads_as_torch():
     finally:
         ndgrad.set_num_threads(n)
     for bad in (0, -1, 2.5, "2", True):
-        t = outcome(lambda: torch.set_num_threads(bad))
+        t = outcome(lambda b=bad: torch.set_num_threads(b))
         assert t[0] == "RuntimeError"
-        assert outcome(lambda: ndgrad.set_num_threads(bad)) == t
+        assert outcome(lambda b=bad: ndgrad.set_num_threads(b)) == t
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16", "complex64"])
+def test_finfo_as_torch(name):
+    t, n = torch.finfo(getattr(torch, name)), ndgrad.finfo(getattr(ndgrad, name))
+    for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(t, attr) == getattr(n, attr), attr
+    assert repr(t) == repr(n)
+
+
+@pytest.mark.parametrize("name", ["int64", "int32", "int16", "int8", "uint8"])
+def test_iinfo_as_torch(name):
+    t, n = torch.iinfo(getattr(torch, name)), ndgrad.iinfo(getattr(ndgrad, name))
+    assert (t.bits, t.max, t.min, t.dtype, repr(t)) == (n.bits, n.max, n.min, n.dtype, repr(n))
+
+
+def test_type_info_errors_and_defaults():
+    for m in (torch, ndgrad):
+        assert m.finfo().dtype == "float32"
+    for call in (lambda m: m.finfo(m.int32), lambda m: m.iinfo(m.float32),
+                 lambda m: m.iinfo(m.bool)):
+        t = outcome(lambda c=call: c(torch))
+        assert t[0] == "TypeError" and outcome(lambda c=call: c(ndgrad)) == t
+
+
+@pytest.mark.parametrize("opts", [dict(precision=2), dict(profile="short"),
+                                  dict(threshold=5, edgeitems=1), dict(sci_mode=True),
+                                  dict(sci_mode=False, precision=6), dict(linewidth=30)])
+def test_printoptions_as_torch(opts):
+    out = []
+    for m in (torch, ndgrad):
+        m.set_printoptions(**opts)
+        try:
+            x = m.tensor([[1.23456789, -20.5, 3e-5], [4.0, 5.5, 600.25]], dtype=m.float64)
+            out.append((str(x), str(m.arange(12.0)), str(x[0, 0])))
+        finally:
+            m.set_printoptions(profile="default", sci_mode=None)
+    assert tuple(o.replace("torch.", "ndgrad.") for o in out[0]) == out[1]
+    assert str(ndgrad.tensor([1.5, 2.25])) == "tensor([1.5000, 2.2500])"
+
+
+def test_settings_recorded():
+    assert ndgrad.pi == torch.pi and ndgrad.e == torch.e and ndgrad.inf == torch.inf
+    assert ndgrad.nan != ndgrad.nan
+    try:
+        ndgrad.use_deterministic_algorithms(True, warn_only=True)
+        assert ndgrad.are_deterministic_algorithms_enabled()
+        assert ndgrad.is_deterministic_algorithms_warn_only_enabled()
+    finally:
+        ndgrad.use_deterministic_algorithms(False)
+    assert not ndgrad.are_deterministic_algorithms_enabled()
+    ndgrad.set_float32_matmul_precision("high")
+    assert ndgrad.get_float32_matmul_precision() == "high"
+    with pytest.warns(UserWarning, match="is not one of 'highest', 'high', or 'medium'"):
+        ndgrad.set_float32_matmul_precision("fast")
+    ndgrad.set_float32_matmul_precision("highest")

@@ -37,6 +37,7 @@ LAYERS = {
     "ndgrad._format": BOTTOM,
     "ndgrad.tensor": BOTTOM,
     "ndgrad._numpy_protocol": BOTTOM,
+    "ndgrad._settings": BOTTOM,
     "ndgrad._creation": BOTTOM,
     "ndgrad._generator": BOTTOM,
     "ndgrad._sparse": BOTTOM,
