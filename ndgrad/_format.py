@@ -26,7 +26,7 @@ import numpy as np
 from . import _dtype
 
 PRECISION = 4
-THRESHOLD = 1000
+THRESHOLD: float = 1000     # elements above which a tensor prints summarized (inf: never)
 EDGEITEMS = 3
 LINEWIDTH = 80
 SCI_MODE: Optional[bool] = None    # set_printoptions(sci_mode=...): None is automatic
