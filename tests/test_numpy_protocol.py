@@ -150,6 +150,7 @@ RETURN_TYPES = {
 }
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")      # torch: triangular_solve deprecated
 @pytest.mark.parametrize("name", sorted(RETURN_TYPES))
 def test_return_types_are_torchs(name):
     rt = RETURN_TYPES[name](torch, torch.tensor([[1.0, 2.0], [4.0, 3.0]], dtype=torch.float64))
