@@ -52,8 +52,9 @@ def run(name: str, target: str) -> str:
     env = {"__name__": "__main__", "__file__": str(path), "__builtins__": bi}
     lib = __import__(target)
     dtype = lib.get_default_dtype()
-    threads = lib.get_num_threads()
-    lib.set_num_threads(1)      # small programs: torch's thread pool only adds contention
+    threads = lib.get_num_threads() if target == "torch" else None
+    if threads is not None:
+        lib.set_num_threads(1)  # small programs: torch's thread pool only adds contention
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out), warnings.catch_warnings():
@@ -61,7 +62,8 @@ def run(name: str, target: str) -> str:
             exec(compile(path.read_text(), str(path), "exec"), env)
     finally:
         lib.set_default_dtype(dtype)
-        lib.set_num_threads(threads)
+        if threads is not None:
+            lib.set_num_threads(threads)
     return out.getvalue()
 
 
