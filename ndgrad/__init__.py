@@ -108,6 +108,11 @@ from .ops import (  # noqa: F401,E402
     nanmedian, nanquantile, nansum, quantile, renorm, sort, std_mean, topk, trace, trapezoid,
     trapz, var_mean)
 from . import return_types  # noqa: F401,E402
+from ._threads import get_num_threads, set_num_threads  # noqa: F401,E402
+from ._settings import (  # noqa: F401,E402
+    are_deterministic_algorithms_enabled, e, finfo, get_float32_matmul_precision,
+    get_printoptions, iinfo, inf, is_deterministic_algorithms_warn_only_enabled, nan, pi,
+    set_float32_matmul_precision, set_printoptions, use_deterministic_algorithms)
 from . import masked  # noqa: F401,E402
 # ---- end reduce ----
 

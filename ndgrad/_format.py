@@ -26,9 +26,10 @@ import numpy as np
 from . import _dtype
 
 PRECISION = 4
-THRESHOLD = 1000
+THRESHOLD: float = 1000     # elements above which a tensor prints summarized (inf: never)
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE: Optional[bool] = None    # set_printoptions(sci_mode=...): None is automatic
 
 
 class _NumberStyle:
@@ -52,6 +53,8 @@ class _NumberStyle:
         hi, lo = float(mags.max()), float(mags.min())
         self.whole = bool(np.all(shown == np.ceil(shown)))
         self.sci = hi / lo > 1000.0 or hi > 1.0e8 or (not self.whole and lo < 1.0e-4)
+        if SCI_MODE is not None:
+            self.sci = SCI_MODE
         vals = shown.tolist()
         if self.sci:
             self.width = max(len(f"{v:.{PRECISION}e}") for v in vals)

@@ -18,6 +18,16 @@ torch does, so the same seed and the same calls give torch's numbers:
   bit-identical in float64, within one unit in the last place in float32 (torch uses a
   vectorised logarithm there); float16/bfloat16 tensors of 16 or more elements differ.
 
+- bernoulli: one uniform per element, 1 where it is below ``p``: a float64 uniform for a
+  number ``p`` (``bernoulli_(0.3)``, hence dropout's masks: ``bernoulli_(1 - p)``), a uniform of
+  ``p``'s dtype for a tensor of probabilities (``torch.bernoulli(probs)``): bit-identical.
+
+- exponential: ``-1/lambd * log1p(-u)`` on float64 uniforms (bit-identical for ``lambd=1``,
+  within two units in the last place otherwise); ``multinomial``: for one sample or without
+  replacement, the indices of the largest ``p / q`` with ``q`` exponential(1) draws of ``p``'s
+  shape; with replacement, per row a binary search of float64 uniforms in the normalized
+  cumulative sums (accumulated in ``p``'s dtype): bit-identical.
+
 Other distributions are drawn by NumPy's algorithms from the same engine (``Generator._np``):
 reproducible within ndgrad, not torch's numbers.
 
@@ -188,6 +198,70 @@ def uniform_array(shape: tuple, low: float, high: float, dtype: np.dtype,
     if dtype != np.float32:
         out[out == dtype.type(hi)] = dtype.type(lo)
     return out.reshape(shape)
+
+
+def memory_order(arr: np.ndarray) -> Optional[list]:
+    """``arr``'s dimensions from outermost to innermost in memory when it is dense and
+    non-overlapping (torch's ``empty_like`` keeps such strides, and a fill visits memory in
+    order), else None: row-major order."""
+    if arr.ndim < 2 or arr.flags.c_contiguous:
+        return None
+    perm = sorted(range(arr.ndim), key=lambda d: -arr.strides[d])
+    step = arr.itemsize
+    for d in reversed(perm):
+        if arr.shape[d] != 1 and arr.strides[d] != step:
+            return None
+        step *= arr.shape[d]
+    return perm
+
+
+def bernoulli_array(shape: tuple, p: Any, generator: Optional[Generator],
+                    like: Optional[np.ndarray] = None) -> np.ndarray:
+    """A bool array of ``shape``, True with probability ``p`` (a number, or an array of
+    probabilities broadcast to ``shape``), drawn as torch draws it (Note [Random streams]);
+    ``like``: an array of ``shape`` whose memory order the draws follow."""
+    g = generator if generator is not None else default_generator
+    n = int(np.prod(shape, dtype=np.int64))
+    perm = memory_order(like) if like is not None else None
+    if isinstance(p, np.ndarray):
+        u = uniform_bits(g, n, p.dtype if p.dtype.kind == "f" else np.dtype(np.float32))
+    else:
+        u = uniform_bits(g, n, np.float64)
+    if perm is None:
+        u = u.reshape(shape)
+    else:
+        u = u.reshape([shape[d] for d in perm]).transpose(np.argsort(perm))
+    return u < (np.broadcast_to(p, shape) if isinstance(p, np.ndarray) else float(p))
+
+
+def exponential_array(shape: tuple, lambd: float, generator: Optional[Generator]
+                      ) -> np.ndarray:
+    """float64 samples of the exponential distribution of rate ``lambd``, drawn as torch
+    draws them (Note [Random streams]); the caller casts to the tensor's dtype."""
+    g = generator if generator is not None else default_generator
+    n = int(np.prod(shape, dtype=np.int64))
+    return (-1.0 / lambd * np.log1p(-uniform_bits(g, n, np.float64))).reshape(shape)
+
+
+def multinomial_rows(rows: np.ndarray, num_samples: int, replacement: bool,
+                     generator: Optional[Generator]) -> np.ndarray:
+    """Category indices drawn from each row of weights ``rows`` (2-d, checked by the caller),
+    as torch draws them (Note [Random streams])."""
+    if not replacement or num_samples == 1:
+        with np.errstate(divide="ignore"):
+            keys = rows / exponential_array(rows.shape, 1.0, generator).astype(rows.dtype)
+        if num_samples == 1:
+            return np.argmax(keys, axis=-1)[:, None]
+        return np.argsort(-keys, axis=-1, kind="stable")[:, :num_samples]
+    g = generator if generator is not None else default_generator
+    acc = rows.dtype if rows.dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
+    for i, w in enumerate(rows):
+        cum = np.cumsum(w, dtype=acc)
+        cum = (cum / cum[-1]).astype(np.float64)
+        idx = np.searchsorted(cum, uniform_bits(g, num_samples, np.float64), side="left")
+        out[i] = np.minimum(idx, w.shape[0] - 1)
+    return out
 
 
 def _fma(a: np.ndarray, b: float, c: float) -> np.ndarray:

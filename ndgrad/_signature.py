@@ -450,8 +450,22 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
                  "_INTERNAL": _INTERNAL, "_translate": _translate,
                  "_MISSING": _MISSING, "_call_with_out": call_with_out}
     out_call = None
+    aliases = _numpy_aliases(params)
+    pre: list = []
     for i, p in enumerate(params):
         pos = i if method else i + 1
+        alias = aliases.get(p.name)
+        if alias is not None:
+            # both names given: torch's parser does not know the alias then
+            pre.append(f"    if {alias} is not _MISSING:\n        if {p.name} is not _MISSING: "
+                       f"raise TypeError(\"{fn_name}() got an unexpected keyword argument "
+                       f"'{alias}'\")\n        {p.name} = {alias}")
+            if p.default is None:
+                pre.append(f"    elif {p.name} is _MISSING: raise TypeError("
+                           f"\"{fn_name}() missing 1 required positional argument: "
+                           f"'{p.name}'\")")
+            elif not (p.default == "None" and not p.optional and p.types != ("Any",)):
+                pre.append(f"    elif {p.name} is _MISSING: {p.name} = _d_{p.name}")
         if p.varargs:
             sig.append(f"*{p.name}")
             call.append(f"*{p.name}")
@@ -481,7 +495,9 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
                         f"_fail({fn_name!r}, _params[{i}], {pos}, {p.name})")
         elif p.default is not None:
             env[f"_d_{p.name}"] = _eval_default(p.default)
-            default = f"=_d_{p.name}"
+            default = "=_MISSING" if alias is not None else f"=_d_{p.name}"
+        elif alias is not None:
+            default = "=_MISSING"
         sig.append(f"{p.name}{default}")
         call.append(f"{p.name}={p.name}" if p.kw_only else p.name)
         if p.types != ("Any",) and not omitted_none:
@@ -501,6 +517,9 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
     # exceptions NumPy raises for impossible requests into PyTorch's (Note [Declared signatures]).
     if out_call is not None:
         ranges.append(out_call)
+    if aliases:
+        sig.extend(([] if kw_started else ["*"]) + [f"{a}=_MISSING" for a in aliases.values()])
+        body = pre + body
     src = (f"def {fn_name}({', '.join(sig)}):\n" + "\n".join(body + ranges) +
            f"\n    try:\n        return _impl({', '.join(call)})\n"
            f"    except _INTERNAL as e:\n        _translate(e)\n")
@@ -512,13 +531,57 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
     # What introspection shows is the declared signature, not the implementation's, with the
     # types of Note [Typed API] (in ndgrad/types.py).
     fn.__annotations__ = _annotations(params, impl)
-    fn.__signature__ = inspect.signature(fn, follow_wrapped=False)
+    fn.__signature__ = _declared_signature(fn, params, aliases)
     fn.__wrapped__ = impl
     fn.__qualname__ = name
     fn.__module__ = getattr(impl, "__module__", "ndgrad")
     fn.__signature_schema__ = schema
     _check_compatible(name, params, impl)
     return fn
+
+
+# Note [NumPy keyword aliases]: like torch's argument parser, ``axis=`` is accepted for a
+# parameter named ``dim`` and ``keepdims=`` for ``keepdim`` (``x.sum(axis=0, keepdims=True)``).
+# The alias is a hidden keyword-only parameter of the generated function, left out of its
+# declared signature (and so of the stubs); passing both names is torch's "unexpected keyword".
+_NUMPY_ALIASES = {"dim": "axis", "keepdim": "keepdims"}
+
+
+def _numpy_aliases(params: list) -> dict:
+    """``{parameter: alias}`` for the parameters that take a NumPy-style keyword alias."""
+    names = {p.name for p in params}
+    out = {}
+    for i, p in enumerate(params):
+        alias = _NUMPY_ALIASES.get(p.name)
+        if alias is None or alias in names or p.varargs:
+            continue
+        # A required parameter becomes omittable only where no required positional follows.
+        if p.default is None and any(q.default is None and not q.kw_only and not q.varargs
+                                     for q in params[i + 1:]):
+            continue
+        out[p.name] = alias
+    return out
+
+
+def _declared_signature(fn: Callable, params: list, aliases: dict) -> inspect.Signature:
+    """``fn``'s signature without the hidden alias parameters (Note [NumPy keyword aliases])."""
+    sig = inspect.signature(fn, follow_wrapped=False)
+    if not aliases:
+        return sig
+    declared = {p.name: p for p in params if p.name in aliases}
+    hidden = set(aliases.values())
+
+    def default(q: inspect.Parameter) -> inspect.Parameter:
+        p = declared.get(q.name)
+        if p is None or q.default is not _MISSING:
+            return q
+        if p.default is None:
+            return q.replace(default=inspect.Parameter.empty)
+        if p.default == "None" and not p.optional and p.types != ("Any",):
+            return q                    # omittable but not None: shown as before
+        return q.replace(default=_eval_default(p.default))
+    return sig.replace(parameters=[default(q) for q in sig.parameters.values()
+                                   if q.name not in hidden])
 
 
 _TYPE_NAMES = {"Any": Any, **{n: getattr(types, n) for n in (

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _creation, _dtype, _signature, ops
+from . import _creation, _dtype, _numpy_protocol, _signature, ops
 from .autograd import api as _autograd_api
 from .ops import views_inplace as _inplace
 from .ops._util import broadcast_error, check_tensor, is_scalar, to_tensor
@@ -71,7 +71,8 @@ def _operand(other: Any) -> bool:
         return True
     if t is int:
         return _signature._is_number(other)          # OverflowError beyond 64 bits
-    return isinstance(other, (Tensor, np.ndarray, np.number, np.bool_, complex))
+    # an ndarray is left to NumPy (Note [NumPy protocol] in ndgrad/_numpy_protocol.py)
+    return isinstance(other, (Tensor, np.number, np.bool_, complex))
 
 
 def _operator(fn: Any, name: str):
@@ -82,6 +83,14 @@ def _operator(fn: Any, name: str):
         return fn(self, other)
     method.__name__ = name
     return method
+
+
+def _eq_method(self: Tensor, other: Any) -> Tensor:
+    # ``==`` is the one operator PyTorch runs itself on an ndarray (Note [NumPy protocol])
+    if type(other) is not Tensor and not _operand(other) and \
+            not _numpy_protocol.defers_to_numpy(other):
+        return NotImplemented
+    return ops.eq(self, other)
 
 
 def _rsub_method(self: Tensor, other: Any) -> Tensor:
@@ -101,9 +110,16 @@ def _invert(self: Tensor) -> Tensor:
 
 
 def _rtruediv(self: Tensor, other: Any) -> Tensor:
-    if is_scalar(other):
+    if is_scalar(other) or _numpy_protocol.defers_to_numpy(other):
         return ops.reciprocal(self) * other          # PyTorch records MulBackward0 here
     return ops.div(to_tensor(other), self)
+
+
+def _rtruediv_method(self: Tensor, other: Any) -> Tensor:
+    if type(other) is not Tensor and not _operand(other) and \
+            not _numpy_protocol.defers_to_numpy(other):
+        return NotImplemented
+    return _rtruediv(self, other)
 
 
 def _neg(self: Tensor) -> Tensor:
@@ -129,9 +145,7 @@ def _rpow(self: Tensor, other: Any) -> Tensor:
 
 
 def _rmatmul(self: Tensor, other: Any) -> Tensor:
-    if not isinstance(other, np.ndarray):
-        return NotImplemented          # PyTorch: TypeError "unsupported operand type(s) for @"
-    return ops.matmul(to_tensor(other), self)
+    return NotImplemented          # PyTorch: TypeError "unsupported operand type(s) for @"
 
 
 def _matmul_op(self: Tensor, other: Any) -> Tensor:
@@ -143,9 +157,7 @@ def _matmul_op(self: Tensor, other: Any) -> Tensor:
                 and 1 <= b.ndim <= 2 and a.shape[1] == b.shape[0]):
             return _apply(_MM if b.ndim == 2 else _MV, (self, other), (a, b))
     if not isinstance(other, Tensor):
-        if not isinstance(other, np.ndarray):
-            return NotImplemented
-        other = to_tensor(other)
+        return NotImplemented       # an ndarray: NumPy's matmul (Note [NumPy protocol])
     return ops.matmul(self, other)
 
 
@@ -354,7 +366,7 @@ _METHODS = {
     "__mul__": _fast_binary(_pw.MUL, _pw.MUL_S, "mul"),
     "__rmul__": _fast_binary(_pw.MUL, _pw.MUL_S, "mul"),
     "__truediv__": _fast_binary(_pw.DIV, _pw.DIV_S, "div", True),
-    "__rtruediv__": _operator(_rtruediv, "__rtruediv__"),
+    "__rtruediv__": _rtruediv_method,
     "__floordiv__": _operator(lambda s, o: ops.pointwise.floor_divide(s, o), "__floordiv__"),
     "__rfloordiv__": _operator(lambda s, o: ops.pointwise.floor_divide(o, s), "__rfloordiv__"),
     "floor_divide": lambda s, o: ops.pointwise.floor_divide(s, o),
@@ -365,7 +377,7 @@ _METHODS = {
     "__neg__": _neg,
     "__pos__": _pos,
     "__abs__": _abs,
-    "__eq__": _operator(lambda s, o: ops.eq(s, o), "__eq__"),
+    "__eq__": _eq_method,
     "__ne__": _operator(lambda s, o: ops.ne(s, o), "__ne__"),
     "__lt__": _operator(lambda s, o: ops.lt(s, o), "__lt__"),
     "__le__": _operator(lambda s, o: ops.le(s, o), "__le__"),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, S
 
 import numpy as np
 
-from . import _dlpack, _dtype, _layout
+from . import _dlpack, _dtype, _layout, _numpy_protocol
 from ._dtype import dtype as _dtype_cls
 from ._format import format_tensor
 from .autograd import grad_mode as _grad_mode
@@ -558,6 +558,13 @@ class Tensor(_TensorMethods):
                                "to Scalar")
         return self._data.reshape(()).item()
 
+    def __format__(self, format_spec: str) -> str:
+        # as PyTorch: a 0-d tensor formats as its number (f"{loss:.4f}", f"{loss}"), any
+        # other as its str (a format spec is then Python's TypeError)
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     def tolist(self) -> Any:
         """The data as (nested) Python lists of Python numbers."""
         return self._data.tolist()
@@ -579,11 +586,16 @@ class Tensor(_TensorMethods):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         _check_numpy(self)          # np.asarray(t) is t.numpy(), as in PyTorch
+        # (Note [NumPy protocol] in ndgrad/_numpy_protocol.py)
         if dtype is not None and dtype != self._data.dtype:
             return self._data.astype(dtype)
         if copy:
             return self._data.copy()
         return self._data
+
+    def __array_wrap__(self, array: np.ndarray, context: Any = None,
+                       return_scalar: bool = False) -> Tensor:
+        return _wrap(_numpy_protocol.result_array(array))     # Note [NumPy protocol]
 
     # Note [DLPack and NumPy]
     # A tensor is its ndarray (``_data``) plus autograd state, so exchange is zero copy: the

@@ -36,6 +36,8 @@ LAYERS = {
     "ndgrad.return_types": BOTTOM,
     "ndgrad._format": BOTTOM,
     "ndgrad.tensor": BOTTOM,
+    "ndgrad._numpy_protocol": BOTTOM,
+    "ndgrad._settings": BOTTOM,
     "ndgrad._creation": BOTTOM,
     "ndgrad._generator": BOTTOM,
     "ndgrad._sparse": BOTTOM,
@@ -103,6 +105,7 @@ LAYERS = {
     "ndgrad.jit.stack_batching": API,
     "ndgrad.jit.numba_backend": API,
     "ndgrad.jit.blas_threads": API,
+    "ndgrad._threads": API,
 }
 
 

@@ -538,6 +538,14 @@ def _inplace_fn(self: Any, fn: Callable) -> Callable:
     return call
 
 
+_BATCHED_INTO_UNBATCHED = (
+    "vmap: aten::copy_(self, *extra_args) is not possible because there exists a Tensor "
+    "`other` in extra_args that has more elements than `self`. This happened due to `other` "
+    "being vmapped over but `self` not being vmapped over at level {}. Please try to use "
+    "out-of-place operators instead of aten::copy_. If said operator is being called inside "
+    "the PyTorch framework, please file a bug report instead.")
+
+
 def _update_inplace(self: Any, res: Any, n: int) -> None:
     src, dst = res._data, self._data
     if dst.dtype not in _DIFF:
@@ -564,6 +572,10 @@ def _update_inplace(self: Any, res: Any, n: int) -> None:
             elif rt is None:
                 st.zero_()
             else:
+                if _is_batched(rt) and not _is_batched(st):
+                    # B tangents cannot be written into one: torch's vmap refuses the copy_
+                    raise RuntimeError(_BATCHED_INTO_UNBATCHED.format(
+                        sum(1 for lv in _bt.ACTIVE if lv <= rt._blevel)))
                 if np.may_share_memory(rt._data, st._data):
                     rt = rt.clone()
                 st.copy_(rt)

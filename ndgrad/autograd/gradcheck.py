@@ -39,6 +39,7 @@ import numpy as np
 from importlib import import_module
 
 from .._creation import zeros_like
+from .._generator import uniform_array
 from .._sparse import SparseTensor
 from .._sparse import _make as _make_sparse
 from . import forward_ad
@@ -662,19 +663,21 @@ def gradgradcheck(
                              "True")
     inputs = _as_tuple(inputs)
     if grad_outputs is None:
-        rng = np.random.default_rng(2)
+        # uniform in [-1, 1) from the default generator, as torch.testing.make_tensor draws
+        # them (so the random stream after a gradgradcheck is torch's)
         outs = [o for o in _as_tuple(func(*inputs)) if _is_tensor(o) and o.requires_grad]
         gos = []
         for o in outs:
             dt = _np(o).dtype if (o.dtype.is_floating_point or o.dtype.is_complex) \
                 else np.dtype(np.float64)
             shape = tuple(o.shape)
-            a = rng.uniform(-1, 1, shape + ((2,) if gen_non_contig_grad_outputs else ()))
             if dt.kind == "c":
-                a = a + 1j * rng.uniform(-1, 1, a.shape)
-            a = a.astype(dt)
-            if gen_non_contig_grad_outputs:
-                a = a[..., 0]
+                real = np.dtype(np.float32 if dt == np.complex64 else np.float64)
+                a = uniform_array(shape + (2,), -1.0, 1.0, real, None).view(dt)[..., 0]
+            else:
+                a = uniform_array(shape, -1.0, 1.0, dt, None)
+            if gen_non_contig_grad_outputs and a.ndim:
+                a = np.repeat(a, 2, axis=-1)[..., ::2]
             gos.append(_tensor_mod._wrap(a).requires_grad_())
         grad_outputs = tuple(gos)
     else:

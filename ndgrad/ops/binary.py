@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections import namedtuple
+from .. import return_types as _rt
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -1086,7 +1086,7 @@ def rsub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     return apply(RSUB, (input, other), (ad, bd), (al,))
 
 
-frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+frexp_result = _rt.frexp
 
 
 def frexp(input: Tensor) -> tuple:

@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from collections import namedtuple
+from .. import return_types as _rt
 from typing import Any
 
 import numpy as np
@@ -24,11 +24,8 @@ from ._util import wrap_dim
 __all__ = ["unique", "unique_consecutive", "bincount", "histc", "histogram", "histogramdd",
            "unravel_index", "tril_indices", "triu_indices"]
 
-histogram_result = namedtuple("histogram", ("hist", "bin_edges"))
-histogramdd_result = namedtuple("histogramdd", ("hist", "bin_edges"))
-for _t in (histogram_result, histogramdd_result):
-    _t.__module__ = "ndgrad.return_types"
-    _t.__qualname__ = _t.__name__
+histogram_result = _rt.histogram
+histogramdd_result = _rt.histogramdd
 
 
 def _result(values: Any, inverse: Any, counts: Any, return_inverse: bool,

@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from collections import namedtuple
+from .. import return_types as _rt
 from typing import Any, Optional
 
 import numpy as np
@@ -55,14 +55,14 @@ except ImportError:
     LinAlgError.__module__ = "ndgrad.linalg"
 
 # PyTorch's named tuples (torch.return_types.*)
-QRResult = namedtuple("linalg_qr", ["Q", "R"])
-SVDResult = namedtuple("linalg_svd", ["U", "S", "Vh"])
-SVDOldResult = namedtuple("svd", ["U", "S", "V"])
-EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
-EigResult = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
-LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
-GeqrfResult = namedtuple("geqrf", ["a", "tau"])
-QROldResult = namedtuple("qr", ["Q", "R"])
+QRResult = _rt.linalg_qr
+SVDResult = _rt.linalg_svd
+SVDOldResult = _rt.svd
+EighResult = _rt.linalg_eigh
+EigResult = _rt.linalg_eig
+LstsqResult = _rt.linalg_lstsq
+GeqrfResult = _rt.geqrf
+QROldResult = _rt.qr
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -1329,8 +1329,8 @@ def nuclear_norm(A: Tensor, dims: tuple, keepdim: bool = False) -> Tensor:
 # ---------------------------------------------------------------------------- LDL
 # Bunch-Kaufman LDL^T (LAPACK's sytrf/hetrf, lower triangle) and its solve. PyTorch has no
 # derivative for them: a NotImplemented node whose backward raises.
-LDLFactorResult = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
-LDLFactorExResult = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+LDLFactorResult = _rt.linalg_ldl_factor
+LDLFactorExResult = _rt.linalg_ldl_factor_ex
 
 
 def _lapack(name: str, dt: np.dtype) -> Any:

@@ -20,7 +20,7 @@ Example:
 
 from __future__ import annotations
 
-from collections import namedtuple
+from .. import return_types as _rt
 from typing import Any, Optional
 
 import numpy as np
@@ -46,16 +46,16 @@ class LinAlgError(RuntimeError):
     ``torch.linalg.LinAlgError``."""
 
 
-inv_ex_result = namedtuple("linalg_inv_ex", ["inverse", "info"])
-slogdet_result = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
-slogdet_old_result = namedtuple("slogdet", ["sign", "logabsdet"])
-solve_ex_result = namedtuple("linalg_solve_ex", ["result", "info"])
-cholesky_ex_result = namedtuple("linalg_cholesky_ex", ["L", "info"])
-lu_factor_result = namedtuple("linalg_lu_factor", ["LU", "pivots"])
-lu_factor_ex_result = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
-lu_result = namedtuple("linalg_lu", ["P", "L", "U"])
-lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
-triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+inv_ex_result = _rt.linalg_inv_ex
+slogdet_result = _rt.linalg_slogdet
+slogdet_old_result = _rt.slogdet
+solve_ex_result = _rt.linalg_solve_ex
+cholesky_ex_result = _rt.linalg_cholesky_ex
+lu_factor_result = _rt.linalg_lu_factor
+lu_factor_ex_result = _rt.linalg_lu_factor_ex
+lu_result = _rt.linalg_lu
+lu_unpack_result = _rt.lu_unpack
+triangular_solve_result = _rt.triangular_solve
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -32,7 +32,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import _creation, _dtype
+from .. import _dtype
+from .._generator import bernoulli_array
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
@@ -265,7 +266,7 @@ def _neg_inf_mask(mask: Tensor, dtype: Any) -> Tensor:
 def _dropout_mask(shape: tuple, p: float, dtype: Any) -> Tensor:
     if p >= 1:
         return _wrap(np.zeros(shape, dtype))
-    keep = _creation._RNG.gen.random(shape) >= p
+    keep = bernoulli_array(shape, 1.0 - p, None)     # torch's draws (Note [Random streams])
     return _wrap((keep / (1.0 - p)).astype(dtype))
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .._creation import _RNG
+from .._generator import bernoulli_array
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from .views_inplace import apply_inplace
@@ -55,9 +55,11 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _keep_mask(shape: tuple, p: float) -> np.ndarray:
-    """True with probability ``1 - p`` (ndgrad's generator)."""
-    return _RNG.gen.random(shape) >= p
+def _keep_mask(shape: tuple, p: float, like: Any = None) -> np.ndarray:
+    """True with probability ``1 - p``: torch's ``bernoulli_(1 - p)`` draws (Note [Random
+    streams] in ndgrad/_generator.py), in the memory order of ``like`` (the input, whose
+    ``empty_like`` torch fills) when given."""
+    return bernoulli_array(shape, 1.0 - p, None, like=like)
 
 
 def _noise_shape(x: np.ndarray, feature: Any) -> tuple:
@@ -101,7 +103,7 @@ def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, featur
     if p == 1:
         zeros = _wrap(np.zeros(shape, dt))
         return _run(input, lambda s: s * zeros, inplace)
-    keep = _keep_mask(shape, p)
+    keep = _keep_mask(shape, p, None if feature else x)
     if not alpha:
         scale = np.asarray(1, dt) / np.asarray(1 - p, dt)
         noise = _wrap((keep * scale).astype(dt))

@@ -537,7 +537,11 @@ class _Taps:
     def frac(self, j: int, gj: Any) -> Any:
         """``ixp - floor`` along component ``j`` from the grid component ``gj`` (array or
         Tensor of shape (N, P))."""
-        return (gj * self.a[j] + self.b[j]) * self.s[j] + (self.c[j] - self.fl[j])
+        a, b, s, c = self.a[j], self.b[j], self.s[j], self.c[j] - self.fl[j]
+        if isinstance(gj, Tensor):      # array constants as tensors: Tensor <op> ndarray is
+            a, b, s, c = (_wrap(v) if isinstance(v, np.ndarray) else v  # NumPy's
+                          for v in (a, b, s, c))
+        return (gj * a + b) * s + c
 
 
 def _gs_forward(x: np.ndarray, grid: np.ndarray, mode: str, padding: str,

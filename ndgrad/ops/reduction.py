@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 import warnings
-from collections import namedtuple
+from .. import return_types as _rt
 from typing import Any, Optional
 
 import numpy as np
@@ -32,7 +32,7 @@ from .pointwise import _div_s_fwd, apply_nondiff, maximum, minimum, where
 from .shape import EXPAND as _EXPAND
 
 _INT = _dtype._INT
-values_indices = namedtuple("values_indices", ["values", "indices"])
+
 
 
 def _expand_back(ctx, g: Tensor) -> Tensor:
@@ -495,7 +495,7 @@ def _minmax(input: Tensor, dim: Any, keepdim: bool, is_max: bool) -> Any:
     op = MAX_DIM if is_max else MIN_DIM
     vals, out = apply(op, (input,), (x,), (d, bool(keepdim), inds))
     # The indices output is ``inds`` itself (saved by the node), unless a batching rule ran.
-    return values_indices(vals, inds if out._data is inds._data else out)
+    return (_rt.max if is_max else _rt.min)(vals, inds if out._data is inds._data else out)
 
 
 def max(input: Tensor, dim: Any = None, keepdim: Any = None) -> Any:  # noqa: A001

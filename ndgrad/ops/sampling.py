@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from .. import _creation, _dtype
-from .._generator import Generator, normal_array, numpy_generator, uniform_array
+from .._generator import (Generator, bernoulli_array, exponential_array, multinomial_rows,
+                          normal_array, numpy_generator, uniform_array)
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
 from ._jvp import zero
@@ -145,11 +146,11 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
 
 # ---------------------------------------------------------------------------- bernoulli
 def _bernoulli_fwd(p):
-    return (_gen().random(p.shape) < p).astype(p.dtype)
+    return bernoulli_array(p.shape, p, _ACTIVE[-1]).astype(p.dtype)
 
 
 def _bernoulli_p_fwd(x, p):
-    return (_gen().random(x.shape) < p).astype(x.dtype)
+    return bernoulli_array(x.shape, p, _ACTIVE[-1]).astype(x.dtype)
 
 
 BERNOULLI = Op("bernoulli", "BernoulliBackward0", _bernoulli_fwd, _zero_grads, jvp=zero)
@@ -210,13 +211,10 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if (rows.sum(-1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
-    gen = _gen()
-    for i, w in enumerate(rows):
-        if not replacement and np.count_nonzero(w) < num_samples:
-            raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
-                               "enough non-negative category to sample)")
-        out[i] = gen.choice(n, size=num_samples, replace=replacement, p=w / w.sum())
+    if not replacement and (np.count_nonzero(rows, axis=-1) < num_samples).any():
+        raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
+                           "enough non-negative category to sample)")
+    out = multinomial_rows(x.reshape(-1, n), num_samples, replacement, _ACTIVE[-1])
     return _wrap(out.reshape(x.shape[:-1] + (num_samples,)))
 
 
@@ -259,7 +257,7 @@ CAUCHY = Op("cauchy", "CauchyBackward0",
             lambda x, m, s: _draw(x, lambda g, sh: m + s * g.standard_cauchy(sh)).astype(x.dtype),
             _zero_grads, args=("median", "sigma"), jvp=zero)
 EXPONENTIAL = Op("exponential", "ExponentialBackward0",
-                 lambda x, lam: _draw(x, lambda g, sh: g.exponential(1 / lam, sh)).astype(x.dtype),
+                 lambda x, lam: exponential_array(x.shape, lam, _ACTIVE[-1]).astype(x.dtype),
                  _zero_grads, args=("lambd",), jvp=zero)
 GEOMETRIC = Op("geometric", "GeometricBackward0",
                lambda x, p: _draw(x, lambda g, sh: g.geometric(p, sh)).astype(x.dtype),
@@ -277,10 +275,11 @@ RANDOM = Op("random", "RandomBackward2",
             lambda x, a, b: _gen().integers(a, b, x.shape).astype(x.dtype),
             _zero_grads, args=("from", "to"), jvp=zero)
 BERNOULLI_FILL_TENSOR = Op("bernoulli", "BernoulliBackward1",
-                           lambda x, p: (_gen().random(x.shape) < p).astype(x.dtype),
+                           lambda x, p: bernoulli_array(x.shape, p, _ACTIVE[-1]
+                                                        ).astype(x.dtype),
                            _zero_grads, args=("p",), jvp=zero)
 BERNOULLI_FILL = Op("bernoulli", "BernoulliBackward2",
-                    lambda x, p: (_gen().random(x.shape) < p).astype(x.dtype),
+                    lambda x, p: bernoulli_array(x.shape, p, _ACTIVE[-1]).astype(x.dtype),
                     _zero_grads, args=("p",), jvp=zero)
 
 
