@@ -49,9 +49,10 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-__all__ = ["ACTIVE", "is_batched", "batch_level", "suspended"]
+__all__ = ["ACTIVE", "VMAP", "is_batched", "batch_level", "suspended", "vmap_level", "current_vmap"]
 
 ACTIVE: set = set()          # ids of the batch levels that are alive
+VMAP: dict = {}              # level id -> batch size, for the levels opened by ``func.vmap``
 SUSPENDED: set = set()       # alive levels whose rule is running (see ``suspended``)
 _next_level = itertools.count(1).__next__
 _LOCK = threading.Lock()
@@ -98,6 +99,28 @@ def batch_level() -> Iterator[int]:
         with _LOCK:
             ACTIVE.discard(level)
             _sync()
+
+
+@contextmanager
+def vmap_level(size: int) -> Iterator[int]:
+    """A batch level opened by ``func.vmap`` over ``size`` entries (Note [Vectorized vmap] in
+    func/_vmap.py): its batched tensors report their logical shape to Python code and ops
+    without a batching rule run per entry instead of raising."""
+    with batch_level() as level:
+        VMAP[level] = size
+        try:
+            yield level
+        finally:
+            del VMAP[level]
+
+
+def current_vmap() -> int:
+    """The innermost vmap level that is alive and not suspended (0 if none)."""
+    best = 0
+    for lv in VMAP:
+        if lv in ACTIVE and lv > best:
+            best = lv
+    return best
 
 
 @contextmanager

@@ -39,7 +39,9 @@ import importlib
 
 import numpy as np
 
-from ..ops import cat, stack
+from ..autograd import batching as _bt
+from ..autograd import forward_ad as _fw
+from ..ops import _batching, cat, stack
 from ..tensor import Tensor
 from . import _common, _rng
 from ._pytree import broadcast_prefix, tree_flatten, tree_unflatten
@@ -225,9 +227,97 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             res = _vectorized(rule, moved, spec.children[0], B, chunk_size)
             if res is not None:
                 return _place(res, fname, out_dims)
+        if B and randomness == "error" and not _bt.ACTIVE and _fw._current_level < 0:
+            res = _batched_run(func, fname, leaves, moved, spec, kwargs, B, out_dims,
+                               chunk_size)
+            if res is not _FALLBACK:
+                return res
         return _run(func, fname, leaves, moved, spec, kwargs, B, out_dims, randomness)
 
     return wrapped
+
+
+_FALLBACK = object()
+_DEBUG = bool(__import__("os").environ.get("NDGRAD_VMAP_DEBUG"))
+
+
+def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: Any,
+                 kwargs: dict, B: int, out_dims: Any, chunk_size: Optional[int]) -> Any:
+    """One call of ``func`` on batched tensors (Note [Vectorized vmap]); ``_FALLBACK`` when it
+    raised (then ``_run`` runs it per entry, which gives the exact logical error if the error
+    is the user's)."""
+    step = chunk_size or B
+    parts = []
+    for s in range(0, B, step):
+        n = min(step, B - s)
+        chunk = [m if m is None or step >= B else m.narrow(0, s, n) for m in moved]
+        r = _batched_call(func, leaves, chunk, spec, kwargs, n)
+        if r is _FALLBACK:
+            return r
+        parts.append(r)
+    o_spec = parts[0][1]
+    for _, sp, _ in parts[1:]:
+        if sp != o_spec:
+            return _FALLBACK
+    odims = _out_dims(out_dims, o_spec, fname)
+    results = []
+    for j, od in enumerate(odims):
+        col = [(p[0][j], p[2][j]) for p in parts]
+        first, batched = col[0]
+        if od is None:
+            if any(b for _, b in col):
+                raise ValueError(f"vmap({fname}, ...): `{fname}` can not return a "
+                                 "BatchedTensor when out_dim is None")
+            results.append(first)
+            continue
+        outs = []
+        for (c, b), p in zip(col, parts):
+            if not isinstance(c, Tensor):
+                raise ValueError(f"vmap({fname}, ...): `{fname}` must only return Tensors, got "
+                                 f"type {type(c)}. Did you mean to set out_dims= to None for "
+                                 "output?")
+            if not b:
+                c = c.unsqueeze(0).expand((p[3],) + tuple(c.shape))
+            outs.append(c)
+        r = outs[0] if len(outs) == 1 else cat(outs, 0)
+        results.append(r.movedim(0, od) if od else r)
+    return tree_unflatten(results, o_spec)
+
+
+def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: dict,
+                  B: int) -> Any:
+    """``func`` run once at a new vmap level; its flat outputs (physical, batch first, plain
+    tensors), their spec, which of them are batched, and B. ``_FALLBACK`` if it raised."""
+    with _bt.vmap_level(B) as level:
+        args = []
+        for x, m in zip(leaves, moved):
+            if m is None:
+                args.append(x)
+            else:
+                a = m if m is not x else x.view_as(x)
+                args.append(_batching.mark(a, level))
+        try:
+            with _rng.policy("error") as rng:
+                rng.before(0)
+                out = func(*tree_unflatten(args, spec), **kwargs)
+                rng.after(0)
+        except Exception:
+            if _DEBUG:
+                import traceback
+                traceback.print_exc()
+            return _FALLBACK
+        o_leaves, o_spec = tree_flatten(out)
+        flags = []
+        for o in o_leaves:
+            b = isinstance(o, Tensor) and o._blevel == level
+            flags.append(b)
+    res = []
+    for o, b in zip(o_leaves, flags):
+        if b:
+            o.__class__ = Tensor
+            o._blevel = 0
+        res.append(o)
+    return res, o_spec, flags, B
 
 
 def _vectorized(rule: Callable, moved: list, spec: Any, B: int,

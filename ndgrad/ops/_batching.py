@@ -30,18 +30,19 @@ from typing import Any, Callable
 import numpy as np
 
 from ..autograd import batching as _bt
-from ..autograd.batching import ACTIVE
+from ..autograd.batching import ACTIVE, VMAP
 from ..autograd.saved import TensorList
-from ..tensor import Tensor, _new, _wrap
+from ..tensor import Size, Tensor, _new, _wrap
 from . import _dispatch, views_inplace
 from ._dispatch import Op, apply
 from ._util import wrap_dim
 from .views_inplace import VIEW_REPLAY, CopySlices
 
 __all__ = ["RULES", "VJP_ONLY", "batched_apply", "call", "marked", "supports", "node_supported",
-           "argminmax"]
+           "argminmax", "BatchedTensor", "BatchingUnsupported", "mark", "per_entry"]
 
 RULES: dict = {}
+_DEBUG = bool(__import__("os").environ.get("NDGRAD_VMAP_DEBUG"))
 _EMPTY_SLICE = slice(None)
 
 
@@ -82,9 +83,14 @@ def node_supported(node: Any) -> bool:
     return False
 
 
+class BatchingUnsupported(RuntimeError):
+    """A call the batching rules cannot run batched (``vmap`` then runs the function per
+    entry, a batched backward row by row)."""
+
+
 def _unsupported(op: Any, why: str = "") -> RuntimeError:
     name = op.node_name if isinstance(op, Op) else getattr(op, "__name__", str(op))
-    return RuntimeError(f"ndgrad: batched gradients (is_grads_batched / vectorize=True) do not "
+    return BatchingUnsupported(f"ndgrad: batched gradients (is_grads_batched / vectorize=True) do not "
                         f"support {name} here{': ' + why if why else ''}")
 
 
@@ -94,6 +100,11 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
         if t._bproxy is not None or (t._blevel and t._blevel in ACTIVE):
             break
     else:
+        if VMAP and args:
+            lv = _args_level(args)
+            if lv:
+                return _op_per_entry(op, list(tensors), list(arrays), [0] * len(tensors), args,
+                                     lv, VMAP[lv])
         return None
     if len(tensors) != len(arrays):
         raise _unsupported(op, "operands that are not all tensors")
@@ -126,7 +137,21 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
         arrs.append(pa)
         bd.append(1)
         ls.append(lshape)
-    rule = RULES.get(op)
+    rule = _VECTOR.get(op) or RULES.get(op)
+    if level in VMAP:
+        if rule is None or (args and _args_level(args)):
+            return _op_per_entry(op, ts, arrs, bd, args, level, B)
+        c = _Call(op, ts, arrs, bd, ls, B)
+        with _bt.suspended(level):
+            out = rule(c, args)
+        if type(out) is tuple:
+            for o in out:
+                o._blevel = level
+                o.__class__ = BatchedTensor
+        else:
+            out._blevel = level
+            out.__class__ = BatchedTensor
+        return out
     if rule is None:
         raise _unsupported(op)
     c = _Call(op, ts, arrs, bd, ls, B)
@@ -138,6 +163,204 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
     else:
         out._blevel = level
     return out
+
+
+# ---------------------------------------------------------------------------- vmap levels
+# Note [Vectorized vmap] in func/_vmap.py. A tensor batched at a vmap level is a
+# ``BatchedTensor``: the same object layout as a Tensor (its class is switched in place), whose
+# metadata methods report the logical shape while its level is alive and not suspended.
+def _vlevel(t: Any) -> int:
+    lv = t._blevel
+    return lv if lv and lv in ACTIVE and lv in VMAP else 0
+
+
+class BatchedTensor(Tensor):
+    """A tensor batched at a ``vmap`` level: ``_data`` holds the entries along dim 0, Python
+    code sees one entry's (logical) shape. Outside its level it is an ordinary tensor."""
+
+    @property
+    def shape(self) -> Size:
+        d = self._data.shape
+        return Size(d[1:] if _vlevel(self) else d)
+
+    def size(self, dim: Any = None) -> Any:
+        shape = self.shape
+        if dim is None:
+            return shape
+        return shape[wrap_dim(dim, len(shape))]
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim - (1 if _vlevel(self) else 0)
+
+    def dim(self) -> int:
+        return self._data.ndim - (1 if _vlevel(self) else 0)
+
+    def ndimension(self) -> int:
+        return self.dim()
+
+    def numel(self) -> int:
+        n = self._data.size
+        if _vlevel(self):
+            b = self._data.shape[0]
+            return int(np.prod(self._data.shape[1:])) if not b else n // b
+        return n
+
+    def nelement(self) -> int:
+        return self.numel()
+
+    def __len__(self) -> int:
+        if not _vlevel(self):
+            return Tensor.__len__(self)
+        if self._data.ndim == 1:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[1]
+
+    def item(self) -> Any:
+        if _vlevel(self):
+            raise RuntimeError(_ITEM)
+        return Tensor.item(self)
+
+    def __bool__(self) -> bool:
+        if _vlevel(self):
+            raise RuntimeError(_CONTROL_FLOW)
+        return Tensor.__bool__(self)
+
+    def tolist(self) -> Any:
+        if _vlevel(self):
+            raise RuntimeError(_ITEM)
+        return Tensor.tolist(self)
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if _vlevel(self):
+            raise RuntimeError(_DATA)
+        return Tensor.numpy(self, force=force)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if _vlevel(self):
+            raise RuntimeError(_DATA)
+        return Tensor.__array__(self, dtype, copy)
+
+    def __int__(self) -> int:
+        if _vlevel(self):
+            raise RuntimeError(_ITEM)
+        return Tensor.__int__(self)
+
+    def __float__(self) -> float:
+        if _vlevel(self):
+            raise RuntimeError(_ITEM)
+        return Tensor.__float__(self)
+
+    def __index__(self) -> int:
+        if _vlevel(self):
+            raise RuntimeError(_ITEM)
+        return Tensor.__index__(self)
+
+
+_ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over "
+         "calling .item() on a Tensor, please try to rewrite what you're doing with other "
+         "operations. If error is occurring somewhere inside PyTorch internals, please file a "
+         "bug report.")
+_CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent "
+                 "control flow. We don't support that yet, please file an issue at "
+                 "https://github.com/pytorch/pytorch/issues .")
+_DATA = ("Cannot access data pointer of Tensor that doesn't have storage (a BatchedTensor "
+         "inside vmap: its values are those of every batch entry)")
+_DYNAMIC = ("vmap: We do not support batching operators that can output dynamic shape. "
+            "Attempted to vmap over {}. Please voice your support in "
+            "https://github.com/pytorch/functorch/issues/256")
+
+
+def mark(t: Tensor, level: int) -> Tensor:
+    """Make ``t`` (physical, batch first) batched at vmap level ``level``; returns ``t``."""
+    t._blevel = level
+    t.__class__ = BatchedTensor
+    return t
+
+
+def _args_level(args: Any) -> int:
+    """The vmap level of a batched tensor among an op's non-tensor arguments (0 if none)."""
+    for a in args:
+        if isinstance(a, Tensor):
+            lv = _vlevel(a)
+            if lv:
+                return lv
+        elif isinstance(a, (tuple, list, TensorList)) and type(a) is not str:
+            try:
+                items = list(a)
+            except TypeError:
+                continue
+            for e in items:
+                if isinstance(e, Tensor) and _vlevel(e):
+                    return e._blevel
+    return 0
+
+
+def _row(x: Any, b: int, level: int) -> Any:
+    """Entry ``b`` of ``x`` if it is batched at ``level`` (level suspended), else ``x``."""
+    if isinstance(x, Tensor):
+        if x._blevel == level:
+            return _shape.select(x, 0, b)
+        return x
+    if type(x) is TensorList:
+        return TensorList(tuple(_row(e, b, level) for e in x))
+    if type(x) in (list, tuple):
+        return type(x)(_row(e, b, level) for e in x)
+    if isinstance(x, dict):
+        return {k: _row(v, b, level) for k, v in x.items()}
+    return x
+
+
+def _stack_rows(outs: list, level: int, what: Any) -> Any:
+    first = outs[0]
+    if isinstance(first, Tensor):
+        if any(o._data.shape != first._data.shape for o in outs):
+            raise RuntimeError(_DYNAMIC.format(getattr(what, "__name__", what)))
+        return mark(_shape.stack(outs, 0), level)
+    if isinstance(first, tuple) and first and all(isinstance(o, Tensor) for o in first):
+        items = [_stack_rows([o[i] for o in outs], level, what) for i in range(len(first))]
+        return first._make(items) if hasattr(first, "_fields") else tuple(items)
+    raise _unsupported(what, "a result that is not a tensor")
+
+
+def _op_per_entry(op: Op, ts: list, arrs: list, bd: list, args: tuple, level: int,
+                  B: int) -> Any:
+    """An op without a batching rule at a vmap level: run once per entry and stack (exact;
+    torch's slow-path fallback)."""
+    if not B:
+        raise _unsupported(op, "an empty batch")
+    if _DEBUG:
+        print("vmap: per entry:", op.name)
+    outs = []
+    with _bt.suspended(level):
+        for b in range(B):
+            rts, rarrs = [], []
+            for t, a, isb in zip(ts, arrs, bd):
+                if isb:
+                    r = _shape.select(t, 0, b)
+                    rts.append(r)
+                    rarrs.append(_arr(r, a))
+                else:
+                    rts.append(t)
+                    rarrs.append(a)
+            outs.append(apply(op, tuple(rts), tuple(rarrs), _row(args, b, level)))
+        return _stack_rows(outs, level, op.name)
+
+
+def per_entry(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``fn`` (a function computing on tensors' data outside ``apply``) run once per entry of
+    the innermost vmap level among its tensor arguments, the results stacked (batched)."""
+    level = _args_level(args) or _args_level(tuple(kwargs.values()))
+    if not level:
+        return fn(*args, **kwargs)
+    B = VMAP[level]
+    if not B:
+        raise _unsupported(fn, "an empty batch")
+    if _DEBUG:
+        print("vmap: per entry:", getattr(fn, "__name__", fn))
+    with _bt.suspended(level):
+        outs = [fn(*_row(args, b, level), **_row(kwargs, b, level)) for b in range(B)]
+        return _stack_rows(outs, level, fn)
 
 
 # ---------------------------------------------------------------------------- proxies
@@ -178,13 +401,15 @@ def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     runs its ordinary code).
     """
     proxies: list = []
-    args = tuple(_proxify(a, proxies) for a in args)
-    kwargs = {k: _proxify(v, proxies) for k, v in kwargs.items()}
+    pargs = tuple(_proxify(a, proxies) for a in args)
+    pkwargs = {k: _proxify(v, proxies) for k, v in kwargs.items()}
     if not proxies:
         return NotImplemented
-    out = _unproxy(fn(*args, **kwargs))
+    out = _unproxy(fn(*pargs, **pkwargs))
     for p in proxies:
         if not p.__dict__.get("_bused") and not _returned(out, p._bproxy):
+            if p._bproxy._blevel in VMAP:      # vmap: the op per entry (exact)
+                return per_entry(fn, *args, **kwargs)
             raise _unsupported(fn, "a batched tensor used for its values (an index, a mask, a "
                                    "condition ...) rather than as a differentiable operand")
     return out
@@ -598,6 +823,7 @@ _shape: Any = None
 _red: Any = None
 _lin: Any = None
 _vi: Any = None
+_prod: Any = None
 
 
 def install() -> None:
@@ -677,7 +903,38 @@ def install() -> None:
         if hasattr(s, name):
             VJP_ONLY.add(getattr(s, name))
     RULES[s.AS_STRIDED] = _as_strided
+    global _prod
+    from . import products as _prod_mod  # local import: as above
+    _prod = _prod_mod
+    for op in (_prod.ADDMM, _prod.ADDMV, _prod.BADDBMM):
+        _VECTOR[op] = _addmm_like
     _dispatch._batched_apply = batched_apply
+
+
+# Vectorized rules replacing another module's per-row rule (looked up before ``RULES``).
+_VECTOR: dict = {}
+
+
+def _addmm_like(c: _Call, args: tuple) -> Any:
+    """addmm/addmv/baddbmm: ``beta * input + alpha * (m1 @ m2)`` with a broadcasting
+    matmul over the batch dim (``input`` ignored when ``beta`` is 0, as in torch)."""
+    beta, alpha = args
+    x, m1, m2 = c.ts
+    rank = len(c.ls[1])
+    if c.op is _prod.ADDMV and c.bd[2]:
+        p = _shape.squeeze(_lin.matmul(m1, _shape.unsqueeze(m2, -1)), -1)
+        rank = 1
+    else:
+        p = _lin.matmul(m1, m2)
+        if c.op is _prod.ADDMV:
+            rank = 1
+    if alpha != 1:
+        p = p * alpha
+    if beta == 0:
+        return p
+    if c.bd[0]:
+        x = _pad(x, c.B, c.ls[0], rank)
+    return p + (x if beta == 1 else x * beta)
 
 
 def _dims_first_int(c: _Call, args: tuple) -> Any:
