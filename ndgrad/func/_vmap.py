@@ -238,7 +238,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
 
 
 _FALLBACK = object()
-_DEBUG = bool(__import__("os").environ.get("NDGRAD_VMAP_DEBUG"))
+_DEBUG = __import__("os").environ.get("NDGRAD_VMAP_DEBUG")
 
 
 def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: Any,
@@ -256,8 +256,8 @@ def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: An
             return r
         parts.append(r)
     o_spec = parts[0][1]
-    for _, sp, _ in parts[1:]:
-        if sp != o_spec:
+    for p in parts[1:]:
+        if p[1] != o_spec:
             return _FALLBACK
     odims = _out_dims(out_dims, o_spec, fname)
     results = []
@@ -301,10 +301,16 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
                 rng.before(0)
                 out = func(*tree_unflatten(args, spec), **kwargs)
                 rng.after(0)
-        except Exception:
+        except Exception as e:
+            if isinstance(e, RuntimeError) and str(e).startswith("vmap: "):
+                raise                   # torch's own vmap errors: the user's
             if _DEBUG:
-                import traceback
-                traceback.print_exc()
+                import sys
+                e = sys.exc_info()[1]
+                print("vmap: fallback:", type(e).__name__, str(e)[:150])
+                if _DEBUG == "tb":
+                    import traceback
+                    traceback.print_exc()
             return _FALLBACK
         o_leaves, o_spec = tree_flatten(out)
         flags = []

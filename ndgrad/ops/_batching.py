@@ -128,7 +128,7 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
             ts.append(t)
             arrs.append(a)
             bd.append(0)
-            ls.append(a.shape)
+            ls.append(a.shape if a is not None else ())
             continue
         if level and lv != level:
             raise _unsupported(op, "tensors of two batch levels")

@@ -416,6 +416,8 @@ def _view_rebase_message(t: Tensor, indirect: bool) -> str:
 
 
 def _store(self: Tensor, res: Tensor) -> None:
+    if res._blevel and res._blevel != self._blevel:    # Note [Vectorized vmap], func/_vmap.py
+        _vmap_store_check(res)
     src = res._data
     dst = self._data
     if src.dtype != dst.dtype and not np.can_cast(src.dtype, dst.dtype, "same_kind"):
@@ -432,6 +434,21 @@ def _store(self: Tensor, res: Tensor) -> None:
             raise RuntimeError(f"output with shape {list(dst.shape)} doesn't match the "
                                f"broadcast shape {shown}")
     np.copyto(dst, src, casting="unsafe")
+
+
+_VMAP_INPLACE = (
+    "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a "
+    "Tensor `other` in extra_args that has more elements than `self`. This happened due to "
+    "`other` being vmapped over but `self` not being vmapped over in a vmap. Please try to use "
+    "out-of-place operators instead of inplace arithmetic. If said operator is being called "
+    "inside the PyTorch framework, please file a bug report instead.")
+
+
+def _vmap_store_check(res: Tensor) -> None:
+    """A batched result written into a tensor that is not batched at its vmap level."""
+    from ..autograd.batching import ACTIVE, VMAP
+    if res._blevel in VMAP and res._blevel in ACTIVE:
+        raise RuntimeError(_VMAP_INPLACE)
 
 
 def _overlaps(dst: np.ndarray, src: np.ndarray, full_too: bool) -> bool:
@@ -536,8 +553,9 @@ def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any,
         if not self._inference:
             _bump(self)
         return self
-    snapshot = _new(Tensor)
+    snapshot = _new(self.__class__)      # a vmap's BatchedTensor stays one (func/_vmap.py)
     snapshot._data = self._data.copy()   # the old value, for rules that need it
+    snapshot._blevel = self._blevel
     snapshot._grad_fn = self._grad_fn
     snapshot._output_nr = self._output_nr
     snapshot._requires_grad = self._requires_grad
