@@ -81,6 +81,7 @@ def _check(t: Tensor, what: str) -> None:
 
 
 _tensor_mod._vmap_check = _check
+_batching.install_data_functions(importlib.import_module("ndgrad"))
 
 
 def _outside(func: Any, leaves: list, dims: list) -> dict:
@@ -302,7 +303,8 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
                 out = func(*tree_unflatten(args, spec), **kwargs)
                 rng.after(0)
         except Exception as e:
-            if isinstance(e, RuntimeError) and str(e).startswith("vmap: "):
+            if getattr(e, "_vmap_user", False) or (
+                    isinstance(e, RuntimeError) and str(e).startswith("vmap: ")):
                 raise                   # torch's own vmap errors: the user's
             if _DEBUG:
                 import sys

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -39,7 +40,7 @@ from ._util import wrap_dim
 from .views_inplace import VIEW_REPLAY, CopySlices
 
 __all__ = ["RULES", "VJP_ONLY", "batched_apply", "call", "marked", "supports", "node_supported",
-           "argminmax", "BatchedTensor", "BatchingUnsupported", "mark", "per_entry"]
+           "argminmax", "BatchedTensor", "BatchingUnsupported", "VmapError", "mark", "per_entry"]
 
 RULES: dict = {}
 _DEBUG = bool(__import__("os").environ.get("NDGRAD_VMAP_DEBUG"))
@@ -174,6 +175,15 @@ def _vlevel(t: Any) -> int:
     return lv if lv and lv in ACTIVE and lv in VMAP else 0
 
 
+def VmapError(msg: str) -> RuntimeError:
+    """torch's own refusals inside vmap (``.item()``, control flow, data access, dynamic
+    shapes), a RuntimeError as in torch, marked as the user's error: never a reason to run
+    per entry instead."""
+    e = RuntimeError(msg)
+    e._vmap_user = True                 # type: ignore[attr-defined]
+    return e
+
+
 class BatchedTensor(Tensor):
     """A tensor batched at a ``vmap`` level: ``_data`` holds the entries along dim 0, Python
     code sees one entry's (logical) shape. Outside its level it is an ordinary tensor."""
@@ -218,42 +228,42 @@ class BatchedTensor(Tensor):
 
     def item(self) -> Any:
         if _vlevel(self):
-            raise RuntimeError(_ITEM)
+            raise VmapError(_ITEM)
         return Tensor.item(self)
 
     def __bool__(self) -> bool:
         if _vlevel(self):
-            raise RuntimeError(_CONTROL_FLOW)
+            raise VmapError(_CONTROL_FLOW)
         return Tensor.__bool__(self)
 
     def tolist(self) -> Any:
         if _vlevel(self):
-            raise RuntimeError(_ITEM)
+            raise VmapError(_DATA)
         return Tensor.tolist(self)
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if _vlevel(self):
-            raise RuntimeError(_DATA)
+            raise VmapError(_DATA)
         return Tensor.numpy(self, force=force)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if _vlevel(self):
-            raise RuntimeError(_DATA)
+            raise VmapError(_DATA)
         return Tensor.__array__(self, dtype, copy)
 
     def __int__(self) -> int:
         if _vlevel(self):
-            raise RuntimeError(_ITEM)
+            raise VmapError(_ITEM)
         return Tensor.__int__(self)
 
     def __float__(self) -> float:
         if _vlevel(self):
-            raise RuntimeError(_ITEM)
+            raise VmapError(_ITEM)
         return Tensor.__float__(self)
 
     def __index__(self) -> int:
         if _vlevel(self):
-            raise RuntimeError(_ITEM)
+            raise VmapError(_ITEM)
         return Tensor.__index__(self)
 
 
@@ -313,9 +323,11 @@ def _row(x: Any, b: int, level: int) -> Any:
 
 def _stack_rows(outs: list, level: int, what: Any) -> Any:
     first = outs[0]
+    if first is None and all(o is None for o in outs):
+        return None
     if isinstance(first, Tensor):
         if any(o._data.shape != first._data.shape for o in outs):
-            raise RuntimeError(_DYNAMIC.format(getattr(what, "__name__", what)))
+            raise VmapError(_DYNAMIC.format(getattr(what, "__name__", what)))
         return mark(_shape.stack(outs, 0), level)
     if isinstance(first, tuple) and first and all(isinstance(o, Tensor) for o in first):
         items = [_stack_rows([o[i] for o in outs], level, what) for i in range(len(first))]
@@ -942,3 +954,149 @@ def _dims_first_int(c: _Call, args: tuple) -> Any:
     d = args[0]
     return apply(c.op, tuple(c.ts), tuple(c.arrs),
                  (_shift(d) if isinstance(d, tuple) else d + 1,))
+
+
+# ---------------------------------------------------------------------------- data functions
+# Note [Vectorized vmap] in func/_vmap.py: functions that compute on tensors' data without
+# ``apply`` (comparisons, masks, ``*_like`` factories, data-dependent shapes) are wrapped, in
+# the ``ndgrad`` namespace and as ``BatchedTensor`` methods, by ``install_data_functions``.
+# The wrappers cost one dict test when no vmap level exists.
+ELEMENTWISE_DATA = (
+    "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf",
+    "isneginf", "isreal", "signbit", "logical_and", "logical_or", "logical_xor", "logical_not",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isclose", "where",
+    "masked_fill")
+ELEMENTWISE_DUNDERS = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__and__",
+                       "__or__", "__xor__", "__rand__", "__ror__", "__rxor__", "__invert__")
+LIKE_DATA = ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+             "randint_like")
+PER_ENTRY_DATA = ("nonzero", "argwhere", "count_nonzero", "any", "all", "unique",
+                  "unique_consecutive", "bincount", "isin", "masked_select", "equal",
+                  "allclose")
+
+
+def elementwise_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``fn``, an elementwise function on data, with batched arguments: batched tensors get
+    singleton dims after the batch dim up to the highest logical rank, then ``fn`` runs on the
+    physical tensors with the level suspended and its results are batched."""
+    level = _args_level(args) or _args_level(tuple(kwargs.values()))
+    if not level:
+        return fn(*args, **kwargs)
+    B = VMAP[level]
+    rank = 0
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, Tensor):
+            rank = max(rank, a._data.ndim - (a._blevel == level))
+
+    def align(a: Any) -> Any:
+        if isinstance(a, Tensor) and a._blevel == level:
+            lshape = a._data.shape[1:]
+            if len(lshape) < rank:
+                return _shape.reshape(a, (B,) + (1,) * (rank - len(lshape)) + lshape)
+        return a
+    with _bt.suspended(level):
+        out = fn(*[align(a) for a in args], **{k: align(v) for k, v in kwargs.items()})
+    return _mark_out(out, level)
+
+
+def like_call(fn: Callable, input: Any, *args: Any, **kwargs: Any) -> Any:
+    """A ``*_like`` factory of a batched tensor: one batched result (torch's semantics)."""
+    if not (isinstance(input, Tensor) and _vlevel(input)):
+        return fn(input, *args, **kwargs)
+    level = input._blevel
+    with _bt.suspended(level):
+        out = fn(input, *args, **kwargs)
+    return _mark_out(out, level)
+
+
+def _mark_out(out: Any, level: int) -> Any:
+    if isinstance(out, Tensor):
+        return mark(out, level)
+    if isinstance(out, tuple):
+        for o in out:
+            if isinstance(o, Tensor):
+                mark(o, level)
+    return out
+
+
+def _aware(fn: Callable, kind: Callable) -> Callable:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if VMAP:
+            return kind(fn, *args, **kwargs)
+        return fn(*args, **kwargs)
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(wrapper, attr, getattr(fn, attr, None))
+    wrapper.__wrapped__ = fn            # type: ignore[attr-defined]
+    wrapper.__dict__.update({k: v for k, v in getattr(fn, "__dict__", {}).items()
+                             if k != "__wrapped__"})
+    return wrapper
+
+
+def _where_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    if len(args) + len(kwargs) == 1:
+        return per_entry(fn, *args, **kwargs)
+    return elementwise_call(fn, *args, **kwargs)
+
+
+def _batched_method(fn: Callable, kind: Callable) -> Callable:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return kind(fn, self, *args, **kwargs)
+    method.__name__ = getattr(fn, "__name__", "method")
+    method.__doc__ = getattr(fn, "__doc__", None)
+    return method
+
+
+_DATA_INSTALLED: list = []
+
+
+def install_data_functions(namespace: Any) -> None:
+    """Wrap the data functions of ``namespace`` (the ``ndgrad`` module) and give
+    ``BatchedTensor`` the matching methods (once)."""
+    if _DATA_INSTALLED:
+        return
+    _DATA_INSTALLED.append(True)
+    kinds = [(ELEMENTWISE_DATA, elementwise_call), (LIKE_DATA, like_call),
+             (PER_ENTRY_DATA, per_entry)]
+    for names, kind in kinds:
+        for name in names:
+            k = _where_call if name == "where" else kind
+            fn = getattr(namespace, name, None)
+            if fn is not None and not hasattr(fn, "_vmap_aware"):
+                w = _aware(fn, k)
+                w._vmap_aware = True    # type: ignore[attr-defined]
+                setattr(namespace, name, w)
+            m = getattr(Tensor, name, None)
+            if m is not None:
+                setattr(BatchedTensor, name, _batched_method(m, k))
+    for name in ELEMENTWISE_DUNDERS:
+        m = getattr(Tensor, name, None)
+        if m is not None:
+            setattr(BatchedTensor, name, _batched_method(m, elementwise_call))
+    BatchedTensor.__hash__ = Tensor.__hash__    # type: ignore[method-assign]
+    from .. import ops
+    ops.getitem = _getitem_aware(ops.getitem)
+    setitem_mod = sys.modules[Tensor.__setitem__.__module__]
+    setitem_mod._inplace.setitem = _setitem_aware(setitem_mod._inplace.setitem)
+
+
+def _getitem_aware(fn: Callable) -> Callable:
+    def getitem(input: Any, index: Any) -> Any:
+        if VMAP and _args_level((input, index)):
+            return per_entry(fn, input, index)
+        return fn(input, index)
+    getitem.__wrapped__ = fn            # type: ignore[attr-defined]
+    return getitem
+
+
+def _setitem_aware(fn: Callable) -> Callable:
+    def setitem(self: Any, index: Any, value: Any) -> None:
+        if VMAP:
+            lv = _args_level((index, value))
+            if lv and self._blevel != lv:
+                from .views_inplace import _VMAP_INPLACE
+                raise RuntimeError(_VMAP_INPLACE)
+            if lv:
+                return per_entry(fn, self, index, value)
+        return fn(self, index, value)
+    setitem.__wrapped__ = fn            # type: ignore[attr-defined]
+    return setitem
