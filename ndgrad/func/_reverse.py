@@ -331,10 +331,10 @@ def jacrev(func: Callable, argnums: Argnums = 0, *, has_aux: bool = False,
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _common.check_argnums(argnums, len(args))
-        _common.refuse_in_vmap("jacrev")
+        level = _common.vmap_level()
         outer = is_grad_enabled()
         with enable_grad():
-            new_args, leaves, specs, own = _wrap_args(args, nums)
+            new_args, leaves, specs, own = _wrap_args(args, nums, level)
             out = func(*new_args, **kwargs)
             out, aux = _split_aux(out, has_aux, "jacrev(f, *args)")
             o_leaves, o_spec = tree_flatten(out)
@@ -345,9 +345,15 @@ def jacrev(func: Callable, argnums: Argnums = 0, *, has_aux: bool = False,
             total = sum(o.numel() for o in o_leaves)
             step = chunk_size or max(total, 1)
             graph = _common.needs_graph(o_leaves, own, outer)
-            parts = [_batched_rows(o_leaves, leaves, _basis_rows(
-                o_leaves, s, min(s + step, total)), graph)
-                for s in range(0, total, step)] if total else []
+            if level:       # inside vmap: one physical backward per row (Note [Vectorized vmap])
+                rows = [_grads(o_leaves, leaves, [b[0] for b in _basis_rows(o_leaves, k, k + 1)],
+                               graph, level) for k in range(total)]
+                parts = [[stack([r[j] for r in rows]) for j in range(len(leaves))]] \
+                    if total else []
+            else:
+                parts = [_batched_rows(o_leaves, leaves, _basis_rows(
+                    o_leaves, s, min(s + step, total)), graph)
+                    for s in range(0, total, step)] if total else []
             per_input = []
             for j, x in enumerate(leaves):
                 if not parts:

@@ -1073,15 +1073,28 @@ def install_data_functions(namespace: Any) -> None:
         if m is not None:
             setattr(BatchedTensor, name, _batched_method(m, elementwise_call))
     BatchedTensor.__hash__ = Tensor.__hash__    # type: ignore[method-assign]
+    # Properties whose code reads the physical ``_data`` for dims: run on a logical proxy.
+    for name in ("T", "mT", "H", "mH"):
+        prop = getattr(Tensor, name, None)
+        if isinstance(prop, property) and prop.fget is not None:
+            setattr(BatchedTensor, name, property(_proxied(prop.fget)))
     from .. import ops
     ops.getitem = _getitem_aware(ops.getitem)
     setitem_mod = sys.modules[Tensor.__setitem__.__module__]
     setitem_mod._inplace.setitem = _setitem_aware(setitem_mod._inplace.setitem)
 
 
+def _proxied(fget: Callable) -> Callable:
+    def get(self: Any) -> Any:
+        if _vlevel(self):
+            return call(fget, self)
+        return fget(self)
+    return get
+
+
 def _getitem_aware(fn: Callable) -> Callable:
     def getitem(input: Any, index: Any) -> Any:
-        if VMAP and _args_level((input, index)):
+        if VMAP and _args_level((index,)):         # a batched index: per entry
             return per_entry(fn, input, index)
         return fn(input, index)
     getitem.__wrapped__ = fn            # type: ignore[attr-defined]
