@@ -169,3 +169,20 @@ def test_per_example_gradients_with_functional_call():
                  in_dims=(None, 0, 0))(tp, x[1], y[1])
     assert len(calls) == 1
     same(gn, gt, rtol=1e-9)
+
+
+def test_autograd_function_runs_per_entry():
+    class Cube(ndgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            assert x.shape == (2,)              # one entry
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * g * x ** 2
+    xn, xt = pair(3, 2, seed=13)
+    same(nf.vmap(lambda a: Cube.apply(a).sin())(xn), (xt ** 3).sin())
+    same(nf.vmap(nf.grad(lambda a: Cube.apply(a).sum()))(xn), 3 * xt ** 2)

@@ -81,7 +81,8 @@ def _check(t: Tensor, what: str) -> None:
 
 
 _tensor_mod._vmap_check = _check
-_batching.install_data_functions(importlib.import_module("ndgrad"))
+_batching.install_data_functions(importlib.import_module("ndgrad"),
+                                 importlib.import_module("ndgrad.ops"))
 
 
 def _outside(func: Any, leaves: list, dims: list) -> dict:

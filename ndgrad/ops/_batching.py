@@ -25,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -91,8 +90,8 @@ class BatchingUnsupported(RuntimeError):
 
 def _unsupported(op: Any, why: str = "") -> RuntimeError:
     name = op.node_name if isinstance(op, Op) else getattr(op, "__name__", str(op))
-    return BatchingUnsupported(f"ndgrad: batched gradients (is_grads_batched / vectorize=True) do not "
-                        f"support {name} here{': ' + why if why else ''}")
+    return BatchingUnsupported(f"ndgrad: batched gradients (is_grads_batched / vectorize=True) "
+                               f"do not support {name} here{': ' + why if why else ''}")
 
 
 def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
@@ -357,6 +356,14 @@ def _op_per_entry(op: Op, ts: list, arrs: list, bd: list, args: tuple, level: in
                     rarrs.append(a)
             outs.append(apply(op, tuple(rts), tuple(rarrs), _row(args, b, level)))
         return _stack_rows(outs, level, op.name)
+
+
+def function_per_entry(cls: Any, args: tuple) -> Any:
+    """``autograd.Function`` ``cls`` applied to batched inputs: once per entry (ndgrad's
+    Function has no vmap rule), or NotImplemented when no input is batched."""
+    if not _args_level(args):
+        return NotImplemented
+    return per_entry(cls.apply, *args)
 
 
 def per_entry(fn: Callable, *args: Any, **kwargs: Any) -> Any:
@@ -1049,9 +1056,10 @@ def _batched_method(fn: Callable, kind: Callable) -> Callable:
 _DATA_INSTALLED: list = []
 
 
-def install_data_functions(namespace: Any) -> None:
+def install_data_functions(namespace: Any, ops: Any) -> None:
     """Wrap the data functions of ``namespace`` (the ``ndgrad`` module) and give
-    ``BatchedTensor`` the matching methods (once)."""
+    ``BatchedTensor`` the matching methods (once); ``ops`` is ``ndgrad.ops``, whose
+    ``getitem`` the Tensor methods look up at call time."""
     if _DATA_INSTALLED:
         return
     _DATA_INSTALLED.append(True)
@@ -1078,10 +1086,8 @@ def install_data_functions(namespace: Any) -> None:
         prop = getattr(Tensor, name, None)
         if isinstance(prop, property) and prop.fget is not None:
             setattr(BatchedTensor, name, property(_proxied(prop.fget)))
-    from .. import ops
     ops.getitem = _getitem_aware(ops.getitem)
-    setitem_mod = sys.modules[Tensor.__setitem__.__module__]
-    setitem_mod._inplace.setitem = _setitem_aware(setitem_mod._inplace.setitem)
+    views_inplace.setitem = _setitem_aware(views_inplace.setitem)
 
 
 def _proxied(fget: Callable) -> Callable:
@@ -1106,8 +1112,7 @@ def _setitem_aware(fn: Callable) -> Callable:
         if VMAP:
             lv = _args_level((index, value))
             if lv and self._blevel != lv:
-                from .views_inplace import _VMAP_INPLACE
-                raise RuntimeError(_VMAP_INPLACE)
+                raise RuntimeError(views_inplace._VMAP_INPLACE)
             if lv:
                 return per_entry(fn, self, index, value)
         return fn(self, index, value)

@@ -43,6 +43,7 @@ import numpy as np
 
 from .. import _dtype
 from .._layout import is_non_overlapping_and_dense
+from ..autograd import batching as _bt
 from ..autograd.grad_mode import _state, no_grad
 from ..autograd.engine import _fix_gradient
 from ..autograd.node import SECOND_BACKWARD_MSG, Node, next_sequence_nr
@@ -446,8 +447,7 @@ _VMAP_INPLACE = (
 
 def _vmap_store_check(res: Tensor) -> None:
     """A batched result written into a tensor that is not batched at its vmap level."""
-    from ..autograd.batching import ACTIVE, VMAP
-    if res._blevel in VMAP and res._blevel in ACTIVE:
+    if res._blevel in _bt.VMAP and res._blevel in _bt.ACTIVE:
         raise RuntimeError(_VMAP_INPLACE)
 
 
