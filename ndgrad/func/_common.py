@@ -94,8 +94,10 @@ def fresh_leaf(x: Tensor, level: int = 0) -> Tensor:
             if x.requires_grad:
                 e = x.unsqueeze(0).expand(shape)
             else:
+                # A read-only broadcast view, not a copy: each entry's leaf is the same data
+                # (the batching rules read it; nothing writes into a transform's leaf).
                 e = Tensor.__new__(Tensor)
-                e._data = np.broadcast_to(x._data, shape).copy()
+                e._data = np.broadcast_to(x._data, shape)
                 e.requires_grad_(True)
         return _batching.mark(e, level)
     if x.requires_grad:

@@ -35,6 +35,7 @@ from ..autograd.saved import TensorList
 from ..tensor import Size, Tensor, _new, _wrap
 from . import _dispatch, views_inplace
 from ._dispatch import Op, apply
+from ._jvp import bilinear as _jvp_bilinear
 from ._util import wrap_dim
 from .views_inplace import VIEW_REPLAY, CopySlices
 
@@ -419,6 +420,12 @@ def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     Returns NotImplemented when no argument is batched at an active level (the caller then
     runs its ordinary code).
     """
+    if VMAP:
+        impl = _VMAP_IMPL.get(getattr(fn, "__name__", None))
+        if impl is not None and getattr(fn, "__module__", None) == impl[0]:
+            r = impl[1](fn, *args, **kwargs)
+            if r is not NotImplemented:
+                return r
     proxies: list = []
     pargs = tuple(_proxify(a, proxies) for a in args)
     pkwargs = {k: _proxify(v, proxies) for k, v in kwargs.items()}
@@ -689,6 +696,8 @@ def _concat(c: _Call, args: tuple) -> Any:
 
 def _matmul_like(c: _Call, args: tuple) -> Any:
     """mm, bmm: NumPy-style broadcasting matmul lines up the batch dimension."""
+    if c.op is _lin.MM:
+        return _batched_matmul(c.ts[0], c.ts[1], c.bd[0], c.bd[1], c.B)
     return _lin.matmul(c.ts[0], c.ts[1])
 
 
@@ -930,6 +939,54 @@ def install() -> None:
     _dispatch._batched_apply = batched_apply
 
 
+# ---------------------------------------------------------------------------- physical bmm
+# Batched products made by the rules below: a (B, n, k) @ (B, k, m) product whose operand is a
+# broadcast (stride-0) batch (an unbatched weight, or a vmap'd transform's leaf) is one GEMM on
+# the stacked rows, and an outer product (k == 1) a broadcast multiply: NumPy's stacked matmul
+# runs both without BLAS, up to 50x slower.
+def _bmm_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    B, n, k = a.shape
+    m = b.shape[2]
+    if B > 1 and k == 1 and a.dtype.kind == "f":
+        r = a * b
+    elif B > 1 and b.strides[0] == 0:
+        r = np.matmul(a.reshape(B * n, k), b[0]).reshape(B, n, m)
+    elif B > 1 and a.strides[0] == 0:
+        r = np.swapaxes(np.matmul(np.swapaxes(b, 1, 2).reshape(B * m, k), a[0].T)
+                        .reshape(B, m, n), 1, 2)
+    else:
+        r = np.matmul(a, b)
+    return r if r.dtype == a.dtype else r.astype(a.dtype)
+
+
+def _bmm_vjp(ctx: Any, g: Tensor) -> tuple:
+    b, a = ctx.saved
+    return (bmm3(g, _shape.transpose(b, 1, 2).conj()) if ctx.needs_input_grad(0) else None,
+            bmm3(_shape.transpose(a, 1, 2).conj(), g) if ctx.needs_input_grad(1) else None)
+
+
+def bmm3(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b`` of two 3-D tensors with the same batch size (physical: no batching)."""
+    return apply(BMM3, (a, b), (a._data, b._data))
+
+
+BMM3 = Op("bmm", "BmmBackward0", _bmm_fwd, _bmm_vjp, inputs=("self", "mat2"),
+          saves=("mat2", "self"), save_if=((0,), (1,)),
+          jvp=_jvp_bilinear(lambda a, b: bmm3(a, b)))
+
+
+def _batched_matmul(a: Tensor, b: Tensor, ba: bool, bb: bool, B: int) -> Tensor:
+    """Physical product of batched matrices (B, n, k) / (B, k, m), either side unbatched
+    (2-D); the result is (B, n, m)."""
+    if ba and not bb:
+        n, k = a._data.shape[1:]
+        flat = _shape.reshape(a, (B * n, k))
+        return _shape.reshape(_lin.mm(flat, b), (B, n, b._data.shape[1]))
+    if bb and not ba:
+        a = _shape.expand(_shape.unsqueeze(a, 0), (B,) + a._data.shape)
+    return bmm3(a, b)
+
+
 # Vectorized rules replacing another module's per-row rule (looked up before ``RULES``).
 _VECTOR: dict = {}
 
@@ -943,6 +1000,8 @@ def _addmm_like(c: _Call, args: tuple) -> Any:
     if c.op is _prod.ADDMV and c.bd[2]:
         p = _shape.squeeze(_lin.matmul(m1, _shape.unsqueeze(m2, -1)), -1)
         rank = 1
+    elif c.op is _prod.ADDMM:
+        p = _batched_matmul(m1, m2, c.bd[1], c.bd[2], c.B)
     else:
         p = _lin.matmul(m1, m2)
         if c.op is _prod.ADDMV:
@@ -1118,3 +1177,58 @@ def _setitem_aware(fn: Callable) -> Callable:
         return fn(self, index, value)
     setitem.__wrapped__ = fn            # type: ignore[attr-defined]
     return setitem
+
+
+# ---------------------------------------------------------------------------- vmap losses
+# Public functions whose batched form at a vmap level is computed here instead of per entry
+# (their class-index target is used for its values): name -> (module, impl).
+def _loss_vmap(fn: Callable, input: Any, target: Any, weight: Any = None,
+               size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+               reduction: str = "mean", label_smoothing: float = 0.0) -> Any:
+    """cross_entropy / nll_loss with class indices at a vmap level: the entries are folded
+    into the loss's own batch dim (reduction 'none'), then reduced per entry."""
+    level = _args_level((input, target))
+    if (not level or size_average is not None or reduce is not None
+            or reduction not in ("none", "sum", "mean")
+            or (weight is not None and _vlevel(weight))
+            or target._data.dtype.kind not in "iu"):
+        return NotImplemented
+    B = VMAP[level]
+    li = input._data.shape[1:] if input._blevel == level else input._data.shape
+    lt = target._data.shape[1:] if target._blevel == level else target._data.shape
+    if not B or not li or len(lt) != len(li) - 1:
+        return NotImplemented
+    extra = (label_smoothing,) if fn.__name__ == "cross_entropy" else ()
+    with _bt.suspended(level):
+        x = input if input._blevel == level else _batch_expand(input, B)
+        t = target if target._blevel == level else _batch_expand(target, B)
+        if len(li) == 1:
+            xf, tf = x, t
+        else:
+            xf = _shape.reshape(x, (B * li[0],) + tuple(li[1:]))
+            tf = _shape.reshape(t, (B * lt[0],) + tuple(lt[1:]))
+        loss = fn(xf, tf, weight, None, ignore_index, None, "none", *extra)
+        rows = _shape.reshape(loss, (B, -1))
+        if reduction == "none":
+            out = _shape.reshape(loss, (B,) + tuple(lt))
+        elif reduction == "sum":
+            out = _red.sum(rows, 1)
+        else:
+            ti = tf._data.reshape(B, -1)
+            keep = ti != ignore_index
+            if weight is not None:
+                w = weight._data[np.where(keep, ti, 0)] * keep
+            else:
+                w = keep
+            denom = np.asarray(w.sum(1), dtype=rows._data.dtype)
+            # An entry whose targets are all ignored is NaN with a zero gradient, as in torch.
+            empty = denom == 0
+            scale = np.divide(1, denom, out=np.zeros_like(denom), where=~empty)
+            out = _red.sum(rows, 1) * _wrap(scale)
+            if empty.any():
+                out = out + _wrap(np.where(empty, np.nan, 0).astype(denom.dtype))
+    return mark(out, level)
+
+
+_VMAP_IMPL: dict = {"cross_entropy": ("ndgrad.ops.nn_loss", _loss_vmap),
+                    "nll_loss": ("ndgrad.ops.nn_loss", _loss_vmap)}
