@@ -94,7 +94,7 @@ def main() -> None:
     print(f"{'workload':38s} {'ndgrad ms':>10s} {'torch ms':>10s} {'ratio':>7s}")
     for name, (fn_nd, fn_t) in cases.items():
         tn, tt = [], []
-        for _ in range(2):                      # interleaved rounds
+        for _ in range(4):                      # interleaved rounds
             tn.append(best_of(fn_nd, 3))
             tt.append(best_of(fn_t, 3))
         n, t = min(tn), min(tt)

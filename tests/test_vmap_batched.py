@@ -186,3 +186,39 @@ def test_autograd_function_runs_per_entry():
     xn, xt = pair(3, 2, seed=13)
     same(nf.vmap(lambda a: Cube.apply(a).sin())(xn), (xt ** 3).sin())
     same(nf.vmap(nf.grad(lambda a: Cube.apply(a).sum()))(xn), 3 * xt ** 2)
+
+
+def test_randomness_different_is_one_batched_draw():
+    x = ndgrad.zeros(6, 3, dtype=F64)
+    calls = []
+
+    def f(u):
+        calls.append(1)
+        return (u + ndgrad.rand(3, dtype=F64) + ndgrad.randn((3,), dtype=F64)
+                + ndgrad.randint(0, 5, (3,)) + ndgrad.rand_like(u)
+                + ndgrad.nn.functional.dropout(u + 1, 0.5))
+    r = nf.vmap(f, randomness="different")(x)
+    assert len(calls) == 1 and r.shape == (6, 3)
+    assert len({tuple(row) for row in r.numpy().round(12)}) == 6       # independent rows
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        nf.vmap(lambda u: ndgrad.nn.functional.dropout(u, 0.5))(x)
+
+
+def test_vectorized_losses_match_per_entry_runs():
+    rng = np.random.default_rng(14)
+    x, t = rng.standard_normal((4, 3, 5)), rng.integers(0, 5, (4, 3))
+    t[1, 0] = 2
+    w = ndgrad.tensor(rng.uniform(0.5, 2, 5))
+    F = ndgrad.nn.functional
+    for kw in (dict(), dict(reduction="sum"), dict(reduction="none"), dict(ignore_index=2),
+               dict(label_smoothing=0.1), dict(weight=w), dict(weight=w, label_smoothing=0.2)):
+        for name in ("cross_entropy", "nll_loss"):
+            if name == "nll_loss" and "label_smoothing" in kw:
+                continue
+
+            def f(a, b):
+                return getattr(F, name)(a, b, **kw).sum()
+            xs, ts = ndgrad.tensor(x), ndgrad.tensor(t)
+            fast = nf.vmap(nf.grad_and_value(f))(xs, ts)
+            slow = nf.vmap(nf.grad_and_value(f), randomness="same")(xs, ts)  # by entries
+            same(fast, tuple(torch.tensor(v.numpy()) for v in slow), rtol=1e-12)

@@ -53,6 +53,7 @@ __all__ = ["ACTIVE", "VMAP", "is_batched", "batch_level", "suspended", "vmap_lev
 
 ACTIVE: set = set()          # ids of the batch levels that are alive
 VMAP: dict = {}              # level id -> batch size, for the levels opened by ``func.vmap``
+RANDOMNESS: dict = {}        # vmap level id -> its ``randomness`` ("error" or "different")
 SUSPENDED: set = set()       # alive levels whose rule is running (see ``suspended``)
 _next_level = itertools.count(1).__next__
 _LOCK = threading.Lock()
@@ -102,16 +103,18 @@ def batch_level() -> Iterator[int]:
 
 
 @contextmanager
-def vmap_level(size: int) -> Iterator[int]:
+def vmap_level(size: int, randomness: str = "error") -> Iterator[int]:
     """A batch level opened by ``func.vmap`` over ``size`` entries (Note [Vectorized vmap] in
     func/_vmap.py): its batched tensors report their logical shape to Python code and ops
     without a batching rule run per entry instead of raising."""
     with batch_level() as level:
         VMAP[level] = size
+        RANDOMNESS[level] = randomness
         try:
             yield level
         finally:
             del VMAP[level]
+            del RANDOMNESS[level]
 
 
 def current_vmap() -> int:

@@ -81,6 +81,7 @@ def _check(t: Tensor, what: str) -> None:
 
 
 _tensor_mod._vmap_check = _check
+_batching.fingerprint = _rng._fingerprint
 _batching.install_data_functions(importlib.import_module("ndgrad"),
                                  importlib.import_module("ndgrad.ops"))
 
@@ -229,9 +230,9 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             res = _vectorized(rule, moved, spec.children[0], B, chunk_size)
             if res is not None:
                 return _place(res, fname, out_dims)
-        if B and randomness == "error" and not _bt.ACTIVE and _fw._current_level < 0:
+        if B and randomness != "same" and not _bt.ACTIVE and _fw._current_level < 0:
             res = _batched_run(func, fname, leaves, moved, spec, kwargs, B, out_dims,
-                               chunk_size)
+                               chunk_size, randomness)
             if res is not _FALLBACK:
                 return res
         return _run(func, fname, leaves, moved, spec, kwargs, B, out_dims, randomness)
@@ -244,7 +245,8 @@ _DEBUG = __import__("os").environ.get("NDGRAD_VMAP_DEBUG")
 
 
 def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: Any,
-                 kwargs: dict, B: int, out_dims: Any, chunk_size: Optional[int]) -> Any:
+                 kwargs: dict, B: int, out_dims: Any, chunk_size: Optional[int],
+                 randomness: str) -> Any:
     """One call of ``func`` on batched tensors (Note [Vectorized vmap]); ``_FALLBACK`` when it
     raised (then ``_run`` runs it per entry, which gives the exact logical error if the error
     is the user's)."""
@@ -253,7 +255,7 @@ def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: An
     for s in range(0, B, step):
         n = min(step, B - s)
         chunk = [m if m is None or step >= B else m.narrow(0, s, n) for m in moved]
-        r = _batched_call(func, leaves, chunk, spec, kwargs, n)
+        r = _batched_call(func, leaves, chunk, spec, kwargs, n, randomness)
         if r is _FALLBACK:
             return r
         parts.append(r)
@@ -287,10 +289,10 @@ def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: An
 
 
 def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: dict,
-                  B: int) -> Any:
+                  B: int, randomness: str) -> Any:
     """``func`` run once at a new vmap level; its flat outputs (physical, batch first, plain
     tensors), their spec, which of them are batched, and B. ``_FALLBACK`` if it raised."""
-    with _bt.vmap_level(B) as level:
+    with _bt.vmap_level(B, randomness) as level:
         args = []
         for x, m in zip(leaves, moved):
             if m is None:
@@ -299,7 +301,7 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
                 a = m if m is not x else x.view_as(x)
                 args.append(_batching.mark(a, level))
         try:
-            with _rng.policy("error") as rng:
+            with _rng.policy(randomness) as rng:
                 rng.before(0)
                 out = func(*tree_unflatten(args, spec), **kwargs)
                 rng.after(0)

@@ -431,7 +431,12 @@ def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     pkwargs = {k: _proxify(v, proxies) for k, v in kwargs.items()}
     if not proxies:
         return NotImplemented
+    level = proxies[0]._bproxy._blevel
+    mark_rng = fingerprint() if _bt.RANDOMNESS.get(level) == "different" else None
     out = _unproxy(fn(*pargs, **pkwargs))
+    if mark_rng is not None and fingerprint() != mark_rng:
+        # a draw on one entry's proxy would be shared: independent draws per entry
+        return per_entry(fn, *args, **kwargs)
     for p in proxies:
         if not p.__dict__.get("_bused") and not _returned(out, p._bproxy):
             if p._bproxy._blevel in VMAP:      # vmap: the op per entry (exact)
@@ -1036,6 +1041,7 @@ ELEMENTWISE_DUNDERS = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__
                        "__or__", "__xor__", "__rand__", "__ror__", "__rxor__", "__invert__")
 LIKE_DATA = ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
              "randint_like")
+RANDOM_FACTORIES = ("rand", "randn", "randint", "normal")
 PER_ENTRY_DATA = ("nonzero", "argwhere", "count_nonzero", "any", "all", "unique",
                   "unique_consecutive", "bincount", "isin", "masked_select", "equal",
                   "allclose")
@@ -1098,6 +1104,37 @@ def _aware(fn: Callable, kind: Callable) -> Callable:
     return wrapper
 
 
+def _random_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """A random factory with an explicit size inside a vmap level with
+    ``randomness="different"``: one draw with the batch size prepended, batched. (Under
+    ``"error"`` the draw is refused by the caller; tensor-shaped draws such as ``rand_like`` or
+    ``dropout`` of a batched tensor are batched draws already.)"""
+    level = _bt.current_vmap()
+    if not level or _bt.RANDOMNESS.get(level) != "different" or _args_level(args) or \
+            _args_level(tuple(kwargs.values())):
+        return fn(*args, **kwargs)
+    B = VMAP[level]
+    args = list(args)
+    if "size" in kwargs and kwargs["size"] is not None:
+        kwargs["size"] = (B,) + tuple(kwargs["size"])
+    else:
+        for i, a in enumerate(args):
+            if isinstance(a, (tuple, list)) and all(isinstance(v, int) for v in a):
+                args[i] = (B,) + tuple(a)
+                break
+        else:
+            if fn.__name__ in ("rand", "randn") and all(isinstance(v, int) for v in args):
+                args = [B] + args
+            else:
+                return per_entry_draws(fn, B, level, args, kwargs)
+    return mark(fn(*args, **kwargs), level)
+
+
+def per_entry_draws(fn: Callable, B: int, level: int, args: list, kwargs: dict) -> Any:
+    with _bt.suspended(level):
+        return _stack_rows([fn(*args, **kwargs) for _ in range(B)], level, fn)
+
+
 def _where_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     if len(args) + len(kwargs) == 1:
         return per_entry(fn, *args, **kwargs)
@@ -1135,6 +1172,12 @@ def install_data_functions(namespace: Any, ops: Any) -> None:
             m = getattr(Tensor, name, None)
             if m is not None:
                 setattr(BatchedTensor, name, _batched_method(m, k))
+    for name in RANDOM_FACTORIES:
+        fn = getattr(namespace, name, None)
+        if fn is not None and not hasattr(fn, "_vmap_aware"):
+            w = _aware(fn, _random_call)
+            w._vmap_aware = True        # type: ignore[attr-defined]
+            setattr(namespace, name, w)
     for name in ELEMENTWISE_DUNDERS:
         m = getattr(Tensor, name, None)
         if m is not None:
@@ -1180,6 +1223,10 @@ def _setitem_aware(fn: Callable) -> Callable:
 
 
 # ---------------------------------------------------------------------------- vmap losses
+# The default generator's position (set by func/_rng.py): has a function drawn?
+fingerprint: Callable = lambda: None
+
+
 # Public functions whose batched form at a vmap level is computed here instead of per entry
 # (their class-index target is used for its values): name -> (module, impl).
 def _loss_vmap(fn: Callable, input: Any, target: Any, weight: Any = None,
