@@ -216,7 +216,7 @@ def test_vectorized_losses_match_per_entry_runs():
             if name == "nll_loss" and "label_smoothing" in kw:
                 continue
 
-            def f(a, b):
+            def f(a, b, name=name, kw=kw):
                 return getattr(F, name)(a, b, **kw).sum()
             xs, ts = ndgrad.tensor(x), ndgrad.tensor(t)
             fast = nf.vmap(nf.grad_and_value(f))(xs, ts)
