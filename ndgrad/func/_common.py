@@ -21,7 +21,8 @@ observable behaviour from the eager machinery:
   [Forward AD] in autograd/forward_ad.py). ``jacfwd`` and ``jacrev`` compute all columns/rows
   at once with a batch level (Note [Batched backward]) when no other level is active, and
   otherwise (or when the graph cannot run batched) one column/row at a time.
-* ``vmap`` runs the function once per batch entry (see _vmap.py).
+* ``vmap`` runs the function once on batched tensors at a vmap level; a reverse-mode
+  transform inside it differentiates batched leaves (Note [Vectorized vmap] in _vmap.py).
 """
 
 from __future__ import annotations

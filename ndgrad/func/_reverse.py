@@ -225,7 +225,7 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
 
     def batched(c_leaves: list, c_spec: Any) -> Any:
         """``vmap(vjp_fn)`` over cotangents with the batch dimension first: one batched
-        backward pass (Note [vmap by entries])."""
+        backward pass (Note [Vectorized vmap])."""
         if level or c_spec != o_spec or not all(isinstance(c, Tensor) for c in c_leaves):
             return None
         grad_on = is_grad_enabled()
