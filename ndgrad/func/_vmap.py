@@ -274,7 +274,6 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
 
 
 _FALLBACK = object()
-_DEBUG = __import__("os").environ.get("NDGRAD_VMAP_DEBUG")
 
 
 def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: Any,
@@ -325,6 +324,7 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
                   B: int, randomness: str) -> Any:
     """``func`` run once at a new vmap level; its flat outputs (physical, batch first, plain
     tensors), their spec, which of them are batched, and B. ``_FALLBACK`` if it raised."""
+    versions = [(x, x._version) for x in leaves if isinstance(x, Tensor)]
     with _bt.vmap_level(B, randomness) as level:
         args = []
         for x, m in zip(leaves, moved):
@@ -342,13 +342,8 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
             if getattr(e, "_vmap_user", False) or (
                     isinstance(e, RuntimeError) and str(e).startswith("vmap: ")):
                 raise                   # torch's own vmap errors: the user's
-            if _DEBUG:
-                import sys
-                e = sys.exc_info()[1]
-                print("vmap: fallback:", type(e).__name__, str(e)[:150])
-                if _DEBUG == "tb":
-                    import traceback
-                    traceback.print_exc()
+            if any(x._version != v for x, v in versions):
+                raise                   # an input was written: running again would repeat it
             return _FALLBACK
         o_leaves, o_spec = tree_flatten(out)
         flags = []

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -43,7 +44,6 @@ __all__ = ["RULES", "VJP_ONLY", "batched_apply", "call", "marked", "supports", "
            "argminmax", "BatchedTensor", "BatchingUnsupported", "VmapError", "mark", "per_entry"]
 
 RULES: dict = {}
-_DEBUG = bool(__import__("os").environ.get("NDGRAD_VMAP_DEBUG"))
 _EMPTY_SLICE = slice(None)
 
 
@@ -331,7 +331,8 @@ def _stack_rows(outs: list, level: int, what: Any) -> Any:
         return mark(_shape.stack(outs, 0), level)
     if isinstance(first, tuple) and first and all(isinstance(o, Tensor) for o in first):
         items = [_stack_rows([o[i] for o in outs], level, what) for i in range(len(first))]
-        return first._make(items) if hasattr(first, "_fields") else tuple(items)
+        named: Any = first
+        return named._make(items) if hasattr(first, "_fields") else tuple(items)
     raise _unsupported(what, "a result that is not a tensor")
 
 
@@ -341,8 +342,6 @@ def _op_per_entry(op: Op, ts: list, arrs: list, bd: list, args: tuple, level: in
     torch's slow-path fallback)."""
     if not B:
         raise _unsupported(op, "an empty batch")
-    if _DEBUG:
-        print("vmap: per entry:", op.name)
     outs = []
     with _bt.suspended(level):
         for b in range(B):
@@ -376,8 +375,6 @@ def per_entry(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     B = VMAP[level]
     if not B:
         raise _unsupported(fn, "an empty batch")
-    if _DEBUG:
-        print("vmap: per entry:", getattr(fn, "__name__", fn))
     with _bt.suspended(level):
         outs = [fn(*_row(args, b, level), **_row(kwargs, b, level)) for b in range(B)]
         return _stack_rows(outs, level, fn)
@@ -1114,25 +1111,44 @@ def _random_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
             _args_level(tuple(kwargs.values())):
         return fn(*args, **kwargs)
     B = VMAP[level]
-    args = list(args)
+    new = list(args)
     if "size" in kwargs and kwargs["size"] is not None:
         kwargs["size"] = (B,) + tuple(kwargs["size"])
     else:
-        for i, a in enumerate(args):
+        for i, a in enumerate(new):
             if isinstance(a, (tuple, list)) and all(isinstance(v, int) for v in a):
-                args[i] = (B,) + tuple(a)
+                new[i] = (B,) + tuple(a)
                 break
         else:
-            if fn.__name__ in ("rand", "randn") and all(isinstance(v, int) for v in args):
-                args = [B] + args
+            if fn.__name__ in ("rand", "randn") and all(isinstance(v, int) for v in new):
+                new = [B] + new
             else:
-                return per_entry_draws(fn, B, level, args, kwargs)
-    return mark(fn(*args, **kwargs), level)
+                return per_entry_draws(fn, B, level, new, kwargs)
+    return mark(fn(*new, **kwargs), level)
 
 
 def per_entry_draws(fn: Callable, B: int, level: int, args: list, kwargs: dict) -> Any:
     with _bt.suspended(level):
         return _stack_rows([fn(*args, **kwargs) for _ in range(B)], level, fn)
+
+
+def _wrap_public(namespace: Any, name: str, kind: Callable) -> None:
+    """Make ``namespace.name`` vmap-aware. A function generated from a declared signature
+    (Note [Declared signatures]) keeps its argument checks and their messages: the
+    implementation it calls is wrapped in its own globals."""
+    fn = getattr(namespace, name, None)
+    if fn is None or hasattr(fn, "_vmap_aware"):
+        return
+    env = getattr(fn, "__globals__", {})
+    impl = env.get("_impl")
+    if impl is not None and impl is getattr(fn, "__wrapped__", None) and env is not getattr(
+            sys.modules.get(getattr(fn, "__module__", "")), "__dict__", None):
+        env["_impl"] = _aware(impl, kind)
+        fn._vmap_aware = True           # type: ignore[attr-defined]
+        return
+    w = _aware(fn, kind)
+    w._vmap_aware = True                # type: ignore[attr-defined]
+    setattr(namespace, name, w)
 
 
 def _where_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
@@ -1164,20 +1180,12 @@ def install_data_functions(namespace: Any, ops: Any) -> None:
     for names, kind in kinds:
         for name in names:
             k = _where_call if name == "where" else kind
-            fn = getattr(namespace, name, None)
-            if fn is not None and not hasattr(fn, "_vmap_aware"):
-                w = _aware(fn, k)
-                w._vmap_aware = True    # type: ignore[attr-defined]
-                setattr(namespace, name, w)
+            _wrap_public(namespace, name, k)
             m = getattr(Tensor, name, None)
             if m is not None:
                 setattr(BatchedTensor, name, _batched_method(m, k))
     for name in RANDOM_FACTORIES:
-        fn = getattr(namespace, name, None)
-        if fn is not None and not hasattr(fn, "_vmap_aware"):
-            w = _aware(fn, _random_call)
-            w._vmap_aware = True        # type: ignore[attr-defined]
-            setattr(namespace, name, w)
+        _wrap_public(namespace, name, _random_call)
     for name in ELEMENTWISE_DUNDERS:
         m = getattr(Tensor, name, None)
         if m is not None:
