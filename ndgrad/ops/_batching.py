@@ -1136,15 +1136,15 @@ def _wrap_public(namespace: Any, name: str, kind: Callable) -> None:
     """Make ``namespace.name`` vmap-aware. A function generated from a declared signature
     (Note [Declared signatures]) keeps its argument checks and their messages: the
     implementation it calls is wrapped in its own globals."""
-    fn = getattr(namespace, name, None)
+    fn: Any = getattr(namespace, name, None)
     if fn is None or hasattr(fn, "_vmap_aware"):
         return
     env = getattr(fn, "__globals__", {})
-    impl = env.get("_impl")
+    impl: Any = env.get("_impl")
     if impl is not None and impl is getattr(fn, "__wrapped__", None) and env is not getattr(
             sys.modules.get(getattr(fn, "__module__", "")), "__dict__", None):
         env["_impl"] = _aware(impl, kind)
-        fn._vmap_aware = True           # type: ignore[attr-defined]
+        fn._vmap_aware = True
         return
     w = _aware(fn, kind)
     w._vmap_aware = True                # type: ignore[attr-defined]
