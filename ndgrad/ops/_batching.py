@@ -1139,9 +1139,9 @@ def _wrap_public(namespace: Any, name: str, kind: Callable) -> None:
     fn: Any = getattr(namespace, name, None)
     if fn is None or hasattr(fn, "_vmap_aware"):
         return
-    env = getattr(fn, "__globals__", {})
-    impl: Any = env.get("_impl")
-    if impl is not None and impl is getattr(fn, "__wrapped__", None) and env is not getattr(
+    env: dict = getattr(fn, "__globals__", {})
+    impl: Callable = env.get("_impl") or fn
+    if impl is not fn and impl is getattr(fn, "__wrapped__", None) and env is not getattr(
             sys.modules.get(getattr(fn, "__module__", "")), "__dict__", None):
         env["_impl"] = _aware(impl, kind)
         fn._vmap_aware = True
