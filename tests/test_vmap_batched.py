@@ -222,3 +222,9 @@ def test_vectorized_losses_match_per_entry_runs():
             fast = nf.vmap(nf.grad_and_value(f))(xs, ts)
             slow = nf.vmap(nf.grad_and_value(f), randomness="same")(xs, ts)  # by entries
             same(fast, tuple(torch.tensor(v.numpy()) for v in slow), rtol=1e-12)
+
+
+def test_unbatched_receiver_with_batched_argument():
+    x, y = pair(4, 3, seed=15), pair(3, seed=16)
+    same(*both(lambda lib, a, c: (c.lt(a).to(a.dtype) + c.logical_and(a > 0).to(a.dtype)
+                                  + c.where(a > 0, a)), x, y, in_dims=(0, None)))

@@ -1183,7 +1183,11 @@ def install_data_functions(namespace: Any, ops: Any) -> None:
             _wrap_public(namespace, name, k)
             m = getattr(Tensor, name, None)
             if m is not None:
+                # batched receiver; an unbatched receiver with a batched argument goes
+                # through the wrapped implementation of the Tensor method itself
                 setattr(BatchedTensor, name, _batched_method(m, k))
+                if getattr(m, "__globals__", {}).get("_impl") is getattr(m, "__wrapped__", 0):
+                    _wrap_public(Tensor, name, k)
     for name in RANDOM_FACTORIES:
         _wrap_public(namespace, name, _random_call)
     for name in ELEMENTWISE_DUNDERS:
