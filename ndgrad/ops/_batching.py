@@ -938,6 +938,7 @@ def install() -> None:
     _prod = _prod_mod
     for op in (_prod.ADDMM, _prod.ADDMV, _prod.BADDBMM):
         _VECTOR[op] = _addmm_like
+    RULES[BMM3] = lambda c, args: _lin.matmul(c.ts[0], c.ts[1])   # 3-D operands: broadcasts
     _dispatch._batched_apply = batched_apply
 
 
