@@ -60,6 +60,8 @@ def test_data_functions_see_logical_values():
                 + lib.zeros_like(a) + lib.ones_like(a.sum()) + (a == a[0]).to(a.dtype)
                 + (a > 0).any(0).to(a.dtype) + a.argmax(0).to(a.dtype))
     same(*both(masks, x))
+    same(*both(lambda lib, a: a.detach() + a.data + a.argsort(-1).to(a.dtype)
+               + lib.bucketize(a, lib.tensor([-0.5, 0.0, 0.5], dtype=a.dtype)).to(a.dtype), x))
     same(*both(lambda lib, a, i: a[i], x, ix))                      # batched index
     same(*both(lambda lib, a, i: a[i], x, ix, in_dims=(None, 0)))   # unbatched base
 

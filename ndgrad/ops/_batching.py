@@ -266,6 +266,21 @@ class BatchedTensor(Tensor):
             raise VmapError(_ITEM)
         return Tensor.__index__(self)
 
+    def detach(self) -> Tensor:
+        out = Tensor.detach(self)
+        level = _vlevel(self)
+        return mark(out, level) if level else out
+
+    @property
+    def data(self) -> Tensor:
+        out = Tensor.data.fget(self)    # type: ignore[attr-defined]
+        level = _vlevel(self)
+        return mark(out, level) if level else out
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        Tensor.data.fset(self, value)   # type: ignore[attr-defined]
+
 
 _ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over "
          "calling .item() on a Tensor, please try to rewrite what you're doing with other "
@@ -1042,7 +1057,7 @@ LIKE_DATA = ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", 
 RANDOM_FACTORIES = ("rand", "randn", "randint", "normal")
 PER_ENTRY_DATA = ("nonzero", "argwhere", "count_nonzero", "any", "all", "unique",
                   "unique_consecutive", "bincount", "isin", "masked_select", "equal",
-                  "allclose")
+                  "allclose", "argsort", "searchsorted", "bucketize", "histc", "histogram")
 
 
 def elementwise_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
