@@ -273,9 +273,9 @@ class BatchedTensor(Tensor):
 
     @property
     def data(self) -> Tensor:
-        out = Tensor.data.fget(self)    # type: ignore[attr-defined]
-        level = _vlevel(self)
-        return mark(out, level) if level else out
+        if _vlevel(self):
+            raise VmapError("accessing `data` under vmap transform is not allowed")
+        return Tensor.data.fget(self)   # type: ignore[attr-defined]
 
     @data.setter
     def data(self, value: Tensor) -> None:
