@@ -553,9 +553,11 @@ def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any,
         if not self._inference:
             _bump(self)
         return self
-    snapshot = _new(self.__class__)      # a vmap's BatchedTensor stays one (func/_vmap.py)
+    snapshot = _new(Tensor)
     snapshot._data = self._data.copy()   # the old value, for rules that need it
-    snapshot._blevel = self._blevel
+    if self._blevel:                     # a vmap's BatchedTensor stays one (func/_vmap.py)
+        snapshot._blevel = self._blevel
+        snapshot.__class__ = self.__class__
     snapshot._grad_fn = self._grad_fn
     snapshot._output_nr = self._output_nr
     snapshot._requires_grad = self._requires_grad
