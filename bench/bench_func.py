@@ -5,7 +5,7 @@
   one forward pass with batched tangents);
 * ``hessian``: the 64x64 Hessian of the first function (jacfwd over jacrev);
 * ``vmap(grad)``: per-example gradients of a linear model's squared loss over 64 examples
-  (ndgrad's vmap runs the function once per example, Note [vmap by entries]);
+  (one batched call, Note [Vectorized vmap]; bench/vmap.py has the MLP);
 * ``vmap(vjp_fn)``: 64 vector-Jacobian products (one batched backward pass).
 
 Times are best-of-N wall clock in ms, float64, one torch thread, the machine shared with

@@ -27,7 +27,7 @@ __all__ = ["Tensor", "Size", "device", "check_device", "set_default_device",
            "get_default_device"]
 
 _new = object.__new__
-# Set by ndgrad.func (Note [vmap by entries] in func/_vmap.py): called by ``item`` and
+# Set by ndgrad.func (Note [Vectorized vmap] in func/_vmap.py): called by ``item`` and
 # ``__bool__`` with the tensor and "item"/"bool"; it raises while a vmapped function runs.
 _vmap_check: Any = None
 _ndarray = np.ndarray

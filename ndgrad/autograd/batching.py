@@ -30,6 +30,9 @@ of size B, instead of once per row. It is vmap restricted to what a backward pas
 * Graphs with a node that cannot run batched (custom Functions, nodes with hooks, in-place
   writes through real/imag views of complex tensors) fall back to one backward per row
   (autograd/api.py ``_batched``, ops/_batching.py ``node_supported``).
+* ``func.vmap`` opens its own levels (``vmap_level``, Note [Vectorized vmap] in
+  func/_vmap.py): there batched tensors show their logical shape to Python code, and ops
+  without a rule run once per entry instead of raising.
 * Adding an op: give it a rule in ``ops/_batching.py`` ``install`` (most are one of the
   generic ones: elementwise, dims shifted by one ...), and an ``if input._blevel:`` entry in
   its public function if that reads shapes or dims; otherwise graphs containing it fall back.
@@ -49,9 +52,11 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-__all__ = ["ACTIVE", "is_batched", "batch_level", "suspended"]
+__all__ = ["ACTIVE", "VMAP", "is_batched", "batch_level", "suspended", "vmap_level", "current_vmap"]
 
 ACTIVE: set = set()          # ids of the batch levels that are alive
+VMAP: dict = {}              # level id -> batch size, for the levels opened by ``func.vmap``
+RANDOMNESS: dict = {}        # vmap level id -> its ``randomness`` ("error" or "different")
 SUSPENDED: set = set()       # alive levels whose rule is running (see ``suspended``)
 _next_level = itertools.count(1).__next__
 _LOCK = threading.Lock()
@@ -98,6 +103,30 @@ def batch_level() -> Iterator[int]:
         with _LOCK:
             ACTIVE.discard(level)
             _sync()
+
+
+@contextmanager
+def vmap_level(size: int, randomness: str = "error") -> Iterator[int]:
+    """A batch level opened by ``func.vmap`` over ``size`` entries (Note [Vectorized vmap] in
+    func/_vmap.py): its batched tensors report their logical shape to Python code and ops
+    without a batching rule run per entry instead of raising."""
+    with batch_level() as level:
+        VMAP[level] = size
+        RANDOMNESS[level] = randomness
+        try:
+            yield level
+        finally:
+            del VMAP[level]
+            del RANDOMNESS[level]
+
+
+def current_vmap() -> int:
+    """The innermost vmap level that is alive and not suspended (0 if none)."""
+    best = 0
+    for lv in VMAP:
+        if lv in ACTIVE and lv > best:
+            best = lv
+    return best
 
 
 @contextmanager

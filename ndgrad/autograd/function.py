@@ -40,11 +40,13 @@ import sys
 import warnings
 from typing import Any, Callable, Optional, TypeVar
 
+from ..ops import _batching
 from ..ops import view as _view
 from ..ops._dispatch import _DIFF_DTYPES, _edge
 from ..ops.views_inplace import CopySlices, refresh_view
 from ..tensor import Tensor, _zeros_meta
 from . import anomaly_mode, profiler
+from .batching import VMAP as _VMAP
 from .grad_mode import _state as _grad_state
 from .node import RELEASED, Node, next_sequence_nr
 from .saved import SECOND_BACKWARD_MSG, SavedTensor
@@ -297,6 +299,10 @@ class Function(FunctionCtx):
         setup = cls.setup_context is not _BASE_SETUP_CONTEXT
         if kwargs or setup:
             args = _bind_args(cls, args, kwargs, setup)
+        if _VMAP:       # a vmap level is alive: batched inputs run per entry (func/_vmap.py)
+            res = _batching.function_per_entry(cls, args)
+            if res is not NotImplemented:
+                return res
         prof = profiler._tls.prof if profiler._ACTIVE else None
         if prof is not None:
             with profiler._Range(prof, cls.__name__):

@@ -4,7 +4,7 @@
 ``jacfwd`` and ``hessian`` (forward mode), ``vmap`` and ``functional_call``. They compose with
 each other (``grad(grad(f))``, ``vmap(grad(f))``, ``jacfwd(jacrev(f))`` ...) and take and
 return pytrees (tuples, lists, dicts) of tensors. See Note [Transform levels] in _common.py and
-Note [vmap by entries] in _vmap.py.
+Note [Vectorized vmap] in _vmap.py.
 
 Example:
     >>> import ndgrad

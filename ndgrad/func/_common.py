@@ -21,21 +21,26 @@ observable behaviour from the eager machinery:
   [Forward AD] in autograd/forward_ad.py). ``jacfwd`` and ``jacrev`` compute all columns/rows
   at once with a batch level (Note [Batched backward]) when no other level is active, and
   otherwise (or when the graph cannot run batched) one column/row at a time.
-* ``vmap`` runs the function once per batch entry (see _vmap.py).
+* ``vmap`` runs the function once on batched tensors at a vmap level; a reverse-mode
+  transform inside it differentiates batched leaves (Note [Vectorized vmap] in _vmap.py).
 """
 
 from __future__ import annotations
 
 import weakref
+
+import numpy as np
 from typing import AbstractSet, Any, Iterable, Sequence
 
 from ..autograd import batching as _bt
 from ..autograd import forward_ad as _fw
 from ..autograd.accumulate_grad import AccumulateGrad
+from ..ops import _batching
 from ..tensor import Tensor
 
 __all__ = ["check_argnums", "check_leaves", "fresh_leaf", "unwrap", "needs_graph",
-           "detach_keep_tangents", "vectorizable", "VMAP_RULES"]
+           "detach_keep_tangents", "vectorizable", "VMAP_RULES", "vmap_level",
+           "refuse_in_vmap"]
 
 # function -> its batched form, for ``vmap`` (the ``vjp_fn`` of ``vjp``; Note [vmap by
 # entries]). Weak keys, and not an attribute: ``functools.wraps`` copies attributes.
@@ -66,14 +71,42 @@ def check_leaves(leaves: Iterable[Any]) -> None:
             raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
 
 
-def fresh_leaf(x: Tensor) -> Tensor:
-    """A node standing for ``x`` in one reverse-mode transform (Note [Transform levels])."""
+def vmap_level() -> int:
+    """The innermost live vmap level (0 if none): a reverse-mode transform inside it
+    differentiates batched leaves (Note [Vectorized vmap] in _vmap.py)."""
+    return _bt.current_vmap() if _bt.VMAP else 0
+
+
+def _keep_class(d: Tensor, v: Tensor) -> None:
+    d._blevel = v._blevel
+    if v.__class__ is not Tensor and d.__class__ is Tensor and v._blevel:
+        d.__class__ = v.__class__
+
+
+def fresh_leaf(x: Tensor, level: int = 0) -> Tensor:
+    """A node standing for ``x`` in one reverse-mode transform (Note [Transform levels]).
+    Inside a vmap level (``level``) the node is batched: an unbatched ``x`` is expanded to one
+    copy per entry, so that each entry's gradient is its own (Note [Vectorized vmap])."""
+    if level and x._blevel != level:
+        if not (x.is_floating_point() or x.is_complex()):
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        with _bt.suspended(level):
+            shape = (_bt.VMAP[level],) + tuple(x._data.shape)
+            if x.requires_grad:
+                e = x.unsqueeze(0).expand(shape)
+            else:
+                # A read-only broadcast view, not a copy: each entry's leaf is the same data
+                # (the batching rules read it; nothing writes into a transform's leaf).
+                e = Tensor.__new__(Tensor)
+                e._data = np.broadcast_to(x._data, shape)
+                e.requires_grad_(True)
+        return _batching.mark(e, level)
     if x.requires_grad:
         return x.view_as(x)
     if not (x.is_floating_point() or x.is_complex()):
         raise RuntimeError("only Tensors of floating point dtype can require gradients")
     leaf = x.detach()
-    leaf._blevel = x._blevel
+    _keep_class(leaf, x)
     if _fw._levels:                  # ``detach`` drops tangents: an outer jvp's stay
         for level in range(len(_fw._levels)):
             tg = _fw._tangent(x, level)
@@ -120,7 +153,7 @@ def detach_keep_tangents(v: Tensor, own: AbstractSet[Any] = frozenset(), grad_en
     """``v.detach()`` that keeps ``v``'s forward AD tangents: dropping the history of an inner
     transform must not drop an outer ``jvp``'s tangents (themselves unwrapped the same way)."""
     d = v.detach()
-    d._blevel = v._blevel          # a batched tangent stays batched (Note [Batched tangents])
+    _keep_class(d, v)              # a batched tangent stays batched (Note [Batched tangents])
     if _fw._levels:
         for level in range(len(_fw._levels)):
             tg = _fw._tangent(v, level)
@@ -148,3 +181,10 @@ def vectorizable() -> bool:
     level is active (a batched value meeting another level's batch or tangents is not
     supported by the batching rules)."""
     return not _bt.ACTIVE and _fw._current_level < 0
+
+
+def refuse_in_vmap(what: str) -> None:
+    """Transforms not vectorized inside a vmap level (forward mode, jacrev): ``vmap`` runs the
+    function per entry instead (Note [Vectorized vmap])."""
+    if _bt.VMAP and _bt.current_vmap():
+        raise _batching.BatchingUnsupported(f"{what} inside a vectorized vmap")

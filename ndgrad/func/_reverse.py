@@ -17,8 +17,10 @@ import numpy as np
 
 from .. import _creation
 from ..autograd.api import grad as _autograd_grad
+from ..autograd import batching as _bt
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..ops import cat, stack
+from ..ops._batching import BatchingUnsupported, mark
 from ..tensor import Tensor, _wrap
 from . import _common
 from ._pytree import tree_flatten, tree_unflatten
@@ -28,7 +30,7 @@ __all__ = ["grad", "grad_and_value", "vjp", "jacrev"]
 Argnums = Union[int, Tuple[int, ...]]
 
 
-def _wrap_args(args: tuple, nums: tuple) -> Tuple[tuple, list, list, list]:
+def _wrap_args(args: tuple, nums: tuple, level: int = 0) -> Tuple[tuple, list, list, list]:
     """Replace the tensors of ``args[i]`` (i in ``nums``) by fresh leaves. Returns the new
     args, the fresh leaves, one (spec, count) per differentiated argument, and the leaves
     this call created (for unwrapping)."""
@@ -38,7 +40,7 @@ def _wrap_args(args: tuple, nums: tuple) -> Tuple[tuple, list, list, list]:
     for i in nums:
         leaves, spec = tree_flatten(new_args[i])
         _common.check_leaves(leaves)
-        new = [_common.fresh_leaf(x) for x in leaves]
+        new = [_common.fresh_leaf(x, level) for x in leaves]
         new_args[i] = tree_unflatten(new, spec)
         leaves_all.extend(new)
         specs.append((spec, len(new)))
@@ -56,8 +58,10 @@ def _regroup(flat: list, specs: list, argnums: Argnums) -> Any:
 
 
 def _grads(outputs: list, inputs: list, grad_outputs: Optional[list],
-           create_graph: bool = True) -> list:
+           create_graph: bool = True, level: int = 0) -> list:
     """Gradients of ``outputs`` with respect to ``inputs``, zeros where independent."""
+    if level:
+        return _grads_batched(outputs, inputs, grad_outputs, create_graph, level)
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs or [None] * len(outputs))
              if o.requires_grad]
     res: Any
@@ -67,6 +71,36 @@ def _grads(outputs: list, inputs: list, grad_outputs: Optional[list],
     else:
         res = [None] * len(inputs)
     return [r if r is not None else _creation.zeros_like(x) for r, x in zip(res, inputs)]
+
+
+def _grads_batched(outputs: list, inputs: list, grad_outputs: Optional[list],
+                   create_graph: bool, level: int) -> list:
+    """``_grads`` inside a vmap level: the inputs are batched leaves (``fresh_leaf``), so the
+    physical graph's gradient is each entry's own; it runs with the level suspended
+    (Note [Vectorized vmap] in _vmap.py)."""
+    with _bt.suspended(level):
+        pairs = []
+        for o, g in zip(outputs, grad_outputs or [None] * len(outputs)):
+            if not o.requires_grad:
+                continue
+            ob = o._blevel == level
+            if g is None:
+                g = _creation.ones_like(o)
+            elif g._blevel == level:
+                if not ob:
+                    raise BatchingUnsupported("a batched cotangent for an unbatched output")
+            elif ob:
+                g = g.unsqueeze(0).expand(o._data.shape)
+            pairs.append((o, g))
+        res: Any
+        if pairs:
+            res = _autograd_grad([p[0] for p in pairs], inputs, [p[1] for p in pairs],
+                                 retain_graph=True, create_graph=create_graph,
+                                 allow_unused=True)
+        else:
+            res = [None] * len(inputs)
+        out = [r if r is not None else _creation.zeros_like(x) for r, x in zip(res, inputs)]
+    return [mark(r, level) for r in out]
 
 
 # ---------------------------------------------------------------------------- grad
@@ -85,8 +119,9 @@ def grad_and_value(func: Callable, argnums: Argnums = 0, has_aux: bool = False) 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _common.check_argnums(argnums, len(args))
         outer = is_grad_enabled()
+        level = _common.vmap_level()
         with enable_grad():
-            new_args, leaves, specs, own = _wrap_args(args, nums)
+            new_args, leaves, specs, own = _wrap_args(args, nums, level)
             out, aux = _split_aux(func(*new_args, **kwargs), has_aux, "grad_and_value(f)(*args)")
             if not isinstance(out, Tensor):
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
@@ -100,7 +135,7 @@ def grad_and_value(func: Callable, argnums: Argnums = 0, has_aux: bool = False) 
             aux_leaves, aux_spec = tree_flatten(aux) if has_aux else ([], None)
             if has_aux:
                 _check_tensors(aux_leaves)
-            gs = _grads([out], leaves, None, _common.needs_graph([out], own, outer))
+            gs = _grads([out], leaves, None, _common.needs_graph([out], own, outer), level)
         res = _common.unwrap(gs + [out] + aux_leaves, own, outer)
         g = _regroup(res[:len(gs)], specs, argnums)
         value = res[len(gs)]
@@ -159,10 +194,11 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
     (tensor([3., 6.]),)
     """
     outer = is_grad_enabled()
+    level = _common.vmap_level()
     with enable_grad():
         p_leaves, p_spec = tree_flatten(primals)
         _common.check_leaves(p_leaves)
-        leaves = [_common.fresh_leaf(x) for x in p_leaves]
+        leaves = [_common.fresh_leaf(x, level) for x in p_leaves]
         out = func(*tree_unflatten(leaves, p_spec))
         out, aux = _split_aux(out, has_aux, "vjp(f, *primals)")
         o_leaves, o_spec = tree_flatten(out)
@@ -180,15 +216,17 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
                                f"{_short(c_spec)}, primal output: {_short(o_spec)}")
         _check_tensors(c_leaves)
         grad_on = is_grad_enabled()
+        if level and level != _common.vmap_level():
+            raise RuntimeError("vjp_fn: called outside the vmap level its vjp was made in")
         with enable_grad():
             gs = _grads(o_leaves, leaves, c_leaves,
-                        _common.needs_graph(o_leaves + c_leaves, leaves, grad_on))
+                        _common.needs_graph(o_leaves + c_leaves, leaves, grad_on), level)
         return tree_unflatten(_common.unwrap(gs, leaves, grad_on), p_spec)
 
     def batched(c_leaves: list, c_spec: Any) -> Any:
         """``vmap(vjp_fn)`` over cotangents with the batch dimension first: one batched
-        backward pass (Note [vmap by entries])."""
-        if c_spec != o_spec or not all(isinstance(c, Tensor) for c in c_leaves):
+        backward pass (Note [Vectorized vmap])."""
+        if level or c_spec != o_spec or not all(isinstance(c, Tensor) for c in c_leaves):
             return None
         grad_on = is_grad_enabled()
         with enable_grad():
@@ -293,9 +331,10 @@ def jacrev(func: Callable, argnums: Argnums = 0, *, has_aux: bool = False,
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _common.check_argnums(argnums, len(args))
+        level = _common.vmap_level()
         outer = is_grad_enabled()
         with enable_grad():
-            new_args, leaves, specs, own = _wrap_args(args, nums)
+            new_args, leaves, specs, own = _wrap_args(args, nums, level)
             out = func(*new_args, **kwargs)
             out, aux = _split_aux(out, has_aux, "jacrev(f, *args)")
             o_leaves, o_spec = tree_flatten(out)
@@ -306,9 +345,15 @@ def jacrev(func: Callable, argnums: Argnums = 0, *, has_aux: bool = False,
             total = sum(o.numel() for o in o_leaves)
             step = chunk_size or max(total, 1)
             graph = _common.needs_graph(o_leaves, own, outer)
-            parts = [_batched_rows(o_leaves, leaves, _basis_rows(
-                o_leaves, s, min(s + step, total)), graph)
-                for s in range(0, total, step)] if total else []
+            if level:       # inside vmap: one physical backward per row (Note [Vectorized vmap])
+                rows = [_grads(o_leaves, leaves, [b[0] for b in _basis_rows(o_leaves, k, k + 1)],
+                               graph, level) for k in range(total)]
+                parts = [[stack([r[j] for r in rows]) for j in range(len(leaves))]] \
+                    if total else []
+            else:
+                parts = [_batched_rows(o_leaves, leaves, _basis_rows(
+                    o_leaves, s, min(s + step, total)), graph)
+                    for s in range(0, total, step)] if total else []
             per_input = []
             for j, x in enumerate(leaves):
                 if not parts:

@@ -1,26 +1,59 @@
 """``vmap``: map a function over a dimension of its inputs.
 
-Note [vmap by entries]
-``vmap(f)(xs)`` runs ``f`` once per batch entry on ``xs.select(in_dim, b)`` and stacks the
-outputs at ``out_dims``. Why not the batching rules of ops/_batching.py: they cover a subset of
-the op table, a batched tensor reports its physical shape to Python code (user functions read
-shapes freely), and ops that compute on ``_data`` without ``apply`` (comparisons, argmax ...)
-would silently see the wrong rows; running by entries is exact for every op. Nesting is plain
-nesting, and select/stack are differentiable in both modes, so ``grad``/``jacfwd``/``jvp`` of a
-vmapped function and vmap of any transform compose. The vectorized paths are where the
-function is known: ``vmap(vjp_fn)`` is one batched backward pass (``_common.VMAP_RULES``),
-``jacrev`` likewise and ``jacfwd`` one forward pass with batched tangents (Note [Transform
-levels] in _common.py).
+Note [Vectorized vmap]
+``vmap(f)(xs)`` calls ``f`` once, on batched tensors, as torch.func does:
 
-What torch refuses inside vmap is refused: ``.item()`` and Python control flow on a tensor
-(Tensor.item/__bool__ call ``tensor._vmap_check``), random draws under
-``randomness="error"`` (``"same"`` replays the generator's state for every entry), in-place
-writes into a tensor the function closes over (its version counter is checked after every
-entry). Differences, all from not knowing which tensors are batched: ``.item()``/``bool`` are
-allowed only on tensors the function closes over (torch allows them on any unbatched tensor);
-an in-place write into a closed-over tensor is refused whatever is written (torch refuses a
-batched value) and is found after the first entry wrote it; the function's Python side effects
-happen once per entry; an output that is an input's entry is a copy, not a view.
+* A new *vmap level* is opened (``autograd.batching.vmap_level``: a batch level, Note [Batched
+  backward], that also records its batch size and randomness). Each mapped input, its in_dim
+  moved first, becomes a ``BatchedTensor`` (ops/_batching.py): the Tensor's own layout with its
+  class switched, ``_data`` the physical array with the batch first, ``_blevel`` the level.
+  While the level is alive and not suspended, ``shape``, ``size()``, ``dim()``, ``ndim``,
+  ``numel()``, ``len()``, ``T``/``mT``/``H``/``mH`` are one entry's (logical).
+* Ops reaching ``apply`` run their batching rule on the physical arrays (``batched_apply``); at
+  a vmap level an op without a rule, or with a batched tensor among its non-tensor arguments
+  (a mask, an index), runs once per entry and the results are stacked (torch's slow-path
+  fallback: exact, differentiable). Public functions that read shapes run on logical proxies
+  (``_batching.call``); when a proxy is used for its values they run per entry, except
+  ``cross_entropy``/``nll_loss`` with class targets, folded into the loss's own batch dim.
+* Functions computing on ``_data`` without ``apply`` are wrapped in the ``ndgrad`` namespace
+  and as ``BatchedTensor`` methods (``install_data_functions``; one dict test when no vmap level
+  exists): comparisons, logical/bitwise ops, ``isnan`` ..., ``where``, ``masked_fill`` run
+  elementwise with the batch aligned; ``*_like`` factories give batched results; ``nonzero``,
+  ``any``, ``unique`` ... run per entry (a data-dependent shape is torch's error); indexing with
+  a batched index runs per entry, writing one into an unbatched tensor is refused. ``.item()``,
+  ``bool()``, ``int()``, ``float()``, ``.tolist()``, ``.numpy()`` of a batched tensor raise
+  torch's errors; writing a batched value in place into an unbatched tensor raises torch's
+  "vmap: inplace arithmetic" (ops/views_inplace.py ``_store``). ``autograd.Function`` on batched
+  inputs runs per entry (ndgrad's Function has no ``vmap`` staticmethod).
+* Reverse-mode transforms inside (``grad``, ``vjp``, ``jacrev``) differentiate batched leaves
+  (``_common.fresh_leaf``: an unbatched input becomes a read-only broadcast view, one "copy"
+  per entry) and run the backward pass with the level suspended, on the physical graph: the
+  rules never mix entries, so each entry's gradient is its own. Per-example gradients of a
+  module (``vmap(grad(loss), in_dims=(None, 0, 0))`` with ``functional_call``) are then one
+  forward and one backward pass; the products with a broadcast weight are single GEMMs
+  (``_batching.bmm3``).
+* ``randomness="error"`` refuses any draw (the generator's position is compared around the
+  call); ``"different"`` draws once with the batch size prepended (factories with a size) or on
+  the physical batch (``rand_like``, dropout of a batched tensor), and a draw made on a logical
+  proxy is redone per entry.
+* Outputs: batched ones are moved from dim 0 to ``out_dims``; an unbatched output is expanded
+  (as torch returns it).
+
+Run by entries instead (``_run``: ``f`` once per entry, outputs stacked; exact for every op):
+``randomness="same"``, a vmap nested inside a running vectorized vmap (the outer level stays
+vectorized, the inner one runs by entries on the outer level's batched tensors) or inside a
+batched backward, a forward-mode level (``jvp``, ``jacfwd``, ``hessian``, ``linearize`` inside
+or around), and any call whose batched run raised something other than torch's vmap errors:
+the by-entries run then gives the user's error with logical shapes, or the result when the
+failure was a batching limitation. ``vmap(vjp_fn)`` is one batched backward pass
+(``_common.VMAP_RULES``), ``jacrev``/``jacfwd`` vectorize themselves (Note [Transform levels]).
+
+Differences from torch: ``f``'s Python side effects happen again when the batched run fails
+and the by-entries run follows; a free function not listed above that computes on ``_data``
+(a plain tensor built from ``x.numpy()`` is refused) sees physical arrays; by entries,
+``.item()``/``bool`` are allowed only on tensors ``f`` closes over, an in-place write into a
+closed-over tensor is refused whatever is written, and an output that is an input's entry is a
+copy, not a view.
 
 Example:
     >>> import ndgrad
@@ -39,7 +72,9 @@ import importlib
 
 import numpy as np
 
-from ..ops import cat, stack
+from ..autograd import batching as _bt
+from ..autograd import forward_ad as _fw
+from ..ops import _batching, cat, stack
 from ..tensor import Tensor
 from . import _common, _rng
 from ._pytree import broadcast_prefix, tree_flatten, tree_unflatten
@@ -73,12 +108,15 @@ _INPLACE = ("vmap: inplace arithmetic(self, *extra_args) is not possible because
 
 def _check(t: Tensor, what: str) -> None:
     """Called by Tensor.item/__bool__: refused while a vmapped function runs, except on the
-    tensors the function closes over (Note [vmap by entries])."""
+    tensors the function closes over (Note [Vectorized vmap])."""
     if _state.depth and id(t) not in _state.outside:
         raise RuntimeError(_ITEM if what == "item" else _CONTROL_FLOW)
 
 
 _tensor_mod._vmap_check = _check
+_batching.fingerprint = _rng._fingerprint
+_batching.install_data_functions(importlib.import_module("ndgrad"),
+                                 importlib.import_module("ndgrad.ops"))
 
 
 def _outside(func: Any, leaves: list, dims: list) -> dict:
@@ -225,9 +263,100 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             res = _vectorized(rule, moved, spec.children[0], B, chunk_size)
             if res is not None:
                 return _place(res, fname, out_dims)
+        if B and randomness != "same" and not _bt.ACTIVE and _fw._current_level < 0:
+            res = _batched_run(func, fname, leaves, moved, spec, kwargs, B, out_dims,
+                               chunk_size, randomness)
+            if res is not _FALLBACK:
+                return res
         return _run(func, fname, leaves, moved, spec, kwargs, B, out_dims, randomness)
 
     return wrapped
+
+
+_FALLBACK = object()
+
+
+def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: Any,
+                 kwargs: dict, B: int, out_dims: Any, chunk_size: Optional[int],
+                 randomness: str) -> Any:
+    """One call of ``func`` on batched tensors (Note [Vectorized vmap]); ``_FALLBACK`` when it
+    raised (then ``_run`` runs it per entry, which gives the exact logical error if the error
+    is the user's)."""
+    step = chunk_size or B
+    parts = []
+    for s in range(0, B, step):
+        n = min(step, B - s)
+        chunk = [m if m is None or step >= B else m.narrow(0, s, n) for m in moved]
+        r = _batched_call(func, leaves, chunk, spec, kwargs, n, randomness)
+        if r is _FALLBACK:
+            return r
+        parts.append(r)
+    o_spec = parts[0][1]
+    for p in parts[1:]:
+        if p[1] != o_spec:
+            return _FALLBACK
+    odims = _out_dims(out_dims, o_spec, fname)
+    results = []
+    for j, od in enumerate(odims):
+        col = [(p[0][j], p[2][j]) for p in parts]
+        first, batched = col[0]
+        if od is None:
+            if any(b for _, b in col):
+                raise ValueError(f"vmap({fname}, ...): `{fname}` can not return a "
+                                 "BatchedTensor when out_dim is None")
+            results.append(first)
+            continue
+        outs = []
+        for (c, b), p in zip(col, parts):
+            if not isinstance(c, Tensor):
+                raise ValueError(f"vmap({fname}, ...): `{fname}` must only return Tensors, got "
+                                 f"type {type(c)}. Did you mean to set out_dims= to None for "
+                                 "output?")
+            if not b:
+                c = c.unsqueeze(0).expand((p[3],) + tuple(c.shape))
+            outs.append(c)
+        r = outs[0] if len(outs) == 1 else cat(outs, 0)
+        results.append(r.movedim(0, od) if od else r)
+    return tree_unflatten(results, o_spec)
+
+
+def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: dict,
+                  B: int, randomness: str) -> Any:
+    """``func`` run once at a new vmap level; its flat outputs (physical, batch first, plain
+    tensors), their spec, which of them are batched, and B. ``_FALLBACK`` if it raised."""
+    versions = [(x, x._version) for x in leaves if isinstance(x, Tensor)]
+    with _bt.vmap_level(B, randomness) as level:
+        args = []
+        for x, m in zip(leaves, moved):
+            if m is None:
+                args.append(x)
+            else:
+                a = m if m is not x else x.view_as(x)
+                args.append(_batching.mark(a, level))
+        try:
+            with _rng.policy(randomness) as rng:
+                rng.before(0)
+                out = func(*tree_unflatten(args, spec), **kwargs)
+                rng.after(0)
+        except Exception as e:
+            if getattr(e, "_vmap_user", False) or (
+                    isinstance(e, RuntimeError) and str(e).startswith("vmap: ")):
+                raise                   # torch's own vmap errors: the user's
+            if any(x._version != v for x, v in versions):
+                raise                   # an input was written: running again would repeat it
+            return _FALLBACK
+        o_leaves, o_spec = tree_flatten(out)
+        flags = []
+        for o in o_leaves:
+            b = isinstance(o, Tensor) and o._blevel == level
+            flags.append(b)
+    res = []
+    for o, b in zip(o_leaves, flags):
+        if b:
+            o.__class__ = Tensor
+            o._blevel = 0
+        res.append(o)
+    return res, o_spec, flags, B
 
 
 def _vectorized(rule: Callable, moved: list, spec: Any, B: int,

@@ -25,21 +25,23 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
 from ..autograd import batching as _bt
-from ..autograd.batching import ACTIVE
+from ..autograd.batching import ACTIVE, VMAP
 from ..autograd.saved import TensorList
-from ..tensor import Tensor, _new, _wrap
+from ..tensor import Size, Tensor, _new, _wrap
 from . import _dispatch, views_inplace
 from ._dispatch import Op, apply
+from ._jvp import bilinear as _jvp_bilinear
 from ._util import wrap_dim
 from .views_inplace import VIEW_REPLAY, CopySlices
 
 __all__ = ["RULES", "VJP_ONLY", "batched_apply", "call", "marked", "supports", "node_supported",
-           "argminmax"]
+           "argminmax", "BatchedTensor", "BatchingUnsupported", "VmapError", "mark", "per_entry"]
 
 RULES: dict = {}
 _EMPTY_SLICE = slice(None)
@@ -82,10 +84,15 @@ def node_supported(node: Any) -> bool:
     return False
 
 
+class BatchingUnsupported(RuntimeError):
+    """A call the batching rules cannot run batched (``vmap`` then runs the function per
+    entry, a batched backward row by row)."""
+
+
 def _unsupported(op: Any, why: str = "") -> RuntimeError:
     name = op.node_name if isinstance(op, Op) else getattr(op, "__name__", str(op))
-    return RuntimeError(f"ndgrad: batched gradients (is_grads_batched / vectorize=True) do not "
-                        f"support {name} here{': ' + why if why else ''}")
+    return BatchingUnsupported(f"ndgrad: batched gradients (is_grads_batched / vectorize=True) "
+                               f"do not support {name} here{': ' + why if why else ''}")
 
 
 def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
@@ -94,6 +101,11 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
         if t._bproxy is not None or (t._blevel and t._blevel in ACTIVE):
             break
     else:
+        if VMAP and args:
+            lv = _args_level(args)
+            if lv:
+                return _op_per_entry(op, list(tensors), list(arrays), [0] * len(tensors), args,
+                                     lv, VMAP[lv])
         return None
     if len(tensors) != len(arrays):
         raise _unsupported(op, "operands that are not all tensors")
@@ -117,7 +129,7 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
             ts.append(t)
             arrs.append(a)
             bd.append(0)
-            ls.append(a.shape)
+            ls.append(a.shape if a is not None else ())
             continue
         if level and lv != level:
             raise _unsupported(op, "tensors of two batch levels")
@@ -126,7 +138,21 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
         arrs.append(pa)
         bd.append(1)
         ls.append(lshape)
-    rule = RULES.get(op)
+    rule = _VECTOR.get(op) or RULES.get(op)
+    if level in VMAP:
+        if rule is None or (args and _args_level(args)):
+            return _op_per_entry(op, ts, arrs, bd, args, level, B)
+        c = _Call(op, ts, arrs, bd, ls, B)
+        with _bt.suspended(level):
+            out = rule(c, args)
+        if type(out) is tuple:
+            for o in out:
+                o._blevel = level
+                o.__class__ = BatchedTensor
+        else:
+            out._blevel = level
+            out.__class__ = BatchedTensor
+        return out
     if rule is None:
         raise _unsupported(op)
     c = _Call(op, ts, arrs, bd, ls, B)
@@ -138,6 +164,235 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
     else:
         out._blevel = level
     return out
+
+
+# ---------------------------------------------------------------------------- vmap levels
+# Note [Vectorized vmap] in func/_vmap.py. A tensor batched at a vmap level is a
+# ``BatchedTensor``: the same object layout as a Tensor (its class is switched in place), whose
+# metadata methods report the logical shape while its level is alive and not suspended.
+def _vlevel(t: Any) -> int:
+    lv = t._blevel
+    return lv if lv and lv in ACTIVE and lv in VMAP else 0
+
+
+def VmapError(msg: str) -> RuntimeError:
+    """torch's own refusals inside vmap (``.item()``, control flow, data access, dynamic
+    shapes), a RuntimeError as in torch, marked as the user's error: never a reason to run
+    per entry instead."""
+    e = RuntimeError(msg)
+    e._vmap_user = True                 # type: ignore[attr-defined]
+    return e
+
+
+class BatchedTensor(Tensor):
+    """A tensor batched at a ``vmap`` level: ``_data`` holds the entries along dim 0, Python
+    code sees one entry's (logical) shape. Outside its level it is an ordinary tensor."""
+
+    @property
+    def shape(self) -> Size:
+        d = self._data.shape
+        return Size(d[1:] if _vlevel(self) else d)
+
+    def size(self, dim: Any = None) -> Any:
+        shape = self.shape
+        if dim is None:
+            return shape
+        return shape[wrap_dim(dim, len(shape))]
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim - (1 if _vlevel(self) else 0)
+
+    def dim(self) -> int:
+        return self._data.ndim - (1 if _vlevel(self) else 0)
+
+    def ndimension(self) -> int:
+        return self.dim()
+
+    def numel(self) -> int:
+        n = self._data.size
+        if _vlevel(self):
+            b = self._data.shape[0]
+            return int(np.prod(self._data.shape[1:])) if not b else n // b
+        return n
+
+    def nelement(self) -> int:
+        return self.numel()
+
+    def __len__(self) -> int:
+        if not _vlevel(self):
+            return Tensor.__len__(self)
+        if self._data.ndim == 1:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[1]
+
+    def item(self) -> Any:
+        if _vlevel(self):
+            raise VmapError(_ITEM)
+        return Tensor.item(self)
+
+    def __bool__(self) -> bool:
+        if _vlevel(self):
+            raise VmapError(_CONTROL_FLOW)
+        return Tensor.__bool__(self)
+
+    def tolist(self) -> Any:
+        if _vlevel(self):
+            raise VmapError(_DATA)
+        return Tensor.tolist(self)
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if _vlevel(self):
+            raise VmapError(_DATA)
+        return Tensor.numpy(self, force=force)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if _vlevel(self):
+            raise VmapError(_DATA)
+        return Tensor.__array__(self, dtype, copy)
+
+    def __int__(self) -> int:
+        if _vlevel(self):
+            raise VmapError(_ITEM)
+        return Tensor.__int__(self)
+
+    def __float__(self) -> float:
+        if _vlevel(self):
+            raise VmapError(_ITEM)
+        return Tensor.__float__(self)
+
+    def __index__(self) -> int:
+        if _vlevel(self):
+            raise VmapError(_ITEM)
+        return Tensor.__index__(self)
+
+    def detach(self) -> Tensor:
+        out = Tensor.detach(self)
+        level = _vlevel(self)
+        return mark(out, level) if level else out
+
+    @property
+    def data(self) -> Tensor:
+        if _vlevel(self):
+            raise VmapError("accessing `data` under vmap transform is not allowed")
+        return Tensor.data.fget(self)   # type: ignore[attr-defined]
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        Tensor.data.fset(self, value)   # type: ignore[attr-defined]
+
+
+_ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over "
+         "calling .item() on a Tensor, please try to rewrite what you're doing with other "
+         "operations. If error is occurring somewhere inside PyTorch internals, please file a "
+         "bug report.")
+_CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent "
+                 "control flow. We don't support that yet, please file an issue at "
+                 "https://github.com/pytorch/pytorch/issues .")
+_DATA = ("Cannot access data pointer of Tensor that doesn't have storage (a BatchedTensor "
+         "inside vmap: its values are those of every batch entry)")
+_DYNAMIC = ("vmap: We do not support batching operators that can output dynamic shape. "
+            "Attempted to vmap over {}. Please voice your support in "
+            "https://github.com/pytorch/functorch/issues/256")
+
+
+def mark(t: Tensor, level: int) -> Tensor:
+    """Make ``t`` (physical, batch first) batched at vmap level ``level``; returns ``t``."""
+    t._blevel = level
+    t.__class__ = BatchedTensor
+    return t
+
+
+def _args_level(args: Any) -> int:
+    """The vmap level of a batched tensor among an op's non-tensor arguments (0 if none)."""
+    for a in args:
+        if isinstance(a, Tensor):
+            lv = _vlevel(a)
+            if lv:
+                return lv
+        elif isinstance(a, (tuple, list, TensorList)) and type(a) is not str:
+            try:
+                items = list(a)
+            except TypeError:
+                continue
+            for e in items:
+                if isinstance(e, Tensor) and _vlevel(e):
+                    return e._blevel
+    return 0
+
+
+def _row(x: Any, b: int, level: int) -> Any:
+    """Entry ``b`` of ``x`` if it is batched at ``level`` (level suspended), else ``x``."""
+    if isinstance(x, Tensor):
+        if x._blevel == level:
+            return _shape.select(x, 0, b)
+        return x
+    if type(x) is TensorList:
+        return TensorList(tuple(_row(e, b, level) for e in x))
+    if type(x) in (list, tuple):
+        return type(x)(_row(e, b, level) for e in x)
+    if isinstance(x, dict):
+        return {k: _row(v, b, level) for k, v in x.items()}
+    return x
+
+
+def _stack_rows(outs: list, level: int, what: Any) -> Any:
+    first = outs[0]
+    if first is None and all(o is None for o in outs):
+        return None
+    if isinstance(first, Tensor):
+        if any(o._data.shape != first._data.shape for o in outs):
+            raise VmapError(_DYNAMIC.format(getattr(what, "__name__", what)))
+        return mark(_shape.stack(outs, 0), level)
+    if isinstance(first, tuple) and first and all(isinstance(o, Tensor) for o in first):
+        items = [_stack_rows([o[i] for o in outs], level, what) for i in range(len(first))]
+        named: Any = first
+        return named._make(items) if hasattr(first, "_fields") else tuple(items)
+    raise _unsupported(what, "a result that is not a tensor")
+
+
+def _op_per_entry(op: Op, ts: list, arrs: list, bd: list, args: tuple, level: int,
+                  B: int) -> Any:
+    """An op without a batching rule at a vmap level: run once per entry and stack (exact;
+    torch's slow-path fallback)."""
+    if not B:
+        raise _unsupported(op, "an empty batch")
+    outs = []
+    with _bt.suspended(level):
+        for b in range(B):
+            rts, rarrs = [], []
+            for t, a, isb in zip(ts, arrs, bd):
+                if isb:
+                    r = _shape.select(t, 0, b)
+                    rts.append(r)
+                    rarrs.append(_arr(r, a))
+                else:
+                    rts.append(t)
+                    rarrs.append(a)
+            outs.append(apply(op, tuple(rts), tuple(rarrs), _row(args, b, level)))
+        return _stack_rows(outs, level, op.name)
+
+
+def function_per_entry(cls: Any, args: tuple) -> Any:
+    """``autograd.Function`` ``cls`` applied to batched inputs: once per entry (ndgrad's
+    Function has no vmap rule), or NotImplemented when no input is batched."""
+    if not _args_level(args):
+        return NotImplemented
+    return per_entry(cls.apply, *args)
+
+
+def per_entry(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``fn`` (a function computing on tensors' data outside ``apply``) run once per entry of
+    the innermost vmap level among its tensor arguments, the results stacked (batched)."""
+    level = _args_level(args) or _args_level(tuple(kwargs.values()))
+    if not level:
+        return fn(*args, **kwargs)
+    B = VMAP[level]
+    if not B:
+        raise _unsupported(fn, "an empty batch")
+    with _bt.suspended(level):
+        outs = [fn(*_row(args, b, level), **_row(kwargs, b, level)) for b in range(B)]
+        return _stack_rows(outs, level, fn)
 
 
 # ---------------------------------------------------------------------------- proxies
@@ -177,14 +432,27 @@ def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     Returns NotImplemented when no argument is batched at an active level (the caller then
     runs its ordinary code).
     """
+    if VMAP:
+        impl = _VMAP_IMPL.get(getattr(fn, "__name__", None))
+        if impl is not None and getattr(fn, "__module__", None) == impl[0]:
+            r = impl[1](fn, *args, **kwargs)
+            if r is not NotImplemented:
+                return r
     proxies: list = []
-    args = tuple(_proxify(a, proxies) for a in args)
-    kwargs = {k: _proxify(v, proxies) for k, v in kwargs.items()}
+    pargs = tuple(_proxify(a, proxies) for a in args)
+    pkwargs = {k: _proxify(v, proxies) for k, v in kwargs.items()}
     if not proxies:
         return NotImplemented
-    out = _unproxy(fn(*args, **kwargs))
+    level = proxies[0]._bproxy._blevel
+    mark_rng = fingerprint() if _bt.RANDOMNESS.get(level) == "different" else None
+    out = _unproxy(fn(*pargs, **pkwargs))
+    if mark_rng is not None and fingerprint() != mark_rng:
+        # a draw on one entry's proxy would be shared: independent draws per entry
+        return per_entry(fn, *args, **kwargs)
     for p in proxies:
         if not p.__dict__.get("_bused") and not _returned(out, p._bproxy):
+            if p._bproxy._blevel in VMAP:      # vmap: the op per entry (exact)
+                return per_entry(fn, *args, **kwargs)
             raise _unsupported(fn, "a batched tensor used for its values (an index, a mask, a "
                                    "condition ...) rather than as a differentiable operand")
     return out
@@ -445,6 +713,8 @@ def _concat(c: _Call, args: tuple) -> Any:
 
 def _matmul_like(c: _Call, args: tuple) -> Any:
     """mm, bmm: NumPy-style broadcasting matmul lines up the batch dimension."""
+    if c.op is _lin.MM:
+        return _batched_matmul(c.ts[0], c.ts[1], c.bd[0], c.bd[1], c.B)
     return _lin.matmul(c.ts[0], c.ts[1])
 
 
@@ -598,6 +868,7 @@ _shape: Any = None
 _red: Any = None
 _lin: Any = None
 _vi: Any = None
+_prod: Any = None
 
 
 def install() -> None:
@@ -679,7 +950,89 @@ def install() -> None:
         if hasattr(s, name):
             VJP_ONLY.add(getattr(s, name))
     RULES[s.AS_STRIDED] = _as_strided
+    global _prod
+    from . import products as _prod_mod  # local import: as above
+    _prod = _prod_mod
+    for op in (_prod.ADDMM, _prod.ADDMV, _prod.BADDBMM):
+        _VECTOR[op] = _addmm_like
+    RULES[BMM3] = lambda c, args: _lin.matmul(c.ts[0], c.ts[1])   # 3-D operands: broadcasts
     _dispatch._batched_apply = batched_apply
+
+
+# ---------------------------------------------------------------------------- physical bmm
+# Batched products made by the rules below: a (B, n, k) @ (B, k, m) product whose operand is a
+# broadcast (stride-0) batch (an unbatched weight, or a vmap'd transform's leaf) is one GEMM on
+# the stacked rows, and an outer product (k == 1) a broadcast multiply: NumPy's stacked matmul
+# runs both without BLAS, up to 50x slower.
+def _bmm_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    B, n, k = a.shape
+    m = b.shape[2]
+    if B > 1 and k == 1 and a.dtype.kind == "f":
+        r = a * b
+    elif B > 1 and b.strides[0] == 0:
+        r = np.matmul(a.reshape(B * n, k), b[0]).reshape(B, n, m)
+    elif B > 1 and a.strides[0] == 0:
+        r = np.swapaxes(np.matmul(np.swapaxes(b, 1, 2).reshape(B * m, k), a[0].T)
+                        .reshape(B, m, n), 1, 2)
+    else:
+        r = np.matmul(a, b)
+    return r if r.dtype == a.dtype else r.astype(a.dtype)
+
+
+def _bmm_vjp(ctx: Any, g: Tensor) -> tuple:
+    b, a = ctx.saved
+    return (bmm3(g, _shape.transpose(b, 1, 2).conj()) if ctx.needs_input_grad(0) else None,
+            bmm3(_shape.transpose(a, 1, 2).conj(), g) if ctx.needs_input_grad(1) else None)
+
+
+def bmm3(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b`` of two 3-D tensors with the same batch size (physical: no batching)."""
+    return apply(BMM3, (a, b), (a._data, b._data))
+
+
+BMM3 = Op("bmm", "BmmBackward0", _bmm_fwd, _bmm_vjp, inputs=("self", "mat2"),
+          saves=("mat2", "self"), save_if=((0,), (1,)),
+          jvp=_jvp_bilinear(lambda a, b: bmm3(a, b)))
+
+
+def _batched_matmul(a: Tensor, b: Tensor, ba: bool, bb: bool, B: int) -> Tensor:
+    """Physical product of batched matrices (B, n, k) / (B, k, m), either side unbatched
+    (2-D); the result is (B, n, m)."""
+    if ba and not bb:
+        n, k = a._data.shape[1:]
+        flat = _shape.reshape(a, (B * n, k))
+        return _shape.reshape(_lin.mm(flat, b), (B, n, b._data.shape[1]))
+    if bb and not ba:
+        a = _shape.expand(_shape.unsqueeze(a, 0), (B,) + a._data.shape)
+    return bmm3(a, b)
+
+
+# Vectorized rules replacing another module's per-row rule (looked up before ``RULES``).
+_VECTOR: dict = {}
+
+
+def _addmm_like(c: _Call, args: tuple) -> Any:
+    """addmm/addmv/baddbmm: ``beta * input + alpha * (m1 @ m2)`` with a broadcasting
+    matmul over the batch dim (``input`` ignored when ``beta`` is 0, as in torch)."""
+    beta, alpha = args
+    x, m1, m2 = c.ts
+    rank = len(c.ls[1])
+    if c.op is _prod.ADDMV and c.bd[2]:
+        p = _shape.squeeze(_lin.matmul(m1, _shape.unsqueeze(m2, -1)), -1)
+        rank = 1
+    elif c.op is _prod.ADDMM:
+        p = _batched_matmul(m1, m2, c.bd[1], c.bd[2], c.B)
+    else:
+        p = _lin.matmul(m1, m2)
+        if c.op is _prod.ADDMV:
+            rank = 1
+    if alpha != 1:
+        p = p * alpha
+    if beta == 0:
+        return p
+    if c.bd[0]:
+        x = _pad(x, c.B, c.ls[0], rank)
+    return p + (x if beta == 1 else x * beta)
 
 
 def _dims_first_int(c: _Call, args: tuple) -> Any:
@@ -687,3 +1040,272 @@ def _dims_first_int(c: _Call, args: tuple) -> Any:
     d = args[0]
     return apply(c.op, tuple(c.ts), tuple(c.arrs),
                  (_shift(d) if isinstance(d, tuple) else d + 1,))
+
+
+# ---------------------------------------------------------------------------- data functions
+# Note [Vectorized vmap] in func/_vmap.py: functions that compute on tensors' data without
+# ``apply`` (comparisons, masks, ``*_like`` factories, data-dependent shapes) are wrapped, in
+# the ``ndgrad`` namespace and as ``BatchedTensor`` methods, by ``install_data_functions``.
+# The wrappers cost one dict test when no vmap level exists.
+ELEMENTWISE_DATA = (
+    "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf",
+    "isneginf", "isreal", "signbit", "logical_and", "logical_or", "logical_xor", "logical_not",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isclose", "where",
+    "masked_fill")
+ELEMENTWISE_DUNDERS = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__and__",
+                       "__or__", "__xor__", "__rand__", "__ror__", "__rxor__", "__invert__")
+LIKE_DATA = ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+             "randint_like")
+RANDOM_FACTORIES = ("rand", "randn", "randint", "normal")
+PER_ENTRY_DATA = ("nonzero", "argwhere", "count_nonzero", "any", "all", "unique",
+                  "unique_consecutive", "bincount", "isin", "masked_select", "equal",
+                  "allclose", "argsort", "searchsorted", "bucketize", "histc", "histogram")
+
+
+def elementwise_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``fn``, an elementwise function on data, with batched arguments: batched tensors get
+    singleton dims after the batch dim up to the highest logical rank, then ``fn`` runs on the
+    physical tensors with the level suspended and its results are batched."""
+    level = _args_level(args) or _args_level(tuple(kwargs.values()))
+    if not level:
+        return fn(*args, **kwargs)
+    B = VMAP[level]
+    rank = 0
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, Tensor):
+            rank = max(rank, a._data.ndim - (a._blevel == level))
+
+    def align(a: Any) -> Any:
+        if isinstance(a, Tensor) and a._blevel == level:
+            lshape = a._data.shape[1:]
+            if len(lshape) < rank:
+                return _shape.reshape(a, (B,) + (1,) * (rank - len(lshape)) + lshape)
+        return a
+    with _bt.suspended(level):
+        out = fn(*[align(a) for a in args], **{k: align(v) for k, v in kwargs.items()})
+    return _mark_out(out, level)
+
+
+def like_call(fn: Callable, input: Any, *args: Any, **kwargs: Any) -> Any:
+    """A ``*_like`` factory of a batched tensor: one batched result (torch's semantics)."""
+    if not (isinstance(input, Tensor) and _vlevel(input)):
+        return fn(input, *args, **kwargs)
+    level = input._blevel
+    with _bt.suspended(level):
+        out = fn(input, *args, **kwargs)
+    return _mark_out(out, level)
+
+
+def _mark_out(out: Any, level: int) -> Any:
+    if isinstance(out, Tensor):
+        return mark(out, level)
+    if isinstance(out, tuple):
+        for o in out:
+            if isinstance(o, Tensor):
+                mark(o, level)
+    return out
+
+
+def _aware(fn: Callable, kind: Callable) -> Callable:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if VMAP:
+            return kind(fn, *args, **kwargs)
+        return fn(*args, **kwargs)
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(wrapper, attr, getattr(fn, attr, None))
+    wrapper.__wrapped__ = fn            # type: ignore[attr-defined]
+    wrapper.__dict__.update({k: v for k, v in getattr(fn, "__dict__", {}).items()
+                             if k != "__wrapped__"})
+    return wrapper
+
+
+def _random_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """A random factory with an explicit size inside a vmap level with
+    ``randomness="different"``: one draw with the batch size prepended, batched. (Under
+    ``"error"`` the draw is refused by the caller; tensor-shaped draws such as ``rand_like`` or
+    ``dropout`` of a batched tensor are batched draws already.)"""
+    level = _bt.current_vmap()
+    if not level or _bt.RANDOMNESS.get(level) != "different" or _args_level(args) or \
+            _args_level(tuple(kwargs.values())):
+        return fn(*args, **kwargs)
+    B = VMAP[level]
+    new = list(args)
+    if "size" in kwargs and kwargs["size"] is not None:
+        kwargs["size"] = (B,) + tuple(kwargs["size"])
+    else:
+        for i, a in enumerate(new):
+            if isinstance(a, (tuple, list)) and all(isinstance(v, int) for v in a):
+                new[i] = (B,) + tuple(a)
+                break
+        else:
+            if fn.__name__ in ("rand", "randn") and all(isinstance(v, int) for v in new):
+                new = [B] + new
+            else:
+                return per_entry_draws(fn, B, level, new, kwargs)
+    return mark(fn(*new, **kwargs), level)
+
+
+def per_entry_draws(fn: Callable, B: int, level: int, args: list, kwargs: dict) -> Any:
+    with _bt.suspended(level):
+        return _stack_rows([fn(*args, **kwargs) for _ in range(B)], level, fn)
+
+
+def _wrap_public(namespace: Any, name: str, kind: Callable) -> None:
+    """Make ``namespace.name`` vmap-aware. A function generated from a declared signature
+    (Note [Declared signatures]) keeps its argument checks and their messages: the
+    implementation it calls is wrapped in its own globals."""
+    fn: Any = getattr(namespace, name, None)
+    if fn is None or hasattr(fn, "_vmap_aware"):
+        return
+    env: dict = getattr(fn, "__globals__", {})
+    impl: Callable = env.get("_impl") or fn
+    if impl is not fn and impl is getattr(fn, "__wrapped__", None) and env is not getattr(
+            sys.modules.get(getattr(fn, "__module__", "")), "__dict__", None):
+        env["_impl"] = _aware(impl, kind)
+        fn._vmap_aware = True
+        return
+    w = _aware(fn, kind)
+    w._vmap_aware = True                # type: ignore[attr-defined]
+    setattr(namespace, name, w)
+
+
+def _where_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    if len(args) + len(kwargs) == 1:
+        return per_entry(fn, *args, **kwargs)
+    return elementwise_call(fn, *args, **kwargs)
+
+
+def _batched_method(fn: Callable, kind: Callable) -> Callable:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return kind(fn, self, *args, **kwargs)
+    method.__name__ = getattr(fn, "__name__", "method")
+    method.__doc__ = getattr(fn, "__doc__", None)
+    return method
+
+
+_DATA_INSTALLED: list = []
+
+
+def install_data_functions(namespace: Any, ops: Any) -> None:
+    """Wrap the data functions of ``namespace`` (the ``ndgrad`` module) and give
+    ``BatchedTensor`` the matching methods (once); ``ops`` is ``ndgrad.ops``, whose
+    ``getitem`` the Tensor methods look up at call time."""
+    if _DATA_INSTALLED:
+        return
+    _DATA_INSTALLED.append(True)
+    kinds = [(ELEMENTWISE_DATA, elementwise_call), (LIKE_DATA, like_call),
+             (PER_ENTRY_DATA, per_entry)]
+    for names, kind in kinds:
+        for name in names:
+            k = _where_call if name == "where" else kind
+            _wrap_public(namespace, name, k)
+            m = getattr(Tensor, name, None)
+            if m is not None:
+                # batched receiver; an unbatched receiver with a batched argument goes
+                # through the wrapped implementation of the Tensor method itself
+                setattr(BatchedTensor, name, _batched_method(m, k))
+                if getattr(m, "__globals__", {}).get("_impl") is getattr(m, "__wrapped__", 0):
+                    _wrap_public(Tensor, name, k)
+    for name in RANDOM_FACTORIES:
+        _wrap_public(namespace, name, _random_call)
+    for name in ELEMENTWISE_DUNDERS:
+        m = getattr(Tensor, name, None)
+        if m is not None:
+            setattr(BatchedTensor, name, _batched_method(m, elementwise_call))
+    BatchedTensor.__hash__ = Tensor.__hash__    # type: ignore[method-assign]
+    # Properties whose code reads the physical ``_data`` for dims: run on a logical proxy.
+    for name in ("T", "mT", "H", "mH"):
+        prop = getattr(Tensor, name, None)
+        if isinstance(prop, property) and prop.fget is not None:
+            setattr(BatchedTensor, name, property(_proxied(prop.fget)))
+    ops.getitem = _getitem_aware(ops.getitem)
+    views_inplace.setitem = _setitem_aware(views_inplace.setitem)
+
+
+def _proxied(fget: Callable) -> Callable:
+    def get(self: Any) -> Any:
+        if _vlevel(self):
+            return call(fget, self)
+        return fget(self)
+    return get
+
+
+def _getitem_aware(fn: Callable) -> Callable:
+    def getitem(input: Any, index: Any) -> Any:
+        if VMAP and _args_level((index,)):         # a batched index: per entry
+            return per_entry(fn, input, index)
+        return fn(input, index)
+    getitem.__wrapped__ = fn            # type: ignore[attr-defined]
+    return getitem
+
+
+def _setitem_aware(fn: Callable) -> Callable:
+    def setitem(self: Any, index: Any, value: Any) -> None:
+        if VMAP:
+            lv = _args_level((index, value))
+            if lv and self._blevel != lv:
+                raise RuntimeError(views_inplace._VMAP_INPLACE)
+            if lv:
+                return per_entry(fn, self, index, value)
+        return fn(self, index, value)
+    setitem.__wrapped__ = fn            # type: ignore[attr-defined]
+    return setitem
+
+
+# ---------------------------------------------------------------------------- vmap losses
+# The default generator's position (set by func/_rng.py): has a function drawn?
+fingerprint: Callable = lambda: None
+
+
+# Public functions whose batched form at a vmap level is computed here instead of per entry
+# (their class-index target is used for its values): name -> (module, impl).
+def _loss_vmap(fn: Callable, input: Any, target: Any, weight: Any = None,
+               size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+               reduction: str = "mean", label_smoothing: float = 0.0) -> Any:
+    """cross_entropy / nll_loss with class indices at a vmap level: the entries are folded
+    into the loss's own batch dim (reduction 'none'), then reduced per entry."""
+    level = _args_level((input, target))
+    if (not level or size_average is not None or reduce is not None
+            or reduction not in ("none", "sum", "mean")
+            or (weight is not None and _vlevel(weight))
+            or target._data.dtype.kind not in "iu"):
+        return NotImplemented
+    B = VMAP[level]
+    li = input._data.shape[1:] if input._blevel == level else input._data.shape
+    lt = target._data.shape[1:] if target._blevel == level else target._data.shape
+    if not B or not li or len(lt) != len(li) - 1:
+        return NotImplemented
+    extra = (label_smoothing,) if fn.__name__ == "cross_entropy" else ()
+    with _bt.suspended(level):
+        x = input if input._blevel == level else _batch_expand(input, B)
+        t = target if target._blevel == level else _batch_expand(target, B)
+        if len(li) == 1:
+            xf, tf = x, t
+        else:
+            xf = _shape.reshape(x, (B * li[0],) + tuple(li[1:]))
+            tf = _shape.reshape(t, (B * lt[0],) + tuple(lt[1:]))
+        loss = fn(xf, tf, weight, None, ignore_index, None, "none", *extra)
+        rows = _shape.reshape(loss, (B, -1))
+        if reduction == "none":
+            out = _shape.reshape(loss, (B,) + tuple(lt))
+        elif reduction == "sum":
+            out = _red.sum(rows, 1)
+        else:
+            ti = tf._data.reshape(B, -1)
+            keep = ti != ignore_index
+            if weight is not None:
+                w = weight._data[np.where(keep, ti, 0)] * keep
+            else:
+                w = keep
+            denom = np.asarray(w.sum(1), dtype=rows._data.dtype)
+            # An entry whose targets are all ignored is NaN with a zero gradient, as in torch.
+            empty = denom == 0
+            scale = np.divide(1, denom, out=np.zeros_like(denom), where=~empty)
+            out = _red.sum(rows, 1) * _wrap(scale)
+            if empty.any():
+                out = out + _wrap(np.where(empty, np.nan, 0).astype(denom.dtype))
+    return mark(out, level)
+
+
+_VMAP_IMPL: dict = {"cross_entropy": ("ndgrad.ops.nn_loss", _loss_vmap),
+                    "nll_loss": ("ndgrad.ops.nn_loss", _loss_vmap)}

@@ -43,6 +43,7 @@ import numpy as np
 
 from .. import _dtype
 from .._layout import is_non_overlapping_and_dense
+from ..autograd import batching as _bt
 from ..autograd.grad_mode import _state, no_grad
 from ..autograd.engine import _fix_gradient
 from ..autograd.node import SECOND_BACKWARD_MSG, Node, next_sequence_nr
@@ -416,6 +417,8 @@ def _view_rebase_message(t: Tensor, indirect: bool) -> str:
 
 
 def _store(self: Tensor, res: Tensor) -> None:
+    if res._blevel and res._blevel != self._blevel:    # Note [Vectorized vmap], func/_vmap.py
+        _vmap_store_check(res)
     src = res._data
     dst = self._data
     if src.dtype != dst.dtype and not np.can_cast(src.dtype, dst.dtype, "same_kind"):
@@ -432,6 +435,20 @@ def _store(self: Tensor, res: Tensor) -> None:
             raise RuntimeError(f"output with shape {list(dst.shape)} doesn't match the "
                                f"broadcast shape {shown}")
     np.copyto(dst, src, casting="unsafe")
+
+
+_VMAP_INPLACE = (
+    "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a "
+    "Tensor `other` in extra_args that has more elements than `self`. This happened due to "
+    "`other` being vmapped over but `self` not being vmapped over in a vmap. Please try to use "
+    "out-of-place operators instead of inplace arithmetic. If said operator is being called "
+    "inside the PyTorch framework, please file a bug report instead.")
+
+
+def _vmap_store_check(res: Tensor) -> None:
+    """A batched result written into a tensor that is not batched at its vmap level."""
+    if res._blevel in _bt.VMAP and res._blevel in _bt.ACTIVE:
+        raise RuntimeError(_VMAP_INPLACE)
 
 
 def _overlaps(dst: np.ndarray, src: np.ndarray, full_too: bool) -> bool:
@@ -538,6 +555,9 @@ def apply_inplace(self: Tensor, fn: Callable[..., Tensor], *args: Any,
         return self
     snapshot = _new(Tensor)
     snapshot._data = self._data.copy()   # the old value, for rules that need it
+    if self._blevel:                     # a vmap's BatchedTensor stays one (func/_vmap.py)
+        snapshot._blevel = self._blevel
+        snapshot.__class__ = self.__class__
     snapshot._grad_fn = self._grad_fn
     snapshot._output_nr = self._output_nr
     snapshot._requires_grad = self._requires_grad
