@@ -235,6 +235,13 @@ def _conv_fwd(x, w, stride, pad, dil, groups):
     return y if dt is None else y.astype(dt)
 
 
+# Note [Transposed convolution as a full correlation]
+# With stride 1, conv_t(g, w) is the convolution of ``g`` padded by ``d * (k - 1) - p`` with
+# the spatially flipped weight, its two channel axes swapped per group: the wide im2col and one
+# stacked GEMM of the forward (Note [Wide im2col]) instead of a GEMM to columns and ``prod(k)``
+# read-modify-write passes of col2im. Its columns hold O * prod(k) rows against col2im's
+# C * prod(k), so it is taken when O <= 2C (measured on this machine: 10-50% faster there,
+# up to 5x slower for O >> C with 5x5 kernels) and the padding is at most ``d * (k - 1)``.
 def _convt_fwd(g, w, stride, pad, dil, groups, size):
     """conv_t: ``g`` (N, O, *out), ``w`` (O, C/groups, *k) -> (N, C, *size)."""
     dt, (g, w) = _lowp(g, w)
@@ -242,8 +249,16 @@ def _convt_fwd(g, w, stride, pad, dil, groups, size):
     k = w.shape[2:]
     out = g.shape[2:]
     c = w.shape[1] * groups
+    unit = all(s == 1 for s in stride) and _out_size(size, k, stride, pad, dil) == out
+    if unit and o <= 2 * c and all(p <= d * (kk - 1) for p, d, kk in zip(pad, dil, k)):
+        # Note [Transposed convolution as a full correlation]
+        wf = w[(Ellipsis,) + (slice(None, None, -1),) * len(k)]
+        wf = wf.reshape((groups, o // groups, c // groups) + tuple(k)).swapaxes(1, 2)
+        x = _conv_fwd(g, wf.reshape((c, o // groups) + tuple(k)), stride,
+                      tuple(d * (kk - 1) - p for p, d, kk in zip(pad, dil, k)), dil, groups)
+        return x if dt is None else x.astype(dt)
     wm = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)
-    if all(s == 1 for s in stride) and _out_size(size, k, stride, pad, dil) == out:
+    if unit:
         gw = _widen(g, tuple(m + 2 * p for m, p in zip(size, pad)))
         gw = gw.reshape(n, groups, o // groups, -1)
         cols = np.matmul(wm, gw, out=scratch("colsT", (n, groups, wm.shape[1], gw.shape[-1]),
