@@ -17,9 +17,10 @@ Every (library, workload) cell runs in its own process (same weights and data: t
 initialization copied into ndgrad), the libraries alternate within each round, and each cell
 times calls for ``--budget`` seconds after warm-up. The table gives, per cell, the median over
 rounds of the per-run medians and the minimum over all calls, and the ratios ndgrad/torch of
-both. ``--breakdown`` times ndgrad's step in this process with every op-table forward wrapped
-(the ops a backward pass runs are op-table ops too): time per op name, and the rest of the
-step (Python, module code, autograd engine) as "outside ops". The children run without
+both. ``--breakdown`` times ndgrad's step in this process with every op-table forward and
+backward rule wrapped: exclusive time per op name (a backward rule's own NumPy work, without
+the ops it calls, is "<op> (backward rule)"), and the rest of the step (Python, module code,
+autograd engine) as "outside ops". The children run without
 ``OPENBLAS_CORETYPE``/``OPENBLAS_L2_SIZE``, as the shared bench's do.
 """
 
@@ -175,25 +176,39 @@ def _run_cell(lib_name: str, name: str, budget: float) -> dict:
     raise RuntimeError(f"{lib_name}/{name} failed:\n{out.stderr[-2000:]}")
 
 
-def breakdown(name: str, steps: int = 100) -> None:
+def breakdown(name: str, steps: int = 200) -> None:
     """Print where ndgrad's step of ``name`` spends its time, per op name."""
     step = make_step("ndgrad", name)
     from ndgrad.ops._dispatch import Op
     acc: dict = collections.defaultdict(float)
     calls: collections.Counter = collections.Counter()
 
-    def wrap(op: Op) -> None:
-        f, key = op.forward, op.name
+    stack: list = []
 
-        def timed(*a):
+    def timed(f: Callable, key: str) -> Callable:
+        # Exclusive times: a rule's time excludes the ops it calls (they count as themselves).
+        def run(*a):
+            stack.append(0.0)
             t = time.perf_counter()
-            r = f(*a)
-            acc[key] += time.perf_counter() - t
-            calls[key] += 1
-            return r
-        op.forward = timed
+            try:
+                return f(*a)
+            finally:
+                dt = time.perf_counter() - t
+                inner = stack.pop()
+                acc[key] += dt - inner
+                calls[key] += 1
+                if stack:
+                    stack[-1] += dt
+        return run
+
+    def wrap(op: Op) -> None:
+        op.forward = timed(op.forward, op.name)
+        if op.vjp is not None:
+            op.vjp = timed(op.vjp, op.name + " (backward rule)")
+    for _ in range(3):       # ops made on first use (LSTM cells, attention) exist after this
+        step()
     ops = [o for o in gc.get_objects() if isinstance(o, Op)]
-    originals = [(o, o.forward) for o in ops]
+    originals = [(o, o.forward, o.vjp) for o in ops]
     for o in ops:
         wrap(o)
     for _ in range(5):
@@ -208,21 +223,26 @@ def breakdown(name: str, steps: int = 100) -> None:
         step()
         ts.append(time.perf_counter() - t)
         per.append(dict(acc))
-    tot = float(np.median(ts))
-    names = sorted({k for d in per for k in d}, key=lambda k: -np.median([d.get(k, 0.0)
-                                                                          for d in per]))
-    print(f"\n{name}: ndgrad step median {tot * 1e6:.0f} us (per-op medians over {steps} steps)")
+    # The machine is shared: a step that was preempted says little about where time goes, so
+    # the breakdown averages the fastest quarter of the steps.
+    keep = np.argsort(ts)[:max(1, steps // 4)]
+    per = [per[i] for i in keep]
+    tot = float(np.mean([ts[i] for i in keep]))
+    names = sorted({k for d in per for k in d}, key=lambda k: -np.mean([d.get(k, 0.0)
+                                                                        for d in per]))
+    print(f"\n{name}: ndgrad step {tot * 1e6:.0f} us (mean of the fastest {len(keep)} of "
+          f"{steps} steps; median of all {np.median(ts) * 1e6:.0f} us)")
     inside = 0.0
     for k in names:
-        m = float(np.median([d.get(k, 0.0) for d in per]))
+        m = float(np.mean([d.get(k, 0.0) for d in per]))
         inside += m
         if m * 1e6 >= 1.0:
-            print(f"  {k:<34} {m * 1e6:8.1f} us  {100 * m / tot:5.1f}%  "
+            print(f"  {k:<40} {m * 1e6:8.1f} us  {100 * m / tot:5.1f}%  "
                   f"x{calls[k] // steps}")
-    print(f"  {'outside ops (Python, modules, engine)':<34} {(tot - inside) * 1e6:8.1f} us  "
+    print(f"  {'outside ops (Python, modules, engine)':<40} {(tot - inside) * 1e6:8.1f} us  "
           f"{100 * (tot - inside) / tot:5.1f}%")
-    for o, f in originals:
-        o.forward = f
+    for o, f, v in originals:
+        o.forward, o.vjp = f, v
 
 
 def main() -> None:
