@@ -534,6 +534,20 @@ def _float_or_int(x: np.ndarray, name: str, allow_int: bool) -> None:
 
 
 # ---------------------------------------------------------------------------- max_pool
+# Note [Max pooling in the op table]
+# Max pooling is two op-table ops: the (non-differentiable) indices of the windows' maxima,
+# ``_max_pool_indices`` / ``_adaptive_max_pool_indices``, and the differentiable gather at
+# them (``max_pool2d_with_indices`` ...; its VJP scatters with ndgrad ops, so it differentiates
+# to any order). A trace (ndgrad.jit) therefore records both as ops, not the whole function as
+# an opaque Call. The values found with the indices are handed to the gather (``_found``).
+MAX_POOL_INDICES = Op("_max_pool_indices", "MaxPoolIndicesBackward0",
+                      lambda x, kernel, st, pad, dil, out: max_pool_indices(x, kernel, st, pad,
+                                                                            dil, out),
+                      args=("kernel_size", "stride", "padding", "dilation", "output_size"))
+ADAPTIVE_MAX_INDICES = Op("_adaptive_max_pool_indices", "AdaptiveMaxPoolIndicesBackward0",
+                          lambda x, out: adaptive_max_indices(x, out), args=("output_size",))
+
+
 def _max_pool(input: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any,
               dilation: Any, ceil_mode: bool, return_indices: bool) -> Any:
     fn = f"max_pool{nsp}d"
@@ -545,7 +559,7 @@ def _max_pool(input: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: A
     dil = _ints(dilation, nsp, fn, "dilation")
     out = _check_pool(x, nsp, kernel, st, pad, dil, bool(ceil_mode), fn, True)
     _float_or_int(x, fn, True)
-    idx = _wrap(max_pool_indices(x, kernel, st, pad, dil, out))
+    idx = apply(MAX_POOL_INDICES, (input,), (x,), (kernel, st, pad, dil, out))
     op = MAX_POOL2D if nsp == 2 else MAX_POOL3D
     y = apply(op, (input,), (x,), (nsp, kernel, st, pad, dil, bool(ceil_mode), idx))
     return (y, idx) if return_indices else y
@@ -911,7 +925,7 @@ def _adaptive_max(input: Tensor, nsp: int, output_size: Any, return_indices: boo
     out = _adaptive_size(output_size, nsp, x, fn, True)
     _check_adaptive(x, nsp, out, fn, True)
     _float_or_int(x, fn, False)
-    idx = _wrap(adaptive_max_indices(x, out))
+    idx = apply(ADAPTIVE_MAX_INDICES, (input,), (x,), (out,))
     op = ADAPTIVE_MAX2D if nsp == 2 else ADAPTIVE_MAX3D
     y = apply(op, (input,), (x,), (nsp, out, idx))
     return (y, idx) if return_indices else y
@@ -1257,7 +1271,7 @@ def _max_rule(c, args):
 def _register() -> None:
     from ._batching import RULES
     for op in (SEPARABLE, AVG_POOL2D, AVG_POOL3D, ADAPTIVE_AVG2D, ADAPTIVE_AVG3D, GATHER,
-               SCATTER_ADD, MAX_UNPOOL2D, MAX_UNPOOL3D):
+               SCATTER_ADD, MAX_UNPOOL2D, MAX_UNPOOL3D, MAX_POOL_INDICES, ADAPTIVE_MAX_INDICES):
         RULES[op] = _trailing_rule
     for op in (MAX_POOL2D, MAX_POOL3D, ADAPTIVE_MAX2D, ADAPTIVE_MAX3D, FRACTIONAL2D,
                FRACTIONAL3D):
