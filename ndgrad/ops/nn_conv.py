@@ -190,8 +190,10 @@ def _wide_col2im(cols: np.ndarray, size: tuple, k: tuple, pad: tuple, dil: tuple
 # one is ``Lw - 1``). The GEMM computes the extra positions too (cropped from the forward's
 # result; ``_WIDE_WASTE`` bounds their share) and the weight gradient multiplies them by the
 # zeros of the widened cotangent: an exact zero unless the input holds an inf or NaN there,
-# so a weight gradient that is not all finite is recomputed on the exact columns.
-_WIDE_WASTE = 1.3
+# so a weight gradient that is not all finite is recomputed on the exact columns. The compact
+# im2col copies runs of ``out[-1]`` elements: for LeNet's second convolution (10 wide) it took
+# longer than the 40% more GEMM of the wide grid, hence the bound of 2x.
+_WIDE_WASTE = 2.0
 
 
 def _wide_cols(x: np.ndarray, k: tuple, pad: tuple, dil: tuple, groups: int):
