@@ -543,9 +543,11 @@ def _float_or_int(x: np.ndarray, name: str, allow_int: bool) -> None:
 MAX_POOL_INDICES = Op("_max_pool_indices", "MaxPoolIndicesBackward0",
                       lambda x, kernel, st, pad, dil, out: max_pool_indices(x, kernel, st, pad,
                                                                             dil, out),
-                      args=("kernel_size", "stride", "padding", "dilation", "output_size"))
+                      args=("kernel_size", "stride", "padding", "dilation", "output_size"),
+                      jvp=lambda ctx, t: None)     # integer indices: no tangent
 ADAPTIVE_MAX_INDICES = Op("_adaptive_max_pool_indices", "AdaptiveMaxPoolIndicesBackward0",
-                          lambda x, out: adaptive_max_indices(x, out), args=("output_size",))
+                          lambda x, out: adaptive_max_indices(x, out), args=("output_size",),
+                          jvp=lambda ctx, t: None)
 
 
 def _max_pool(input: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any,
