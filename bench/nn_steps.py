@@ -269,7 +269,10 @@ def main() -> None:
         for w in names:
             order = ("torch", "ndgrad") if r % 2 == 0 else ("ndgrad", "torch")
             for lib in order:
-                res[lib, w].append(_run_cell(lib, w, a.budget))
+                c = _run_cell(lib, w, a.budget)
+                res[lib, w].append(c)
+                print(f"[round {r + 1}] {w:<12} {lib:<7} median {c['median'] * 1e3:8.3f} ms, "
+                      f"min {c['min'] * 1e3:8.3f} ms", flush=True)
     print(f"{a.rounds} rounds, {a.budget:.1f} s per cell, "
           f"{os.environ.get('OMP_NUM_THREADS', '2')} threads; ms per step")
     print(f"{'workload':<12} {'torch med':>9} {'ndgrad med':>10} {'ratio':>6} "
