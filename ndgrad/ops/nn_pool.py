@@ -338,8 +338,31 @@ def max_pool_indices(x: np.ndarray, kernel: tuple, stride: tuple, pad: tuple, di
         sl = tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
                    for k, d, o, s in zip(ks, dil, out, stride))
         return xp[(Ellipsis,) + sl]
-    # the maxima first (NaN propagates), then the first offset in scan order holding each
     all_ks = list(itertools.product(*(range(k) for k in kernel)))
+    ps = _plane_strides(plane)
+    ct = np.int16 if len(all_ks) < 2 ** 15 else np.int64
+    if all(ok is None for lst in offsets for _, ok in lst):
+        # Every window lies inside the input: one pass per offset keeps the running maximum
+        # and the number of the first offset that reached it (a later offset wins only if
+        # strictly greater). A NaN never wins a comparison but propagates into the maximum:
+        # then torch's NaN order is found by _argmax_windows.
+        best = read(all_ks[0]).copy()
+        code = np.zeros(best.shape, ct)
+        for n_k in range(1, len(all_ks)):
+            v = read(all_ks[n_k])
+            m = v > best
+            np.maximum(best, v, out=best)
+            code += m.astype(ct) * (ct(n_k) - code)
+        if (x.dtype.kind == "f" or x.dtype.name == "bfloat16") and np.isnan(best).any():
+            return _argmax_windows(x, plane, out, offsets, first, read)
+        shift = np.array([sum(k * d * p for k, d, p in zip(ks, dil, ps)) for ks in all_ks],
+                         np.int64)
+        base = sum((np.arange(o, dtype=np.int64) * s - p).reshape(_axis_shape(j, nsp, o)) * q
+                   for j, (o, s, p, q) in enumerate(zip(out, stride, pad, ps)))
+        idx = np.take(shift, code) + base
+        _found = (x, idx, best)
+        return idx
+    # the maxima first (NaN propagates), then the first offset in scan order holding each
     best = read(all_ks[0]).copy()
     for ks in all_ks[1:]:
         np.maximum(best, read(ks), out=best)
@@ -347,8 +370,6 @@ def max_pool_indices(x: np.ndarray, kernel: tuple, stride: tuple, pad: tuple, di
         return _argmax_windows(x, plane, out, offsets, first, read)   # torch's NaN order
     # per window: the number of the winning offset, then start + that offset's flat shift
     # (branch-free: a select with a random mask, np.where, costs ~10x a product here)
-    ps = _plane_strides(plane)
-    ct = np.int16 if len(all_ks) < 2 ** 15 else np.int64
     code = np.zeros(best.shape, ct)
     found = None
     shift = np.empty(len(all_ks), np.int64)
