@@ -296,3 +296,37 @@ def test_batched_hessian_groups(outer):
         for j in range(3):
             np.testing.assert_allclose(H[i][j].detach().numpy(), TH[i][j].detach().numpy(),
                                        rtol=1e-10, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------- fast paths
+def test_wide_weight_grad_with_nonfinite_input_matches_torch():
+    """Note [Wide im2col]: the extra grid positions must not turn an inf of the input into a
+    NaN of a weight gradient entry that torch computes finite (the exact columns run again)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 2, 6, 7))
+    x[0, 1, 2, 0] = np.inf
+    x[1, 0, 3, 0] = -np.inf
+    w = rng.standard_normal((3, 2, 2, 3))
+    tw = torch.tensor(w, requires_grad=True)
+    TF.conv2d(torch.tensor(x), tw, padding=(0, 1)).sum().backward()
+    nw = ndgrad.tensor(w, requires_grad=True)
+    F.conv2d(ndgrad.tensor(x), nw, padding=(0, 1)).sum().backward()
+    np.testing.assert_array_equal(np.isnan(nw.grad.numpy()), np.isnan(tw.grad.numpy()))
+    np.testing.assert_allclose(nw.grad.numpy(), tw.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_results_do_not_alias_kernel_scratch():
+    """Note [Kernel workspace]: a later call reuses the scratch arrays; earlier results (all
+    three kernels, cropped or not, padded or not, float32 and float16) stay as they were."""
+    rng = np.random.default_rng(4)
+    for dt in (np.float32, np.float16):
+        for pad in (0, 1):
+            x = ndgrad.tensor(rng.standard_normal((2, 3, 6, 6)).astype(dt), requires_grad=True)
+            w = ndgrad.tensor(rng.standard_normal((2, 3, 3, 3)).astype(dt), requires_grad=True)
+            y = F.conv2d(x, w, padding=pad)
+            y.sum().backward()
+            kept = [t.detach().numpy().copy() for t in (y, x.grad, w.grad)]
+            x2 = ndgrad.tensor(rng.standard_normal((2, 3, 6, 6)).astype(dt), requires_grad=True)
+            F.conv2d(x2, w.detach() * 3, padding=pad).sum().backward()
+            for k, t in zip(kept, (y, x.grad, w.grad)):
+                np.testing.assert_array_equal(k, t.detach().numpy())

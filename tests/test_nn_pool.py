@@ -275,3 +275,35 @@ def test_interpolate_size_rules_match_torch():
     for shape, kw in cases:
         x = _x(*shape)
         assert_close(F.interpolate(to_ndgrad(x), **kw), TF.interpolate(x, **kw), what=str(kw))
+
+
+# ---------------------------------------------------------------------------- traced (jit)
+@pytest.mark.parametrize("name", ["mp1", "mp2", "mp2_indices", "mp3", "amp1", "amp2", "amp3"])
+def test_max_pool_traces_as_ops(name):
+    """Note [Max pooling in the op table]: a trace holds op nodes only (no opaque Call), and
+    the traced function's values and gradients (first and second order) equal eager's."""
+    import ndgrad.jit
+    fns = {
+        "mp1": lambda x: F.max_pool1d(x.flatten(2), 3),
+        "mp2": lambda x: F.max_pool2d(x, 2),
+        "mp2_indices": lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)[0] ** 2,
+        "mp3": lambda x: F.max_pool3d(x, 2),
+        "amp1": lambda x: F.adaptive_max_pool1d(x.flatten(2), 5),
+        "amp2": lambda x: F.adaptive_max_pool2d(x, 3),
+        "amp3": lambda x: F.adaptive_max_pool3d(x, (1, 2, 3)),
+    }
+    fn = fns[name]
+    rng = np.random.default_rng(0)
+    ex = ndgrad.tensor(rng.standard_normal((2, 3, 6, 6)), requires_grad=True)
+    tf = ndgrad.jit.trace(fn, (ex,))
+    assert tf.graph.nodes() and all(n._kind != "Call" for n in tf.graph.nodes())
+    x = ndgrad.tensor(rng.standard_normal((2, 3, 6, 6)), requires_grad=True)
+    y, ye = tf(x), fn(x)
+    np.testing.assert_array_equal(y.detach().numpy(), ye.detach().numpy())
+    w = ndgrad.tensor(rng.standard_normal(tuple(ye.shape)))
+    g, = ndgrad.autograd.grad((y * y * w).sum(), x, create_graph=True)
+    ge, = ndgrad.autograd.grad((ye * ye * w).sum(), x, create_graph=True)
+    np.testing.assert_array_equal(g.detach().numpy(), ge.detach().numpy())
+    h, = ndgrad.autograd.grad(g.sum(), x)
+    he, = ndgrad.autograd.grad(ge.sum(), x)
+    np.testing.assert_allclose(h.numpy(), he.numpy(), rtol=1e-12, atol=1e-12)

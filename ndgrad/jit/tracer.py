@@ -845,11 +845,8 @@ _patched: list = []
 # while tracing they are recorded whole, as a differentiable ``Call`` node (the function runs
 # at run time, with recording suspended inside; its backward re-runs it under grad mode and
 # asks autograd, ``CallBackward``): an opaque node whose backward is its own.
-_DIFF_CALL_NAMES = ("layer_norm", "batch_norm",
-                    "group_norm", "instance_norm", "max_pool1d", "max_pool2d", "max_pool3d",
-                    "max_pool1d_with_indices", "max_pool2d_with_indices",
-                    "max_pool3d_with_indices", "adaptive_max_pool1d", "adaptive_max_pool2d",
-                    "adaptive_max_pool3d", "combinations")
+# Max pooling is in the op table (Note [Max pooling in the op table] in ops/nn_pool.py).
+_DIFF_CALL_NAMES = ("layer_norm", "batch_norm", "group_norm", "instance_norm", "combinations")
 
 
 def _wants_call(name: str, args: tuple, kwargs: dict) -> bool:

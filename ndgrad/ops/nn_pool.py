@@ -161,9 +161,12 @@ def unpool_forward(x: np.ndarray, idx: np.ndarray, plane: tuple) -> np.ndarray:
     nsp = len(plane)
     lead = x.shape[:x.ndim - nsp]
     P = int(np.prod(plane, dtype=np.int64))
-    out = np.zeros((int(np.prod(lead, dtype=np.int64)), P), x.dtype)
+    L = int(np.prod(lead, dtype=np.int64))
+    out = np.zeros((L, P), x.dtype)
     ii = _planes(idx, lead, nsp)
-    np.put_along_axis(out, ii, x.reshape(out.shape[0], -1), axis=1)
+    # one flat fancy assignment (~2x put_along_axis)
+    out.reshape(-1)[(np.arange(L, dtype=np.int64)[:, None] * P + ii).reshape(-1)] = \
+        x.reshape(-1)
     return out.reshape(lead + tuple(plane))
 
 
@@ -335,19 +338,42 @@ def max_pool_indices(x: np.ndarray, kernel: tuple, stride: tuple, pad: tuple, di
         sl = tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
                    for k, d, o, s in zip(ks, dil, out, stride))
         return xp[(Ellipsis,) + sl]
-    # the maxima first (NaN propagates), then the first offset in scan order holding each
     all_ks = list(itertools.product(*(range(k) for k in kernel)))
+    ps = _plane_strides(plane)
+    ct = np.int16 if len(all_ks) < 2 ** 15 else np.int64
+    if all(ok is None for lst in offsets for _, ok in lst):
+        # Every window lies inside the input: one pass per offset keeps the running maximum
+        # and the number of the first offset that reached it (a later offset wins only if
+        # strictly greater). A NaN never wins a comparison but propagates into the maximum:
+        # then torch's NaN order is found by _argmax_windows.
+        best = read(all_ks[0]).copy()
+        code = np.zeros(best.shape, ct)
+        for n_k in range(1, len(all_ks)):
+            v = read(all_ks[n_k])
+            m = v > best
+            np.maximum(best, v, out=best)
+            code += m.astype(ct) * (ct(n_k) - code)
+        if (x.dtype.kind == "f" or x.dtype.name == "bfloat16") and np.isnan(best).any():
+            return _argmax_windows(x, plane, out, offsets, first, read)
+        shift = np.array([sum(k * d * p for k, d, p in zip(ks, dil, ps)) for ks in all_ks],
+                         np.int64)
+        base = sum((np.arange(o, dtype=np.int64) * s - p).reshape(_axis_shape(j, nsp, o)) * q
+                   for j, (o, s, p, q) in enumerate(zip(out, stride, pad, ps)))
+        idx = np.take(shift, code) + base
+        _found = (x, idx, best)
+        return idx
+    # the maxima first (NaN propagates), then the first offset in scan order holding each
     best = read(all_ks[0]).copy()
     for ks in all_ks[1:]:
         np.maximum(best, read(ks), out=best)
     if (x.dtype.kind == "f" or x.dtype.name == "bfloat16") and np.isnan(best).any():
         return _argmax_windows(x, plane, out, offsets, first, read)   # torch's NaN order
     # per window: the number of the winning offset, then start + that offset's flat shift
-    ps = _plane_strides(plane)
-    code = np.zeros(best.shape, np.int16 if len(all_ks) < 2 ** 15 else np.int64)
+    # (branch-free: a select with a random mask, np.where, costs ~10x a product here)
+    code = np.zeros(best.shape, ct)
+    found = None
     shift = np.empty(len(all_ks), np.int64)
-    for n_k in range(len(all_ks) - 1, -1, -1):
-        ks = all_ks[n_k]
+    for n_k, ks in enumerate(all_ks):
         m = read(ks) == best
         valid = None
         for j, k in enumerate(ks):
@@ -356,11 +382,16 @@ def max_pool_indices(x: np.ndarray, kernel: tuple, stride: tuple, pad: tuple, di
                 valid = ok if valid is None else valid & ok
         if valid is not None:
             m &= valid
-        code = np.where(m, np.int16(n_k) if code.dtype == np.int16 else n_k, code)
+        if found is None:
+            found = m
+        else:
+            m &= ~found                     # the first maximum in scan order wins
+            code += m.astype(ct) * ct(n_k)
+            found |= m
         shift[n_k] = sum(k * d * p for k, d, p in zip(ks, dil, ps))
     base = sum((np.arange(o, dtype=np.int64) * s - p).reshape(_axis_shape(j, nsp, o)) * q
                for j, (o, s, p, q) in enumerate(zip(out, stride, pad, ps)))
-    idx = shift[code] + base
+    idx = np.take(shift, code) + base
     _found = (x, idx, best)
     return idx
 
@@ -524,6 +555,22 @@ def _float_or_int(x: np.ndarray, name: str, allow_int: bool) -> None:
 
 
 # ---------------------------------------------------------------------------- max_pool
+# Note [Max pooling in the op table]
+# Max pooling is two op-table ops: the (non-differentiable) indices of the windows' maxima,
+# ``_max_pool_indices`` / ``_adaptive_max_pool_indices``, and the differentiable gather at
+# them (``max_pool2d_with_indices`` ...; its VJP scatters with ndgrad ops, so it differentiates
+# to any order). A trace (ndgrad.jit) therefore records both as ops, not the whole function as
+# an opaque Call. The values found with the indices are handed to the gather (``_found``).
+MAX_POOL_INDICES = Op("_max_pool_indices", "MaxPoolIndicesBackward0",
+                      lambda x, kernel, st, pad, dil, out: max_pool_indices(x, kernel, st, pad,
+                                                                            dil, out),
+                      args=("kernel_size", "stride", "padding", "dilation", "output_size"),
+                      jvp=lambda ctx, t: None)     # integer indices: no tangent
+ADAPTIVE_MAX_INDICES = Op("_adaptive_max_pool_indices", "AdaptiveMaxPoolIndicesBackward0",
+                          lambda x, out: adaptive_max_indices(x, out), args=("output_size",),
+                          jvp=lambda ctx, t: None)
+
+
 def _max_pool(input: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any,
               dilation: Any, ceil_mode: bool, return_indices: bool) -> Any:
     fn = f"max_pool{nsp}d"
@@ -535,7 +582,7 @@ def _max_pool(input: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: A
     dil = _ints(dilation, nsp, fn, "dilation")
     out = _check_pool(x, nsp, kernel, st, pad, dil, bool(ceil_mode), fn, True)
     _float_or_int(x, fn, True)
-    idx = _wrap(max_pool_indices(x, kernel, st, pad, dil, out))
+    idx = apply(MAX_POOL_INDICES, (input,), (x,), (kernel, st, pad, dil, out))
     op = MAX_POOL2D if nsp == 2 else MAX_POOL3D
     y = apply(op, (input,), (x,), (nsp, kernel, st, pad, dil, bool(ceil_mode), idx))
     return (y, idx) if return_indices else y
@@ -901,7 +948,7 @@ def _adaptive_max(input: Tensor, nsp: int, output_size: Any, return_indices: boo
     out = _adaptive_size(output_size, nsp, x, fn, True)
     _check_adaptive(x, nsp, out, fn, True)
     _float_or_int(x, fn, False)
-    idx = _wrap(adaptive_max_indices(x, out))
+    idx = apply(ADAPTIVE_MAX_INDICES, (input,), (x,), (out,))
     op = ADAPTIVE_MAX2D if nsp == 2 else ADAPTIVE_MAX3D
     y = apply(op, (input,), (x,), (nsp, out, idx))
     return (y, idx) if return_indices else y
@@ -1247,7 +1294,7 @@ def _max_rule(c, args):
 def _register() -> None:
     from ._batching import RULES
     for op in (SEPARABLE, AVG_POOL2D, AVG_POOL3D, ADAPTIVE_AVG2D, ADAPTIVE_AVG3D, GATHER,
-               SCATTER_ADD, MAX_UNPOOL2D, MAX_UNPOOL3D):
+               SCATTER_ADD, MAX_UNPOOL2D, MAX_UNPOOL3D, MAX_POOL_INDICES, ADAPTIVE_MAX_INDICES):
         RULES[op] = _trailing_rule
     for op in (MAX_POOL2D, MAX_POOL3D, ADAPTIVE_MAX2D, ADAPTIVE_MAX3D, FRACTIONAL2D,
                FRACTIONAL3D):

@@ -752,8 +752,14 @@ def _threshold_backward_vjp(ctx, gg):
 # relu's backward is an op of (grad, result), so double backward reaches the input (zeros).
 def _threshold_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
     """``g`` where ``r > 0``, else 0. A product with the mask is ~10x faster than ``np.where``
-    here; where it made a NaN (a NaN or inf gradient under the mask) the exact select runs."""
+    here; where it made a NaN (a NaN or inf gradient under the mask) the exact select runs.
+    Real floats take the bits of ``g`` and-ed with the mask's sign extension (0 or all ones):
+    exact (a kept NaN stays, a dropped one is +0), one pass less than the product's check."""
     m = r > 0
+    dt = g.dtype
+    if dt.kind == "f" and dt.itemsize in (2, 4, 8) and dt.isnative:
+        bits = np.bitwise_and(g.view(f"i{dt.itemsize}"), np.negative(m.view(np.int8)))
+        return bits.view(dt)
     out = g * m
     # A NaN makes the sum NaN: one reduction, no temporary (np.isnan(out).any() is two passes
     # and a bool array). A false alarm (inf + -inf) only takes the exact path.

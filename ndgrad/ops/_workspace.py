@@ -1,0 +1,96 @@
+"""Reusable scratch arrays for kernels whose temporaries are large (im2col columns, padded copies).
+
+Note [Kernel workspace]
+A convolution step allocates megabytes of temporaries (im2col columns, the GEMM's columns
+before col2im, padded and widened copies) and frees them at once. glibc serves such blocks from
+fresh pages (``mmap``, or heap growth that a later ``free`` trims again), and each first touch
+of a page is a page fault: on the shared 2-core test machine the cnn workload of the shared
+bench took ~1400 faults and more system time than compute per step. A kernel therefore asks
+``scratch(slot, shape, dtype)`` for a temporary that never leaves it: one array per (thread,
+slot) is kept and reused while it is large enough, so a training loop touches the same pages
+every step. Rules for callers:
+
+* a scratch array is dead when the kernel returns: never return it, a view of it, or an array
+  that may alias it (``np.ascontiguousarray`` of an already contiguous view returns the view:
+  copy explicitly);
+* a kernel uses distinct slots for temporaries that are alive at the same time, and does not
+  call another kernel that uses the same slot while it holds one;
+* blocks above ``_MAX_BYTES`` are not kept (a large model pays the allocation, which is small
+  next to its compute), so a thread keeps at most ``_MAX_BYTES`` per slot.
+
+The results of ops are fresh arrays (they become tensors) and still churn: a step of the cnn
+workload allocates and frees ~4 MB of them. With glibc's default (dynamic) thresholds, blocks
+above 128 KiB are mmapped until a free raises the threshold, and the heap top is trimmed past
+twice that, so the same pages are returned and faulted in again every step (~570 faults per
+cnn step after the scratch arrays; under load the step took 2-7x longer than with no faults).
+Importing this module therefore sets glibc's ``M_MMAP_THRESHOLD`` to 16 MiB and
+``M_TRIM_THRESHOLD`` to 64 MiB (``mallopt``; glibc only, nothing elsewhere): blocks below
+16 MiB come from the heap, and up to 64 MiB of free heap top is kept for the next step
+instead of being returned. The cost is that much resident memory after a peak. Setting the
+environment variable ``NDGRAD_MALLOC_TUNING=0`` before the import leaves malloc alone.
+
+Example:
+    >>> import numpy as np
+    >>> a = scratch("doc", (2, 3), np.float32)
+    >>> a.shape, a.dtype == np.float32, scratch("doc", (3, 2), np.float32).base is a.base
+    ((2, 3), True, True)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import sys
+import threading
+
+import numpy as np
+
+__all__ = ["scratch"]
+
+_MAX_BYTES = 32 << 20
+_local = threading.local()
+
+
+def scratch(slot: str, shape: tuple, dtype: np.dtype, zero: bool = False) -> np.ndarray:
+    """An uninitialized (``zero``: zeroed) C-contiguous array of ``shape`` and ``dtype`` that
+    lives until the next ``scratch`` call for ``slot`` on this thread (Note [Kernel
+    workspace])."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > _MAX_BYTES or dtype.hasobject:
+        return np.zeros(shape, dtype) if zero else np.empty(shape, dtype)
+    bufs = getattr(_local, "bufs", None)
+    if bufs is None:
+        bufs = _local.bufs = {}
+    buf = bufs.get(slot)
+    if buf is None or buf.nbytes < nbytes:
+        buf = bufs[slot] = np.empty(max(nbytes, 4096), np.uint8)
+    out = buf[:nbytes].view(dtype).reshape(shape)
+    if zero:
+        out.fill(0)
+    return out
+
+
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+
+
+def _tune_malloc() -> bool:
+    """Set glibc's mmap and trim thresholds (Note [Kernel workspace]); True if done."""
+    if os.environ.get("NDGRAD_MALLOC_TUNING", "1") == "0" or not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None)
+        if not hasattr(libc, "gnu_get_libc_version"):
+            return False
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, 16 << 20)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, 64 << 20))
+
+
+MALLOC_TUNED = _tune_malloc()
