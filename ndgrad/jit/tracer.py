@@ -841,7 +841,7 @@ _patched: list = []
 
 
 # Functions whose Python wrapper computes part of the result from the data outside the op table
-# (statistics of the normalizations, pooling indices, combinations):
+# (statistics of the normalizations, combinations):
 # while tracing they are recorded whole, as a differentiable ``Call`` node (the function runs
 # at run time, with recording suspended inside; its backward re-runs it under grad mode and
 # asks autograd, ``CallBackward``): an opaque node whose backward is its own.
