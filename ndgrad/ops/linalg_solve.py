@@ -329,7 +329,9 @@ def slogdet(A: Tensor) -> Any:
 
     >>> import ndgrad
     >>> ndgrad.linalg.slogdet(ndgrad.tensor([[-2.0, 0.0], [0.0, 1.0]]))
-    linalg_slogdet(sign=tensor(-1.), logabsdet=tensor(0.6931))
+    ndgrad.return_types.linalg_slogdet(
+    sign=tensor(-1.),
+    logabsdet=tensor(0.6931))
     """
     _check_tensor(A, "linalg_slogdet")
     _check_float(A, "linalg.slogdet")

@@ -268,7 +268,9 @@ def cummax(input: Tensor, dim: int) -> Any:
 
     >>> import ndgrad
     >>> ndgrad.tensor([1.0, 3.0, 2.0]).cummax(0)
-    cummax(values=tensor([1., 3., 3.]), indices=tensor([0, 1, 1]))
+    ndgrad.return_types.cummax(
+    values=tensor([1., 3., 3.]),
+    indices=tensor([0, 1, 1]))
     """
     if input._blevel:  # Note [Batched backward]
         r = _bcall(cummax, input, dim)
@@ -282,7 +284,9 @@ def cummin(input: Tensor, dim: int) -> Any:
 
     >>> import ndgrad
     >>> ndgrad.tensor([3.0, 1.0, 2.0]).cummin(0)
-    cummin(values=tensor([3., 1., 1.]), indices=tensor([0, 1, 1]))
+    ndgrad.return_types.cummin(
+    values=tensor([3., 1., 1.]),
+    indices=tensor([0, 1, 1]))
     """
     if input._blevel:  # Note [Batched backward]
         r = _bcall(cummin, input, dim)

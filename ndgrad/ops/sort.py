@@ -258,7 +258,9 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: Any = N
 
     >>> import ndgrad
     >>> ndgrad.tensor([2, 0, 1]).sort()
-    sort(values=tensor([0, 1, 2]), indices=tensor([1, 2, 0]))
+    ndgrad.return_types.sort(
+    values=tensor([0, 1, 2]),
+    indices=tensor([1, 2, 0]))
     """
     if input._blevel:  # Note [Batched backward]
         r = _bcall(sort, input, dim, descending, stable)
@@ -300,7 +302,9 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
     >>> import ndgrad
     >>> ndgrad.tensor([1.0, 5.0, 3.0]).topk(2)
-    topk(values=tensor([5., 3.]), indices=tensor([1, 2]))
+    ndgrad.return_types.topk(
+    values=tensor([5., 3.]),
+    indices=tensor([1, 2]))
     """
     if input._blevel:  # Note [Batched backward]
         r = _bcall(topk, input, k, dim, largest, sorted)
@@ -348,7 +352,9 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any
 
     >>> import ndgrad
     >>> ndgrad.tensor([4.0, 1.0, 3.0]).kthvalue(2)
-    kthvalue(values=tensor(3.), indices=tensor(2))
+    ndgrad.return_types.kthvalue(
+    values=tensor(3.),
+    indices=tensor(2))
     """
     if input._blevel:  # Note [Batched backward]
         r = _bcall(kthvalue, input, k, dim, keepdim)
@@ -413,7 +419,9 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
 
     >>> import ndgrad
     >>> ndgrad.tensor([3.0, 1.0, 3.0, 2.0]).mode()
-    mode(values=tensor(3.), indices=tensor(2))
+    ndgrad.return_types.mode(
+    values=tensor(3.),
+    indices=tensor(2))
     """
     if input._blevel:  # Note [Batched backward]
         r = _bcall(mode, input, dim, keepdim)

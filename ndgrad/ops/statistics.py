@@ -181,7 +181,9 @@ def aminmax(input: Tensor, *, dim: Optional[int] = None, keepdim: bool = False) 
 
     >>> import ndgrad
     >>> ndgrad.aminmax(ndgrad.tensor([2.0, -1.0, 5.0]))
-    aminmax(min=tensor(-1.), max=tensor(5.))
+    ndgrad.return_types.aminmax(
+    min=tensor(-1.),
+    max=tensor(5.))
     """
     if input._blevel:  # Note [Batched backward]
         r = _bcall(aminmax, input, dim=dim, keepdim=keepdim)
