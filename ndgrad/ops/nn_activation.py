@@ -35,7 +35,7 @@ from .. import _dtype
 from .._creation import _RNG
 from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor, _wrap
-from . import _batching
+from . import _batching, _dispatch
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._util import wrap_dim
@@ -140,7 +140,9 @@ def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple 
         if check is not None:
             check(ctx._args)
         x = ctx.saved[0]
+        # not under forward AD either: jacfwd(jacrev(f)) needs the tangent of this product
         if fast is not None and not _grad_state.enabled and not g._blevel \
+                and not _dispatch._FW_AD \
                 and g._data.dtype == x._data.dtype and x._data.dtype.kind == "f":
             return _wrap(g._data * fast(x._data, *ctx._args))
         d = deriv(x, *ctx._args)

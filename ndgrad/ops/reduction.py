@@ -40,7 +40,9 @@ def _expand_back(ctx, g: Tensor) -> Tensor:
     dims, keepdim = ctx._args[0], ctx._args[1]
     shape = ctx.input_shape(0)
     op = ctx._op
-    if not keepdim and dims and op is not SUM and op is not MEAN:
+    # a full sum/mean needs no unsqueeze; one recorded by a batching rule (ops/_batching.py
+    # _dims_first: SUM over every dim but the batch dim) does
+    if not keepdim and dims and (op is not SUM and op is not MEAN or not _leading(dims)):
         for d in sorted(dims):
             g = g.unsqueeze(d)
     if g.__class__ is not Tensor or g._blevel:  # Note [Batched backward]; a subclass

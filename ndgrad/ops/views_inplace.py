@@ -665,6 +665,8 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
                         f"{type(src).__name__}")
+    if src._blevel and src._blevel != self._blevel:    # Note [Vectorized vmap], func/_vmap.py
+        _vmap_store_check(src)
     try:
         np.broadcast_to(src._data, self._data.shape)
     except ValueError:
