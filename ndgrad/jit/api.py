@@ -314,7 +314,7 @@ def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
 
     def build(mask: tuple) -> Any:
         return generate(df_opt, undefined=[i for i, m in enumerate(mask) if m], name="df",
-                        backend=backend)
+                        backend=backend, owned=True)
 
     # Note [Differentiating a compiled backward]
     # Under create_graph=True the backward must record a graph of its own. df is a graph of
