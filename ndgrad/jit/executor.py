@@ -110,7 +110,7 @@ class DifferentiableGraphBackward(Node):
         # generated code then frees each capture after its last reader, as eager does.
         if not current_graph_task_keeps_graph() and getattr(df, "owned", False):
             self._saved = RELEASED
-            saved = None
+            del saved
             outs = df.call_owned(args)
         else:
             outs = df(*args)
