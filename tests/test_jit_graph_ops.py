@@ -29,9 +29,6 @@ ALLOWED = {
                             "masked_normalize")},
     "combinations": "the index pairs are built with NumPy in combinations()",
     "combinations_replacement": "the index pairs are built with NumPy in combinations()",
-    "qr_method_complete": "QR's VJP solves with R: on differentiate's second example set "
-                          "(zeros and ties) R is singular, so the rule's recording cannot be "
-                          "checked and it runs at run time",
     "scatter_reduce_amax": "the VJP counts ties with NumPy (ops/indexing.py _ties)",
     "scatter_reduce_amin": "the VJP counts ties with NumPy (ops/indexing.py _ties)",
     "masked_scatter": "the VJP uses masked_select, whose output shape depends on the mask",

@@ -65,7 +65,7 @@ def run_backward(
     tasks = getattr(_local, "tasks", None)
     if tasks is None:
         tasks = _local.tasks = []
-    tasks.append(_GraphTask(accumulate_grad))
+    tasks.append(_GraphTask(accumulate_grad, keep_graph))
     try:
         if anomaly_mode._enabled or profiler._ACTIVE:
             return _execute_instrumented(root_edges, root_grads, keep_graph, input_edges,
@@ -100,12 +100,20 @@ _task_ids = itertools.count(1)
 
 
 class _GraphTask:
-    __slots__ = ("id", "accumulate_grad", "nodes", "needed", "captures")
+    __slots__ = ("id", "accumulate_grad", "keep_graph", "nodes", "needed", "captures")
 
-    def __init__(self, accumulate_grad: bool) -> None:
+    def __init__(self, accumulate_grad: bool, keep_graph: bool = True) -> None:
         self.id = next(_task_ids)
         self.accumulate_grad = accumulate_grad
+        self.keep_graph = keep_graph
         self.nodes = self.needed = self.captures = None   # set by _execute
+
+
+def current_graph_task_keeps_graph() -> bool:
+    """False inside a backward pass that releases the saved values of the nodes it runs
+    (``retain_graph=False``); True outside backward."""
+    tasks = getattr(_local, "tasks", None)
+    return tasks[-1].keep_graph if tasks else True
 
 
 def current_graph_task_id() -> int:

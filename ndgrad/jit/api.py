@@ -48,13 +48,14 @@ import numpy as np
 from ..autograd.grad_mode import _state
 from ..ops import _dispatch
 from ..tensor import Tensor
+from .blas_threads import single_blas_thread
 from .codegen import GeneratedFunction, generate
 from .executor import Plan
 from .gradient import Gradient
 from .passes import eliminate_common_subexpression, eliminate_dead_code
 from .stack_batching import batch_stacks, fold_constants
 from .tracer import _local as _tracer_local
-from .tracer import TraceError, _check_trace, _trace_once, lifted_sources, unflatten
+from .tracer import TraceError, _check_trace, _trace_once, flatten, lifted_sources, unflatten
 
 __all__ = ["trace", "compile", "TracedFunction", "CompiledFunction"]
 
@@ -243,6 +244,9 @@ class _Specialization:
         return unflatten(spec, outs)
 
 
+_SMALL_TRACE = 1 << 14      # Note [The tracing call's small GEMMs]: a 128x128 matrix
+
+
 def _trace(fn: Callable, args: tuple, kwargs: dict, check: bool) -> tuple:
     """``(TraceResult, (outputs,))``: trace ``fn`` once and keep what the traced run returned.
 
@@ -267,7 +271,20 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, check: bool) -> tuple:
     call's tensors are not kept after it returns.
     """
     keep: list = []
-    res = _trace_once(fn, args, kwargs, keep)
+    # Note [The tracing call's small GEMMs]
+    # The traced run is an eager run, whose matrix products use the whole OpenBLAS pool; on a
+    # loaded machine a small product then waits for pool threads (Note [Single-threaded small
+    # GEMMs] in blas_threads.py): the double_backward workload's five 64x128x128 products took
+    # 110 ms of a 130 ms first call, the generated code then running them in microseconds.
+    # When every tensor argument is small (a product of two of them at most about
+    # ``MAX_MACS``), the traced run uses one BLAS thread too. Only the first call's speed
+    # changes (OpenBLAS's result does not depend on its thread count); a function that builds
+    # large tensors from small arguments, or reads large lifted ones, traces on one thread.
+    if all(t._data.size <= _SMALL_TRACE for t in flatten((args, kwargs))[0]):
+        with single_blas_thread():
+            res = _trace_once(fn, args, kwargs, keep)
+    else:
+        res = _trace_once(fn, args, kwargs, keep)
     if check:
         _check_trace(fn, args, kwargs, res)
     return res, (keep.pop(),)
@@ -314,7 +331,7 @@ def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
 
     def build(mask: tuple) -> Any:
         return generate(df_opt, undefined=[i for i, m in enumerate(mask) if m], name="df",
-                        backend=backend)
+                        backend=backend, owned=True)
 
     # Note [Differentiating a compiled backward]
     # Under create_graph=True the backward must record a graph of its own. df is a graph of

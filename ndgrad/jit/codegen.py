@@ -106,20 +106,35 @@ class GeneratedFunction:
     with one ndarray (or None) per graph output. ``code`` is its source, ``filename`` the name
     tracebacks show."""
 
-    __slots__ = ("fn", "code", "filename", "single_thread", "__weakref__")
+    __slots__ = ("fn", "code", "filename", "single_thread", "owned", "__weakref__")
 
     def __init__(self, fn: Callable, code: str, filename: str,
-                 single_thread: bool = False) -> None:
+                 single_thread: bool = False, owned: bool = False) -> None:
         self.fn = fn
         self.code = code
         self.filename = filename
         # Note [Single-threaded small GEMMs] in blas_threads.py
         self.single_thread = single_thread
+        self.owned = owned
 
     def __call__(self, *arrays: Any) -> tuple:
+        if self.owned:
+            return self.call_owned(list(arrays))
         if self.single_thread:
             return run_single_threaded(self.fn, arrays)
         return self.fn(*arrays)
+
+    def call_owned(self, arrays: list) -> tuple:
+        """Call with the inputs in ``arrays``, which is emptied: an input the function no
+        longer reads is freed while it runs when the caller holds no other reference (Note
+        [Arguments owned by the backward])."""
+        if not self.owned:
+            args = tuple(arrays)
+            arrays.clear()
+            return self(*args)
+        if self.single_thread:
+            return run_single_threaded(self.fn, (arrays,))
+        return self.fn(arrays)
 
     def __repr__(self) -> str:
         return f"<GeneratedFunction {self.filename}>"
@@ -127,14 +142,16 @@ class GeneratedFunction:
 
 def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
              copy_outputs: Iterable[int] = (), backend: str = "numpy",
-             private_from: Optional[int] = None) -> GeneratedFunction:
+             private_from: Optional[int] = None, owned: bool = False) -> GeneratedFunction:
     """Generate, compile and register the code of ``graph``; ``undefined``: indices of inputs
     that are always ``None`` (undefined gradients) for this variant; ``copy_outputs``: output
     positions returned as copies (outputs a pass merged that must stay distinct arrays);
     ``backend="numba"`` runs runs of small elementwise ops in the VM (Note [Elementwise VM] in
     numba_backend.py); outputs from position ``private_from`` on (temporaries only the executor
-    sees) may be views of the VM's register array instead of copies."""
+    sees) may be views of the VM's register array instead of copies. ``owned``: the function
+    takes its inputs as one list, which it empties (Note [Arguments owned by the backward])."""
     gen = _Gen(name, fuse=backend == "numba")
+    gen.owned = owned
     gen.private_from = len(graph.outputs()) if private_from is None else private_from
     src, glb = gen.build(graph, frozenset(undefined), frozenset(copy_outputs))
     with _lock:
@@ -148,7 +165,7 @@ def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
     ns["__name__"] = "ndgrad.jit.generated"
     exec(code, ns)
     single = gen.blas_macs > 0 and gen.blas_macs <= MAX_MACS and gen.max_numel <= _SMALL_NUMEL
-    return GeneratedFunction(ns[name], src, filename, single)
+    return GeneratedFunction(ns[name], src, filename, single, owned)
 
 
 # ---------------------------------------------------------------------------- the generator
@@ -294,6 +311,7 @@ class _Gen:
         return self.finish(params, outs), self.glb
 
     _const_names: frozenset = frozenset()
+    owned = False
 
     def block(self, nodes: Sequence, env: dict, in_grad_of: bool) -> None:
         for n in nodes:
@@ -927,6 +945,12 @@ class _Gen:
             ret += ","
         body.append(f"return ({ret})")
         head = f"def {self.name}({', '.join(params)}):"
+        if self.owned:
+            # Note [Arguments owned by the backward]
+            head = f"def {self.name}(_A):"
+            if params:
+                body.insert(0, f"{', '.join(params)}, = _A")
+                body.insert(1, "_A.clear()")
         return head + "\n" + "".join(f"    {ln}\n" for ln in body)
 
 

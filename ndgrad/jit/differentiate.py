@@ -46,7 +46,7 @@ from ..ops.sort import TRACEABLE_VJP as _sort_rules
 from ..tensor import Tensor, _wrap
 from . import tracer as _tr
 from .gradient import Gradient
-from .interpret import run_block
+from .interpret import run_block, run_node
 from .ir import Block, Graph, Node, Value, _substitute, all_values, clone_block_into
 from .passes import (eliminate_common_subexpression, eliminate_dead_code, fold_sizes,
                      lift_constants, specialize_autograd_zero)
@@ -135,31 +135,72 @@ def _special(arr: np.ndarray) -> np.ndarray:
 
 
 def _examples(f: Graph, example_inputs: Optional[Sequence[Any]], second: bool = False,
-              special: bool = True) -> dict:
+              special: bool = True, keep: Optional[set] = None) -> dict:
     """Example values of every value of ``f``: from ``example_inputs`` or random; the
     ``second`` set has other values in the floating inputs, with zeros and ties (random ones if
-    f cannot run on those)."""
-    rng = np.random.default_rng(0)
+    f cannot run on those). With ``keep`` only the values in ``keep`` are returned, and every
+    other value is released as soon as its last reader has run (Note [Example values are
+    transient])."""
     for attempt in ((not special, True) if second else (False,)):
-        env: dict = {}
-        for i, v in enumerate(f.inputs()):
-            floating = v.dtype.kind in "fc" or v.dtype.name == "bfloat16"
-            if example_inputs is not None and not (second and floating):
-                x = example_inputs[i]
-                arr = x._data if isinstance(x, Tensor) else np.asarray(x)
-            else:
-                arr = _synth(v, rng)
-            if second and floating and not attempt:
-                arr = _special(arr * -1.3 + 0.2 if arr.size else arr).astype(arr.dtype)
-            env[v] = _wrap(arr)
         try:
-            with no_grad():
-                run_block(f.block(), env)
-            return env
+            return _run_examples(f, example_inputs, second, bool(attempt), keep)
         except Exception:   # noqa: BLE001 (zeros outside f's domain: plain random values)
             if not second or attempt:
                 raise
-    return env
+    raise AssertionError("unreachable")
+
+
+def _example_input(f: Graph, i: int, v: Value, example_inputs: Optional[Sequence[Any]],
+                   second: bool, plain: bool) -> Tensor:
+    floating = v.dtype.kind in "fc" or v.dtype.name == "bfloat16"
+    if example_inputs is not None and not (second and floating):
+        x = example_inputs[i]
+        arr = x._data if isinstance(x, Tensor) else np.asarray(x)
+    else:
+        arr = _synth(v, np.random.default_rng((0, i)))
+    if second and floating and not plain:
+        arr = _special(arr * -1.3 + 0.2 if arr.size else arr).astype(arr.dtype)
+    return _wrap(arr)
+
+
+def _run_examples(f: Graph, example_inputs: Optional[Sequence[Any]], second: bool,
+                  plain: bool, keep: Optional[set]) -> dict:
+    ins = f.inputs()
+    nodes = f.block()._nodes
+    env: dict = {}
+    if keep is None or any(n._blocks for n in nodes):
+        for i, v in enumerate(ins):
+            env[v] = _example_input(f, i, v, example_inputs, second, plain)
+        with no_grad():
+            run_block(f.block(), env)
+        return env if keep is None else {v: env[v] for v in keep if v in env}
+    # Streaming: an input is made just before its first reader, a value dropped after its
+    # last one (unless kept); nodes after the last kept value's producer do not run.
+    index = {v: i for i, v in enumerate(ins)}
+    last: dict = {}
+    for j, n in enumerate(nodes):
+        for v in n._inputs:
+            last[v] = j
+    stop = max((j for j, n in enumerate(nodes) if any(o in keep for o in n._outputs)),
+               default=-1)
+    stop = max([stop] + [last.get(v, -1) for v in keep if v in index])
+    for v in keep:
+        if v in index and v not in last:
+            env[v] = _example_input(f, index[v], v, example_inputs, second, plain)
+    with no_grad():
+        for j in range(stop + 1):
+            n = nodes[j]
+            for v in n._inputs:
+                if v not in env and v in index:
+                    env[v] = _example_input(f, index[v], v, example_inputs, second, plain)
+            run_node(n, env)
+            for v in n._inputs:
+                if last[v] == j and v not in keep:
+                    env.pop(v, None)
+            for o in n._outputs:
+                if o not in last and o not in keep:
+                    env.pop(o, None)
+    return {v: env[v] for v in keep if v in env}
 
 
 def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None,
@@ -183,12 +224,12 @@ def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None,
     ex = _examples(f, example_inputs)
     tracer = Tracer(f, lift="constant")
     tracer.check_requires_grad = False
-    tracer.examples_b = _examples(f, example_inputs, second=True)
-    tracer.examples_c = None
+    tracer.examples_b = _examples(f, example_inputs, second=True, keep=_to_verify(f))
+    tracer.examples_c = {}
     tracer.example_inputs = example_inputs
-    tracer.rng_b = np.random.default_rng(3)
     with _tr.tracing(tracer):
         rev = add_reverse_inline(grad, ex, tracer)
+    del ex, tracer
     if optimize_graphs:
         optimize(grad, rev)
     eliminate_dead_code(f.block())
@@ -196,6 +237,53 @@ def differentiate(graph: Graph, example_inputs: Optional[Sequence[Any]] = None,
     for v in all_values(f):            # f runs on detached values
         v.requires_grad = False
     return grad
+
+
+# Note [Example values are transient]
+# The example values only make the VJP rules runnable while they are recorded; none of them
+# outlives ``differentiate`` (the graph keeps only constants the rules made). The reverse pass
+# visits f's nodes last to first, and a node's rule reads the example values of the node's
+# inputs and the example gradients of its outputs only, so once a node is done the example
+# values of its outputs and the example gradients of its outputs are dropped; gradients of f's
+# inputs get no example value (no rule reads them). The second example set (Note
+# [Data-independent rules]) is needed only for the nodes whose rule is not verified yet, one
+# per rule key: it is computed streaming (each value released after its last reader) keeping
+# only those nodes' inputs, and recomputed the same way for a node found missing later. So
+# the transient memory is about one set of f's values, below what eager autograd keeps for
+# the same function (its saved values and gradients).
+
+
+def _to_verify(f: Graph) -> set:
+    """Inputs of the nodes whose rule the second example set will verify: the last node of
+    each rule key (in the reverse pass's order) not verified yet, gradients assumed defined."""
+    keep: set = set()
+    seen: set = set()
+    for n in reversed(f.nodes()):
+        if n.op is None or n.op.name in OPAQUE_VJP or \
+                not any(o.requires_grad for o in n._outputs):
+            continue
+        key = _rule_key(n, None)
+        if key is not None and (key in seen or key in _VERIFIED):
+            continue
+        seen.add(key)
+        keep.update(n._inputs)
+    return keep
+
+
+def _examples_for(tracer: Tracer, n: Node, plain: bool) -> dict:
+    """The second (``plain``: third) example set's values of ``n``'s inputs, computed when
+    missing (Note [Example values are transient])."""
+    store = tracer.examples_c if plain else tracer.examples_b
+    missing = {v for v in n._inputs if v not in store}
+    if missing:
+        prev = _tr._local.tracer
+        _tr._local.tracer = None
+        try:
+            store.update(_examples(tracer.graph, tracer.example_inputs, True, not plain,
+                                   keep=missing))
+        finally:
+            _tr._local.tracer = prev
+    return store
 
 
 # ---------------------------------------------------------------------------- reverse
@@ -210,22 +298,45 @@ def add_reverse_inline(grad: Gradient, ex: dict, tracer: Tracer) -> _Reverse:
     rng = np.random.default_rng(1)
     f.set_insert_point(rb, None)
 
+    # Note [Example values are transient]: rex holds the example gradients of the values of
+    # grad_map whose producer is still to be visited; ``held`` counts those holders.
+    held: dict = {}
+    f_inputs = set(f.inputs())
+
+    def hold(x: Value, g: Value) -> None:
+        grad_map[x] = g
+        if x not in f_inputs:
+            held[g] = held.get(g, 0) + 1
+
+    def release(g: Value) -> None:
+        c = held.get(g, 0) - 1
+        if c > 0:
+            held[g] = c
+            return
+        held.pop(g, None)
+        rex.pop(g, None)
+
     def get_grad(v: Value) -> Value:
         g = grad_map.get(v)
         if g is None:
             z = f.insert_prim("AutogradZero", [], [(v.shape, v.dtype, False)])
-            g = grad_map[v] = z.output()
+            g = z.output()
             rex[g] = _wrap(np.zeros(v.shape, dtype=v.dtype))
+            hold(v, g)
         return g
 
     def set_grad(x: Value, dx: Value) -> None:
         prev = grad_map.get(x)
         if prev is not None:
             n = f.insert_prim("AutogradAdd", [prev, dx], [(x.shape, x.dtype, False)])
-            grad_map[x] = n.output()
-            rex[n.output()] = _wrap(rex[prev]._data + rex[dx]._data)
+            if x not in f_inputs:
+                rex[n.output()] = _wrap(rex[prev]._data + rex[dx]._data)
+                release(prev)
+            hold(x, n.output())
         else:
-            grad_map[x] = dx
+            hold(x, dx)
+        if dx not in held:
+            rex.pop(dx, None)
 
     for i, o in enumerate(f.outputs()):
         if not o.requires_grad:
@@ -236,15 +347,21 @@ def add_reverse_inline(grad: Gradient, ex: dict, tracer: Tracer) -> _Reverse:
         grad.df_input_vjps.append(i)
 
     for n in reversed(f.nodes()):
-        if not any(o.requires_grad for o in n._outputs):
-            continue
-        grads_in = linear_gradient_for_node(n, [get_grad(o) for o in n._outputs], ex, rex,
-                                            tracer)
-        assert len(grads_in) == len(n._inputs)
-        for v, gv in zip(n._inputs, grads_in):
-            if not v.requires_grad or gv is None:
-                continue
-            set_grad(v, gv)
+        if any(o.requires_grad for o in n._outputs):
+            grads_in = linear_gradient_for_node(n, [get_grad(o) for o in n._outputs], ex, rex,
+                                                tracer)
+            assert len(grads_in) == len(n._inputs)
+            for v, gv in zip(n._inputs, grads_in):
+                if not v.requires_grad or gv is None:
+                    continue
+                set_grad(v, gv)
+        for o in n._outputs:           # Note [Example values are transient]
+            g = grad_map.get(o)
+            if g is not None:
+                release(g)
+            ex.pop(o, None)
+            tracer.examples_b.pop(o, None)
+            tracer.examples_c.pop(o, None)
 
     for i, v in enumerate(f.inputs()):
         if not v.requires_grad or v not in grad_map:
@@ -285,7 +402,7 @@ def linear_gradient_for_node(n: Node, grads: list, ex: dict, rex: dict,
             continue
         blk.register_output(r)
         o = gof.add_output(r.shape, r.dtype, False)
-        rex[o] = rex[r]
+        rex[o] = rex.pop(r)
         out.append(o)
     return out
 
@@ -315,6 +432,7 @@ def _fix(f: Graph, g: Value, garr: np.ndarray, v: Value, rex: dict) -> Value:
     if g.dtype != v.dtype:
         c = f.insert_prim("Cast", [out], [(v.shape, v.dtype, False)], {"dtype": v.dtype},
                           source=tracer_source(f))
+        rex.pop(out)
         out = c.output()
         rex[out] = _wrap(_cast(arr, v.dtype))
     return out
@@ -371,7 +489,7 @@ def _gradient(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
             f.set_insert_point(scratch, None)
             try:
                 try:
-                    exb = tracer.examples_b
+                    exb = _examples_for(tracer, n, False)
                     rexb = {g: _other(rex[g]) for g in grads}
                     _, sig_b = _record_rule(n, grads, exb, rexb, tracer, scratch)
                 except TraceError:
@@ -379,10 +497,9 @@ def _gradient(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
                 except Exception:  # noqa: BLE001 (zeros/ties outside the rule's domain)
                     for m in reversed(scratch.nodes()):
                         m.destroy_recursive()
-                    if tracer.examples_c is None:
-                        tracer.examples_c = _examples(f, tracer.example_inputs, True, False)
+                    exc = _examples_for(tracer, n, True)
                     rexb = {g: _other(rex[g], False) for g in grads}
-                    _, sig_b = _record_rule(n, grads, tracer.examples_c, rexb, tracer, scratch)
+                    _, sig_b = _record_rule(n, grads, exc, rexb, tracer, scratch)
             finally:
                 f.set_insert_point(*saved)
                 for m in reversed(scratch.nodes()):
@@ -413,13 +530,14 @@ def _gradient(n: Node, grads: list, ex: dict, rex: dict, tracer: Tracer,
 _VERIFIED: dict = {}      # rule key -> True (recorded the same twice) / False (data-dependent)
 
 
-def _rule_key(n: Node, grads: list) -> Any:
+def _rule_key(n: Node, grads: Optional[list]) -> Any:
     from .passes import _hashable  # local import: the same key the CSE pass uses
     try:
         args = _hashable(n.args)
     except TypeError:
         return None
-    zero = tuple(g.node() is not None and g.node()._kind == "AutogradZero" for g in grads)
+    zero = (False,) * len(_trimmed(n, n._outputs)) if grads is None else \
+        tuple(g.node() is not None and g.node()._kind == "AutogradZero" for g in grads)
     types = tuple((v.shape, v.dtype.str, v.requires_grad) for v in n._inputs)
     return (id(n.op), args, types, zero)
 

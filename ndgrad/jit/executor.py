@@ -61,6 +61,7 @@ import numpy as np
 
 from ..autograd import profiler as _profiler
 from ..autograd.anomaly_mode import record as _anomaly_record
+from ..autograd.engine import current_graph_task_keeps_graph
 from ..autograd.grad_mode import _state
 from ..autograd.node import RELEASED, SECOND_BACKWARD_MSG, Node, next_sequence_nr
 from ..autograd.saved import SavedTensor
@@ -95,13 +96,25 @@ class DifferentiableGraphBackward(Node):
             # backward is recorded and differentiable again (Note [Compiled call protocol]).
             caps = [s.unpack(self) for s in saved]
             return tuple(plan.run_df_tensors(list(grads), caps))
-        caps = [s.unpack(self)._data for s in saved]
-        vjps = [None if g is None else g._data for g in grads]
-        mask = tuple([g is None for g in vjps])
+        args = [None if g is None else g._data for g in grads]
+        mask = tuple([g is None for g in args])
         df = plan.df_variants.get(mask)
         if df is None:
             df = plan.df_for(mask)
-        outs = df(*vjps, *caps)
+        args.extend([s.unpack(self)._data for s in saved])
+        # Note [Arguments owned by the backward]
+        # Eager autograd frees an op's saved values once its node has run, so its backward's
+        # peak memory shrinks as it goes; df is one node for the whole graph. When the engine
+        # will release this node's saved values anyway (retain_graph=False), they are released
+        # before df runs and df gets its inputs as a list it empties (``call_owned``): the
+        # generated code then frees each capture after its last reader, as eager does.
+        if not current_graph_task_keeps_graph() and getattr(df, "owned", False):
+            self._saved = RELEASED
+            del saved
+            outs = df.call_owned(args)
+        else:
+            outs = df(*args)
+        del args
         res: list[Optional[Tensor]] = []
         for o in outs:
             if o is None:

@@ -34,7 +34,7 @@ import numpy as np
 from ..ops import linalg as _linalg
 from ..ops import pointwise as _pw
 from ..ops import shape as _shape
-from .ir import Graph, Node
+from .ir import Graph, Node, destroy_nodes
 from .passes import eliminate_dead_code
 
 __all__ = ["batch_stacks", "fold_constants"]
@@ -87,6 +87,7 @@ def batch_stacks(g: Graph) -> int:
     """Rewrite every ``stack`` along dim 0 of >= 4 isomorphic computations into one batched
     computation; returns how many stacks were rewritten (Note [Stack batching])."""
     done = 0
+    dead: list = []
     for n in list(g.nodes()):
         if n.op is not _shape.STACK or tuple(n.args) not in ((0,),) or \
                 len(n.inputs()) < _MIN_ITEMS or n.num_tensor_inputs != len(n.inputs()):
@@ -100,9 +101,10 @@ def batch_stacks(g: Graph) -> int:
         if res is not None and res[0] == "b" and res[1].shape == n.output().shape and \
                 res[1].dtype == n.output().dtype:
             n.output().replace_all_uses_with(res[1])
-            n.destroy()
+            dead.append(n)
             done += 1
     if done:
+        destroy_nodes(dead)        # Note [Linear graph edits] in ir.py
         eliminate_dead_code(g.block())
     return done
 

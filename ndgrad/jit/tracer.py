@@ -234,11 +234,11 @@ class Tracer:
     # True while a call wrapped by _make_call runs: calls nested in it are not recorded.
     in_call = False
     # Set by differentiate() on the tracer that records the VJP rules (the second and third
-    # example sets of Note [Data-independent rules], computed lazily for the third).
+    # example sets of Note [Data-independent rules], the values of the nodes that need them:
+    # Note [Example values are transient]).
     examples_b: dict
-    examples_c: Optional[dict]
+    examples_c: dict
     example_inputs: Optional[Sequence[Any]]
-    rng_b: np.random.Generator
 
     def __init__(self, graph: Graph, lift: str = "input") -> None:
         self.graph = graph
