@@ -13,7 +13,7 @@ import torch.func as tf
 import ndgrad
 import ndgrad.func as nf
 from ndgrad.ops import _batching
-from ndgrad.ops._dispatch import Op, apply
+from ndgrad.ops._dispatch import REGISTRY, Op, apply
 from test_func import err, pair, same
 
 F64 = ndgrad.float64
@@ -95,12 +95,21 @@ def _plus_sq_fwd(a):
     return a + a * a
 
 
-# An op no batching rule knows: inside vmap it runs per entry (exact), forward and backward.
-_PLUS_SQ = Op("plus_sq_test", "PlusSqBackward0", _plus_sq_fwd,
-              lambda ctx, g: g * (1 + 2 * ctx.saved[0]), saves=("self",))
+@pytest.fixture
+def plus_sq():
+    """An op no batching rule knows: inside vmap it runs per entry (exact), forward and
+    backward. Made per test and taken out of the op registry afterwards (tests that walk every
+    op of the table must not see it)."""
+    op = Op("plus_sq_test", "PlusSqBackward0", _plus_sq_fwd,
+            lambda ctx, g: g * (1 + 2 * ctx.saved[0]), saves=("self",))
+    yield op
+    REGISTRY["plus_sq_test"].remove(op)
+    if not REGISTRY["plus_sq_test"]:
+        del REGISTRY["plus_sq_test"]
 
 
-def test_op_without_batching_rule_runs_per_entry():
+def test_op_without_batching_rule_runs_per_entry(plus_sq):
+    _PLUS_SQ = plus_sq
     assert not _batching.supports(_PLUS_SQ)
     x = ndgrad.tensor(np.random.default_rng(5).normal(size=(3, 2)))
 
