@@ -277,8 +277,9 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, check: bool) -> tuple:
     # GEMMs] in blas_threads.py): the double_backward workload's five 64x128x128 products took
     # 110 ms of a 130 ms first call, the generated code then running them in microseconds.
     # When every tensor argument is small (a product of two of them at most about
-    # ``MAX_MACS``), the traced run uses one BLAS thread too. Only the first call's speed
-    # changes (OpenBLAS's result does not depend on its thread count); a function that builds
+    # ``MAX_MACS``), the traced run uses one BLAS thread too. OpenBLAS may round a product
+    # differently on another thread count, so this also keeps the first call's results those
+    # of the generated code (which runs such products on one thread); a function that builds
     # large tensors from small arguments, or reads large lifted ones, traces on one thread.
     if all(t._data.size <= _SMALL_TRACE for t in flatten((args, kwargs))[0]):
         with single_blas_thread():
