@@ -289,3 +289,64 @@ def test_the_patches_follow_a_rebound_function(monkeypatch):
     assert inside == [my_isclose]
     assert ndgrad.isclose is my_isclose
     np.testing.assert_array_equal(out._data, [True, True])
+
+
+class _Triple(ndgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x)
+        return x * 2, x * y
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        (x,) = ctx.saved_tensors
+        return g1 * 3 + g2, g2 * x
+
+
+class _Pair(ndgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2, 5
+
+    @staticmethod
+    def backward(ctx, g, _):
+        return g
+
+
+def test_custom_function_keeps_its_backward_when_compiled():
+    # the Function is recorded whole (a Call node) and its own backward runs, on the first
+    # call and later ones; eager gives the same gradients
+    def f(x, w):
+        a, b = _Triple.apply(x * w, w)
+        return (a * b).sum()
+    x, w = ndgrad.tensor([1.0, 2.0, 3.0]), ndgrad.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    f(x, w).backward()
+    want = w.grad.clone()
+    for g in (ndgrad.compile(f), ndgrad.jit.trace(f, (x, w))):
+        for _ in range(2):
+            w.grad = None
+            g(x, w).backward()
+            np.testing.assert_allclose(w.grad._data, want._data, rtol=1e-6)
+    assert "Call" in [n.kind() for n in ndgrad.jit.trace(f, (x, w)).graph.nodes()]
+
+
+def test_custom_function_with_non_tensor_outputs_is_refused():
+    x = ndgrad.ones(2, requires_grad=True)
+    with pytest.raises(ndgrad.jit.TraceError, match="not tensors"):
+        ndgrad.compile(lambda t: _Pair.apply(t)[0].sum())(x)
+
+
+def test_module_with_backward_hook_keeps_its_gradients_when_compiled():
+    # the hook's identity Function is recorded whole; the gradients are eager's (the hook
+    # itself fires in eager only: docs/differences.md)
+    lin = ndgrad.nn.Linear(3, 2)
+    lin.register_full_backward_hook(lambda m, gi, go: None)
+    x = ndgrad.ones(4, 3)
+    with pytest.warns(UserWarning, match="no inputs require gradients"):
+        lin(x).sum().backward()
+    want = lin.weight.grad.clone()
+    cf = ndgrad.compile(lambda t: lin(t).sum())
+    for _ in range(2):
+        lin.weight.grad = None
+        cf(x).backward()
+        np.testing.assert_allclose(lin.weight.grad._data, want._data, rtol=1e-6)

@@ -880,6 +880,52 @@ def _make_call(name: str, orig: Callable, differentiable: bool = False) -> Calla
     return method
 
 
+class _FunctionApply:
+    """``cls.apply`` of a custom Function as a ``Call`` node's function; equal for the same
+    Function, so two traces of one program compare equal (Note [Trace check])."""
+
+    __slots__ = ("cls", "func")
+
+    def __init__(self, cls: Any, func: Callable) -> None:
+        self.cls, self.func = cls, func
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(self.cls, *args, **kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _FunctionApply and other.cls is self.cls and \
+            other.func is self.func
+
+    def __hash__(self) -> int:
+        return hash((id(self.cls), id(self.func)))
+
+
+def _make_function_apply(orig: Any) -> Any:
+    """``autograd.Function.apply`` while tracing: the Function is recorded whole, as a
+    differentiable ``Call`` node (its forward runs at run time, and its backward is the user's
+    ``backward`` through autograd, ``CallBackward``), as TorchScript records a PythonOp. Its
+    outputs are found by array identity otherwise, and the graph would cut the gradient."""
+    func = orig.__func__
+
+    def apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        tr = getattr(_local, "tracer", None)
+        if tr is None or tr.in_call or tr.lift == "constant":
+            return func(cls, *args, **kwargs)
+        res = _make_call(f"{cls.__name__}.apply", _FunctionApply(cls, func), True)(
+            *args, **kwargs)
+        outs = res if isinstance(res, tuple) else (res,)
+        if not all(isinstance(o, Tensor) for o in outs):
+            raise TraceError(
+                f"ndgrad.jit: the custom autograd.Function {cls.__name__} at {user_source()} "
+                "returns values that are not tensors; only Functions whose outputs are all "
+                "tensors can be traced")
+        return res
+    marked: Any = apply
+    marked._jit_wrapper = True
+    marked.__wrapped__ = func
+    return classmethod(apply)
+
+
 # (key, plan): the patches of the last install, reused while sys.modules and every patched
 # name are unchanged (building the plan scans every ndgrad module: about 1 ms per trace).
 _PLAN: list = [None, ()]
@@ -948,6 +994,12 @@ def _patch_plan() -> Any:
     orig_bw = getattr(ag, "backward", None)
     if orig_bw is not None and not getattr(orig_bw, "_jit_wrapper", False):
         add(ag, "backward", orig_bw, False, _make_backward_escape(orig_bw))
+    # a custom autograd.Function is recorded whole (its own backward runs at run time)
+    fn_mod = sys.modules.get("ndgrad.autograd.function")   # local import: loaded with ndgrad
+    if fn_mod is not None:
+        orig_apply = vars(fn_mod.Function)["apply"]
+        if not getattr(orig_apply.__func__, "_jit_wrapper", False):
+            add(fn_mod.Function, "apply", orig_apply, True, _make_function_apply(orig_apply))
     _PLAN[0], _PLAN[1] = key, tuple(plan)
     return _PLAN[1]
 
