@@ -239,3 +239,16 @@ def test_unbatched_receiver_with_batched_argument():
     x, y = pair(4, 3, seed=15), pair(3, seed=16)
     same(*both(lambda lib, a, c: (c.lt(a).to(a.dtype) + c.logical_and(a > 0).to(a.dtype)
                                   + c.where(a > 0, a)), x, y, in_dims=(0, None)))
+
+
+def test_batch_norm_refuses_unbatched_running_stats_in_training():
+    # torch's error, raised once (not re-run per entry), and the statistics stay untouched
+    for lib, F, vm in ((torch, torch.nn.functional, tf.vmap),
+                       (ndgrad, ndgrad.nn.functional, nf.vmap)):
+        rm, rv = lib.zeros(3), lib.ones(3)
+        x = lib.arange(24.).reshape(2, 4, 3)
+        with pytest.raises(RuntimeError, match="Batch norm got a batched tensor as input"):
+            vm(lambda a: F.batch_norm(a, rm, rv, training=True))(x)
+        assert rm.tolist() == [0.0, 0.0, 0.0] and rv.tolist() == [1.0, 1.0, 1.0]
+        with pytest.raises(RuntimeError, match="Batch norm got a batched tensor as input"):
+            vm(lib.nn.BatchNorm1d(3))(x)

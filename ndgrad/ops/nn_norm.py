@@ -44,6 +44,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _dtype
+from ..autograd import batching as _bt
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
@@ -730,6 +731,13 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
             [ 1.0000]])
     """
     if input._blevel:  # Note [Batched backward]
+        if training and _bt.is_batched(input) and any(
+                t is not None and not _bt.is_batched(t) for t in (running_mean, running_var)):
+            err = RuntimeError(
+                "Batch norm got a batched tensor as input while the running_mean or "
+                "running_var, which will be updated in place, were not batched.")
+            err._vmap_user = True  # type: ignore[attr-defined]  # vmap's own error: no re-run
+            raise err
         r = _bcall(batch_norm, input, running_mean, running_var, weight, bias, training,
                    momentum, eps)
         if r is not NotImplemented:
