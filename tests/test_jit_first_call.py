@@ -350,3 +350,11 @@ def test_module_with_backward_hook_keeps_its_gradients_when_compiled():
         lin.weight.grad = None
         cf(x).backward()
         np.testing.assert_allclose(lin.weight.grad._data, want._data, rtol=1e-6)
+
+
+def test_traced_function_names_a_replaced_lifted_tensor():
+    lin = ndgrad.nn.Linear(3, 4)
+    tf = ndgrad.jit.trace(lambda x: lin(x).sum(), (ndgrad.ones(2, 3),))
+    lin.weight = ndgrad.nn.Parameter(ndgrad.ones(4, 3))
+    with pytest.raises(RuntimeError, match="reads outside its arguments .* was replaced"):
+        tf(ndgrad.ones(2, 3))

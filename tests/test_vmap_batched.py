@@ -248,7 +248,7 @@ def test_batch_norm_refuses_unbatched_running_stats_in_training():
         rm, rv = lib.zeros(3), lib.ones(3)
         x = lib.arange(24.).reshape(2, 4, 3)
         with pytest.raises(RuntimeError, match="Batch norm got a batched tensor as input"):
-            vm(lambda a: F.batch_norm(a, rm, rv, training=True))(x)
+            vm(lambda a, F=F, rm=rm, rv=rv: F.batch_norm(a, rm, rv, training=True))(x)
         assert rm.tolist() == [0.0, 0.0, 0.0] and rv.tolist() == [1.0, 1.0, 1.0]
         with pytest.raises(RuntimeError, match="Batch norm got a batched tensor as input"):
             vm(lib.nn.BatchNorm1d(3))(x)

@@ -445,7 +445,13 @@ class TracedFunction:
         if _tracer_local.__dict__.get("tracer") is not None:
             return self._fn(*args)         # inside an outer trace: inlined into it
         key, leaves = _guard(args, {})
-        if key != self._key or not self._spec.lifted_ok():
+        if key == self._key and not self._spec.lifted_ok():
+            raise RuntimeError(
+                "ndgrad.jit.trace: a tensor the function reads outside its arguments (a "
+                "module parameter, a closure or global tensor) was replaced or changed shape, "
+                "dtype or requires_grad since the trace; trace it again, or use "
+                "ndgrad.compile, which traces again when that happens")
+        if key != self._key:
             raise RuntimeError(
                 f"ndgrad.jit.trace: the function was traced for {_describe(self._key)} but "
                 f"called with {_describe(key)}; trace it again for these inputs or use "
