@@ -15,26 +15,9 @@ import torch
 import ndgrad
 import ndgrad.nn as nn
 import ndgrad.nn.functional as F
+from nn_steps import _lenet  # bench/ is the script's directory: the same LeNet-5
 
 torch.set_num_threads(2)
-
-
-def lenet(mod, Fm):
-    class LeNet5(mod.Module):
-        def __init__(self):
-            super().__init__()
-            self.c1 = mod.Conv2d(1, 6, 5, padding=2)
-            self.c2 = mod.Conv2d(6, 16, 5)
-            self.f1 = mod.Linear(400, 120)
-            self.f2 = mod.Linear(120, 84)
-            self.f3 = mod.Linear(84, 10)
-
-        def forward(self, x):
-            x = Fm.max_pool2d(Fm.relu(self.c1(x)), 2)
-            x = Fm.max_pool2d(Fm.relu(self.c2(x)), 2)
-            x = x.flatten(1)
-            return self.f3(Fm.relu(self.f2(Fm.relu(self.f1(x)))))
-    return LeNet5()
 
 
 def step_fn(model, Fm, x, y, lr=0.01):
@@ -66,8 +49,8 @@ def main():
     rng = np.random.default_rng(0)
     xb = rng.standard_normal((64, 1, 28, 28)).astype(np.float32)
     yb = rng.integers(0, 10, 64)
-    tm = lenet(torch.nn, torch.nn.functional)
-    nm = lenet(nn, F)
+    tm = _lenet(torch.nn, torch.nn.functional)
+    nm = _lenet(nn, F)
     nm.load_state_dict({k: ndgrad.tensor(v.numpy().copy()) for k, v in tm.state_dict().items()})
     ts = step_fn(tm, torch.nn.functional, torch.tensor(xb), torch.tensor(yb))
     ns = step_fn(nm, F, ndgrad.tensor(xb), ndgrad.tensor(yb))

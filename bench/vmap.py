@@ -17,7 +17,6 @@ with other jobs. Run: ``python bench/vmap.py`` (needs torch).
 from __future__ import annotations
 
 import os
-import time
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")      # before NumPy loads its BLAS
@@ -29,18 +28,9 @@ import torch.func as tf  # noqa: E402
 import ndgrad  # noqa: E402
 import ndgrad.func as nf  # noqa: E402
 import ndgrad.nn as nn  # noqa: E402
+from bench_func import best_of  # noqa: E402  (bench/ is the script's directory)
 
 torch.set_num_threads(1)
-
-
-def best_of(fn, repeat: int = 5) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3
 
 
 def main() -> None:

@@ -75,6 +75,7 @@ import numpy as np
 from ..autograd import batching as _bt
 from ..autograd import forward_ad as _fw
 from ..ops import _batching, cat, stack
+from ..ops import views_inplace as _views_inplace
 from ..tensor import Tensor
 from . import _common, _rng
 from ._pytree import broadcast_prefix, tree_flatten, tree_unflatten
@@ -92,18 +93,9 @@ class _State(threading.local):
 
 _state = _State()
 
-_ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over "
-         "calling .item() on a Tensor, please try to rewrite what you're doing with other "
-         "operations. If error is occurring somewhere inside PyTorch internals, please file a "
-         "bug report.")
-_CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent "
-                 "control flow. We don't support that yet, please file an issue at "
-                 "https://github.com/pytorch/pytorch/issues .")
-_INPLACE = ("vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a "
-            "Tensor `other` in extra_args that has more elements than `self`. This happened due "
-            "to `other` being vmapped over but `self` not being vmapped over in a vmap. Please "
-            "try to use out-of-place operators instead of inplace arithmetic. If said operator "
-            "is being called inside the PyTorch framework, please file a bug report instead.")
+# torch's messages, shared with the batched tensors (ops/_batching.py) and in-place writes
+_ITEM, _CONTROL_FLOW = _batching._ITEM, _batching._CONTROL_FLOW
+_INPLACE = _views_inplace._VMAP_INPLACE
 
 
 def _check(t: Tensor, what: str) -> None:

@@ -387,7 +387,9 @@ def _kept_indices(indices: Tensor, dim: int, keepdim: bool) -> Tensor:
     return indices if keepdim else _wrap(np.expand_dims(indices._data, dim))
 
 
-def _select_reduction_vjp(ctx, g_values, g_indices=None):
+def _select_reduction(ctx, g_values, kept) -> Tensor:
+    """Scatter ``g_values`` to the selected positions; ``kept(indices, dim, keepdim)`` gives
+    the indices with the reduced dim kept."""
     (indices,) = ctx.saved
     dim, keepdim = ctx._args[0], ctx._args[1]
     shape = ctx.input_shape(0)
@@ -395,22 +397,19 @@ def _select_reduction_vjp(ctx, g_values, g_indices=None):
         return g_values
     if not keepdim:
         g_values = g_values.unsqueeze(dim)
-    return scatter_zeros(g_values, dim, _kept_indices(indices, dim, keepdim), shape)
+    return scatter_zeros(g_values, dim, kept(indices, dim, keepdim), shape)
+
+
+def _select_reduction_vjp(ctx, g_values, g_indices=None):
+    return _select_reduction(ctx, g_values, _kept_indices)
 
 
 def _select_reduction_vjp_traceable(ctx, g_values, g_indices=None):
     """``_select_reduction_vjp`` with the kept indices made by an op (``unsqueeze``) instead of
     NumPy, so that the jit records it (Note [Traceable VJP rules] in jit/differentiate.py); the
     eager rule keeps the cheaper NumPy view."""
-    (indices,) = ctx.saved
-    dim, keepdim = ctx._args[0], ctx._args[1]
-    shape = ctx.input_shape(0)
-    if len(shape) == 0:
-        return g_values
-    if not keepdim:
-        g_values = g_values.unsqueeze(dim)
-        indices = indices.unsqueeze(dim)
-    return scatter_zeros(g_values, dim, indices, shape)
+    return _select_reduction(ctx, g_values,
+                             lambda idx, dim, keepdim: idx if keepdim else idx.unsqueeze(dim))
 
 
 def _max_dim_fwd(x, dim, keepdim, indices):
