@@ -85,10 +85,15 @@ def _operator(fn: Any, name: str):
     return method
 
 
+def _operand_or_deferring(other: Any) -> bool:
+    """An operand of ``==`` and reflected ``/``: PyTorch's operands plus what NumPy leaves to
+    the tensor (Note [NumPy protocol])."""
+    return type(other) is Tensor or _operand(other) or _numpy_protocol.defers_to_numpy(other)
+
+
 def _eq_method(self: Tensor, other: Any) -> Tensor:
     # ``==`` is the one operator PyTorch runs itself on an ndarray (Note [NumPy protocol])
-    if type(other) is not Tensor and not _operand(other) and \
-            not _numpy_protocol.defers_to_numpy(other):
+    if not _operand_or_deferring(other):
         return NotImplemented
     return ops.eq(self, other)
 
@@ -116,8 +121,7 @@ def _rtruediv(self: Tensor, other: Any) -> Tensor:
 
 
 def _rtruediv_method(self: Tensor, other: Any) -> Tensor:
-    if type(other) is not Tensor and not _operand(other) and \
-            not _numpy_protocol.defers_to_numpy(other):
+    if not _operand_or_deferring(other):
         return NotImplemented
     return _rtruediv(self, other)
 
