@@ -30,6 +30,10 @@ _new = object.__new__
 # Set by ndgrad.func (Note [Vectorized vmap] in func/_vmap.py): called by ``item`` and
 # ``__bool__`` with the tensor and "item"/"bool"; it raises while a vmapped function runs.
 _vmap_check: Any = None
+# The innermost live grad/vjp/jvp transform call (0: none), set only through
+# ``ops._dispatch.set_transform`` (Note [Captured tensors] in ops/views_inplace.py): tensors
+# created while it is set carry it as ``_tborn``.
+_TRANSFORM = 0
 _ndarray = np.ndarray
 _FROM_NP = _dtype._FROM_NP
 
@@ -173,6 +177,8 @@ def _wrap(arr: np.ndarray) -> "Tensor":
         arr = np.asarray(arr)
     t = _new(Tensor)
     t._data = arr
+    if _TRANSFORM:
+        t._tborn = _TRANSFORM
     return t
 
 
@@ -223,11 +229,14 @@ class Tensor(_TensorMethods):
     _blevel = 0                 # batch level id (Note [Batched backward], autograd/batching.py)
     _bproxy: Any = None         # on a logical proxy: the batched tensor it stands for
     _unbounded = False          # a clamp bound standing for "none" (ops/pointwise.py)
+    _tborn = 0                  # transform call it was created in (Note [Captured tensors])
     __array_priority__ = 1000   # ndarray <op> Tensor defers to Tensor
 
     def __init__(self, data: Any = (), dtype: Optional[_dtype_cls] = None) -> None:
         d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
         self._data = np.array(data, dtype=d.np)
+        if _TRANSFORM:
+            self._tborn = _TRANSFORM
 
     # ------------------------------------------------------------------ metadata
     @property
@@ -353,6 +362,8 @@ class Tensor(_TensorMethods):
     def _alias(self) -> "Tensor":
         t = _new(Tensor)
         t._data = self._data
+        if self._tborn:
+            t._tborn = self._tborn
         return t
 
     # ------------------------------------------------------------------ autograd state
@@ -517,6 +528,8 @@ class Tensor(_TensorMethods):
         """A new tensor sharing data and version counter, with no history."""
         t = _new(Tensor)
         t._data = self._data
+        if self._tborn:                # the same storage: captured or not as self
+            t._tborn = self._tborn
         if self._inference:            # an alias of an inference tensor is one (no version)
             t._inference = True
             return t
@@ -540,7 +553,10 @@ class Tensor(_TensorMethods):
     @property
     def data(self) -> "Tensor":
         """A tensor sharing this one's data, without history or version tracking."""
-        return _wrap(self._data)
+        t = _wrap(self._data)
+        if _TRANSFORM:                 # the same storage: captured or not as self
+            t._tborn = self._tborn
+        return t
 
     @data.setter
     def data(self, value: "Tensor") -> None:
