@@ -20,6 +20,9 @@ from ._layout import (  # noqa: F401
     channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format)
 from . import ops  # noqa: E402
 from . import _tensor_methods  # noqa: F401,E402  (binds Tensor methods)
+from .legacy_tensor_types import (  # noqa: F401,E402
+    BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
+    IntTensor, LongTensor, ShortTensor, set_default_tensor_type)
 from ._creation import (  # noqa: F401,E402
     arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like, linspace,
     manual_seed, ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,

@@ -34,6 +34,8 @@ _vmap_check: Any = None
 # ``ops._dispatch.set_transform`` (Note [Captured tensors] in ops/views_inplace.py): tensors
 # created while it is set carry it as ``_tborn``.
 _TRANSFORM = 0
+# Tensor(...): set by ndgrad.legacy_tensor_types at import.
+_legacy_init: Any = None
 _ndarray = np.ndarray
 _FROM_NP = _dtype._FROM_NP
 
@@ -232,11 +234,10 @@ class Tensor(_TensorMethods):
     _tborn = 0                  # transform call it was created in (Note [Captured tensors])
     __array_priority__ = 1000   # ndarray <op> Tensor defers to Tensor
 
-    def __init__(self, data: Any = (), dtype: Optional[_dtype_cls] = None) -> None:
-        d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-        self._data = np.array(data, dtype=d.np)
-        if _TRANSFORM:
-            self._tborn = _TRANSFORM
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # PyTorch's legacy constructor: Tensor(2, 3), Tensor([1, 2]), Tensor(other), Tensor()
+        # (bound at import: ndgrad/legacy_tensor_types.py; internal code never calls it)
+        _legacy_init(self, *args, **kwargs)
 
     # ------------------------------------------------------------------ metadata
     @property
