@@ -139,7 +139,8 @@ def tensor_init(self: Tensor, *args: Any, **kwargs: Any) -> None:
     self.__dict__.update(t.__dict__)
 
 
-import_module("ndgrad.tensor")._legacy_init = tensor_init   # ndgrad.tensor is also a function
+_tensor_module: Any = import_module("ndgrad.tensor")    # ndgrad.tensor is also a function
+_tensor_module._legacy_init = tensor_init
 
 
 class _LegacyType(type):

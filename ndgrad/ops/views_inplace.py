@@ -417,7 +417,7 @@ def _check_capture(self: Tensor) -> None:
 def _inplace_name() -> str:
     """The public in-place method being run (for the message): the innermost caller named like
     one (``add_``), ``copy_`` for item assignment."""
-    f = sys._getframe(2)
+    f: Any = sys._getframe(2)
     while f is not None:
         name = f.f_code.co_name
         if name in ("setitem", "__setitem__"):
