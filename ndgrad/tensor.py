@@ -601,13 +601,12 @@ class Tensor(_TensorMethods):
             _check_numpy(self)
         return self._data
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self, dtype: Any = None) -> np.ndarray:
         _check_numpy(self)          # np.asarray(t) is t.numpy(), as in PyTorch
-        # (Note [NumPy protocol] in ndgrad/_numpy_protocol.py)
+        # (Note [NumPy protocol] in ndgrad/_numpy_protocol.py). No ``copy`` argument, as
+        # torch's: NumPy copies for ``np.array(t)`` and refuses ``np.array(t, copy=False)``.
         if dtype is not None and dtype != self._data.dtype:
             return self._data.astype(dtype)
-        if copy:
-            return self._data.copy()
         return self._data
 
     def __array_wrap__(self, array: np.ndarray, context: Any = None,

@@ -193,7 +193,7 @@ def test_set_default_tensor_type():
             out.append(any("deprecated" in str(x.message) for x in w))
             for bad in (m.LongTensor, "torch.LongTensor", m.float64, "torch.cuda.FloatTensor",
                         3, "foo.Bar"):
-                out.append(outcome(lambda: m.set_default_tensor_type(bad)))
+                out.append(outcome(lambda m=m, bad=bad: m.set_default_tensor_type(bad)))
         m.set_default_dtype(m.float32)
         res[m.__name__] = out
     assert res["torch"] == res["ndgrad"]
@@ -250,7 +250,7 @@ def test_apply_order_views_and_version():
     for m in (torch, ndgrad):
         seen = []
         b = m.arange(4.0).reshape(2, 2)
-        b.t().apply_(lambda v: seen.append(v) or v * 10)   # logical order of the view
+        b.t().apply_(lambda v, seen=seen: seen.append(v) or v * 10)   # the view's order
         assert seen == [0.0, 2.0, 1.0, 3.0]
         assert b.tolist() == [[0.0, 10.0], [20.0, 30.0]]
         assert b._version == 0                              # not an autograd modification
