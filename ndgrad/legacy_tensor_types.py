@@ -33,7 +33,8 @@ from .tensor import Size, Tensor, _wrap, check_device
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor",
            "CharTensor", "ShortTensor", "IntTensor", "LongTensor", "BoolTensor",
-           "tensor_init", "legacy_dtype", "set_default_tensor_type", "apply_", "map_", "map2_"]
+           "tensor_init", "legacy_dtype", "Variable", "set_default_tensor_type", "apply_",
+           "map_", "map2_"]
 
 # dtype -> its C++ name in PyTorch's TensorOptions messages
 _CPP_NAMES = {
@@ -243,6 +244,34 @@ def legacy_dtype(t: Any) -> Optional[_dtype.dtype]:
     if t is Tensor:
         return _dtype.get_default_dtype()
     return None
+
+
+class _VariableType(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, Tensor)
+
+    def __call__(cls, data: Any = None, requires_grad: bool = False, volatile: bool = False
+                 ) -> Any:
+        if volatile:
+            warnings.warn("volatile was removed and now has no effect. Use `with "
+                          "torch.no_grad():` instead.", UserWarning, stacklevel=2)
+        if data is None:
+            data = _wrap(np.empty((0,), dtype=_dtype.get_default_dtype().np))
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        return data.detach().requires_grad_(bool(requires_grad))
+
+
+class Variable(metaclass=_VariableType):
+    """``ndgrad.autograd.Variable(t, requires_grad=False)``: PyTorch 0.3's wrapper, now a
+    detached alias of ``t`` (a leaf) that requires grad as asked; every tensor is a Variable.
+
+    >>> import ndgrad
+    >>> from ndgrad.autograd import Variable
+    >>> v = Variable(ndgrad.ones(2), requires_grad=True)
+    >>> v.requires_grad, v.is_leaf, isinstance(ndgrad.ones(1), Variable)
+    (True, True, True)
+    """
 
 
 # ---------------------------------------------------------------------------- apply_ / map_
