@@ -65,8 +65,8 @@ for epoch in range(8):
     norm = nn.utils.clip_grad_norm_(params, 1.0)
     opt.step()
     sched.step(loss.data.item())
-    print("epoch %d loss %.4f norm %.4f lr %.4f" % (epoch, loss.data.item() / T, float(norm),
-                                                     opt.param_groups[0]["lr"]))
+    print("epoch {} loss {:.4f} norm {:.4f} lr {:.4f}".format(
+        epoch, loss.data.item() / T, float(norm), opt.param_groups[0]["lr"]))
 
 # legacy types and conversions
 w = enc.emb.weight.data
@@ -81,9 +81,9 @@ with torch.no_grad():
     src, tgt = batch(4)
     enc_out, h = enc(src)
     h, tok, outs = h[0], torch.zeros(4).type(torch.LongTensor), []
-    for t in range(T):
+    for _ in range(T):
         logp, h = dec(tok, h, enc_out)
         tok = logp.argmax(1)
         outs.append(tok)
     acc = (torch.stack(outs, 1) == tgt).float().mean().item()
-print("greedy acc %.3f" % acc)
+print(f"greedy acc {acc:.3f}")
