@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import re
+import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, SupportsIndex
 
@@ -34,6 +35,22 @@ _vmap_check: Any = None
 # ``ops._dispatch.set_transform`` (Note [Captured tensors] in ops/views_inplace.py): tensors
 # created while it is set carry it as ``_tborn``.
 _TRANSFORM = 0
+_transform_thread: Optional[int] = None      # the thread running it
+CAPTURED_INPLACE_MSG = (
+    "During a grad (vjp, jvp, grad, etc) transform, the function provided attempted to call "
+    "in-place operation ({}) that would mutate a captured Tensor. This is not supported; "
+    "please rewrite the function being transformed to explicitly accept the mutated Tensor(s) "
+    "as inputs.")
+
+
+def refuse_captured(op: str) -> None:
+    """Raise torch.func's error for an in-place ``op`` on a captured tensor (the caller checked
+    ``_TRANSFORM and t._tborn != _TRANSFORM``), unless another thread runs the transform."""
+    if _transform_thread is not None and _transform_thread != threading.get_ident():
+        return
+    raise RuntimeError(CAPTURED_INPLACE_MSG.format(op))
+
+
 # Tensor(...): set by ndgrad.legacy_tensor_types at import.
 _legacy_init: Any = None
 _ndarray = np.ndarray
@@ -546,9 +563,13 @@ class Tensor(_TensorMethods):
                 "gradients are views of DDP buckets, and hence detach_() cannot be called on "
                 "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
                 "function in torch/optim/optimizer.py as the solution.")
+        if _TRANSFORM and self._tborn != _TRANSFORM:
+            refuse_captured("aten::detach_")
         self._grad_fn = None
         self._requires_grad = False
         self._output_nr = 0
+        if self._fw_grads:
+            self._fw_grads = None      # forward AD tangents go too, as with detach()
         return self
 
     @property

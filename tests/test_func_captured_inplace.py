@@ -58,6 +58,27 @@ def _captured_zero(m, buf, x):
     return x.sum()
 
 
+def _captured_detach_(m, buf, x):
+    buf.detach_()
+    return x.sum()
+
+
+def _captured_resize_(m, buf, x):
+    buf.resize_(3)
+    return x.sum()
+
+
+def _captured_unsqueeze_(m, buf, x):
+    buf.unsqueeze_(0)
+    return x.sum()
+
+
+def _local_detach_resize(m, buf, x):
+    y = (x * 2).detach_()
+    z = m.zeros(2, dtype=m.float64).resize_(3)
+    return (x * y).sum() + z.sum() * 0
+
+
 def _local_tensor(m, buf, x):
     b = m.zeros(3, dtype=m.float64)    # created inside: may be modified
     b.add_(x)
@@ -78,7 +99,8 @@ def _out_argument(m, buf, x):
 
 CASES = [_captured_add, _captured_add_constant, _captured_copy, _captured_setitem,
          _captured_under_no_grad, _captured_view, _captured_data, _captured_fill,
-         _captured_zero, _local_tensor, _input_detached, _out_argument]
+         _captured_zero, _captured_detach_, _captured_resize_, _captured_unsqueeze_,
+         _local_detach_resize, _local_tensor, _input_detached, _out_argument]
 
 
 def _run(m, transform, case):

@@ -534,6 +534,7 @@ def set_transform(tid: int, thread: Optional[int] = None) -> None:
     _TRANSFORM = tid
     _transform_thread = thread
     _tensor_module._TRANSFORM = tid
+    _tensor_module._transform_thread = thread
 
 
 def _set_batching(flag: bool) -> None:

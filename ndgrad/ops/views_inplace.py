@@ -36,7 +36,6 @@ Example:
 from __future__ import annotations
 
 import sys
-import threading as _threading
 from importlib import import_module
 from typing import Any, Callable, Optional
 
@@ -395,23 +394,15 @@ def _check_inplace(self: Tensor, recording: bool, writes: bool = True) -> None:
 # (``_dispatch.set_transform``, func/_common.py ``transform_scope``); while one is live, the
 # tensors created (dispatcher results, ``_wrap``, backward rules' results, the legacy
 # constructor) carry it as ``_tborn``, views, ``detach()`` and ``.data`` carry their source's,
-# and ``_check_inplace`` refuses a tensor whose stamp is not the innermost call's. vmap opens
+# and ``_check_inplace`` (every in-place op and in-place view op), ``detach_`` and ``resize_``
+# refuse a tensor whose stamp is not the innermost call's (``refuse_captured`` in tensor.py
+# words it; the hot paths pay one module-global test when no transform runs). vmap opens
 # no such call (torch checks at its grad/jvp levels only). The id is process-wide: a tensor
 # another thread creates during the call counts as created inside, and other threads' in-place
 # ops are not checked.
-CAPTURED_INPLACE_MSG = (
-    "During a grad (vjp, jvp, grad, etc) transform, the function provided attempted to call "
-    "in-place operation ({}) that would mutate a captured Tensor. This is not supported; "
-    "please rewrite the function being transformed to explicitly accept the mutated Tensor(s) "
-    "as inputs.")
-
-
 def _check_capture(self: Tensor) -> None:
     """Refuse an in-place op on a tensor captured by the live transform call."""
-    owner = _dispatch._transform_thread
-    if owner is not None and owner != _threading.get_ident():
-        return
-    raise RuntimeError(CAPTURED_INPLACE_MSG.format("aten::" + _inplace_name()))
+    _tensor_mod.refuse_captured("aten::" + _inplace_name())
 
 
 def _inplace_name() -> str:
