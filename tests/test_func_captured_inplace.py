@@ -219,3 +219,22 @@ def test_outside_transforms_nothing_changes():
     with ndgrad.no_grad():
         buf.mul_(2.0)
     assert buf.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_outputs_of_a_compiled_function_are_the_transforms_own():
+    # ndgrad.compile's results are created inside the call: modifying them is allowed (as
+    # torch.compile's under torch.func.grad), a compiled result made outside is captured
+    h = ndgrad.compile(lambda x: x * 2 + 1)
+
+    def f(m, fn):
+        def inner(x):
+            y = fn(x)
+            y.add_(1)
+            return (y * x).sum()
+        return inner
+    got = ndgrad.func.grad(f(ndgrad, h))(ndgrad.ones(3))
+    want = torch.func.grad(f(torch, lambda x: x * 2 + 1))(torch.ones(3))
+    assert got.tolist() == want.tolist()
+    outside = h(ndgrad.ones(3))
+    with pytest.raises(RuntimeError, match="would mutate a captured Tensor"):
+        ndgrad.func.grad(lambda x: (outside.add_(1), x.sum())[1])(ndgrad.ones(3))
