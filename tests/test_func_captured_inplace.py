@@ -238,3 +238,43 @@ def test_outputs_of_a_compiled_function_are_the_transforms_own():
     outside = h(ndgrad.ones(3))
     with pytest.raises(RuntimeError, match="would mutate a captured Tensor"):
         ndgrad.func.grad(lambda x: (outside.add_(1), x.sum())[1])(ndgrad.ones(3))
+
+
+# every way of making a tensor inside the function makes one the function may modify (torch
+# refuses copy/deepcopy/save-load/from_dlpack inside a transform for reasons of its own)
+MADE_INSIDE = {
+    "parameter": lambda m, x: m.nn.Parameter(m.zeros(3), requires_grad=False),
+    "module_weight": lambda m, x: m.nn.Linear(2, 2).weight.detach(),
+    "new_zeros": lambda m, x: x.new_zeros(3),
+    "new_tensor": lambda m, x: x.new_tensor([1.0, 2.0]),
+    "new_full": lambda m, x: x.new_full((3,), 2.0),
+    "from_numpy": lambda m, x: m.from_numpy(np.zeros(3)),
+    "as_tensor": lambda m, x: m.as_tensor(np.zeros(3)),
+    "zeros_like": lambda m, x: m.zeros_like(x),
+    "empty_strided": lambda m, x: m.empty_strided((2, 2), (1, 2)),
+    "arange": lambda m, x: m.arange(3.0),
+    "randn": lambda m, x: m.randn(3),
+    "randperm": lambda m, x: m.randperm(3),
+    "cat": lambda m, x: m.cat([m.zeros(2), m.ones(2)]),
+    "mask_index": lambda m, x: m.zeros(4)[m.tensor([True, False, True, True])],
+    "unbind": lambda m, x: m.zeros(2, 3).unbind(0)[0],
+    "to_dtype": lambda m, x: m.zeros(3).to(m.float64),
+    "legacy": lambda m, x: m.FloatTensor(3).zero_(),
+    "linalg": lambda m, x: m.linalg.inv(m.eye(2)),
+    "fft": lambda m, x: m.fft.rfft(x).real,
+    "sparse_to_dense": lambda m, x: m.zeros(2, 2).to_sparse().to_dense(),
+    "autograd_grad": lambda m, x: m.autograd.grad((x * x).sum(), x, create_graph=True)[0],
+    "detach_of_input": lambda m, x: x.detach(),
+    "data_of_input": lambda m, x: x.data,
+}
+
+
+@pytest.mark.parametrize("make", sorted(MADE_INSIDE))
+def test_tensors_made_inside_may_be_modified(make):
+    def run(m):
+        def f(x):
+            b = MADE_INSIDE[make](m, x)
+            b.add_(1) if not b.is_floating_point() else b.add_(1.0)
+            return x.sum()
+        return m.func.grad(f)(m.ones(3)).tolist()
+    assert outcome(lambda: run(torch)) == outcome(lambda: run(ndgrad))
