@@ -20,6 +20,9 @@ from ._layout import (  # noqa: F401
     channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format)
 from . import ops  # noqa: E402
 from . import _tensor_methods  # noqa: F401,E402  (binds Tensor methods)
+from .legacy_tensor_types import (  # noqa: F401,E402
+    BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
+    IntTensor, LongTensor, ShortTensor, set_default_tensor_type)
 from ._creation import (  # noqa: F401,E402
     arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like, linspace,
     manual_seed, ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
@@ -53,6 +56,8 @@ from ._tensor_methods import (  # noqa: F401,E402
     rad2deg_, logit_, sinc_, nan_to_num_)
 from . import autograd as autograd  # noqa: E402
 autograd._load()   # the autograd API, now that the op table exists (Note [Layers])
+from .legacy_tensor_types import Variable as _Variable  # noqa: E402
+autograd.Variable = _Variable  # type: ignore[attr-defined]  # old code's autograd.Variable
 from . import backends, cuda  # noqa: F401,E402
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa

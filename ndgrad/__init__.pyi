@@ -8,7 +8,17 @@ import ndgrad.tensor as _ndgrad_tensor
 import ndgrad.types as _ndgrad_types
 import typing as _typing
 
+from ndgrad.legacy_tensor_types import BFloat16Tensor as BFloat16Tensor
+from ndgrad.legacy_tensor_types import BoolTensor as BoolTensor
+from ndgrad.legacy_tensor_types import ByteTensor as ByteTensor
+from ndgrad.legacy_tensor_types import CharTensor as CharTensor
+from ndgrad.legacy_tensor_types import DoubleTensor as DoubleTensor
+from ndgrad.legacy_tensor_types import FloatTensor as FloatTensor
 from ndgrad._generator import Generator as Generator
+from ndgrad.legacy_tensor_types import HalfTensor as HalfTensor
+from ndgrad.legacy_tensor_types import IntTensor as IntTensor
+from ndgrad.legacy_tensor_types import LongTensor as LongTensor
+from ndgrad.legacy_tensor_types import ShortTensor as ShortTensor
 from ndgrad.tensor import Size as Size
 from ndgrad.tensor import Tensor as Tensor
 __version__: _builtins.str
@@ -285,6 +295,7 @@ from ndgrad._tensor_methods import lcm_ as lcm_
 def ldexp(input: _ndgrad_types.Tensor, other: _ndgrad_types.Tensor, *, out: _ndgrad_types.Tensor | _ndgrad_types.TensorList | None = ...) -> _ndgrad_tensor.Tensor: ...
 from ndgrad._tensor_methods import ldexp_ as ldexp_
 def le(input: _ndgrad_types.Tensor, other: _ndgrad_types.Tensor | _ndgrad_types.Scalar, *, out: _ndgrad_types.Tensor | _ndgrad_types.TensorList | None = ...) -> _ndgrad_tensor.Tensor: ...
+from . import legacy_tensor_types as legacy_tensor_types
 def lerp(input: _ndgrad_types.Tensor, end: _ndgrad_types.Tensor, weight: _ndgrad_types.Tensor | _ndgrad_types.Scalar, *, out: _ndgrad_types.Tensor | _ndgrad_types.TensorList | None = ...) -> _ndgrad_tensor.Tensor: ...
 def lgamma(input: _ndgrad_types.Tensor, *, out: _ndgrad_types.Tensor | _ndgrad_types.TensorList | None = ...) -> _ndgrad_tensor.Tensor: ...
 from . import linalg as linalg
@@ -439,6 +450,7 @@ def selu_(input: _ndgrad_types.Tensor) -> _ndgrad_tensor.Tensor: ...
 from . import serialization as serialization
 from ndgrad.tensor import set_default_device as set_default_device
 from ndgrad._dtype import set_default_dtype as set_default_dtype
+from ndgrad.legacy_tensor_types import set_default_tensor_type as set_default_tensor_type
 from ndgrad._settings import set_float32_matmul_precision as set_float32_matmul_precision
 from ndgrad.autograd.grad_mode import set_grad_enabled as set_grad_enabled
 from ndgrad._threads import set_num_threads as set_num_threads

@@ -160,14 +160,19 @@ def _contains_tensor(data: Any) -> bool:
     return False
 
 
-def _check_scalar_tensors(data: Any) -> None:
-    """Tensors inside a nested list are read as numbers: each must have one element."""
+def _check_scalar_tensors(data: Any, d: Optional[_dtype.dtype] = None) -> None:
+    """Tensors inside a nested list are read as numbers: each must have one element (and be
+    an integer or bool tensor when the requested dtype ``d`` is integer or bool)."""
+    to_int = d is not None and not (d.is_floating_point or d.is_complex)
     for v in data:
         if isinstance(v, Tensor):
             if v._data.size != 1:
                 raise ValueError("only one element tensors can be converted to Python scalars")
+            if to_int and v._data.dtype.kind in "fcV":
+                raise TypeError("only integer tensors of a single element can be converted to "
+                                "an index")
         elif isinstance(v, (list, tuple)):
-            _check_scalar_tensors(v)
+            _check_scalar_tensors(v, d)
 
 
 def tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
@@ -182,7 +187,7 @@ def tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
     """
     d = _dtype.to_dtype(dtype) if dtype is not None else None
     if isinstance(data, (list, tuple)) and _contains_tensor(data):
-        _check_scalar_tensors(data)
+        _check_scalar_tensors(data, d)
     arr = _infer_array(data, d)
     if d is not None:
         if not isinstance(data, (Tensor, np.ndarray)):

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,8 @@ from . import _creation, _dtype
 from ._creation import _finish, _resolve
 from .ops.views_inplace import _bump
 from .tensor import Tensor
+
+_tensor_module: Any = import_module("ndgrad.tensor")     # ndgrad.tensor is also a function
 
 __all__ = ["empty_strided", "empty_permuted", "scalar_tensor", "logspace"]
 
@@ -108,6 +111,8 @@ def resize_(self: Tensor, *size: Any, memory_format: Any = None) -> Tensor:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     shape = _creation._as_shape(size)
+    if _tensor_module._TRANSFORM and self._tborn != _tensor_module._TRANSFORM:
+        _tensor_module.refuse_captured("aten::resize_")    # Note [Captured tensors]
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     old = self._data

@@ -39,6 +39,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _dtype
+from . import return_types as _return_types
 from .autograd.grad_mode import is_grad_enabled
 from .tensor import Tensor
 
@@ -62,6 +63,10 @@ _CPP_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "f
               "complex128": "c10::complex<double>", "uint8": "unsigned char",
               "int8": "signed char", "int16": "short int", "int32": "int", "int64": "long int",
               "bool": "bool"}
+_CAN_CAST_MSG = ("Expected canCast( typeMetaToScalarType(self.dtype()), "
+                 "typeMetaToScalarType(out.dtype())) to be true, but got false.  (Could this "
+                 "error message be improved?  If so, please report an enhancement request to "
+                 "PyTorch.)")
 _EXPECTED_OUT = "Expected out tensor to have dtype {want}, but got {got} instead"
 # Functions whose out must have exactly the result's dtype, with their message.
 _EXACT = {
@@ -143,17 +148,53 @@ def _check_overlap(name: str, out: np.ndarray, inputs: list) -> None:
             raise RuntimeError(_OVERLAP_MSG)
 
 
-def _check_out_type(name: str, out: Any, n: int) -> None:
+# Multi-result functions whose other overloads make PyTorch's parser report a non-tuple
+# ``out`` as a mismatch of all of them (``max(x, 1, out=t)``), with their overloads.
+_OVERLOADED_OUT = {
+    "max": " * (Tensor input, *, Tensor out = None)\n * (Tensor input, Tensor other, *, Tensor "
+           "out = None)\n * (Tensor input, int dim, bool keepdim = False, *, tuple of Tensors "
+           "out = None)\n",
+    "sort": " * (Tensor input, *, bool stable, int dim = -1, bool descending = False, tuple of "
+            "Tensors out = None)\n * (Tensor input, int dim = -1, bool descending = False, *, "
+            "tuple of Tensors out = None)\n"}
+_OVERLOADED_OUT["min"] = _OVERLOADED_OUT["max"]
+# where ``out`` is in PyTorch's signature, when not after all of ndgrad's declared arguments
+_OUT_POSITION = {"sort": 3}
+
+
+def _arg_word(v: Any) -> str:
+    if isinstance(v, Tensor):
+        return "Tensor"
+    t = type(v)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _check_out_type(name: str, out: Any, n: int, args: tuple = (), kwargs: Any = None) -> None:
     if n < 0:
         if not isinstance(out, Tensor):
+            if name in _OVERLOADED_OUT:
+                got = [_arg_word(a) for a in args if a is not None and a is not False]
+                got.append(f"out={_arg_word(out)}")
+                raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                                f"({', '.join(got)}), but expected one of:\n"
+                                f"{_OVERLOADED_OUT[name]}")
             raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
         return
-    if not isinstance(out, (tuple, list)) or not all(isinstance(t, Tensor) for t in out):
+    if not isinstance(out, (tuple, list)):
+        if name in _OVERLOADED_OUT and not (len(args) > 2 and args[2]):
+            got = [_arg_word(a) for a in args if a is not None and a is not False]
+            got.append(f"out={_arg_word(out)}")
+            raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                            f"({', '.join(got)}), but expected one of:\n{_OVERLOADED_OUT[name]}")
         raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
                         f"{type(out).__name__}")
     if len(out) != n:
-        raise TypeError(f"{name}(): argument 'out' must be tuple of {n} elements, not "
-                        f"{len(out)}")
+        raise TypeError(f"expected tuple of {n} elements but got {len(out)}")
+    pos = _OUT_POSITION.get(name, len(args) + len(kwargs or ()))
+    for i, t in enumerate(out):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument {pos}, but got "
+                            f"{_arg_word(t)}")
 
 
 def _write(dst: Tensor, src: Tensor) -> None:
@@ -178,11 +219,14 @@ def call_with_out(name: str, impl: Callable, args: tuple, kwargs: dict, out: Any
     result = impl(*args, **kwargs)
     multi = isinstance(result, (tuple, list))
     results = tuple(result) if multi else (result,)
-    _check_out_type(name, out, len(results) if multi else -1)
+    _check_out_type(name, out, len(results) if multi else -1, args, kwargs)
     outs = tuple(out) if multi else (out,)
     if is_grad_enabled() and any(t.requires_grad for t in (*results, *outs)):
         raise RuntimeError(_no_grad_msg(name))
     inputs = _inputs(args, kwargs)
+    if (name in ("max", "min") and not multi and not isinstance(args[1], Tensor)
+            and not _castable(result.dtype, out.dtype)):       # the full reduction's wording
+        raise RuntimeError(_CAN_CAST_MSG)
     for r, o in zip(results, outs):
         _check_dtype(name, r, o, multi)
         _check_overlap(name, o._data, inputs)
@@ -192,4 +236,6 @@ def call_with_out(name: str, impl: Callable, args: tuple, kwargs: dict, out: Any
         return out
     if isinstance(result, list):
         return list(outs)
-    return type(result)(*outs) if hasattr(result, "_fields") else outs
+    if hasattr(result, "_fields"):
+        return _return_types.OUT_TYPES.get(type(result).__name__, type(result))(*outs)
+    return outs

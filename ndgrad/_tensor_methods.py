@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _creation, _dtype, _numpy_protocol, _signature, ops
+from . import legacy_tensor_types as _legacy
 from .autograd import api as _autograd_api
 from .ops import views_inplace as _inplace
 from .ops._util import broadcast_error, check_tensor, is_scalar, to_tensor
@@ -245,6 +246,10 @@ def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs:
             raise ValueError(f"invalid type: '{dtype}'")
     elif isinstance(dtype, _dtype.dtype):
         d = dtype
+    elif _legacy.legacy_dtype(dtype) is not None:      # ndgrad.DoubleTensor, ndgrad.Tensor
+        d = _legacy.legacy_dtype(dtype)
+        if d == self.dtype:
+            return self
     elif isinstance(dtype, type):
         raise ValueError(f"invalid type: '{dtype.__name__}'")
     else:
@@ -496,6 +501,7 @@ _METHODS = {
     "unbind": ops.unbind, "split": ops.split, "chunk": ops.chunk,
     "contiguous": ops.contiguous, "clone": ops.clone, "to": ops.to,
     "type_as": lambda s, o: ops.to(s, o.dtype), "type": _type,
+    "apply_": _legacy.apply_, "map_": _legacy.map_, "map2_": _legacy.map2_,
     "triu": ops.triu, "tril": ops.tril,
     "float": _type_conv(_dtype.float32), "double": _type_conv(_dtype.float64),
     "half": _type_conv(_dtype.float16), "bfloat16": _type_conv(_dtype.bfloat16),

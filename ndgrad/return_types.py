@@ -102,3 +102,9 @@ linalg_lstsq = _make("linalg_lstsq", _FIELDS["linalg_lstsq"])
 geqrf = _make("geqrf", _FIELDS["geqrf"])
 linalg_ldl_factor = _make("linalg_ldl_factor", _FIELDS["linalg_ldl_factor"])
 linalg_ldl_factor_ex = _make("linalg_ldl_factor_ex", _FIELDS["linalg_ldl_factor_ex"])
+
+# ``max(x, 0, out=(v, i))`` returns ``max_out``, as torch: the same fields under the name
+# ``<op>_out``, one per op above.
+OUT_TYPES: dict[str, type] = {name: _make(f"{name}_out", fields)
+                              for name, fields in _FIELDS.items()}
+globals().update({cls.__name__: cls for cls in OUT_TYPES.values()})

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import re
+import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, SupportsIndex
 
@@ -30,6 +31,28 @@ _new = object.__new__
 # Set by ndgrad.func (Note [Vectorized vmap] in func/_vmap.py): called by ``item`` and
 # ``__bool__`` with the tensor and "item"/"bool"; it raises while a vmapped function runs.
 _vmap_check: Any = None
+# The innermost live grad/vjp/jvp transform call (0: none), set only through
+# ``ops._dispatch.set_transform`` (Note [Captured tensors] in ops/views_inplace.py): tensors
+# created while it is set carry it as ``_tborn``.
+_TRANSFORM = 0
+_transform_thread: Optional[int] = None      # the thread running it
+CAPTURED_INPLACE_MSG = (
+    "During a grad (vjp, jvp, grad, etc) transform, the function provided attempted to call "
+    "in-place operation ({}) that would mutate a captured Tensor. This is not supported; "
+    "please rewrite the function being transformed to explicitly accept the mutated Tensor(s) "
+    "as inputs.")
+
+
+def refuse_captured(op: str) -> None:
+    """Raise torch.func's error for an in-place ``op`` on a captured tensor (the caller checked
+    ``_TRANSFORM and t._tborn != _TRANSFORM``), unless another thread runs the transform."""
+    if _transform_thread is not None and _transform_thread != threading.get_ident():
+        return
+    raise RuntimeError(CAPTURED_INPLACE_MSG.format(op))
+
+
+# Tensor(...): set by ndgrad.legacy_tensor_types at import.
+_legacy_init: Any = None
 _ndarray = np.ndarray
 _FROM_NP = _dtype._FROM_NP
 
@@ -173,6 +196,8 @@ def _wrap(arr: np.ndarray) -> "Tensor":
         arr = np.asarray(arr)
     t = _new(Tensor)
     t._data = arr
+    if _TRANSFORM:
+        t._tborn = _TRANSFORM
     return t
 
 
@@ -223,11 +248,13 @@ class Tensor(_TensorMethods):
     _blevel = 0                 # batch level id (Note [Batched backward], autograd/batching.py)
     _bproxy: Any = None         # on a logical proxy: the batched tensor it stands for
     _unbounded = False          # a clamp bound standing for "none" (ops/pointwise.py)
+    _tborn = 0                  # transform call it was created in (Note [Captured tensors])
     __array_priority__ = 1000   # ndarray <op> Tensor defers to Tensor
 
-    def __init__(self, data: Any = (), dtype: Optional[_dtype_cls] = None) -> None:
-        d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-        self._data = np.array(data, dtype=d.np)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # PyTorch's legacy constructor: Tensor(2, 3), Tensor([1, 2]), Tensor(other), Tensor()
+        # (bound at import: ndgrad/legacy_tensor_types.py; internal code never calls it)
+        _legacy_init(self, *args, **kwargs)
 
     # ------------------------------------------------------------------ metadata
     @property
@@ -353,6 +380,8 @@ class Tensor(_TensorMethods):
     def _alias(self) -> "Tensor":
         t = _new(Tensor)
         t._data = self._data
+        if self._tborn:
+            t._tborn = self._tborn
         return t
 
     # ------------------------------------------------------------------ autograd state
@@ -517,6 +546,8 @@ class Tensor(_TensorMethods):
         """A new tensor sharing data and version counter, with no history."""
         t = _new(Tensor)
         t._data = self._data
+        if self._tborn:                # the same storage: captured or not as self
+            t._tborn = self._tborn
         if self._inference:            # an alias of an inference tensor is one (no version)
             t._inference = True
             return t
@@ -532,15 +563,22 @@ class Tensor(_TensorMethods):
                 "gradients are views of DDP buckets, and hence detach_() cannot be called on "
                 "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
                 "function in torch/optim/optimizer.py as the solution.")
+        if _TRANSFORM and self._tborn != _TRANSFORM:
+            refuse_captured("aten::detach_")
         self._grad_fn = None
         self._requires_grad = False
         self._output_nr = 0
+        if self._fw_grads:
+            self._fw_grads = None      # forward AD tangents go too, as with detach()
         return self
 
     @property
     def data(self) -> "Tensor":
         """A tensor sharing this one's data, without history or version tracking."""
-        return _wrap(self._data)
+        t = _wrap(self._data)
+        if _TRANSFORM:                 # the same storage: captured or not as self
+            t._tborn = self._tborn
+        return t
 
     @data.setter
     def data(self, value: "Tensor") -> None:
@@ -584,13 +622,12 @@ class Tensor(_TensorMethods):
             _check_numpy(self)
         return self._data
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self, dtype: Any = None) -> np.ndarray:
         _check_numpy(self)          # np.asarray(t) is t.numpy(), as in PyTorch
-        # (Note [NumPy protocol] in ndgrad/_numpy_protocol.py)
+        # (Note [NumPy protocol] in ndgrad/_numpy_protocol.py). No ``copy`` argument, as
+        # torch's: NumPy copies for ``np.array(t)`` and refuses ``np.array(t, copy=False)``.
         if dtype is not None and dtype != self._data.dtype:
             return self._data.astype(dtype)
-        if copy:
-            return self._data.copy()
         return self._data
 
     def __array_wrap__(self, array: np.ndarray, context: Any = None,

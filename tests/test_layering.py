@@ -72,6 +72,7 @@ LAYERS = {
     "ndgrad": API,
     "ndgrad.__main__": API,
     "ndgrad._tensor_methods": API,
+    "ndgrad.legacy_tensor_types": API,
     "ndgrad._signatures": API,
     "ndgrad.autograd.api": API,
     "ndgrad.autograd.function": API,

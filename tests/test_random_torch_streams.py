@@ -32,6 +32,11 @@ CASES = {
                                                        replacement=True),
     "multinomial_replacement_rows": lambda m: m.multinomial(m.rand(2, 5, dtype=m.float64), 6,
                                                             replacement=True),
+    "random_from_to": lambda m: m.empty(9, dtype=m.long).random_(-3, 100),
+    "random_to_f32": lambda m: m.empty(9).random_(7),
+    "random_to_u8": lambda m: m.empty(9, dtype=m.uint8).random_(200),
+    "random_bool": lambda m: m.empty(9, dtype=m.bool).random_(0, 2),
+    "random_legacy_type": lambda m: m.LongTensor(2, 5).random_(1, 6),
 }
 
 

@@ -27,24 +27,52 @@ observable behaviour from the eager machinery:
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import threading
 import weakref
 
 import numpy as np
-from typing import AbstractSet, Any, Iterable, Sequence
+from typing import AbstractSet, Any, Iterable, Iterator, Sequence
 
 from ..autograd import batching as _bt
 from ..autograd import forward_ad as _fw
 from ..autograd.accumulate_grad import AccumulateGrad
 from ..ops import _batching
+from ..ops import _dispatch
 from ..tensor import Tensor
 
 __all__ = ["check_argnums", "check_leaves", "fresh_leaf", "unwrap", "needs_graph",
            "detach_keep_tangents", "vectorizable", "VMAP_RULES", "vmap_level",
-           "refuse_in_vmap"]
+           "refuse_in_vmap", "transform_scope"]
 
 # function -> its batched form, for ``vmap`` (the ``vjp_fn`` of ``vjp``; Note [vmap by
 # entries]). Weak keys, and not an attribute: ``functools.wraps`` copies attributes.
 VMAP_RULES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+_transform_ids = itertools.count(1)
+
+
+@contextlib.contextmanager
+def transform_scope() -> Iterator[int]:
+    """One grad/vjp/jvp call: tensors created inside are its own, the others are captured and
+    may not be modified in place (Note [Captured tensors] in ops/views_inplace.py). Yields the
+    call's id, to stamp its inputs with."""
+    prev, prev_thread = _dispatch._TRANSFORM, _dispatch._transform_thread
+    tid = next(_transform_ids)
+    _dispatch.set_transform(tid, threading.get_ident())
+    try:
+        yield tid
+    finally:
+        _dispatch.set_transform(prev, prev_thread)
+
+
+def own_inputs(tensors: Iterable[Any], tid: int) -> None:
+    """The transform's inputs may be modified in place by the function (not captured)."""
+    for t in tensors:
+        if isinstance(t, Tensor):
+            t._tborn = tid
 
 
 def check_argnums(argnums: Any, nargs: int) -> tuple:

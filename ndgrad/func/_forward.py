@@ -65,7 +65,9 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
     _common.check_leaves(t_leaves)
     with fwAD.dual_level() as level:
         duals = [fwAD.make_dual(p, t, level=level) for p, t in zip(p_leaves, t_leaves)]
-        out = func(*tree_unflatten(duals, p_spec))
+        with _common.transform_scope() as tid:
+            _common.own_inputs(duals, tid)
+            out = func(*tree_unflatten(duals, p_spec))
         out, aux = _split_aux(out, has_aux, "jvp(f, primals, tangents)")
         o_leaves, o_spec = tree_flatten(out)
         _check_outputs(o_leaves, "jvp(f, primals, tangents)")
@@ -242,7 +244,9 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
             for i, (spec, n) in zip(nums, specs):
                 new_args[i] = tree_unflatten(duals[pos:pos + n], spec)
                 pos += n
-            out = func(*new_args, **kwargs)
+            with _common.transform_scope() as tid:
+                _common.own_inputs(duals, tid)
+                out = func(*new_args, **kwargs)
             out, aux = _split_aux(out, has_aux, "jacfwd(f, *args)")
             o_leaves, o_spec = tree_flatten(out)
             _check_outputs(o_leaves, "jvp(f, primals, tangents)")

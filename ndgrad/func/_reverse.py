@@ -122,7 +122,10 @@ def grad_and_value(func: Callable, argnums: Argnums = 0, has_aux: bool = False) 
         level = _common.vmap_level()
         with enable_grad():
             new_args, leaves, specs, own = _wrap_args(args, nums, level)
-            out, aux = _split_aux(func(*new_args, **kwargs), has_aux, "grad_and_value(f)(*args)")
+            with _common.transform_scope() as tid:
+                _common.own_inputs(leaves, tid)
+                res_f = func(*new_args, **kwargs)
+            out, aux = _split_aux(res_f, has_aux, "grad_and_value(f)(*args)")
             if not isinstance(out, Tensor):
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
                                    f"Tensor, got {type(out)}")
@@ -199,7 +202,9 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
         p_leaves, p_spec = tree_flatten(primals)
         _common.check_leaves(p_leaves)
         leaves = [_common.fresh_leaf(x, level) for x in p_leaves]
-        out = func(*tree_unflatten(leaves, p_spec))
+        with _common.transform_scope() as tid:
+            _common.own_inputs(leaves, tid)
+            out = func(*tree_unflatten(leaves, p_spec))
         out, aux = _split_aux(out, has_aux, "vjp(f, *primals)")
         o_leaves, o_spec = tree_flatten(out)
         _check_outputs(o_leaves)
@@ -335,7 +340,9 @@ def jacrev(func: Callable, argnums: Argnums = 0, *, has_aux: bool = False,
         outer = is_grad_enabled()
         with enable_grad():
             new_args, leaves, specs, own = _wrap_args(args, nums, level)
-            out = func(*new_args, **kwargs)
+            with _common.transform_scope() as tid:
+                _common.own_inputs(leaves, tid)
+                out = func(*new_args, **kwargs)
             out, aux = _split_aux(out, has_aux, "jacrev(f, *args)")
             o_leaves, o_spec = tree_flatten(out)
             _check_outputs(o_leaves)

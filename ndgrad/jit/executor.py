@@ -122,6 +122,8 @@ class DifferentiableGraphBackward(Node):
             else:
                 t = _new(Tensor)
                 t._data = o if type(o) is _ndarray else np.asarray(o)
+                if _dispatch._TRANSFORM:       # created inside a func transform call
+                    t._tborn = _dispatch._TRANSFORM
                 res.append(t)
         return tuple(res)
 
@@ -239,6 +241,8 @@ class Plan:
                 t._data = o if type(o) is _ndarray else np.asarray(o)
                 if inference:
                     t._inference = True
+                if _dispatch._TRANSFORM:       # Note [Captured tensors] (ops/views_inplace.py)
+                    t._tborn = _dispatch._TRANSFORM
                 res.append(t)
             if self.special:
                 self._fix_outputs(tensors, res)
@@ -258,6 +262,8 @@ class Plan:
             o = outs[k]
             t = _new(Tensor)
             t._data = o if type(o) is _ndarray else np.asarray(o)
+            if _dispatch._TRANSFORM:           # Note [Captured tensors] (ops/views_inplace.py)
+                t._tborn = _dispatch._TRANSFORM
             res.append(t)
         # History first: a pack hook sees a saved output with its grad_fn (as _dispatch._record).
         for off, out_nr in self.attach:

@@ -32,6 +32,8 @@ def _share(cls: type, data: Tensor) -> Any:
     (PyTorch's ``_make_subclass``)."""
     t: Any = _new(cls)
     t._data = data._data
+    if data._tborn:             # the same storage: a func transform's own or not as data's
+        t._tborn = data._tborn
     if not data._inference:
         t._version_counter = data._vc()
     return t

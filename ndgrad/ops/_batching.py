@@ -246,10 +246,10 @@ class BatchedTensor(Tensor):
             raise VmapError(_DATA)
         return Tensor.numpy(self, force=force)
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self, dtype: Any = None) -> np.ndarray:      # no copy: as Tensor's
         if _vlevel(self):
             raise VmapError(_DATA)
-        return Tensor.__array__(self, dtype, copy)
+        return Tensor.__array__(self, dtype)
 
     def __int__(self) -> int:
         if _vlevel(self):

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import warnings
+from importlib import import_module
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -214,6 +215,8 @@ def _raw_apply(self: Any, grads: list) -> tuple:
             out = np.asarray(out)
         r = _new(Tensor)
         r._data = out
+        if _TRANSFORM:
+            r._tborn = _TRANSFORM
         res = (r,)
     pad = op.pad_meta
     return res + pad if pad else res
@@ -255,6 +258,11 @@ _fw_inplace: Any = None
 _TRACING = False
 _trace_record: Any = None
 _trace_inplace: Any = None
+# The innermost live grad/vjp/jvp transform call (0: none): results are stamped with it
+# (Note [Captured tensors] in ops/views_inplace.py). Set only through ``set_transform``.
+_TRANSFORM = 0
+_transform_thread: Optional[int] = None
+_tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a function
 
 
 # Note [Per-op cost]
@@ -312,6 +320,8 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
             out = np.asarray(out)
         result = _new(Tensor)
         result._data = out
+        if _TRANSFORM:
+            result._tborn = _TRANSFORM
         if _state.enabled:
             if op.differentiable:
                 for t in tensors:
@@ -515,6 +525,16 @@ def set_tracing(record: Any, inplace: Any) -> None:
     global _TRACING, _trace_record, _trace_inplace
     _trace_record, _trace_inplace = record, inplace
     _TRACING = record is not None
+
+
+def set_transform(tid: int, thread: Optional[int] = None) -> None:
+    """Enter (``tid`` > 0) or leave (the enclosing call's id, 0 at the outermost) a grad/vjp/
+    jvp transform call run by ``thread`` (Note [Captured tensors] in ops/views_inplace.py)."""
+    global _TRANSFORM, _transform_thread
+    _TRANSFORM = tid
+    _transform_thread = thread
+    _tensor_module._TRANSFORM = tid
+    _tensor_module._transform_thread = thread
 
 
 def _set_batching(flag: bool) -> None:

@@ -21,7 +21,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import contextlib
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
@@ -29,8 +30,9 @@ from .._sparse import make_sparse
 from ..autograd import grad_mode
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, _wrap
+from . import _dispatch
 from ._dispatch import Op, apply
-from ._jvp import linear, not_implemented
+from ._jvp import linear
 
 _INDEX_KINDS = (np.dtype(np.int64), np.dtype(np.int32))
 
@@ -163,8 +165,21 @@ def _renorm(weight: Tensor, idx: np.ndarray, max_norm: float, norm_type: float) 
         return
     scale = (max_norm / (norms[big] + 1e-7)).astype(w.dtype)
     sel = _wrap(rows[big])
-    with no_grad():
+    with no_grad(), _fw_suspended():
+        # PyTorch's embedding_renorm_ rescales the data only: a forward AD tangent of
+        # ``weight`` is left as it is (an in-place write under forward AD would zero its rows)
         weight[sel] = _wrap(w[big] * scale[:, None])
+
+
+@contextlib.contextmanager
+def _fw_suspended() -> Iterator[None]:
+    """Forward AD off for an in-place write (the tangents stay as they are)."""
+    was = _dispatch._FW_AD
+    _dispatch._FW_AD = False
+    try:
+        yield
+    finally:
+        _dispatch._FW_AD = was
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None,
@@ -202,6 +217,15 @@ def _embedding_apply(weight: Tensor, input: Tensor, pad: int, scale: bool,
 
 
 # ---------------------------------------------------------------------------- embedding_bag
+def _bag_no_jvp(ctx: Any, *tangents: Any) -> Any:
+    raise NotImplementedError(
+        "Trying to use forward AD with _embedding_bag that does not support it because it has "
+        "not been implemented yet.\nPlease file an issue to PyTorch at "
+        "https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we "
+        "can prioritize its implementation or submit a PR adding the implementation to "
+        "derivatives.yaml")
+
+
 _MODES = {"sum": 0, "mean": 1, "max": 2}
 
 
@@ -297,7 +321,7 @@ EMBEDDING_BAG = Op("embedding_bag", "EmbeddingBagBackward0", _bag_fwd, _bag_vjp,
                          "scale_grad_by_freq", "sparse"),
                    saves=("weight", "per_sample_weights", "indices", "offsets"),
                    save_if=(None, lambda ts, e: ts[1] is not _NO_PSW, None, None),
-                   jvp=not_implemented("_embedding_bag"))     # as PyTorch
+                   jvp=_bag_no_jvp)     # as PyTorch
 _NO_PSW: Tensor = _wrap(np.zeros(0))
 
 

@@ -628,7 +628,9 @@ def _nll_bwd_fwd(g, target, weight, red, ignore_index, shape):
         coef = -w * g
     else:
         coef = -w * (g / w.sum(dtype=dt))
-    coef = coef.astype(dt, copy=False)
+    # Only the targets counted are written, as in PyTorch: an ignored one's gradient stays +0
+    # even when nothing is counted (the mean is nan: 0/0, the gradient 0 there).
+    coef = np.where(valid, coef, 0).astype(dt, copy=False)
     if gxs.ndim == 2:
         gxs[np.arange(gxs.shape[0]), tc] = coef
     else:

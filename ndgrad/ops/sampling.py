@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import _creation, _dtype
 from .._generator import (Generator, bernoulli_array, exponential_array, multinomial_rows,
-                          normal_array, numpy_generator, uniform_array)
+                          normal_array, numpy_generator, randint_array, uniform_array)
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
 from ._jvp import zero
@@ -265,11 +265,12 @@ GEOMETRIC = Op("geometric", "GeometricBackward0",
 LOG_NORMAL = Op("log_normal", "LogNormalBackward0",
                 lambda x, m, s: _draw(x, lambda g, sh: g.lognormal(m, s, sh)).astype(x.dtype),
                 _zero_grads, args=("mean", "std"), jvp=zero)
+# random_(from, to) and random_(to) draw as randint does, as in PyTorch
 RANDOM_FROM_TO = Op("random", "RandomBackward0",
-                    lambda x, a, b: _gen().integers(a, b, x.shape).astype(x.dtype),
+                    lambda x, a, b: randint_array(a, b, x.shape, _ACTIVE[-1]).astype(x.dtype),
                     _zero_grads, args=("from", "to"), jvp=zero)
 RANDOM_TO = Op("random", "RandomBackward1",
-               lambda x, a, b: _gen().integers(a, b, x.shape).astype(x.dtype),
+               lambda x, a, b: randint_array(a, b, x.shape, _ACTIVE[-1]).astype(x.dtype),
                _zero_grads, args=("from", "to"), jvp=zero)
 RANDOM = Op("random", "RandomBackward2",
             lambda x, a, b: _gen().integers(a, b, x.shape).astype(x.dtype),

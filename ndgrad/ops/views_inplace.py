@@ -78,6 +78,8 @@ def record_view(result: Tensor, source: Tensor, op: Op, args: tuple, index: Any)
     result._base = base
     result._version_counter = vc
     result._view_version = vc[0]
+    if result._tborn:      # a view is captured or not as its source (Note [Captured tensors])
+        result._tborn = source._tborn
     step = (op, args, index)
     result._view_steps = (source._view_steps + (step,)) if source._base is not None else (step,)
     if source._inference:
@@ -375,10 +377,46 @@ def _check_inplace(self: Tensor, recording: bool, writes: bool = True) -> None:
                 raise RuntimeError(LEAF_VIEW_INPLACE_MSG)
         elif self._grad_fn is None and self._requires_grad:
             raise RuntimeError(LEAF_INPLACE_MSG)
+    if _dispatch._TRANSFORM and self._tborn != _dispatch._TRANSFORM:
+        _check_capture(self)
     if writes and not self._data.flags.writeable:
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a "
             "single memory location. Please clone() the tensor before performing the operation.")
+
+
+# Note [Captured tensors]
+# torch.func's grad, vjp and jvp refuse an in-place op on a tensor the transformed function did
+# not create (one it captured: a closure, a global, a module's buffer, a view or ``.data`` of
+# one, a tensor made by an enclosing transform), whatever the written value and the grad mode;
+# the transform's own inputs and the tensors made inside it may be modified. ndgrad keeps no
+# per-level wrappers, so it tells them apart by a stamp: ``func`` gives each call a fresh id
+# (``_dispatch.set_transform``, func/_common.py ``transform_scope``); while one is live, the
+# tensors created (dispatcher results, ``_wrap``, backward rules' results, the legacy
+# constructor) carry it as ``_tborn``, views, ``detach()`` and ``.data`` carry their source's,
+# and ``_check_inplace`` (every in-place op and in-place view op), ``detach_`` and ``resize_``
+# refuse a tensor whose stamp is not the innermost call's (``refuse_captured`` in tensor.py
+# words it; the hot paths pay one module-global test when no transform runs). vmap opens
+# no such call (torch checks at its grad/jvp levels only). The id is process-wide: a tensor
+# another thread creates during the call counts as created inside, and other threads' in-place
+# ops are not checked.
+def _check_capture(self: Tensor) -> None:
+    """Refuse an in-place op on a tensor captured by the live transform call."""
+    _tensor_mod.refuse_captured("aten::" + _inplace_name())
+
+
+def _inplace_name() -> str:
+    """The public in-place method being run (for the message): the innermost caller named like
+    one (``add_``), ``copy_`` for item assignment."""
+    f: Any = sys._getframe(2)
+    while f is not None:
+        name = f.f_code.co_name
+        if name in ("setitem", "__setitem__"):
+            return "copy_"
+        if name.endswith("_") and not name.startswith("_"):
+            return name
+        f = f.f_back
+    return "copy_"
 
 
 _NO_GRAD_HINT = (
@@ -496,7 +534,8 @@ def inplace_binary(self: Tensor, other: Any, ufunc: np.ufunc, fn: Callable[..., 
     straight into ``self`` with the ufunc's ``out=``; everything else takes ``apply_inplace``.
     """
     d = self._data
-    if (not _state.enabled and not _dispatch._FW_AD and not self._inference
+    if (not _state.enabled and not _dispatch._FW_AD and not _dispatch._TRANSFORM
+            and not self._inference
             and d.dtype in _FAST_FLOAT_DTYPES and d.flags.writeable and d.base is None):
         t = type(other)
         if t is float or t is int:
