@@ -205,10 +205,12 @@ def breakdown(name: str, steps: int = 200) -> None:
         op.forward = timed(op.forward, op.name)
         if op.vjp is not None:
             op.vjp = timed(op.vjp, op.name + " (backward rule)")
+        if op.raw is not None:
+            op.raw = timed(op.raw, op.name + " (backward rule)")
     for _ in range(3):       # ops made on first use (LSTM cells, attention) exist after this
         step()
     ops = [o for o in gc.get_objects() if isinstance(o, Op)]
-    originals = [(o, o.forward, o.vjp) for o in ops]
+    originals = [(o, o.forward, o.vjp, o.raw) for o in ops]
     for o in ops:
         wrap(o)
     for _ in range(5):
@@ -241,8 +243,8 @@ def breakdown(name: str, steps: int = 200) -> None:
                   f"x{calls[k] // steps}")
     print(f"  {'outside ops (Python, modules, engine)':<40} {(tot - inside) * 1e6:8.1f} us  "
           f"{100 * (tot - inside) / tot:5.1f}%")
-    for o, f, v in originals:
-        o.forward, o.vjp = f, v
+    for o, f, v, r in originals:
+        o.forward, o.vjp, o.raw = f, v, r
 
 
 def main() -> None:
