@@ -39,12 +39,15 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
+import weakref
 from typing import Any, Optional
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .. import _dtype
+from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor
 from . import shape as _shape
 from ._batching import RULES
@@ -186,13 +189,14 @@ def _widen(g: np.ndarray, sp: tuple) -> np.ndarray:
 # GEMM of the widened cotangent's zeros: exact zeros when the weight is finite (the caller
 # checks), as are the margins.
 def _wide_col2im(g: np.ndarray, wm: np.ndarray, c: int, size: tuple, k: tuple, pad: tuple,
-                 dil: tuple) -> np.ndarray:
+                 dil: tuple, gw: Optional[np.ndarray] = None) -> np.ndarray:
     """conv_t with stride 1 as GEMM + col2im on the wide grid (Note [Col2im as one
-    reduction]): ``g`` (N, O, *out), ``wm`` (groups, C/groups * prod(k), O/groups), finite."""
+    reduction]): ``g`` (N, O, *out), ``wm`` (groups, C/groups * prod(k), O/groups), finite;
+    ``gw``: ``_widen(g, sp)`` when the caller has it."""
     n, o = g.shape[:2]
     groups = wm.shape[0]
     sp, P, _, lw, _, offs = _wide(size, k, pad, dil)
-    gw = _widen(g, sp).reshape(n, groups, o // groups, lw)
+    gw = (_widen(g, sp) if gw is None else gw).reshape(n, groups, o // groups, lw)
     m = max(offs)
     lp = lw + 2 * m
     kk = math.prod(k)
@@ -228,9 +232,11 @@ def _wide_col2im(g: np.ndarray, wm: np.ndarray, c: int, size: tuple, k: tuple, p
 _WIDE_WASTE = 2.0
 
 
-def _wide_cols(x: np.ndarray, k: tuple, pad: tuple, dil: tuple, groups: int):
+def _wide_cols(x: np.ndarray, k: tuple, pad: tuple, dil: tuple, groups: int,
+               fresh: bool = False):
     """Wide im2col of ``x`` (Note [Wide im2col]): ``(cols (N, groups, C/groups * prod(k), Lw),
-    sp, lw)``, or None where the wide grid would waste too much."""
+    sp, lw)``, or None where the wide grid would waste too much; the columns in scratch, or a
+    new array if ``fresh``."""
     sp, P, out, full, slack, _ = _wide(x.shape[2:], k, pad, dil)
     if full > _WIDE_WASTE * math.prod(out):
         return None
@@ -241,18 +247,70 @@ def _wide_cols(x: np.ndarray, k: tuple, pad: tuple, dil: tuple, groups: int):
     v = as_strided(xp, (n, c) + tuple(k) + (lw,),
                    xp.strides[:2] + tuple(d * q * it for d, q in zip(dil, P)) + (it,),
                    writeable=False)
-    cols = scratch("cols", (n, groups, (c // groups) * math.prod(k), lw), xp.dtype)
+    shape = (n, groups, (c // groups) * math.prod(k), lw)
+    cols = np.empty(shape, xp.dtype) if fresh else scratch("cols", shape, xp.dtype)
     np.copyto(cols.reshape(v.shape), v)
     return cols, sp, out, lw
 
 
-def _conv_fwd(x, w, stride, pad, dil, groups):
+# Note [Forward columns]
+# The weight gradient of a stride-1 convolution reads the same wide im2col of the input as
+# the forward (Note [Wide im2col]). When a convolution is recorded for a weight that requires
+# grad, its forward keeps its columns (a fresh array, not scratch) for the backward instead of
+# letting it copy them again: ``_kept`` maps the id of the input array to (a weak reference to
+# that array, the im2col parameters, the columns). The backward's ``_wgrad_fwd`` takes the
+# entry (and drops it) only for the very same array object with the same parameters; the
+# columns are a pure copy of that array, so the result is bit for bit what recomputing gives.
+# The array a node saved is checked against in-place changes at unpack (a changed input
+# raises before any kernel runs), and a new array at a freed one's address cannot match: the
+# weak reference's callback drops the entry when the array dies, so the columns never outlive
+# their input (a forward whose graph is dropped without a backward frees them with it). At
+# most ``_KEPT_MAX`` entries are kept (the oldest goes first): a backward that finds none
+# recomputes. Writing into the array behind ndgrad's back (through ``.numpy()``) between
+# forward and backward is as undefined here as through ``.data`` in PyTorch.
+_KEPT_MAX = 8
+_kept: dict = {}
+_kept_lock = threading.Lock()
+_keep_flag = threading.local()
+
+
+def _keep(x: np.ndarray, key: tuple, wide: tuple) -> None:
+    i = id(x)
+
+    def drop(ref: Any, i: int = i) -> None:
+        with _kept_lock:
+            e = _kept.get(i)
+            if e is not None and e[0] is ref:
+                del _kept[i]
+    ref = weakref.ref(x, drop)
+    with _kept_lock:
+        _kept.pop(i, None)
+        while len(_kept) >= _KEPT_MAX:
+            del _kept[next(iter(_kept))]
+        _kept[i] = (ref, key, wide)
+
+
+def _take(x: np.ndarray, key: tuple) -> Optional[tuple]:
+    with _kept_lock:
+        e = _kept.get(id(x))
+        if e is None or e[0]() is not x or e[1] != key:
+            return None
+        del _kept[id(x)]
+    return e[2]
+
+
+def _conv_fwd(x, w, stride, pad, dil, groups, keep=False):
+    """conv: ``x`` (N, C, *S), ``w`` (O, C/groups, *k) -> (N, O, *out); ``keep``: keep the
+    columns for the weight gradient (Note [Forward columns])."""
     dt, (x, w) = _lowp(x, w)
     n, o = x.shape[0], w.shape[0]
     k = w.shape[2:]
     wm = w.reshape(groups, o // groups, -1)
-    wide = _wide_cols(x, k, pad, dil, groups) if all(s == 1 for s in stride) else None
+    keep = keep and dt is None and x.dtype.kind == "f"
+    wide = _wide_cols(x, k, pad, dil, groups, keep) if all(s == 1 for s in stride) else None
     if wide is not None:
+        if keep:
+            _keep(x, (k, pad, dil, groups, x.shape, x.dtype), wide)
         cols, sp, out, lw = wide
         full = out[0] * math.prod(sp[1:])
         crop = sp[1:] != out[1:]
@@ -276,8 +334,9 @@ def _conv_fwd(x, w, stride, pad, dil, groups):
 # read-modify-write passes of col2im. Its columns hold O * prod(k) rows against col2im's
 # C * prod(k), so it is taken when O <= 2C (measured on this machine: 10-50% faster there,
 # up to 5x slower for O >> C with 5x5 kernels) and the padding is at most ``d * (k - 1)``.
-def _convt_fwd(g, w, stride, pad, dil, groups, size):
-    """conv_t: ``g`` (N, O, *out), ``w`` (O, C/groups, *k) -> (N, C, *size)."""
+def _convt_fwd(g, w, stride, pad, dil, groups, size, gw=None):
+    """conv_t: ``g`` (N, O, *out), ``w`` (O, C/groups, *k) -> (N, C, *size); ``gw``: ``g``
+    widened to the padded grid, when the caller has it."""
     dt, (g, w) = _lowp(g, w)
     n, o = g.shape[:2]
     k = w.shape[2:]
@@ -293,23 +352,27 @@ def _convt_fwd(g, w, stride, pad, dil, groups, size):
         return x if dt is None else x.astype(dt)
     wm = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)
     if unit and np.isfinite(np.add.reduce(wm, axis=None)):
-        x = _wide_col2im(g, wm, c, size, k, pad, dil)
+        x = _wide_col2im(g, wm, c, size, k, pad, dil, gw)
     else:
         cols = np.matmul(wm, g.reshape(n, groups, o // groups, -1))
         x = _col2im(cols.reshape((n, c) + tuple(k) + tuple(out)), size, k, stride, pad, dil)
     return x if dt is None else x.astype(dt)
 
 
-def _wgrad_fwd(x, g, stride, pad, dil, groups, k):
-    """wgrad: ``x`` (N, C, *S), ``g`` (N, O, *out) -> (O, C/groups, *k)."""
+def _wgrad_fwd(x, g, stride, pad, dil, groups, k, gw=None):
+    """wgrad: ``x`` (N, C, *S), ``g`` (N, O, *out) -> (O, C/groups, *k); ``gw``: ``g`` widened
+    to the padded grid, when the caller has it."""
     dt, (x, g) = _lowp(x, g)
     n, o = g.shape[:2]
     out = g.shape[2:]
     if all(s == 1 for s in stride) and g.dtype.kind == "f":
-        wide = _wide_cols(x, k, pad, dil, groups)
+        wide = _take(x, (k, pad, dil, groups, x.shape, x.dtype))   # Note [Forward columns]
+        if wide is None:
+            wide = _wide_cols(x, k, pad, dil, groups)
         if wide is not None and wide[2] == out:
             cols, sp, _, lw = wide
-            gw = _widen(g, sp)[..., :lw].reshape(n, groups, o // groups, lw)
+            gw = (_widen(g, sp) if gw is None else gw)[..., :lw].reshape(n, groups,
+                                                                          o // groups, lw)
             w = np.matmul(gw, cols.transpose(0, 1, 3, 2))
             w = (w[0] if n == 1 else w.sum(0)).reshape((o, x.shape[1] // groups) + tuple(k))
             if np.isfinite(np.add.reduce(w, axis=None)):
@@ -335,7 +398,7 @@ def _convolution_fwd(x, w, *rest):
                      zip(x.shape[2:], stride, pad, dil, w.shape[2:], out_pad))
         y = _convt_fwd(x, w, stride, pad, dil, groups, size)
     else:
-        y = _conv_fwd(x, w, stride, pad, dil, groups)
+        y = _conv_fwd(x, w, stride, pad, dil, groups, getattr(_keep_flag, "on", False))
     if b is not None:
         y += b.reshape((-1,) + (1,) * (y.ndim - 2)).astype(y.dtype, copy=False)
     return y
@@ -386,6 +449,28 @@ def _conv_vjp(ctx, g):
         return gx, gw
     gb = g.sum([0] + list(range(2, len(xshape)))) if ctx.needs_input_grad(2) else None
     return gx, gw, gb
+
+
+def _conv_raw(ctx, g, saved):
+    # Note [Raw backward rules] (ops/_dispatch.py): _conv_vjp on arrays (real, not transposed),
+    # the cotangent widened once for both kernels when both run on the wide grid (the same
+    # exact copy each would make).
+    stride, pad, dil, transposed, _, groups = ctx._args[1:]
+    if transposed:
+        return NotImplemented
+    x, w = saved
+    xshape, wshape = ctx._input_meta[0][0], ctx._input_meta[1][0]
+    need_x, need_w = ctx.needs_input_grad(0), ctx.needs_input_grad(1)
+    gw = None
+    if need_x and need_w and all(s == 1 for s in stride):
+        gw = _widen(g, tuple(m + 2 * p for m, p in zip(xshape[2:], pad)))
+    gx = _convt_fwd(g, w, stride, pad, dil, groups, xshape[2:], gw) if need_x else None
+    gk = _wgrad_fwd(x, g, stride, pad, dil, groups, wshape[2:], gw) if need_w else None
+    if type(ctx)._op is CONV_NB:
+        return gx, gk
+    gb = (np.add.reduce(g, axis=tuple([0] + list(range(2, len(xshape)))))
+          if ctx.needs_input_grad(2) else None)
+    return gx, gk, gb
 
 
 def _conv_jvp(ctx, tx, tw, tb=None):
@@ -445,10 +530,10 @@ _CONV_ARGS = ("bias_sym_sizes_opt", "stride", "padding", "dilation", "transposed
 _P_ARGS = ("stride", "padding", "dilation", "groups")
 CONV = Op("convolution", "ConvolutionBackward0", _convolution_fwd, _conv_vjp,
           inputs=("input", "weight", "bias"), saves=("input", "weight"), args=_CONV_ARGS,
-          save_if=((1,), (0,)), jvp=_conv_jvp)
+          save_if=((1,), (0,)), jvp=_conv_jvp, raw=_conv_raw)
 CONV_NB = Op("convolution", "ConvolutionBackward0", _convolution_fwd, _conv_vjp,
              inputs=("input", "weight"), saves=("input", "weight"), args=_CONV_ARGS, pad=1,
-             save_if=((1,), (0,)), jvp=_conv_jvp)
+             save_if=((1,), (0,)), jvp=_conv_jvp, raw=_conv_raw)
 CONV2 = Op("_conv", "ConvolutionBackwardBackward0", _conv_fwd, _conv2_vjp,
            inputs=("input", "weight"), saves=("input", "weight"), args=_P_ARGS,
            save_if=((1,), (0,)),
@@ -617,9 +702,17 @@ def _convolution(x: Tensor, w: Tensor, b: Optional[Tensor], stride: tuple, pad: 
                  dil: tuple, transposed: bool, out_pad: tuple, groups: int) -> Tensor:
     args = ((w.shape[0] if not transposed else w.shape[1] * groups,) if b is not None else None,
             stride, pad, dil, transposed, out_pad, groups)
-    if b is None:
-        return apply(CONV_NB, (x, w), (x._data, w._data), args)
-    return apply(CONV, (x, w, b), (x._data, w._data, b._data), args)
+    # Note [Forward columns]: worth keeping only when the weight gradient will be recorded
+    keep = not transposed and w._requires_grad and _grad_state.enabled
+    if keep:
+        _keep_flag.on = True
+    try:
+        if b is None:
+            return apply(CONV_NB, (x, w), (x._data, w._data), args)
+        return apply(CONV, (x, w, b), (x._data, w._data, b._data), args)
+    finally:
+        if keep:
+            _keep_flag.on = False
 
 
 def _convnd(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: Any, padding: Any,
