@@ -55,7 +55,7 @@ from ._batching import RULES
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._jvp import linear
-from ._workspace import scratch
+from ._workspace import scratch, zeros_kept
 from .fft import CONSTANT_PAD
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -179,9 +179,11 @@ def _widen(g: np.ndarray, sp: tuple) -> np.ndarray:
     if out[1:] == sp[1:]:
         return g.reshape(g.shape[:2] + (-1,))
     w = scratch("widen", g.shape[:3] + sp[1:], g.dtype)
-    # zeros only where g does not land: per dim i, past out[i] (earlier dims inside out)
-    for i in range(1, len(out)):
-        w[(slice(None),) * 3 + tuple(slice(0, m) for m in out[1:i]) + (slice(out[i], None),)] = 0
+    if not zeros_kept("widen", w, (w.shape, w.dtype, out)):
+        # zeros only where g does not land: per dim i, past out[i] (earlier dims inside out)
+        for i in range(1, len(out)):
+            w[(slice(None),) * 3 + tuple(slice(0, m) for m in out[1:i])
+              + (slice(out[i], None),)] = 0
     w[(Ellipsis,) + tuple(slice(0, m) for m in out[1:])] = g
     return w.reshape(g.shape[:2] + (-1,))
 
@@ -212,7 +214,7 @@ def _wide_col2im(g: np.ndarray, wm: np.ndarray, c: int, size: tuple, k: tuple, p
     lp = lw + 2 * m
     kk = math.prod(k)
     buf = scratch("colsT", (n, c * kk, lp), np.result_type(wm, gw))
-    if m:
+    if m and not zeros_kept("colsT", buf, (buf.shape, buf.dtype, m, lw)):
         buf[:, :, :m] = 0
         buf[:, :, m + lw:] = 0
     np.matmul(wm, gw, out=buf.reshape(n, groups, wm.shape[1], lp)[..., m:m + lw])
