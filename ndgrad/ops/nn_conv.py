@@ -265,40 +265,48 @@ def _wide_cols(x: np.ndarray, k: tuple, pad: tuple, dil: tuple, groups: int,
 
 
 # Note [Forward columns]
-# The weight gradient of a stride-1 convolution reads the same wide im2col of the input as
-# the forward (Note [Wide im2col]). When a convolution is recorded for a weight that requires
-# grad, its forward keeps its columns (a fresh array, not scratch) for the backward instead of
-# letting it copy them again: ``_kept`` maps the id of the input array to (a weak reference to
-# that array, the im2col parameters, the columns). The backward's ``_wgrad_fwd`` takes the
-# entry (and drops it) only for the very same array object with the same parameters; the
-# columns are a pure copy of that array, so the result is bit for bit what recomputing gives.
-# The array a node saved is checked against in-place changes at unpack (a changed input
-# raises before any kernel runs), and a new array at a freed one's address cannot match: the
-# weak reference's callback drops the entry when the array dies, so the columns never outlive
-# their input (a forward whose graph is dropped without a backward frees them with it). At
-# most ``_KEPT_MAX`` entries are kept (the oldest goes first): a backward that finds none
-# recomputes. Writing into the array behind ndgrad's back (through ``.numpy()``) between
-# forward and backward is as undefined here as through ``.data`` in PyTorch.
+# The weight gradient of a convolution reads the same im2col of the input as the forward
+# (Note [Wide im2col], Note [Compact columns for few input channels]). When a convolution is
+# recorded for a weight that requires grad, its forward keeps its columns (a fresh array, not
+# scratch) for the backward instead of letting it copy them again: ``_kept`` maps the id of the
+# input array to an entry [weak reference to that array, the im2col parameters, the columns].
+# The backward's ``_wgrad_fwd`` takes the entry (and drops it) only for the very same array
+# object with the same parameters; the columns are a pure copy of that array, so the result is
+# bit for bit what recomputing gives. The array a node saved is checked against in-place
+# changes at unpack (a changed input raises before any kernel runs). The entry lives no longer
+# than its input array nor than the node the forward recorded (weak references whose callbacks
+# drop it): a new array at a freed one's address cannot match, and a graph dropped without a
+# backward frees its columns. At most ``_KEPT_MAX`` entries of at most ``_KEPT_BYTES`` each
+# are kept (the oldest goes first; a backward that finds none recomputes), which bounds the
+# memory held for graphs kept alive without a backward. Writing into the array behind ndgrad's
+# back (through ``.numpy()``) between forward and backward is as undefined here as through
+# ``.data`` in PyTorch.
 _KEPT_MAX = 8
+_KEPT_BYTES = 16 << 20
 _kept: dict = {}
 _kept_lock = threading.Lock()
-_keep_flag = threading.local()
+_keep_flag = threading.local()   # .on: the forward may keep; .entry: the entry it kept
 
 
-def _keep(x: np.ndarray, key: tuple, wide: tuple) -> None:
+def _drop(i: int, token: object) -> None:
+    with _kept_lock:
+        e = _kept.get(i)
+        if e is not None and e[3] is token:
+            del _kept[i]
+
+
+def _keep(x: np.ndarray, key: tuple, cols: tuple) -> None:
+    if cols[0].nbytes > _KEPT_BYTES:
+        return
     i = id(x)
-
-    def drop(ref: Any, i: int = i) -> None:
-        with _kept_lock:
-            e = _kept.get(i)
-            if e is not None and e[0] is ref:
-                del _kept[i]
-    ref = weakref.ref(x, drop)
+    token = object()   # the callbacks hold this, not the entry: no cycle keeps the columns
+    entry = [weakref.ref(x, lambda _, i=i, t=token: _drop(i, t)), key, cols, token, None]
     with _kept_lock:
         _kept.pop(i, None)
         while len(_kept) >= _KEPT_MAX:
             del _kept[next(iter(_kept))]
-        _kept[i] = (ref, key, wide)
+        _kept[i] = entry
+    _keep_flag.entry = (i, token, entry)
 
 
 def _take(x: np.ndarray, key: tuple) -> Optional[tuple]:
@@ -308,6 +316,21 @@ def _take(x: np.ndarray, key: tuple) -> Optional[tuple]:
             return None
         del _kept[id(x)]
     return e[2]
+
+
+def _tie(result: Tensor) -> None:
+    """Ties the entry the forward just kept to the node recorded for ``result`` (none: drops
+    it), Note [Forward columns]."""
+    kept = getattr(_keep_flag, "entry", None)
+    if kept is None:
+        return
+    _keep_flag.entry = None
+    i, token, entry = kept
+    node = result._grad_fn
+    if node is None:
+        _drop(i, token)
+    else:
+        entry[4] = weakref.ref(node, lambda _, i=i, t=token: _drop(i, t))
 
 
 # Note [Compact columns for few input channels]
@@ -737,13 +760,18 @@ def _convolution(x: Tensor, w: Tensor, b: Optional[Tensor], stride: tuple, pad: 
     keep = not transposed and w._requires_grad and _grad_state.enabled
     if keep:
         _keep_flag.on = True
+        _keep_flag.entry = None
     try:
         if b is None:
-            return apply(CONV_NB, (x, w), (x._data, w._data), args)
-        return apply(CONV, (x, w, b), (x._data, w._data, b._data), args)
+            y = apply(CONV_NB, (x, w), (x._data, w._data), args)
+        else:
+            y = apply(CONV, (x, w, b), (x._data, w._data, b._data), args)
     finally:
         if keep:
             _keep_flag.on = False
+    if keep:
+        _tie(y)
+    return y
 
 
 def _convnd(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: Any, padding: Any,
