@@ -194,3 +194,17 @@ def test_zeros_kept_reports_reuse_per_layout():
     assert zeros_kept("test_zk", scratch("test_zk", (3, 4), np.float64), ("L", 1))
     assert not zeros_kept("test_zk", scratch("test_zk", (3, 4), np.float64), ("L", 2))
     assert not zeros_kept("test_zk", np.zeros((3, 4)), ("L", 2))   # not the slot's memory
+
+
+def test_raw_rule_with_bias_matches_tensor_rule_and_torch():
+    x, w, kw = _case(2, 3, 6, 3, 1, 1, 1, (5, 6), seed=9)
+    b = np.random.default_rng(9).standard_normal(6)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    (TF.conv2d(tx, tw, tb, **kw) ** 2).sum().backward()
+    nx, nw, nb = (ndgrad.tensor(a, requires_grad=True) for a in (x, w, b))
+    y = (F.conv2d(nx, nw, nb, **kw) ** 2).sum()
+    raw = ndgrad.autograd.grad(y, [nx, nw, nb], retain_graph=True)
+    ten = ndgrad.autograd.grad(y, [nx, nw, nb], create_graph=True)
+    for r, t, ref in zip(raw, ten, (tx.grad, tw.grad, tb.grad)):
+        np.testing.assert_allclose(r.numpy(), ref.numpy(), rtol=1e-11, atol=1e-11)
+        np.testing.assert_array_equal(r.numpy(), t.detach().numpy())
