@@ -42,7 +42,7 @@ import itertools
 import math
 import threading
 import weakref
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -287,12 +287,19 @@ def _drop(i: int, token: object) -> None:
             del _kept[i]
 
 
+def _dropper(i: int, token: object) -> Callable[[Any], None]:
+    """A weak reference callback dropping entry ``i`` if it is still the one of ``token``."""
+    def drop(_: Any) -> None:
+        _drop(i, token)
+    return drop
+
+
 def _keep(x: np.ndarray, key: tuple, cols: tuple) -> None:
     if cols[0].nbytes > _KEPT_BYTES:
         return
     i = id(x)
     token = object()   # the callbacks hold this, not the entry: no cycle keeps the columns
-    entry = [weakref.ref(x, lambda _, i=i, t=token: _drop(i, t)), key, cols, token, None]
+    entry = [weakref.ref(x, _dropper(i, token)), key, cols, token, None]
     with _kept_lock:
         _kept.pop(i, None)
         while len(_kept) >= _KEPT_MAX:
@@ -322,7 +329,7 @@ def _tie(result: Tensor) -> None:
     if node is None:
         _drop(i, token)
     else:
-        entry[4] = weakref.ref(node, lambda _, i=i, t=token: _drop(i, t))
+        entry[4] = weakref.ref(node, _dropper(i, token))
 
 
 # Note [Compact columns for few input channels]
