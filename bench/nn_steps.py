@@ -213,22 +213,42 @@ def breakdown(name: str, steps: int = 200) -> None:
     originals = [(o, o.forward, o.vjp, o.raw) for o in ops]
     for o in ops:
         wrap(o)
+    # The convolution kernels inside the conv ops and rules, inclusive (their own lines below)
+    from ndgrad.ops import nn_conv
+    kacc: dict = collections.defaultdict(float)
+    kernels = {k: getattr(nn_conv, k) for k in ("_conv_fwd", "_convt_fwd", "_wgrad_fwd",
+                                                  "_widen")}
+
+    def kernel(f: Callable, key: str) -> Callable:
+        def run(*a, **kw):
+            t = time.perf_counter()
+            try:
+                return f(*a, **kw)
+            finally:
+                kacc[key] += time.perf_counter() - t
+        return run
+    for k, f in kernels.items():
+        setattr(nn_conv, k, kernel(f, k))
     for _ in range(5):
         step()
     acc.clear()
     calls.clear()
     ts = []
     per: list = []
+    kper: list = []
     for _ in range(steps):
         acc.clear()
+        kacc.clear()
         t = time.perf_counter()
         step()
         ts.append(time.perf_counter() - t)
         per.append(dict(acc))
+        kper.append(dict(kacc))
     # The machine is shared: a step that was preempted says little about where time goes, so
     # the breakdown averages the fastest quarter of the steps.
     keep = np.argsort(ts)[:max(1, steps // 4)]
     per = [per[i] for i in keep]
+    kper = [kper[i] for i in keep]
     tot = float(np.mean([ts[i] for i in keep]))
     names = sorted({k for d in per for k in d}, key=lambda k: -np.mean([d.get(k, 0.0)
                                                                         for d in per]))
@@ -243,8 +263,13 @@ def breakdown(name: str, steps: int = 200) -> None:
                   f"x{calls[k] // steps}")
     print(f"  {'outside ops (Python, modules, engine)':<40} {(tot - inside) * 1e6:8.1f} us  "
           f"{100 * (tot - inside) / tot:5.1f}%")
+    for k in sorted({k for d in kper for k in d}):
+        m = float(np.mean([d.get(k, 0.0) for d in kper]))
+        print(f"    conv kernel {k:<28} {m * 1e6:8.1f} us  (inclusive, inside the lines above)")
     for o, f, v, r in originals:
         o.forward, o.vjp, o.raw = f, v, r
+    for k, f in kernels.items():
+        setattr(nn_conv, k, f)
 
 
 def main() -> None:
