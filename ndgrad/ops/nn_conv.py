@@ -276,7 +276,8 @@ def _wide_cols(x: np.ndarray, k: tuple, pad: tuple, dil: tuple, groups: int,
 _KEPT_MAX = 8
 _KEPT_BYTES = 16 << 20
 _kept: dict = {}
-_kept_lock = threading.Lock()
+# Reentrant: a collection triggered inside the lock may run a callback (_drop) on this thread.
+_kept_lock = threading.RLock()
 _keep_flag = threading.local()   # .on: the forward may keep; .entry: the entry it kept
 
 
@@ -284,7 +285,7 @@ def _drop(i: int, token: object) -> None:
     with _kept_lock:
         e = _kept.get(i)
         if e is not None and e[3] is token:
-            del _kept[i]
+            _kept.pop(i, None)
 
 
 def _dropper(i: int, token: object) -> Callable[[Any], None]:
@@ -303,7 +304,7 @@ def _keep(x: np.ndarray, key: tuple, cols: tuple) -> None:
     with _kept_lock:
         _kept.pop(i, None)
         while len(_kept) >= _KEPT_MAX:
-            del _kept[next(iter(_kept))]
+            _kept.pop(next(iter(_kept)), None)
         _kept[i] = entry
     _keep_flag.entry = (i, token, entry)
 
@@ -313,7 +314,7 @@ def _take(x: np.ndarray, key: tuple) -> Optional[tuple]:
         e = _kept.get(id(x))
         if e is None or e[0]() is not x or e[1] != key:
             return None
-        del _kept[id(x)]
+        _kept.pop(id(x), None)
     return e[2]
 
 
