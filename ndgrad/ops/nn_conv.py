@@ -303,8 +303,8 @@ def _keep(x: np.ndarray, key: tuple, cols: tuple) -> None:
     entry = [weakref.ref(x, _dropper(i, token)), key, cols, token, None]
     with _kept_lock:
         _kept.pop(i, None)
-        while len(_kept) >= _KEPT_MAX:
-            _kept.pop(next(iter(_kept)), None)
+        while len(_kept) >= _KEPT_MAX:   # the oldest goes (a list: no live dict iterator)
+            _kept.pop(list(_kept)[0], None)
         _kept[i] = entry
     _keep_flag.entry = (i, token, entry)
 
