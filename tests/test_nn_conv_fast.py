@@ -208,3 +208,18 @@ def test_raw_rule_with_bias_matches_tensor_rule_and_torch():
     for r, t, ref in zip(raw, ten, (tx.grad, tw.grad, tb.grad)):
         np.testing.assert_allclose(r.numpy(), ref.numpy(), rtol=1e-11, atol=1e-11)
         np.testing.assert_array_equal(r.numpy(), t.detach().numpy())
+
+
+def test_checked_signatures_still_reject_bad_calls():
+    x = ndgrad.randn(1, 3, 6, 6)
+    w = ndgrad.randn(4, 3, 3, 3)
+    F.conv2d(x, w)                                   # this signature passes and is remembered
+    F.conv2d(x, w)
+    with pytest.raises(RuntimeError, match="expected input"):
+        F.conv2d(ndgrad.randn(1, 2, 6, 6), w)
+    with pytest.raises(RuntimeError, match="expected scalar type"):
+        F.conv2d(x, w.double())
+    with pytest.raises(RuntimeError, match="expected bias"):
+        F.conv2d(x, w, ndgrad.randn(3))
+    with pytest.raises(RuntimeError, match="Kernel size can't be greater"):
+        F.conv2d(x[..., :2, :2], w)
