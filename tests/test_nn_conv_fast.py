@@ -71,6 +71,7 @@ def test_kernels_match_torch_and_raw_rule_matches_tensor_rule(case):
     for r, t, ref in zip(raw, ten, (tgx, tgw)):
         np.testing.assert_allclose(r.numpy(), ref, rtol=1e-11, atol=1e-11)
         np.testing.assert_array_equal(r.numpy(), t.detach().numpy())
+        assert r.is_contiguous()
 
 
 def test_float32_step_matches_torch():
