@@ -36,6 +36,7 @@ CASES = [
     (3, 2, 4, (2, 3, 2), (1, 0, 1), 1, 1, (4, 5, 3)),
     (3, 1, 4, 2, 0, 1, 1, (3, 4, 3)),       # compact columns, 3-d
 ]
+STRIDED = [(2, 4, 8, 3, 1, 1, 1, (9, 8)), (1, 3, 2, 3, 2, 1, 1, (10,))]   # general col2im
 
 
 def _case(nd, c, o, k, pad, dil, groups, size, seed=0):
@@ -54,10 +55,12 @@ def _torch_grads(x, w, kw, nd, gy):
     return y.detach().numpy(), tx.grad.numpy(), tw.grad.numpy()
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", CASES + [c + ("strided",) for c in STRIDED])
 def test_kernels_match_torch_and_raw_rule_matches_tensor_rule(case):
     nd = case[0]
-    x, w, kw = _case(*case)
+    x, w, kw = _case(*case[:8])
+    if len(case) > 8:
+        kw["stride"] = 2
     shape = tuple(_TF[nd](torch.tensor(x), torch.tensor(w), **kw).shape)
     gy = np.random.default_rng(1).standard_normal(shape)
     ty, tgx, tgw = _torch_grads(x, w, kw, nd, gy)

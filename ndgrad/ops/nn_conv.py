@@ -121,8 +121,9 @@ def _col2im(cols: np.ndarray, size: tuple, k: tuple, stride: tuple, pad: tuple,
         idx = (Ellipsis,) + tuple(slice(o * d, o * d + s * (m - 1) + 1, s)
                                   for o, d, s, m in zip(off, dil, stride, out))
         xp[idx] += cols[(slice(None), slice(None)) + off]
-    if any(pad):
-        xp = xp[(Ellipsis,) + tuple(slice(p, p + m) for m, p in zip(size, pad))]
+    if any(pad):   # cropped, and contiguous as torch's result is
+        xp = np.ascontiguousarray(xp[(Ellipsis,) + tuple(slice(p, p + m)
+                                                         for m, p in zip(size, pad))])
     return xp
 
 
@@ -426,8 +427,10 @@ def _wgrad_fwd(x, g, stride, pad, dil, groups, k, gw=None):
             gw = (_widen(g, sp) if gw is None else gw)[..., :lw].reshape(n, groups,
                                                                           o // groups, lw)
             # (columns @ cotangent^T)^T: ~15% faster here than cotangent @ columns^T
-            w = np.matmul(cols, gw.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
-            w = (w[0] if n == 1 else w.sum(0)).reshape((o, x.shape[1] // groups) + tuple(k))
+            wt = np.matmul(cols, gw.transpose(0, 1, 3, 2))        # (N, groups, K, O/groups)
+            wt = wt[0] if n == 1 else wt.sum(0)
+            w = np.ascontiguousarray(wt.transpose(0, 2, 1)).reshape(
+                (o, x.shape[1] // groups) + tuple(k))
             if np.isfinite(np.add.reduce(w, axis=None)):
                 return w if dt is None else w.astype(dt)
     if kept is not None and len(kept) == 1 and kept[0].shape[-1] == math.prod(out):
