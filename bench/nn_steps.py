@@ -19,9 +19,9 @@ times calls for ``--budget`` seconds after warm-up. The table gives, per cell, t
 rounds of the per-run medians and the minimum over all calls, and the ratios ndgrad/torch of
 both. ``--breakdown`` times ndgrad's step in this process with every op-table forward and
 backward rule wrapped: exclusive time per op name (a backward rule's own NumPy work, without
-the ops it calls, is "<op> (backward rule)"), and the rest of the step (Python, module code,
-autograd engine) as "outside ops". The children run without
-``OPENBLAS_CORETYPE``/``OPENBLAS_L2_SIZE``, as the shared bench's do.
+the ops it calls, is "<op> (backward rule)", raw rules included), the rest of the step (Python,
+module code, autograd engine) as "outside ops", and the convolution kernels' inclusive times.
+The children run without ``OPENBLAS_CORETYPE``/``OPENBLAS_L2_SIZE``, as the shared bench's do.
 """
 
 from __future__ import annotations
