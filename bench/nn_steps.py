@@ -19,9 +19,9 @@ times calls for ``--budget`` seconds after warm-up. The table gives, per cell, t
 rounds of the per-run medians and the minimum over all calls, and the ratios ndgrad/torch of
 both. ``--breakdown`` times ndgrad's step in this process with every op-table forward and
 backward rule wrapped: exclusive time per op name (a backward rule's own NumPy work, without
-the ops it calls, is "<op> (backward rule)"), and the rest of the step (Python, module code,
-autograd engine) as "outside ops". The children run without
-``OPENBLAS_CORETYPE``/``OPENBLAS_L2_SIZE``, as the shared bench's do.
+the ops it calls, is "<op> (backward rule)", raw rules included), the rest of the step (Python,
+module code, autograd engine) as "outside ops", and the convolution kernels' inclusive times.
+The children run without ``OPENBLAS_CORETYPE``/``OPENBLAS_L2_SIZE``, as the shared bench's do.
 """
 
 from __future__ import annotations
@@ -205,28 +205,50 @@ def breakdown(name: str, steps: int = 200) -> None:
         op.forward = timed(op.forward, op.name)
         if op.vjp is not None:
             op.vjp = timed(op.vjp, op.name + " (backward rule)")
+        if op.raw is not None:
+            op.raw = timed(op.raw, op.name + " (backward rule)")
     for _ in range(3):       # ops made on first use (LSTM cells, attention) exist after this
         step()
     ops = [o for o in gc.get_objects() if isinstance(o, Op)]
-    originals = [(o, o.forward, o.vjp) for o in ops]
+    originals = [(o, o.forward, o.vjp, o.raw) for o in ops]
     for o in ops:
         wrap(o)
+    # The convolution kernels inside the conv ops and rules, inclusive (their own lines below)
+    from ndgrad.ops import nn_conv
+    kacc: dict = collections.defaultdict(float)
+    kernels = {k: getattr(nn_conv, k) for k in ("_conv_fwd", "_convt_fwd", "_wgrad_fwd",
+                                                  "_widen")}
+
+    def kernel(f: Callable, key: str) -> Callable:
+        def run(*a, **kw):
+            t = time.perf_counter()
+            try:
+                return f(*a, **kw)
+            finally:
+                kacc[key] += time.perf_counter() - t
+        return run
+    for k, f in kernels.items():
+        setattr(nn_conv, k, kernel(f, k))
     for _ in range(5):
         step()
     acc.clear()
     calls.clear()
     ts = []
     per: list = []
+    kper: list = []
     for _ in range(steps):
         acc.clear()
+        kacc.clear()
         t = time.perf_counter()
         step()
         ts.append(time.perf_counter() - t)
         per.append(dict(acc))
+        kper.append(dict(kacc))
     # The machine is shared: a step that was preempted says little about where time goes, so
     # the breakdown averages the fastest quarter of the steps.
     keep = np.argsort(ts)[:max(1, steps // 4)]
     per = [per[i] for i in keep]
+    kper = [kper[i] for i in keep]
     tot = float(np.mean([ts[i] for i in keep]))
     names = sorted({k for d in per for k in d}, key=lambda k: -np.mean([d.get(k, 0.0)
                                                                         for d in per]))
@@ -241,8 +263,13 @@ def breakdown(name: str, steps: int = 200) -> None:
                   f"x{calls[k] // steps}")
     print(f"  {'outside ops (Python, modules, engine)':<40} {(tot - inside) * 1e6:8.1f} us  "
           f"{100 * (tot - inside) / tot:5.1f}%")
-    for o, f, v in originals:
-        o.forward, o.vjp = f, v
+    for k in sorted({k for d in kper for k in d}):
+        m = float(np.mean([d.get(k, 0.0) for d in kper]))
+        print(f"    conv kernel {k:<28} {m * 1e6:8.1f} us  (inclusive, inside the lines above)")
+    for o, f, v, r in originals:
+        o.forward, o.vjp, o.raw = f, v, r
+    for k, f in kernels.items():
+        setattr(nn_conv, k, f)
 
 
 def main() -> None:

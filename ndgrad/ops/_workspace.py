@@ -43,10 +43,11 @@ import math
 import os
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 
-__all__ = ["scratch"]
+__all__ = ["scratch", "zeros_kept"]
 
 _MAX_BYTES = 32 << 20
 _local = threading.local()
@@ -70,6 +71,27 @@ def scratch(slot: str, shape: tuple, dtype: np.dtype, zero: bool = False) -> np.
     if zero:
         out.fill(0)
     return out
+
+
+def zeros_kept(slot: str, out: np.ndarray, layout: Any) -> bool:
+    """Whether ``out``, just returned by ``scratch(slot, ...)``, is the memory of the last call
+    that asked with the same ``layout`` on this thread, so that zeros the caller wrote then
+    are still there; records this call. Valid only for a slot whose caller, for one layout,
+    writes the same parts every call and zeroes the rest when this returns False.
+
+    >>> a = scratch("doc2", (4,), np.float32)
+    >>> zeros_kept("doc2", a, "x"), zeros_kept("doc2", scratch("doc2", (4,), np.float32), "x")
+    (False, True)
+    """
+    buf = getattr(_local, "bufs", {}).get(slot)
+    if buf is None or out.base is not buf:
+        return False
+    rec = getattr(_local, "zeroed", None)
+    if rec is None:
+        rec = _local.zeroed = {}
+    prev = rec.get(slot)
+    rec[slot] = (buf, layout)
+    return prev is not None and prev[0] is buf and prev[1] == layout
 
 
 _M_TRIM_THRESHOLD = -1
