@@ -40,7 +40,7 @@ from ..tensor import Tensor
 
 __all__ = ["check_argnums", "check_leaves", "fresh_leaf", "unwrap", "needs_graph",
            "detach_keep_tangents", "vectorizable", "VMAP_RULES", "vmap_level",
-           "refuse_in_vmap"]
+           "refuse_in_vmap", "batch_like"]
 
 # function -> its batched form, for ``vmap`` (the ``vjp_fn`` of ``vjp``; Note [vmap by
 # entries]). Weak keys, and not an attribute: ``functools.wraps`` copies attributes.
@@ -92,13 +92,23 @@ def fresh_leaf(x: Tensor, level: int = 0) -> Tensor:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         with _bt.suspended(level):
             shape = (_bt.VMAP[level],) + tuple(x._data.shape)
+            # Under a forward AD level the leaf is a real copy: a tangent takes its primal's
+            # layout, and none can be written into an expanded one (Note [Batched tangents]).
             if x.requires_grad:
                 e = x.unsqueeze(0).expand(shape)
+                if _fw._levels:
+                    e = e.clone()
             else:
                 # A read-only broadcast view, not a copy: each entry's leaf is the same data
                 # (the batching rules read it; nothing writes into a transform's leaf).
                 e = Tensor.__new__(Tensor)
                 e._data = np.broadcast_to(x._data, shape)
+                if _fw._levels:
+                    e._data = e._data.copy()
+                    for lv in range(len(_fw._levels)):
+                        tg = _fw._tangent(x, lv)
+                        if tg is not None:
+                            _fw._store(e, lv, tg.unsqueeze(0).expand(shape).clone())
                 e.requires_grad_(True)
         return _batching.mark(e, level)
     if x.requires_grad:
@@ -181,6 +191,19 @@ def vectorizable() -> bool:
     level is active (a batched value meeting another level's batch or tangents is not
     supported by the batching rules)."""
     return not _bt.ACTIVE and _fw._current_level < 0
+
+
+def batch_like(primal: Tensor, tangent: Tensor) -> Tensor:
+    """``tangent`` for a dual of ``primal`` (Note [Vectorized vmap]): when ``primal`` is
+    batched at a live vmap level and ``tangent`` is not, a read-only broadcast of
+    ``tangent`` over that level's batch (the same tangent for every entry)."""
+    level = primal._blevel
+    if not level or level not in _bt.VMAP or not _bt.is_batched(primal) or \
+            tangent._blevel == level:
+        return tangent
+    with _bt.suspended(level):
+        e = tangent.unsqueeze(0).expand((_bt.VMAP[level],) + tuple(tangent._data.shape))
+    return _batching.mark(e, level)
 
 
 def refuse_in_vmap(what: str) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 from .. import _creation
 from ..autograd import batching as _bt
 from ..autograd import forward_ad as fwAD
-from ..ops import stack
+from ..ops import _batching, stack
 from ..tensor import Tensor, _wrap
 from . import _common, _rng
 from ._pytree import tree_flatten, tree_unflatten
@@ -32,6 +32,11 @@ def _check_outputs(leaves: list, what: str) -> None:
         if not isinstance(o, Tensor):
             raise RuntimeError(f"{what}: expected f(*primals) to return only tensors, got "
                                f"unsupported type {type(o)}")
+
+
+def _zeros_like(p: Tensor) -> Tensor:
+    """Zeros of ``p``'s shape; batched like ``p`` inside a vmap level."""
+    return _batching.like_call(_creation.zeros_like, p)
 
 
 def _unpack(t: Tensor, level: int) -> Tuple[Tensor, Optional[Tensor]]:
@@ -50,7 +55,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
     >>> jvp(lambda x: x ** 2, (ndgrad.tensor([1.0, 2.0]),), (ndgrad.ones(2),))[1]
     tensor([2., 4.])
     """
-    _common.refuse_in_vmap("jvp")
+    pass  # _common.refuse_in_vmap("jvp")
     if not isinstance(primals, tuple):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
                            "should be valid to call f(*primals).")
@@ -64,7 +69,8 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
     _common.check_leaves(p_leaves)
     _common.check_leaves(t_leaves)
     with fwAD.dual_level() as level:
-        duals = [fwAD.make_dual(p, t, level=level) for p, t in zip(p_leaves, t_leaves)]
+        duals = [fwAD.make_dual(p, _common.batch_like(p, t), level=level)
+                 for p, t in zip(p_leaves, t_leaves)]
         out = func(*tree_unflatten(duals, p_spec))
         out, aux = _split_aux(out, has_aux, "jvp(f, primals, tangents)")
         o_leaves, o_spec = tree_flatten(out)
@@ -80,7 +86,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
                                    "independent of the inputs. This is not allowed with "
                                    "strict=True.")
             prim.append(p)
-            tang.append(tg if tg is not None else _creation.zeros_like(p))
+            tang.append(tg if tg is not None else _zeros_like(p))
         aux_leaves = [_unpack(a, level)[0] for a in aux_leaves]
     res = (tree_unflatten(prim, o_spec), tree_unflatten(tang, o_spec))
     if has_aux:
@@ -187,7 +193,8 @@ def _columns_loop(call: Callable, leaves: list, basis: list, randomness: str) ->
             rng.before(k)
             with fwAD.dual_level() as level:
                 if total:
-                    duals = [fwAD.make_dual(x, t[k], level=level) for x, t in zip(leaves, basis)]
+                    duals = [fwAD.make_dual(x, _common.batch_like(x, t[k]), level=level)
+                             for x, t in zip(leaves, basis)]
                 else:
                     duals = list(leaves)
                 o_leaves, o_spec, a = call(duals)
@@ -196,7 +203,7 @@ def _columns_loop(call: Callable, leaves: list, basis: list, randomness: str) ->
                 for o in o_leaves:
                     p, tg = _unpack(o, level)
                     ps.append(p)
-                    cols.append(tg if tg is not None else _creation.zeros_like(p))
+                    cols.append(tg if tg is not None else _zeros_like(p))
                 if k == 0:
                     prim, aux = ps, [_unpack(x, level)[0] for x in a]
             rng.after(k)
@@ -225,7 +232,7 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _common.check_argnums(argnums, len(args))
-        _common.refuse_in_vmap("jacfwd")
+        pass  # _common.refuse_in_vmap("jacfwd")
         args = list(args)  # type: ignore[assignment]  # a mutable copy of the call
         specs: list = []
         leaves: list = []

@@ -255,7 +255,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             res = _vectorized(rule, moved, spec.children[0], B, chunk_size)
             if res is not None:
                 return _place(res, fname, out_dims)
-        if B and randomness != "same" and not _bt.ACTIVE and _fw._current_level < 0:
+        if B and randomness != "same" and not _bt.ACTIVE:
             res = _batched_run(func, fname, leaves, moved, spec, kwargs, B, out_dims,
                                chunk_size, randomness)
             if res is not _FALLBACK:
@@ -336,6 +336,13 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
                 raise                   # torch's own vmap errors: the user's
             if any(x._version != v for x, v in versions):
                 raise                   # an input was written: running again would repeat it
+            import os, traceback
+            if os.environ.get("VMAP_FB"):
+                with open(os.environ["VMAP_FB"], "a") as fh:
+                    tb = traceback.extract_tb(e.__traceback__)
+                    fh.write(f"{type(e).__name__}: {str(e)[:150]!r} @ {tb[-1].filename}:{tb[-1].lineno} {tb[-1].name} | {tb[1].name if len(tb)>1 else ''}\n")
+            if os.environ.get("VMAP_NOFB"):
+                raise
             return _FALLBACK
         o_leaves, o_spec = tree_flatten(out)
         flags = []
@@ -345,8 +352,7 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
     res = []
     for o, b in zip(o_leaves, flags):
         if b:
-            o.__class__ = Tensor
-            o._blevel = 0
+            _batching.unmark(o)
         res.append(o)
     return res, o_spec, flags, B
 

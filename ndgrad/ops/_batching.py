@@ -41,7 +41,8 @@ from ._util import wrap_dim
 from .views_inplace import VIEW_REPLAY, CopySlices
 
 __all__ = ["RULES", "VJP_ONLY", "batched_apply", "call", "marked", "supports", "node_supported",
-           "argminmax", "BatchedTensor", "BatchingUnsupported", "VmapError", "mark", "per_entry"]
+           "argminmax", "BatchedTensor", "BatchingUnsupported", "VmapError", "mark", "unmark",
+           "per_entry"]
 
 RULES: dict = {}
 _EMPTY_SLICE = slice(None)
@@ -147,11 +148,9 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
             out = rule(c, args)
         if type(out) is tuple:
             for o in out:
-                o._blevel = level
-                o.__class__ = BatchedTensor
+                mark(o, level)
         else:
-            out._blevel = level
-            out.__class__ = BatchedTensor
+            mark(out, level)
         return out
     if rule is None:
         raise _unsupported(op)
@@ -266,6 +265,12 @@ class BatchedTensor(Tensor):
             raise VmapError(_ITEM)
         return Tensor.__index__(self)
 
+    def view_as(self, other: Tensor) -> Tensor:
+        return self.view(other.shape)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        return self.reshape(other.shape)
+
     def detach(self) -> Tensor:
         out = Tensor.detach(self)
         level = _vlevel(self)
@@ -297,9 +302,29 @@ _DYNAMIC = ("vmap: We do not support batching operators that can output dynamic 
 
 
 def mark(t: Tensor, level: int) -> Tensor:
-    """Make ``t`` (physical, batch first) batched at vmap level ``level``; returns ``t``."""
+    """Make ``t`` (physical, batch first) batched at vmap level ``level``; returns ``t``.
+    Its forward AD tangents of the same physical shape are batched too (Note [Vectorized
+    vmap]: a rule computes them on the physical arrays)."""
     t._blevel = level
     t.__class__ = BatchedTensor
+    grads = t._fw_grads
+    if grads:
+        shape = t._data.shape
+        for tg in grads.values():
+            if tg._blevel != level and tg._data.shape == shape:
+                mark(tg, level)
+    return t
+
+
+def unmark(t: Tensor) -> Tensor:
+    """The inverse of ``mark``: ``t`` (and its tangents) become ordinary physical tensors."""
+    t.__class__ = Tensor
+    t._blevel = 0
+    grads = t._fw_grads
+    if grads:
+        for tg in grads.values():
+            if tg.__class__ is BatchedTensor:
+                unmark(tg)
     return t
 
 
@@ -955,6 +980,9 @@ def install() -> None:
     _prod = _prod_mod
     for op in (_prod.ADDMM, _prod.ADDMV, _prod.BADDBMM):
         _VECTOR[op] = _addmm_like
+    from . import _jvp as jv  # local import: as above
+    for op in (jv.MAKE_DUAL, jv.FW_PRIMAL):         # identity views
+        RULES[op] = lambda c, args: apply(c.op, tuple(c.ts), tuple(c.arrs), args)
     RULES[BMM3] = lambda c, args: _lin.matmul(c.ts[0], c.ts[1])   # 3-D operands: broadcasts
     _dispatch._batched_apply = batched_apply
 
