@@ -40,7 +40,7 @@ from ..tensor import Tensor
 
 __all__ = ["check_argnums", "check_leaves", "fresh_leaf", "unwrap", "needs_graph",
            "detach_keep_tangents", "vectorizable", "VMAP_RULES", "vmap_level",
-           "refuse_in_vmap", "batch_like"]
+           "batch_like"]
 
 # function -> its batched form, for ``vmap`` (the ``vjp_fn`` of ``vjp``; Note [vmap by
 # entries]). Weak keys, and not an attribute: ``functools.wraps`` copies attributes.
@@ -204,10 +204,3 @@ def batch_like(primal: Tensor, tangent: Tensor) -> Tensor:
     with _bt.suspended(level):
         e = tangent.unsqueeze(0).expand((_bt.VMAP[level],) + tuple(tangent._data.shape))
     return _batching.mark(e, level)
-
-
-def refuse_in_vmap(what: str) -> None:
-    """Transforms not vectorized inside a vmap level (forward mode, jacrev): ``vmap`` runs the
-    function per entry instead (Note [Vectorized vmap])."""
-    if _bt.VMAP and _bt.current_vmap():
-        raise _batching.BatchingUnsupported(f"{what} inside a vectorized vmap")

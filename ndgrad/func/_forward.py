@@ -55,7 +55,6 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
     >>> jvp(lambda x: x ** 2, (ndgrad.tensor([1.0, 2.0]),), (ndgrad.ones(2),))[1]
     tensor([2., 4.])
     """
-    pass  # _common.refuse_in_vmap("jvp")
     if not isinstance(primals, tuple):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
                            "should be valid to call f(*primals).")
@@ -232,7 +231,6 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _common.check_argnums(argnums, len(args))
-        pass  # _common.refuse_in_vmap("jacfwd")
         args = list(args)  # type: ignore[assignment]  # a mutable copy of the call
         specs: list = []
         leaves: list = []

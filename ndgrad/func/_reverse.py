@@ -20,7 +20,7 @@ from ..autograd.api import grad as _autograd_grad
 from ..autograd import batching as _bt
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..ops import cat, stack
-from ..ops._batching import BatchingUnsupported, mark
+from ..ops._batching import mark
 from ..tensor import Tensor, _wrap
 from . import _common
 from ._pytree import tree_flatten, tree_unflatten
@@ -88,7 +88,9 @@ def _grads_batched(outputs: list, inputs: list, grad_outputs: Optional[list],
                 g = _creation.ones_like(o)
             elif g._blevel == level:
                 if not ob:
-                    raise BatchingUnsupported("a batched cotangent for an unbatched output")
+                    # The leaves are all batched: an unbatched output does not depend on them
+                    # and adds nothing to their gradients.
+                    continue
             elif ob:
                 g = g.unsqueeze(0).expand(o._data.shape)
             pairs.append((o, g))

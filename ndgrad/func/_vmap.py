@@ -73,7 +73,6 @@ import importlib
 import numpy as np
 
 from ..autograd import batching as _bt
-from ..autograd import forward_ad as _fw
 from ..ops import _batching, cat, stack
 from ..ops import views_inplace as _views_inplace
 from ..tensor import Tensor
@@ -256,37 +255,29 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             if res is not None:
                 return _place(res, fname, out_dims)
         if B and randomness != "same" and not _bt.ACTIVE:
-            res = _batched_run(func, fname, leaves, moved, spec, kwargs, B, out_dims,
-                               chunk_size, randomness)
-            if res is not _FALLBACK:
-                return res
+            return _batched_run(func, fname, leaves, moved, spec, kwargs, B, out_dims,
+                                chunk_size, randomness)
         return _run(func, fname, leaves, moved, spec, kwargs, B, out_dims, randomness)
 
     return wrapped
 
 
-_FALLBACK = object()
-
-
 def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: Any,
                  kwargs: dict, B: int, out_dims: Any, chunk_size: Optional[int],
                  randomness: str) -> Any:
-    """One call of ``func`` on batched tensors (Note [Vectorized vmap]); ``_FALLBACK`` when it
-    raised (then ``_run`` runs it per entry, which gives the exact logical error if the error
-    is the user's)."""
+    """One call of ``func`` on batched tensors (``chunk_size`` entries at a time; Note
+    [Vectorized vmap])."""
     step = chunk_size or B
     parts = []
     for s in range(0, B, step):
         n = min(step, B - s)
         chunk = [m if m is None or step >= B else m.narrow(0, s, n) for m in moved]
-        r = _batched_call(func, leaves, chunk, spec, kwargs, n, randomness)
-        if r is _FALLBACK:
-            return r
-        parts.append(r)
+        parts.append(_batched_call(func, leaves, chunk, spec, kwargs, n, randomness))
     o_spec = parts[0][1]
     for p in parts[1:]:
         if p[1] != o_spec:
-            return _FALLBACK
+            raise ValueError(f"vmap({fname}, ...): `{fname}` returned outputs of different "
+                             "structures for different chunks")
     odims = _out_dims(out_dims, o_spec, fname)
     results = []
     for j, od in enumerate(odims):
@@ -315,8 +306,7 @@ def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: An
 def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: dict,
                   B: int, randomness: str) -> Any:
     """``func`` run once at a new vmap level; its flat outputs (physical, batch first, plain
-    tensors), their spec, which of them are batched, and B. ``_FALLBACK`` if it raised."""
-    versions = [(x, x._version) for x in leaves if isinstance(x, Tensor)]
+    tensors), their spec, which of them are batched, and B."""
     with _bt.vmap_level(B, randomness) as level:
         args = []
         for x, m in zip(leaves, moved):
@@ -325,25 +315,12 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
             else:
                 a = m if m is not x else x.view_as(x)
                 args.append(_batching.mark(a, level))
-        try:
-            with _rng.policy(randomness) as rng:
-                rng.before(0)
-                out = func(*tree_unflatten(args, spec), **kwargs)
-                rng.after(0)
-        except Exception as e:
-            if getattr(e, "_vmap_user", False) or (
-                    isinstance(e, RuntimeError) and str(e).startswith("vmap: ")):
-                raise                   # torch's own vmap errors: the user's
-            if any(x._version != v for x, v in versions):
-                raise                   # an input was written: running again would repeat it
-            import os, traceback
-            if os.environ.get("VMAP_FB"):
-                with open(os.environ["VMAP_FB"], "a") as fh:
-                    tb = traceback.extract_tb(e.__traceback__)
-                    fh.write(f"{type(e).__name__}: {str(e)[:150]!r} @ {tb[-1].filename}:{tb[-1].lineno} {tb[-1].name} | {tb[1].name if len(tb)>1 else ''}\n")
-            if os.environ.get("VMAP_NOFB"):
-                raise
-            return _FALLBACK
+        # An exception is the user's, raised as is: batching limitations are handled per op
+        # (ops/_batching.py), so nothing is run a second time.
+        with _rng.policy(randomness) as rng:
+            rng.before(0)
+            out = func(*tree_unflatten(args, spec), **kwargs)
+            rng.after(0)
         o_leaves, o_spec = tree_flatten(out)
         flags = []
         for o in o_leaves:
