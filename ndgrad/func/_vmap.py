@@ -254,7 +254,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             res = _vectorized(rule, moved, spec.children[0], B, chunk_size)
             if res is not None:
                 return _place(res, fname, out_dims)
-        if B and randomness != "same" and not _bt.ACTIVE:
+        if B and not _bt.ACTIVE:
             return _batched_run(func, fname, leaves, moved, spec, kwargs, B, out_dims,
                                 chunk_size, randomness)
         return _run(func, fname, leaves, moved, spec, kwargs, B, out_dims, randomness)

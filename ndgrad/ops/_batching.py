@@ -144,8 +144,11 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
         if rule is None or (args and _args_level(args)):
             return _op_per_entry(op, ts, arrs, bd, args, level, B)
         c = _Call(op, ts, arrs, bd, ls, B)
-        with _bt.suspended(level):
-            out = rule(c, args)
+        if _bt.RANDOMNESS[level] == "same":
+            out = _same_randomness(c, args, rule, level)
+        else:
+            with _bt.suspended(level):
+                out = rule(c, args)
         if type(out) is tuple:
             for o in out:
                 mark(o, level)
@@ -383,6 +386,7 @@ def _op_per_entry(op: Op, ts: list, arrs: list, bd: list, args: tuple, level: in
     if not B:
         raise _unsupported(op, "an empty batch")
     outs = []
+    replay = _Replay(level)
     with _bt.suspended(level):
         for b in range(B):
             rts, rarrs = [], []
@@ -395,6 +399,7 @@ def _op_per_entry(op: Op, ts: list, arrs: list, bd: list, args: tuple, level: in
                     rts.append(t)
                     rarrs.append(a)
             outs.append(apply(op, tuple(rts), tuple(rarrs), _row(args, b, level)))
+            replay(b)
         return _stack_rows(outs, level, op.name)
 
 
@@ -415,8 +420,12 @@ def per_entry(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     B = VMAP[level]
     if not B:
         raise _unsupported(fn, "an empty batch")
+    replay = _Replay(level)
+    outs = []
     with _bt.suspended(level):
-        outs = [fn(*_row(args, b, level), **_row(kwargs, b, level)) for b in range(B)]
+        for b in range(B):
+            outs.append(fn(*_row(args, b, level), **_row(kwargs, b, level)))
+            replay(b)
         return _stack_rows(outs, level, fn)
 
 
@@ -994,6 +1003,10 @@ def install() -> None:
     _prod = _prod_mod
     for op in (_prod.ADDMM, _prod.ADDMV, _prod.BADDBMM):
         _VECTOR[op] = _addmm_like
+    from . import sampling as sm  # local import: as above
+    for name in ("UNIFORM", "NORMAL_", "CAUCHY", "EXPONENTIAL", "GEOMETRIC", "LOG_NORMAL",
+                 "RANDOM_FROM_TO", "RANDOM_TO", "RANDOM", "BERNOULLI_FILL"):
+        RANDOM_FILLS.add(getattr(sm, name))
     from . import _jvp as jv  # local import: as above
     for op in (jv.MAKE_DUAL, jv.FW_PRIMAL):         # identity views
         RULES[op] = lambda c, args: apply(c.op, tuple(c.ts), tuple(c.arrs), args)
@@ -1099,7 +1112,7 @@ ELEMENTWISE_DUNDERS = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__
 LIKE_DATA = ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
              "randint_like")
 RANDOM_FACTORIES = ("rand", "randn", "randint", "normal")
-PER_ENTRY_DATA = ("nonzero", "argwhere", "count_nonzero", "any", "all", "unique",
+PER_ENTRY_DATA = ("multinomial", "nonzero", "argwhere", "count_nonzero", "any", "all", "unique",
                   "unique_consecutive", "bincount", "isin", "masked_select", "equal",
                   "allclose", "argsort", "searchsorted", "bucketize", "histc", "histogram")
 
@@ -1140,8 +1153,55 @@ def like_call(fn: Callable, input: Any, *args: Any, **kwargs: Any) -> Any:
         return fn(input, *args, **kwargs)
     level = input._blevel
     with _bt.suspended(level):
-        out = fn(input, *args, **kwargs)
+        if _bt.RANDOMNESS.get(level) == "same" and fn.__name__ in _RANDOM_LIKE:
+            # one draw of one entry's shape, the same values for every entry
+            one = fn(_shape.select(input, 0, 0), *args, **kwargs)
+            out = _wrap(np.ascontiguousarray(np.broadcast_to(one._data, input._data.shape)))
+            out.requires_grad_(one.requires_grad)
+        else:
+            out = fn(input, *args, **kwargs)
     return _mark_out(out, level)
+
+
+def _same_randomness(c: _Call, args: tuple, rule: Callable, level: int) -> Any:
+    """An op at a vmap level with ``randomness="same"``: a random fill of a batched tensor
+    (``uniform_``, ``normal_`` ...) draws one entry's values and writes them into every
+    entry; any other draw from a batched input is torch's error."""
+    with _bt.suspended(level):
+        if c.op in RANDOM_FILLS:
+            t = c.ts[0]
+            row = _shape.select(t, 0, 0)
+            one = apply(c.op, (row,), (_arr(row, c.arrs[0]),), args)
+            return _wrap(np.ascontiguousarray(np.broadcast_to(one._data, t._data.shape)))
+        before = fingerprint()
+        out = rule(c, args)
+    if fingerprint() != before:
+        raise VmapError(_SAME_BATCHED)
+    return out
+
+
+RANDOM_FILLS: set = set()
+
+
+_RANDOM_LIKE = ("rand_like", "randn_like", "randint_like")
+
+
+class _Replay:
+    """Called after entry ``b`` of an op run once per entry: under ``randomness="same"`` a
+    draw made from a batched input has no single-draw form: torch's error."""
+
+    __slots__ = ("mark",)
+
+    def __init__(self, level: int) -> None:
+        self.mark = fingerprint() if _bt.RANDOMNESS.get(level) == "same" else None
+
+    def __call__(self, b: int) -> None:
+        if not b and self.mark is not None and fingerprint() != self.mark:
+            raise VmapError(_SAME_BATCHED)
+
+
+_SAME_BATCHED = ("Vmap does not currently support same randomness with a batched tensor "
+                 "input. Please file an issue with functorch")
 
 
 def _mark_out(out: Any, level: int) -> Any:
