@@ -90,6 +90,16 @@ def fresh_leaf(x: Tensor, level: int = 0) -> Tensor:
     if level and x._blevel != level:
         if not (x.is_floating_point() or x.is_complex()):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if _batching._vlevel(x):
+            # batched at an enclosing vmap level (Note [Nested vmap levels]): lifted, a copy
+            if x.requires_grad:
+                return _batching.lift(x, level)
+            d = x.detach()
+            for lv in range(len(_fw._levels)):
+                tg = _fw._tangent(x, lv)
+                if tg is not None:
+                    _fw._store(d, lv, tg)
+            return _batching.lift(d, level).requires_grad_(True)
         with _bt.suspended(level):
             shape = (_bt.VMAP[level],) + tuple(x._data.shape)
             # Under a forward AD level the leaf is a real copy: a tangent takes its primal's
@@ -201,6 +211,8 @@ def batch_like(primal: Tensor, tangent: Tensor) -> Tensor:
     if not level or level not in _bt.VMAP or not _bt.is_batched(primal) or \
             tangent._blevel == level:
         return tangent
+    if _batching._vlevel(tangent):          # batched at an enclosing vmap level
+        return _batching.lift(tangent, level)
     with _bt.suspended(level):
         e = tangent.unsqueeze(0).expand((_bt.VMAP[level],) + tuple(tangent._data.shape))
     return _batching.mark(e, level)

@@ -254,7 +254,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             res = _vectorized(rule, moved, spec.children[0], B, chunk_size)
             if res is not None:
                 return _place(res, fname, out_dims)
-        if B and not _bt.ACTIVE:
+        if B and _bt.vmap_nestable():
             return _batched_run(func, fname, leaves, moved, spec, kwargs, B, out_dims,
                                 chunk_size, randomness)
         return _run(func, fname, leaves, moved, spec, kwargs, B, out_dims, randomness)
@@ -307,11 +307,18 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
                   B: int, randomness: str) -> Any:
     """``func`` run once at a new vmap level; its flat outputs (physical, batch first, plain
     tensors), their spec, which of them are batched, and B."""
-    with _bt.vmap_level(B, randomness) as level:
+    parent = _bt.current_vmap() if _bt.VMAP else 0
+    P = _bt.VMAP[parent] if parent else 1
+    with _bt.vmap_level(P * B, randomness, parent) as level:
         args = []
         for x, m in zip(leaves, moved):
             if m is None:
                 args.append(x)
+            elif parent:            # Note [Nested vmap levels]: one dim for both levels
+                m = _batching.lift(m, parent)
+                with _bt.suspended(parent):
+                    a = m.reshape((P * B,) + tuple(m._data.shape[2:]))
+                args.append(_batching.mark(a, level))
             else:
                 a = m if m is not x else x.view_as(x)
                 args.append(_batching.mark(a, level))
@@ -330,6 +337,8 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
     for o, b in zip(o_leaves, flags):
         if b:
             _batching.unmark(o)
+            if parent:
+                o = _batching.mark(o.reshape((P, B) + tuple(o._data.shape[1:])), parent)
         res.append(o)
     return res, o_spec, flags, B
 

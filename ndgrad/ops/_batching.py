@@ -133,6 +133,8 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
             ls.append(a.shape if a is not None else ())
             continue
         if level and lv != level:
+            if lv in VMAP and level in VMAP:     # nested vmap levels: lift to the inner one
+                return batched_apply(op, *_lifted(tensors, arrays), args)
             raise _unsupported(op, "tensors of two batch levels")
         level, B = lv, pa.shape[0]
         ts.append(t)
@@ -332,28 +334,89 @@ def unmark(t: Tensor) -> Tensor:
 
 
 def _args_level(args: Any) -> int:
-    """The vmap level of a batched tensor among an op's non-tensor arguments (0 if none)."""
+    """The innermost vmap level of the batched tensors among an op's non-tensor arguments
+    (0 if none)."""
+    best = 0
     for a in args:
         if isinstance(a, Tensor):
             lv = _vlevel(a)
-            if lv:
-                return lv
+            if lv > best:
+                best = lv
         elif isinstance(a, (tuple, list, TensorList)) and type(a) is not str:
             try:
                 items = list(a)
             except TypeError:
                 continue
             for e in items:
-                if isinstance(e, Tensor) and _vlevel(e):
-                    return e._blevel
-    return 0
+                if isinstance(e, Tensor) and _vlevel(e) > best:
+                    best = e._blevel
+    return best
+
+
+# Note [Nested vmap levels]: a vmap level opened inside another one is *flattened*: its
+# batched tensors carry the entries of every enclosing level and its own in one leading dim
+# (outer entries first: entry ``(b1, b2)`` is row ``b1 * B2 + b2``), so every rule sees one
+# batch dim. A tensor batched at an enclosing level only is *lifted* when it meets the inner
+# level (each of its rows repeated for the inner entries, differentiably); an unbatched one
+# broadcasts as usual.
+def lift(t: Tensor, level: int) -> Tensor:
+    """``t``, unbatched or batched at a vmap level enclosing ``level``, as a tensor batched
+    at ``level`` (the same value for the entries of the inner levels)."""
+    src = _vlevel(t) if t._blevel != level else level
+    if src == level:
+        return t
+    T = VMAP[level]
+    with _bt.suspended(level):
+        if src:
+            with _bt.suspended(src):
+                d = t._data.shape
+                e = _shape.unsqueeze(t, 1)
+                e = _shape.expand(e, (d[0], T // d[0]) + d[1:]) if d[0] else e
+                e = _shape.reshape(e, (T,) + d[1:])
+        else:
+            e = _batch_expand(t, T)
+    return mark(e, level)
+
+
+def _lift_to(x: Any, level: int) -> Any:
+    """``x`` lifted to ``level`` if it is a tensor batched at an enclosing vmap level."""
+    if isinstance(x, Tensor) and x._blevel != level and _vlevel(x):
+        return lift(x, level)
+    return x
+
+
+def _lifted(tensors: tuple, arrays: tuple) -> tuple:
+    """The operands of one op whose batched ones are at nested vmap levels, all lifted to the
+    innermost (Note [Nested vmap levels])."""
+    top = 0
+    for t in tensors:
+        b = t._bproxy if t._bproxy is not None else t
+        lv = _vlevel(b)
+        top = max(top, lv)
+    ts, arrs = [], []
+    for t, a in zip(tensors, arrays):
+        b = t._bproxy if t._bproxy is not None else t
+        lv = _vlevel(b)
+        if lv and lv != top:
+            if t._bproxy is not None:
+                t._bused = True
+            b = lift(b, top)
+            ts.append(b)
+            arrs.append(_arr(b, a))
+        else:
+            ts.append(t)
+            arrs.append(a)
+    return tuple(ts), tuple(arrs)
 
 
 def _row(x: Any, b: int, level: int) -> Any:
-    """Entry ``b`` of ``x`` if it is batched at ``level`` (level suspended), else ``x``."""
+    """Entry ``b`` of ``x`` if it is batched at ``level`` or an enclosing vmap level (level
+    suspended), else ``x``."""
     if isinstance(x, Tensor):
         if x._blevel == level:
             return _shape.select(x, 0, b)
+        if _vlevel(x):
+            return _shape.select(lift(x, level), 0, b)
         return x
     if type(x) is TensorList:
         return TensorList(tuple(_row(e, b, level) for e in x))
@@ -1125,6 +1188,8 @@ def elementwise_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     if not level:
         return fn(*args, **kwargs)
     B = VMAP[level]
+    args = tuple(_lift_to(a, level) for a in args)
+    kwargs = {k: _lift_to(v, level) for k, v in kwargs.items()}
     rank = 0
     shapes = []
     for a in list(args) + list(kwargs.values()):
@@ -1379,6 +1444,7 @@ def _loss_vmap(fn: Callable, input: Any, target: Any, weight: Any = None,
             or target._data.dtype.kind not in "iu"):
         return NotImplemented
     B = VMAP[level]
+    input, target = _lift_to(input, level), _lift_to(target, level)
     li = input._data.shape[1:] if input._blevel == level else input._data.shape
     lt = target._data.shape[1:] if target._blevel == level else target._data.shape
     if not B or not li or len(lt) != len(li) - 1:
