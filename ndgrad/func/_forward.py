@@ -22,6 +22,7 @@ from ..ops import _batching, stack
 from ..tensor import Tensor, _wrap
 from . import _common, _rng
 from ._pytree import tree_flatten, tree_unflatten
+from ._vmap import vmap
 from ._reverse import Argnums, _check_tensors, _regroup, _split_aux, jacrev
 
 __all__ = ["jvp", "linearize", "jacfwd", "hessian"]
@@ -180,6 +181,34 @@ def _columns_batched(call: Callable, leaves: list, basis: list) -> Optional[tupl
     return prim, o_spec, aux, jac_cols
 
 
+def _columns_vmap(call: Callable, leaves: list, basis: list, randomness: str) -> tuple:
+    """All columns in one call of the function inside a running vmap: ``jvp`` vmapped over
+    the unit tangents at a nested vmap level (Note [Nested vmap levels] in _vmap.py), the
+    primals lifted to it."""
+    holder: dict = {}
+
+    def column(*tangents: Tensor) -> tuple:
+        inner = _bt.current_vmap()
+        with fwAD.dual_level() as level:
+            # a copy: a tangent takes its primal's layout, which must not be a broadcast
+            duals = [fwAD.make_dual(_batching.lift(x, inner).clone(), t, level=level)
+                     for x, t in zip(leaves, tangents)]
+            o_leaves, holder["spec"], aux = call(duals)
+            prim, cols = [], []
+            for o in o_leaves:
+                p, tg = _unpack(o, level)
+                prim.append(p)
+                cols.append(tg if tg is not None else _zeros_like(p))
+            aux = [_unpack(a, level)[0] for a in aux]
+        holder["n"] = len(prim)
+        return tuple(prim) + tuple(cols) + tuple(aux)
+
+    out = vmap(column, randomness=randomness)(*basis)
+    n = holder["n"]
+    return ([p.select(0, 0) for p in out[:n]], holder["spec"],
+            [a.select(0, 0) for a in out[2 * n:]], list(out[n:2 * n]))
+
+
 def _columns_loop(call: Callable, leaves: list, basis: list, randomness: str) -> tuple:
     """One forward pass per column (unit tangent)."""
     total = basis[0].shape[0] if basis else 0
@@ -266,6 +295,9 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
                 rng.after(0)
                 if res is None:
                     rng.restore()         # the column loop starts from the same state
+        if res is None and leaves and basis[0].shape[0] and _bt.VMAP and \
+                _bt.current_vmap() and _bt.vmap_nestable():
+            res = _columns_vmap(call, leaves, basis, randomness)
         if res is None:
             res = _columns_loop(call, leaves, basis, randomness)
         prim, o_spec, aux, cols = res

@@ -1298,6 +1298,10 @@ def _random_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     ``"error"`` the draw is refused by the caller; tensor-shaped draws such as ``rand_like`` or
     ``dropout`` of a batched tensor are batched draws already.)"""
     level = _bt.current_vmap()
+    # A level with "same" draws as its enclosing level does (Note [Nested vmap levels]):
+    # different values for the entries of an enclosing "different" level.
+    while level and _bt.RANDOMNESS.get(level) == "same":
+        level = _bt.PARENT.get(level, 0)
     if not level or _bt.RANDOMNESS.get(level) != "different" or _args_level(args) or \
             _args_level(tuple(kwargs.values())):
         return fn(*args, **kwargs)
