@@ -35,25 +35,42 @@ Note [Vectorized vmap]
 * ``randomness="error"`` refuses any draw (the generator's position is compared around the
   call); ``"different"`` draws once with the batch size prepended (factories with a size) or on
   the physical batch (``rand_like``, dropout of a batched tensor), and a draw made on a logical
-  proxy is redone per entry.
+  proxy is redone per entry; ``"same"`` draws once with one entry's shape (factories as they
+  are, ``*_like`` and random fills of a batched tensor broadcast one entry's draw, dropout's
+  mask drawn on the logical proxy), and a draw from a batched input (``bernoulli(p)``) is
+  torch's error.
+* Forward mode: a tangent of a batched primal is batched at the same level (``mark`` batches
+  the tangents a rule computed on the physical arrays; ``_common.batch_like`` broadcasts an
+  unbatched tangent given to ``jvp``); ``jvp``, ``jacfwd``, ``hessian``, ``linearize`` run
+  inside a vmap and a vmap runs inside them, ``f`` called once. ``jacfwd`` inside a vmap is
+  ``jvp`` vmapped over the unit tangents at a nested level (torch's definition).
+* Nested vmaps: Note [Nested vmap levels] (ops/_batching.py): the inner level's batched
+  tensors carry the entries of every enclosing level and its own in one leading dim; tensors
+  of an enclosing level are lifted when they meet it. Outputs are reshaped back to the
+  enclosing level. A ``vjp_fn`` made at a level and called in a nested one runs one backward
+  per inner entry.
 * Outputs: batched ones are moved from dim 0 to ``out_dims``; an unbatched output is expanded
   (as torch returns it).
+* Errors: ``f`` runs once; an exception raised in it is the user's and is raised as is, so
+  ``f``'s side effects (appends, in-place writes into closed-over tensors, draws) happen once,
+  as in torch. Batching limitations are handled per op (an op without a rule runs once per
+  entry), never by running ``f`` again; errors name logical shapes (the rules check
+  broadcasting on them, public functions check their arguments on logical proxies).
 
 Run by entries instead (``_run``: ``f`` once per entry, outputs stacked; exact for every op):
-``randomness="same"``, a vmap nested inside a running vectorized vmap (the outer level stays
-vectorized, the inner one runs by entries on the outer level's batched tensors) or inside a
-batched backward, a forward-mode level (``jvp``, ``jacfwd``, ``hessian``, ``linearize`` inside
-or around), and any call whose batched run raised something other than torch's vmap errors:
-the by-entries run then gives the user's error with logical shapes, or the result when the
-failure was a batching limitation. ``vmap(vjp_fn)`` is one batched backward pass
-(``_common.VMAP_RULES``), ``jacrev``/``jacfwd`` vectorize themselves (Note [Transform levels]).
+a vmap inside a batched backward or a column-batched ``jacfwd`` (a batch level that is not a
+vmap level, so ``jacfwd(vmap(f))`` and ``hessian(vmap(f))``), inside a running batching rule,
+and an empty batch (one call on zeros for the output structure). ``vmap(vjp_fn)`` is one
+batched backward pass (``_common.VMAP_RULES``), ``jacrev``/``jacfwd`` vectorize themselves
+(Note [Transform levels]).
 
-Differences from torch: ``f``'s Python side effects happen again when the batched run fails
-and the by-entries run follows; a free function not listed above that computes on ``_data``
-(a plain tensor built from ``x.numpy()`` is refused) sees physical arrays; by entries,
-``.item()``/``bool`` are allowed only on tensors ``f`` closes over, an in-place write into a
-closed-over tensor is refused whatever is written, and an output that is an input's entry is a
-copy, not a view.
+Differences from torch: a free function not listed above that computes on ``_data`` (a plain
+tensor built from ``x.numpy()`` is refused) sees physical arrays; broadcasting errors name
+logical dims where torch's name its physical ones; by entries, ``.item()``/``bool`` are
+allowed only on tensors ``f`` closes over, an in-place write into a closed-over tensor is
+refused whatever is written, and an output that is an input's entry is a copy, not a view;
+an inner ``"different"`` level inside an outer ``"same"`` one draws different values for
+every entry of both (torch: the same for the outer entries).
 
 Example:
     >>> import ndgrad

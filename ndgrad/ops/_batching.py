@@ -134,7 +134,8 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
             continue
         if level and lv != level:
             if lv in VMAP and level in VMAP:     # nested vmap levels: lift to the inner one
-                return batched_apply(op, *_lifted(tensors, arrays), args)
+                lts, larrs = _lifted(tensors, arrays)
+                return batched_apply(op, lts, larrs, args)
             raise _unsupported(op, "tensors of two batch levels")
         level, B = lv, pa.shape[0]
         ts.append(t)
