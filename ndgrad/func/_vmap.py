@@ -70,7 +70,9 @@ logical dims where torch's name its physical ones; by entries, ``.item()``/``boo
 allowed only on tensors ``f`` closes over, an in-place write into a closed-over tensor is
 refused whatever is written, and an output that is an input's entry is a copy, not a view;
 an inner ``"different"`` level inside an outer ``"same"`` one draws different values for
-every entry of both (torch: the same for the outer entries).
+every entry of both (torch: the same for the outer entries); an inner vmap writing in place
+into an input it maps but the outer level does not is refused only when the outer entries
+wrote different values (torch: whenever the written value is batched at the outer level).
 
 Example:
     >>> import ndgrad
@@ -326,15 +328,19 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
     tensors), their spec, which of them are batched, and B."""
     parent = _bt.current_vmap() if _bt.VMAP else 0
     P = _bt.VMAP[parent] if parent else 1
+    copies = []                     # (input, its flattened copy, the copy's version)
     with _bt.vmap_level(P * B, randomness, parent) as level:
         args = []
         for x, m in zip(leaves, moved):
             if m is None:
                 args.append(x)
             elif parent:            # Note [Nested vmap levels]: one dim for both levels
+                own = m
                 m = _batching.lift(m, parent)
                 with _bt.suspended(parent):
                     a = m.reshape((P * B,) + tuple(m._data.shape[2:]))
+                    if not np.shares_memory(a._data, own._data):
+                        copies.append((own, m is not own, a, a._version))
                 args.append(_batching.mark(a, level))
             else:
                 a = m if m is not x else x.view_as(x)
@@ -346,6 +352,19 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
             out = func(*tree_unflatten(args, spec), **kwargs)
             rng.after(0)
         o_leaves, o_spec = tree_flatten(out)
+        if copies:
+            # an input flattened by a copy and written in place by ``f``: written back
+            with _bt.suspended(level), _bt.suspended(parent):
+                for m, lifted, a, v in copies:
+                    if a._version == v:
+                        continue
+                    if lifted:      # not batched at the enclosing level: one value for all
+                        rows = a.reshape((P,) + tuple(m._data.shape))
+                        if P > 1 and not (rows._data == rows._data[:1]).all():
+                            raise RuntimeError(_INPLACE)
+                        m.copy_(rows[0])
+                    else:
+                        m.copy_(a.reshape(tuple(m._data.shape)))
         flags = []
         for o in o_leaves:
             b = isinstance(o, Tensor) and o._blevel == level
