@@ -118,12 +118,14 @@ def _count_calls(m):
     F.vmap(F.jacfwd(f))(x[0])
     F.vmap(F.hessian(f))(x[0])
     F.vmap(F.vmap(F.grad(f)))(x)
+    F.jacfwd(F.vmap(f))(x[0])
+    F.hessian(lambda a: F.vmap(f)(a).sum())(x[0])
     return n[0]
 
 
 def test_f_runs_once_under_transforms():
     """vmap, nested vmaps and forward mode on either side call ``f`` once (torch too)."""
-    assert _count_calls("ndgrad") == _count_calls("torch") == 6
+    assert _count_calls("ndgrad") == _count_calls("torch") == 8
 
 
 # ------------------------------------------------------------------------------ nested
@@ -270,6 +272,9 @@ def _forward_cases(t, F):
         "jvp_vmap": lambda: F.jvp(F.vmap(f), (x,), (x.cos(),))[1],
         "vmap_vmap_jacfwd": lambda: F.vmap(F.vmap(F.jacfwd(f)))(_from(t, X)),
         "jvp_vmap_grad": lambda: F.jvp(F.vmap(F.grad(s)), (x,), (x.cos(),))[1],
+        "jacfwd_vmap": lambda: F.jacfwd(F.vmap(f))(x),
+        "hessian_vmap": lambda: F.hessian(lambda a: F.vmap(s)(a).sum())(x),
+        "jacfwd_vmap_vmap": lambda: F.jacfwd(F.vmap(F.vmap(lambda q: q.exp() * q.sum())))(x),
     }
 
 

@@ -127,14 +127,10 @@ def vmap_level(size: int, randomness: str = "error", parent: int = 0) -> Iterato
 
 
 def vmap_nestable() -> bool:
-    """May a new vmap level open vectorized now? Yes when every live batch level is a vmap
-    level and none is suspended (not inside a batched backward or a running rule)."""
-    if SUSPENDED:
-        return False
-    for lv in ACTIVE:
-        if lv not in VMAP:
-            return False
-    return True
+    """May a new vmap level open vectorized now? Yes unless a level is suspended (inside a
+    running batching rule). A live batch level that is not a vmap level (the batched tangents
+    of ``jacfwd``) batches other tensors than the vmap's: the two never meet in one op."""
+    return not SUSPENDED
 
 
 def current_vmap() -> int:

@@ -42,7 +42,7 @@ Note [Vectorized vmap]
 * Forward mode: a tangent of a batched primal is batched at the same level (``mark`` batches
   the tangents a rule computed on the physical arrays; ``_common.batch_like`` broadcasts an
   unbatched tangent given to ``jvp``); ``jvp``, ``jacfwd``, ``hessian``, ``linearize`` run
-  inside a vmap and a vmap runs inside them, ``f`` called once. ``jacfwd`` inside a vmap is
+  inside a vmap and a vmap runs inside them (``jacfwd(vmap(f))`` too), ``f`` called once. ``jacfwd`` inside a vmap is
   ``jvp`` vmapped over the unit tangents at a nested level (torch's definition).
 * Nested vmaps: Note [Nested vmap levels] (ops/_batching.py): the inner level's batched
   tensors carry the entries of every enclosing level and its own in one leading dim; tensors
@@ -58,9 +58,11 @@ Note [Vectorized vmap]
   broadcasting on them, public functions check their arguments on logical proxies).
 
 Run by entries instead (``_run``: ``f`` once per entry, outputs stacked; exact for every op):
-a vmap inside a batched backward or a column-batched ``jacfwd`` (a batch level that is not a
-vmap level, so ``jacfwd(vmap(f))`` and ``hessian(vmap(f))``), inside a running batching rule,
-and an empty batch (one call on zeros for the output structure). ``vmap(vjp_fn)`` is one
+a vmap whose inputs are batched at a batch level that is not a vmap level (a batched
+backward's gradients), a vmap inside a running batching rule, and an empty batch (one call on
+zeros for the output structure). Inside ``jacfwd``/``hessian`` (their column-batched tangents
+are at such a level) a vmap is vectorized: only tangents are batched there, and a jvp rule
+computes a tangent from the physical primal of the vmap level. ``vmap(vjp_fn)`` is one
 batched backward pass (``_common.VMAP_RULES``), ``jacrev``/``jacfwd`` vectorize themselves
 (Note [Transform levels]).
 
@@ -273,7 +275,9 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             res = _vectorized(rule, moved, spec.children[0], B, chunk_size)
             if res is not None:
                 return _place(res, fname, out_dims)
-        if B and _bt.vmap_nestable():
+        if B and _bt.vmap_nestable() and not any(
+                isinstance(x, Tensor) and x._blevel in _bt.ACTIVE and x._blevel not in _bt.VMAP
+                for x in leaves):
             return _batched_run(func, fname, leaves, moved, spec, kwargs, B, out_dims,
                                 chunk_size, randomness)
         return _run(func, fname, leaves, moved, spec, kwargs, B, out_dims, randomness)
