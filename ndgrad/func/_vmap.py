@@ -42,8 +42,9 @@ Note [Vectorized vmap]
 * Forward mode: a tangent of a batched primal is batched at the same level (``mark`` batches
   the tangents a rule computed on the physical arrays; ``_common.batch_like`` broadcasts an
   unbatched tangent given to ``jvp``); ``jvp``, ``jacfwd``, ``hessian``, ``linearize`` run
-  inside a vmap and a vmap runs inside them (``jacfwd(vmap(f))`` too), ``f`` called once. ``jacfwd`` inside a vmap is
-  ``jvp`` vmapped over the unit tangents at a nested level (torch's definition).
+  inside a vmap and a vmap runs inside them (``jacfwd(vmap(f))`` too), ``f`` called once.
+  ``jacfwd`` inside a vmap is ``jvp`` vmapped over the unit tangents at a nested level
+  (torch's definition).
 * Nested vmaps: Note [Nested vmap levels] (ops/_batching.py): the inner level's batched
   tensors carry the entries of every enclosing level and its own in one leading dim; tensors
   of an enclosing level are lifted when they meet it. Outputs are reshaped back to the
