@@ -19,10 +19,12 @@ observable behaviour from the eager machinery:
   transform, a closure requiring grad): otherwise every gradient would be detached anyway.
 * Forward mode (``jvp``, ``jacfwd``) opens one forward AD level per call; levels nest (Note
   [Forward AD] in autograd/forward_ad.py). ``jacfwd`` and ``jacrev`` compute all columns/rows
-  at once with a batch level (Note [Batched backward]) when no other level is active, and
+  at once with a batch level (Note [Batched backward]) when no other level is active; inside
+  a vmap ``jacfwd`` is ``jvp`` vmapped over the unit tangents at a nested vmap level;
   otherwise (or when the graph cannot run batched) one column/row at a time.
-* ``vmap`` runs the function once on batched tensors at a vmap level; a reverse-mode
-  transform inside it differentiates batched leaves (Note [Vectorized vmap] in _vmap.py).
+* ``vmap`` runs the function once on batched tensors at a vmap level (nested levels too); a
+  reverse-mode transform inside it differentiates batched leaves, and a forward-mode one
+  gives batched primals batched tangents (Note [Vectorized vmap] in _vmap.py).
 """
 
 from __future__ import annotations

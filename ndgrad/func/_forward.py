@@ -245,9 +245,10 @@ def _columns_loop(call: Callable, leaves: list, basis: list, randomness: str) ->
 def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
            randomness: str = "error") -> Callable:
     """The Jacobian of ``func`` with respect to the arguments at ``argnums``, by forward mode:
-    all columns in one forward pass with a batch of unit tangents (one pass per column when
-    another transform's level is active, a batched pass fails, or ``randomness="different"``
-    asks for fresh draws per column). Structure as :func:`jacrev`.
+    all columns in one forward pass with a batch of unit tangents (inside a ``vmap``: ``jvp``
+    vmapped over them, one call of ``func``; one pass per column when another transform's
+    level is active, a batched pass fails, or ``randomness="different"`` asks for fresh draws
+    per column outside a vmap). Structure as :func:`jacrev`.
 
     >>> import ndgrad
     >>> from ndgrad.func import jacfwd
