@@ -32,7 +32,9 @@ of size B, instead of once per row. It is vmap restricted to what a backward pas
   (autograd/api.py ``_batched``, ops/_batching.py ``node_supported``).
 * ``func.vmap`` opens its own levels (``vmap_level``, Note [Vectorized vmap] in
   func/_vmap.py): there batched tensors show their logical shape to Python code, and ops
-  without a rule run once per entry instead of raising.
+  without a rule run once per entry instead of raising. A vmap level nested in another
+  records it (``PARENT``) and counts the entries of both (Note [Nested vmap levels] in
+  ops/_batching.py).
 * Adding an op: give it a rule in ``ops/_batching.py`` ``install`` (most are one of the
   generic ones: elementwise, dims shifted by one ...), and an ``if input._blevel:`` entry in
   its public function if that reads shapes or dims; otherwise graphs containing it fall back.
