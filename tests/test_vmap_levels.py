@@ -155,9 +155,20 @@ def _nested_cases(t, F):
         "jvp_between": lambda: F.vmap(lambda a: F.jvp(F.vmap(lambda b: b.sin() * b), (a,),
                                                       (a.cos(),))[1])(x),
         "gather": lambda: F.vmap(F.vmap(lambda b: b.gather(0, b.argmax(0, keepdim=True))))(x),
+        "tuple_out_dims": lambda: torch_cat_like(t, F.vmap(F.vmap(
+            lambda r: (r.sin(), r.sum()), out_dims=(1, 0)), out_dims=(0, 1))(x)),
+        "out_dims_none": lambda: F.vmap(lambda a: F.vmap(
+            lambda r: (r * 2, x.sum()), out_dims=(0, None))(a))(x)[1],
+        "kwargs": lambda: F.vmap(F.vmap(lambda r, scale=1.0: r * scale))(x, scale=3.0),
+        "dict_input": lambda: F.vmap(F.vmap(lambda d: d["a"] * d["b"]))({"a": x, "b": x.cos()}),
+        "jacrev_inside": lambda: F.vmap(F.vmap(F.jacrev(lambda r: r.sin() * r.sum())))(x),
         "cross_entropy": lambda: F.vmap(F.vmap(lambda b: (tF_or_nF(t)).cross_entropy(
             b.reshape(1, 4), t.tensor([2]))))(x),
     }
+
+
+def torch_cat_like(t, outs):
+    return t.cat([o.reshape(-1) for o in outs])
 
 
 def tF_or_nF(t):
@@ -183,6 +194,8 @@ def test_nested_vmap_errors_match_torch(m):
         F.vmap(F.vmap(lambda b: b.sum().item()))(x)
     with pytest.raises(RuntimeError, match="vmap: inplace arithmetic"):
         F.vmap(lambda a: F.vmap(lambda b: a.mul_(b))(x[0]))(x[:, 0])
+    with pytest.raises(ValueError, match="can not return a BatchedTensor when out_dim is None"):
+        F.vmap(lambda a: F.vmap(lambda r: (r * 2, a.sum()), out_dims=(0, None))(a))(x)
 
 
 def _outer_grad(m):

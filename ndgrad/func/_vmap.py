@@ -308,7 +308,8 @@ def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: An
         col = [(p[0][j], p[2][j]) for p in parts]
         first, batched = col[0]
         if od is None:
-            if any(b for _, b in col):
+            # batched at this level or an enclosing one: torch refuses both
+            if any(b or (isinstance(c, Tensor) and _batching._vlevel(c)) for c, b in col):
                 raise ValueError(f"vmap({fname}, ...): `{fname}` can not return a "
                                  "BatchedTensor when out_dim is None")
             results.append(first)
