@@ -73,7 +73,9 @@ logical dims where torch's name its physical ones; by entries, ``.item()``/``boo
 allowed only on tensors ``f`` closes over, an in-place write into a closed-over tensor is
 refused whatever is written, and an output that is an input's entry is a copy, not a view;
 an inner ``"different"`` level inside an outer ``"same"`` one draws different values for
-every entry of both (torch: the same for the outer entries); an inner vmap writing in place
+every entry of both (torch: the same for the outer entries), and ``*_like`` draws and random
+fills in an inner ``"same"`` level inside an outer ``"different"`` one give the same values
+for the outer entries too (factories draw as torch does); an inner vmap writing in place
 into an input it maps but the outer level does not is refused only when the outer entries
 wrote different values (torch: whenever the written value is batched at the outer level).
 
