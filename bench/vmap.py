@@ -6,8 +6,11 @@ interleaved (ratios = ndgrad / torch; Note [Vectorized vmap] in ndgrad/func/_vma
 * ``per-example grads (MSE)``: the same with a squared-error loss;
 * ``elementwise+matmul``: ``vmap(lambda x: (x @ W).tanh() * x.sum() + 1)`` over 256 rows of
   128, W 128x64, float64;
-* ``by entries``: ndgrad's previous vmap (one call per entry and a stack), forced by
-  ``randomness="same"`` on the per-example gradients, for reference.
+* ``nested vmap``: ``vmap(vmap(lambda r: (r @ W).tanh() * r.sum()))`` over 16 x 32 rows of
+  128, W 128x64, float64 (both levels vectorized: Note [Nested vmap levels]);
+* ``vmap(jacfwd)``: per-row Jacobians of ``lambda r: (r @ V).tanh() * r[:1]`` for 64 rows of 16,
+  V 16x16, float64 (all columns in one call at a nested level);
+* ``vmap(hessian)``: per-row Hessians of ``lambda r: ((r @ V).tanh() ** 2).sum()``, same sizes.
 
 Times are best-of-N wall clock in ms, one thread for torch and for NumPy's BLAS (a threaded
 BLAS on this shared 2-core machine is up to 100x slower on small GEMMs); the machine is shared
@@ -61,6 +64,11 @@ def main() -> None:
     rows = rng.standard_normal((256, 128))
     nw, tw = ndgrad.tensor(w), torch.tensor(w)
     nr, tr = ndgrad.tensor(rows), torch.tensor(rows)
+    rows3 = rng.standard_normal((16, 32, 128))
+    nr3, tr3 = ndgrad.tensor(rows3), torch.tensor(rows3)
+    v = rng.standard_normal((16, 16)) / 4
+    small = rng.standard_normal((64, 16))
+    nv, tv, ns, ts = ndgrad.tensor(v), torch.tensor(v), ndgrad.tensor(small), torch.tensor(small)
 
     cases = {
         "per-example grads (CE)": (
@@ -72,10 +80,15 @@ def main() -> None:
         "elementwise+matmul": (
             lambda: nf.vmap(lambda r: (r @ nw).tanh() * r.sum() + 1)(nr),
             lambda: tf.vmap(lambda r: (r @ tw).tanh() * r.sum() + 1)(tr)),
-        "per-example grads (CE), by entries": (
-            lambda: nf.vmap(nf.grad(ce(ndgrad, nf, m)), in_dims=(None, 0, 0),
-                            randomness="same")(p, X, Y),
-            lambda: tf.vmap(tf.grad(ce(torch, tf, tm)), in_dims=(None, 0, 0))(tp, TX, TY)),
+        "nested vmap": (
+            lambda: nf.vmap(nf.vmap(lambda r: (r @ nw).tanh() * r.sum()))(nr3),
+            lambda: tf.vmap(tf.vmap(lambda r: (r @ tw).tanh() * r.sum()))(tr3)),
+        "vmap(jacfwd)": (
+            lambda: nf.vmap(nf.jacfwd(lambda r: (r @ nv).tanh() * r[:1]))(ns),
+            lambda: tf.vmap(tf.jacfwd(lambda r: (r @ tv).tanh() * r[:1]))(ts)),
+        "vmap(hessian)": (
+            lambda: nf.vmap(nf.hessian(lambda r: ((r @ nv).tanh() ** 2).sum()))(ns),
+            lambda: tf.vmap(tf.hessian(lambda r: ((r @ tv).tanh() ** 2).sum()))(ts)),
     }
     a = nf.vmap(nf.grad(ce(ndgrad, nf, m)), in_dims=(None, 0, 0))(p, X, Y)
     b = tf.vmap(tf.grad(ce(torch, tf, tm)), in_dims=(None, 0, 0))(tp, TX, TY)

@@ -32,7 +32,9 @@ of size B, instead of once per row. It is vmap restricted to what a backward pas
   (autograd/api.py ``_batched``, ops/_batching.py ``node_supported``).
 * ``func.vmap`` opens its own levels (``vmap_level``, Note [Vectorized vmap] in
   func/_vmap.py): there batched tensors show their logical shape to Python code, and ops
-  without a rule run once per entry instead of raising.
+  without a rule run once per entry instead of raising. A vmap level nested in another
+  records it (``PARENT``) and counts the entries of both (Note [Nested vmap levels] in
+  ops/_batching.py).
 * Adding an op: give it a rule in ``ops/_batching.py`` ``install`` (most are one of the
   generic ones: elementwise, dims shifted by one ...), and an ``if input._blevel:`` entry in
   its public function if that reads shapes or dims; otherwise graphs containing it fall back.
@@ -52,11 +54,13 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-__all__ = ["ACTIVE", "VMAP", "is_batched", "batch_level", "suspended", "vmap_level", "current_vmap"]
+__all__ = ["ACTIVE", "VMAP", "is_batched", "batch_level", "suspended", "vmap_level", "current_vmap",
+           "vmap_nestable", "PARENT"]
 
 ACTIVE: set = set()          # ids of the batch levels that are alive
 VMAP: dict = {}              # level id -> batch size, for the levels opened by ``func.vmap``
-RANDOMNESS: dict = {}        # vmap level id -> its ``randomness`` ("error" or "different")
+RANDOMNESS: dict = {}        # vmap level id -> its ``randomness`` ("error", "different", "same")
+PARENT: dict = {}            # vmap level id -> the vmap level it is nested in (0: none)
 SUSPENDED: set = set()       # alive levels whose rule is running (see ``suspended``)
 _next_level = itertools.count(1).__next__
 _LOCK = threading.Lock()
@@ -106,18 +110,29 @@ def batch_level() -> Iterator[int]:
 
 
 @contextmanager
-def vmap_level(size: int, randomness: str = "error") -> Iterator[int]:
+def vmap_level(size: int, randomness: str = "error", parent: int = 0) -> Iterator[int]:
     """A batch level opened by ``func.vmap`` over ``size`` entries (Note [Vectorized vmap] in
     func/_vmap.py): its batched tensors report their logical shape to Python code and ops
-    without a batching rule run per entry instead of raising."""
+    without a batching rule run per entry instead of raising. A level nested in vmap level
+    ``parent`` counts the entries of both: ``size`` is the parent's size times its own
+    (Note [Nested vmap levels] in func/_vmap.py)."""
     with batch_level() as level:
         VMAP[level] = size
         RANDOMNESS[level] = randomness
+        PARENT[level] = parent
         try:
             yield level
         finally:
             del VMAP[level]
             del RANDOMNESS[level]
+            del PARENT[level]
+
+
+def vmap_nestable() -> bool:
+    """May a new vmap level open vectorized now? Yes unless a level is suspended (inside a
+    running batching rule). A live batch level that is not a vmap level (the batched tangents
+    of ``jacfwd``) batches other tensors than the vmap's: the two never meet in one op."""
+    return not SUSPENDED
 
 
 def current_vmap() -> int:
@@ -131,15 +146,19 @@ def current_vmap() -> int:
 
 @contextmanager
 def suspended(level: int) -> Iterator[None]:
-    """Within the block, tensors of ``level`` behave as ordinary (physical) tensors."""
+    """Within the block, tensors of ``level`` behave as ordinary (physical) tensors
+    (re-entrant: a level suspended already stays so)."""
     with _LOCK:
-        ACTIVE.discard(level)
-        SUSPENDED.add(level)
-        _sync()
+        was = level in ACTIVE
+        if was:
+            ACTIVE.discard(level)
+            SUSPENDED.add(level)
+            _sync()
     try:
         yield
     finally:
-        with _LOCK:
-            SUSPENDED.discard(level)
-            ACTIVE.add(level)
-            _sync()
+        if was:
+            with _LOCK:
+                SUSPENDED.discard(level)
+                ACTIVE.add(level)
+                _sync()

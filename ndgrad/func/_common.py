@@ -19,10 +19,12 @@ observable behaviour from the eager machinery:
   transform, a closure requiring grad): otherwise every gradient would be detached anyway.
 * Forward mode (``jvp``, ``jacfwd``) opens one forward AD level per call; levels nest (Note
   [Forward AD] in autograd/forward_ad.py). ``jacfwd`` and ``jacrev`` compute all columns/rows
-  at once with a batch level (Note [Batched backward]) when no other level is active, and
+  at once with a batch level (Note [Batched backward]) when no other level is active; inside
+  a vmap ``jacfwd`` is ``jvp`` vmapped over the unit tangents at a nested vmap level;
   otherwise (or when the graph cannot run batched) one column/row at a time.
-* ``vmap`` runs the function once on batched tensors at a vmap level; a reverse-mode
-  transform inside it differentiates batched leaves (Note [Vectorized vmap] in _vmap.py).
+* ``vmap`` runs the function once on batched tensors at a vmap level (nested levels too); a
+  reverse-mode transform inside it differentiates batched leaves, and a forward-mode one
+  gives batched primals batched tangents (Note [Vectorized vmap] in _vmap.py).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from ..tensor import Tensor
 
 __all__ = ["check_argnums", "check_leaves", "fresh_leaf", "unwrap", "needs_graph",
            "detach_keep_tangents", "vectorizable", "VMAP_RULES", "vmap_level",
-           "refuse_in_vmap", "transform_scope"]
+           "transform_scope", "batch_like"]
 
 # function -> its batched form, for ``vmap`` (the ``vjp_fn`` of ``vjp``; Note [vmap by
 # entries]). Weak keys, and not an attribute: ``functools.wraps`` copies attributes.
@@ -118,15 +120,35 @@ def fresh_leaf(x: Tensor, level: int = 0) -> Tensor:
     if level and x._blevel != level:
         if not (x.is_floating_point() or x.is_complex()):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if _batching._vlevel(x):
+            # batched at an enclosing vmap level (Note [Nested vmap levels]): lifted, a copy
+            if x.requires_grad:
+                return _batching.lift(x, level)
+            d = x.detach()
+            for lv in range(len(_fw._levels)):
+                tg = _fw._tangent(x, lv)
+                if tg is not None:
+                    _fw._store(d, lv, tg)
+            return _batching.lift(d, level).requires_grad_(True)
         with _bt.suspended(level):
             shape = (_bt.VMAP[level],) + tuple(x._data.shape)
+            # Under a forward AD level the leaf is a real copy: a tangent takes its primal's
+            # layout, and none can be written into an expanded one (Note [Batched tangents]).
             if x.requires_grad:
                 e = x.unsqueeze(0).expand(shape)
+                if _fw._levels:
+                    e = e.clone()
             else:
                 # A read-only broadcast view, not a copy: each entry's leaf is the same data
                 # (the batching rules read it; nothing writes into a transform's leaf).
                 e = Tensor.__new__(Tensor)
                 e._data = np.broadcast_to(x._data, shape)
+                if _fw._levels:
+                    e._data = e._data.copy()
+                    for lv in range(len(_fw._levels)):
+                        tg = _fw._tangent(x, lv)
+                        if tg is not None:
+                            _fw._store(e, lv, tg.unsqueeze(0).expand(shape).clone())
                 e.requires_grad_(True)
         return _batching.mark(e, level)
     if x.requires_grad:
@@ -211,8 +233,16 @@ def vectorizable() -> bool:
     return not _bt.ACTIVE and _fw._current_level < 0
 
 
-def refuse_in_vmap(what: str) -> None:
-    """Transforms not vectorized inside a vmap level (forward mode, jacrev): ``vmap`` runs the
-    function per entry instead (Note [Vectorized vmap])."""
-    if _bt.VMAP and _bt.current_vmap():
-        raise _batching.BatchingUnsupported(f"{what} inside a vectorized vmap")
+def batch_like(primal: Tensor, tangent: Tensor) -> Tensor:
+    """``tangent`` for a dual of ``primal`` (Note [Vectorized vmap]): when ``primal`` is
+    batched at a live vmap level and ``tangent`` is not, a read-only broadcast of
+    ``tangent`` over that level's batch (the same tangent for every entry)."""
+    level = primal._blevel
+    if not level or level not in _bt.VMAP or not _bt.is_batched(primal) or \
+            tangent._blevel == level:
+        return tangent
+    if _batching._vlevel(tangent):          # batched at an enclosing vmap level
+        return _batching.lift(tangent, level)
+    with _bt.suspended(level):
+        e = tangent.unsqueeze(0).expand((_bt.VMAP[level],) + tuple(tangent._data.shape))
+    return _batching.mark(e, level)

@@ -18,10 +18,11 @@ import numpy as np
 from .. import _creation
 from ..autograd import batching as _bt
 from ..autograd import forward_ad as fwAD
-from ..ops import stack
+from ..ops import _batching, stack
 from ..tensor import Tensor, _wrap
 from . import _common, _rng
 from ._pytree import tree_flatten, tree_unflatten
+from ._vmap import vmap
 from ._reverse import Argnums, _check_tensors, _regroup, _split_aux, jacrev
 
 __all__ = ["jvp", "linearize", "jacfwd", "hessian"]
@@ -32,6 +33,11 @@ def _check_outputs(leaves: list, what: str) -> None:
         if not isinstance(o, Tensor):
             raise RuntimeError(f"{what}: expected f(*primals) to return only tensors, got "
                                f"unsupported type {type(o)}")
+
+
+def _zeros_like(p: Tensor) -> Tensor:
+    """Zeros of ``p``'s shape; batched like ``p`` inside a vmap level."""
+    return _batching.like_call(_creation.zeros_like, p)
 
 
 def _unpack(t: Tensor, level: int) -> Tuple[Tensor, Optional[Tensor]]:
@@ -50,7 +56,6 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
     >>> jvp(lambda x: x ** 2, (ndgrad.tensor([1.0, 2.0]),), (ndgrad.ones(2),))[1]
     tensor([2., 4.])
     """
-    _common.refuse_in_vmap("jvp")
     if not isinstance(primals, tuple):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
                            "should be valid to call f(*primals).")
@@ -64,7 +69,8 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
     _common.check_leaves(p_leaves)
     _common.check_leaves(t_leaves)
     with fwAD.dual_level() as level:
-        duals = [fwAD.make_dual(p, t, level=level) for p, t in zip(p_leaves, t_leaves)]
+        duals = [fwAD.make_dual(p, _common.batch_like(p, t), level=level)
+                 for p, t in zip(p_leaves, t_leaves)]
         with _common.transform_scope() as tid:
             _common.own_inputs(duals, tid)
             out = func(*tree_unflatten(duals, p_spec))
@@ -82,7 +88,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
                                    "independent of the inputs. This is not allowed with "
                                    "strict=True.")
             prim.append(p)
-            tang.append(tg if tg is not None else _creation.zeros_like(p))
+            tang.append(tg if tg is not None else _zeros_like(p))
         aux_leaves = [_unpack(a, level)[0] for a in aux_leaves]
     res = (tree_unflatten(prim, o_spec), tree_unflatten(tang, o_spec))
     if has_aux:
@@ -177,6 +183,34 @@ def _columns_batched(call: Callable, leaves: list, basis: list) -> Optional[tupl
     return prim, o_spec, aux, jac_cols
 
 
+def _columns_vmap(call: Callable, leaves: list, basis: list, randomness: str) -> tuple:
+    """All columns in one call of the function inside a running vmap: ``jvp`` vmapped over
+    the unit tangents at a nested vmap level (Note [Nested vmap levels] in _vmap.py), the
+    primals lifted to it."""
+    holder: dict = {}
+
+    def column(*tangents: Tensor) -> tuple:
+        inner = _bt.current_vmap()
+        with fwAD.dual_level() as level:
+            # a copy: a tangent takes its primal's layout, which must not be a broadcast
+            duals = [fwAD.make_dual(_batching.lift(x, inner).clone(), t, level=level)
+                     for x, t in zip(leaves, tangents)]
+            o_leaves, holder["spec"], aux = call(duals)
+            prim, cols = [], []
+            for o in o_leaves:
+                p, tg = _unpack(o, level)
+                prim.append(p)
+                cols.append(tg if tg is not None else _zeros_like(p))
+            aux = [_unpack(a, level)[0] for a in aux]
+        holder["n"] = len(prim)
+        return tuple(prim) + tuple(cols) + tuple(aux)
+
+    out = vmap(column, randomness=randomness)(*basis)
+    n = holder["n"]
+    return ([p.select(0, 0) for p in out[:n]], holder["spec"],
+            [a.select(0, 0) for a in out[2 * n:]], list(out[n:2 * n]))
+
+
 def _columns_loop(call: Callable, leaves: list, basis: list, randomness: str) -> tuple:
     """One forward pass per column (unit tangent)."""
     total = basis[0].shape[0] if basis else 0
@@ -189,7 +223,8 @@ def _columns_loop(call: Callable, leaves: list, basis: list, randomness: str) ->
             rng.before(k)
             with fwAD.dual_level() as level:
                 if total:
-                    duals = [fwAD.make_dual(x, t[k], level=level) for x, t in zip(leaves, basis)]
+                    duals = [fwAD.make_dual(x, _common.batch_like(x, t[k]), level=level)
+                             for x, t in zip(leaves, basis)]
                 else:
                     duals = list(leaves)
                 o_leaves, o_spec, a = call(duals)
@@ -198,7 +233,7 @@ def _columns_loop(call: Callable, leaves: list, basis: list, randomness: str) ->
                 for o in o_leaves:
                     p, tg = _unpack(o, level)
                     ps.append(p)
-                    cols.append(tg if tg is not None else _creation.zeros_like(p))
+                    cols.append(tg if tg is not None else _zeros_like(p))
                 if k == 0:
                     prim, aux = ps, [_unpack(x, level)[0] for x in a]
             rng.after(k)
@@ -212,9 +247,10 @@ def _columns_loop(call: Callable, leaves: list, basis: list, randomness: str) ->
 def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
            randomness: str = "error") -> Callable:
     """The Jacobian of ``func`` with respect to the arguments at ``argnums``, by forward mode:
-    all columns in one forward pass with a batch of unit tangents (one pass per column when
-    another transform's level is active, a batched pass fails, or ``randomness="different"``
-    asks for fresh draws per column). Structure as :func:`jacrev`.
+    all columns in one forward pass with a batch of unit tangents (inside a ``vmap``: ``jvp``
+    vmapped over them, one call of ``func``; one pass per column when another transform's
+    level is active, a batched pass fails, or ``randomness="different"`` asks for fresh draws
+    per column outside a vmap). Structure as :func:`jacrev`.
 
     >>> import ndgrad
     >>> from ndgrad.func import jacfwd
@@ -227,7 +263,6 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _common.check_argnums(argnums, len(args))
-        _common.refuse_in_vmap("jacfwd")
         args = list(args)  # type: ignore[assignment]  # a mutable copy of the call
         specs: list = []
         leaves: list = []
@@ -265,6 +300,9 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
                 rng.after(0)
                 if res is None:
                     rng.restore()         # the column loop starts from the same state
+        if res is None and leaves and basis[0].shape[0] and _bt.VMAP and \
+                _bt.current_vmap() and _bt.vmap_nestable():
+            res = _columns_vmap(call, leaves, basis, randomness)
         if res is None:
             res = _columns_loop(call, leaves, basis, randomness)
         prim, o_spec, aux, cols = res

@@ -20,7 +20,7 @@ from ..autograd.api import grad as _autograd_grad
 from ..autograd import batching as _bt
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..ops import cat, stack
-from ..ops._batching import BatchingUnsupported, mark
+from ..ops._batching import lift, mark
 from ..tensor import Tensor, _wrap
 from . import _common
 from ._pytree import tree_flatten, tree_unflatten
@@ -88,7 +88,9 @@ def _grads_batched(outputs: list, inputs: list, grad_outputs: Optional[list],
                 g = _creation.ones_like(o)
             elif g._blevel == level:
                 if not ob:
-                    raise BatchingUnsupported("a batched cotangent for an unbatched output")
+                    # The leaves are all batched: an unbatched output does not depend on them
+                    # and adds nothing to their gradients.
+                    continue
             elif ob:
                 g = g.unsqueeze(0).expand(o._data.shape)
             pairs.append((o, g))
@@ -221,8 +223,13 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
                                f"{_short(c_spec)}, primal output: {_short(o_spec)}")
         _check_tensors(c_leaves)
         grad_on = is_grad_enabled()
-        if level and level != _common.vmap_level():
-            raise RuntimeError("vjp_fn: called outside the vmap level its vjp was made in")
+        cur = _common.vmap_level()
+        if level and level != cur:
+            if not _nested_in(cur, level):
+                raise RuntimeError("vjp_fn: called outside the vmap level its vjp was made in")
+            with enable_grad():
+                gs = _inner_entries(o_leaves, leaves, c_leaves, grad_on, level, cur)
+            return tree_unflatten(_common.unwrap(gs, leaves, grad_on), p_spec)
         with enable_grad():
             gs = _grads(o_leaves, leaves, c_leaves,
                         _common.needs_graph(o_leaves + c_leaves, leaves, grad_on), level)
@@ -245,6 +252,38 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
     if has_aux:
         return out_value, vjp_fn, tree_unflatten(res[len(o_leaves):], aux_spec)
     return out_value, vjp_fn
+
+
+def _nested_in(inner: int, outer: int) -> bool:
+    """Is vmap level ``inner`` nested (at any depth) in vmap level ``outer``?"""
+    while inner:
+        inner = _bt.PARENT.get(inner, 0)
+        if inner == outer:
+            return True
+    return False
+
+
+def _inner_entries(o_leaves: list, leaves: list, c_leaves: list, grad_on: bool, level: int,
+                   cur: int) -> list:
+    """A ``vjp_fn`` made at vmap level ``level`` called inside a vmap level ``cur`` nested in
+    it (Note [Nested vmap levels]): one backward pass at ``level`` per entry of the inner
+    levels (their entries are the inner factor of ``cur``'s flattened batch), stacked."""
+    P, T = _bt.VMAP[level], _bt.VMAP[cur]
+    n = T // P if P else 0
+    cs = [lift(c, cur) for c in c_leaves]
+    graph = _common.needs_graph(o_leaves + c_leaves, leaves, grad_on)
+    rows = []
+    with _bt.suspended(cur):
+        for b in range(n):
+            cb = [mark(c.reshape((P, n) + tuple(c._data.shape[1:])).select(1, b), level)
+                  for c in cs]
+            rows.append(_grads(o_leaves, leaves, cb, graph, level))
+        out = []
+        with _bt.suspended(level):
+            for j in range(len(leaves)):
+                g = stack([r[j] for r in rows], 1)
+                out.append(g.reshape((T,) + tuple(g._data.shape[2:])))
+    return [mark(g, cur) for g in out]
 
 
 def _check_outputs(leaves: list) -> None:

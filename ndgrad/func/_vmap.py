@@ -35,25 +35,49 @@ Note [Vectorized vmap]
 * ``randomness="error"`` refuses any draw (the generator's position is compared around the
   call); ``"different"`` draws once with the batch size prepended (factories with a size) or on
   the physical batch (``rand_like``, dropout of a batched tensor), and a draw made on a logical
-  proxy is redone per entry.
+  proxy is redone per entry; ``"same"`` draws once with one entry's shape (factories as they
+  are, ``*_like`` and random fills of a batched tensor broadcast one entry's draw, dropout's
+  mask drawn on the logical proxy), and a draw from a batched input (``bernoulli(p)``) is
+  torch's error.
+* Forward mode: a tangent of a batched primal is batched at the same level (``mark`` batches
+  the tangents a rule computed on the physical arrays; ``_common.batch_like`` broadcasts an
+  unbatched tangent given to ``jvp``); ``jvp``, ``jacfwd``, ``hessian``, ``linearize`` run
+  inside a vmap and a vmap runs inside them (``jacfwd(vmap(f))`` too), ``f`` called once.
+  ``jacfwd`` inside a vmap is ``jvp`` vmapped over the unit tangents at a nested level
+  (torch's definition).
+* Nested vmaps: Note [Nested vmap levels] (ops/_batching.py): the inner level's batched
+  tensors carry the entries of every enclosing level and its own in one leading dim; tensors
+  of an enclosing level are lifted when they meet it. Outputs are reshaped back to the
+  enclosing level. A ``vjp_fn`` made at a level and called in a nested one runs one backward
+  per inner entry.
 * Outputs: batched ones are moved from dim 0 to ``out_dims``; an unbatched output is expanded
   (as torch returns it).
+* Errors: ``f`` runs once; an exception raised in it is the user's and is raised as is, so
+  ``f``'s side effects (appends, in-place writes into closed-over tensors, draws) happen once,
+  as in torch. Batching limitations are handled per op (an op without a rule runs once per
+  entry), never by running ``f`` again; errors name logical shapes (the rules check
+  broadcasting on them, public functions check their arguments on logical proxies).
 
 Run by entries instead (``_run``: ``f`` once per entry, outputs stacked; exact for every op):
-``randomness="same"``, a vmap nested inside a running vectorized vmap (the outer level stays
-vectorized, the inner one runs by entries on the outer level's batched tensors) or inside a
-batched backward, a forward-mode level (``jvp``, ``jacfwd``, ``hessian``, ``linearize`` inside
-or around), and any call whose batched run raised something other than torch's vmap errors:
-the by-entries run then gives the user's error with logical shapes, or the result when the
-failure was a batching limitation. ``vmap(vjp_fn)`` is one batched backward pass
-(``_common.VMAP_RULES``), ``jacrev``/``jacfwd`` vectorize themselves (Note [Transform levels]).
+a vmap whose inputs are batched at a batch level that is not a vmap level (a batched
+backward's gradients), a vmap inside a running batching rule, and an empty batch (one call on
+zeros for the output structure). Inside ``jacfwd``/``hessian`` (their column-batched tangents
+are at such a level) a vmap is vectorized: only tangents are batched there, and a jvp rule
+computes a tangent from the physical primal of the vmap level. ``vmap(vjp_fn)`` is one
+batched backward pass (``_common.VMAP_RULES``), ``jacrev``/``jacfwd`` vectorize themselves
+(Note [Transform levels]).
 
-Differences from torch: ``f``'s Python side effects happen again when the batched run fails
-and the by-entries run follows; a free function not listed above that computes on ``_data``
-(a plain tensor built from ``x.numpy()`` is refused) sees physical arrays; by entries,
-``.item()``/``bool`` are allowed only on tensors ``f`` closes over, an in-place write into a
-closed-over tensor is refused whatever is written, and an output that is an input's entry is a
-copy, not a view.
+Differences from torch: a free function not listed above that computes on ``_data`` (a plain
+tensor built from ``x.numpy()`` is refused) sees physical arrays; broadcasting errors name
+logical dims where torch's name its physical ones; by entries, ``.item()``/``bool`` are
+allowed only on tensors ``f`` closes over, an in-place write into a closed-over tensor is
+refused whatever is written, and an output that is an input's entry is a copy, not a view;
+an inner ``"different"`` level inside an outer ``"same"`` one draws different values for
+every entry of both (torch: the same for the outer entries), and ``*_like`` draws and random
+fills in an inner ``"same"`` level inside an outer ``"different"`` one give the same values
+for the outer entries too (factories draw as torch does); an inner vmap writing in place
+into an input it maps but the outer level does not is refused only when the outer entries
+wrote different values (torch: whenever the written value is batched at the outer level).
 
 Example:
     >>> import ndgrad
@@ -73,7 +97,6 @@ import importlib
 import numpy as np
 
 from ..autograd import batching as _bt
-from ..autograd import forward_ad as _fw
 from ..ops import _batching, cat, stack
 from ..ops import views_inplace as _views_inplace
 from ..tensor import Tensor
@@ -255,45 +278,40 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             res = _vectorized(rule, moved, spec.children[0], B, chunk_size)
             if res is not None:
                 return _place(res, fname, out_dims)
-        if B and randomness != "same" and not _bt.ACTIVE and _fw._current_level < 0:
-            res = _batched_run(func, fname, leaves, moved, spec, kwargs, B, out_dims,
-                               chunk_size, randomness)
-            if res is not _FALLBACK:
-                return res
+        if B and _bt.vmap_nestable() and not any(
+                isinstance(x, Tensor) and x._blevel in _bt.ACTIVE and x._blevel not in _bt.VMAP
+                for x in leaves):
+            return _batched_run(func, fname, leaves, moved, spec, kwargs, B, out_dims,
+                                chunk_size, randomness)
         return _run(func, fname, leaves, moved, spec, kwargs, B, out_dims, randomness)
 
     return wrapped
 
 
-_FALLBACK = object()
-
-
 def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: Any,
                  kwargs: dict, B: int, out_dims: Any, chunk_size: Optional[int],
                  randomness: str) -> Any:
-    """One call of ``func`` on batched tensors (Note [Vectorized vmap]); ``_FALLBACK`` when it
-    raised (then ``_run`` runs it per entry, which gives the exact logical error if the error
-    is the user's)."""
+    """One call of ``func`` on batched tensors (``chunk_size`` entries at a time; Note
+    [Vectorized vmap])."""
     step = chunk_size or B
     parts = []
     for s in range(0, B, step):
         n = min(step, B - s)
         chunk = [m if m is None or step >= B else m.narrow(0, s, n) for m in moved]
-        r = _batched_call(func, leaves, chunk, spec, kwargs, n, randomness)
-        if r is _FALLBACK:
-            return r
-        parts.append(r)
+        parts.append(_batched_call(func, leaves, chunk, spec, kwargs, n, randomness))
     o_spec = parts[0][1]
     for p in parts[1:]:
         if p[1] != o_spec:
-            return _FALLBACK
+            raise ValueError(f"vmap({fname}, ...): `{fname}` returned outputs of different "
+                             "structures for different chunks")
     odims = _out_dims(out_dims, o_spec, fname)
     results = []
     for j, od in enumerate(odims):
         col = [(p[0][j], p[2][j]) for p in parts]
         first, batched = col[0]
         if od is None:
-            if any(b for _, b in col):
+            # batched at this level or an enclosing one: torch refuses both
+            if any(b or (isinstance(c, Tensor) and _batching._vlevel(c)) for c, b in col):
                 raise ValueError(f"vmap({fname}, ...): `{fname}` can not return a "
                                  "BatchedTensor when out_dim is None")
             results.append(first)
@@ -315,29 +333,46 @@ def _batched_run(func: Callable, fname: str, leaves: list, moved: list, spec: An
 def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: dict,
                   B: int, randomness: str) -> Any:
     """``func`` run once at a new vmap level; its flat outputs (physical, batch first, plain
-    tensors), their spec, which of them are batched, and B. ``_FALLBACK`` if it raised."""
-    versions = [(x, x._version) for x in leaves if isinstance(x, Tensor)]
-    with _bt.vmap_level(B, randomness) as level:
+    tensors), their spec, which of them are batched, and B."""
+    parent = _bt.current_vmap() if _bt.VMAP else 0
+    P = _bt.VMAP[parent] if parent else 1
+    copies = []                     # (input, its flattened copy, the copy's version)
+    with _bt.vmap_level(P * B, randomness, parent) as level:
         args = []
         for x, m in zip(leaves, moved):
             if m is None:
                 args.append(x)
+            elif parent:            # Note [Nested vmap levels]: one dim for both levels
+                own = m
+                m = _batching.lift(m, parent)
+                with _bt.suspended(parent):
+                    a = m.reshape((P * B,) + tuple(m._data.shape[2:]))
+                    if not np.shares_memory(a._data, own._data):
+                        copies.append((own, m is not own, a, a._version))
+                args.append(_batching.mark(a, level))
             else:
                 a = m if m is not x else x.view_as(x)
                 args.append(_batching.mark(a, level))
-        try:
-            with _rng.policy(randomness) as rng:
-                rng.before(0)
-                out = func(*tree_unflatten(args, spec), **kwargs)
-                rng.after(0)
-        except Exception as e:
-            if getattr(e, "_vmap_user", False) or (
-                    isinstance(e, RuntimeError) and str(e).startswith("vmap: ")):
-                raise                   # torch's own vmap errors: the user's
-            if any(x._version != v for x, v in versions):
-                raise                   # an input was written: running again would repeat it
-            return _FALLBACK
+        # An exception is the user's, raised as is: batching limitations are handled per op
+        # (ops/_batching.py), so nothing is run a second time.
+        with _rng.policy(randomness) as rng:
+            rng.before(0)
+            out = func(*tree_unflatten(args, spec), **kwargs)
+            rng.after(0)
         o_leaves, o_spec = tree_flatten(out)
+        if copies:
+            # an input flattened by a copy and written in place by ``f``: written back
+            with _bt.suspended(level), _bt.suspended(parent):
+                for m, lifted, a, v in copies:
+                    if a._version == v:
+                        continue
+                    if lifted:      # not batched at the enclosing level: one value for all
+                        rows = a.reshape((P,) + tuple(m._data.shape))
+                        if P > 1 and not (rows._data == rows._data[:1]).all():
+                            raise RuntimeError(_INPLACE)
+                        m.copy_(rows[0])
+                    else:
+                        m.copy_(a.reshape(tuple(m._data.shape)))
         flags = []
         for o in o_leaves:
             b = isinstance(o, Tensor) and o._blevel == level
@@ -345,8 +380,9 @@ def _batched_call(func: Callable, leaves: list, moved: list, spec: Any, kwargs: 
     res = []
     for o, b in zip(o_leaves, flags):
         if b:
-            o.__class__ = Tensor
-            o._blevel = 0
+            _batching.unmark(o)
+            if parent:
+                o = _batching.mark(o.reshape((P, B) + tuple(o._data.shape[1:])), parent)
         res.append(o)
     return res, o_spec, flags, B
 

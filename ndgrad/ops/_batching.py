@@ -37,11 +37,12 @@ from ..tensor import Size, Tensor, _new, _wrap
 from . import _dispatch, views_inplace
 from ._dispatch import Op, apply
 from ._jvp import bilinear as _jvp_bilinear
-from ._util import wrap_dim
+from ._util import broadcast_error, wrap_dim
 from .views_inplace import VIEW_REPLAY, CopySlices
 
 __all__ = ["RULES", "VJP_ONLY", "batched_apply", "call", "marked", "supports", "node_supported",
-           "argminmax", "BatchedTensor", "BatchingUnsupported", "VmapError", "mark", "per_entry"]
+           "argminmax", "BatchedTensor", "BatchingUnsupported", "VmapError", "mark", "unmark",
+           "per_entry"]
 
 RULES: dict = {}
 _EMPTY_SLICE = slice(None)
@@ -132,6 +133,9 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
             ls.append(a.shape if a is not None else ())
             continue
         if level and lv != level:
+            if lv in VMAP and level in VMAP:     # nested vmap levels: lift to the inner one
+                lts, larrs = _lifted(tensors, arrays)
+                return batched_apply(op, lts, larrs, args)
             raise _unsupported(op, "tensors of two batch levels")
         level, B = lv, pa.shape[0]
         ts.append(t)
@@ -143,15 +147,16 @@ def batched_apply(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
         if rule is None or (args and _args_level(args)):
             return _op_per_entry(op, ts, arrs, bd, args, level, B)
         c = _Call(op, ts, arrs, bd, ls, B)
-        with _bt.suspended(level):
-            out = rule(c, args)
+        if _bt.RANDOMNESS[level] == "same":
+            out = _same_randomness(c, args, rule, level)
+        else:
+            with _bt.suspended(level):
+                out = rule(c, args)
         if type(out) is tuple:
             for o in out:
-                o._blevel = level
-                o.__class__ = BatchedTensor
+                mark(o, level)
         else:
-            out._blevel = level
-            out.__class__ = BatchedTensor
+            mark(out, level)
         return out
     if rule is None:
         raise _unsupported(op)
@@ -266,6 +271,12 @@ class BatchedTensor(Tensor):
             raise VmapError(_ITEM)
         return Tensor.__index__(self)
 
+    def view_as(self, other: Tensor) -> Tensor:
+        return self.view(other.shape)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        return self.reshape(other.shape)
+
     def detach(self) -> Tensor:
         out = Tensor.detach(self)
         level = _vlevel(self)
@@ -297,35 +308,116 @@ _DYNAMIC = ("vmap: We do not support batching operators that can output dynamic 
 
 
 def mark(t: Tensor, level: int) -> Tensor:
-    """Make ``t`` (physical, batch first) batched at vmap level ``level``; returns ``t``."""
+    """Make ``t`` (physical, batch first) batched at vmap level ``level``; returns ``t``.
+    Its forward AD tangents of the same physical shape are batched too (Note [Vectorized
+    vmap]: a rule computes them on the physical arrays)."""
     t._blevel = level
     t.__class__ = BatchedTensor
+    grads = t._fw_grads
+    if grads:
+        shape = t._data.shape
+        for tg in grads.values():
+            if tg._blevel != level and tg._data.shape == shape:
+                mark(tg, level)
+    return t
+
+
+def unmark(t: Tensor) -> Tensor:
+    """The inverse of ``mark``: ``t`` (and its tangents) become ordinary physical tensors."""
+    t.__class__ = Tensor
+    t._blevel = 0
+    grads = t._fw_grads
+    if grads:
+        for tg in grads.values():
+            if tg.__class__ is BatchedTensor:
+                unmark(tg)
     return t
 
 
 def _args_level(args: Any) -> int:
-    """The vmap level of a batched tensor among an op's non-tensor arguments (0 if none)."""
+    """The innermost vmap level of the batched tensors among an op's non-tensor arguments
+    (0 if none)."""
+    best = 0
     for a in args:
         if isinstance(a, Tensor):
             lv = _vlevel(a)
-            if lv:
-                return lv
+            if lv > best:
+                best = lv
         elif isinstance(a, (tuple, list, TensorList)) and type(a) is not str:
             try:
                 items = list(a)
             except TypeError:
                 continue
             for e in items:
-                if isinstance(e, Tensor) and _vlevel(e):
-                    return e._blevel
-    return 0
+                if isinstance(e, Tensor) and _vlevel(e) > best:
+                    best = e._blevel
+    return best
+
+
+# Note [Nested vmap levels]: a vmap level opened inside another one is *flattened*: its
+# batched tensors carry the entries of every enclosing level and its own in one leading dim
+# (outer entries first: entry ``(b1, b2)`` is row ``b1 * B2 + b2``), so every rule sees one
+# batch dim. A tensor batched at an enclosing level only is *lifted* when it meets the inner
+# level (each of its rows repeated for the inner entries, differentiably); an unbatched one
+# broadcasts as usual.
+def lift(t: Tensor, level: int) -> Tensor:
+    """``t``, unbatched or batched at a vmap level enclosing ``level``, as a tensor batched
+    at ``level`` (the same value for the entries of the inner levels)."""
+    src = _vlevel(t) if t._blevel != level else level
+    if src == level:
+        return t
+    T = VMAP[level]
+    with _bt.suspended(level):
+        if src:
+            with _bt.suspended(src):
+                d = t._data.shape
+                e = _shape.unsqueeze(t, 1)
+                e = _shape.expand(e, (d[0], T // d[0]) + d[1:]) if d[0] else e
+                e = _shape.reshape(e, (T,) + d[1:])
+        else:
+            e = _batch_expand(t, T)
+    return mark(e, level)
+
+
+def _lift_to(x: Any, level: int) -> Any:
+    """``x`` lifted to ``level`` if it is a tensor batched at an enclosing vmap level."""
+    if isinstance(x, Tensor) and x._blevel != level and _vlevel(x):
+        return lift(x, level)
+    return x
+
+
+def _lifted(tensors: tuple, arrays: tuple) -> tuple:
+    """The operands of one op whose batched ones are at nested vmap levels, all lifted to the
+    innermost (Note [Nested vmap levels])."""
+    top = 0
+    for t in tensors:
+        b = t._bproxy if t._bproxy is not None else t
+        lv = _vlevel(b)
+        top = max(top, lv)
+    ts, arrs = [], []
+    for t, a in zip(tensors, arrays):
+        b = t._bproxy if t._bproxy is not None else t
+        lv = _vlevel(b)
+        if lv and lv != top:
+            if t._bproxy is not None:
+                t._bused = True
+            b = lift(b, top)
+            ts.append(b)
+            arrs.append(_arr(b, a))
+        else:
+            ts.append(t)
+            arrs.append(a)
+    return tuple(ts), tuple(arrs)
 
 
 def _row(x: Any, b: int, level: int) -> Any:
-    """Entry ``b`` of ``x`` if it is batched at ``level`` (level suspended), else ``x``."""
+    """Entry ``b`` of ``x`` if it is batched at ``level`` or an enclosing vmap level (level
+    suspended), else ``x``."""
     if isinstance(x, Tensor):
         if x._blevel == level:
             return _shape.select(x, 0, b)
+        if _vlevel(x):
+            return _shape.select(lift(x, level), 0, b)
         return x
     if type(x) is TensorList:
         return TensorList(tuple(_row(e, b, level) for e in x))
@@ -358,6 +450,7 @@ def _op_per_entry(op: Op, ts: list, arrs: list, bd: list, args: tuple, level: in
     if not B:
         raise _unsupported(op, "an empty batch")
     outs = []
+    replay = _Replay(level)
     with _bt.suspended(level):
         for b in range(B):
             rts, rarrs = [], []
@@ -370,6 +463,7 @@ def _op_per_entry(op: Op, ts: list, arrs: list, bd: list, args: tuple, level: in
                     rts.append(t)
                     rarrs.append(a)
             outs.append(apply(op, tuple(rts), tuple(rarrs), _row(args, b, level)))
+            replay(b)
         return _stack_rows(outs, level, op.name)
 
 
@@ -390,8 +484,12 @@ def per_entry(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     B = VMAP[level]
     if not B:
         raise _unsupported(fn, "an empty batch")
+    replay = _Replay(level)
+    outs = []
     with _bt.suspended(level):
-        outs = [fn(*_row(args, b, level), **_row(kwargs, b, level)) for b in range(B)]
+        for b in range(B):
+            outs.append(fn(*_row(args, b, level), **_row(kwargs, b, level)))
+            replay(b)
         return _stack_rows(outs, level, fn)
 
 
@@ -547,9 +645,11 @@ def _pointwise(mask_arg: Any = None) -> Callable:
     """Elementwise ops: batched operands of lower logical rank get singleton dims after the
     batch dim, so that NumPy's right-aligned broadcasting lines up the logical dims."""
     def rule(c: _Call, args: tuple) -> Any:
-        rank = max(len(s) for s in c.ls)
+        ls = c.ls
         if mask_arg is not None:
-            rank = max(rank, np.ndim(args[mask_arg]))
+            ls = [np.shape(args[mask_arg])] + list(ls)
+        _check_logical_broadcast(ls)
+        rank = max(len(s) for s in ls)
         ts, arrs = list(c.ts), list(c.arrs)
         for i, (b, s) in enumerate(zip(c.bd, c.ls)):
             if b and len(s) < rank:
@@ -557,6 +657,18 @@ def _pointwise(mask_arg: Any = None) -> Callable:
                 arrs[i] = _arr(ts[i], c.arrs[i])
         return apply(c.op, tuple(ts), tuple(arrs), args)
     return rule
+
+
+def _check_logical_broadcast(shapes: Any) -> None:
+    """The user's broadcasting error, with logical shapes (checked left to right, as the ops
+    do), before a rule broadcasts the physical arrays."""
+    acc = shapes[0]
+    for s in shapes[1:]:
+        if s != acc:
+            try:
+                acc = np.broadcast_shapes(acc, s)
+            except ValueError:
+                raise broadcast_error(tuple(acc), tuple(s)) from None
 
 
 def _dims_first(c: _Call, args: tuple) -> Any:
@@ -955,6 +1067,13 @@ def install() -> None:
     _prod = _prod_mod
     for op in (_prod.ADDMM, _prod.ADDMV, _prod.BADDBMM):
         _VECTOR[op] = _addmm_like
+    from . import sampling as sm  # local import: as above
+    for name in ("UNIFORM", "NORMAL_", "CAUCHY", "EXPONENTIAL", "GEOMETRIC", "LOG_NORMAL",
+                 "RANDOM_FROM_TO", "RANDOM_TO", "RANDOM", "BERNOULLI_FILL"):
+        RANDOM_FILLS.add(getattr(sm, name))
+    from . import _jvp as jv  # local import: as above
+    for op in (jv.MAKE_DUAL, jv.FW_PRIMAL):         # identity views
+        RULES[op] = lambda c, args: apply(c.op, tuple(c.ts), tuple(c.arrs), args)
     RULES[BMM3] = lambda c, args: _lin.matmul(c.ts[0], c.ts[1])   # 3-D operands: broadcasts
     _dispatch._batched_apply = batched_apply
 
@@ -1057,7 +1176,7 @@ ELEMENTWISE_DUNDERS = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__
 LIKE_DATA = ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
              "randint_like")
 RANDOM_FACTORIES = ("rand", "randn", "randint", "normal")
-PER_ENTRY_DATA = ("nonzero", "argwhere", "count_nonzero", "any", "all", "unique",
+PER_ENTRY_DATA = ("multinomial", "nonzero", "argwhere", "count_nonzero", "any", "all", "unique",
                   "unique_consecutive", "bincount", "isin", "masked_select", "equal",
                   "allclose", "argsort", "searchsorted", "bucketize", "histc", "histogram")
 
@@ -1070,10 +1189,18 @@ def elementwise_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     if not level:
         return fn(*args, **kwargs)
     B = VMAP[level]
+    args = tuple(_lift_to(a, level) for a in args)
+    kwargs = {k: _lift_to(v, level) for k, v in kwargs.items()}
     rank = 0
+    shapes = []
     for a in list(args) + list(kwargs.values()):
         if isinstance(a, Tensor):
-            rank = max(rank, a._data.ndim - (a._blevel == level))
+            lshape = a._data.shape[1:] if a._blevel == level else a._data.shape
+            shapes.append(lshape)
+            rank = max(rank, len(lshape))
+    if getattr(fn, "__name__", "") == "masked_fill" and len(shapes) > 1:
+        shapes[:2] = shapes[1::-1]          # its check reads (mask, input)
+    _check_logical_broadcast(shapes)
 
     def align(a: Any) -> Any:
         if isinstance(a, Tensor) and a._blevel == level:
@@ -1092,8 +1219,55 @@ def like_call(fn: Callable, input: Any, *args: Any, **kwargs: Any) -> Any:
         return fn(input, *args, **kwargs)
     level = input._blevel
     with _bt.suspended(level):
-        out = fn(input, *args, **kwargs)
+        if _bt.RANDOMNESS.get(level) == "same" and fn.__name__ in _RANDOM_LIKE:
+            # one draw of one entry's shape, the same values for every entry
+            one = fn(_shape.select(input, 0, 0), *args, **kwargs)
+            out = _wrap(np.ascontiguousarray(np.broadcast_to(one._data, input._data.shape)))
+            out.requires_grad_(one.requires_grad)
+        else:
+            out = fn(input, *args, **kwargs)
     return _mark_out(out, level)
+
+
+def _same_randomness(c: _Call, args: tuple, rule: Callable, level: int) -> Any:
+    """An op at a vmap level with ``randomness="same"``: a random fill of a batched tensor
+    (``uniform_``, ``normal_`` ...) draws one entry's values and writes them into every
+    entry; any other draw from a batched input is torch's error."""
+    with _bt.suspended(level):
+        if c.op in RANDOM_FILLS:
+            t = c.ts[0]
+            row = _shape.select(t, 0, 0)
+            one = apply(c.op, (row,), (_arr(row, c.arrs[0]),), args)
+            return _wrap(np.ascontiguousarray(np.broadcast_to(one._data, t._data.shape)))
+        before = fingerprint()
+        out = rule(c, args)
+    if fingerprint() != before:
+        raise VmapError(_SAME_BATCHED)
+    return out
+
+
+RANDOM_FILLS: set = set()
+
+
+_RANDOM_LIKE = ("rand_like", "randn_like", "randint_like")
+
+
+class _Replay:
+    """Called after entry ``b`` of an op run once per entry: under ``randomness="same"`` a
+    draw made from a batched input has no single-draw form: torch's error."""
+
+    __slots__ = ("mark",)
+
+    def __init__(self, level: int) -> None:
+        self.mark = fingerprint() if _bt.RANDOMNESS.get(level) == "same" else None
+
+    def __call__(self, b: int) -> None:
+        if not b and self.mark is not None and fingerprint() != self.mark:
+            raise VmapError(_SAME_BATCHED)
+
+
+_SAME_BATCHED = ("Vmap does not currently support same randomness with a batched tensor "
+                 "input. Please file an issue with functorch")
 
 
 def _mark_out(out: Any, level: int) -> Any:
@@ -1125,6 +1299,10 @@ def _random_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     ``"error"`` the draw is refused by the caller; tensor-shaped draws such as ``rand_like`` or
     ``dropout`` of a batched tensor are batched draws already.)"""
     level = _bt.current_vmap()
+    # A level with "same" draws as its enclosing level does (Note [Nested vmap levels]):
+    # different values for the entries of an enclosing "different" level.
+    while level and _bt.RANDOMNESS.get(level) == "same":
+        level = _bt.PARENT.get(level, 0)
     if not level or _bt.RANDOMNESS.get(level) != "different" or _args_level(args) or \
             _args_level(tuple(kwargs.values())):
         return fn(*args, **kwargs)
@@ -1271,6 +1449,7 @@ def _loss_vmap(fn: Callable, input: Any, target: Any, weight: Any = None,
             or target._data.dtype.kind not in "iu"):
         return NotImplemented
     B = VMAP[level]
+    input, target = _lift_to(input, level), _lift_to(target, level)
     li = input._data.shape[1:] if input._blevel == level else input._data.shape
     lt = target._data.shape[1:] if target._blevel == level else target._data.shape
     if not B or not li or len(lt) != len(li) - 1:
