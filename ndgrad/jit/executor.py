@@ -18,20 +18,38 @@ index lists (seed 004). A call (``Plan.__call__``):
 * under ``no_grad``/``inference_mode`` (or when no input requires grad) only ``f``'s forward-only
   variant runs and nothing is saved.
 
+Captures: with no saved-tensor hook active (the usual case) the node keeps them as one
+``_Captures``: the arrays df reads, plus (tensor, version) pairs for the values a user can
+modify in place (the captured inputs, and detached aliases of captured real outputs sharing
+their version counters); a temporary only the node sees is a bare array. Unpacking checks the
+versions and raises eager's message through a ``SavedTensor`` built for the error only. With
+hooks active every capture is a ``SavedTensor`` (packed by the hooks), as in eager.
+
 The node's ``apply`` unpacks the captures (version-checked) and runs ``df`` on
 ``[vjps][captures]``; an undefined gradient of an input stays ``None`` (the engine's zero: an
 input reached only through outputs that got no gradient keeps ``.grad`` None, as in eager).
 Everything else (tensor hooks on outputs, ``retain_grad``, node pre/post hooks, anomaly mode,
 the profiler, ``retain_graph``) is the engine's own handling of any node.
 
+Note [A failed compiled backward]
+An eager node whose backward raises keeps its saved values (the engine releases them only
+after a node ran), so a retry raises the same error again. A compiled df that owns its
+captures (Note [Arguments owned by the backward]) has freed them when it raises; the node then
+keeps the failure (``_Failed``: the error's type and arguments, not the error, whose traceback
+holds df's frame) and a retry raises a new error of that type and arguments, as eager's retry
+would. An interruption (KeyboardInterrupt and other non-``Exception`` errors), which eager could
+retry successfully, gives the second-backward error on a retry: the values are gone.
+
 Runtime internals relied on (this list is the one place to update): ``Node`` attributes
 ``next_functions``, ``_num_inputs``, ``_sequence_nr``, ``_input_meta``, ``_saved`` (a tuple, or
 ``node.RELEASED`` after ``release_variables``; the engine calls ``release_variables`` when
 ``_saved`` is truthy and the graph is not retained), ``name()``; ``node.next_sequence_nr``,
 ``node.SECOND_BACKWARD_MSG``; ``_dispatch._edge`` (``gradient_edge`` without its call);
-``SavedTensor(t, is_output, output_nr)`` and ``.unpack(node)``; ``anomaly_mode.record(node)``;
+``SavedTensor(t, is_output, output_nr)``, ``._version`` and ``.unpack(node)``;
+``saved._hooks_in_use`` and ``INFERENCE_SAVE_MSG``; ``anomaly_mode.record(node)``;
 ``profiler.current()`` and ``profiler._Range``; the Tensor fields ``_data``, ``_grad_fn``,
-``_requires_grad``, ``_output_nr``, ``_inference``, ``_base``, ``_blevel`` (and, in api.py,
+``_requires_grad``, ``_output_nr``, ``_inference``, ``_base``, ``_blevel``, ``_grad_acc`` (a
+leaf's weak reference to its AccumulateGrad), ``_version_counter`` (and, in api.py,
 ``_fw_grads`` and ``copy_``); ``grad_mode._state`` (``enabled``, ``inference``); the
 dispatcher's module flags ``_ANOMALY``, ``_PROFILING``, ``_BATCHING``, ``_FW_AD`` and, for
 views of inputs replayed after a call, ``_dispatch.apply``.
@@ -120,7 +138,7 @@ class DifferentiableGraphBackward(Node):
         # df raise, the captures are gone: the node keeps the failure (``_Failed``) and a retry
         # raises the same error, as eager's retry of a failing node would (Note [A failed
         # compiled backward]).
-        if df.owned and not current_graph_task_keeps_graph():
+        if getattr(df, "owned", False) and not current_graph_task_keeps_graph():
             self._saved = RELEASED
             del saved
             try:
