@@ -602,7 +602,8 @@ class _Gen:
                     return False      # expanding a pending result: emit that result first
                 env[n.output()] = _Lazy(x.src, x.shape, n.output())
                 return True
-            if type(x) is str and x not in self.maybe_none and x not in self.const_vals:
+            if type(x) is str and x not in self.maybe_none:
+                # a constant too: a mean's backward expands a 0-d gradient and divides it
                 env[n.output()] = _Lazy(x, tuple(n.input().shape), n.output())
                 return True
             return False
@@ -615,13 +616,33 @@ class _Gen:
         shapes = [x.shape if type(x) is _Lazy else tuple(v.shape)
                   for v, x in zip(n.inputs(), raw)]
         phys = tuple(np.broadcast_shapes(*shapes))
+        v = n.output()
+        if all(x in self.const_vals for x in ins):
+            # constants only: folded at their unexpanded shapes (the same elements)
+            (arr,) = _run_op(n, [self.const_vals[x] for x in ins])
+            arr = np.asarray(arr)
+            if arr.flags.writeable:
+                arr.flags.writeable = False
+            nm = self.constant(arr)
+            env[v] = nm if phys == tuple(v.shape) else _Lazy(nm, phys, v, view=False)
+            return True
         expr = self.direct(n, ins)
         if expr is None:
             return False
         out = self.fresh()
         src = f"  # {n.op.name}" + (f"  {n.source}" if n.source else "")
-        self.emit(f"{out} = {expr}{src}", ins, (out,))
-        v = n.output()
+        fresh = inplace = None
+        if phys == tuple(v.shape):
+            # a full-size result: written into a dead operand's buffer as op_node does (never
+            # into a broadcast source, whose graph value has the expanded shape)
+            ip = self.inplace_forms(n, ins, out)
+            if ip is not None:
+                lazy = {x.src for x in raw if type(x) is _Lazy}
+                keep = [i for i, c in enumerate(ip[0]) if c not in lazy]
+                fresh = v
+                inplace = (tuple(ip[0][i] for i in keep), tuple(ip[1][i] + src for i in keep),
+                           None if ip[2] is None else ip[2] + src)
+        self.emit(f"{out} = {expr}{src}", ins, (out,), fresh, inplace)
         if phys == ():
             self.emit(f"{out} = _asarray({out})", (out,), (out,))
         env[v] = out if phys == tuple(v.shape) else _Lazy(out, phys, v, view=False)
