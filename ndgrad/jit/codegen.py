@@ -175,7 +175,8 @@ def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
         # ms step. The malloc tuning of Note [Kernel workspace] (ops/_workspace.py: blocks
         # below 16 MiB from the heap, 64 MiB of free heap top kept) removes them; it is applied
         # when such a function is generated, as when convolutions load.
-        from ..ops import _workspace  # noqa: F401  (importing it tunes malloc once)
+        # local import: importing it tunes malloc (for generated functions with large results)
+        from ..ops import _workspace  # noqa: F401
     return GeneratedFunction(ns[name], src, filename, single, owned)
 
 

@@ -103,6 +103,7 @@ class DifferentiableGraphBackward(Node):
     """
 
     _plan: Any = None
+    _saved: Any = ()      # a tuple of SavedTensor, a _Captures, RELEASED or a _Failed
 
     def apply(self, grads: list) -> tuple:
         saved = self._saved
@@ -231,20 +232,23 @@ class _Failed(tuple):
     error's type and arguments, not the error (whose traceback holds df's frame and so the
     captures)."""
 
+    _kind: type
+    _args: tuple
+
     def __new__(cls, exc: BaseException) -> "_Failed":
         self = super().__new__(cls)
-        self.kind, self.args = type(exc), exc.args
+        self._kind, self._args = type(exc), exc.args
         return self
 
     def reraise(self) -> None:
-        kind = self.kind
+        kind = self._kind
         if not issubclass(kind, Exception):
             # interrupted (KeyboardInterrupt ...): the values are freed, as after a backward
             raise RuntimeError(SECOND_BACKWARD_MSG)
         try:
-            err = kind(*self.args)
+            err = kind(*self._args)
         except Exception:   # noqa: BLE001 - an exception type with another constructor
-            err = RuntimeError(*self.args)
+            err = RuntimeError(*self._args)
         raise err
 
 
