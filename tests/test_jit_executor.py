@@ -148,3 +148,22 @@ def test_an_interrupted_backward_raises_the_second_backward_error_on_retry():
         y.backward()
     with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
         y.backward()
+
+
+def test_gradients_reach_accumulate_grad_without_copies(monkeypatch):
+    from ndgrad.autograd import accumulate_grad
+    copies = []
+    real = accumulate_grad._clone_obey_contract
+    monkeypatch.setattr(accumulate_grad, "_clone_obey_contract",
+                        lambda g, v: copies.append(g) or real(g, v))
+    rng = np.random.default_rng(3)
+    x = ndgrad.tensor(rng.standard_normal((8, 5)))
+    w = ndgrad.tensor(rng.standard_normal((5, 4)), requires_grad=True)
+    b = ndgrad.tensor(rng.standard_normal(4), requires_grad=True)
+    cf = _compiled(lambda x, w, b: (x @ w + b).tanh().pow(2).mean(), x, w, b)
+    cf(x, w, b).backward()
+    assert not copies          # df's fresh arrays are stolen by AccumulateGrad
+    xe, we, be = x.detach(), w.detach().requires_grad_(True), b.detach().requires_grad_(True)
+    (xe @ we + be).tanh().pow(2).mean().backward()
+    np.testing.assert_allclose(w.grad.numpy(), we.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), be.grad.numpy(), rtol=1e-12)
