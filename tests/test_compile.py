@@ -175,7 +175,7 @@ def test_no_leak_after_backward():
     cf = compiled(lambda x: (x.tanh() * 2).sum(), x)
     y = cf(x)
     node = weakref.ref(y.grad_fn)
-    saved = [s._tensor._data for s in y.grad_fn._saved]
+    saved = list(y.grad_fn._saved.arrays)      # executor._Captures
     refs = [weakref.ref(a) for a in saved if a.base is None]
     del saved
     y.backward()

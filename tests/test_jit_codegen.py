@@ -370,6 +370,49 @@ def test_a_mean_backward_divides_one_element():
     assert _same(x.grad._data, np.full((5, 6), 2 / 30, np.float32))
 
 
+def test_a_whole_step_mean_backward_folds_the_gradient_and_writes_in_place(monkeypatch):
+    # ndgrad_jit's form: the loss's gradient is a constant expanded to the batch; the constant
+    # is divided once (folded) and the products by it are written into dead buffers
+    monkeypatch.setattr(codegen, "INPLACE_MIN_NUMEL", 0)
+    rng = np.random.default_rng(12)
+    x, t = _f32(rng, 6, 5), _f32(rng, 6, 5)
+    w = _f32(rng, 5, 5).requires_grad_(True)
+
+    def step(x, t, w):
+        d = x @ w - t
+        loss = (d * d).mean()
+        return loss.detach(), ndgrad.autograd.grad(loss, [w])[0]
+
+    cf = ndgrad.compile(step)
+    for _ in range(2):
+        loss, g = cf(x, t, w)
+    code = cf.code
+    assert "_expand_fwd" not in code and "_np_broadcast_to" not in code, code
+    assert "_np_true_divide(v" not in code.split("# mean")[1], code     # no array divided
+    assert code.count("out=") >= 3, code
+    el, eg = step(x, t, w)
+    assert _same(loss._data, el._data) and _same(g._data, eg._data)
+
+
+def test_an_element_wise_op_on_expanded_constants_is_folded_at_their_shape():
+    # larger than codegen._FOLD_MAX: the expanded constant is not folded at its full size
+    shape = (300, 300)
+    x = _f32(np.random.default_rng(13), *shape)
+
+    def fn(x):
+        c = ndgrad.tensor(np.float32(2.0)).expand(*shape)
+        return (c * 3 + 1) * x, (c - 1) + 0 * x, c / 7
+
+    g = trace_graph(fn, (x,)).graph
+    gen = generate(g)
+    code = gen.code
+    assert "_expand_fwd" not in code and code.count("_np_broadcast_to(") == 1, code
+    assert all(a.size == 1 for k, a in gen.fn.__globals__.items() if k.startswith("_const"))
+    out = gen(x._data)
+    for r, o in zip(interpret(g, [x]), out):
+        assert _same(r._data, o) and o.shape == shape and o.flags.writeable
+
+
 def test_the_blas_thread_count_is_restored_when_generated_code_raises():
     from ndgrad.jit import blas_threads
     a = ndgrad.ones(8, 8)

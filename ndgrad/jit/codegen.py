@@ -97,6 +97,7 @@ INPLACE_MIN_NUMEL = 1 << 13  # results this large are written into dead buffers 
 #                              ones pay more for ufunc keywords than for a new array)
 _SMALL_NUMEL = 1 << 18      # functions whose results are all this small, with small products,
 #                             run their products on one BLAS thread (blas_threads.py)
+_FAULT_NUMEL = 1 << 16      # results this large (256 KiB of float32) come from mmap by default
 _RESHAPES = frozenset((_shape.VIEW, _shape.RESHAPE_COPY, _shape.SQUEEZE, _shape.SQUEEZE_DIM,
                        _shape.SQUEEZE_DIMS, _shape.UNSQUEEZE))
 
@@ -165,6 +166,17 @@ def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
     ns["__name__"] = "ndgrad.jit.generated"
     exec(code, ns)
     single = gen.blas_macs > 0 and gen.blas_macs <= MAX_MACS and gen.max_numel <= _SMALL_NUMEL
+    if gen.max_numel >= _FAULT_NUMEL:
+        # Note [Generated code touches warm pages]
+        # A generated function with results of megabytes frees and allocates them on every
+        # call. glibc serves blocks above its (dynamic) mmap threshold from fresh pages and trims
+        # the heap top past twice that, so every call faults its results' pages in again: the
+        # mlp_large step (GEMM outputs of 2-4 MiB) took ~4300 page faults, several ms of a 55
+        # ms step. The malloc tuning of Note [Kernel workspace] (ops/_workspace.py: blocks
+        # below 16 MiB from the heap, 64 MiB of free heap top kept) removes them; it is applied
+        # when such a function is generated, as when convolutions load.
+        # local import: importing it tunes malloc (for generated functions with large results)
+        from ..ops import _workspace  # noqa: F401
     return GeneratedFunction(ns[name], src, filename, single, owned)
 
 
@@ -591,7 +603,8 @@ class _Gen:
                     return False      # expanding a pending result: emit that result first
                 env[n.output()] = _Lazy(x.src, x.shape, n.output())
                 return True
-            if type(x) is str and x not in self.maybe_none and x not in self.const_vals:
+            if type(x) is str and x not in self.maybe_none:
+                # a constant too: a mean's backward expands a 0-d gradient and divides it
                 env[n.output()] = _Lazy(x, tuple(n.input().shape), n.output())
                 return True
             return False
@@ -604,13 +617,33 @@ class _Gen:
         shapes = [x.shape if type(x) is _Lazy else tuple(v.shape)
                   for v, x in zip(n.inputs(), raw)]
         phys = tuple(np.broadcast_shapes(*shapes))
+        v = n.output()
+        if all(x in self.const_vals for x in ins):
+            # constants only: folded at their unexpanded shapes (the same elements)
+            (arr,) = _run_op(n, [self.const_vals[x] for x in ins])
+            arr = np.asarray(arr)
+            if arr.flags.writeable:
+                arr.flags.writeable = False
+            nm = self.constant(arr)
+            env[v] = nm if phys == tuple(v.shape) else _Lazy(nm, phys, v, view=False)
+            return True
         expr = self.direct(n, ins)
         if expr is None:
             return False
         out = self.fresh()
         src = f"  # {n.op.name}" + (f"  {n.source}" if n.source else "")
-        self.emit(f"{out} = {expr}{src}", ins, (out,))
-        v = n.output()
+        fresh = inplace = None
+        if phys == tuple(v.shape):
+            # a full-size result: written into a dead operand's buffer as op_node does (never
+            # into a broadcast source, whose graph value has the expanded shape)
+            ip = self.inplace_forms(n, ins, out)
+            if ip is not None:
+                lazy = {x.src for x in raw if type(x) is _Lazy}
+                keep = [i for i, c in enumerate(ip[0]) if c not in lazy]
+                fresh = v
+                inplace = (tuple(ip[0][i] for i in keep), tuple(ip[1][i] + src for i in keep),
+                           None if ip[2] is None else ip[2] + src)
+        self.emit(f"{out} = {expr}{src}", ins, (out,), fresh, inplace)
         if phys == ():
             self.emit(f"{out} = _asarray({out})", (out,), (out,))
         env[v] = out if phys == tuple(v.shape) else _Lazy(out, phys, v, view=False)

@@ -18,20 +18,38 @@ index lists (seed 004). A call (``Plan.__call__``):
 * under ``no_grad``/``inference_mode`` (or when no input requires grad) only ``f``'s forward-only
   variant runs and nothing is saved.
 
+Captures: with no saved-tensor hook active (the usual case) the node keeps them as one
+``_Captures``: the arrays df reads, plus (tensor, version) pairs for the values a user can
+modify in place (the captured inputs, and detached aliases of captured real outputs sharing
+their version counters); a temporary only the node sees is a bare array. Unpacking checks the
+versions and raises eager's message through a ``SavedTensor`` built for the error only. With
+hooks active every capture is a ``SavedTensor`` (packed by the hooks), as in eager.
+
 The node's ``apply`` unpacks the captures (version-checked) and runs ``df`` on
 ``[vjps][captures]``; an undefined gradient of an input stays ``None`` (the engine's zero: an
 input reached only through outputs that got no gradient keeps ``.grad`` None, as in eager).
 Everything else (tensor hooks on outputs, ``retain_grad``, node pre/post hooks, anomaly mode,
 the profiler, ``retain_graph``) is the engine's own handling of any node.
 
+Note [A failed compiled backward]
+An eager node whose backward raises keeps its saved values (the engine releases them only
+after a node ran), so a retry raises the same error again. A compiled df that owns its
+captures (Note [Arguments owned by the backward]) has freed them when it raises; the node then
+keeps the failure (``_Failed``: the error's type and arguments, not the error, whose traceback
+holds df's frame) and a retry raises a new error of that type and arguments, as eager's retry
+would. An interruption (KeyboardInterrupt and other non-``Exception`` errors), which eager could
+retry successfully, gives the second-backward error on a retry: the values are gone.
+
 Runtime internals relied on (this list is the one place to update): ``Node`` attributes
 ``next_functions``, ``_num_inputs``, ``_sequence_nr``, ``_input_meta``, ``_saved`` (a tuple, or
 ``node.RELEASED`` after ``release_variables``; the engine calls ``release_variables`` when
 ``_saved`` is truthy and the graph is not retained), ``name()``; ``node.next_sequence_nr``,
 ``node.SECOND_BACKWARD_MSG``; ``_dispatch._edge`` (``gradient_edge`` without its call);
-``SavedTensor(t, is_output, output_nr)`` and ``.unpack(node)``; ``anomaly_mode.record(node)``;
+``SavedTensor(t, is_output, output_nr)``, ``._version`` and ``.unpack(node)``;
+``saved._hooks_in_use`` and ``INFERENCE_SAVE_MSG``; ``anomaly_mode.record(node)``;
 ``profiler.current()`` and ``profiler._Range``; the Tensor fields ``_data``, ``_grad_fn``,
-``_requires_grad``, ``_output_nr``, ``_inference``, ``_base``, ``_blevel`` (and, in api.py,
+``_requires_grad``, ``_output_nr``, ``_inference``, ``_base``, ``_blevel``, ``_grad_acc`` (a
+leaf's weak reference to its AccumulateGrad), ``_version_counter`` (and, in api.py,
 ``_fw_grads`` and ``copy_``); ``grad_mode._state`` (``enabled``, ``inference``); the
 dispatcher's module flags ``_ANOMALY``, ``_PROFILING``, ``_BATCHING``, ``_FW_AD`` and, for
 views of inputs replayed after a call, ``_dispatch.apply``.
@@ -64,7 +82,7 @@ from ..autograd.anomaly_mode import record as _anomaly_record
 from ..autograd.engine import current_graph_task_keeps_graph
 from ..autograd.grad_mode import _state
 from ..autograd.node import RELEASED, SECOND_BACKWARD_MSG, Node, next_sequence_nr
-from ..autograd.saved import SavedTensor
+from ..autograd.saved import INFERENCE_SAVE_MSG, SavedTensor, _hooks_in_use
 from ..ops import _dispatch
 from ..ops._dispatch import _edge
 from ..tensor import Tensor
@@ -85,33 +103,50 @@ class DifferentiableGraphBackward(Node):
     """
 
     _plan: Any = None
+    _saved: Any = ()      # a tuple of SavedTensor, a _Captures, RELEASED or a _Failed
 
     def apply(self, grads: list) -> tuple:
         saved = self._saved
-        if saved is RELEASED:
-            raise RuntimeError(SECOND_BACKWARD_MSG)
+        if saved.__class__ is not _Captures:
+            if saved is RELEASED:
+                raise RuntimeError(SECOND_BACKWARD_MSG)
+            if saved.__class__ is _Failed:
+                saved.reraise()
         plan = self._plan
         if _state.enabled or _dispatch._BATCHING or _has_batched(grads):
             # create_graph=True (or batched gradients): run df op by op with ndgrad ops, so the
             # backward is recorded and differentiable again (Note [Compiled call protocol]).
-            caps = [s.unpack(self) for s in saved]
+            if saved.__class__ is _Captures:
+                caps = saved.tensors(self)
+            else:
+                caps = [s.unpack(self) for s in saved]
             return tuple(plan.run_df_tensors(list(grads), caps))
         args = [None if g is None else g._data for g in grads]
         mask = tuple([g is None for g in args])
         df = plan.df_variants.get(mask)
         if df is None:
             df = plan.df_for(mask)
-        args.extend([s.unpack(self)._data for s in saved])
+        if saved.__class__ is _Captures:
+            args.extend(saved.arrays_checked(self))
+        else:
+            args.extend([s.unpack(self)._data for s in saved])
         # Note [Arguments owned by the backward]
         # Eager autograd frees an op's saved values once its node has run, so its backward's
         # peak memory shrinks as it goes; df is one node for the whole graph. When the engine
         # will release this node's saved values anyway (retain_graph=False), they are released
         # before df runs and df gets its inputs as a list it empties (``call_owned``): the
-        # generated code then frees each capture after its last reader, as eager does.
-        if not current_graph_task_keeps_graph() and getattr(df, "owned", False):
+        # generated code then frees each capture after its last reader, as eager does. Should
+        # df raise, the captures are gone: the node keeps the failure (``_Failed``) and a retry
+        # raises the same error, as eager's retry of a failing node would (Note [A failed
+        # compiled backward]).
+        if getattr(df, "owned", False) and not current_graph_task_keeps_graph():
             self._saved = RELEASED
             del saved
-            outs = df.call_owned(args)
+            try:
+                outs = df.call_owned(args)
+            except BaseException as e:
+                self._saved = _Failed(e)
+                raise
         else:
             outs = df(*args)
         del args
@@ -130,6 +165,93 @@ class DifferentiableGraphBackward(Node):
     def release_variables(self) -> None:
         if self._saved:
             self._saved = RELEASED
+
+
+class _Captures:
+    """A node's captures when no saved-tensor hook was active at the call (``_saved``): the
+    arrays df reads, in df's order, and the tensors whose version is checked at unpack (the
+    captured inputs, and detached aliases of the captured real outputs sharing their version
+    counters), without a ``SavedTensor`` per value. Temporaries only the node sees are kept as
+    bare arrays (nothing else can modify them in place). Unpacking raises eager's error for a
+    value modified in place since the call (Note [Compiled call protocol])."""
+
+    __slots__ = ("arrays", "checks", "plan")
+
+    def __init__(self, arrays: list, checks: list, plan: "Plan") -> None:
+        self.arrays = arrays
+        self.checks = checks        # (position in arrays, tensor, version at the call)
+        self.plan = plan
+
+    def arrays_checked(self, node: Node) -> list:
+        for k, t, version in self.checks:
+            vc = t._version_counter
+            if vc is not None and vc[0] != version:
+                self._raise_modified(node, k, t, version)
+        return self.arrays
+
+    def _raise_modified(self, node: Node, k: int, t: Tensor, version: int) -> None:
+        nr = self.plan.cap_nr[k]
+        s = SavedTensor(t, nr is not None, nr or 0)
+        s._version = version
+        s.unpack(node)         # raises eager's message (saved.py)
+        raise AssertionError("unreachable: the version check failed above")
+
+    def tensors(self, node: Node) -> list:
+        """The captures as Tensors for df run with ndgrad ops: inputs as themselves, outputs
+        that are the node's own as tensors carrying it as history when grad mode is on (double
+        backward), as ``SavedTensor.unpack`` gives them."""
+        self.arrays_checked(node)
+        plan = self.plan
+        by_pos = {k: t for k, t, _ in self.checks}
+        enabled = _state.enabled
+        out = []
+        for k, a in enumerate(self.arrays):
+            t = by_pos.get(k)
+            if k < plan.n_cap_inputs:
+                out.append(t)
+                continue
+            nr = plan.cap_nr[k]
+            if nr is not None and enabled:
+                h = _new(Tensor)
+                h._data = a
+                h._version_counter = t._version_counter if t is not None else [0]
+                h._grad_fn = node
+                h._requires_grad = True
+                h._output_nr = nr
+                out.append(h)
+            elif t is not None:
+                out.append(t)
+            else:
+                p = _new(Tensor)
+                p._data = a
+                out.append(p)
+        return out
+
+
+class _Failed(tuple):
+    """``_saved`` of a node whose owned df raised after its captures were handed over (Note
+    [A failed compiled backward]): falsy, so the engine does not release it. It keeps the
+    error's type and arguments, not the error (whose traceback holds df's frame and so the
+    captures)."""
+
+    _kind: type
+    _args: tuple
+
+    def __new__(cls, exc: BaseException) -> "_Failed":
+        self = super().__new__(cls)
+        self._kind, self._args = type(exc), exc.args
+        return self
+
+    def reraise(self) -> None:
+        kind = self._kind
+        if not issubclass(kind, Exception):
+            # interrupted (KeyboardInterrupt ...): the values are freed, as after a backward
+            raise RuntimeError(SECOND_BACKWARD_MSG)
+        try:
+            err = kind(*self._args)
+        except Exception:   # noqa: BLE001 - an exception type with another constructor
+            err = RuntimeError(*self._args)
+        raise err
 
 
 def _has_batched(grads: list) -> bool:
@@ -196,6 +318,12 @@ class Plan:
             (off, attached.get(off, nr_of.get(off) if off >= f_real_outputs and np.dtype(
                 output_dtypes[off]).kind in _DIFF_KINDS else None))
             for off in self.df_input_captured_outputs)
+        # Captures in df's order: the captured inputs, then the captured outputs; per position
+        # the output_nr the value is saved with (None: a plain value).
+        self.n_cap_inputs = len(self.df_input_captured_inputs)
+        self.cap_nr = (None,) * self.n_cap_inputs + tuple(
+            nr if nr is not None and (off >= f_real_outputs or off in attached) else None
+            for off, nr in self.saved_outputs)
         self.name = name
 
     def df_for(self, mask: tuple) -> Callable:
@@ -251,7 +379,17 @@ class Plan:
         node = DifferentiableGraphBackward()
         node._plan = self
         node._sequence_nr = next_sequence_nr()
-        node.next_functions = tuple([_edge(tensors[i]) for i in self.df_output_vjps])
+        edges = []
+        for i in self.df_output_vjps:
+            t = tensors[i]
+            # a leaf that requires grad: its AccumulateGrad, as _dispatch._edge finds it
+            if t._grad_fn is None and t._base is None and t._requires_grad:
+                ref = t._grad_acc
+                acc = ref() if ref is not None else None
+                edges.append((acc, 0) if acc is not None else _edge(t))
+            else:
+                edges.append(_edge(t))
+        node.next_functions = tuple(edges)
         node._input_meta = self.input_meta
         node._num_inputs = len(self.df_input_vjps)
         if _dispatch._ANOMALY:
@@ -273,6 +411,9 @@ class Plan:
             t._output_nr = out_nr
         if self.special:
             self._fix_outputs(tensors, res)
+        if not _hooks_in_use[0]:
+            node._saved = self._lean_captures(tensors, outs, res)
+            return res
         saved = [SavedTensor(tensors[i]) for i in self.df_input_captured_inputs]
         for off, nr in self.saved_outputs:
             if off < nreal:
@@ -288,6 +429,44 @@ class Plan:
                 off >= nreal or t._grad_fn is node) else SavedTensor(t))
         node._saved = tuple(saved)
         return res
+
+    def _lean_captures(self, tensors: Sequence[Tensor], outs: tuple, res: list) -> _Captures:
+        """The captures without saved-tensor hooks: what ``SavedTensor`` keeps and checks, as
+        bare arrays plus (tensor, version) pairs (``_Captures``)."""
+        arrays = []
+        checks = []
+        k = 0
+        for i in self.df_input_captured_inputs:
+            t = tensors[i]
+            if t._inference:
+                raise RuntimeError(INFERENCE_SAVE_MSG)
+            vc = t._version_counter
+            checks.append((k, t, vc[0] if vc is not None else 0))
+            arrays.append(t._data)
+            k += 1
+        nreal = self.f_real_outputs
+        for off, _ in self.saved_outputs:
+            if off < nreal:
+                t = res[off]
+                if t._inference:
+                    raise RuntimeError(INFERENCE_SAVE_MSG)
+                vc = t._version_counter
+                if self.cap_nr[k] is not None:
+                    # the node's own output: a detached alias sharing the version counter (no
+                    # node <-> output cycle), as SavedTensor saves outputs
+                    if vc is None:
+                        vc = t._version_counter = [0]
+                    alias = _new(Tensor)
+                    alias._data = t._data
+                    alias._version_counter = vc
+                    t = alias
+                checks.append((k, t, vc[0] if vc is not None else 0))
+                arrays.append(t._data)
+            else:
+                o = outs[off]
+                arrays.append(o if type(o) is _ndarray else np.asarray(o))
+            k += 1
+        return _Captures(arrays, checks, self)
 
     def _fix_outputs(self, tensors: Sequence[Tensor], res: list) -> None:
         kinds = self.out_kinds
