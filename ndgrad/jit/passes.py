@@ -65,7 +65,7 @@ def _mark_live(block: Block, live: set) -> None:
     for n in reversed(block._nodes):
         if any(o in live or _used_outside(o, block) for o in n._outputs):
             for o in n._outputs:
-                if _used_outside(o, block):
+                if o not in live and _used_outside(o, block):
                     live.add(o)
             for b in n._blocks:
                 # Only the block outputs that the node's live outputs return are needed.
@@ -135,15 +135,30 @@ def _hashable(a: Any) -> Any:
     return (type(a).__name__, a)
 
 
+_NO_CSE = frozenset(("AutogradZero", "Return", "OpBackward"))
+_SCALARS = frozenset((int, bool, str, type(None)))
+
+
+def _args_key(args: tuple) -> Any:
+    """``_hashable(args)``, with a shortcut for the usual flat tuple of ints, bools, strings and
+    None (Note [First-call cost]; floats go the long way: NaN needs its own key)."""
+    for a in args:
+        t = type(a)
+        if t not in _SCALARS and not (t is tuple and all(type(x) is int for x in a)):
+            return _hashable(args)
+    return ("tuple", tuple([(type(a).__name__, a) for a in args]))
+
+
 def _key(n: Node) -> Any:
-    if n._blocks or n._kind in ("AutogradZero", "Return", "OpBackward"):
+    if n._blocks or n._kind in _NO_CSE:
         return None
     try:
-        attrs = _hashable({k: v for k, v in n.attrs.items()})
-        args = _hashable(n.args)
+        attrs = _hashable(n.attrs) if n.attrs else ("dict", ())
+        args = _args_key(n.args) if n.args else ("tuple", ())
     except TypeError:
         return None
-    return (n._kind, id(n.op), n.num_tensor_inputs, tuple(id(v) for v in n._inputs), args, attrs)
+    return (n._kind, id(n.op), n.num_tensor_inputs, tuple([id(v) for v in n._inputs]), args,
+            attrs)
 
 
 def eliminate_common_subexpression(graph: Graph, block: Optional[Block] = None,

@@ -92,6 +92,8 @@ DATA_DEPENDENT_SHAPE_OPS = frozenset({"nonzero", "masked_select", "unique", "uni
                                       "argwhere", "nonzero_static_dynamic", "bincount",
                                       "repeat_interleave_tensor"})
 
+_REFUSED = RANDOM_OPS | DATA_DEPENDENT_SHAPE_OPS
+
 _local = threading.local()
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _lock = threading.Lock()
@@ -390,31 +392,58 @@ class Tracer:
             (op.view and k > 0 and in_values[0].requires_grad)  # a view of a tensor that
         # requires grad does, even made in no_grad mode (Tensor.requires_grad)
         types = [(o.shape, o.dtype, rg_in and o.dtype in _DIFF_DTYPES) for o in outs]
-        return self.graph.insert_op(op, in_values, args, types, num_tensor_inputs=k,
-                                    source=self.source())
+        return self.graph.append_op(op, in_values, tuple(args), types, k, self.source())
+
+    def _fast_value(self, t: Tensor) -> Optional[Value]:
+        """``value_of(t)`` for the common cases, without mapping ``t`` (Note [First-call
+        cost]): ``t`` is mapped already (a view: its base was not written since), or is no
+        view and wraps an array an op of the trace produced, and its ``requires_grad`` is its
+        value's. None: ask ``value_of``."""
+        b = t._base
+        e = self.tmap.get(id(t))
+        if e is not None:
+            if e.ref() is not t or (b is not None and e.gen != self.gens.get(id(b), 0)):
+                return None
+            v = e.value
+        elif b is not None:
+            return None
+        else:
+            a = t._data
+            known = self.amap.get(id(a))
+            if known is None or known[0]() is not a:
+                return None
+            v = known[1]
+        if self.check_requires_grad and (t._requires_grad or (b is not None and
+                                                              b._requires_grad)) \
+                != v.requires_grad:
+            return None
+        return v
 
     def record(self, op: Any, tensors: tuple, arrays: tuple, args: tuple, out: Any) -> Any:
         """The dispatcher's hook: record one op call whose forward returned ``out``."""
-        if op.name in RANDOM_OPS:
-            raise TraceError(f"ndgrad.jit: random op '{op.name}' at {self.source()}: random "
-                             "numbers cannot be traced yet (their samples would be baked into "
-                             "the graph); draw them outside the traced function and pass them "
-                             "as inputs")
-        if op.name in DATA_DEPENDENT_SHAPE_OPS:
-            raise TraceError(f"ndgrad.jit: '{op.name}' at {self.source()} has an output shape "
+        name = op.name
+        if name in _REFUSED:
+            if name in RANDOM_OPS:
+                raise TraceError(f"ndgrad.jit: random op '{name}' at {self.source()}: random "
+                                 "numbers cannot be traced yet (their samples would be baked "
+                                 "into the graph); draw them outside the traced function and "
+                                 "pass them as inputs")
+            raise TraceError(f"ndgrad.jit: '{name}' at {self.source()} has an output shape "
                              "that depends on the input values; a traced graph has static "
                              "shapes")
         self.check_rng()
         if op.num_outputs == 1:
             if type(out) is not np.ndarray:
                 out = np.asarray(out)
-            outs = (out,)
+            outs: tuple = (out,)
         else:
             out = tuple(o if type(o) is np.ndarray else np.asarray(o) for o in out)
             outs = out
         values = []
+        in_rule = self.lift == "constant"
+        na = len(arrays)
         for i, t in enumerate(tensors):
-            if self.lift == "constant" and not self.knows(t) and not _uniform(t._data):
+            if in_rule and not self.knows(t) and not _uniform(t._data):
                 # In a VJP rule: a tensor the rule computed from the data with NumPy would be
                 # baked in; differentiate then runs the rule at run time (OpBackward). One
                 # whose elements are all equal is mostly a Python scalar made a tensor
@@ -422,28 +451,35 @@ class Tracer:
                 # constant, and differentiate's second recording on other values (Note
                 # [Data-independent rules]) finds one that came from the data.
                 _check_not_derived(t, op, self.source())
-            v = self.value_of(t)
-            a = arrays[i] if i < len(arrays) else None
-            if a is not None and a is not t._data:
-                v = self._operand(v, t, a)
+            v = self._fast_value(t)
+            if v is None:
+                v = self.value_of(t)
+            if i < na:
+                a = arrays[i]
+                if a is not t._data and a is not None:
+                    v = self._operand(v, t, a)
             values.append(v)
-        for a in arrays[len(tensors):]:
-            known = self.lookup_a(a)
-            if known is None:
-                self.refuse_derived(a)
-                known = self.graph_constant(a)
-            values.append(known)
+        if na > len(tensors):
+            for a in arrays[len(tensors):]:
+                known = self.lookup_a(a)
+                if known is None:
+                    self.refuse_derived(a)
+                    known = self.graph_constant(a)
+                values.append(known)
         k = len(values)
-        extra: list = []
         self.scratch = False
         if args and not _plain_args(args):
+            extra: list = []
             args = self._lift_args(args, extra, op)
-        node = self._insert(op, values + extra, k, args, outs)
+            values.extend(extra)
+        node = self._insert(op, values, k, args, outs)
         if self.scratch:
             node.attrs["scratch"] = True
             self.scratch = False
-        for o, v in zip(outs, node.outputs()):
-            self.set_a(o, v)
+        amap, drop = self.amap, self._adrop
+        for o, v in zip(outs, node._outputs):
+            ko = id(o)
+            amap[ko] = (_KeyedRef(o, drop, ko), v)
         return out
 
     def _arg_value(self, a: Tensor, op: Any, arrays: dict) -> Value:
