@@ -52,7 +52,7 @@ from .blas_threads import single_blas_thread
 from .codegen import GeneratedFunction, generate
 from .executor import Plan
 from .gradient import Gradient
-from .passes import eliminate_common_subexpression, eliminate_dead_code
+from .passes import eliminate_common_subexpression
 from .stack_batching import batch_stacks, fold_constants
 from .tracer import _local as _tracer_local
 from .tracer import TraceError, _check_trace, _trace_once, flatten, lifted_sources, unflatten
@@ -295,7 +295,9 @@ def _optimize(g: Any) -> None:
     """The forward-only pipeline: common subexpressions, dead code, stack batching (Note [Stack
     batching]); constant folding happens in codegen."""
     eliminate_common_subexpression(g)
-    eliminate_dead_code(g.block())
+    # no dead code elimination here: the traced graph had it (tracer._finish), and CSE leaves
+    # no dead node behind (a merged node's inputs are its twin's); fold_constants and
+    # batch_stacks clean up after themselves
     fold_constants(g)
     if batch_stacks(g):
         eliminate_common_subexpression(g)

@@ -63,17 +63,25 @@ def _mark_live(block: Block, live: set) -> None:
     for v in block.outputs():
         live.add(v)
     for n in reversed(block._nodes):
-        if any(o in live or _used_outside(o, block) for o in n._outputs):
-            for o in n._outputs:
+        outs = n._outputs
+        if len(outs) == 1:          # the usual node: no generator (Note [First-call cost])
+            o = outs[0]
+            if o not in live:
+                if not o._uses or not _used_outside(o, block):
+                    continue
+                live.add(o)
+        elif any(o in live or _used_outside(o, block) for o in outs):
+            for o in outs:
                 if o not in live and _used_outside(o, block):
                     live.add(o)
-            for b in n._blocks:
-                # Only the block outputs that the node's live outputs return are needed.
-                outs = b.outputs()
-                needed = [outs[i] for i, o in enumerate(n._outputs) if o in live]
-                _mark_live_block(b, needed, live)
-            for v in n._inputs:
-                live.add(v)
+        else:
+            continue
+        for b in n._blocks:
+            # Only the block outputs that the node's live outputs return are needed.
+            bouts = b.outputs()
+            needed = [bouts[i] for i, o in enumerate(outs) if o in live]
+            _mark_live_block(b, needed, live)
+        live.update(n._inputs)
 
 
 def _mark_live_block(b: Block, needed: list, live: set) -> None:
@@ -92,7 +100,8 @@ def _mark_live_block(b: Block, needed: list, live: set) -> None:
 def _sweep(block: Block, live: set) -> None:
     dead = []
     for n in block._nodes:
-        if not any(o in live for o in n._outputs):
+        outs = n._outputs
+        if (outs[0] not in live) if len(outs) == 1 else not any(o in live for o in outs):
             dead.append(n)
             continue
         for b in n._blocks:

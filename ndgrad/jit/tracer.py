@@ -205,10 +205,14 @@ class TraceResult:
 
 # ---------------------------------------------------------------------------- the tracer
 # Note [The tracer holds nothing alive]
-# The maps from tensors and arrays to Values hold weak references: an entry goes when its
-# tensor or array dies (a weakref callback), so a traced run frees its intermediates when eager
-# would and its peak memory is eager's. The identity checks (``entry.ref() is t``) also guard
-# against a new object reusing a dead one's id before the callback ran.
+# The maps from tensors and arrays to Values hold weak references, so a traced run frees its
+# intermediates when eager would and its peak memory is eager's. A tensor's entry goes when the
+# tensor dies (a weakref callback: some checks ask only whether a tensor id is mapped). An
+# array's entry stays until the trace ends (a plain weakref without callback: one per recorded
+# output, and a callback per entry cost about a tenth of the per-op recording, Note
+# [First-call cost]); every read of the array map checks identity (``ref() is a``), which is
+# also what guards the tensor map against a new object reusing a dead one's id before its
+# callback ran. A dead array's entry is a small tuple holding a Value the graph holds anyway.
 class _Entry:
     __slots__ = ("ref", "value", "gen")
 
@@ -217,13 +221,14 @@ class _Entry:
 
 
 _KeyedRef = weakref.KeyedRef
+_ref = weakref.ref
 
 
-def _dropper(d: dict, strong: bool) -> Callable:
+def _dropper(d: dict) -> Callable:
     """A weakref callback removing its key from ``d`` if the entry still holds that ref."""
     def drop(ref: Any) -> None:
         e = d.get(ref.key)
-        if e is not None and (e.ref if strong else e[0]) is ref:
+        if e is not None and e.ref is ref:
             del d[ref.key]
     return drop
 
@@ -247,8 +252,7 @@ class Tracer:
         self.lift = lift
         self.tmap: dict = {}          # id(tensor) -> _Entry
         self.amap: dict = {}          # id(ndarray) -> (weakref to the ndarray, Value)
-        self._tdrop = _dropper(self.tmap, True)
-        self._adrop = _dropper(self.amap, False)
+        self._tdrop = _dropper(self.tmap)
         self.candidates: list = []    # [tensor, Value, snapshot or None] lifted so far
         self.cand_ids: dict = {}      # id(tensor) -> index in candidates
         self.gens: dict = {}          # id(base tensor) -> generation (bumped on each write)
@@ -275,7 +279,7 @@ class Tracer:
     def set_a(self, a: np.ndarray, v: Value) -> None:
         """Map array ``a`` to ``v`` (weakly)."""
         k = id(a)
-        self.amap[k] = (_KeyedRef(a, self._adrop, k), v)
+        self.amap[k] = (_ref(a), v)
 
     def lookup_a(self, a: Any) -> Optional[Value]:
         """The Value of array ``a`` if an op of the trace produced it."""
@@ -472,14 +476,26 @@ class Tracer:
             extra: list = []
             args = self._lift_args(args, extra, op)
             values.extend(extra)
-        node = self._insert(op, values, k, args, outs)
+        # _insert, inlined (Note [First-call cost])
+        rg_in = False
+        if _state.enabled and op.differentiable:
+            for j in range(k):
+                if values[j].requires_grad:
+                    rg_in = True
+                    break
+        if not rg_in and op.view and k > 0 and values[0].requires_grad:
+            rg_in = True        # a view of a tensor that requires grad does (Tensor.requires_grad)
+        diff = _DIFF_DTYPES
+        types = [(o.shape, o.dtype, rg_in and o.dtype in diff) for o in outs]
+        node = self.graph.append_op(op, values, args if type(args) is tuple else tuple(args),
+                                    types, k, user_source() if self.source_override is None
+                                    else self.source_override)
         if self.scratch:
             node.attrs["scratch"] = True
             self.scratch = False
-        amap, drop = self.amap, self._adrop
+        amap = self.amap
         for o, v in zip(outs, node._outputs):
-            ko = id(o)
-            amap[ko] = (_KeyedRef(o, drop, ko), v)
+            amap[id(o)] = (_ref(o), v)
         return out
 
     def _arg_value(self, a: Tensor, op: Any, arrays: dict) -> Value:
