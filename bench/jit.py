@@ -188,7 +188,8 @@ def _instrument() -> dict:
         return run
     api._trace = timed("trace", api._trace)
     diff_mod.differentiate = timed("differentiate", diff_mod.differentiate)
-    for name in ("eliminate_common_subexpression", "fold_constants", "batch_stacks"):
+    for name in ("eliminate_common_subexpression", "copy_eliminating_common_subexpressions",
+                 "fold_constants", "batch_stacks"):
         setattr(api, name, timed("passes", getattr(api, name)))
     ir.Graph.copy = timed("passes", ir.Graph.copy)
     api.generate = timed("codegen", api.generate)

@@ -13,7 +13,8 @@ import torch
 
 import ndgrad
 from ndgrad.jit import ir, trace_graph
-from ndgrad.jit.passes import _args_key, _hashable, eliminate_common_subexpression
+from ndgrad.jit.passes import (_args_key, _hashable, copy_eliminating_common_subexpressions,
+                               eliminate_common_subexpression)
 from ndgrad.jit.tracer import Tracer
 
 
@@ -159,3 +160,42 @@ def test_append_op_and_copy_build_what_the_constructors_build():
     eliminate_common_subexpression(c)
     c.nodes()[-1].output().replace_all_uses_with(c.nodes()[0].output())
     assert str(g) == before
+
+
+def _hessian_rows(x, A):
+    return ndgrad.autograd.functional.hessian(lambda x: (A @ x).tanh().sum(), x)
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    (lambda x, y: (x.exp() + x.exp(), x * 2, x * 2.0, (x * 2).sum(), y.sum() + y.sum()),
+     [(3,), (2, 2)]),
+    (lambda x, y: (x + ndgrad.ones(3), x + ndgrad.ones(3), x * ndgrad.tensor(2.0)),
+     [(3,), (1,)]),
+    (_hessian_rows, [(6,), (6, 6)]),
+])
+def test_copy_with_cse_is_copy_then_cse(fn, shapes):
+    ins = tuple(ndgrad.randn(*s, dtype=ndgrad.float64) for s in shapes)
+    g = trace_graph(fn, ins, check=False).graph
+    before = str(g)
+    want = g.copy()
+    eliminate_common_subexpression(want)
+    got = copy_eliminating_common_subexpressions(g)
+    got.lint()
+    assert str(got) == str(want)
+    assert str(g) == before                     # the source graph is untouched
+    assert len(got.nodes()) < len(g.nodes())    # something was merged
+
+
+def test_copy_with_cse_keeps_a_twin_of_another_type():
+    # same op, inputs and arguments, but one output requires grad and the other not: two nodes
+    def f(x):
+        a = x * 2
+        with ndgrad.no_grad():
+            b = x * 2
+        return a, b
+
+    g = trace_graph(f, (ndgrad.randn(3, requires_grad=True),), check=False).graph
+    got = copy_eliminating_common_subexpressions(g)
+    want = g.copy()
+    eliminate_common_subexpression(want)
+    assert str(got) == str(want) and _kinds(got).count("mul") == 2

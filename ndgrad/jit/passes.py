@@ -4,7 +4,8 @@
   ``callback(live_values)`` is called with the set of live values (differentiate uses it to erase
   dead ``grad_map`` entries, the seed's ``eliminateDeadCode(ReverseDetails)``).
 * ``eliminate_common_subexpression(graph)``: one node per (kind, inputs, arguments) in each
-  block scope; constants by value.
+  block scope; constants by value. ``copy_eliminating_common_subexpressions(graph)``: a copy
+  with CSE applied, in one pass.
 * ``lift_constants(block, into)``: constants used inside ``block`` that live outside ``into``
   are cloned to the start of ``into`` (the seed's ``liftConstants``: cheaper to rebuild in df than
   to capture).
@@ -30,9 +31,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .ir import Block, Graph, Node, TensorArg, Value, destroy_nodes
+from .ir import Block, Graph, Node, TensorArg, Value, clone_node, destroy_nodes
 
-__all__ = ["eliminate_dead_code", "eliminate_common_subexpression", "lift_constants",
+__all__ = ["eliminate_dead_code", "eliminate_common_subexpression",
+           "copy_eliminating_common_subexpressions", "lift_constants",
            "fold_sizes", "lower_grad_of", "specialize_autograd_zero"]
 
 
@@ -158,7 +160,9 @@ def _args_key(args: tuple) -> Any:
     return ("tuple", tuple([(type(a).__name__, a) for a in args]))
 
 
-def _key(n: Node) -> Any:
+def _key(n: Node, inputs: Optional[list] = None) -> Any:
+    """CSE's key of ``n`` (None: never merged); ``inputs``: the values standing for its
+    inputs (default: its inputs)."""
     if n._blocks or n._kind in _NO_CSE:
         return None
     try:
@@ -166,8 +170,49 @@ def _key(n: Node) -> Any:
         args = _args_key(n.args) if n.args else ("tuple", ())
     except TypeError:
         return None
-    return (n._kind, id(n.op), n.num_tensor_inputs, tuple([id(v) for v in n._inputs]), args,
-            attrs)
+    return (n._kind, id(n.op), n.num_tensor_inputs,
+            tuple([id(v) for v in (n._inputs if inputs is None else inputs)]), args, attrs)
+
+
+def _same_types(a: Node, b: Node) -> bool:
+    for x, y in zip(a._outputs, b._outputs):
+        if x.requires_grad != y.requires_grad or x.shape != y.shape or x.dtype != y.dtype:
+            return False
+    return True
+
+
+def copy_eliminating_common_subexpressions(graph: Graph) -> Graph:
+    """``graph.copy()`` then ``eliminate_common_subexpression`` on the copy, in one pass that
+    does not clone the nodes CSE would remove (Note [First-call cost] in tracer.py); a graph
+    with nested blocks takes the two steps."""
+    if any(n._blocks for n in graph.block()._nodes):
+        g = graph.copy()
+        eliminate_common_subexpression(g)
+        return g
+    g = Graph()
+    env: dict = {}
+    for v in graph.inputs():
+        nv = g.add_input(v.shape, v.dtype, v.requires_grad)
+        nv._name = v._name
+        env[v] = nv
+    blk = g.block()
+    seen: dict = {}
+    for n in graph.block()._nodes:
+        k = _key(n, [env[v] for v in n._inputs])
+        if k is not None:
+            prev = seen.get(k)
+            if prev is not None and _same_types(prev, n):
+                for o, p in zip(n._outputs, prev._outputs):
+                    env[o] = p
+                continue
+            m = clone_node(n, env, blk)
+            if prev is None:
+                seen[k] = m
+        else:
+            clone_node(n, env, blk)
+    for v in graph.outputs():
+        g.register_output(env[v])
+    return g
 
 
 def eliminate_common_subexpression(graph: Graph, block: Optional[Block] = None,
@@ -186,8 +231,7 @@ def eliminate_common_subexpression(graph: Graph, block: Optional[Block] = None,
         if prev is None:
             seen[k] = n
             continue
-        if any(a.requires_grad != b.requires_grad or a.shape != b.shape or a.dtype != b.dtype
-               for a, b in zip(prev._outputs, n._outputs)):
+        if not _same_types(prev, n):
             continue
         for a, b in zip(prev._outputs, n._outputs):
             b.replace_all_uses_with(a)
