@@ -190,7 +190,8 @@ def _instrument() -> dict:
     diff_mod.differentiate = timed("differentiate", diff_mod.differentiate)
     for name in ("eliminate_common_subexpression", "copy_eliminating_common_subexpressions",
                  "fold_constants", "batch_stacks"):
-        setattr(api, name, timed("passes", getattr(api, name)))
+        if hasattr(api, name):          # (an older checkout may lack one)
+            setattr(api, name, timed("passes", getattr(api, name)))
     ir.Graph.copy = timed("passes", ir.Graph.copy)
     api.generate = timed("codegen", api.generate)
     codegen.compile = timed("compile()", compile)      # shadows the builtin in codegen only
