@@ -208,9 +208,9 @@ class TraceResult:
 # The maps from tensors and arrays to Values hold weak references, so a traced run frees its
 # intermediates when eager would and its peak memory is eager's. A tensor's entry goes when the
 # tensor dies (a weakref callback: some checks ask only whether a tensor id is mapped). An
-# array's entry stays until the trace ends (a plain weakref without callback: one per recorded
-# output, and a callback per entry cost about a tenth of the per-op recording, Note
-# [First-call cost]); every read of the array map checks identity (``ref() is a``), which is
+# array's entry stays until the trace ends (a plain weakref without callback, one per recorded
+# output: no Python callback per dead array, Note [First-call cost]); every read of the array
+# map checks identity (``ref() is a``), which is
 # also what guards the tensor map against a new object reusing a dead one's id before its
 # callback ran. A dead array's entry is a small tuple holding a Value the graph holds anyway.
 class _Entry:
@@ -411,8 +411,9 @@ class Tracer:
     # * ``Graph.copy``/``clone_node`` build nodes and values field by field too.
     # * CSE keys a flat tuple of ints, bools, strings and None without the recursive walk
     #   (types stay in the key: ``pow(x, 2)`` and ``pow(x, 2.0)`` are not merged); DCE runs
-    #   without a generator per one-output node; the forward pipeline (``api._optimize``) does
-    #   not repeat the traced graph's DCE.
+    #   without a generator per one-output node; the forward pipeline copies the traced graph
+    #   with CSE applied in one pass (``passes.copy_eliminating_common_subexpressions``: the
+    #   nodes CSE would remove are never cloned) and does not repeat the traced graph's DCE.
     # What remains per op is the user's line (a walk up the Python stack, ~15 frames inside
     # the engine), the node and the lookups; tests/test_jit_build_cost.py checks that the
     # shortcuts give the long ways' graphs.
