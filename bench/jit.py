@@ -25,6 +25,16 @@ for eager ndgrad and for jax.jit too (fresh memory, BLAS start-up: jax pays it i
 call after ``compile_s``), so two more views are printed: the overhead against XLA's compile
 time plus jax_jit's own first-run excess (first call minus its median), and the first call
 minus eager ndgrad's first call; and the raw first-call times.
+
+Phase breakdown (``--phases``, on by default; ``--phases-only`` skips the harness): each
+workload's ``ndgrad_jit`` step (``NDGRAD_COMPILE_BACKEND=numba`` for the numba tier) is built in
+a fresh process as the harness builds it, and its first call is split into trace (the traced
+eager run included), differentiate, passes (graph copy, CSE, constant folding, stack
+batching ...), codegen (source building), ``compile()`` of the source, the numba VM (import and
+load, numba tier only) and the rest (guards, plans). Phases are this thread's CPU time (load on
+the machine does not inflate them; BLAS threads' work in the traced run is not in it); the
+first call, the steady run and XLA's compile time (jax_jit's lower+compile in the same kind of
+fresh process, when jax is installed) are wall time, medians of ``--phase-repeat`` processes.
 """
 
 from __future__ import annotations
@@ -126,6 +136,132 @@ def report(data: dict) -> str:
     return "\n".join(lines)
 
 
+PHASE_WORKLOADS = "chain,mlp_small,mlp_large,hessian,double_backward"
+PHASES = ("trace", "differentiate", "passes", "codegen", "compile()", "numba VM", "other")
+
+
+def _harness_modules(harness: str) -> tuple:
+    sys.path.insert(0, os.path.dirname(harness))
+    import backends                     # the harness's backends and workloads
+    import workloads
+    return backends, workloads
+
+
+def _build_step(harness: str, wl_name: str, backend: str) -> tuple:
+    """The harness's step for one workload and backend, and its native inputs."""
+    import numpy as np
+    backends, workloads = _harness_modules(harness)
+    wl = workloads.get(wl_name)
+    B = backends.get(backend)()
+    B.setup(2)
+    rng = np.random.default_rng(wl.seed)
+    nat = [B.array(a, requires_grad=wl.leaf_needs_grad(i)) for i, a in enumerate(wl.inputs(rng))]
+    fn = wl.build(B)
+    step = B.hessian(fn, wl.argnums[0]) if wl.kind == "hessian" else \
+        B.value_and_grad(fn, wl.argnums)
+    return B, step, nat
+
+
+def _instrument() -> dict:
+    """Wrap the first call's phases (ndgrad.jit's module globals) with exclusive timers;
+    returns the dict they accumulate this thread's CPU seconds into."""
+    import importlib
+    import time
+
+    from ndgrad.jit import api, codegen, ir, numba_backend
+    diff_mod = importlib.import_module("ndgrad.jit.differentiate")
+    acc: dict = {}
+    stack: list = []
+    clock = time.thread_time
+
+    def timed(phase: str, f):
+        def run(*a, **k):
+            t0 = clock()
+            stack.append(0.0)
+            try:
+                return f(*a, **k)
+            finally:
+                dt = clock() - t0
+                acc[phase] = acc.get(phase, 0.0) + dt - stack.pop()
+                if stack:
+                    stack[-1] += dt
+        return run
+    api._trace = timed("trace", api._trace)
+    diff_mod.differentiate = timed("differentiate", diff_mod.differentiate)
+    for name in ("eliminate_common_subexpression", "copy_eliminating_common_subexpressions",
+                 "fold_constants", "batch_stacks"):
+        if hasattr(api, name):          # (an older checkout may lack one)
+            setattr(api, name, timed("passes", getattr(api, name)))
+    ir.Graph.copy = timed("passes", ir.Graph.copy)
+    api.generate = timed("codegen", api.generate)
+    codegen.compile = timed("compile()", compile)      # shadows the builtin in codegen only
+    numba_backend.get_vm = timed("numba VM", numba_backend.get_vm)
+    return acc
+
+
+def phase_child(harness: str, wl_name: str, backend: str, repeat: int) -> dict:
+    """One fresh process: the first call of ``backend``'s step, split into phases."""
+    import statistics
+    import time
+    if backend == "jax_jit":
+        B, step, nat = _build_step(harness, wl_name, backend)
+        t0 = time.perf_counter()
+        B.compile(step, nat)
+        return {"xla_compile_s": time.perf_counter() - t0}
+    acc = _instrument()
+    B, step, nat = _build_step(harness, wl_name, backend)
+    step = B.compile(step, nat)
+    t0, c0 = time.perf_counter(), time.thread_time()
+    step(*nat)
+    first, first_cpu = time.perf_counter() - t0, time.thread_time() - c0
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        step(*nat)
+        times.append(time.perf_counter() - t0)
+    acc["other"] = first_cpu - sum(acc.values())
+    return {"first_s": first, "first_cpu_s": first_cpu, "steady_s": statistics.median(times),
+            "phases_cpu_s": acc}
+
+
+def run_phases(harness: str, workloads: str, repeat: int) -> str:
+    """Fresh processes per workload (``repeat`` each, medians) and the breakdown table."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}   # as the harness does
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="2", OPENBLAS_NUM_THREADS="2")
+    has_jax = importlib.util.find_spec("jax") is not None
+
+    def child(wl: str, backend: str) -> dict:
+        out = subprocess.run([sys.executable, __file__, "--harness", harness, "--phase-child",
+                              wl, "--phase-backend", backend], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    def med(xs: list) -> float:
+        return sorted(xs)[len(xs) // 2]
+
+    tier = os.environ.get("NDGRAD_COMPILE_BACKEND") or "numpy"
+    lines = [f"First call of ndgrad_jit ({tier} backend), phases in ms of CPU time, medians of "
+             f"{repeat} fresh processes:", "",
+             "workload | " + " | ".join(PHASES) + " | first call cpu | first call wall | "
+             "steady | overhead (wall) | XLA compile | overhead / XLA",
+             " | ".join(["---"] * (len(PHASES) + 7))]
+    for wl in workloads.split(","):
+        runs = [child(wl, "ndgrad_jit") for _ in range(repeat)]
+        xla = med([child(wl, "jax_jit")["xla_compile_s"] for _ in range(repeat)]) \
+            if has_jax else None
+        ph = [med([r["phases_cpu_s"].get(p, 0.0) for r in runs]) * 1e3 for p in PHASES]
+        first = med([r["first_s"] for r in runs])
+        over = med([max(r["first_s"] - r["steady_s"], 0.0) for r in runs])
+        cells = [f"{x:.2f}" for x in ph] + [
+            f"{med([r['first_cpu_s'] for r in runs]) * 1e3:.1f}", f"{first * 1e3:.1f}",
+            f"{med([r['steady_s'] for r in runs]) * 1e3:.2f}", f"{over * 1e3:.1f}",
+            "n/a" if xla is None else f"{xla * 1e3:.0f}",
+            "n/a" if xla is None else f"{over / xla:.3f}"]
+        lines.append(f"{wl} | " + " | ".join(cells))
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="keep the harness's raw results here")
@@ -134,7 +270,21 @@ def main() -> None:
     ap.add_argument("--workloads", default=WORKLOADS)
     ap.add_argument("--harness", default=None,
                     help="the shared peers.py (default: found as bench/peers.py finds it)")
+    ap.add_argument("--phases", action=argparse.BooleanOptionalAction, default=True,
+                    help="also print the first call's phase breakdown (fresh processes)")
+    ap.add_argument("--phases-only", action="store_true", help="only the phase breakdown")
+    ap.add_argument("--phase-repeat", type=int, default=3,
+                    help="fresh processes per workload for the phase breakdown")
+    ap.add_argument("--phase-child", help=argparse.SUPPRESS)
+    ap.add_argument("--phase-backend", default="ndgrad_jit", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.phase_child:
+        print(json.dumps(phase_child(find_harness(args.harness), args.phase_child,
+                                     args.phase_backend, 11)))
+        return
+    if args.phases_only:
+        print(run_phases(find_harness(args.harness), PHASE_WORKLOADS, args.phase_repeat))
+        return
     path = args.from_json
     if path is None:
         path = args.json or os.path.join(tempfile.mkdtemp(), "jit.json")
@@ -143,6 +293,9 @@ def main() -> None:
     with open(path) as f:
         data = json.load(f)
     print(report(data))
+    if args.phases and args.from_json is None:
+        print()
+        print(run_phases(find_harness(args.harness), PHASE_WORKLOADS, args.phase_repeat))
 
 
 if __name__ == "__main__":

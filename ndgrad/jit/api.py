@@ -52,7 +52,7 @@ from .blas_threads import single_blas_thread
 from .codegen import GeneratedFunction, generate
 from .executor import Plan
 from .gradient import Gradient
-from .passes import eliminate_common_subexpression, eliminate_dead_code
+from .passes import copy_eliminating_common_subexpressions, eliminate_common_subexpression
 from .stack_batching import batch_stacks, fold_constants
 from .tracer import _local as _tracer_local
 from .tracer import TraceError, _check_trace, _trace_once, flatten, lifted_sources, unflatten
@@ -187,8 +187,8 @@ class _Specialization:
                 assert isinstance(plan.f, GeneratedFunction)  # _gradient_plan generates f
                 self.f_code = plan.f.code
             else:
-                opt = g.copy()
-                _optimize(opt)
+                opt = copy_eliminating_common_subexpressions(g)
+                _optimize(opt, cse_done=True)
                 fwd = generate(opt, name="f", backend=self.backend,
                                copy_outputs=_merged_outputs(g, opt, self.num_outputs))
                 plan = Plan(f=fwd, f_nograd=fwd, f_real_outputs=len(g.outputs()),
@@ -291,11 +291,14 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, check: bool) -> tuple:
     return res, (keep.pop(),)
 
 
-def _optimize(g: Any) -> None:
-    """The forward-only pipeline: common subexpressions, dead code, stack batching (Note [Stack
-    batching]); constant folding happens in codegen."""
-    eliminate_common_subexpression(g)
-    eliminate_dead_code(g.block())
+def _optimize(g: Any, cse_done: bool = False) -> None:
+    """The forward-only pipeline: common subexpressions (unless ``cse_done``), constant
+    folding, stack batching (Note [Stack batching])."""
+    if not cse_done:
+        eliminate_common_subexpression(g)
+    # no dead code elimination here: the traced graph had it (tracer._finish), and CSE leaves
+    # no dead node behind (a merged node's inputs are its twin's); fold_constants and
+    # batch_stacks clean up after themselves
     fold_constants(g)
     if batch_stacks(g):
         eliminate_common_subexpression(g)

@@ -246,6 +246,27 @@ class Value:
         return f"%{self.debug_name} : {self.type_str()}"
 
 
+_new_object = object.__new__
+
+
+def _value(shape: tuple, dtype: np.dtype, requires_grad: bool, node: Optional["Node"],
+           offset: int) -> Value:
+    """``Value(shape, dtype, requires_grad, node, offset)`` from metadata that is already in
+    its final form (``shape`` a tuple of ints, ``dtype`` an ``np.dtype``, a bool), without the
+    constructor's conversions: for the paths that make one Value per recorded or copied op
+    (Note [First-call cost])."""
+    v = _new_object(Value)
+    v.shape = shape
+    v.dtype = dtype
+    v.requires_grad = requires_grad
+    v._node = node
+    v.offset = offset
+    v._name = None
+    v._uses = []
+    v._block = None
+    return v
+
+
 # Numbers for unnamed values, assigned by format_graph in printing order for the duration of one
 # printing (see Value.debug_name).
 _PRINT_NAMES: dict = {}
@@ -486,6 +507,32 @@ class Graph:
             b.graph = self
         return node
 
+    def append_op(self, op: Any, inputs: list, args: tuple, out_types: list,
+                  num_tensor_inputs: int, source: str) -> Node:
+        """``insert_op`` for the tracer (Note [First-call cost]): ``inputs`` a fresh list,
+        ``args`` a tuple, ``out_types`` already in ``Value`` form (a tuple of ints, an
+        ``np.dtype``, a bool)."""
+        n = _new_object(Node)
+        n._kind = op.name
+        n.op = op
+        n._inputs = inputs
+        n._blocks = []
+        n.attrs = {}
+        n.args = args
+        n.num_tensor_inputs = num_tensor_inputs
+        n.source = source
+        for i, v in enumerate(inputs):
+            v._uses.append(Use(n, i))
+        n._outputs = [_value(sh, dt, rg, n, j) for j, (sh, dt, rg) in enumerate(out_types)]
+        blk = self._insert_block
+        n.owning_block = blk
+        if self._insert_index is None:
+            blk._nodes.append(n)
+        else:
+            blk._nodes.insert(self._insert_index, n)
+            self._insert_index += 1
+        return n
+
     def insert_op(self, op: Any, inputs: Sequence[Value], args: tuple,
                   out_types: Sequence[tuple], num_tensor_inputs: Optional[int] = None,
                   source: str = "") -> Node:
@@ -666,18 +713,32 @@ def clone_node(n: Node, env: dict, into: Block, value_map: Optional[Callable] = 
     """Clone ``n`` (recursively) at the end of ``into``; ``env`` maps old values to new ones
     (``value_map(v)`` is asked for values missing from it)."""
     def get(v: Value) -> Value:
-        if v in env:
-            return env[v]
+        nv = env.get(v)
+        if nv is not None:
+            return nv
         if value_map is not None:
             return value_map(v)
         raise KeyError(v)
-    m = Node(n._kind, n.op, dict(n.attrs))
+    # Built field by field (Note [First-call cost]): a copy makes one node per node.
+    m = _new_object(Node)
+    m._kind = n._kind
+    m.op = n.op
+    m.attrs = dict(n.attrs) if n.attrs else {}
     m.args = n.args
     m.num_tensor_inputs = n.num_tensor_inputs
     m.source = n.source
-    for v in n._inputs:
-        m.add_input(get(v))
-    into.append(m)
+    m._blocks = []
+    m._outputs = []
+    ins = []
+    for i, v in enumerate(n._inputs):
+        nv = env.get(v)
+        if nv is None:
+            nv = get(v)
+        nv._uses.append(Use(m, i))
+        ins.append(nv)
+    m._inputs = ins
+    m.owning_block = into
+    into._nodes.append(m)
     for b in n._blocks:
         nb = m.add_block()
         nb.graph = into.graph
@@ -689,8 +750,10 @@ def clone_node(n: Node, env: dict, into: Block, value_map: Optional[Callable] = 
             clone_node(sub, env, nb, value_map)
         for v in b.outputs():
             nb.register_output(get(v))
+    outs = m._outputs
     for o in n._outputs:
-        env[o] = m.add_output(o.shape, o.dtype, o.requires_grad)
+        env[o] = nv = _value(o.shape, o.dtype, o.requires_grad, m, len(outs))
+        outs.append(nv)
     return m
 
 

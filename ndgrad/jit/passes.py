@@ -4,7 +4,8 @@
   ``callback(live_values)`` is called with the set of live values (differentiate uses it to erase
   dead ``grad_map`` entries, the seed's ``eliminateDeadCode(ReverseDetails)``).
 * ``eliminate_common_subexpression(graph)``: one node per (kind, inputs, arguments) in each
-  block scope; constants by value.
+  block scope; constants by value. ``copy_eliminating_common_subexpressions(graph)``: a copy
+  with CSE applied, in one pass.
 * ``lift_constants(block, into)``: constants used inside ``block`` that live outside ``into``
   are cloned to the start of ``into`` (the seed's ``liftConstants``: cheaper to rebuild in df than
   to capture).
@@ -30,9 +31,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .ir import Block, Graph, Node, TensorArg, Value, destroy_nodes
+from .ir import Block, Graph, Node, TensorArg, Value, clone_node, destroy_nodes
 
-__all__ = ["eliminate_dead_code", "eliminate_common_subexpression", "lift_constants",
+__all__ = ["eliminate_dead_code", "eliminate_common_subexpression",
+           "copy_eliminating_common_subexpressions", "lift_constants",
            "fold_sizes", "lower_grad_of", "specialize_autograd_zero"]
 
 
@@ -63,17 +65,25 @@ def _mark_live(block: Block, live: set) -> None:
     for v in block.outputs():
         live.add(v)
     for n in reversed(block._nodes):
-        if any(o in live or _used_outside(o, block) for o in n._outputs):
-            for o in n._outputs:
-                if _used_outside(o, block):
+        outs = n._outputs
+        if len(outs) == 1:          # the usual node: no generator (Note [First-call cost])
+            o = outs[0]
+            if o not in live:
+                if not o._uses or not _used_outside(o, block):
+                    continue
+                live.add(o)
+        elif any(o in live or _used_outside(o, block) for o in outs):
+            for o in outs:
+                if o not in live and _used_outside(o, block):
                     live.add(o)
-            for b in n._blocks:
-                # Only the block outputs that the node's live outputs return are needed.
-                outs = b.outputs()
-                needed = [outs[i] for i, o in enumerate(n._outputs) if o in live]
-                _mark_live_block(b, needed, live)
-            for v in n._inputs:
-                live.add(v)
+        else:
+            continue
+        for b in n._blocks:
+            # Only the block outputs that the node's live outputs return are needed.
+            bouts = b.outputs()
+            needed = [bouts[i] for i, o in enumerate(outs) if o in live]
+            _mark_live_block(b, needed, live)
+        live.update(n._inputs)
 
 
 def _mark_live_block(b: Block, needed: list, live: set) -> None:
@@ -92,7 +102,8 @@ def _mark_live_block(b: Block, needed: list, live: set) -> None:
 def _sweep(block: Block, live: set) -> None:
     dead = []
     for n in block._nodes:
-        if not any(o in live for o in n._outputs):
+        outs = n._outputs
+        if (outs[0] not in live) if len(outs) == 1 else not any(o in live for o in outs):
             dead.append(n)
             continue
         for b in n._blocks:
@@ -135,15 +146,73 @@ def _hashable(a: Any) -> Any:
     return (type(a).__name__, a)
 
 
-def _key(n: Node) -> Any:
-    if n._blocks or n._kind in ("AutogradZero", "Return", "OpBackward"):
+_NO_CSE = frozenset(("AutogradZero", "Return", "OpBackward"))
+_SCALARS = frozenset((int, bool, str, type(None)))
+
+
+def _args_key(args: tuple) -> Any:
+    """``_hashable(args)``, with a shortcut for the usual flat tuple of ints, bools, strings and
+    None (Note [First-call cost]; floats go the long way: NaN needs its own key)."""
+    for a in args:
+        t = type(a)
+        if t not in _SCALARS and not (t is tuple and all(type(x) is int for x in a)):
+            return _hashable(args)
+    return ("tuple", tuple([(type(a).__name__, a) for a in args]))
+
+
+def _key(n: Node, inputs: Optional[list] = None) -> Any:
+    """CSE's key of ``n`` (None: never merged); ``inputs``: the values standing for its
+    inputs (default: its inputs)."""
+    if n._blocks or n._kind in _NO_CSE:
         return None
     try:
-        attrs = _hashable({k: v for k, v in n.attrs.items()})
-        args = _hashable(n.args)
+        attrs = _hashable(n.attrs) if n.attrs else ("dict", ())
+        args = _args_key(n.args) if n.args else ("tuple", ())
     except TypeError:
         return None
-    return (n._kind, id(n.op), n.num_tensor_inputs, tuple(id(v) for v in n._inputs), args, attrs)
+    return (n._kind, id(n.op), n.num_tensor_inputs,
+            tuple([id(v) for v in (n._inputs if inputs is None else inputs)]), args, attrs)
+
+
+def _same_types(a: Node, b: Node) -> bool:
+    for x, y in zip(a._outputs, b._outputs):
+        if x.requires_grad != y.requires_grad or x.shape != y.shape or x.dtype != y.dtype:
+            return False
+    return True
+
+
+def copy_eliminating_common_subexpressions(graph: Graph) -> Graph:
+    """``graph.copy()`` then ``eliminate_common_subexpression`` on the copy, in one pass that
+    does not clone the nodes CSE would remove (Note [First-call cost] in tracer.py); a graph
+    with nested blocks takes the two steps."""
+    if any(n._blocks for n in graph.block()._nodes):
+        g = graph.copy()
+        eliminate_common_subexpression(g)
+        return g
+    g = Graph()
+    env: dict = {}
+    for v in graph.inputs():
+        nv = g.add_input(v.shape, v.dtype, v.requires_grad)
+        nv._name = v._name
+        env[v] = nv
+    blk = g.block()
+    seen: dict = {}
+    for n in graph.block()._nodes:
+        k = _key(n, [env[v] for v in n._inputs])
+        if k is not None:
+            prev = seen.get(k)
+            if prev is not None and _same_types(prev, n):
+                for o, p in zip(n._outputs, prev._outputs):
+                    env[o] = p
+                continue
+            m = clone_node(n, env, blk)
+            if prev is None:
+                seen[k] = m
+        else:
+            clone_node(n, env, blk)
+    for v in graph.outputs():
+        g.register_output(env[v])
+    return g
 
 
 def eliminate_common_subexpression(graph: Graph, block: Optional[Block] = None,
@@ -162,8 +231,7 @@ def eliminate_common_subexpression(graph: Graph, block: Optional[Block] = None,
         if prev is None:
             seen[k] = n
             continue
-        if any(a.requires_grad != b.requires_grad or a.shape != b.shape or a.dtype != b.dtype
-               for a, b in zip(prev._outputs, n._outputs)):
+        if not _same_types(prev, n):
             continue
         for a, b in zip(prev._outputs, n._outputs):
             b.replace_all_uses_with(a)

@@ -92,6 +92,8 @@ DATA_DEPENDENT_SHAPE_OPS = frozenset({"nonzero", "masked_select", "unique", "uni
                                       "argwhere", "nonzero_static_dynamic", "bincount",
                                       "repeat_interleave_tensor"})
 
+_REFUSED = RANDOM_OPS | DATA_DEPENDENT_SHAPE_OPS
+
 _local = threading.local()
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _lock = threading.Lock()
@@ -203,10 +205,14 @@ class TraceResult:
 
 # ---------------------------------------------------------------------------- the tracer
 # Note [The tracer holds nothing alive]
-# The maps from tensors and arrays to Values hold weak references: an entry goes when its
-# tensor or array dies (a weakref callback), so a traced run frees its intermediates when eager
-# would and its peak memory is eager's. The identity checks (``entry.ref() is t``) also guard
-# against a new object reusing a dead one's id before the callback ran.
+# The maps from tensors and arrays to Values hold weak references, so a traced run frees its
+# intermediates when eager would and its peak memory is eager's. A tensor's entry goes when the
+# tensor dies (a weakref callback: some checks ask only whether a tensor id is mapped). An
+# array's entry stays until the trace ends (a plain weakref without callback, one per recorded
+# output: no Python callback per dead array, Note [First-call cost]); every read of the array
+# map checks identity (``ref() is a``), which is
+# also what guards the tensor map against a new object reusing a dead one's id before its
+# callback ran. A dead array's entry is a small tuple holding a Value the graph holds anyway.
 class _Entry:
     __slots__ = ("ref", "value", "gen")
 
@@ -215,13 +221,14 @@ class _Entry:
 
 
 _KeyedRef = weakref.KeyedRef
+_ref = weakref.ref
 
 
-def _dropper(d: dict, strong: bool) -> Callable:
+def _dropper(d: dict) -> Callable:
     """A weakref callback removing its key from ``d`` if the entry still holds that ref."""
     def drop(ref: Any) -> None:
         e = d.get(ref.key)
-        if e is not None and (e.ref if strong else e[0]) is ref:
+        if e is not None and e.ref is ref:
             del d[ref.key]
     return drop
 
@@ -245,8 +252,7 @@ class Tracer:
         self.lift = lift
         self.tmap: dict = {}          # id(tensor) -> _Entry
         self.amap: dict = {}          # id(ndarray) -> (weakref to the ndarray, Value)
-        self._tdrop = _dropper(self.tmap, True)
-        self._adrop = _dropper(self.amap, False)
+        self._tdrop = _dropper(self.tmap)
         self.candidates: list = []    # [tensor, Value, snapshot or None] lifted so far
         self.cand_ids: dict = {}      # id(tensor) -> index in candidates
         self.gens: dict = {}          # id(base tensor) -> generation (bumped on each write)
@@ -273,7 +279,7 @@ class Tracer:
     def set_a(self, a: np.ndarray, v: Value) -> None:
         """Map array ``a`` to ``v`` (weakly)."""
         k = id(a)
-        self.amap[k] = (_KeyedRef(a, self._adrop, k), v)
+        self.amap[k] = (_ref(a), v)
 
     def lookup_a(self, a: Any) -> Optional[Value]:
         """The Value of array ``a`` if an op of the trace produced it."""
@@ -390,31 +396,77 @@ class Tracer:
             (op.view and k > 0 and in_values[0].requires_grad)  # a view of a tensor that
         # requires grad does, even made in no_grad mode (Tensor.requires_grad)
         types = [(o.shape, o.dtype, rg_in and o.dtype in _DIFF_DTYPES) for o in outs]
-        return self.graph.insert_op(op, in_values, args, types, num_tensor_inputs=k,
-                                    source=self.source())
+        return self.graph.append_op(op, in_values, tuple(args), types, k, self.source())
+
+    # Note [First-call cost]
+    # A compiled function's first call traces, optimizes and generates code (Note [The tracing
+    # call's result] in api.py), and issue 11 bounds it at a tenth of XLA's compile time for
+    # the same workload. A row-by-row Hessian records ~590 ops, so the cost per recorded op
+    # is the lever (``python bench/jit.py --phases-only`` prints the phases per workload):
+    # * ``record`` looks a tensor up without mapping it again (``_fast_value``: a mapped
+    #   tensor, a view whose base was not written since it was mapped, a tensor wrapping an
+    #   array an op of the trace produced), builds its node inline (``Graph.append_op``: no
+    #   constructor conversions, ``ir._value``) and maps each output array with a plain weak
+    #   reference (Note [The tracer holds nothing alive]).
+    # * ``Graph.copy``/``clone_node`` build nodes and values field by field too.
+    # * CSE keys a flat tuple of ints, bools, strings and None without the recursive walk
+    #   (types stay in the key: ``pow(x, 2)`` and ``pow(x, 2.0)`` are not merged); DCE runs
+    #   without a generator per one-output node; the forward pipeline copies the traced graph
+    #   with CSE applied in one pass (``passes.copy_eliminating_common_subexpressions``: the
+    #   nodes CSE would remove are never cloned) and does not repeat the traced graph's DCE.
+    # What remains per op is the user's line (a walk up the Python stack, ~15 frames inside
+    # the engine), the node and the lookups; tests/test_jit_build_cost.py checks that the
+    # shortcuts give the long ways' graphs.
+    def _fast_value(self, t: Tensor) -> Optional[Value]:
+        """``value_of(t)`` for the common cases, without mapping ``t`` (Note [First-call
+        cost]): ``t`` is mapped already (a view: its base was not written since), or is no
+        view and wraps an array an op of the trace produced, and its ``requires_grad`` is its
+        value's. None: ask ``value_of``."""
+        b = t._base
+        e = self.tmap.get(id(t))
+        if e is not None:
+            if e.ref() is not t or (b is not None and e.gen != self.gens.get(id(b), 0)):
+                return None
+            v = e.value
+        elif b is not None:
+            return None
+        else:
+            a = t._data
+            known = self.amap.get(id(a))
+            if known is None or known[0]() is not a:
+                return None
+            v = known[1]
+        if self.check_requires_grad and (t._requires_grad or (b is not None and
+                                                              b._requires_grad)) \
+                != v.requires_grad:
+            return None
+        return v
 
     def record(self, op: Any, tensors: tuple, arrays: tuple, args: tuple, out: Any) -> Any:
         """The dispatcher's hook: record one op call whose forward returned ``out``."""
-        if op.name in RANDOM_OPS:
-            raise TraceError(f"ndgrad.jit: random op '{op.name}' at {self.source()}: random "
-                             "numbers cannot be traced yet (their samples would be baked into "
-                             "the graph); draw them outside the traced function and pass them "
-                             "as inputs")
-        if op.name in DATA_DEPENDENT_SHAPE_OPS:
-            raise TraceError(f"ndgrad.jit: '{op.name}' at {self.source()} has an output shape "
+        name = op.name
+        if name in _REFUSED:
+            if name in RANDOM_OPS:
+                raise TraceError(f"ndgrad.jit: random op '{name}' at {self.source()}: random "
+                                 "numbers cannot be traced yet (their samples would be baked "
+                                 "into the graph); draw them outside the traced function and "
+                                 "pass them as inputs")
+            raise TraceError(f"ndgrad.jit: '{name}' at {self.source()} has an output shape "
                              "that depends on the input values; a traced graph has static "
                              "shapes")
         self.check_rng()
         if op.num_outputs == 1:
             if type(out) is not np.ndarray:
                 out = np.asarray(out)
-            outs = (out,)
+            outs: tuple = (out,)
         else:
             out = tuple(o if type(o) is np.ndarray else np.asarray(o) for o in out)
             outs = out
         values = []
+        in_rule = self.lift == "constant"
+        na = len(arrays)
         for i, t in enumerate(tensors):
-            if self.lift == "constant" and not self.knows(t) and not _uniform(t._data):
+            if in_rule and not self.knows(t) and not _uniform(t._data):
                 # In a VJP rule: a tensor the rule computed from the data with NumPy would be
                 # baked in; differentiate then runs the rule at run time (OpBackward). One
                 # whose elements are all equal is mostly a Python scalar made a tensor
@@ -422,28 +474,47 @@ class Tracer:
                 # constant, and differentiate's second recording on other values (Note
                 # [Data-independent rules]) finds one that came from the data.
                 _check_not_derived(t, op, self.source())
-            v = self.value_of(t)
-            a = arrays[i] if i < len(arrays) else None
-            if a is not None and a is not t._data:
-                v = self._operand(v, t, a)
+            v = self._fast_value(t)
+            if v is None:
+                v = self.value_of(t)
+            if i < na:
+                a = arrays[i]
+                if a is not t._data and a is not None:
+                    v = self._operand(v, t, a)
             values.append(v)
-        for a in arrays[len(tensors):]:
-            known = self.lookup_a(a)
-            if known is None:
-                self.refuse_derived(a)
-                known = self.graph_constant(a)
-            values.append(known)
+        if na > len(tensors):
+            for a in arrays[len(tensors):]:
+                known = self.lookup_a(a)
+                if known is None:
+                    self.refuse_derived(a)
+                    known = self.graph_constant(a)
+                values.append(known)
         k = len(values)
-        extra: list = []
         self.scratch = False
         if args and not _plain_args(args):
+            extra: list = []
             args = self._lift_args(args, extra, op)
-        node = self._insert(op, values + extra, k, args, outs)
+            values.extend(extra)
+        # _insert, inlined (Note [First-call cost])
+        rg_in = False
+        if _state.enabled and op.differentiable:
+            for j in range(k):
+                if values[j].requires_grad:
+                    rg_in = True
+                    break
+        if not rg_in and op.view and k > 0 and values[0].requires_grad:
+            rg_in = True        # a view of a tensor that requires grad does (Tensor.requires_grad)
+        diff = _DIFF_DTYPES
+        types = [(o.shape, o.dtype, rg_in and o.dtype in diff) for o in outs]
+        node = self.graph.append_op(op, values, args if type(args) is tuple else tuple(args),
+                                    types, k, user_source() if self.source_override is None
+                                    else self.source_override)
         if self.scratch:
             node.attrs["scratch"] = True
             self.scratch = False
-        for o, v in zip(outs, node.outputs()):
-            self.set_a(o, v)
+        amap = self.amap
+        for o, v in zip(outs, node._outputs):
+            amap[id(o)] = (_ref(o), v)
         return out
 
     def _arg_value(self, a: Tensor, op: Any, arrays: dict) -> Value:
