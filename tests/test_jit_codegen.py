@@ -425,3 +425,27 @@ def test_the_blas_thread_count_is_restored_when_generated_code_raises():
         with pytest.raises(ValueError):
             small(np.ones((8, 3)))
         assert blas_threads._find()[0]() == before and blas_threads._depth[0] == 0
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_an_op_with_a_variable_number_of_results_and_one_result_is_unpacked(backend):
+    # split/unbind return a sequence even when the node has one result; a vectorized Hessian
+    # splits its rows into one piece (it crashed on the compiled call: 'tuple' has no reshape)
+    rng = np.random.default_rng(21)
+    x = ndgrad.tensor(rng.standard_normal(6))
+    A = ndgrad.tensor(rng.standard_normal((6, 6)))
+
+    def h(x):
+        return ndgrad.autograd.functional.hessian(
+            lambda x: ndgrad.tanh(A @ x).sum(), x, vectorize=True)
+
+    def parts(x):
+        (a,) = x.split(6)
+        (b,) = x.reshape(1, 6).unbind(0)
+        return a * b
+
+    for fn in (h, parts):
+        compiled = ndgrad.compile(fn, backend=backend)
+        first, second = compiled(x), compiled(x)   # the second call runs the generated code
+        np.testing.assert_allclose(second.numpy(), fn(x).numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(first.numpy(), second.numpy(), rtol=1e-12, atol=1e-14)

@@ -681,9 +681,12 @@ class _Gen:
             self.blas_macs = max(self.blas_macs, _numel(n.output().shape) * max(
                 1, n.inputs()[0].shape[-1] if n.inputs()[0].shape else 1))
         outs = [self.fresh() for _ in n.outputs()]
-        tgt = outs[0] if len(outs) == 1 else ", ".join(outs)
+        # an op with a variable number of results (split, unbind) returns a sequence even
+        # when the node has one result: unpack it
+        tgt = (outs[0] if len(outs) == 1 and n.op.num_outputs == 1
+               else ", ".join(outs) + ("," if len(outs) == 1 else ""))
         src = f"  # {n.op.name}" + (f"  {n.source}" if n.source else "")
-        expr = self.direct(n, ins) if len(outs) == 1 else None
+        expr = self.direct(n, ins) if len(outs) == 1 and n.op.num_outputs == 1 else None
         fresh = inplace = None
         if expr is None:
             fwd = self.bind(n.op.forward, f"{n.op.name}_fwd")
