@@ -42,6 +42,14 @@ CASES = {
     "sum": (reduction.SUM, [(3, 4)], False, lambda x: x.sum()),
     "sum_dim1": (reduction.SUM_DIM, [(2, 3, 4)], False, lambda x: x.sum(1)),
     "sum_dims02": (reduction.SUM_DIM, [(2, 3, 4)], False, lambda x: x.sum((2, 0))),
+    "add": (pointwise.ADD, [(3, 4), (3, 4)], False, lambda x, y: x + y),
+    "add_same": (pointwise.ADD, [(3, 4)], False, lambda x: x + x),
+    "add_bias": (pointwise.ADD, [(3, 4), (4,)], False, lambda x, y: x + y),
+    "add_both_broadcast": (pointwise.ADD, [(3, 1), (2, 1, 4)], False, lambda x, y: x + y),
+    "sub": (pointwise.SUB, [(3, 4), (3, 4)], False, lambda x, y: x - y),
+    "sub_broadcast": (pointwise.SUB, [(1, 4), (3, 1)], False, lambda x, y: x - y),
+    "add_scalar": (pointwise.ADD_S, [(3, 4)], False, lambda x: x + 2.5),
+    "sub_scalar": (pointwise.SUB_S, [(3, 4)], False, lambda x: x - 2.5),
     "tanh_backward": (pointwise.TANH_BACKWARD, [(3, 4), (3, 4)], False,
                       lambda g, r: pointwise.tanh_backward(g, r)),
 }
@@ -129,3 +137,41 @@ def test_raw_rule_checks_saved_values():
     z.backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         z.backward()
+
+
+def test_raw_add_alpha_falls_back(count_raw):
+    spy, calls = count_raw
+    spy(pointwise.ADD)
+    spy(pointwise.SUB)
+    x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = ndgrad.tensor([3.0], requires_grad=True)
+    (ndgrad.add(x, y, alpha=2.0) * 3).sum().backward()
+    (ndgrad.sub(x, y, alpha=0.5) * 3).sum().backward()
+    assert calls[pointwise.ADD] == 1 and calls[pointwise.SUB] == 1     # declined: Tensor rule
+    assert x.grad.tolist() == [6.0, 6.0] and y.grad.tolist() == [9.0]   # 12 - 3
+
+
+def test_raw_pass_through_keeps_gradients_apart():
+    # add's raw rule hands the incoming gradient on to both operands, as the Tensor rule does:
+    # the first leaf gets a copy (the gradient is still held for the second), the second may
+    # steal it; the two .grad never share memory, so accumulating into one leaves the other
+    a = ndgrad.tensor(_arr((4,), np.float32), requires_grad=True)
+    b = ndgrad.tensor(_arr((4,), np.float32), requires_grad=True)
+    w = ndgrad.tensor(_arr((4,), np.float32))
+    ((a + b) * w).sum().backward()
+    ga, gb = a.grad.numpy(), b.grad.numpy()
+    assert not np.shares_memory(ga, gb)
+    np.testing.assert_array_equal(ga, w.numpy())
+    np.testing.assert_array_equal(gb, w.numpy())
+    before = gb.copy()
+    (a * 2.0).sum().backward()
+    np.testing.assert_array_equal(b.grad.numpy(), before)
+    np.testing.assert_array_equal(a.grad.numpy(), w.numpy() + 2)
+    # a hook that keeps the passed-through gradient sees it unchanged by later accumulation
+    seen = []
+    c = ndgrad.tensor(_arr((4,), np.float32), requires_grad=True)
+    c.register_hook(lambda g: seen.append(g))
+    ((c + 1.0) * w).sum().backward()
+    ((c + 1.0) * w).sum().backward()
+    np.testing.assert_array_equal(seen[0].numpy(), w.numpy())
+    np.testing.assert_array_equal(c.grad.numpy(), 2 * w.numpy())

@@ -174,10 +174,14 @@ class Op:
 # saved tensor hooks sends the node to the Tensor rule (its unpack hook runs once). Anything
 # else runs the Tensor rule, which stays the definition (create_graph, jit, vmap): the raw rule
 # computes the same values with the same NumPy calls, may reuse temporaries it made (``out=``)
-# but never writes into ``g`` or a saved array, and never returns ``g`` itself (the engine and
-# AccumulateGrad treat every returned array as new: a gradient passed through unchanged stays
-# the Tensor rule's job, as add's) nor a view of it where the Tensor rule returns no view (sum's
-# broadcast view stands for its ``expand``).
+# but never writes into ``g`` or a saved array. Returning ``g`` itself (the very array) passes
+# the gradient through: the node then returns the incoming Tensor object, as the Tensor rule
+# of add does, so AccumulateGrad's steal test (the Tensor's reference count, Note
+# [AccumulateGrad: steal, clone or add]) sees every holder; any other array is wrapped in a new
+# Tensor, so it must be new: never a fresh wrapper around ``g``'s array, nor a view of ``g``
+# where the Tensor rule returns no view (sum's broadcast view stands for its ``expand``). Two
+# outputs that meet in one input buffer may be summed by the rule itself (``x * x``: the sum
+# on one edge, None on the other), which is what the engine's buffer would hold.
 _RAW_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _op_node_apply = OpNode.apply
 
@@ -210,7 +214,9 @@ def _raw_apply(self: Any, grads: list) -> tuple:
     op = self._op
     out = op.raw(self, d, vals)
     if out.__class__ is tuple:
-        res = tuple([None if o is None else _wrap(o) for o in out])
+        res = tuple([None if o is None else g if o is d else _wrap(o) for o in out])
+    elif out is d:
+        res = (g,)
     else:
         if out.__class__ is not _ndarray:
             if out is NotImplemented:        # the rule declined: the Tensor rule runs

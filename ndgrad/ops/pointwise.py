@@ -152,14 +152,56 @@ def _add_jvp(ctx, ta, tb, sign=1):
     return ta if tb is None else ta + tb
 
 
+def _sum_to_array(g: np.ndarray, shape: tuple) -> np.ndarray:
+    """``g`` summed down to the broadcast input's ``shape``, with the NumPy call the engine's
+    ``_fix_gradient`` makes (``sum_to_checked``): bit for bit its result."""
+    gs = g.shape
+    if gs == shape:
+        return g
+    lead = len(gs) - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and gs[lead + i] != 1)
+    return np.add.reduce(g, axis=dims, keepdims=True).reshape(shape)
+
+
+def _add_raw(ctx, g, saved):
+    # _add_vjp on arrays: ``g`` passes through (Note [Raw backward rules]: returning ``g``
+    # itself hands on the incoming Tensor, as the Tensor rule does); a broadcast operand gets
+    # the sum the engine would make, here without a dispatch.
+    if ctx._args and ctx._args[0] != 1:
+        return NotImplemented
+    meta = ctx._input_meta
+    gs = g.shape
+    s0, s1 = meta[0][0], meta[1][0]
+    if s0 == gs and s1 == gs:
+        return g, g
+    return (_sum_to_array(g, s0) if ctx.needs_input_grad(0) else None,
+            _sum_to_array(g, s1) if ctx.needs_input_grad(1) else None)
+
+
+def _sub_raw(ctx, g, saved):
+    # _sub_vjp on arrays: ``g`` and ``-g`` (only when ``other`` needs it), then as _add_raw.
+    if ctx._args and ctx._args[0] != 1:
+        return NotImplemented
+    meta = ctx._input_meta
+    return (_sum_to_array(g, meta[0][0]) if ctx.needs_input_grad(0) else None,
+            _sum_to_array(np.negative(g), meta[1][0]) if ctx.needs_input_grad(1) else None)
+
+
+def _pass_raw(ctx, g, saved):
+    return g
+
+
 ADD = Op("add", "AddBackward0", _add_fwd, _add_vjp, inputs=("self", "other"), args=("alpha",),
-         jvp=_add_jvp)
+         jvp=_add_jvp, raw=_add_raw)
 ADD_S = Op("add", "AddBackward0", _add_s_fwd,
-           lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t)
+           lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t,
+           raw=_pass_raw)
 SUB = Op("sub", "SubBackward0", _sub_fwd, _sub_vjp, inputs=("self", "other"), args=("alpha",),
-         jvp=lambda ctx, ta, tb: _add_jvp(ctx, ta, tb, -1))
+         jvp=lambda ctx, ta, tb: _add_jvp(ctx, ta, tb, -1), raw=_sub_raw)
 SUB_S = Op("sub", "SubBackward0", _sub_s_fwd,
-           lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t)
+           lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t,
+           raw=_pass_raw)
 RSUB_S = Op("rsub", "RsubBackward1", _rsub_s_fwd,
             lambda ctx, g: -g if ctx._args[1] == 1 else g * (-ctx._args[1]),
             args=("other", "alpha"),
@@ -179,9 +221,10 @@ def _mul_raw(ctx, g, saved):
         edges = ctx.next_functions
         if edges[0] == edges[1]:
             # ``x * x``: both gradients are g * x and meet in one input buffer, where the engine
-            # sums them into a new array; one product serves both (one pass fewer)
+            # would sum them (``t + t``, a new array); one product serves both and the sum is
+            # made here, in place, with nothing on the second edge (the buffer holds the same)
             t = _mul(g, a)
-            return t, t
+            return np.add(t, t, out=t), None
     return (_mul(g, b) if n0 else None, _mul(g, a) if n1 else None)
 
 
