@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import ndgrad
 from ndgrad.autograd.graph import saved_tensors_hooks
@@ -36,6 +37,9 @@ CASES = {
     "div": (pointwise.DIV, [(3, 4), (3, 1)], True, lambda x, y: x / y),
     "div_scalar": (pointwise.DIV_S, [(3, 4)], False, lambda x: x / 3.0),
     "mm": (linalg.MM, [(3, 4), (4, 5)], False, lambda x, y: x @ y),
+    # Note [Gradient layout of mm]: transposed operands' gradients are computed transposed
+    "mm_t_other": (linalg.MM, [(3, 4), (5, 4)], False, lambda x, y: x @ y.t()),
+    "mm_t_self": (linalg.MM, [(4, 3), (4, 5)], False, lambda x, y: x.t() @ y),
     "mean": (reduction.MEAN, [(3, 4)], False, lambda x: x.mean()),
     "mean_dim1": (reduction.MEAN_DIM, [(3, 4)], False, lambda x: x.mean(1)),
     "mean_keepdim": (reduction.MEAN_DIM, [(2, 3, 4)], False, lambda x: x.mean((0, 2), True)),
@@ -175,3 +179,25 @@ def test_raw_pass_through_keeps_gradients_apart():
     ((c + 1.0) * w).sum().backward()
     np.testing.assert_array_equal(seen[0].numpy(), w.numpy())
     np.testing.assert_array_equal(c.grad.numpy(), 2 * w.numpy())
+
+
+def test_mm_gradient_of_transposed_operand_is_row_major():
+    # Note [Gradient layout of mm]: W.t()'s gradient comes out column-major, so W's is
+    # row-major, as in PyTorch (and then sums with W's other gradient in order)
+    for dt in (np.float64, np.float32):
+        w = ndgrad.tensor(_arr((4, 5), dt), requires_grad=True)
+        x = ndgrad.tensor(_arr((3, 4), dt), requires_grad=True)
+        y = ndgrad.tensor(_arr((3, 5), dt), requires_grad=True)
+        seen = []
+        wt = w.t()
+        wt.register_hook(lambda g, seen=seen: seen.append(g.is_contiguous()))
+        out = (y @ wt).sum() + (x @ w).sum()
+        out.backward()
+        assert seen == [False] and w.grad.is_contiguous()
+        tw = torch.tensor(w.detach().numpy(), requires_grad=True)
+        tx, ty = torch.tensor(x.detach().numpy()), torch.tensor(y.detach().numpy())
+        twt = tw.t()
+        twt.register_hook(lambda g, seen=seen: seen.append(g.is_contiguous()))
+        ((ty @ twt).sum() + (tx @ tw).sum()).backward()
+        assert seen == [False, False]
+        np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5)
