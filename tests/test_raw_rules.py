@@ -201,3 +201,66 @@ def test_mm_gradient_of_transposed_operand_is_row_major():
         ((ty @ twt).sum() + (tx @ tw).sum()).backward()
         assert seen == [False, False]
         np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5)
+
+
+def _relu_into_spy(monkeypatch):
+    calls = []
+    inner = pointwise.RELU.raw_into
+
+    def spy(ctx, g, saved):
+        calls.append(1)
+        return inner(ctx, g, saved)
+    monkeypatch.setattr(pointwise.RELU, "raw_into", spy)
+    return calls
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_raw_into_writes_only_gradients_nobody_holds(dtype, monkeypatch):
+    calls = _relu_into_spy(monkeypatch)
+    a = _arr((3, 4), dtype)
+    a[0, :2] = 0.0                    # relu's kink and a NaN gradient under the mask
+    w = _arr((3, 4), dtype)
+    w[0, 0] = np.nan
+    wt = ndgrad.tensor(w)
+
+    def run(create_graph=False, hook=None):
+        x = ndgrad.tensor(a, requires_grad=True)
+        y = x * 1.0
+        r = y.relu()
+        if hook is not None:
+            hook(r)
+        (ndgrad.autograd.backward if not create_graph else
+         lambda o: o.backward(create_graph=True))((r * wt).sum())
+        return x.grad.detach().numpy(), r
+
+    want, _ = run(create_graph=True)              # the Tensor rule
+    assert not calls
+    got, _ = run()                                # written into the mul's fresh gradient
+    assert calls == [1] and got.tobytes() == want.tobytes()
+    # a hook that keeps the incoming gradient: it is not written into
+    kept = []
+    calls.clear()
+    got, _ = run(hook=lambda r: r.register_hook(lambda g: kept.append(g)))
+    assert not calls and got.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(kept[0].numpy(), w)
+    # a retained gradient is a copy (as PyTorch's): the write does not reach it
+    got, r = run(hook=lambda r: r.retain_grad())
+    assert got.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(r.grad.numpy(), w)
+    # a gradient given by the caller (the root's seed) is never written
+    x = ndgrad.tensor(a, requires_grad=True)
+    seed = ndgrad.tensor(w.copy())
+    calls.clear()
+    (x * 1.0).relu().backward(seed)
+    assert not calls
+    np.testing.assert_array_equal(seed.numpy(), w)
+    assert x.grad.numpy().tobytes() == want.tobytes()
+    # captured by autograd.grad as the gradient of an intermediate: not written either
+    x = ndgrad.tensor(a, requires_grad=True)
+    y = x * 1.0
+    r = y.relu()
+    calls.clear()
+    gr, gx = ndgrad.autograd.grad((r * wt).sum(), [r, x])
+    np.testing.assert_array_equal(gr.numpy(), w)
+    assert gx.numpy().tobytes() == want.tobytes()

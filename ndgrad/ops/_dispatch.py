@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any, Callable, Optional, Sequence
 
@@ -109,19 +110,22 @@ class Op:
             backward (Note [Raw backward rules]): ``g`` the output's gradient array, ``saved``
             the saved values unpacked to arrays. Single-output ops only; it must compute what
             ``vjp`` computes, bit for bit, and never write into ``g`` or a saved array.
+        raw_into: the same rule, allowed to write its result into ``g`` and return ``g``: run
+            instead of ``raw`` when nothing but the engine holds the gradient (Note [Raw
+            backward rules]).
     """
 
     __slots__ = ("save_if", "name", "node_name", "forward", "vjp", "jvp", "saved_names",
                  "save_idx",
                  "inputs", "arg_names", "view", "num_outputs", "pad", "differentiable",
-                 "node_cls", "pad_edges", "pad_meta", "raw", "save_pairs")
+                 "node_cls", "pad_edges", "pad_meta", "raw", "save_pairs", "raw_into")
 
     def __init__(self, name: str, node: str, forward: Callable, vjp: Optional[Callable] = None,
                  *, saves: Sequence[str] = (), inputs: Sequence[str] = ("self",),
                  args: Sequence[str] = (), jvp: Optional[Callable] = None, view: bool = False,
                  num_outputs: int = 1, pad: int = 0, differentiable: bool = True,
                  full_name: Optional[str] = None, save_if: Optional[Sequence] = None,
-                 raw: Optional[Callable] = None) -> None:
+                 raw: Optional[Callable] = None, raw_into: Optional[Callable] = None) -> None:
         self.name = name
         self.node_name = node
         self.forward = forward
@@ -151,6 +155,7 @@ class Op:
         self.pad_meta = (None,) * pad
         self.differentiable = differentiable and vjp is not None
         self.raw = raw
+        self.raw_into = raw_into
         attrs = {"_op": self, "__module__": "ndgrad.autograd"}
         if raw is not None:
             attrs["apply"] = _raw_apply
@@ -182,7 +187,22 @@ class Op:
 # where the Tensor rule returns no view (sum's broadcast view stands for its ``expand``). Two
 # outputs that meet in one input buffer may be summed by the rule itself (``x * x``: the sum
 # on one edge, None on the other), which is what the engine's buffer would hold.
+#
+# A rule may also come as ``raw_into``, which writes its result into ``g``'s array and returns
+# it (relu's backward: a 4 MB gradient of mlp_large masked where it lies, no new array). It
+# runs when nothing but the engine can reach that array: the Tensor ``g`` is referenced only by
+# the engine's input list (a hook that kept it, a retained or captured gradient, a post hook's
+# copy of the inputs, the root's seed all add references), its array only by that Tensor, and
+# the array owns its memory (no view whose base someone else holds) and is writeable. This is
+# AccumulateGrad's steal test (Note [AccumulateGrad: steal, clone or add]) applied to the
+# array as well.
 _RAW_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_getrefcount = sys.getrefcount
+# References when only the engine holds the gradient: the engine's input list, the local name
+# here and getrefcount's argument (the Tensor); the Tensor's ``_data``, the local name and the
+# argument (the array).
+_G_REFS = 3
+_D_REFS = 3
 _op_node_apply = OpNode.apply
 
 
@@ -212,7 +232,11 @@ def _raw_apply(self: Any, grads: list) -> tuple:
     else:
         vals = ()
     op = self._op
-    out = op.raw(self, d, vals)
+    if (op.raw_into is not None and _getrefcount(g) <= _G_REFS and _getrefcount(d) <= _D_REFS
+            and d.base is None and d.flags.writeable):
+        out = op.raw_into(self, d, vals)
+    else:
+        out = op.raw(self, d, vals)
     if out.__class__ is tuple:
         res = tuple([None if o is None else g if o is d else _wrap(o) for o in out])
     elif out is d:

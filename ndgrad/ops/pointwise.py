@@ -823,10 +823,23 @@ def threshold_backward(grad_output: Tensor, output: Tensor) -> Tensor:
     return apply(THRESHOLD_BACKWARD, (grad_output, output), promote_pair(grad_output, output))
 
 
+def _relu_raw_into(ctx, g, saved):
+    # _threshold_backward_fwd's float branch written into ``g`` (Note [Raw backward rules]:
+    # ``g`` is the engine's alone); the int8 mask is negated in place too
+    r = saved[0]
+    m = np.greater(r, 0).view(np.int8)
+    gi = g.view(_INT_OF[g.dtype])
+    np.bitwise_and(gi, np.negative(m, out=m), out=gi)
+    return g
+
+
+_INT_OF = {np.dtype(np.float32): np.dtype(np.int32), np.dtype(np.float64): np.dtype(np.int64)}
+
+
 RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
           lambda ctx, g: threshold_backward(g, ctx.saved[0]), saves=("result",),
           jvp=lambda ctx, t: threshold_backward(t, ctx.result),
-          raw=lambda ctx, g, s: _threshold_backward_fwd(g, s[0]))
+          raw=lambda ctx, g, s: _threshold_backward_fwd(g, s[0]), raw_into=_relu_raw_into)
 
 
 def _abs_vjp(ctx, g):
