@@ -203,21 +203,23 @@ def test_mm_gradient_of_transposed_operand_is_row_major():
         np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5)
 
 
-def _relu_into_spy(monkeypatch):
+def _into_spy(monkeypatch, op):
     calls = []
-    inner = pointwise.RELU.raw_into
+    inner = op.raw_into
 
     def spy(ctx, g, saved):
         calls.append(1)
         return inner(ctx, g, saved)
-    monkeypatch.setattr(pointwise.RELU, "raw_into", spy)
+    monkeypatch.setattr(op, "raw_into", spy)
     return calls
 
 
 @pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_raw_into_writes_only_gradients_nobody_holds(dtype, monkeypatch):
-    calls = _relu_into_spy(monkeypatch)
+@pytest.mark.parametrize("name", ["relu", "tanh"])
+def test_raw_into_writes_only_gradients_nobody_holds(name, dtype, monkeypatch):
+    op = {"relu": pointwise.RELU, "tanh": pointwise.TANH}[name]
+    calls = _into_spy(monkeypatch, op)
     a = _arr((3, 4), dtype)
     a[0, :2] = 0.0                    # relu's kink and a NaN gradient under the mask
     w = _arr((3, 4), dtype)
@@ -227,7 +229,7 @@ def test_raw_into_writes_only_gradients_nobody_holds(dtype, monkeypatch):
     def run(create_graph=False, hook=None):
         x = ndgrad.tensor(a, requires_grad=True)
         y = x * 1.0
-        r = y.relu()
+        r = getattr(y, name)()
         if hook is not None:
             hook(r)
         (ndgrad.autograd.backward if not create_graph else
@@ -252,14 +254,14 @@ def test_raw_into_writes_only_gradients_nobody_holds(dtype, monkeypatch):
     x = ndgrad.tensor(a, requires_grad=True)
     seed = ndgrad.tensor(w.copy())
     calls.clear()
-    (x * 1.0).relu().backward(seed)
+    getattr(x * 1.0, name)().backward(seed)
     assert not calls
     np.testing.assert_array_equal(seed.numpy(), w)
     assert x.grad.numpy().tobytes() == want.tobytes()
     # captured by autograd.grad as the gradient of an intermediate: not written either
     x = ndgrad.tensor(a, requires_grad=True)
     y = x * 1.0
-    r = y.relu()
+    r = getattr(y, name)()
     calls.clear()
     gr, gx = ndgrad.autograd.grad((r * wt).sum(), [r, x])
     np.testing.assert_array_equal(gr.numpy(), w)

@@ -159,6 +159,9 @@ def _sum_to_array(g: np.ndarray, shape: tuple) -> np.ndarray:
     if gs == shape:
         return g
     lead = len(gs) - len(shape)
+    if gs[lead:] == shape:
+        # leading dimensions only (a bias): the same reduction without keepdims and reshape
+        return np.add.reduce(g, axis=tuple(range(lead)))
     dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
                                       if s == 1 and gs[lead + i] != 1)
     return np.add.reduce(g, axis=dims, keepdims=True).reshape(shape)
@@ -762,10 +765,19 @@ def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
     return apply(SIGMOID_BACKWARD, (grad_output, output), promote_pair(grad_output, output))
 
 
+def _tanh_raw_into(ctx, g, saved):
+    # _tanh_backward_fwd's real branch, the product written into ``g`` (Note [Raw backward
+    # rules]) and the temporary reused
+    r = saved[0]
+    t = _mul(r, r)
+    np.subtract(_s(r, 1), t, out=t)
+    return _mul(g, t, out=g)
+
+
 TANH = Op("tanh", "TanhBackward0", np.tanh,
           lambda ctx, g: tanh_backward(g, ctx.saved[0]), saves=("result",),
           jvp=lambda ctx, t: tanh_backward(t, ctx.result),
-          raw=lambda ctx, g, s: _tanh_backward_fwd(g, s[0]))
+          raw=lambda ctx, g, s: _tanh_backward_fwd(g, s[0]), raw_into=_tanh_raw_into)
 SQRT = Op("sqrt", "SqrtBackward0", np.sqrt,
           lambda ctx, g: g / _c(2 * ctx.saved[0]), saves=("result",),
           jvp=lambda ctx, t: t / (2 * ctx.result),
