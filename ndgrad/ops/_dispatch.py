@@ -294,22 +294,36 @@ _trace_inplace: Any = None
 # Note [Per-op cost]
 # The budget of one small op, ``sin`` of a (16,) float32 tensor that requires grad, and of its
 # backward node, in ns (``python bench/per_op_cost.py``: minimum of short rounds in 3 fresh
-# processes, on this project's 2-core VM, heavily loaded by other jobs (load average ~12),
-# 2026-11-27; the previous budget, same script, in brackets):
+# processes, on this project's 2-core VM, heavily loaded by other jobs (load average ~9),
+# 2026-11-27, session 20; session 19's budget, same script, in brackets):
 #
-#   forward   NumPy kernel np.sin                                      245   (240)
-#             apply: flags, forward call, wrap (no grad)               365   (440)
-#             op function (dtype check) + signature wrapper            130   (120)
-#             recording: node, edges, input metadata                   455   (740)
-#             saving one tensor (SavedTensor)                          145   (165)
-#   backward  raw rule on arrays: np.cos, np.multiply                  550   (2200: the
-#             node around it: checks, unpack, wrap (*)                 775    Tensor rule)
-#             engine per node: count, validate, buffer, schedule       725   (925)
-#             AccumulateGrad, first gradient stolen                    665   (1700 **)
-#   create_graph: the Tensor rule recording its two ops              +2550 (over the raw rule)
+#   forward   NumPy kernel np.sin                                      238   (245)
+#             apply: flags, forward call, wrap (no grad)               373   (365)
+#             op function (dtype check) + signature wrapper            129   (130)
+#             recording: node, edges, input metadata                   449   (455)
+#             saving one tensor (SavedTensor)                          148   (145)
+#   backward  raw rule on arrays: np.cos, np.multiply                  548   (550)
+#             the node around it: checks, unpack, wrap (*)             783   (775)
+#             engine per node: count, validate, buffer, schedule       802   (725)
+#             AccumulateGrad, first gradient stolen                    674   (665)
+#             implicit seed of ``loss.backward()`` (0-d ones)          ~200  (1375: ones_like)
+#   create_graph: the Tensor rule recording its two ops              +2565 (+2550)
 #
-# (*) includes ~250 of the measurement's own grad-mode switch and list. (**) the old figure
-# was a clone: the script measured it with grad mode on; the engine steals with grad mode off.
+# (*) includes ~250 of the measurement's own grad-mode switch and list. The one-op budget is
+# unchanged within noise; session 20 cut what a network's step adds around it. Where the time
+# of a step goes (single thread, CPU time of the process, loaded machine): mlp_small 196 µs, of
+# which 58 are its 8 GEMMs (211 and 60 before); double_backward 429 µs, of which 252 are its 6
+# GEMMs, as many as PyTorch's (449 and 252). The cuts: raw rules for add and sub (a bias's
+# gradient summed in the rule, no dispatch) and for adding or subtracting a scalar; a raw rule
+# may pass ``g`` through (the node hands on the same Tensor) and may come as ``raw_into``,
+# written into a gradient only the engine holds (relu's and tanh's backward: no new array);
+# ``x * x`` sums its two gradients in place; mean's backward divides before it broadcasts;
+# leaves' AccumulateGrad nodes run as soon as their producer has handed on its outputs, so an
+# MLP's backward is a chain with no heap; mm's gradient of a column-major operand (``W.t()``)
+# comes out column-major, as PyTorch's (Note [Gradient layout of mm] in ops/linalg.py), so a
+# gradient penalty's two gradients of W sum in order (the mixed-layout sum was ~14 µs); glibc's
+# malloc thresholds are set when the op table loads (Note [Kernel workspace]): mlp_large's
+# step faulted ~2900 fresh pages in (4 KB each, 2-8 ms of system time) and now ~10.
 # An elementwise op's forward plus backward is thus ~3.5-4 µs, of which ~0.8 µs is NumPy;
 # PyTorch spends ~4.6 µs on the same (the shared bench's chain). What keeps it there: one plain
 # module flag per instrumentation (Note [Instrumentation flags]); the forward called without
@@ -326,8 +340,10 @@ _trace_inplace: Any = None
 # gradient penalty; add/sub skip the other operand's), a full sum's backward as one expand (no
 # unsqueezes, no argument checks), mv's backward as one mv, Jacobian rows seeded one-hot with
 # the graph analysis shared by all rows (autograd/functional.py, ``run_backward``'s plan).
-# Where the rest goes: Python calls (~50-100 ns each; a recorded op is ~20 of them), Tensor and
-# node instance dicts, the thread-local grad mode read on every op.
+# Where the rest goes: Python calls (~50-100 ns each; a recorded op is ~20 of them, mlp_small's
+# step ~570), Tensor and node instance dicts, the thread-local grad mode read on every op, and
+# the cyclic garbage collector (the live graph of each step is promoted through the
+# generations; ~2-3% of mlp_small's step).
 def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     """Run ``op`` on ``tensors`` (whose data, possibly cast, is ``arrays``) and record it."""
     if _BATCHING:
