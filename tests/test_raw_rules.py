@@ -47,6 +47,10 @@ CASES = {
     "sum_dim1": (reduction.SUM_DIM, [(2, 3, 4)], False, lambda x: x.sum(1)),
     "sum_dims02": (reduction.SUM_DIM, [(2, 3, 4)], False, lambda x: x.sum((2, 0))),
     "add": (pointwise.ADD, [(3, 4), (3, 4)], False, lambda x, y: x + y),
+    "square_0d": (pointwise.MUL, [()], False, lambda x: x * x),
+    "add_0d": (pointwise.ADD, [(), (3,)], False, lambda x, y: x + y),
+    "tanh_0d": (pointwise.TANH, [()], False, lambda x: x.tanh()),
+    "relu_0d": (pointwise.RELU, [()], False, lambda x: x.relu()),
     "add_same": (pointwise.ADD, [(3, 4)], False, lambda x: x + x),
     "add_bias": (pointwise.ADD, [(3, 4), (4,)], False, lambda x, y: x + y),
     "add_both_broadcast": (pointwise.ADD, [(3, 1), (2, 1, 4)], False, lambda x, y: x + y),
@@ -266,3 +270,17 @@ def test_raw_into_writes_only_gradients_nobody_holds(name, dtype, monkeypatch):
     gr, gx = ndgrad.autograd.grad((r * wt).sum(), [r, x])
     np.testing.assert_array_equal(gr.numpy(), w)
     assert gx.numpy().tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("name", ["relu", "tanh", "square"])
+def test_raw_rules_on_0d_gradients_owned_by_the_engine(name):
+    # 0-d arrays: NumPy returns scalars from ufuncs, so the in-place forms fall back
+    for dt in (np.float32, np.float64):
+        got = []
+        for create_graph in (False, True):
+            x = ndgrad.tensor(np.asarray(0.7, dt), requires_grad=True)
+            y = x * 1.0
+            r = y * y if name == "square" else getattr(y, name)()
+            (gx,) = ndgrad.autograd.grad(r * 2.0, [x], create_graph=create_graph)
+            got.append(gx.detach().numpy())
+        assert got[0].dtype == dt and got[0].tobytes() == got[1].tobytes()

@@ -227,7 +227,7 @@ def _mul_raw(ctx, g, saved):
             # would sum them (``t + t``, a new array); one product serves both and the sum is
             # made here, in place, with nothing on the second edge (the buffer holds the same)
             t = _mul(g, a)
-            return np.add(t, t, out=t), None
+            return (np.add(t, t, out=t) if t.__class__ is _ndarray else t + t), None
     return (_mul(g, b) if n0 else None, _mul(g, a) if n1 else None)
 
 
@@ -769,6 +769,8 @@ def _tanh_raw_into(ctx, g, saved):
     # _tanh_backward_fwd's real branch, the product written into ``g`` (Note [Raw backward
     # rules]) and the temporary reused
     r = saved[0]
+    if not r.ndim:
+        return _tanh_backward_fwd(g, r)      # 0-d: NumPy gives scalars, no ``out=``
     t = _mul(r, r)
     np.subtract(_s(r, 1), t, out=t)
     return _mul(g, t, out=g)
@@ -839,6 +841,8 @@ def _relu_raw_into(ctx, g, saved):
     # _threshold_backward_fwd's float branch written into ``g`` (Note [Raw backward rules]:
     # ``g`` is the engine's alone); the int8 mask is negated in place too
     r = saved[0]
+    if not r.ndim:
+        return _threshold_backward_fwd(g, r)  # 0-d: NumPy gives scalars, no ``out=``
     m = np.greater(r, 0).view(np.int8)
     gi = g.view(_INT_OF[g.dtype])
     np.bitwise_and(gi, np.negative(m, out=m), out=gi)
