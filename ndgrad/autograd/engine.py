@@ -238,7 +238,7 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
     direct = None
     # Leaves (AccumulateGrad without hooks) that became ready while a node's outputs were
     # handed on: run right after that, in order, without the heap (Note [Engine fast loop]).
-    leaves: list = []
+    leaves = []
     fast_leaves = needed is None and not general
     while ready or direct is not None:
         if direct is not None:
