@@ -139,6 +139,7 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--md", help="also write the harness's full markdown report here")
+    ap.add_argument("--json", help="also keep the harness's raw results (JSON) here")
     args = ap.parse_args(argv)
     harness = find_harness(args.harness)
     others = tuple(b for b in dict.fromkeys(args.backends.split(","))
@@ -159,6 +160,9 @@ def main(argv: list | None = None) -> int:
             return proc.returncode or 1
         with open(out) as f:
             data = json.load(f)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(data, f)
     print(f"ndgrad ({ROOT}) against torch, {data['date']}, threads={args.threads}, "
           f"one process per cell; ratio = ndgrad / torch (lower is better)\n")
     print(ratio_table(data, harness, others))
