@@ -284,3 +284,23 @@ def test_raw_rules_on_0d_gradients_owned_by_the_engine(name):
             (gx,) = ndgrad.autograd.grad(r * 2.0, [x], create_graph=create_graph)
             got.append(gx.detach().numpy())
         assert got[0].dtype == dt and got[0].tobytes() == got[1].tobytes()
+
+
+@pytest.mark.parametrize("name", ["square", "add_bias", "sub_broadcast"])
+def test_node_post_hooks_see_the_tensor_rules_gradients(name):
+    # raw rules that merge (x * x) or reduce (a broadcast operand of add/sub) what they return
+    # give a node's post hook the Tensor rule's gradients instead
+    op, shapes, positive, fn = CASES[name]
+    arrays = [_arr(s, np.float64, positive) for s in shapes]
+    seen = {}
+    for create_graph in (False, True):
+        xs = [ndgrad.tensor(a, requires_grad=True) for a in arrays]
+        out = fn(*xs)
+
+        def hook(gi, go, k=create_graph):
+            seen[k] = [g.detach().numpy().copy() for g in gi if g is not None]
+        out.grad_fn.register_hook(hook)
+        ndgrad.autograd.grad((out * 1.5).sum(), xs, create_graph=create_graph)
+    assert len(seen[False]) == len(seen[True]) == 2
+    for a, b in zip(seen[False], seen[True]):
+        assert a.shape == b.shape and a.tobytes() == b.tobytes()

@@ -178,6 +178,8 @@ def _add_raw(ctx, g, saved):
     s0, s1 = meta[0][0], meta[1][0]
     if s0 == gs and s1 == gs:
         return g, g
+    if ctx._post_hooks:
+        return NotImplemented      # a post hook sees the Tensor rule's unreduced gradients
     return (_sum_to_array(g, s0) if ctx.needs_input_grad(0) else None,
             _sum_to_array(g, s1) if ctx.needs_input_grad(1) else None)
 
@@ -187,6 +189,8 @@ def _sub_raw(ctx, g, saved):
     if ctx._args and ctx._args[0] != 1:
         return NotImplemented
     meta = ctx._input_meta
+    if ctx._post_hooks and (meta[0][0] != g.shape or meta[1][0] != g.shape):
+        return NotImplemented      # as in _add_raw
     return (_sum_to_array(g, meta[0][0]) if ctx.needs_input_grad(0) else None,
             _sum_to_array(np.negative(g), meta[1][0]) if ctx.needs_input_grad(1) else None)
 
@@ -225,8 +229,11 @@ def _mul_raw(ctx, g, saved):
         if edges[0] == edges[1]:
             # ``x * x``: both gradients are g * x and meet in one input buffer, where the engine
             # would sum them (``t + t``, a new array); one product serves both and the sum is
-            # made here, in place, with nothing on the second edge (the buffer holds the same)
+            # made here, in place, with nothing on the second edge (the buffer holds the same),
+            # unless a post hook of the node would see the two gradients
             t = _mul(g, a)
+            if ctx._post_hooks:
+                return t, t
             return (np.add(t, t, out=t) if t.__class__ is _ndarray else t + t), None
     return (_mul(g, b) if n0 else None, _mul(g, a) if n1 else None)
 
