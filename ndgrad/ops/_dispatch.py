@@ -203,6 +203,8 @@ _getrefcount = sys.getrefcount
 # argument (the array).
 _G_REFS = 3
 _D_REFS = 3
+# Below this many elements ``out=`` costs more than the allocation it saves (as _mul_into's).
+_INTO_MIN_SIZE = 16384
 _op_node_apply = OpNode.apply
 
 
@@ -232,8 +234,8 @@ def _raw_apply(self: Any, grads: list) -> tuple:
     else:
         vals = ()
     op = self._op
-    if (op.raw_into is not None and _getrefcount(g) <= _G_REFS and _getrefcount(d) <= _D_REFS
-            and d.base is None and d.flags.writeable):
+    if (op.raw_into is not None and d.size >= _INTO_MIN_SIZE and _getrefcount(g) <= _G_REFS
+            and _getrefcount(d) <= _D_REFS and d.base is None and d.flags.writeable):
         out = op.raw_into(self, d, vals)
     else:
         out = op.raw(self, d, vals)
