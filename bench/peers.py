@@ -12,6 +12,7 @@ Usage::
 
     python bench/peers.py                               # the seven workloads of issue 12
     python bench/peers.py --workloads chain,mlp_small   # a subset
+    python bench/peers.py --backends torch,ndgrad,mygrad  # MyGrad's columns too (mlp_large)
     python bench/peers.py --harness /path/to/shared/bench/peers.py --threads 2 --md out.md
 
 The machine's load moves single cells by up to 1.5x between runs: compare ratios of one run,
@@ -48,8 +49,9 @@ def find_harness(given: str | None) -> str:
                      "NDGRAD_PEERS")
 
 
-def ratio_table(data: dict, harness: str) -> str:
-    """Markdown table of ndgrad / torch per workload and run from the harness's JSON."""
+def ratio_table(data: dict, harness: str, others: tuple = ()) -> str:
+    """Markdown table of ndgrad / torch per workload and run from the harness's JSON; per
+    backend of ``others`` (``mygrad``) two more columns: its median (min) and ndgrad / it."""
     sys.path.insert(0, os.path.dirname(harness))
     try:
         import workloads as wls        # the harness's workload definitions (FLOPs, minimum)
@@ -60,8 +62,9 @@ def ratio_table(data: dict, harness: str) -> str:
     probes = {p["round"]: p for p in data.get("probes", []) if p.get("status") == "ok"}
     workloads = list(dict.fromkeys(c["workload"] for c in cells))
     rounds = sorted({c["round"] for c in cells})
+    extra = "".join(f" {o} median (min) | ndgrad / {o} |" for o in others)
     lines = ["| workload | run | torch median (min) | ndgrad median (min) | ndgrad / torch |"
-             " note |", "|---|---|---|---|---|---|"]
+             + extra + " note |", "|---|---|---|---|---|" + "---|---|" * len(others) + "---|"]
     for w in workloads:
         for r in rounds:
             t, n = by.get((r, w, "torch"), {}), by.get((r, w, "ndgrad"), {})
@@ -70,8 +73,12 @@ def ratio_table(data: dict, harness: str) -> str:
                 minimum = wls.get("memory").theory["above_baseline_min_bytes"]
                 note = (f"ndgrad / theoretical minimum {nv * 2**20 / minimum:.2f}"
                         if nv is not None and minimum else "")
+                cols = ""
+                for o in others:
+                    ov = by.get((r, w, o), {}).get("peak_increase_mib")
+                    cols += f" {_num(ov)} | {_ratio(nv, ov)} |"
                 lines.append(f"| memory (peak MiB over baseline) | {r} | {_num(tv)} | "
-                             f"{_num(nv)} | {_ratio(nv, tv)} | {note} |")
+                             f"{_num(nv)} | {_ratio(nv, tv)} |{cols} {note} |")
                 continue
             scale, unit = _scale(w)
             tv, nv = _med(t, scale), _med(n, scale)
@@ -83,8 +90,14 @@ def ratio_table(data: dict, harness: str) -> str:
             for c, name in ((t, "torch"), (n, "ndgrad")):
                 if c and c.get("status") != "ok":
                     note += f" {name}: {c.get('status')} {c.get('reason', '')[:60]}"
+            cols = ""
+            for o in others:
+                oc = by.get((r, w, o), {})
+                ov = _med(oc, scale)
+                cols += (f" {_num(ov)} ({_num(_min(oc, scale))}) | {_ratio(nv, ov)} |"
+                         if ov is not None else f" {oc.get('status', 'n/a')} | n/a |")
             lines.append(f"| {w} ({unit}) | {r} | {_num(tv)} ({_num(_min(t, scale))}) | "
-                         f"{_num(nv)} ({_num(_min(n, scale))}) | {_ratio(nv, tv)} | "
+                         f"{_num(nv)} ({_num(_min(n, scale))}) | {_ratio(nv, tv)} |{cols} "
                          f"{note.strip()} |")
     return "\n".join(lines)
 
@@ -119,17 +132,24 @@ def main(argv: list | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default=DEFAULT_WORKLOADS)
+    ap.add_argument("--backends", default="torch,ndgrad",
+                    help="harness backends; torch and ndgrad are always run, others (mygrad) "
+                         "get two more columns")
     ap.add_argument("--harness", help="path of the shared harness's peers.py")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--md", help="also write the harness's full markdown report here")
+    ap.add_argument("--json", help="also keep the harness's raw results (JSON) here")
     args = ap.parse_args(argv)
     harness = find_harness(args.harness)
+    others = tuple(b for b in dict.fromkeys(args.backends.split(","))
+                   if b and b not in ("torch", "ndgrad"))
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with tempfile.TemporaryDirectory(prefix="ndgrad-peers-") as tmp:
         out = os.path.join(tmp, "peers.json")
-        cmd = [sys.executable, harness, "--backends", "torch,ndgrad", "--workloads",
+        cmd = [sys.executable, harness, "--backends", ",".join(("torch", "ndgrad") + others),
+               "--workloads",
                args.workloads, "--repeat", str(args.repeat), "--threads", str(args.threads),
                "--json", out]
         cmd += ["--md", os.path.abspath(args.md)] if args.md else ["--no-md"]
@@ -140,9 +160,12 @@ def main(argv: list | None = None) -> int:
             return proc.returncode or 1
         with open(out) as f:
             data = json.load(f)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(data, f)
     print(f"ndgrad ({ROOT}) against torch, {data['date']}, threads={args.threads}, "
           f"one process per cell; ratio = ndgrad / torch (lower is better)\n")
-    print(ratio_table(data, harness))
+    print(ratio_table(data, harness, others))
     return 0
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import ndgrad
 from ndgrad.autograd.graph import saved_tensors_hooks
-from ndgrad.ops import linalg, pointwise, reduction
+from ndgrad.ops import _dispatch, linalg, pointwise, reduction
 
 RNG = np.random.default_rng(0)
 
@@ -36,12 +37,27 @@ CASES = {
     "div": (pointwise.DIV, [(3, 4), (3, 1)], True, lambda x, y: x / y),
     "div_scalar": (pointwise.DIV_S, [(3, 4)], False, lambda x: x / 3.0),
     "mm": (linalg.MM, [(3, 4), (4, 5)], False, lambda x, y: x @ y),
+    # Note [Gradient layout of mm]: transposed operands' gradients are computed transposed
+    "mm_t_other": (linalg.MM, [(3, 4), (5, 4)], False, lambda x, y: x @ y.t()),
+    "mm_t_self": (linalg.MM, [(4, 3), (4, 5)], False, lambda x, y: x.t() @ y),
     "mean": (reduction.MEAN, [(3, 4)], False, lambda x: x.mean()),
     "mean_dim1": (reduction.MEAN_DIM, [(3, 4)], False, lambda x: x.mean(1)),
     "mean_keepdim": (reduction.MEAN_DIM, [(2, 3, 4)], False, lambda x: x.mean((0, 2), True)),
     "sum": (reduction.SUM, [(3, 4)], False, lambda x: x.sum()),
     "sum_dim1": (reduction.SUM_DIM, [(2, 3, 4)], False, lambda x: x.sum(1)),
     "sum_dims02": (reduction.SUM_DIM, [(2, 3, 4)], False, lambda x: x.sum((2, 0))),
+    "add": (pointwise.ADD, [(3, 4), (3, 4)], False, lambda x, y: x + y),
+    "square_0d": (pointwise.MUL, [()], False, lambda x: x * x),
+    "add_0d": (pointwise.ADD, [(), (3,)], False, lambda x, y: x + y),
+    "tanh_0d": (pointwise.TANH, [()], False, lambda x: x.tanh()),
+    "relu_0d": (pointwise.RELU, [()], False, lambda x: x.relu()),
+    "add_same": (pointwise.ADD, [(3, 4)], False, lambda x: x + x),
+    "add_bias": (pointwise.ADD, [(3, 4), (4,)], False, lambda x, y: x + y),
+    "add_both_broadcast": (pointwise.ADD, [(3, 1), (2, 1, 4)], False, lambda x, y: x + y),
+    "sub": (pointwise.SUB, [(3, 4), (3, 4)], False, lambda x, y: x - y),
+    "sub_broadcast": (pointwise.SUB, [(1, 4), (3, 1)], False, lambda x, y: x - y),
+    "add_scalar": (pointwise.ADD_S, [(3, 4)], False, lambda x: x + 2.5),
+    "sub_scalar": (pointwise.SUB_S, [(3, 4)], False, lambda x: x - 2.5),
     "tanh_backward": (pointwise.TANH_BACKWARD, [(3, 4), (3, 4)], False,
                       lambda g, r: pointwise.tanh_backward(g, r)),
 }
@@ -129,3 +145,166 @@ def test_raw_rule_checks_saved_values():
     z.backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         z.backward()
+
+
+def test_raw_add_alpha_falls_back(count_raw):
+    spy, calls = count_raw
+    spy(pointwise.ADD)
+    spy(pointwise.SUB)
+    x = ndgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = ndgrad.tensor([3.0], requires_grad=True)
+    (ndgrad.add(x, y, alpha=2.0) * 3).sum().backward()
+    (ndgrad.sub(x, y, alpha=0.5) * 3).sum().backward()
+    assert calls[pointwise.ADD] == 1 and calls[pointwise.SUB] == 1     # declined: Tensor rule
+    assert x.grad.tolist() == [6.0, 6.0] and y.grad.tolist() == [9.0]   # 12 - 3
+
+
+def test_raw_pass_through_keeps_gradients_apart():
+    # add's raw rule hands the incoming gradient on to both operands, as the Tensor rule does:
+    # the first leaf gets a copy (the gradient is still held for the second), the second may
+    # steal it; the two .grad never share memory, so accumulating into one leaves the other
+    a = ndgrad.tensor(_arr((4,), np.float32), requires_grad=True)
+    b = ndgrad.tensor(_arr((4,), np.float32), requires_grad=True)
+    w = ndgrad.tensor(_arr((4,), np.float32))
+    ((a + b) * w).sum().backward()
+    ga, gb = a.grad.numpy(), b.grad.numpy()
+    assert not np.shares_memory(ga, gb)
+    np.testing.assert_array_equal(ga, w.numpy())
+    np.testing.assert_array_equal(gb, w.numpy())
+    before = gb.copy()
+    (a * 2.0).sum().backward()
+    np.testing.assert_array_equal(b.grad.numpy(), before)
+    np.testing.assert_array_equal(a.grad.numpy(), w.numpy() + 2)
+    # a hook that keeps the passed-through gradient sees it unchanged by later accumulation
+    seen = []
+    c = ndgrad.tensor(_arr((4,), np.float32), requires_grad=True)
+    c.register_hook(lambda g: seen.append(g))
+    ((c + 1.0) * w).sum().backward()
+    ((c + 1.0) * w).sum().backward()
+    np.testing.assert_array_equal(seen[0].numpy(), w.numpy())
+    np.testing.assert_array_equal(c.grad.numpy(), 2 * w.numpy())
+
+
+def test_mm_gradient_of_transposed_operand_is_row_major():
+    # Note [Gradient layout of mm]: W.t()'s gradient comes out column-major, so W's is
+    # row-major, as in PyTorch (and then sums with W's other gradient in order)
+    for dt in (np.float64, np.float32):
+        w = ndgrad.tensor(_arr((4, 5), dt), requires_grad=True)
+        x = ndgrad.tensor(_arr((3, 4), dt), requires_grad=True)
+        y = ndgrad.tensor(_arr((3, 5), dt), requires_grad=True)
+        seen = []
+        wt = w.t()
+        wt.register_hook(lambda g, seen=seen: seen.append(g.is_contiguous()))
+        out = (y @ wt).sum() + (x @ w).sum()
+        out.backward()
+        assert seen == [False] and w.grad.is_contiguous()
+        tw = torch.tensor(w.detach().numpy(), requires_grad=True)
+        tx, ty = torch.tensor(x.detach().numpy()), torch.tensor(y.detach().numpy())
+        twt = tw.t()
+        twt.register_hook(lambda g, seen=seen: seen.append(g.is_contiguous()))
+        ((ty @ twt).sum() + (tx @ tw).sum()).backward()
+        assert seen == [False, False]
+        np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5)
+
+
+def _into_spy(monkeypatch, op):
+    calls = []
+    inner = op.raw_into
+
+    def spy(ctx, g, saved):
+        calls.append(1)
+        return inner(ctx, g, saved)
+    monkeypatch.setattr(op, "raw_into", spy)
+    return calls
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["relu", "tanh"])
+def test_raw_into_writes_only_gradients_nobody_holds(name, dtype, monkeypatch):
+    op = {"relu": pointwise.RELU, "tanh": pointwise.TANH}[name]
+    calls = _into_spy(monkeypatch, op)
+    x = ndgrad.tensor(_arr((3, 4), dtype), requires_grad=True)
+    getattr(x * 1.0, name)().mul(2.0).sum().backward()
+    assert not calls                  # small arrays: out= would cost more than it saves
+    monkeypatch.setattr(_dispatch, "_INTO_MIN_SIZE", 0)
+    a = _arr((3, 4), dtype)
+    a[0, :2] = 0.0                    # relu's kink and a NaN gradient under the mask
+    w = _arr((3, 4), dtype)
+    w[0, 0] = np.nan
+    wt = ndgrad.tensor(w)
+
+    def run(create_graph=False, hook=None):
+        x = ndgrad.tensor(a, requires_grad=True)
+        y = x * 1.0
+        r = getattr(y, name)()
+        if hook is not None:
+            hook(r)
+        (ndgrad.autograd.backward if not create_graph else
+         lambda o: o.backward(create_graph=True))((r * wt).sum())
+        return x.grad.detach().numpy(), r
+
+    want, _ = run(create_graph=True)              # the Tensor rule
+    assert not calls
+    got, _ = run()                                # written into the mul's fresh gradient
+    assert calls == [1] and got.tobytes() == want.tobytes()
+    # a hook that keeps the incoming gradient: it is not written into
+    kept = []
+    calls.clear()
+    got, _ = run(hook=lambda r: r.register_hook(lambda g: kept.append(g)))
+    assert not calls and got.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(kept[0].numpy(), w)
+    # a retained gradient is a copy (as PyTorch's): the write does not reach it
+    got, r = run(hook=lambda r: r.retain_grad())
+    assert got.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(r.grad.numpy(), w)
+    # a gradient given by the caller (the root's seed) is never written
+    x = ndgrad.tensor(a, requires_grad=True)
+    seed = ndgrad.tensor(w.copy())
+    calls.clear()
+    getattr(x * 1.0, name)().backward(seed)
+    assert not calls
+    np.testing.assert_array_equal(seed.numpy(), w)
+    assert x.grad.numpy().tobytes() == want.tobytes()
+    # captured by autograd.grad as the gradient of an intermediate: not written either
+    x = ndgrad.tensor(a, requires_grad=True)
+    y = x * 1.0
+    r = getattr(y, name)()
+    calls.clear()
+    gr, gx = ndgrad.autograd.grad((r * wt).sum(), [r, x])
+    np.testing.assert_array_equal(gr.numpy(), w)
+    assert gx.numpy().tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("name", ["relu", "tanh", "square"])
+def test_raw_rules_on_0d_gradients_owned_by_the_engine(name):
+    # 0-d arrays: NumPy returns scalars from ufuncs, so the in-place forms fall back
+    for dt in (np.float32, np.float64):
+        got = []
+        for create_graph in (False, True):
+            x = ndgrad.tensor(np.asarray(0.7, dt), requires_grad=True)
+            y = x * 1.0
+            r = y * y if name == "square" else getattr(y, name)()
+            (gx,) = ndgrad.autograd.grad(r * 2.0, [x], create_graph=create_graph)
+            got.append(gx.detach().numpy())
+        assert got[0].dtype == dt and got[0].tobytes() == got[1].tobytes()
+
+
+@pytest.mark.parametrize("name", ["square", "add_bias", "sub_broadcast"])
+def test_node_post_hooks_see_the_tensor_rules_gradients(name):
+    # raw rules that merge (x * x) or reduce (a broadcast operand of add/sub) what they return
+    # give a node's post hook the Tensor rule's gradients instead
+    op, shapes, positive, fn = CASES[name]
+    arrays = [_arr(s, np.float64, positive) for s in shapes]
+    seen = {}
+    for create_graph in (False, True):
+        xs = [ndgrad.tensor(a, requires_grad=True) for a in arrays]
+        out = fn(*xs)
+
+        def hook(gi, go, k=create_graph):
+            seen[k] = [g.detach().numpy().copy() for g in gi if g is not None]
+        out.grad_fn.register_hook(hook)
+        ndgrad.autograd.grad((out * 1.5).sum(), xs, create_graph=create_graph)
+    assert len(seen[False]) == len(seen[True]) == 2
+    for a, b in zip(seen[False], seen[True]):
+        assert a.shape == b.shape and a.tobytes() == b.tobytes()

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 from importlib import import_module
 
+import numpy as np
+
 from .._creation import ones_like, zeros_like
 from ..ops import stack as _stack
 from ..ops._batching import node_supported
@@ -22,10 +24,12 @@ from ..ops._dispatch import gradient_edge
 from .accumulate_grad import AccumulateGrad
 from .batching import batch_level
 from .engine import run_backward
+from .grad_mode import _state as _grad_state
 from .grad_mode import enable_grad
 from .graph import GradientEdge
 
 _tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
+_wrap = _tensor_mod._wrap
 
 __all__ = ["backward", "grad"]
 
@@ -78,7 +82,12 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any],
                 g = g.to(out.dtype)
             new_grads.append(g)
         elif g is None:
-            if out.requires_grad:
+            d = out._data
+            if d.ndim == 0 and d.dtype.kind == "f" and out._requires_grad and \
+                    not _grad_state.inference:
+                # the usual loss: a 0-d float seed without ones_like's argument handling
+                new_grads.append(_wrap(np.array(1, d.dtype)))
+            elif out.requires_grad:
                 if out._data.size != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 if not out.dtype.is_floating_point:

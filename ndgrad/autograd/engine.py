@@ -225,11 +225,21 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
     heappop, heappush = heapq.heappop, heapq.heappush
     get = counts.get
     _Tensor = Tensor
+    _AccumulateGrad = AccumulateGrad
     # Note [Engine fast loop]
     # ``direct`` holds the only ready node and its input buffer when the heap is empty, so a
     # chain never touches the heap. A node whose gradients all arrive at once (count 1, the
-    # usual case) gets its input list built right there and never enters ``buffers``.
+    # usual case) gets its input list built right there and never enters ``buffers``. A leaf's
+    # AccumulateGrad without hooks that becomes ready runs as soon as the node that fed it has
+    # handed on all its outputs (``leaves``), not through the heap: the heap would run it next
+    # anyway (AccumulateGrad has the highest priority, so none waits in the heap while another
+    # node runs; several ready ones run in the order they became ready, the heap's tie order),
+    # and an MLP's backward then runs as a chain (``direct``) with no heap at all.
     direct = None
+    # Leaves (AccumulateGrad without hooks) that became ready while a node's outputs were
+    # handed on: run right after that, in order, without the heap (Note [Engine fast loop]).
+    leaves = []
+    fast_leaves = needed is None and not general
     while ready or direct is not None:
         if direct is not None:
             node, inputs = direct
@@ -265,6 +275,7 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
                 f"{len(edges)}, but got {len(outputs)}")
         meta = node._input_meta
         i = -1
+        flushed = False
         for (nxt, nr), g in zip(edges, outputs):
             i += 1
             if nxt is None:
@@ -309,6 +320,18 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
                 elif g is not None:
                     old = buf[nr]
                     buf[nr] = g if old is None else old + g
+                if fast_leaves and nxt.__class__ is _AccumulateGrad:
+                    if not nxt._has_hooks and not flushed:
+                        leaves.append((nxt, buf))
+                        continue
+                    # one with hooks goes through the heap: the ones before it (and after
+                    # it, ``flushed``) too, so that all run in the order they became ready
+                    flushed = True
+                    for acc, lbuf in leaves:
+                        tie += 1
+                        heappush(ready, (-acc._sequence_nr, tie, acc, lbuf))
+                    leaves.clear()
+                    lbuf = None
                 if direct is None and not ready:
                     direct = (nxt, buf)
                 else:
@@ -327,6 +350,11 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
                     buf[nr] = g if old is None else old + g
         # Drop our references so AccumulateGrad can steal gradients (see accumulate_grad.py).
         outputs = g = old = buf = data = dt = None
+        if leaves:
+            for acc, lbuf in leaves:
+                acc.apply(lbuf)
+            leaves.clear()
+            lbuf = None
     return captured
 
 

@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 import warnings
 from importlib import import_module
 from typing import Any, Callable, Optional, Sequence
@@ -37,6 +38,10 @@ from ..autograd.grad_mode import _state
 from ..autograd.node import SECOND_BACKWARD_MSG, OpNode, next_sequence_nr
 from ..autograd.saved import SavedTensor, SavedTensorList, SavedValue, TensorList
 from ..tensor import Tensor, _wrap
+# Imported for its side effect: glibc's malloc thresholds (Note [Kernel workspace]), so that an
+# eager step's large results reuse the last step's pages instead of faulting fresh ones in
+# (mlp_large: ~2900 page faults per step without, ~10 with).
+from . import _workspace  # noqa: F401
 
 __all__ = ["Op", "apply", "grad_accumulator", "gradient_edge", "REGISTRY"]
 
@@ -106,19 +111,22 @@ class Op:
             backward (Note [Raw backward rules]): ``g`` the output's gradient array, ``saved``
             the saved values unpacked to arrays. Single-output ops only; it must compute what
             ``vjp`` computes, bit for bit, and never write into ``g`` or a saved array.
+        raw_into: the same rule, allowed to write its result into ``g`` and return ``g``: run
+            instead of ``raw`` when nothing but the engine holds the gradient (Note [Raw
+            backward rules]).
     """
 
     __slots__ = ("save_if", "name", "node_name", "forward", "vjp", "jvp", "saved_names",
                  "save_idx",
                  "inputs", "arg_names", "view", "num_outputs", "pad", "differentiable",
-                 "node_cls", "pad_edges", "pad_meta", "raw", "save_pairs")
+                 "node_cls", "pad_edges", "pad_meta", "raw", "save_pairs", "raw_into")
 
     def __init__(self, name: str, node: str, forward: Callable, vjp: Optional[Callable] = None,
                  *, saves: Sequence[str] = (), inputs: Sequence[str] = ("self",),
                  args: Sequence[str] = (), jvp: Optional[Callable] = None, view: bool = False,
                  num_outputs: int = 1, pad: int = 0, differentiable: bool = True,
                  full_name: Optional[str] = None, save_if: Optional[Sequence] = None,
-                 raw: Optional[Callable] = None) -> None:
+                 raw: Optional[Callable] = None, raw_into: Optional[Callable] = None) -> None:
         self.name = name
         self.node_name = node
         self.forward = forward
@@ -148,6 +156,7 @@ class Op:
         self.pad_meta = (None,) * pad
         self.differentiable = differentiable and vjp is not None
         self.raw = raw
+        self.raw_into = raw_into
         attrs = {"_op": self, "__module__": "ndgrad.autograd"}
         if raw is not None:
             attrs["apply"] = _raw_apply
@@ -171,11 +180,32 @@ class Op:
 # saved tensor hooks sends the node to the Tensor rule (its unpack hook runs once). Anything
 # else runs the Tensor rule, which stays the definition (create_graph, jit, vmap): the raw rule
 # computes the same values with the same NumPy calls, may reuse temporaries it made (``out=``)
-# but never writes into ``g`` or a saved array, and never returns ``g`` itself (the engine and
-# AccumulateGrad treat every returned array as new: a gradient passed through unchanged stays
-# the Tensor rule's job, as add's) nor a view of it where the Tensor rule returns no view (sum's
-# broadcast view stands for its ``expand``).
+# but never writes into ``g`` or a saved array. Returning ``g`` itself (the very array) passes
+# the gradient through: the node then returns the incoming Tensor object, as the Tensor rule
+# of add does, so AccumulateGrad's steal test (the Tensor's reference count, Note
+# [AccumulateGrad: steal, clone or add]) sees every holder; any other array is wrapped in a new
+# Tensor, so it must be new: never a fresh wrapper around ``g``'s array, nor a view of ``g``
+# where the Tensor rule returns no view (sum's broadcast view stands for its ``expand``). Two
+# outputs that meet in one input buffer may be summed by the rule itself (``x * x``: the sum
+# on one edge, None on the other), which is what the engine's buffer would hold.
+#
+# A rule may also come as ``raw_into``, which writes its result into ``g``'s array and returns
+# it (relu's backward: a 4 MB gradient of mlp_large masked where it lies, no new array). It
+# runs when nothing but the engine can reach that array: the Tensor ``g`` is referenced only by
+# the engine's input list (a hook that kept it, a retained or captured gradient, a post hook's
+# copy of the inputs, the root's seed all add references), its array only by that Tensor, and
+# the array owns its memory (no view whose base someone else holds) and is writeable. This is
+# AccumulateGrad's steal test (Note [AccumulateGrad: steal, clone or add]) applied to the
+# array as well.
 _RAW_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_getrefcount = sys.getrefcount
+# References when only the engine holds the gradient: the engine's input list, the local name
+# here and getrefcount's argument (the Tensor); the Tensor's ``_data``, the local name and the
+# argument (the array).
+_G_REFS = 3
+_D_REFS = 3
+# Below this many elements ``out=`` costs more than the allocation it saves (as _mul_into's).
+_INTO_MIN_SIZE = 16384
 _op_node_apply = OpNode.apply
 
 
@@ -205,9 +235,15 @@ def _raw_apply(self: Any, grads: list) -> tuple:
     else:
         vals = ()
     op = self._op
-    out = op.raw(self, d, vals)
+    if (op.raw_into is not None and d.size >= _INTO_MIN_SIZE and _getrefcount(g) <= _G_REFS
+            and _getrefcount(d) <= _D_REFS and d.base is None and d.flags.writeable):
+        out = op.raw_into(self, d, vals)
+    else:
+        out = op.raw(self, d, vals)
     if out.__class__ is tuple:
-        res = tuple([None if o is None else _wrap(o) for o in out])
+        res = tuple([None if o is None else g if o is d else _wrap(o) for o in out])
+    elif out is d:
+        res = (g,)
     else:
         if out.__class__ is not _ndarray:
             if out is NotImplemented:        # the rule declined: the Tensor rule runs
@@ -268,22 +304,36 @@ _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a 
 # Note [Per-op cost]
 # The budget of one small op, ``sin`` of a (16,) float32 tensor that requires grad, and of its
 # backward node, in ns (``python bench/per_op_cost.py``: minimum of short rounds in 3 fresh
-# processes, on this project's 2-core VM, heavily loaded by other jobs (load average ~12),
-# 2026-11-27; the previous budget, same script, in brackets):
+# processes, on this project's 2-core VM, heavily loaded by other jobs (load average ~9),
+# 2026-11-27, session 20; session 19's budget, same script, in brackets):
 #
-#   forward   NumPy kernel np.sin                                      245   (240)
-#             apply: flags, forward call, wrap (no grad)               365   (440)
-#             op function (dtype check) + signature wrapper            130   (120)
-#             recording: node, edges, input metadata                   455   (740)
-#             saving one tensor (SavedTensor)                          145   (165)
-#   backward  raw rule on arrays: np.cos, np.multiply                  550   (2200: the
-#             node around it: checks, unpack, wrap (*)                 775    Tensor rule)
-#             engine per node: count, validate, buffer, schedule       725   (925)
-#             AccumulateGrad, first gradient stolen                    665   (1700 **)
-#   create_graph: the Tensor rule recording its two ops              +2550 (over the raw rule)
+#   forward   NumPy kernel np.sin                                      238   (245)
+#             apply: flags, forward call, wrap (no grad)               373   (365)
+#             op function (dtype check) + signature wrapper            129   (130)
+#             recording: node, edges, input metadata                   449   (455)
+#             saving one tensor (SavedTensor)                          148   (145)
+#   backward  raw rule on arrays: np.cos, np.multiply                  548   (550)
+#             the node around it: checks, unpack, wrap (*)             783   (775)
+#             engine per node: count, validate, buffer, schedule       802   (725)
+#             AccumulateGrad, first gradient stolen                    674   (665)
+#             implicit seed of ``loss.backward()`` (0-d ones)          ~200  (1375: ones_like)
+#   create_graph: the Tensor rule recording its two ops              +2565 (+2550)
 #
-# (*) includes ~250 of the measurement's own grad-mode switch and list. (**) the old figure
-# was a clone: the script measured it with grad mode on; the engine steals with grad mode off.
+# (*) includes ~250 of the measurement's own grad-mode switch and list. The one-op budget is
+# unchanged within noise; session 20 cut what a network's step adds around it. Where the time
+# of a step goes (single thread, CPU time of the process, loaded machine): mlp_small 196 µs, of
+# which 58 are its 8 GEMMs (211 and 60 before); double_backward 429 µs, of which 252 are its 6
+# GEMMs, as many as PyTorch's (449 and 252). The cuts: raw rules for add and sub (a bias's
+# gradient summed in the rule, no dispatch) and for adding or subtracting a scalar; a raw rule
+# may pass ``g`` through (the node hands on the same Tensor) and may come as ``raw_into``,
+# written into a gradient only the engine holds (relu's and tanh's backward: no new array);
+# ``x * x`` sums its two gradients in place; mean's backward divides before it broadcasts;
+# leaves' AccumulateGrad nodes run as soon as their producer has handed on its outputs, so an
+# MLP's backward is a chain with no heap; mm's gradient of a column-major operand (``W.t()``)
+# comes out column-major, as PyTorch's (Note [Gradient layout of mm] in ops/linalg.py), so a
+# gradient penalty's two gradients of W sum in order (the mixed-layout sum was ~14 µs); glibc's
+# malloc thresholds are set when the op table loads (Note [Kernel workspace]): mlp_large's
+# step faulted ~2900 fresh pages in (4 KB each, 2-8 ms of system time) and now ~10.
 # An elementwise op's forward plus backward is thus ~3.5-4 µs, of which ~0.8 µs is NumPy;
 # PyTorch spends ~4.6 µs on the same (the shared bench's chain). What keeps it there: one plain
 # module flag per instrumentation (Note [Instrumentation flags]); the forward called without
@@ -300,8 +350,10 @@ _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a 
 # gradient penalty; add/sub skip the other operand's), a full sum's backward as one expand (no
 # unsqueezes, no argument checks), mv's backward as one mv, Jacobian rows seeded one-hot with
 # the graph analysis shared by all rows (autograd/functional.py, ``run_backward``'s plan).
-# Where the rest goes: Python calls (~50-100 ns each; a recorded op is ~20 of them), Tensor and
-# node instance dicts, the thread-local grad mode read on every op.
+# Where the rest goes: Python calls (~50-100 ns each; a recorded op is ~20 of them, mlp_small's
+# step ~570), Tensor and node instance dicts, the thread-local grad mode read on every op, and
+# the cyclic garbage collector (the live graph of each step is promoted through the
+# generations; ~2-3% of mlp_small's step).
 def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     """Run ``op`` on ``tensors`` (whose data, possibly cast, is ``arrays``) and record it."""
     if _BATCHING:

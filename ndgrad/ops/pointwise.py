@@ -152,14 +152,63 @@ def _add_jvp(ctx, ta, tb, sign=1):
     return ta if tb is None else ta + tb
 
 
+def _sum_to_array(g: np.ndarray, shape: tuple) -> np.ndarray:
+    """``g`` summed down to the broadcast input's ``shape``, with the NumPy call the engine's
+    ``_fix_gradient`` makes (``sum_to_checked``): bit for bit its result."""
+    gs = g.shape
+    if gs == shape:
+        return g
+    lead = len(gs) - len(shape)
+    if gs[lead:] == shape:
+        # leading dimensions only (a bias): the same reduction without keepdims and reshape
+        return np.add.reduce(g, axis=tuple(range(lead)))
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and gs[lead + i] != 1)
+    return np.add.reduce(g, axis=dims, keepdims=True).reshape(shape)
+
+
+def _add_raw(ctx, g, saved):
+    # _add_vjp on arrays: ``g`` passes through (Note [Raw backward rules]: returning ``g``
+    # itself hands on the incoming Tensor, as the Tensor rule does); a broadcast operand gets
+    # the sum the engine would make, here without a dispatch.
+    if ctx._args and ctx._args[0] != 1:
+        return NotImplemented
+    meta = ctx._input_meta
+    gs = g.shape
+    s0, s1 = meta[0][0], meta[1][0]
+    if s0 == gs and s1 == gs:
+        return g, g
+    if ctx._post_hooks:
+        return NotImplemented      # a post hook sees the Tensor rule's unreduced gradients
+    return (_sum_to_array(g, s0) if ctx.needs_input_grad(0) else None,
+            _sum_to_array(g, s1) if ctx.needs_input_grad(1) else None)
+
+
+def _sub_raw(ctx, g, saved):
+    # _sub_vjp on arrays: ``g`` and ``-g`` (only when ``other`` needs it), then as _add_raw.
+    if ctx._args and ctx._args[0] != 1:
+        return NotImplemented
+    meta = ctx._input_meta
+    if ctx._post_hooks and (meta[0][0] != g.shape or meta[1][0] != g.shape):
+        return NotImplemented      # as in _add_raw
+    return (_sum_to_array(g, meta[0][0]) if ctx.needs_input_grad(0) else None,
+            _sum_to_array(np.negative(g), meta[1][0]) if ctx.needs_input_grad(1) else None)
+
+
+def _pass_raw(ctx, g, saved):
+    return g
+
+
 ADD = Op("add", "AddBackward0", _add_fwd, _add_vjp, inputs=("self", "other"), args=("alpha",),
-         jvp=_add_jvp)
+         jvp=_add_jvp, raw=_add_raw)
 ADD_S = Op("add", "AddBackward0", _add_s_fwd,
-           lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t)
+           lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t,
+           raw=_pass_raw)
 SUB = Op("sub", "SubBackward0", _sub_fwd, _sub_vjp, inputs=("self", "other"), args=("alpha",),
-         jvp=lambda ctx, ta, tb: _add_jvp(ctx, ta, tb, -1))
+         jvp=lambda ctx, ta, tb: _add_jvp(ctx, ta, tb, -1), raw=_sub_raw)
 SUB_S = Op("sub", "SubBackward0", _sub_s_fwd,
-           lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t)
+           lambda ctx, g: g, args=("other", "alpha"), pad=1, jvp=lambda ctx, t: t,
+           raw=_pass_raw)
 RSUB_S = Op("rsub", "RsubBackward1", _rsub_s_fwd,
             lambda ctx, g: -g if ctx._args[1] == 1 else g * (-ctx._args[1]),
             args=("other", "alpha"),
@@ -179,9 +228,13 @@ def _mul_raw(ctx, g, saved):
         edges = ctx.next_functions
         if edges[0] == edges[1]:
             # ``x * x``: both gradients are g * x and meet in one input buffer, where the engine
-            # sums them into a new array; one product serves both (one pass fewer)
+            # would sum them (``t + t``, a new array); one product serves both and the sum is
+            # made here, in place, with nothing on the second edge (the buffer holds the same),
+            # unless a post hook of the node would see the two gradients
             t = _mul(g, a)
-            return t, t
+            if ctx._post_hooks:
+                return t, t
+            return (np.add(t, t, out=t) if t.__class__ is _ndarray else t + t), None
     return (_mul(g, b) if n0 else None, _mul(g, a) if n1 else None)
 
 
@@ -719,10 +772,21 @@ def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
     return apply(SIGMOID_BACKWARD, (grad_output, output), promote_pair(grad_output, output))
 
 
+def _tanh_raw_into(ctx, g, saved):
+    # _tanh_backward_fwd's real branch, the product written into ``g`` (Note [Raw backward
+    # rules]) and the temporary reused
+    r = saved[0]
+    if not r.ndim:
+        return _tanh_backward_fwd(g, r)      # 0-d: NumPy gives scalars, no ``out=``
+    t = _mul(r, r)
+    np.subtract(_s(r, 1), t, out=t)
+    return _mul(g, t, out=g)
+
+
 TANH = Op("tanh", "TanhBackward0", np.tanh,
           lambda ctx, g: tanh_backward(g, ctx.saved[0]), saves=("result",),
           jvp=lambda ctx, t: tanh_backward(t, ctx.result),
-          raw=lambda ctx, g, s: _tanh_backward_fwd(g, s[0]))
+          raw=lambda ctx, g, s: _tanh_backward_fwd(g, s[0]), raw_into=_tanh_raw_into)
 SQRT = Op("sqrt", "SqrtBackward0", np.sqrt,
           lambda ctx, g: g / _c(2 * ctx.saved[0]), saves=("result",),
           jvp=lambda ctx, t: t / (2 * ctx.result),
@@ -780,10 +844,25 @@ def threshold_backward(grad_output: Tensor, output: Tensor) -> Tensor:
     return apply(THRESHOLD_BACKWARD, (grad_output, output), promote_pair(grad_output, output))
 
 
+def _relu_raw_into(ctx, g, saved):
+    # _threshold_backward_fwd's float branch written into ``g`` (Note [Raw backward rules]:
+    # ``g`` is the engine's alone); the int8 mask is negated in place too
+    r = saved[0]
+    if not r.ndim:
+        return _threshold_backward_fwd(g, r)  # 0-d: NumPy gives scalars, no ``out=``
+    m = np.greater(r, 0).view(np.int8)
+    gi = g.view(_INT_OF[g.dtype])
+    np.bitwise_and(gi, np.negative(m, out=m), out=gi)
+    return g
+
+
+_INT_OF = {np.dtype(np.float32): np.dtype(np.int32), np.dtype(np.float64): np.dtype(np.int64)}
+
+
 RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
           lambda ctx, g: threshold_backward(g, ctx.saved[0]), saves=("result",),
           jvp=lambda ctx, t: threshold_backward(t, ctx.result),
-          raw=lambda ctx, g, s: _threshold_backward_fwd(g, s[0]))
+          raw=lambda ctx, g, s: _threshold_backward_fwd(g, s[0]), raw_into=_relu_raw_into)
 
 
 def _abs_vjp(ctx, g):

@@ -113,7 +113,12 @@ def _mean_raw(ctx, g, saved):
         n *= shape[d]
     if not keepdim and dims and not _leading(dims):
         g = g.reshape(_keepdim_shape(ctx))
-    return _div_s_fwd(np.broadcast_to(g, shape), n)
+    # g / n on the reduced gradient, then broadcast into a new array: the same quotients as
+    # dividing the broadcast view element by element, at the cost of a fill
+    q = _div_s_fwd(g, n)
+    out = np.empty(shape, q.dtype)
+    np.copyto(out, q)
+    return out
 
 
 MEAN = Op("mean", "MeanBackward0", _mean_fwd, _mean_vjp, args=("dim", "keepdim", "dtype"),
