@@ -38,6 +38,7 @@ LAYERS = {
     "ndgrad.tensor": BOTTOM,
     "ndgrad._numpy_protocol": BOTTOM,
     "ndgrad._settings": BOTTOM,
+    "ndgrad._refcounts": BOTTOM,
     "ndgrad._creation": BOTTOM,
     "ndgrad._generator": BOTTOM,
     "ndgrad._sparse": BOTTOM,

@@ -58,6 +58,7 @@ import numpy as np
 
 from .. import _generator
 from .. import _out as _out_mod
+from .._refcounts import SOLE_REFERENCE_TESTS
 from ..autograd.grad_mode import _state
 from ..autograd.saved import TensorList
 from ..ops import _dispatch
@@ -1349,8 +1350,9 @@ def _trace_once(fn: Callable, args: tuple, kwargs: dict,
         t, v, snap = c
         c[0] = None
         refs = sys.getrefcount(t) - out_refs.get(id(t), 0)
-        mutated_here = any(m[0] == "lifted" and m[1] is c for m in mutated_inputs)
-        if refs > 2 or (mutated_here and refs > 2):
+        # with unverified counts (Note [Sole-reference tests]) every candidate is lifted:
+        # read at call time, never a stale constant
+        if refs > 2 or not SOLE_REFERENCE_TESTS:
             lifted.append((t, v))
         else:
             # Built inside the function: a constant holding its value at first use.
