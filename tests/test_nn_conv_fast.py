@@ -227,3 +227,20 @@ def test_checked_signatures_still_reject_bad_calls():
         F.conv2d(x, w, ndgrad.randn(3))
     with pytest.raises(RuntimeError, match="Kernel size can't be greater"):
         F.conv2d(x[..., :2, :2], w)
+
+
+def test_a_kernel_without_margins_between_two_with_margins_keeps_input_gradients_exact():
+    # a 1x1 convolution writes the whole col2im buffer, margins included: the next 3x3 call
+    # on the same buffer shape must zero its margins again (ResNet bottlenecks mix them)
+    rng = np.random.default_rng(3)
+    xa, wa = rng.standard_normal((2, 3, 6, 6)), rng.standard_normal((8, 3, 3, 3))
+    xb, wb = rng.standard_normal((2, 3, 7, 7)), rng.standard_normal((32, 3, 1, 1))
+    for xs, ws, pad in [(xa, wa, 1), (xb, wb, 0), (xa, wa, 1), (xb, wb, 0), (xa, wa, 1)]:
+        grads = []
+        for lib, conv in ((ndgrad, F.conv2d), (torch, TF.conv2d)):
+            x = lib.tensor(xs, requires_grad=True)
+            w = lib.tensor(ws, requires_grad=True)
+            y = conv(x, w, padding=pad)
+            y.backward(lib.ones_like(y))
+            grads.append(x.grad.numpy())
+        np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-12)

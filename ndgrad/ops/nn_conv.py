@@ -207,7 +207,9 @@ def _wide_col2im(g: np.ndarray, wm: np.ndarray, c: int, size: tuple, k: tuple, p
     lp = lw + 2 * m
     kk = math.prod(k)
     buf = scratch("colsT", (n, c * kk, lp), np.result_type(wm, gw))
-    if m and not zeros_kept("colsT", buf, (buf.shape, buf.dtype, m, lw)):
+    # recorded even when there is no margin (m == 0): that call writes over the margins
+    # another layout zeroed in the same memory
+    if not zeros_kept("colsT", buf, (buf.shape, buf.dtype, m, lw)) and m:
         buf[:, :, :m] = 0
         buf[:, :, m + lw:] = 0
     np.matmul(wm, gw, out=buf.reshape(n, groups, wm.shape[1], lp)[..., m:m + lw])
