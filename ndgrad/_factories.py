@@ -111,7 +111,7 @@ def resize_(self: Tensor, *size: Any, memory_format: Any = None) -> Tensor:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     shape = _creation._as_shape(size)
-    if _tensor_module._TRANSFORM and self._tborn != _tensor_module._TRANSFORM:
+    if _tensor_module._TRANSFORM and self._tborn != _tensor_module._transform_local.tid:
         _tensor_module.refuse_captured("aten::resize_")    # Note [Captured tensors]
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")

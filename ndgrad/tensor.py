@@ -31,11 +31,19 @@ _new = object.__new__
 # Set by ndgrad.func (Note [Vectorized vmap] in func/_vmap.py): called by ``item`` and
 # ``__bool__`` with the tensor and "item"/"bool"; it raises while a vmapped function runs.
 _vmap_check: Any = None
-# The innermost live grad/vjp/jvp transform call (0: none), set only through
-# ``ops._dispatch.set_transform`` (Note [Captured tensors] in ops/views_inplace.py): tensors
-# created while it is set carry it as ``_tborn``.
+# How many grad/vjp/jvp transform calls are live, in all threads (Note [Captured tensors] in
+# ops/views_inplace.py), kept by ``ops._dispatch.enter_transform``/``exit_transform``: the hot
+# paths test only this. The innermost live call of the running thread is
+# ``_transform_local.tid`` (0: none); the tensors a thread creates meanwhile carry it as
+# ``_tborn``.
 _TRANSFORM = 0
-_transform_thread: Optional[int] = None      # the thread running it
+
+
+class _TransformLocal(threading.local):
+    tid = 0
+
+
+_transform_local = _TransformLocal()
 CAPTURED_INPLACE_MSG = (
     "During a grad (vjp, jvp, grad, etc) transform, the function provided attempted to call "
     "in-place operation ({}) that would mutate a captured Tensor. This is not supported; "
@@ -45,8 +53,8 @@ CAPTURED_INPLACE_MSG = (
 
 def refuse_captured(op: str) -> None:
     """Raise torch.func's error for an in-place ``op`` on a captured tensor (the caller checked
-    ``_TRANSFORM and t._tborn != _TRANSFORM``), unless another thread runs the transform."""
-    if _transform_thread is not None and _transform_thread != threading.get_ident():
+    ``_TRANSFORM and t._tborn != _transform_local.tid``), unless this thread runs none."""
+    if not _transform_local.tid:
         return
     raise RuntimeError(CAPTURED_INPLACE_MSG.format(op))
 
@@ -197,7 +205,7 @@ def _wrap(arr: np.ndarray) -> "Tensor":
     t = _new(Tensor)
     t._data = arr
     if _TRANSFORM:
-        t._tborn = _TRANSFORM
+        t._tborn = _transform_local.tid
     return t
 
 
@@ -563,7 +571,7 @@ class Tensor(_TensorMethods):
                 "gradients are views of DDP buckets, and hence detach_() cannot be called on "
                 "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
                 "function in torch/optim/optimizer.py as the solution.")
-        if _TRANSFORM and self._tborn != _TRANSFORM:
+        if _TRANSFORM and self._tborn != _transform_local.tid:
             refuse_captured("aten::detach_")
         self._grad_fn = None
         self._requires_grad = False

@@ -278,3 +278,66 @@ def test_tensors_made_inside_may_be_modified(make):
             return x.sum()
         return m.func.grad(f)(m.ones(3)).tolist()
     assert outcome(lambda: run(torch)) == outcome(lambda: run(ndgrad))
+
+
+_INNER_RESULTS = {
+    "jvp_primal": lambda lib, F, x: F.jvp(lambda y: y.sin(), (x,), (lib.ones_like(x),))[0],
+    "jvp_tangent": lambda lib, F, x: F.jvp(lambda y: y.sin(), (x,), (lib.ones_like(x),))[1],
+    "vjp_out": lambda lib, F, x: F.vjp(lambda y: y.sin(), x)[0],
+    "vjp_fn": lambda lib, F, x: F.vjp(lambda y: y.sin(), x)[1](lib.ones_like(x))[0],
+    "jacfwd": lambda lib, F, x: F.jacfwd(lambda y: y.sin())(x).sum(0),
+    "jacrev": lambda lib, F, x: F.jacrev(lambda y: y.sin())(x).sum(0),
+    "grad_and_value": lambda lib, F, x: F.grad_and_value(lambda y: y.sin().sum())(x)[0],
+}
+
+
+@pytest.mark.parametrize("case", sorted(_INNER_RESULTS))
+def test_an_inner_transforms_results_belong_to_the_enclosing_call(case):
+    # torch: what an inner vjp/jvp returns is the outer level's own tensor, writable in place
+    def run(lib):
+        F = lib.func
+
+        def f(x):
+            y = _INNER_RESULTS[case](lib, F, x)
+            y.mul_(2)
+            return (y * x).sum()
+        return F.grad(f)(lib.tensor([0.5, 1.0, 2.0], dtype=lib.float64))
+    np.testing.assert_allclose(run(ndgrad).numpy(), run(torch).numpy(), rtol=1e-12)
+
+
+def test_overlapping_transforms_in_two_threads_leave_no_transform_behind():
+    # each thread has its own innermost call; leaving them out of order must not leave a
+    # transform live for the main thread (an optimizer's param.add_ would then be refused)
+    import threading
+    F = ndgrad.func
+    w = ndgrad.ones(3)
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    errors = []
+
+    def fa(x):
+        a_in.set()
+        b_in.wait(10)
+        return (x * x).sum()
+
+    def fb(x):
+        b_in.set()
+        a_out.wait(10)
+        try:
+            w.add_(1)              # captured, in this thread's transform: refused
+        except RuntimeError as e:
+            errors.append(str(e))
+        return (x * x).sum()
+
+    def tb():
+        a_in.wait(10)
+        F.grad(fb)(ndgrad.ones(2))
+    b = threading.Thread(target=tb)
+    b.start()
+    F.grad(fa)(ndgrad.ones(2))
+    a_out.set()
+    b.join()
+    w.add_(1)                      # no transform live any more
+    assert w.tolist() == [2.0, 2.0, 2.0]
+    assert len(errors) == 1 and "captured Tensor" in errors[0]
+    from ndgrad.ops import _dispatch
+    assert _dispatch._TRANSFORM == 0

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import threading
 import weakref
 
 import numpy as np
@@ -42,7 +41,8 @@ from ..autograd import forward_ad as _fw
 from ..autograd.accumulate_grad import AccumulateGrad
 from ..ops import _batching
 from ..ops import _dispatch
-from ..tensor import Tensor
+from ..tensor import Tensor, _transform_local
+from ._pytree import tree_flatten
 
 __all__ = ["check_argnums", "check_leaves", "fresh_leaf", "unwrap", "needs_graph",
            "detach_keep_tangents", "vectorizable", "VMAP_RULES", "vmap_level",
@@ -61,13 +61,24 @@ def transform_scope() -> Iterator[int]:
     """One grad/vjp/jvp call: tensors created inside are its own, the others are captured and
     may not be modified in place (Note [Captured tensors] in ops/views_inplace.py). Yields the
     call's id, to stamp its inputs with."""
-    prev, prev_thread = _dispatch._TRANSFORM, _dispatch._transform_thread
     tid = next(_transform_ids)
-    _dispatch.set_transform(tid, threading.get_ident())
+    prev = _dispatch.enter_transform(tid)
     try:
         yield tid
     finally:
-        _dispatch.set_transform(prev, prev_thread)
+        _dispatch.exit_transform(prev)
+
+
+def adopt(tree: Any) -> Any:
+    """Give the tensors of ``tree`` (a transform call's results) to the enclosing call of this
+    thread, if any: to it they are tensors made inside, not captured ones (Note [Captured
+    tensors] in ops/views_inplace.py). Returns ``tree``."""
+    tid = _transform_local.tid
+    if tid:
+        for t in tree_flatten(tree)[0]:
+            if isinstance(t, Tensor):
+                t._tborn = tid
+    return tree
 
 
 def own_inputs(tensors: Iterable[Any], tid: int) -> None:

@@ -92,8 +92,8 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
         aux_leaves = [_unpack(a, level)[0] for a in aux_leaves]
     res = (tree_unflatten(prim, o_spec), tree_unflatten(tang, o_spec))
     if has_aux:
-        return res + (tree_unflatten(aux_leaves, aux_spec),)
-    return res
+        res = res + (tree_unflatten(aux_leaves, aux_spec),)
+    return _common.adopt(res)     # an enclosing transform's own tensors (Note [Captured tensors])
 
 
 def linearize(func: Callable, *primals: Any) -> Tuple[Any, Callable]:
@@ -127,7 +127,7 @@ def linearize(func: Callable, *primals: Any) -> Tuple[Any, Callable]:
                                    f"torch.Size({list(p.shape)}) of the corresponding primal.")
         return jvp(func, frozen, tangents)[1]
 
-    return out, jvp_fn
+    return _common.adopt(out), jvp_fn
 
 
 # ---------------------------------------------------------------------------- jacfwd

@@ -229,11 +229,11 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
                 raise RuntimeError("vjp_fn: called outside the vmap level its vjp was made in")
             with enable_grad():
                 gs = _inner_entries(o_leaves, leaves, c_leaves, grad_on, level, cur)
-            return tree_unflatten(_common.unwrap(gs, leaves, grad_on), p_spec)
+            return _common.adopt(tree_unflatten(_common.unwrap(gs, leaves, grad_on), p_spec))
         with enable_grad():
             gs = _grads(o_leaves, leaves, c_leaves,
                         _common.needs_graph(o_leaves + c_leaves, leaves, grad_on), level)
-        return tree_unflatten(_common.unwrap(gs, leaves, grad_on), p_spec)
+        return _common.adopt(tree_unflatten(_common.unwrap(gs, leaves, grad_on), p_spec))
 
     def batched(c_leaves: list, c_spec: Any) -> Any:
         """``vmap(vjp_fn)`` over cotangents with the batch dimension first: one batched
@@ -249,6 +249,7 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
     _common.VMAP_RULES[vjp_fn] = batched
     res = _common.unwrap(o_leaves + aux_leaves, leaves, outer)
     out_value = tree_unflatten(res[:len(o_leaves)], o_spec)
+    _common.adopt(res)            # an enclosing transform's own tensors (Note [Captured tensors])
     if has_aux:
         return out_value, vjp_fn, tree_unflatten(res[len(o_leaves):], aux_spec)
     return out_value, vjp_fn

@@ -97,7 +97,6 @@ INPLACE_MIN_NUMEL = 1 << 13  # results this large are written into dead buffers 
 #                              ones pay more for ufunc keywords than for a new array)
 _SMALL_NUMEL = 1 << 18      # functions whose results are all this small, with small products,
 #                             run their products on one BLAS thread (blas_threads.py)
-_FAULT_NUMEL = 1 << 16      # results this large (256 KiB of float32) come from mmap by default
 _RESHAPES = frozenset((_shape.VIEW, _shape.RESHAPE_COPY, _shape.SQUEEZE, _shape.SQUEEZE_DIM,
                        _shape.SQUEEZE_DIMS, _shape.UNSQUEEZE))
 
@@ -166,17 +165,14 @@ def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
     ns["__name__"] = "ndgrad.jit.generated"
     exec(code, ns)
     single = gen.blas_macs > 0 and gen.blas_macs <= MAX_MACS and gen.max_numel <= _SMALL_NUMEL
-    if gen.max_numel >= _FAULT_NUMEL:
-        # Note [Generated code touches warm pages]
-        # A generated function with results of megabytes frees and allocates them on every
-        # call. glibc serves blocks above its (dynamic) mmap threshold from fresh pages and trims
-        # the heap top past twice that, so every call faults its results' pages in again: the
-        # mlp_large step (GEMM outputs of 2-4 MiB) took ~4300 page faults, several ms of a 55
-        # ms step. The malloc tuning of Note [Kernel workspace] (ops/_workspace.py: blocks
-        # below 16 MiB from the heap, 64 MiB of free heap top kept) removes them; it is applied
-        # when such a function is generated, as when convolutions load.
-        # local import: importing it tunes malloc (for generated functions with large results)
-        from ..ops import _workspace  # noqa: F401
+    # Note [Generated code touches warm pages]
+    # A generated function with results of megabytes frees and allocates them on every call.
+    # glibc serves blocks above its (dynamic) mmap threshold from fresh pages and trims the
+    # heap top past twice that, so every call would fault its results' pages in again: the
+    # mlp_large step (GEMM outputs of 2-4 MiB) took ~4300 page faults, several ms of a 55 ms
+    # step. The malloc tuning of Note [Kernel workspace] (ops/_workspace.py: blocks below
+    # 16 MiB from the heap, 64 MiB of free heap top kept) removes them; the dispatcher applies
+    # it when ndgrad is imported, so generated code needs nothing of its own.
     return GeneratedFunction(ns[name], src, filename, single, owned)
 
 

@@ -158,7 +158,7 @@ class DifferentiableGraphBackward(Node):
                 t = _new(Tensor)
                 t._data = o if type(o) is _ndarray else np.asarray(o)
                 if _dispatch._TRANSFORM:       # created inside a func transform call
-                    t._tborn = _dispatch._TRANSFORM
+                    t._tborn = _dispatch._transform_local.tid
                 res.append(t)
         return tuple(res)
 
@@ -370,7 +370,7 @@ class Plan:
                 if inference:
                     t._inference = True
                 if _dispatch._TRANSFORM:       # Note [Captured tensors] (ops/views_inplace.py)
-                    t._tborn = _dispatch._TRANSFORM
+                    t._tborn = _dispatch._transform_local.tid
                 res.append(t)
             if self.special:
                 self._fix_outputs(tensors, res)
@@ -401,7 +401,7 @@ class Plan:
             t = _new(Tensor)
             t._data = o if type(o) is _ndarray else np.asarray(o)
             if _dispatch._TRANSFORM:           # Note [Captured tensors] (ops/views_inplace.py)
-                t._tborn = _dispatch._TRANSFORM
+                t._tborn = _dispatch._transform_local.tid
             res.append(t)
         # History first: a pack hook sees a saved output with its grad_fn (as _dispatch._record).
         for off, out_nr in self.attach:

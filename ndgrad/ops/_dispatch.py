@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import sys
+import threading
 import warnings
 from importlib import import_module
 from typing import Any, Callable, Optional, Sequence
@@ -38,7 +39,7 @@ from ..autograd.accumulate_grad import grad_accumulator
 from ..autograd.grad_mode import _state
 from ..autograd.node import SECOND_BACKWARD_MSG, OpNode, next_sequence_nr
 from ..autograd.saved import SavedTensor, SavedTensorList, SavedValue, TensorList
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, _transform_local, _wrap
 # Imported for its side effect: glibc's malloc thresholds (Note [Kernel workspace]), so that an
 # eager step's large results reuse the last step's pages instead of faulting fresh ones in
 # (mlp_large: ~2900 page faults per step without, ~10 with).
@@ -255,7 +256,7 @@ def _raw_apply(self: Any, grads: list) -> tuple:
         r = _new(Tensor)
         r._data = out
         if _TRANSFORM:
-            r._tborn = _TRANSFORM
+            r._tborn = _transform_local.tid
         res = (r,)
     pad = op.pad_meta
     return res + pad if pad else res
@@ -297,10 +298,11 @@ _fw_inplace: Any = None
 _TRACING = False
 _trace_record: Any = None
 _trace_inplace: Any = None
-# The innermost live grad/vjp/jvp transform call (0: none): results are stamped with it
-# (Note [Captured tensors] in ops/views_inplace.py). Set only through ``set_transform``.
+# How many grad/vjp/jvp transform calls are live in all threads; results are stamped with the
+# running thread's innermost one (``_transform_local.tid``; Note [Captured tensors] in
+# ops/views_inplace.py). Kept only by ``enter_transform``/``exit_transform``.
 _TRANSFORM = 0
-_transform_thread: Optional[int] = None
+_transform_lock = threading.Lock()
 _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a function
 
 
@@ -376,7 +378,7 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
         result = _new(Tensor)
         result._data = out
         if _TRANSFORM:
-            result._tborn = _TRANSFORM
+            result._tborn = _transform_local.tid
         if _state.enabled:
             if op.differentiable:
                 for t in tensors:
@@ -582,14 +584,26 @@ def set_tracing(record: Any, inplace: Any) -> None:
     _TRACING = record is not None
 
 
-def set_transform(tid: int, thread: Optional[int] = None) -> None:
-    """Enter (``tid`` > 0) or leave (the enclosing call's id, 0 at the outermost) a grad/vjp/
-    jvp transform call run by ``thread`` (Note [Captured tensors] in ops/views_inplace.py)."""
-    global _TRANSFORM, _transform_thread
-    _TRANSFORM = tid
-    _transform_thread = thread
-    _tensor_module._TRANSFORM = tid
-    _tensor_module._transform_thread = thread
+def enter_transform(tid: int) -> int:
+    """Enter the grad/vjp/jvp transform call ``tid`` (> 0) in this thread (Note [Captured
+    tensors] in ops/views_inplace.py); returns the thread's enclosing call, for
+    ``exit_transform``."""
+    global _TRANSFORM
+    prev = _transform_local.tid
+    with _transform_lock:
+        _TRANSFORM += 1
+        _tensor_module._TRANSFORM = _TRANSFORM
+    _transform_local.tid = tid
+    return prev
+
+
+def exit_transform(prev: int) -> None:
+    """Leave this thread's innermost transform call; ``prev`` is ``enter_transform``'s result."""
+    global _TRANSFORM
+    _transform_local.tid = prev
+    with _transform_lock:
+        _TRANSFORM -= 1
+        _tensor_module._TRANSFORM = _TRANSFORM
 
 
 def _set_batching(flag: bool) -> None:

@@ -47,7 +47,7 @@ from ..autograd import batching as _bt
 from ..autograd.grad_mode import _state, no_grad
 from ..autograd.engine import _fix_gradient
 from ..autograd.node import SECOND_BACKWARD_MSG, Node, next_sequence_nr
-from ..tensor import Tensor, _new, _wrap
+from ..tensor import Tensor, _new, _transform_local, _wrap
 from . import _dispatch
 from ._dispatch import _DIFF_DTYPES, Op, _edge, apply
 from ._jvp import linear, zero
@@ -377,7 +377,7 @@ def _check_inplace(self: Tensor, recording: bool, writes: bool = True) -> None:
                 raise RuntimeError(LEAF_VIEW_INPLACE_MSG)
         elif self._grad_fn is None and self._requires_grad:
             raise RuntimeError(LEAF_INPLACE_MSG)
-    if _dispatch._TRANSFORM and self._tborn != _dispatch._TRANSFORM:
+    if _dispatch._TRANSFORM and self._tborn != _transform_local.tid:
         _check_capture(self)
     if writes and not self._data.flags.writeable:
         raise RuntimeError(
@@ -391,15 +391,17 @@ def _check_inplace(self: Tensor, recording: bool, writes: bool = True) -> None:
 # one, a tensor made by an enclosing transform), whatever the written value and the grad mode;
 # the transform's own inputs and the tensors made inside it may be modified. ndgrad keeps no
 # per-level wrappers, so it tells them apart by a stamp: ``func`` gives each call a fresh id
-# (``_dispatch.set_transform``, func/_common.py ``transform_scope``); while one is live, the
+# (``_dispatch.enter_transform``, func/_common.py ``transform_scope``); while one is live, the
 # tensors created (dispatcher results, ``_wrap``, backward rules' results, the legacy
 # constructor) carry it as ``_tborn``, views, ``detach()`` and ``.data`` carry their source's,
 # and ``_check_inplace`` (every in-place op and in-place view op), ``detach_`` and ``resize_``
 # refuse a tensor whose stamp is not the innermost call's (``refuse_captured`` in tensor.py
-# words it; the hot paths pay one module-global test when no transform runs). vmap opens
-# no such call (torch checks at its grad/jvp levels only). The id is process-wide: a tensor
-# another thread creates during the call counts as created inside, and other threads' in-place
-# ops are not checked.
+# words it; the hot paths pay one module-global test, the count of live calls in all threads,
+# when no transform runs). The innermost call is per thread (``tensor._transform_local``):
+# each thread stamps with and checks against its own, and a thread running no transform is
+# not checked. A transform's results are the enclosing call's own (``_common.adopt``): an
+# outer ``grad`` may write into what an inner ``jvp``/``vjp`` returned, as in torch. vmap
+# opens no such call (torch checks at its grad/jvp levels only).
 def _check_capture(self: Tensor) -> None:
     """Refuse an in-place op on a tensor captured by the live transform call."""
     _tensor_mod.refuse_captured("aten::" + _inplace_name())
