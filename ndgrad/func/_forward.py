@@ -90,7 +90,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
             prim.append(p)
             tang.append(tg if tg is not None else _zeros_like(p))
         aux_leaves = [_unpack(a, level)[0] for a in aux_leaves]
-    res = (tree_unflatten(prim, o_spec), tree_unflatten(tang, o_spec))
+    res: tuple = (tree_unflatten(prim, o_spec), tree_unflatten(tang, o_spec))
     if has_aux:
         res = res + (tree_unflatten(aux_leaves, aux_spec),)
     return _common.adopt(res)     # an enclosing transform's own tensors (Note [Captured tensors])
