@@ -244,3 +244,30 @@ def test_a_kernel_without_margins_between_two_with_margins_keeps_input_gradients
             y.backward(lib.ones_like(y))
             grads.append(x.grad.numpy())
         np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("write", ["data", "data_view", "data_no_grad"])
+def test_forward_columns_follow_writes_the_version_check_does_not_see(write):
+    # Note [Forward columns]: a write through .data (no version bump, in torch too)
+    # drops the kept columns; the weight gradient reads the input as it is at backward
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal((2, 4, 7, 7))
+    ws = rng.standard_normal((3, 4, 3, 3))
+    grads = []
+    for lib, conv in ((ndgrad, F.conv2d), (torch, TF.conv2d)):
+        x = lib.tensor(xs)
+        w = lib.tensor(ws, requires_grad=True)
+        y = conv(x, w, padding=1)
+        if write == "data":
+            x.data.mul_(0.5)
+        elif write == "data_view":
+            x.data[:, 1:3].zero_()
+        else:
+            with lib.no_grad():
+                x.data.mul_(-1.0)
+        (y * y).sum().backward()
+        grads.append(w.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-12)
+    assert not nn_conv._kept
+    from ndgrad.ops import views_inplace
+    assert views_inplace.write_watch is None

@@ -51,6 +51,7 @@ from .. import _dtype
 from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor
 from . import shape as _shape
+from . import views_inplace as _views_inplace
 from ._batching import RULES
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
@@ -273,9 +274,12 @@ def _wide_cols(x: np.ndarray, k: tuple, pad: tuple, dil: tuple, groups: int,
 # drop it): a new array at a freed one's address cannot match, and a graph dropped without a
 # backward frees its columns. At most ``_KEPT_MAX`` entries of at most ``_KEPT_BYTES`` each
 # are kept (the oldest goes first; a backward that finds none recomputes), which bounds the
-# memory held for graphs kept alive without a backward. Writing into the array behind ndgrad's
-# back (through ``.numpy()``) between forward and backward is as undefined here as through
-# ``.data`` in PyTorch.
+# memory held for graphs kept alive without a backward. An in-place op writing memory a kept
+# entry was copied from (through ``.data`` or a view of it: writes the
+# version check does not see) drops the entry first (``views_inplace.write_watch``, set only
+# while entries exist), so the weight gradient reads the array as it is then, as PyTorch's
+# does. Writing into the array behind ndgrad's back (through ``.numpy()``) is not seen: the
+# kept columns then hold the old values.
 _KEPT_MAX = 8
 _KEPT_BYTES = 16 << 20
 _kept: dict = {}
@@ -289,6 +293,23 @@ def _drop(i: int, token: object) -> None:
         e = _kept.get(i)
         if e is not None and e[3] is token:
             _kept.pop(i, None)
+            _watch_writes()
+
+
+def _watch_writes() -> None:
+    """In-place writes are watched while columns are kept (called under ``_kept_lock``)."""
+    _views_inplace.write_watch = _written if _kept else None
+
+
+def _written(arr: np.ndarray) -> None:
+    """An in-place op is about to write ``arr`` (through any tensor: ``.data``, ``detach()``,
+    a view): columns kept from an array sharing its memory are stale, drop them."""
+    with _kept_lock:
+        for i, e in list(_kept.items()):
+            x = e[0]()
+            if x is None or np.may_share_memory(arr, x):
+                _kept.pop(i, None)
+        _watch_writes()
 
 
 def _dropper(i: int, token: object) -> Callable[[Any], None]:
@@ -309,6 +330,7 @@ def _keep(x: np.ndarray, key: tuple, cols: tuple) -> None:
         while len(_kept) >= _KEPT_MAX:   # the oldest goes (a list: no live dict iterator)
             _kept.pop(list(_kept)[0], None)
         _kept[i] = entry
+        _watch_writes()
     _keep_flag.entry = (i, token, entry)
 
 
@@ -318,6 +340,7 @@ def _take(x: np.ndarray, key: tuple) -> Optional[tuple]:
         if e is None or e[0]() is not x or e[1] != key:
             return None
         _kept.pop(id(x), None)
+        _watch_writes()
     return e[2]
 
 
