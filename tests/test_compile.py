@@ -487,3 +487,42 @@ def test_rebinding_a_global_tensor_traces_again():
         np.testing.assert_array_equal(f(x).numpy(), [7.0, 7.0])
     finally:
         GLOBAL_SCALE = old
+
+
+def _detach_after_add(x):
+    y = x * 2
+    y.add_(1)
+    return y.detach() * 3
+
+
+def _data_after_add(x):
+    y = x * 2
+    y.add_(1)
+    return y.data * 3
+
+
+def _alias_after_setitem(x):
+    y = x * 2
+    y[0] = 100.0
+    return y.detach() * 3
+
+
+def _detach_under_no_grad_after_mul(x):
+    y = x * 2
+    y.mul_(5)
+    with ndgrad.no_grad():
+        w = y.detach()
+    return w + 1
+
+
+@pytest.mark.parametrize("fn", [_detach_after_add, _data_after_add, _alias_after_setitem,
+                                _detach_under_no_grad_after_mul])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_an_alias_made_after_an_inplace_write_reads_the_written_value(fn, requires_grad):
+    # detach()/.data wrap the array the in-place op wrote: the trace must map it to the new
+    # value (the compiled calls returned the value before the write)
+    expected = fn(ndgrad.tensor([1.0, 2.0], requires_grad=requires_grad)).tolist()
+    compiled = ndgrad.compile(fn)
+    for _ in range(3):
+        assert compiled(ndgrad.tensor([1.0, 2.0], requires_grad=requires_grad)).tolist() == \
+            expected

@@ -675,6 +675,9 @@ class Tracer:
                                                                  new.requires_grad)],
                                          {"size": d.shape}, source=self.source()).output()
         base = t._base
+        # The written array now holds the new value: a tensor wrapping it later (``detach()``,
+        # ``.data``, an alias) reads that value, not the one an op of the trace produced there.
+        self.set_a(d, new)
         if base is None:
             self.gens[id(t)] = self.gens.get(id(t), 0) + 1
             self.set_t(t, new)
@@ -700,6 +703,7 @@ class Tracer:
                                            {"dtype": barr.dtype}, source=self.source()).output()
         self.gens[id(base)] = self.gens.get(id(base), 0) + 1
         self.set_t(base, total)
+        self.set_a(barr, total)
         self.set_t(t, new)
         del old
 
