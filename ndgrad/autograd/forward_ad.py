@@ -52,8 +52,11 @@ tangent is stored as is, not copied into the primal's layout). JVP rules run the
 ``_limit``, where ``apply`` hands calls with a batched tangent to the batching rules, so
 every output's tangent comes out batched (or unbatched when it does not depend on the
 tangents: the same for every row). ``functional.jacobian(..., strategy="forward-mode")`` uses
-this to get all columns of a Jacobian in one forward pass. Not supported: nested levels with
-a batched tangent (the ops of a batching rule propagate no tangents).
+this to get all columns of a Jacobian in one forward pass. Not supported: nested dual levels
+with a tangent batched this way (the ops of a batching rule propagate no tangents).
+``ndgrad.func.vmap`` around or inside forward mode does not use it: there the tangent of a
+``BatchedTensor`` is a ``BatchedTensor`` of the same vmap level (Note [Vectorized vmap] in
+func/_vmap.py, Note [Nested vmap levels] in ops/_batching.py).
 """
 
 from __future__ import annotations
