@@ -59,6 +59,17 @@ def refuse_captured(op: str) -> None:
     raise RuntimeError(CAPTURED_INPLACE_MSG.format(op))
 
 
+# Set by ndgrad.func: whether a vmapped function runs in this thread (Note [Vectorized vmap]).
+_vmap_running: Any = None
+# torch.func refuses requires_grad_() inside any of its transforms, vmap included.
+REQUIRES_GRAD_IN_TRANSFORM_MSG = (
+    "You are attempting to call Tensor.requires_grad_() (or perhaps using "
+    "torch.autograd.functional.* APIs) inside of a function being transformed by a functorch "
+    "transform. This is unsupported, please attempt to use the functorch transforms (e.g. "
+    "grad, vjp, jacrev, jacfwd, hessian) or call requires_grad_() outside of a function being "
+    "transformed instead.")
+
+
 # Tensor(...): set by ndgrad.legacy_tensor_types at import.
 _legacy_init: Any = None
 _ndarray = np.ndarray
@@ -409,10 +420,18 @@ class Tensor(_TensorMethods):
         if value and _FROM_NP[self._data.dtype]._category < _dtype._FLOAT:
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients")
-        self.requires_grad_(value)
+        self._set_requires_grad(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Set ``requires_grad`` on a leaf in place and return it."""
+        if (_TRANSFORM and _transform_local.tid) or (_vmap_running is not None
+                                                      and _vmap_running()):
+            raise RuntimeError(REQUIRES_GRAD_IN_TRANSFORM_MSG)
+        return self._set_requires_grad(requires_grad)
+
+    def _set_requires_grad(self, requires_grad: bool = True) -> "Tensor":
+        """``requires_grad_`` without the functorch-transform refusal (ndgrad.func's own
+        leaves)."""
         if self._grad_fn is not None:
             if requires_grad:
                 return self

@@ -341,3 +341,37 @@ def test_overlapping_transforms_in_two_threads_leave_no_transform_behind():
     assert len(errors) == 1 and "captured Tensor" in errors[0]
     from ndgrad.ops import _dispatch
     assert _dispatch._TRANSFORM == 0
+
+
+_REQUIRES_GRAD_CASES = {
+    "grad_captured": lambda lib, w: lib.func.grad(
+        lambda x: (w.requires_grad_(), (x * w).sum())[1])(lib.ones(3)),
+    "grad_own": lambda lib, w: lib.func.grad(
+        lambda x: (x * 2).requires_grad_().sum())(lib.ones(3)),
+    "grad_fresh_false": lambda lib, w: lib.func.grad(
+        lambda x: (x * lib.ones(3).requires_grad_(False)).sum())(lib.ones(3)),
+    "jvp": lambda lib, w: lib.func.jvp(
+        lambda x: (w.requires_grad_(), x * w)[1], (lib.ones(3),), (lib.ones(3),)),
+    "vmap": lambda lib, w: lib.func.vmap(lambda x: x.requires_grad_())(lib.ones(2, 3)),
+    "vmap_captured": lambda lib, w: lib.func.vmap(
+        lambda x: (w.requires_grad_(), x * 2)[1])(lib.ones(2, 3)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_REQUIRES_GRAD_CASES))
+def test_requires_grad_inside_a_transform_is_refused_as_torch(case):
+    results = [outcome(lambda lib=lib: _REQUIRES_GRAD_CASES[case](lib, lib.ones(3)))
+               for lib in (ndgrad, torch)]
+    assert results[0][0] == results[1][0] == "RuntimeError", results
+    assert "inside of a function being transformed by a functorch transform" in results[0][1]
+
+
+def test_requires_grad_outside_transforms_and_the_setter_inside_still_work():
+    w = ndgrad.ones(3)
+
+    def f(x):
+        v = ndgrad.ones(3)
+        v.requires_grad = True        # the attribute's setter is allowed, as in torch
+        return (x * v).sum()
+    np.testing.assert_allclose(ndgrad.func.grad(f)(ndgrad.ones(3)).detach().numpy(), np.ones(3))
+    assert w.requires_grad_().requires_grad      # no transform live any more

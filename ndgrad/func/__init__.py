@@ -79,7 +79,7 @@ def stack_module_state(models: Any) -> tuple:
             raise RuntimeError(f"Expected {name} from each model to have the same "
                                ".requires_grad")
         out = stack(per_model)
-        return out.detach().requires_grad_() if flags == {True} else out
+        return out.detach()._set_requires_grad(True) if flags == {True} else out
 
     named_p = [dict(m.named_parameters()) for m in models]
     named_b = [dict(m.named_buffers()) for m in models]

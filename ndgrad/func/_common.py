@@ -140,7 +140,7 @@ def fresh_leaf(x: Tensor, level: int = 0) -> Tensor:
                 tg = _fw._tangent(x, lv)
                 if tg is not None:
                     _fw._store(d, lv, tg)
-            return _batching.lift(d, level).requires_grad_(True)
+            return _batching.lift(d, level)._set_requires_grad(True)
         with _bt.suspended(level):
             shape = (_bt.VMAP[level],) + tuple(x._data.shape)
             # Under a forward AD level the leaf is a real copy: a tangent takes its primal's
@@ -160,7 +160,7 @@ def fresh_leaf(x: Tensor, level: int = 0) -> Tensor:
                         tg = _fw._tangent(x, lv)
                         if tg is not None:
                             _fw._store(e, lv, tg.unsqueeze(0).expand(shape).clone())
-                e.requires_grad_(True)
+                e._set_requires_grad(True)
         return _batching.mark(e, level)
     if x.requires_grad:
         return x.view_as(x)
@@ -173,7 +173,7 @@ def fresh_leaf(x: Tensor, level: int = 0) -> Tensor:
             tg = _fw._tangent(x, level)
             if tg is not None:
                 _fw._store(leaf, level, tg)
-    return leaf.requires_grad_(True)
+    return leaf._set_requires_grad(True)
 
 
 def _reaches_outside(t: Tensor, own: AbstractSet[Any]) -> bool:

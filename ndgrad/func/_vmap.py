@@ -129,6 +129,9 @@ def _check(t: Tensor, what: str) -> None:
 
 
 _tensor_mod._vmap_check = _check
+# torch refuses requires_grad_() inside vmap too: a live, unsuspended vmap level (the batched
+# run) or a by-entries run of this thread
+_tensor_mod._vmap_running = lambda: _state.depth > 0 or (_bt.VMAP and _bt.current_vmap() != 0)
 _batching.fingerprint = _rng._fingerprint
 _batching.install_data_functions(importlib.import_module("ndgrad"),
                                  importlib.import_module("ndgrad.ops"))

@@ -144,7 +144,7 @@ def run_prim(n: Node, ins: list, env: dict) -> list:
         d = t.detach()
         if n._outputs[0].requires_grad:
             if _state.enabled:
-                d.requires_grad_(True)
+                d._set_requires_grad(True)
         return [d]
     if k == "GradOf":
         if all(x is None for x in ins):

@@ -1482,7 +1482,7 @@ def _check_trace(fn: Callable, args: tuple, kwargs: dict, result: TraceResult) -
             if c is None:
                 c = made[id(t)] = _wrap(_perturb(t._data, rng, mode))
                 if t.requires_grad and t._grad_fn is None:
-                    c.requires_grad_(True)
+                    c._set_requires_grad(True)
             new_leaves.append(c)
         a2, k2 = unflatten(spec, new_leaves)
         try:

@@ -1223,7 +1223,7 @@ def like_call(fn: Callable, input: Any, *args: Any, **kwargs: Any) -> Any:
             # one draw of one entry's shape, the same values for every entry
             one = fn(_shape.select(input, 0, 0), *args, **kwargs)
             out = _wrap(np.ascontiguousarray(np.broadcast_to(one._data, input._data.shape)))
-            out.requires_grad_(one.requires_grad)
+            out._set_requires_grad(one.requires_grad)
         else:
             out = fn(input, *args, **kwargs)
     return _mark_out(out, level)

@@ -663,7 +663,7 @@ def _freq_dtype(dtype: Any) -> Any:
 def _freq(values: np.ndarray, dtype: Any, requires_grad: bool) -> Tensor:
     out = _wrap(values.astype(dtype.np))
     if requires_grad:
-        out.requires_grad_(True)
+        out._set_requires_grad(True)
     return out
 
 

@@ -51,7 +51,7 @@ def _window(name: str, M: int, sym: bool, dtype: Any, layout: Any, requires_grad
         w = values(np.arange(N, dtype=np.float64), N)[:M]
     out = _wrap(np.ascontiguousarray(w, dtype=dt.np))
     if requires_grad:
-        out.requires_grad_(True)
+        out._set_requires_grad(True)
     return out
 
 
