@@ -502,6 +502,7 @@ _METHODS = {
     "contiguous": ops.contiguous, "clone": ops.clone, "to": ops.to,
     "type_as": lambda s, o: ops.to(s, o.dtype), "type": _type,
     "apply_": _legacy.apply_, "map_": _legacy.map_, "map2_": _legacy.map2_,
+    "new": _legacy.new,
     "triu": ops.triu, "tril": ops.tril,
     "float": _type_conv(_dtype.float32), "double": _type_conv(_dtype.float64),
     "half": _type_conv(_dtype.float16), "bfloat16": _type_conv(_dtype.bfloat16),

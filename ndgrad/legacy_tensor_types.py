@@ -353,6 +353,19 @@ def _others(name: str, self: Tensor, others: tuple) -> list:
     return [o.detach().expand(self.shape)._data.reshape(-1).tolist() for o in out]
 
 
+def new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """``self.new(...)``: the legacy constructor in ``self``'s dtype (sizes give an
+    uninitialized tensor, data is converted, a tensor of the same dtype is aliased, nothing
+    gives an empty one), as PyTorch's.
+
+    >>> import ndgrad
+    >>> x = ndgrad.zeros(2, dtype=ndgrad.float64)
+    >>> x.new([1, 2]), x.new(3).shape, x.new().shape
+    (tensor([1., 2.], dtype=ndgrad.float64), ndgrad.Size([3]), ndgrad.Size([0]))
+    """
+    return _new(self.dtype, args, kwargs)
+
+
 def apply_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """Replace each element ``v`` by ``callable(v)`` (a Python function, called in order, on
     Python numbers). Slow; refused on a tensor that requires grad; does not count as a

@@ -264,3 +264,31 @@ def test_apply_raising_callback_writes_nothing():
     with pytest.raises(ZeroDivisionError):
         t.apply_(lambda v: 1 / v)
     assert t.tolist() == [1.0, 0.0, 2.0]
+
+
+_NEW_CASES = {
+    "sizes": lambda lib, x: x.new(2, 3).shape,
+    "size_object": lambda lib, x: x.new(lib.Size([2])).shape,
+    "data": lambda lib, x: x.new([1, 2]).tolist(),
+    "nothing": lambda lib, x: x.new().shape,
+    "dtype_kept": lambda lib, x: str(x.new([1, 2]).dtype).split(".")[-1],
+    "same_dtype_tensor_aliases": lambda lib, x: (lambda y: (y.add_(1), x.tolist())[1])(x.new(x)),
+    "other_dtype_tensor": lambda lib, x: x.new(lib.ones(2, dtype=lib.float32)),
+    "dtype_keyword": lambda lib, x: x.new(2, dtype=lib.int64),
+    "float": lambda lib, x: x.new(1.5),
+    "no_grad_inherited": lambda lib, x: x.requires_grad_().new(2).requires_grad,
+}
+
+
+@pytest.mark.parametrize("case", sorted(_NEW_CASES))
+def test_tensor_new_as_torch(case):
+    got = []
+    for lib in (ndgrad, torch):
+        x = lib.zeros(2, dtype=lib.float64)
+        try:
+            got.append(("ok", _NEW_CASES[case](lib, x)))
+        except Exception as e:  # noqa: BLE001 - compared between libraries
+            got.append((type(e).__name__, str(e).split(" - ")[0].split(" (got")[0]))
+    if case in ("sizes", "size_object", "nothing"):      # ndgrad.Size against torch.Size
+        got = [(k, tuple(v)) for k, v in got]
+    assert got[0] == got[1]
