@@ -526,3 +526,25 @@ def test_an_alias_made_after_an_inplace_write_reads_the_written_value(fn, requir
     for _ in range(3):
         assert compiled(ndgrad.tensor([1.0, 2.0], requires_grad=requires_grad)).tolist() == \
             expected
+
+
+def test_an_alias_of_a_view_made_before_a_write_into_its_base_is_refused():
+    # the view's array was produced before the write: the trace cannot tell its new value
+    def stale(x):
+        y = x * 2
+        v = y[0:1]
+        y.add_(1)
+        return v.detach() * 3
+
+    with pytest.raises(TraceError, match="view made before an in-place write"):
+        ndgrad.compile(stale)(ndgrad.tensor([1.0, 2.0]))
+
+    def disjoint(x):                 # the write does not touch the view: nothing is stale
+        y = x * 2
+        v = y[0:1]
+        y[1:2].add_(1)
+        return v.detach() * 3, y * 1
+    expected = [t.tolist() for t in disjoint(ndgrad.tensor([1.0, 2.0]))]
+    compiled = ndgrad.compile(disjoint)
+    for _ in range(2):
+        assert [t.tolist() for t in compiled(ndgrad.tensor([1.0, 2.0]))] == expected

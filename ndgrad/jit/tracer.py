@@ -257,6 +257,10 @@ class Tracer:
         self.candidates: list = []    # [tensor, Value, snapshot or None] lifted so far
         self.cand_ids: dict = {}      # id(tensor) -> index in candidates
         self.gens: dict = {}          # id(base tensor) -> generation (bumped on each write)
+        # id(ndarray) -> weak references to the NumPy views of it that ops of the trace made:
+        # a write into the array makes their amap entries stale (``_forget_views``)
+        self.views_of: dict = {}
+        self.stale: dict = {}         # id(ndarray) -> weak reference, views forgotten so
         self.inputs: list = []        # (tensor, Value) for the function's inputs
         self.source_override: Optional[str] = None
         # False while differentiating: requires_grad of the values a VJP rule reads does not
@@ -281,6 +285,27 @@ class Tracer:
         """Map array ``a`` to ``v`` (weakly)."""
         k = id(a)
         self.amap[k] = (_ref(a), v)
+
+    def _forget_views(self, d: np.ndarray) -> None:
+        """Drop the amap entries of the views ops made of the memory ``d`` is written into."""
+        root = d.base if d.base is not None else d
+        views = self.views_of.get(id(root))
+        if not views:
+            return
+        amap = self.amap
+        keep = []
+        for r in views:
+            a = r()
+            if a is None:
+                continue
+            if a is not d and np.may_share_memory(a, d):
+                e = amap.get(id(a))
+                if e is not None and e[0]() is a:
+                    del amap[id(a)]
+                    self.stale[id(a)] = r
+            else:
+                keep.append(r)
+        self.views_of[id(root)] = keep
 
     def lookup_a(self, a: Any) -> Optional[Value]:
         """The Value of array ``a`` if an op of the trace produced it."""
@@ -343,6 +368,13 @@ class Tracer:
         """Raise ``TraceError`` if ndarray ``a`` is a NumPy view of an array of the trace (an
         input's or an op's result) made outside the op table (Note [Data leaving the op
         table]): as a constant the graph would keep the example's values."""
+        st = self.stale.get(id(a))
+        if st is not None and st() is a:
+            raise TraceError(
+                f"ndgrad.jit: a tensor used at {self.source()} wraps the data of a view made "
+                "before an in-place write into its base (e.g. ``v.detach()`` or ``v.data`` "
+                "after ``base.add_(...)``); the trace cannot tell its value. Take the view "
+                "again after the write")
         b = getattr(a, "base", None)
         while b is not None:
             if type(b) is np.ndarray and self.lookup_a(b) is not None:
@@ -516,6 +548,9 @@ class Tracer:
         amap = self.amap
         for o, v in zip(outs, node._outputs):
             amap[id(o)] = (_ref(o), v)
+            b = o.base
+            if b is not None:
+                self.views_of.setdefault(id(b), []).append(_ref(o))
         return out
 
     def _arg_value(self, a: Tensor, op: Any, arrays: dict) -> Value:
@@ -676,7 +711,10 @@ class Tracer:
                                          {"size": d.shape}, source=self.source()).output()
         base = t._base
         # The written array now holds the new value: a tensor wrapping it later (``detach()``,
-        # ``.data``, an alias) reads that value, not the one an op of the trace produced there.
+        # ``.data``, an alias) reads that value, not the one an op of the trace produced there;
+        # NumPy views of the same memory made by earlier ops are stale (a tensor wrapping one
+        # later is refused as a view of traced data made outside the op table).
+        self._forget_views(d)
         self.set_a(d, new)
         if base is None:
             self.gens[id(t)] = self.gens.get(id(t), 0) + 1
