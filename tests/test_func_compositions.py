@@ -410,23 +410,25 @@ def test_case_pool_covers_every_transform_and_base():
     assert {len(s) for _, s, _ in CASES} == {2, 3}
 
 
+def _mismatches(cases: list, chunk: int, step: int, label: str) -> list:
+    """The messages of the cases ``chunk``, ``chunk + step``, ... that differ from torch."""
+    out = []
+    for i in range(chunk, len(cases), step):
+        msg = _compare(cases[i])
+        if msg is not None:
+            out.append(f"{label} {i}: {_describe(cases[i])}: {msg}")
+    return out
+
+
 @pytest.mark.parametrize("chunk", range(6))
 def test_random_compositions_match_torch_func(chunk):
-    mismatches = []
-    for i in range(chunk, len(CASES), 6):
-        msg = _compare(CASES[i])
-        if msg is not None:
-            mismatches.append(f"case {i}: {_describe(CASES[i])}: {msg}")
+    mismatches = _mismatches(CASES, chunk, 6, "case")
     assert not mismatches, "\n".join(mismatches)
 
 
 @pytest.mark.parametrize("chunk", range(2))
 def test_nested_vmaps_match_torch_func(chunk):
-    mismatches = []
-    for i in range(chunk, len(NESTED_CASES), 2):
-        msg = _compare(NESTED_CASES[i])
-        if msg is not None:
-            mismatches.append(f"nested case {i}: {_describe(NESTED_CASES[i])}: {msg}")
+    mismatches = _mismatches(NESTED_CASES, chunk, 2, "nested case")
     assert not mismatches, "\n".join(mismatches)
 
 

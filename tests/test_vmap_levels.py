@@ -177,8 +177,10 @@ def tF_or_nF(t):
 
 @pytest.mark.parametrize("name", sorted(_nested_cases(torch, tfunc)))
 def test_nested_vmap_matches_torch(name):
-    want = _nested_cases(torch, tfunc)[name]()
-    got = _nested_cases(ndgrad, nfunc)[name]()
+    _assert_matches(_nested_cases(ndgrad, nfunc)[name](), _nested_cases(torch, tfunc)[name]())
+
+
+def _assert_matches(got, want):
     assert tuple(got.shape) == tuple(want.shape)
     np.testing.assert_allclose(_np(got), _np(want), rtol=1e-10, atol=1e-12)
 
@@ -293,10 +295,7 @@ def _forward_cases(t, F):
 
 @pytest.mark.parametrize("name", sorted(_forward_cases(torch, tfunc)))
 def test_forward_mode_under_vmap_matches_torch(name):
-    want = _forward_cases(torch, tfunc)[name]()
-    got = _forward_cases(ndgrad, nfunc)[name]()
-    assert tuple(got.shape) == tuple(want.shape)
-    np.testing.assert_allclose(_np(got), _np(want), rtol=1e-10, atol=1e-12)
+    _assert_matches(_forward_cases(ndgrad, nfunc)[name](), _forward_cases(torch, tfunc)[name]())
 
 
 def test_forward_mode_under_vmap_matches_finite_differences():

@@ -98,7 +98,7 @@ Example:
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -524,14 +524,7 @@ class Graph:
         for i, v in enumerate(inputs):
             v._uses.append(Use(n, i))
         n._outputs = [_value(sh, dt, rg, n, j) for j, (sh, dt, rg) in enumerate(out_types)]
-        blk = self._insert_block
-        n.owning_block = blk
-        if self._insert_index is None:
-            blk._nodes.append(n)
-        else:
-            blk._nodes.insert(self._insert_index, n)
-            self._insert_index += 1
-        return n
+        return self.insert(n)
 
     def insert_op(self, op: Any, inputs: Sequence[Value], args: tuple,
                   out_types: Sequence[tuple], num_tensor_inputs: Optional[int] = None,
@@ -645,14 +638,20 @@ class Graph:
         with _Naming(self):
             return "digraph " + _dot_id(name) + " {\n" + _dot_body(self, "") + "}\n"
 
-    def copy(self) -> "Graph":
-        """A deep copy (new Values and Nodes)."""
+    def copy_inputs(self) -> Tuple["Graph", dict]:
+        """A new graph with copies of this one's inputs (names kept), and the map from these
+        inputs to the copies."""
         g = Graph()
         env: dict = {}
         for v in self.inputs():
             nv = g.add_input(v.shape, v.dtype, v.requires_grad)
             nv._name = v._name
             env[v] = nv
+        return g, env
+
+    def copy(self) -> "Graph":
+        """A deep copy (new Values and Nodes)."""
+        g, env = self.copy_inputs()
         clone_block_into(self._block, g._block, env)
         for v in self.outputs():
             g.register_output(env[v])

@@ -189,12 +189,7 @@ def copy_eliminating_common_subexpressions(graph: Graph) -> Graph:
         g = graph.copy()
         eliminate_common_subexpression(g)
         return g
-    g = Graph()
-    env: dict = {}
-    for v in graph.inputs():
-        nv = g.add_input(v.shape, v.dtype, v.requires_grad)
-        nv._name = v._name
-        env[v] = nv
+    g, env = graph.copy_inputs()
     blk = g.block()
     seen: dict = {}
     for n in graph.block()._nodes:

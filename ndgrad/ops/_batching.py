@@ -37,7 +37,7 @@ from ..tensor import Size, Tensor, _new, _wrap
 from . import _dispatch, views_inplace
 from ._dispatch import Op, apply
 from ._jvp import bilinear as _jvp_bilinear
-from ._util import broadcast_error, wrap_dim
+from ._util import check_broadcast, wrap_dim
 from .views_inplace import VIEW_REPLAY, CopySlices
 
 __all__ = ["RULES", "VJP_ONLY", "batched_apply", "call", "marked", "supports", "node_supported",
@@ -648,7 +648,7 @@ def _pointwise(mask_arg: Any = None) -> Callable:
         ls = c.ls
         if mask_arg is not None:
             ls = [np.shape(args[mask_arg])] + list(ls)
-        _check_logical_broadcast(ls)
+        check_broadcast(*ls)    # the user's error, with logical shapes
         rank = max(len(s) for s in ls)
         ts, arrs = list(c.ts), list(c.arrs)
         for i, (b, s) in enumerate(zip(c.bd, c.ls)):
@@ -657,18 +657,6 @@ def _pointwise(mask_arg: Any = None) -> Callable:
                 arrs[i] = _arr(ts[i], c.arrs[i])
         return apply(c.op, tuple(ts), tuple(arrs), args)
     return rule
-
-
-def _check_logical_broadcast(shapes: Any) -> None:
-    """The user's broadcasting error, with logical shapes (checked left to right, as the ops
-    do), before a rule broadcasts the physical arrays."""
-    acc = shapes[0]
-    for s in shapes[1:]:
-        if s != acc:
-            try:
-                acc = np.broadcast_shapes(acc, s)
-            except ValueError:
-                raise broadcast_error(tuple(acc), tuple(s)) from None
 
 
 def _dims_first(c: _Call, args: tuple) -> Any:
@@ -1200,7 +1188,7 @@ def elementwise_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
             rank = max(rank, len(lshape))
     if getattr(fn, "__name__", "") == "masked_fill" and len(shapes) > 1:
         shapes[:2] = shapes[1::-1]          # its check reads (mask, input)
-    _check_logical_broadcast(shapes)
+    check_broadcast(*shapes)    # the user's error, with logical shapes
 
     def align(a: Any) -> Any:
         if isinstance(a, Tensor) and a._blevel == level:

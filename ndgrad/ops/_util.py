@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -103,6 +103,18 @@ def dims_tuple(dim: Any, ndim: int) -> tuple:
             raise RuntimeError(f"dim {out[0]} appears multiple times in the list of dims")
         return out
     return (wrap_dim(int(dim), ndim),)
+
+
+def check_broadcast(*shapes: Sequence[int]) -> None:
+    """Raise PyTorch's error if ``shapes`` do not broadcast (checked left to right, as the ops
+    do)."""
+    acc = tuple(shapes[0])
+    for s in shapes[1:]:
+        if tuple(s) != acc:
+            try:
+                acc = np.broadcast_shapes(acc, tuple(s))
+            except ValueError:
+                raise broadcast_error(acc, tuple(s)) from None
 
 
 def broadcast_error(a: tuple, b: tuple) -> RuntimeError:

@@ -30,7 +30,7 @@ from ._batching import marked as _bmarked
 from . import _dispatch
 from ._dispatch import Op, apply
 from ._jvp import bilinear, elementwise, linear, not_implemented, zero
-from ._util import (broadcast_error, category, is_scalar, as_scalar, promote_pair,
+from ._util import (broadcast_error, check_broadcast, category, is_scalar, as_scalar, promote_pair,
                     promote_scalar, scalar_operand, to_float, to_tensor)
 
 _FLOAT = _dtype._FLOAT
@@ -1297,15 +1297,7 @@ CLAMP_MAX_T = Op("clamp_max", "ClampMaxBackward1", lambda x, b: _like(x, np.mini
                  saves=("max", "self"), inputs=("self", "max"), jvp=_clamp_bound_jvp(False))
 
 
-def _check_broadcast(*shapes: tuple) -> None:
-    """Raise PyTorch's error if ``shapes`` do not broadcast (checked left to right)."""
-    acc = shapes[0]
-    for s in shapes[1:]:
-        if s != acc:
-            try:
-                acc = np.broadcast_shapes(acc, s)
-            except ValueError:
-                raise broadcast_error(acc, s) from None
+_check_broadcast = check_broadcast
 
 
 def _check_clamp_real(input: Tensor, *bounds: Any) -> None:

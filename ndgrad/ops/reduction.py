@@ -284,12 +284,16 @@ def _prod_vjp(ctx, g):
         if ctx._op is PROD_DIM and not ctx._args[1]:
             total = total.unsqueeze(dims[0])
         return gexp * (total / x).conj()
+    return gexp * _others_product(ctx, x, dims).conj()
+
+
+def _others_product(ctx, x, dims):
+    """For each element of ``x``, the product of the other elements it is reduced with (exact
+    with zeros): over all of ``x`` (prod) or along ``dims[0]`` (prod(dim))."""
     if ctx._op is PROD:
         flat = x.reshape(-1)
-        others = apply(PROD_OTHERS, (flat,), (flat._data,), (0,)).reshape(x.shape)
-    else:
-        others = apply(PROD_OTHERS, (x,), (x._data,), (dims[0],))
-    return gexp * others.conj()
+        return apply(PROD_OTHERS, (flat,), (flat._data,), (0,)).reshape(x.shape)
+    return apply(PROD_OTHERS, (x,), (x._data,), (dims[0],))
 
 
 def _prod_fwd(x, dims, keepdim, dt):
@@ -309,11 +313,8 @@ def _prod_jvp(ctx, t):
         if ctx._op is PROD_DIM and not keepdim:
             total = total.unsqueeze(dims[0])
         others = total / x
-    elif ctx._op is PROD:
-        flat = x.reshape(-1)
-        others = apply(PROD_OTHERS, (flat,), (flat._data,), (0,)).reshape(x.shape)
     else:
-        others = apply(PROD_OTHERS, (x,), (x._data,), (dims[0],))
+        others = _others_product(ctx, x, dims)
     return (t * others).sum(dims, keepdim)
 
 
@@ -332,12 +333,7 @@ def _prod_vjp_traceable(ctx, g):
     gexp = _expand_back(ctx, g)
     if not dims or x._data.size == 0:
         return gexp
-    if ctx._op is PROD:
-        flat = x.reshape(-1)
-        others = apply(PROD_OTHERS, (flat,), (flat._data,), (0,)).reshape(x.shape)
-    else:
-        others = apply(PROD_OTHERS, (x,), (x._data,), (dims[0],))
-    return gexp * others.conj()
+    return gexp * _others_product(ctx, x, dims).conj()
 
 
 # Rules the jit records instead of the op's own VJP (Note [Traceable VJP rules]).
