@@ -105,8 +105,13 @@ def _cols(x: np.ndarray, k: tuple, stride: tuple, pad: tuple, dil: tuple, groups
                    s[:2] + tuple(s[2 + i] * dil[i] for i in range(nd))
                    + tuple(s[2 + i] * stride[i] for i in range(nd)), writeable=False)
     n, c = x.shape[:2]
-    shape = (n, groups, (c // groups) * math.prod(k), math.prod(out))
-    cols = np.empty(shape, x.dtype) if fresh else scratch("cols", shape, x.dtype)
+    return _copy_cols(v, (n, groups, (c // groups) * math.prod(k), math.prod(out)), fresh)
+
+
+def _copy_cols(v: np.ndarray, shape: tuple, fresh: bool) -> np.ndarray:
+    """The strided im2col view ``v`` copied into an array of ``shape``: scratch (Note [Kernel
+    workspace]), or a new array if ``fresh``."""
+    cols = np.empty(shape, v.dtype) if fresh else scratch("cols", shape, v.dtype)
     np.copyto(cols.reshape(v.shape), v)
     return cols
 
@@ -254,10 +259,7 @@ def _wide_cols(x: np.ndarray, k: tuple, pad: tuple, dil: tuple, groups: int,
     n, c = x.shape[:2]
     v = _view(xp, (n, c) + tuple(k) + (lw,),
               xp.strides[:2] + tuple(d * q * it for d, q in zip(dil, P)) + (it,))
-    shape = (n, groups, (c // groups) * math.prod(k), lw)
-    cols = np.empty(shape, xp.dtype) if fresh else scratch("cols", shape, xp.dtype)
-    np.copyto(cols.reshape(v.shape), v)
-    return cols, sp, out, lw
+    return _copy_cols(v, (n, groups, (c // groups) * math.prod(k), lw), fresh), sp, out, lw
 
 
 # Note [Forward columns]
