@@ -70,6 +70,9 @@ def test_loader_order_with_global_seed():
     lambda m, ds, g: m.SubsetRandomSampler([3, 1, 4, 1, 5, 9], generator=g),
     lambda m, ds, g: m.BatchSampler(m.RandomSampler(ds, generator=g), 4, drop_last=False),
     lambda m, ds, g: m.SequentialSampler(ds),
+    lambda m, ds, g: m.WeightedRandomSampler([0.5, 2.0, 0.0, 1.0, 3.5], 40, generator=g),
+    lambda m, ds, g: m.WeightedRandomSampler([0.5, 2.0, 0.1, 1.0, 3.5], 4, replacement=False,
+                                             generator=g),
 ])
 def test_samplers_match_torch(make):
     nds, tds = _pair()

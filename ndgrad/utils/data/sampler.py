@@ -18,7 +18,8 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Sized, Union
 import numpy as np
 
 from ... import _creation
-from ..._generator import Generator, default_generator, numpy_generator
+from ...ops.sampling import multinomial
+from ..._generator import Generator, default_generator
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
@@ -110,10 +111,15 @@ class SubsetRandomSampler(Sampler):
 
 
 class WeightedRandomSampler(Sampler):
-    """``num_samples`` indices drawn with probabilities proportional to ``weights``.
+    """``num_samples`` indices drawn with probabilities proportional to ``weights``: one
+    ``multinomial`` draw on the generator, so a seed gives torch's indices.
 
-    The draw uses NumPy's algorithm on the generator's engine: reproducible for a seed, not
-    torch's numbers (torch's multinomial kernel is not reproduced)."""
+    >>> import ndgrad
+    >>> from ndgrad.utils.data import WeightedRandomSampler
+    >>> _ = ndgrad.manual_seed(0)
+    >>> list(WeightedRandomSampler([0.0, 1.0, 3.0], 4))
+    [2, 2, 2, 2]
+    """
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
                  generator: Optional[Generator] = None) -> None:
@@ -141,9 +147,8 @@ class WeightedRandomSampler(Sampler):
         if not self.replacement and self.num_samples > int((w > 0).sum()):
             raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                                "replacement")
-        idx = numpy_generator(self.generator).choice(len(w), size=self.num_samples,
-                                                     replace=self.replacement, p=w / w.sum())
-        yield from idx.tolist()
+        yield from multinomial(self.weights, self.num_samples, self.replacement,
+                               generator=self.generator).tolist()
 
     def __len__(self) -> int:
         return self.num_samples
