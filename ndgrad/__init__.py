@@ -113,7 +113,8 @@ from .ops import (  # noqa: F401,E402
     nanmedian, nanquantile, nansum, quantile, renorm, sort, std_mean, topk, trace, trapezoid,
     trapz, var_mean)
 from . import return_types  # noqa: F401,E402
-from ._threads import get_num_threads, set_num_threads  # noqa: F401,E402
+from ._threads import (  # noqa: F401,E402
+    get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads)
 from ._settings import (  # noqa: F401,E402
     are_deterministic_algorithms_enabled, e, finfo, get_float32_matmul_precision,
     get_printoptions, iinfo, inf, is_deterministic_algorithms_warn_only_enabled, nan, pi,
@@ -190,11 +191,14 @@ _NN_TOPLEVEL = frozenset((
 
 def __getattr__(name: str):
     """``ndgrad.nn``, ``ndgrad.optim``, ``ndgrad.utils``, ``ndgrad.func``, ``ndgrad.viz``,
-    ``ndgrad.jit`` and ``ndgrad.compile`` load on first use: ``import ndgrad`` stays fast, and
-    ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
+    ``ndgrad.jit``, ``ndgrad.compiler``, ``ndgrad.compile`` and ``ndgrad.vmap`` load on first
+    use: ``import ndgrad`` stays fast, and ``ndgrad.nn.Linear`` still works after a bare
+    ``import ndgrad``."""
     import importlib
-    if name in ("nn", "optim", "utils", "func", "viz", "jit"):
+    if name in ("nn", "optim", "utils", "func", "viz", "jit", "compiler"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "vmap":               # torch.vmap is torch.func.vmap
+        return importlib.import_module(f"{__name__}.func").vmap
     if name == "compile":            # ndgrad.compile (ndgrad/jit/api.py), loaded on first use
         return importlib.import_module(f"{__name__}.jit.api").compile
     if name in _NN_TOPLEVEL:         # torch.conv2d, torch.dropout ... (ndgrad/nn/toplevel.py)

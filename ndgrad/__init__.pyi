@@ -233,6 +233,7 @@ def ger(input: _ndgrad_types.Tensor, vec2: _ndgrad_types.Tensor, *, out: _ndgrad
 from ndgrad.tensor import get_default_device as get_default_device
 from ndgrad._dtype import get_default_dtype as get_default_dtype
 from ndgrad._settings import get_float32_matmul_precision as get_float32_matmul_precision
+from ndgrad._threads import get_num_interop_threads as get_num_interop_threads
 from ndgrad._threads import get_num_threads as get_num_threads
 from ndgrad._settings import get_printoptions as get_printoptions
 from ndgrad._creation import get_rng_state as get_rng_state
@@ -453,6 +454,7 @@ from ndgrad._dtype import set_default_dtype as set_default_dtype
 from ndgrad.legacy_tensor_types import set_default_tensor_type as set_default_tensor_type
 from ndgrad._settings import set_float32_matmul_precision as set_float32_matmul_precision
 from ndgrad.autograd.grad_mode import set_grad_enabled as set_grad_enabled
+from ndgrad._threads import set_num_interop_threads as set_num_interop_threads
 from ndgrad._threads import set_num_threads as set_num_threads
 from ndgrad._settings import set_printoptions as set_printoptions
 from ndgrad._creation import set_rng_state as set_rng_state

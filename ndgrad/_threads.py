@@ -49,3 +49,22 @@ def set_num_threads(int: Any) -> None:  # noqa: A002  (torch's parameter name)
     f = _blas()
     if f is not None:
         f[1](n)
+
+
+_interop = [os.cpu_count() or 1]
+
+
+def get_num_interop_threads() -> int:
+    """The number of threads for inter-op parallelism (ndgrad runs ops one after another; the
+    value is kept for programs that set and read it)."""
+    return _interop[0]
+
+
+def set_num_interop_threads(int: Any) -> None:  # noqa: A002  (torch's parameter name)
+    """Record the number of inter-op threads (see :func:`get_num_interop_threads`)."""
+    if isinstance(int, bool) or not hasattr(int, "__index__"):
+        raise RuntimeError(f"set_num_interop_threads expects an int, but got "
+                           f"{type(int).__name__}")
+    if int.__index__() <= 0:
+        raise RuntimeError("set_num_interop_threads expects a positive integer")
+    _interop[0] = int.__index__()

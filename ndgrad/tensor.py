@@ -332,6 +332,24 @@ class Tensor(_TensorMethods):
     def element_size(self) -> int:
         return self._data.itemsize
 
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element (``element_size()``)."""
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the elements the tensor views (``numel() * itemsize``)."""
+        return self._data.size * self._data.itemsize
+
+    def is_pinned(self, device: Any = None) -> bool:
+        """False: there is no accelerator to pin host memory for."""
+        return False
+
+    def pin_memory(self, device: Any = None) -> "Tensor":
+        """PyTorch's error on a build without an accelerator."""
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
     def stride(self, dim: Optional[int] = None) -> Any:
         """Strides in elements, as PyTorch reports them."""
         item = self._data.itemsize

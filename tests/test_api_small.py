@@ -624,6 +624,42 @@ def test_cuda_and_backend_queries():
             m.cuda.current_device()
     dev = ndgrad.device("cuda" if ndgrad.cuda.is_available() else "cpu")
     assert ndgrad.zeros(2, device=dev).device == dev
+    # ndgrad has neither oneDNN nor OpenMP kernels (torch's build has both); the CPU capability
+    # is the machine's, so both name the same vector set
+    assert ndgrad.backends.mkldnn.is_available() is False
+    assert ndgrad.backends.openmp.is_available() is False
+    assert ndgrad.backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()
+
+
+def test_small_queries_programs_make():
+    for m in (torch, ndgrad):
+        t = m.ones(2, 3, dtype=m.float64)[:, :2]
+        assert (t.nbytes, t.itemsize, t.is_pinned()) == (32, 8, False)
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
+            t.pin_memory()
+        old = m.get_num_interop_threads()
+        m.set_num_interop_threads(old)
+        assert m.get_num_interop_threads() == old
+        for bad, words in ((0, "expects a positive integer"), (1.5, "expects an int")):
+            with pytest.raises(RuntimeError, match=words):
+                m.set_num_interop_threads(bad)
+        assert m.vmap is m.func.vmap
+        assert m.compiler.is_compiling() is False
+        assert m.compiler.disable(len)([1, 2]) == 2
+        assert m.compiler.disable()(len)([1]) == 1
+        from importlib import import_module
+        u = import_module(m.__name__ + ".nn.modules.utils")
+        assert (u._single(2), u._pair(3), u._pair([1, 2]), u._triple(0), u._quadruple(1)) == (
+            (2,), (3, 3), (1, 2), (0, 0, 0), (1, 1, 1, 1))
+        assert u._reverse_repeat_tuple((1, 2, 3), 2) == (3, 3, 2, 2, 1, 1)
+        assert u._list_with_default([None, 3], [1, 2, 5, 7]) == [5, 3]
+        sd = {"module.a": 1, "module.b.c": 2, "x": 3}
+        u.consume_prefix_in_state_dict_if_present(sd, "module.")
+        assert sd == {"a": 1, "b.c": 2, "x": 3}
+    seen = []
+    f = ndgrad.compile(lambda x: seen.append(ndgrad.compiler.is_compiling()) or x * 2)
+    f(ndgrad.ones(2))
+    assert seen == [True]
 
 
 def test_default_device():

@@ -53,6 +53,9 @@ LAYERS = {
     "ndgrad.backends": BOTTOM,
     "ndgrad.backends.cudnn": BOTTOM,
     "ndgrad.backends.mps": BOTTOM,
+    "ndgrad.backends.mkldnn": BOTTOM,
+    "ndgrad.backends.openmp": BOTTOM,
+    "ndgrad.backends.cpu": BOTTOM,
     # 1. the graph runtime: knows no individual op.
     "ndgrad.autograd.node": RUNTIME,
     "ndgrad.autograd.engine": RUNTIME,

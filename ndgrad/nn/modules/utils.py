@@ -1,0 +1,62 @@
+"""``ndgrad.nn.modules.utils``: the argument helpers custom layers import from PyTorch
+(``_pair(3) == (3, 3)``) and ``consume_prefix_in_state_dict_if_present``.
+
+Example:
+    >>> from ndgrad.nn.modules.utils import _pair, _triple
+    >>> _pair(3), _pair((1, 2)), _triple(0)
+    ((3, 3), (1, 2), (0, 0, 0))
+"""
+
+from __future__ import annotations
+
+import collections.abc
+from itertools import repeat
+from typing import Any, Callable, Dict, List
+
+__all__ = ["consume_prefix_in_state_dict_if_present"]
+
+
+def _ntuple(n: int, name: str = "parse") -> Callable[[Any], tuple]:
+    """A parser turning a scalar into an ``n``-tuple of it (an iterable into a tuple)."""
+    def parse(x: Any) -> tuple:
+        if isinstance(x, collections.abc.Iterable):
+            return tuple(x)
+        return tuple(repeat(x, n))
+    parse.__name__ = name
+    return parse
+
+
+_single = _ntuple(1, "_single")
+_pair = _ntuple(2, "_pair")
+_triple = _ntuple(3, "_triple")
+_quadruple = _ntuple(4, "_quadruple")
+
+
+def _reverse_repeat_tuple(t: tuple, n: int) -> tuple:
+    """Each element of ``t`` repeated ``n`` times, in reverse order (conv padding for F.pad)."""
+    return tuple(x for x in reversed(t) for _ in range(n))
+
+
+def _list_with_default(out_size: Any, defaults: List[int]) -> Any:
+    """``out_size`` with its ``None`` entries taken from the trailing ``defaults``."""
+    if isinstance(out_size, (int, float)):
+        return out_size
+    if len(defaults) <= len(out_size):
+        raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")
+    return [v if v is not None else d
+            for v, d in zip(out_size, defaults[-len(out_size):])]
+
+
+def consume_prefix_in_state_dict_if_present(state_dict: Dict[str, Any], prefix: str) -> None:
+    """Strip ``prefix`` from the keys that have it (a DataParallel/DDP checkpoint's
+    ``module.``), in place, metadata included."""
+    for key in sorted(state_dict.keys()):
+        if key.startswith(prefix):
+            state_dict[key[len(prefix):]] = state_dict.pop(key)
+    metadata = getattr(state_dict, "_metadata", None)
+    if metadata is not None:
+        for key in list(metadata.keys()):
+            if len(key) == 0:
+                continue
+            if key == prefix.replace(".", "") or key.startswith(prefix):
+                metadata[key[len(prefix):] if key.startswith(prefix) else ""] = metadata.pop(key)
