@@ -32,6 +32,7 @@ from ..tensor import Tensor, _wrap
 from . import linalg as _lin
 from ._dispatch import Op, apply
 from ._util import check_tensor, wrap_dim
+from . import _autocast
 
 __all__ = ["addmm", "addmv", "addr", "addbmm", "baddbmm", "einsum", "tensordot", "kron",
            "cross", "linalg_cross", "inner", "outer", "ger", "vdot", "chain_matmul",
@@ -269,6 +270,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
     >>> ndgrad.addmm(ndgrad.ones(2, 2), ndgrad.ones(2, 3), ndgrad.ones(3, 2), beta=2).tolist()
     [[5.0, 5.0], [5.0, 5.0]]
     """
+    if _autocast.active:  # Note [Autocast]
+        input, mat1, mat2 = _autocast.lower(input, mat1, mat2)
     r = _bcall(addmm, input, mat1, mat2, beta=beta, alpha=alpha)
     if r is not NotImplemented:
         return r
@@ -340,6 +343,8 @@ def _check_batches(a: np.ndarray, b: np.ndarray) -> None:
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``."""
+    if _autocast.active:  # Note [Autocast]
+        input, batch1, batch2 = _autocast.lower(input, batch1, batch2)
     r = _bcall(baddbmm, input, batch1, batch2, beta=beta, alpha=alpha)
     if r is not NotImplemented:
         return r
@@ -352,6 +357,8 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
            alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    if _autocast.active:  # Note [Autocast]
+        input, batch1, batch2 = _autocast.lower(input, batch1, batch2)
     r = _bcall(addbmm, input, batch1, batch2, beta=beta, alpha=alpha)
     if r is not NotImplemented:
         return r
