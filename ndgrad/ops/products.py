@@ -583,13 +583,23 @@ def einsum(*args: Any) -> Tensor:
         r = call(lambda *o: einsum(eq, *o), *ops)
         if r is not NotImplemented:
             return r
+    canon = _canonical(eq, [o._data.shape for o in ops])
+    if _autocast.active and _contracts(canon):  # Note [Autocast]: PyTorch contracts with bmm
+        ops = _autocast.lower(*ops)
     d0 = ops[0]._data.dtype
     for o in ops[1:]:
         if o._data.dtype != d0:
             raise RuntimeError(f"expected scalar type {scalar_name(d0)} but found "
                                f"{scalar_name(o._data.dtype)}")
-    canon = _canonical(eq, [o._data.shape for o in ops])
     return apply(EINSUM, tuple(ops), tuple(o._data for o in ops), (canon, TensorList(ops)))
+
+
+def _contracts(canon: str) -> bool:
+    """Whether an einsum sums a label shared by two operands (PyTorch then runs bmm, which
+    autocast casts; without one it multiplies, which it does not)."""
+    ins, out = canon.split("->")
+    terms = ins.split(",")
+    return any(c not in out and sum(c in t for t in terms) > 1 for c in set(ins) - {","})
 
 
 # ---------------------------------------------------------------------------- tensordot & co
