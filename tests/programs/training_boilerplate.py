@@ -6,7 +6,6 @@ import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 
 torch.manual_seed(0)
-torch.backends.cudnn.benchmark = True
 torch.set_float32_matmul_precision("high")
 device = (
     "cuda" if torch.cuda.is_available() else ("mps" if torch.backends.mps.is_available() else "cpu")
