@@ -58,7 +58,15 @@ from . import autograd as autograd  # noqa: E402
 autograd._load()   # the autograd API, now that the op table exists (Note [Layers])
 from .legacy_tensor_types import Variable as _Variable  # noqa: E402
 autograd.Variable = _Variable  # type: ignore[attr-defined]  # old code's autograd.Variable
-from . import backends, cuda  # noqa: F401,E402
+from . import backends, cpu, cuda  # noqa: F401,E402
+from . import amp  # noqa: F401,E402
+from .amp.autocast_mode import (  # noqa: F401,E402
+    autocast, clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
+    get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+    is_autocast_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled)
+from .cpu import amp as _cpu_amp  # noqa: F401,E402  (ndgrad.cpu.amp, as torch.cpu.amp)
+from .cuda import amp as _cuda_amp  # noqa: F401,E402  (ndgrad.cuda.amp, as torch.cuda.amp)
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa
 
@@ -205,6 +213,12 @@ def __getattr__(name: str):
         return importlib.import_module(f"{__name__}.nn.toplevel").get(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
+from .ops import _autocast  # noqa: E402
+
+for _name in _autocast.FP32_TOP:  # float32 under CPU autocast (Note [Autocast])
+    globals()[_name] = _autocast.fp32_op(globals()[_name])
+del _name
 
 __version__ = "0.1.0"
 del _dtype

@@ -15,6 +15,7 @@ import numpy as np
 from . import _creation, _dtype, _numpy_protocol, _signature, ops
 from . import legacy_tensor_types as _legacy
 from .autograd import api as _autograd_api
+from .ops import _autocast
 from .ops import views_inplace as _inplace
 from .ops._util import broadcast_error, check_tensor, is_scalar, to_tensor
 from .tensor import Tensor
@@ -154,7 +155,7 @@ def _rmatmul(self: Tensor, other: Any) -> Tensor:
 
 
 def _matmul_op(self: Tensor, other: Any) -> Tensor:
-    if type(other) is Tensor:
+    if type(other) is Tensor and not _autocast.active:  # autocast: matmul's (Note [Autocast])
         # Note [Operator fast paths]: matrix @ matrix/vector of one dtype is what matmul's
         # composite records anyway (mm, mv); its checks are the shape test here.
         a, b = self._data, other._data

@@ -19,3 +19,11 @@ __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rf
            "ifftshift", "fftfreq", "rfftfreq"]
 
 install_namespace(globals(), FFT_FUNCTIONS)
+
+# Under CPU autocast every FFT runs in float32 (Note [Autocast] in ops/_autocast.py).
+from .ops import _autocast  # noqa: E402
+
+for _name in __all__:
+    if not _name.endswith(("freq", "shift")):
+        globals()[_name] = _autocast.fp32_op(globals()[_name])
+del _name

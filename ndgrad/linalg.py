@@ -98,3 +98,10 @@ for _schema in _DECOMPOSITIONS.strip().splitlines():
     globals()[_name[len("linalg_"):]] = _fn
 del _schema, _name, _fn
 # ---- end decompositions ----
+
+# ---- autocast (Note [Autocast] in ops/_autocast.py) ----
+from .ops import _autocast  # noqa: E402
+
+for _name in _autocast.FP32_LINALG:
+    globals()[_name] = _autocast.fp32_op(globals()[_name])
+del _name

@@ -50,6 +50,7 @@ LAYERS = {
     "ndgrad.autograd.grad_mode": BOTTOM,
     "ndgrad.autograd.hooks": BOTTOM,
     "ndgrad.cuda": BOTTOM,
+    "ndgrad.cpu": BOTTOM,
     "ndgrad.backends": BOTTOM,
     "ndgrad.backends.cudnn": BOTTOM,
     "ndgrad.backends.mps": BOTTOM,
@@ -87,6 +88,11 @@ LAYERS = {
     # the practical layer (nn, optim, utils are API too, by the default rule below): pictures of
     # graphs, DLPack exchange.
     "ndgrad.viz": API,
+    "ndgrad.amp": API,
+    "ndgrad.amp.autocast_mode": API,
+    "ndgrad.amp.grad_scaler": API,
+    "ndgrad.cpu.amp": API,
+    "ndgrad.cuda.amp": API,
     "ndgrad.viz.dot": API,
     "ndgrad.utils.dlpack": API,
     # torch.func's transforms, built on the autograd API, forward AD and batch levels.

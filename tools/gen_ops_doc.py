@@ -85,8 +85,9 @@ def ops_applied(fn: Any, depth: int = 2) -> set:
     cells = {name: c.cell_contents for name, c in zip(code.co_freevars, fn.__closure__ or ())
              if _filled(c)}
     names = _code_names(code) | set(cells)
+    # autocast's casts (Note [Autocast]) are not the function's own ops
     modules = [glob[n] for n in names if inspect.ismodule(glob.get(n)) and
-               glob[n].__name__.startswith("ndgrad")]
+               glob[n].__name__.startswith("ndgrad") and glob[n].__name__ != "ndgrad.ops._autocast"]
     for name in names:
         v = cells[name] if name in cells else glob.get(name)
         if v is None:           # ``ops.getitem``: an attribute of a module the code names

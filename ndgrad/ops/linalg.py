@@ -29,6 +29,7 @@ from ._jvp import bilinear, linear
 from ._util import broadcast_error, check_tensor, dims_tuple
 from .shape import RESHAPE_COPY
 from .shape import t as _t
+from . import _autocast
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -193,6 +194,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
         r = _bcall(mm, input, mat2)
         if r is not NotImplemented:
             return r
+    if _autocast.active:  # Note [Autocast]
+        input, mat2 = _autocast.lower(input, mat2)
     _check_tensor(input, "mm", "input", 1)
     _check_tensor(mat2, "mm", "mat2", 2)
     a, b = input._data, mat2._data
@@ -213,6 +216,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
         r = _bcall(bmm, input, mat2)
         if r is not NotImplemented:
             return r
+    if _autocast.active:  # Note [Autocast]
+        input, mat2 = _autocast.lower(input, mat2)
     _check_tensor(input, "bmm", "input", 1)
     _check_tensor(mat2, "bmm", "mat2", 2)
     a, b = input._data, mat2._data
@@ -286,6 +291,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         r = _bcall(matmul, input, other)
         if r is not NotImplemented:
             return r
+    if _autocast.active:  # Note [Autocast]
+        input, other = _autocast.lower(input, other)
     _check_tensor(input, "matmul", "input", 1)
     _check_tensor(other, "matmul", "other", 2)
     na, nb = input._data.ndim, other._data.ndim

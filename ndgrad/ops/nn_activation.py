@@ -47,6 +47,7 @@ from .shape import cat as _shape_cat
 from .softmax import log_softmax as _log_softmax
 from .softmax import softmax as _softmax
 from .views_inplace import apply_inplace
+from . import _autocast
 
 __all__ = ["relu", "relu_", "relu6", "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu",
            "silu", "mish", "softplus", "softsign", "softmin", "softmax", "log_softmax",
@@ -697,6 +698,8 @@ _batching.RULES[PRELU] = _prelu_batch_rule
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``input`` where positive, else ``weight * input``; ``weight`` has one element or one per
     channel (dim 1)."""
+    if _autocast.active:  # Note [Autocast]
+        input, weight = _autocast.lower(input, weight)
     if input._blevel or weight._blevel:  # Note [Batched backward]
         r = _bcall(prelu, input, weight)
         if r is not NotImplemented:

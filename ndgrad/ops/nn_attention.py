@@ -37,6 +37,7 @@ from .._generator import bernoulli_array
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
+from . import _autocast
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -299,6 +300,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     >>> F.scaled_dot_product_attention(q, q, q, is_causal=True)[0, 0]
     tensor([1., 0.])
     """
+    if _autocast.active:  # Note [Autocast]
+        query, key, value, attn_mask = _autocast.lower(query, key, value, attn_mask)
     q, k, v = query, key, value
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, "

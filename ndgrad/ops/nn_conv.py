@@ -58,6 +58,7 @@ from ._dispatch import Op, apply
 from ._jvp import linear
 from ._workspace import scratch, zeros_kept
 from .fft import CONSTANT_PAD
+from . import _autocast
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold"]
@@ -897,6 +898,8 @@ def conv1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride:
     >>> F.conv1d(ndgrad.ones(1, 1, 4), ndgrad.ones(1, 1, 2), padding="same").shape
     ndgrad.Size([1, 1, 4])
     """
+    if _autocast.active:  # Note [Autocast]
+        input, weight, bias = _autocast.lower(input, weight, bias)
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
@@ -909,6 +912,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride:
     >>> F.conv2d(ndgrad.ones(1, 2, 5, 5), ndgrad.ones(4, 2, 3, 3), stride=2).shape
     ndgrad.Size([1, 4, 2, 2])
     """
+    if _autocast.active:  # Note [Autocast]
+        input, weight, bias = _autocast.lower(input, weight, bias)
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
@@ -920,6 +925,8 @@ def conv3d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride:
     >>> F.conv3d(ndgrad.ones(1, 1, 3, 3, 3), ndgrad.ones(1, 1, 2, 2, 2)).sum().item()
     64.0
     """
+    if _autocast.active:  # Note [Autocast]
+        input, weight, bias = _autocast.lower(input, weight, bias)
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 3)
 
 
@@ -933,6 +940,8 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = Non
     >>> F.conv_transpose1d(ndgrad.ones(1, 1, 3), ndgrad.ones(1, 1, 2))
     tensor([[[1., 2., 2., 1.]]])
     """
+    if _autocast.active:  # Note [Autocast]
+        input, weight, bias = _autocast.lower(input, weight, bias)
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
                              dilation, 1)
 
@@ -946,6 +955,8 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = Non
     >>> F.conv_transpose2d(ndgrad.ones(1, 1, 2, 2), ndgrad.ones(1, 3, 3, 3), stride=2).shape
     ndgrad.Size([1, 3, 5, 5])
     """
+    if _autocast.active:  # Note [Autocast]
+        input, weight, bias = _autocast.lower(input, weight, bias)
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
                              dilation, 2)
 
@@ -959,6 +970,8 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = Non
     >>> F.conv_transpose3d(ndgrad.ones(1, 1, 2, 2, 2), ndgrad.ones(1, 1, 2, 2, 2)).shape
     ndgrad.Size([1, 1, 3, 3, 3])
     """
+    if _autocast.active:  # Note [Autocast]
+        input, weight, bias = _autocast.lower(input, weight, bias)
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups,
                              dilation, 3)
 

@@ -24,6 +24,7 @@ from .. import _dtype
 from .._dtype import result_type
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
+from . import _autocast
 
 
 def _np_name(t: Tensor) -> str:
@@ -228,6 +229,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: Any = None) -> T
     >>> ndgrad.cdist(ndgrad.tensor([[0.0, 0.0]]), ndgrad.tensor([[3.0, 4.0], [0.0, 1.0]])).tolist()
     [[5.0, 1.0]]
     """
+    if _autocast.active:  # Note [Autocast]
+        x1, x2 = _autocast.fp32(x1, x2)
     for t, nm in ((x1, "X1"), (x2, "X2")):
         if t._data.dtype.kind not in "fc" and t._data.dtype != getattr(
                 _dtype, "bfloat16", _dtype.float16).np:

@@ -25,12 +25,15 @@ from . import products as _products
 from . import rearrange as _rearrange  # noqa: F401  (Tensor.view/reshape are installed)
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
+from . import _autocast
 
 __all__ = ["linear", "bilinear"]
 
 
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``input @ weight.T + bias`` (``torch.nn.functional.linear``)."""
+    if _autocast.active:  # Note [Autocast]
+        input, weight, bias = _autocast.lower(input, weight, bias)
     if input.dim() == 0 or weight.dim() == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are "
                            f"{input.dim()}D and {weight.dim()}D")

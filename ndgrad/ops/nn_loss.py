@@ -44,6 +44,7 @@ from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._jvp import not_implemented
+from . import _autocast
 
 # A missing optional tensor operand (weight, pos_weight): never requires grad, array None.
 _ABSENT = _wrap(np.zeros(0))
@@ -384,6 +385,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     >>> F.mse_loss(ndgrad.tensor([1.0, 2.0]), ndgrad.tensor([0.0, 0.0])).item()
     2.5
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target = _autocast.fp32(input, target)
     if input._blevel or target._blevel:  # Note [Batched backward]
         r = _bcall(mse_loss, input, target, size_average, reduce, reduction, weight)
         if r is not NotImplemented:
@@ -424,6 +427,8 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
     >>> F.l1_loss(ndgrad.tensor([1.0, -3.0]), ndgrad.tensor([0.0, 0.0])).item()
     2.0
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target = _autocast.fp32(input, target)
     _size_warning(input, target)
     if weight is not None and (size_average is not None or reduce is not None):
         reduction = _legacy_reduction(size_average, reduce)
@@ -444,6 +449,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, redu
     >>> F.smooth_l1_loss(ndgrad.tensor([0.5, 3.0]), ndgrad.tensor([0.0, 0.0])).item()
     1.3125
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target = _autocast.fp32(input, target)
     if input._blevel or target._blevel:  # Note [Batched backward]
         r = _bcall(smooth_l1_loss, input, target, size_average, reduce, reduction, beta)
         if r is not NotImplemented:
@@ -466,6 +473,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     >>> F.huber_loss(ndgrad.tensor([0.5, 3.0]), ndgrad.tensor([0.0, 0.0])).item()
     1.3125
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target = _autocast.fp32(input, target)
     if input._blevel or target._blevel:  # Note [Batched backward]
         r = _bcall(huber_loss, input, target, reduction, delta, weight)
         if r is not NotImplemented:
@@ -494,6 +503,8 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,
     >>> round(F.soft_margin_loss(ndgrad.tensor([0.0]), ndgrad.tensor([1.0])).item(), 4)
     0.6931
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target = _autocast.fp32(input, target)
     if input._blevel or target._blevel:  # Note [Batched backward]
         r = _bcall(soft_margin_loss, input, target, size_average, reduce, reduction)
         if r is not NotImplemented:
@@ -513,6 +524,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor]
     >>> F.binary_cross_entropy(ndgrad.tensor([0.0]), ndgrad.tensor([1.0])).item()
     100.0
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target, weight = _autocast.fp32(input, target, weight)
     if input._blevel or target._blevel or (weight is not None and weight._blevel):
         r = _bcall(binary_cross_entropy, input, target, weight, size_average, reduce,
                    reduction)
@@ -553,6 +566,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     ...       ndgrad.tensor([1.0])).item(), 4)
     0.6931
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target, weight, pos_weight = _autocast.fp32(input, target, weight, pos_weight)
     if input._blevel or target._blevel or (weight is not None and weight._blevel) or \
             (pos_weight is not None and pos_weight._blevel):
         r = _bcall(binary_cross_entropy_with_logits, input, target, weight, size_average,
@@ -719,6 +734,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
     >>> F.nll_loss(ndgrad.tensor([[-1.0, -2.0]]), ndgrad.tensor([1])).item()
     2.0
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target, weight = _autocast.fp32(input, target, weight)
     if input._blevel or (weight is not None and weight._blevel):  # Note [Batched backward]
         r = _bcall(nll_loss, input, target, weight, size_average, ignore_index, reduce,
                    reduction)
@@ -754,6 +771,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
     >>> round(F.cross_entropy(ndgrad.tensor([[0.0, 0.0]]), ndgrad.tensor([1])).item(), 4)
     0.6931
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target, weight = _autocast.fp32(input, target, weight)
     if input._blevel or target._blevel or (weight is not None and weight._blevel):
         r = _bcall(cross_entropy, input, target, weight, size_average, ignore_index, reduce,
                    reduction, label_smoothing)
@@ -968,6 +987,8 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
     >>> F.kl_div(ndgrad.tensor([[0.0]]), ndgrad.tensor([[1.0]]), reduction="batchmean").item()
     0.0
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target = _autocast.fp32(input, target)
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     elif reduction == "mean":
@@ -1001,6 +1022,8 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     >>> F.poisson_nll_loss(ndgrad.tensor([0.0]), ndgrad.tensor([1.0])).item()
     1.0
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target = _autocast.fp32(input, target)
     red = _reduction(reduction, size_average, reduce)
     if log_input:
         loss = input.exp() - target * input
@@ -1058,6 +1081,8 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     ...                         ndgrad.tensor([1.0])).item()
     0.0
     """
+    if _autocast.active:  # Note [Autocast]
+        input1, input2, target = _autocast.fp32(input1, input2, target)
     red = _reduction(reduction, size_average, reduce)
     td = target.dim()
     if td > 1:
@@ -1088,6 +1113,8 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     ...                       ndgrad.tensor([1.0])).item()
     1.0
     """
+    if _autocast.active:  # Note [Autocast]
+        input1, input2, target = _autocast.fp32(input1, input2, target)
     red = _reduction(reduction, size_average, reduce)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
@@ -1107,6 +1134,8 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
     >>> round(F.hinge_embedding_loss(x, ndgrad.tensor([1.0, -1.0])).item(), 4)
     0.4
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target = _autocast.fp32(input, target)
     red = _reduction(reduction, size_average, reduce)
     zeros = input * 0
     margin_clamp = (margin - input).clamp_min(0)
@@ -1211,6 +1240,8 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     ...       ndgrad.tensor([3])).item(), 4)
     0.325
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target, weight = _autocast.fp32(input, target, weight)
     red = _reduction(reduction, size_average, reduce)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
@@ -1308,6 +1339,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     ...       ndgrad.tensor([[3, 0, -1, 1]])).item(), 4)
     0.85
     """
+    if _autocast.active:  # Note [Autocast]
+        input, target = _autocast.fp32(input, target)
     red = _reduction(reduction, size_average, reduce)
     nd = input.dim()
     if not ((nd <= 1 and input.numel() > 0) or (nd == 2 and input.shape[1] > 0)):
@@ -1341,6 +1374,8 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     >>> round(F.triplet_margin_loss(a, a, a + 1).item(), 4)
     0.0
     """
+    if _autocast.active:  # Note [Autocast]
+        anchor, positive, negative = _autocast.fp32(anchor, positive, negative)
     red = _reduction(reduction, size_average, reduce)
     a, pd, nd_ = anchor.dim(), positive.dim(), negative.dim()
     if not (a == pd == nd_):
@@ -1589,6 +1624,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     >>> round(F.ctc_loss(lp, ndgrad.tensor([1]), [2], [1], reduction="sum").item(), 4)
     0.0
     """
+    if _autocast.active:  # Note [Autocast]
+        log_probs, = _autocast.fp32(log_probs)
     red = _reduction(reduction)
     nd = log_probs.dim()
     if nd not in (2, 3):

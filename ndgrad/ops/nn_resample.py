@@ -41,6 +41,7 @@ from . import nn_pool
 from .nn_pool import _sep_op
 from .shape import cat
 from ._util import category
+from . import _autocast
 
 _INT = _dtype._INT
 
@@ -636,6 +637,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     >>> F.grid_sample(x, ndgrad.tensor([[[[0.0, 0.0]]]]), align_corners=True)
     tensor([[[[1.]]]])
     """
+    if _autocast.active:  # Note [Autocast]
+        input, grid = _autocast.fp32(input, grid)
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError("nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")

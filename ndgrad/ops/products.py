@@ -32,6 +32,7 @@ from ..tensor import Tensor, _wrap
 from . import linalg as _lin
 from ._dispatch import Op, apply
 from ._util import check_tensor, wrap_dim
+from . import _autocast
 
 __all__ = ["addmm", "addmv", "addr", "addbmm", "baddbmm", "einsum", "tensordot", "kron",
            "cross", "linalg_cross", "inner", "outer", "ger", "vdot", "chain_matmul",
@@ -269,6 +270,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
     >>> ndgrad.addmm(ndgrad.ones(2, 2), ndgrad.ones(2, 3), ndgrad.ones(3, 2), beta=2).tolist()
     [[5.0, 5.0], [5.0, 5.0]]
     """
+    if _autocast.active:  # Note [Autocast]
+        input, mat1, mat2 = _autocast.lower(input, mat1, mat2)
     r = _bcall(addmm, input, mat1, mat2, beta=beta, alpha=alpha)
     if r is not NotImplemented:
         return r
@@ -340,6 +343,8 @@ def _check_batches(a: np.ndarray, b: np.ndarray) -> None:
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``."""
+    if _autocast.active:  # Note [Autocast]
+        input, batch1, batch2 = _autocast.lower(input, batch1, batch2)
     r = _bcall(baddbmm, input, batch1, batch2, beta=beta, alpha=alpha)
     if r is not NotImplemented:
         return r
@@ -352,6 +357,8 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
            alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    if _autocast.active:  # Note [Autocast]
+        input, batch1, batch2 = _autocast.lower(input, batch1, batch2)
     r = _bcall(addbmm, input, batch1, batch2, beta=beta, alpha=alpha)
     if r is not NotImplemented:
         return r
@@ -576,13 +583,23 @@ def einsum(*args: Any) -> Tensor:
         r = call(lambda *o: einsum(eq, *o), *ops)
         if r is not NotImplemented:
             return r
+    canon = _canonical(eq, [o._data.shape for o in ops])
+    if _autocast.active and _contracts(canon):  # Note [Autocast]: PyTorch contracts with bmm
+        ops = _autocast.lower(*ops)
     d0 = ops[0]._data.dtype
     for o in ops[1:]:
         if o._data.dtype != d0:
             raise RuntimeError(f"expected scalar type {scalar_name(d0)} but found "
                                f"{scalar_name(o._data.dtype)}")
-    canon = _canonical(eq, [o._data.shape for o in ops])
     return apply(EINSUM, tuple(ops), tuple(o._data for o in ops), (canon, TensorList(ops)))
+
+
+def _contracts(canon: str) -> bool:
+    """Whether an einsum sums a label shared by two operands (PyTorch then runs bmm, which
+    autocast casts; without one it multiplies, which it does not)."""
+    ins, out = canon.split("->")
+    terms = ins.split(",")
+    return any(c not in out and sum(c in t for t in terms) > 1 for c in set(ins) - {","})
 
 
 # ---------------------------------------------------------------------------- tensordot & co

@@ -25,6 +25,7 @@ from ._batching import AMAX, AMIN
 from ._batching import argminmax as _argminmax
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
+from . import _autocast
 from ._dispatch import Op, apply
 from ._jvp import linear, zero
 from ._util import category, dims_tuple, wrap_dim
@@ -343,6 +344,8 @@ TRACEABLE_VJP = {PROD: _prod_vjp_traceable, PROD_DIM: _prod_vjp_traceable}
 def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
          dtype: Any = None) -> Tensor:
     """Product of all elements, or along one ``dim``."""
+    if _autocast.active:  # Note [Autocast]
+        input, = _autocast.fp32(input)
     if input._blevel:  # Note [Batched backward]
         r = _bcall(prod, input, dim, keepdim, dtype=dtype)
         if r is not NotImplemented:

@@ -25,6 +25,7 @@ from .. import _dtype
 from .. import return_types as _rt
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
+from . import _autocast
 from ._dispatch import Op, apply
 from ._jvp import zero
 from .pointwise import apply_nondiff
@@ -361,6 +362,8 @@ def trace(input: Tensor) -> Tensor:
     >>> ndgrad.tensor([[1.0, 2.0], [3.0, 4.0]]).trace()
     tensor(5.)
     """
+    if _autocast.active:  # Note [Autocast]
+        input, = _autocast.fp32(input)
     if input._blevel:  # Note [Batched backward]
         r = _bcall(trace, input)
         if r is not NotImplemented:

@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from .tensor import check_device
+from ..tensor import check_device
 
 __all__ = ["is_available", "device_count", "is_initialized", "manual_seed", "manual_seed_all",
            "current_device", "synchronize"]
