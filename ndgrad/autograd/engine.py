@@ -468,10 +468,12 @@ def _dependencies(roots, want_parents: bool):
     deps: dict = {}
     if not want_parents and len(roots) == 1:
         # the usual case (one root, no ``inputs``): no root set, no parents
+        # (a leaf's AccumulateGrad, which has no edges, is counted but never walked)
         root = roots[0]
         stack = [root]
         get = deps.get
         push = stack.append
+        acc_cls = AccumulateGrad
         while stack:
             for nxt, _ in stack.pop().next_functions:
                 if nxt is None:
@@ -479,7 +481,7 @@ def _dependencies(roots, want_parents: bool):
                 c = get(nxt)
                 if c is None:
                     deps[nxt] = 1
-                    if nxt is not root:
+                    if nxt.__class__ is not acc_cls and nxt is not root:
                         push(nxt)
                 else:
                     deps[nxt] = c + 1
