@@ -164,11 +164,12 @@ def backward(
     if (tensors.__class__ is _Tensor and grad_tensors is None and inputs is None
             and not create_graph and grad_variables is None):
         # Note [Lean backward entry] (autograd/engine.py): a 0-d floating point loss
-        fn = tensors._grad_fn
-        if fn is not None and tensors._base is None:
-            d = tensors._data
+        loss: Any = tensors
+        fn = loss._grad_fn
+        if fn is not None and loss._base is None:
+            d = loss._data
             if d.ndim == 0 and d.dtype.kind == "f" and not _grad_state.inference:
-                run_backward_scalar(fn, tensors._output_nr, _wrap(np.array(1, d.dtype)),
+                run_backward_scalar(fn, loss._output_nr, _wrap(np.array(1, d.dtype)),
                                     False if retain_graph is None else retain_graph)
                 return
     if grad_variables is not None:

@@ -138,7 +138,7 @@ def _run_node_and_leaves(node: Any, nr: int, seed: Any, keep_graph: Any, task: A
     outputs = node.apply(inputs)
     if not keep_graph and node._saved:
         node.release_variables()
-    inputs = None
+    del inputs          # Drop our references so AccumulateGrad can steal gradients.
     if not outputs:
         return True
     edges = node.next_functions
