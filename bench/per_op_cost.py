@@ -105,6 +105,35 @@ def measure() -> dict:
         return f
     r["sin + backward of it (run_backward, 2 nodes)"] = best_ns(one_node(False), number=50)
     r["sin + create_graph backward of it"] = best_ns(one_node(True), number=50)
+
+    # Note [Lean backward entry]: loss.backward() of a 0-d loss whose node feeds one leaf,
+    # against the general path (autograd.backward with the gradient given, which the lean
+    # entry does not take) and against the graph's forward alone
+    w = nd.tensor(a, requires_grad=True)
+    one = nd.ones(())
+
+    def loss():
+        w._grad = None
+        return (w * w).sum()
+
+    def lean():
+        loss().backward()
+
+    def general():
+        nd.autograd.backward(loss(), one)
+    r["(w * w).sum() forward"] = best_ns(loss, number=50)
+    r["(w * w).sum().backward() (lean entry)"] = best_ns(lean, number=50)
+    r["(w * w).sum() + autograd.backward(loss, ones) (general entry)"] = best_ns(general,
+                                                                              number=50)
+
+    def new_accumulator():
+        w._grad_acc = None
+        grad_accumulator(w)
+
+    def no_accumulator():
+        w._grad_acc = None
+    r["grad_accumulator: a new AccumulateGrad"] = (best_ns(new_accumulator)
+                                                   - best_ns(no_accumulator))
     return r
 
 
@@ -132,6 +161,13 @@ def budget(r: dict) -> list:
          - r["SinBackward0 rule (cos, mul), no grad"]),
         ("backward: AccumulateGrad, stolen first gradient",
          r["AccumulateGrad, first gradient (stolen) + ones_like"] - r["ones_like"]),
+        ("backward: loss.backward() entry, lean (whole backward of a 2-node graph)",
+         r["(w * w).sum().backward() (lean entry)"] - r["(w * w).sum() forward"]),
+        ("backward: the same through the general entry",
+         r["(w * w).sum() + autograd.backward(loss, ones) (general entry)"]
+         - r["(w * w).sum() forward"]),
+        ("forward: a leaf's new AccumulateGrad (per leaf and step)",
+         r["grad_accumulator: a new AccumulateGrad"]),
         ("create_graph: the rule recording its 2 ops (extra)",
          r["SinBackward0 rule (cos, mul), recorded"] - r["SinBackward0 rule (cos, mul), no grad"]),
         ("create_graph: whole one-node backward (extra over plain)",

@@ -308,3 +308,46 @@ def test_node_post_hooks_see_the_tensor_rules_gradients(name):
     assert len(seen[False]) == len(seen[True]) == 2
     for a, b in zip(seen[False], seen[True]):
         assert a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "bool",
+                                   "complex64", "bfloat16"])
+def test_broadcast_view_is_numpys_broadcast_to(dtype):
+    """sum's raw rule and expand's forward build np.broadcast_to's view directly
+    (ops/shape.py ``broadcast_view``): same values, shape, strides (0 on size-1 dimensions,
+    which the gradient layout contract reads), read-only, a view of the input; NumPy's own
+    call (and its errors) for anything else."""
+    from ndgrad.ops.shape import broadcast_view
+    dt = ndgrad.bfloat16.np if dtype == "bfloat16" else np.dtype(dtype)
+    cases = [((), (3, 4)), ((), ()), ((1,), (5,)), ((3, 1), (2, 3, 4)), ((1, 4), (3, 4)),
+             ((2, 3), (2, 3)), ((1, 1), (1, 1)), ((2, 1, 3), (2, 5, 3)), ((1,), (0,)),
+             ((3,), (0, 3))]
+    for src, shape in cases:
+        a = np.asarray(RNG.uniform(-2, 2, src) * 3).astype(dt)
+        got, want = broadcast_view(a, shape), np.broadcast_to(a, shape)
+        assert (got.shape, got.strides, got.dtype) == (want.shape, want.strides, want.dtype)
+        assert np.array_equal(got, want) and not got.flags.writeable
+        assert got.size == 0 or np.shares_memory(got, a)
+    strided = np.arange(12.0).astype(dt).reshape(3, 4)[:, ::2]
+    np.testing.assert_array_equal(broadcast_view(strided, (2, 3, 2)),
+                                  np.broadcast_to(strided, (2, 3, 2)))
+    for src, shape in [((3,), (4,)), ((2, 3), (3,))]:
+        with pytest.raises(ValueError) as got_err:
+            broadcast_view(np.ones(src, dt), shape)
+        with pytest.raises(ValueError) as want_err:
+            np.broadcast_to(np.ones(src, dt), shape)
+        assert str(got_err.value) == str(want_err.value)
+
+
+def test_sum_backward_view_and_layout_contract():
+    """A full sum's gradient reaches a (1, n) leaf as a 0-strided view: the leaf's .grad is a
+    dense copy (not the view), as with np.broadcast_to, and expand's result is torch's."""
+    def run(L):
+        x = L.ones(1, 4, requires_grad=True)
+        (x * 1).sum().backward()
+        y = L.ones(1, 4, requires_grad=True)
+        y.sum().backward()
+        e = L.arange(3.0).reshape(3, 1).expand(2, 3, 4)
+        return (x.grad.stride(), x.grad.tolist(), y.grad.stride(), e.stride(), e.tolist(),
+                e.is_contiguous())
+    assert run(torch) == run(ndgrad)

@@ -118,18 +118,19 @@ class AccumulateGrad(Node):
             raise RuntimeError("leaf variable has been moved into the graph interior")
         if not var._requires_grad:
             return ()
-        expected = _BASE_REFS
-        if self._post_hooks:
-            expected += 1          # the engine keeps a copy of ``grads`` for the post hooks
+        # the engine keeps a copy of ``grads`` for post hooks: one more expected reference
+        expected = _BASE_REFS + 1 if self._post_hooks else _BASE_REFS
         grads[0] = None
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             # Fast path of _accumulate's steal (the usual first gradient of a plain backward):
             # one reference fewer here (no parameter of _accumulate).
             if (var._grad is None and new_grad.__class__ is _Tensor
                     and _getrefcount(new_grad) < expected and not _grad_state.enabled
                     and new_grad._grad_fn is None and not new_grad._requires_grad):
                 d, vd = new_grad._data, var._data
-                if d.shape == vd.shape and d.strides == vd.strides and \
+                if d.strides == vd.strides and d.shape == vd.shape and \
                         vd.flags.c_contiguous and 0 not in vd.strides:
                     var._grad = new_grad
                 else:
@@ -137,6 +138,8 @@ class AccumulateGrad(Node):
             else:
                 self._accumulate(var, new_grad, expected)
             del new_grad
+        finally:
+            lock.release()
         hooks = var._post_acc_hooks
         if hooks:
             for hook in tuple(hooks.values()):
@@ -231,9 +234,16 @@ def grad_accumulator(t: Any) -> AccumulateGrad:
             ref = t._grad_acc
             acc = ref() if ref is not None else None
             if acc is None:
-                acc = AccumulateGrad(t)
+                # AccumulateGrad(t) without its __init__ frame (one per leaf and step)
+                acc = _new(AccumulateGrad)
+                acc.variable = t
+                acc._lock = _Lock()
+                if t._hooks:
+                    acc._has_hooks = True
                 t._grad_acc = weakref.ref(acc)
     return acc
 
 
 _ACC_LOCK = threading.Lock()
+_Lock = threading.Lock
+_new = object.__new__

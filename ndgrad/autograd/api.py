@@ -23,13 +23,14 @@ from ..ops._batching import node_supported
 from ..ops._dispatch import gradient_edge
 from .accumulate_grad import AccumulateGrad
 from .batching import batch_level
-from .engine import run_backward
+from .engine import run_backward, run_backward_scalar
 from .grad_mode import _state as _grad_state
 from .grad_mode import enable_grad
 from .graph import GradientEdge
 
 _tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 _wrap = _tensor_mod._wrap
+_Tensor = _tensor_mod.Tensor
 
 __all__ = ["backward", "grad"]
 
@@ -160,6 +161,17 @@ def backward(
     >>> x.grad
     tensor([3., 3.])
     """
+    if (tensors.__class__ is _Tensor and grad_tensors is None and inputs is None
+            and not create_graph and grad_variables is None):
+        # Note [Lean backward entry] (autograd/engine.py): a 0-d floating point loss
+        loss: Any = tensors
+        fn = loss._grad_fn
+        if fn is not None and loss._base is None:
+            d = loss._data
+            if d.ndim == 0 and d.dtype.kind == "f" and not _grad_state.inference:
+                run_backward_scalar(fn, loss._output_nr, _wrap(np.array(1, d.dtype)),
+                                    False if retain_graph is None else retain_graph)
+                return
     if grad_variables is not None:
         warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.",
                       FutureWarning, stacklevel=2)

@@ -31,7 +31,7 @@ from . import anomaly_mode, grad_mode, profiler
 from .accumulate_grad import AccumulateGrad
 from .batching import is_batched
 
-__all__ = ["run_backward", "is_checkpoint_valid"]
+__all__ = ["run_backward", "run_backward_scalar", "is_checkpoint_valid"]
 
 _tensor_mod = import_module("ndgrad.tensor")  # the module; ndgrad.tensor is also a function
 
@@ -77,6 +77,96 @@ def run_backward(
         state.receivers = prev_receivers
         _local.checkpoint_valid = prev_valid
         tasks.pop()
+
+
+def run_backward_scalar(node: Any, nr: int, seed: Any, keep_graph: Any) -> None:
+    """``run_backward(((node, nr),), (seed,), keep_graph, False)``: the usual
+    ``loss.backward()`` (Note [Lean backward entry])."""
+    state = grad_mode._state
+    prev = state.enabled
+    prev_receivers = state.receivers
+    state.enabled = False
+    state.receivers = None
+    local = _local
+    prev_valid = getattr(local, "checkpoint_valid", True)
+    local.checkpoint_valid = True
+    tasks = getattr(local, "tasks", None)
+    if tasks is None:
+        tasks = local.tasks = []
+    task = _GraphTask(True, keep_graph)
+    tasks.append(task)
+    try:
+        if anomaly_mode._enabled or profiler._ACTIVE:
+            _execute_instrumented(((node, nr),), (seed,), keep_graph, None, True)
+        elif node._has_hooks or not _run_node_and_leaves(node, nr, seed, keep_graph, task):
+            _execute(((node, nr),), (seed,), keep_graph, None, True)
+    finally:
+        state.enabled = prev
+        state.receivers = prev_receivers
+        local.checkpoint_valid = prev_valid
+        tasks.pop()
+
+
+# Note [Lean backward entry]
+# ``loss.backward()`` of a 0-d floating point loss with a history (no gradient, inputs or
+# create_graph given, not a view) skips ``backward``'s argument handling (autograd/api.py) and
+# enters here with its seed. When the loss's node feeds only leaves (AccumulateGrad nodes
+# without hooks, each reached once: a compiled function's one node, Note [Compiled call
+# protocol] in jit/executor.py), ``_run_node_and_leaves`` runs the node and then the
+# accumulators in edge order, which is what ``_run`` does with such a graph (the node first,
+# its leaves right after it in the order they became ready, Note [Engine fast loop]), with the
+# same dependency counts published for ``will_engine_execute_node`` and the same gradient
+# checks, without the dependency walk, the heap or input buffers. Anything else (hooks on the
+# node or a leaf, a leaf reached twice, a non-leaf successor, anomaly mode, the profiler)
+# takes the general path.
+def _run_node_and_leaves(node: Any, nr: int, seed: Any, keep_graph: Any, task: Any) -> bool:
+    deps = {node: 0}
+    n = 0
+    for nxt, _ in node.next_functions:
+        if nxt is not None:
+            if nxt.__class__ is not AccumulateGrad or nxt._has_hooks or nxt in deps:
+                return False
+            deps[nxt] = 0
+            n += 1
+    task.nodes = deps                       # Note [Graph tasks]
+    if node._num_inputs == 1:
+        inputs = [seed]
+    else:
+        inputs = [None] * node._num_inputs
+        inputs[nr] = seed
+    seed = None
+    outputs = node.apply(inputs)
+    if not keep_graph and node._saved:
+        node.release_variables()
+    del inputs          # Drop our references so AccumulateGrad can steal gradients.
+    if not outputs:
+        return True
+    edges = node.next_functions
+    if len(outputs) != len(edges):
+        raise RuntimeError(
+            f"Function {node.name()} returned an invalid number of gradients - expected "
+            f"{len(edges)}, but got {len(outputs)}")
+    meta = node._input_meta
+    leaves = []
+    i = -1
+    for (nxt, _), g in zip(edges, outputs):
+        i += 1
+        if nxt is None:
+            continue
+        if g is not None:
+            if g.__class__ is Tensor and meta and meta[i] is not None:
+                m = meta[i]
+                data = g._data
+                dt = data.dtype
+                if data.shape != m[0] or (dt is not m[1] and dt != m[1]):
+                    g = _fix_gradient(node, i, g, m)
+            else:
+                g = _check_gradient(node, i, g, meta)
+        leaves.append((nxt, [g]))
+    outputs = g = data = None
+    for acc, buf in leaves:
+        acc.apply(buf)
+    return True
 
 
 # Whether the backward running in this thread may use reentrant checkpointing: only a plain
@@ -221,6 +311,12 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
             tie += 1
             heapq.heappush(ready, (-node._sequence_nr, tie, node, buffers.pop(node)))
     g = old = buf = None
+    # Note [Engine fast loop]: ``direct`` holds the only ready node (the usual single root).
+    direct = None
+    if len(ready) == 1:
+        _, _, node, buf = ready.pop()
+        direct = (node, buf)
+        node = buf = None
 
     heappop, heappush = heapq.heappop, heapq.heappush
     get = counts.get
@@ -235,7 +331,6 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
     # anyway (AccumulateGrad has the highest priority, so none waits in the heap while another
     # node runs; several ready ones run in the order they became ready, the heap's tie order),
     # and an MLP's backward then runs as a chain (``direct``) with no heap at all.
-    direct = None
     # Leaves (AccumulateGrad without hooks) that became ready while a node's outputs were
     # handed on: run right after that, in order, without the heap (Note [Engine fast loop]).
     leaves = []
@@ -293,19 +388,8 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
                             dt = data.dtype
                             if data.shape != m[0] or (dt is not m[1] and dt != m[1]):
                                 g = _fix_gradient(node, i, g, m)
-                elif g.__class__ is SparseTensor:     # checked without densifying
-                    m = meta[i] if meta else None
-                    if m is not None:
-                        g = _fix_sparse_gradient(node, i, g, m)
                 else:
-                    try:
-                        data = g._data
-                    except AttributeError:
-                        raise TypeError(f"Function {node.name()} returned a non-Tensor "
-                                        f"gradient at index {i}: {type(g).__name__}") from None
-                    m = meta[i] if meta else None
-                    if m is not None and (data.shape != m[0] or data.dtype != m[1]):
-                        g = _fix_gradient(node, i, g, m)
+                    g = _check_gradient(node, i, g, meta)
             d -= 1
             counts[nxt] = d
             if d == 0:
@@ -358,15 +442,38 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
     return captured
 
 
+def _check_gradient(node, i: int, g, meta: tuple):
+    """Gradient ``g`` for input ``i`` of ``node`` that is not a plain Tensor (a sparse one, a
+    Tensor subclass, something else) checked against the input's metadata."""
+    if g.__class__ is Tensor:
+        m = meta[i] if meta else None
+        return g if m is None else _fix_gradient(node, i, g, m) if (
+            g._data.shape != m[0] or g._data.dtype != m[1]) else g
+    if g.__class__ is SparseTensor:     # checked without densifying
+        m = meta[i] if meta else None
+        return _fix_sparse_gradient(node, i, g, m) if m is not None else g
+    try:
+        data = g._data
+    except AttributeError:
+        raise TypeError(f"Function {node.name()} returned a non-Tensor "
+                        f"gradient at index {i}: {type(g).__name__}") from None
+    m = meta[i] if meta else None
+    if m is not None and (data.shape != m[0] or data.dtype != m[1]):
+        g = _fix_gradient(node, i, g, m)
+    return g
+
+
 def _dependencies(roots, want_parents: bool):
     """Count, for every node reachable from ``roots``, the edges that point at it."""
     deps: dict = {}
     if not want_parents and len(roots) == 1:
         # the usual case (one root, no ``inputs``): no root set, no parents
+        # (a leaf's AccumulateGrad, which has no edges, is counted but never walked)
         root = roots[0]
         stack = [root]
         get = deps.get
         push = stack.append
+        acc_cls = AccumulateGrad
         while stack:
             for nxt, _ in stack.pop().next_functions:
                 if nxt is None:
@@ -374,7 +481,7 @@ def _dependencies(roots, want_parents: bool):
                 c = get(nxt)
                 if c is None:
                     deps[nxt] = 1
-                    if nxt is not root:
+                    if nxt.__class__ is not acc_cls and nxt is not root:
                         push(nxt)
                 else:
                     deps[nxt] = c + 1

@@ -44,7 +44,8 @@ Runtime internals relied on (this list is the one place to update): ``Node`` att
 ``next_functions``, ``_num_inputs``, ``_sequence_nr``, ``_input_meta``, ``_saved`` (a tuple, or
 ``node.RELEASED`` after ``release_variables``; the engine calls ``release_variables`` when
 ``_saved`` is truthy and the graph is not retained), ``name()``; ``node.next_sequence_nr``,
-``node.SECOND_BACKWARD_MSG``; ``_dispatch._edge`` (``gradient_edge`` without its call);
+``node.SECOND_BACKWARD_MSG``; ``_dispatch._edge`` (``gradient_edge`` without its call),
+``accumulate_grad.grad_accumulator``;
 ``SavedTensor(t, is_output, output_nr)``, ``._version`` and ``.unpack(node)``;
 ``saved._hooks_in_use`` and ``INFERENCE_SAVE_MSG``; ``anomaly_mode.record(node)``;
 ``profiler.current()`` and ``profiler._Range``; the Tensor fields ``_data``, ``_grad_fn``,
@@ -79,6 +80,7 @@ import numpy as np
 
 from ..autograd import profiler as _profiler
 from ..autograd.anomaly_mode import record as _anomaly_record
+from ..autograd.accumulate_grad import grad_accumulator
 from ..autograd.engine import current_graph_task_keeps_graph
 from ..autograd.grad_mode import _state
 from ..autograd.node import RELEASED, SECOND_BACKWARD_MSG, Node, next_sequence_nr
@@ -113,6 +115,19 @@ class DifferentiableGraphBackward(Node):
             if saved.__class__ is _Failed:
                 saved.reraise()
         plan = self._plan
+        if len(grads) == 1:         # the usual single output (a loss): no per-list work
+            g = grads[0]
+            if g is None:
+                args: list = [None]
+                mask: tuple = _ONE_UNDEFINED
+            elif g._blevel:
+                args, mask = [], ()
+            else:
+                args, mask = [g._data], _ONE_DEFINED
+            g = None
+        else:
+            args = [None if g is None else g._data for g in grads]
+            mask = tuple([g is None for g in args])
         if _state.enabled or _dispatch._BATCHING or _has_batched(grads):
             # create_graph=True (or batched gradients): run df op by op with ndgrad ops, so the
             # backward is recorded and differentiable again (Note [Compiled call protocol]).
@@ -121,8 +136,6 @@ class DifferentiableGraphBackward(Node):
             else:
                 caps = [s.unpack(self) for s in saved]
             return tuple(plan.run_df_tensors(list(grads), caps))
-        args = [None if g is None else g._data for g in grads]
-        mask = tuple([g is None for g in args])
         df = plan.df_variants.get(mask)
         if df is None:
             df = plan.df_for(mask)
@@ -150,6 +163,8 @@ class DifferentiableGraphBackward(Node):
         else:
             outs = df(*args)
         del args
+        if _dispatch._TRANSFORM:       # created inside a func transform call
+            return tuple([None if o is None else _wrap_born(o) for o in outs])
         res: list[Optional[Tensor]] = []
         for o in outs:
             if o is None:
@@ -157,8 +172,6 @@ class DifferentiableGraphBackward(Node):
             else:
                 t = _new(Tensor)
                 t._data = o if type(o) is _ndarray else np.asarray(o)
-                if _dispatch._TRANSFORM:       # created inside a func transform call
-                    t._tborn = _dispatch._transform_local.tid
                 res.append(t)
         return tuple(res)
 
@@ -252,6 +265,17 @@ class _Failed(tuple):
         except Exception:   # noqa: BLE001 - an exception type with another constructor
             err = RuntimeError(*self._args)
         raise err
+
+
+_ONE_DEFINED = (False,)
+_ONE_UNDEFINED = (True,)
+
+
+def _wrap_born(o: Any) -> Tensor:
+    t = _new(Tensor)
+    t._data = o if type(o) is _ndarray else np.asarray(o)
+    t._tborn = _dispatch._transform_local.tid   # Note [Captured tensors] (ops/views_inplace.py)
+    return t
 
 
 def _has_batched(grads: list) -> bool:
@@ -386,7 +410,7 @@ class Plan:
             if t._grad_fn is None and t._base is None and t._requires_grad:
                 ref = t._grad_acc
                 acc = ref() if ref is not None else None
-                edges.append((acc, 0) if acc is not None else _edge(t))
+                edges.append((acc if acc is not None else grad_accumulator(t), 0))
             else:
                 edges.append(_edge(t))
         node.next_functions = tuple(edges)

@@ -309,36 +309,57 @@ _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a 
 # Note [Per-op cost]
 # The budget of one small op, ``sin`` of a (16,) float32 tensor that requires grad, and of its
 # backward node, in ns (``python bench/per_op_cost.py``: minimum of short rounds in 3 fresh
-# processes, on this project's 2-core VM, heavily loaded by other jobs (load average ~9),
-# 2026-11-27, session 20; session 19's budget, same script, in brackets):
+# processes, on this project's 2-core VM, loaded by other jobs (load average ~7),
+# 2026-11-27, session 21; session 20's budget, same script, in brackets):
 #
-#   forward   NumPy kernel np.sin                                      238   (245)
-#             apply: flags, forward call, wrap (no grad)               373   (365)
-#             op function (dtype check) + signature wrapper            129   (130)
-#             recording: node, edges, input metadata                   449   (455)
-#             saving one tensor (SavedTensor)                          148   (145)
-#   backward  raw rule on arrays: np.cos, np.multiply                  548   (550)
-#             the node around it: checks, unpack, wrap (*)             783   (775)
-#             engine per node: count, validate, buffer, schedule       802   (725)
-#             AccumulateGrad, first gradient stolen                    674   (665)
-#             implicit seed of ``loss.backward()`` (0-d ones)          ~200  (1375: ones_like)
-#   create_graph: the Tensor rule recording its two ops              +2565 (+2550)
+#   forward   NumPy kernel np.sin                                      241   (238)
+#             apply: flags, forward call, wrap (no grad)               367   (373)
+#             op function (dtype check) + signature wrapper            124   (129)
+#             recording: node, edges, input metadata                   437   (449)
+#             saving one tensor (SavedTensor)                          147   (148)
+#             a leaf's new AccumulateGrad (per leaf and step)          325   (388)
+#   backward  raw rule on arrays: np.cos, np.multiply                  565   (548)
+#             the node around it: checks, unpack, wrap (*)             750   (783)
+#             engine per node: count, validate, buffer, schedule       830   (802)
+#             AccumulateGrad, first gradient stolen                    605   (674)
+#             ``(w * w).sum().backward()``, the whole backward         15200 (18545)
+#               (its entry through ``autograd.backward``: 17057)
+#   create_graph: the Tensor rule recording its two ops              +2465 (+2565)
 #
-# (*) includes ~250 of the measurement's own grad-mode switch and list. The one-op budget is
-# unchanged within noise; session 20 cut what a network's step adds around it. Where the time
-# of a step goes (single thread, CPU time of the process, loaded machine): mlp_small 196 µs, of
-# which 58 are its 8 GEMMs (211 and 60 before); double_backward 429 µs, of which 252 are its 6
-# GEMMs, as many as PyTorch's (449 and 252). The cuts: raw rules for add and sub (a bias's
-# gradient summed in the rule, no dispatch) and for adding or subtracting a scalar; a raw rule
-# may pass ``g`` through (the node hands on the same Tensor) and may come as ``raw_into``,
-# written into a gradient only the engine holds (relu's and tanh's backward: no new array);
-# ``x * x`` sums its two gradients in place; mean's backward divides before it broadcasts;
-# leaves' AccumulateGrad nodes run as soon as their producer has handed on its outputs, so an
-# MLP's backward is a chain with no heap; mm's gradient of a column-major operand (``W.t()``)
-# comes out column-major, as PyTorch's (Note [Gradient layout of mm] in ops/linalg.py), so a
-# gradient penalty's two gradients of W sum in order (the mixed-layout sum was ~14 µs); glibc's
-# malloc thresholds are set when the op table loads (Note [Kernel workspace]): mlp_large's
-# step faulted ~2900 fresh pages in (4 KB each, 2-8 ms of system time) and now ~10.
+# (*) includes ~250 of the measurement's own grad-mode switch and list. Session 21 cut the
+# entry and the leaves: ``loss.backward()`` of a 0-d loss skips ``backward``'s argument
+# handling, and a node that feeds only leaves (a compiled function's one node) runs with its
+# accumulators without the dependency walk, heap or buffers (Note [Lean backward entry] in
+# autograd/engine.py); a single root starts as the engine's direct node; the dependency walk
+# does not walk AccumulateGrad nodes; a leaf's AccumulateGrad is made without its __init__ frame
+# and its steal test takes the lock without a with block; a full sum's backward and expand
+# build np.broadcast_to's view directly (``broadcast_view`` in ops/shape.py: ~0.55 µs against
+# ~1.8); the compiled node takes a single incoming gradient without per-list work. Where the
+# time of a step goes (one thread, CPU time of the thread, machine at load ~7, medians of 30
+# rounds): mlp_small 146-154 µs eager (151-165 before), of which a NumPy-only step with the
+# same ops takes 55 (forward 21, backward 33): ~95 µs are ndgrad's, ~2.3 µs per forward op and
+# ~3 per backward node; its compiled step (``ndgrad.compile``, one node) 76-80 µs (91-92
+# before), of which the generated forward and backward take 19.5 and 34; double_backward
+# ~330 µs (unchanged within noise), GEMM-bound (6 float64 64x128x128 products).
+# BLAS threads: on an idle core pair OpenBLAS runs a 64x128x128 float64 product in ~17 µs on 2
+# threads and ~26 on one, so a single-threaded switch for eager's small products (as
+# Note [Single-threaded small GEMMs] in jit/blas_threads.py does for generated code, ~0.4 µs
+# per switch) would slow double_backward down on a quiet machine; on a loaded one the 2-thread
+# products take 70-180 µs (they wait for the second thread), which is what makes eager steps
+# erratic there. mlp_small's float32 products run one thread either way, except
+# ``g @ W.t()`` (OpenBLAS's NT form: 11.7 µs on one thread against 5.3 for the same product
+# with ``g`` copied to column-major first, the TT form; 6.2 for x @ W).
+# Session 20's cuts: raw rules for add and sub (a bias's gradient summed in the rule, no
+# dispatch) and for adding or subtracting a scalar; a raw rule may pass ``g`` through (the node
+# hands on the same Tensor) and may come as ``raw_into``, written into a gradient only the
+# engine holds (relu's and tanh's backward: no new array); ``x * x`` sums its two gradients in
+# place; mean's backward divides before it broadcasts; leaves' AccumulateGrad nodes run as
+# soon as their producer has handed on its outputs, so an MLP's backward is a chain with no
+# heap; mm's gradient of a column-major operand (``W.t()``) comes out column-major, as
+# PyTorch's (Note [Gradient layout of mm] in ops/linalg.py), so a gradient penalty's two
+# gradients of W sum in order (the mixed-layout sum was ~14 µs); glibc's malloc thresholds are
+# set when the op table loads (Note [Kernel workspace]): mlp_large's step faulted ~2900 fresh
+# pages in (4 KB each, 2-8 ms of system time) and now ~10.
 # An elementwise op's forward plus backward is thus ~3.5-4 µs, of which ~0.8 µs is NumPy;
 # PyTorch spends ~4.6 µs on the same (the shared bench's chain). What keeps it there: one plain
 # module flag per instrumentation (Note [Instrumentation flags]); the forward called without

@@ -31,9 +31,9 @@ from ._jvp import linear, zero
 from ._util import category, dims_tuple, wrap_dim
 from .pointwise import _div_s_fwd, apply_nondiff, maximum, minimum, where
 from .shape import EXPAND as _EXPAND
+from .shape import broadcast_view
 
 _INT = _dtype._INT
-
 
 
 def _expand_back(ctx, g: Tensor) -> Tensor:
@@ -73,7 +73,7 @@ def _sum_raw(ctx, g, saved):
     dims, keepdim = ctx._args[0], ctx._args[1]
     if not keepdim and dims and not _leading(dims):
         g = g.reshape(_keepdim_shape(ctx))
-    return np.broadcast_to(g, ctx._input_meta[0][0])
+    return broadcast_view(g, ctx._input_meta[0][0])
 
 
 def _sum_fwd(x, dims, keepdim, dt):

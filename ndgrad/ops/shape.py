@@ -254,7 +254,34 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- expand / squeeze
-EXPAND = Op("expand", "ExpandBackward0", lambda x, shape: np.broadcast_to(x, shape),
+def broadcast_view(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """``np.broadcast_to(a, shape)``: the same read-only view (strides 0 along the broadcast
+    dimensions, ``a`` as its base), built directly for a C-contiguous ``a`` of a NumPy dtype
+    and a non-empty result; np.broadcast_to's argument handling costs ~1.3 µs, more than the
+    rest of a loss's sum backward or an expand (Note [Per-op cost] in ops/_dispatch.py).
+
+    >>> broadcast_view(np.ones(3), (2, 3)).strides
+    (0, 8)
+    """
+    lead = len(shape) - a.ndim
+    if lead < 0 or not a.flags.c_contiguous or a.size == 0 or a.dtype.isbuiltin != 1:
+        return np.broadcast_to(a, shape)
+    strides = [0] * lead
+    for n, s, st in zip(a.shape, shape[lead:], a.strides):
+        if n == 1 and s > 0:
+            # 0 also where the size stays 1, as NumPy's (the gradient layout contract tells
+            # such a view from a dense array, Note [AccumulateGrad: steal, clone or add])
+            strides.append(0)
+        elif n == s:
+            strides.append(st)
+        else:
+            return np.broadcast_to(a, shape)     # NumPy's error, or an empty result
+    r = np.ndarray(shape, a.dtype, a, 0, tuple(strides))
+    r.flags.writeable = False
+    return r
+
+
+EXPAND = Op("expand", "ExpandBackward0", broadcast_view,
             lambda ctx, g: g.sum_to_size(ctx.input_shape(0)), args=("size",), view=True,
             jvp=linear)
 
