@@ -995,14 +995,12 @@ def _op_backward(node: Any, arrays: list) -> tuple:
 
 
 def _threshold_backward_into(g: np.ndarray, r: np.ndarray, out: Any) -> np.ndarray:
-    """relu's backward (ops/pointwise.py ``_threshold_backward_fwd``, the same NumPy calls and
-    bits) written into ``out`` (``g`` itself when it is dead) or a new array (None)."""
-    m = r > 0
-    res = np.multiply(g, m, out=out)
-    if np.isnan(np.add.reduce(res, axis=None)):
-        # the exact select: where the mask is set res holds g (g * 1), elsewhere zeros
-        np.copyto(res, np.zeros((), res.dtype), where=~m)
-    return res
+    """relu's backward with the bits of eager's (ops/pointwise.py ``_threshold_backward_fwd``),
+    written into ``out`` (``g`` itself when it is dead: ``relu_backward_bits``, one mask and one
+    and-pass) or a new array (None)."""
+    if out is not None and g.dtype in _pw._INT_OF and r.dtype == g.dtype and g.ndim:
+        return _pw.relu_backward_bits(g, r)
+    return _pw._threshold_backward_fwd(g, r)
 
 
 def _numel(shape: tuple) -> int:
