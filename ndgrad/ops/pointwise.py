@@ -15,12 +15,14 @@ Example:
 from __future__ import annotations
 
 import builtins
+import sys
 import warnings
 from typing import Any, Callable, Optional
 
 import numpy as np
 
 from .. import _dtype, _layout
+from .._refcounts import SOLE_REFERENCE_TESTS
 from .._layout import is_non_overlapping_and_dense
 from ..autograd import accumulate_grad as _accumulate_grad
 from ..tensor import Tensor, _wrap, check_device
@@ -874,10 +876,61 @@ def relu_backward_bits(g: np.ndarray, r: np.ndarray) -> np.ndarray:
 _INT_OF = {np.dtype(np.float32): np.dtype(np.int32), np.dtype(np.float64): np.dtype(np.int64)}
 
 
+def _relu_kw() -> dict:
+    return dict(saves=("result",), jvp=lambda ctx, t: threshold_backward(t, ctx.result),
+                raw=lambda ctx, g, s: _threshold_backward_fwd(g, s[0]), raw_into=_relu_raw_into)
+
+
+def _relu_vjp(ctx, g):
+    return threshold_backward(g, ctx.saved[0])
+
+
 RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
-          lambda ctx, g: threshold_backward(g, ctx.saved[0]), saves=("result",),
-          jvp=lambda ctx, t: threshold_backward(t, ctx.result),
-          raw=lambda ctx, g, s: _threshold_backward_fwd(g, s[0]), raw_into=_relu_raw_into)
+          _relu_vjp, **_relu_kw())
+# Note [relu in place on a temporary]
+# ``relu(x @ W)``: the product's array is a temporary no one else can reach, and relu's forward
+# writes into it (``np.maximum(a, 0, out=a)``, the same call and bits) instead of filling a
+# new 4 MB array (mlp_large: two per step; the product's array dies with its Tensor anyway).
+# RELU_INTO records the same node (name, saved result, rules); it is a separate Op so the op
+# table, the tracer, vmap and forward AD, which never see it, keep RELU. ``relu`` uses it only
+# when nothing else can see the input: the public wrapper (``ndgrad.relu``/``Tensor.relu``)
+# called it directly, the Tensor is referenced only by that call chain (the count of a
+# temporary passed through a wrapper, measured at import on a look-alike pair of functions:
+# Note [Sole-reference tests] in ndgrad/_refcounts.py), its array only by the Tensor and owns
+# its memory (no view, no base, writeable), the Tensor is a plain Tensor that is no view and no
+# leaf that requires grad (its AccumulateGrad node may keep it), and no instrumentation is on (tracing, batching, forward AD, profiling, a transform). A caller
+# holding the product, a hook's closure, a view, a saved tensor or ``.data`` all add a
+# reference, and then relu makes a new array as before. Internal callers of the unchecked
+# ``relu`` are never the wrapper, so a composite holding its operand in a local is safe.
+RELU_INTO = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0, out=x), _relu_vjp,
+               **_relu_kw())
+_dispatch.REGISTRY["relu"].remove(RELU_INTO)      # not an op of the table: RELU's variant
+
+
+def _through_wrapper(t: object) -> int:
+    return _refs_here(t)
+
+
+def _refs_here(t: object) -> int:
+    return sys.getrefcount(t)
+
+
+# the count ``relu`` sees for a temporary passed through the public wrapper, or -1: never
+_TEMP_REFS = _through_wrapper(object()) if SOLE_REFERENCE_TESTS else -1
+_ARRAY_REFS = 3 if SOLE_REFERENCE_TESTS else -1   # the Tensor's _data, a local, the argument
+_RELU_INTO_MIN = 1 << 16                          # elements; below, out= saves nothing
+_RELU_INTO_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_wrapper_codes: set = set()
+
+
+def _is_public_wrapper(code: Any) -> bool:
+    if code in _wrapper_codes:
+        return True
+    # the signature wrappers of ndgrad.relu and Tensor.relu (_signature.py ``wrap``)
+    if code.co_name == "relu" and code.co_filename.endswith("<signature relu>"):
+        _wrapper_codes.add(code)
+        return True
+    return False
 
 
 def _abs_vjp(ctx, g):
@@ -997,7 +1050,17 @@ def relu(input: Tensor) -> Tensor:
         raise NotImplementedError("clamp is not supported for complex types")
     if k == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
-    return apply(RELU, (input,), (input._data,))
+    d = input._data
+    if (d.size >= _RELU_INTO_MIN and sys.getrefcount(input) <= _TEMP_REFS
+            and sys.getrefcount(d) <= _ARRAY_REFS and d.dtype in _RELU_INTO_DTYPES
+            and d.base is None and d.flags.writeable and input.__class__ is Tensor
+            and input._base is None and not input._blevel
+            and (input._grad_fn is not None or not input._requires_grad)
+            and not (_dispatch._TRACING or _dispatch._BATCHING or _dispatch._FW_AD
+                     or _dispatch._PROFILING or _dispatch._TRANSFORM)
+            and _is_public_wrapper(sys._getframe(1).f_code)):
+        return apply(RELU_INTO, (input,), (d,))    # Note [relu in place on a temporary]
+    return apply(RELU, (input,), (d,))
 
 
 def abs(input: Tensor) -> Tensor:  # noqa: A001
