@@ -284,8 +284,8 @@ class _Gen:
              c_order: Any = False) -> None:
         """One line of the body. ``fresh``: the line defines one new array (owned by the
         function, aliasing nothing) with this value's shape and dtype, C-contiguous whatever
-        its operands when ``c_order`` (the transpose of one when ``"F"``); ``inplace``: ``(candidates, forms, big)`` from
-        ``inplace_forms`` (Note [Buffers reused in place])."""
+        its operands when ``c_order`` (the transpose of one when ``"F"``); ``inplace``:
+        ``(candidates, forms, big)`` from ``inplace_forms`` (Note [Buffers reused in place])."""
         meta = None
         if fresh is not None and fresh.shape != () and not any(d in self.maybe_none
                                                                   for d in defined):

@@ -139,7 +139,7 @@ def transposed_products(graph: Any, elementwise: Optional[Callable] = None) -> f
     for n in products:
         root, par = groups.find(n.output())
         by_root.setdefault(root, []).append((n, par))
-    chosen = []
+    chosen: list = []
     for root, members in by_root.items():
         if root in groups.pinned or len({p for _, p in members}) != 1:
             continue

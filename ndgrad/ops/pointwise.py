@@ -868,7 +868,7 @@ def relu_backward_bits(g: np.ndarray, r: np.ndarray) -> np.ndarray:
     ``g``'s bits and-ed with 0 where ``r <= 0``, else with all ones (the int8 mask ``(r <= 0) -
     1``, sign-extended by the ufunc); the bits of ``_threshold_backward_fwd``. Returns ``g``."""
     m = np.less_equal(r, 0).view(np.int8)
-    gi = g.view(_INT_OF[g.dtype])
+    gi = g.view(_INT_OF[g.dtype])  # type: ignore[call-overload]
     np.bitwise_and(gi, np.subtract(m, 1, out=m), out=gi)
     return g
 
@@ -890,18 +890,20 @@ RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, co
 # Note [relu in place on a temporary]
 # ``relu(x @ W)``: the product's array is a temporary no one else can reach, and relu's forward
 # writes into it (``np.maximum(a, 0, out=a)``, the same call and bits) instead of filling a
-# new 4 MB array (mlp_large: two per step; the product's array dies with its Tensor anyway).
+# new array (mlp_large: two of 4 MB per step; the product's array dies with its Tensor anyway).
 # RELU_INTO records the same node (name, saved result, rules); it is a separate Op so the op
 # table, the tracer, vmap and forward AD, which never see it, keep RELU. ``relu`` uses it only
 # when nothing else can see the input: the public wrapper (``ndgrad.relu``/``Tensor.relu``)
-# called it directly, the Tensor is referenced only by that call chain (the count of a
+# called it directly; the Tensor is referenced only by that call chain (the count of a
 # temporary passed through a wrapper, measured at import on a look-alike pair of functions:
-# Note [Sole-reference tests] in ndgrad/_refcounts.py), its array only by the Tensor and owns
-# its memory (no view, no base, writeable), the Tensor is a plain Tensor that is no view and no
-# leaf that requires grad (its AccumulateGrad node may keep it), and no instrumentation is on (tracing, batching, forward AD, profiling, a transform). A caller
-# holding the product, a hook's closure, a view, a saved tensor or ``.data`` all add a
-# reference, and then relu makes a new array as before. Internal callers of the unchecked
-# ``relu`` are never the wrapper, so a composite holding its operand in a local is safe.
+# Note [Sole-reference tests] in ndgrad/_refcounts.py); its array only by the Tensor, owning
+# its memory (no base) and writeable; the Tensor is a plain Tensor, no view, and no leaf that
+# requires grad (its AccumulateGrad node may keep it); no instrumentation is on (tracing,
+# batching, forward AD, profiling, a transform). A caller holding the product, a hook's
+# closure, a list, a view, a saved tensor or ``.data`` all add a reference, and then relu
+# makes a new array as before. Internal callers of the unchecked ``relu`` are never the
+# wrapper, so a composite holding its operand in a local is safe. ``F.relu`` (another call
+# chain) makes a new array.
 RELU_INTO = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0, out=x), _relu_vjp,
                **_relu_kw())
 _dispatch.REGISTRY["relu"].remove(RELU_INTO)      # not an op of the table: RELU's variant
