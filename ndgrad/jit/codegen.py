@@ -172,7 +172,7 @@ def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
     # heap top past twice that, so every call would fault its results' pages in again: the
     # mlp_large step (GEMM outputs of 2-4 MiB) took ~4300 page faults, several ms of a 55 ms
     # step. The malloc tuning of Note [Kernel workspace] (ops/_workspace.py: blocks below
-    # 16 MiB from the heap, 64 MiB of free heap top kept) removes them; the dispatcher applies
+    # 32 MiB from the heap, 64 MiB of free heap top kept) removes them; the dispatcher applies
     # it when ndgrad is imported, so generated code needs nothing of its own.
     return GeneratedFunction(ns[name], src, filename, single, owned)
 
