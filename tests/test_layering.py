@@ -117,6 +117,7 @@ LAYERS = {
     "ndgrad.jit.stack_batching": API,
     "ndgrad.jit.numba_backend": API,
     "ndgrad.jit.blas_threads": API,
+    "ndgrad.jit.gemm_layout": API,
     "ndgrad._threads": API,
 }
 

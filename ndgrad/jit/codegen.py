@@ -84,6 +84,7 @@ from ..ops import reduction as _red
 from ..ops import shape as _shape
 from ..tensor import _wrap
 from .blas_threads import MAX_MACS, run_single_threaded
+from .gemm_layout import transposed_products
 from .ir import ArrayArg, Graph, TensorArg, Value
 
 __all__ = ["generate", "GeneratedFunction"]
@@ -171,7 +172,7 @@ def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
     # heap top past twice that, so every call would fault its results' pages in again: the
     # mlp_large step (GEMM outputs of 2-4 MiB) took ~4300 page faults, several ms of a 55 ms
     # step. The malloc tuning of Note [Kernel workspace] (ops/_workspace.py: blocks below
-    # 16 MiB from the heap, 64 MiB of free heap top kept) removes them; the dispatcher applies
+    # 32 MiB from the heap, 64 MiB of free heap top kept) removes them; the dispatcher applies
     # it when ndgrad is imported, so generated code needs nothing of its own.
     return GeneratedFunction(ns[name], src, filename, single, owned)
 
@@ -280,11 +281,11 @@ class _Gen:
 
     def emit(self, text: str, used: Sequence[str], defined: Sequence[str],
              fresh: Optional[Value] = None, inplace: Optional[tuple] = None,
-             c_order: bool = False) -> None:
+             c_order: Any = False) -> None:
         """One line of the body. ``fresh``: the line defines one new array (owned by the
         function, aliasing nothing) with this value's shape and dtype, C-contiguous whatever
-        its operands when ``c_order``; ``inplace``: ``(candidates, forms, big)`` from
-        ``inplace_forms`` (Note [Buffers reused in place])."""
+        its operands when ``c_order`` (the transpose of one when ``"F"``); ``inplace``:
+        ``(candidates, forms, big)`` from ``inplace_forms`` (Note [Buffers reused in place])."""
         meta = None
         if fresh is not None and fresh.shape != () and not any(d in self.maybe_none
                                                                   for d in defined):
@@ -300,6 +301,8 @@ class _Gen:
             nm = f"a{i}"
             params.append(nm)
             env[v] = None if i in undefined else nm
+        # Note [Transposed products in generated code] (gemm_layout.py)
+        self.transposed = transposed_products(graph, self.elementwise)
         self.block(graph.block().nodes(), env, in_grad_of=False)
         self.flush()
         outs = []
@@ -320,6 +323,7 @@ class _Gen:
 
     _const_names: frozenset = frozenset()
     owned = False
+    transposed: frozenset = frozenset()
 
     def block(self, nodes: Sequence, env: dict, in_grad_of: bool) -> None:
         for n in nodes:
@@ -694,8 +698,12 @@ class _Gen:
                 fresh = n.output()
                 inplace = (ip[0], tuple(t + src for t in ip[1]),
                            None if ip[2] is None else ip[2] + src)
-        # a 2-d matrix product's result is a new C-contiguous array whatever its operands
-        c_order = fresh is not None and n.op in _PRODUCTS
+        # a 2-d matrix product's result is a new C-contiguous array whatever its operands; a
+        # transposed one (gemm_layout.py) the transpose of one
+        c_order: Any = fresh is not None and n.op in _PRODUCTS
+        if c_order and n in self.transposed:
+            expr = f"{self.bind(np.matmul, 'np_matmul')}({ins[1]}.T, {ins[0]}.T).T"
+            c_order = "F"
         self.emit(f"{tgt} = {expr}{src}", ins, outs, fresh, inplace, c_order)
         for o, nm in zip(n.outputs(), outs):
             self.fix0d(nm, o)
@@ -909,6 +917,7 @@ class _Gen:
         for o in keep:
             blocked |= roots.get(o, {o})
         c_known: set = set()      # names known C-contiguous at generation time
+        f_known: set = set()      # names known to be transposes of C-contiguous arrays
 
         def c_ok(u: str) -> bool:
             if u in c_known:
@@ -916,12 +925,22 @@ class _Gen:
             val = self.const_vals.get(u)
             return val is not None and (val.ndim == 0 or val.flags.c_contiguous)
 
+        def f_ok(u: str) -> bool:
+            # transposed (gemm_layout.py), or a 0-d constant, which fits either layout
+            if u in f_known:
+                return True
+            val = self.const_vals.get(u)
+            return val is not None and val.ndim == 0
+
         metas: dict = {}
         for i, (_text, used, defined, meta, ip) in enumerate(lines):
             if meta is None:
                 continue
             shape, dtype, c_order = meta
             plain = all(c_ok(u) for u in used)
+            # every operand transposed: a new array would be transposed too, so writing into
+            # a dead transposed buffer gives the same layout and bits
+            flipped = c_order == "F" or bool(used) and not plain and all(f_ok(u) for u in used)
             new = None
             if ip is not None and _numel(shape) >= INPLACE_MIN_NUMEL:
                 cands, forms, big = ip
@@ -929,6 +948,9 @@ class _Gen:
                     if metas.get(x, ())[:2] != (shape, dtype) or x in blocked or max(
                             last.get(h, -1) for h in holders.get(x, (x,))) != i:
                         continue
+                    if flipped and x in f_known:
+                        new = form.format(out=x)
+                        break
                     checks = [u for u in dict.fromkeys((x,) + tuple(used)) if not c_ok(u)]
                     if checks and ";" in form:
                         continue      # several statements: only when no check is needed
@@ -936,12 +958,14 @@ class _Gen:
                     new = form.format(out=f"({x} if {cond} else None)" if checks else x)
                     plain = plain and not checks
                     break
-                if new is None and big is not None and plain:
+                if new is None and big is not None and (plain or flipped):
                     new = big
             if new is not None:
                 lines[i] = (new, used, defined, meta, ip)
-            if c_order or plain:
+            if c_order is True or plain:
                 c_known.update(defined)
+            elif flipped:
+                f_known.update(defined)
             for d in defined:
                 metas[d] = meta
 
@@ -995,14 +1019,12 @@ def _op_backward(node: Any, arrays: list) -> tuple:
 
 
 def _threshold_backward_into(g: np.ndarray, r: np.ndarray, out: Any) -> np.ndarray:
-    """relu's backward (ops/pointwise.py ``_threshold_backward_fwd``, the same NumPy calls and
-    bits) written into ``out`` (``g`` itself when it is dead) or a new array (None)."""
-    m = r > 0
-    res = np.multiply(g, m, out=out)
-    if np.isnan(np.add.reduce(res, axis=None)):
-        # the exact select: where the mask is set res holds g (g * 1), elsewhere zeros
-        np.copyto(res, np.zeros((), res.dtype), where=~m)
-    return res
+    """relu's backward with the bits of eager's (ops/pointwise.py ``_threshold_backward_fwd``),
+    written into ``out`` (``g`` itself when it is dead: ``relu_backward_bits``, one mask and one
+    and-pass) or a new array (None)."""
+    if out is not None and g.dtype in _pw._INT_OF and r.dtype == g.dtype and g.ndim:
+        return _pw.relu_backward_bits(g, r)
+    return _pw._threshold_backward_fwd(g, r)
 
 
 def _numel(shape: tuple) -> int:

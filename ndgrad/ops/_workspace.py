@@ -23,10 +23,12 @@ workload allocates and frees ~4 MB of them. With glibc's default (dynamic) thres
 above 128 KiB are mmapped until a free raises the threshold, and the heap top is trimmed past
 twice that, so the same pages are returned and faulted in again every step (~570 faults per
 cnn step after the scratch arrays; under load the step took 2-7x longer than with no faults).
-Importing this module therefore sets glibc's ``M_MMAP_THRESHOLD`` to 16 MiB and
-``M_TRIM_THRESHOLD`` to 64 MiB (``mallopt``; glibc only, nothing elsewhere): blocks below
-16 MiB come from the heap, and up to 64 MiB of free heap top is kept for the next step
-instead of being returned. The cost is that much resident memory after a peak. Setting the
+Importing this module therefore sets glibc's ``M_MMAP_THRESHOLD`` to 32 MiB (the largest
+value glibc accepts on 64-bit) and ``M_TRIM_THRESHOLD`` to 64 MiB (``mallopt``; glibc only,
+nothing elsewhere): blocks below 32 MiB come from the heap, and up to 64 MiB of free heap top
+is kept for the next step instead of being returned. (At 16 MiB, mlp_large's 2048x2048
+float32 weight gradient, 16 MiB and a header, was still mmapped: ~270 page faults and 2-4 ms
+of system time per step, as transparent huge pages are zeroed; none at 32 MiB.) The cost is that much resident memory after a peak. Setting the
 environment variable ``NDGRAD_MALLOC_TUNING=0`` before the import leaves malloc alone.
 
 Example:
@@ -111,7 +113,7 @@ def _tune_malloc() -> bool:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, 16 << 20)) and bool(
+    return bool(mallopt(_M_MMAP_THRESHOLD, 32 << 20)) and bool(
         mallopt(_M_TRIM_THRESHOLD, 64 << 20))
 
 

@@ -98,6 +98,41 @@ def _transposed(x: Any) -> bool:
     return x is not None and x.ndim == 2 and x.flags.f_contiguous and not x.flags.c_contiguous
 
 
+# Note [mlp_large time budget]
+# The shared bench's mlp_large step (relu MLP 1024-2048-2048-1024, batch 512, float32, MSE,
+# gradients of the three weights) is 23.6 GFLOP in eight GEMMs; everything else is ~2% of it.
+# ``python bench/mlp_large_budget.py --threads 1 --cpu`` (CPU time of one thread, minima,
+# 2026-11-27, session 21, machine loaded by other jobs, load average 8-12), in ms:
+#
+#   GEMMs     forward 3 (x@W1, h1@W2, h2@W3)                  9.7 + 19.7 + 9.8   = 39.2
+#             weight gradients 3 (h.T @ g, K = 512)           9.6 + 18.9 + 9.6   = 38.1
+#             input gradients 2, NumPy's g @ W.T             10.1 + 20.4        = 30.5
+#             the same as (W @ g.T).T                          9.5 + 18.7        = 28.2
+#             sum: default orientation 107.8, best 105.5
+#   the rest  relu forward 2 x 0.33, relu backward 2 x 0.45 (in place, bit masks; 0.2 on an
+#             idle core), y - t 0.13, d * d 0.05, its sum 0.09, the loss gradient 0.04: 1.9
+#   steps     eager 112.2 (1.06 x the best GEMM sum), compiled 110.1 numpy / 109.2 numba
+#             (1.04; the GEMMs alone in a tight loop are faster than inside a step, whose
+#             operands come from memory rather than cache)
+#
+# The lead's quiet 2-thread wall times (the harness's setting): GEMMs 19.6 + 19.4 + 14.6 = 53.6
+# at the best orientation per product, ~55 at NumPy's default; the harness's ceiling, 23.6 GFLOP
+# at the 2048^3 probe's best rate, is 51.8. What this session cut: compiled steps compute both
+# hidden layers transposed, so the input-gradient GEMMs run as ``(W @ g.T).T`` (Note [Transposed
+# products in generated code] in jit/gemm_layout.py; -2.3 of CPU time, up to -1.4 wall by the
+# lead's figures); glibc's mmap threshold is 32 MiB (Note [Kernel workspace]): the 16 MiB
+# gradient of W2 was mmapped fresh every step, ~270 page faults and 2-6 ms of system time, now
+# none; eager relu writes into
+# its temporary product (Note [relu in place on a temporary] in ops/pointwise.py: one 4 MB
+# array less per layer; no change measurable in CPU time, the malloc tuning already served the
+# new array from warm heap). What remains: eager's input gradients use NumPy's default
+# orientation (its result's layout is visible to hooks and must stay row-major, and a
+# transposed gradient would meet relu's row-major saved result in the next node: mixed-layout
+# element-wise ops are several times slower), ~2 ms of CPU time; eager's loss makes two new
+# 2 MB arrays (``y - t``, ``d * d``) where the compiled step reuses buffers; and in every mode
+# the element-wise work runs on one thread while OpenBLAS uses two.
+
+
 # Note [Gradient layout of mm]
 # As PyTorch's mm backward, the gradient of an operand laid out column-major (``W.t()``) is
 # computed transposed, ``(g^T a)^T`` instead of ``a^T g``: it comes out column-major too, so

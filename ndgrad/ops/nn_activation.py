@@ -189,6 +189,8 @@ def _hardtanh_fwd(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
 
 
 def _hardtanh_deriv(v: Tensor, lo: Any, hi: Any) -> Tensor:
+    # at a NaN input: 0, as PyTorch's vectorized kernel (its scalar tail, the last elements
+    # that fill no vector, gives 1)
     return _sel((v > lo) & (v < hi), 1.0, 0.0, v)
 
 
@@ -230,7 +232,7 @@ def _elu_fwd(x: np.ndarray, alpha: float, scale: float, input_scale: float) -> n
 
 def _elu_deriv(v: Tensor, alpha: float, scale: float, input_scale: float) -> Tensor:
     neg = (v * input_scale).exp() * (scale * alpha * input_scale)
-    return _sel(v > 0, scale, neg, v)
+    return _sel(v > 0, scale, neg, v)   # NaN at a NaN input, as PyTorch's vectorized kernel
 
 
 def _elu_inplace_check(args: tuple) -> None:
@@ -475,20 +477,18 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     return _run(input, lambda s: _unary(HARDSIGMOID, s, ()), inplace)
 
 
-def _shrink_mask(v: Tensor, lambd: float) -> Tensor:
-    return (v >= -lambd) & (v <= lambd)
-
-
 def _hardshrink_fwd(x: np.ndarray, lambd: float) -> np.ndarray:
     return np.where((x >= -lambd) & (x <= lambd), 0, x)
 
 
 def _softshrink_fwd(x: np.ndarray, lambd: float) -> np.ndarray:
-    return np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0))
+    # as PyTorch's kernel: 0 inside [-lambd, lambd], else shifted towards 0 (NaN stays NaN)
+    return np.where((x >= -lambd) & (x <= lambd), 0, np.where(x > lambd, x - lambd, x + lambd))
 
 
 def _shrink_deriv(v: Tensor, lambd: float) -> Tensor:
-    return _sel(_shrink_mask(v, lambd), 0.0, 1.0, v)
+    # 0 at a NaN input, as PyTorch's vectorized kernel (its scalar tail gives 1)
+    return _sel((v < -lambd) | (v > lambd), 1.0, 0.0, v)
 
 
 HARDSHRINK = _unary_op("hardshrink", "HardshrinkBackward0", _hardshrink_fwd, _shrink_deriv,
@@ -555,12 +555,14 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     return leaky_relu(input, negative_slope, True)
 
 
+# PyTorch's test is ``x <= threshold`` (replaced, zero gradient): a NaN input stays NaN and
+# passes its gradient.
 def _threshold_fwd(x: np.ndarray, th: Any, value: Any) -> np.ndarray:
-    return np.where(x > th, x, np.asarray(value).astype(x.dtype))
+    return np.where(x <= th, np.asarray(value).astype(x.dtype), x)
 
 
 def _threshold_deriv(v: Tensor, th: Any, value: Any) -> Tensor:
-    return _sel(v > th, 1.0, 0.0, v)
+    return _sel(v <= th, 0.0, 1.0, v)
 
 
 THRESHOLD = _unary_op("threshold", "ThresholdBackward0", _threshold_fwd, _threshold_deriv,

@@ -15,12 +15,14 @@ Example:
 from __future__ import annotations
 
 import builtins
+import sys
 import warnings
 from typing import Any, Callable, Optional
 
 import numpy as np
 
 from .. import _dtype, _layout
+from .._refcounts import SOLE_REFERENCE_TESTS
 from .._layout import is_non_overlapping_and_dense
 from ..autograd import accumulate_grad as _accumulate_grad
 from ..tensor import Tensor, _wrap, check_device
@@ -815,11 +817,12 @@ def _threshold_backward_vjp(ctx, gg):
 
 # relu's backward is an op of (grad, result), so double backward reaches the input (zeros).
 def _threshold_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """``g`` where ``r > 0``, else 0. A product with the mask is ~10x faster than ``np.where``
-    here; where it made a NaN (a NaN or inf gradient under the mask) the exact select runs.
-    Real floats take the bits of ``g`` and-ed with the mask's sign extension (0 or all ones):
-    exact (a kept NaN stays, a dropped one is +0), one pass less than the product's check."""
-    m = r > 0
+    """``g`` where ``r <= 0`` is false, else 0: PyTorch's mask, so a NaN result passes the
+    gradient through. A product with the mask is ~10x faster than ``np.where`` here; where it
+    made a NaN (a NaN or inf gradient under the mask) the exact select runs. Real floats take
+    the bits of ``g`` and-ed with the mask's sign extension (0 or all ones): exact (a kept NaN
+    stays, a dropped one is +0), one pass less than the product's check."""
+    m = _relu_keep(r)
     dt = g.dtype
     if dt.kind == "f" and dt.itemsize in (2, 4, 8) and dt.isnative:
         bits = np.bitwise_and(g.view(f"i{dt.itemsize}"), np.negative(m.view(np.int8)))
@@ -830,6 +833,13 @@ def _threshold_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
     if out.dtype.kind in "fc" and np.isnan(np.add.reduce(out, axis=None)):
         out = np.where(m, g, np.zeros((), g.dtype))
     return out
+
+
+def _relu_keep(r: np.ndarray) -> Any:
+    """relu's backward mask: True where the gradient passes, ``not r <= 0`` (PyTorch's
+    ``threshold_backward``: NaN passes, -0.0 does not); a new bool array (a NumPy bool for 0-d)."""
+    m = np.less_equal(r, 0)
+    return np.logical_not(m, out=m) if type(m) is np.ndarray else np.logical_not(m)
 
 
 THRESHOLD_BACKWARD = Op("threshold_backward", "ThresholdBackwardBackward0",
@@ -846,23 +856,83 @@ def threshold_backward(grad_output: Tensor, output: Tensor) -> Tensor:
 
 def _relu_raw_into(ctx, g, saved):
     # _threshold_backward_fwd's float branch written into ``g`` (Note [Raw backward rules]:
-    # ``g`` is the engine's alone); the int8 mask is negated in place too
+    # ``g`` is the engine's alone)
     r = saved[0]
     if not r.ndim:
         return _threshold_backward_fwd(g, r)  # 0-d: NumPy gives scalars, no ``out=``
-    m = np.greater(r, 0).view(np.int8)
-    gi = g.view(_INT_OF[g.dtype])
-    np.bitwise_and(gi, np.negative(m, out=m), out=gi)
+    return relu_backward_bits(g, r)
+
+
+def relu_backward_bits(g: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """relu's backward written into ``g`` (float32 or float64, ``r`` of its dtype, at least 1-d):
+    ``g``'s bits and-ed with 0 where ``r <= 0``, else with all ones (the int8 mask ``(r <= 0) -
+    1``, sign-extended by the ufunc); the bits of ``_threshold_backward_fwd``. Returns ``g``."""
+    m = np.less_equal(r, 0).view(np.int8)
+    gi = g.view(_INT_OF[g.dtype])  # type: ignore[call-overload]
+    np.bitwise_and(gi, np.subtract(m, 1, out=m), out=gi)
     return g
 
 
 _INT_OF = {np.dtype(np.float32): np.dtype(np.int32), np.dtype(np.float64): np.dtype(np.int64)}
 
 
+def _relu_kw() -> dict:
+    return dict(saves=("result",), jvp=lambda ctx, t: threshold_backward(t, ctx.result),
+                raw=lambda ctx, g, s: _threshold_backward_fwd(g, s[0]), raw_into=_relu_raw_into)
+
+
+def _relu_vjp(ctx, g):
+    return threshold_backward(g, ctx.saved[0])
+
+
 RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
-          lambda ctx, g: threshold_backward(g, ctx.saved[0]), saves=("result",),
-          jvp=lambda ctx, t: threshold_backward(t, ctx.result),
-          raw=lambda ctx, g, s: _threshold_backward_fwd(g, s[0]), raw_into=_relu_raw_into)
+          _relu_vjp, **_relu_kw())
+# Note [relu in place on a temporary]
+# ``relu(x @ W)``: the product's array is a temporary no one else can reach, and relu's forward
+# writes into it (``np.maximum(a, 0, out=a)``, the same call and bits) instead of filling a
+# new array (mlp_large: two of 4 MB per step; the product's array dies with its Tensor anyway).
+# RELU_INTO records the same node (name, saved result, rules); it is a separate Op so the op
+# table, the tracer, vmap and forward AD, which never see it, keep RELU. ``relu`` uses it only
+# when nothing else can see the input: the public wrapper (``ndgrad.relu``/``Tensor.relu``)
+# called it directly; the Tensor is referenced only by that call chain (the count of a
+# temporary passed through a wrapper, measured at import on a look-alike pair of functions:
+# Note [Sole-reference tests] in ndgrad/_refcounts.py); its array only by the Tensor, owning
+# its memory (no base) and writeable; the Tensor is a plain Tensor, no view, and no leaf that
+# requires grad (its AccumulateGrad node may keep it); no instrumentation is on (tracing,
+# batching, forward AD, profiling, a transform). A caller holding the product, a hook's
+# closure, a list, a view, a saved tensor or ``.data`` all add a reference, and then relu
+# makes a new array as before. Internal callers of the unchecked ``relu`` are never the
+# wrapper, so a composite holding its operand in a local is safe. ``F.relu`` (another call
+# chain) makes a new array.
+RELU_INTO = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0, out=x), _relu_vjp,
+               **_relu_kw())
+_dispatch.REGISTRY["relu"].remove(RELU_INTO)      # not an op of the table: RELU's variant
+
+
+def _through_wrapper(t: object) -> int:
+    return _refs_here(t)
+
+
+def _refs_here(t: object) -> int:
+    return sys.getrefcount(t)
+
+
+# the count ``relu`` sees for a temporary passed through the public wrapper, or -1: never
+_TEMP_REFS = _through_wrapper(object()) if SOLE_REFERENCE_TESTS else -1
+_ARRAY_REFS = 3 if SOLE_REFERENCE_TESTS else -1   # the Tensor's _data, a local, the argument
+_RELU_INTO_MIN = 1 << 16                          # elements; below, out= saves nothing
+_RELU_INTO_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_wrapper_codes: set = set()
+
+
+def _is_public_wrapper(code: Any) -> bool:
+    if code in _wrapper_codes:
+        return True
+    # the signature wrappers of ndgrad.relu and Tensor.relu (_signature.py ``wrap``)
+    if code.co_name == "relu" and code.co_filename.endswith("<signature relu>"):
+        _wrapper_codes.add(code)
+        return True
+    return False
 
 
 def _abs_vjp(ctx, g):
@@ -982,7 +1052,17 @@ def relu(input: Tensor) -> Tensor:
         raise NotImplementedError("clamp is not supported for complex types")
     if k == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
-    return apply(RELU, (input,), (input._data,))
+    d = input._data
+    if (d.size >= _RELU_INTO_MIN and sys.getrefcount(input) <= _TEMP_REFS
+            and sys.getrefcount(d) <= _ARRAY_REFS and d.dtype in _RELU_INTO_DTYPES
+            and d.base is None and d.flags.writeable and input.__class__ is Tensor
+            and input._base is None and not input._blevel
+            and (input._grad_fn is not None or not input._requires_grad)
+            and not (_dispatch._TRACING or _dispatch._BATCHING or _dispatch._FW_AD
+                     or _dispatch._PROFILING or _dispatch._TRANSFORM)
+            and _is_public_wrapper(sys._getframe(1).f_code)):
+        return apply(RELU_INTO, (input,), (d,))    # Note [relu in place on a temporary]
+    return apply(RELU, (input,), (d,))
 
 
 def abs(input: Tensor) -> Tensor:  # noqa: A001
