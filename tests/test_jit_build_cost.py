@@ -199,3 +199,81 @@ def test_copy_with_cse_keeps_a_twin_of_another_type():
     want = g.copy()
     eliminate_common_subexpression(want)
     assert str(got) == str(want) and _kinds(got).count("mul") == 2
+
+
+# ---------------------------------------------------------------------------- source lines
+_HOOK_LINE = "register_hook(lambda g: g * 2)"
+_GRAD_LINE = "autograd.grad(z, [x], create_graph=True)"
+
+
+def _hooked(x):
+    y = x.sin()
+    y.register_hook(lambda g: g * 2)
+    z = (y * y).sum()
+    return ndgrad.autograd.grad(z, [x], create_graph=True)[0]
+
+
+def _hessian(x):
+    return ndgrad.autograd.functional.hessian(lambda v: (v.tanh() * v).sum(), x)
+
+
+def _line_of(text):
+    import inspect
+    src, first = inspect.getsourcelines(_hooked)
+    return f"test_jit_build_cost.py:{first + next(i for i, s in enumerate(src) if text in s)}"
+
+
+def _sources(g):
+    return [(n.kind(), n.source) for n in g.nodes()]
+
+
+@pytest.mark.parametrize("fn", [_hooked, _hessian])
+def test_backward_ops_get_the_long_walks_source_lines(fn, monkeypatch):
+    # Note [One source line per backward pass]: the walk that stops at the engine's
+    # OpNode.apply gives every node the line the full walk gives
+    from ndgrad.jit import tracer
+    x = ndgrad.randn(3, dtype=ndgrad.float64, requires_grad=True)
+    short = _sources(trace_graph(fn, (x,), check=False).graph)
+    monkeypatch.setattr(tracer, "_OPNODE_APPLY", None)          # never stop: the long walk
+    assert short == _sources(trace_graph(fn, (x,), check=False).graph)
+
+
+def test_ops_of_a_hook_name_the_hook_and_rule_ops_the_backward_call():
+    import ndgrad.autograd.api as ag_api
+    orig = ag_api.run_backward
+    g = trace_graph(_hooked, (ndgrad.randn(3, requires_grad=True),), check=False).graph
+    by_kind = {}
+    for n in g.nodes():
+        by_kind.setdefault(n.kind(), n.source)
+    assert by_kind["mul"] == _line_of(_GRAD_LINE)       # the rule of y * y
+    assert by_kind["cos"] == _line_of(_GRAD_LINE)       # sin's rule
+    hooked = [n for n in g.nodes() if n.kind() == "mul" and n.args == (2,)]
+    assert [n.source for n in hooked] == [_line_of(_HOOK_LINE)]
+    assert ag_api.run_backward is orig                  # the wrapper is gone after the trace
+
+
+def test_concurrent_traces_keep_their_own_backward_lines():
+    import threading
+    results, errors = {}, []
+
+    def work(name, fn):
+        try:
+            x = ndgrad.randn(3, dtype=ndgrad.float64, requires_grad=True)
+            for _ in range(3):
+                results.setdefault(name, []).append(
+                    _sources(trace_graph(fn, (x,), check=False).graph))
+        except Exception as e:   # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(nm, fn))
+               for nm, fn in (("a", _hooked), ("b", _hessian), ("c", _hooked))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    x = ndgrad.randn(3, dtype=ndgrad.float64, requires_grad=True)
+    want = {"a": _sources(trace_graph(_hooked, (x,), check=False).graph),
+            "b": _sources(trace_graph(_hessian, (x,), check=False).graph)}
+    want["c"] = want["a"]
+    for name, runs in results.items():
+        assert all(r == want[name] for r in runs), name
