@@ -261,7 +261,12 @@ class _Entry:
         self.ref, self.value, self.gen = ref, value, gen
 
 
-_KeyedRef = weakref.KeyedRef
+class _KeyedRef(weakref.ref):
+    """``weakref.KeyedRef`` without its Python ``__new__``/``__init__`` (one per tensor the
+    trace maps: Note [First-call cost]); ``key`` is set after construction."""
+    __slots__ = ("key",)
+
+
 _ref = weakref.ref
 
 
@@ -321,7 +326,9 @@ class Tracer:
     def set_t(self, t: Tensor, v: Value, gen_of: Optional[Tensor] = None) -> None:
         """Map tensor ``t`` to ``v`` (weakly: Note [The tracer holds nothing alive])."""
         k = id(t)
-        self.tmap[k] = _Entry(_KeyedRef(t, self._tdrop, k), v,
+        r = _KeyedRef(t, self._tdrop)
+        r.key = k
+        self.tmap[k] = _Entry(r, v,
                               self._gen_of(t if gen_of is None else gen_of))
 
     def set_a(self, a: np.ndarray, v: Value) -> None:
@@ -381,7 +388,8 @@ class Tracer:
             self.set_t(t, v)
         if not self.check_requires_grad:
             return v
-        rg = t.requires_grad
+        b = t._base                     # Tensor.requires_grad, inlined
+        rg = t._requires_grad or (b is not None and b._requires_grad)
         if rg != v.requires_grad:
             v = self._detach(v, rg)
             self.tmap[id(t)].value = v
