@@ -277,3 +277,45 @@ def test_concurrent_traces_keep_their_own_backward_lines():
     want["c"] = want["a"]
     for name, runs in results.items():
         assert all(r == want[name] for r in runs), name
+
+
+# ---------------------------------------------------------------------------- dead nodes
+def test_removed_nodes_die_by_reference_counting():
+    # Note [Dead nodes die by reference counting] (ir.py): CSE's and DCE's removed nodes are
+    # freed without the cyclic collector; the graph that remains is unchanged and lints
+    import weakref
+
+    from ndgrad.jit.passes import eliminate_dead_code
+
+    def f(x):
+        unused = x.exp() * 3             # dead: removed by DCE
+        del unused
+        return (x.sin() + x.sin()).cos()
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        g = trace_graph(f, (ndgrad.randn(3),), check=False).graph
+        g2 = g.copy()
+        sins = [weakref.ref(n) for n in g2.nodes() if n.kind() == "sin"]
+        eliminate_common_subexpression(g2)
+        assert [w() is None for w in sins] == [False, True]
+        g3 = ir.Graph()
+        x = g3.add_input((3,), np.dtype(np.float32), False)
+        dead = g3.insert_op(ndgrad.ops.pointwise.EXP, [x], (), [((3,), np.dtype(np.float32),
+                                                                False)])
+        live = g3.insert_op(ndgrad.ops.pointwise.SIN, [x], (), [((3,), np.dtype(np.float32),
+                                                                False)])
+        g3.register_output(live.output())
+        w = weakref.ref(dead)
+        del dead
+        eliminate_dead_code(g3.block())
+        assert w() is None
+        assert [n.kind() for n in g3.nodes()] == ["sin"]
+        g2.lint()
+        g3.lint()
+    finally:
+        if was:
+            gc.enable()
+    xs = ndgrad.randn(3)
+    np.testing.assert_allclose(ndgrad.compile(f)(xs)._data, f(xs)._data, rtol=1e-6)
