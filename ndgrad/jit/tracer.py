@@ -503,18 +503,20 @@ class Tracer:
     # shortcuts give the long ways' graphs.
     def _fast_value(self, t: Tensor) -> Optional[Value]:
         """``value_of(t)`` for the common cases, without mapping ``t`` (Note [First-call
-        cost]): ``t`` is mapped already (a view: its base was not written since), or is no
-        view and wraps an array an op of the trace produced, and its ``requires_grad`` is its
-        value's. None: ask ``value_of``."""
+        cost]): ``t`` is mapped already (a view: its base was not written since), or wraps an
+        array an op of the trace produced (a view: its base was never written), and its
+        ``requires_grad`` is its value's. None: ask ``value_of``."""
         b = t._base
         e = self.tmap.get(id(t))
         if e is not None:
             if e.ref() is not t or (b is not None and e.gen != self.gens.get(id(b), 0)):
                 return None
             v = e.value
-        elif b is not None:
+        elif b is not None and self.gens.get(id(b), 0):
             return None
         else:
+            # not mapped: a tensor (or a view whose base was never written: ``value_of``
+            # would map it at generation 0 with this same value) wrapping an op's array
             a = t._data
             known = self.amap.get(id(a))
             if known is None or known[0]() is not a:
