@@ -265,6 +265,7 @@ class _KeyedRef(weakref.ref):
     """``weakref.KeyedRef`` without its Python ``__new__``/``__init__`` (one per tensor the
     trace maps: Note [First-call cost]); ``key`` is set after construction."""
     __slots__ = ("key",)
+    key: int
 
 
 _ref = weakref.ref
