@@ -499,9 +499,12 @@ class Tracer:
     #   without a generator per one-output node; the forward pipeline copies the traced graph
     #   with CSE applied in one pass (``passes.copy_eliminating_common_subexpressions``: the
     #   nodes CSE would remove are never cloned) and does not repeat the traced graph's DCE.
-    # What remains per op is the user's line (a walk up the Python stack, ~15 frames inside
-    # the engine), the node and the lookups; tests/test_jit_build_cost.py checks that the
-    # shortcuts give the long ways' graphs.
+    # * An op a VJP rule records in a traced backward walks up only to the engine's
+    #   ``OpNode.apply`` for the user's line (Note [One source line per backward pass]).
+    # * Removed nodes die by reference counting (Note [Dead nodes die by reference counting]
+    #   in ir.py), not in the collection after the first call.
+    # What remains per op is the node, the lookups and the walk for the line;
+    # tests/test_jit_build_cost.py checks that the shortcuts give the long ways' graphs.
     def _fast_value(self, t: Tensor) -> Optional[Value]:
         """``value_of(t)`` for the common cases, without mapping ``t`` (Note [First-call
         cost]): ``t`` is mapped already (a view: its base was not written since), or wraps an
