@@ -267,7 +267,9 @@ def main() -> None:
     ap.add_argument("--json", help="keep the harness's raw results here")
     ap.add_argument("--from-json", help="report an earlier run instead of running")
     ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--workloads", default=WORKLOADS)
+    ap.add_argument("--workloads", default=None,
+                    help=f"harness workloads (default {WORKLOADS}); with --phases-only, the "
+                    f"phase workloads (default {PHASE_WORKLOADS})")
     ap.add_argument("--harness", default=None,
                     help="the shared peers.py (default: found as bench/peers.py finds it)")
     ap.add_argument("--phases", action=argparse.BooleanOptionalAction, default=True,
@@ -283,13 +285,14 @@ def main() -> None:
                                      args.phase_backend, 11)))
         return
     if args.phases_only:
-        print(run_phases(find_harness(args.harness), PHASE_WORKLOADS, args.phase_repeat))
+        print(run_phases(find_harness(args.harness), args.workloads or PHASE_WORKLOADS,
+                         args.phase_repeat))
         return
     path = args.from_json
     if path is None:
         path = args.json or os.path.join(tempfile.mkdtemp(), "jit.json")
         run_harness(pathlib.Path(find_harness(args.harness)), path, args.repeat,
-                    args.workloads)
+                    args.workloads or WORKLOADS)
     with open(path) as f:
         data = json.load(f)
     print(report(data))

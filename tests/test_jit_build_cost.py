@@ -199,3 +199,157 @@ def test_copy_with_cse_keeps_a_twin_of_another_type():
     want = g.copy()
     eliminate_common_subexpression(want)
     assert str(got) == str(want) and _kinds(got).count("mul") == 2
+
+
+# ---------------------------------------------------------------------------- source lines
+_HOOK_LINE = "register_hook(lambda g: g * 2)"
+_GRAD_LINE = "autograd.grad(z, [x], create_graph=True)"
+
+
+def _hooked(x):
+    y = x.sin()
+    y.register_hook(lambda g: g * 2)
+    z = (y * y).sum()
+    return ndgrad.autograd.grad(z, [x], create_graph=True)[0]
+
+
+def _hessian(x):
+    return ndgrad.autograd.functional.hessian(lambda v: (v.tanh() * v).sum(), x)
+
+
+def _line_of(text):
+    import inspect
+    src, first = inspect.getsourcelines(_hooked)
+    return f"test_jit_build_cost.py:{first + next(i for i, s in enumerate(src) if text in s)}"
+
+
+def _sources(g):
+    return [(n.kind(), n.source) for n in g.nodes()]
+
+
+@pytest.mark.parametrize("fn", [_hooked, _hessian])
+def test_backward_ops_get_the_long_walks_source_lines(fn, monkeypatch):
+    # Note [One source line per backward pass]: the walk that stops at the engine's
+    # OpNode.apply gives every node the line the full walk gives
+    from ndgrad.jit import tracer
+    x = ndgrad.randn(3, dtype=ndgrad.float64, requires_grad=True)
+    short = _sources(trace_graph(fn, (x,), check=False).graph)
+    monkeypatch.setattr(tracer, "_OPNODE_APPLY", None)          # never stop: the long walk
+    assert short == _sources(trace_graph(fn, (x,), check=False).graph)
+
+
+def test_ops_of_a_hook_name_the_hook_and_rule_ops_the_backward_call():
+    import ndgrad.autograd.api as ag_api
+    orig = ag_api.run_backward
+    g = trace_graph(_hooked, (ndgrad.randn(3, requires_grad=True),), check=False).graph
+    by_kind = {}
+    for n in g.nodes():
+        by_kind.setdefault(n.kind(), n.source)
+    assert by_kind["mul"] == _line_of(_GRAD_LINE)       # the rule of y * y
+    assert by_kind["cos"] == _line_of(_GRAD_LINE)       # sin's rule
+    hooked = [n for n in g.nodes() if n.kind() == "mul" and n.args == (2,)]
+    assert [n.source for n in hooked] == [_line_of(_HOOK_LINE)]
+    assert ag_api.run_backward is orig                  # the wrapper is gone after the trace
+
+
+def test_concurrent_traces_keep_their_own_backward_lines():
+    import threading
+    results, errors = {}, []
+
+    def work(name, fn):
+        try:
+            x = ndgrad.randn(3, dtype=ndgrad.float64, requires_grad=True)
+            for _ in range(3):
+                results.setdefault(name, []).append(
+                    _sources(trace_graph(fn, (x,), check=False).graph))
+        except Exception as e:   # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(nm, fn))
+               for nm, fn in (("a", _hooked), ("b", _hessian), ("c", _hooked))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    x = ndgrad.randn(3, dtype=ndgrad.float64, requires_grad=True)
+    want = {"a": _sources(trace_graph(_hooked, (x,), check=False).graph),
+            "b": _sources(trace_graph(_hessian, (x,), check=False).graph)}
+    want["c"] = want["a"]
+    for name, runs in results.items():
+        assert all(r == want[name] for r in runs), name
+
+
+# ---------------------------------------------------------------------------- dead nodes
+def test_removed_nodes_die_by_reference_counting():
+    # Note [Dead nodes die by reference counting] (ir.py): CSE's and DCE's removed nodes are
+    # freed without the cyclic collector; the graph that remains is unchanged and lints
+    import weakref
+
+    from ndgrad.jit.passes import eliminate_dead_code
+
+    def f(x):
+        unused = x.exp() * 3             # dead: removed by DCE
+        del unused
+        return (x.sin() + x.sin()).cos()
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        g = trace_graph(f, (ndgrad.randn(3),), check=False).graph
+        g2 = g.copy()
+        sins = [weakref.ref(n) for n in g2.nodes() if n.kind() == "sin"]
+        eliminate_common_subexpression(g2)
+        assert [w() is None for w in sins] == [False, True]
+        g3 = ir.Graph()
+        x = g3.add_input((3,), np.dtype(np.float32), False)
+        dead = g3.insert_op(ndgrad.ops.pointwise.EXP, [x], (), [((3,), np.dtype(np.float32),
+                                                                False)])
+        live = g3.insert_op(ndgrad.ops.pointwise.SIN, [x], (), [((3,), np.dtype(np.float32),
+                                                                False)])
+        g3.register_output(live.output())
+        w = weakref.ref(dead)
+        del dead
+        eliminate_dead_code(g3.block())
+        assert w() is None
+        assert [n.kind() for n in g3.nodes()] == ["sin"]
+        g2.lint()
+        g3.lint()
+    finally:
+        if was:
+            gc.enable()
+    xs = ndgrad.randn(3)
+    np.testing.assert_allclose(ndgrad.compile(f)(xs)._data, f(xs)._data, rtol=1e-6)
+
+
+def _views_written(x):
+    b = x.clone()
+    v = b[1:3]
+    first = v * 2                        # v unmapped: its base not written yet
+    b.add_(1.0)
+    w = b[0]
+    return first, v * 3, w.t() * 2, b.t() @ b
+
+
+def _views_of_inputs(x, y):
+    return (x.t() @ y).sum(), x.t().t() * 2, x[0].unsqueeze(0) + x.view(-1)[:3].sum()
+
+
+def _views_in_backward(x):
+    h = x.tanh()
+    g = ndgrad.autograd.grad(h.sum(), [x], create_graph=True)[0]
+    return ndgrad.autograd.grad((g.t() * g).sum(), [x])[0]
+
+
+@pytest.mark.parametrize("fn, shapes, rg", [
+    (_views_written, [(4, 3)], False), (_views_of_inputs, [(3, 3), (3, 2)], False),
+    (_views_in_backward, [(3, 3)], True), (_hessian, [(4,)], True)])
+def test_fast_lookup_gives_the_long_ways_graph(fn, shapes, rg, monkeypatch):
+    # _fast_value (views of an op's array whose base was never written included) against
+    # value_of for every tensor
+    args = tuple(ndgrad.randn(*s, dtype=ndgrad.float64, requires_grad=rg) for s in shapes)
+    short = str(trace_graph(fn, args, check=False).graph)
+    monkeypatch.setattr(Tracer, "_fast_value", lambda self, t: None)
+    assert short == str(trace_graph(fn, args, check=False).graph)
+    got, want = ndgrad.compile(fn)(*args), fn(*args)
+    for a, b in zip(*(w if isinstance(w, tuple) else (w,) for w in (got, want))):
+        np.testing.assert_allclose(a._data, b._data, rtol=1e-12, atol=1e-12)

@@ -7,6 +7,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+import torch
 
 import ndgrad
 from ndgrad.jit import differentiate, trace_graph
@@ -89,3 +90,61 @@ def test_compiled_backward_retain_graph_keeps_captures():
     loss.backward()
     for w, e in zip(xs[1:], first):
         np.testing.assert_array_equal(w.grad._data, e)
+
+
+# Note [Temporaries of tanh_backward] (ndgrad/ops/pointwise.py): the kernel a traced or
+# create_graph backward runs for tanh makes one array, with the out-of-place formula's values.
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tanh_backward_makes_one_array_with_the_formula_values(dtype):
+    rng = np.random.default_rng(1)
+    g = ndgrad.tensor(rng.standard_normal((64, 512)).astype(dtype))     # >= 16384 elements
+    r = ndgrad.tensor(np.tanh(rng.standard_normal((64, 512))).astype(dtype))
+    g0, r0 = g._data.copy(), r._data.copy()
+    out, kept, peak = _measure(lambda: ndgrad.ops.pointwise.tanh_backward(g, r))
+    want = g0 * (dtype(1) - r0 * r0)
+    np.testing.assert_array_equal(out._data, want)
+    ref = torch.ops.aten.tanh_backward(torch.tensor(g0), torch.tensor(r0)).numpy()
+    eps = np.finfo(dtype).eps         # torch may fuse 1 - r * r: cancellation near |r| = 1
+    np.testing.assert_allclose(out._data, ref, rtol=8 * eps, atol=8 * eps * np.abs(g0).max())
+    np.testing.assert_array_equal(g._data, g0)            # inputs untouched, result is new
+    np.testing.assert_array_equal(r._data, r0)
+    assert not np.may_share_memory(out._data, g._data)
+    assert not np.may_share_memory(out._data, r._data)
+    assert out._data.dtype == dtype
+    size = g0.nbytes
+    assert peak < size + size // 4, peak / size           # three arrays before
+
+
+def test_tanh_backward_mixed_dtypes_and_small_arrays_keep_their_results():
+    rng = np.random.default_rng(2)
+    g64 = rng.standard_normal((128, 256))
+    r32 = np.tanh(rng.standard_normal((128, 256))).astype(np.float32)
+    got = ndgrad.ops.pointwise.TANH_BACKWARD.forward(g64, r32)   # no in-place path: float64
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, g64 * (np.float32(1) - r32 * r32))
+    small_g, small_r = rng.standard_normal(5), np.tanh(rng.standard_normal(5))
+    np.testing.assert_array_equal(ndgrad.ops.pointwise.TANH_BACKWARD.forward(small_g, small_r),
+                                  small_g * (1.0 - small_r * small_r))
+    bcast = ndgrad.ops.pointwise.TANH_BACKWARD.forward(g64, np.float64(0.5) * np.ones(256))
+    np.testing.assert_array_equal(bcast, g64 * 0.75)      # broadcast operand: out of place
+
+
+def test_traced_deep_tanh_step_matches_eager_and_torch():
+    # the whole-step traced run (Tensor rules) with the in-place tanh_backward kernel gives
+    # eager's gradients and torch's
+    xs = _inputs()
+
+    def step(x, *Ws):
+        loss = _mlp(x, *Ws)
+        return loss.detach(), ndgrad.autograd.grad(loss, list(Ws))
+
+    loss, grads = ndgrad.compile(step)(*xs)
+    want = ndgrad.autograd.grad(_mlp(*xs), xs[1:])
+    tx = [torch.tensor(x._data, requires_grad=x.requires_grad) for x in xs]
+    h = tx[0]
+    for W in tx[1:]:
+        h = torch.tanh(h @ W)
+    tg = torch.autograd.grad((h * h).mean(), tx[1:])
+    for a, b, c in zip(grads, want, tg):
+        np.testing.assert_allclose(a._data, b._data, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(a._data, c.numpy(), rtol=1e-10, atol=1e-14)

@@ -59,7 +59,9 @@ import numpy as np
 from .. import _generator
 from .. import _out as _out_mod
 from .._refcounts import SOLE_REFERENCE_TESTS
+from ..autograd import engine as _engine
 from ..autograd.grad_mode import _state
+from ..autograd.node import OpNode
 from ..autograd.saved import TensorList
 from ..ops import _dispatch
 from ..ops import binary as _binary
@@ -116,6 +118,44 @@ def user_source(skip_jit: bool = True) -> str:
     names = _FILE_NAMES
     while f is not None:
         fn = f.f_code.co_filename
+        base = names.get(fn, _MISSING)
+        if base is _MISSING:
+            base = names[fn] = (None if fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
+                                else os.path.basename(fn))
+        if base is not None:
+            return f"{base}:{f.f_lineno}"
+        f = f.f_back
+    return ""
+
+
+# Note [One source line per backward pass]
+# Every op a rule records while a traced backward runs has the user's line that called the
+# backward (``autograd.grad``, a functional transform ...), which the walk above finds only
+# after ~15 frames of dispatcher, rule, node and engine per op: a row-by-row Hessian records
+# ~590 such ops. While tracing, ``autograd.api.run_backward`` is wrapped (``_patch_plan``): the
+# wrapper finds the line once and pushes it on ``Tracer.bw_sources`` for the pass, and
+# ``_op_source`` walks up from an op only to the ``OpNode.apply`` frame the engine (directly
+# or through ``_raw_apply``) called: above it are only the engine and the wrapper, so the
+# answer is the pushed line. A user frame met first (a hook, a Python rule outside ndgrad)
+# is named as before.
+_OPNODE_APPLY = OpNode.apply.__code__
+_RAW_APPLY = _dispatch._raw_apply.__code__
+_ENGINE_FILE = _engine.__file__
+
+
+def _op_source(top: str) -> str:
+    """``user_source()`` for an op recorded by ``Tracer.record`` while a traced backward
+    whose line is ``top`` runs (Note [One source line per backward pass])."""
+    f: Optional[FrameType] = sys._getframe(2)
+    names = _FILE_NAMES
+    while f is not None:
+        code = f.f_code
+        if code is _OPNODE_APPLY:
+            b = f.f_back
+            if b is not None and (b.f_code is _RAW_APPLY or
+                                  b.f_code.co_filename == _ENGINE_FILE):
+                return top
+        fn = code.co_filename
         base = names.get(fn, _MISSING)
         if base is _MISSING:
             base = names[fn] = (None if fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
@@ -221,7 +261,13 @@ class _Entry:
         self.ref, self.value, self.gen = ref, value, gen
 
 
-_KeyedRef = weakref.KeyedRef
+class _KeyedRef(weakref.ref):
+    """``weakref.KeyedRef`` without its Python ``__new__``/``__init__`` (one per tensor the
+    trace maps: Note [First-call cost]); ``key`` is set after construction."""
+    __slots__ = ("key",)
+    key: int
+
+
 _ref = weakref.ref
 
 
@@ -263,6 +309,9 @@ class Tracer:
         self.stale: dict = {}         # id(ndarray) -> weak reference, views forgotten so
         self.inputs: list = []        # (tensor, Value) for the function's inputs
         self.source_override: Optional[str] = None
+        # lines of the traced backward passes running in this thread, innermost last (Note
+        # [One source line per backward pass])
+        self.bw_sources: List[str] = []
         # False while differentiating: requires_grad of the values a VJP rule reads does not
         # matter there (the rule runs in no_grad mode).
         self.check_requires_grad = True
@@ -278,7 +327,9 @@ class Tracer:
     def set_t(self, t: Tensor, v: Value, gen_of: Optional[Tensor] = None) -> None:
         """Map tensor ``t`` to ``v`` (weakly: Note [The tracer holds nothing alive])."""
         k = id(t)
-        self.tmap[k] = _Entry(_KeyedRef(t, self._tdrop, k), v,
+        r = _KeyedRef(t, self._tdrop)
+        r.key = k
+        self.tmap[k] = _Entry(r, v,
                               self._gen_of(t if gen_of is None else gen_of))
 
     def set_a(self, a: np.ndarray, v: Value) -> None:
@@ -338,7 +389,8 @@ class Tracer:
             self.set_t(t, v)
         if not self.check_requires_grad:
             return v
-        rg = t.requires_grad
+        b = t._base                     # Tensor.requires_grad, inlined
+        rg = t._requires_grad or (b is not None and b._requires_grad)
         if rg != v.requires_grad:
             v = self._detach(v, rg)
             self.tmap[id(t)].value = v
@@ -447,23 +499,28 @@ class Tracer:
     #   without a generator per one-output node; the forward pipeline copies the traced graph
     #   with CSE applied in one pass (``passes.copy_eliminating_common_subexpressions``: the
     #   nodes CSE would remove are never cloned) and does not repeat the traced graph's DCE.
-    # What remains per op is the user's line (a walk up the Python stack, ~15 frames inside
-    # the engine), the node and the lookups; tests/test_jit_build_cost.py checks that the
-    # shortcuts give the long ways' graphs.
+    # * An op a VJP rule records in a traced backward walks up only to the engine's
+    #   ``OpNode.apply`` for the user's line (Note [One source line per backward pass]).
+    # * Removed nodes die by reference counting (Note [Dead nodes die by reference counting]
+    #   in ir.py), not in the collection after the first call.
+    # What remains per op is the node, the lookups and the walk for the line;
+    # tests/test_jit_build_cost.py checks that the shortcuts give the long ways' graphs.
     def _fast_value(self, t: Tensor) -> Optional[Value]:
         """``value_of(t)`` for the common cases, without mapping ``t`` (Note [First-call
-        cost]): ``t`` is mapped already (a view: its base was not written since), or is no
-        view and wraps an array an op of the trace produced, and its ``requires_grad`` is its
-        value's. None: ask ``value_of``."""
+        cost]): ``t`` is mapped already (a view: its base was not written since), or wraps an
+        array an op of the trace produced (a view: its base was never written), and its
+        ``requires_grad`` is its value's. None: ask ``value_of``."""
         b = t._base
         e = self.tmap.get(id(t))
         if e is not None:
             if e.ref() is not t or (b is not None and e.gen != self.gens.get(id(b), 0)):
                 return None
             v = e.value
-        elif b is not None:
+        elif b is not None and self.gens.get(id(b), 0):
             return None
         else:
+            # not mapped: a tensor (or a view whose base was never written: ``value_of``
+            # would map it at generation 0 with this same value) wrapping an op's array
             a = t._data
             known = self.amap.get(id(a))
             if known is None or known[0]() is not a:
@@ -539,9 +596,12 @@ class Tracer:
             rg_in = True        # a view of a tensor that requires grad does (Tensor.requires_grad)
         diff = _DIFF_DTYPES
         types = [(o.shape, o.dtype, rg_in and o.dtype in diff) for o in outs]
+        src = self.source_override
+        if src is None:
+            bw = self.bw_sources
+            src = _op_source(bw[-1]) if bw else user_source()
         node = self.graph.append_op(op, values, args if type(args) is tuple else tuple(args),
-                                    types, k, user_source() if self.source_override is None
-                                    else self.source_override)
+                                    types, k, src)
         if self.scratch:
             node.attrs["scratch"] = True
             self.scratch = False
@@ -877,6 +937,9 @@ def _rng_fingerprint() -> Any:
     if mt is None:
         return None
     view = _RNG_VIEW[0]
+    if view is not None and view[0] is mt:      # the usual case: the views made already
+        key = view[1]
+        return (id(mt), view[2].value, key[0], key[623], getattr(g, "_next_normal", None))
     if view is None or view[0] is not mt:
         try:
             addr = mt.ctypes.state.value
@@ -935,6 +998,24 @@ def _make_backward_escape(orig: Callable) -> Callable:
                 "gradients instead (ndgrad.autograd.grad(loss, params))")
         return orig(tensors, *args, **kwargs)
     wrapper: Any = functools.wraps(orig)(backward)
+    wrapper._jit_wrapper = True
+    return wrapper
+
+
+def _make_run_backward(orig: Callable) -> Callable:
+    """``autograd.api.run_backward`` while tracing: the user's line found once per pass (Note
+    [One source line per backward pass])."""
+    def run_backward(*args: Any, **kwargs: Any) -> Any:
+        tr = getattr(_local, "tracer", None)
+        if tr is None:
+            return orig(*args, **kwargs)
+        stack = tr.bw_sources
+        stack.append(user_source())
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            stack.pop()
+    wrapper: Any = functools.wraps(orig)(run_backward)
     wrapper._jit_wrapper = True
     return wrapper
 
@@ -1108,6 +1189,11 @@ def _patch_plan() -> Any:
     orig_bw = getattr(ag, "backward", None)
     if orig_bw is not None and not getattr(orig_bw, "_jit_wrapper", False):
         add(ag, "backward", orig_bw, False, _make_backward_escape(orig_bw))
+    # one user line per traced backward pass (Note [One source line per backward pass])
+    ag_api = sys.modules.get("ndgrad.autograd.api")   # local import: loaded with ndgrad
+    orig_rb = getattr(ag_api, "run_backward", None)
+    if orig_rb is not None and not getattr(orig_rb, "_jit_wrapper", False):
+        add(ag_api, "run_backward", orig_rb, False, _make_run_backward(orig_rb))
     # a custom autograd.Function is recorded whole (its own backward runs at run time)
     fn_mod = sys.modules.get("ndgrad.autograd.function")   # local import: loaded with ndgrad
     if fn_mod is not None:

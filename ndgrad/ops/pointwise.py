@@ -740,7 +740,17 @@ def _sigmoid_backward_jvp(ctx, tg, tr):
 def _tanh_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
     if r.dtype.kind == "c":
         return g * np.conjugate(1 - r * r)
-    return g * (_s(r, 1) - r * r)
+    t = r * r
+    if t.__class__ is _ndarray and t.size >= 16384 and t.shape == g.shape and \
+            t.dtype == g.dtype:
+        # Note [Temporaries of tanh_backward]: the same three ufuncs, one array for all of
+        # them. The Tensor rule of tanh (what a traced or create_graph backward runs) then
+        # allocates one activation-sized array per layer, as the raw rule does; three made the
+        # traced first call of a deep tanh MLP grow the heap past eager's peak (bench/jit.py's
+        # memory row).
+        np.subtract(_s(r, 1), t, out=t)
+        return _mul(g, t, out=t)
+    return g * (_s(r, 1) - t)
 
 
 # Fused backward kernels (one op per backward step instead of three), each differentiable.
