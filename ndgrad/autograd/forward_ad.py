@@ -550,6 +550,22 @@ _BATCHED_INTO_UNBATCHED = (
 
 
 def _update_inplace(self: Any, res: Any, n: int) -> None:
+    tl = _tensor_mod._transform_local
+    tid = tl.tid
+    if not tid:
+        _update_tangents(self, res, n)
+        return
+    # The tangent written is the op's own business, not the function's: a tangent passed to
+    # ``jvp`` (made outside it) is updated in place, as in torch, not refused as captured
+    # (Note [Captured tensors] in ops/views_inplace.py).
+    tl.tid = 0
+    try:
+        _update_tangents(self, res, n)
+    finally:
+        tl.tid = tid
+
+
+def _update_tangents(self: Any, res: Any, n: int) -> None:
     src, dst = res._data, self._data
     if dst.dtype not in _DIFF:
         return

@@ -105,6 +105,16 @@ def own_inputs(tensors: Iterable[Any], tid: int) -> None:
             t._tborn = tid
 
 
+def mark_leaves(tensors: Iterable[Any], tid: int) -> None:
+    """A reverse transform's input nodes are leaves of its level: in-place ops on them (or
+    their views) raise torch's leaf errors while the call ``tid`` runs (Note [Transform
+    leaves] in ops/views_inplace.py). The leaves themselves already do; the views standing
+    for inputs that require grad are stamped."""
+    for t in tensors:
+        if isinstance(t, Tensor) and t._grad_fn is not None:
+            t._tleaf = tid
+
+
 def check_argnums(argnums: Any, nargs: int) -> tuple:
     """The positions to differentiate, as a tuple; torch's errors for bad ``argnums``."""
     if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple)):
