@@ -924,3 +924,9 @@ Tensor.new_empty_strided = _factories.new_empty_strided
 Tensor.resize_ = _factories.resize_
 Tensor.resize_as_ = _factories.resize_as_
 # ---- end rest of issue 8 ----
+
+# ---- Tensor.as_subclass / Tensor.set_ ----
+from .ops import storage_set as _storage_set  # noqa: E402
+
+Tensor.as_subclass = _storage_set.as_subclass
+Tensor.set_ = _storage_set.set_

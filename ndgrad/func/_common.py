@@ -271,7 +271,7 @@ def unwrap(values: Sequence[Any], own: Sequence[Tensor], grad_enabled: bool) -> 
     return reborn(out)
 
 
-def reborn(values: Sequence[Any]) -> Sequence[Any]:
+def reborn(values: list) -> list:
     """A result created in a transform call that has returned now belongs to this thread's
     innermost running call (0: none), so a later ``requires_grad_()`` makes it a live leaf
     (Note [Transform levels]). Returns ``values``."""

@@ -105,7 +105,7 @@ def _unwrap_tangents(tangents: list, primals: list, grad_on: bool) -> list:
     """``unwrap`` for output tangents (Note [Transform levels] in _common.py): as in torch,
     they keep their history while an input primal requires grad."""
     if grad_on and any(p.requires_grad for p in primals):
-        return list(_common.reborn(tangents))
+        return _common.reborn(tangents)
     return _common.unwrap(tangents, [], grad_on)
 
 
