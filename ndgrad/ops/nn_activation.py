@@ -40,8 +40,6 @@ from . import _batching, _dispatch
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._util import wrap_dim
-
-_tensor_mod = import_module("ndgrad.tensor")  # the module (ndgrad.tensor is also a function)
 from .pointwise import relu as _relu
 from .pointwise import sigmoid as _sigmoid
 from .pointwise import tanh as _tanh
@@ -50,6 +48,8 @@ from .shape import cat as _shape_cat
 from .softmax import log_softmax as _log_softmax
 from .softmax import softmax as _softmax
 from .views_inplace import apply_inplace
+
+_tensor_mod = import_module("ndgrad.tensor")  # the module (ndgrad.tensor is also a function)
 
 __all__ = ["relu", "relu_", "relu6", "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu",
            "silu", "mish", "softplus", "softsign", "softmin", "softmax", "log_softmax",
