@@ -128,3 +128,14 @@ def test_set_values_follow_source_writes():
     a.set_(b)
     b.mul_(2)
     np.testing.assert_array_equal(a.numpy(), [0.0, 2.0, 4.0, 6.0])
+
+
+def test_set_with_dual_source_refused_as_torch():
+    def run(m):
+        fw = m.autograd.forward_ad
+        with fw.dual_level():
+            d = fw.make_dual(m.ones(2), m.ones(2))
+            return outcome(lambda: m.zeros(3).set_(d))
+    t, n = run(torch), run(ndgrad)
+    assert t[0] == n[0] == "NotImplementedError"
+    assert t[1].startswith(n[1].rstrip("."))

@@ -86,12 +86,7 @@ _levels: list = []                 # per active level: {id(tensor): tensor}, wea
 _lock = threading.Lock()
 
 
-class _FwState(threading.local):
-    enabled = True                 # off inside a custom Function's forward
-    limit: Optional[int] = None    # levels >= limit are hidden (while a level's rule runs)
-
-
-_tls = _FwState()
+_tls = _jvp.FW_STATE               # this thread's propagation state (ops/_jvp.py)
 
 _DIFF = _d._DIFF_DTYPES
 

@@ -18,7 +18,7 @@ from .. import _dtype
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor, _new, _storage_nbytes, _storage_root
 from ._dispatch import Op, apply
-from ._jvp import linear
+from ._jvp import FW_STATE, linear, not_implemented
 from .shape import _storage_view
 from .views_inplace import _bump, _check_inplace
 
@@ -63,7 +63,8 @@ def _not_implemented(ctx: Any, g: Tensor) -> Any:
 
 # The node ``set_`` records when it runs with grad recorded (PyTorch has no derivative).
 SET_ = Op("set_", "NotImplemented", lambda s, src: src, _not_implemented,
-          inputs=("self", "source"), full_name="torch::autograd::NotImplemented")
+          inputs=("self", "source"), full_name="torch::autograd::NotImplemented",
+          jvp=not_implemented("set_"))
 
 _OVERLOADS = (
     " * ()\n"
@@ -167,6 +168,8 @@ def set_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         raise RuntimeError(
             f"Could not set tensor of type {_dtype_c(source)} to a tensor of type "
             f"{names.get(self.dtype.name, self.dtype.name)}")
+    if source is not None and source._fw_grads and FW_STATE.enabled:
+        SET_.jvp(None)               # a dual source: PyTorch has no forward AD rule either
     src_grad = source is not None and source.requires_grad
     recording = _state.enabled and (self.requires_grad or src_grad)
     _check_inplace(self, recording, writes=False)
