@@ -62,9 +62,9 @@ def _not_implemented(ctx: Any, g: Tensor) -> Any:
 
 
 # The node ``set_`` records when it runs with grad recorded (PyTorch has no derivative).
+_SET_JVP = not_implemented("set_")
 SET_ = Op("set_", "NotImplemented", lambda s, src: src, _not_implemented,
-          inputs=("self", "source"), full_name="torch::autograd::NotImplemented",
-          jvp=not_implemented("set_"))
+          inputs=("self", "source"), full_name="torch::autograd::NotImplemented", jvp=_SET_JVP)
 
 _OVERLOADS = (
     " * ()\n"
@@ -169,7 +169,7 @@ def set_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             f"Could not set tensor of type {_dtype_c(source)} to a tensor of type "
             f"{names.get(self.dtype.name, self.dtype.name)}")
     if source is not None and source._fw_grads and FW_STATE.enabled:
-        SET_.jvp(None)               # a dual source: PyTorch has no forward AD rule either
+        _SET_JVP(None)               # a dual source: PyTorch has no forward AD rule either
     src_grad = source is not None and source.requires_grad
     recording = _state.enabled and (self.requires_grad or src_grad)
     _check_inplace(self, recording, writes=False)
