@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
@@ -178,10 +179,14 @@ def _columns_batched(call: Callable, leaves: list, basis: list) -> Optional[tupl
                     prim.append(p)
                     cols.append((tg, tg is not None and tg._blevel == blevel))
                 aux = [_unpack(a, level)[0] for a in aux]
-    except (RuntimeError, NotImplementedError):
+    except (RuntimeError, NotImplementedError) as e:
         # A batching rule refused, or a corner of batched tangents the layer does not cover
         # (in-place ops writing a batched tangent into an unbatched one): the columns are
         # computed one at a time instead, which raises again if the error is the function's.
+        # An error the function raised itself, or one torch's vmap raises too (``.item()``),
+        # is the user's: raised as it is, without running the function again.
+        if _users_error(e):
+            raise
         return None
     jac_cols = []
     for p, (tg, batched) in zip(prim, cols):
@@ -194,6 +199,23 @@ def _columns_batched(call: Callable, leaves: list, basis: list) -> Optional[tupl
             c = tg
         jac_cols.append(c)
     return prim, o_spec, aux, jac_cols
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _users_error(e: BaseException) -> bool:
+    """Was ``e`` raised by the function being differentiated (its innermost frame outside
+    ndgrad), or is it one of vmap's refusals of the function's own requests?"""
+    if getattr(e, "_vmap_user", False):
+        return True
+    tb = e.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    return not path.startswith(_PACKAGE + os.sep)
 
 
 def _columns_vmap(call: Callable, leaves: list, basis: list, randomness: str) -> tuple:
