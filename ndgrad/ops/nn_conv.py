@@ -279,10 +279,10 @@ def _wide_cols(x: np.ndarray, k: tuple, pad: tuple, dil: tuple, groups: int,
 # ``_KEPT_BYTES`` each are kept (the oldest goes first; a backward that finds none
 # recomputes), which bounds the memory held for graphs kept alive without a backward. An
 # in-place op writing memory a kept entry was copied from (through ``.data`` or a view of it:
-# writes the version check does not see) drops the entry first (``views_inplace.write_watch``, set only
-# while entries exist), so the weight gradient reads the array as it is then, as PyTorch's
-# does. Writing into the array behind ndgrad's back (through ``.numpy()``) is not seen: the
-# kept columns then hold the old values.
+# writes the version check does not see) drops the entry first (``views_inplace.write_watch``,
+# set only while entries exist), so the weight gradient reads the array as it is then, as
+# PyTorch's does. Writing into the array behind ndgrad's back (through ``.numpy()``) is not
+# seen: the kept columns then hold the old values.
 _KEPT_MAX = 8
 _KEPT_BYTES = 16 << 20
 _kept: dict = {}
