@@ -8,7 +8,8 @@ torch does, so the same seed and the same calls give torch's numbers:
 
 - ``randperm``: Fisher-Yates with ``random() % (n - i)``; ``randint``: ``random() % range +
   low`` (64-bit draws for ranges of 2**32 or more); the int64 seed a sampler draws: one 64-bit
-  value (high word first). Hence ``RandomSampler``, ``DataLoader(shuffle=True)`` and
+  value (high word first); ``random_()`` without bounds: one draw per element modulo the
+  dtype's range (``random_full_array``). Hence ``RandomSampler``, ``DataLoader(shuffle=True)`` and
   ``random_split`` visit torch's order.
 - uniform floats (``rand``, ``uniform_``): 53 bits of a 64-bit draw for float64 (then a fused
   multiply-add), else 24 bits of one 32-bit draw, scaled in double: bit-identical, so a layer's
@@ -164,6 +165,28 @@ def randint_array(low: int, high: int, shape: tuple, generator: Optional[Generat
         v64 = (raw[:, 0] << np.uint64(32)) | raw[:, 1]
         vals = np.array([int(v) % span + int(low) for v in v64.tolist()], dtype=np.int64)
     return vals.reshape(shape)
+
+
+# ``random_()`` with no bounds: one draw per element reduced modulo the dtype's range (the
+# largest exactly representable integer plus one for floating types, max + 1 for integers),
+# 64-bit draws for float64 and int64, ``& 1`` for bool (Note [Random streams]).
+_FULL_RANGE = {"float64": 2 ** 53 + 1, "float32": 2 ** 24 + 1, "float16": 2 ** 11 + 1,
+               "bfloat16": 2 ** 8 + 1, "int64": 2 ** 63, "int32": 2 ** 31, "int16": 2 ** 15,
+               "int8": 2 ** 7, "uint8": 2 ** 8, "bool": 2}
+
+
+def random_full_array(shape: tuple, dtype_name: str, generator: Optional[Generator]
+                      ) -> np.ndarray:
+    """``random_()``'s integers for a tensor of ``dtype_name`` (as uint64, in element order),
+    drawn as torch draws them (Note [Random streams])."""
+    g = generator if generator is not None else default_generator
+    n = int(np.prod(shape, dtype=np.int64))
+    if dtype_name in ("float64", "int64"):
+        raw = g._mt.random_raw(2 * n).astype(np.uint64).reshape(n, 2)
+        vals = (raw[:, 0] << np.uint64(32)) | raw[:, 1]
+    else:
+        vals = g.random32(n)
+    return (vals % np.uint64(_FULL_RANGE[dtype_name])).reshape(shape)
 
 
 _DIGITS = {"float64": 53}      # every other floating type: 24 bits of one 32-bit draw

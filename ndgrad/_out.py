@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _dtype
+from . import _creation, _dtype
 from . import return_types as _return_types
 from .autograd.grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -158,6 +158,51 @@ _OVERLOADED_OUT = {
             "Tensors out = None)\n * (Tensor input, int dim = -1, bool descending = False, *, "
             "tuple of Tensors out = None)\n"}
 _OVERLOADED_OUT["min"] = _OVERLOADED_OUT["max"]
+# Functions with several overloads, all taking ``out``: PyTorch's parser reports any out that is
+# not a Tensor as a mismatch of all of them (``sum(x, out=1)``). Reductions given a ``dim``
+# match one overload only, and get the single-argument error.
+_TWO = (" * (Tensor input, Tensor {o}, *, Tensor out = None)\n"
+        " * (Tensor input, Number {o}, *, Tensor out = None)\n")
+_THREE = (" * (Tensor input, Tensor {o}, *, Tensor out = None)\n"
+          " * (Number self, Tensor {o}{k})\n"
+          " * (Tensor input, Number {o}, *, Tensor out = None)\n")
+_REDUCE = (" * (Tensor input, *, torch.dtype dtype = None{k})\n"
+           " * (Tensor input, {d} dim, bool keepdim = False, *, torch.dtype dtype = None, "
+           "Tensor out = None)\n")
+_ALL_ANY = (" * (Tensor input, *, Tensor out = None)\n"
+            " * (Tensor input, tuple of ints dim = None, bool keepdim = False, *, Tensor out = "
+            "None)\n * (Tensor input, int dim, bool keepdim = False, *, Tensor out = None)\n")
+_OVERLOADED_OUT.update({
+    "sum": _REDUCE.format(d="tuple of ints", k=""),
+    "prod": _REDUCE.format(d="int", k=""),
+    "mean": _REDUCE.format(d="tuple of ints", k=", Tensor out = None"),
+    "mm": (" * (Tensor input, Tensor mat2, *, Tensor out = None)\n"
+           " * (Tensor input, Tensor mat2, torch.dtype out_dtype, *, Tensor out = None)\n"),
+    "pow": _THREE.format(o="exponent", k=", *, Tensor out = None"),
+    "float_power": _THREE.format(o="exponent", k=", *, Tensor out = None"),
+    "xlogy": _THREE.format(o="other", k=", *, Tensor out = None"),
+    "remainder": _THREE.format(o="other", k=""),
+    "clamp": (" * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)\n"
+              " * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n"),
+    "lerp": (" * (Tensor input, Tensor end, Tensor weight, *, Tensor out = None)\n"
+             " * (Tensor input, Tensor end, Number weight, *, Tensor out = None)\n"),
+    "all": _ALL_ANY, "any": _ALL_ANY,
+    "div": (" * (Tensor input, Tensor other, *, Tensor out = None)\n"
+            " * (Tensor input, Tensor other, *, str rounding_mode, Tensor out = None)\n"
+            " * (Tensor input, Number other, *, str rounding_mode)\n")})
+_OVERLOADED_OUT["bmm"] = _OVERLOADED_OUT["mm"]
+for _n in ("fmod", "eq", "ne", "lt", "le", "gt", "ge"):
+    _OVERLOADED_OUT[_n] = _TWO.format(o="other")
+for _n in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    _OVERLOADED_OUT[_n] = _THREE.format(o="other", k="")
+# reductions whose ``dim`` selects one overload (then ``out``'s own error)
+_DIM_SELECTS = frozenset({"sum", "prod"})
+# Binary ops whose ``out`` may be a Python number: PyTorch's parser wraps it into a 0-d tensor
+# (int64, bool, the default float or complex dtype), so the result's dtype is checked against
+# it (``add(x, y, out=3)``: "result type Float can't be cast ...") or the result is written into
+# a temporary (a float).
+_NUMBER_OUT = frozenset({"add", "sub", "mul", "div", "true_divide", "floor_divide",
+                         "multiply", "subtract", "divide"})
 # where ``out`` is in PyTorch's signature, when not after all of ndgrad's declared arguments
 _OUT_POSITION = {"sort": 3}
 
@@ -169,12 +214,28 @@ def _arg_word(v: Any) -> str:
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
+def _got(args: tuple, kwargs: Any, out: Any) -> list:
+    """PyTorch's listing of the arguments given: the positional ones (those left at their
+    default None/False at the end are taken as not given), ``out``, the keywords set."""
+    pos = list(args)
+    while pos and (pos[-1] is None or pos[-1] is False):
+        pos.pop()
+    got = [_arg_word(a) for a in pos]
+    got.append(f"out={_arg_word(out)}")
+    got.extend(f"{k}={_arg_word(v)}" for k, v in (kwargs or {}).items() if v is not None)
+    return got
+
+
 def _check_out_type(name: str, out: Any, n: int, args: tuple = (), kwargs: Any = None) -> None:
     if n < 0:
         if not isinstance(out, Tensor):
-            if name in _OVERLOADED_OUT:
-                got = [_arg_word(a) for a in args if a is not None and a is not False]
-                got.append(f"out={_arg_word(out)}")
+            if name in _OVERLOADED_OUT and not (name in _DIM_SELECTS and len(args) > 1
+                                                and args[1] is not None):
+                if name in ("max", "min"):
+                    got = [_arg_word(a) for a in args if a is not None and a is not False]
+                    got.append(f"out={_arg_word(out)}")
+                else:
+                    got = _got(args, kwargs, out)
                 raise TypeError(f"{name}() received an invalid combination of arguments - got "
                                 f"({', '.join(got)}), but expected one of:\n"
                                 f"{_OVERLOADED_OUT[name]}")
@@ -208,8 +269,15 @@ def _write(dst: Tensor, src: Tensor) -> None:
     dst._bump_version()
 
 
+def _number_tensor(v: Any) -> Tensor:
+    """A Python number given as ``out``, as PyTorch's parser wraps it: a 0-d tensor."""
+    return _creation.tensor(v)
+
+
 def call_with_out(name: str, impl: Callable, args: tuple, kwargs: dict, out: Any) -> Any:
     """``impl(*args, **kwargs)`` written into ``out`` (Note [out= arguments])."""
+    if name in _NUMBER_OUT and isinstance(out, (bool, int, float, complex)):
+        out = _number_tensor(out)
     if name in _FACTORIES and kwargs.get("dtype", 0) is None and isinstance(out, Tensor):
         kwargs = {**kwargs, "dtype": out.dtype}
     if isinstance(out, Tensor) and is_grad_enabled() and out.requires_grad:

@@ -215,6 +215,8 @@ def _inplace_of(fn: Any, name: str):
 
 def _type_conv(dt: _dtype.dtype):
     def conv(self: Tensor, memory_format: Any = None) -> Tensor:
+        if self.__class__ is not Tensor and self.is_sparse:    # keeps the sparse layout
+            return self.to(dt)
         return ops.to(self, dt, memory_format=memory_format)
     conv.__name__ = dt.name
     conv.__doc__ = f"Cast to ``ndgrad.{dt.name}``."
@@ -223,9 +225,12 @@ def _type_conv(dt: _dtype.dtype):
 
 # Tensor.type(): PyTorch's legacy type strings, which programs compare against
 # (``x.type() == 'torch.FloatTensor'``); ``type(s)`` accepts them and the ``ndgrad.`` spellings.
+# A sparse tensor's are ``'torch.sparse.FloatTensor'``; a cast keeps the tensor's layout
+# whichever name it is given (as in torch).
 _TYPE_NAMES = {d.np: f"torch.{d._torch_name}Tensor" for d in _dtype._ALL}
-_TYPES_BY_NAME = {f"{lib}.{d._torch_name}Tensor": d for d in _dtype._ALL
-                  for lib in ("torch", "ndgrad")}
+_SPARSE_TYPE_NAMES = {d.np: f"torch.sparse.{d._torch_name}Tensor" for d in _dtype._ALL}
+_TYPES_BY_NAME = {f"{lib}.{sp}{d._torch_name}Tensor": d for d in _dtype._ALL
+                  for lib in ("torch", "ndgrad") for sp in ("", "sparse.")}
 
 
 def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
@@ -234,8 +239,9 @@ def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs:
     for k in kwargs:
         if k != "async":
             raise TypeError(f"type() got an unexpected keyword argument '{k}'")
+    sparse = self.__class__ is not Tensor and self.is_sparse
     if dtype is None:
-        return _TYPE_NAMES[self._data.dtype]
+        return (_SPARSE_TYPE_NAMES if sparse else _TYPE_NAMES)[self.dtype.np]
     if isinstance(dtype, str):
         if dtype in ("torch.Tensor", "ndgrad.Tensor"):
             d = _dtype.get_default_dtype()
@@ -255,6 +261,8 @@ def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs:
         raise ValueError(f"invalid type: '{dtype.__name__}'")
     else:
         raise TypeError("dtype must be a type, str, or dtype object")
+    if sparse:
+        return self if d == self.dtype else self.to(d)
     return ops.to(self, d)
 
 
@@ -925,3 +933,9 @@ Tensor.new_empty_strided = _factories.new_empty_strided
 Tensor.resize_ = _factories.resize_
 Tensor.resize_as_ = _factories.resize_as_
 # ---- end rest of issue 8 ----
+
+# ---- Tensor.as_subclass / Tensor.set_ ----
+from .ops import storage_set as _storage_set  # noqa: E402
+
+Tensor.as_subclass = _storage_set.as_subclass
+Tensor.set_ = _storage_set.set_

@@ -268,6 +268,7 @@ class Tensor(_TensorMethods):
     _bproxy: Any = None         # on a logical proxy: the batched tensor it stands for
     _unbounded = False          # a clamp bound standing for "none" (ops/pointwise.py)
     _tborn = 0                  # transform call it was created in (Note [Captured tensors])
+    _tleaf = 0                  # a reverse transform's input node (Note [Transform leaves])
     __array_priority__ = 1000   # ndarray <op> Tensor defers to Tensor
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

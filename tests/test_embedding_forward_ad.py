@@ -102,3 +102,43 @@ def test_embedding_bag_forward_ad_refused_as_torch():
     t, n = outcome(lambda: run(torch)), outcome(lambda: run(ndgrad))
     assert t[0] == n[0] == "NotImplementedError"
     assert t[1] == n[1]
+
+
+def test_max_norm_renorm_leaves_other_threads_forward_ad_alone():
+    # While one thread's embedding renormalizes its weight (forward AD off for that write),
+    # forward AD running in another thread keeps propagating tangents.
+    import threading
+
+    writing, done = threading.Event(), threading.Event()
+
+    class SlowWeight(ndgrad.Tensor):
+        def __setitem__(self, index, value):
+            writing.set()                  # inside the renorm's write: let the other run
+            assert done.wait(10)
+            super().__setitem__(index, value)
+
+    weight = ndgrad.tensor([[3.0, 4.0], [0.1, 0.1]]).as_subclass(SlowWeight)
+    errors = []
+
+    def renorm():
+        try:
+            ndgrad.nn.functional.embedding(ndgrad.tensor([0]), weight, max_norm=1.0)
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    fw = ndgrad.autograd.forward_ad
+    with fw.dual_level():
+        x = fw.make_dual(ndgrad.tensor([1.0, 2.0]), ndgrad.tensor([1.0, 1.0]))
+        t = threading.Thread(target=renorm)
+        t.start()
+        try:
+            assert writing.wait(10)
+            tangent = fw.unpack_dual((x * x).sin()).tangent
+        finally:
+            done.set()
+            t.join()
+    assert not errors
+    assert tangent is not None
+    np.testing.assert_allclose(tangent.numpy(), 2 * np.array([1.0, 2.0]) * np.cos([1.0, 4.0]),
+                               rtol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(weight.detach().numpy()[0]), 1.0, rtol=1e-6)

@@ -37,7 +37,15 @@ CASES = {
     "random_to_u8": lambda m: m.empty(9, dtype=m.uint8).random_(200),
     "random_bool": lambda m: m.empty(9, dtype=m.bool).random_(0, 2),
     "random_legacy_type": lambda m: m.LongTensor(2, 5).random_(1, 6),
+    "random_to_keyword": lambda m: m.empty(9).random_(to=7),
+    "random_generator": lambda m: m.empty(9, dtype=m.int32).random_(
+        generator=m.Generator().manual_seed(3)),
 }
+# random_() without bounds: the whole range of each dtype
+for _d in ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
+           "uint8", "bool"):
+    CASES[f"random_full_{_d}"] = (lambda d: lambda m: m.empty(2, 9, dtype=getattr(m, d))
+                                  .random_())(_d)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -47,7 +55,8 @@ def test_draws_match_torch(case):
         m.manual_seed(123)
         r = CASES[case](m)
         after = m.rand(3, dtype=m.float64)          # the stream continues where torch's does
-        out.append((r.float().numpy().tolist(), after.numpy().tolist()))
+        values = r.tolist() if r.dtype == m.int64 else r.float().numpy().tolist()
+        out.append((values, after.numpy().tolist()))
     assert out[0] == out[1]
 
 

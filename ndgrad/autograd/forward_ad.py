@@ -86,12 +86,7 @@ _levels: list = []                 # per active level: {id(tensor): tensor}, wea
 _lock = threading.Lock()
 
 
-class _FwState(threading.local):
-    enabled = True                 # off inside a custom Function's forward
-    limit: Optional[int] = None    # levels >= limit are hidden (while a level's rule runs)
-
-
-_tls = _FwState()
+_tls = _jvp.FW_STATE               # this thread's propagation state (ops/_jvp.py)
 
 _DIFF = _d._DIFF_DTYPES
 
@@ -550,6 +545,22 @@ _BATCHED_INTO_UNBATCHED = (
 
 
 def _update_inplace(self: Any, res: Any, n: int) -> None:
+    tl = _tensor_mod._transform_local
+    tid = tl.tid
+    if not tid:
+        _update_tangents(self, res, n)
+        return
+    # The tangent written is the op's own business, not the function's: a tangent passed to
+    # ``jvp`` (made outside it) is updated in place, as in torch, not refused as captured
+    # (Note [Captured tensors] in ops/views_inplace.py).
+    tl.tid = 0
+    try:
+        _update_tangents(self, res, n)
+    finally:
+        tl.tid = tid
+
+
+def _update_tangents(self: Any, res: Any, n: int) -> None:
     src, dst = res._data, self._data
     if dst.dtype not in _DIFF:
         return

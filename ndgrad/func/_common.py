@@ -10,13 +10,19 @@ observable behaviour from the eager machinery:
   alias made a leaf requiring grad, which keeps the outer forward AD tangents of the input.
   Gradients are taken with respect to those nodes only, so two nested transforms never see
   each other's variables (no perturbation confusion).
-* Results are then *unwrapped*: a result whose graph reaches no leaf other than this call's
-  own fresh leaves is detached (nothing outside can want its history), so ``grad(f)(x)`` with
-  an ``x`` that does not require grad returns a tensor that does not either, and nothing is
-  ever accumulated into ``.grad``. Under an outer ``no_grad`` every result is detached. The
-  detached result keeps its forward AD tangents (unwrapped the same way), so ``jvp(grad(f))``
-  works. ``create_graph=True`` is used only when an output reaches an outside leaf (an outer
+* Results are then *unwrapped*: a result whose graph reaches no live leaf other than this
+  call's own fresh leaves is detached (nothing outside can want its history), so
+  ``grad(f)(x)`` with an ``x`` that does not require grad returns a tensor that does not
+  either, and nothing is ever accumulated into ``.grad``. A leaf is live when it was created
+  outside every transform or inside a call still running in this thread (``_tborn``, see
+  ``_live_leaf``): a leaf created inside ``f`` (``tensor(..., requires_grad=True)``) or in any
+  transform call that has returned belongs to a dead level, as in torch, and keeps nothing
+  attached. Under an outer ``no_grad`` every result is detached. The detached result keeps
+  its forward AD tangents (unwrapped the same way), so ``jvp(grad(f))`` works.
+  ``create_graph=True`` is used only when an output reaches an outside leaf (an outer
   transform, a closure requiring grad): otherwise every gradient would be detached anyway.
+  ``jvp`` and ``jacfwd`` unwrap their results the same way, except that, as in torch, a
+  tangent stays attached while a primal requires grad.
 * Forward mode (``jvp``, ``jacfwd``) opens one forward AD level per call; levels nest (Note
   [Forward AD] in autograd/forward_ad.py). ``jacfwd`` and ``jacrev`` compute all columns/rows
   at once with a batch level (Note [Batched backward]) when no other level is active; inside
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
 import weakref
 
 import numpy as np
@@ -56,6 +63,14 @@ VMAP_RULES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _transform_ids = itertools.count(1)
 
 
+class _Live(threading.local):
+    def __init__(self) -> None:
+        self.tids: set = set()
+
+
+_live = _Live()           # this thread's running transform calls (Note [Transform levels])
+
+
 @contextlib.contextmanager
 def transform_scope() -> Iterator[int]:
     """One grad/vjp/jvp call: tensors created inside are its own, the others are captured and
@@ -63,9 +78,11 @@ def transform_scope() -> Iterator[int]:
     call's id, to stamp its inputs with."""
     tid = next(_transform_ids)
     prev = _dispatch.enter_transform(tid)
+    _live.tids.add(tid)
     try:
         yield tid
     finally:
+        _live.tids.discard(tid)
         _dispatch.exit_transform(prev)
 
 
@@ -86,6 +103,16 @@ def own_inputs(tensors: Iterable[Any], tid: int) -> None:
     for t in tensors:
         if isinstance(t, Tensor):
             t._tborn = tid
+
+
+def mark_leaves(tensors: Iterable[Any], tid: int) -> None:
+    """A reverse transform's input nodes are leaves of its level: in-place ops on them (or
+    their views) raise torch's leaf errors while the call ``tid`` runs (Note [Transform
+    leaves] in ops/views_inplace.py). The leaves themselves already do; the views standing
+    for inputs that require grad are stamped."""
+    for t in tensors:
+        if isinstance(t, Tensor) and t._grad_fn is not None:
+            t._tleaf = tid
 
 
 def check_argnums(argnums: Any, nargs: int) -> tuple:
@@ -176,11 +203,18 @@ def fresh_leaf(x: Tensor, level: int = 0) -> Tensor:
     return leaf._set_requires_grad(True)
 
 
+def _live_leaf(v: Tensor, own: AbstractSet[Any]) -> bool:
+    """Is the leaf ``v`` one an enclosing level may differentiate: not this call's own, and
+    created outside every transform or in a call of this thread still running (Note
+    [Transform levels])?"""
+    return id(v) not in own and (not v._tborn or v._tborn in _live.tids)
+
+
 def _reaches_outside(t: Tensor, own: AbstractSet[Any]) -> bool:
-    """Does ``t``'s graph reach a leaf requiring grad other than this call's own leaves?"""
+    """Does ``t``'s graph reach a live leaf requiring grad other than this call's own?"""
     fn = t._grad_fn
     if fn is None:
-        return id(t) not in own
+        return _live_leaf(t, own)
     seen = set()
     stack = [fn]
     while stack:
@@ -189,7 +223,7 @@ def _reaches_outside(t: Tensor, own: AbstractSet[Any]) -> bool:
             continue
         seen.add(id(node))
         if type(node) is AccumulateGrad:
-            if id(node.variable) not in own:
+            if _live_leaf(node.variable, own):
                 return True
             continue
         for nxt, _ in node.next_functions:
@@ -234,7 +268,17 @@ def unwrap(values: Sequence[Any], own: Sequence[Tensor], grad_enabled: bool) -> 
                 not grad_enabled or not _reaches_outside(v, ids)):
             v = detach_keep_tangents(v, ids, grad_enabled)
         out.append(v)
-    return out
+    return reborn(out)
+
+
+def reborn(values: list) -> list:
+    """A result created in a transform call that has returned now belongs to this thread's
+    innermost running call (0: none), so a later ``requires_grad_()`` makes it a live leaf
+    (Note [Transform levels]). Returns ``values``."""
+    for v in values:
+        if isinstance(v, Tensor) and v._tborn and v._tborn not in _live.tids:
+            v._tborn = _transform_local.tid
+    return values
 
 
 def vectorizable() -> bool:

@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from .. import _creation
 from ..autograd import batching as _bt
 from ..autograd import forward_ad as fwAD
+from ..autograd.grad_mode import is_grad_enabled
 from ..ops import _batching, stack
 from ..tensor import Tensor, _wrap
 from . import _common, _rng
@@ -68,6 +70,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
                            f"{p_spec} and tangents with structure {t_spec}")
     _common.check_leaves(p_leaves)
     _common.check_leaves(t_leaves)
+    grad_on = is_grad_enabled()
     with fwAD.dual_level() as level:
         duals = [fwAD.make_dual(p, _common.batch_like(p, t), level=level)
                  for p, t in zip(p_leaves, t_leaves)]
@@ -90,10 +93,21 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
             prim.append(p)
             tang.append(tg if tg is not None else _zeros_like(p))
         aux_leaves = [_unpack(a, level)[0] for a in aux_leaves]
+    prim = _common.unwrap(prim, [], grad_on)
+    tang = _unwrap_tangents(tang, p_leaves, grad_on)
+    aux_leaves = _common.unwrap(aux_leaves, [], grad_on)
     res: tuple = (tree_unflatten(prim, o_spec), tree_unflatten(tang, o_spec))
     if has_aux:
         res = res + (tree_unflatten(aux_leaves, aux_spec),)
     return _common.adopt(res)     # an enclosing transform's own tensors (Note [Captured tensors])
+
+
+def _unwrap_tangents(tangents: list, primals: list, grad_on: bool) -> list:
+    """``unwrap`` for output tangents (Note [Transform levels] in _common.py): as in torch,
+    they keep their history while an input primal requires grad."""
+    if grad_on and any(p.requires_grad for p in primals):
+        return _common.reborn(tangents)
+    return _common.unwrap(tangents, [], grad_on)
 
 
 def linearize(func: Callable, *primals: Any) -> Tuple[Any, Callable]:
@@ -165,10 +179,14 @@ def _columns_batched(call: Callable, leaves: list, basis: list) -> Optional[tupl
                     prim.append(p)
                     cols.append((tg, tg is not None and tg._blevel == blevel))
                 aux = [_unpack(a, level)[0] for a in aux]
-    except (RuntimeError, NotImplementedError):
+    except (RuntimeError, NotImplementedError) as e:
         # A batching rule refused, or a corner of batched tangents the layer does not cover
         # (in-place ops writing a batched tangent into an unbatched one): the columns are
         # computed one at a time instead, which raises again if the error is the function's.
+        # An error the function raised itself, or one torch's vmap raises too (``.item()``),
+        # is the user's: raised as it is, without running the function again.
+        if _users_error(e):
+            raise
         return None
     jac_cols = []
     for p, (tg, batched) in zip(prim, cols):
@@ -181,6 +199,23 @@ def _columns_batched(call: Callable, leaves: list, basis: list) -> Optional[tupl
             c = tg
         jac_cols.append(c)
     return prim, o_spec, aux, jac_cols
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _users_error(e: BaseException) -> bool:
+    """Was ``e`` raised by the function being differentiated (its innermost frame outside
+    ndgrad), or is it one of vmap's refusals of the function's own requests?"""
+    if getattr(e, "_vmap_user", False):
+        return True
+    tb = e.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    return not path.startswith(_PACKAGE + os.sep)
 
 
 def _columns_vmap(call: Callable, leaves: list, basis: list, randomness: str) -> tuple:
@@ -291,6 +326,7 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
             return o_leaves, o_spec, aux_leaves
 
         basis = _basis(leaves)
+        grad_on = is_grad_enabled()
         res = None
         # "different" draws afresh for every column: one run per column.
         if _common.vectorizable() and randomness != "different":
@@ -306,6 +342,8 @@ def jacfwd(func: Callable, argnums: Argnums = 0, has_aux: bool = False, *,
         if res is None:
             res = _columns_loop(call, leaves, basis, randomness)
         prim, o_spec, aux, cols = res
+        cols = _unwrap_tangents(cols, leaves, grad_on)
+        aux = _common.unwrap(aux, [], grad_on)
         numels = [x.numel() for x in leaves]
         jac = []
         for p, c in zip(prim, cols):

@@ -126,6 +126,7 @@ def grad_and_value(func: Callable, argnums: Argnums = 0, has_aux: bool = False) 
             new_args, leaves, specs, own = _wrap_args(args, nums, level)
             with _common.transform_scope() as tid:
                 _common.own_inputs(leaves, tid)
+                _common.mark_leaves(leaves, tid)
                 res_f = func(*new_args, **kwargs)
             out, aux = _split_aux(res_f, has_aux, "grad_and_value(f)(*args)")
             if not isinstance(out, Tensor):
@@ -206,6 +207,7 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
         leaves = [_common.fresh_leaf(x, level) for x in p_leaves]
         with _common.transform_scope() as tid:
             _common.own_inputs(leaves, tid)
+            _common.mark_leaves(leaves, tid)
             out = func(*tree_unflatten(leaves, p_spec))
         out, aux = _split_aux(out, has_aux, "vjp(f, *primals)")
         o_leaves, o_spec = tree_flatten(out)
@@ -382,6 +384,7 @@ def jacrev(func: Callable, argnums: Argnums = 0, *, has_aux: bool = False,
             new_args, leaves, specs, own = _wrap_args(args, nums, level)
             with _common.transform_scope() as tid:
                 _common.own_inputs(leaves, tid)
+                _common.mark_leaves(leaves, tid)
                 out = func(*new_args, **kwargs)
             out, aux = _split_aux(out, has_aux, "jacrev(f, *args)")
             o_leaves, o_spec = tree_flatten(out)

@@ -40,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -47,9 +48,19 @@ import numpy as np
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
 
-__all__ = ["JvpContext", "linear", "elementwise", "bilinear", "zero", "not_implemented",
+__all__ = ["FW_STATE", "JvpContext", "linear", "elementwise", "bilinear", "zero", "not_implemented",
            "MAKE_DUAL", "FW_PRIMAL"]
 
+
+
+class _FwState(threading.local):
+    enabled = True                 # off inside a custom Function's forward
+    limit: Optional[int] = None    # levels >= limit are hidden (while a level's rule runs)
+
+
+# Tangent propagation in this thread (autograd/forward_ad.py, Note [Forward AD]): kept here,
+# below the ops, so an op can turn it off for its own internal writes (nn_embedding's renorm).
+FW_STATE = _FwState()
 
 class JvpContext:
     """What a JVP rule sees of one op call (see Note [JVP rules])."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from importlib import import_module
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -48,6 +49,8 @@ from .softmax import log_softmax as _log_softmax
 from .softmax import softmax as _softmax
 from .views_inplace import apply_inplace
 from . import _autocast
+
+_tensor_mod = import_module("ndgrad.tensor")  # the module (ndgrad.tensor is also a function)
 
 __all__ = ["relu", "relu_", "relu6", "elu", "elu_", "selu", "selu_", "celu", "celu_", "gelu",
            "silu", "mish", "softplus", "softsign", "softmin", "softmax", "log_softmax",
@@ -612,6 +615,12 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
           training: bool = False, inplace: bool = False) -> Tensor:
     """Randomized leaky ReLU: in training, negative inputs are scaled by slopes drawn
     uniformly from ``[lower, upper]`` (ndgrad's generator); otherwise by their mean."""
+    running = _tensor_mod._vmap_running
+    if running is not None and running():
+        # torch.func has no batching rule for rrelu: refused in every randomness mode, in
+        # training or not, batched input or not
+        raise RuntimeError(f"vmap: we do not yet support aten::rrelu{'_' if inplace else ''}. "
+                           "Please file an issue")
     if input._blevel:  # Note [Batched backward]
         r = _bcall(rrelu, input, lower, upper, training, inplace)
         if r is not NotImplemented:

@@ -275,14 +275,15 @@ def _wide_cols(x: np.ndarray, k: tuple, pad: tuple, dil: tuple, groups: int,
 # changes at unpack (a changed input raises before any kernel runs). The entry lives no longer
 # than its input array nor than the node the forward recorded (weak references whose callbacks
 # drop it): a new array at a freed one's address cannot match, and a graph dropped without a
-# backward frees its columns. At most ``_KEPT_MAX`` entries of at most ``_KEPT_BYTES`` each
-# are kept (the oldest goes first; a backward that finds none recomputes), which bounds the
-# memory held for graphs kept alive without a backward. An in-place op writing memory a kept
-# entry was copied from (through ``.data`` or a view of it: writes the
-# version check does not see) drops the entry first (``views_inplace.write_watch``, set only
-# while entries exist), so the weight gradient reads the array as it is then, as PyTorch's
-# does. Writing into the array behind ndgrad's back (through ``.numpy()``) is not seen: the
-# kept columns then hold the old values.
+# backward frees its columns; so does an ``apply`` that raises after the forward kept them (a
+# saved-tensor hook refusing, forward AD: ``_untie``). At most ``_KEPT_MAX`` entries of at most
+# ``_KEPT_BYTES`` each are kept (the oldest goes first; a backward that finds none
+# recomputes), which bounds the memory held for graphs kept alive without a backward. An
+# in-place op writing memory a kept entry was copied from (through ``.data`` or a view of it:
+# writes the version check does not see) drops the entry first (``views_inplace.write_watch``,
+# set only while entries exist), so the weight gradient reads the array as it is then, as
+# PyTorch's does. Writing into the array behind ndgrad's back (through ``.numpy()``) is not
+# seen: the kept columns then hold the old values.
 _KEPT_MAX = 8
 _KEPT_BYTES = 16 << 20
 _kept: dict = {}
@@ -345,6 +346,15 @@ def _take(x: np.ndarray, key: tuple) -> Optional[tuple]:
         _kept.pop(id(x), None)
         _watch_writes()
     return e[2]
+
+
+def _untie() -> None:
+    """Drops the entry the forward just kept, if any (``apply`` raised after the forward:
+    a saved-tensor hook, forward AD, anomaly mode), Note [Forward columns]."""
+    kept = getattr(_keep_flag, "entry", None)
+    if kept is not None:
+        _keep_flag.entry = None
+        _drop(kept[0], kept[1])
 
 
 def _tie(result: Tensor) -> None:
@@ -823,6 +833,10 @@ def _convolution(x: Tensor, w: Tensor, b: Optional[Tensor], stride: tuple, pad: 
             y = apply(CONV_NB, (x, w), (x._data, w._data), args)
         else:
             y = apply(CONV, (x, w, b), (x._data, w._data, b._data), args)
+    except BaseException:
+        if keep:
+            _untie()          # no node will take the columns the forward kept: free them now
+        raise
     finally:
         if keep:
             _keep_flag.on = False

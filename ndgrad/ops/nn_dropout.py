@@ -126,7 +126,7 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
     """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` with probability ``p`` (kept ones
     scaled by ``1 / (1 - p)``)."""
     _check_p(p)
-    nd = input._data.ndim
+    nd = input.dim()          # logical: one entry's inside vmap
     if nd not in (2, 3):
         raise RuntimeError(
             f"dropout1d: Expected 2D or 3D input, but received a {nd}D input. Note that "
@@ -152,7 +152,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
     """Zero whole channels of ``(N, C, H, W)`` with probability ``p`` (a 3-D input is taken
     as ``(N, C, L)``, with PyTorch's warning)."""
     _check_p(p)
-    nd = input._data.ndim
+    nd = input.dim()          # logical: one entry's inside vmap
     _deprecated_rank("dropout2d", nd, (3, 4), 2)
     if nd == 3:
         warnings.warn(
@@ -170,7 +170,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
     """Zero whole channels of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` with probability
     ``p``."""
     _check_p(p)
-    nd = input._data.ndim
+    nd = input.dim()          # logical: one entry's inside vmap
     _deprecated_rank("dropout3d", nd, (4, 5), 3)
     return _dropout_impl(input, p, training, inplace, True if nd == 5 else "unbatched", False)
 

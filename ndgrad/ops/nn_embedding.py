@@ -30,9 +30,8 @@ from .._sparse import make_sparse
 from ..autograd import grad_mode
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, _wrap
-from . import _dispatch
 from ._dispatch import Op, apply
-from ._jvp import linear
+from ._jvp import FW_STATE, linear
 
 _INDEX_KINDS = (np.dtype(np.int64), np.dtype(np.int32))
 
@@ -173,13 +172,14 @@ def _renorm(weight: Tensor, idx: np.ndarray, max_norm: float, norm_type: float) 
 
 @contextlib.contextmanager
 def _fw_suspended() -> Iterator[None]:
-    """Forward AD off for an in-place write (the tangents stay as they are)."""
-    was = _dispatch._FW_AD
-    _dispatch._FW_AD = False
+    """Forward AD off in this thread for an in-place write (the tangents stay as they are);
+    other threads' forward AD is untouched."""
+    was = FW_STATE.enabled
+    FW_STATE.enabled = False
     try:
         yield
     finally:
-        _dispatch._FW_AD = was
+        FW_STATE.enabled = was
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None,

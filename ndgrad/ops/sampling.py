@@ -27,7 +27,8 @@ import numpy as np
 
 from .. import _creation, _dtype
 from .._generator import (Generator, bernoulli_array, exponential_array, multinomial_rows,
-                          normal_array, numpy_generator, randint_array, uniform_array)
+                          normal_array, numpy_generator, randint_array, random_full_array,
+                          uniform_array)
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
 from ._jvp import zero
@@ -272,8 +273,18 @@ RANDOM_FROM_TO = Op("random", "RandomBackward0",
 RANDOM_TO = Op("random", "RandomBackward1",
                lambda x, a, b: randint_array(a, b, x.shape, _ACTIVE[-1]).astype(x.dtype),
                _zero_grads, args=("from", "to"), jvp=zero)
-RANDOM = Op("random", "RandomBackward2",
-            lambda x, a, b: _gen().integers(a, b, x.shape).astype(x.dtype),
+
+
+def _random_full(x: np.ndarray) -> np.ndarray:
+    vals = random_full_array(x.shape, _dtype._FROM_NP[x.dtype].name, _ACTIVE[-1])
+    if x.dtype.kind in "iub":
+        return vals.astype(x.dtype)
+    return vals.astype(np.float64).astype(x.dtype)     # exact: at most 2**53
+
+
+# random_() with no bounds: one draw per element modulo the dtype's range (Note [Random
+# streams] in _generator.py)
+RANDOM = Op("random", "RandomBackward2", lambda x, a, b: _random_full(x),
             _zero_grads, args=("from", "to"), jvp=zero)
 BERNOULLI_FILL_TENSOR = Op("bernoulli", "BernoulliBackward1",
                            lambda x, p: bernoulli_array(x.shape, p, _ACTIVE[-1]
@@ -353,6 +364,8 @@ def random_(self: Tensor, from_: Any = None, to: Any = None, *, generator: Any =
     d = self.dtype
     if d.is_complex:
         raise NotImplementedError(f"\"random_\" not implemented for '{d._torch_name}'")
+    if from_ is None and to is not None:         # random_(to=n): random_(n)
+        from_, to = to, None
     if from_ is None:
         top = _RANDOM_TOP.get(d.name)
         if top is None:

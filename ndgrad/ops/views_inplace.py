@@ -80,6 +80,8 @@ def record_view(result: Tensor, source: Tensor, op: Op, args: tuple, index: Any)
     result._view_version = vc[0]
     if result._tborn:      # a view is captured or not as its source (Note [Captured tensors])
         result._tborn = source._tborn
+    if source._tleaf:      # Note [Transform leaves]
+        result._tleaf = -abs(source._tleaf)
     step = (op, args, index)
     result._view_steps = (source._view_steps + (step,)) if source._base is not None else (step,)
     if source._inference:
@@ -375,6 +377,9 @@ def _check_inplace(self: Tensor, recording: bool, writes: bool = True) -> None:
             "make a clone to get a normal tensor before doing inplace update.See "
             "https://github.com/pytorch/rfcs/pull/17 for more details.")
     if recording:
+        tleaf = self._tleaf
+        if tleaf and abs(tleaf) == _transform_local.tid:        # Note [Transform leaves]
+            raise RuntimeError(LEAF_INPLACE_MSG if tleaf > 0 else LEAF_VIEW_INPLACE_MSG)
         base = self._base
         if base is not None:
             if self._view_creation is not None:
@@ -410,6 +415,15 @@ def _check_inplace(self: Tensor, recording: bool, writes: bool = True) -> None:
 # not checked. A transform's results are the enclosing call's own (``_common.adopt``): an
 # outer ``grad`` may write into what an inner ``jvp``/``vjp`` returned, as in torch. vmap
 # opens no such call (torch checks at its grad/jvp levels only).
+#
+# Note [Transform leaves]
+# In torch.func a reverse-mode transform (grad, vjp, jacrev) makes each input a leaf of its
+# level, so an in-place op on it (or on a view of it) raises the leaf errors even when the
+# outer tensor is not a leaf. ndgrad's node for an input requiring grad is a view of it
+# (func/_common.py ``fresh_leaf``), so ``func`` stamps that node's ``_tleaf`` with the call's
+# id (``_common.mark_leaves``) and its views carry the negated id; while that call is the
+# thread's innermost, ``_check_inplace`` raises the leaf error (the view's for a negative
+# stamp) when grad is recorded. After the call the stamp is inert.
 def _check_capture(self: Tensor) -> None:
     """Refuse an in-place op on a tensor captured by the live transform call."""
     _tensor_mod.refuse_captured("aten::" + _inplace_name())

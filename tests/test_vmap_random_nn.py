@@ -1,0 +1,64 @@
+"""Channel dropout and rrelu inside vmap against torch.func: dropout1d/2d/3d check the
+logical (one entry's) rank, with torch's errors and warnings in every randomness mode, and
+draw per entry as the mode asks; rrelu has no vmap support in torch and is refused."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import ndgrad
+
+from _compare import outcome
+
+SHAPES = {"dropout1d": [(4, 5), (4, 3, 5), (4, 2, 3, 5), (4, 2, 3, 5, 2)],
+          "dropout2d": [(4, 5, 2), (4, 3, 5, 2), (4, 2, 3, 5, 2), (4, 1, 2, 3, 5, 2)],
+          "dropout3d": [(4, 3, 5, 2), (4, 2, 3, 5, 2), (4, 1, 2, 3, 5, 2)]}
+CASES = [(name, shape, training) for name, shapes in SHAPES.items() for shape in shapes
+         for training in (True, False)]
+
+
+def _run(m, name, shape, training, randomness):
+    fn = getattr(m.nn.functional, name)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = outcome(lambda: tuple(m.func.vmap(lambda x: fn(x, 0.5, training),
+                                              randomness=randomness)(m.ones(*shape)).shape))
+    return r, [str(x.message).replace("torch.", "ndgrad.") for x in w]
+
+
+@pytest.mark.parametrize("randomness", ["error", "different", "same"])
+@pytest.mark.parametrize("name,shape,training", CASES)
+def test_channel_dropout_in_vmap_as_torch(name, shape, training, randomness):
+    assert _run(ndgrad, name, shape, training, randomness) == \
+        _run(torch, name, shape, training, randomness)
+
+
+def test_channel_dropout_in_vmap_draws_per_mode():
+    ndgrad.manual_seed(0)
+    x = ndgrad.ones(8, 2, 6, 4, 3)
+    f = ndgrad.nn.functional.dropout2d
+    same = ndgrad.func.vmap(lambda t: f(t, 0.5), randomness="same")(x).numpy()
+    diff = ndgrad.func.vmap(lambda t: f(t, 0.5), randomness="different")(x).numpy()
+    for y in (same, diff):
+        assert set(np.unique(y)) <= {0.0, 2.0}
+        # whole channels: constant over the spatial dims of each (entry, channel)
+        assert (y == y[..., :1, :1]).all()
+    assert (same == same[:1]).all()
+    assert not (diff == diff[:1]).all()
+
+
+@pytest.mark.parametrize("randomness", ["error", "different", "same"])
+@pytest.mark.parametrize("case", ["train", "eval", "inplace", "module", "unbatched"])
+def test_rrelu_refused_in_vmap_as_torch(case, randomness):
+    def run(m):
+        F = m.nn.functional
+        fn = {"train": lambda x: F.rrelu(x, training=True),
+              "eval": lambda x: F.rrelu(x, training=False),
+              "inplace": lambda x: F.rrelu(x.clone(), training=True, inplace=True),
+              "module": lambda x: m.nn.RReLU()(x),
+              "unbatched": lambda x: x + F.rrelu(m.ones(5), training=True)}[case]
+        return outcome(lambda: m.func.vmap(fn, randomness=randomness)(m.ones(4, 5)))
+    t, n = run(torch), run(ndgrad)
+    assert t[0] == n[0] == "RuntimeError" and t[1] == n[1]
