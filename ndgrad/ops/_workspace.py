@@ -29,7 +29,8 @@ nothing elsewhere): blocks below 32 MiB come from the heap, and up to 64 MiB of 
 is kept for the next step instead of being returned. (At 16 MiB, mlp_large's 2048x2048
 float32 weight gradient, 16 MiB and a header, was still mmapped: ~270 page faults and 2-4 ms
 of system time per step, as transparent huge pages are zeroed; none at 32 MiB.) The cost is
-that much resident memory after a peak. Setting the environment variable ``NDGRAD_MALLOC_TUNING=0`` before the import leaves malloc alone.
+that much resident memory after a peak. Setting the environment variable
+``NDGRAD_MALLOC_TUNING=0`` before the import leaves malloc alone.
 
 Example:
     >>> import numpy as np
