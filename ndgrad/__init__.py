@@ -190,10 +190,11 @@ _NN_TOPLEVEL = frozenset((
 
 def __getattr__(name: str):
     """``ndgrad.nn``, ``ndgrad.optim``, ``ndgrad.utils``, ``ndgrad.func``, ``ndgrad.viz``,
-    ``ndgrad.jit`` and ``ndgrad.compile`` load on first use: ``import ndgrad`` stays fast, and
+    ``ndgrad.jit``, ``ndgrad.profiler``, ``ndgrad.multiprocessing`` and ``ndgrad.compile`` load
+    on first use: ``import ndgrad`` stays fast, and
     ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
     import importlib
-    if name in ("nn", "optim", "utils", "func", "viz", "jit"):
+    if name in ("nn", "optim", "utils", "func", "viz", "jit", "profiler", "multiprocessing"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "compile":            # ndgrad.compile (ndgrad/jit/api.py), loaded on first use
         return importlib.import_module(f"{__name__}.jit.api").compile

@@ -109,6 +109,8 @@ LAYERS = {
     "ndgrad.jit.numba_backend": API,
     "ndgrad.jit.blas_threads": API,
     "ndgrad._threads": API,
+    # torch.profiler's API on the autograd profiler's events.
+    "ndgrad.profiler": API,
 }
 
 
