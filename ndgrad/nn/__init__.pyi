@@ -39,6 +39,7 @@ from ndgrad.nn.modules.loss import CosineEmbeddingLoss as CosineEmbeddingLoss
 from ndgrad.nn.modules.distance import CosineSimilarity as CosineSimilarity
 from ndgrad.nn.modules.loss import CrossEntropyLoss as CrossEntropyLoss
 from ndgrad.nn.modules.normalization import CrossMapLRN2d as CrossMapLRN2d
+from ndgrad.nn.parallel.data_parallel import DataParallel as DataParallel
 from ndgrad.nn.modules.dropout import Dropout as Dropout
 from ndgrad.nn.modules.dropout import Dropout1d as Dropout1d
 from ndgrad.nn.modules.dropout import Dropout2d as Dropout2d
