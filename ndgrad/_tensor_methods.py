@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _creation, _dtype, _numpy_protocol, _signature, ops
+from . import _creation, _dtype, _numpy_protocol, _shared_memory, _signature, ops
 from . import legacy_tensor_types as _legacy
 from .autograd import api as _autograd_api
 from .ops import views_inplace as _inplace
@@ -924,3 +924,8 @@ Tensor.new_empty_strided = _factories.new_empty_strided
 Tensor.resize_ = _factories.resize_
 Tensor.resize_as_ = _factories.resize_as_
 # ---- end rest of issue 8 ----
+
+
+# ---- shared memory (ndgrad/_shared_memory.py, Note [Shared memory]) ----
+Tensor.share_memory_ = _shared_memory.share_memory_
+Tensor.is_shared = _shared_memory.is_shared
