@@ -5,6 +5,7 @@
 from ndgrad.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d
 from ndgrad.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
 from ndgrad.nn.modules.pooling import AdaptiveAvgPool3d as AdaptiveAvgPool3d
+from ndgrad.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss as AdaptiveLogSoftmaxWithLoss
 from ndgrad.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
 from ndgrad.nn.modules.pooling import AdaptiveMaxPool2d as AdaptiveMaxPool2d
 from ndgrad.nn.modules.pooling import AdaptiveMaxPool3d as AdaptiveMaxPool3d
