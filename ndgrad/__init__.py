@@ -196,6 +196,8 @@ def __getattr__(name: str):
     import importlib
     if name in ("nn", "optim", "utils", "func", "viz", "jit", "profiler", "multiprocessing"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name in ("UntypedStorage", "TypedStorage"):   # ndgrad/storage.py
+        return getattr(importlib.import_module(f"{__name__}.storage"), name)
     if name == "compile":            # ndgrad.compile (ndgrad/jit/api.py), loaded on first use
         return importlib.import_module(f"{__name__}.jit.api").compile
     if name in _NN_TOPLEVEL:         # torch.conv2d, torch.dropout ... (ndgrad/nn/toplevel.py)
