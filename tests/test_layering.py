@@ -109,8 +109,13 @@ LAYERS = {
     "ndgrad.jit.numba_backend": API,
     "ndgrad.jit.blas_threads": API,
     "ndgrad._threads": API,
-    # torch.profiler's API on the autograd profiler's events.
+    # torch.profiler's API on the autograd profiler's events; shared memory and storage
+    # windows (bound as Tensor methods by _tensor_methods); torch.multiprocessing.
     "ndgrad.profiler": API,
+    "ndgrad._shared_memory": API,
+    "ndgrad.storage": API,
+    "ndgrad.multiprocessing": API,
+    "ndgrad.multiprocessing.spawn": API,
 }
 
 
