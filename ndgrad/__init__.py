@@ -199,14 +199,17 @@ _NN_TOPLEVEL = frozenset((
 
 def __getattr__(name: str):
     """``ndgrad.nn``, ``ndgrad.optim``, ``ndgrad.utils``, ``ndgrad.func``, ``ndgrad.viz``,
-    ``ndgrad.jit``, ``ndgrad.compiler``, ``ndgrad.compile`` and ``ndgrad.vmap`` load on first
-    use: ``import ndgrad`` stays fast, and ``ndgrad.nn.Linear`` still works after a bare
-    ``import ndgrad``."""
+    ``ndgrad.jit``, ``ndgrad.compiler``, ``ndgrad.profiler``, ``ndgrad.multiprocessing``,
+    ``ndgrad.compile`` and ``ndgrad.vmap`` load on first use: ``import ndgrad`` stays fast, and
+    ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
     import importlib
-    if name in ("nn", "optim", "utils", "func", "viz", "jit", "compiler"):
+    if name in ("nn", "optim", "utils", "func", "viz", "jit", "compiler", "profiler",
+                "multiprocessing"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "vmap":               # torch.vmap is torch.func.vmap
         return importlib.import_module(f"{__name__}.func").vmap
+    if name in ("UntypedStorage", "TypedStorage"):   # ndgrad/storage.py
+        return getattr(importlib.import_module(f"{__name__}.storage"), name)
     if name == "compile":            # ndgrad.compile (ndgrad/jit/api.py), loaded on first use
         return importlib.import_module(f"{__name__}.jit.api").compile
     if name in _NN_TOPLEVEL:         # torch.conv2d, torch.dropout ... (ndgrad/nn/toplevel.py)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _creation, _dtype, _numpy_protocol, _signature, ops
+from . import _creation, _dtype, _numpy_protocol, _shared_memory, _signature, ops, storage
 from . import legacy_tensor_types as _legacy
 from .autograd import api as _autograd_api
 from .ops import _autocast
@@ -939,3 +939,9 @@ from .ops import storage_set as _storage_set  # noqa: E402
 
 Tensor.as_subclass = _storage_set.as_subclass
 Tensor.set_ = _storage_set.set_
+
+# ---- shared memory (ndgrad/_shared_memory.py, Note [Shared memory]) and storages ----
+Tensor.share_memory_ = _shared_memory.share_memory_
+Tensor.is_shared = _shared_memory.is_shared
+Tensor.untyped_storage = storage.untyped_storage
+Tensor.storage = storage.storage

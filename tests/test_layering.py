@@ -119,6 +119,13 @@ LAYERS = {
     "ndgrad.jit.blas_threads": API,
     "ndgrad.jit.gemm_layout": API,
     "ndgrad._threads": API,
+    # torch.profiler's API on the autograd profiler's events; shared memory and storage
+    # windows (bound as Tensor methods by _tensor_methods); torch.multiprocessing.
+    "ndgrad.profiler": API,
+    "ndgrad._shared_memory": API,
+    "ndgrad.storage": API,
+    "ndgrad.multiprocessing": API,
+    "ndgrad.multiprocessing.spawn": API,
 }
 
 

@@ -41,5 +41,6 @@ from .parameter import *  # noqa: F401,F403
 from .parameter import __all__ as _parameter_all
 
 from . import parallel  # noqa: F401,E402  (DistributedDataParallel; distributed loads MPI lazily)
+from .parallel import DataParallel  # noqa: F401,E402
 
 __all__ = ["functional", "init", "utils"] + list(_parameter_all) + list(_modules_all)

@@ -5,6 +5,7 @@
 from ndgrad.nn.modules.pooling import AdaptiveAvgPool1d as AdaptiveAvgPool1d
 from ndgrad.nn.modules.pooling import AdaptiveAvgPool2d as AdaptiveAvgPool2d
 from ndgrad.nn.modules.pooling import AdaptiveAvgPool3d as AdaptiveAvgPool3d
+from ndgrad.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss as AdaptiveLogSoftmaxWithLoss
 from ndgrad.nn.modules.pooling import AdaptiveMaxPool1d as AdaptiveMaxPool1d
 from ndgrad.nn.modules.pooling import AdaptiveMaxPool2d as AdaptiveMaxPool2d
 from ndgrad.nn.modules.pooling import AdaptiveMaxPool3d as AdaptiveMaxPool3d
@@ -39,6 +40,7 @@ from ndgrad.nn.modules.loss import CosineEmbeddingLoss as CosineEmbeddingLoss
 from ndgrad.nn.modules.distance import CosineSimilarity as CosineSimilarity
 from ndgrad.nn.modules.loss import CrossEntropyLoss as CrossEntropyLoss
 from ndgrad.nn.modules.normalization import CrossMapLRN2d as CrossMapLRN2d
+from ndgrad.nn.parallel.data_parallel import DataParallel as DataParallel
 from ndgrad.nn.modules.dropout import Dropout as Dropout
 from ndgrad.nn.modules.dropout import Dropout1d as Dropout1d
 from ndgrad.nn.modules.dropout import Dropout2d as Dropout2d

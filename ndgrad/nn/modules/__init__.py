@@ -22,12 +22,14 @@ from .distance import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
-from . import (activation, attention, batchnorm, channelshuffle, container, conv, distance,
-               dropout, flatten, fold, instancenorm, linear, loss, module, normalization, padding,
-               pixelshuffle, pooling, rnn, sparse, transformer, upsampling)
+from .adaptive import *  # noqa: F401,F403
+from . import (activation, adaptive, attention, batchnorm, channelshuffle, container, conv,
+               distance, dropout, flatten, fold, instancenorm, linear, loss, module,
+               normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer,
+               upsampling)
 
 __all__ = [name for mod in (module, container, linear, flatten, conv, fold, pooling, upsampling,
                             padding, pixelshuffle, channelshuffle, activation, dropout, batchnorm,
                             instancenorm, normalization, sparse, loss, distance, rnn, attention,
-                            transformer)
+                            transformer, adaptive)
            for name in mod.__all__]

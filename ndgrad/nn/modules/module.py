@@ -636,8 +636,9 @@ class Module:
         return self._apply(convert)
 
     def share_memory(self) -> "Module":
-        """A no-op (tensors of this CPU library are already in process memory)."""
-        return self
+        """Move the parameters, their gradients and the buffers into shared memory
+        (``Tensor.share_memory_``), so processes started from here work on the same ones."""
+        return self._apply(lambda t: t.share_memory_())
 
     # ------------------------------------------------------------------ hooks
     def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
