@@ -10,7 +10,6 @@ Example:
 from __future__ import annotations
 
 import collections.abc
-from itertools import repeat
 from typing import Any, Callable, Dict, List
 
 __all__ = ["consume_prefix_in_state_dict_if_present"]
@@ -19,9 +18,7 @@ __all__ = ["consume_prefix_in_state_dict_if_present"]
 def _ntuple(n: int, name: str = "parse") -> Callable[[Any], tuple]:
     """A parser turning a scalar into an ``n``-tuple of it (an iterable into a tuple)."""
     def parse(x: Any) -> tuple:
-        if isinstance(x, collections.abc.Iterable):
-            return tuple(x)
-        return tuple(repeat(x, n))
+        return tuple(x) if isinstance(x, collections.abc.Iterable) else (x,) * n
     parse.__name__ = name
     return parse
 
@@ -34,7 +31,10 @@ _quadruple = _ntuple(4, "_quadruple")
 
 def _reverse_repeat_tuple(t: tuple, n: int) -> tuple:
     """Each element of ``t`` repeated ``n`` times, in reverse order (conv padding for F.pad)."""
-    return tuple(x for x in reversed(t) for _ in range(n))
+    out: list = []
+    for x in t[::-1]:
+        out.extend([x] * n)
+    return tuple(out)
 
 
 def _list_with_default(out_size: Any, defaults: List[int]) -> Any:
@@ -49,14 +49,16 @@ def _list_with_default(out_size: Any, defaults: List[int]) -> Any:
 
 def consume_prefix_in_state_dict_if_present(state_dict: Dict[str, Any], prefix: str) -> None:
     """Strip ``prefix`` from the keys that have it (a DataParallel/DDP checkpoint's
-    ``module.``), in place, metadata included."""
-    for key in sorted(state_dict.keys()):
-        if key.startswith(prefix):
-            state_dict[key[len(prefix):]] = state_dict.pop(key)
-    metadata = getattr(state_dict, "_metadata", None)
-    if metadata is not None:
-        for key in list(metadata.keys()):
-            if len(key) == 0:
-                continue
-            if key == prefix.replace(".", "") or key.startswith(prefix):
-                metadata[key[len(prefix):] if key.startswith(prefix) else ""] = metadata.pop(key)
+    ``module.``), in place; the ``_metadata`` entries are renamed the same way, the one named
+    by the prefix itself becoming the root entry ``""``."""
+    for key in sorted(k for k in state_dict if k.startswith(prefix)):
+        state_dict[key[len(prefix):]] = state_dict.pop(key)
+    meta = getattr(state_dict, "_metadata", None)
+    if meta is None:
+        return
+    root = prefix[:-1] if prefix.endswith(".") else prefix
+    for key in list(meta):
+        if key == root:
+            meta[""] = meta.pop(key)
+        elif key.startswith(prefix):
+            meta[key[len(prefix):]] = meta.pop(key)
