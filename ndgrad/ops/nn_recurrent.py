@@ -198,15 +198,20 @@ def _rnn_vjp(lay: _Layout):
             gd = g._data
             dpre = gd * (y._data > 0) if relu else gd * (1 - y._data * y._data)
             return tuple(_param_grads_np(ctx, lay, a, dpre, dpre, None))
-        gx, gh = _gates_t(d, lay)
-        pre = gx + gh
-        if relu:
-            dpre = g * (pre > 0).to(g.dtype)
-        else:
-            yt = pre.tanh()
-            dpre = g * (1 - yt * yt)
-        return tuple(_param_grads_t(ctx, lay, d, dpre, dpre, None))
+        return _rnn_vjp_t(ctx, lay, d, g)
     return vjp
+
+
+def _rnn_vjp_t(ctx, lay: _Layout, d: dict, g: Tensor) -> tuple:
+    """The differentiable VJP of one Elman step (ndgrad ops)."""
+    gx, gh = _gates_t(d, lay)
+    pre = gx + gh
+    if lay.kind == "rnn_relu":
+        dpre = g * (pre > 0).to(g.dtype)
+    else:
+        yt = pre.tanh()
+        dpre = g * (1 - yt * yt)
+    return tuple(_param_grads_t(ctx, lay, d, dpre, dpre, None))
 
 
 def _rnn_jvp(lay: _Layout):
@@ -279,25 +284,31 @@ def _lstm_vjp(lay: _Layout):
             if ctx.needs_input_grad(2):
                 out[2] = _wrap(dc * f)
             return tuple(out)
-        i, f, g, o = _lstm_acts_t(d, lay)
-        c = d["cx"]
-        tc = (f * c + i * g).tanh()
-        dc = gc1
-        if gh1 is not None:
-            t = gh1 * o * (1 - tc * tc)
-            dc = t if dc is None else dc + t
-            do = gh1 * tc
-        else:
-            do = _zeros(tc)
-        if dc is None:
-            dc = _zeros(tc)
-        dgates = _cat([dc * g * i * (1 - i), dc * c * f * (1 - f), dc * i * (1 - g * g),
-                       do * o * (1 - o)])
-        out = _param_grads_t(ctx, lay, d, dgates, dgates, None)
-        if ctx.needs_input_grad(2):
-            out[2] = dc * f
-        return tuple(out)
+        return _lstm_vjp_t(ctx, lay, d, gh1, gc1)
     return vjp
+
+
+def _lstm_vjp_t(ctx, lay: _Layout, d: dict, gh1: Optional[Tensor],
+                gc1: Optional[Tensor]) -> tuple:
+    """The differentiable VJP of one LSTM step (ndgrad ops)."""
+    i, f, g, o = _lstm_acts_t(d, lay)
+    c = d["cx"]
+    tc = (f * c + i * g).tanh()
+    dc = gc1
+    if gh1 is not None:
+        t = gh1 * o * (1 - tc * tc)
+        dc = t if dc is None else dc + t
+        do = gh1 * tc
+    else:
+        do = _zeros(tc)
+    if dc is None:
+        dc = _zeros(tc)
+    dgates = _cat([dc * g * i * (1 - i), dc * c * f * (1 - f), dc * i * (1 - g * g),
+                   do * o * (1 - o)])
+    out = _param_grads_t(ctx, lay, d, dgates, dgates, None)
+    if ctx.needs_input_grad(2):
+        out[2] = dc * f
+    return tuple(out)
 
 
 def _lstm_jvp(lay: _Layout):
@@ -373,15 +384,20 @@ def _gru_vjp(lay: _Layout):
             dgh = dgx.copy()
             dgh[:, 2 * H:] = dn * r
             return tuple(_param_grads_np(ctx, lay, a, dgx, dgh, gd * z))
-        r, z, n, hn = _gru_parts_t(d, lay)
-        h = d["hx"]
-        dn = g * (1 - z) * (1 - n * n)
-        dr = dn * hn * r * (1 - r)
-        dz = g * (h - n) * z * (1 - z)
-        dgx = _cat([dr, dz, dn])
-        dgh = _cat([dr, dz, dn * r])
-        return tuple(_param_grads_t(ctx, lay, d, dgx, dgh, g * z))
+        return _gru_vjp_t(ctx, lay, d, g)
     return vjp
+
+
+def _gru_vjp_t(ctx, lay: _Layout, d: dict, g: Tensor) -> tuple:
+    """The differentiable VJP of one GRU step (ndgrad ops)."""
+    r, z, n, hn = _gru_parts_t(d, lay)
+    h = d["hx"]
+    dn = g * (1 - z) * (1 - n * n)
+    dr = dn * hn * r * (1 - r)
+    dz = g * (h - n) * z * (1 - z)
+    dgx = _cat([dr, dz, dn])
+    dgh = _cat([dr, dz, dn * r])
+    return tuple(_param_grads_t(ctx, lay, d, dgx, dgh, g * z))
 
 
 def _gru_jvp(lay: _Layout):
@@ -449,8 +465,7 @@ def _op(kind: str, wih: bool, bih: bool, bhh: bool) -> Op:
 
 def _register(op: Op) -> None:
     from ._batching import RULES
-    from .products import per_row
-    RULES[op] = per_row
+    RULES[op] = _per_row_scratch
 
 
 def _check(input: Tensor, hs: tuple, w_ih: Optional[Tensor], w_hh: Tensor, ngates: int,
@@ -513,3 +528,475 @@ def gru_cell(input: Tensor, hx: Tensor, w_ih: Optional[Tensor], w_hh: Tensor,
     """One GRU step (gates r, z, n in PyTorch's order) as one op."""
     _check(input, (hx,), w_ih, w_hh, 3, "gru_cell")
     return _call("gru", input, (hx,), w_ih, w_hh, b_ih, b_hh)
+
+
+# ---------------------------------------------------------------------------- sequence ops
+# Note [Fused recurrent layers]
+# ``nn.RNN``/``LSTM``/``GRU`` run one op per (layer, direction) over the whole sequence (not
+# one cell op per step): inputs the projected input ``gx`` (T, B, G*H) (b_ih included, one
+# ``linear`` for all steps), ``h0``, [``c0``], ``w_hh``, [``b_hh``]; outputs the states of all
+# steps (T, B, H), the last state and, for the LSTM, the last cell state. The forward loops the
+# steps in NumPy into preallocated (T, ...) buffers (the activated gates, the states), kept for
+# the backward in the ``saved`` list. The plain backward (Note [Fused recurrent cells]) loops
+# the steps in reverse with one (B, G*H) x (G*H, H) GEMM each for the recurrence; the gate
+# gradients of all steps land in one (T, B, G*H) array, which is the gradient of ``gx``, and
+# dW_hh is ONE GEMM over the stacked steps, db_hh one sum. The differentiable backward
+# (create_graph, batched cotangents) and the JVP compose the cells' per-step ndgrad formulas
+# over the sequence (the states recomputed with the cell ops), so second order and forward AD
+# stay what they were with one cell op per step. The sigmoid is 0.5 * tanh(0.5 x) + 0.5 as in
+# the cells, with the 0.5 folded into the gate rows of w_hh and gx (exact: a power of two), and
+# b_hh is added to gx once (except GRU's n gate, where r multiplies it): the values agree with
+# the per-step path to rounding. Packed sequences and the LSTM's projection use the cells.
+_LAYER_NODES = {"rnn_tanh": "RnnTanhLayerBackward0", "rnn_relu": "RnnReluLayerBackward0",
+                "lstm": "MkldnnRnnLayerBackward0", "gru": "GruLayerBackward0"}
+_LAYER_OPS: dict = {}
+
+
+def _time_views(S: np.ndarray, reverse: bool) -> tuple:
+    """(states of the steps, previous states) by time index of a (T + 1, ...) state buffer:
+    forward runs keep the initial state at 0, reverse ones at T."""
+    return (S[:-1], S[1:]) if reverse else (S[1:], S[:-1])
+
+
+def _lstm_layer_fwd(lay: _Layout):
+    hasb = lay.bhh
+
+    def fwd(gx, h0, c0, w_hh, *rest):
+        b_hh = rest[0] if hasb else None
+        reverse, box = rest[-2], rest[-1]
+        T, B, G = gx.shape
+        H = G // 4
+        dt = gx.dtype
+        scale = np.full(G, 0.5, dt)
+        scale[2 * H:3 * H] = 1
+        shift = np.full(G, 0.5, dt)
+        shift[2 * H:3 * H] = 0
+        act = gx * scale                       # pre-activations, activated in place per step
+        if hasb:
+            act += b_hh * scale
+        wT = (w_hh * scale[:, None]).T
+        S = np.empty((T + 1, B, H), dt)
+        C = np.empty((T + 1, B, H), dt)
+        tcs = np.empty((T, B, H), dt)
+        first = T if reverse else 0
+        S[first], C[first] = h0, c0
+        tmp = np.empty((B, G), dt)
+        ig = np.empty((B, H), dt)
+        prev = first
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            nxt = t if reverse else t + 1
+            a = act[t]
+            np.matmul(S[prev], wT, out=tmp)
+            a += tmp
+            np.tanh(a, out=a)
+            a *= scale
+            a += shift
+            i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
+            c = C[nxt]
+            np.multiply(f, C[prev], out=c)
+            np.multiply(i, g, out=ig)
+            c += ig
+            np.tanh(c, out=tcs[t])
+            np.multiply(o, tcs[t], out=S[nxt])
+            prev = nxt
+        box.append((act, tcs, S, C))
+        hs = _time_views(S, reverse)[0]
+        return hs.copy(), S[prev].copy(), C[prev].copy()
+    return fwd
+
+
+def _lstm_layer_bwd_np(ctx, lay: _Layout, gout, ghn, gcn) -> tuple:
+    saved = ctx.saved
+    w_hh = saved[lay.idx["w_hh"]]._data
+    act, tcs, S, C = saved[-1][0]
+    reverse = _reverse_of(ctx)
+    T, B, G = act.shape
+    H = G // 4
+    A4 = act.reshape(T, B, 4, H)
+    i, f, g, o = A4[:, :, 0], A4[:, :, 1], A4[:, :, 2], A4[:, :, 3]
+    Sprev = _time_views(S, reverse)[1]
+    Cprev = _time_views(C, reverse)[1]
+    K = np.empty((T, B, 4, H), act.dtype)
+    np.multiply(g, i * (1 - i), out=K[:, :, 0])
+    np.multiply(Cprev, f * (1 - f), out=K[:, :, 1])
+    np.multiply(i, 1 - g * g, out=K[:, :, 2])
+    np.multiply(tcs, o * (1 - o), out=K[:, :, 3])
+    Ah = o * (1 - tcs * tcs)
+    D = np.empty((T, B, 4, H), act.dtype)
+    dh_next = np.zeros((B, H), act.dtype) if ghn is None else ghn
+    dc_next = np.zeros((B, H), act.dtype) if gcn is None else gcn
+    dc = np.empty((B, H), act.dtype)
+    for t in (range(T) if reverse else range(T - 1, -1, -1)):
+        dh = dh_next if gout is None else gout[t] + dh_next
+        np.multiply(dh, Ah[t], out=dc)
+        dc += dc_next
+        Dt = D[t]
+        np.multiply(dc[:, None, :], K[t, :, :3], out=Dt[:, :3])
+        np.multiply(dh, K[t, :, 3], out=Dt[:, 3])
+        dc_next = dc * f[t]
+        dh_next = Dt.reshape(B, G) @ w_hh
+    dg = D.reshape(T, B, G)
+    need = ctx.needs_input_grad
+    ix = lay.idx
+    out: list = [None] * len(lay.names)
+    if need(0):
+        out[0] = _wrap(dg)
+    if need(1):
+        out[1] = _wrap(dh_next)
+    if need(2):
+        out[2] = _wrap(dc_next)
+    if need(ix["w_hh"]):
+        out[ix["w_hh"]] = _wrap(dg.reshape(T * B, G).T @ Sprev.reshape(T * B, H))
+    if lay.bhh and need(ix["b_hh"]):
+        out[ix["b_hh"]] = _wrap(dg.reshape(T * B, G).sum(0))
+    return tuple(out)
+
+
+def _gru_layer_fwd(lay: _Layout):
+    hasb = lay.bhh
+
+    def fwd(gx, h0, w_hh, *rest):
+        b_hh = rest[0] if hasb else None
+        reverse, box = rest[-2], rest[-1]
+        T, B, G = gx.shape
+        H = G // 3
+        dt = gx.dtype
+        rz = gx[:, :, :2 * H] * np.asarray(0.5, dt)
+        if hasb:
+            rz += b_hh[:2 * H] * np.asarray(0.5, dt)
+        gxn = gx[:, :, 2 * H:]
+        wT = w_hh.T.copy()
+        wT[:, :2 * H] *= np.asarray(0.5, dt)
+        S = np.empty((T + 1, B, H), dt)
+        N = np.empty((T, B, H), dt)
+        GHN = np.empty((T, B, H), dt)
+        first = T if reverse else 0
+        S[first] = h0
+        tmp = np.empty((B, G), dt)
+        d = np.empty((B, H), dt)
+        prev = first
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            nxt = t if reverse else t + 1
+            np.matmul(S[prev], wT, out=tmp)
+            ghn = GHN[t]
+            if hasb:
+                np.add(tmp[:, 2 * H:], b_hh[2 * H:], out=ghn)
+            else:
+                ghn[...] = tmp[:, 2 * H:]
+            a = rz[t]
+            a += tmp[:, :2 * H]
+            np.tanh(a, out=a)
+            a *= 0.5
+            a += 0.5
+            n = N[t]
+            np.multiply(a[:, :H], ghn, out=n)
+            n += gxn[t]
+            np.tanh(n, out=n)
+            np.subtract(S[prev], n, out=d)
+            d *= a[:, H:]
+            np.add(n, d, out=S[nxt])
+            prev = nxt
+        box.append((rz, N, GHN, S))
+        hs = _time_views(S, reverse)[0]
+        return hs.copy(), S[prev].copy()
+    return fwd
+
+
+def _gru_layer_bwd_np(ctx, lay: _Layout, gout, ghn_) -> tuple:
+    saved = ctx.saved
+    w_hh = saved[lay.idx["w_hh"]]._data
+    rz, N, GHN, S = saved[-1][0]
+    reverse = _reverse_of(ctx)
+    T, B, H2 = rz.shape
+    H = H2 // 2
+    G = 3 * H
+    r, z = rz[:, :, :H], rz[:, :, H:]
+    Sprev = _time_views(S, reverse)[1]
+    dt = rz.dtype
+    KX = np.empty((T, B, 3, H), dt)
+    Kn = KX[:, :, 2]
+    np.multiply(1 - z, 1 - N * N, out=Kn)
+    np.multiply(Kn * GHN, r * (1 - r), out=KX[:, :, 0])
+    np.multiply(Sprev - N, z * (1 - z), out=KX[:, :, 1])
+    KH = KX.copy()
+    KH[:, :, 2] *= r
+    DH = np.empty((T, B, H), dt)
+    dgh = np.empty((T, B, 3, H), dt)
+    dh_next = np.zeros((B, H), dt) if ghn_ is None else ghn_
+    for t in (range(T) if reverse else range(T - 1, -1, -1)):
+        dh = DH[t]
+        if gout is None:
+            dh[...] = dh_next
+        else:
+            np.add(gout[t], dh_next, out=dh)
+        Dt = dgh[t]
+        np.multiply(dh[:, None, :], KH[t], out=Dt)
+        dh_next = Dt.reshape(B, G) @ w_hh
+        dh_next += dh * z[t]
+    need = ctx.needs_input_grad
+    ix = lay.idx
+    out: list = [None] * len(lay.names)
+    dgh2 = dgh.reshape(T * B, G)
+    if need(0):
+        KX *= DH[:, :, None, :]
+        out[0] = _wrap(KX.reshape(T, B, G))
+    if need(1):
+        out[1] = _wrap(dh_next)
+    if need(ix["w_hh"]):
+        out[ix["w_hh"]] = _wrap(dgh2.T @ Sprev.reshape(T * B, H))
+    if lay.bhh and need(ix["b_hh"]):
+        out[ix["b_hh"]] = _wrap(dgh2.sum(0))
+    return tuple(out)
+
+
+def _rnn_layer_fwd(lay: _Layout):
+    hasb = lay.bhh
+    relu = lay.kind == "rnn_relu"
+
+    def fwd(gx, h0, w_hh, *rest):
+        b_hh = rest[0] if hasb else None
+        reverse, box = rest[-2], rest[-1]
+        T, B, H = gx.shape
+        dt = gx.dtype
+        pre = gx + b_hh if hasb else gx
+        wT = w_hh.T
+        S = np.empty((T + 1, B, H), dt)
+        first = T if reverse else 0
+        S[first] = h0
+        tmp = np.empty((B, H), dt)
+        prev = first
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            nxt = t if reverse else t + 1
+            np.matmul(S[prev], wT, out=tmp)
+            s = S[nxt]
+            np.add(pre[t], tmp, out=s)
+            if relu:
+                np.maximum(s, 0, out=s)
+            else:
+                np.tanh(s, out=s)
+            prev = nxt
+        box.append((S,))
+        hs = _time_views(S, reverse)[0]
+        return hs.copy(), S[prev].copy()
+    return fwd
+
+
+def _rnn_layer_bwd_np(ctx, lay: _Layout, gout, ghn) -> tuple:
+    saved = ctx.saved
+    w_hh = saved[lay.idx["w_hh"]]._data
+    (S,) = saved[-1][0]
+    reverse = _reverse_of(ctx)
+    Y, Sprev = _time_views(S, reverse)
+    T, B, H = Y.shape
+    K = (Y > 0).astype(Y.dtype) if lay.kind == "rnn_relu" else 1 - Y * Y
+    D = np.empty((T, B, H), Y.dtype)
+    dh_next = np.zeros((B, H), Y.dtype) if ghn is None else ghn
+    for t in (range(T) if reverse else range(T - 1, -1, -1)):
+        Dt = D[t]
+        if gout is None:
+            np.multiply(dh_next, K[t], out=Dt)
+        else:
+            np.add(gout[t], dh_next, out=Dt)
+            Dt *= K[t]
+        dh_next = Dt @ w_hh
+    need = ctx.needs_input_grad
+    ix = lay.idx
+    out: list = [None] * len(lay.names)
+    if need(0):
+        out[0] = _wrap(D)
+    if need(1):
+        out[1] = _wrap(dh_next)
+    D2 = D.reshape(T * B, H)
+    if need(ix["w_hh"]):
+        out[ix["w_hh"]] = _wrap(D2.T @ Sprev.reshape(T * B, H))
+    if lay.bhh and need(ix["b_hh"]):
+        out[ix["b_hh"]] = _wrap(D2.sum(0))
+    return tuple(out)
+
+
+def _reverse_of(ctx) -> bool:
+    return bool(ctx.saved[len(ctx.saved) - 2])
+
+
+class _StepCtx:
+    """What a cell's ndgrad-ops VJP reads of its node, for one step of a layer."""
+    __slots__ = ()
+
+    @staticmethod
+    def needs_input_grad(i: int) -> bool:
+        return True
+
+
+def _run_states(lay: _Layout, d: dict, reverse: bool) -> tuple:
+    """The cells' inputs of every step, recomputed with the cell ops: {t: step dict}, in
+    time order, and the order the steps run in."""
+    gx = d["input"]
+    T = gx.shape[0]
+    order = range(T - 1, -1, -1) if reverse else range(T)
+    cell = _op(lay.kind, False, False, lay.bhh)
+    w = tuple(d[n] for n in ("w_hh", "b_hh") if n in d)
+    h = d["hx"]
+    c = d.get("cx")
+    steps: dict = {}
+    for t in order:
+        x = gx[t]
+        sd = {"input": x, "hx": h, "w_hh": d["w_hh"]}
+        if lay.lstm:
+            sd["cx"] = c
+        if lay.bhh:
+            sd["b_hh"] = d["b_hh"]
+        steps[t] = sd
+        ts = (x, h) + ((c,) if lay.lstm else ()) + w
+        args: tuple = ([],) if lay.kind in ("lstm", "gru") else ()
+        res = apply(cell, ts, tuple(v._data for v in ts), args)
+        if lay.lstm:
+            h, c = res
+        else:
+            h = res
+        sd["out"] = h
+    return steps, order
+
+
+def _layer_vjp(lay: _Layout):
+    cell_lay = _Layout(lay.kind, False, False, lay.bhh)
+    step_vjp = {"lstm": None, "gru": _gru_vjp_t}.get(lay.kind, _rnn_vjp_t)
+
+    def vjp(ctx, gout, ghn, *gcn):
+        gc = gcn[0] if gcn else None
+        if _plain((gout, ghn, gc)):
+            go = None if gout is None else gout._data
+            gh = None if ghn is None else ghn._data
+            if lay.lstm:
+                return _lstm_layer_bwd_np(ctx, lay, go, gh, None if gc is None else gc._data)
+            if lay.kind == "gru":
+                return _gru_layer_bwd_np(ctx, lay, go, gh)
+            return _rnn_layer_bwd_np(ctx, lay, go, gh)
+        saved = ctx.saved
+        d = lay.split(saved[:-2])
+        steps, order = _run_states(lay, d, _reverse_of(ctx))
+        T = d["input"].shape[0]
+        ix = lay.idx
+        dgx: list = [None] * T
+        acc: dict = {}
+        dh, dc = ghn, gc
+        sc = _StepCtx()
+        for t in reversed(order):
+            if gout is not None:
+                dh = gout[t] if dh is None else gout[t] + dh
+            if dh is None and dc is None:
+                continue
+            if lay.lstm:
+                g = _lstm_vjp_t(sc, cell_lay, steps[t], dh, dc)
+                dc = g[2]
+            else:
+                g = step_vjp(sc, cell_lay, steps[t], dh)
+            dgx[t], dh = g[0], g[1]
+            for n in ("w_hh", "b_hh"):
+                if n in ix:
+                    k = cell_lay.idx[n]
+                    acc[n] = g[k] if n not in acc else acc[n] + g[k]
+        out: list = [None] * len(lay.names)
+        if all(v is None for v in dgx):
+            return tuple(out)
+        from .shape import stack
+        if ctx.needs_input_grad(0):
+            z = next(v for v in dgx if v is not None)
+            out[0] = stack([v if v is not None else z * 0 for v in dgx], 0)
+        out[1] = dh
+        if lay.lstm:
+            out[2] = dc
+        for n, v in acc.items():
+            if ctx.needs_input_grad(ix[n]):
+                out[ix[n]] = v
+        return tuple(out)
+    return vjp
+
+
+class _StepJvpCtx:
+    __slots__ = ("inputs", "result")
+
+    def __init__(self, inputs: tuple, result: Any) -> None:
+        self.inputs, self.result = inputs, result
+
+
+def _layer_jvp(lay: _Layout):
+    cell_lay = _Layout(lay.kind, False, False, lay.bhh)
+    step_jvp = {"lstm": _lstm_jvp, "gru": _gru_jvp}.get(lay.kind, _rnn_jvp)(cell_lay)
+
+    def jvp(ctx, *tangents):
+        tangents = tangents[:len(lay.names)]
+        if all(t is None for t in tangents):
+            return None
+        d = lay.split(ctx.inputs)
+        td = lay.split(tangents)
+        steps, order = _run_states(lay, d, bool(ctx._args[0]))
+        T = d["input"].shape[0]
+        th, tc = td["hx"], td.get("cx")
+        outs: list = [None] * T
+        for t in order:
+            sd = steps[t]
+            tx = None if td["input"] is None else td["input"][t]
+            tin = {"input": tx, "hx": th, "cx": tc, "w_hh": td["w_hh"], "b_hh": td.get("b_hh")}
+            r = step_jvp(_StepJvpCtx(tuple(sd[n] for n in cell_lay.names), sd["out"]),
+                         *(tin[n] for n in cell_lay.names))
+            if lay.lstm:
+                th, tc = (None, None) if r is None else r
+            else:
+                th = r
+            outs[t] = th
+        from .shape import stack
+        z = next((v for v in outs if v is not None), None)
+        last = steps[order[-1]]["out"]
+        if z is None:
+            z = _zeros(last)
+        tout = stack([v if v is not None else _zeros(z) for v in outs], 0)
+        thn = th if th is not None else _zeros(last)
+        if lay.lstm:
+            return tout, thn, tc if tc is not None else _zeros(last)
+        return tout, thn
+    return jvp
+
+
+def _per_row_scratch(c: Any, args: tuple) -> Any:
+    """Batching rule of the recurrent ops: the op on each row of the batched inputs, stacked,
+    each row with its own ``saved`` list."""
+    from . import shape as _shape
+    from ._batching import _unsupported
+    if c.B == 0:
+        raise _unsupported(c.op, "an empty batch")
+    rows = []
+    for k in range(c.B):
+        ts = tuple(_shape.select(t, 0, k) if b else t for t, b in zip(c.ts, c.bd))
+        arrs = tuple(t._data if t._data.dtype == a.dtype else t._data.astype(a.dtype)
+                     for t, a in zip(ts, c.arrs))
+        rows.append(apply(c.op, ts, arrs, tuple([] if type(a) is list else a for a in args)))
+    if isinstance(rows[0], tuple):
+        return tuple(_shape.stack([r[i] for r in rows], 0) for i in range(len(rows[0])))
+    return _shape.stack(rows, 0)
+
+
+def _layer_op(kind: str, bhh: bool) -> Op:
+    key = (kind, bhh)
+    op = _LAYER_OPS.get(key)
+    if op is not None:
+        return op
+    lay = _Layout(kind, False, False, bhh)
+    fwd = {"lstm": _lstm_layer_fwd, "gru": _gru_layer_fwd}.get(kind, _rnn_layer_fwd)(lay)
+    op = Op(kind + "_layer", _LAYER_NODES[kind], fwd, _layer_vjp(lay), inputs=lay.names,
+            args=("reverse", "saved"), saves=lay.names + ("reverse", "saved"),
+            jvp=_layer_jvp(lay), num_outputs=3 if lay.lstm else 2)
+    from ._batching import RULES
+    RULES[op] = _per_row_scratch
+    _LAYER_OPS[key] = op
+    return op
+
+
+def recurrent_layer(kind: str, gx: Tensor, hx: Tensor, cx: Optional[Tensor], w_hh: Tensor,
+                    b_hh: Optional[Tensor], reverse: bool) -> tuple:
+    """One recurrent layer in one direction over a whole (T, B, G*H) projected input, as one op
+    (Note [Fused recurrent layers]): ``(outputs (T, B, H), h_n[, c_n])``. ``kind`` is
+    ``"lstm"``, ``"gru"``, ``"rnn_tanh"`` or ``"rnn_relu"``; ``cx`` only for the LSTM."""
+    op = _layer_op(kind, b_hh is not None)
+    tensors = (gx, hx) + ((cx,) if cx is not None else ()) + \
+        ((w_hh,) if b_hh is None else (w_hh, b_hh))
+    return apply(op, tensors, tuple(t._data for t in tensors), (bool(reverse), []))
