@@ -558,97 +558,111 @@ def _time_views(S: np.ndarray, reverse: bool) -> tuple:
     return (S[:-1], S[1:]) if reverse else (S[1:], S[:-1])
 
 
+def _tcopy(a: np.ndarray) -> np.ndarray:
+    """``a`` (T, X, Y) copied into a fresh C-contiguous (T, Y, X) array."""
+    out = np.empty((a.shape[0], a.shape[2], a.shape[1]), a.dtype)
+    np.copyto(out, a.transpose(0, 2, 1))
+    return out
+
+
+def _cotangent_t(g: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    """The outputs' cotangent (T, B, H) in the loops' (T, H, B) layout."""
+    return None if g is None else _tcopy(g)
+
+
 def _lstm_layer_fwd(lay: _Layout):
     hasb = lay.bhh
 
     def fwd(gx, h0, c0, w_hh, *rest):
-        b_hh = rest[0] if hasb else None
         reverse, box = rest[-2], rest[-1]
         T, B, G = gx.shape
         H = G // 4
         dt = gx.dtype
-        scale = np.full(G, 0.5, dt)
+        scale = np.full((G, 1), 0.5, dt)
         scale[2 * H:3 * H] = 1
-        shift = np.full(G, 0.5, dt)
+        shift = np.full((G, 1), 0.5, dt)
         shift[2 * H:3 * H] = 0
-        act = gx * scale                       # pre-activations, activated in place per step
+        act = np.empty((T, G, B), dt)          # pre-activations, activated in place per step
+        np.multiply(gx.transpose(0, 2, 1), scale, out=act)
         if hasb:
-            act += b_hh * scale
-        wT = (w_hh * scale[:, None]).T
-        S = np.empty((T + 1, B, H), dt)
-        C = np.empty((T + 1, B, H), dt)
-        tcs = np.empty((T, B, H), dt)
+            act += rest[0].reshape(G, 1) * scale
+        ws = w_hh * scale
+        S = np.empty((T + 1, H, B), dt)
+        C = np.empty((T + 1, H, B), dt)
+        tcs = np.empty((T, H, B), dt)
         first = T if reverse else 0
-        S[first], C[first] = h0, c0
-        tmp = np.empty((B, G), dt)
-        ig = np.empty((B, H), dt)
+        S[first], C[first] = h0.T, c0.T
+        tmp = np.empty((G, B), dt)
+        ig = np.empty((H, B), dt)
         prev = first
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             nxt = t if reverse else t + 1
             a = act[t]
-            np.matmul(S[prev], wT, out=tmp)
+            np.matmul(ws, S[prev], out=tmp)
             a += tmp
             np.tanh(a, out=a)
             a *= scale
             a += shift
-            i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
             c = C[nxt]
-            np.multiply(f, C[prev], out=c)
-            np.multiply(i, g, out=ig)
+            np.multiply(a[H:2 * H], C[prev], out=c)
+            np.multiply(a[:H], a[2 * H:3 * H], out=ig)
             c += ig
-            np.tanh(c, out=tcs[t])
-            np.multiply(o, tcs[t], out=S[nxt])
+            tc = tcs[t]
+            np.tanh(c, out=tc)
+            np.multiply(a[3 * H:], tc, out=S[nxt])
             prev = nxt
-        box.append((act, tcs, S, C))
-        hs = _time_views(S, reverse)[0]
-        return hs.copy(), S[prev].copy(), C[prev].copy()
+        Sb = _tcopy(S)
+        box.append((act, tcs, C, Sb))
+        return _time_views(Sb, reverse)[0].copy(), Sb[prev].copy(), C[prev].T.copy()
     return fwd
 
 
 def _lstm_layer_bwd_np(ctx, lay: _Layout, gout, ghn, gcn) -> tuple:
     saved = ctx.saved
     w_hh = saved[lay.idx["w_hh"]]._data
-    act, tcs, S, C = saved[-1][0]
+    act, tcs, C, Sb = saved[-1][0]
     reverse = _reverse_of(ctx)
-    T, B, G = act.shape
+    T, G, B = act.shape
     H = G // 4
-    A4 = act.reshape(T, B, 4, H)
-    i, f, g, o = A4[:, :, 0], A4[:, :, 1], A4[:, :, 2], A4[:, :, 3]
-    Sprev = _time_views(S, reverse)[1]
-    Cprev = _time_views(C, reverse)[1]
-    K = np.empty((T, B, 4, H), act.dtype)
-    np.multiply(g, i * (1 - i), out=K[:, :, 0])
-    np.multiply(Cprev, f * (1 - f), out=K[:, :, 1])
-    np.multiply(i, 1 - g * g, out=K[:, :, 2])
-    np.multiply(tcs, o * (1 - o), out=K[:, :, 3])
+    dt = act.dtype
+    A4 = act.reshape(T, 4, H, B)
+    i, f, g, o = A4[:, 0], A4[:, 1], A4[:, 2], A4[:, 3]
+    K = np.empty((T, 4, H, B), dt)
+    np.multiply(g, i * (1 - i), out=K[:, 0])
+    np.multiply(_time_views(C, reverse)[1], f * (1 - f), out=K[:, 1])
+    np.multiply(i, 1 - g * g, out=K[:, 2])
+    np.multiply(tcs, o * (1 - o), out=K[:, 3])
     Ah = o * (1 - tcs * tcs)
-    D = np.empty((T, B, 4, H), act.dtype)
-    dh_next = np.zeros((B, H), act.dtype) if ghn is None else ghn
-    dc_next = np.zeros((B, H), act.dtype) if gcn is None else gcn
-    dc = np.empty((B, H), act.dtype)
+    D = np.empty((T, 4, H, B), dt)
+    goT = _cotangent_t(gout)
+    dh_next = np.zeros((H, B), dt) if ghn is None else ghn.T
+    dc_next = np.zeros((H, B), dt) if gcn is None else gcn.T
+    wT = np.ascontiguousarray(w_hh.T)
+    dc = np.empty((H, B), dt)
     for t in (range(T) if reverse else range(T - 1, -1, -1)):
-        dh = dh_next if gout is None else gout[t] + dh_next
+        dh = dh_next if goT is None else goT[t] + dh_next
         np.multiply(dh, Ah[t], out=dc)
         dc += dc_next
         Dt = D[t]
-        np.multiply(dc[:, None, :], K[t, :, :3], out=Dt[:, :3])
-        np.multiply(dh, K[t, :, 3], out=Dt[:, 3])
+        np.multiply(dc, K[t, :3], out=Dt[:3])
+        np.multiply(dh, K[t, 3], out=Dt[3])
         dc_next = dc * f[t]
-        dh_next = Dt.reshape(B, G) @ w_hh
-    dg = D.reshape(T, B, G)
+        dh_next = wT @ Dt.reshape(G, B)
     need = ctx.needs_input_grad
     ix = lay.idx
     out: list = [None] * len(lay.names)
+    dg = _tcopy(D.reshape(T, G, B))
     if need(0):
         out[0] = _wrap(dg)
     if need(1):
-        out[1] = _wrap(dh_next)
+        out[1] = _wrap(np.ascontiguousarray(dh_next.T))
     if need(2):
-        out[2] = _wrap(dc_next)
+        out[2] = _wrap(np.ascontiguousarray(dc_next.T))
+    dg2 = dg.reshape(T * B, G)
     if need(ix["w_hh"]):
-        out[ix["w_hh"]] = _wrap(dg.reshape(T * B, G).T @ Sprev.reshape(T * B, H))
+        out[ix["w_hh"]] = _wrap(dg2.T @ _time_views(Sb, reverse)[1].reshape(T * B, H))
     if lay.bhh and need(ix["b_hh"]):
-        out[ix["b_hh"]] = _wrap(dg.reshape(T * B, G).sum(0))
+        out[ix["b_hh"]] = _wrap(dg2.sum(0))
     return tuple(out)
 
 
@@ -656,96 +670,99 @@ def _gru_layer_fwd(lay: _Layout):
     hasb = lay.bhh
 
     def fwd(gx, h0, w_hh, *rest):
-        b_hh = rest[0] if hasb else None
         reverse, box = rest[-2], rest[-1]
         T, B, G = gx.shape
         H = G // 3
         dt = gx.dtype
-        rz = gx[:, :, :2 * H] * np.asarray(0.5, dt)
+        half = np.asarray(0.5, dt)
+        gxT = _tcopy(gx)                       # (T, 3H, B); r, z activated in place
+        rz, gxn = gxT[:, :2 * H], gxT[:, 2 * H:]
+        rz *= half
         if hasb:
-            rz += b_hh[:2 * H] * np.asarray(0.5, dt)
-        gxn = gx[:, :, 2 * H:]
-        wT = w_hh.T.copy()
-        wT[:, :2 * H] *= np.asarray(0.5, dt)
-        S = np.empty((T + 1, B, H), dt)
-        N = np.empty((T, B, H), dt)
-        GHN = np.empty((T, B, H), dt)
+            b = rest[0].reshape(G, 1)
+            rz += b[:2 * H] * half
+            bn = b[2 * H:]
+        ws = w_hh.copy()
+        ws[:2 * H] *= half
+        S = np.empty((T + 1, H, B), dt)
+        N = np.empty((T, H, B), dt)
+        GHN = np.empty((T, H, B), dt)
         first = T if reverse else 0
-        S[first] = h0
-        tmp = np.empty((B, G), dt)
-        d = np.empty((B, H), dt)
+        S[first] = h0.T
+        tmp = np.empty((G, B), dt)
+        d = np.empty((H, B), dt)
         prev = first
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             nxt = t if reverse else t + 1
-            np.matmul(S[prev], wT, out=tmp)
+            np.matmul(ws, S[prev], out=tmp)
             ghn = GHN[t]
             if hasb:
-                np.add(tmp[:, 2 * H:], b_hh[2 * H:], out=ghn)
+                np.add(tmp[2 * H:], bn, out=ghn)
             else:
-                ghn[...] = tmp[:, 2 * H:]
+                ghn[...] = tmp[2 * H:]
             a = rz[t]
-            a += tmp[:, :2 * H]
+            a += tmp[:2 * H]
             np.tanh(a, out=a)
-            a *= 0.5
-            a += 0.5
+            a *= half
+            a += half
             n = N[t]
-            np.multiply(a[:, :H], ghn, out=n)
+            np.multiply(a[:H], ghn, out=n)
             n += gxn[t]
             np.tanh(n, out=n)
             np.subtract(S[prev], n, out=d)
-            d *= a[:, H:]
+            d *= a[H:]
             np.add(n, d, out=S[nxt])
             prev = nxt
-        box.append((rz, N, GHN, S))
-        hs = _time_views(S, reverse)[0]
-        return hs.copy(), S[prev].copy()
+        Sb = _tcopy(S)
+        box.append((rz, N, GHN, S, Sb))
+        return _time_views(Sb, reverse)[0].copy(), Sb[prev].copy()
     return fwd
 
 
-def _gru_layer_bwd_np(ctx, lay: _Layout, gout, ghn_) -> tuple:
+def _gru_layer_bwd_np(ctx, lay: _Layout, gout, ghn) -> tuple:
     saved = ctx.saved
     w_hh = saved[lay.idx["w_hh"]]._data
-    rz, N, GHN, S = saved[-1][0]
+    rz, N, GHN, S, Sb = saved[-1][0]
     reverse = _reverse_of(ctx)
-    T, B, H2 = rz.shape
-    H = H2 // 2
+    T, H, B = N.shape
     G = 3 * H
-    r, z = rz[:, :, :H], rz[:, :, H:]
-    Sprev = _time_views(S, reverse)[1]
-    dt = rz.dtype
-    KX = np.empty((T, B, 3, H), dt)
-    Kn = KX[:, :, 2]
+    dt = N.dtype
+    r, z = rz[:, :H], rz[:, H:]
+    KX = np.empty((T, 3, H, B), dt)
+    Kn = KX[:, 2]
     np.multiply(1 - z, 1 - N * N, out=Kn)
-    np.multiply(Kn * GHN, r * (1 - r), out=KX[:, :, 0])
-    np.multiply(Sprev - N, z * (1 - z), out=KX[:, :, 1])
+    np.multiply(Kn * GHN, r * (1 - r), out=KX[:, 0])
+    np.multiply(_time_views(S, reverse)[1] - N, z * (1 - z), out=KX[:, 1])
     KH = KX.copy()
-    KH[:, :, 2] *= r
-    DH = np.empty((T, B, H), dt)
-    dgh = np.empty((T, B, 3, H), dt)
-    dh_next = np.zeros((B, H), dt) if ghn_ is None else ghn_
+    KH[:, 2] *= r
+    DH = np.empty((T, H, B), dt)
+    dgh = np.empty((T, 3, H, B), dt)
+    goT = _cotangent_t(gout)
+    dh_next = np.zeros((H, B), dt) if ghn is None else ghn.T
+    wT = np.ascontiguousarray(w_hh.T)
     for t in (range(T) if reverse else range(T - 1, -1, -1)):
         dh = DH[t]
-        if gout is None:
+        if goT is None:
             dh[...] = dh_next
         else:
-            np.add(gout[t], dh_next, out=dh)
+            np.add(goT[t], dh_next, out=dh)
         Dt = dgh[t]
-        np.multiply(dh[:, None, :], KH[t], out=Dt)
-        dh_next = Dt.reshape(B, G) @ w_hh
+        np.multiply(dh, KH[t], out=Dt)
+        dh_next = wT @ Dt.reshape(G, B)
         dh_next += dh * z[t]
     need = ctx.needs_input_grad
     ix = lay.idx
     out: list = [None] * len(lay.names)
-    dgh2 = dgh.reshape(T * B, G)
     if need(0):
-        KX *= DH[:, :, None, :]
-        out[0] = _wrap(KX.reshape(T, B, G))
+        KX *= DH[:, None]
+        out[0] = _wrap(_tcopy(KX.reshape(T, G, B)))
     if need(1):
-        out[1] = _wrap(dh_next)
+        out[1] = _wrap(np.ascontiguousarray(dh_next.T))
+    dg = _tcopy(dgh.reshape(T, G, B)).reshape(T * B, G)
     if need(ix["w_hh"]):
-        out[ix["w_hh"]] = _wrap(dgh2.T @ Sprev.reshape(T * B, H))
+        out[ix["w_hh"]] = _wrap(dg.T @ _time_views(Sb, reverse)[1].reshape(T * B, H))
     if lay.bhh and need(ix["b_hh"]):
-        out[ix["b_hh"]] = _wrap(dgh2.sum(0))
+        out[ix["b_hh"]] = _wrap(dg.sum(0))
     return tuple(out)
 
 
@@ -754,20 +771,20 @@ def _rnn_layer_fwd(lay: _Layout):
     relu = lay.kind == "rnn_relu"
 
     def fwd(gx, h0, w_hh, *rest):
-        b_hh = rest[0] if hasb else None
         reverse, box = rest[-2], rest[-1]
         T, B, H = gx.shape
         dt = gx.dtype
-        pre = gx + b_hh if hasb else gx
-        wT = w_hh.T
-        S = np.empty((T + 1, B, H), dt)
+        pre = _tcopy(gx)
+        if hasb:
+            pre += rest[0].reshape(H, 1)
+        S = np.empty((T + 1, H, B), dt)
         first = T if reverse else 0
-        S[first] = h0
-        tmp = np.empty((B, H), dt)
+        S[first] = h0.T
+        tmp = np.empty((H, B), dt)
         prev = first
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             nxt = t if reverse else t + 1
-            np.matmul(S[prev], wT, out=tmp)
+            np.matmul(w_hh, S[prev], out=tmp)
             s = S[nxt]
             np.add(pre[t], tmp, out=s)
             if relu:
@@ -775,42 +792,46 @@ def _rnn_layer_fwd(lay: _Layout):
             else:
                 np.tanh(s, out=s)
             prev = nxt
-        box.append((S,))
-        hs = _time_views(S, reverse)[0]
-        return hs.copy(), S[prev].copy()
+        Sb = _tcopy(S)
+        box.append((S, Sb))
+        return _time_views(Sb, reverse)[0].copy(), Sb[prev].copy()
     return fwd
 
 
 def _rnn_layer_bwd_np(ctx, lay: _Layout, gout, ghn) -> tuple:
     saved = ctx.saved
     w_hh = saved[lay.idx["w_hh"]]._data
-    (S,) = saved[-1][0]
+    S, Sb = saved[-1][0]
     reverse = _reverse_of(ctx)
-    Y, Sprev = _time_views(S, reverse)
-    T, B, H = Y.shape
-    K = (Y > 0).astype(Y.dtype) if lay.kind == "rnn_relu" else 1 - Y * Y
-    D = np.empty((T, B, H), Y.dtype)
-    dh_next = np.zeros((B, H), Y.dtype) if ghn is None else ghn
+    Y = _time_views(S, reverse)[0]
+    T, H, B = Y.shape
+    dt = Y.dtype
+    K = (Y > 0).astype(dt) if lay.kind == "rnn_relu" else 1 - Y * Y
+    D = np.empty((T, H, B), dt)
+    goT = _cotangent_t(gout)
+    dh_next = np.zeros((H, B), dt) if ghn is None else ghn.T
+    wT = np.ascontiguousarray(w_hh.T)
     for t in (range(T) if reverse else range(T - 1, -1, -1)):
         Dt = D[t]
-        if gout is None:
+        if goT is None:
             np.multiply(dh_next, K[t], out=Dt)
         else:
-            np.add(gout[t], dh_next, out=Dt)
+            np.add(goT[t], dh_next, out=Dt)
             Dt *= K[t]
-        dh_next = Dt @ w_hh
+        dh_next = wT @ Dt
     need = ctx.needs_input_grad
     ix = lay.idx
     out: list = [None] * len(lay.names)
+    dg = _tcopy(D)
     if need(0):
-        out[0] = _wrap(D)
+        out[0] = _wrap(dg)
     if need(1):
-        out[1] = _wrap(dh_next)
-    D2 = D.reshape(T * B, H)
+        out[1] = _wrap(np.ascontiguousarray(dh_next.T))
+    dg2 = dg.reshape(T * B, H)
     if need(ix["w_hh"]):
-        out[ix["w_hh"]] = _wrap(D2.T @ Sprev.reshape(T * B, H))
+        out[ix["w_hh"]] = _wrap(dg2.T @ _time_views(Sb, reverse)[1].reshape(T * B, H))
     if lay.bhh and need(ix["b_hh"]):
-        out[ix["b_hh"]] = _wrap(D2.sum(0))
+        out[ix["b_hh"]] = _wrap(dg2.sum(0))
     return tuple(out)
 
 
