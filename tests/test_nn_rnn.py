@@ -386,43 +386,44 @@ def test_lstm_training_trajectory():
 # nn.RNN/LSTM/GRU run one op per layer and direction (Note [Fused recurrent layers]); these
 # check it against the same recurrence written with one cell op per step (itself checked
 # against torch above), in every mode of differentiation.
-def _layer_case(kind, bias, seed=0, T=4, B=2, H=3):
+def _layer_case(kind, bias, seed=0, T=4, B=2, In=3, H=3):
     rng = _rng(seed)
     G = _GATES[kind] * H
-    arrs = [rng.standard_normal((T, B, G)), rng.standard_normal((B, H))]
+    arrs = [rng.standard_normal((T, B, In)), rng.standard_normal((B, H))]
     if kind == "lstm":
         arrs.append(rng.standard_normal((B, H)))
-    arrs.append(0.5 * rng.standard_normal((G, H)))
+    arrs += [0.5 * rng.standard_normal((G, In)), 0.5 * rng.standard_normal((G, H))]
     if bias:
-        arrs.append(rng.standard_normal(G))
+        arrs += [rng.standard_normal(G), rng.standard_normal(G)]
     return arrs
 
 
 def _layer_args(kind, bias, ts):
     it = iter(ts)
-    gx, h = next(it), next(it)
+    x, h = next(it), next(it)
     c = next(it) if kind == "lstm" else None
-    w = next(it)
-    return gx, h, c, w, (next(it) if bias else None)
+    wi, wh = next(it), next(it)
+    bi, bh = (next(it), next(it)) if bias else (None, None)
+    return x, h, c, wi, wh, bi, bh
 
 
 def _fused(kind, bias, reverse):
     def run(*ts):
-        gx, h, c, w, b = _layer_args(kind, bias, ts)
-        return cells.recurrent_layer(kind, gx, h, c, w, b, reverse)
+        x, h, c, wi, wh, bi, bh = _layer_args(kind, bias, ts)
+        return cells.recurrent_layer(kind, x, h, c, wi, wh, bi, bh, reverse)
     return run
 
 
 def _per_step(kind, bias, reverse):
     def run(*ts):
-        gx, h, c, w, b = _layer_args(kind, bias, ts)
-        T = gx.shape[0]
+        x, h, c, wi, wh, bi, bh = _layer_args(kind, bias, ts)
+        T = x.shape[0]
         outs = [None] * T
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             if kind == "lstm":
-                h, c = cells.lstm_cell(gx[t], (h, c), None, w, None, b)
+                h, c = cells.lstm_cell(x[t], (h, c), wi, wh, bi, bh)
             else:
-                h = getattr(cells, kind + "_cell")(gx[t], h, None, w, None, b)
+                h = getattr(cells, kind + "_cell")(x[t], h, wi, wh, bi, bh)
             outs[t] = h
         out = ndgrad.stack(outs, 0)
         return (out, h, c) if kind == "lstm" else (out, h)
@@ -483,7 +484,7 @@ def test_layer_op_equals_per_step_cells(kind, bias, reverse):
 
 @pytest.mark.parametrize("kind", ["rnn_tanh", "lstm", "gru"])
 def test_layer_op_gradcheck(kind):
-    arrs = _layer_case(kind, True, seed=2, T=3, B=2, H=2)
+    arrs = _layer_case(kind, True, seed=2, T=3, B=2, In=2, H=2)
     ts = tuple(ndgrad.tensor(a, requires_grad=True) for a in arrs)
     for reverse in (False, True):
         assert ndgrad.autograd.gradcheck(_fused(kind, True, reverse), ts)

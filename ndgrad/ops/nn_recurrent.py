@@ -532,21 +532,25 @@ def gru_cell(input: Tensor, hx: Tensor, w_ih: Optional[Tensor], w_hh: Tensor,
 
 # ---------------------------------------------------------------------------- sequence ops
 # Note [Fused recurrent layers]
-# ``nn.RNN``/``LSTM``/``GRU`` run one op per (layer, direction) over the whole sequence (not
-# one cell op per step): inputs the projected input ``gx`` (T, B, G*H) (b_ih included, one
-# ``linear`` for all steps), ``h0``, [``c0``], ``w_hh``, [``b_hh``]; outputs the states of all
-# steps (T, B, H), the last state and, for the LSTM, the last cell state. The forward loops the
-# steps in NumPy into preallocated (T, ...) buffers (the activated gates, the states), kept for
-# the backward in the ``saved`` list. The plain backward (Note [Fused recurrent cells]) loops
-# the steps in reverse with one (B, G*H) x (G*H, H) GEMM each for the recurrence; the gate
-# gradients of all steps land in one (T, B, G*H) array, which is the gradient of ``gx``, and
-# dW_hh is ONE GEMM over the stacked steps, db_hh one sum. The differentiable backward
+# ``nn.RNN``/``LSTM``/``GRU`` run one op per (layer, direction) over the whole sequence, not one
+# cell op per step. Its inputs are the cell's (input, hx, [cx], w_ih, w_hh, [b_ih, b_hh]) with
+# ``input`` the (T, B, I) sequence; its outputs the states of all steps (T, B, H), the last
+# state and, for the LSTM, the last cell state (PyTorch's CPU LSTM layer op has the same).
+# The forward projects the whole input with ONE GEMM, then loops the steps in NumPy in a
+# (features, batch) layout (``w_hh @ h``: a (G*H, H) x (H, B) GEMM per step, twice as fast as
+# ``h @ w_hh.T`` with B small on two BLAS threads), into preallocated (T, ...) buffers (the
+# activated gates, the states) that the ``saved`` list keeps for the backward. The plain
+# backward (Note [Fused recurrent cells]) precomputes the gates' local derivatives for all
+# steps at once, loops the steps in reverse with one GEMM each for the recurrence, and gets
+# the gate gradients of all steps as one (T, B, G*H) array: d(input), dW_ih and dW_hh are then
+# ONE GEMM each over the stacked steps, the bias gradients one sum. The differentiable backward
 # (create_graph, batched cotangents) and the JVP compose the cells' per-step ndgrad formulas
-# over the sequence (the states recomputed with the cell ops), so second order and forward AD
-# stay what they were with one cell op per step. The sigmoid is 0.5 * tanh(0.5 x) + 0.5 as in
-# the cells, with the 0.5 folded into the gate rows of w_hh and gx (exact: a power of two), and
-# b_hh is added to gx once (except GRU's n gate, where r multiplies it): the values agree with
-# the per-step path to rounding. Packed sequences and the LSTM's projection use the cells.
+# over the sequence (the states recomputed with the cell ops), so second order, vmap and
+# forward AD behave as with one cell op per step. The sigmoid is 0.5 * tanh(0.5 x) + 0.5 as
+# in the cells, with the 0.5 folded into the gate rows of the weights (exact: a power of two),
+# and the biases are added to the projection once (except GRU's b_hn, which r multiplies):
+# the values agree with the per-step cells to rounding. Packed sequences and the LSTM's
+# projection (``proj_size``) run the cells.
 _LAYER_NODES = {"rnn_tanh": "RnnTanhLayerBackward0", "rnn_relu": "RnnReluLayerBackward0",
                 "lstm": "MkldnnRnnLayerBackward0", "gru": "GruLayerBackward0"}
 _LAYER_OPS: dict = {}
@@ -565,33 +569,40 @@ def _tcopy(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _cotangent_t(g: Optional[np.ndarray]) -> Optional[np.ndarray]:
-    """The outputs' cotangent (T, B, H) in the loops' (T, H, B) layout."""
-    return None if g is None else _tcopy(g)
+def _project(d: dict, lay: _Layout, scale: Optional[np.ndarray],
+             bias: Optional[np.ndarray]) -> np.ndarray:
+    """``scale * (input @ w_ih.T) + bias`` of all steps as (T, G, B): one GEMM."""
+    x, w = d["input"], d["w_ih"]
+    T, B, In = x.shape
+    G = w.shape[0]
+    if scale is not None:
+        w = w * scale
+    p = x.reshape(T * B, In) @ w.T
+    if bias is not None:
+        p += bias
+    return _tcopy(p.reshape(T, B, G))
 
 
 def _lstm_layer_fwd(lay: _Layout):
-    hasb = lay.bhh
-
-    def fwd(gx, h0, c0, w_hh, *rest):
-        reverse, box = rest[-2], rest[-1]
-        T, B, G = gx.shape
-        H = G // 4
-        dt = gx.dtype
+    def fwd(*arrs):
+        d = lay.split(arrs)
+        reverse, box = arrs[-2], arrs[-1]
+        w_hh = d["w_hh"]
+        G, H = w_hh.shape
+        dt = w_hh.dtype
         scale = np.full((G, 1), 0.5, dt)
         scale[2 * H:3 * H] = 1
         shift = np.full((G, 1), 0.5, dt)
         shift[2 * H:3 * H] = 0
-        act = np.empty((T, G, B), dt)          # pre-activations, activated in place per step
-        np.multiply(gx.transpose(0, 2, 1), scale, out=act)
-        if hasb:
-            act += rest[0].reshape(G, 1) * scale
+        bias = (d["b_ih"] + d["b_hh"]) * scale[:, 0] if lay.bhh else None
+        act = _project(d, lay, scale, bias)    # pre-activations, activated in place per step
+        T, _, B = act.shape
         ws = w_hh * scale
         S = np.empty((T + 1, H, B), dt)
         C = np.empty((T + 1, H, B), dt)
         tcs = np.empty((T, H, B), dt)
         first = T if reverse else 0
-        S[first], C[first] = h0.T, c0.T
+        S[first], C[first] = d["hx"].T, d["cx"].T
         tmp = np.empty((G, B), dt)
         ig = np.empty((H, B), dt)
         prev = first
@@ -617,6 +628,40 @@ def _lstm_layer_fwd(lay: _Layout):
     return fwd
 
 
+def _grads_np(ctx, lay: _Layout, dgx: np.ndarray, dgh: Optional[np.ndarray], Sb: np.ndarray,
+              dh0: np.ndarray, dc0: Optional[np.ndarray]) -> tuple:
+    """Every input's gradient from the gate gradients of all steps (T, B, G) (``dgh`` None:
+    the same as ``dgx``) and the initial states' (H, B) gradients."""
+    saved = ctx.saved
+    ix = lay.idx
+    need = ctx.needs_input_grad
+    T, B, G = dgx.shape
+    H = Sb.shape[-1]
+    x = saved[0]._data
+    dgx2 = dgx.reshape(T * B, G)
+    dgh2 = dgx2 if dgh is None else dgh.reshape(T * B, G)
+    out: list = [None] * len(lay.names)
+    if need(0):
+        out[0] = _wrap((dgx2 @ saved[ix["w_ih"]]._data).reshape(x.shape))
+    if need(1):
+        out[1] = _wrap(np.ascontiguousarray(dh0.T))
+    if dc0 is not None and need(2):
+        out[2] = _wrap(np.ascontiguousarray(dc0.T))
+    if need(ix["w_ih"]):
+        out[ix["w_ih"]] = _wrap(dgx2.T @ x.reshape(T * B, x.shape[-1]))
+    if need(ix["w_hh"]):
+        Sprev = _time_views(Sb, _reverse_of(ctx))[1]
+        out[ix["w_hh"]] = _wrap(dgh2.T @ Sprev.reshape(T * B, H))
+    if lay.bih:
+        bi = dgx2.sum(0) if need(ix["b_ih"]) or dgh is None else None
+        if need(ix["b_ih"]):
+            out[ix["b_ih"]] = _wrap(bi)
+        if need(ix["b_hh"]):
+            out[ix["b_hh"]] = _wrap(dgh2.sum(0) if dgh is not None else
+                                    bi.copy() if need(ix["b_ih"]) else bi)
+    return tuple(out)
+
+
 def _lstm_layer_bwd_np(ctx, lay: _Layout, gout, ghn, gcn) -> tuple:
     saved = ctx.saved
     w_hh = saved[lay.idx["w_hh"]]._data
@@ -634,7 +679,7 @@ def _lstm_layer_bwd_np(ctx, lay: _Layout, gout, ghn, gcn) -> tuple:
     np.multiply(tcs, o * (1 - o), out=K[:, 3])
     Ah = o * (1 - tcs * tcs)
     D = np.empty((T, 4, H, B), dt)
-    goT = _cotangent_t(gout)
+    goT = None if gout is None else _tcopy(gout)
     dh_next = np.zeros((H, B), dt) if ghn is None else ghn.T
     dc_next = np.zeros((H, B), dt) if gcn is None else gcn.T
     wT = np.ascontiguousarray(w_hh.T)
@@ -648,55 +693,41 @@ def _lstm_layer_bwd_np(ctx, lay: _Layout, gout, ghn, gcn) -> tuple:
         np.multiply(dh, K[t, 3], out=Dt[3])
         dc_next = dc * f[t]
         dh_next = wT @ Dt.reshape(G, B)
-    need = ctx.needs_input_grad
-    ix = lay.idx
-    out: list = [None] * len(lay.names)
-    dg = _tcopy(D.reshape(T, G, B))
-    if need(0):
-        out[0] = _wrap(dg)
-    if need(1):
-        out[1] = _wrap(np.ascontiguousarray(dh_next.T))
-    if need(2):
-        out[2] = _wrap(np.ascontiguousarray(dc_next.T))
-    dg2 = dg.reshape(T * B, G)
-    if need(ix["w_hh"]):
-        out[ix["w_hh"]] = _wrap(dg2.T @ _time_views(Sb, reverse)[1].reshape(T * B, H))
-    if lay.bhh and need(ix["b_hh"]):
-        out[ix["b_hh"]] = _wrap(dg2.sum(0))
-    return tuple(out)
+    return _grads_np(ctx, lay, _tcopy(D.reshape(T, G, B)), None, Sb, dh_next, dc_next)
 
 
 def _gru_layer_fwd(lay: _Layout):
-    hasb = lay.bhh
-
-    def fwd(gx, h0, w_hh, *rest):
-        reverse, box = rest[-2], rest[-1]
-        T, B, G = gx.shape
-        H = G // 3
-        dt = gx.dtype
+    def fwd(*arrs):
+        d = lay.split(arrs)
+        reverse, box = arrs[-2], arrs[-1]
+        w_hh = d["w_hh"]
+        G, H = w_hh.shape
+        dt = w_hh.dtype
         half = np.asarray(0.5, dt)
-        gxT = _tcopy(gx)                       # (T, 3H, B); r, z activated in place
+        scale = np.ones((G, 1), dt)
+        scale[:2 * H] = half
+        bias = bn = None
+        if lay.bhh:
+            bias = d["b_ih"] * scale[:, 0]
+            bias[:2 * H] += d["b_hh"][:2 * H] * half
+            bn = d["b_hh"][2 * H:].reshape(H, 1)
+        gxT = _project(d, lay, scale, bias)    # (T, 3H, B); r, z activated in place
+        T, _, B = gxT.shape
         rz, gxn = gxT[:, :2 * H], gxT[:, 2 * H:]
-        rz *= half
-        if hasb:
-            b = rest[0].reshape(G, 1)
-            rz += b[:2 * H] * half
-            bn = b[2 * H:]
-        ws = w_hh.copy()
-        ws[:2 * H] *= half
+        ws = w_hh * scale
         S = np.empty((T + 1, H, B), dt)
         N = np.empty((T, H, B), dt)
         GHN = np.empty((T, H, B), dt)
         first = T if reverse else 0
-        S[first] = h0.T
+        S[first] = d["hx"].T
         tmp = np.empty((G, B), dt)
-        d = np.empty((H, B), dt)
+        dd = np.empty((H, B), dt)
         prev = first
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             nxt = t if reverse else t + 1
             np.matmul(ws, S[prev], out=tmp)
             ghn = GHN[t]
-            if hasb:
+            if bn is not None:
                 np.add(tmp[2 * H:], bn, out=ghn)
             else:
                 ghn[...] = tmp[2 * H:]
@@ -709,9 +740,9 @@ def _gru_layer_fwd(lay: _Layout):
             np.multiply(a[:H], ghn, out=n)
             n += gxn[t]
             np.tanh(n, out=n)
-            np.subtract(S[prev], n, out=d)
-            d *= a[H:]
-            np.add(n, d, out=S[nxt])
+            np.subtract(S[prev], n, out=dd)
+            dd *= a[H:]
+            np.add(n, dd, out=S[nxt])
             prev = nxt
         Sb = _tcopy(S)
         box.append((rz, N, GHN, S, Sb))
@@ -719,7 +750,7 @@ def _gru_layer_fwd(lay: _Layout):
     return fwd
 
 
-def _gru_layer_bwd_np(ctx, lay: _Layout, gout, ghn) -> tuple:
+def _gru_layer_bwd_np(ctx, lay: _Layout, gout, ghn_) -> tuple:
     saved = ctx.saved
     w_hh = saved[lay.idx["w_hh"]]._data
     rz, N, GHN, S, Sb = saved[-1][0]
@@ -737,8 +768,8 @@ def _gru_layer_bwd_np(ctx, lay: _Layout, gout, ghn) -> tuple:
     KH[:, 2] *= r
     DH = np.empty((T, H, B), dt)
     dgh = np.empty((T, 3, H, B), dt)
-    goT = _cotangent_t(gout)
-    dh_next = np.zeros((H, B), dt) if ghn is None else ghn.T
+    goT = None if gout is None else _tcopy(gout)
+    dh_next = np.zeros((H, B), dt) if ghn_ is None else ghn_.T
     wT = np.ascontiguousarray(w_hh.T)
     for t in (range(T) if reverse else range(T - 1, -1, -1)):
         dh = DH[t]
@@ -750,36 +781,25 @@ def _gru_layer_bwd_np(ctx, lay: _Layout, gout, ghn) -> tuple:
         np.multiply(dh, KH[t], out=Dt)
         dh_next = wT @ Dt.reshape(G, B)
         dh_next += dh * z[t]
-    need = ctx.needs_input_grad
-    ix = lay.idx
-    out: list = [None] * len(lay.names)
-    if need(0):
-        KX *= DH[:, None]
-        out[0] = _wrap(_tcopy(KX.reshape(T, G, B)))
-    if need(1):
-        out[1] = _wrap(np.ascontiguousarray(dh_next.T))
-    dg = _tcopy(dgh.reshape(T, G, B)).reshape(T * B, G)
-    if need(ix["w_hh"]):
-        out[ix["w_hh"]] = _wrap(dg.T @ _time_views(Sb, reverse)[1].reshape(T * B, H))
-    if lay.bhh and need(ix["b_hh"]):
-        out[ix["b_hh"]] = _wrap(dg.sum(0))
-    return tuple(out)
+    KX *= DH[:, None]
+    return _grads_np(ctx, lay, _tcopy(KX.reshape(T, G, B)), _tcopy(dgh.reshape(T, G, B)), Sb,
+                     dh_next, None)
 
 
 def _rnn_layer_fwd(lay: _Layout):
-    hasb = lay.bhh
     relu = lay.kind == "rnn_relu"
 
-    def fwd(gx, h0, w_hh, *rest):
-        reverse, box = rest[-2], rest[-1]
-        T, B, H = gx.shape
-        dt = gx.dtype
-        pre = _tcopy(gx)
-        if hasb:
-            pre += rest[0].reshape(H, 1)
+    def fwd(*arrs):
+        d = lay.split(arrs)
+        reverse, box = arrs[-2], arrs[-1]
+        w_hh = d["w_hh"]
+        H = w_hh.shape[0]
+        dt = w_hh.dtype
+        pre = _project(d, lay, None, d["b_ih"] + d["b_hh"] if lay.bhh else None)
+        T, _, B = pre.shape
         S = np.empty((T + 1, H, B), dt)
         first = T if reverse else 0
-        S[first] = h0.T
+        S[first] = d["hx"].T
         tmp = np.empty((H, B), dt)
         prev = first
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
@@ -808,7 +828,7 @@ def _rnn_layer_bwd_np(ctx, lay: _Layout, gout, ghn) -> tuple:
     dt = Y.dtype
     K = (Y > 0).astype(dt) if lay.kind == "rnn_relu" else 1 - Y * Y
     D = np.empty((T, H, B), dt)
-    goT = _cotangent_t(gout)
+    goT = None if gout is None else _tcopy(gout)
     dh_next = np.zeros((H, B), dt) if ghn is None else ghn.T
     wT = np.ascontiguousarray(w_hh.T)
     for t in (range(T) if reverse else range(T - 1, -1, -1)):
@@ -819,20 +839,7 @@ def _rnn_layer_bwd_np(ctx, lay: _Layout, gout, ghn) -> tuple:
             np.add(goT[t], dh_next, out=Dt)
             Dt *= K[t]
         dh_next = wT @ Dt
-    need = ctx.needs_input_grad
-    ix = lay.idx
-    out: list = [None] * len(lay.names)
-    dg = _tcopy(D)
-    if need(0):
-        out[0] = _wrap(dg)
-    if need(1):
-        out[1] = _wrap(np.ascontiguousarray(dh_next.T))
-    dg2 = dg.reshape(T * B, H)
-    if need(ix["w_hh"]):
-        out[ix["w_hh"]] = _wrap(dg2.T @ _time_views(Sb, reverse)[1].reshape(T * B, H))
-    if lay.bhh and need(ix["b_hh"]):
-        out[ix["b_hh"]] = _wrap(dg2.sum(0))
-    return tuple(out)
+    return _grads_np(ctx, lay, _tcopy(D), None, Sb, dh_next, None)
 
 
 def _reverse_of(ctx) -> bool:
@@ -849,38 +856,39 @@ class _StepCtx:
 
 
 def _run_states(lay: _Layout, d: dict, reverse: bool) -> tuple:
-    """The cells' inputs of every step, recomputed with the cell ops: {t: step dict}, in
-    time order, and the order the steps run in."""
-    gx = d["input"]
-    T = gx.shape[0]
+    """The cell inputs of every step ({time: {name: tensor}}, with the step's new state as
+    "out"), the states recomputed with the cell ops; and the order the steps run in."""
+    x = d["input"]
+    T = x.shape[0]
     order = range(T - 1, -1, -1) if reverse else range(T)
-    cell = _op(lay.kind, False, False, lay.bhh)
-    w = tuple(d[n] for n in ("w_hh", "b_hh") if n in d)
+    cell = _op(lay.kind, True, lay.bih, lay.bhh)
     h = d["hx"]
     c = d.get("cx")
     steps: dict = {}
+    scratch = lay.kind in ("lstm", "gru")
     for t in order:
-        x = gx[t]
-        sd = {"input": x, "hx": h, "w_hh": d["w_hh"]}
+        sd = dict(d)
+        sd["input"], sd["hx"] = x[t], h
         if lay.lstm:
             sd["cx"] = c
-        if lay.bhh:
-            sd["b_hh"] = d["b_hh"]
-        steps[t] = sd
-        ts = (x, h) + ((c,) if lay.lstm else ()) + w
-        args: tuple = ([],) if lay.kind in ("lstm", "gru") else ()
-        res = apply(cell, ts, tuple(v._data for v in ts), args)
+        ts = tuple(sd[n] for n in lay.names)
+        res = apply(cell, ts, tuple(v._data for v in ts), ([],) if scratch else ())
         if lay.lstm:
             h, c = res
         else:
             h = res
         sd["out"] = h
+        steps[t] = sd
     return steps, order
 
 
+_STEP_VJP = {"lstm": _lstm_vjp_t, "gru": _gru_vjp_t, "rnn_tanh": _rnn_vjp_t,
+             "rnn_relu": _rnn_vjp_t}
+
+
 def _layer_vjp(lay: _Layout):
-    cell_lay = _Layout(lay.kind, False, False, lay.bhh)
-    step_vjp = {"lstm": None, "gru": _gru_vjp_t}.get(lay.kind, _rnn_vjp_t)
+    step_vjp = _STEP_VJP[lay.kind]
+    params = [n for n in lay.names if n not in ("input", "hx", "cx")]
 
     def vjp(ctx, gout, ghn, *gcn):
         gc = gcn[0] if gcn else None
@@ -892,12 +900,10 @@ def _layer_vjp(lay: _Layout):
             if lay.kind == "gru":
                 return _gru_layer_bwd_np(ctx, lay, go, gh)
             return _rnn_layer_bwd_np(ctx, lay, go, gh)
-        saved = ctx.saved
-        d = lay.split(saved[:-2])
+        d = lay.split(ctx.saved[:-2])
         steps, order = _run_states(lay, d, _reverse_of(ctx))
         T = d["input"].shape[0]
-        ix = lay.idx
-        dgx: list = [None] * T
+        dxs: list = [None] * T
         acc: dict = {}
         dh, dc = ghn, gc
         sc = _StepCtx()
@@ -907,28 +913,27 @@ def _layer_vjp(lay: _Layout):
             if dh is None and dc is None:
                 continue
             if lay.lstm:
-                g = _lstm_vjp_t(sc, cell_lay, steps[t], dh, dc)
+                g = step_vjp(sc, lay, steps[t], dh, dc)
                 dc = g[2]
             else:
-                g = step_vjp(sc, cell_lay, steps[t], dh)
-            dgx[t], dh = g[0], g[1]
-            for n in ("w_hh", "b_hh"):
-                if n in ix:
-                    k = cell_lay.idx[n]
-                    acc[n] = g[k] if n not in acc else acc[n] + g[k]
+                g = step_vjp(sc, lay, steps[t], dh)
+            dxs[t], dh = g[0], g[1]
+            for n in params:
+                v = g[lay.idx[n]]
+                acc[n] = v if n not in acc else acc[n] + v
         out: list = [None] * len(lay.names)
-        if all(v is None for v in dgx):
+        if all(v is None for v in dxs):
             return tuple(out)
         from .shape import stack
         if ctx.needs_input_grad(0):
-            z = next(v for v in dgx if v is not None)
-            out[0] = stack([v if v is not None else z * 0 for v in dgx], 0)
+            z = next(v for v in dxs if v is not None)
+            out[0] = stack([v if v is not None else z * 0 for v in dxs], 0)
         out[1] = dh
         if lay.lstm:
             out[2] = dc
         for n, v in acc.items():
-            if ctx.needs_input_grad(ix[n]):
-                out[ix[n]] = v
+            if ctx.needs_input_grad(lay.idx[n]):
+                out[lay.idx[n]] = v
         return tuple(out)
     return vjp
 
@@ -941,8 +946,7 @@ class _StepJvpCtx:
 
 
 def _layer_jvp(lay: _Layout):
-    cell_lay = _Layout(lay.kind, False, False, lay.bhh)
-    step_jvp = {"lstm": _lstm_jvp, "gru": _gru_jvp}.get(lay.kind, _rnn_jvp)(cell_lay)
+    step_jvp = {"lstm": _lstm_jvp, "gru": _gru_jvp}.get(lay.kind, _rnn_jvp)(lay)
 
     def jvp(ctx, *tangents):
         tangents = tangents[:len(lay.names)]
@@ -953,24 +957,24 @@ def _layer_jvp(lay: _Layout):
         steps, order = _run_states(lay, d, bool(ctx._args[0]))
         T = d["input"].shape[0]
         th, tc = td["hx"], td.get("cx")
+        tx = td["input"]
         outs: list = [None] * T
         for t in order:
             sd = steps[t]
-            tx = None if td["input"] is None else td["input"][t]
-            tin = {"input": tx, "hx": th, "cx": tc, "w_hh": td["w_hh"], "b_hh": td.get("b_hh")}
-            r = step_jvp(_StepJvpCtx(tuple(sd[n] for n in cell_lay.names), sd["out"]),
-                         *(tin[n] for n in cell_lay.names))
+            tin = dict(td)
+            tin["input"], tin["hx"] = (None if tx is None else tx[t]), th
+            if lay.lstm:
+                tin["cx"] = tc
+            r = step_jvp(_StepJvpCtx(tuple(sd[n] for n in lay.names), sd["out"]),
+                         *(tin[n] for n in lay.names))
             if lay.lstm:
                 th, tc = (None, None) if r is None else r
             else:
                 th = r
             outs[t] = th
         from .shape import stack
-        z = next((v for v in outs if v is not None), None)
         last = steps[order[-1]]["out"]
-        if z is None:
-            z = _zeros(last)
-        tout = stack([v if v is not None else _zeros(z) for v in outs], 0)
+        tout = stack([v if v is not None else _zeros(last) for v in outs], 0)
         thn = th if th is not None else _zeros(last)
         if lay.lstm:
             return tout, thn, tc if tc is not None else _zeros(last)
@@ -996,12 +1000,12 @@ def _per_row_scratch(c: Any, args: tuple) -> Any:
     return _shape.stack(rows, 0)
 
 
-def _layer_op(kind: str, bhh: bool) -> Op:
-    key = (kind, bhh)
+def _layer_op(kind: str, bias: bool) -> Op:
+    key = (kind, bias)
     op = _LAYER_OPS.get(key)
     if op is not None:
         return op
-    lay = _Layout(kind, False, False, bhh)
+    lay = _Layout(kind, True, bias, bias)
     fwd = {"lstm": _lstm_layer_fwd, "gru": _gru_layer_fwd}.get(kind, _rnn_layer_fwd)(lay)
     op = Op(kind + "_layer", _LAYER_NODES[kind], fwd, _layer_vjp(lay), inputs=lay.names,
             args=("reverse", "saved"), saves=lay.names + ("reverse", "saved"),
@@ -1012,12 +1016,23 @@ def _layer_op(kind: str, bhh: bool) -> Op:
     return op
 
 
-def recurrent_layer(kind: str, gx: Tensor, hx: Tensor, cx: Optional[Tensor], w_hh: Tensor,
-                    b_hh: Optional[Tensor], reverse: bool) -> tuple:
-    """One recurrent layer in one direction over a whole (T, B, G*H) projected input, as one op
-    (Note [Fused recurrent layers]): ``(outputs (T, B, H), h_n[, c_n])``. ``kind`` is
-    ``"lstm"``, ``"gru"``, ``"rnn_tanh"`` or ``"rnn_relu"``; ``cx`` only for the LSTM."""
+def recurrent_layer(kind: str, input: Tensor, hx: Tensor, cx: Optional[Tensor], w_ih: Tensor,
+                    w_hh: Tensor, b_ih: Optional[Tensor], b_hh: Optional[Tensor],
+                    reverse: bool = False) -> tuple:
+    """One recurrent layer in one direction over a whole (T, B, I) sequence, as one op (Note
+    [Fused recurrent layers]): ``(outputs (T, B, H), h_n[, c_n])``. ``kind`` is ``"lstm"``,
+    ``"gru"``, ``"rnn_tanh"`` or ``"rnn_relu"``; ``cx`` only for the LSTM; both biases or none.
+
+    Example:
+        >>> import ndgrad
+        >>> from ndgrad.ops.nn_recurrent import recurrent_layer
+        >>> x, h = ndgrad.ones(5, 2, 3), ndgrad.zeros(2, 4)
+        >>> w_ih = ndgrad.ones(12, 3, requires_grad=True)
+        >>> out, h_n = recurrent_layer("gru", x, h, None, w_ih, ndgrad.ones(12, 4), None, None)
+        >>> out.shape, out.grad_fn.name()
+        (ndgrad.Size([5, 2, 4]), 'GruLayerBackward0')
+    """
     op = _layer_op(kind, b_hh is not None)
-    tensors = (gx, hx) + ((cx,) if cx is not None else ()) + \
-        ((w_hh,) if b_hh is None else (w_hh, b_hh))
+    tensors = (input, hx) + ((cx,) if cx is not None else ()) + (w_ih, w_hh) + \
+        ((b_ih, b_hh) if b_hh is not None else ())
     return apply(op, tensors, tuple(t._data for t in tensors), (bool(reverse), []))

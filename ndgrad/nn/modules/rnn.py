@@ -3,10 +3,10 @@ single-step ``RNNCell``, ``LSTMCell``, ``GRUCell``, as in ``torch.nn.modules.rnn
 constructor arguments, parameter names and order (``weight_ih_l0``, ``weight_hh_l0_reverse``,
 ``weight_hr_l0`` ...), initialization U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), errors.
 
-Each layer and direction projects the whole input sequence with one ``linear``, then runs the
-recurrence as one op over all time steps (Note [Fused recurrent layers] in ops/nn_recurrent.py);
-packed sequences and the LSTM's projection (``proj_size``) run one fused cell op per time step
-(Note [Fused recurrent cells]).
+Each layer and direction runs as one op over all time steps (Note [Fused recurrent layers] in
+ops/nn_recurrent.py); packed sequences and the LSTM's projection (``proj_size``) project the
+whole input with one ``linear``, then run one fused cell op per time step (Note [Fused
+recurrent cells]).
 
     >>> import ndgrad
     >>> import ndgrad.nn as nn
@@ -210,10 +210,10 @@ class RNNBase(Module):
         b_hh = p[3] if self.bias else None
         w_hr = p[-1] if self.proj_size > 0 else None
         kind = _KIND[self.mode]
-        gx = _lin.linear(x, w_ih, b_ih)
         if batch_sizes is None and w_hr is None and x.shape[0] and _SEQUENCE_OPS:
-            res = _cells.recurrent_layer(kind, gx, h, c, w_hh, b_hh, reverse)
+            res = _cells.recurrent_layer(kind, x, h, c, w_ih, w_hh, b_ih, b_hh, reverse)
             return res if kind == "lstm" else res + (None,)
+        gx = _lin.linear(x, w_ih, b_ih)
         steps = list(gx.unbind(0)) if batch_sizes is None else list(gx.split(batch_sizes, 0))
         T = len(steps)
         order = range(T - 1, -1, -1) if reverse else range(T)
