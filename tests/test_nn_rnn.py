@@ -571,3 +571,16 @@ def test_layer_grad_fn_names_and_hooks():
     (out.sum() + h.sum()).backward()
     assert sorted(seen) == [("h", (1, 2, 4)), ("out", (5, 2, 4))]
     assert m.weight_hh_l0.grad is not None and m.bias_ih_l0.grad is not None
+
+
+@pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
+def test_layers_jacrev_jacfwd_match_torch(cls):
+    t, n = _pair(cls, 3, 4, bidirectional=True)
+    copy_state(t, n)
+    x = torch.randn(3, 1, 3, dtype=D)
+    xn = ndgrad.tensor(x.numpy())
+    for tf, nf in ((torch.func.jacrev, ndgrad.func.jacrev),
+                   (torch.func.jacfwd, ndgrad.func.jacfwd)):
+        want = tf(lambda v: t(v)[0].sum(0))(x)
+        got = nf(lambda v: n(v)[0].sum(0))(xn)
+        assert_close(got, want, what=tf.__name__)

@@ -672,12 +672,20 @@ def _lstm_layer_bwd_np(ctx, lay: _Layout, gout, ghn, gcn) -> tuple:
     dt = act.dtype
     A4 = act.reshape(T, 4, H, B)
     i, f, g, o = A4[:, 0], A4[:, 1], A4[:, 2], A4[:, 3]
+    # the gates' local derivatives of all steps: dgates = (dc, dc, dc, dh) * K
     K = np.empty((T, 4, H, B), dt)
-    np.multiply(g, i * (1 - i), out=K[:, 0])
-    np.multiply(_time_views(C, reverse)[1], f * (1 - f), out=K[:, 1])
-    np.multiply(i, 1 - g * g, out=K[:, 2])
-    np.multiply(tcs, o * (1 - o), out=K[:, 3])
-    Ah = o * (1 - tcs * tcs)
+    for k, s, m in ((0, i, g), (1, f, _time_views(C, reverse)[1]), (3, o, tcs)):
+        Kk = K[:, k]
+        np.subtract(1, s, out=Kk)
+        Kk *= s
+        Kk *= m
+    Kk = K[:, 2]
+    np.multiply(g, g, out=Kk)
+    np.subtract(1, Kk, out=Kk)
+    Kk *= i
+    Ah = tcs * tcs                          # dc += dh * Ah
+    np.subtract(1, Ah, out=Ah)
+    Ah *= o
     D = np.empty((T, 4, H, B), dt)
     goT = None if gout is None else _tcopy(gout)
     dh_next = np.zeros((H, B), dt) if ghn is None else ghn.T
