@@ -514,10 +514,13 @@ def _module_grads(m, x, create_graph=False):
     return out, hs, ndgrad.autograd.grad(loss, params + [x], create_graph=create_graph)
 
 
-@pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
-def test_layers_fused_equal_per_step(cls, monkeypatch):
+_FUSED_CASES = [("RNN", {}), ("LSTM", {}), ("GRU", {}), ("LSTM", dict(proj_size=2))]
+
+
+@pytest.mark.parametrize("cls,kw", _FUSED_CASES)
+def test_layers_fused_equal_per_step(cls, kw, monkeypatch):
     from ndgrad.nn.modules import rnn as rnn_mod
-    m = getattr(nn, cls)(3, 4, num_layers=2, bidirectional=True, dropout=0.4).double()
+    m = getattr(nn, cls)(3, 4, num_layers=2, bidirectional=True, dropout=0.4, **kw).double()
     x = ndgrad.randn(5, 2, 3, dtype=ndgrad.float64, requires_grad=True)
     results = []
     for fused in (True, False):
@@ -532,9 +535,9 @@ def test_layers_fused_equal_per_step(cls, monkeypatch):
     _same((a,), (b,), "packed path (per step) equals the fused one at full length")
 
 
-@pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
-def test_layers_second_order_match_torch(cls):
-    t, n = _pair(cls, 3, 4, num_layers=2, bidirectional=True)
+@pytest.mark.parametrize("cls,kw", _FUSED_CASES)
+def test_layers_second_order_match_torch(cls, kw):
+    t, n = _pair(cls, 3, 4, num_layers=2, bidirectional=True, **kw)
     copy_state(t, n)
     x = torch.randn(4, 2, 3, dtype=D, requires_grad=True)
     xn = ndgrad.tensor(x.detach().numpy(), requires_grad=True)
@@ -573,9 +576,9 @@ def test_layer_grad_fn_names_and_hooks():
     assert m.weight_hh_l0.grad is not None and m.bias_ih_l0.grad is not None
 
 
-@pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
-def test_layers_jacrev_jacfwd_match_torch(cls):
-    t, n = _pair(cls, 3, 4, bidirectional=True)
+@pytest.mark.parametrize("cls,kw", _FUSED_CASES)
+def test_layers_jacrev_jacfwd_match_torch(cls, kw):
+    t, n = _pair(cls, 3, 4, bidirectional=True, **kw)
     copy_state(t, n)
     x = torch.randn(3, 1, 3, dtype=D)
     xn = ndgrad.tensor(x.numpy())

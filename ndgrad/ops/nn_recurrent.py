@@ -12,9 +12,10 @@ the op fills, saved with the node and released after backward). The VJP has two 
   differentiable (second order) and runs under the batching rules.
 
 The JVP is the linearized step written with ndgrad ops. The batching rule runs the op per row.
-The layers (``nn.RNN``/``LSTM``/``GRU``) project the whole input sequence with one ``linear``
-first and give the cells ``w_ih=None``: ``input`` is then the projected input (its bias
-included), as PyTorch's CPU kernels do.
+The layers (``nn.RNN``/``LSTM``/``GRU``) run one op per layer and direction over the whole
+sequence instead (Note [Fused recurrent layers] below); for packed sequences they project the
+whole input with one ``linear`` first and give the cells ``w_ih=None``: ``input`` is then the
+projected input (its bias included), as PyTorch's CPU kernels do.
 
 The public functions take PyTorch's arguments of ``torch.rnn_tanh_cell``, ``torch.lstm_cell``
 (``hx`` a pair ``(h, c)``), ``torch.gru_cell``; inputs are 2-D ``(batch, features)``.
@@ -53,12 +54,14 @@ def _sigmoid(a: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------- layouts
 # A cell op's tensor inputs: input, hx, [cx (lstm)], [w_ih], w_hh, [b_ih], [b_hh].
 class _Layout:
-    __slots__ = ("kind", "lstm", "wih", "bih", "bhh", "names", "idx")
+    __slots__ = ("kind", "lstm", "wih", "bih", "bhh", "proj", "names", "idx")
 
-    def __init__(self, kind: str, wih: bool, bih: bool, bhh: bool) -> None:
+    def __init__(self, kind: str, wih: bool, bih: bool, bhh: bool, proj: bool = False) -> None:
         self.kind, self.lstm, self.wih, self.bih, self.bhh = kind, kind == "lstm", wih, bih, bhh
+        self.proj = proj        # the LSTM layer's w_hr (proj_size > 0), last
         names = ["input", "hx"] + (["cx"] if self.lstm else []) + (["w_ih"] if wih else []) + \
-            ["w_hh"] + (["b_ih"] if bih else []) + (["b_hh"] if bhh else [])
+            ["w_hh"] + (["b_ih"] if bih else []) + (["b_hh"] if bhh else []) + \
+            (["w_hr"] if proj else [])
         self.names = tuple(names)
         self.idx = {n: i for i, n in enumerate(names)}
 
@@ -549,8 +552,8 @@ def gru_cell(input: Tensor, hx: Tensor, w_ih: Optional[Tensor], w_hh: Tensor,
 # forward AD behave as with one cell op per step. The sigmoid is 0.5 * tanh(0.5 x) + 0.5 as
 # in the cells, with the 0.5 folded into the gate rows of the weights (exact: a power of two),
 # and the biases are added to the projection once (except GRU's b_hn, which r multiplies):
-# the values agree with the per-step cells to rounding. Packed sequences and the LSTM's
-# projection (``proj_size``) run the cells.
+# the values agree with the per-step cells to rounding. The LSTM's projection (``proj_size``)
+# is one more (P, H) x (H, B) GEMM per step inside the op. Packed sequences run the cells.
 _LAYER_NODES = {"rnn_tanh": "RnnTanhLayerBackward0", "rnn_relu": "RnnReluLayerBackward0",
                 "lstm": "MkldnnRnnLayerBackward0", "gru": "GruLayerBackward0"}
 _LAYER_OPS: dict = {}
@@ -588,7 +591,9 @@ def _lstm_layer_fwd(lay: _Layout):
         d = lay.split(arrs)
         reverse, box = arrs[-2], arrs[-1]
         w_hh = d["w_hh"]
-        G, H = w_hh.shape
+        G = w_hh.shape[0]
+        H = G // 4
+        P = w_hh.shape[1]                      # the state's size (proj_size, else H)
         dt = w_hh.dtype
         scale = np.full((G, 1), 0.5, dt)
         scale[2 * H:3 * H] = 1
@@ -598,9 +603,11 @@ def _lstm_layer_fwd(lay: _Layout):
         act = _project(d, lay, scale, bias)    # pre-activations, activated in place per step
         T, _, B = act.shape
         ws = w_hh * scale
-        S = np.empty((T + 1, H, B), dt)
+        w_hr = d["w_hr"] if lay.proj else None
+        S = np.empty((T + 1, P, B), dt)
         C = np.empty((T + 1, H, B), dt)
         tcs = np.empty((T, H, B), dt)
+        HR = np.empty((T, H, B), dt) if lay.proj else None     # o * tanh(c) before w_hr
         first = T if reverse else 0
         S[first], C[first] = d["hx"].T, d["cx"].T
         tmp = np.empty((G, B), dt)
@@ -620,10 +627,14 @@ def _lstm_layer_fwd(lay: _Layout):
             c += ig
             tc = tcs[t]
             np.tanh(c, out=tc)
-            np.multiply(a[3 * H:], tc, out=S[nxt])
+            if w_hr is None:
+                np.multiply(a[3 * H:], tc, out=S[nxt])
+            else:
+                np.multiply(a[3 * H:], tc, out=HR[t])
+                np.matmul(w_hr, HR[t], out=S[nxt])
             prev = nxt
         Sb = _tcopy(S)
-        box.append((act, tcs, C, Sb))
+        box.append((act, tcs, C, Sb, HR))
         return _time_views(Sb, reverse)[0].copy(), Sb[prev].copy(), C[prev].T.copy()
     return fwd
 
@@ -665,10 +676,11 @@ def _grads_np(ctx, lay: _Layout, dgx: np.ndarray, dgh: Optional[np.ndarray], Sb:
 def _lstm_layer_bwd_np(ctx, lay: _Layout, gout, ghn, gcn) -> tuple:
     saved = ctx.saved
     w_hh = saved[lay.idx["w_hh"]]._data
-    act, tcs, C, Sb = saved[-1][0]
+    act, tcs, C, Sb, HR = saved[-1][0]
     reverse = _reverse_of(ctx)
     T, G, B = act.shape
     H = G // 4
+    P = Sb.shape[-1]
     dt = act.dtype
     A4 = act.reshape(T, 4, H, B)
     i, f, g, o = A4[:, 0], A4[:, 1], A4[:, 2], A4[:, 3]
@@ -688,12 +700,19 @@ def _lstm_layer_bwd_np(ctx, lay: _Layout, gout, ghn, gcn) -> tuple:
     Ah *= o
     D = np.empty((T, 4, H, B), dt)
     goT = None if gout is None else _tcopy(gout)
-    dh_next = np.zeros((H, B), dt) if ghn is None else ghn.T
+    dh_next = np.zeros((P, B), dt) if ghn is None else ghn.T
     dc_next = np.zeros((H, B), dt) if gcn is None else gcn.T
     wT = np.ascontiguousarray(w_hh.T)
     dc = np.empty((H, B), dt)
+    if HR is not None:
+        w_hr = saved[lay.idx["w_hr"]]._data
+        wrT = np.ascontiguousarray(w_hr.T)
+        DP = np.empty((T, P, B), dt)           # the projected states' gradients
     for t in (range(T) if reverse else range(T - 1, -1, -1)):
         dh = dh_next if goT is None else goT[t] + dh_next
+        if HR is not None:
+            DP[t] = dh
+            dh = wrT @ dh
         np.multiply(dh, Ah[t], out=dc)
         dc += dc_next
         Dt = D[t]
@@ -701,7 +720,11 @@ def _lstm_layer_bwd_np(ctx, lay: _Layout, gout, ghn, gcn) -> tuple:
         np.multiply(dh, K[t, 3], out=Dt[3])
         dc_next = dc * f[t]
         dh_next = wT @ Dt.reshape(G, B)
-    return _grads_np(ctx, lay, _tcopy(D.reshape(T, G, B)), None, Sb, dh_next, dc_next)
+    out = _grads_np(ctx, lay, _tcopy(D.reshape(T, G, B)), None, Sb, dh_next, dc_next)
+    if HR is not None and ctx.needs_input_grad(lay.idx["w_hr"]):
+        out = out[:-1] + (_wrap(_tcopy(DP).reshape(T * B, P).T
+                                @ _tcopy(HR).reshape(T * B, H)),)
+    return out
 
 
 def _gru_layer_fwd(lay: _Layout):
@@ -863,13 +886,20 @@ class _StepCtx:
         return True
 
 
+def _cell_layout(lay: _Layout) -> _Layout:
+    """The layout of the cell op a layer's step is (the layer's without ``w_hr``)."""
+    return _Layout(lay.kind, True, lay.bih, lay.bhh)
+
+
 def _run_states(lay: _Layout, d: dict, reverse: bool) -> tuple:
-    """The cell inputs of every step ({time: {name: tensor}}, with the step's new state as
-    "out"), the states recomputed with the cell ops; and the order the steps run in."""
+    """The cell inputs of every step ({time: {name: tensor}}, with the step's new states as
+    "out" and "c_out", and the LSTM's state before its projection as "hf"), the states
+    recomputed with the cell ops; and the order the steps run in."""
     x = d["input"]
     T = x.shape[0]
     order = range(T - 1, -1, -1) if reverse else range(T)
     cell = _op(lay.kind, True, lay.bih, lay.bhh)
+    names = _cell_layout(lay).names
     h = d["hx"]
     c = d.get("cx")
     steps: dict = {}
@@ -879,10 +909,13 @@ def _run_states(lay: _Layout, d: dict, reverse: bool) -> tuple:
         sd["input"], sd["hx"] = x[t], h
         if lay.lstm:
             sd["cx"] = c
-        ts = tuple(sd[n] for n in lay.names)
+        ts = tuple(sd[n] for n in names)
         res = apply(cell, ts, tuple(v._data for v in ts), ([],) if scratch else ())
         if lay.lstm:
             h, c = res
+            sd["hf"], sd["c_out"] = h, c
+            if lay.proj:
+                h = h.matmul(d["w_hr"].t())
         else:
             h = res
         sd["out"] = h
@@ -896,7 +929,8 @@ _STEP_VJP = {"lstm": _lstm_vjp_t, "gru": _gru_vjp_t, "rnn_tanh": _rnn_vjp_t,
 
 def _layer_vjp(lay: _Layout):
     step_vjp = _STEP_VJP[lay.kind]
-    params = [n for n in lay.names if n not in ("input", "hx", "cx")]
+    cell_lay = _cell_layout(lay)
+    params = [n for n in cell_lay.names if n not in ("input", "hx", "cx")]
 
     def vjp(ctx, gout, ghn, *gcn):
         gc = gcn[0] if gcn else None
@@ -915,20 +949,25 @@ def _layer_vjp(lay: _Layout):
         acc: dict = {}
         dh, dc = ghn, gc
         sc = _StepCtx()
+
+        def add(n, v):
+            acc[n] = v if n not in acc else acc[n] + v
         for t in reversed(order):
             if gout is not None:
                 dh = gout[t] if dh is None else gout[t] + dh
             if dh is None and dc is None:
                 continue
             if lay.lstm:
-                g = step_vjp(sc, lay, steps[t], dh, dc)
+                if lay.proj and dh is not None:
+                    add("w_hr", dh.t().matmul(steps[t]["hf"]))
+                    dh = dh.matmul(d["w_hr"])
+                g = step_vjp(sc, cell_lay, steps[t], dh, dc)
                 dc = g[2]
             else:
-                g = step_vjp(sc, lay, steps[t], dh)
+                g = step_vjp(sc, cell_lay, steps[t], dh)
             dxs[t], dh = g[0], g[1]
             for n in params:
-                v = g[lay.idx[n]]
-                acc[n] = v if n not in acc else acc[n] + v
+                add(n, g[cell_lay.idx[n]])
         out: list = [None] * len(lay.names)
         if all(v is None for v in dxs):
             return tuple(out)
@@ -954,7 +993,8 @@ class _StepJvpCtx:
 
 
 def _layer_jvp(lay: _Layout):
-    step_jvp = {"lstm": _lstm_jvp, "gru": _gru_jvp}.get(lay.kind, _rnn_jvp)(lay)
+    cell_lay = _cell_layout(lay)
+    step_jvp = {"lstm": _lstm_jvp, "gru": _gru_jvp}.get(lay.kind, _rnn_jvp)(cell_lay)
 
     def jvp(ctx, *tangents):
         tangents = tangents[:len(lay.names)]
@@ -973,19 +1013,24 @@ def _layer_jvp(lay: _Layout):
             tin["input"], tin["hx"] = (None if tx is None else tx[t]), th
             if lay.lstm:
                 tin["cx"] = tc
-            r = step_jvp(_StepJvpCtx(tuple(sd[n] for n in lay.names), sd["out"]),
-                         *(tin[n] for n in lay.names))
+            r = step_jvp(_StepJvpCtx(tuple(sd[n] for n in cell_lay.names), sd["out"]),
+                         *(tin[n] for n in cell_lay.names))
             if lay.lstm:
                 th, tc = (None, None) if r is None else r
+                if lay.proj:
+                    th = None if th is None else th.matmul(d["w_hr"].t())
+                    if td["w_hr"] is not None:
+                        t2 = sd["hf"].matmul(td["w_hr"].t())
+                        th = t2 if th is None else th + t2
             else:
                 th = r
             outs[t] = th
         from .shape import stack
-        last = steps[order[-1]]["out"]
-        tout = stack([v if v is not None else _zeros(last) for v in outs], 0)
-        thn = th if th is not None else _zeros(last)
+        last = steps[order[-1]]
+        tout = stack([v if v is not None else _zeros(last["out"]) for v in outs], 0)
+        thn = th if th is not None else _zeros(last["out"])
         if lay.lstm:
-            return tout, thn, tc if tc is not None else _zeros(last)
+            return tout, thn, tc if tc is not None else _zeros(last["c_out"])
         return tout, thn
     return jvp
 
@@ -1008,12 +1053,12 @@ def _per_row_scratch(c: Any, args: tuple) -> Any:
     return _shape.stack(rows, 0)
 
 
-def _layer_op(kind: str, bias: bool) -> Op:
-    key = (kind, bias)
+def _layer_op(kind: str, bias: bool, proj: bool) -> Op:
+    key = (kind, bias, proj)
     op = _LAYER_OPS.get(key)
     if op is not None:
         return op
-    lay = _Layout(kind, True, bias, bias)
+    lay = _Layout(kind, True, bias, bias, proj)
     fwd = {"lstm": _lstm_layer_fwd, "gru": _gru_layer_fwd}.get(kind, _rnn_layer_fwd)(lay)
     op = Op(kind + "_layer", _LAYER_NODES[kind], fwd, _layer_vjp(lay), inputs=lay.names,
             args=("reverse", "saved"), saves=lay.names + ("reverse", "saved"),
@@ -1026,10 +1071,11 @@ def _layer_op(kind: str, bias: bool) -> Op:
 
 def recurrent_layer(kind: str, input: Tensor, hx: Tensor, cx: Optional[Tensor], w_ih: Tensor,
                     w_hh: Tensor, b_ih: Optional[Tensor], b_hh: Optional[Tensor],
-                    reverse: bool = False) -> tuple:
+                    reverse: bool = False, w_hr: Optional[Tensor] = None) -> tuple:
     """One recurrent layer in one direction over a whole (T, B, I) sequence, as one op (Note
     [Fused recurrent layers]): ``(outputs (T, B, H), h_n[, c_n])``. ``kind`` is ``"lstm"``,
-    ``"gru"``, ``"rnn_tanh"`` or ``"rnn_relu"``; ``cx`` only for the LSTM; both biases or none.
+    ``"gru"``, ``"rnn_tanh"`` or ``"rnn_relu"``; ``cx`` and the projection ``w_hr`` (the
+    state is then ``(o * tanh(c)) @ w_hr.T``) only for the LSTM; both biases or none.
 
     Example:
         >>> import ndgrad
@@ -1040,7 +1086,7 @@ def recurrent_layer(kind: str, input: Tensor, hx: Tensor, cx: Optional[Tensor], 
         >>> out.shape, out.grad_fn.name()
         (ndgrad.Size([5, 2, 4]), 'GruLayerBackward0')
     """
-    op = _layer_op(kind, b_hh is not None)
+    op = _layer_op(kind, b_hh is not None, w_hr is not None)
     tensors = (input, hx) + ((cx,) if cx is not None else ()) + (w_ih, w_hh) + \
-        ((b_ih, b_hh) if b_hh is not None else ())
+        ((b_ih, b_hh) if b_hh is not None else ()) + ((w_hr,) if w_hr is not None else ())
     return apply(op, tensors, tuple(t._data for t in tensors), (bool(reverse), []))

@@ -4,9 +4,8 @@ constructor arguments, parameter names and order (``weight_ih_l0``, ``weight_hh_
 ``weight_hr_l0`` ...), initialization U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), errors.
 
 Each layer and direction runs as one op over all time steps (Note [Fused recurrent layers] in
-ops/nn_recurrent.py); packed sequences and the LSTM's projection (``proj_size``) project the
-whole input with one ``linear``, then run one fused cell op per time step (Note [Fused
-recurrent cells]).
+ops/nn_recurrent.py); packed sequences project the whole input with one ``linear``, then run
+one fused cell op per time step (Note [Fused recurrent cells]).
 
     >>> import ndgrad
     >>> import ndgrad.nn as nn
@@ -210,8 +209,8 @@ class RNNBase(Module):
         b_hh = p[3] if self.bias else None
         w_hr = p[-1] if self.proj_size > 0 else None
         kind = _KIND[self.mode]
-        if batch_sizes is None and w_hr is None and x.shape[0] and _SEQUENCE_OPS:
-            res = _cells.recurrent_layer(kind, x, h, c, w_ih, w_hh, b_ih, b_hh, reverse)
+        if batch_sizes is None and x.shape[0] and _SEQUENCE_OPS:
+            res = _cells.recurrent_layer(kind, x, h, c, w_ih, w_hh, b_ih, b_hh, reverse, w_hr)
             return res if kind == "lstm" else res + (None,)
         gx = _lin.linear(x, w_ih, b_ih)
         steps = list(gx.unbind(0)) if batch_sizes is None else list(gx.split(batch_sizes, 0))
