@@ -664,12 +664,12 @@ def _grads_np(ctx, lay: _Layout, dgx: np.ndarray, dgh: Optional[np.ndarray], Sb:
         Sprev = _time_views(Sb, _reverse_of(ctx))[1]
         out[ix["w_hh"]] = _wrap(dgh2.T @ Sprev.reshape(T * B, H))
     if lay.bih:
-        bi = dgx2.sum(0) if need(ix["b_ih"]) or dgh is None else None
-        if need(ix["b_ih"]):
-            out[ix["b_ih"]] = _wrap(bi)
-        if need(ix["b_hh"]):
-            out[ix["b_hh"]] = _wrap(dgh2.sum(0) if dgh is not None else
-                                    bi.copy() if need(ix["b_ih"]) else bi)
+        ib, hb = ix["b_ih"], ix["b_hh"]
+        gi = dgx2.sum(0)
+        if need(ib):
+            out[ib] = _wrap(gi)
+        if need(hb):
+            out[hb] = _wrap(dgh2.sum(0) if dgh is not None else gi.copy() if need(ib) else gi)
     return tuple(out)
 
 
@@ -1086,7 +1086,12 @@ def recurrent_layer(kind: str, input: Tensor, hx: Tensor, cx: Optional[Tensor], 
         >>> out.shape, out.grad_fn.name()
         (ndgrad.Size([5, 2, 4]), 'GruLayerBackward0')
     """
-    op = _layer_op(kind, b_hh is not None, w_hr is not None)
-    tensors = (input, hx) + ((cx,) if cx is not None else ()) + (w_ih, w_hh) + \
-        ((b_ih, b_hh) if b_hh is not None else ()) + ((w_hr,) if w_hr is not None else ())
-    return apply(op, tensors, tuple(t._data for t in tensors), (bool(reverse), []))
+    if (b_ih is None) != (b_hh is None):
+        raise ValueError("recurrent_layer: give both biases or neither")
+    tensors: list = [input, hx] + ([cx] if cx is not None else []) + [w_ih, w_hh]
+    if b_ih is not None:
+        tensors += [b_ih, b_hh]
+    if w_hr is not None:
+        tensors.append(w_hr)
+    op = _layer_op(kind, b_ih is not None, w_hr is not None)
+    return apply(op, tuple(tensors), tuple(t._data for t in tensors), (bool(reverse), []))
