@@ -9,7 +9,7 @@ Workloads (issue 9's speed targets and reports):
   mean on x 16x1x28x28, gradients of both kernels;
 * ``lenet``: a LeNet-5 step (batch 64, 1x28x28): forward, cross-entropy, backward, SGD update;
 * ``lstm``: a 2-layer LSTM (input and hidden 128, sequence 32, batch 16), forward + backward of
-  the output's sum;
+  the output's sum; ``gru`` and ``rnn`` (tanh): the same with a 2-layer GRU and Elman RNN;
 * ``transformer``: a 2-layer TransformerEncoder (d_model 128, 4 heads, feed-forward 512,
   dropout 0, sequence 64, batch 8), forward + backward of the output's sum.
 
@@ -38,7 +38,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-WORKLOADS = ("cnn", "lenet", "lstm", "transformer")
+WORKLOADS = ("cnn", "lenet", "lstm", "gru", "rnn", "transformer")
+RECURRENT = {"lstm": "LSTM", "gru": "GRU", "rnn": "RNN"}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -65,8 +66,8 @@ def _torch_module(name: str) -> Any:
     torch.manual_seed(0)
     if name == "lenet":
         return _lenet(torch.nn, torch.nn.functional)
-    if name == "lstm":
-        return torch.nn.LSTM(128, 128, num_layers=2)
+    if name in RECURRENT:
+        return getattr(torch.nn, RECURRENT[name])(128, 128, num_layers=2)
     layer = torch.nn.TransformerEncoderLayer(128, 4, 512, 0.0)
     return torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
 
@@ -75,8 +76,8 @@ def _ndgrad_module(name: str, lib: Any) -> Any:
     nn = lib.nn
     if name == "lenet":
         return _lenet(nn, nn.functional)
-    if name == "lstm":
-        return nn.LSTM(128, 128, num_layers=2)
+    if name in RECURRENT:
+        return getattr(nn, RECURRENT[name])(128, 128, num_layers=2)
     layer = nn.TransformerEncoderLayer(128, 4, 512, 0.0)
     return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
 
@@ -130,13 +131,13 @@ def make_step(lib_name: str, name: str) -> Callable[[], Any]:
                     p -= 0.01 * p.grad
             return loss.item()
         return lenet_step
-    shape = (32, 16, 128) if name == "lstm" else (64, 8, 128)
+    shape = (32, 16, 128) if name in RECURRENT else (64, 8, 128)
     x = lib.tensor(rng.standard_normal(shape).astype(np.float32))
 
     def seq_step():
         model.zero_grad()
         out = model(x)
-        loss = (out[0] if name == "lstm" else out).sum()
+        loss = (out[0] if name in RECURRENT else out).sum()
         loss.backward()
         return loss.item()
     return seq_step

@@ -380,3 +380,211 @@ def test_lstm_training_trajectory():
         with ndgrad.no_grad():
             for p in nparams:
                 p -= 0.1 * p.grad
+
+
+# ---------------------------------------------------------------------------- sequence ops
+# nn.RNN/LSTM/GRU run one op per layer and direction (Note [Fused recurrent layers]); these
+# check it against the same recurrence written with one cell op per step (itself checked
+# against torch above), in every mode of differentiation.
+def _layer_case(kind, bias, seed=0, T=4, B=2, In=3, H=3):
+    rng = _rng(seed)
+    G = _GATES[kind] * H
+    arrs = [rng.standard_normal((T, B, In)), rng.standard_normal((B, H))]
+    if kind == "lstm":
+        arrs.append(rng.standard_normal((B, H)))
+    arrs += [0.5 * rng.standard_normal((G, In)), 0.5 * rng.standard_normal((G, H))]
+    if bias:
+        arrs += [rng.standard_normal(G), rng.standard_normal(G)]
+    return arrs
+
+
+def _layer_args(kind, bias, ts):
+    it = iter(ts)
+    x, h = next(it), next(it)
+    c = next(it) if kind == "lstm" else None
+    wi, wh = next(it), next(it)
+    bi, bh = (next(it), next(it)) if bias else (None, None)
+    return x, h, c, wi, wh, bi, bh
+
+
+def _fused(kind, bias, reverse):
+    def run(*ts):
+        x, h, c, wi, wh, bi, bh = _layer_args(kind, bias, ts)
+        return cells.recurrent_layer(kind, x, h, c, wi, wh, bi, bh, reverse)
+    return run
+
+
+def _per_step(kind, bias, reverse):
+    def run(*ts):
+        x, h, c, wi, wh, bi, bh = _layer_args(kind, bias, ts)
+        T = x.shape[0]
+        outs = [None] * T
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            if kind == "lstm":
+                h, c = cells.lstm_cell(x[t], (h, c), wi, wh, bi, bh)
+            else:
+                h = getattr(cells, kind + "_cell")(x[t], h, wi, wh, bi, bh)
+            outs[t] = h
+        out = ndgrad.stack(outs, 0)
+        return (out, h, c) if kind == "lstm" else (out, h)
+    return run
+
+
+def _same(got, want, what):
+    assert len(got) == len(want), what
+    for a, b in zip(got, want):
+        if a is None or b is None:
+            assert a is None and b is None, what
+            continue
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-11,
+                                   atol=1e-12, err_msg=what)
+
+
+@pytest.mark.parametrize("kind", ["rnn_tanh", "rnn_relu", "lstm", "gru"])
+@pytest.mark.parametrize("bias,reverse", [(True, False), (True, True), (False, False)])
+def test_layer_op_equals_per_step_cells(kind, bias, reverse):
+    arrs = _layer_case(kind, bias)
+    fused, steps = _fused(kind, bias, reverse), _per_step(kind, bias, reverse)
+    ts = [ndgrad.tensor(a, requires_grad=True) for a in arrs]
+    fo, so = fused(*ts), steps(*ts)
+    _same(fo, so, "values")
+    assert fo[0].grad_fn.name() == cells._LAYER_NODES[kind]
+    rng = _rng(1)
+    gs = [ndgrad.tensor(rng.standard_normal(tuple(o.shape))) for o in fo]
+    # NumPy backward: all cotangents, then each output alone
+    _same(ndgrad.autograd.grad(fo, ts, gs), ndgrad.autograd.grad(so, ts, gs), "vjp")
+    for k in range(len(fo)):
+        _same(ndgrad.autograd.grad(fused(*ts)[k], ts, gs[k]),
+              ndgrad.autograd.grad(steps(*ts)[k], ts, gs[k]), f"vjp of output {k}")
+    # differentiable backward and second order
+    fg = ndgrad.autograd.grad(fused(*ts), ts, gs, create_graph=True)
+    sg = ndgrad.autograd.grad(steps(*ts), ts, gs, create_graph=True)
+    _same(fg, sg, "vjp (create_graph)")
+    _same(ndgrad.autograd.grad(sum((g * g).sum() for g in fg), ts, allow_unused=True),
+          ndgrad.autograd.grad(sum((g * g).sum() for g in sg), ts, allow_unused=True),
+          "second order")
+    # batched cotangents
+    gb = [ndgrad.tensor(rng.standard_normal((2,) + tuple(o.shape))) for o in fo]
+    _same(ndgrad.autograd.grad(fused(*ts), ts, gb, is_grads_batched=True),
+          ndgrad.autograd.grad(steps(*ts), ts, gb, is_grads_batched=True), "batched vjp")
+    # forward mode
+    tans = [rng.standard_normal(a.shape) for a in arrs]
+    with fwAD.dual_level():
+        du = [fwAD.make_dual(ndgrad.tensor(a), ndgrad.tensor(t)) for a, t in zip(arrs, tans)]
+        fj = [fwAD.unpack_dual(o).tangent for o in fused(*du)]
+        sj = [fwAD.unpack_dual(o).tangent for o in steps(*du)]
+    _same(fj, sj, "jvp")
+    # vmap over a leading dimension of gx and h0 (one op per row)
+    xb = ndgrad.tensor(rng.standard_normal((2,) + arrs[0].shape))
+    hb = ndgrad.tensor(rng.standard_normal((2,) + arrs[1].shape))
+    rest = [ndgrad.tensor(a) for a in arrs[2:]]
+    _same(ndgrad.func.vmap(lambda x, h: fused(x, h, *rest))(xb, hb),
+          ndgrad.func.vmap(lambda x, h: steps(x, h, *rest))(xb, hb), "vmap")
+
+
+@pytest.mark.parametrize("kind", ["rnn_tanh", "lstm", "gru"])
+def test_layer_op_gradcheck(kind):
+    arrs = _layer_case(kind, True, seed=2, T=3, B=2, In=2, H=2)
+    ts = tuple(ndgrad.tensor(a, requires_grad=True) for a in arrs)
+    for reverse in (False, True):
+        assert ndgrad.autograd.gradcheck(_fused(kind, True, reverse), ts)
+    assert ndgrad.autograd.gradgradcheck(_fused(kind, True, False), ts)
+
+
+def test_vmap_grad_of_cell_op_per_row():
+    # each row of the batching rule has its own saved list (it used to share row 0's)
+    rng = _rng(6)
+    x = rng.standard_normal((3, 2, 16))
+    h, c, w = ndgrad.tensor(rng.standard_normal((2, 4))), \
+        ndgrad.tensor(rng.standard_normal((2, 4))), ndgrad.tensor(rng.standard_normal((16, 4)))
+
+    def f(v):
+        h1, _ = cells.lstm_cell(v, (h, c), None, w)
+        return (h1 * h1).sum()
+    got = ndgrad.func.vmap(ndgrad.func.grad(f))(ndgrad.tensor(x))
+    want = np.stack([ndgrad.func.grad(f)(ndgrad.tensor(r)).numpy() for r in x])
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+
+
+def _module_grads(m, x, create_graph=False):
+    out, hid = m(x)
+    hs = hid if isinstance(hid, tuple) else (hid,)
+    loss = (out * out).sum() + sum((h * h * 0.5).sum() for h in hs)
+    params = list(m.parameters())
+    return out, hs, ndgrad.autograd.grad(loss, params + [x], create_graph=create_graph)
+
+
+_FUSED_CASES = [("RNN", {}), ("LSTM", {}), ("GRU", {}), ("LSTM", dict(proj_size=2))]
+
+
+@pytest.mark.parametrize("cls,kw", _FUSED_CASES)
+def test_layers_fused_equal_per_step(cls, kw, monkeypatch):
+    from ndgrad.nn.modules import rnn as rnn_mod
+    m = getattr(nn, cls)(3, 4, num_layers=2, bidirectional=True, dropout=0.4, **kw).double()
+    x = ndgrad.randn(5, 2, 3, dtype=ndgrad.float64, requires_grad=True)
+    results = []
+    for fused in (True, False):
+        monkeypatch.setattr(rnn_mod, "_SEQUENCE_OPS", fused)
+        ndgrad.manual_seed(3)       # the same dropout masks between the layers
+        results.append(_module_grads(m, x))
+    (o1, h1, g1), (o2, h2, g2) = results
+    _same((o1,) + h1 + g1, (o2,) + h2 + g2, "module")
+    m.eval()
+    a, b = m(x)[0], nn.utils.rnn.pad_packed_sequence(
+        m(nn.utils.rnn.pack_padded_sequence(x, [5, 5], enforce_sorted=False))[0])[0]
+    _same((a,), (b,), "packed path (per step) equals the fused one at full length")
+
+
+@pytest.mark.parametrize("cls,kw", _FUSED_CASES)
+def test_layers_second_order_match_torch(cls, kw):
+    t, n = _pair(cls, 3, 4, num_layers=2, bidirectional=True, **kw)
+    copy_state(t, n)
+    x = torch.randn(4, 2, 3, dtype=D, requires_grad=True)
+    xn = ndgrad.tensor(x.detach().numpy(), requires_grad=True)
+    res = []
+    for m, v, lib in ((t, x, torch), (n, xn, ndgrad)):
+        out, hid = m(v)
+        hs = hid if isinstance(hid, tuple) else (hid,)
+        loss = (out * out).sum() + sum((h * h * 0.5).sum() for h in hs)
+        ps = list(m.parameters())
+        g = lib.autograd.grad(loss, ps + [v], create_graph=True)
+        gg = lib.autograd.grad(sum((a * a).sum() for a in g), ps + [v])
+        res.append([a.detach().numpy() for a in g + gg])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+
+
+def test_layer_grad_fn_names_and_hooks():
+    x = torch.randn(5, 2, 3)
+    for cls, kw in (("LSTM", {}), ("GRU", {}), ("LSTM", dict(num_layers=2, batch_first=True))):
+        t, n = _pair(cls, 3, 4, **kw)
+        t.float()
+        n.float()
+        to, th = t(x)
+        no, nh = n(ndgrad.tensor(x.numpy()))
+        if cls == "LSTM":       # torch's CPU LSTM layer op (float32)
+            assert no.grad_fn.name() == to.grad_fn.name()
+        th, nh = (th, nh) if isinstance(th, tuple) else ((th,), (nh,))
+        assert [h.grad_fn.name() for h in nh] == [h.grad_fn.name() for h in th]
+    m = nn.LSTM(3, 4).double()
+    out, (h, c) = m(ndgrad.randn(5, 2, 3, dtype=ndgrad.float64))
+    seen = []
+    out.register_hook(lambda g: seen.append(("out", tuple(g.shape))))
+    h.register_hook(lambda g: seen.append(("h", tuple(g.shape))))
+    (out.sum() + h.sum()).backward()
+    assert sorted(seen) == [("h", (1, 2, 4)), ("out", (5, 2, 4))]
+    bi, bh = m.bias_ih_l0.grad.numpy(), m.bias_hh_l0.grad.numpy()
+    assert np.array_equal(bi, bh) and not np.shares_memory(bi, bh)  # equal, never one array
+
+
+@pytest.mark.parametrize("cls,kw", _FUSED_CASES)
+def test_layers_jacrev_jacfwd_match_torch(cls, kw):
+    t, n = _pair(cls, 3, 4, bidirectional=True, **kw)
+    copy_state(t, n)
+    x = torch.randn(3, 1, 3, dtype=D)
+    xn = ndgrad.tensor(x.numpy())
+    for tf, nf in ((torch.func.jacrev, ndgrad.func.jacrev),
+                   (torch.func.jacfwd, ndgrad.func.jacfwd)):
+        want = tf(lambda v: t(v)[0].sum(0))(x)
+        got = nf(lambda v: n(v)[0].sum(0))(xn)
+        assert_close(got, want, what=tf.__name__)

@@ -3,8 +3,9 @@ single-step ``RNNCell``, ``LSTMCell``, ``GRUCell``, as in ``torch.nn.modules.rnn
 constructor arguments, parameter names and order (``weight_ih_l0``, ``weight_hh_l0_reverse``,
 ``weight_hr_l0`` ...), initialization U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), errors.
 
-Each layer and direction projects the whole input sequence with one ``linear``, then runs one
-fused cell op per time step (Note [Fused recurrent cells] in ops/nn_recurrent.py).
+Each layer and direction runs as one op over all time steps (Note [Fused recurrent layers] in
+ops/nn_recurrent.py); packed sequences project the whole input with one ``linear``, then run
+one fused cell op per time step (Note [Fused recurrent cells]).
 
     >>> import ndgrad
     >>> import ndgrad.nn as nn
@@ -37,6 +38,9 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 _KIND = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu"}
 _NAMES = {"LSTM": "LSTM", "GRU": "GRU", "RNN_TANH": "RNN", "RNN_RELU": "RNN"}
+# One op per layer and direction over the whole sequence (Note [Fused recurrent layers] in
+# ops/nn_recurrent.py); False: one cell op per step (the tests compare both).
+_SEQUENCE_OPS = True
 
 
 def _dropout(x: Tensor, p: float, training: bool) -> Tensor:
@@ -205,6 +209,9 @@ class RNNBase(Module):
         b_hh = p[3] if self.bias else None
         w_hr = p[-1] if self.proj_size > 0 else None
         kind = _KIND[self.mode]
+        if batch_sizes is None and x.shape[0] and _SEQUENCE_OPS:
+            res = _cells.recurrent_layer(kind, x, h, c, w_ih, w_hh, b_ih, b_hh, reverse, w_hr)
+            return res if kind == "lstm" else res + (None,)
         gx = _lin.linear(x, w_ih, b_ih)
         steps = list(gx.unbind(0)) if batch_sizes is None else list(gx.split(batch_sizes, 0))
         T = len(steps)
