@@ -588,3 +588,35 @@ def test_layers_jacrev_jacfwd_match_torch(cls, kw):
         want = tf(lambda v: t(v)[0].sum(0))(x)
         got = nf(lambda v: n(v)[0].sum(0))(xn)
         assert_close(got, want, what=tf.__name__)
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU", "RNN", "LSTMCell"])
+def test_compiled_recurrent_steps_equal_eager(cls):
+    # the ops fill a fresh ``saved`` list per run (ScratchList in compiled code)
+    ndgrad.manual_seed(0)
+    m = getattr(nn, cls)(3, 4) if cls.endswith("Cell") else getattr(nn, cls)(
+        3, 4, num_layers=2, bidirectional=True).double()
+    x = ndgrad.randn(2, 3, dtype=ndgrad.float32) if cls.endswith("Cell") else ndgrad.randn(
+        5, 2, 3, dtype=ndgrad.float64)
+
+    def loss(v):
+        out = m(v)
+        return (out[0] if isinstance(out, tuple) else out).pow(2).sum()
+
+    def whole(v):
+        value = loss(v)
+        return value.detach(), ndgrad.autograd.grad(value, list(m.parameters()))
+
+    compiled, whole_c = ndgrad.compile(loss), ndgrad.compile(whole)
+    for _ in range(2):              # the second call runs the cached code
+        got, want = [], []
+        for f, into in ((compiled, got), (loss, want)):
+            m.zero_grad()
+            value = f(x)
+            value.backward()
+            into.extend([value.detach()] + [p.grad.clone() for p in m.parameters()])
+        for g, w in zip(got, want):
+            assert torch.equal(torch.from_numpy(g.numpy()), torch.from_numpy(w.numpy()))
+        value, grads = whole_c(x)
+        for g, w in zip((value,) + tuple(grads), want):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-6)

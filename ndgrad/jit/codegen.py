@@ -85,7 +85,7 @@ from ..ops import shape as _shape
 from ..tensor import _wrap
 from .blas_threads import MAX_MACS, run_single_threaded
 from .gemm_layout import transposed_products
-from .ir import ArrayArg, Graph, TensorArg, Value
+from .ir import ArrayArg, Graph, ScratchList, TensorArg, Value
 
 __all__ = ["generate", "GeneratedFunction"]
 
@@ -736,12 +736,15 @@ class _Gen:
 
     def arg(self, a: Any, ins: list, k: int) -> str:
         """Source for one argument, with the placeholders of Note [Graph interface] replaced:
-        ``TensorArg`` by a Tensor wrapping the input's array, ``ArrayArg`` by the array."""
+        ``TensorArg`` by a Tensor wrapping the input's array, ``ArrayArg`` by the array,
+        ``ScratchList`` by a fresh list per run."""
         t = type(a)
         if t is TensorArg:
             return f"_wrap({ins[k + a.index]})"
         if t is ArrayArg:
             return ins[k + a.index]
+        if t is ScratchList:
+            return "[]"
         if (t is tuple or t is list or t is TensorList) and _has_placeholder(a):
             items = ", ".join(self.arg(x, ins, k) for x in a)
             if t is list:
@@ -1036,7 +1039,7 @@ def _numel(shape: tuple) -> int:
 
 def _has_placeholder(a: Any) -> bool:
     t = type(a)
-    if t is TensorArg or t is ArrayArg:
+    if t is TensorArg or t is ArrayArg or t is ScratchList:
         return True
     if t is tuple or t is list or t is TensorList:
         return any(_has_placeholder(x) for x in a)
