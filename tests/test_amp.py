@@ -323,3 +323,29 @@ def test_disabled_scaler_is_the_plain_step():
     s.step(opt)
     s.update()
     assert w.tolist() == [0.0, 0.0] and s.get_scale() == 1.0
+
+
+@pytest.mark.parametrize("cls,kw,packed", [
+    ("LSTM", {}, False), ("LSTM", {"num_layers": 2, "bidirectional": True}, False),
+    ("LSTM", {}, True), ("RNN", {"nonlinearity": "relu"}, False), ("RNN", {}, True),
+    ("GRU", {"bidirectional": True}, False)])
+def test_recurrent_layers_under_autocast_match_torch(cls, kw, packed):
+    x = _array((3, 2, 4), "normal")
+    res = []
+    for L in (torch, ndgrad):
+        L.manual_seed(0)
+        m = getattr(L.nn, cls)(4, 5, **kw)
+        inp = L.tensor(x)
+        if packed:
+            inp = L.nn.utils.rnn.pack_padded_sequence(inp, [3, 2])
+        with L.autocast("cpu"):
+            out, h = m(inp)
+        out = out.data if packed else out
+        hs = h if isinstance(h, tuple) else (h,)
+        out.float().sum().backward()
+        res.append(([str(t.dtype).split(".")[-1] for t in (out,) + hs], out.float().detach(),
+                    next(m.parameters()).grad))
+    (td, tv, tg), (nd, nv, ng) = res
+    assert nd == td
+    np.testing.assert_allclose(nv.numpy(), tv.numpy(), rtol=3e-2, atol=3e-2)
+    assert str(ng.dtype).split(".")[-1] == str(tg.dtype).split(".")[-1] == "float32"

@@ -620,3 +620,22 @@ def test_compiled_recurrent_steps_equal_eager(cls):
         value, grads = whole_c(x)
         for g, w in zip((value,) + tuple(grads), want):
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind,gates", [("rnn_tanh_cell", 1), ("lstm_cell", 4), ("gru_cell", 3)])
+def test_bfloat16_cells_stay_bfloat16(kind, gates):
+    res = []
+    for L, fn in ((torch, getattr(torch, kind)), (ndgrad, getattr(cells, kind))):
+        b = L.bfloat16
+        x = L.tensor(np.linspace(-1, 1, 8).reshape(2, 4)).to(b).requires_grad_()
+        h = L.zeros(2, 5, dtype=b)
+        w = (L.ones(gates * 5, 4, dtype=b) * 0.1).requires_grad_()
+        wh = (L.ones(gates * 5, 5, dtype=b) * 0.1).requires_grad_()
+        out = fn(x, (h, h) if kind == "lstm_cell" else h, w, wh, None, None)
+        out = out[0] if isinstance(out, tuple) else out
+        out.float().sum().backward()
+        res.append((str(out.dtype).split(".")[-1], str(w.grad.dtype).split(".")[-1],
+                    out.float().detach().numpy(), w.grad.float().numpy()))
+    assert res[0][:2] == res[1][:2] == ("bfloat16", "bfloat16")
+    np.testing.assert_allclose(res[1][2], res[0][2], atol=1e-2)
+    np.testing.assert_allclose(res[1][3], res[0][3], atol=1e-2)

@@ -48,7 +48,8 @@ SIGNATURES = ""
 
 
 def _sigmoid(a: np.ndarray) -> np.ndarray:
-    return 0.5 * (np.tanh(0.5 * a) + 1.0)
+    r = 0.5 * (np.tanh(0.5 * a) + 1.0)
+    return r if r.dtype == a.dtype else r.astype(a.dtype)   # bfloat16 stays bfloat16
 
 
 # ---------------------------------------------------------------------------- layouts
@@ -69,13 +70,19 @@ class _Layout:
         return {n: seq[i] for n, i in self.idx.items()}
 
 
+def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` in ``a``'s dtype (ml_dtypes' bfloat16 product returns float32)."""
+    r = a @ b
+    return r if r.dtype == a.dtype else r.astype(a.dtype)
+
+
 def _gates_np(d: dict, lay: _Layout, ngates: int) -> tuple:
     """(input part, hidden part) of the pre-activation gates, biases included."""
     x, h = d["input"], d["hx"]
-    gx = x @ d["w_ih"].T if lay.wih else x
+    gx = _mm(x, d["w_ih"].T) if lay.wih else x
     if lay.bih:
         gx = gx + d["b_ih"]
-    gh = h @ d["w_hh"].T
+    gh = _mm(h, d["w_hh"].T)
     if lay.bhh:
         gh = gh + d["b_hh"]
     return gx, gh

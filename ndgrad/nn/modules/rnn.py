@@ -23,6 +23,7 @@ import warnings
 from typing import Any, List, Optional
 
 from ... import _creation, _dtype
+from ...ops import _autocast
 from ...ops import nn_linear as _lin
 from ...ops import nn_recurrent as _cells
 from ...ops.nn_dropout import dropout
@@ -209,6 +210,11 @@ class RNNBase(Module):
         b_hh = p[3] if self.bias else None
         w_hr = p[-1] if self.proj_size > 0 else None
         kind = _KIND[self.mode]
+        if _autocast.active and (kind != "gru" and not self.proj_size and (
+                kind != "lstm" or batch_sizes is None)):
+            # Note [Autocast]: PyTorch's CPU LSTM layer (unpacked, no projection) and its
+            # Elman RNN layers run in the region's dtype; its GRU and the others do not
+            x, h, c, w_ih, w_hh, b_ih, b_hh = _autocast.lower(x, h, c, w_ih, w_hh, b_ih, b_hh)
         if batch_sizes is None and x.shape[0] and _SEQUENCE_OPS:
             res = _cells.recurrent_layer(kind, x, h, c, w_ih, w_hh, b_ih, b_hh, reverse, w_hr)
             return res if kind == "lstm" else res + (None,)
