@@ -85,6 +85,9 @@ class TraceError(RuntimeError):
 # Names of op arguments that are lists the forward fills for the backward (Note [Graph
 # interface]: ScratchList).
 _SCRATCH_ARGS = ("saved", "cache")
+# Ops whose backward computes its gradient in NumPy from the forward's data and hands it to
+# the next op as an array argument: a graph would keep the traced call's gradient.
+_NO_TRACED_GRADIENT = frozenset({"ctc_loss"})
 # Ops drawing random numbers: refused while tracing (their samples would be baked in).
 RANDOM_OPS = frozenset({"bernoulli", "cauchy", "exponential", "geometric", "log_normal",
                         "normal", "random", "uniform", "dropout", "alpha_dropout",
@@ -594,6 +597,11 @@ class Tracer:
                     break
         if not rg_in and op.view and k > 0 and values[0].requires_grad:
             rg_in = True        # a view of a tensor that requires grad does (Tensor.requires_grad)
+        if rg_in and name in _NO_TRACED_GRADIENT:
+            raise TraceError(f"ndgrad.jit: the gradient of '{name}' at {self.source()} is "
+                             "computed outside the op table and cannot be compiled yet; "
+                             "compile it without gradients (no_grad, or inputs that do not "
+                             "require grad) or run it eagerly")
         diff = _DIFF_DTYPES
         types = [(o.shape, o.dtype, rg_in and o.dtype in diff) for o in outs]
         src = self.source_override

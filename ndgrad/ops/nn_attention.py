@@ -36,6 +36,7 @@ from .. import _dtype
 from .._generator import bernoulli_array
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor, _wrap
+from . import _dispatch
 from ._dispatch import Op, apply
 from . import _autocast
 
@@ -112,7 +113,8 @@ def _probs_t(q: Tensor, k: Tensor, mask: Optional[Tensor], scale: float, safe: b
 
 
 def _plain(grads: tuple) -> bool:
-    if _state.enabled:
+    # not while tracing: the tracer records a backward's ops (nn_recurrent._plain)
+    if _state.enabled or _dispatch._TRACING:
         return False
     for g in grads:
         if g is not None and (g._blevel or g._bproxy is not None):

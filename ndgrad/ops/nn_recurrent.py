@@ -38,6 +38,7 @@ import numpy as np
 
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor, _wrap
+from . import _dispatch
 from ._dispatch import Op, apply
 
 __all__: list = []
@@ -122,8 +123,9 @@ def _lin_t(d: dict, td: dict, lay: _Layout) -> tuple:
 
 
 def _plain(grads: tuple) -> bool:
-    """The NumPy backward applies: no graph to record and no batched cotangent."""
-    if _state.enabled:
+    """The NumPy backward applies: no graph to record, no batched cotangent, no trace (the
+    tracer records a backward's ops; the NumPy one would be baked into the graph)."""
+    if _state.enabled or _dispatch._TRACING:
         return False
     for g in grads:
         if g is not None and (g._blevel or g._bproxy is not None):
