@@ -40,6 +40,7 @@ def _lib_cases():
         "einsum_dot": lambda L, F, mk: L.einsum("i,i->", mk((3,)), mk((3,))),
         "einsum_elementwise": lambda L, F, mk: L.einsum("ij,ij->ij", mk((2, 3)), mk((2, 3))),
         "einsum_outer": lambda L, F, mk: L.einsum("i,j->ij", mk((2,)), mk((3,))),
+        "vecdot": lambda L, F, mk: L.linalg.vecdot(mk((2, 3)), mk((2, 3))),
         "tensordot": lambda L, F, mk: L.tensordot(mk((2, 3)), mk((3, 2)), 1),
         "mha": lambda L, F, mk: L.nn.functional.multi_head_attention_forward(
             mk((3, 1, 4)), mk((3, 1, 4)), mk((3, 1, 4)), 4, 2, mk((12, 4)), mk((12,)), None, None,
@@ -150,6 +151,36 @@ def test_cast_cache_shares_a_leafs_cast_within_a_region():
     with ndgrad.autocast("cpu"):
         e, f = x @ h, x @ h
     assert e.grad_fn.next_functions[1][0] is not f.grad_fn.next_functions[1][0]
+
+
+def test_cast_cache_follows_torchs_rules():
+    # a cast made under no_grad is not cached; bfloat16 -> float32 casts are not cached
+    for L in (torch, ndgrad):
+        w = L.ones(3, 3, requires_grad=True)
+        x = L.ones(2, 3)
+        with L.autocast("cpu"):
+            with L.no_grad():
+                x @ w
+            b = x @ w
+        assert b.requires_grad
+        b.float().sum().backward()
+        assert float(w.grad.sum()) == 18.0
+    v = ndgrad.ones(2, 3, dtype=ndgrad.bfloat16, requires_grad=True)
+    with ndgrad.autocast("cpu"):
+        la = ndgrad.nn.functional.mse_loss(v, ndgrad.zeros(2, 3))
+        lb = ndgrad.nn.functional.mse_loss(v, ndgrad.zeros(2, 3))
+    assert la.grad_fn.next_functions[0][0] is not lb.grad_fn.next_functions[0][0]
+
+
+def test_compiled_functions_specialize_on_the_autocast_state():
+    x, w = ndgrad.ones(2, 3), ndgrad.ones(3, 3)
+    g = ndgrad.compile(lambda x, w: (x @ w).sum())
+    assert g(x, w).dtype == ndgrad.float32
+    with ndgrad.autocast("cpu"):
+        assert g(x, w).dtype == ndgrad.bfloat16
+    with ndgrad.autocast("cpu", dtype=ndgrad.float16):
+        assert g(x, w).dtype == ndgrad.float16
+    assert g(x, w).dtype == ndgrad.float32
 
 
 def test_region_state_nesting_decorator_and_restore_on_error():

@@ -46,7 +46,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..autograd.grad_mode import _state
-from ..ops import _dispatch
+from ..ops import _autocast, _dispatch
 from ..tensor import Tensor
 from .blas_threads import single_blas_thread
 from .codegen import GeneratedFunction, generate
@@ -68,6 +68,8 @@ _SCALARS = (int, bool, str, _NONE, complex)
 def _guard(args: tuple, kwargs: dict) -> tuple:
     """``(key, tensor leaves)`` for a call (Note [Guards and specializations])."""
     key: list = [_state.enabled, _state.inference]
+    if _autocast.active and _autocast.state.enabled["cpu"]:   # Note [Autocast]
+        key.append(("autocast", _autocast.state.dtype["cpu"]))
     leaves: list = []
     for a in args:
         if type(a) is Tensor:        # the common case, inline (as _leaf does it)

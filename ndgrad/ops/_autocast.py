@@ -9,8 +9,9 @@ decompositions and solvers, the FFTs) casts its float16/bfloat16 inputs to float
 other op runs on its inputs as they are. The lists are PyTorch's CPU lists, for the ops ndgrad
 has. A cast is the ``to`` op (``ToCopyBackward0`` in the graph), so gradients flow back in the
 input's own dtype. Casts of leaves that require grad are cached until the outermost region
-exits (with ``cache_enabled``): a weight used twice in a region is cast once and both uses
-share the cast's node, as in PyTorch.
+exits (with ``cache_enabled``; only float32 to the region's dtype, and only under grad mode):
+a weight used twice in a region is cast once and both uses share the cast's node, as in
+PyTorch.
 
 The ops test the module global ``active`` first (a count of enabled CPU regions in all
 threads), so an op outside any region pays one global read; the state itself is per thread.
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from ..autograd import grad_mode as _grad_mode
 from ..tensor import Tensor
 from .pointwise import to
 
@@ -70,6 +72,7 @@ def cpu_on() -> bool:
     return active > 0 and state.enabled["cpu"]
 
 
+_F32 = np.dtype(np.float32)
 _ELIGIBLE = frozenset((np.dtype(np.float32), np.dtype(np.float16), _dtype.bfloat16.np))
 _HALVES = frozenset((np.dtype(np.float16), _dtype.bfloat16.np))
 
@@ -80,7 +83,10 @@ def _cast(x: Any, target: _dtype.dtype, eligible: frozenset) -> Any:
     dt = x._data.dtype
     if dt not in eligible or dt == target.np:
         return x
-    if not (state.cache_enabled and x.requires_grad and x.grad_fn is None):
+    # PyTorch caches only float32 -> lower precision casts of leaves that require grad; a cast
+    # made without grad mode has no history and is not kept for later uses in the region
+    if not (state.cache_enabled and x.requires_grad and x.grad_fn is None
+            and dt == _F32 and target.np != _F32 and _grad_mode.is_grad_enabled()):
         return to(x, target)
     key = (id(x), target)
     hit = state.cache.get(key)

@@ -870,6 +870,8 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """``sum(conj(x) * y, dim)`` with broadcasting (``linalg.vecdot``)."""
+    if _autocast.active:  # Note [Autocast]
+        x, y = _autocast.lower(x, y)
     _check_tensor(x, "linalg_vecdot", "x", 1)
     _check_tensor(y, "linalg_vecdot", "y", 2)
     if x._data.dtype != y._data.dtype:
