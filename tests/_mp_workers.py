@@ -47,4 +47,5 @@ def exit_with_code(i):
 
 
 def kill_self(i):
-    os.kill(os.getpid(), 9)
+    if i == 1:          # one process only: which of two is reported first is a race
+        os.kill(os.getpid(), 9)
