@@ -8,7 +8,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.connection
 import os
-import pickle
+import pathlib
 import signal
 import sys
 import tempfile
@@ -53,16 +53,21 @@ class ProcessExitedException(ProcessException):
 
 
 def _entry(fn: Callable, i: int, args: tuple, error_file: str) -> None:
-    """The child's body: run ``fn(i, *args)``; on an exception write its traceback where the
-    parent will read it and exit with code 1."""
+    """The child's body: run ``fn(i, *args)``. An exception's formatted traceback goes to
+    ``error_file`` (UTF-8 text, which the parent's ``join`` puts in its message) and the
+    process exits with status 1; an interrupt (the parent stopping its children) ends it
+    quietly."""
+    status = 0
     try:
         fn(i, *args)
     except KeyboardInterrupt:
-        pass                                 # stopped by the parent
+        return
     except Exception:
-        with open(error_file, "wb") as f:
-            pickle.dump(traceback.format_exc(), f)
-        sys.exit(1)
+        report = traceback.format_exc()
+        pathlib.Path(error_file).write_text(report, encoding="utf-8")
+        status = 1
+    if status:
+        sys.exit(status)
 
 
 class ProcessContext:
@@ -126,8 +131,7 @@ class ProcessContext:
             raise ProcessExitedException(f"process {failed:d} terminated with exit code "
                                          f"{code:d}", error_index=failed, error_pid=proc.pid,
                                          exit_code=code)
-        with open(path, "rb") as f:
-            trace = pickle.load(f)
+        trace = pathlib.Path(path).read_text(encoding="utf-8")
         os.unlink(path)
         raise ProcessRaisedException(
             f"\n\n-- Process {failed:d} terminated with the following error:\n" + trace,
@@ -148,7 +152,7 @@ def start_processes(fn: Callable, args: tuple = (), nprocs: int = 1, join: bool 
     processes, error_files = [], []
     for i in range(nprocs):
         # a fresh path, created by the child only if fn raises
-        fd, path = tempfile.mkstemp(prefix="ndgrad-errorfile-", suffix=".pickle")
+        fd, path = tempfile.mkstemp(prefix="ndgrad-errorfile-", suffix=".txt")
         os.close(fd)
         os.unlink(path)
         p = ctx.Process(target=_entry, args=(fn, i, args, path), daemon=daemon)

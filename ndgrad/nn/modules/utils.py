@@ -15,12 +15,22 @@ from typing import Any, Callable, Dict, List
 __all__ = ["consume_prefix_in_state_dict_if_present"]
 
 
+class _Repeat:
+    """``n`` copies of a scalar as a tuple; an iterable becomes a tuple of its items."""
+
+    def __init__(self, n: int, name: str) -> None:
+        self.n = n
+        self.__name__ = name
+
+    def __call__(self, x: Any) -> tuple:
+        if isinstance(x, collections.abc.Iterable):
+            return tuple(x)
+        return tuple(x for _ in range(self.n))
+
+
 def _ntuple(n: int, name: str = "parse") -> Callable[[Any], tuple]:
-    """A parser turning a scalar into an ``n``-tuple of it (an iterable into a tuple)."""
-    def parse(x: Any) -> tuple:
-        return tuple(x) if isinstance(x, collections.abc.Iterable) else (x,) * n
-    parse.__name__ = name
-    return parse
+    """The parser of :class:`_Repeat` for ``n`` (``_ntuple(2)`` is ``_pair``)."""
+    return _Repeat(n, name)
 
 
 _single = _ntuple(1, "_single")
@@ -38,13 +48,15 @@ def _reverse_repeat_tuple(t: tuple, n: int) -> tuple:
 
 
 def _list_with_default(out_size: Any, defaults: List[int]) -> Any:
-    """``out_size`` with its ``None`` entries taken from the trailing ``defaults``."""
+    """An adaptive pooling size with its ``None`` entries filled from the input's trailing
+    sizes ``defaults`` (a number passes through)."""
     if isinstance(out_size, (int, float)):
         return out_size
-    if len(defaults) <= len(out_size):
-        raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")
-    return [v if v is not None else d
-            for v, d in zip(out_size, defaults[-len(out_size):])]
+    k = len(out_size)
+    if len(defaults) <= k:
+        raise ValueError(f"Input dimension should be at least {k + 1}")
+    tail = list(defaults)[len(defaults) - k:]
+    return [tail[i] if out_size[i] is None else out_size[i] for i in range(k)]
 
 
 def consume_prefix_in_state_dict_if_present(state_dict: Dict[str, Any], prefix: str) -> None:
