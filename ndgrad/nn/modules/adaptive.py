@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any, Sequence
 
+from ...ops.pointwise import where
 from ...ops.shape import cat
 from ...tensor import Tensor
 from .. import functional as F
@@ -96,31 +97,27 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         batched = tdim > 0
         input = input_ if batched else input_.unsqueeze(0)
         target = target_ if batched else target_.unsqueeze(0)
-        n = target.size(0)
-        output = input.new_zeros(n)
-        head_index = target.new_empty(n)      # the head entry each row is scored by
-        bounds = [0] + self.cutoffs
-        covered = 0
-        for c in range(len(bounds) - 1):
-            lo, hi = bounds[c], bounds[c + 1]
-            mask = (target >= lo) & (target < hi)
-            rows = mask.nonzero().view(-1)
-            if rows.numel() == 0:
-                continue
-            if c == 0:
-                head_index.index_copy_(0, rows, target[mask])
-            else:
-                logp = F.log_softmax(self.tail[c - 1](input.index_select(0, rows)), dim=1)
-                head_index.index_fill_(0, rows, self.shortlist_size + c - 1)
-                picked = logp.gather(1, (target[mask] - lo).unsqueeze(1)).view(-1)
-                output.index_copy_(0, rows, picked)
-            covered += rows.numel()
-        if covered != n:
+        if target.numel() and (bool((target < 0).any()) or
+                               bool((target >= self.n_classes).any())):
             raise RuntimeError(f"Target values should be in [0, {self.n_classes - 1}], but "
                                f"values in range [{target.min().item()}, "
                                f"{target.max().item()}] were found. ")
+        # Each target's log-probability is its head entry's (the class itself in the
+        # shortlist, else its cluster's entry) plus, for a cluster, the class's log-probability
+        # within the cluster, computed only for that cluster's rows.
+        starts = self.cutoffs[:-1]
+        cluster = (target.unsqueeze(1) >= target.new_tensor(starts).unsqueeze(0)).sum(1) \
+            if starts else target.new_zeros(target.shape)
+        head_col = where(cluster == 0, target, cluster + (self.shortlist_size - 1))
         head_logp = F.log_softmax(self.head(input), dim=1)
-        output = output + head_logp.gather(1, head_index.unsqueeze(1)).view(-1)
+        output = head_logp.gather(1, head_col.unsqueeze(1)).view(-1)
+        for c, start in enumerate(starts, 1):
+            rows = (cluster == c).nonzero().view(-1)
+            if rows.numel() == 0:
+                continue
+            tail_logp = F.log_softmax(self.tail[c - 1](input.index_select(0, rows)), dim=1)
+            inner = (target.index_select(0, rows) - start).unsqueeze(1)
+            output = output.index_add(0, rows, tail_logp.gather(1, inner).view(-1))
         loss = (-output).mean()
         if not batched:
             output = output.squeeze(0)
