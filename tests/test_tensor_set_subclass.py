@@ -139,3 +139,23 @@ def test_set_with_dual_source_refused_as_torch():
     t, n = run(torch), run(ndgrad)
     assert t[0] == n[0] == "NotImplementedError"
     assert t[1].startswith(n[1].rstrip("."))
+
+
+def test_set_to_a_storage_as_torch():
+    import warnings
+    res = []
+    for L in (torch, ndgrad):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # TypedStorage is deprecated in torch
+            b = L.arange(6.0)
+            a1 = L.zeros(1).set_(b.untyped_storage())
+            a2 = L.zeros(1).set_(b.untyped_storage(), 1, (2,), (2,))
+            a3 = L.zeros(1).set_(b.storage())
+            a4 = L.zeros(1).set_(b[2:].untyped_storage())
+            a5 = L.zeros(1, dtype=L.float64).set_(b.untyped_storage())
+            a5[0] = 100.0
+            with pytest.raises(RuntimeError) as e:
+                L.zeros(1, dtype=L.float64).set_(b.storage())
+        res.append(([a.tolist() for a in (a1, a2, a3, a4)], tuple(a5.shape), b[:2].tolist(),
+                    str(e.value)))
+    assert res[0] == res[1]

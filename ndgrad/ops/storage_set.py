@@ -107,7 +107,7 @@ def _parse(args: tuple, kwargs: dict) -> tuple:
     if not vals:
         return None, None, None, None
     source = vals.get("source")
-    if not isinstance(source, Tensor):
+    if not isinstance(source, Tensor) and _storage_bytes(source) is None:
         raise _invalid(args, kwargs)
     if len(vals) == 1:
         return source, None, None, None
@@ -117,6 +117,33 @@ def _parse(args: tuple, kwargs: dict) -> tuple:
             or _ints(size) is None or (stride is not None and _ints(stride) is None)):
         raise _invalid(args, kwargs)
     return source, int(offset), _ints(size), None if stride is None else _ints(stride)
+
+
+def _storage_bytes(source: Any) -> Optional[np.ndarray]:
+    """The bytes of an ``UntypedStorage``/``TypedStorage`` (ndgrad/storage.py: windows onto a
+    storage root, known here by their attributes), or None for anything else."""
+    if hasattr(source, "_untyped"):
+        source = source._untyped
+    b = getattr(source, "_bytes", None)
+    return b if isinstance(b, np.ndarray) and b.dtype == np.uint8 else None
+
+
+def _storage_tensor(source: Any, dt: np.dtype) -> Tensor:
+    """A 1-D tensor of dtype ``dt`` over the whole of storage ``source`` (``set_(storage)``)."""
+    typed = getattr(source, "_np", None)
+    if typed is not None and np.dtype(typed) != dt:
+        names = _dtype._C_NAMES
+        want = _dtype._FROM_NP[dt].name
+        got = _dtype._FROM_NP[np.dtype(typed)].name
+        raise RuntimeError(f"Expected a Storage of type {names.get(want, want)} or an "
+                           f"UntypedStorage, but got type {names.get(got, got).capitalize()} "
+                           f"for argument 1 'storage'")
+    b = _storage_bytes(source)
+    assert b is not None
+    n = b.size // dt.itemsize
+    out = _new(Tensor)
+    out._data = b[:n * dt.itemsize].view(dt)
+    return out
 
 
 def _contiguous_strides(size: Sequence[int]) -> tuple:
@@ -154,8 +181,9 @@ def set_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """Make ``self`` look at ``source``'s memory with its shape and strides (or, with
     ``storage_offset``, ``size`` and ``stride``, at that window of ``source``'s storage,
     counted from where ``source`` starts); with no argument, an empty tensor. Writes through
-    either are seen by the other. ``self``'s version moves; ``source``'s does not. Storage
-    objects are not supported (ndgrad has none).
+    either are seen by the other. ``self``'s version moves; ``source``'s does not. ``source``
+    may be a storage (``t.untyped_storage()``, ``t.storage()``): all of it, as a 1-D tensor in
+    ``self``'s dtype, offsets counted from its start.
 
     >>> import ndgrad
     >>> a, b = ndgrad.zeros(1), ndgrad.arange(6.0)
@@ -163,6 +191,8 @@ def set_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     tensor([1., 3.])
     """
     source, offset, size, stride = _parse(args, kwargs)
+    if source is not None and not isinstance(source, Tensor):     # a storage
+        source = _storage_tensor(source, self._data.dtype)
     if source is not None and source._data.dtype != self._data.dtype:
         names = _dtype._C_NAMES
         raise RuntimeError(
