@@ -405,3 +405,27 @@ def test_transformer_encoder_training_trajectory():
         with ndgrad.no_grad():
             for p in nparams:
                 p -= 0.05 * p.grad
+
+
+def test_attention_under_vmap_of_grad_gives_each_row_its_own_saved_values():
+    # the attention op fills a ``saved`` list for its backward: a batching rule that ran it
+    # per row with one shared list gave every row the last row's values (gradients off by ~15)
+    F = ndgrad.nn.functional
+    ndgrad.manual_seed(0)
+    q = ndgrad.randn(3, 2, 4, 5)
+
+    def f(x):
+        return F.scaled_dot_product_attention(x, x, x).pow(2).sum()
+
+    got = ndgrad.func.vmap(ndgrad.func.grad(f))(q)
+    want = ndgrad.stack([ndgrad.func.grad(f)(q[i]) for i in range(3)])
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    mha = ndgrad.nn.MultiheadAttention(4, 2, batch_first=True)
+    x = ndgrad.randn(3, 2, 3, 4)
+
+    def g(v):
+        return mha(v, v, v)[0].pow(2).sum()
+
+    got = ndgrad.func.vmap(ndgrad.func.grad(g))(x)
+    want = ndgrad.stack([ndgrad.func.grad(g)(x[i]) for i in range(3)])
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-5)

@@ -40,6 +40,7 @@ from ..autograd.grad_mode import _state
 from ..tensor import Tensor, _wrap
 from . import _dispatch
 from ._dispatch import Op, apply
+from .products import per_row
 
 __all__: list = []
 
@@ -477,7 +478,7 @@ def _op(kind: str, wih: bool, bih: bool, bhh: bool) -> Op:
 
 def _register(op: Op) -> None:
     from ._batching import RULES
-    RULES[op] = _per_row_scratch
+    RULES[op] = per_row
 
 
 def _check(input: Tensor, hs: tuple, w_ih: Optional[Tensor], w_hh: Tensor, ngates: int,
@@ -1044,24 +1045,6 @@ def _layer_jvp(lay: _Layout):
     return jvp
 
 
-def _per_row_scratch(c: Any, args: tuple) -> Any:
-    """Batching rule of the recurrent ops: the op on each row of the batched inputs, stacked,
-    each row with its own ``saved`` list."""
-    from . import shape as _shape
-    from ._batching import _unsupported
-    if c.B == 0:
-        raise _unsupported(c.op, "an empty batch")
-    rows = []
-    for k in range(c.B):
-        ts = tuple(_shape.select(t, 0, k) if b else t for t, b in zip(c.ts, c.bd))
-        arrs = tuple(t._data if t._data.dtype == a.dtype else t._data.astype(a.dtype)
-                     for t, a in zip(ts, c.arrs))
-        rows.append(apply(c.op, ts, arrs, tuple([] if type(a) is list else a for a in args)))
-    if isinstance(rows[0], tuple):
-        return tuple(_shape.stack([r[i] for r in rows], 0) for i in range(len(rows[0])))
-    return _shape.stack(rows, 0)
-
-
 def _layer_op(kind: str, bias: bool, proj: bool) -> Op:
     key = (kind, bias, proj)
     op = _LAYER_OPS.get(key)
@@ -1073,7 +1056,7 @@ def _layer_op(kind: str, bias: bool, proj: bool) -> Op:
             args=("reverse", "saved"), saves=lay.names + ("reverse", "saved"),
             jvp=_layer_jvp(lay), num_outputs=3 if lay.lstm else 2)
     from ._batching import RULES
-    RULES[op] = _per_row_scratch
+    RULES[op] = per_row
     _LAYER_OPS[key] = op
     return op
 

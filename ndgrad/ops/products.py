@@ -72,19 +72,29 @@ def scalar_name(d: np.dtype) -> str:
 
 
 # ---------------------------------------------------------------------------- per-row batching
+_SCRATCH_NAMES = ("saved", "cache")   # lists an op's forward fills for its backward
+
+
 def per_row(c: Any, args: tuple) -> Any:
     """Batching rule for any op: the op on each row of the batched inputs, stacked (the
-    unbatched inputs are shared by every row)."""
+    unbatched inputs are shared by every row; a list the forward fills for the backward,
+    ``saved``, is a fresh one per row)."""
     from . import shape as _shape
     from ._batching import _unsupported
     if c.B == 0:
         raise _unsupported(c.op, "an empty batch")
+    names = c.op.arg_names
+    scratch = [i for i, a in enumerate(args)
+               if type(a) is list and i < len(names) and names[i] in _SCRATCH_NAMES]
     rows = []
     for k in range(c.B):
         ts = tuple(_shape.select(t, 0, k) if b else t for t, b in zip(c.ts, c.bd))
         arrs = tuple(t._data if t._data.dtype == a.dtype else t._data.astype(a.dtype)
                      for t, a in zip(ts, c.arrs))
-        rows.append(apply(c.op, ts, arrs, args))
+        row_args = args
+        if scratch:
+            row_args = tuple([] if i in scratch else a for i, a in enumerate(args))
+        rows.append(apply(c.op, ts, arrs, row_args))
     if isinstance(rows[0], tuple):
         return tuple(_shape.stack([r[i] for r in rows], 0) for i in range(len(rows[0])))
     return _shape.stack(rows, 0)
