@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional
 from .. import _dtype
 from ..ops import _autocast
 from ..tensor import Tensor, device
+from .grad_scaler import GradScaler as _Scaler
 
 __all__ = ["autocast", "custom_bwd", "custom_fwd", "get_autocast_dtype", "is_autocast_available",
            "is_autocast_enabled", "set_autocast_enabled", "set_autocast_dtype",
@@ -244,3 +245,38 @@ def get_autocast_gpu_dtype() -> _dtype.dtype:
     """Deprecated: ``get_autocast_dtype("cuda")``."""
     _deprecated("get_autocast_gpu_dtype", "get_autocast_dtype('cuda')")
     return get_autocast_dtype("cuda")
+
+
+def _device_spellings(device: str, default_dtype: _dtype.dtype) -> tuple:
+    """``torch.<device>.amp``'s deprecated ``autocast`` and ``GradScaler`` classes: the
+    generic ones for ``device`` with the deprecation warning PyTorch gives."""
+    class autocast_(autocast):
+        __doc__ = (f"``torch.{device}.amp.autocast(...)``: deprecated for "
+                   f"``torch.amp.autocast({device!r}, ...)``.")
+
+        def __init__(self, enabled: bool = True, dtype: _dtype.dtype = default_dtype,
+                     cache_enabled: bool = True) -> None:
+            warnings.warn(f"`torch.{device}.amp.autocast(args...)` is deprecated. Please use "
+                          f"`torch.amp.autocast('{device}', args...)` instead.", FutureWarning,
+                          stacklevel=2)
+            super().__init__(device, enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
+
+    class GradScaler_(_Scaler):
+        __doc__ = (f"``torch.{device}.amp.GradScaler(...)``: deprecated for "
+                   f"``torch.amp.GradScaler({device!r}, ...)``.")
+
+        def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
+                     backoff_factor: float = 0.5, growth_interval: int = 2000,
+                     enabled: bool = True) -> None:
+            warnings.warn(f"`torch.{device}.amp.GradScaler(args...)` is deprecated. Please use "
+                          f"`torch.amp.GradScaler('{device}', args...)` instead.",
+                          FutureWarning, stacklevel=2)
+            super().__init__(device, init_scale=init_scale, growth_factor=growth_factor,
+                             backoff_factor=backoff_factor, growth_interval=growth_interval,
+                             enabled=enabled)
+
+    module = f"ndgrad.{device}.amp"
+    for cls, name in ((autocast_, "autocast"), (GradScaler_, "GradScaler")):
+        cls.__name__ = cls.__qualname__ = name
+        cls.__module__ = module
+    return autocast_, GradScaler_
