@@ -569,6 +569,20 @@ _LAYER_NODES = {"rnn_tanh": "RnnTanhLayerBackward0", "rnn_relu": "RnnReluLayerBa
 _LAYER_OPS: dict = {}
 
 
+def _steps(T: int, reverse: bool) -> list:
+    """``(t, src, dst)`` per time step, in the pass's order: step ``t`` reads the state
+    ``S[src]`` and writes ``S[dst]`` of a ``(T + 1)``-long state buffer whose initial state is
+    ``S[T]`` in reverse and ``S[0]`` forward (the last one written is ``S[_last(T, reverse)]``)."""
+    if reverse:
+        return [(t, t + 1, t) for t in range(T - 1, -1, -1)]
+    return [(t, t, t + 1) for t in range(T)]
+
+
+def _last(T: int, reverse: bool) -> int:
+    """The index of the final state in a state buffer of :func:`_steps`."""
+    return 0 if reverse else T
+
+
 def _time_views(S: np.ndarray, reverse: bool) -> tuple:
     """(states of the steps, previous states) by time index of a (T + 1, ...) state buffer:
     forward runs keep the initial state at 0, reverse ones at T."""
@@ -622,9 +636,7 @@ def _lstm_layer_fwd(lay: _Layout):
         S[first], C[first] = d["hx"].T, d["cx"].T
         tmp = np.empty((G, B), dt)
         ig = np.empty((H, B), dt)
-        prev = first
-        for t in (range(T - 1, -1, -1) if reverse else range(T)):
-            nxt = t if reverse else t + 1
+        for t, prev, nxt in _steps(T, reverse):
             a = act[t]
             np.matmul(ws, S[prev], out=tmp)
             a += tmp
@@ -642,10 +654,10 @@ def _lstm_layer_fwd(lay: _Layout):
             else:
                 np.multiply(a[3 * H:], tc, out=HR[t])
                 np.matmul(w_hr, HR[t], out=S[nxt])
-            prev = nxt
         Sb = _tcopy(S)
         box.append((act, tcs, C, Sb, HR))
-        return _time_views(Sb, reverse)[0].copy(), Sb[prev].copy(), C[prev].T.copy()
+        last = _last(T, reverse)
+        return _time_views(Sb, reverse)[0].copy(), Sb[last].copy(), C[last].T.copy()
     return fwd
 
 
@@ -763,9 +775,7 @@ def _gru_layer_fwd(lay: _Layout):
         S[first] = d["hx"].T
         tmp = np.empty((G, B), dt)
         dd = np.empty((H, B), dt)
-        prev = first
-        for t in (range(T - 1, -1, -1) if reverse else range(T)):
-            nxt = t if reverse else t + 1
+        for t, prev, nxt in _steps(T, reverse):
             np.matmul(ws, S[prev], out=tmp)
             ghn = GHN[t]
             if bn is not None:
@@ -784,10 +794,9 @@ def _gru_layer_fwd(lay: _Layout):
             np.subtract(S[prev], n, out=dd)
             dd *= a[H:]
             np.add(n, dd, out=S[nxt])
-            prev = nxt
         Sb = _tcopy(S)
         box.append((rz, N, GHN, S, Sb))
-        return _time_views(Sb, reverse)[0].copy(), Sb[prev].copy()
+        return _time_views(Sb, reverse)[0].copy(), Sb[_last(T, reverse)].copy()
     return fwd
 
 
@@ -842,9 +851,7 @@ def _rnn_layer_fwd(lay: _Layout):
         first = T if reverse else 0
         S[first] = d["hx"].T
         tmp = np.empty((H, B), dt)
-        prev = first
-        for t in (range(T - 1, -1, -1) if reverse else range(T)):
-            nxt = t if reverse else t + 1
+        for t, prev, nxt in _steps(T, reverse):
             np.matmul(w_hh, S[prev], out=tmp)
             s = S[nxt]
             np.add(pre[t], tmp, out=s)
@@ -852,10 +859,9 @@ def _rnn_layer_fwd(lay: _Layout):
                 np.maximum(s, 0, out=s)
             else:
                 np.tanh(s, out=s)
-            prev = nxt
         Sb = _tcopy(S)
         box.append((S, Sb))
-        return _time_views(Sb, reverse)[0].copy(), Sb[prev].copy()
+        return _time_views(Sb, reverse)[0].copy(), Sb[_last(T, reverse)].copy()
     return fwd
 
 
