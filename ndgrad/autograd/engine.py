@@ -119,6 +119,12 @@ def run_backward_scalar(node: Any, nr: int, seed: Any, keep_graph: Any) -> None:
 # checks, without the dependency walk, the heap or input buffers. Anything else (hooks on the
 # node or a leaf, a leaf reached twice, a non-leaf successor, anomaly mode, the profiler)
 # takes the general path.
+def _count_error(node: Any, expected: int, got: int) -> RuntimeError:
+    """PyTorch's error for a backward function returning the wrong number of gradients."""
+    return RuntimeError(f"Function {node.name()} returned an invalid number of gradients - "
+                        f"expected {expected}, but got {got}")
+
+
 def _run_node_and_leaves(node: Any, nr: int, seed: Any, keep_graph: Any, task: Any) -> bool:
     deps = {node: 0}
     n = 0
@@ -143,9 +149,7 @@ def _run_node_and_leaves(node: Any, nr: int, seed: Any, keep_graph: Any, task: A
         return True
     edges = node.next_functions
     if len(outputs) != len(edges):
-        raise RuntimeError(
-            f"Function {node.name()} returned an invalid number of gradients - expected "
-            f"{len(edges)}, but got {len(outputs)}")
+        raise _count_error(node, len(edges), len(outputs))
     meta = node._input_meta
     leaves = []
     i = -1
@@ -365,9 +369,7 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
             continue
         edges = node.next_functions
         if len(outputs) != len(edges):
-            raise RuntimeError(
-                f"Function {node.name()} returned an invalid number of gradients - expected "
-                f"{len(edges)}, but got {len(outputs)}")
+            raise _count_error(node, len(edges), len(outputs))
         meta = node._input_meta
         i = -1
         flushed = False

@@ -115,6 +115,13 @@ _FILE_NAMES: dict = {}      # co_filename -> its basename, or None for ndgrad's 
 _MISSING = object()
 
 
+def _file_name(fn: str) -> Optional[str]:
+    """``fn``'s basename, or None for ndgrad's own files (cached in ``_FILE_NAMES``)."""
+    base = _FILE_NAMES[fn] = (None if fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
+                              else os.path.basename(fn))
+    return base
+
+
 def user_source(skip_jit: bool = True) -> str:
     """``file:line`` of the innermost frame outside the ndgrad package (the user's line)."""
     f: Optional[FrameType] = sys._getframe(1)
@@ -123,8 +130,7 @@ def user_source(skip_jit: bool = True) -> str:
         fn = f.f_code.co_filename
         base = names.get(fn, _MISSING)
         if base is _MISSING:
-            base = names[fn] = (None if fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
-                                else os.path.basename(fn))
+            base = _file_name(fn)
         if base is not None:
             return f"{base}:{f.f_lineno}"
         f = f.f_back
@@ -161,8 +167,7 @@ def _op_source(top: str) -> str:
         fn = code.co_filename
         base = names.get(fn, _MISSING)
         if base is _MISSING:
-            base = names[fn] = (None if fn.startswith(_PKG_DIR) or fn.startswith("<frozen")
-                                else os.path.basename(fn))
+            base = _file_name(fn)
         if base is not None:
             return f"{base}:{f.f_lineno}"
         f = f.f_back
