@@ -98,6 +98,7 @@ class AccumulateGrad(Node):
     _has_hooks = False
 
     def __init__(self, variable: Any) -> None:
+        # grad_accumulator (below) builds the leaf's node without this frame: keep both in step
         self.variable = variable
         self._lock = threading.Lock()
         if variable._hooks:
@@ -234,7 +235,8 @@ def grad_accumulator(t: Any) -> AccumulateGrad:
             ref = t._grad_acc
             acc = ref() if ref is not None else None
             if acc is None:
-                # AccumulateGrad(t) without its __init__ frame (one per leaf and step)
+                # AccumulateGrad(t) without its __init__ frame (one per leaf and step; the
+                # same three fields as __init__ sets)
                 acc = _new(AccumulateGrad)
                 acc.variable = t
                 acc._lock = _Lock()
