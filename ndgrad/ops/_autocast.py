@@ -67,11 +67,6 @@ def count(delta: int) -> None:
         active += delta
 
 
-def cpu_on() -> bool:
-    """True inside an enabled CPU autocast region of this thread."""
-    return active > 0 and state.enabled["cpu"]
-
-
 _F32 = np.dtype(np.float32)
 _ELIGIBLE = frozenset((np.dtype(np.float32), np.dtype(np.float16), _dtype.bfloat16.np))
 _HALVES = frozenset((np.dtype(np.float16), _dtype.bfloat16.np))
