@@ -40,6 +40,7 @@ from ..autograd.grad_mode import _state
 from ..tensor import Tensor, _wrap
 from . import _dispatch
 from ._dispatch import Op, apply
+from .linalg import _matmul_fwd
 from .products import per_row
 
 __all__: list = []
@@ -72,19 +73,13 @@ class _Layout:
         return {n: seq[i] for n, i in self.idx.items()}
 
 
-def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` in ``a``'s dtype (ml_dtypes' bfloat16 product returns float32)."""
-    r = a @ b
-    return r if r.dtype == a.dtype else r.astype(a.dtype)
-
-
 def _gates_np(d: dict, lay: _Layout, ngates: int) -> tuple:
     """(input part, hidden part) of the pre-activation gates, biases included."""
     x, h = d["input"], d["hx"]
-    gx = _mm(x, d["w_ih"].T) if lay.wih else x
+    gx = _matmul_fwd(x, d["w_ih"].T) if lay.wih else x   # in x's dtype (bfloat16 too)
     if lay.bih:
         gx = gx + d["b_ih"]
-    gh = _mm(h, d["w_hh"].T)
+    gh = _matmul_fwd(h, d["w_hh"].T)
     if lay.bhh:
         gh = gh + d["b_hh"]
     return gx, gh
