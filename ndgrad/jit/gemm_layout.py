@@ -25,9 +25,10 @@ with fewer rows than columns. Graph outputs (the gradients of the weights) stay 
 PyTorch's layout. Element-wise results of all-transposed operands are transposed too, and
 written into dead transposed buffers as row-major ones are (Note [Buffers reused in place] in
 codegen.py). Values: an element-wise op computes every element from the same operands in
-either layout (the same bits); a transposed product computes the same dot products, summed in
-the same order by OpenBLAS here (bitwise equal on this machine; a BLAS that splits ``K``
-differently by orientation could differ in the last bits, as NumPy's own choice of kernel does).
+either layout (the same bits); a transposed product computes the same dot products, but
+OpenBLAS may block ``K`` differently by orientation, so the last bits can differ from eager's
+(equal for mlp_large's products here, not for a 256x512 by 512x512 float32 one), as NumPy's own
+choice of kernel can.
 
 Example:
     >>> import ndgrad
