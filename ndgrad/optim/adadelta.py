@@ -19,7 +19,7 @@ import numpy as np
 from ..tensor import Tensor
 from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
-                        params_with_grad, scalar_state, step_tensor, zeros_state)
+                        params_with_grad, real_view, scalar_state, step_tensor, zeros_state)
 
 __all__ = ["Adadelta"]
 
@@ -63,11 +63,11 @@ class Adadelta(Optimizer):
                 if not state:
                     self._init_state(state, p, group)
                 step_tensor(state)
-                d = p._data
+                d = real_view(p._data)
                 g = grad_array(p, group["maximize"], "Adadelta")
                 if wd != 0:
                     g = g + wd * d
-                s, a = state["square_avg"]._data, state["acc_delta"]._data
+                s, a = real_view(state["square_avg"]._data), real_view(state["acc_delta"]._data)
                 np.multiply(s, rho, out=s)
                 s += (1 - rho) * g * g
                 delta = np.sqrt(a + eps) / np.sqrt(s + eps) * g

@@ -19,7 +19,7 @@ import numpy as np
 from .. import _creation
 from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
-                        params_with_grad, scalar_state, step_tensor)
+                        params_with_grad, real_view, scalar_state, step_tensor)
 
 __all__ = ["Adagrad"]
 
@@ -61,7 +61,7 @@ class Adagrad(Optimizer):
             for p in params_with_grad(group):
                 state = self.state[p]
                 t = step_tensor(state)
-                d = p._data
+                d = real_view(p._data)
                 g = grad_array(p, group["maximize"], sparse="")
                 if wd != 0:
                     if p.grad.is_sparse:
@@ -69,7 +69,7 @@ class Adagrad(Optimizer):
                                            "gradients")
                     g = g + wd * d
                 clr = lr / (1 + (t - 1) * group["lr_decay"])
-                s = state["sum"]._data
+                s = real_view(state["sum"]._data)
                 s += g * g
                 d -= clr * (g / (np.sqrt(s) + eps))
                 bump(p)

@@ -21,7 +21,7 @@ import numpy as np
 from ..tensor import Tensor
 from . import _differentiable
 from .optimizer import (Optimizer, adam_moments, bump, check_betas, check_flags, check_nonneg,
-                        grad_array, hyper, params_with_grad, scalar_state, step_tensor,
+                        grad_array, hyper, params_with_grad, real_view, scalar_state, step_tensor,
                         weight_decay, zeros_state)
 
 __all__ = ["Adam", "AdamW"]
@@ -72,16 +72,16 @@ class Adam(Optimizer):
                 state = self.state[p]
                 if not state:
                     self._init_state(state, p, group)
-                d = p._data
+                d = real_view(p._data)
                 g = weight_decay(d, grad_array(p, group["maximize"], "Adam"), lr, wd,
                                  group["decoupled_weight_decay"])
-                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                m, v = real_view(state["exp_avg"]._data), real_view(state["exp_avg_sq"]._data)
                 adam_moments(m, v, g, beta1, beta2)
                 t = step_tensor(state)
                 step_size = lr / (1 - beta1 ** t)
                 bc2_sqrt = math.sqrt(1 - beta2 ** t)
                 if amsgrad:
-                    vmax = state["max_exp_avg_sq"]._data
+                    vmax = real_view(state["max_exp_avg_sq"]._data)
                     np.maximum(vmax, v, out=vmax)
                     v = vmax
                 denom = np.sqrt(v) / bc2_sqrt + eps

@@ -18,8 +18,8 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import _differentiable
-from .optimizer import (Optimizer, bump, check_betas, check_flags, check_nonneg, grad_array,
-                        hyper, params_with_grad, scalar_state, step_tensor, zeros_state)
+from .optimizer import (Optimizer, bump, check_betas, check_flags, check_nonneg, grad_array, hyper,
+                        params_with_grad, real_view, scalar_state, step_tensor, zeros_state)
 
 __all__ = ["Adamax"]
 
@@ -63,11 +63,11 @@ class Adamax(Optimizer):
                 if not state:
                     self._init_state(state, p, group)
                 t = step_tensor(state)
-                d = p._data
+                d = real_view(p._data)
                 g = grad_array(p, group["maximize"], "Adamax")
                 if wd != 0:
                     g = g + wd * d
-                m, u = state["exp_avg"]._data, state["exp_inf"]._data
+                m, u = real_view(state["exp_avg"]._data), real_view(state["exp_inf"]._data)
                 m += (g - m) * (1 - beta1)
                 np.maximum(u * beta2, np.abs(g) + eps, out=u)
                 d -= (lr / (1 - beta1 ** t)) * (m / u)

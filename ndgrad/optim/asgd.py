@@ -19,7 +19,8 @@ import numpy as np
 from ..tensor import Tensor
 from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
-                        params_with_grad, scalar_state, set_scalar, step_tensor, zeros_state)
+                        params_with_grad, real_view, scalar_state, set_scalar, step_tensor,
+                        zeros_state)
 
 __all__ = ["ASGD"]
 
@@ -64,7 +65,7 @@ class ASGD(Optimizer):
                 if not state:
                     self._init_state(state, p, group)
                 t = step_tensor(state)
-                d = p._data
+                d = real_view(p._data)
                 g = grad_array(p, group["maximize"], "ASGD")
                 if wd != 0:
                     g = g + wd * d
@@ -72,7 +73,7 @@ class ASGD(Optimizer):
                 np.multiply(d, 1 - lambd * eta, out=d)
                 d -= eta * g
                 bump(p)
-                ax, mu = state["ax"]._data, float(state["mu"]._data)
+                ax, mu = real_view(state["ax"]._data), float(state["mu"]._data)
                 if mu != 1:
                     ax += (d - ax) * mu
                 else:

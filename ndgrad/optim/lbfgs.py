@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _creation
 from ..autograd.grad_mode import enable_grad
-from .optimizer import Optimizer, bump
+from .optimizer import Optimizer, bump, real_view
 
 __all__ = ["LBFGS"]
 
@@ -55,8 +55,9 @@ class LBFGS(Optimizer):
 
     # ------------------------------------------------------------------ flat views
     def _flat_grad(self) -> np.ndarray:
-        return np.concatenate([np.zeros(p._data.size, p._data.dtype) if p.grad is None
-                               else p.grad._data.reshape(-1) for p in self._params])
+        # complex parameters take part as pairs of reals, as in torch
+        return np.concatenate([np.zeros_like(real_view(p._data)).reshape(-1) if p.grad is None
+                               else real_view(p.grad._data).reshape(-1) for p in self._params])
 
     def _flat_params(self) -> List[np.ndarray]:
         return [p._data.copy() for p in self._params]
@@ -70,9 +71,9 @@ class LBFGS(Optimizer):
         """``params += t * d`` (``d`` flat)."""
         offset = 0
         for p in self._params:
-            n = p._data.size
-            p._data += (t * d[offset:offset + n]).reshape(p._data.shape).astype(
-                p._data.dtype, copy=False)
+            a = real_view(p._data)
+            n = a.size
+            a += (t * d[offset:offset + n]).reshape(a.shape).astype(a.dtype, copy=False)
             bump(p)
             offset += n
 

@@ -19,8 +19,8 @@ import numpy as np
 from ..tensor import Tensor
 from . import _differentiable
 from .optimizer import (Optimizer, adam_moments, bump, check_betas, check_flags, check_nonneg,
-                        grad_array, hyper, params_with_grad, scalar_state, set_scalar, step_tensor,
-                        weight_decay, zeros_state)
+                        grad_array, hyper, params_with_grad, real_view, scalar_state, set_scalar,
+                        step_tensor, weight_decay, zeros_state)
 
 __all__ = ["NAdam"]
 
@@ -69,14 +69,14 @@ class NAdam(Optimizer):
                 if not state:
                     self._init_state(state, p, group)
                 t = step_tensor(state)
-                d = p._data
+                d = real_view(p._data)
                 g = weight_decay(d, grad_array(p, group["maximize"], "NAdam"), lr, wd,
                                  group["decoupled_weight_decay"])
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * psi))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * psi))
                 prod_t = state["mu_product"]
                 mu_product = set_scalar(prod_t, prod_t._data * prod_t._data.dtype.type(mu))
-                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                m, v = real_view(state["exp_avg"]._data), real_view(state["exp_avg_sq"]._data)
                 adam_moments(m, v, g, beta1, beta2)
                 denom = np.sqrt(v / (1 - beta2 ** t)) + eps
                 d += (-lr * (1.0 - mu) / (1.0 - mu_product)) * (g / denom)

@@ -356,8 +356,18 @@ def grad_array(p: Tensor, maximize: bool = False, sparse: Optional[str] = None) 
             raise RuntimeError(f"{name} does not support sparse gradients{extra}")
         a = g._dense()                 # duplicates add up, as coalescing would
         return -a if maximize else a
-    a = g._data
+    a = real_view(g._data)
     return -a if maximize else a
+
+
+def real_view(a: np.ndarray) -> np.ndarray:
+    """A complex array seen as pairs of reals (a view with a trailing axis of 2, as torch's
+    ``view_as_real``); other arrays as they are. Optimizers update complex parameters and their
+    state through it, so each of the real and imaginary parts gets its own moments, as torch's
+    optimizers do."""
+    if a.dtype.kind != "c":
+        return a
+    return a[..., None].view(a.real.dtype)
 
 
 def step_tensor(state: Dict[str, Any]) -> float:
@@ -462,7 +472,7 @@ def adam_moments(m: np.ndarray, v: np.ndarray, g: np.ndarray, beta1: float, beta
     beta2) |g|^2``."""
     m += (g - m) * (1 - beta1)
     np.multiply(v, beta2, out=v)
-    v += (1 - beta2) * (g * np.conj(g) if np.iscomplexobj(g) else g * g)
+    v += (1 - beta2) * (g * g)
 
 
 def check_nonneg(what: str, value: Any) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from ..tensor import Tensor
 from . import _differentiable
 from .optimizer import (Optimizer, adam_moments, bump, check_betas, check_flags, check_nonneg,
-                        grad_array, hyper, params_with_grad, scalar_state, step_tensor,
+                        grad_array, hyper, params_with_grad, real_view, scalar_state, step_tensor,
                         weight_decay, zeros_state)
 
 __all__ = ["RAdam"]
@@ -69,10 +69,10 @@ class RAdam(Optimizer):
                 if not state:
                     self._init_state(state, p, group)
                 t = step_tensor(state)
-                d = p._data
+                d = real_view(p._data)
                 g = weight_decay(d, grad_array(p, group["maximize"], "RAdam"), lr, wd,
                                  group["decoupled_weight_decay"])
-                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                m, v = real_view(state["exp_avg"]._data), real_view(state["exp_avg_sq"]._data)
                 adam_moments(m, v, g, beta1, beta2)
                 bc1, bc2 = 1 - beta1 ** t, 1 - beta2 ** t
                 m_hat = m / bc1

@@ -19,7 +19,7 @@ import numpy as np
 from ..tensor import Tensor
 from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
-                        params_with_grad, scalar_state, step_tensor, zeros_state)
+                        params_with_grad, real_view, scalar_state, step_tensor, zeros_state)
 
 __all__ = ["RMSprop"]
 
@@ -67,21 +67,21 @@ class RMSprop(Optimizer):
                 if not state:
                     self._init_state(state, p, group)
                 step_tensor(state)
-                d = p._data
+                d = real_view(p._data)
                 g = grad_array(p, group["maximize"], "RMSprop")
                 if wd != 0:
                     g = g + wd * d
-                s = state["square_avg"]._data
+                s = real_view(state["square_avg"]._data)
                 np.multiply(s, alpha, out=s)
                 s += (1 - alpha) * g * g
                 if group["centered"]:
-                    ga = state["grad_avg"]._data
+                    ga = real_view(state["grad_avg"]._data)
                     ga += (g - ga) * (1 - alpha)
                     avg = np.sqrt(s - ga * ga) + eps
                 else:
                     avg = np.sqrt(s) + eps
                 if momentum > 0:
-                    buf = state["momentum_buffer"]._data
+                    buf = real_view(state["momentum_buffer"]._data)
                     np.multiply(buf, momentum, out=buf)
                     buf += g / avg
                     d -= lr * buf

@@ -20,7 +20,7 @@ from .. import _creation
 from ..tensor import Tensor
 from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
-                        params_with_grad, scalar_state, step_tensor, zeros_state)
+                        params_with_grad, real_view, scalar_state, step_tensor, zeros_state)
 
 __all__ = ["Rprop"]
 
@@ -50,7 +50,9 @@ class Rprop(Optimizer):
         state["prev"] = zeros_state(p)
         grad = p.grad
         assert grad is not None, "a state is made for parameters with a gradient"
-        state["step_size"] = _creation.full_like(grad.detach(), hyper(group["lr"]))
+        lr = hyper(group["lr"])        # a complex parameter's parts each start at lr, as torch's
+        state["step_size"] = _creation.full_like(grad.detach(),
+                                                 complex(lr, lr) if grad.is_complex() else lr)
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
         """One update of every parameter with a gradient; returns ``closure()``'s loss."""
@@ -66,9 +68,9 @@ class Rprop(Optimizer):
                 if not state:
                     self._init_state(state, p, group)
                 step_tensor(state)
-                d = p._data
+                d = real_view(p._data)
                 g = np.array(grad_array(p, group["maximize"], "Rprop"), copy=True)
-                prev, size = state["prev"]._data, state["step_size"]._data
+                prev, size = real_view(state["prev"]._data), real_view(state["step_size"]._data)
                 s = np.sign(g * prev)
                 factor = np.where(s > 0, etaplus, np.where(s < 0, etaminus, 1.0))
                 np.clip(size * factor.astype(size.dtype, copy=False), lo, hi, out=size)

@@ -20,7 +20,7 @@ from .. import _creation
 
 from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
-                        params_with_grad)
+                        params_with_grad, real_view)
 
 __all__ = ["SGD"]
 
@@ -55,7 +55,7 @@ class SGD(Optimizer):
             lr, wd = hyper(group["lr"]), group["weight_decay"]
             momentum, dampening = group["momentum"], group["dampening"]
             for p in params_with_grad(group):
-                d = p._data
+                d = real_view(p._data)
                 g = grad_array(p, group["maximize"], sparse="")
                 if wd != 0:
                     if p.grad.is_sparse:
@@ -66,12 +66,14 @@ class SGD(Optimizer):
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        buf = state["momentum_buffer"] = _creation.tensor(np.array(g))
+                        buf = state["momentum_buffer"] = _creation.tensor(
+                            np.array(g).view(p._data.dtype).reshape(p._data.shape))
+                        b = real_view(buf._data)
                     else:
-                        b = buf._data
+                        b = real_view(buf._data)
                         np.multiply(b, momentum, out=b)
                         b += (1 - dampening) * g
-                    g = g + momentum * buf._data if group["nesterov"] else buf._data
+                    g = g + momentum * b if group["nesterov"] else b
                 d -= lr * g
                 bump(p)
         return loss
