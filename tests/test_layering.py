@@ -118,6 +118,8 @@ LAYERS = {
     "ndgrad.jit.numba_backend": API,
     "ndgrad.jit.blas_threads": API,
     "ndgrad.jit.gemm_layout": API,
+    # TorchScript's Python API returns nn.Modules: practical, like nn (loaded on first use)
+    "ndgrad.jit.torchscript": PRACTICAL,
     "ndgrad._threads": API,
     # torch.profiler's API on the autograd profiler's events; shared memory and storage
     # windows (bound as Tensor methods by _tensor_methods); torch.multiprocessing.
@@ -170,6 +172,18 @@ ALLOWED_UPWARD = {
         "user loaded it",
     ("ndgrad.jit.tracer", "ndgrad.nn"):
         "the package ndgrad.nn runs first when ndgrad.nn.functional is looked up (above)",
+    ("ndgrad.jit", "ndgrad.jit.torchscript"):
+        "torch.jit's scripting API (script, trace of modules, save/load ...) returns "
+        "nn.Modules; the package's __getattr__ loads it on first use",
+    ("ndgrad.jit.api", "ndgrad.nn.modules.module"):
+        "ndgrad.compile(module) returns an nn.Module (OptimizedModule), as torch.compile "
+        "does; the check imports nn only when compile is called",
+    ("ndgrad.jit.api", "ndgrad.nn.compiled"):
+        "the OptimizedModule that ndgrad.compile(module) returns (above)",
+    ("ndgrad.jit.api", "ndgrad.nn"):
+        "the package ndgrad.nn runs first when its modules are imported (above)",
+    ("ndgrad.jit.api", "ndgrad.nn.modules"):
+        "the package ndgrad.nn.modules runs first when nn.modules.module is imported (above)",
     ("ndgrad.ops.linalg_decomp", "ndgrad.autograd.forward_ad"):
         "a decomposition saves several outputs after apply; their tangents are shared the way "
         "apply shares its saved result (a saves=('result0', ...) option in the dispatcher "

@@ -16,7 +16,7 @@ from .gradient import Gradient
 from .interpret import interpret
 from .ir import ArrayArg, Block, Graph, LintError, Node, TensorArg, Value
 from .tracer import TraceError, TraceResult, flatten, trace_graph, unflatten
-from .api import compile, trace  # noqa: E402  (jit-exec: the user entry points)
+from .api import compile  # noqa: E402  (jit-exec: the user entry points)
 from .tracer import DATA_DEPENDENT_SHAPE_OPS, RANDOM_OPS
 from ..ops._dispatch import REGISTRY
 
@@ -33,6 +33,24 @@ def supported_ops() -> frozenset:
     (True, False)
     """
     return frozenset(REGISTRY) - RANDOM_OPS - DATA_DEPENDENT_SHAPE_OPS
+
+# TorchScript's Python API (Note [Scripting runs Python] in torchscript.py): its scripted and traced
+# modules are nn.Modules, so it loads on first use
+_SCRIPT_API = frozenset({
+    "script", "trace", "trace_module", "ScriptModule", "RecursiveScriptModule", "ScriptFunction",
+    "TracedModule", "TopLevelTracedModule", "save", "load", "ignore", "unused", "export",
+    "is_scripting", "is_tracing", "annotate", "Final", "Attribute", "fork", "wait", "Future",
+    "freeze", "optimize_for_inference", "interface", "script_method", "script_if_tracing",
+    "Error", "TracerWarning", "TracingCheckError", "optimized_execution", "set_fusion_strategy",
+    "enable_onednn_fusion", "onednn_fusion_enabled", "strict_fusion", "fuser", "isinstance"})
+
+
+def __getattr__(name: str) -> object:
+    if name in _SCRIPT_API:
+        from . import torchscript  # local import: its scripted modules are nn.Modules
+        return getattr(torchscript, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["Graph", "Block", "Node", "Value", "TensorArg", "ArrayArg", "LintError", "TraceError",
            "TraceResult", "trace_graph", "flatten", "unflatten", "interpret", "differentiate",

@@ -490,6 +490,11 @@ def trace(fn: Callable, example_inputs: Any, check_trace: bool = True) -> Traced
 
 # ---------------------------------------------------------------------------- compile
 _EAGER = object()
+# torch.compile's modes and backend names, accepted for the programs that pass them
+_TORCH_MODES = (None, "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs",
+                "max-autotune")
+_TORCH_BACKENDS = ("inductor", "eager", "aot_eager", "aot_eager_decomp_partition",
+                   "cudagraphs", "openxla", "tvm", "onnxrt")
 
 
 class CompiledFunction:
@@ -566,7 +571,9 @@ class CompiledFunction:
 
 
 def compile(fn: Optional[Callable] = None, *, backend: Optional[str] = None,
-            fullgraph: bool = True, dynamic: Optional[bool] = False, cache_limit: int = 8) -> Any:
+            fullgraph: bool = True, dynamic: Optional[bool] = False, cache_limit: int = 8,
+            mode: Optional[str] = None, options: Optional[dict] = None, disable: bool = False,
+            name: Optional[str] = None, recompile_limit: Optional[int] = None) -> Any:
     """Compile ``fn`` (torch.compile's entry point; also usable as ``@ndgrad.compile`` or
     ``@ndgrad.compile(backend=...)``): each call traces ``fn`` once per guard key and then runs
     generated NumPy code; when outputs need gradients, their ``grad_fn`` is ONE
@@ -580,14 +587,36 @@ def compile(fn: Optional[Callable] = None, *, backend: Optional[str] = None,
             else ``"numpy"``.
         fullgraph: True: a function that cannot be traced raises ``ndgrad.jit.TraceError``;
             False: that kind of input runs eagerly (with a warning).
-        dynamic: only False (every shape gets its own specialization) is supported.
-        cache_limit: specializations kept before new kinds of input run eagerly.
+        dynamic: accepted as torch's hint; every input shape gets its own specialization
+            (True runs the same way, with the same results).
+        cache_limit: specializations kept before new kinds of input run eagerly
+            (``recompile_limit``, torch's name, sets it too).
+        mode, options, name: torch.compile's tuning arguments, checked as torch checks them
+            and otherwise without effect (there is one code generator).
+        disable: True returns ``fn`` itself, as torch does.
+
+    torch's backend names (``"inductor"``, ``"eager"``, ``"aot_eager"``, ``"cudagraphs"``
+    ...) select the default backend, so ``torch.compile(model, backend="inductor")`` runs. A
+    module is returned as an ``nn.Module`` (``OptimizedModule``, Note [Compiled modules and
+    training flags] in nn/compiled.py).
 
     >>> import ndgrad
     >>> f = ndgrad.compile(lambda x: x.sin() * 2)
     >>> f(ndgrad.zeros(2))
     tensor([0., 0.])
     """
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
+    if mode not in _TORCH_MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                           + ", ".join(m for m in _TORCH_MODES if m))
+    if recompile_limit is not None:
+        cache_limit = recompile_limit
+    if disable:
+        return (lambda f: f) if fn is None else fn
+    if backend in _TORCH_BACKENDS:
+        backend = None
     if backend is None:
         backend = os.environ.get("NDGRAD_COMPILE_BACKEND") or "numpy"
     if backend not in _BACKENDS:
@@ -598,16 +627,18 @@ def compile(fn: Optional[Callable] = None, *, backend: Optional[str] = None,
         if not available():
             raise ImportError("ndgrad.compile(backend='numba') needs numba: "
                               "pip install 'ndgrad[fast]'")
-    if dynamic:
-        raise NotImplementedError("ndgrad.compile: dynamic shapes are not supported; every "
-                                  "input shape gets its own specialization (dynamic=False)")
     if not isinstance(cache_limit, int) or cache_limit < 0:
         raise ValueError(f"ndgrad.compile: cache_limit must be a non-negative int, got "
                          f"{cache_limit!r}")
 
-    def wrap(f: Callable) -> CompiledFunction:
+    def wrap(f: Callable) -> Any:
         if not callable(f):
             raise TypeError(f"ndgrad.compile expects a callable, got {type(f).__name__}")
+        from ..nn.modules.module import Module   # local import: nn sits above the jit
+        if isinstance(f, Module):
+            from ..nn.compiled import OptimizedModule   # local import: as above
+            return OptimizedModule(f, backend=backend, fullgraph=fullgraph,
+                                   cache_limit=cache_limit)
         return CompiledFunction(f, backend, fullgraph, cache_limit)
 
     return wrap if fn is None else wrap(fn)

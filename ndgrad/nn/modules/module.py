@@ -838,7 +838,13 @@ class Module:
                                       f"in forward: {str(e)}", stacklevel=2)
             raise
 
-    __call__: Callable[..., Any] = _call_impl
+    def _wrapped_call_impl(self, *args: Any, **kwargs: Any) -> Any:
+        compiled = self.__dict__.get("_compiled_call_impl")
+        if compiled is not None:                   # installed by compile()
+            return compiled(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    __call__: Callable[..., Any] = _wrapped_call_impl
 
     # ------------------------------------------------------------------ pickling
     def __getstate__(self) -> dict:
@@ -1304,7 +1310,21 @@ class Module:
         return replica
 
     def compile(self, *args: Any, **kwargs: Any) -> None:
-        """A no-op (there is no compiler)."""
+        """Compile this module's calls in place: later calls run ``ndgrad.compile(...,
+        *args, **kwargs)`` of its call (hooks included), one specialization per kind of input
+        and per tuple of the submodules' ``training`` flags (Note [Compiled modules and
+        training flags] in nn/compiled.py), as torch's ``Module.compile``.
+
+        >>> import ndgrad
+        >>> m = ndgrad.nn.Linear(2, 1)
+        >>> m.compile()
+        >>> m(ndgrad.ones(3, 2)).shape
+        ndgrad.Size([3, 1])
+        """
+        from ..compiled import FlagGuardedCall  # local import: nn/compiled.py subclasses Module
+        if args:
+            raise TypeError("Module.compile() takes ndgrad.compile's options as keywords")
+        self.__dict__["_compiled_call_impl"] = FlagGuardedCall(self, self._call_impl, kwargs)
 
 
 def _wrapped_hook(hook: Callable, module: Module, grad_inputs: tuple, grad_outputs: tuple) -> Any:

@@ -1,0 +1,235 @@
+"""torch.compile's module form and torch.jit's scripting API, against torch: ndgrad.compile(model)
+returns an OptimizedModule (an nn.Module with torch's state_dict keys) that specializes on the
+training flags (Note [Compiled modules and training flags]); Module.compile(); torch.compile's
+mode/backend names; script/trace/save/load/freeze/fork (Note [Scripting runs Python])."""
+
+import copy
+import io
+import pickle
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import pytest
+import torch
+
+import ndgrad
+from ndgrad import nn
+
+
+class Mode(nn.Module):
+    """Training scales by 2, evaluation by 3."""
+
+    def forward(self, x):
+        return x * (2.0 if self.training else 3.0)
+
+
+class Net(nn.Module):
+    """Module-level (picklable) model whose training and eval graphs differ."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.bn = Mode()
+
+    def forward(self, x):
+        return self.bn(self.fc(x)).tanh()
+
+
+def _net():
+    ndgrad.manual_seed(0)
+    return Net()
+
+
+def test_compiled_module_is_an_optimized_module_with_torchs_keys():
+    m = _net()
+    c = ndgrad.compile(m)
+    tm = torch.compile(torch.nn.Sequential(torch.nn.Linear(4, 3)))
+    assert type(c).__name__ == type(tm).__name__ == "OptimizedModule"
+    assert isinstance(c, nn.Module) and c._orig_mod is m
+    assert list(c.state_dict()) == ["_orig_mod." + k for k in m.state_dict()]
+    assert [p is q for p, q in zip(c.parameters(), m.parameters())] == [True] * 2
+    assert c.fc is m.fc                              # attributes read through
+    c.extra = 5
+    assert m.extra == 5                              # and set through, as torch's
+    assert repr(c).startswith("OptimizedModule(\n  (_orig_mod): Net(")
+
+
+def test_compiled_module_follows_train_and_eval():
+    m, ref = _net(), _net()
+    c = ndgrad.compile(m)
+    x = ndgrad.randn(8, 4)
+    for mode in (True, False, True, False):
+        c.train(mode)
+        ref.train(mode)
+        out, want = c(x), ref(x)
+        assert m.training is mode and m.bn.training is mode
+        np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-6,
+                                   atol=1e-7)
+    # one specialization per flag tuple, reused
+    assert len(c.__dict__["_guarded"]._compiled) == 2
+    out.sum().backward()
+    assert out.grad_fn is not None and m.fc.weight.grad is not None
+
+
+def test_module_compile_in_place():
+    m, ref = _net(), _net()
+    assert m.compile() is None
+    x = ndgrad.randn(6, 4)
+    y = m(x)
+    assert y.grad_fn.name() == "DifferentiableGraphBackward"
+    m.eval()
+    ref.eval()
+    np.testing.assert_allclose(m(x).detach().numpy(), ref(x).detach().numpy(), rtol=1e-6)
+    clone = copy.deepcopy(m)             # a copy compiles again on first use
+    assert clone.fc.weight is not m.fc.weight
+    np.testing.assert_allclose(clone(x).detach().numpy(), m(x).detach().numpy())
+    back = pickle.loads(pickle.dumps(m))
+    np.testing.assert_allclose(back(x).detach().numpy(), m(x).detach().numpy())
+    with pytest.raises(TypeError, match="keywords"):
+        m.compile("inductor")
+
+
+def test_torch_compile_arguments():
+    lin = nn.Linear(2, 2)
+    for kw in ({"mode": "max-autotune"}, {"backend": "inductor"}, {"backend": "eager"},
+               {"mode": "reduce-overhead", "fullgraph": False}, {"recompile_limit": 2}):
+        c = ndgrad.compile(lin, **kw)
+        assert c(ndgrad.ones(1, 2)).shape == (1, 2)
+    assert ndgrad.compile(lin, disable=True) is lin
+    for kw in ({"mode": "fast"}, {"mode": "default", "options": {}}):
+        with pytest.raises(RuntimeError) as ours:
+            ndgrad.compile(lin, **kw)
+        with pytest.raises(RuntimeError) as theirs:
+            torch.compile(torch.nn.Linear(2, 2), **kw)
+        assert str(ours.value) == str(theirs.value)
+
+
+# ---------------------------------------------------------------------------- torch.jit
+def test_script_module_shares_state_with_the_original():
+    m = _net()
+    s = ndgrad.jit.script(m)
+    tl = torch.nn.Linear(2, 2)
+    ts = torch.jit.script(tl)
+    assert type(s).__name__ == type(ts).__name__ == "RecursiveScriptModule"
+    assert isinstance(s, ndgrad.jit.ScriptModule) and s.original_name == "Net"
+    assert list(s.state_dict()) == list(m.state_dict())
+    assert s.fc.weight is m.fc.weight
+    s.eval()
+    ts.eval()
+    assert m.training is tl.training is True      # a flag of its own, as torch's
+    assert s.training is s.bn.training is ts.training is False
+    x = ndgrad.randn(5, 4)
+    np.testing.assert_array_equal(s(x).detach().numpy(), m.eval()(x).detach().numpy())
+    m.train()
+    assert not s.training
+    seq = ndgrad.jit.script(nn.Sequential(nn.Linear(4, 2), nn.ReLU()))
+    assert len(seq) == 2 and type(seq[0]).__name__ == "RecursiveScriptModule"
+    assert seq(x).shape == (5, 2)
+    assert "def forward" in s.code
+    assert ndgrad.jit.script(s) is s
+
+
+def test_script_function_keeps_python_control_flow():
+    def f(x: ndgrad.Tensor) -> ndgrad.Tensor:
+        if bool(x.sum() > 0):
+            return x * 2
+        return -x
+
+    sf = ndgrad.jit.script(f)
+    assert type(sf).__name__ == "ScriptFunction" and sf.name == "f"
+    assert sf(ndgrad.tensor([1.0])).item() == 2.0 and sf(ndgrad.tensor([-1.0])).item() == 1.0
+    assert "def f" in sf.code
+
+
+def test_traced_module_accepts_other_batch_sizes_and_flags():
+    m, ref = _net(), _net()
+    t = ndgrad.jit.trace(m, ndgrad.randn(8, 4))
+    tt = torch.jit.trace(torch.nn.Linear(4, 3), torch.randn(8, 4))
+    assert type(t).__name__ == type(tt).__name__ == "TopLevelTracedModule"
+    assert [n.kind() for n in t.graph.nodes()]          # the example trace's graph
+    t.eval()
+    ref.eval()
+    assert m.training                  # the traced module's flags are its own
+    x = ndgrad.randn(3, 4)
+    np.testing.assert_allclose(t(x).detach().numpy(), ref(x).detach().numpy(), rtol=1e-6)
+
+
+def test_save_load_freeze():
+    m = _net().eval()
+    s = ndgrad.jit.script(m)
+    buf = io.BytesIO()
+    ndgrad.jit.save(s, buf)
+    buf.seek(0)
+    back = ndgrad.jit.load(buf)
+    x = ndgrad.randn(2, 4)
+    assert type(back).__name__ == "RecursiveScriptModule"
+    np.testing.assert_array_equal(back(x).detach().numpy(), s(x).detach().numpy())
+    t = ndgrad.jit.trace(m, x)
+    buf = io.BytesIO()
+    t.save(buf)
+    buf.seek(0)
+    np.testing.assert_array_equal(ndgrad.jit.load(buf)(x).detach().numpy(),
+                                  m(x).detach().numpy())
+    assert ndgrad.jit.freeze(s) is s
+    cases = [(lambda lib: lib.nn.Linear(1, 1).eval()),
+             (lambda lib: lib.jit.script(lib.nn.Linear(1, 1)))]
+    for make in cases:
+        with pytest.raises(RuntimeError) as ours:
+            ndgrad.jit.freeze(make(ndgrad))
+        with pytest.raises(RuntimeError) as theirs:
+            torch.jit.freeze(make(torch))
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(AttributeError):
+        ndgrad.jit.save(m, io.BytesIO())
+
+
+def test_decorators_futures_and_queries():
+    @ndgrad.jit.ignore
+    def a(x):
+        return x + 1
+
+    @ndgrad.jit.ignore(drop=True)
+    def b(x):
+        return x + 2
+
+    assert a(1) == 2 and b(1) == 3
+    assert ndgrad.jit.unused(a) is a and ndgrad.jit.export(a) is a
+    assert ndgrad.jit.annotate(List[int], []) == []
+    fut = ndgrad.jit.fork(lambda x: x * 3, ndgrad.ones(2))
+    assert ndgrad.jit.wait(fut).tolist() == [3.0, 3.0]
+
+    def boom():
+        raise ValueError("inside")
+
+    with pytest.raises(ValueError, match="inside"):
+        ndgrad.jit.wait(ndgrad.jit.fork(boom))
+    assert ndgrad.jit.is_scripting() is torch.jit.is_scripting() is False
+    seen = []
+    ndgrad.jit.trace(lambda x: (seen.append(ndgrad.jit.is_tracing()), x * 2)[1],
+                     ndgrad.ones(2), check_trace=False)
+    assert seen == [True] and ndgrad.jit.is_tracing() is False
+    for obj, typ in (([1, 2], List[int]), ([1, "a"], List[int]), ({"a": 1}, Dict[str, int]),
+                     ((1, "a"), Tuple[int, str]), (None, Optional[int]), (3, Optional[int]),
+                     ((1, 2, 3), Tuple[int, ...])):
+        assert ndgrad.jit.isinstance(obj, typ) == torch.jit.isinstance(obj, typ), (obj, typ)
+
+
+class Doubled(nn.Linear):
+    """super() in forward and a class attribute: both work on the scripted module."""
+
+    scale = 2.0
+
+    def forward(self, x):
+        return super().forward(x) * type(self).scale
+
+
+def test_scripted_subclass_calls_super_and_reads_class_attributes():
+    ndgrad.manual_seed(1)
+    m = Doubled(3, 2)
+    x = ndgrad.randn(4, 3)
+    for s in (ndgrad.jit.script(m), ndgrad.jit.trace(m, x), copy.deepcopy(ndgrad.jit.script(m))):
+        np.testing.assert_allclose(s(x).detach().numpy(), m(x).detach().numpy(), rtol=1e-6)
+        assert isinstance(s, ndgrad.jit.ScriptModule) and s.original_name == "Doubled"
+    y = ndgrad.jit.trace(m, x)(x)
+    y.sum().backward()
+    assert m.weight.grad is not None           # the traced module's parameters are m's
