@@ -131,6 +131,33 @@ def _transposed(x: Any) -> bool:
 # element-wise ops are several times slower), ~2 ms of CPU time; eager's loss makes two new
 # 2 MB arrays (``y - t``, ``d * d``) where the compiled step reuses buffers; and in every mode
 # the element-wise work runs on one thread while OpenBLAS uses two.
+#
+# Session 22 (``python bench/mlp_large_steps.py --threads 1 --cpu``: every product of a step
+# timed inside it and again alone on the same arrays; load average 5-9 throughout, so only
+# single-thread CPU time was usable), ms, minima of 12:
+#
+#   eager     step 110.8 = products 107.6 (alone 105.7) + the rest 3.1; 1.12 x the 1-thread
+#             ceiling (probe 239 GFLOP/s, 98.8 ms)
+#   compiled  step 107.7 (numpy) / 108.1 (numba) = products 105.4 (alone 104.2) + 2.3;
+#             1.09 x; no page faults in a steady step (the first two only)
+#
+# The products alone at their best orientation are 1.055 x the ceiling on one thread: each
+# runs at 91-97% of the 2048^3 probe's rate (M = 512; the forward ones lowest), so a step
+# cannot come below that, and with two BLAS threads the single-threaded rest (relu 4 passes
+# ~1.6, the loss ~0.4, Python ~0.3 for compiled, ~1 for eager) weighs twice as much: ~0.05 of
+# the ceiling compiled, ~0.06 eager, plus eager's slow input-gradient form (~2 ms CPU, ~1 wall).
+# Tried and dropped: (1) eager input gradients as ``(W @ g.T).T``: its column-major result meets
+# relu's row-major saved output in relu's backward, 3.4 ms instead of 0.48 (NumPy walks one
+# operand across rows; row tiles of 32-128 rows do no better, a transposed copy alone is 2.8):
+# a loss. (2) relu's large loops split over two threads (the caller and a daemon worker taking
+# pieces, GIL released in the loops): on the loaded machine every minimum was worse (the rest
+# of a step +0.5 ms over 4 loops: hand-offs and GIL waits), and OpenBLAS's pool thread spins
+# (sched_yield) on the other core after every product, so a quiet machine may gain little
+# (at most ~0.2 ms per loop). (3) 64-byte aligned product outputs (malloc gives 16): up to
+# 1.5%, dW2 only.
+# Importing numba (the numba tier's only difference for this graph: the generated code is the
+# same) changes no product's time on one thread; the numba tier's higher ratios in earlier
+# runs were two-thread harness runs of their own, not measured side by side.
 
 
 # Note [Gradient layout of mm]
