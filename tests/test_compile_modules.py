@@ -233,3 +233,31 @@ def test_scripted_subclass_calls_super_and_reads_class_attributes():
     y = ndgrad.jit.trace(m, x)(x)
     y.sum().backward()
     assert m.weight.grad is not None           # the traced module's parameters are m's
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_running_statistics_update_once_per_compiled_call(backend):
+    """Note [Calls that update their inputs]: the first call, the backward's re-run of the
+    normalization and differentiate's example run must not update the statistics again."""
+    def make():
+        ndgrad.manual_seed(3)
+        return nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Tanh(),
+                             nn.Unflatten(1, (3, 2)), nn.InstanceNorm1d(3, affine=True,
+                                                                        track_running_stats=True)
+                             ).double()
+    m, ref = make(), make()
+    cm = ndgrad.compile(m, backend=backend)
+    x = ndgrad.randn(6, 4, dtype=ndgrad.float64)
+    for mode in (True, True, True, False, True):
+        cm.train(mode)
+        ref.train(mode)
+        out, want = cm(x), ref(x)
+        np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-10,
+                                   atol=1e-12)
+        if mode:
+            out.pow(2).sum().backward()
+            want.pow(2).sum().backward()
+        for a, b in zip(m.buffers(), ref.buffers()):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+    for a, b in zip(m.parameters(), ref.parameters()):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-9, atol=1e-11)

@@ -169,7 +169,8 @@ class _Specialization:
         self._lock = threading.Lock()
         examples = res.example_inputs
         del res            # the trace's example tensors are not kept
-        if self.needs_grad and not self.mutated:
+        updates = any(n.kind() == "Call" and n.attrs.get("mutates") for n in self.graph.nodes())
+        if self.needs_grad and not self.mutated and not updates:
             # Note [The tracing call's result]: the compiled run's result is returned instead
             self.first_outputs = None
         self.build(examples)
@@ -258,9 +259,10 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, check: bool) -> tuple:
     torch.compile and jax.jit compile in the first call: nothing is left for the second call,
     and a benchmark's first call shows the whole cost (bench/jit.py subtracts one steady run
     to report the overhead). What the call returns:
-    * no output needs a gradient, or ``fn`` changed an input in place: the traced run's
-      outputs (running the compiled code as well would cost a second run, or apply the
-      in-place changes twice);
+    * no output needs a gradient, or ``fn`` changed an input in place (itself or in a Call
+      node, Note [Calls that update their inputs] in tracer.py): the traced run's outputs
+      (running the compiled code as well would cost a second run, or apply the in-place
+      changes twice);
     * otherwise the compiled run's outputs: the traced outputs are dropped before the build,
       since their eager graph holds every intermediate saved for backward while the compiled
       node keeps only df's captures (the first call's peak memory stays eager's, and its

@@ -46,7 +46,7 @@ from ..ops.sort import TRACEABLE_VJP as _sort_rules
 from ..tensor import Tensor, _wrap
 from . import tracer as _tr
 from .gradient import Gradient
-from .interpret import run_block, run_node
+from .interpret import replaying, run_block, run_node
 from .ir import Block, Graph, Node, Value, _substitute, all_values, clone_block_into
 from .passes import (eliminate_common_subexpression, eliminate_dead_code, fold_sizes,
                      lift_constants, specialize_autograd_zero)
@@ -171,7 +171,7 @@ def _run_examples(f: Graph, example_inputs: Optional[Sequence[Any]], second: boo
     if keep is None or any(n._blocks for n in nodes):
         for i, v in enumerate(ins):
             env[v] = _example_input(f, i, v, example_inputs, second, plain)
-        with no_grad():
+        with no_grad(), replaying():
             run_block(f.block(), env)
         return env if keep is None else {v: env[v] for v in keep if v in env}
     # Streaming: an input is made just before its first reader, a value dropped after its
@@ -187,7 +187,7 @@ def _run_examples(f: Graph, example_inputs: Optional[Sequence[Any]], second: boo
     for v in keep:
         if v in index and v not in last:
             env[v] = _example_input(f, index[v], v, example_inputs, second, plain)
-    with no_grad():
+    with no_grad(), replaying():
         for j in range(stop + 1):
             n = nodes[j]
             for v in n._inputs:
@@ -701,7 +701,7 @@ def run_call_backward(n: Node, ins: list) -> list:
         else:
             leaves.append(t)
     with enable_grad():
-        outs = call_node(call, leaves)
+        outs = call_node(call, leaves, replay=True)   # Note [Calls that update their inputs]
         pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
         wrt = [leaves[i] for i in a["outputs"]]
         if not pairs:

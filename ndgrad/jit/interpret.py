@@ -14,8 +14,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Any, List, Sequence
+import threading
+from typing import Any, Iterator, List, Sequence
 
 import numpy as np
 
@@ -173,9 +175,19 @@ def run_prim(n: Node, ins: list, env: dict) -> list:
     raise RuntimeError(f"ndgrad.jit: cannot run primitive {k}")
 
 
-def call_node(n: Node, tensors: list, fn_args: Any = None) -> list:
-    """Run a ``Call`` node on ``tensors`` (one per input)."""
+# Set while a graph runs only to recompute values (differentiate's example run): Call nodes
+# then update copies of their inputs (Note [Calls that update their inputs] in tracer.py).
+_replaying = threading.local()
+
+
+def call_node(n: Node, tensors: list, fn_args: Any = None, replay: bool = False) -> list:
+    """Run a ``Call`` node on ``tensors`` (one per input); with ``replay`` (or inside
+    ``replaying()``) the inputs it would update in place are copies."""
     a = n.attrs
+    if a.get("mutates") and (replay or getattr(_replaying, "on", False)):
+        tensors = list(tensors)
+        for i in a["mutates"]:
+            tensors[i] = tensors[i].detach().clone()
 
     def sub(x: Any) -> Any:
         if type(x) is TensorArg:
@@ -185,6 +197,17 @@ def call_node(n: Node, tensors: list, fn_args: Any = None) -> list:
         return x
     res = a["fn"](*sub(a["args"]), **{k: sub(v) for k, v in a["kwargs"].items()})
     return list(res) if a["tuple"] else [res]
+
+
+@contextlib.contextmanager
+def replaying() -> Iterator[None]:
+    """Runs inside recompute values only: Call nodes update copies of their inputs."""
+    old = getattr(_replaying, "on", False)
+    _replaying.on = True
+    try:
+        yield
+    finally:
+        _replaying.on = old
 
 
 def run_block_lazy(block: Block, env: dict) -> None:

@@ -846,11 +846,14 @@ class Tracer:
         tkw = {k: sub(v) for k, v in kwargs.items()}
         if not traced[0]:
             return                          # nothing traced goes in: a constant
+        mutates = tuple(slots[id(t)] for t in _updated_args(name, args, kwargs)
+                        if id(t) in slots)  # Note [Calls that update their inputs]
         n = self.graph.insert_prim(
             "Call", inputs,
             [(o._data.shape, o._data.dtype, differentiable and o.requires_grad) for o in outs],
             {"fn": fn, "name": name, "args": targs, "kwargs": tkw,
-             "tuple": isinstance(res, tuple), "differentiable": differentiable},
+             "tuple": isinstance(res, tuple), "differentiable": differentiable,
+             "mutates": mutates},
             source=self.source())
         for o, v in zip(outs, n.outputs()):
             self.set_t(o, v)
@@ -1055,6 +1058,33 @@ _patched: list = []
 # asks autograd, ``CallBackward``): an opaque node whose backward is its own.
 # Max pooling is in the op table (Note [Max pooling in the op table] in ops/nn_pool.py).
 _DIFF_CALL_NAMES = ("layer_norm", "batch_norm", "group_norm", "instance_norm", "combinations")
+
+
+# Note [Calls that update their inputs]
+# batch_norm (training) and instance_norm (use_input_stats) update the running statistics they
+# are given in place, and torch's batch_norm does so without a version bump, so the tracer
+# cannot see it: it asks ``_updated_args``. The Call node lists those inputs
+# (``attrs["mutates"]``). Only the compiled forward's run of the node may update them: the
+# runs that only recompute values (differentiate's example run, the backward's re-run of the
+# function, ``call_node(..., replay=True)``) give the function copies, and a first call whose
+# graph has such a node returns the traced run's outputs (which updated the statistics once)
+# instead of running the compiled code as well (Note [The tracing call's result] in api.py).
+_STAT_UPDATES = {"batch_norm": ("training", 5, False), "instance_norm": ("use_input_stats", 5,
+                                                                          True)}
+
+
+def _updated_args(name: str, args: tuple, kwargs: dict) -> list:
+    """The running-statistics tensors a ``batch_norm``/``instance_norm`` call updates."""
+    spec = _STAT_UPDATES.get(name)
+    if spec is None:
+        return []
+    flag_name, flag_pos, default = spec
+    flag = kwargs.get(flag_name, args[flag_pos] if len(args) > flag_pos else default)
+    if not flag:
+        return []
+    stats = [kwargs.get(k, args[i] if len(args) > i else None)
+             for i, k in ((1, "running_mean"), (2, "running_var"))]
+    return [t for t in stats if isinstance(t, Tensor)]
 
 
 def _wants_call(name: str, args: tuple, kwargs: dict) -> bool:
