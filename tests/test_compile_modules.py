@@ -261,3 +261,22 @@ def test_running_statistics_update_once_per_compiled_call(backend):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
     for a, b in zip(m.parameters(), ref.parameters()):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-9, atol=1e-11)
+
+
+def test_compiled_function_calling_a_module_follows_its_flags():
+    m, ref = _net(), _net()
+    step = ndgrad.compile(lambda x: m(x).sum())
+    x = ndgrad.randn(5, 4)
+    for mode in (True, False, False, True):
+        m.train(mode)
+        ref.train(mode)
+        np.testing.assert_allclose(step(x).item(), ref(x).sum().item(), rtol=1e-6)
+    only_mode = Mode()                         # no parameters: nothing lifted, still guarded
+    f = ndgrad.compile(lambda x: only_mode(x))
+    assert f(ndgrad.ones(1)).item() == 2.0
+    only_mode.eval()
+    assert f(ndgrad.ones(1)).item() == 3.0
+    t = ndgrad.jit.trace(lambda x: only_mode(x), ndgrad.ones(1))
+    only_mode.train()
+    with pytest.raises(RuntimeError, match="training and evaluation"):
+        t(ndgrad.ones(1))

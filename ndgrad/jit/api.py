@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import sys
 import threading
 import warnings
 from typing import Any, Callable, Optional
@@ -150,7 +151,16 @@ class _Specialization:
 
     def __init__(self, fn: Callable, args: tuple, kwargs: dict, backend: str,
                  check: bool = False) -> None:
-        res, self.first_outputs = _trace(fn, args, kwargs, check)
+        # the modules the trace calls, and their training flags: the graph holds what the
+        # flags decided (Note [Compiled modules and training flags] in nn/compiled.py)
+        nn_module = sys.modules.get("ndgrad.nn.modules.module")  # local import: nn if loaded
+        if nn_module is None:
+            res, self.first_outputs = _trace(fn, args, kwargs, check)
+            seen: list = []
+        else:
+            with nn_module.recording_module_calls() as seen:
+                res, self.first_outputs = _trace(fn, args, kwargs, check)
+        self.module_flags = tuple((m, m.training) for m in dict.fromkeys(seen))
         self.graph = res.graph
         self.num_outputs = res.num_outputs
         self.mutated = tuple(res.mutated)
@@ -162,6 +172,7 @@ class _Specialization:
         self.lifted_probes = tuple((p, t) for p, t in
                                    zip(lifted_sources(fn, self.lifted), self.lifted)
                                    if p is not None)
+        self.guarded = bool(self.lifted or self.module_flags)   # lifted_ok() has work to do
         self.backend = backend
         self.needs_grad = _state.enabled and any(v.requires_grad for v in res.graph.outputs())
         self._plan: Optional[Plan] = None
@@ -217,7 +228,16 @@ class _Specialization:
             parts.append(f"# backward, undefined incoming gradients: {list(mask)}\n" + df.code)
         return "\n".join(parts)
 
+    def flags_ok(self) -> bool:
+        """The called modules' ``training`` flags are the trace's."""
+        for m, flag in self.module_flags:
+            if m.training is not flag:
+                return False
+        return True
+
     def lifted_ok(self) -> bool:
+        if self.module_flags and not self.flags_ok():
+            return False                # another training mode: trace again
         for t, (shape, dtype, rg) in zip(self.lifted, self.lifted_meta):
             d = t._data
             if d.shape != shape or d.dtype != dtype or t._requires_grad != rg:
@@ -452,6 +472,11 @@ class TracedFunction:
         if _tracer_local.__dict__.get("tracer") is not None:
             return self._fn(*args)         # inside an outer trace: inlined into it
         key, leaves = _guard(args, {})
+        if key == self._key and not self._spec.flags_ok():
+            raise RuntimeError(
+                "ndgrad.jit.trace: a module the function calls was switched between training "
+                "and evaluation since the trace; trace it again in this mode, or use "
+                "ndgrad.compile, which traces once per mode")
         if key == self._key and not self._spec.lifted_ok():
             raise RuntimeError(
                 "ndgrad.jit.trace: a tensor the function reads outside its arguments (a "
@@ -525,7 +550,7 @@ class CompiledFunction:
                 if t._fw_grads or t._blevel:
                     return self._fn(*args, **kwargs)
         spec = self._cache.get(key)
-        if spec is None or (spec is not _EAGER and spec.lifted and not spec.lifted_ok()):
+        if spec is None or (spec is not _EAGER and spec.guarded and not spec.lifted_ok()):
             spec, out = self._specialize(key, args, kwargs)
             if out is not None:
                 return out[0]      # Note [The tracing call's result]
@@ -536,7 +561,7 @@ class CompiledFunction:
     def _specialize(self, key: tuple, args: tuple, kwargs: dict) -> Any:
         with self._lock:
             spec = self._cache.get(key)
-            if spec is not None and (spec is _EAGER or not spec.lifted or spec.lifted_ok()):
+            if spec is not None and (spec is _EAGER or not spec.guarded or spec.lifted_ok()):
                 return spec, None
             real = sum(1 for s in self._cache.values() if s is not _EAGER)
             if spec is None and real >= self._cache_limit:

@@ -7,8 +7,10 @@ decides a lot (batch statistics and running-stat updates in BatchNorm, dropout o
 compiled module keeps one compiled function per tuple of its submodules' ``training`` flags,
 in ``modules()`` order: after ``model.eval()`` the next call traces the evaluation graph (once)
 instead of replaying the training one, as torch.compile's guards on ``training`` do. The
-submodule list is read again when a submodule is added or replaced (``_modules`` identities
-are part of the key's cache entry).
+submodule list is read again when a submodule is added or replaced. A compiled *function*
+that calls modules is guarded the same way: its trace records the modules called
+(``recording_module_calls`` in nn/modules/module.py) and a specialization whose modules'
+flags changed since is traced again (``_Specialization.flags_ok`` in jit/api.py).
 
 Example:
     >>> import ndgrad

@@ -34,14 +34,17 @@ there and may replace them). When no input requires grad, the hooks run at the o
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
+import threading
 import warnings
 import weakref
 from collections import OrderedDict, namedtuple
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional, SupportsIndex
 
 from ... import _creation, _dtype
+from ...ops import _dispatch
 from ...autograd import grad_mode
 from ...autograd.function import Function
 from ...autograd.hooks import HookDict, RemovableHandle
@@ -842,6 +845,10 @@ class Module:
         compiled = self.__dict__.get("_compiled_call_impl")
         if compiled is not None:                   # installed by compile()
             return compiled(*args, **kwargs)
+        if _dispatch._TRACING:
+            seen = _called.__dict__.get("seen")
+            if seen is not None:
+                seen.append(self)
         return self._call_impl(*args, **kwargs)
 
     __call__: Callable[..., Any] = _wrapped_call_impl
@@ -1325,6 +1332,23 @@ class Module:
         if args:
             raise TypeError("Module.compile() takes ndgrad.compile's options as keywords")
         self.__dict__["_compiled_call_impl"] = FlagGuardedCall(self, self._call_impl, kwargs)
+
+
+_called = threading.local()
+
+
+@contextlib.contextmanager
+def recording_module_calls() -> Iterator[list]:
+    """The modules called (in order, with repeats) while a trace records in this thread: a
+    compiled function's specialization is only valid for their ``training`` flags (Note
+    [Compiled modules and training flags] in nn/compiled.py)."""
+    old = _called.__dict__.get("seen")
+    seen: list = []
+    _called.seen = seen
+    try:
+        yield seen
+    finally:
+        _called.seen = old
 
 
 def _wrapped_hook(hook: Callable, module: Module, grad_inputs: tuple, grad_outputs: tuple) -> Any:
