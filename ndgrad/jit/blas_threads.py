@@ -44,7 +44,10 @@ def _find() -> Optional[tuple]:
         root = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
         for path in glob.glob(os.path.join(root, "*openblas*")):
             try:
-                lib = ctypes.CDLL(path)
+                # PyDLL: the two calls only read or write a count (no callbacks, no waiting
+                # on BLAS threads when lowering it), so they keep the GIL: ~0.05 µs less per
+                # call than CDLL's release and reacquire
+                lib = ctypes.PyDLL(path)
                 get = lib.scipy_openblas_get_num_threads64_
                 put = lib.scipy_openblas_set_num_threads64_
             except (OSError, AttributeError):
@@ -67,19 +70,29 @@ def run_single_threaded(fn: Callable, args: tuple) -> Any:
     f = _funcs if _searched else _find()
     if f is None:
         return fn(*args)
-    with _lock:
-        if _depth[0] == 0:
-            prev = _depth[1] = f[0]()
+    # the same steps as single_blas_thread, without its frames (two per generated call)
+    # (acquire/release in try/finally: ~0.1 µs less than a with block each, on 3.11)
+    depth = _depth
+    lock = _lock
+    lock.acquire()
+    try:
+        if depth[0] == 0:
+            prev = depth[1] = f[0]()
             if prev != 1:
                 f[1](1)
-        _depth[0] += 1
+        depth[0] += 1
+    finally:
+        lock.release()
     try:
         return fn(*args)
     finally:
-        with _lock:
-            _depth[0] -= 1
-            if _depth[0] == 0 and _depth[1] != 1:
-                f[1](_depth[1])
+        lock.acquire()
+        try:
+            n = depth[0] = depth[0] - 1
+            if n == 0 and depth[1] != 1:
+                f[1](depth[1])
+        finally:
+            lock.release()
 
 
 class single_blas_thread:
