@@ -80,7 +80,8 @@ import numpy as np
 
 from ..autograd import profiler as _profiler
 from ..autograd.anomaly_mode import record as _anomaly_record
-from ..autograd.accumulate_grad import grad_accumulator
+from ..autograd.accumulate_grad import AccumulateGrad, grad_accumulator
+from ..autograd.engine import _local as _engine_local
 from ..autograd.engine import current_graph_task_keeps_graph
 from ..autograd.grad_mode import _state
 from ..autograd.node import RELEASED, SECOND_BACKWARD_MSG, Node, next_sequence_nr
@@ -163,17 +164,76 @@ class DifferentiableGraphBackward(Node):
         else:
             outs = df(*args)
         del args
+        if plan.df_through:
+            outs = _pass_through(plan.df_through, outs, grads)
         if _dispatch._TRANSFORM:       # created inside a func transform call
-            return tuple([None if o is None else _wrap_born(o) for o in outs])
+            return tuple([None if o is None else o if o.__class__ is Tensor else _wrap_born(o)
+                          for o in outs])
+        if not self._has_hooks and self._to_leaves(outs):
+            return ()
         res: list[Optional[Tensor]] = []
         for o in outs:
-            if o is None:
-                res.append(None)
+            if o is None or o.__class__ is Tensor:
+                res.append(o)
             else:
                 t = _new(Tensor)
                 t._data = o if type(o) is _ndarray else np.asarray(o)
                 res.append(t)
         return tuple(res)
+
+    def _to_leaves(self, outs: tuple) -> bool:
+        """Accumulate ``outs`` into the leaves this node feeds, as their AccumulateGrad nodes
+        would right after it; False (nothing done) unless the engine runs this node alone with
+        its leaves (Note [A compiled node accumulates its leaves])."""
+        tasks = _engine_local.__dict__.get("tasks")
+        if not tasks:
+            return False
+        task = tasks[-1]
+        nodes = task.nodes
+        if not task.accumulate_grad or task.needed is not None or nodes is None:
+            return False
+        edges = self.next_functions
+        meta = self._input_meta
+        i = -1
+        for (acc, _), o in zip(edges, outs):
+            i += 1
+            if acc is None:
+                continue
+            if acc.__class__ is not AccumulateGrad or acc._has_hooks or nodes.get(acc) != 0:
+                return False
+            if o is not None:
+                m = meta[i]
+                if type(o) is not _ndarray:
+                    if o.__class__ is not Tensor:
+                        return False
+                    o = o._data          # an incoming gradient handed on (_pass_through)
+                if o.shape != m[0] or o.dtype != m[1]:
+                    return False        # the engine's checks and fixes apply
+        for (acc, _), o in zip(edges, outs):
+            if acc is None or o is None:
+                continue
+            if o.__class__ is Tensor:
+                acc.apply([o])
+                continue
+            var = acc.variable
+            if (var._grad is None and var._grad_fn is None and var._requires_grad
+                    and not var._post_acc_hooks and not acc._post_hooks):
+                vd = var._data
+                if o.strides == vd.strides and o.shape == vd.shape and vd.flags.c_contiguous \
+                        and 0 not in vd.strides:
+                    # AccumulateGrad's steal of a gradient nobody else holds, under its lock
+                    lock = acc._lock
+                    lock.acquire()
+                    try:
+                        if var._grad is None:
+                            t = _new(Tensor)
+                            t._data = o
+                            var._grad = t
+                            continue
+                    finally:
+                        lock.release()
+            acc.apply([_wrap_plain(o)])
+        return True
 
     def release_variables(self) -> None:
         if self._saved:
@@ -271,6 +331,29 @@ _ONE_DEFINED = (False,)
 _ONE_UNDEFINED = (True,)
 
 
+def _pass_through(through: tuple, outs: tuple, grads: list) -> tuple:
+    """df's outputs with each one that is an incoming gradient's array replaced by that
+    gradient's Tensor, as an eager node hands a gradient on unchanged (AccumulateGrad then
+    copies it rather than steal it: the caller still holds it; Note [A compiled node
+    accumulates its leaves]). ``through``: the (output, incoming gradient) pairs of equal
+    shape and dtype, the only ones that can be the same array."""
+    res = None
+    for k, j in through:
+        o = outs[k]
+        g = grads[j]
+        if o is not None and g is not None and g._data is o:
+            if res is None:
+                res = list(outs)
+            res[k] = g
+    return outs if res is None else tuple(res)
+
+
+def _wrap_plain(o: Any) -> Tensor:
+    t = _new(Tensor)
+    t._data = o
+    return t
+
+
 def _wrap_born(o: Any) -> Tensor:
     t = _new(Tensor)
     t._data = o if type(o) is _ndarray else np.asarray(o)
@@ -306,7 +389,7 @@ class Plan:
                  df_input_captured_outputs: Sequence[int], df_output_vjps: Sequence[int],
                  input_meta: Sequence[tuple], output_dtypes: Sequence[Any],
                  df_builder: Optional[Callable] = None, df_tensors: Optional[Callable] = None,
-                 out_kinds: Optional[Sequence] = None,
+                 out_kinds: Optional[Sequence] = None, df_through: Sequence[tuple] = (),
                  name: str = "DifferentiableGraphBackward") -> None:
         self.f = f
         self.f_nograd = f_nograd
@@ -318,6 +401,9 @@ class Plan:
         self.input_meta = tuple((tuple(s), np.dtype(d)) for s, d in input_meta)
         self.df_builder = df_builder
         self.df_tensors = df_tensors
+        # (output k, incoming gradient j) of df whose shapes and dtypes are equal: output k can
+        # be gradient j handed on (Note [A compiled node accumulates its leaves])
+        self.df_through = tuple(df_through)
         self.df_variants: dict = {}
         # Per real output: None (a new tensor), ("input", i) (input i itself), ("dup", j) (the
         # same tensor as output j), ("view", "input"|"output", i, replay) (replay(base) redoes
