@@ -394,8 +394,13 @@ def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
     f_ins = grad.f.inputs()
     f_outs = grad.f.outputs()
     df_vjps = df_opt.inputs()[:len(grad.df_input_vjps)]
-    through = [(k, j) for k, o in enumerate(df_opt.outputs()) for j, v in enumerate(df_vjps)
+    df_outs = df_opt.outputs()
+    through = [(k, j) for k, o in enumerate(df_outs) for j, v in enumerate(df_vjps)
                if tuple(o.shape) == tuple(v.shape) and o.dtype == v.dtype]
+    by_type: dict = {}
+    for k, o in enumerate(df_outs):
+        by_type.setdefault((tuple(o.shape), o.dtype), []).append(k)
+    twins = [tuple(ks) for ks in by_type.values() if len(ks) > 1]
     plan = Plan(f=f, f_nograd=f, f_real_outputs=grad.f_real_outputs,
                 df_input_vjps=grad.df_input_vjps,
                 df_input_captured_inputs=grad.df_input_captured_inputs,
@@ -405,7 +410,7 @@ def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
                 output_dtypes=[v.dtype for v in f_outs], df_builder=build,
                 df_tensors=df_tensors, out_kinds=kinds + (None,) * (grad.f_real_outputs
                                                                    - len(kinds)),
-                df_through=through)
+                df_through=through, df_twins=twins)
     return plan
 
 
