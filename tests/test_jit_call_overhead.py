@@ -344,3 +344,25 @@ def test_single_threaded_run_restores_the_count_when_it_raises():
     with pytest.raises(ValueError, match="boom"):
         blas_threads.run_single_threaded(boom, ())
     assert get() == before and blas_threads._depth[0] == 0
+
+
+def test_a_gradient_off_the_fast_layout_goes_through_the_engines_checks(monkeypatch):
+    seen = _spy_leaf_path(monkeypatch)
+    checked = []
+    real = executor._check_gradient
+    monkeypatch.setattr(executor, "_check_gradient",
+                        lambda node, i, g, meta: checked.append(i) or real(node, i, g, meta))
+    x, w1, b1, w2, b2 = leaves((4, 3), (3, 5), (5,), (5, 2), (2,))
+    cf = ndgrad.compile(mlp)
+    cf(x, w1, b1, w2, b2)
+    plan = cf.specializations()[0]._plan
+    # pretend w2's gradient had another dtype than the one the fast path expects
+    lays = list(plan.grad_layouts)
+    lays[3] = (lays[3][0], np.dtype(np.float32), lays[3][2])
+    monkeypatch.setattr(plan, "grad_layouts", tuple(lays))
+    cf(x, w1, b1, w2, b2).backward()
+    e = _copy([w1, b1, w2, b2])
+    mlp(x, *e).backward()
+    assert seen == [True] and checked == [3]
+    for c, ce in zip((w1, b1, w2, b2), e):
+        np.testing.assert_allclose(c.grad.numpy(), ce.grad.numpy(), rtol=1e-12)

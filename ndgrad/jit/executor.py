@@ -47,11 +47,12 @@ The node does the second part itself when that is the case: the innermost graph 
 accumulates into every leaf (``accumulate_grad``, no ``needed`` set) and publishes a count of
 0 for each of the node's AccumulateGrad successors (the lean entry's counts; the general loop
 still counts the node's own pending edge then, so it is never 0 there), none of them has hooks,
-the node has none, and every gradient has its input's shape and dtype (else the engine's checks
-and fixes apply). Then, in edge order, a first gradient nobody else holds that is row-major
-like its row-major leaf becomes ``.grad`` under the AccumulateGrad's lock (its steal), and any
-other case is that AccumulateGrad's own ``apply``; the node returns no gradients, so the engine
-has nothing left to do. Anything else returns the gradients to the engine as before.
+and the node has none. Then, in edge order, a first gradient nobody else holds, of its input's
+shape and dtype and row-major like its row-major leaf, becomes ``.grad`` under the
+AccumulateGrad's lock (its steal); any other gradient goes through the engine's checks and
+fixes (``_check_gradient``) to that AccumulateGrad's own ``apply``. The node returns no
+gradients, so the engine has nothing left to do. Anything else returns the gradients to the
+engine as before.
 Gradient identity follows eager's: an output of df that is an incoming gradient's array is
 handed on as that gradient's Tensor (an eager node hands ``g`` on unchanged, and AccumulateGrad
 copies it since the caller still holds it: ``(w + x).backward(g)`` must not make ``w.grad``
@@ -66,9 +67,10 @@ Runtime internals relied on (this list is the one place to update): ``Node`` att
 ``node.SECOND_BACKWARD_MSG``; ``_dispatch._edge`` (``gradient_edge`` without its call),
 ``accumulate_grad.grad_accumulator``;
 ``SavedTensor(t, is_output, output_nr)``, ``._version`` and ``.unpack(node)``; the engine's
-``_local.tasks`` (its last ``_GraphTask``'s ``accumulate_grad``, ``needed`` and ``nodes``, the
-latter with 0 for the leaves of the lean entry); ``AccumulateGrad``'s ``variable``, ``_lock``,
-``_has_hooks``, ``_post_hooks`` and ``apply``, a leaf's ``_grad`` and ``_post_acc_hooks``;
+``_check_gradient`` and ``_local.tasks`` (its last ``_GraphTask``'s ``accumulate_grad``,
+``needed`` and ``nodes``, the latter with 0 for the leaves of the lean entry);
+``AccumulateGrad``'s ``variable``, ``_lock``, ``_has_hooks`` and ``apply``, a leaf's ``_grad``
+and ``_post_acc_hooks``;
 ``saved._hooks_in_use`` and ``INFERENCE_SAVE_MSG``; ``anomaly_mode.record(node)``;
 ``profiler.current()`` and ``profiler._Range``; the Tensor fields ``_data``, ``_grad_fn``,
 ``_requires_grad``, ``_output_nr``, ``_inference``, ``_base``, ``_blevel``, ``_grad_acc`` (a
@@ -103,6 +105,7 @@ import numpy as np
 from ..autograd import profiler as _profiler
 from ..autograd.anomaly_mode import record as _anomaly_record
 from ..autograd.accumulate_grad import AccumulateGrad, grad_accumulator
+from ..autograd.engine import _check_gradient
 from ..autograd.engine import _local as _engine_local
 from ..autograd.engine import current_graph_task_keeps_graph
 from ..autograd.grad_mode import _state
@@ -215,45 +218,46 @@ class DifferentiableGraphBackward(Node):
         if not task.accumulate_grad or task.needed is not None or nodes is None:
             return False
         edges = self.next_functions
-        layouts = self._plan.grad_layouts
-        for (acc, _), o, lay in zip(edges, outs, layouts):
-            if acc is None:
-                continue
-            if acc.__class__ is not AccumulateGrad or acc._has_hooks or nodes.get(acc) != 0:
+        for acc, _ in edges:
+            if acc is not None and (acc.__class__ is not AccumulateGrad or acc._has_hooks
+                                    or nodes.get(acc) != 0):
                 return False
-            if o is not None:
-                if o.__class__ is Tensor:
-                    o = o._data          # an incoming gradient handed on (_pass_through)
-                elif o.__class__ is not _ndarray:
-                    return False
-                dt = o.dtype
-                if o.shape != lay[0] or (dt is not lay[1] and dt != lay[1]):
-                    return False        # the engine's checks and fixes apply
-        for (acc, _), o, lay in zip(edges, outs, layouts):
+        i = -1
+        for (acc, _), o, lay in zip(edges, outs, self._plan.grad_layouts):
+            i += 1
             if acc is None or o is None:
                 continue
-            if o.__class__ is not Tensor:
-                var = acc.variable
-                # AccumulateGrad's steal of a first gradient nobody else holds, when both are
-                # row-major of one shape (its layout test, Note [AccumulateGrad: steal, clone
-                # or add]); any other case is AccumulateGrad's own
-                if var._grad is None and var._grad_fn is None and var._requires_grad \
-                        and not var._post_acc_hooks and not acc._post_hooks:
-                    vd = var._data
-                    cs = lay[2]
-                    if o.strides == cs and vd.strides == cs and vd.shape == lay[0]:
-                        lock = acc._lock
-                        lock.acquire()
-                        try:
-                            if var._grad is None:
-                                t = _new(Tensor)
-                                t._data = o
-                                var._grad = t
-                                continue
-                        finally:
-                            lock.release()
-                o = _wrap_plain(o)
-            acc.apply([o])
+            if o.__class__ is _ndarray:
+                dt = o.dtype
+                if o.shape == lay[0] and (dt is lay[1] or dt == lay[1]):
+                    var = acc.variable
+                    # AccumulateGrad's steal of a first gradient nobody else holds, when both
+                    # are row-major of one shape (its layout test, Note [AccumulateGrad: steal,
+                    # clone or add]); any other case is AccumulateGrad's own
+                    if var._grad is None and var._grad_fn is None and var._requires_grad \
+                            and not var._post_acc_hooks:
+                        vd = var._data
+                        cs = lay[2]
+                        if o.strides == cs and vd.strides == cs and vd.shape == lay[0]:
+                            lock = acc._lock
+                            lock.acquire()
+                            try:
+                                if var._grad is None:
+                                    t = _new(Tensor)
+                                    t._data = o
+                                    var._grad = t
+                                    continue
+                            finally:
+                                lock.release()
+                    acc.apply([_wrap_plain(o)])
+                    continue
+                # another shape or dtype: the engine's checks and fixes, then AccumulateGrad
+                acc.apply([_check_gradient(self, i, _wrap_plain(o), self._input_meta)])
+            elif o.__class__ is Tensor:       # an incoming gradient handed on (_pass_through)
+                acc.apply([_check_gradient(self, i, o, self._input_meta)])
+            else:
+                acc.apply([_check_gradient(self, i, _wrap_plain(np.asarray(o)),
+                                           self._input_meta)])
         return True
 
     def release_variables(self) -> None:
