@@ -34,8 +34,8 @@ def _spy_leaf_path(monkeypatch):
     seen = []
     real = executor.DifferentiableGraphBackward._to_leaves
 
-    def spy(self, outs):
-        r = real(self, outs)
+    def spy(self, outs, task):
+        r = real(self, outs, task)
         seen.append(r)
         return r
     monkeypatch.setattr(executor.DifferentiableGraphBackward, "_to_leaves", spy)

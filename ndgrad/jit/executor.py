@@ -67,8 +67,9 @@ Runtime internals relied on (this list is the one place to update): ``Node`` att
 ``node.SECOND_BACKWARD_MSG``; ``_dispatch._edge`` (``gradient_edge`` without its call),
 ``accumulate_grad.grad_accumulator``;
 ``SavedTensor(t, is_output, output_nr)``, ``._version`` and ``.unpack(node)``; the engine's
-``_check_gradient`` and ``_local.tasks`` (its last ``_GraphTask``'s ``accumulate_grad``,
-``needed`` and ``nodes``, the latter with 0 for the leaves of the lean entry);
+``_check_gradient`` and ``_local.tasks`` (its last ``_GraphTask``'s ``keep_graph``,
+``accumulate_grad``, ``needed`` and ``nodes``, the latter with 0 for the leaves of the lean
+entry);
 ``AccumulateGrad``'s ``variable``, ``_lock``, ``_has_hooks`` and ``apply``, a leaf's ``_grad``
 and ``_post_acc_hooks``;
 ``saved._hooks_in_use`` and ``INFERENCE_SAVE_MSG``; ``anomaly_mode.record(node)``;
@@ -107,7 +108,6 @@ from ..autograd.anomaly_mode import record as _anomaly_record
 from ..autograd.accumulate_grad import AccumulateGrad, grad_accumulator
 from ..autograd.engine import _check_gradient
 from ..autograd.engine import _local as _engine_local
-from ..autograd.engine import current_graph_task_keeps_graph
 from ..autograd.grad_mode import _state
 from ..autograd.node import RELEASED, SECOND_BACKWARD_MSG, Node, next_sequence_nr
 from ..autograd.saved import INFERENCE_SAVE_MSG, SavedTensor, _hooks_in_use
@@ -141,20 +141,22 @@ class DifferentiableGraphBackward(Node):
             if saved.__class__ is _Failed:
                 saved.reraise()
         plan = self._plan
+        batched = False
         if len(grads) == 1:         # the usual single output (a loss): no per-list work
             g = grads[0]
             if g is None:
                 args: list = [None]
                 mask: tuple = _ONE_UNDEFINED
             elif g._blevel:
-                args, mask = [], ()
+                args, mask, batched = [], (), True
             else:
                 args, mask = [g._data], _ONE_DEFINED
             g = None
         else:
             args = [None if g is None else g._data for g in grads]
             mask = tuple([g is None for g in args])
-        if _state.enabled or _dispatch._BATCHING or _has_batched(grads):
+            batched = _has_batched(grads)
+        if _state.enabled or _dispatch._BATCHING or batched:
             # create_graph=True (or batched gradients): run df op by op with ndgrad ops, so the
             # backward is recorded and differentiable again (Note [Compiled call protocol]).
             if saved.__class__ is _Captures:
@@ -178,7 +180,8 @@ class DifferentiableGraphBackward(Node):
         # df raise, the captures are gone: the node keeps the failure (``_Failed``) and a retry
         # raises the same error, as eager's retry of a failing node would (Note [A failed
         # compiled backward]).
-        if getattr(df, "owned", False) and not current_graph_task_keeps_graph():
+        tasks = _engine_local.__dict__.get("tasks")     # current_graph_task_keeps_graph()
+        if getattr(df, "owned", False) and tasks and not tasks[-1].keep_graph:
             self._saved = RELEASED
             del saved
             try:
@@ -194,7 +197,7 @@ class DifferentiableGraphBackward(Node):
         if _dispatch._TRANSFORM:       # created inside a func transform call
             return tuple([None if o is None else o if o.__class__ is Tensor else _wrap_born(o)
                           for o in outs])
-        if not self._has_hooks and self._to_leaves(outs):
+        if tasks and not self._has_hooks and self._to_leaves(outs, tasks[-1]):
             return ()
         res: list[Optional[Tensor]] = []
         for o in outs:
@@ -206,14 +209,10 @@ class DifferentiableGraphBackward(Node):
                 res.append(t)
         return tuple(res)
 
-    def _to_leaves(self, outs: tuple) -> bool:
+    def _to_leaves(self, outs: tuple, task: Any) -> bool:
         """Accumulate ``outs`` into the leaves this node feeds, as their AccumulateGrad nodes
         would right after it; False (nothing done) unless the engine runs this node alone with
-        its leaves (Note [A compiled node accumulates its leaves])."""
-        tasks = _engine_local.__dict__.get("tasks")
-        if not tasks:
-            return False
-        task = tasks[-1]
+        its leaves in graph task ``task`` (Note [A compiled node accumulates its leaves])."""
         nodes = task.nodes
         if not task.accumulate_grad or task.needed is not None or nodes is None:
             return False
@@ -372,6 +371,11 @@ def _pass_through(plan: "Plan", outs: tuple, grads: list) -> tuple:
                 res = list(outs)
             res[k] = g
     for group in plan.df_twins:
+        if len(group) == 2:
+            j, k = group
+            o = outs[k]
+            if o is None or o is not outs[j]:
+                continue
         first: dict = {}
         for k in group:
             o = outs[k]
