@@ -326,10 +326,14 @@ def test_tt_form_products_equal_the_plain_ones(monkeypatch, dtype):
 
 
 def test_tt_choice_is_measured_once_per_shape():
-    blas_threads._tt_choice.pop((3, 4, 5, np.dtype(np.float64)), None)
-    r = blas_threads.column_major_first_is_faster(3, 4, 5, np.float64)
-    assert isinstance(r, bool)
-    assert blas_threads._tt_choice[(3, 4, 5, np.dtype(np.float64))] is r
+    key = (64, 32, 48, np.dtype(np.float64))
+    blas_threads._tt_choice.pop(key, None)
+    r = blas_threads.column_major_first_is_faster(64, 32, 48, np.float64)
+    assert isinstance(r, bool) and blas_threads._tt_choice[key] is r
+    assert blas_threads.column_major_first_is_faster(64, 32, 48, np.float64) is r
+    # tiny products are not measured
+    assert blas_threads.column_major_first_is_faster(3, 4, 5, np.float64) is False
+    assert (3, 4, 5, np.dtype(np.float64)) not in blas_threads._tt_choice
 
 
 def test_single_threaded_run_restores_the_count_when_it_raises():

@@ -131,19 +131,23 @@ class single_blas_thread:
 # 128x128, one thread: 11.7 µs against 6.3 with the copy; mlp_small's backward has one), and
 # for others faster (64x128 by 128x128: 15.7 against 18.3). No rule of shape predicts it on
 # every CPU and OpenBLAS build, so the generated code asks ``column_major_first_is_faster``
-# once per shape and dtype (a few dozen single-threaded runs of both forms, under a
-# millisecond, cached for the process) and emits ``np.matmul(np.asfortranarray(g), Wt)``
+# once per shape and dtype (seven single-threaded runs of each form, ~0.2 ms for a
+# 32x128x128 float32 product, cached for the process; products under 2^16 multiply-adds are
+# not measured) and emits ``np.matmul(np.asfortranarray(g), Wt)``
 # where the TT form is clearly (15%) faster. The result is a new row-major array either way;
 # the products are the same dot products, which OpenBLAS may round differently in the last
 # bits by form, as NumPy's own choice of kernel can (Note [Transposed products in generated
 # code] in gemm_layout.py).
 _tt_choice: dict = {}
+_TT_MIN_MACS = 1 << 16
 
 
 def column_major_first_is_faster(m: int, k: int, n: int, dtype: Any) -> bool:
     """Whether ``np.asfortranarray(a) @ b.T`` (a ``m x k``, b ``n x k`` row-major) runs
     clearly faster than ``a @ b.T`` on one BLAS thread here (Note [Small products with a
     transposed second operand]); measured once per shape and dtype."""
+    if m * k * n < _TT_MIN_MACS:
+        return False            # a microsecond either way: not worth measuring
     key = (m, k, n, np.dtype(dtype))
     r = _tt_choice.get(key)
     if r is None:
@@ -160,10 +164,10 @@ def _measure_tt(m: int, k: int, n: int, dtype: np.dtype) -> bool:
     with single_blas_thread():
         mm(a, bt)
         mm(asf(a), bt)
-        for _ in range(4):          # alternating rounds, the best of each (CPU time: the
+        for _ in range(3):          # alternating rounds, the best of each (CPU time: the
             for j in (0, 1):        # machine's load does not count)
                 t0 = clock()
-                for _ in range(3):
+                for _ in range(2):
                     mm(a, bt) if j == 0 else mm(asf(a), bt)
                 best[j] = min(best[j], clock() - t0)
     return best[1] < 0.85 * best[0]
