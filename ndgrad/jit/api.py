@@ -90,6 +90,42 @@ def _guard(args: tuple, kwargs: dict) -> tuple:
     return tuple(key), leaves
 
 
+# Note [The last specialization's fast check]
+# A training loop calls a compiled function again and again with tensors of one kind. The
+# full guard key (_guard) builds a tuple per argument and the cache hashes the whole key on
+# every call; instead, the specialization a call of only tensor arguments (no keyword
+# arguments, no argument repeated, autocast off) last ran is kept with its per-argument
+# (shape, dtype, requires_grad) and the grad and inference modes (``_fast``), and a call that
+# matches all of them (the same checks as the key's, without building it) runs it directly.
+# Anything else (another kind of input, a repeated argument, a non-tensor argument, forward
+# AD or batching active, a lifted tensor rebound) takes the full guard path, which also
+# replaces the kept entry.
+def _fast_entry(spec: Any, key: tuple, args: tuple) -> Optional[tuple]:
+    """The kept entry for a call of ``args`` that ran ``spec`` under ``key``, or None."""
+    if spec.lifted or any(type(a) is not Tensor for a in args):
+        return None     # lifted tensors need their probes: the full path checks them
+    return (spec, key[0], key[1], key[2:])
+
+
+def _fast_hit(fast: tuple, args: tuple) -> Any:
+    """``fast``'s specialization when ``args`` match it (Note [The last specialization's fast
+    check]), else None."""
+    spec, enabled, inference, metas = fast
+    if _state.enabled != enabled or _state.inference != inference or \
+            len(args) != len(metas) or (_autocast.active and _autocast.state.enabled["cpu"]):
+        return None
+    for a, (shape, dtype, rg) in zip(args, metas):
+        if a.__class__ is not Tensor:
+            return None
+        d = a._data
+        if d.shape != shape or a._requires_grad != rg or (
+                d.dtype is not dtype and d.dtype != dtype):
+            return None
+    if len(args) > 1 and len(set(map(id, args))) != len(args):
+        return None
+    return spec
+
+
 def _leaf(a: Any, key: list, leaves: list) -> None:
     t = type(a)
     if t is Tensor or isinstance(a, Tensor):
@@ -379,6 +415,14 @@ def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
 
     f_ins = grad.f.inputs()
     f_outs = grad.f.outputs()
+    df_vjps = df_opt.inputs()[:len(grad.df_input_vjps)]
+    df_outs = df_opt.outputs()
+    through = [(k, j) for k, o in enumerate(df_outs) for j, v in enumerate(df_vjps)
+               if tuple(o.shape) == tuple(v.shape) and o.dtype == v.dtype]
+    by_type: dict = {}
+    for k, o in enumerate(df_outs):
+        by_type.setdefault((tuple(o.shape), o.dtype), []).append(k)
+    twins = [tuple(ks) for ks in by_type.values() if len(ks) > 1]
     plan = Plan(f=f, f_nograd=f, f_real_outputs=grad.f_real_outputs,
                 df_input_vjps=grad.df_input_vjps,
                 df_input_captured_inputs=grad.df_input_captured_inputs,
@@ -387,7 +431,8 @@ def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
                 input_meta=[(f_ins[i].shape, f_ins[i].dtype) for i in grad.df_output_vjps],
                 output_dtypes=[v.dtype for v in f_outs], df_builder=build,
                 df_tensors=df_tensors, out_kinds=kinds + (None,) * (grad.f_real_outputs
-                                                                   - len(kinds)))
+                                                                   - len(kinds)),
+                df_through=through, df_twins=twins)
     return plan
 
 
@@ -536,12 +581,18 @@ class CompiledFunction:
         self._cache: dict = {}
         self._lock = threading.Lock()
         self._warned = False
+        self._fast: Optional[tuple] = None     # Note [The last specialization's fast check]
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _tracer_local.__dict__.get("tracer") is not None:
             # called while an outer function is being traced: its ops belong to that trace
             return self._fn(*args, **kwargs)
+        fast = self._fast
+        if fast is not None and not kwargs and not _dispatch._FW_AD and not _dispatch._BATCHING:
+            spec = _fast_hit(fast, args)
+            if spec is not None:
+                return spec.run(list(args))
         key, leaves = _guard(args, kwargs)
         if _dispatch._FW_AD or _dispatch._BATCHING:
             # forward-mode tangents and batched tensors live on Tensors, which the generated
@@ -556,6 +607,8 @@ class CompiledFunction:
                 return out[0]      # Note [The tracing call's result]
         if spec is _EAGER:
             return self._fn(*args, **kwargs)
+        if not kwargs and len(key) == len(args) + 2 and len(leaves) == len(args):
+            self._fast = _fast_entry(spec, key, args)
         return spec.run(leaves)
 
     def _specialize(self, key: tuple, args: tuple, kwargs: dict) -> Any:

@@ -83,7 +83,7 @@ from ..ops import pointwise as _pw
 from ..ops import reduction as _red
 from ..ops import shape as _shape
 from ..tensor import _wrap
-from .blas_threads import MAX_MACS, run_single_threaded
+from .blas_threads import MAX_MACS, column_major_first_is_faster, run_single_threaded
 from .gemm_layout import transposed_products
 from .ir import ArrayArg, Graph, ScratchList, TensorArg, Value
 
@@ -175,6 +175,25 @@ def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
     # 32 MiB from the heap, 64 MiB of free heap top kept) removes them; the dispatcher applies
     # it when ndgrad is imported, so generated code needs nothing of its own.
     return GeneratedFunction(ns[name], src, filename, single, owned)
+
+
+def _tt_form(n: Any) -> bool:
+    """A small ``g @ t(W)`` (``t`` of a 2-d value) that runs faster as ``asfortranarray(g) @
+    t(W)`` (Note [Small products with a transposed second operand] in blas_threads.py)."""
+    if n.op is not _linalg.MM:
+        return False
+    a, b = n.inputs()
+    out = n.output()
+    src = b.node()
+    if src is None or src.op is not _shape.T_OP or out.dtype not in _TT_FLOATS or \
+            a.dtype != out.dtype or b.dtype != out.dtype or len(a.shape) != 2 or \
+            (a.node() is not None and a.node().op is _shape.T_OP):
+        return False
+    (m, k), nn = a.shape, b.shape[1]
+    return m * k * nn <= MAX_MACS and column_major_first_is_faster(m, k, nn, out.dtype)
+
+
+_TT_FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 
 # ---------------------------------------------------------------------------- the generator
@@ -704,6 +723,10 @@ class _Gen:
         if c_order and n in self.transposed:
             expr = f"{self.bind(np.matmul, 'np_matmul')}({ins[1]}.T, {ins[0]}.T).T"
             c_order = "F"
+        elif c_order and _tt_form(n):     # Note [Small products with a transposed second
+            #                                operand] (blas_threads.py)
+            asf = self.bind(np.asfortranarray, "np_asfortranarray")
+            expr = f"{self.bind(np.matmul, 'np_matmul')}({asf}({ins[0]}), {ins[1]})"
         self.emit(f"{tgt} = {expr}{src}", ins, outs, fresh, inplace, c_order)
         for o, nm in zip(n.outputs(), outs):
             self.fix0d(nm, o)
