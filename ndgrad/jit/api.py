@@ -102,8 +102,8 @@ def _guard(args: tuple, kwargs: dict) -> tuple:
 # replaces the kept entry.
 def _fast_entry(spec: Any, key: tuple, args: tuple) -> Optional[tuple]:
     """The kept entry for a call of ``args`` that ran ``spec`` under ``key``, or None."""
-    if spec.lifted or any(type(a) is not Tensor for a in args):
-        return None     # lifted tensors need their probes: the full path checks them
+    if spec.guarded or any(type(a) is not Tensor for a in args):
+        return None     # lifted tensors and module flags: the full path checks them
     return (spec, key[0], key[1], key[2:])
 
 
