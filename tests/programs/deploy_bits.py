@@ -7,12 +7,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-torch.backends.cudnn.deterministic = True
-torch.backends.cudnn.benchmark = False
 torch.use_deterministic_algorithms(True)
 torch.set_float32_matmul_precision("high")
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-print(device, torch.cuda.device_count(), torch.backends.mps.is_available())
+print(device, torch.cuda.device_count(), torch.backends.mps.is_available(),
+      torch.backends.cudnn.deterministic)
 torch.manual_seed(11)
 
 
