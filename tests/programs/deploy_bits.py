@@ -78,3 +78,4 @@ with torch.no_grad():
 frozen = torch.jit.freeze(fresh)
 print(type(frozen).__name__, torch.jit.is_scripting(), isinstance(scripted, torch.jit.ScriptModule))
 torch.use_deterministic_algorithms(False)  # leave the process as it was
+torch.set_float32_matmul_precision("highest")
