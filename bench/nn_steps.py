@@ -1,7 +1,7 @@
 """Training steps of small networks, ndgrad against torch (CPU, float32), from one run.
 
     PYTHONPATH=. python bench/nn_steps.py [--rounds 3] [--budget 1.0] [--workloads cnn,lenet]
-    PYTHONPATH=. python bench/nn_steps.py --breakdown [--workloads lenet]
+    PYTHONPATH=. python bench/nn_steps.py --breakdown [--cpu] [--workloads lenet]
 
 Workloads (issue 9's speed targets and reports):
 
@@ -177,8 +177,10 @@ def _run_cell(lib_name: str, name: str, budget: float) -> dict:
     raise RuntimeError(f"{lib_name}/{name} failed:\n{out.stderr[-2000:]}")
 
 
-def breakdown(name: str, steps: int = 200) -> None:
-    """Print where ndgrad's step of ``name`` spends its time, per op name."""
+def breakdown(name: str, steps: int = 200, cpu: bool = False) -> None:
+    """Print where ndgrad's step of ``name`` spends its time, per op name (``cpu``: the
+    thread's CPU time instead of wall time, steadier on a loaded machine with one thread)."""
+    clock = time.thread_time if cpu else time.perf_counter
     step = make_step("ndgrad", name)
     from ndgrad.ops._dispatch import Op
     acc: dict = collections.defaultdict(float)
@@ -190,11 +192,11 @@ def breakdown(name: str, steps: int = 200) -> None:
         # Exclusive times: a rule's time excludes the ops it calls (they count as themselves).
         def run(*a):
             stack.append(0.0)
-            t = time.perf_counter()
+            t = clock()
             try:
                 return f(*a)
             finally:
-                dt = time.perf_counter() - t
+                dt = clock() - t
                 inner = stack.pop()
                 acc[key] += dt - inner
                 calls[key] += 1
@@ -222,11 +224,11 @@ def breakdown(name: str, steps: int = 200) -> None:
 
     def kernel(f: Callable, key: str) -> Callable:
         def run(*a, **kw):
-            t = time.perf_counter()
+            t = clock()
             try:
                 return f(*a, **kw)
             finally:
-                kacc[key] += time.perf_counter() - t
+                kacc[key] += clock() - t
         return run
     for k, f in kernels.items():
         setattr(nn_conv, k, kernel(f, k))
@@ -240,9 +242,9 @@ def breakdown(name: str, steps: int = 200) -> None:
     for _ in range(steps):
         acc.clear()
         kacc.clear()
-        t = time.perf_counter()
+        t = clock()
         step()
-        ts.append(time.perf_counter() - t)
+        ts.append(clock() - t)
         per.append(dict(acc))
         kper.append(dict(kacc))
     # The machine is shared: a step that was preempted says little about where time goes, so
@@ -279,6 +281,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--budget", type=float, default=1.0)
     ap.add_argument("--breakdown", action="store_true")
+    ap.add_argument("--cpu", action="store_true",
+                    help="--breakdown in the thread's CPU time (use with OMP_NUM_THREADS=1)")
     ap.add_argument("--child", nargs=2, metavar=("LIB", "WORKLOAD"))
     a = ap.parse_args()
     if a.child:
@@ -290,7 +294,7 @@ def main() -> None:
             raise SystemExit(f"unknown workload {w!r}; known: {', '.join(WORKLOADS)}")
     if a.breakdown:
         for w in names:
-            breakdown(w)
+            breakdown(w, cpu=a.cpu)
         return
     res: dict = collections.defaultdict(list)
     for r in range(a.rounds):

@@ -32,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -44,6 +45,8 @@ from ._util import category
 
 _INT = _dtype._INT
 _f32 = np.dtype(np.float32)
+_TILE_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int64, np.int32,
+                                           np.int16, np.int8, np.uint8))
 
 
 def _bad_dtype(name: str, x: np.ndarray) -> NotImplementedError:
@@ -121,7 +124,9 @@ def _planes(idx: np.ndarray, lead: tuple, nsp: int) -> np.ndarray:
     """``idx`` (flat per-plane indices, shape ``lead' + out``) broadcast to ``lead`` and
     flattened to (planes, positions)."""
     out = idx.shape[idx.ndim - nsp:]
-    return np.broadcast_to(idx, lead + out).reshape(-1, int(np.prod(out, dtype=np.int64)))
+    if idx.shape[:idx.ndim - nsp] == lead:      # no broadcast (np.broadcast_to: ~5 us)
+        return idx.reshape(-1, math.prod(out))
+    return np.broadcast_to(idx, lead + out).reshape(-1, math.prod(out))
 
 
 def gather_forward(x: np.ndarray, idx: np.ndarray, nsp: int) -> np.ndarray:
@@ -160,8 +165,8 @@ def unpool_forward(x: np.ndarray, idx: np.ndarray, plane: tuple) -> np.ndarray:
     """Zeros of shape ``lead + plane`` with ``x`` written at flat indices ``idx``."""
     nsp = len(plane)
     lead = x.shape[:x.ndim - nsp]
-    P = int(np.prod(plane, dtype=np.int64))
-    L = int(np.prod(lead, dtype=np.int64))
+    P = math.prod(plane)
+    L = math.prod(lead)
     out = np.zeros((L, P), x.dtype)
     ii = _planes(idx, lead, nsp)
     # one flat fancy assignment (~2x put_along_axis)
@@ -305,12 +310,61 @@ def _axis_shape(j: int, nsp: int, n: int) -> tuple:
     return (1,) * j + (n,) + (1,) * (nsp - j - 1)
 
 
+# Note [Max pooling on 2x2 tiles]
+# The most common max pooling (2x2 windows, stride 2, no padding or dilation: LeNet, VGG)
+# tiles the plane. Its four window offsets are first copied out of the input into one
+# contiguous (4, ..., Ho, Wo) array (four strided copies), so the comparisons run on
+# contiguous data; then a tournament in scan order: the two pairs of each row ((0,0) against
+# (0,1), (1,0) against (1,1)), the right one winning only if strictly greater, then the lower
+# row only if strictly greater than the upper's winner. That is torch's first maximum in scan
+# order (a later value wins only if strictly greater), and the flat index is
+# ``2 * W * ho + 2 * wo + W * lower + right``: ~45% less time than one pass per offset with a
+# running offset number (the general path below). A NaN anywhere in the maxima sends the call
+# to the general path (torch's NaN order); a plane of odd size ignores its last row or column,
+# as the floor output size does.
+def _tiles2x2(x: np.ndarray, out: tuple) -> Any:
+    """(indices, maxima) of 2x2 windows at stride 2 (Note [Max pooling on 2x2 tiles]), or
+    None when a maximum is NaN."""
+    lead = x.shape[:-2]
+    ho, wo = out
+    w = x.shape[-1]
+    xv = x[..., :2 * ho, :2 * wo].reshape(lead + (ho, 2, wo, 2))
+    q = np.empty((4,) + lead + (ho, wo), x.dtype)
+    for k in range(4):
+        q[k] = xv[..., k >> 1, :, k & 1]
+    a, b, c, d = q
+    best = np.maximum(a, b)
+    right = b > a
+    low = np.maximum(c, d)
+    right_low = d > c
+    lower = low > best
+    np.maximum(best, low, out=best)
+    if x.dtype.kind == "f" and np.isnan(best).any():
+        return None
+    # the right column of the winning row: right_low where lower, else right
+    np.bitwise_xor(right, right_low, out=right_low)
+    right_low &= lower
+    right ^= right_low
+    idx = np.multiply(lower, np.int64(w), dtype=np.int64)
+    idx += right
+    idx += (np.arange(ho, dtype=np.int64) * (2 * w))[:, None] + np.arange(0, 2 * wo, 2,
+                                                                          dtype=np.int64)
+    return idx, best
+
+
 def max_pool_indices(x: np.ndarray, kernel: tuple, stride: tuple, pad: tuple, dil: tuple,
                      out: tuple) -> np.ndarray:
     """Indices of regular (strided, padded, dilated) windows' maxima, via strided slices."""
     global _found
     nsp = len(kernel)
     plane = x.shape[x.ndim - nsp:]
+    if (kernel == (2, 2) and stride == (2, 2) and pad == (0, 0) and dil == (1, 1)
+            and x.dtype in _TILE_DTYPES and all(2 * o <= n for o, n in zip(out, plane))
+            and x.size):
+        r = _tiles2x2(x, out)
+        if r is not None:       # Note [Max pooling on 2x2 tiles]
+            _found = (x, r[0], r[1])
+            return r[0]
     need = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, stride, kernel, dil)]
     right = [max(0, nd - p - n) for nd, p, n in zip(need, pad, plane)]
     if any(pad) or any(right):
