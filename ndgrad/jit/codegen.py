@@ -82,6 +82,7 @@ from ..ops import linalg as _linalg
 from ..ops import pointwise as _pw
 from ..ops import reduction as _red
 from ..ops import shape as _shape
+from ..ops._workspace import zeros_operand
 from ..tensor import _wrap
 from .blas_threads import MAX_MACS, column_major_first_is_faster, run_single_threaded
 from .gemm_layout import transposed_products
@@ -814,7 +815,7 @@ class _Gen:
             return self._ufunc_forms(f, [ins[0], c], tgt, same)
         if op is _pw.RELU and dt.kind == "f":
             f = self.bind(np.maximum, "np_maximum")
-            return self._ufunc_forms(f, [ins[0], "0"], tgt, same)
+            return self._ufunc_forms(f, [ins[0], self._relu_zero(ins[0], iv[0])], tgt, same)
         if op is _pw.TANH_BACKWARD and dt.kind == "f" and iv[1].dtype == dt:
             g, y = ins
             one = self.bind(_pw._s(np.empty((), dt), 1), "one")
@@ -843,6 +844,18 @@ class _Gen:
         if op in _PRODUCTS and len(out.shape) == 2 and iv[1].dtype == dt:
             return (), (), None      # a new C-contiguous array: a buffer for later nodes
         return None
+
+    def _relu_zero(self, x: str, v: Any) -> str:
+        """relu's second operand for ``x`` (value ``v``): a bound array of zeros in ``x``'s
+        layout when it is C- or F-contiguous at run time, else 0 (Note [Zero operands] in
+        ops/_workspace.py: the same bits, NumPy's faster loop, and the output keeps ``x``'s
+        layout either way)."""
+        if len(v.shape) < 2:
+            return self.bind(zeros_operand(tuple(v.shape), np.dtype(v.dtype)), "zeros") \
+                if v.shape else "0"
+        z = self.bind(zeros_operand(tuple(v.shape), np.dtype(v.dtype)), "zeros")
+        zt = self.bind(zeros_operand(tuple(v.shape)[::-1], np.dtype(v.dtype)).T, "zeros_f")
+        return f"({z} if {x}.flags.c_contiguous else {zt} if {x}.flags.f_contiguous else 0)"
 
     def _ufunc_forms(self, f: str, ops: list, tgt: str, same: list) -> tuple:
         cands = tuple(dict.fromkeys(x for x in ops if x in same))
@@ -895,7 +908,8 @@ class _Gen:
             return f"{ins[0]} * ({one} - {ins[1]} * {ins[1]})"
         if op is _pw.RELU and dt.kind == "f":
             # relu's forward for a float input: np.maximum(x, 0), already of x's dtype
-            return f"{self.bind(np.maximum, 'np_maximum')}({ins[0]}, 0)"
+            return f"{self.bind(np.maximum, 'np_maximum')}({ins[0]}, " \
+                   f"{self._relu_zero(ins[0], iv[0])})"
         if op is _pw.THRESHOLD_BACKWARD and dt.kind == "f" and iv[1].dtype == dt:
             fn = self.bind(_threshold_backward_into, "threshold_backward_into")
             return f"{fn}({ins[0]}, {ins[1]}, None)"

@@ -31,6 +31,7 @@ from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from . import _dispatch
 from ._dispatch import Op, apply
+from ._workspace import zeros_operand
 from ._jvp import bilinear, elementwise, linear, not_implemented, zero
 from ._util import (broadcast_error, check_broadcast, category, is_scalar, as_scalar, promote_pair,
                     promote_scalar, scalar_operand, to_float, to_tensor)
@@ -895,11 +896,25 @@ def _relu_vjp(ctx, g):
     return threshold_backward(g, ctx.saved[0])
 
 
-RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
+def _zero_like(x: np.ndarray) -> Any:
+    """relu's other operand: zeros of ``x``'s shape, dtype and layout for a C- or F-contiguous
+    ``x`` (Note [Zero operands] in _workspace.py: two arrays of one layout take NumPy's fast
+    loop, and the result keeps ``x``'s layout), else 0."""
+    if not x.ndim:
+        return 0
+    if x.flags.c_contiguous:
+        return zeros_operand(x.shape, x.dtype)
+    if x.flags.f_contiguous:
+        return zeros_operand(x.shape[::-1], x.dtype).T
+    return 0
+
+
+RELU = Op("relu", "ReluBackward0",
+          lambda x: np.maximum(x, _zero_like(x)).astype(x.dtype, copy=False),
           _relu_vjp, **_relu_kw())
 # Note [relu in place on a temporary]
 # ``relu(x @ W)``: the product's array is a temporary no one else can reach, and relu's forward
-# writes into it (``np.maximum(a, 0, out=a)``, the same call and bits) instead of filling a
+# writes into it (``np.maximum(a, zeros, out=a)``, the same call and bits) instead of filling a
 # new array (mlp_large: two of 4 MB per step; the product's array dies with its Tensor anyway).
 # RELU_INTO records the same node (name, saved result, rules); it is a separate Op so the op
 # table, the tracer, vmap and forward AD, which never see it, keep RELU. ``relu`` uses it only
@@ -914,8 +929,8 @@ RELU = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, co
 # makes a new array as before. Internal callers of the unchecked ``relu`` are never the
 # wrapper, so a composite holding its operand in a local is safe. ``F.relu`` (another call
 # chain) makes a new array.
-RELU_INTO = Op("relu", "ReluBackward0", lambda x: np.maximum(x, 0, out=x), _relu_vjp,
-               **_relu_kw())
+RELU_INTO = Op("relu", "ReluBackward0", lambda x: np.maximum(x, _zero_like(x), out=x),
+               _relu_vjp, **_relu_kw())
 _dispatch.REGISTRY["relu"].remove(RELU_INTO)      # not an op of the table: RELU's variant
 
 
