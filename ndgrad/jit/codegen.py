@@ -86,6 +86,7 @@ from ..tensor import _wrap
 from .blas_threads import MAX_MACS, run_single_threaded
 from .gemm_layout import transposed_products
 from .ir import ArrayArg, Graph, ScratchList, TensorArg, Value
+from .random_nodes import is_random
 
 __all__ = ["generate", "GeneratedFunction"]
 
@@ -348,8 +349,8 @@ class _Gen:
     def fold(self, n, ins: list, run: Callable) -> bool:
         """Constant folding: a node whose inputs are all constants is run now and its outputs
         become constants (read-only, copied if returned)."""
-        if not ins or not all(x in self.const_vals for x in ins):
-            return False
+        if not ins or not all(x in self.const_vals for x in ins) or is_random(n):
+            return False            # a draw runs at run time (Note [Random nodes])
         if materializes(n, [self.const_vals[x] for x in ins]):
             return False
         outs = run([self.const_vals[x] for x in ins])

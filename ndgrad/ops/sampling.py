@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .. import _creation, _dtype
-from .._generator import (Generator, bernoulli_array, exponential_array, multinomial_rows,
+from .._generator import (TRACE_HOOK, Generator, bernoulli_array, exponential_array, multinomial_rows,
                           normal_array, numpy_generator, randint_array, random_full_array,
                           uniform_array)
 from ..tensor import Tensor, _wrap
@@ -56,6 +56,8 @@ def _with_generator(fn: Any) -> Any:
                             f"not {type(generator).__name__}")
         _ACTIVE.append(generator)
         try:
+            if TRACE_HOOK[1] is not None:
+                TRACE_HOOK[1]()     # Note [Draws in traced functions] in _generator.py
             return fn(*args, **kwargs)
         finally:
             _ACTIVE.pop()
