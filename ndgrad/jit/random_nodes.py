@@ -57,6 +57,9 @@ __all__ = ["RANDOM_NODE_OPS", "is_random", "record_draw", "run_draw", "accept_op
 # Ops of the table that draw in their forward, recorded as nodes drawing at run time.
 RANDOM_NODE_OPS = frozenset({"bernoulli", "cauchy", "exponential", "geometric", "log_normal",
                              "normal", "random", "uniform"})
+# Ops of the table whose noise is an argument drawn through ``_generator.draw`` (a random node
+# of its own): they draw nothing themselves (rrelu in training).
+_NOISE_ARGUMENT_OPS = frozenset({"rrelu_with_noise"})
 
 
 def is_random(n: Node) -> bool:
@@ -141,6 +144,9 @@ def accept_op(tr: Any, op: Any) -> bool:
     """Whether the random op ``op`` (whose forward has just drawn) is recorded as a node
     drawing at run time; raises ``TraceError`` when it drew from a generator given as
     ``generator=``."""
+    if op.name in _NOISE_ARGUMENT_OPS:
+        tr.check_rng()              # its noise is a node already (``draw``)
+        return True
     if op.name not in RANDOM_NODE_OPS:
         return False
     gen = _sampling._ACTIVE[-1]

@@ -554,9 +554,10 @@ class Tracer:
                                  "numbers cannot be traced yet (their samples would be baked "
                                  "into the graph); draw them outside the traced function and "
                                  "pass them as inputs")
-            raise TraceError(f"ndgrad.jit: '{name}' at {self.source()} has an output shape "
-                             "that depends on the input values; a traced graph has static "
-                             "shapes")
+            else:
+                raise TraceError(f"ndgrad.jit: '{name}' at {self.source()} has an output shape "
+                                 "that depends on the input values; a traced graph has static "
+                                 "shapes")
         else:
             self.check_rng()
         if op.num_outputs == 1:
