@@ -118,6 +118,7 @@ LAYERS = {
     "ndgrad.jit.numba_backend": API,
     "ndgrad.jit.blas_threads": API,
     "ndgrad.jit.gemm_layout": API,
+    "ndgrad.jit.random_nodes": API,
     "ndgrad._threads": API,
     # torch.profiler's API on the autograd profiler's events; shared memory and storage
     # windows (bound as Tensor methods by _tensor_methods); torch.multiprocessing.

@@ -51,7 +51,7 @@ from ..ops import sampling as _sampling
 from ..tensor import Tensor, _wrap
 from .ir import Graph, Node, TensorArg
 
-__all__ = ["RANDOM_NODE_OPS", "is_random", "record_draw", "run_draw", "accept_op",
+__all__ = ["RANDOM_NODE_OPS", "TRACEABLE_RANDOM_OPS", "is_random", "record_draw", "run_draw", "accept_op",
            "before_op_draw", "snapshot", "restore", "rewind"]
 
 # Ops of the table that draw in their forward, recorded as nodes drawing at run time.
@@ -60,6 +60,8 @@ RANDOM_NODE_OPS = frozenset({"bernoulli", "cauchy", "exponential", "geometric", 
 # Ops of the table whose noise is an argument drawn through ``_generator.draw`` (a random node
 # of its own): they draw nothing themselves (rrelu in training).
 _NOISE_ARGUMENT_OPS = frozenset({"rrelu_with_noise"})
+# The random ops the graph path compiles (``ndgrad.jit.supported_ops``).
+TRACEABLE_RANDOM_OPS = RANDOM_NODE_OPS | _NOISE_ARGUMENT_OPS
 
 
 def is_random(n: Node) -> bool:
