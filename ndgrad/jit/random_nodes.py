@@ -51,8 +51,8 @@ from ..ops import sampling as _sampling
 from ..tensor import Tensor, _wrap
 from .ir import Graph, Node, TensorArg
 
-__all__ = ["RANDOM_NODE_OPS", "TRACEABLE_RANDOM_OPS", "is_random", "record_draw", "run_draw", "accept_op",
-           "before_op_draw", "snapshot", "restore", "rewind"]
+__all__ = ["RANDOM_NODE_OPS", "TRACEABLE_RANDOM_OPS", "is_random", "record_draw", "run_draw",
+           "accept_op", "before_op_draw", "snapshot", "restore", "rewind"]
 
 # Ops of the table that draw in their forward, recorded as nodes drawing at run time.
 RANDOM_NODE_OPS = frozenset({"bernoulli", "cauchy", "exponential", "geometric", "log_normal",
