@@ -119,8 +119,8 @@ def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, featur
         return _run(input, lambda s: s * zeros, inplace)
     # the draws follow the input's memory order, fixed when traced (Note [Draws in traced
     # functions] in ndgrad/_generator.py: a compiled call draws what this call draws)
-    perm = None if feature else memory_order(x)
-    perm = tuple(perm) if perm is not None else None
+    order = None if feature else memory_order(x)
+    perm = tuple(order) if order is not None else None
     if not alpha:
         noise = _wrap(draw(_noise, shape, float(p), dt, perm))
         return _run(input, lambda s: s * noise, inplace)
