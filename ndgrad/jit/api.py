@@ -496,23 +496,6 @@ def trace(fn: Callable, example_inputs: Any, check_trace: bool = True) -> Traced
 _EAGER = object()
 
 
-# Note [Training flags]
-# A module's forward branches on ``self.training`` (dropout draws a mask in training and is the
-# identity in eval mode, batch norm normalizes by batch or running statistics): a graph traced
-# in one mode is wrong in the other. ``ndgrad.compile(module)`` (or of a module's bound method)
-# therefore puts the training flags of the module and its submodules (listed when compiled) in
-# the guard key: ``model.eval()`` after a training call traces an eval specialization, and
-# ``model.train()`` finds the training one again.
-def _modules_of(fn: Callable) -> Optional[list]:
-    """The modules whose ``training`` flags guard a compiled ``fn`` (a module or a bound
-    method of one), or None. Duck-typed: the graph path sits below ``ndgrad.nn``."""
-    owner = fn if hasattr(fn, "training") else getattr(fn, "__self__", None)
-    mods = getattr(owner, "modules", None)
-    if owner is None or not hasattr(owner, "training") or not callable(mods):
-        return None
-    return list(mods())
-
-
 class CompiledFunction:
     """What ``ndgrad.compile(fn)`` returns: calls trace and compile ``fn`` once per guard key
     (Note [Guards and specializations])."""
@@ -525,7 +508,6 @@ class CompiledFunction:
         self._cache: dict = {}
         self._lock = threading.Lock()
         self._warned = False
-        self._modules = _modules_of(fn)
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -533,8 +515,6 @@ class CompiledFunction:
             # called while an outer function is being traced: its ops belong to that trace
             return self._fn(*args, **kwargs)
         key, leaves = _guard(args, kwargs)
-        if self._modules is not None:    # Note [Training flags]
-            key = key + (("training",) + tuple([m.training for m in self._modules]),)
         if _dispatch._FW_AD or _dispatch._BATCHING:
             # forward-mode tangents and batched tensors live on Tensors, which the generated
             # code does not see: such calls run eagerly (Note [Guards and specializations])
