@@ -62,14 +62,14 @@ def _keep_mask(shape: tuple, p: float, like: Any = None, perm: Any = None) -> np
     return bernoulli_array(shape, 1.0 - p, None, like=like, perm=perm)
 
 
-def _noise(shape: tuple, p: float, dt: np.dtype, perm: Any) -> np.ndarray:
+def _dropout_noise(shape: tuple, p: float, dt: np.dtype, perm: Any) -> np.ndarray:
     """Dropout's noise: kept elements ``1 / (1 - p)``, dropped ones 0, in ``dt``."""
     keep = _keep_mask(shape, p, perm=perm)
     scale = np.asarray(1, dt) / np.asarray(1 - p, dt)
     return (keep * scale).astype(dt)
 
 
-def _alpha_noise(shape: tuple, p: float, dt: np.dtype, perm: Any) -> tuple:
+def _alpha_dropout_noise(shape: tuple, p: float, dt: np.dtype, perm: Any) -> tuple:
     """Alpha dropout's noise ``(a * mask, b)``: the result is ``input * a * mask + b``."""
     a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
     mask = _keep_mask(shape, p, perm=perm).astype(dt)
@@ -122,9 +122,9 @@ def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, featur
     order = None if feature else memory_order(x)
     perm = tuple(order) if order is not None else None
     if not alpha:
-        noise = _wrap(draw(_noise, shape, float(p), dt, perm))
+        noise = _wrap(draw(_dropout_noise, shape, float(p), dt, perm))
         return _run(input, lambda s: s * noise, inplace)
-    a_mask, b_arr = draw(_alpha_noise, shape, float(p), dt, perm)
+    a_mask, b_arr = draw(_alpha_dropout_noise, shape, float(p), dt, perm)
     noise, b = _wrap(a_mask), _wrap(b_arr)
     return _run(input, lambda s: s * noise + b, inplace)
 
