@@ -49,10 +49,10 @@ from typing import Any, Callable, Optional
 from .. import _generator
 from ..ops import sampling as _sampling
 from ..tensor import Tensor, _wrap
-from .ir import Graph, Node, TensorArg
+from .ir import Graph, Node, TensorArg, Value
 
-__all__ = ["RANDOM_NODE_OPS", "TRACEABLE_RANDOM_OPS", "is_random", "record_draw", "run_draw",
-           "accept_op", "before_op_draw", "snapshot", "restore", "rewind"]
+__all__ = ["RANDOM_NODE_OPS", "TRACEABLE_RANDOM_OPS", "is_random", "values_unread",
+           "record_draw", "run_draw", "accept_op", "before_op_draw", "snapshot", "restore", "rewind"]
 
 # Ops of the table that draw in their forward, recorded as nodes drawing at run time.
 RANDOM_NODE_OPS = frozenset({"bernoulli", "cauchy", "exponential", "geometric", "log_normal",
@@ -62,6 +62,20 @@ RANDOM_NODE_OPS = frozenset({"bernoulli", "cauchy", "exponential", "geometric", 
 _NOISE_ARGUMENT_OPS = frozenset({"rrelu_with_noise"})
 # The random ops the graph path compiles (``ndgrad.jit.supported_ops``).
 TRACEABLE_RANDOM_OPS = RANDOM_NODE_OPS | _NOISE_ARGUMENT_OPS
+
+
+# Random ops whose tensor input gives only the shape and dtype of the sample (the in-place
+# fills, ``bernoulli(x, p)``): ``x.new_empty(n).uniform_()`` reads no value of the empty tensor.
+_SHAPE_ONLY = frozenset({_sampling.UNIFORM, _sampling.NORMAL_, _sampling.CAUCHY,
+                         _sampling.EXPONENTIAL, _sampling.GEOMETRIC, _sampling.LOG_NORMAL,
+                         _sampling.RANDOM_FROM_TO, _sampling.RANDOM_TO, _sampling.RANDOM,
+                         _sampling.BERNOULLI_FILL, _sampling.BERNOULLI_P})
+
+
+def values_unread(v: Value) -> bool:
+    """Whether every use of ``v`` is the target of a random fill, which reads its shape only
+    (the trace check then ignores the value of such a constant: ``empty``'s garbage)."""
+    return bool(v._uses) and all(u.user.op in _SHAPE_ONLY and u.offset == 0 for u in v._uses)
 
 
 def is_random(n: Node) -> bool:

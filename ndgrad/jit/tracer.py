@@ -1619,6 +1619,8 @@ def _node_signature(g: Graph) -> list:
         except TypeError:
             args = attrs = None
         value = n.attrs.get("value")
+        if value is not None and _random_nodes.values_unread(n._outputs[0]):
+            value = None            # filled with random numbers: its values are never read
         sig.append((n, (n.kind(), id(n.op), args, attrs,
                         tuple(pos.get(v, ("?",)) for v in n._inputs)), value))
         for j, o in enumerate(n._outputs):
