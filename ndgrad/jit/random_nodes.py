@@ -52,7 +52,8 @@ from ..tensor import Tensor, _wrap
 from .ir import Graph, Node, TensorArg, Value
 
 __all__ = ["RANDOM_NODE_OPS", "TRACEABLE_RANDOM_OPS", "is_random", "values_unread",
-           "record_draw", "run_draw", "accept_op", "before_op_draw", "snapshot", "restore", "rewind"]
+           "record_draw", "run_draw", "accept_op", "before_op_draw", "snapshot", "restore",
+           "rewind"]
 
 # Ops of the table that draw in their forward, recorded as nodes drawing at run time.
 RANDOM_NODE_OPS = frozenset({"bernoulli", "cauchy", "exponential", "geometric", "log_normal",
