@@ -221,6 +221,10 @@ def test_create_graph_through_compiled_dropout():
         res.append((y.detach().numpy(), g.detach().numpy(), gg.numpy(), _state()))
     for a, b in zip(*res):
         np.testing.assert_array_equal(a, b)
+    # the backward reads the forward's mask (a captured value): it draws nothing
+    (spec,) = compiled.specializations()
+    assert sum(is_random(n) for n in spec.gradient.f.all_nodes()) == 1
+    assert not any(is_random(n) for n in spec.gradient.df.all_nodes())
     # the masks are 0 or 2: the second derivative is 2 * mask^2 * 2x... checked by autograd
     assert ndgrad.autograd.gradcheck(lambda x: fn(x) * 0 + x.sin(), (x,))
 

@@ -187,18 +187,9 @@ def _set_state(g: Any, st: tuple) -> None:
 
 
 def _generators(graph: Graph) -> list:
-    """The generators ``graph``'s random nodes draw from (empty: no random node)."""
-    gens: list = []
-    for n in graph.all_nodes():
-        if not is_random(n):
-            continue
-        if _generator.default_generator not in gens:
-            gens.append(_generator.default_generator)
-        if n.op is None:
-            for a in n.attrs["args"]:
-                if isinstance(a, _generator.Generator) and a not in gens:
-                    gens.append(a)
-    return gens
+    """The generators the trace that built ``graph`` drew from (empty: it drew nothing),
+    without a walk over the graph (Note [First-call cost] in tracer.py)."""
+    return [g for g, _ in graph.__dict__.get("_random_first", {}).values()]
 
 
 def snapshot(graph: Optional[Graph] = None) -> Optional[list]:
