@@ -105,6 +105,8 @@ CASES = {
     "multinomial": (lambda x: (ndgrad.multinomial(x.abs() + 0.1, 2),
                                ndgrad.multinomial(x.abs() + 0.1, 5, True)),
                     lambda: (_x(3, 4),)),
+    "attention_dropout": (lambda q: F.scaled_dot_product_attention(q, q * 2, q, dropout_p=0.3),
+                          lambda: (_x(2, 4, 5, grad=True),)),
     "rrelu": (lambda x: F.rrelu(x, training=True), lambda: (_x(6, 3, grad=True),)),
     "rrelu_inplace": (lambda x: F.rrelu(x * 1, training=True, inplace=True),
                       lambda: (_x(6, 3, grad=True),)),
@@ -146,6 +148,13 @@ def test_dropout_module():
     np.testing.assert_array_equal(f_eval(x).detach().numpy(), m(x).detach().numpy())
     np.testing.assert_array_equal(f_eval(x).detach().numpy(), m(x).detach().numpy())
     np.testing.assert_array_equal(before, _state())
+
+
+def test_transformer_layer_with_dropout():
+    ndgrad.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, batch_first=True)
+    x = _x(2, 3, 8)
+    _assert_same(_run(ndgrad.compile(layer), (x,), 2, seed=4), _run(layer, (x,), 2, seed=4))
 
 
 def test_dropout_masks_are_torchs():
