@@ -115,10 +115,10 @@ LAYERS = {
     "ndgrad.jit.executor": API,
     "ndgrad.jit.api": API,
     "ndgrad.jit.stack_batching": API,
+    "ndgrad.jit.random_nodes": API,
     "ndgrad.jit.numba_backend": API,
     "ndgrad.jit.blas_threads": API,
     "ndgrad.jit.gemm_layout": API,
-    "ndgrad.jit.random_nodes": API,
     "ndgrad._threads": API,
     # torch.profiler's API on the autograd profiler's events; shared memory and storage
     # windows (bound as Tensor methods by _tensor_methods); torch.multiprocessing.

@@ -14,10 +14,10 @@ Example:
 from .differentiate import differentiate
 from .gradient import Gradient
 from .interpret import interpret
+from .random_nodes import TRACEABLE_RANDOM_OPS
 from .ir import ArrayArg, Block, Graph, LintError, Node, TensorArg, Value
 from .tracer import TraceError, TraceResult, flatten, trace_graph, unflatten
 from .api import compile, trace  # noqa: E402  (jit-exec: the user entry points)
-from .random_nodes import TRACEABLE_RANDOM_OPS
 from .tracer import DATA_DEPENDENT_SHAPE_OPS, RANDOM_OPS
 from ..ops._dispatch import REGISTRY
 
