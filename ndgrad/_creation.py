@@ -17,7 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _dlpack, _dtype, _layout
-from ._generator import (Generator, default_generator, normal_array, randint_array,
+from ._generator import (Generator, default_generator, draw, normal_array, randint_array,
                          randperm_array, uniform_array)
 from .autograd.grad_mode import _state as _grad_state
 from .tensor import Tensor, _wrap, check_device
@@ -420,8 +420,46 @@ def randperm(n: int, *, generator: Optional[Generator] = None, dtype: Any = None
     if d.is_floating_point and n > 2 ** np.finfo(d.np).nmant + 1:
         raise RuntimeError(f"n cannot be greater than 2^{np.finfo(d.np).nmant + 1}+1 for "
                            f"{d._torch_name} type.")
-    arr = randperm_array(int(n), generator).astype(d.np)
+    arr = draw(_randperm_array, int(n), d.np, generator)
     return _finish(arr, requires_grad, device)
+
+
+# The draws of the functions below go through ``draw`` (Note [Draws in traced functions] in
+# _generator.py): a compiled function draws them again at run time.
+def _randperm_array(n: int, nd: np.dtype, generator: Optional[Generator]) -> np.ndarray:
+    return randperm_array(n, generator).astype(nd)
+
+
+def _rand_array(shape: tuple, nd: np.dtype, generator: Optional[Generator]) -> np.ndarray:
+    if nd.kind != "c":
+        return uniform_array(shape, 0.0, 1.0, nd, generator)
+    return uniform_array(shape + (2,), 0.0, 1.0, nd.type(0).real.dtype, generator
+                         ).view(nd)[..., 0]
+
+
+def _randn_array(shape: tuple, nd: np.dtype, generator: Optional[Generator]) -> np.ndarray:
+    if nd.kind == "c":      # real and imaginary parts interleaved, each of variance 1/2
+        part = nd.type(0).real.dtype
+        arr = normal_array(shape + (2,), 0.0, math.sqrt(0.5), part, generator).view(nd)[..., 0]
+    else:
+        arr = normal_array(shape, 0.0, 1.0, nd, generator)
+    return arr.astype(nd)
+
+
+def _randint_array(low: int, high: int, shape: tuple, nd: np.dtype,
+                   generator: Optional[Generator]) -> np.ndarray:
+    return randint_array(low, high, shape, generator).astype(nd)
+
+
+def _like_array(kind: str, input: Tensor, nd: np.dtype, memory_format: Any, bounds: tuple
+                ) -> np.ndarray:
+    """``rand_like``/``randn_like``/``randint_like``'s samples, laid out like ``input``."""
+    shape = input._data.shape
+    if kind == "randint_like":
+        r = randint(bounds[0], bounds[1], shape, dtype=_dtype._FROM_NP[nd])
+    else:
+        r = (rand if kind == "rand_like" else randn)(shape, dtype=_dtype._FROM_NP[nd])
+    return _like_layout(input, r._data, memory_format, kind)
 
 
 def _floating(dtype: Any, fn: str) -> np.dtype:
@@ -435,23 +473,14 @@ def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
          generator: Any = None) -> Tensor:
     """Uniform samples in [0, 1)."""
     nd = _floating(dtype, "check_uniform_bounds")
-    arr = uniform_array(_as_shape(size), 0.0, 1.0, nd, generator) if nd.kind != "c" else \
-        uniform_array(_as_shape(size) + (2,), 0.0, 1.0, nd.type(0).real.dtype, generator
-                      ).view(nd)[..., 0]
-    return _finish(arr, requires_grad, device)
+    return _finish(draw(_rand_array, _as_shape(size), nd, generator), requires_grad, device)
 
 
 def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           generator: Any = None) -> Tensor:
     """Standard normal samples."""
     nd = _floating(dtype, "normal_kernel_cpu")
-    shape = _as_shape(size)
-    if nd.kind == "c":      # real and imaginary parts interleaved, each of variance 1/2
-        part = nd.type(0).real.dtype
-        arr = normal_array(shape + (2,), 0.0, math.sqrt(0.5), part, generator).view(nd)[..., 0]
-    else:
-        arr = normal_array(shape, 0.0, 1.0, nd, generator)
-    return _finish(arr.astype(nd), requires_grad, device)
+    return _finish(draw(_randn_array, _as_shape(size), nd, generator), requires_grad, device)
 
 
 def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None,
@@ -463,7 +492,7 @@ def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = No
         raise TypeError("randint() missing required argument 'size'")
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
     _check_random_bounds(low, high, d)
-    arr = randint_array(low, high, _as_shape((size,)), generator).astype(d.np)
+    arr = draw(_randint_array, low, high, _as_shape((size,)), d.np, generator)
     return _finish(arr, requires_grad, device)
 
 
@@ -544,17 +573,19 @@ def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any 
 def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """Uniform samples in [0, 1) with the shape of ``input``."""
-    shape, nd = _like(input, dtype)
-    r = rand(shape, dtype=_dtype._FROM_NP[nd], device=device)
-    return _finish(_like_layout(input, r._data, memory_format, "rand_like"), requires_grad)
+    _, nd = _like(input, dtype)
+    if device is not None:
+        check_device(device)
+    return _finish(draw(_like_array, "rand_like", input, nd, memory_format, ()), requires_grad)
 
 
 def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """Standard normal samples with the shape of ``input``."""
-    shape, nd = _like(input, dtype)
-    r = randn(shape, dtype=_dtype._FROM_NP[nd], device=device)
-    return _finish(_like_layout(input, r._data, memory_format, "randn_like"), requires_grad)
+    _, nd = _like(input, dtype)
+    if device is not None:
+        check_device(device)
+    return _finish(draw(_like_array, "randn_like", input, nd, memory_format, ()), requires_grad)
 
 
 def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None,
@@ -564,6 +595,8 @@ def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None
     shape of ``input``."""
     if high is None:
         low, high = 0, low
-    shape, nd = _like(input, dtype)
-    r = randint(low, high, shape, dtype=_dtype._FROM_NP[nd], device=device)
-    return _finish(_like_layout(input, r._data, memory_format, "randint_like"), requires_grad)
+    _, nd = _like(input, dtype)
+    if device is not None:
+        check_device(device)
+    return _finish(draw(_like_array, "randint_like", input, nd, memory_format, (low, high)),
+                   requires_grad)

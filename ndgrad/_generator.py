@@ -146,6 +146,28 @@ default_generator = Generator()
 default_generator.seed()
 
 
+# Note [Draws in traced functions]
+# Random numbers drawn outside the op table (dropout's noise, ``rand``/``randn``/``randint``
+# and their ``*_like`` forms, ``randperm``, ``multinomial``, ``normal`` of numbers, rrelu's
+# slopes) go through ``draw(fn, *args)``: eagerly it is ``fn(*args)``; while a function is
+# traced, ndgrad/jit/random_nodes.py installs a hook in ``TRACE_HOOK`` that also records a
+# graph node running ``fn`` again at run time, so a compiled call draws what eager draws.
+# ``fn`` is a module-level function of static arguments (shapes, dtypes, probabilities,
+# generators) and Tensors (read at run time: the ``*_like`` layouts, multinomial's weights),
+# returning an ndarray or a tuple of ndarrays. ``TRACE_HOOK[1]`` runs before an op of the table
+# draws (``ops/sampling.py``), to check that nothing drew unrecorded before it.
+TRACE_HOOK: list = [None, None]
+
+
+def draw(fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, recorded as a graph node while tracing (Note [Draws in traced
+    functions])."""
+    hook = TRACE_HOOK[0]
+    if hook is None:
+        return fn(*args)
+    return hook(fn, args)
+
+
 def numpy_generator(generator: Optional[Generator]) -> np.random.Generator:
     """The NumPy generator to draw from: ``generator``'s, or the default one's."""
     return (generator if generator is not None else default_generator)._np
@@ -239,13 +261,16 @@ def memory_order(arr: np.ndarray) -> Optional[list]:
 
 
 def bernoulli_array(shape: tuple, p: Any, generator: Optional[Generator],
-                    like: Optional[np.ndarray] = None) -> np.ndarray:
+                    like: Optional[np.ndarray] = None, perm: Optional[Any] = None
+                    ) -> np.ndarray:
     """A bool array of ``shape``, True with probability ``p`` (a number, or an array of
     probabilities broadcast to ``shape``), drawn as torch draws it (Note [Random streams]);
-    ``like``: an array of ``shape`` whose memory order the draws follow."""
+    ``like``: an array of ``shape`` whose memory order the draws follow (or that order,
+    ``memory_order(like)``, given as ``perm``)."""
     g = generator if generator is not None else default_generator
     n = int(np.prod(shape, dtype=np.int64))
-    perm = memory_order(like) if like is not None else None
+    if like is not None:
+        perm = memory_order(like)
     if isinstance(p, np.ndarray):
         u = uniform_bits(g, n, p.dtype if p.dtype.kind == "f" else np.dtype(np.float32))
     else:

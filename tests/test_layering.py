@@ -115,6 +115,7 @@ LAYERS = {
     "ndgrad.jit.executor": API,
     "ndgrad.jit.api": API,
     "ndgrad.jit.stack_batching": API,
+    "ndgrad.jit.random_nodes": API,
     "ndgrad.jit.numba_backend": API,
     "ndgrad.jit.blas_threads": API,
     "ndgrad.jit.gemm_layout": API,

@@ -14,6 +14,7 @@ Example:
 from .differentiate import differentiate
 from .gradient import Gradient
 from .interpret import interpret
+from .random_nodes import TRACEABLE_RANDOM_OPS
 from .ir import ArrayArg, Block, Graph, LintError, Node, TensorArg, Value
 from .tracer import TraceError, TraceResult, flatten, trace_graph, unflatten
 from .api import compile  # noqa: E402  (jit-exec: the user entry points)
@@ -23,16 +24,17 @@ from ..ops._dispatch import REGISTRY
 
 def supported_ops() -> frozenset:
     """The op-table names (``Op.name``) the graph path traces, differentiates and compiles:
-    every op except those whose samples would be baked into a graph (random ops) and those
-    whose output shape depends on the data; the tracer refuses both with a ``TraceError``.
+    every op except those whose output shape depends on the data, which the tracer refuses with
+    a ``TraceError``. Random ops draw at run time (Note [Random nodes] in random_nodes.py).
     ``tests/test_jit_ops.py`` runs every op of ``tests/op_db.py`` through the graph path, and
     ``tools/gen_ops_doc.py`` reads this for docs/ops.md's "graph path" column.
 
     >>> import ndgrad
-    >>> "mul" in ndgrad.jit.supported_ops(), "bernoulli" in ndgrad.jit.supported_ops()
-    (True, False)
+    >>> ops = ndgrad.jit.supported_ops()
+    >>> "mul" in ops, "bernoulli" in ops, "nonzero" in ops
+    (True, True, False)
     """
-    return frozenset(REGISTRY) - RANDOM_OPS - DATA_DEPENDENT_SHAPE_OPS
+    return frozenset(REGISTRY) - (RANDOM_OPS - TRACEABLE_RANDOM_OPS) - DATA_DEPENDENT_SHAPE_OPS
 
 # TorchScript's Python API (Note [Scripting runs Python] in torchscript.py): its scripted and traced
 # modules are nn.Modules, so it loads on first use

@@ -54,6 +54,7 @@ from .codegen import GeneratedFunction, generate
 from .executor import Plan
 from .gradient import Gradient
 from .passes import copy_eliminating_common_subexpressions, eliminate_common_subexpression
+from . import random_nodes as _random_nodes
 from .stack_batching import batch_stacks, fold_constants
 from .tracer import _local as _tracer_local
 from .tracer import TraceError, _check_trace, _trace_once, flatten, lifted_sources, unflatten
@@ -197,6 +198,8 @@ class _Specialization:
             with nn_module.recording_module_calls() as seen:
                 res, self.first_outputs = _trace(fn, args, kwargs, check)
         self.module_flags = tuple((m, m.training) for m in dict.fromkeys(seen))
+        # building runs f on example values: its draws are put back (Note [Random nodes])
+        gen_states = _random_nodes.snapshot(res.graph)
         self.graph = res.graph
         self.num_outputs = res.num_outputs
         self.mutated = tuple(res.mutated)
@@ -221,6 +224,7 @@ class _Specialization:
             # Note [The tracing call's result]: the compiled run's result is returned instead
             self.first_outputs = None
         self.build(examples)
+        _random_nodes.restore(gen_states)
 
     def build(self, example_inputs: Optional[list] = None) -> Plan:
         """Differentiate (when outputs need gradients), optimize and generate code."""
@@ -625,10 +629,12 @@ class CompiledFunction:
                         f"cache limit ({self._cache_limit} specializations); further kinds of "
                         "input run eagerly. Last call: " + _describe(key), stacklevel=4)
                 return _EAGER, None
+            before = _random_nodes.snapshot()
             try:
                 with _gc_paused():
                     spec = _Specialization(self._fn, args, kwargs, self._backend)
             except TraceError as e:
+                _random_nodes.restore(before)   # the eager run draws what the trace drew
                 if self._fullgraph:
                     raise
                 warnings.warn(f"ndgrad.compile: running eagerly for {_describe(key)}: {e}",
@@ -638,6 +644,8 @@ class CompiledFunction:
             self._cache[key] = spec
             out = spec.first_outputs
             spec.first_outputs = None
+            if out is None:
+                _random_nodes.rewind(spec.graph)   # Note [Random nodes]
             return spec, out
 
     @property

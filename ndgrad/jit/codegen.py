@@ -87,6 +87,7 @@ from ..tensor import _wrap
 from .blas_threads import MAX_MACS, column_major_first_is_faster, run_single_threaded
 from .gemm_layout import transposed_products
 from .ir import ArrayArg, Graph, ScratchList, TensorArg, Value
+from .random_nodes import is_random
 
 __all__ = ["generate", "GeneratedFunction"]
 
@@ -368,8 +369,8 @@ class _Gen:
     def fold(self, n, ins: list, run: Callable) -> bool:
         """Constant folding: a node whose inputs are all constants is run now and its outputs
         become constants (read-only, copied if returned)."""
-        if not ins or not all(x in self.const_vals for x in ins):
-            return False
+        if not ins or not all(x in self.const_vals for x in ins) or is_random(n):
+            return False            # a draw runs at run time (Note [Random nodes])
         if materializes(n, [self.const_vals[x] for x in ins]):
             return False
         outs = run([self.const_vals[x] for x in ins])
@@ -510,6 +511,9 @@ class _Gen:
         """Any other primitive (``Call`` ...): the interpreter's own rule on Tensors wrapping
         the arrays."""
         ins = [env[v] for v in n.inputs()]
+        if is_random(n):
+            self.draw(n, ins, env)
+            return
         if n.kind() == "Call" and self.fold(n, ins, lambda arrays: _run_prim(n, arrays)):
             for o in n.outputs():
                 env[o] = self.folded.pop(o)
@@ -520,6 +524,19 @@ class _Gen:
         args = ", ".join(x if x is not None else "None" for x in ins)
         tgt = ", ".join(outs) + ("," if len(outs) == 1 else "")
         self.emit(f"{tgt} = {fn}({node}, [{args}])  # {n.kind()}", ins, outs)
+        for o, nm in zip(n.outputs(), outs):
+            env[o] = nm
+
+    def draw(self, n, ins: list, env) -> None:
+        """A random ``Call`` node (Note [Random nodes] in random_nodes.py): its drawing
+        function called directly, on arrays (Tensors for its tensor arguments)."""
+        a = n.attrs
+        fn = self.bind(a["args"][0], f"draw_{a['name']}")
+        parts = ", ".join(self.arg(x, ins, 0) for x in a["args"][1:])
+        outs = [self.fresh() for _ in n.outputs()]
+        tgt = ", ".join(outs) + ("," if a["tuple"] else "")
+        src = f"  # {a['name']}" + (f"  {n.source}" if n.source else "")
+        self.emit(f"{tgt} = {fn}({parts}){src}", ins, outs)
         for o, nm in zip(n.outputs(), outs):
             env[o] = nm
 

@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .ir import Block, Graph, Node, TensorArg, Value, clone_node, destroy_nodes
+from .random_nodes import is_random
 
 __all__ = ["eliminate_dead_code", "eliminate_common_subexpression",
            "copy_eliminating_common_subexpressions", "lift_constants",
@@ -69,12 +70,12 @@ def _mark_live(block: Block, live: set) -> None:
         if len(outs) == 1:          # the usual node: no generator (Note [First-call cost])
             o = outs[0]
             if o not in live:
-                if not o._uses or not _used_outside(o, block):
-                    continue
+                if (not o._uses or not _used_outside(o, block)) and not is_random(n):
+                    continue        # a draw stays: eager drew it (Note [Random nodes])
                 live.add(o)
-        elif any(o in live or _used_outside(o, block) for o in outs):
+        elif any(o in live or _used_outside(o, block) for o in outs) or is_random(n):
             for o in outs:
-                if o not in live and _used_outside(o, block):
+                if o not in live and (_used_outside(o, block) or is_random(n)):
                     live.add(o)
         else:
             continue
@@ -163,8 +164,8 @@ def _args_key(args: tuple) -> Any:
 def _key(n: Node, inputs: Optional[list] = None) -> Any:
     """CSE's key of ``n`` (None: never merged); ``inputs``: the values standing for its
     inputs (default: its inputs)."""
-    if n._blocks or n._kind in _NO_CSE:
-        return None
+    if n._blocks or n._kind in _NO_CSE or is_random(n):
+        return None                 # two draws are two samples (Note [Random nodes])
     try:
         attrs = _hashable(n.attrs) if n.attrs else ("dict", ())
         args = _args_key(n.args) if n.args else ("tuple", ())

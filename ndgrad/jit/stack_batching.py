@@ -36,6 +36,7 @@ from ..ops import pointwise as _pw
 from ..ops import shape as _shape
 from .ir import Graph, Node, destroy_nodes
 from .passes import eliminate_dead_code
+from .random_nodes import is_random
 
 __all__ = ["batch_stacks", "fold_constants"]
 
@@ -57,7 +58,7 @@ def fold_constants(g: Graph) -> int:
     for n in blk._nodes:
         ins = n._inputs
         consts = [v._node for v in ins if v._node is not None and v._node._kind == "Constant"]
-        if n.op is None or not ins or len(consts) != len(ins):
+        if n.op is None or not ins or len(consts) != len(ins) or is_random(n):
             new_nodes.append(n)
             continue
         vals = [c.attrs["value"] for c in consts]

@@ -21,8 +21,9 @@ Note [Tracing]
   (``grad(create_graph=False)``) do not require grad, as in eager.
 * Data-dependent escapes (``bool(t)``, ``t.item()``, ``t.tolist()``, ``t.numpy()``,
   ``np.asarray(t)``, ``float(t)``/``int(t)``/``t.__index__``) on a traced value raise
-  ``TraceError`` naming the user's line; so do random ops (for now) and ops whose output shape
-  depends on the data.
+  ``TraceError`` naming the user's line; so do ops whose output shape depends on the data. Random
+  draws become nodes drawing at run time (Note [Random nodes] in random_nodes.py); a draw the
+  tracer cannot see (the generator moved between two recorded ops: ``check_rng``) raises.
 * Functionalization: an in-place op on ``t`` records its out-of-place op; ``t`` then maps to the
   result. When ``t`` is a view of a base ``b`` (Note [Views and in-place operations] in
   ops/views_inplace.py), ``b`` maps to ``view_zero(b) + view_scatter(new)`` over ``t``'s view
@@ -70,6 +71,7 @@ from ..ops._dispatch import _DIFF_DTYPES
 from ..ops.views_inplace import VIEW_REPLAY, VIEW_SCATTER, VIEW_ZERO
 from ..tensor import Tensor, _wrap
 from .ir import ArrayArg, Graph, Node, ScratchList, TensorArg, Value
+from . import random_nodes as _random_nodes
 from .passes import eliminate_dead_code
 
 __all__ = ["TraceError", "TraceResult", "trace_graph", "Tracer", "flatten", "unflatten",
@@ -88,7 +90,8 @@ _SCRATCH_ARGS = ("saved", "cache")
 # Ops whose backward computes its gradient in NumPy from the forward's data and hands it to
 # the next op as an array argument: a graph would keep the traced call's gradient.
 _NO_TRACED_GRADIENT = frozenset({"ctc_loss"})
-# Ops drawing random numbers: refused while tracing (their samples would be baked in).
+# Ops drawing random numbers: recorded as nodes drawing at run time when
+# ``random_nodes.accept_op`` accepts them, else refused (their samples would be baked in).
 RANDOM_OPS = frozenset({"bernoulli", "cauchy", "exponential", "geometric", "log_normal",
                         "normal", "random", "uniform", "dropout", "alpha_dropout",
                         "feature_alpha_dropout", "multinomial", "poisson", "rrelu",
@@ -544,15 +547,19 @@ class Tracer:
         """The dispatcher's hook: record one op call whose forward returned ``out``."""
         name = op.name
         if name in _REFUSED:
-            if name in RANDOM_OPS:
+            if name in RANDOM_OPS and _random_nodes.accept_op(self, op):
+                pass                # Note [Random nodes]
+            elif name in RANDOM_OPS:
                 raise TraceError(f"ndgrad.jit: random op '{name}' at {self.source()}: random "
                                  "numbers cannot be traced yet (their samples would be baked "
                                  "into the graph); draw them outside the traced function and "
                                  "pass them as inputs")
-            raise TraceError(f"ndgrad.jit: '{name}' at {self.source()} has an output shape "
-                             "that depends on the input values; a traced graph has static "
-                             "shapes")
-        self.check_rng()
+            else:
+                raise TraceError(f"ndgrad.jit: '{name}' at {self.source()} has an output shape "
+                                 "that depends on the input values; a traced graph has static "
+                                 "shapes")
+        else:
+            self.check_rng()
         if op.num_outputs == 1:
             if type(out) is not np.ndarray:
                 out = np.asarray(out)
@@ -1261,6 +1268,7 @@ def _install() -> None:
             _linalg_decomp._save_outputs = _save_outputs_hook
             _out_mod._write = _write_hook
             _dispatch.set_tracing(_record_hook, _inplace_hook)
+            _generator.TRACE_HOOK[:] = [_draw_hook, _before_draw_hook]
 
 
 def _uninstall() -> None:
@@ -1269,6 +1277,7 @@ def _uninstall() -> None:
         if _active_count[0] == 0:
             try:
                 _dispatch.set_tracing(None, None)
+                _generator.TRACE_HOOK[:] = [None, None]
             finally:                    # the patches go even if the line above failed
                 _linalg_decomp._save_outputs = SAVE_OUTPUTS
                 _out_mod._write = OUT_WRITE
@@ -1345,6 +1354,20 @@ def _inplace_hook(target: Tensor, fn: Callable) -> Callable:
     if tr is None:
         return fn
     return tr.wrap_inplace(target, fn)
+
+
+def _draw_hook(fn: Callable, args: tuple) -> Any:
+    """``_generator.draw`` while tracing (Note [Draws in traced functions])."""
+    tr = getattr(_local, "tracer", None)
+    if tr is None:
+        return fn(*args)
+    return _random_nodes.record_draw(tr, fn, args)
+
+
+def _before_draw_hook() -> None:
+    tr = getattr(_local, "tracer", None)
+    if tr is not None:
+        _random_nodes.before_op_draw(tr)
 
 
 class tracing:
@@ -1626,6 +1649,8 @@ def _node_signature(g: Graph) -> list:
         except TypeError:
             args = attrs = None
         value = n.attrs.get("value")
+        if value is not None and _random_nodes.values_unread(n._outputs[0]):
+            value = None            # filled with random numbers: its values are never read
         sig.append((n, (n.kind(), id(n.op), args, attrs,
                         tuple(pos.get(v, ("?",)) for v in n._inputs)), value))
         for j, o in enumerate(n._outputs):
@@ -1640,6 +1665,9 @@ def _check_trace(fn: Callable, args: tuple, kwargs: dict, result: TraceResult) -
     state = [(t, t._data, list(t._version_counter) if t._version_counter else None, t._grad)
              for t in lifted]
     second = None
+    # the second run's draws are not the call's: the generators are put back (Note [Random
+    # nodes] in random_nodes.py)
+    gen_states = _random_nodes.snapshot(result.graph)
     for mode in (0, 1):
         rng = np.random.default_rng(7 + mode)
         new_leaves = []
@@ -1664,6 +1692,7 @@ def _check_trace(fn: Callable, args: tuple, kwargs: dict, result: TraceResult) -
         except Exception:   # noqa: BLE001 (values outside the function's domain: try others)
             second = None
         finally:
+            _random_nodes.restore(gen_states)
             for t, d, vc, grad in state:
                 t._data = d
                 if vc is not None:

@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import _dtype
 from .._creation import _RNG
+from .._generator import draw
 from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor, _wrap
 from . import _batching, _dispatch
@@ -625,15 +626,23 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
         r = _bcall(rrelu, input, lower, upper, training, inplace)
         if r is not NotImplemented:
             return r
-    x = _float_only(input, "rrelu_with_noise_cpu")
+    _float_only(input, "rrelu_with_noise_cpu")
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     noise = None
     if training:
-        slopes = _RNG.gen.uniform(lower, upper, x.shape)
-        noise = np.where(x <= 0, slopes, 1.0)
+        noise = draw(_rrelu_noise, input, float(lower), float(upper))
     op = RRELU_ if inplace else RRELU
     return _run(input, lambda s: _unary(op, s, (lower, upper, training, noise)), inplace)
+
+
+def _rrelu_noise(input: Tensor, lower: float, upper: float) -> np.ndarray:
+    """rrelu's factors in training: slopes drawn from ``[lower, upper]`` where the input is
+    not positive, else 1, in the input's dtype (the product's: the same results); through
+    ``draw`` (Note [Draws in traced functions] in ndgrad/_generator.py)."""
+    x = input._data
+    slopes = _RNG.gen.uniform(lower, upper, x.shape)
+    return np.where(x <= 0, slopes, 1.0).astype(x.dtype)
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,

@@ -33,7 +33,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _dtype
-from .._generator import bernoulli_array
+from .._generator import bernoulli_array, draw
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor, _wrap
 from . import _dispatch
@@ -269,8 +269,14 @@ def _neg_inf_mask(mask: Tensor, dtype: Any) -> Tensor:
 def _dropout_mask(shape: tuple, p: float, dtype: Any) -> Tensor:
     if p >= 1:
         return _wrap(np.zeros(shape, dtype))
+    # through ``draw``: a compiled function draws it at run time (Note [Draws in traced
+    # functions] in ndgrad/_generator.py)
+    return _wrap(draw(_attention_dropout_noise, tuple(shape), float(p), np.dtype(dtype)))
+
+
+def _attention_dropout_noise(shape: tuple, p: float, dtype: np.dtype) -> np.ndarray:
     keep = bernoulli_array(shape, 1.0 - p, None)     # torch's draws (Note [Random streams])
-    return _wrap((keep / (1.0 - p)).astype(dtype))
+    return (keep / (1.0 - p)).astype(dtype)
 
 
 def _broadcast_batch(a: tuple, b: tuple) -> tuple:

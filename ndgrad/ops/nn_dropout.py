@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .._generator import bernoulli_array
+from .._generator import bernoulli_array, draw, memory_order
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from .views_inplace import apply_inplace
@@ -55,11 +55,25 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _keep_mask(shape: tuple, p: float, like: Any = None) -> np.ndarray:
+def _keep_mask(shape: tuple, p: float, like: Any = None, perm: Any = None) -> np.ndarray:
     """True with probability ``1 - p``: torch's ``bernoulli_(1 - p)`` draws (Note [Random
     streams] in ndgrad/_generator.py), in the memory order of ``like`` (the input, whose
-    ``empty_like`` torch fills) when given."""
-    return bernoulli_array(shape, 1.0 - p, None, like=like)
+    ``empty_like`` torch fills) when given, or in the order ``perm`` (``memory_order``)."""
+    return bernoulli_array(shape, 1.0 - p, None, like=like, perm=perm)
+
+
+def _dropout_noise(shape: tuple, p: float, dt: np.dtype, perm: Any) -> np.ndarray:
+    """Dropout's noise: kept elements ``1 / (1 - p)``, dropped ones 0, in ``dt``."""
+    keep = _keep_mask(shape, p, perm=perm)
+    scale = np.asarray(1, dt) / np.asarray(1 - p, dt)
+    return (keep * scale).astype(dt)
+
+
+def _alpha_dropout_noise(shape: tuple, p: float, dt: np.dtype, perm: Any) -> tuple:
+    """Alpha dropout's noise ``(a * mask, b)``: the result is ``input * a * mask + b``."""
+    a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+    mask = _keep_mask(shape, p, perm=perm).astype(dt)
+    return (mask * a).astype(dt), ((mask - 1) * (_ALPHA * a) + _ALPHA * a * p).astype(dt)
 
 
 def _noise_shape(x: np.ndarray, feature: Any) -> tuple:
@@ -103,15 +117,15 @@ def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, featur
     if p == 1:
         zeros = _wrap(np.zeros(shape, dt))
         return _run(input, lambda s: s * zeros, inplace)
-    keep = _keep_mask(shape, p, None if feature else x)
+    # the draws follow the input's memory order, fixed when traced (Note [Draws in traced
+    # functions] in ndgrad/_generator.py: a compiled call draws what this call draws)
+    order = None if feature else memory_order(x)
+    perm = tuple(order) if order is not None else None
     if not alpha:
-        scale = np.asarray(1, dt) / np.asarray(1 - p, dt)
-        noise = _wrap((keep * scale).astype(dt))
+        noise = _wrap(draw(_dropout_noise, shape, float(p), dt, perm))
         return _run(input, lambda s: s * noise, inplace)
-    a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
-    mask = keep.astype(dt)
-    b = _wrap(((mask - 1) * (_ALPHA * a) + _ALPHA * a * p).astype(dt))
-    noise = _wrap((mask * a).astype(dt))
+    a_mask, b_arr = draw(_alpha_dropout_noise, shape, float(p), dt, perm)
+    noise, b = _wrap(a_mask), _wrap(b_arr)
     return _run(input, lambda s: s * noise + b, inplace)
 
 

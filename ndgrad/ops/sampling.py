@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from .. import _creation, _dtype
-from .._generator import (Generator, bernoulli_array, exponential_array, multinomial_rows,
-                          normal_array, numpy_generator, randint_array, random_full_array,
-                          uniform_array)
+from .._generator import (TRACE_HOOK, Generator, bernoulli_array, draw, exponential_array,
+                          multinomial_rows, normal_array, numpy_generator, randint_array,
+                          random_full_array, uniform_array)
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
 from ._jvp import zero
@@ -56,6 +56,8 @@ def _with_generator(fn: Any) -> Any:
                             f"not {type(generator).__name__}")
         _ACTIVE.append(generator)
         try:
+            if TRACE_HOOK[1] is not None:
+                TRACE_HOOK[1]()     # Note [Draws in traced functions] in _generator.py
             return fn(*args, **kwargs)
         finally:
             _ACTIVE.pop()
@@ -119,11 +121,8 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
             raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
                                       f"'{d._torch_name}'")
         shape = tuple(size) if isinstance(size, (tuple, list)) else (size,)
-        if d.is_complex:
-            arr = float(mean) + float(std) * _gen().standard_normal(shape)
-        else:
-            arr = normal_array(shape, float(mean), float(std), d.np, _ACTIVE[-1])
-        return _creation._finish(arr.astype(d.np), requires_grad, device)
+        arr = draw(_normal_numbers, shape, float(mean), float(std), d.np, _ACTIVE[-1])
+        return _creation._finish(arr, requires_grad, device)
     _check_std(std)
     for t in (mean, std):
         if isinstance(t, Tensor) and not (t.dtype.is_floating_point or t.dtype.is_complex):
@@ -143,6 +142,17 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     if mt:
         return apply(NORMAL_TENSOR_FLOAT, (mean,), (mean._data,), (float(std),))
     return apply(NORMAL_FLOAT_TENSOR, (std,), (std._data,), (float(mean),))
+
+
+def _normal_numbers(shape: tuple, mean: float, std: float, nd: np.dtype, generator: Any
+                    ) -> np.ndarray:
+    """``normal(mean, std, size)``'s samples (through ``draw``: Note [Draws in traced
+    functions] in ndgrad/_generator.py)."""
+    if nd.kind == "c":
+        arr = mean + std * numpy_generator(generator).standard_normal(shape)
+    else:
+        arr = normal_array(shape, mean, std, nd, generator)
+    return arr.astype(nd)
 
 
 # ---------------------------------------------------------------------------- bernoulli
@@ -200,6 +210,16 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     if not replacement and num_samples > n:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
+    # the weights are read and checked when the samples are drawn: at run time in a compiled
+    # function (Note [Draws in traced functions] in ndgrad/_generator.py)
+    return _wrap(draw(_multinomial_array, input, int(num_samples), bool(replacement),
+                      _ACTIVE[-1]))
+
+
+def _multinomial_array(input: Tensor, num_samples: int, replacement: bool, generator: Any
+                       ) -> np.ndarray:
+    x = input._data
+    n = x.shape[-1]
     rows = x.reshape(-1, n).astype(np.float64)
     if replacement:
         if not (rows >= 0).all():                     # NaN included, as in PyTorch
@@ -215,8 +235,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     if not replacement and (np.count_nonzero(rows, axis=-1) < num_samples).any():
         raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
                            "enough non-negative category to sample)")
-    out = multinomial_rows(x.reshape(-1, n), num_samples, replacement, _ACTIVE[-1])
-    return _wrap(out.reshape(x.shape[:-1] + (num_samples,)))
+    out = multinomial_rows(x.reshape(-1, n), num_samples, replacement, generator)
+    return out.reshape(x.shape[:-1] + (num_samples,))
 
 
 # ---------------------------------------------------------------------------- in-place fills
