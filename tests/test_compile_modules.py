@@ -280,3 +280,27 @@ def test_compiled_function_calling_a_module_follows_its_flags():
     only_mode.train()
     with pytest.raises(RuntimeError, match="training and evaluation"):
         t(ndgrad.ones(1))
+
+
+def test_compiled_model_with_dropout_draws_eagers_masks():
+    """torch.compile(model) with dropout (Note [Random nodes]): the same masks as eager from
+    the same seed in training, none in evaluation."""
+    def make():
+        ndgrad.manual_seed(4)
+        return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 2))
+    m, ref = make(), make()
+    cm = ndgrad.compile(m)
+    x = ndgrad.randn(6, 4)
+    for mode in (True, True, False, True):
+        cm.train(mode)
+        ref.train(mode)
+        ndgrad.manual_seed(10)
+        out = cm(x)
+        ndgrad.manual_seed(10)
+        want = ref(x)
+        np.testing.assert_array_equal(out.detach().numpy(), want.detach().numpy())
+        if mode:
+            out.sum().backward()
+            want.sum().backward()
+    for a, b in zip(m.parameters(), ref.parameters()):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
