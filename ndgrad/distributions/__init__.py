@@ -1,0 +1,42 @@
+"""``ndgrad.distributions``: probability distributions with PyTorch's ``torch.distributions``
+API (sampling, reparameterized sampling, log densities, moments, entropies, KL divergences,
+transforms and constraints) on ndgrad tensors.
+
+Example:
+    >>> import ndgrad
+    >>> from ndgrad import distributions as D
+    >>> _ = ndgrad.manual_seed(0)
+    >>> policy = D.Categorical(logits=ndgrad.zeros(3, requires_grad=True))
+    >>> action = policy.sample()
+    >>> policy.log_prob(action).requires_grad
+    True
+"""
+
+from . import constraints, transforms
+from .constraint_registry import biject_to, transform_to
+from .continuous import Cauchy, Exponential, Gumbel, Laplace, Normal, StudentT, Uniform
+from .discrete import (Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical,
+                       OneHotCategoricalStraightThrough, Poisson)
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .gamma import Beta, Chi2, Dirichlet, Gamma
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .mixture_same_family import MixtureSameFamily
+from .multivariate_normal import MultivariateNormal
+from .relaxed_bernoulli import RelaxedBernoulli
+from .relaxed_categorical import RelaxedOneHotCategorical
+from .transformed_distribution import HalfCauchy, HalfNormal, LogNormal, TransformedDistribution
+from .transforms import *  # noqa: F403 - the transforms are exported at this level too
+from . import kl, relaxed_bernoulli, relaxed_categorical, utils  # noqa: E402,F401
+
+__all__ = [
+    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
+    "Distribution", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
+    "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal", "MixtureSameFamily",
+    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+    "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
+    "TransformedDistribution", "Uniform", "biject_to", "constraints", "kl_divergence",
+    "register_kl", "transform_to", "transforms",
+]
+__all__.extend(transforms.__all__)
