@@ -1,7 +1,8 @@
 """Reparameterized gamma, beta and Dirichlet samples (Note [Implicit reparameterization] in
-ndgrad/distributions/_sampling.py): the gradient of a drawn sample with respect to its
+ndgrad/distributions/_gamma_draws.py): the gradient of a drawn sample with respect to its
 concentration equals the finite-difference derivative of inverse-CDF sampling at the same
-quantile, agrees with torch's kernels, and averages to the derivative of the mean."""
+quantiles, the gamma slope agrees with torch's kernel, and pathwise gradients average to the
+derivative of the mean."""
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ import torch
 from scipy import special
 
 import ndgrad
-from ndgrad.distributions import Beta, Dirichlet, Gamma, _sampling
+from ndgrad.distributions import Beta, Dirichlet, Gamma, _gamma_draws
 
 
 def _fd(f, a, h=1e-6):
@@ -37,38 +38,55 @@ def test_gamma_rsample_gradient_is_the_inverse_cdf_derivative(dtype):
 def test_gamma_gradient_agrees_with_torch_kernel():
     a = np.array([0.2, 0.7, 1.0, 3.0, 9.0, 40.0])
     x = np.array([0.05, 0.4, 1.3, 2.0, 11.0, 35.0])
-    ours = _sampling.standard_gamma_grad(a, x)
+    ours = _gamma_draws.standard_gamma_grad(a, x)
     theirs = torch._standard_gamma_grad(torch.tensor(a), torch.tensor(x)).numpy()
     np.testing.assert_allclose(ours, theirs, rtol=2e-3)
 
 
-def test_dirichlet_gradient_is_the_inverse_cdf_derivative_of_the_beta_marginal():
-    a = np.array([0.4, 2.0, 10.0, 1.5])
-    t = np.array([1.3, 4.0, 11.0, 9.0])
-    x = np.array([0.3, 0.5, 0.9, 0.05])
-    b = t - a
-    u = special.betainc(a, b, x)
-    # the Beta(a, b) sample's derivative in a (b fixed), over 1 - x
-    fd = _fd(lambda aa: special.betaincinv(aa, b, u), a) / (1 - x)
-    ours = _sampling.dirichlet_grad(x, a, t)
-    np.testing.assert_allclose(ours, fd, rtol=1e-6)
-    # torch's kernel approximates the same function
-    theirs = torch._dirichlet_grad(torch.tensor(x), torch.tensor(a), torch.tensor(t)).numpy()
-    np.testing.assert_allclose(ours, theirs, rtol=1e-3)
+def _normalized_inverse_cdf(conc, seed):
+    """The gamma draws behind ``Dirichlet(conc).rsample()`` at ``seed``, as a function of the
+    concentration at their fixed quantiles."""
+    ndgrad.manual_seed(seed)
+    g = _gamma_draws.standard_gamma(ndgrad.tensor(conc)).numpy()
+    u = special.gammainc(conc, g)
+
+    def draw(c):
+        gc = special.gammaincinv(c, u)
+        return gc / gc.sum(-1, keepdims=True)
+    return draw
 
 
-def test_dirichlet_backward_projects_like_torch():
-    conc = ndgrad.tensor([[0.8, 2.0, 3.5], [1.0, 1.0, 4.0]], dtype=ndgrad.float64,
-                         requires_grad=True)
-    ndgrad.manual_seed(1)
-    x = Dirichlet(conc).rsample()
+def test_dirichlet_gradient_is_the_inverse_cdf_derivative_of_the_gamma_draws():
+    conc = np.array([[0.8, 2.0, 3.5], [1.0, 1.0, 4.0]])
     w = np.array([[1.0, -2.0, 0.5], [0.3, 0.0, 1.0]])
+    c = ndgrad.tensor(conc, requires_grad=True)
+    ndgrad.manual_seed(1)
+    x = Dirichlet(c).rsample()
     (x * ndgrad.tensor(w)).sum().backward()
-    xn, a = x.detach().numpy(), conc.detach().numpy()
-    g = _sampling.dirichlet_grad(xn, a, np.broadcast_to(a.sum(-1, keepdims=True), a.shape))
-    np.testing.assert_allclose(conc.grad.numpy(),
-                               g * (w - (xn * w).sum(-1, keepdims=True)), rtol=1e-12)
-    assert np.allclose(xn.sum(-1), 1.0) and (xn > 0).all()
+    draw = _normalized_inverse_cdf(conc, 1)
+    np.testing.assert_allclose(x.detach().numpy(), draw(conc), rtol=1e-10)
+    expected = np.zeros_like(conc)
+    for idx in np.ndindex(*conc.shape):
+        step = np.zeros_like(conc)
+        step[idx] = 1e-6
+        expected[idx] = ((draw(conc + step) - draw(conc - step)) * w).sum() / 2e-6
+    np.testing.assert_allclose(c.grad.numpy(), expected, rtol=1e-5)
+    assert np.allclose(x.detach().numpy().sum(-1), 1.0) and (x.detach().numpy() > 0).all()
+
+
+def test_beta_rsample_gradient_is_the_inverse_cdf_derivative_of_the_gamma_pair():
+    c1 = ndgrad.tensor([0.7, 2.0], dtype=ndgrad.float64, requires_grad=True)
+    c0 = ndgrad.tensor([1.5, 5.0], dtype=ndgrad.float64, requires_grad=True)
+    ndgrad.manual_seed(3)
+    x = Beta(c1, c0).rsample()
+    x.sum().backward()
+    pair = np.stack([c1.detach().numpy(), c0.detach().numpy()], -1)
+    draw = _normalized_inverse_cdf(pair, 3)
+    np.testing.assert_allclose(x.detach().numpy(), draw(pair)[..., 0], rtol=1e-10)
+    d1 = _fd(lambda a: draw(np.stack([a, pair[:, 1]], -1))[..., 0], pair[:, 0])
+    d0 = _fd(lambda b: draw(np.stack([pair[:, 0], b], -1))[..., 0], pair[:, 1])
+    np.testing.assert_allclose(c1.grad.numpy(), d1, rtol=1e-5)
+    np.testing.assert_allclose(c0.grad.numpy(), d0, rtol=1e-5)
 
 
 def test_reparameterized_gradients_average_to_the_mean_derivative():
@@ -93,23 +111,6 @@ def test_reparameterized_gradients_average_to_the_mean_derivative():
     wn = np.array([1.0, 0.0, -1.0])
     expected = (wn - (a * wn).sum() / s) / s          # d/da of sum_i w_i a_i / s
     np.testing.assert_allclose(conc.grad.numpy() / 4000, expected, atol=0.01)
-
-
-def test_beta_rsample_gradient_matches_torch_formula_on_same_draw():
-    # Beta draws x through Dirichlet([c1, c0]) and differentiates the first component
-    c1 = ndgrad.tensor([0.7, 2.0], dtype=ndgrad.float64, requires_grad=True)
-    c0 = ndgrad.tensor([1.5, 5.0], dtype=ndgrad.float64, requires_grad=True)
-    ndgrad.manual_seed(3)
-    x = Beta(c1, c0).rsample()
-    x.sum().backward()
-    xn = x.detach().numpy()
-    a1, a0 = c1.detach().numpy(), c0.detach().numpy()
-    u = special.betainc(a1, a0, xn)
-    # x = I^{-1}(c1, c0; u): both partial derivatives by finite differences
-    d1 = _fd(lambda aa: special.betaincinv(aa, a0, u), a1)
-    d0 = _fd(lambda bb: special.betaincinv(a1, bb, u), a0)
-    np.testing.assert_allclose(c1.grad.numpy(), d1, rtol=1e-5)
-    np.testing.assert_allclose(c0.grad.numpy(), d0, rtol=1e-5)
 
 
 def test_samplers_are_reproducible_and_need_no_grad():

@@ -41,7 +41,7 @@ def _draw_standard_gamma(alpha: np.ndarray) -> np.ndarray:
     gen = numpy_generator(None)
     out = gen.standard_gamma(alpha.astype(np.float64))
     tiny = np.finfo(alpha.dtype).tiny
-    return np.maximum(out, tiny).astype(alpha.dtype)
+    return np.asarray(np.maximum(out, tiny), dtype=alpha.dtype)
 
 
 class _StandardGamma(ndgrad.autograd.Function):

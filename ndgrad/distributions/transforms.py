@@ -382,7 +382,7 @@ class ReshapeTransform(Transform):
         cut = len(shape) - len(have)
         if tuple(shape[cut:]) != tuple(have):
             raise ValueError(f"Shape mismatch: expected {tuple(shape[cut:])} but got "
-                             f"{tuple(have)}")
+                             f"{have}")
         return tuple(shape[:cut]) + tuple(want)
 
     def forward_shape(self, shape: Any) -> Any:
@@ -787,7 +787,7 @@ class CorrCholeskyTransform(Transform):
         # d w_ij / d z_ij = sqrt(left before j) (triangular Jacobian) and d tanh = 1 - r^2
         left = 1 - y.square().cumsum(-1)
         before = ndgrad.cat([ndgrad.ones_like(left[..., :1]), left[..., :-1]], -1)
-        half_logs = tril_matrix_to_vec(before.log() * 0.5, -1)
+        half_logs = tril_matrix_to_vec(before, -1).log() * 0.5
         tanh_logs = 2.0 * (math.log(2.0) - x - ndgrad.nn.functional.softplus(-2.0 * x))
         return (half_logs + tanh_logs).sum(-1)
 
@@ -797,7 +797,7 @@ class CorrCholeskyTransform(Transform):
         n = shape[-1]
         side = round((0.25 + 2 * n) ** 0.5 + 0.5)
         if side * (side - 1) // 2 != n:
-            raise ValueError("Input is not a flattend lower-diagonal number")
+            raise ValueError("Input is not a flattened lower-diagonal number")
         return tuple(shape[:-1]) + (side, side)
 
     def inverse_shape(self, shape: Any) -> Any:
@@ -836,10 +836,11 @@ class CatTransform(Transform):
             return self
         return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
 
-    def _slices(self, x: Tensor) -> list:
+    def _slices(self, x: Tensor, name: str = "x") -> list:
         if x.shape[self.dim] != self.length:
-            raise ValueError(f"Expected size {self.length} along dim {self.dim} but got "
-                             f"{x.shape[self.dim]}")
+            # torch raises AssertionError here; kept for programs that catch it
+            raise AssertionError(f"{name}.size({self.dim}) = {x.shape[self.dim]} must equal "
+                                 f"length {self.length}")
         out, start = [], 0
         for n in self.lengths:
             out.append(x.narrow(self.dim, start, n))
@@ -850,7 +851,7 @@ class CatTransform(Transform):
         return ndgrad.cat([t(v) for t, v in zip(self.transforms, self._slices(x))], self.dim)
 
     def _inverse(self, y: Tensor) -> Tensor:
-        return ndgrad.cat([t.inv(v) for t, v in zip(self.transforms, self._slices(y))],
+        return ndgrad.cat([t.inv(v) for t, v in zip(self.transforms, self._slices(y, "y"))],
                           self.dim)
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
@@ -894,17 +895,18 @@ class StackTransform(Transform):
             return self
         return StackTransform(self.transforms, self.dim, cache_size)
 
-    def _slices(self, x: Tensor) -> tuple:
+    def _slices(self, x: Tensor, name: str = "x") -> tuple:
         if x.shape[self.dim] != len(self.transforms):
-            raise ValueError(f"Expected size {len(self.transforms)} along dim {self.dim} but "
-                             f"got {x.shape[self.dim]}")
+            # torch raises AssertionError here; kept for programs that catch it
+            raise AssertionError(f"{name}.size({self.dim}) = {x.shape[self.dim]} must equal "
+                                 f"len(transforms) {len(self.transforms)}")
         return x.unbind(self.dim)
 
     def _call(self, x: Tensor) -> Tensor:
         return ndgrad.stack([t(v) for t, v in zip(self.transforms, self._slices(x))], self.dim)
 
     def _inverse(self, y: Tensor) -> Tensor:
-        return ndgrad.stack([t.inv(v) for t, v in zip(self.transforms, self._slices(y))],
+        return ndgrad.stack([t.inv(v) for t, v in zip(self.transforms, self._slices(y, "y"))],
                             self.dim)
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
