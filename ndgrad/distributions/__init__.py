@@ -14,29 +14,37 @@ Example:
 
 from . import constraints, transforms
 from .constraint_registry import biject_to, transform_to
-from .continuous import Cauchy, Exponential, Gumbel, Laplace, Normal, StudentT, Uniform
+from .continuous_bernoulli import ContinuousBernoulli
+from .counts import Multinomial, NegativeBinomial
+from .continuous import (Cauchy, Exponential, GeneralizedPareto, Gumbel, Laplace, Normal, StudentT,
+                         Uniform)
 from .discrete import (Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical,
                        OneHotCategoricalStraightThrough, Poisson)
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
-from .gamma import Beta, Chi2, Dirichlet, Gamma
+from .gamma import Beta, Chi2, Dirichlet, FisherSnedecor, Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .low_rank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multivariate_normal import MultivariateNormal
 from .relaxed_bernoulli import RelaxedBernoulli
 from .relaxed_categorical import RelaxedOneHotCategorical
 from .transformed_distribution import HalfCauchy, HalfNormal, LogNormal, TransformedDistribution
+from .transformed_families import InverseGamma, Kumaraswamy, LogisticNormal, Pareto, Weibull
+from .von_mises import VonMises
 from .transforms import *  # noqa: F403 - the transforms are exported at this level too
 from . import kl, relaxed_bernoulli, relaxed_categorical, utils  # noqa: E402,F401
 
 __all__ = [
-    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
-    "Distribution", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
-    "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal", "MixtureSameFamily",
-    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet",
+    "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma",
+    "GeneralizedPareto", "Geometric", "Gumbel",
+    "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy", "LogisticNormal",
+    "Pareto", "Weibull", "Laplace", "LogNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
+    "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
     "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
-    "TransformedDistribution", "Uniform", "biject_to", "constraints", "kl_divergence",
-    "register_kl", "transform_to", "transforms",
+    "TransformedDistribution", "Uniform", "VonMises", "biject_to", "kl_divergence",
+    "register_kl", "transform_to",
 ]
 __all__.extend(transforms.__all__)

@@ -29,7 +29,8 @@ from .distribution import Distribution, _as_size
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, euler_constant
 
-__all__ = ["Cauchy", "Exponential", "Gumbel", "Laplace", "Normal", "StudentT", "Uniform"]
+__all__ = ["Cauchy", "Exponential", "GeneralizedPareto", "Gumbel", "Laplace", "Normal", "StudentT",
+           "Uniform"]
 
 _HALF_LOG_TWO_PI = 0.5 * math.log(2 * math.pi)
 
@@ -437,3 +438,82 @@ class StudentT(Distribution):
         return (self.scale.log() + (half + 0.5) * (ndgrad.digamma(half + 0.5)
                                                    - ndgrad.digamma(half))
                 + 0.5 * self.df.log() + log_beta)
+
+
+class GeneralizedPareto(Distribution):
+    """The generalized Pareto distribution: location ``loc``, ``scale`` and shape
+    ``concentration`` (``xi``); the support is ``[loc, inf)`` for ``xi >= 0`` and ``[loc,
+    loc - scale / xi]`` for ``xi < 0``."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive,
+                       "concentration": constraints.real}
+    has_rsample = True
+
+    def __init__(self, loc: Any, scale: Any, concentration: Any,
+                 validate_args: Optional[bool] = None) -> None:
+        self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
+        shape = _batch_of(loc, scale, concentration) or self.loc.size()
+        super().__init__(shape, validate_args=validate_args)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
+        return self._expand_params(GeneralizedPareto, batch_shape, _instance,
+                                   ("loc", "scale", "concentration"))
+
+    def _safe_xi(self) -> Tensor:
+        """The shape with zeros replaced by one (their branch is taken elsewhere)."""
+        xi = self.concentration
+        return ndgrad.where(xi == 0, ndgrad.ones_like(xi), xi)
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self) -> Any:
+        xi = self.concentration
+        upper = ndgrad.where(xi < 0, self.loc - self.scale / self._safe_xi(),
+                             ndgrad.full_like(self.loc, math.inf))
+        return constraints.interval(self.loc, upper)
+
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        u = ndgrad.rand(self._extended_shape(sample_shape), dtype=self.loc.dtype)
+        return self.icdf(u)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        xi = self._safe_xi()
+        general = -(1 / xi + 1) * (xi * z).log1p()
+        body = ndgrad.where(self.concentration == 0, -z, general)
+        return body - self.scale.log()
+
+    def cdf(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        xi = self._safe_xi()
+        log_tail = ndgrad.where(self.concentration == 0, -z, -(xi * z).log1p() / xi)
+        return -log_tail.expm1()
+
+    def icdf(self, value: Tensor) -> Tensor:
+        xi = self._safe_xi()
+        log_tail = (-value).log1p()
+        general = (-xi * log_tail).expm1() / xi
+        z = ndgrad.where(self.concentration == 0, -log_tail, general)
+        return self.loc + self.scale * z
+
+    @property
+    def mean(self) -> Tensor:
+        xi = self.concentration
+        value = self.loc + self.scale / (1 - xi)
+        return ndgrad.where(xi < 1, value, ndgrad.full_like(value, math.inf))
+
+    @property
+    def mode(self) -> Tensor:
+        return self.loc
+
+    @property
+    def variance(self) -> Tensor:
+        xi = self.concentration
+        value = self.scale.pow(2) / ((1 - xi).pow(2) * (1 - 2 * xi))
+        return ndgrad.where(xi < 0.5, value, ndgrad.full_like(value, math.inf))
+
+    def entropy(self) -> Tensor:
+        return self.scale.log() + self.concentration + 1

@@ -24,7 +24,7 @@ from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
-__all__ = ["Beta", "Chi2", "Dirichlet", "Gamma"]
+__all__ = ["Beta", "Chi2", "Dirichlet", "FisherSnedecor", "Gamma"]
 
 
 class Gamma(ExponentialFamily):
@@ -239,3 +239,56 @@ class Beta(ExponentialFamily):
     @property
     def _mean_carrier_measure(self) -> Any:
         return 0
+
+
+class FisherSnedecor(Distribution):
+    """The F distribution: the ratio of two chi-squared variates, each over its degrees of
+    freedom ``df1`` and ``df2``."""
+
+    arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, df1: Any, df2: Any, validate_args: Optional[bool] = None) -> None:
+        self.df1, self.df2 = broadcast_all(df1, df2)
+        self._top = Gamma(self.df1 * 0.5, self.df1 * 0.5)
+        self._bottom = Gamma(self.df2 * 0.5, self.df2 * 0.5)
+        plain = isinstance(df1, Number) and isinstance(df2, Number)
+        shape = ndgrad.Size(()) if plain else self.df1.size()
+        super().__init__(shape, validate_args=validate_args)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
+        new = self._expand_params(FisherSnedecor, batch_shape, _instance, ("df1", "df2"))
+        new._top = self._top.expand(batch_shape)
+        new._bottom = self._bottom.expand(batch_shape)
+        return new
+
+    @property
+    def mean(self) -> Tensor:
+        d2 = self.df2
+        return ndgrad.where(d2 > 2, d2 / (d2 - 2), ndgrad.full_like(d2, float("nan")))
+
+    @property
+    def mode(self) -> Tensor:
+        d1, d2 = self.df1, self.df2
+        value = (d1 - 2) / d1 * d2 / (d2 + 2)
+        return ndgrad.where(d1 > 2, value, ndgrad.full_like(value, float("nan")))
+
+    @property
+    def variance(self) -> Tensor:
+        d1, d2 = self.df1, self.df2
+        value = 2 * d2.pow(2) * (d1 + d2 - 2) / (d1 * (d2 - 2).pow(2) * (d2 - 4))
+        return ndgrad.where(d2 > 4, value, ndgrad.full_like(value, float("nan")))
+
+    def rsample(self, sample_shape: Any = ()) -> Tensor:
+        ratio = self._top.rsample(sample_shape) / self._bottom.rsample(sample_shape)
+        return ratio.clamp(min=ndgrad.finfo(ratio.dtype).tiny)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        h1, h2 = self.df1 * 0.5, self.df2 * 0.5
+        ratio = self.df1 / self.df2
+        log_beta = ndgrad.lgamma(h1) + ndgrad.lgamma(h2) - ndgrad.lgamma(h1 + h2)
+        return (h1 * ratio.log() + (h1 - 1) * value.log() - (h1 + h2) * (ratio * value).log1p()
+                - log_beta)
