@@ -8,7 +8,6 @@ import pytest
 import torch
 
 import ndgrad
-from tests._compare import outcome
 
 RNG = np.random.default_rng(0)
 

@@ -12,12 +12,12 @@ Example:
     True
 """
 
-from . import constraints, transforms
+from . import constraints, transforms  # noqa: F401 - the submodules, as torch's
 from .constraint_registry import biject_to, transform_to
-from .continuous_bernoulli import ContinuousBernoulli
-from .counts import Multinomial, NegativeBinomial
 from .continuous import (Cauchy, Exponential, GeneralizedPareto, Gumbel, Laplace, Normal, StudentT,
                          Uniform)
+from .continuous_bernoulli import ContinuousBernoulli
+from .counts import Multinomial, NegativeBinomial
 from .discrete import (Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical,
                        OneHotCategoricalStraightThrough, Poisson)
 from .distribution import Distribution
@@ -32,19 +32,20 @@ from .relaxed_bernoulli import RelaxedBernoulli
 from .relaxed_categorical import RelaxedOneHotCategorical
 from .transformed_distribution import HalfCauchy, HalfNormal, LogNormal, TransformedDistribution
 from .transformed_families import InverseGamma, Kumaraswamy, LogisticNormal, Pareto, Weibull
-from .von_mises import VonMises
 from .transforms import *  # noqa: F403 - the transforms are exported at this level too
-from . import kl, relaxed_bernoulli, relaxed_categorical, utils  # noqa: E402,F401
+from .von_mises import VonMises
+# registers the cross-family KL rules; the rest are torch's public submodule names
+from . import kl_cross, relaxed_bernoulli, relaxed_categorical, utils  # noqa: E402,F401
 
 __all__ = [
-    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet",
-    "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma",
-    "GeneralizedPareto", "Geometric", "Gumbel",
-    "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy", "LogisticNormal",
-    "Pareto", "Weibull", "Laplace", "LogNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
-    "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
-    "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
-    "TransformedDistribution", "Uniform", "VonMises", "biject_to", "kl_divergence",
+    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli",
+    "Dirichlet", "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma",
+    "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
+    "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal",
+    "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+    "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+    "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT",
+    "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to", "kl_divergence",
     "register_kl", "transform_to",
 ]
 __all__.extend(transforms.__all__)

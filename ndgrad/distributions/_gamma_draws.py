@@ -46,13 +46,13 @@ def _draw_standard_gamma(alpha: np.ndarray) -> np.ndarray:
 
 class _StandardGamma(ndgrad.autograd.Function):
     @staticmethod
-    def forward(ctx, alpha):  # type: ignore[override]
+    def forward(ctx, alpha):
         draws = ndgrad.from_numpy(_draw_standard_gamma(alpha.detach().numpy()))
         ctx.save_for_backward(alpha, draws)
         return draws
 
     @staticmethod
-    def backward(ctx, grad):  # type: ignore[override]
+    def backward(ctx, grad):
         alpha, draws = ctx.saved_tensors
         slope = standard_gamma_grad(alpha.detach().numpy(), draws.detach().numpy())
         return grad * ndgrad.from_numpy(slope.astype(alpha.detach().numpy().dtype))

@@ -27,6 +27,7 @@ from ndgrad.tensor import Tensor
 from . import constraints
 from .distribution import Distribution, _as_size
 from .exp_family import ExponentialFamily
+from .gamma import Chi2
 from .utils import broadcast_all, euler_constant
 
 __all__ = ["Cauchy", "Exponential", "GeneralizedPareto", "Gumbel", "Laplace", "Normal", "StudentT",
@@ -391,7 +392,6 @@ class StudentT(Distribution):
     def __init__(self, df: Any, loc: Any = 0.0, scale: Any = 1.0,
                  validate_args: Optional[bool] = None) -> None:
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
-        from .gamma import Chi2
         self._chi2 = Chi2(self.df, validate_args=validate_args)
         super().__init__(self.df.size(), validate_args=validate_args)
 

@@ -14,13 +14,13 @@ Example:
     >>> from ndgrad.distributions import ContinuousBernoulli
     >>> d = ContinuousBernoulli(ndgrad.tensor([0.5, 0.8]))
     >>> [round(v, 4) for v in d.mean.tolist()]
-    [0.5, 0.6119]
+    [0.5, 0.612]
 """
 
 from __future__ import annotations
 
 import math
-from numbers import Number
+from numbers import Real
 from typing import Any, Optional
 
 import ndgrad
@@ -46,7 +46,7 @@ class ContinuousBernoulli(_BinaryParams, ExponentialFamily):
 
     def __init__(self, probs: Any = None, logits: Any = None, lims: tuple = _BAND,
                  validate_args: Optional[bool] = None) -> None:
-        if probs is not None and isinstance(probs, Number):
+        if probs is not None and isinstance(probs, Real):
             probs = ndgrad.tensor(float(probs))
         _, shape = self._set_binary(probs, logits)
         self._lims = lims

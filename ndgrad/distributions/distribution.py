@@ -113,7 +113,7 @@ class Distribution:
         (a subclass with its own ``__init__`` must write its own ``expand``)."""
         if _instance is not None:
             return _instance
-        if type(self).__init__ is not family.__init__:
+        if type(self).__init__ is not family.__init__:  # type: ignore[misc]
             raise NotImplementedError(
                 f"Subclass {type(self).__name__} of {family.__name__} that defines a custom "
                 "__init__ method must also define a custom .expand() method.")

@@ -5,7 +5,8 @@ and Beta. Their draws are reparameterized implicitly (Note [Implicit reparameter
 Example:
     >>> import ndgrad
     >>> from ndgrad.distributions import Beta, Gamma
-    >>> [round(v, 4) for v in Gamma(ndgrad.tensor([2.0]), 1.0).log_prob(ndgrad.tensor([1.0])).tolist()]
+    >>> d = Gamma(ndgrad.tensor([2.0]), 1.0)
+    >>> [round(v, 4) for v in d.log_prob(ndgrad.tensor([1.0])).tolist()]
     [-1.0]
     >>> round(Beta(2.0, 2.0).mean.item(), 4)
     0.5
@@ -13,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from numbers import Number
+from numbers import Number, Real
 from typing import Any, Optional
 
 import ndgrad
@@ -183,7 +184,7 @@ class Beta(ExponentialFamily):
 
     def __init__(self, concentration1: Any, concentration0: Any,
                  validate_args: Optional[bool] = None) -> None:
-        if isinstance(concentration1, Number) and isinstance(concentration0, Number):
+        if isinstance(concentration1, Real) and isinstance(concentration0, Real):
             pair = ndgrad.tensor([float(concentration1), float(concentration0)])
         else:
             c1, c0 = broadcast_all(concentration1, concentration0)

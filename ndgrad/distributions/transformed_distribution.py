@@ -32,6 +32,7 @@ class TransformedDistribution(Distribution):
     """Draws of ``base_distribution`` mapped by ``transforms`` (a Transform or a list)."""
 
     arg_constraints: dict = {}
+    base_dist: Any
 
     def __init__(self, base_distribution: Distribution, transforms: Any,
                  validate_args: Optional[bool] = None) -> None:

@@ -7,8 +7,8 @@ Example:
     >>> import ndgrad
     >>> from ndgrad.distributions import Pareto
     >>> d = Pareto(ndgrad.tensor([1.0]), ndgrad.tensor([3.0]))
-    >>> [round(v, 4) for v in d.mean.tolist()], [round(v, 4) for v in d.log_prob(ndgrad.tensor([2.0])).tolist()]
-    ([1.5], [-1.6808])
+    >>> round(d.mean.item(), 4), round(d.log_prob(ndgrad.tensor([2.0])).item(), 4)
+    (1.5, -1.674)
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ class LogisticNormal(TransformedDistribution):
     has_rsample = True
 
     def __init__(self, loc: Any, scale: Any, validate_args: Optional[bool] = None) -> None:
-        base = Normal(loc, scale, validate_args=validate_args)
+        base: Distribution = Normal(loc, scale, validate_args=validate_args)
         if not base.batch_shape:
             base = base.expand([1])
         super().__init__(base, StickBreakingTransform(), validate_args=validate_args)

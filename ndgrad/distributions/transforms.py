@@ -133,11 +133,11 @@ class _InverseTransform(Transform):
         self._forward = transform
 
     @property
-    def domain(self) -> Any:  # type: ignore[override]
+    def domain(self) -> Any:
         return self._forward.codomain
 
     @property
-    def codomain(self) -> Any:  # type: ignore[override]
+    def codomain(self) -> Any:
         return self._forward.domain
 
     @property
@@ -198,7 +198,7 @@ class ComposeTransform(Transform):
     __hash__ = object.__hash__
 
     @property
-    def domain(self) -> Any:  # type: ignore[override]
+    def domain(self) -> Any:
         if not self.parts:
             return constraints.real
         depth = self.parts[-1].codomain.event_dim
@@ -208,7 +208,7 @@ class ComposeTransform(Transform):
         return _lift(self.parts[0].domain, depth)
 
     @property
-    def codomain(self) -> Any:  # type: ignore[override]
+    def codomain(self) -> Any:
         if not self.parts:
             return constraints.real
         depth = self.parts[0].domain.event_dim
@@ -298,12 +298,12 @@ class IndependentTransform(Transform):
                                     cache_size=cache_size)
 
     @property
-    def domain(self) -> Any:  # type: ignore[override]
+    def domain(self) -> Any:
         return constraints.independent(self.base_transform.domain,
                                        self.reinterpreted_batch_ndims)
 
     @property
-    def codomain(self) -> Any:  # type: ignore[override]
+    def codomain(self) -> Any:
         return constraints.independent(self.base_transform.codomain,
                                        self.reinterpreted_batch_ndims)
 
@@ -353,11 +353,11 @@ class ReshapeTransform(Transform):
         super().__init__(cache_size=cache_size)
 
     @property
-    def domain(self) -> Any:  # type: ignore[override]
+    def domain(self) -> Any:
         return constraints.independent(constraints.real, len(self.in_shape))
 
     @property
-    def codomain(self) -> Any:  # type: ignore[override]
+    def codomain(self) -> Any:
         return constraints.independent(constraints.real, len(self.out_shape))
 
     def with_cache(self, cache_size: int = 1) -> Transform:
@@ -569,11 +569,11 @@ class AffineTransform(Transform):
         return self._event_dim
 
     @property
-    def domain(self) -> Any:  # type: ignore[override]
+    def domain(self) -> Any:
         return _lift(constraints.real, self._event_dim)
 
     @property
-    def codomain(self) -> Any:  # type: ignore[override]
+    def codomain(self) -> Any:
         return _lift(constraints.real, self._event_dim)
 
     def with_cache(self, cache_size: int = 1) -> Transform:
@@ -872,11 +872,11 @@ class CatTransform(Transform):
         return all(t.bijective for t in self.transforms)
 
     @property
-    def domain(self) -> Any:  # type: ignore[override]
+    def domain(self) -> Any:
         return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
 
     @property
-    def codomain(self) -> Any:  # type: ignore[override]
+    def codomain(self) -> Any:
         return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
 
 
@@ -919,11 +919,11 @@ class StackTransform(Transform):
         return all(t.bijective for t in self.transforms)
 
     @property
-    def domain(self) -> Any:  # type: ignore[override]
+    def domain(self) -> Any:
         return constraints.stack([t.domain for t in self.transforms], self.dim)
 
     @property
-    def codomain(self) -> Any:  # type: ignore[override]
+    def codomain(self) -> Any:
         return constraints.stack([t.codomain for t in self.transforms], self.dim)
 
 
@@ -939,7 +939,7 @@ class CumulativeDistributionTransform(Transform):
         self.distribution = distribution
 
     @property
-    def domain(self) -> Any:  # type: ignore[override]
+    def domain(self) -> Any:
         return self.distribution.support
 
     def with_cache(self, cache_size: int = 1) -> Transform:

@@ -8,7 +8,7 @@ Example:
     >>> from ndgrad.distributions import VonMises
     >>> d = VonMises(ndgrad.tensor([0.0]), ndgrad.tensor([1.0]))
     >>> [round(v, 4) for v in d.log_prob(ndgrad.tensor([0.0])).tolist()]
-    [-1.0624]
+    [-1.0738]
 """
 
 from __future__ import annotations
