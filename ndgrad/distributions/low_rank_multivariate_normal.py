@@ -59,7 +59,8 @@ class LowRankMultivariateNormal(Distribution):
         if cov_factor.shape[-2] != n:
             raise ValueError(f"cov_factor must be a batch of matrices with shape {n} x m")
         if tuple(cov_diag.shape[-1:]) != (n,):
-            raise ValueError(f"cov_diag must be a batch of vectors with shape {loc.shape[-1:]}")
+            raise ValueError("cov_diag must be a batch of vectors with shape "
+                             f"{_as_size(loc.shape[-1:])}")
         try:
             batch = ndgrad.broadcast_shapes(tuple(loc.shape[:-1]), tuple(cov_factor.shape[:-2]),
                                             tuple(cov_diag.shape[:-1]))
