@@ -61,10 +61,9 @@ class _LocScale(Distribution):
 
     @classmethod
     def _family(cls) -> type:
-        for klass in cls.__mro__:
-            if _LocScale in klass.__bases__:
-                return klass
-        return cls
+        """The public family a subclass belongs to (Normal for ``class My(Normal)``): the
+        class whose ``__init__`` a user subclass must keep for the generic ``expand``."""
+        return next(k for k in cls.__mro__ if _LocScale in k.__bases__)
 
     def _standardize(self, value: Tensor) -> Tensor:
         return (value - self.loc) / self.scale

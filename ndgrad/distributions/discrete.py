@@ -460,9 +460,6 @@ class OneHotCategorical(Distribution):
             return values.expand((k,) + tuple(self._batch_shape) + (k,))
         return values
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
-
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):
     """One-hot draws whose gradient is that of the probabilities (the straight-through

@@ -138,9 +138,6 @@ class TransformedDistribution(Distribution):
             x = t(x)
         return x
 
-    def __repr__(self) -> str:
-        return Distribution.__repr__(self)
-
 
 class LogNormal(TransformedDistribution):
     """``exp(X)`` for ``X ~ Normal(loc, scale)``."""
