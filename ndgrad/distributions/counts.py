@@ -94,16 +94,16 @@ class Multinomial(Distribution):
         if not isinstance(total_count, Number):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         self.total_count = total_count
-        self._categorical = Categorical(probs=probs, logits=logits)
+        self._index_dist = Categorical(probs=probs, logits=logits)
         self._binomial = Binomial(total_count=total_count, probs=self.probs)
-        param = self._categorical._param
+        param = self._index_dist._given
         super().__init__(param.shape[:-1], param.shape[-1:], validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
         new = self._new_for_expand(Multinomial, _instance)
         shape = _as_size(batch_shape)
         new.total_count = self.total_count
-        new._categorical = self._categorical.expand(shape)
+        new._index_dist = self._index_dist.expand(shape)
         new._binomial = self._binomial.expand(tuple(shape) + tuple(self._event_shape))
         return self._finish_expand(new, shape)
 
@@ -113,15 +113,15 @@ class Multinomial(Distribution):
 
     @property
     def logits(self) -> Tensor:
-        return self._categorical.logits
+        return self._index_dist.logits
 
     @property
     def probs(self) -> Tensor:
-        return self._categorical.probs
+        return self._index_dist.probs
 
     @property
     def param_shape(self) -> ndgrad.Size:
-        return self._categorical.param_shape
+        return self._index_dist.param_shape
 
     @property
     def mean(self) -> Tensor:
@@ -134,7 +134,7 @@ class Multinomial(Distribution):
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = _as_size(sample_shape)
         k = self._event_shape[0]
-        picks = self._categorical.sample((self.total_count,) + tuple(shape))
+        picks = self._index_dist.sample((self.total_count,) + tuple(shape))
         # one draw per leading index: count them per category
         picks = picks.movedim(0, -1)
         counts = ndgrad.zeros(tuple(picks.shape[:-1]) + (k,), dtype=self.probs.dtype)
@@ -156,5 +156,5 @@ class Multinomial(Distribution):
         counts = self._binomial.enumerate_support(False)
         weights = self._binomial.log_prob(counts).exp()
         expected = (weights * ndgrad.lgamma(counts + 1)).sum(0).sum(-1)
-        cross = (self.probs * self._categorical.logits).sum(-1)
+        cross = (self.probs * self._index_dist.logits).sum(-1)
         return -ndgrad.lgamma(n + 1) + expected - n * cross

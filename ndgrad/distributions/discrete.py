@@ -53,7 +53,7 @@ class _BinaryParams(Distribution):
         given = probs if probs is not None else logits
         values = broadcast_all(given, *others)
         setattr(self, "probs" if probs is not None else "logits", values[0])
-        self._param = values[0]
+        self._given = values[0]
         plain = isinstance(given, Number)
         return values, (ndgrad.Size(()) if plain else values[0].size())
 
@@ -67,13 +67,13 @@ class _BinaryParams(Distribution):
 
     @property
     def param_shape(self) -> ndgrad.Size:
-        return self._param.size()
+        return self._given.size()
 
     def _expand_binary(self, family: type, batch_shape: Any, _instance: Any,
                        extra: tuple = ()) -> Any:
         new = self._expand_params(family, batch_shape, _instance,
                                   ("probs", "logits") + extra)
-        new._param = new.probs if "probs" in self.__dict__ else new.logits
+        new._given = new.probs if "probs" in self.__dict__ else new.logits
         return new
 
 
@@ -120,7 +120,7 @@ class Bernoulli(_BinaryParams, ExponentialFamily):
         return _softplus(self.logits) - self.probs * self.logits
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        values = ndgrad.arange(2, dtype=self._param.dtype)
+        values = ndgrad.arange(2, dtype=self._given.dtype)
         values = values.reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
@@ -245,7 +245,7 @@ class Binomial(_BinaryParams):
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
         top = self._homogeneous_count("enumerate_support")
-        values = ndgrad.arange(1 + top, dtype=self._param.dtype)
+        values = ndgrad.arange(1 + top, dtype=self._given.dtype)
         values = values.reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
@@ -315,25 +315,25 @@ class Categorical(Distribution):
             if probs.dim() < 1:
                 raise ValueError("`probs` parameter must be at least one-dimensional.")
             self.probs = probs / probs.sum(-1, keepdim=True)
-            self._param = self.probs
+            self._given = self.probs
         else:
             if logits.dim() < 1:
                 raise ValueError("`logits` parameter must be at least one-dimensional.")
             self.logits = logits - logits.logsumexp(-1, keepdim=True)
-            self._param = self.logits
-        self._num_events = self._param.size(-1)
-        shape = self._param.shape[:-1] if self._param.dim() > 1 else ndgrad.Size(())
+            self._given = self.logits
+        self._n_categories = self._given.size(-1)
+        shape = self._given.shape[:-1] if self._given.dim() > 1 else ndgrad.Size(())
         super().__init__(shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
         new = self._new_for_expand(Categorical, _instance)
         shape = _as_size(batch_shape)
-        full = tuple(shape) + (self._num_events,)
+        full = tuple(shape) + (self._n_categories,)
         for name in ("probs", "logits"):
             if name in self.__dict__:
                 setattr(new, name, self.__dict__[name].expand(full))
-        new._param = new.probs if "probs" in self.__dict__ else new.logits
-        new._num_events = self._num_events
+        new._given = new.probs if "probs" in self.__dict__ else new.logits
+        new._n_categories = self._n_categories
         return self._finish_expand(new, shape)
 
     @lazy_property
@@ -346,11 +346,11 @@ class Categorical(Distribution):
 
     @property
     def param_shape(self) -> ndgrad.Size:
-        return self._param.size()
+        return self._given.size()
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self) -> Any:
-        return constraints.integer_interval(0, self._num_events - 1)
+        return constraints.integer_interval(0, self._n_categories - 1)
 
     @property
     def mean(self) -> Tensor:
@@ -368,7 +368,7 @@ class Categorical(Distribution):
         shape = _as_size(sample_shape)
         count = math.prod(shape)
         with ndgrad.no_grad():
-            rows = self.probs.reshape(-1, self._num_events)
+            rows = self.probs.reshape(-1, self._n_categories)
             picks = ndgrad.multinomial(rows, count, True).T
         return picks.reshape(self._extended_shape(shape))
 
@@ -385,7 +385,7 @@ class Categorical(Distribution):
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        values = ndgrad.arange(self._num_events, dtype=ndgrad.long)
+        values = ndgrad.arange(self._n_categories, dtype=ndgrad.long)
         values = values.reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
@@ -399,62 +399,62 @@ class OneHotCategorical(Distribution):
 
     def __init__(self, probs: Any = None, logits: Any = None,
                  validate_args: Optional[bool] = None) -> None:
-        self._categorical = Categorical(probs, logits)
-        param = self._categorical._param
+        self._index_dist = Categorical(probs, logits)
+        param = self._index_dist._given
         super().__init__(param.shape[:-1], param.shape[-1:], validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
         new = self._new_for_expand(type(self), _instance)
-        new._categorical = self._categorical.expand(batch_shape)
+        new._index_dist = self._index_dist.expand(batch_shape)
         return self._finish_expand(new, batch_shape)
 
     @property
-    def _param(self) -> Tensor:
-        return self._categorical._param
+    def _given(self) -> Tensor:
+        return self._index_dist._given
 
     @property
     def probs(self) -> Tensor:
-        return self._categorical.probs
+        return self._index_dist.probs
 
     @property
     def logits(self) -> Tensor:
-        return self._categorical.logits
+        return self._index_dist.logits
 
     @property
     def param_shape(self) -> ndgrad.Size:
-        return self._categorical.param_shape
+        return self._index_dist.param_shape
 
     @property
     def mean(self) -> Tensor:
-        return self._categorical.probs
+        return self._index_dist.probs
 
     @property
     def mode(self) -> Tensor:
-        probs = self._categorical.probs
+        probs = self._index_dist.probs
         index = probs.argmax(-1)
         return ndgrad.nn.functional.one_hot(index, probs.shape[-1]).type_as(probs)
 
     @property
     def variance(self) -> Tensor:
-        p = self._categorical.probs
+        p = self._index_dist.probs
         return p * (1 - p)
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
-        probs = self._categorical.probs
-        index = self._categorical.sample(sample_shape)
+        probs = self._index_dist.probs
+        index = self._index_dist.sample(sample_shape)
         return ndgrad.nn.functional.one_hot(index, probs.shape[-1]).type_as(probs)
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        return self._categorical.log_prob(value.argmax(-1))
+        return self._index_dist.log_prob(value.argmax(-1))
 
     def entropy(self) -> Tensor:
-        return self._categorical.entropy()
+        return self._index_dist.entropy()
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
         k = self._event_shape[0]
-        values = ndgrad.eye(k, dtype=self._param.dtype)
+        values = ndgrad.eye(k, dtype=self._given.dtype)
         values = values.reshape((k,) + (1,) * len(self._batch_shape) + (k,))
         if expand:
             return values.expand((k,) + tuple(self._batch_shape) + (k,))
@@ -469,5 +469,5 @@ class OneHotCategoricalStraightThrough(OneHotCategorical):
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
         draws = self.sample(sample_shape)
-        probs = self._categorical.probs
+        probs = self._index_dist.probs
         return draws + (probs - probs.detach())

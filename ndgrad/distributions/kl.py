@@ -219,7 +219,7 @@ def _categorical_categorical(p: Categorical, q: Categorical) -> Tensor:
 
 @register_kl(OneHotCategorical, OneHotCategorical)
 def _onehot_onehot(p: OneHotCategorical, q: OneHotCategorical) -> Tensor:
-    return _categorical_categorical(p._categorical, q._categorical)
+    return _categorical_categorical(p._index_dist, q._index_dist)
 
 
 @register_kl(MultivariateNormal, MultivariateNormal)

@@ -82,7 +82,7 @@ class Wishart(ExponentialFamily):
         super().__init__(batch, (p, p), validate_args=validate_args)
 
     @property
-    def arg_constraints(self) -> dict:  # type: ignore[override]
+    def arg_constraints(self) -> dict:
         """The given scale parameter's constraint and ``df > p - 1``."""
         return self._rules
 

@@ -44,7 +44,7 @@ class LogitRelaxedBernoulli(Distribution):
         given = probs if probs is not None else logits
         (value,) = broadcast_all(given)
         setattr(self, "probs" if probs is not None else "logits", value)
-        self._param = value
+        self._given = value
         shape = ndgrad.Size(()) if isinstance(given, Number) else value.size()
         super().__init__(shape, validate_args=validate_args)
 
@@ -52,7 +52,7 @@ class LogitRelaxedBernoulli(Distribution):
         new = self._expand_params(LogitRelaxedBernoulli, batch_shape, _instance,
                                   ("probs", "logits"))
         new.temperature = self.temperature
-        new._param = new.probs if "probs" in self.__dict__ else new.logits
+        new._given = new.probs if "probs" in self.__dict__ else new.logits
         return new
 
     @lazy_property
@@ -65,7 +65,7 @@ class LogitRelaxedBernoulli(Distribution):
 
     @property
     def param_shape(self) -> ndgrad.Size:
-        return self._param.size()
+        return self._given.size()
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)

@@ -41,28 +41,28 @@ class ExpRelaxedCategorical(Distribution):
 
     def __init__(self, temperature: Tensor, probs: Any = None, logits: Any = None,
                  validate_args: Optional[bool] = None) -> None:
-        self._categorical = Categorical(probs, logits)
+        self._index_dist = Categorical(probs, logits)
         self.temperature = temperature
-        param = self._categorical._param
+        param = self._index_dist._given
         super().__init__(param.shape[:-1], param.shape[-1:], validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
         new = self._new_for_expand(ExpRelaxedCategorical, _instance)
         new.temperature = self.temperature
-        new._categorical = self._categorical.expand(batch_shape)
+        new._index_dist = self._index_dist.expand(batch_shape)
         return self._finish_expand(new, batch_shape)
 
     @property
     def param_shape(self) -> ndgrad.Size:
-        return self._categorical.param_shape
+        return self._index_dist.param_shape
 
     @property
     def logits(self) -> Tensor:
-        return self._categorical.logits
+        return self._index_dist.logits
 
     @property
     def probs(self) -> Tensor:
-        return self._categorical.probs
+        return self._index_dist.probs
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
