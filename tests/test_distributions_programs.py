@@ -15,7 +15,7 @@ def _mixture_fit(lib):
     logits = lib.zeros(3, dtype=lib.float64, requires_grad=True)
     loc = lib.tensor([-1.0, 0.0, 1.0], dtype=lib.float64, requires_grad=True)
     log_scale = lib.zeros(3, dtype=lib.float64, requires_grad=True)
-    opt = lib.optim.Adam([logits, loc, log_scale], lr=0.1)
+    opt = lib.optim.SGD([logits, loc, log_scale], lr=0.2, momentum=0.5)
     losses = []
     for _ in range(5):
         mix = D.MixtureSameFamily(D.Categorical(logits=logits),
