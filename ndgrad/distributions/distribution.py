@@ -122,7 +122,8 @@ class Distribution:
     def _expand_params(self, family: type, batch_shape: Any, _instance: Any,
                        names: tuple) -> Any:
         """``expand`` for a family whose parameters ``names`` have the batch shape (plus the
-        event shape): each is broadcast, the rest of the state is copied."""
+        event shape): each one present on ``self`` is broadcast onto the new instance; a
+        family with more state sets it on the returned object."""
         new = self._new_for_expand(family, _instance)
         shape = _as_size(batch_shape)
         event = tuple(self._event_shape)
