@@ -21,9 +21,11 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "ndgrad"
 BOTTOM, RUNTIME, OPS_CORE, OPS, API, PRACTICAL = range(6)
 LAYER_NAMES = ("bottom", "runtime", "ops core", "ops", "api", "practical")
 
-# 5. the practical layer (DESIGN.md: nn, optim, utils.data, distributed), written with the public
-# API like user code: every module under these packages (so the API imports none of them).
-PRACTICAL_PACKAGES = ("ndgrad.nn", "ndgrad.optim", "ndgrad.utils.data", "ndgrad.distributed")
+# 5. the practical layer (DESIGN.md: nn, optim, utils.data, distributed; and distributions),
+# written with the public API like user code: every module under these packages (so the API
+# imports none of them).
+PRACTICAL_PACKAGES = ("ndgrad.nn", "ndgrad.optim", "ndgrad.utils.data", "ndgrad.distributed",
+                      "ndgrad.distributions")
 
 LAYERS = {
     # 0. dtypes, layouts, printing, Tensor (an ndarray plus autograd state) and its factories.
