@@ -30,9 +30,14 @@ from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["available", "get_vm", "OPCODES", "MAX_NUMEL", "ULP_BOUND", "fusible"]
+__all__ = ["available", "get_vm", "OPCODES", "MAX_NUMEL", "MIN_CLUSTER_OPS", "ULP_BOUND",
+           "fusible", "worth_a_call"]
 
 MAX_NUMEL = 1024     # above this NumPy's SIMD loops beat the VM (measured: mlp_small 32x128)
+MIN_CLUSTER_OPS = 6  # smaller clusters stay NumPy calls (Note [Elementwise VM]: measured)
+# The C library's transcendental functions run one element at a time, NumPy's are SIMD loops:
+# above these sizes NumPy's one call is faster than the op in the VM (Note [Elementwise VM]).
+MAX_NUMEL_LIBM = {"tanh": 32, "sin": 32, "cos": 32, "exp": 64, "log": 64}
 # Max distance to NumPy's result in units in the last place, per op (the C library's functions
 # vs NumPy's vectorized ones; measured max over 100k inputs: f32 sin/cos 1, tanh 3, exp 2,
 # log 3; f64 tanh 2, exp 1, log 1, sin/cos 0). Every other op is exact (bitwise NumPy's).
@@ -165,6 +170,17 @@ def _build() -> Any:
     return vm
 
 
+def worth_a_call(nops: int, nloads: int) -> bool:
+    """Whether a cluster of ``nops`` VM instructions reading ``nloads`` arrays copied into
+    registers runs faster as one VM call than as ``nops`` NumPy calls (Note [Elementwise VM]).
+
+    Example:
+        >>> worth_a_call(2, 1), worth_a_call(200, 1)
+        (False, True)
+    """
+    return nops >= MIN_CLUSTER_OPS and nops >= nloads + 2
+
+
 def fusible(n: Any) -> Optional[tuple]:
     """``(opcode name, immediate or None)`` when op node ``n`` can run in the VM, else None."""
     from ..ops import pointwise as _pw   # local import: the table is loaded by then
@@ -182,7 +198,10 @@ def fusible(n: Any) -> Optional[tuple]:
     fwd = op.forward
     if isinstance(fwd, np.ufunc) and not args:
         name = _UFUNCS.get(fwd.__name__)
-        return (name, None) if name is not None and fwd.nin == len(ins) else None
+        if name is None or fwd.nin != len(ins) or \
+                _numel(out.shape) > MAX_NUMEL_LIBM.get(name, MAX_NUMEL):
+            return None
+        return (name, None)
     if op in (_pw.ADD, _pw.SUB) and args in ((), (1,)) and len(ins) == 2:
         return ("add" if op is _pw.ADD else "sub", None)
     if op is _pw.TANH_BACKWARD and len(ins) == 2:
