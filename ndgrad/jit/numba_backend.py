@@ -12,6 +12,24 @@ arrays; a graph only builds its program (a few int32 rows), so there is no per-g
 code compilation. Other ops (matmuls, reductions, larger arrays, float16/bfloat16, complex)
 stay NumPy calls; values cross between the two as views of ``_R`` rows.
 
+When a VM call pays. A call is not free: numba's dispatcher types its three arrays (~0.25-0.7
+µs; a read-only program array took ~0.6 µs more, so the program stays writeable), each value
+entering the VM is copied into its register (``_R[r] = x.reshape(-1)``, ~0.45-0.8 µs) and each
+value leaving it is a view (~0.13 µs), while one NumPy call on 16-320 elements costs ~0.2-0.9
+µs (timings of one loaded 2-core machine). Generated functions with k add/mul ops on one
+32x10 float32 input, VM minus NumPy backend: k=1 +3.8 µs, 2 +2.8, 3 +2.2, 4 +0.9, 5 +0.6,
+6 -1.1, 8 -3.8, 12 -9.0 (16 elements: break-even at 4-5 ops; two inputs: 6-8 ops). So a
+cluster (``worth_a_call``) runs in the VM only with at least ``MIN_CLUSTER_OPS`` = 6 ops and
+at least two ops more than its loads; smaller ones are generated again as plain NumPy calls
+(codegen.generate). mlp_small's clusters (its loss head: 2 ops from 2 loads; the backward's
+3 ops from 2 loads and an ``np.broadcast_to``) were 5-9 µs slower than NumPy per step and now
+stay NumPy; the chain workload's clusters (200 ops from 1 load, 175 ops from 101 loads) stay
+in the VM. No minimum element count is needed: the call costs about one NumPy call on 16
+elements as on 320. The C library's transcendental functions, though, run one element at a
+time (float32 tanh ~7 ns/element above 32 elements: 7.4 µs on 320 where NumPy's SIMD loop
+takes 0.3 µs; exp/log/sin 1.3-1.7 µs on 320, even with NumPy at ~128): an op above its
+``MAX_NUMEL_LIBM`` size stays a NumPy call.
+
 Accuracy: additions, subtractions, multiplications and divisions are IEEE operations in the
 register dtype, as NumPy's (bitwise equal); the transcendental functions are the C library's
 (numba's), which may differ from NumPy's vectorized ones in the last bits. The bound, checked
