@@ -618,11 +618,12 @@ class _Gen:
 
     # ---- op nodes
     def broadcast(self, lz: _Lazy) -> str:
-        """Emit a lazy expand's view (the eager forward's ``np.broadcast_to``)."""
+        """Emit a lazy expand's view (the eager forward's ``broadcast_view``: np.broadcast_to's
+        view, built without its ~1.3 µs of argument handling)."""
         if lz.name is not None:
             return lz.name
         nm = lz.name = self.fresh()
-        f = self.bind(np.broadcast_to, "np_broadcast_to")
+        f = self.bind(_shape.broadcast_view, "broadcast_view")
         if lz.view:
             self.emit(f"{nm} = {f}({lz.src}, {tuple(lz.value.shape)!r})  # expand",
                       (lz.src,), (nm,))
