@@ -103,3 +103,57 @@ def test_the_default_backend_never_imports_numba():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=600)
     assert out.stdout.strip() == "False"
+
+
+def _graph(fn, *xs):
+    return trace_graph(fn, xs).graph
+
+
+def test_small_clusters_stay_numpy_and_large_ones_run_in_the_vm():
+    # Note [Elementwise VM]: fewer than MIN_CLUSTER_OPS ops (or about as many register loads
+    # as ops) cost more as a VM call than as NumPy calls
+    assert numba_backend.MIN_CLUSTER_OPS > 2
+    assert not numba_backend.worth_a_call(numba_backend.MIN_CLUSTER_OPS - 1, 1)
+    assert numba_backend.worth_a_call(numba_backend.MIN_CLUSTER_OPS, 1)
+    assert not numba_backend.worth_a_call(20, 19)
+    x = ndgrad.linspace(-1, 1, 320, dtype=ndgrad.float32).reshape(32, 10)
+    t = ndgrad.linspace(0, 1, 320, dtype=ndgrad.float32).reshape(32, 10)
+
+    def small(x, t):              # mlp_small's loss head: 2 elementwise ops
+        d = x - t
+        return d * d
+
+    def large(x, t):              # 8 elementwise ops on 2 loaded inputs
+        d = x - t
+        for _ in range(3):
+            d = d * 0.5 + t
+        return d * d
+    for fn, vm in ((small, False), (large, True)):
+        g = _graph(fn, x, t)
+        gn, gp = generate(g, backend="numba"), generate(g)
+        assert ("_vm(" in gn.code) is vm, gn.code
+        if not vm:
+            assert gn.code == gp.code     # exactly the NumPy backend's code
+        np.testing.assert_array_equal(gn(x.numpy(), t.numpy())[0],
+                                      gp(x.numpy(), t.numpy())[0])
+
+
+def test_libm_ops_on_larger_arrays_stay_numpy():
+    # the C library's tanh/exp/... run one element at a time: above MAX_NUMEL_LIBM NumPy's
+    # SIMD loop is faster, so such an op splits the cluster; arithmetic stays in the VM
+    n = numba_backend.MAX_NUMEL_LIBM["tanh"]
+
+    def fn(x):
+        for _ in range(4):
+            x = x * 0.5 + 0.25
+        x = x.tanh()
+        for _ in range(4):
+            x = x * 0.5 - 0.25
+        return x
+    for size, tanh_in_vm in ((n, True), (n + 1, False)):
+        x = ndgrad.linspace(-1, 1, size, dtype=ndgrad.float64)
+        g = _graph(fn, x)
+        gn, gp = generate(g, backend="numba"), generate(g)
+        assert ("_np_tanh(" not in gn.code) is tanh_in_vm, gn.code
+        assert gn.code.count("_vm(") == (1 if tanh_in_vm else 2), gn.code
+        np.testing.assert_allclose(gn(x.numpy())[0], gp(x.numpy())[0], rtol=1e-15)

@@ -153,10 +153,17 @@ def generate(graph: Graph, undefined: Iterable[int] = (), name: str = "f",
     numba_backend.py); outputs from position ``private_from`` on (temporaries only the executor
     sees) may be views of the VM's register array instead of copies. ``owned``: the function
     takes its inputs as one list, which it empties (Note [Arguments owned by the backward])."""
-    gen = _Gen(name, fuse=backend == "numba")
-    gen.owned = owned
-    gen.private_from = len(graph.outputs()) if private_from is None else private_from
-    src, glb = gen.build(graph, frozenset(undefined), frozenset(copy_outputs))
+    no_fuse: frozenset = frozenset()
+    while True:
+        gen = _Gen(name, fuse=backend == "numba", no_fuse=no_fuse)
+        gen.owned = owned
+        gen.private_from = len(graph.outputs()) if private_from is None else private_from
+        src, glb = gen.build(graph, frozenset(undefined), frozenset(copy_outputs))
+        if not gen.rejected:
+            break
+        # VM clusters too small to pay for the call (Note [Elementwise VM]): generated
+        # again with their nodes as NumPy calls (each pass rejects new nodes: it ends)
+        no_fuse = no_fuse | gen.rejected
     with _lock:
         n = next(_counter)
     filename = f"<ndgrad-graph-{n}>"
@@ -240,10 +247,14 @@ class _Env(dict):
 
 
 class _Gen:
-    def __init__(self, name: str, fuse: bool = False) -> None:
+    def __init__(self, name: str, fuse: bool = False, no_fuse: frozenset = frozenset()
+                 ) -> None:
         self.name = name
         self.fuse = fuse
+        self.no_fuse = no_fuse        # ids of nodes emitted as NumPy (their cluster was small)
+        self.rejected: set = set()    # ids of nodes of this pass's too small clusters
         self.cluster: list = []       # pending VM instructions: (opcode, dst, a, b)
+        self.cluster_nodes: list = []  # the nodes of the pending instructions
         self.loads: list = []         # pending loads: (register, name)
         self.loaded: dict = {}        # name -> register holding it
         self.nreg = 0
@@ -391,11 +402,12 @@ class _Gen:
             env[n.output()] = ra if rb is None else rb
             return
         if self.fuse and type(ra) is _Reg and type(rb) is _Reg and \
-                n.output().dtype == self.rclass[1]:
+                n.output().dtype == self.rclass[1] and id(n) not in self.no_fuse:
             from .numba_backend import OPCODES   # local import: the optional tier
             dst = self.nreg
             self.nreg += 1
             self.cluster.append((OPCODES["add"], dst, ra.idx, rb.idx))
+            self.cluster_nodes.append(n)
             self.pending.add(dst)
             env[n.output()] = _Reg(dst, n.output())
             return
@@ -543,6 +555,8 @@ class _Gen:
     # ---- the numba tier (Note [Elementwise VM] in numba_backend.py)
     def try_fuse(self, n, env) -> bool:
         from .numba_backend import OPCODES, fusible   # local import: the optional tier
+        if id(n) in self.no_fuse:
+            return False
         spec = fusible(n)
         if spec is None:
             return False
@@ -571,6 +585,7 @@ class _Gen:
         else:
             b = regs[1] if len(regs) > 1 else 0
         self.cluster.append((OPCODES[name], dst, regs[0], b))
+        self.cluster_nodes.append(n)
         self.pending.add(dst)
         dict.__setitem__(env, out, _Reg(dst, out))
         return True
@@ -586,11 +601,14 @@ class _Gen:
     def flush(self) -> None:
         if not self.cluster:
             return
+        from .numba_backend import worth_a_call   # local import: the optional tier
+        if not worth_a_call(len(self.cluster), len(self.loads)):
+            self.rejected.update(id(x) for x in self.cluster_nodes)
         for r, name in self.loads:
             self.emit(f"_R[{r}] = {name}.reshape(-1)", (name,), ())
         numel, dt = self.rclass
+        # left writeable: numba's dispatcher takes ~0.6 us longer to type a read-only array
         prog = np.array(self.cluster, dtype=np.int32)
-        prog.flags.writeable = False
         imm = np.array([1, 0] + self.imms, dtype=dt)
         self.imms = []
         from .numba_backend import get_vm   # local import: the optional tier
@@ -600,6 +618,7 @@ class _Gen:
         self.emit(f"{vm}({p}, {i}, _R)  # {len(self.cluster)} elementwise ops in the VM",
                   (), ())
         self.cluster = []
+        self.cluster_nodes = []
         self.loads = []
         self.pending = set()
         self.nclusters += 1
@@ -617,11 +636,12 @@ class _Gen:
 
     # ---- op nodes
     def broadcast(self, lz: _Lazy) -> str:
-        """Emit a lazy expand's view (the eager forward's ``np.broadcast_to``)."""
+        """Emit a lazy expand's view (the eager forward's ``broadcast_view``: np.broadcast_to's
+        view, built without its ~1.3 µs of argument handling)."""
         if lz.name is not None:
             return lz.name
         nm = lz.name = self.fresh()
-        f = self.bind(np.broadcast_to, "np_broadcast_to")
+        f = self.bind(_shape.broadcast_view, "broadcast_view")
         if lz.view:
             self.emit(f"{nm} = {f}({lz.src}, {tuple(lz.value.shape)!r})  # expand",
                       (lz.src,), (nm,))

@@ -12,6 +12,24 @@ arrays; a graph only builds its program (a few int32 rows), so there is no per-g
 code compilation. Other ops (matmuls, reductions, larger arrays, float16/bfloat16, complex)
 stay NumPy calls; values cross between the two as views of ``_R`` rows.
 
+When a VM call pays. A call is not free: numba's dispatcher types its three arrays (~0.25-0.7
+µs; a read-only program array took ~0.6 µs more, so the program stays writeable), each value
+entering the VM is copied into its register (``_R[r] = x.reshape(-1)``, ~0.45-0.8 µs) and each
+value leaving it is a view (~0.13 µs), while one NumPy call on 16-320 elements costs ~0.2-0.9
+µs (timings of one loaded 2-core machine). Generated functions with k add/mul ops on one
+32x10 float32 input, VM minus NumPy backend: k=1 +3.8 µs, 2 +2.8, 3 +2.2, 4 +0.9, 5 +0.6,
+6 -1.1, 8 -3.8, 12 -9.0 (16 elements: break-even at 4-5 ops; two inputs: 6-8 ops). So a
+cluster (``worth_a_call``) runs in the VM only with at least ``MIN_CLUSTER_OPS`` = 6 ops and
+at least two ops more than its loads; smaller ones are generated again as plain NumPy calls
+(codegen.generate). mlp_small's clusters (its loss head: 2 ops from 2 loads; the backward's
+3 ops from 2 loads and an ``np.broadcast_to``) were 5-9 µs slower than NumPy per step and now
+stay NumPy; the chain workload's clusters (200 ops from 1 load, 175 ops from 101 loads) stay
+in the VM. No minimum element count is needed: the call costs about one NumPy call on 16
+elements as on 320. The C library's transcendental functions, though, run one element at a
+time (float32 tanh ~7 ns/element above 32 elements: 7.4 µs on 320 where NumPy's SIMD loop
+takes 0.3 µs; exp/log/sin 1.3-1.7 µs on 320, even with NumPy at ~128): an op above its
+``MAX_NUMEL_LIBM`` size stays a NumPy call.
+
 Accuracy: additions, subtractions, multiplications and divisions are IEEE operations in the
 register dtype, as NumPy's (bitwise equal); the transcendental functions are the C library's
 (numba's), which may differ from NumPy's vectorized ones in the last bits. The bound, checked
@@ -30,9 +48,14 @@ from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["available", "get_vm", "OPCODES", "MAX_NUMEL", "ULP_BOUND", "fusible"]
+__all__ = ["available", "get_vm", "OPCODES", "MAX_NUMEL", "MIN_CLUSTER_OPS", "ULP_BOUND",
+           "fusible", "worth_a_call"]
 
 MAX_NUMEL = 1024     # above this NumPy's SIMD loops beat the VM (measured: mlp_small 32x128)
+MIN_CLUSTER_OPS = 6  # smaller clusters stay NumPy calls (Note [Elementwise VM]: measured)
+# The C library's transcendental functions run one element at a time, NumPy's are SIMD loops:
+# above these sizes NumPy's one call is faster than the op in the VM (Note [Elementwise VM]).
+MAX_NUMEL_LIBM = {"tanh": 32, "sin": 32, "cos": 32, "exp": 64, "log": 64}
 # Max distance to NumPy's result in units in the last place, per op (the C library's functions
 # vs NumPy's vectorized ones; measured max over 100k inputs: f32 sin/cos 1, tanh 3, exp 2,
 # log 3; f64 tanh 2, exp 1, log 1, sin/cos 0). Every other op is exact (bitwise NumPy's).
@@ -165,6 +188,17 @@ def _build() -> Any:
     return vm
 
 
+def worth_a_call(nops: int, nloads: int) -> bool:
+    """Whether a cluster of ``nops`` VM instructions reading ``nloads`` arrays copied into
+    registers runs faster as one VM call than as ``nops`` NumPy calls (Note [Elementwise VM]).
+
+    Example:
+        >>> worth_a_call(2, 1), worth_a_call(200, 1)
+        (False, True)
+    """
+    return nops >= MIN_CLUSTER_OPS and nops >= nloads + 2
+
+
 def fusible(n: Any) -> Optional[tuple]:
     """``(opcode name, immediate or None)`` when op node ``n`` can run in the VM, else None."""
     from ..ops import pointwise as _pw   # local import: the table is loaded by then
@@ -182,7 +216,10 @@ def fusible(n: Any) -> Optional[tuple]:
     fwd = op.forward
     if isinstance(fwd, np.ufunc) and not args:
         name = _UFUNCS.get(fwd.__name__)
-        return (name, None) if name is not None and fwd.nin == len(ins) else None
+        if name is None or fwd.nin != len(ins) or \
+                _numel(out.shape) > MAX_NUMEL_LIBM.get(name, MAX_NUMEL):
+            return None
+        return (name, None)
     if op in (_pw.ADD, _pw.SUB) and args in ((), (1,)) and len(ins) == 2:
         return ("add" if op is _pw.ADD else "sub", None)
     if op is _pw.TANH_BACKWARD and len(ins) == 2:
