@@ -188,7 +188,13 @@ def _expanded_matrix(v: Any) -> Any:
     if n is None or n.op is not _shape.EXPAND or not n.inputs():
         return None
     m = _strip(n.inputs()[0])
-    return m if tuple(m.shape) == tuple(v.shape[1:]) and m.dtype == v.dtype else None
+    item = tuple(v.shape[1:])
+    if tuple(m.shape) == (1,) + item:      # expanded from an unsqueezed (or viewed) matrix
+        p = m.node()
+        if p is None or p.op not in _RESHAPES or len(p.inputs()) != 1:
+            return None
+        m = _strip(p.inputs()[0])
+    return m if tuple(m.shape) == item and m.dtype == v.dtype else None
 
 
 def _unbroadcast_products(g: Graph, dead: list) -> int:
