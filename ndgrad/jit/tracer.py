@@ -494,8 +494,10 @@ class Tracer:
     # Note [First-call cost]
     # A compiled function's first call traces, optimizes and generates code (Note [The tracing
     # call's result] in api.py), and issue 11 bounds it at a tenth of XLA's compile time for
-    # the same workload. A row-by-row Hessian records ~590 ops, so the cost per recorded op
-    # is the lever (``python bench/jit.py --phases-only`` prints the phases per workload):
+    # the same workload. A row-by-row Hessian recorded ~590 ops (now ~40: Note [Jacobian rows
+    # traced batched]) and a 200-op chain records ~380, so the number of recorded ops and the
+    # cost per recorded op are the levers (``python bench/jit.py --phases-only`` prints the
+    # phases per workload):
     # * ``record`` looks a tensor up without mapping it again (``_fast_value``: a mapped
     #   tensor, a view whose base was not written since it was mapped, a tensor wrapping an
     #   array an op of the trace produced), builds its node inline (``Graph.append_op``: no
