@@ -182,3 +182,29 @@ def test_a_batched_hessian_with_create_graph_differentiates_like_torch():
         np.testing.assert_allclose(y.item(), yt.item(), rtol=1e-12)
         np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-11, atol=1e-13)
         np.testing.assert_allclose(A.grad.numpy(), At.grad.numpy(), rtol=1e-11, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", ["identity", "unused_input", "float32_output", "matrix_out"])
+def test_batched_rows_give_torchs_shapes_dtypes_and_values(name):
+    fns = {"identity": lambda L, x, y: x,
+           "unused_input": lambda L, x, y: x.sin(),
+           "float32_output": lambda L, x, y: (x.exp(), (y * 2).to(L.float32)),
+           "matrix_out": lambda L, x, y: x[:2, None] * y[None, :]}
+    f = fns[name]
+    rng = np.random.default_rng(8)
+    xa, ya = rng.standard_normal(3), rng.standard_normal(2)
+    ref = torch.autograd.functional.jacobian(lambda x, y: f(torch, x, y),
+                                             (torch.tensor(xa), torch.tensor(ya)))
+    c = ndgrad.compile(lambda x, y: F.jacobian(lambda x, y: f(ndgrad, x, y), (x, y)))
+
+    def leaves(r):
+        return [t for o in (r if isinstance(r, tuple) else (r,))
+                for t in (o if isinstance(o, tuple) else (o,))]
+    for _ in range(2):
+        got = leaves(c(ndgrad.tensor(xa), ndgrad.tensor(ya)))
+        want = leaves(ref)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert tuple(g.shape) == tuple(w.shape)
+            assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6, atol=1e-7)
