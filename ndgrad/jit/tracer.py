@@ -1044,8 +1044,8 @@ def _make_run_backward(orig: Callable) -> Callable:
 # tensor requiring grad, no vmap level open, and every node of the graph has a batching rule
 # and no hooks, ``autograd.api._graph_supports_batching``) the wrapper computes them as
 # ``vectorize=True`` does, seeded with the standard basis, with ``retain_graph=True`` as the
-# loop has. The graph records each op once instead of once per row (the first call records
-# and optimizes ~1/10 of the nodes), and holds the batched computation stack batching would
+# loop has. The graph records each op once instead of once per row (a 64-d Hessian: ~40
+# recorded ops instead of ~590), and holds the batched computation stack batching would
 # have built. Values are the row-by-row ones up to the summation order inside BLAS, as for
 # stack batching; anything else takes the loop.
 def _make_jacobian_rows(orig: Callable, functional: Any) -> Callable:
