@@ -24,7 +24,17 @@ GEMM-bound workloads (mlp_large) a first run in a fresh process is slower than a
 for eager ndgrad and for jax.jit too (fresh memory, BLAS start-up: jax pays it in its first
 call after ``compile_s``), so two more views are printed: the overhead against XLA's compile
 time plus jax_jit's own first-run excess (first call minus its median), and the first call
-minus eager ndgrad's first call; and the raw first-call times.
+minus eager ndgrad's first call; and the raw first-call times. When no output of the step
+requires grad (the ``ndgrad_jit`` steps) the first call returns the traced run's outputs, so
+its cost is one eager run (with that run's first-touch page faults, which eager's first call
+pays too) plus the build; the generated code first runs in the second call, a warm-up call
+for the harness.
+
+Memory under ``NDGRAD_COMPILE_BACKEND=numba``: ``ndgrad.compile`` imports numba, after the
+harness made the inputs; the import's objects (about 6 MiB of malloc'd blocks) take free heap
+that the run would otherwise reuse, so any run after it peaks ~4 MiB higher over the baseline,
+eager ndgrad's as well (measured: eager 80 -> 84.7 MiB with numba imported there too). The
+generated code of the memory workload is the same on both tiers (no fused cluster).
 
 Phase breakdown (``--phases``, on by default; ``--phases-only`` skips the harness): each
 workload's ``ndgrad_jit`` step (``NDGRAD_COMPILE_BACKEND=numba`` for the numba tier) is built in

@@ -140,6 +140,17 @@ def test_cse_merges_equal_integer_arguments_and_keeps_other_types_apart():
     assert _kinds(g).count("pow") == 2          # pow(2) twice is one node; pow(2.0) stays
 
 
+def test_cse_keeps_a_negative_zero_argument_apart_from_zero():
+    for args in [(0.0,), (-0.0,), (np.float64(-0.0),)]:
+        assert (_args_key(args) == _args_key((0.0,))) == (np.signbit(args[0]) == 0)
+    f = ndgrad.compile(lambda x: (x * 0.0, x * -0.0, x * 0.0))
+    x, xt = ndgrad.tensor([1.0, -2.0]), torch.tensor([1.0, -2.0])
+    for _ in range(2):                   # the traced call, then the generated code
+        for got, ref in zip(f(x), (xt * 0.0, xt * -0.0, xt * 0.0)):
+            np.testing.assert_array_equal(np.signbit(got.numpy()), np.signbit(ref.numpy()))
+    assert f.code.count("_np_multiply") == 2       # the two x * 0.0 are still one
+
+
 # ---------------------------------------------------------------------------- construction
 def test_append_op_and_copy_build_what_the_constructors_build():
     x = ndgrad.randn(2, 3, requires_grad=True)
@@ -256,9 +267,14 @@ def test_concurrent_traces_keep_their_own_backward_lines():
     import threading
     results, errors = {}, []
 
+    # the inputs are drawn before the threads start: a draw from the default generator in one
+    # thread while another traces is refused by that trace (Tracer.check_rng cannot tell
+    # threads apart)
+    xs = {nm: ndgrad.randn(3, dtype=ndgrad.float64, requires_grad=True) for nm in "abc"}
+
     def work(name, fn):
         try:
-            x = ndgrad.randn(3, dtype=ndgrad.float64, requires_grad=True)
+            x = xs[name]
             for _ in range(3):
                 results.setdefault(name, []).append(
                     _sources(trace_graph(fn, (x,), check=False).graph))

@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -139,8 +140,11 @@ def _hashable(a: Any) -> Any:
         return ("dict", tuple((k, _hashable(v)) for k, v in a.items()))
     if isinstance(a, np.dtype):
         return ("dtype", a.str)
-    if isinstance(a, (float, np.floating)) and a != a:
-        return ("nan",)
+    if isinstance(a, (float, np.floating)):
+        if a != a:
+            return ("nan",)
+        if a == 0:      # 0.0 == -0.0, but x * -0.0 is not x * 0.0
+            return (type(a).__name__, a, math.copysign(1.0, float(a)))
     if isinstance(a, TensorArg):
         return ("targ", a.index)
     hash(a)
@@ -152,11 +156,13 @@ _SCALARS = frozenset((int, bool, str, type(None)))
 
 
 def _args_key(args: tuple) -> Any:
-    """``_hashable(args)``, with a shortcut for the usual flat tuple of ints, bools, strings and
-    None (Note [First-call cost]; floats go the long way: NaN needs its own key)."""
+    """``_hashable(args)``, with a shortcut for the usual flat tuple of ints, bools, strings,
+    None and nonzero non-NaN floats (Note [First-call cost]; NaN and zeros go the long way:
+    NaN needs its own key, and -0.0 must not equal 0.0)."""
     for a in args:
         t = type(a)
-        if t not in _SCALARS and not (t is tuple and all(type(x) is int for x in a)):
+        if t not in _SCALARS and not (t is tuple and all(type(x) is int for x in a)) and \
+                not (t is float and a == a and a != 0):
             return _hashable(args)
     return ("tuple", tuple([(type(a).__name__, a) for a in args]))
 

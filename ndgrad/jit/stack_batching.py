@@ -86,7 +86,8 @@ def fold_constants(g: Graph) -> int:
 
 def batch_stacks(g: Graph) -> int:
     """Rewrite every ``stack`` along dim 0 of >= 4 isomorphic computations into one batched
-    computation; returns how many stacks were rewritten (Note [Stack batching])."""
+    computation (Note [Stack batching]) and every ``bmm`` of one expanded matrix into a matrix
+    product (Note [Batched products of one matrix]); returns how many were rewritten."""
     done = 0
     dead: list = []
     for n in list(g.nodes()):
@@ -104,9 +105,139 @@ def batch_stacks(g: Graph) -> int:
             n.output().replace_all_uses_with(res[1])
             dead.append(n)
             done += 1
+    done += _unbroadcast_products(g, dead)
     if done:
         destroy_nodes(dead)        # Note [Linear graph edits] in ir.py
+        _collapse_views(g)
         eliminate_dead_code(g.block())
+    return done
+
+
+def _collapse_views(g: Graph) -> None:
+    """After a rewrite: a chain of reshapes becomes one reshape of the chain's start (none when
+    the shapes agree), ``t(t(x))`` becomes ``x`` and a ``split`` into one whole piece its
+    input; values the graph returns keep their nodes (what they alias stays the same)."""
+    blk = g.block()
+    outs = set(g.outputs())
+    for n in list(blk._nodes):
+        if len(n.outputs()) != 1 or n.num_tensor_inputs != len(n.inputs()) or \
+                len(n.inputs()) != 1 or n.output() in outs:
+            continue
+        out, x = n.output(), n.inputs()[0]
+        op = n.op
+        if op in _RESHAPES:
+            src = x
+            while True:
+                p = src.node()
+                if p is None or p.op not in _RESHAPES or len(p.inputs()) != 1 or \
+                        p.num_tensor_inputs != 1:
+                    break
+                src = p.inputs()[0]
+            if src.dtype != out.dtype or src.requires_grad != out.requires_grad:
+                continue
+            if tuple(src.shape) == tuple(out.shape):
+                out.replace_all_uses_with(src)
+            elif src is not x:
+                g.set_insert_point(blk, blk._nodes.index(n))
+                try:
+                    r = g.insert_op(_shape.RESHAPE_COPY, [src], (tuple(out.shape),),
+                                    [(tuple(out.shape), out.dtype, out.requires_grad)],
+                                    source=n.source).output()
+                finally:
+                    g.set_insert_point(blk, None)
+                out.replace_all_uses_with(r)
+        elif op is _shape.T_OP:
+            p = x.node()
+            if p is not None and p.op is _shape.T_OP and len(p.inputs()) == 1:
+                src = p.inputs()[0]
+                if len(src.shape) == 2 and src.requires_grad == out.requires_grad:
+                    out.replace_all_uses_with(src)
+        elif op in (_shape.SPLIT, _shape.SPLIT_SIZES):
+            dim, bounds = n.args
+            if len(bounds) == 1 and tuple(bounds[0]) == (0, x.shape[dim]) and \
+                    x.requires_grad == out.requires_grad:
+                out.replace_all_uses_with(x)
+
+
+# Note [Batched products of one matrix]
+# A batched backward (``is_grads_batched``, ``vectorize=True``, Note [Jacobian rows traced
+# batched] in tracer.py) runs a matrix-vector or matrix product whose matrix is the same for
+# every row as ``bmm`` of the matrix expanded along the batch axis: NumPy then runs B small
+# products. ``batch_stacks`` rewrites such a ``bmm`` into one matrix product, as it does for a
+# stack of products: ``bmm(X, expand(M)) = (X.reshape(B*p, n) @ M).reshape(B, p, k)`` and, for
+# one column per row (a batched ``mv``), ``bmm(expand(M), X) = (X.reshape(B, n) @ M.T)
+# .reshape(B, m, 1)``. Like stack batching, the rewrite is not bitwise (BLAS sums in its own
+# order).
+_SAME_SHAPE_VIEWS = frozenset((_shape.VIEW, _shape.RESHAPE_COPY, _shape.EXPAND))
+
+
+def _strip(v: Any) -> Any:
+    """``v`` without the views and expands to its own shape above it."""
+    while True:
+        n = v.node()
+        if n is None or n.op not in _SAME_SHAPE_VIEWS or len(n.outputs()) != 1 or \
+                not n.inputs() or n.inputs()[0].shape != v.shape or \
+                n.inputs()[0].dtype != v.dtype:
+            return v
+        v = n.inputs()[0]
+
+
+def _expanded_matrix(v: Any) -> Any:
+    """The 2-D value ``M`` when ``v`` (3-D) is ``M`` expanded along a new leading axis."""
+    v = _strip(v)
+    n = v.node()
+    if n is None or n.op is not _shape.EXPAND or not n.inputs():
+        return None
+    m = _strip(n.inputs()[0])
+    item = tuple(v.shape[1:])
+    if tuple(m.shape) == (1,) + item:      # expanded from an unsqueezed (or viewed) matrix
+        p = m.node()
+        if p is None or p.op not in _RESHAPES or len(p.inputs()) != 1:
+            return None
+        m = _strip(p.inputs()[0])
+    return m if tuple(m.shape) == item and m.dtype == v.dtype else None
+
+
+def _unbroadcast_products(g: Graph, dead: list) -> int:
+    """Rewrite each ``bmm`` of one expanded matrix into a matrix product (Note [Batched
+    products of one matrix]); the replaced nodes are appended to ``dead``."""
+    done = 0
+    blk = g.block()
+    for n in list(blk._nodes):
+        if n.op is not _linalg.BMM or len(n.inputs()) != 2 or n.num_tensor_inputs != 2:
+            continue
+        a, b = n.inputs()
+        out = n.output()
+        if len(out.shape) != 3 or len(a.shape) != 3 or len(b.shape) != 3:
+            continue
+        B, m, k = out.shape
+        ma, mb = _expanded_matrix(a), _expanded_matrix(b)
+        rg, dt, src = out.requires_grad, out.dtype, n.source
+        g.set_insert_point(blk, blk._nodes.index(n))
+        try:
+            if mb is not None and ma is None:
+                p, q = a.shape[1], a.shape[2]
+                x = g.insert_op(_shape.RESHAPE_COPY, [_strip(a)], ((B * p, q),),
+                                [((B * p, q), dt, rg)], source=src).output()
+                r = g.insert_op(_linalg.MM, [x, mb], (), [((B * p, k), dt, rg)],
+                                source=src).output()
+            elif ma is not None and mb is None and k == 1:
+                q = b.shape[1]
+                x = g.insert_op(_shape.RESHAPE_COPY, [_strip(b)], ((B, q),),
+                                [((B, q), dt, rg)], source=src).output()
+                mt = g.insert_op(_shape.T_OP, [ma], (), [((q, m), dt, ma.requires_grad)],
+                                 source=src).output()
+                r = g.insert_op(_linalg.MM, [x, mt], (), [((B, m), dt, rg)],
+                                source=src).output()
+            else:
+                continue
+            res = g.insert_op(_shape.RESHAPE_COPY, [r], (tuple(out.shape),),
+                              [(tuple(out.shape), dt, rg)], source=src).output()
+        finally:
+            g.set_insert_point(blk, None)
+        out.replace_all_uses_with(res)
+        dead.append(n)
+        done += 1
     return done
 
 

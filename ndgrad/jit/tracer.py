@@ -497,8 +497,10 @@ class Tracer:
     # Note [First-call cost]
     # A compiled function's first call traces, optimizes and generates code (Note [The tracing
     # call's result] in api.py), and issue 11 bounds it at a tenth of XLA's compile time for
-    # the same workload. A row-by-row Hessian records ~590 ops, so the cost per recorded op
-    # is the lever (``python bench/jit.py --phases-only`` prints the phases per workload):
+    # the same workload. A row-by-row Hessian recorded ~590 ops (now ~40: Note [Jacobian rows
+    # traced batched]) and a 200-op chain records ~380, so the number of recorded ops and the
+    # cost per recorded op are the levers (``python bench/jit.py --phases-only`` prints the
+    # phases per workload):
     # * ``record`` looks a tensor up without mapping it again (``_fast_value``: a mapped
     #   tensor, a view whose base was not written since it was mapped, a tensor wrapping an
     #   array an op of the trace produced), builds its node inline (``Graph.append_op``: no
@@ -1043,6 +1045,52 @@ def _make_run_backward(orig: Callable) -> Callable:
     return wrapper
 
 
+# Note [Jacobian rows traced batched]
+# ``autograd.functional.jacobian``/``hessian`` without ``vectorize`` run one backward pass per
+# output element (``functional._jacobian_reverse_loop``): a 64-d Hessian records ~590 ops, the
+# same ~9 ops 64 times, which stack batching (Note [Stack batching]) then folds back into one
+# batched computation. While tracing, the loop is wrapped (``_make_jacobian_rows``): when the
+# rows can be computed in one batched backward (no ``strict``, every output a real floating
+# tensor requiring grad, no vmap level open, and every node of the graph has a batching rule
+# and no hooks, ``autograd.api._graph_supports_batching``) the wrapper computes them as
+# ``vectorize=True`` does, seeded with the standard basis, with ``retain_graph=True`` as the
+# loop has. The graph records each op once instead of once per row (a 64-d Hessian: ~40
+# recorded ops instead of ~590), and holds the batched computation stack batching would
+# have built. Values are the row-by-row ones up to the summation order inside BLAS, as for
+# stack batching; anything else takes the loop.
+def _make_jacobian_rows(orig: Callable, functional: Any) -> Callable:
+    """``functional._jacobian_reverse_loop`` while tracing (Note [Jacobian rows traced
+    batched])."""
+    from ..autograd import api as ag_api   # local import: the autograd layer's internals
+
+    def rows(outputs: tuple, inputs: tuple, create_graph: bool, strict: bool) -> tuple:
+        tr = getattr(_local, "tracer", None)
+        if tr is None or tr.lift != "input" or strict or _dispatch._BATCHING or \
+                not outputs or any(o._data.dtype.kind != "f" or not o.requires_grad or
+                                   o._blevel for o in outputs) or \
+                not ag_api._graph_supports_batching(
+                    [e[0] for e in ag_api._root_edges(outputs)]):
+            return orig(outputs, inputs, create_graph, strict)
+        numels = [o.numel() for o in outputs]
+        flat = [o.reshape(-1) for o in outputs]
+        seeds = [s.reshape(s.shape[0], -1) for s in functional._basis(outputs)]
+        res = list(ag_api.grad(flat, list(inputs), seeds, retain_graph=True,
+                               create_graph=create_graph, allow_unused=True,
+                               is_grads_batched=True))
+        total = sum(numels)
+        for j, r in enumerate(res):
+            if r is None:
+                res[j] = functional.zeros_like(inputs[j]).expand(
+                    (total,) + tuple(inputs[j].shape))
+        per_input = [[part.view(tuple(o.shape) + tuple(x.shape))
+                      for part, o in zip(r.split(numels, 0), outputs)]
+                     for r, x in zip(res, inputs)]
+        return tuple(zip(*per_input))
+    wrapper: Any = functools.wraps(orig)(rows)
+    wrapper._jit_wrapper = True
+    return wrapper
+
+
 # Note [Functions outside the op table]
 # A few non-differentiable functions (all/any, isclose, count_nonzero, searchsorted, bucketize,
 # where(condition)) compute their result directly with NumPy instead of through an op of the
@@ -1244,6 +1292,11 @@ def _patch_plan() -> Any:
     orig_rb = getattr(ag_api, "run_backward", None)
     if orig_rb is not None and not getattr(orig_rb, "_jit_wrapper", False):
         add(ag_api, "run_backward", orig_rb, False, _make_run_backward(orig_rb))
+    # Note [Jacobian rows traced batched]
+    fnl = sys.modules.get("ndgrad.autograd.functional")   # local import: loaded with ndgrad
+    orig_jl = getattr(fnl, "_jacobian_reverse_loop", None)
+    if orig_jl is not None and not getattr(orig_jl, "_jit_wrapper", False):
+        add(fnl, "_jacobian_reverse_loop", orig_jl, False, _make_jacobian_rows(orig_jl, fnl))
     # a custom autograd.Function is recorded whole (its own backward runs at run time)
     fn_mod = sys.modules.get("ndgrad.autograd.function")   # local import: loaded with ndgrad
     if fn_mod is not None:
