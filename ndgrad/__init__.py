@@ -179,6 +179,22 @@ from ._factories import resize_as_  # noqa: F401,E402
 from ._tensor_methods import as_strided_  # noqa: F401,E402
 # ---- end rest of issue 8 ----
 
+# ---- compat (session 22): torch's other spellings and small helpers (ndgrad/_compat.py) ----
+from ._compat import (  # noqa: F401,E402
+    asarray, can_cast, concat, concatenate, detach, eig, frombuffer, get_deterministic_debug_mode,
+    get_device, is_complex, is_conj, is_distributed, is_floating_point, is_inference, is_neg,
+    is_storage, is_warn_always_enabled, lstsq, matrix_rank, numel, range,
+    set_anomaly_enabled, set_deterministic_debug_mode, set_flush_denormal, set_warn_always,
+    solve, sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum, symeig,
+    vander)
+from .utils.dlpack import to_dlpack  # noqa: F401,E402
+from ._tensor_methods import _function_of_method as _fm  # noqa: E402
+arccos_, arccosh_, arcsin_, arcsinh_, arctan_, arctanh_, negative_, fix_ = (
+    _fm(n) for n in ("arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_",
+                     "negative_", "fix_"))
+del _fm
+# ---- end compat ----
+
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]
