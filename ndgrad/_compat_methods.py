@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import _creation, ops
+from .autograd import grad_mode as _grad_mode
 from .ops import nn_activation as _act
 from .ops import views_inplace as _inplace
 from .ops._util import check_tensor
@@ -204,6 +205,10 @@ def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
     if d.ndim > 2 and len(set(d.shape)) != 1:
         raise RuntimeError("all dimensions of input must be of equal length")
 
+    if self.requires_grad and self.grad_fn is None and _grad_mode.is_grad_enabled():
+        # torch fills through a diagonal view of ``self``
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
     mask = _creation.tensor(_diag_mask(d.shape, wrap))
     return _inplace.apply_inplace(self, lambda s: ops.pointwise.masked_fill(s, mask, fill_value))
 
