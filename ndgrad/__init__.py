@@ -211,6 +211,18 @@ _NN_TOPLEVEL = frozenset((
     "adaptive_avg_pool1d", "max_pool1d", "max_pool2d", "max_pool3d", "dropout", "dropout_",
     "alpha_dropout", "feature_alpha_dropout", "embedding", "layer_norm", "group_norm",
     "batch_norm", "instance_norm"))
+# ---- compat (session 22): more nn kernels at the top level (ndgrad/nn/toplevel_compat.py,
+# tests/test_compat_nn_toplevel.py checks the list) ----
+_NN_TOPLEVEL_COMPAT = frozenset((
+    "binary_cross_entropy_with_logits", "cosine_embedding_loss", "ctc_loss",
+    "hinge_embedding_loss", "kl_div", "margin_ranking_loss", "poisson_nll_loss",
+    "triplet_margin_loss", "embedding_bag", "constant_pad_nd", "convolution", "conv_tbc",
+    "grid_sampler", "affine_grid_generator", "adaptive_max_pool1d", "max_pool1d_with_indices",
+    "rms_norm", "native_layer_norm", "native_batch_norm", "native_dropout", "feature_dropout",
+    "feature_dropout_", "alpha_dropout_", "feature_alpha_dropout_", "frobenius_norm",
+    "nuclear_norm", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+    "segment_reduce", "norm_except_dim"))
+# ---- end compat ----
 
 
 def __getattr__(name: str):
@@ -230,6 +242,8 @@ def __getattr__(name: str):
         return importlib.import_module(f"{__name__}.jit.api").compile
     if name in _NN_TOPLEVEL:         # torch.conv2d, torch.dropout ... (ndgrad/nn/toplevel.py)
         return importlib.import_module(f"{__name__}.nn.toplevel").get(name)
+    if name in _NN_TOPLEVEL_COMPAT:  # torch.kl_div, torch.convolution ... (compat, session 22)
+        return importlib.import_module(f"{__name__}.nn.toplevel_compat").get(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -23,6 +23,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _creation, _dtype, _settings, ops
+from . import storage as _storage
 from ._compat_methods import REMOVED_FUNCTIONS
 from .autograd import anomaly_mode as _anomaly
 from .ops import rearrange as _ra
@@ -98,8 +99,7 @@ def is_storage(obj: Any) -> bool:
         >>> ndgrad.is_storage(ndgrad.ones(2).untyped_storage()), ndgrad.is_storage(3)
         (True, False)
     """
-    from .storage import TypedStorage, UntypedStorage
-    return isinstance(obj, (TypedStorage, UntypedStorage))
+    return isinstance(obj, (_storage.TypedStorage, _storage.UntypedStorage))
 
 
 def can_cast(from_: _dtype.dtype, to: _dtype.dtype) -> bool:

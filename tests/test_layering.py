@@ -78,6 +78,8 @@ LAYERS = {
     "ndgrad.__main__": API,
     "ndgrad._tensor_methods": API,
     "ndgrad.legacy_tensor_types": API,
+    "ndgrad._compat": API,                  # torch's other spellings (compat, session 22)
+    "ndgrad._compat_methods": API,
     "ndgrad._signatures": API,
     "ndgrad.autograd.api": API,
     "ndgrad.autograd.function": API,
