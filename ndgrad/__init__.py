@@ -188,6 +188,9 @@ from ._compat import (  # noqa: F401,E402
     solve, sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum, symeig,
     vander)
 from .utils.dlpack import to_dlpack  # noqa: F401,E402
+from ._compat_random import binomial, poisson  # noqa: F401,E402
+from ._compat_windows import (  # noqa: F401,E402
+    bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window)
 from ._tensor_methods import _function_of_method as _fm  # noqa: E402
 arccos_, arccosh_, arcsin_, arcsinh_, arctan_, arctanh_, negative_, fix_ = (
     _fm(n) for n in ("arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_",

@@ -683,7 +683,8 @@ is_signed(Tensor input)
 is_nonzero(Tensor input)
 orgqr(Tensor input, Tensor input2)
 """
-FUNCTIONS += """
+_WIN_KW = (f"*, {_FACTORY_KW}, Any layout=None, Any pin_memory=None)")
+FUNCTIONS += f"""
 detach(Tensor input)
 numel(Tensor input)
 is_floating_point(Tensor input)
@@ -695,6 +696,14 @@ get_device(Tensor input)
 is_distributed(Tensor input)
 can_cast(ScalarType from_, ScalarType to)
 vander(Tensor x, int? N=None, bool increasing=False)
+poisson(Tensor input, Any generator=None)
+binomial(Tensor count, Tensor prob, Any generator=None)
+hann_window(int window_length, bool periodic=True, {_WIN_KW}
+hamming_window(int window_length, bool periodic=True, float alpha=0.54, float beta=0.46, \
+{_WIN_KW}
+blackman_window(int window_length, bool periodic=True, {_WIN_KW}
+bartlett_window(int window_length, bool periodic=True, {_WIN_KW}
+kaiser_window(int window_length, bool periodic=True, float beta=12.0, {_WIN_KW}
 concat(Tensor[] tensors, int dim=0)
 concatenate(Tensor[] tensors, int dim=0)
 """

@@ -80,6 +80,8 @@ LAYERS = {
     "ndgrad.legacy_tensor_types": API,
     "ndgrad._compat": API,                  # torch's other spellings (compat, session 22)
     "ndgrad._compat_methods": API,
+    "ndgrad._compat_random": API,
+    "ndgrad._compat_windows": API,
     "ndgrad._signatures": API,
     "ndgrad.autograd.api": API,
     "ndgrad.autograd.function": API,
