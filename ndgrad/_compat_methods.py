@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -43,7 +43,8 @@ def _bind_aliases() -> None:
     for alias, name in ALIASES.items():
         setattr(Tensor, alias, getattr(Tensor, name))
         setattr(Tensor, alias + "_", getattr(Tensor, name + "_"))
-    Tensor.bitwise_not = ops.bitwise_not
+    for name, fn in (("bitwise_not", ops.bitwise_not),):
+        setattr(Tensor, name, fn)
 
 
 _bind_aliases()
@@ -53,13 +54,19 @@ def _false(self: Tensor) -> bool:
     return False
 
 
+def _true(self: Tensor) -> bool:
+    return True
+
+
+def _no_name(self: Tensor) -> Optional[str]:
+    return None
+
+
 # Device and layout flags: ndgrad tensors are dense CPU tensors.
-Tensor.is_cpu = property(lambda self: True)
 for _flag in ("is_meta", "is_mkldnn", "is_quantized", "is_nested", "is_xla", "is_xpu", "is_mps",
               "is_vulkan", "is_ipu", "is_maia", "is_mtia", "is_sparse_csr"):
     if not hasattr(Tensor, _flag):
         setattr(Tensor, _flag, property(_false))
-Tensor.name = property(lambda self: None)    # named tensors: every ndgrad tensor is unnamed
 
 
 def _volatile(self: Tensor) -> bool:
@@ -68,7 +75,10 @@ def _volatile(self: Tensor) -> bool:
     return False
 
 
-Tensor.volatile = property(_volatile)
+# every tensor is on the CPU; none is named; ``volatile`` is gone (torch warns)
+for _name, _prop in (("is_cpu", property(_true)), ("name", property(_no_name)),
+                     ("volatile", property(_volatile))):
+    setattr(Tensor, _name, _prop)
 
 
 def is_same_size(self: Tensor, other: Tensor) -> bool:
