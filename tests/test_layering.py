@@ -82,6 +82,8 @@ LAYERS = {
     "ndgrad._compat_methods": API,
     "ndgrad._compat_random": API,
     "ndgrad._compat_windows": API,
+    "ndgrad._control_flow": API,
+    "ndgrad._compat_sparse": API,
     "ndgrad._signatures": API,
     "ndgrad.autograd.api": API,
     "ndgrad.autograd.function": API,
