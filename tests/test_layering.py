@@ -84,6 +84,8 @@ LAYERS = {
     "ndgrad._compat_windows": API,
     "ndgrad._control_flow": API,
     "ndgrad._compat_sparse": API,
+    "ndgrad.autograd._tensor_like": API,
+    "ndgrad.func._functionalize": API,
     "ndgrad._signatures": API,
     "ndgrad.autograd.api": API,
     "ndgrad.autograd.function": API,
