@@ -191,6 +191,10 @@ from .utils.dlpack import to_dlpack  # noqa: F401,E402
 from ._compat_random import binomial, poisson  # noqa: F401,E402
 from ._control_flow import cond, fork, wait, while_loop  # noqa: F401,E402
 from ._compat_sparse import dsmm, hspmm, saddmm, smm, spmm, sspaddmm  # noqa: F401,E402
+from ._legacy_storage import (  # noqa: F401,E402
+    BFloat16Storage, BoolStorage, ByteStorage, CharStorage, ComplexDoubleStorage,
+    ComplexFloatStorage, DoubleStorage, FloatStorage, HalfStorage, IntStorage, LongStorage,
+    ShortStorage)
 from ._compat_windows import (  # noqa: F401,E402
     bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window)
 from ._tensor_methods import _function_of_method as _fm  # noqa: E402

@@ -8,16 +8,28 @@ import ndgrad.tensor as _ndgrad_tensor
 import ndgrad.types as _ndgrad_types
 import typing as _typing
 
+from ndgrad._legacy_storage import BFloat16Storage as BFloat16Storage
 from ndgrad.legacy_tensor_types import BFloat16Tensor as BFloat16Tensor
+from ndgrad._legacy_storage import BoolStorage as BoolStorage
 from ndgrad.legacy_tensor_types import BoolTensor as BoolTensor
+from ndgrad._legacy_storage import ByteStorage as ByteStorage
 from ndgrad.legacy_tensor_types import ByteTensor as ByteTensor
+from ndgrad._legacy_storage import CharStorage as CharStorage
 from ndgrad.legacy_tensor_types import CharTensor as CharTensor
+from ndgrad._legacy_storage import ComplexDoubleStorage as ComplexDoubleStorage
+from ndgrad._legacy_storage import ComplexFloatStorage as ComplexFloatStorage
+from ndgrad._legacy_storage import DoubleStorage as DoubleStorage
 from ndgrad.legacy_tensor_types import DoubleTensor as DoubleTensor
+from ndgrad._legacy_storage import FloatStorage as FloatStorage
 from ndgrad.legacy_tensor_types import FloatTensor as FloatTensor
 from ndgrad._generator import Generator as Generator
+from ndgrad._legacy_storage import HalfStorage as HalfStorage
 from ndgrad.legacy_tensor_types import HalfTensor as HalfTensor
+from ndgrad._legacy_storage import IntStorage as IntStorage
 from ndgrad.legacy_tensor_types import IntTensor as IntTensor
+from ndgrad._legacy_storage import LongStorage as LongStorage
 from ndgrad.legacy_tensor_types import LongTensor as LongTensor
+from ndgrad._legacy_storage import ShortStorage as ShortStorage
 from ndgrad.legacy_tensor_types import ShortTensor as ShortTensor
 from ndgrad.tensor import Size as Size
 from ndgrad.tensor import Tensor as Tensor

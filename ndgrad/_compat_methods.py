@@ -23,6 +23,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _creation, ops
+from ._legacy_storage import storage_type
 from .autograd import grad_mode as _grad_mode
 from .ops import nn_activation as _act
 from .ops import views_inplace as _inplace
@@ -274,7 +275,8 @@ REMOVED_FUNCTIONS = {name: _removed(name, msg) for name, msg in REMOVED.items()}
 for _name, _fn in {
         "is_same_size": is_same_size, "is_signed": is_signed, "is_nonzero": is_nonzero,
         "is_set_to": is_set_to, "dim_order": dim_order, "const_data_ptr": const_data_ptr,
-        "chalf": chalf, "record_stream": record_stream, "sparse_dim": sparse_dim,
+        "chalf": chalf, "record_stream": record_stream, "storage_type": storage_type,
+        "sparse_dim": sparse_dim,
         "dense_dim": dense_dim, "fill_diagonal_": fill_diagonal_,
         "indices": _dense_only("indices"),
         "values": _dense_only("values", "sparse tensor layout"),

@@ -363,3 +363,20 @@ def test_to_dlpack_round_trip():
     u = torch.from_dlpack(ndgrad.to_dlpack(t))
     u[0] = 9
     assert t.tolist() == [9, 1, 2]
+
+
+def test_storage_type_and_legacy_storage_classes():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for m in (torch, ndgrad):
+            for d, name in ((m.float32, "FloatStorage"), (m.float64, "DoubleStorage"),
+                            (m.int64, "LongStorage"), (m.bool, "BoolStorage"),
+                            (m.uint8, "ByteStorage"), (m.complex64, "ComplexFloatStorage")):
+                x = m.ones(2, dtype=d)
+                cls = x.storage_type()
+                assert cls is getattr(m, name) and cls.__name__ == name
+                assert cls.dtype == d and isinstance(x.storage(), cls)
+            assert not isinstance(m.ones(1).storage(), m.DoubleStorage)
+            assert len(m.FloatStorage(3)) == 3     # torch leaves it uninitialized
+            assert m.LongStorage([1, 2]).tolist() == [1, 2] and len(m.FloatStorage([1.0])) == 1
+            assert m.is_storage(m.FloatStorage(2))

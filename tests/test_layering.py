@@ -84,6 +84,7 @@ LAYERS = {
     "ndgrad._compat_windows": API,
     "ndgrad._control_flow": API,
     "ndgrad._compat_sparse": API,
+    "ndgrad._legacy_storage": API,
     "ndgrad.autograd._tensor_like": API,
     "ndgrad.func._functionalize": API,
     "ndgrad._signatures": API,
