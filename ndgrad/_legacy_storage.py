@@ -1,7 +1,7 @@
 """The legacy typed storage classes (``ndgrad.FloatStorage``, ``ndgrad.LongStorage`` ...) that
-``Tensor.storage_type()`` returns, as torch's: ``FloatStorage(n)`` holds ``n`` elements (zeros here; torch leaves them uninitialized),
-``FloatStorage([1, 2])`` holds those values, and any ``TypedStorage`` of float32 elements is an
-instance of ``FloatStorage``.
+``Tensor.storage_type()`` returns, as torch's: ``FloatStorage(n)`` holds ``n`` elements (zeros
+here; torch leaves them uninitialized), ``FloatStorage([1, 2])`` holds those values, and any
+``TypedStorage`` of float32 elements is an instance of ``FloatStorage``.
 
 Example:
     >>> import ndgrad
