@@ -380,3 +380,26 @@ def test_storage_type_and_legacy_storage_classes():
             assert len(m.FloatStorage(3)) == 3     # torch leaves it uninitialized
             assert m.LongStorage([1, 2]).tolist() == [1, 2] and len(m.FloatStorage([1.0])) == 1
             assert m.is_storage(m.FloatStorage(2))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.arange(6.0)[:3].resize_(2, 2).tolist(),
+    lambda m: m.arange(6.0)[2:4].resize_(4).tolist(),
+    lambda m: m.arange(6.0).reshape(2, 3).t().resize_(3).tolist(),
+    lambda m: m.arange(6.0).reshape(2, 3).t().resize_(2, 3).tolist(),
+    lambda m: m.arange(6.0).resize_(8)[:6].tolist(),
+    lambda m: m.ones(2, requires_grad=True).resize_(3),
+    lambda m: m.ones(3).resize_as_(m.ones(2, 2)).shape,
+])
+def test_resize_within_storage_as_torch(fn):
+    t, n = outcome(lambda: fn(torch)), outcome(lambda: fn(ndgrad))
+    assert t[0] == n[0] and str(t[1]) == str(n[1]).replace("ndgrad", "torch")
+
+
+def test_resize_of_a_view_shares_its_base():
+    for m in (torch, ndgrad):
+        b = m.arange(6.0)
+        v = b[:3]
+        v.resize_(2, 2)
+        v[1, 1] = 9.0
+        assert b.tolist() == [0.0, 1.0, 2.0, 9.0, 4.0, 5.0] and b._version == v._version == 2
