@@ -179,6 +179,31 @@ from ._factories import resize_as_  # noqa: F401,E402
 from ._tensor_methods import as_strided_  # noqa: F401,E402
 # ---- end rest of issue 8 ----
 
+# ---- compat (session 22): torch's other spellings and small helpers (ndgrad/_compat.py) ----
+from ._compat import (  # noqa: F401,E402
+    asarray, can_cast, concat, concatenate, detach, eig, frombuffer, get_deterministic_debug_mode,
+    get_device, is_complex, is_conj, is_distributed, is_floating_point, is_inference, is_neg,
+    is_storage, is_warn_always_enabled, lstsq, matrix_rank, numel, range,
+    set_anomaly_enabled, set_deterministic_debug_mode, set_flush_denormal, set_warn_always,
+    solve, sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum, symeig,
+    vander)
+from .utils.dlpack import to_dlpack  # noqa: F401,E402
+from ._compat_random import binomial, poisson  # noqa: F401,E402
+from ._control_flow import cond, fork, wait, while_loop  # noqa: F401,E402
+from ._compat_sparse import dsmm, hspmm, saddmm, smm, spmm, sspaddmm  # noqa: F401,E402
+from ._legacy_storage import (  # noqa: F401,E402
+    BFloat16Storage, BoolStorage, ByteStorage, CharStorage, ComplexDoubleStorage,
+    ComplexFloatStorage, DoubleStorage, FloatStorage, HalfStorage, IntStorage, LongStorage,
+    ShortStorage)
+from ._compat_windows import (  # noqa: F401,E402
+    bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window)
+from ._tensor_methods import _function_of_method as _fm  # noqa: E402
+arccos_, arccosh_, arcsin_, arcsinh_, arctan_, arctanh_, negative_, fix_ = (
+    _fm(n) for n in ("arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_",
+                     "negative_", "fix_"))
+del _fm
+# ---- end compat ----
+
 from . import _signatures  # noqa: E402
 
 _signatures.install(__import__(__name__))   # Note [Declared signatures]
@@ -195,6 +220,18 @@ _NN_TOPLEVEL = frozenset((
     "adaptive_avg_pool1d", "max_pool1d", "max_pool2d", "max_pool3d", "dropout", "dropout_",
     "alpha_dropout", "feature_alpha_dropout", "embedding", "layer_norm", "group_norm",
     "batch_norm", "instance_norm"))
+# ---- compat (session 22): more nn kernels at the top level (ndgrad/nn/toplevel_compat.py,
+# tests/test_compat_nn_toplevel.py checks the list) ----
+_NN_TOPLEVEL_COMPAT = frozenset((
+    "binary_cross_entropy_with_logits", "cosine_embedding_loss", "ctc_loss",
+    "hinge_embedding_loss", "kl_div", "margin_ranking_loss", "poisson_nll_loss",
+    "triplet_margin_loss", "embedding_bag", "constant_pad_nd", "convolution", "conv_tbc",
+    "grid_sampler", "affine_grid_generator", "adaptive_max_pool1d", "max_pool1d_with_indices",
+    "rms_norm", "native_layer_norm", "native_batch_norm", "native_dropout", "feature_dropout",
+    "feature_dropout_", "alpha_dropout_", "feature_alpha_dropout_", "frobenius_norm",
+    "nuclear_norm", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+    "segment_reduce", "norm_except_dim"))
+# ---- end compat ----
 
 
 def __getattr__(name: str):
@@ -215,6 +252,8 @@ def __getattr__(name: str):
         return importlib.import_module(f"{__name__}.jit.api").compile
     if name in _NN_TOPLEVEL:         # torch.conv2d, torch.dropout ... (ndgrad/nn/toplevel.py)
         return importlib.import_module(f"{__name__}.nn.toplevel").get(name)
+    if name in _NN_TOPLEVEL_COMPAT:  # torch.kl_div, torch.convolution ... (compat, session 22)
+        return importlib.import_module(f"{__name__}.nn.toplevel_compat").get(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -118,7 +118,10 @@ def resize_(self: Tensor, *size: Any, memory_format: Any = None) -> Tensor:
     old = self._data
     n = int(np.prod(shape))
     if tuple(shape) != old.shape:
-        if old.flags.c_contiguous and n <= old.size:     # fits: keeps sharing its memory
+        fitted = _within_storage(old, n)
+        if fitted is not None:          # fits in its storage from its offset: keeps sharing it
+            self._data = fitted.reshape(shape)
+        elif old.flags.c_contiguous and n <= old.size:
             self._data = old.reshape(-1)[:n].reshape(shape)
         elif self._base is not None:
             raise RuntimeError("Trying to resize storage that is not resizable")
@@ -128,6 +131,20 @@ def resize_(self: Tensor, *size: Any, memory_format: Any = None) -> Tensor:
             self._data = flat[:n].reshape(shape)
         _bump(self)                 # a new shape moves the version; the same shape does not
     return self
+
+
+def _within_storage(arr: np.ndarray, n: int) -> Any:
+    """``n`` contiguous elements of ``arr``'s dtype from ``arr``'s first element, when its
+    storage (the root array, contiguous) holds them: torch's ``resize_`` of a tensor whose
+    storage is large enough, whatever its strides (a view too)."""
+    root = _tensor_module._storage_root(arr)
+    if not root.flags.c_contiguous or not root.flags.writeable and arr.flags.writeable:
+        return None
+    start = arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    end = start + n * arr.itemsize
+    if start < 0 or end > root.nbytes:
+        return None
+    return root.reshape(-1).view(np.uint8)[start:end].view(arr.dtype)
 
 
 def resize_as_(self: Tensor, the_template: Tensor, *, memory_format: Any = None) -> Tensor:

@@ -200,6 +200,8 @@ _LIST_ELEMS = {"int[]": "_is_int_list({v})"}
 # their schema names (``linalg_inv``, ``fft_fft``, ``special_erf``): ``wrap(..., out=True)``
 # for these (Note [out= arguments] in ``_out.py``).
 OUT_FUNCTIONS = frozenset("""
+absolute arccos arccosh arcsin arcsinh arctan arctanh concat concatenate divide fix greater
+greater_equal less less_equal multiply negative not_equal subtract orgqr
 bernoulli normal multinomial logspace histc histogram
 abs acos acosh add addbmm addcdiv addcmul addmm addmv addr alias_copy all amax amin aminmax
 angle any arange arctan2 argmax argmin argsort as_strided_copy asin asinh atan atan2 atanh

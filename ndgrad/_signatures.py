@@ -659,6 +659,70 @@ resize_as_(Tensor self, Tensor the_template, *, Any memory_format=None)
 """  # noqa: E501
 # ---- end rest of issue 8 ----
 
+# ---- compat (session 22): torch's alias spellings (ndgrad/_compat_methods.py) ----
+FUNCTIONS_AND_METHODS += """
+absolute(Tensor input)
+arccos(Tensor input)
+arccosh(Tensor input)
+arcsin(Tensor input)
+arcsinh(Tensor input)
+arctan(Tensor input)
+arctanh(Tensor input)
+negative(Tensor input)
+fix(Tensor input)
+divide(Tensor|Scalar input, Tensor|Scalar other, *, str? rounding_mode=None)
+multiply(Tensor|Scalar input, Tensor|Scalar other)
+subtract(Tensor|Scalar input, Tensor|Scalar other, *, Scalar alpha=1)
+greater(Tensor input, Tensor|Scalar other)
+greater_equal(Tensor input, Tensor|Scalar other)
+less(Tensor input, Tensor|Scalar other)
+less_equal(Tensor input, Tensor|Scalar other)
+not_equal(Tensor input, Tensor|Scalar other)
+is_same_size(Tensor input, Tensor other)
+is_signed(Tensor input)
+is_nonzero(Tensor input)
+orgqr(Tensor input, Tensor input2)
+"""
+_WIN_KW = (f"*, {_FACTORY_KW}, Any layout=None, Any pin_memory=None)")
+FUNCTIONS += f"""
+detach(Tensor input)
+numel(Tensor input)
+is_floating_point(Tensor input)
+is_complex(Tensor input)
+is_conj(Tensor input)
+is_neg(Tensor input)
+is_inference(Tensor input)
+get_device(Tensor input)
+is_distributed(Tensor input)
+can_cast(ScalarType from_, ScalarType to)
+vander(Tensor x, int? N=None, bool increasing=False)
+poisson(Tensor input, Any generator=None)
+binomial(Tensor count, Tensor prob, Any generator=None)
+hann_window(int window_length, bool periodic=True, {_WIN_KW}
+hamming_window(int window_length, bool periodic=True, float alpha=0.54, float beta=0.46, \
+{_WIN_KW}
+blackman_window(int window_length, bool periodic=True, {_WIN_KW}
+bartlett_window(int window_length, bool periodic=True, {_WIN_KW}
+kaiser_window(int window_length, bool periodic=True, float beta=12.0, {_WIN_KW}
+concat(Tensor[] tensors, int dim=0)
+concatenate(Tensor[] tensors, int dim=0)
+"""
+METHODS += """
+divide_(Tensor self, Tensor|Scalar other, *, str? rounding_mode=None)
+multiply_(Tensor self, Tensor|Scalar other)
+subtract_(Tensor self, Tensor|Scalar other, *, Scalar alpha=1)
+greater_(Tensor self, Tensor|Scalar other)
+greater_equal_(Tensor self, Tensor|Scalar other)
+less_(Tensor self, Tensor|Scalar other)
+less_equal_(Tensor self, Tensor|Scalar other)
+not_equal_(Tensor self, Tensor|Scalar other)
+fill_diagonal_(Tensor self, Scalar fill_value, bool wrap=False)
+hardshrink(Tensor self, Scalar lambd=0.5)
+prelu(Tensor self, Tensor weight)
+is_set_to(Tensor self, Tensor tensor)
+"""
+# ---- end compat ----
+
 
 def _entries(block: str) -> list:
     return [line.strip() for line in block.strip().splitlines() if line.strip()]

@@ -945,3 +945,8 @@ Tensor.share_memory_ = _shared_memory.share_memory_
 Tensor.is_shared = _shared_memory.is_shared
 Tensor.untyped_storage = storage.untyped_storage
 Tensor.storage = storage.storage
+
+
+# ---- compat (session 22): torch's alias spellings and small Tensor predicates ----
+from . import _compat_methods  # noqa: E402,F401  (binds them; ndgrad/_compat_methods.py)
+# ---- end compat ----

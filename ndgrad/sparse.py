@@ -17,12 +17,14 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import _dtype
+from ._compat_sparse import log_softmax, softmax  # noqa: F401  (compat, session 22)
 from ._sparse import SparseTensor
 from .ops import sparse_coo as _ops
 from .ops.sparse_coo import sparse_coo_tensor
 from .tensor import Tensor
 
-__all__ = ["sum", "mm", "addmm", "sparse_coo_tensor", "check_sparse_tensor_invariants"]
+__all__ = ["sum", "mm", "addmm", "sparse_coo_tensor", "check_sparse_tensor_invariants",
+           "softmax", "log_softmax"]
 
 
 def _check(t: Any, fn: str) -> SparseTensor:

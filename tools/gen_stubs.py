@@ -334,6 +334,9 @@ def _namespace(module: str, imp: _Imports) -> list:
             names[lazy] = importlib.import_module(f"ndgrad.{lazy}")
         for n in sorted(mod._NN_TOPLEVEL):
             names[n] = nn_toplevel.get(n)
+        import ndgrad.nn.toplevel_compat as nn_toplevel_compat
+        for n in sorted(mod._NN_TOPLEVEL_COMPAT):
+            names[n] = nn_toplevel_compat.get(n)
         names["__version__"] = mod.__version__
     lines = []
     for name in sorted(names):

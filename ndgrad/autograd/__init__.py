@@ -63,14 +63,15 @@ __all__ = ["backward", "grad", "graph", "no_grad", "enable_grad", "set_grad_enab
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "profiler", "set_multithreading_enabled",
            "is_multithreading_enabled", "forward_ad", "functional", "gradcheck",
-           "gradgradcheck", "GradcheckError", "inference_mode", "is_inference_mode_enabled"]
+           "gradgradcheck", "GradcheckError", "inference_mode", "is_inference_mode_enabled",
+           "is_tensor_like"]
 
 
 def _load() -> None:
     """Bind the package's public names (the API layer; called by ndgrad/__init__.py)."""
     global forward_ad, functional, graph, profiler, detect_anomaly, is_anomaly_check_nan_enabled
     global is_anomaly_enabled, set_detect_anomaly, backward, grad, Function, FunctionCtx
-    global once_differentiable, GradcheckError, gradcheck, gradgradcheck, Node
+    global once_differentiable, GradcheckError, gradcheck, gradgradcheck, Node, is_tensor_like
     # local import: the API layer, loaded once the op table exists (this __init__ also runs
     # when tensor.py imports grad_mode, and must not load the API then)
     from . import forward_ad, functional, graph, profiler
@@ -80,6 +81,7 @@ def _load() -> None:
     from .function import Function, FunctionCtx, once_differentiable  # local import: as above
     from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # local import: as above
     from .node import Node  # local import: as above
+    from ._tensor_like import is_tensor_like  # local import: as above
     # As in PyTorch, ``ndgrad.autograd.gradcheck`` is the function (bound just above, after the
     # import of the module set the attribute to the module); the module stays importable as
     # ``ndgrad.autograd.gradcheck`` through ``from ... import`` (sys.modules).

@@ -22,9 +22,11 @@ from typing import Any, Optional
 from ._forward import hessian, jacfwd, jvp, linearize
 from ._reverse import grad, grad_and_value, jacrev, vjp
 from ._vmap import vmap
+from ._functionalize import functionalize, replace_all_batch_norm_modules_  # compat
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
-           "linearize", "functional_call", "stack_module_state"]
+           "linearize", "functional_call", "stack_module_state", "functionalize",
+           "replace_all_batch_norm_modules_"]
 
 
 def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = None,

@@ -175,4 +175,5 @@ from . import packed_sequence as packed_sequence
 from . import parallel as parallel
 from . import parameter as parameter
 from . import toplevel as toplevel
+from . import toplevel_compat as toplevel_compat
 from . import utils as utils

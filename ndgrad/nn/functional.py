@@ -19,9 +19,12 @@ from ..ops.nn_pad import *  # noqa: F401,F403
 from ..ops.nn_pool import *  # noqa: F401,F403
 from ..ops.nn_recurrent import *  # noqa: F401,F403
 from ..ops.nn_resample import *  # noqa: F401,F403
+from ..ops import nn_conv_tbc  # compat (session 22): F.conv_tbc
+from ..ops.nn_conv_tbc import *  # noqa: F401,F403
 
 _FAMILIES = (nn_activation, nn_attention, nn_conv, nn_distance, nn_dropout, nn_embedding,
-             nn_linear, nn_loss, nn_norm, nn_pad, nn_pool, nn_recurrent, nn_resample)
+             nn_linear, nn_loss, nn_norm, nn_pad, nn_pool, nn_recurrent, nn_resample,
+             nn_conv_tbc)
 __all__ = [name for fam in _FAMILIES for name in fam.__all__]
 
 for _fam in _FAMILIES:

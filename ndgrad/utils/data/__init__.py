@@ -20,4 +20,14 @@ from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
 __all__ = ["DataLoader", "WorkerInfo", "get_worker_info", "default_collate", "default_convert",
            "Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split", "Sampler", "SequentialSampler",
-           "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler"]
+           "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",
+           "DistributedSampler"]
+
+
+def __getattr__(name: str):
+    """``DistributedSampler`` (``distributed.py``) loads on first use, with ndgrad.distributed:
+    ``import ndgrad.utils.data`` does not load the distributed package."""
+    if name == "DistributedSampler":
+        from .distributed import DistributedSampler  # local import: loads ndgrad.distributed
+        return DistributedSampler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
