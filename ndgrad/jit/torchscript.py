@@ -32,11 +32,11 @@ import builtins
 import contextlib
 import inspect
 import textwrap
-import threading
 import typing
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator
 
 from .. import serialization
+from .._control_flow import Future, fork, wait  # torch.jit's are torch's top-level ones
 from ..nn.compiled import FlagGuardedCall
 from ..nn.modules.module import Module
 from ..ops import _dispatch
@@ -368,51 +368,6 @@ def _check(obj: Any, t: Any) -> bool:
             return False
         return len(obj) == len(args) and all(_check(x, a) for x, a in zip(obj, args))
     return builtins.isinstance(obj, origin)
-
-
-# ---------------------------------------------------------------------------- futures
-class Future:
-    """``torch.jit.Future`` of ``fork``: the call runs on a thread; ``wait()`` returns its
-    result (or raises its exception)."""
-
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict) -> None:
-        self._result: Any = None
-        self._error: Optional[BaseException] = None
-        self._thread = threading.Thread(target=self._run, args=(fn, args, kwargs), daemon=True)
-        self._thread.start()
-
-    def _run(self, fn: Callable, args: tuple, kwargs: dict) -> None:
-        try:
-            self._result = fn(*args, **kwargs)
-        except BaseException as e:   # re-raised by wait()
-            self._error = e
-
-    def done(self) -> bool:
-        return not self._thread.is_alive()
-
-    def wait(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._result
-
-    def value(self) -> Any:
-        return self.wait()
-
-
-def fork(func: Callable, *args: Any, **kwargs: Any) -> Future:
-    """``torch.jit.fork``: run ``func`` asynchronously; ``wait(future)`` gets its result.
-
-    >>> import ndgrad
-    >>> ndgrad.jit.wait(ndgrad.jit.fork(lambda x: x + 1, ndgrad.ones(1)))
-    tensor([2.])
-    """
-    return Future(func, args, kwargs)
-
-
-def wait(future: Future) -> Any:
-    """``torch.jit.wait``."""
-    return future.wait()
 
 
 # ---------------------------------------------------------------------------- fuser settings
