@@ -722,8 +722,8 @@ def compile(fn: Optional[Callable] = None, *, backend: Optional[str] = None,
     def wrap(f: Callable) -> Any:
         if not callable(f):
             raise TypeError(f"ndgrad.compile expects a callable, got {type(f).__name__}")
-        from ..nn.modules.module import Module   # local import: nn sits above the jit
-        if isinstance(f, Module):
+        nn_module = sys.modules.get("ndgrad.nn.modules.module")  # local import: nn if loaded
+        if nn_module is not None and isinstance(f, nn_module.Module):
             from ..nn.compiled import OptimizedModule   # local import: as above
             return OptimizedModule(f, backend=backend, fullgraph=fullgraph,
                                    cache_limit=cache_limit)
