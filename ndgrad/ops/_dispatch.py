@@ -37,7 +37,8 @@ from ..autograd import batching as _batching_levels
 from ..autograd import profiler as _profiler
 from ..autograd.accumulate_grad import grad_accumulator
 from ..autograd.grad_mode import _state
-from ..autograd.node import SECOND_BACKWARD_MSG, OpNode, next_sequence_nr
+from ..autograd.node import SECOND_BACKWARD_MSG, OpNode, next_sequence_nr, \
+    set_saved_attributes
 from ..autograd.saved import SavedTensor, SavedTensorList, SavedValue, TensorList
 from ..tensor import Tensor, _transform_local, _wrap
 # Imported for its side effect: glibc's malloc thresholds (Note [Kernel workspace]), so that an
@@ -118,9 +119,9 @@ class Op:
             backward rules]).
     """
 
-    __slots__ = ("save_if", "name", "node_name", "forward", "vjp", "jvp", "saved_names",
+    __slots__ = ("save_if", "name", "node_name", "forward", "vjp", "jvp", "_saved_names",
                  "save_idx",
-                 "inputs", "arg_names", "view", "num_outputs", "pad", "differentiable",
+                 "inputs", "_arg_names", "view", "num_outputs", "pad", "differentiable",
                  "node_cls", "pad_edges", "pad_meta", "raw", "save_pairs", "raw_into")
 
     def __init__(self, name: str, node: str, forward: Callable, vjp: Optional[Callable] = None,
@@ -135,8 +136,8 @@ class Op:
         self.vjp = vjp
         self.jvp = jvp
         self.inputs = tuple(inputs)
-        self.arg_names = tuple(args)
-        self.saved_names = tuple(saves)
+        self._arg_names = tuple(args)
+        self._saved_names = tuple(saves)
         # >= 0: tensor input; -1: the result; <= -2: non-tensor argument -2 - index.
         self.save_idx = tuple(-1 if s == "result" else self.inputs.index(s) if s in self.inputs
                               else -2 - self.arg_names.index(s) for s in saves)
@@ -165,7 +166,30 @@ class Op:
         if full_name is not None:
             attrs["_full_name"] = full_name
         self.node_cls: Any = type(node, (OpNode,), attrs)   # an OpNode subclass
+        set_saved_attributes(self.node_cls, self._saved_names, self._arg_names)
         REGISTRY.setdefault(name, []).append(self)
+
+    # Note [Saved attributes as descriptors] (autograd/node.py): the node class's
+    # ``_saved_<name>`` properties follow these names.
+    @property
+    def saved_names(self) -> tuple:
+        """Names of the saved values (``grad_fn._saved_<name>``)."""
+        return self._saved_names
+
+    @saved_names.setter
+    def saved_names(self, names: Sequence[str]) -> None:
+        self._saved_names = tuple(names)
+        set_saved_attributes(self.node_cls, self._saved_names, self._arg_names)
+
+    @property
+    def arg_names(self) -> tuple:
+        """Names of the non-tensor arguments (``grad_fn._saved_<name>``)."""
+        return self._arg_names
+
+    @arg_names.setter
+    def arg_names(self, names: Sequence[str]) -> None:
+        self._arg_names = tuple(names)
+        set_saved_attributes(self.node_cls, self._saved_names, self._arg_names)
 
     def __repr__(self) -> str:
         return f"Op({self.name!r}, {self.node_name!r})"
