@@ -378,3 +378,25 @@ def test_small_nt_product_layout_and_values():
         tol = 1e-4 if dt == np.float32 else 1e-12
         np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=tol, atol=tol)
         np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=tol, atol=tol)
+
+
+def test_needs_input_grads_prunes_like_needs_input_grad(monkeypatch):
+    # OpNode.needs_input_grads (one call for a binary raw rule) answers as needs_input_grad,
+    # also in a backward restricted to some inputs (Note [Pruned backward]): one GEMM of two
+    calls = []
+    inner = linalg._mm_arrays
+    monkeypatch.setattr(linalg, "_mm_arrays", lambda a, b: calls.append(1) or inner(a, b))
+    xa, wa = _arr((3, 4), np.float64), _arr((4, 5), np.float64)
+    x = ndgrad.tensor(xa, requires_grad=True)
+    w = ndgrad.tensor(wa, requires_grad=True)
+    y = x @ w
+    node = y.grad_fn
+    assert node.needs_input_grads() == (node.needs_input_grad(0), node.needs_input_grad(1))
+    (gx,) = ndgrad.autograd.grad(y.sum(), [x])
+    assert len(calls) == 1
+    tx, tw = torch.tensor(xa, requires_grad=True), torch.tensor(wa, requires_grad=True)
+    (tgx,) = torch.autograd.grad((tx @ tw).sum(), [tx])
+    np.testing.assert_allclose(gx.numpy(), tgx.numpy(), rtol=1e-12)
+    calls.clear()
+    ((x * 1.0) @ w.detach()).sum().backward()
+    assert len(calls) == 1 and w.grad is None

@@ -166,6 +166,19 @@ class OpNode(Node):
         receivers = _grad_state.receivers
         return receivers is None or nxt in receivers or self not in receivers
 
+    def needs_input_grads(self) -> tuple:
+        """``(needs_input_grad(0), needs_input_grad(1))`` in one call: what a binary op's raw
+        rule asks on every backward (Note [Raw backward rules] in ops/_dispatch.py)."""
+        edges = self.next_functions
+        n0 = edges[0][0]
+        n1 = edges[1][0]
+        receivers = _grad_state.receivers
+        if receivers is None:
+            return n0 is not None, n1 is not None
+        outside = self not in receivers                 # Note [Pruned backward]
+        return (n0 is not None and (outside or n0 in receivers),
+                n1 is not None and (outside or n1 in receivers))
+
     @property
     def args(self) -> tuple:
         """The op's non-tensor arguments."""

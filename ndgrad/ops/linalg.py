@@ -216,9 +216,10 @@ def _mm_raw_rule(ctx, g, saved):
     # Note [Gradient layout of mm]: a column-major operand's gradient computed transposed.
     b, a = saved
     ga = gb = None
-    if ctx.needs_input_grad(0):
+    n0, n1 = ctx.needs_input_grads()
+    if n0:
         ga = _mm_arrays(b, g.T).T if _transposed(a) else _mm_arrays(g, b.T)
-    if ctx.needs_input_grad(1):
+    if n1:
         gb = _mm_arrays(g.T, a).T if _transposed(b) else _mm_arrays(a.T, g)
     return ga, gb
 
