@@ -333,22 +333,42 @@ _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a 
 # Note [Per-op cost]
 # The budget of one small op, ``sin`` of a (16,) float32 tensor that requires grad, and of its
 # backward node, in ns (``python bench/per_op_cost.py``: minimum of short rounds in 3 fresh
-# processes, on this project's 2-core VM, loaded by other jobs (load average ~7),
-# 2026-11-27, session 21; session 20's budget, same script, in brackets):
+# processes, on this project's 2-core VM, loaded by other jobs (load average ~10),
+# 2026-11-27, session 22; session 21's budget, same script, in brackets):
 #
-#   forward   NumPy kernel np.sin                                      241   (238)
-#             apply: flags, forward call, wrap (no grad)               367   (373)
-#             op function (dtype check) + signature wrapper            124   (129)
-#             recording: node, edges, input metadata                   437   (449)
-#             saving one tensor (SavedTensor)                          147   (148)
-#             a leaf's new AccumulateGrad (per leaf and step)          325   (388)
-#   backward  raw rule on arrays: np.cos, np.multiply                  565   (548)
-#             the node around it: checks, unpack, wrap (*)             750   (783)
-#             engine per node: count, validate, buffer, schedule       830   (802)
-#             AccumulateGrad, first gradient stolen                    605   (674)
-#             ``(w * w).sum().backward()``, the whole backward         15200 (18545)
-#               (its entry through ``autograd.backward``: 17057)
-#   create_graph: the Tensor rule recording its two ops              +2465 (+2565)
+#   forward   NumPy kernel np.sin                                      240   (241)
+#             apply: flags, forward call, wrap (no grad)               400   (367)
+#             op function (dtype check) + signature wrapper            144   (124)
+#             recording: node, edges, input metadata                   472   (437)
+#             saving one tensor (SavedTensor)                          148   (147)
+#             a leaf's new AccumulateGrad (per leaf and step)          336   (325)
+#   backward  raw rule on arrays: np.cos, np.multiply                  551   (565)
+#             the node around it: checks, unpack, wrap (*)             749   (750)
+#             engine per node: count, validate, buffer, schedule       629   (830)
+#             AccumulateGrad, first gradient stolen                    589   (605)
+#             ``(w * w).sum().backward()``, the whole backward         15680 (15200)
+#               (its entry through ``autograd.backward``: 17468)
+#   create_graph: the Tensor rule recording its two ops              +2520 (+2465)
+#
+# (the forward lines moved within this machine's noise; in the same minute session 21's code
+# gave 411/128/477 for them, and 855 for the engine per node). Session 22's cuts: nodes have
+# no ``__getattr__`` any more (Note [Saved attributes as descriptors] in autograd/node.py):
+# with it CPython did not specialise any attribute load on a node (18 ns against 9.7 for
+# ``node._saved``, ``node._op`` ...), which the engine and the raw rules make a few dozen times
+# per node; binary raw rules ask ``needs_input_grads()`` once for both operands; mm's
+# ``g @ W.T`` for a few dozen rows copies ``g`` column-major first (Note [Small NT products] in
+# ops/linalg.py: 11.4 -> 6.2 µs for mlp_small's 32x128 @ 128x128, and that product no longer
+# goes to OpenBLAS's second thread, which on a loaded machine stalled whole steps for
+# milliseconds). Step times (one thread, CPU time of the thread, load ~7-10, medians and
+# minima of 100-150 rounds of 10 steps, /tmp scripts mirroring the shared bench): mlp_small
+# 141-144 µs median / 135-137 min against 147-156 / 141-142 for session 21's code in the same
+# minutes and 150-168 / 147-149 for torch; its backward alone 84-85 µs (p10) against 90-92.
+# double_backward ~310-320 µs min, unchanged within noise (torch ~390 on one thread: it wins
+# only with its second thread). Where the rest of mlp_small goes: attribute loads of class
+# defaults on Tensors and nodes (``t._grad_fn``, ``node._has_hooks``: ~10-11 ns against ~4 for
+# an instance's own attribute, a few hundred per step), and ~5 µs per backward of a fresh graph
+# that a retained graph run again does not pay (12.4 against 8.6 µs for ``(w * w).sum()``,
+# same code path, not the garbage collector: not found).
 #
 # (*) includes ~250 of the measurement's own grad-mode switch and list. Session 21 cut the
 # entry and the leaves: ``loss.backward()`` of a 0-d loss skips ``backward``'s argument
@@ -372,7 +392,8 @@ _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a 
 # products take 70-180 µs (they wait for the second thread), which is what makes eager steps
 # erratic there. mlp_small's float32 products run one thread either way, except
 # ``g @ W.t()`` (OpenBLAS's NT form: 11.7 µs on one thread against 5.3 for the same product
-# with ``g`` copied to column-major first, the TT form; 6.2 for x @ W).
+# with ``g`` copied to column-major first, the TT form; 6.2 for x @ W; what backward now does,
+# Note [Small NT products]).
 # Session 20's cuts: raw rules for add and sub (a bias's gradient summed in the rule, no
 # dispatch) and for adding or subtracting a scalar; a raw rule may pass ``g`` through (the node
 # hands on the same Tensor) and may come as ``raw_into``, written into a gradient only the
