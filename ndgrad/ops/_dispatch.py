@@ -255,6 +255,14 @@ def _raw_apply(self: Any, grads: list) -> tuple:
             if (v.dtype is not dt) if v.__class__ is _ndarray else v is NotImplemented:
                 return _op_node_apply(self, grads)
             vals: tuple = (v,)
+        elif len(sv) == 2:
+            # unrolled: a comprehension is a frame of its own in this Python (Note [Per-op cost])
+            v = sv[0].unpack_data(self)
+            w = sv[1].unpack_data(self)
+            if ((v.dtype is not dt) if v.__class__ is _ndarray else v is NotImplemented) or \
+                    ((w.dtype is not dt) if w.__class__ is _ndarray else w is NotImplemented):
+                return _op_node_apply(self, grads)
+            vals = (v, w)
         else:
             vals = tuple([s.unpack_data(self) for s in sv])
             for v in vals:
@@ -269,7 +277,12 @@ def _raw_apply(self: Any, grads: list) -> tuple:
     else:
         out = op.raw(self, d, vals)
     if out.__class__ is tuple:
-        res = tuple([None if o is None else g if o is d else _wrap(o) for o in out])
+        if len(out) == 2:
+            o, p = out
+            res = (None if o is None else g if o is d else _wrap(o),
+                   None if p is None else g if p is d else _wrap(p))
+        else:
+            res = tuple([None if o is None else g if o is d else _wrap(o) for o in out])
     elif out is d:
         res = (g,)
     else:
