@@ -595,8 +595,16 @@ def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
             else:
                 node._saved = (_save(i, tensors, result, args),)
         elif op.save_pairs is not None:
-            node._saved = tuple([SavedTensor(tensors[i]) if edges[k][0] is not None
-                                 else _NOT_SAVED for i, k in op.save_pairs])
+            pairs = op.save_pairs
+            if len(pairs) == 2:     # mul, mm: unrolled (a comprehension is a frame of its own)
+                (i, k), (j, m) = pairs
+                node._saved = (SavedTensor(tensors[i]) if edges[k][0] is not None
+                               else _NOT_SAVED,
+                               SavedTensor(tensors[j]) if edges[m][0] is not None
+                               else _NOT_SAVED)
+            else:
+                node._saved = tuple([SavedTensor(tensors[i]) if edges[k][0] is not None
+                                     else _NOT_SAVED for i, k in pairs])
         else:
             node._saved = _saved_values(op, node, tensors, result, args)
 
