@@ -150,6 +150,8 @@ class OpNode(Node):
             raise RuntimeError(SECOND_BACKWARD_MSG)
         if len(sv) == 1:
             return (sv[0].unpack(self),)
+        if len(sv) == 2:      # unrolled: a comprehension is a frame of its own
+            return (sv[0].unpack(self), sv[1].unpack(self))
         return tuple([s.unpack(self) for s in sv])
 
     def needs_input_grad(self, i: int) -> bool:
