@@ -368,14 +368,19 @@ _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a 
 # no ``__getattr__`` any more (Note [Saved attributes as descriptors] in autograd/node.py):
 # with it CPython did not specialise any attribute load on a node (18 ns against 9.7 for
 # ``node._saved``, ``node._op`` ...), which the engine and the raw rules make a few dozen times
-# per node; binary raw rules ask ``needs_input_grads()`` once for both operands; mm's
-# ``g @ W.T`` for a few dozen rows copies ``g`` column-major first (Note [Small NT products] in
-# ops/linalg.py: 11.4 -> 6.2 µs for mlp_small's 32x128 @ 128x128, and that product no longer
-# goes to OpenBLAS's second thread, which on a loaded machine stalled whole steps for
-# milliseconds). Step times (one thread, CPU time of the thread, load ~7-10, medians and
-# minima of 100-150 rounds of 10 steps, /tmp scripts mirroring the shared bench): mlp_small
-# 141-144 µs median / 135-137 min against 147-156 / 141-142 for session 21's code in the same
-# minutes and 150-168 / 147-149 for torch; its backward alone 84-85 µs (p10) against 90-92.
+# per node; binary raw rules ask ``needs_input_grads()`` once for both operands; the node's
+# two saved values, its two gradients (``_raw_apply``), mul's and mm's two saves (``_record``)
+# and ``OpNode.saved`` are handled without list comprehensions (each is a frame of its own on
+# Python 3.11, ~0.3 µs); mm's ``g @ W.T`` for a few dozen rows copies ``g`` column-major first
+# (Note [Small NT products] in ops/linalg.py: 11.4 -> 6.2 µs for mlp_small's 32x128 @ 128x128,
+# and that product no longer goes to OpenBLAS's second thread, which on a loaded machine
+# stalled whole steps for milliseconds). Step times (load ~7-13; /tmp scripts mirroring the
+# shared bench's step; one thread: CPU time of the thread or best of 300 rounds of 10 steps):
+# mlp_small's step 131-134 µs best against 141-142 for session 21's code in the same minutes,
+# its backward 81-85 µs (p10) against 91-95, its forward 37-39 unchanged; torch's step on one
+# thread 147-150 best (CPU time). On 2 threads (wall time, 100 rounds of 10 steps at load ~13):
+# ndgrad 132-134 best, 137-141 p25, 145-150 median; torch 137-140 best, 144-147 p25, 2.6-4 ms
+# median (its threads stall at that load); session 21's code 141-143 best, 3-55 ms median.
 # double_backward ~310-320 µs min, unchanged within noise (torch ~390 on one thread: it wins
 # only with its second thread). Where the rest of mlp_small goes: attribute loads of class
 # defaults on Tensors and nodes (``t._grad_fn``, ``node._has_hooks``: ~10-11 ns against ~4 for
