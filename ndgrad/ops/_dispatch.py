@@ -276,6 +276,7 @@ def _raw_apply(self: Any, grads: list) -> tuple:
         out = op.raw_into(self, d, vals)
     else:
         out = op.raw(self, d, vals)
+    res: tuple
     if out.__class__ is tuple:
         if len(out) == 2:
             o, p = out
