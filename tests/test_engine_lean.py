@@ -238,3 +238,32 @@ def test_threads_run_lean_backwards_concurrently():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_saved_attributes_as_descriptors():
+    # Note [Saved attributes as descriptors] (autograd/node.py): grad_fn._saved_* are
+    # properties of the node classes, the same values and errors as PyTorch's
+    from ndgrad.autograd.node import OpNode
+    assert "__getattr__" not in vars(OpNode)
+    for L in (torch, ndgrad):
+        x = L.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        y = L.tensor([0.5, 4.0, -1.0], requires_grad=True)
+        fn = (x * y).grad_fn
+        assert fn._saved_self.tolist() == x.tolist() and fn._saved_other.tolist() == y.tolist()
+        assert fn._raw_saved_self is not None
+        assert not hasattr(fn, "_saved_nothing") and not hasattr(fn, "_raw_saved_alpha")
+        names = dir(fn)
+        assert "_saved_self" in names and "_raw_saved_other" in names
+        mn, mx = L.aminmax(x)           # saved names set after the op was declared
+        amm = mn.grad_fn
+        assert amm._saved_max.item() == 3.0 and amm._saved_min.item() == -2.0
+        out = (x * y).sum()
+        fn = out.grad_fn.next_functions[0][0]
+        out.backward()
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            fn._saved_self
+    # an argument not given is not an attribute (nor listed), as before
+    z = ndgrad.tensor([1.0], requires_grad=True)
+    node = ndgrad.add(z, 1.0).grad_fn
+    assert hasattr(type(node), "_saved_alpha") and node._saved_other == 1.0
+    assert not hasattr(node, "_saved_alpha") and "_saved_alpha" not in dir(node)

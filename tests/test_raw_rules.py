@@ -40,6 +40,9 @@ CASES = {
     # Note [Gradient layout of mm]: transposed operands' gradients are computed transposed
     "mm_t_other": (linalg.MM, [(3, 4), (5, 4)], False, lambda x, y: x @ y.t()),
     "mm_t_self": (linalg.MM, [(4, 3), (4, 5)], False, lambda x, y: x.t() @ y),
+    # Note [Small NT products]: inside the window the left operand is copied column-major
+    "mm_nt_window": (linalg.MM, [(32, 64), (64, 128)], False, lambda x, y: x @ y),
+    "mm_nt_window_t_self": (linalg.MM, [(128, 32), (128, 64)], False, lambda x, y: x.t() @ y),
     "mean": (reduction.MEAN, [(3, 4)], False, lambda x: x.mean()),
     "mean_dim1": (reduction.MEAN_DIM, [(3, 4)], False, lambda x: x.mean(1)),
     "mean_keepdim": (reduction.MEAN_DIM, [(2, 3, 4)], False, lambda x: x.mean((0, 2), True)),
@@ -351,3 +354,49 @@ def test_sum_backward_view_and_layout_contract():
         return (x.grad.stride(), x.grad.tolist(), y.grad.stride(), e.stride(), e.tolist(),
                 e.is_contiguous())
     assert run(torch) == run(ndgrad)
+
+
+def test_small_nt_product_layout_and_values():
+    # Note [Small NT products]: x's gradient g @ W.T in the window runs with g copied to
+    # column-major; the gradient is row-major as PyTorch's, hooks see the same values
+    for dt in (np.float32, np.float64):
+        xa, wa = _arr((32, 128), dt), _arr((128, 128), dt)
+        assert linalg._nt_lhs(xa, wa.T) is not xa and linalg._nt_lhs(xa, wa) is xa
+        few = xa[:8]
+        assert linalg._nt_lhs(few, wa.T) is few             # outside the window: unchanged
+        x = ndgrad.tensor(xa, requires_grad=True)
+        w = ndgrad.tensor(wa, requires_grad=True)
+        h = x * 1.0
+        seen = []
+        h.register_hook(lambda g, seen=seen: seen.append(g))
+        h.retain_grad()
+        (h @ w).tanh().sum().backward()
+        tx = torch.tensor(xa, requires_grad=True)
+        tw = torch.tensor(wa, requires_grad=True)
+        (tx @ tw).tanh().sum().backward()
+        assert seen[0].is_contiguous() and h.grad.is_contiguous() and x.grad.is_contiguous()
+        tol = 1e-4 if dt == np.float32 else 1e-12
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=tol, atol=tol)
+        np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=tol, atol=tol)
+
+
+def test_needs_input_grads_prunes_like_needs_input_grad(monkeypatch):
+    # OpNode.needs_input_grads (one call for a binary raw rule) answers as needs_input_grad,
+    # also in a backward restricted to some inputs (Note [Pruned backward]): one GEMM of two
+    calls = []
+    inner = linalg._mm_arrays
+    monkeypatch.setattr(linalg, "_mm_arrays", lambda a, b: calls.append(1) or inner(a, b))
+    xa, wa = _arr((3, 4), np.float64), _arr((4, 5), np.float64)
+    x = ndgrad.tensor(xa, requires_grad=True)
+    w = ndgrad.tensor(wa, requires_grad=True)
+    y = x @ w
+    node = y.grad_fn
+    assert node.needs_input_grads() == (node.needs_input_grad(0), node.needs_input_grad(1))
+    (gx,) = ndgrad.autograd.grad(y.sum(), [x])
+    assert len(calls) == 1
+    tx, tw = torch.tensor(xa, requires_grad=True), torch.tensor(wa, requires_grad=True)
+    (tgx,) = torch.autograd.grad((tx @ tw).sum(), [tx])
+    np.testing.assert_allclose(gx.numpy(), tgx.numpy(), rtol=1e-12)
+    calls.clear()
+    ((x * 1.0) @ w.detach()).sum().backward()
+    assert len(calls) == 1 and w.grad is None

@@ -38,7 +38,7 @@ class _Released(tuple):
 
 RELEASED = _Released()
 
-__all__ = ["Node", "OpNode", "next_sequence_nr"]
+__all__ = ["Node", "OpNode", "next_sequence_nr", "set_saved_attributes"]
 
 _seq = itertools.count()
 next_sequence_nr = _seq.__next__
@@ -150,6 +150,8 @@ class OpNode(Node):
             raise RuntimeError(SECOND_BACKWARD_MSG)
         if len(sv) == 1:
             return (sv[0].unpack(self),)
+        if len(sv) == 2:      # unrolled: a comprehension is a frame of its own
+            return (sv[0].unpack(self), sv[1].unpack(self))
         return tuple([s.unpack(self) for s in sv])
 
     def needs_input_grad(self, i: int) -> bool:
@@ -165,6 +167,19 @@ class OpNode(Node):
         # (the op node a CopySlices runs inside its own rule) keeps every gradient.
         receivers = _grad_state.receivers
         return receivers is None or nxt in receivers or self not in receivers
+
+    def needs_input_grads(self) -> tuple:
+        """``(needs_input_grad(0), needs_input_grad(1))`` in one call: what a binary op's raw
+        rule asks on every backward (Note [Raw backward rules] in ops/_dispatch.py)."""
+        edges = self.next_functions
+        n0 = edges[0][0]
+        n1 = edges[1][0]
+        receivers = _grad_state.receivers
+        if receivers is None:
+            return n0 is not None, n1 is not None
+        outside = self not in receivers                 # Note [Pruned backward]
+        return (n0 is not None and (outside or n0 in receivers),
+                n1 is not None and (outside or n1 in receivers))
 
     @property
     def args(self) -> tuple:
@@ -186,36 +201,75 @@ class OpNode(Node):
     def __dir__(self) -> list:
         # dir(grad_fn) lists _saved_<name> and _raw_saved_<name>, as PyTorch's nodes do (tools
         # such as ndgrad.viz.make_dot find a node's saved values and arguments this way).
-        names = set(super().__dir__())
-        op = type(self)._op
+        cls = type(self)
+        names = {n for n in super().__dir__()
+                 if not isinstance(getattr(cls, n, None), _SavedAttr)}
+        op = cls._op
         if op is not None:
             names.update("_saved_" + n for n in op.saved_names)
             names.update("_saved_" + n for n in op.arg_names[:len(self._args)])
             names.update("_raw_saved_" + n for n in op.saved_names)
         return sorted(names)
 
-    def __getattr__(self, name: str) -> Any:
-        # grad_fn._saved_self, grad_fn._saved_other, grad_fn._saved_result ...
-        if name.startswith("_raw_saved_"):
-            op = type(self)._op
-            key = name[len("_raw_saved_"):]
-            if key in op.saved_names:
-                if self._saved is RELEASED:
-                    raise RuntimeError(SECOND_BACKWARD_MSG)
-                v = self._saved[op.saved_names.index(key)]
-                # A saved list of tensors (autograd/saved.py): its SavedTensors, as PyTorch.
-                return tuple(v._items) if hasattr(v, "_items") else v
-        if name.startswith("_saved_"):
-            op = type(self)._op
-            key = name[len("_saved_"):]
-            names = op.saved_names
-            if key in names:
-                if self._saved is RELEASED:
-                    raise RuntimeError(SECOND_BACKWARD_MSG)
-                return self._saved[names.index(key)].unpack(self)
-            if key in op.arg_names[:len(self._args)]:
-                return self._args[op.arg_names.index(key)]
+
+# Note [Saved attributes as descriptors]
+# ``grad_fn._saved_self``, ``grad_fn._raw_saved_self`` and ``grad_fn._saved_<argument>`` are
+# properties that ``set_saved_attributes`` puts on each op's node class (from the op's
+# ``saved_names`` and ``arg_names``, again whenever those change), not a ``__getattr__``: a
+# class with ``__getattr__`` gets CPython's slow attribute hook for every lookup on its
+# instances (no specialised ``LOAD_ATTR``), ~9 ns more per ``node._saved``, ``node._op`` ...,
+# of which an op's forward and backward make a few dozen. An attribute the class itself sets
+# (``_saved_accumulate = False``) is left alone, as a class attribute was found before
+# ``__getattr__`` was asked.
+class _SavedAttr(property):
+    """A ``_saved_<name>`` or ``_raw_saved_<name>`` property (Note [Saved attributes as
+    descriptors])."""
+
+
+def _saved_attr(i: int) -> _SavedAttr:
+    def get(self: Any) -> Any:
+        sv = self._saved
+        if sv is RELEASED:
+            raise RuntimeError(SECOND_BACKWARD_MSG)
+        return sv[i].unpack(self)
+    return _SavedAttr(get)
+
+
+def _raw_saved_attr(i: int) -> _SavedAttr:
+    def get(self: Any) -> Any:
+        sv = self._saved
+        if sv is RELEASED:
+            raise RuntimeError(SECOND_BACKWARD_MSG)
+        v = sv[i]
+        # A saved list of tensors (autograd/saved.py): its SavedTensors, as PyTorch.
+        return tuple(v._items) if hasattr(v, "_items") else v
+    return _SavedAttr(get)
+
+
+def _arg_attr(name: str, i: int) -> _SavedAttr:
+    def get(self: Any) -> Any:
+        args = self._args
+        if i < len(args):
+            return args[i]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+    return _SavedAttr(get)
+
+
+def set_saved_attributes(cls: type, saved_names: tuple, arg_names: tuple) -> None:
+    """(Re)install the ``_saved_*`` properties of an op's node class."""
+    for k, v in list(cls.__dict__.items()):
+        if isinstance(v, _SavedAttr):
+            delattr(cls, k)
+    attrs: dict = {}
+    for i, n in enumerate(arg_names):
+        attrs["_saved_" + n] = _arg_attr("_saved_" + n, i)
+    for i, n in enumerate(saved_names):       # a saved value wins over an argument's name
+        if n not in saved_names[:i]:
+            attrs["_saved_" + n] = _saved_attr(i)
+            attrs["_raw_saved_" + n] = _raw_saved_attr(i)
+    for k, v in attrs.items():
+        if k not in cls.__dict__:
+            setattr(cls, k, v)
 
 
 def _materialize(grads: list, meta: tuple) -> list:

@@ -37,7 +37,8 @@ from ..autograd import batching as _batching_levels
 from ..autograd import profiler as _profiler
 from ..autograd.accumulate_grad import grad_accumulator
 from ..autograd.grad_mode import _state
-from ..autograd.node import SECOND_BACKWARD_MSG, OpNode, next_sequence_nr
+from ..autograd.node import SECOND_BACKWARD_MSG, OpNode, next_sequence_nr, \
+    set_saved_attributes
 from ..autograd.saved import SavedTensor, SavedTensorList, SavedValue, TensorList
 from ..tensor import Tensor, _transform_local, _wrap
 # Imported for its side effect: glibc's malloc thresholds (Note [Kernel workspace]), so that an
@@ -118,9 +119,9 @@ class Op:
             backward rules]).
     """
 
-    __slots__ = ("save_if", "name", "node_name", "forward", "vjp", "jvp", "saved_names",
+    __slots__ = ("save_if", "name", "node_name", "forward", "vjp", "jvp", "_saved_names",
                  "save_idx",
-                 "inputs", "arg_names", "view", "num_outputs", "pad", "differentiable",
+                 "inputs", "_arg_names", "view", "num_outputs", "pad", "differentiable",
                  "node_cls", "pad_edges", "pad_meta", "raw", "save_pairs", "raw_into")
 
     def __init__(self, name: str, node: str, forward: Callable, vjp: Optional[Callable] = None,
@@ -135,8 +136,8 @@ class Op:
         self.vjp = vjp
         self.jvp = jvp
         self.inputs = tuple(inputs)
-        self.arg_names = tuple(args)
-        self.saved_names = tuple(saves)
+        self._arg_names = tuple(args)
+        self._saved_names = tuple(saves)
         # >= 0: tensor input; -1: the result; <= -2: non-tensor argument -2 - index.
         self.save_idx = tuple(-1 if s == "result" else self.inputs.index(s) if s in self.inputs
                               else -2 - self.arg_names.index(s) for s in saves)
@@ -165,7 +166,30 @@ class Op:
         if full_name is not None:
             attrs["_full_name"] = full_name
         self.node_cls: Any = type(node, (OpNode,), attrs)   # an OpNode subclass
+        set_saved_attributes(self.node_cls, self._saved_names, self._arg_names)
         REGISTRY.setdefault(name, []).append(self)
+
+    # Note [Saved attributes as descriptors] (autograd/node.py): the node class's
+    # ``_saved_<name>`` properties follow these names.
+    @property
+    def saved_names(self) -> tuple:
+        """Names of the saved values (``grad_fn._saved_<name>``)."""
+        return self._saved_names
+
+    @saved_names.setter
+    def saved_names(self, names: Sequence[str]) -> None:
+        self._saved_names = tuple(names)
+        set_saved_attributes(self.node_cls, self._saved_names, self._arg_names)
+
+    @property
+    def arg_names(self) -> tuple:
+        """Names of the non-tensor arguments (``grad_fn._saved_<name>``)."""
+        return self._arg_names
+
+    @arg_names.setter
+    def arg_names(self, names: Sequence[str]) -> None:
+        self._arg_names = tuple(names)
+        set_saved_attributes(self.node_cls, self._saved_names, self._arg_names)
 
     def __repr__(self) -> str:
         return f"Op({self.name!r}, {self.node_name!r})"
@@ -231,6 +255,14 @@ def _raw_apply(self: Any, grads: list) -> tuple:
             if (v.dtype is not dt) if v.__class__ is _ndarray else v is NotImplemented:
                 return _op_node_apply(self, grads)
             vals: tuple = (v,)
+        elif len(sv) == 2:
+            # unrolled: a comprehension is a frame of its own in this Python (Note [Per-op cost])
+            v = sv[0].unpack_data(self)
+            w = sv[1].unpack_data(self)
+            if ((v.dtype is not dt) if v.__class__ is _ndarray else v is NotImplemented) or \
+                    ((w.dtype is not dt) if w.__class__ is _ndarray else w is NotImplemented):
+                return _op_node_apply(self, grads)
+            vals = (v, w)
         else:
             vals = tuple([s.unpack_data(self) for s in sv])
             for v in vals:
@@ -244,8 +276,14 @@ def _raw_apply(self: Any, grads: list) -> tuple:
         out = op.raw_into(self, d, vals)
     else:
         out = op.raw(self, d, vals)
+    res: tuple
     if out.__class__ is tuple:
-        res = tuple([None if o is None else g if o is d else _wrap(o) for o in out])
+        if len(out) == 2:
+            o, p = out
+            res = (None if o is None else g if o is d else _wrap(o),
+                   None if p is None else g if p is d else _wrap(p))
+        else:
+            res = tuple([None if o is None else g if o is d else _wrap(o) for o in out])
     elif out is d:
         res = (g,)
     else:
@@ -309,22 +347,47 @@ _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a 
 # Note [Per-op cost]
 # The budget of one small op, ``sin`` of a (16,) float32 tensor that requires grad, and of its
 # backward node, in ns (``python bench/per_op_cost.py``: minimum of short rounds in 3 fresh
-# processes, on this project's 2-core VM, loaded by other jobs (load average ~7),
-# 2026-11-27, session 21; session 20's budget, same script, in brackets):
+# processes, on this project's 2-core VM, loaded by other jobs (load average ~10),
+# 2026-11-27, session 22; session 21's budget, same script, in brackets):
 #
-#   forward   NumPy kernel np.sin                                      241   (238)
-#             apply: flags, forward call, wrap (no grad)               367   (373)
-#             op function (dtype check) + signature wrapper            124   (129)
-#             recording: node, edges, input metadata                   437   (449)
-#             saving one tensor (SavedTensor)                          147   (148)
-#             a leaf's new AccumulateGrad (per leaf and step)          325   (388)
-#   backward  raw rule on arrays: np.cos, np.multiply                  565   (548)
-#             the node around it: checks, unpack, wrap (*)             750   (783)
-#             engine per node: count, validate, buffer, schedule       830   (802)
-#             AccumulateGrad, first gradient stolen                    605   (674)
-#             ``(w * w).sum().backward()``, the whole backward         15200 (18545)
-#               (its entry through ``autograd.backward``: 17057)
-#   create_graph: the Tensor rule recording its two ops              +2465 (+2565)
+#   forward   NumPy kernel np.sin                                      240   (241)
+#             apply: flags, forward call, wrap (no grad)               400   (367)
+#             op function (dtype check) + signature wrapper            144   (124)
+#             recording: node, edges, input metadata                   472   (437)
+#             saving one tensor (SavedTensor)                          148   (147)
+#             a leaf's new AccumulateGrad (per leaf and step)          336   (325)
+#   backward  raw rule on arrays: np.cos, np.multiply                  551   (565)
+#             the node around it: checks, unpack, wrap (*)             749   (750)
+#             engine per node: count, validate, buffer, schedule       629   (830)
+#             AccumulateGrad, first gradient stolen                    589   (605)
+#             ``(w * w).sum().backward()``, the whole backward         15680 (15200)
+#               (its entry through ``autograd.backward``: 17468)
+#   create_graph: the Tensor rule recording its two ops              +2520 (+2465)
+#
+# (the forward lines moved within this machine's noise; in the same minute session 21's code
+# gave 411/128/477 for them, and 855 for the engine per node). Session 22's cuts: nodes have
+# no ``__getattr__`` any more (Note [Saved attributes as descriptors] in autograd/node.py):
+# with it CPython did not specialise any attribute load on a node (18 ns against 9.7 for
+# ``node._saved``, ``node._op`` ...), which the engine and the raw rules make a few dozen times
+# per node; binary raw rules ask ``needs_input_grads()`` once for both operands; the node's
+# two saved values, its two gradients (``_raw_apply``), mul's and mm's two saves (``_record``)
+# and ``OpNode.saved`` are handled without list comprehensions (each is a frame of its own on
+# Python 3.11, ~0.3 µs); mm's ``g @ W.T`` for a few dozen rows copies ``g`` column-major first
+# (Note [Small NT products] in ops/linalg.py: 11.4 -> 6.2 µs for mlp_small's 32x128 @ 128x128,
+# and that product no longer goes to OpenBLAS's second thread, which on a loaded machine
+# stalled whole steps for milliseconds). Step times (load ~7-13; /tmp scripts mirroring the
+# shared bench's step; one thread: CPU time of the thread or best of 300 rounds of 10 steps):
+# mlp_small's step 131-134 µs best against 141-142 for session 21's code in the same minutes,
+# its backward 81-85 µs (p10) against 91-95, its forward 37-39 unchanged; torch's step on one
+# thread 147-150 best (CPU time). On 2 threads (wall time, 100 rounds of 10 steps at load ~13):
+# ndgrad 132-134 best, 137-141 p25, 145-150 median; torch 137-140 best, 144-147 p25, 2.6-4 ms
+# median (its threads stall at that load); session 21's code 141-143 best, 3-55 ms median.
+# double_backward ~310-320 µs min, unchanged within noise (torch ~390 on one thread: it wins
+# only with its second thread). Where the rest of mlp_small goes: attribute loads of class
+# defaults on Tensors and nodes (``t._grad_fn``, ``node._has_hooks``: ~10-11 ns against ~4 for
+# an instance's own attribute, a few hundred per step), and ~5 µs per backward of a fresh graph
+# that a retained graph run again does not pay (12.4 against 8.6 µs for ``(w * w).sum()``,
+# same code path, not the garbage collector: not found).
 #
 # (*) includes ~250 of the measurement's own grad-mode switch and list. Session 21 cut the
 # entry and the leaves: ``loss.backward()`` of a 0-d loss skips ``backward``'s argument
@@ -348,7 +411,8 @@ _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a 
 # products take 70-180 µs (they wait for the second thread), which is what makes eager steps
 # erratic there. mlp_small's float32 products run one thread either way, except
 # ``g @ W.t()`` (OpenBLAS's NT form: 11.7 µs on one thread against 5.3 for the same product
-# with ``g`` copied to column-major first, the TT form; 6.2 for x @ W).
+# with ``g`` copied to column-major first, the TT form; 6.2 for x @ W; what backward now does,
+# Note [Small NT products]).
 # Session 20's cuts: raw rules for add and sub (a bias's gradient summed in the rule, no
 # dispatch) and for adding or subtracting a scalar; a raw rule may pass ``g`` through (the node
 # hands on the same Tensor) and may come as ``raw_into``, written into a gradient only the
@@ -537,8 +601,16 @@ def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
             else:
                 node._saved = (_save(i, tensors, result, args),)
         elif op.save_pairs is not None:
-            node._saved = tuple([SavedTensor(tensors[i]) if edges[k][0] is not None
-                                 else _NOT_SAVED for i, k in op.save_pairs])
+            pairs = op.save_pairs
+            if len(pairs) == 2:     # mul, mm: unrolled (a comprehension is a frame of its own)
+                (i, k), (j, m) = pairs
+                node._saved = (SavedTensor(tensors[i]) if edges[k][0] is not None
+                               else _NOT_SAVED,
+                               SavedTensor(tensors[j]) if edges[m][0] is not None
+                               else _NOT_SAVED)
+            else:
+                node._saved = tuple([SavedTensor(tensors[i]) if edges[k][0] is not None
+                                     else _NOT_SAVED for i, k in pairs])
         else:
             node._saved = _saved_values(op, node, tensors, result, args)
 

@@ -183,8 +183,8 @@ def _add_raw(ctx, g, saved):
         return g, g
     if ctx._post_hooks:
         return NotImplemented      # a post hook sees the Tensor rule's unreduced gradients
-    return (_sum_to_array(g, s0) if ctx.needs_input_grad(0) else None,
-            _sum_to_array(g, s1) if ctx.needs_input_grad(1) else None)
+    n0, n1 = ctx.needs_input_grads()
+    return (_sum_to_array(g, s0) if n0 else None, _sum_to_array(g, s1) if n1 else None)
 
 
 def _sub_raw(ctx, g, saved):
@@ -194,8 +194,9 @@ def _sub_raw(ctx, g, saved):
     meta = ctx._input_meta
     if ctx._post_hooks and (meta[0][0] != g.shape or meta[1][0] != g.shape):
         return NotImplemented      # as in _add_raw
-    return (_sum_to_array(g, meta[0][0]) if ctx.needs_input_grad(0) else None,
-            _sum_to_array(np.negative(g), meta[1][0]) if ctx.needs_input_grad(1) else None)
+    n0, n1 = ctx.needs_input_grads()
+    return (_sum_to_array(g, meta[0][0]) if n0 else None,
+            _sum_to_array(np.negative(g), meta[1][0]) if n1 else None)
 
 
 def _pass_raw(ctx, g, saved):
@@ -226,7 +227,7 @@ def _mul_vjp(ctx, g):
 
 def _mul_raw(ctx, g, saved):
     b, a = saved
-    n0, n1 = ctx.needs_input_grad(0), ctx.needs_input_grad(1)
+    n0, n1 = ctx.needs_input_grads()
     if a is b and n0 and n1:
         edges = ctx.next_functions
         if edges[0] == edges[1]:
@@ -758,8 +759,9 @@ def _tanh_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
 def _tanh_backward_raw(ctx, gg, saved):
     # Note [Raw backward rules] (ops/_dispatch.py): _tanh_backward_vjp on arrays
     g, r = saved
-    return (_tanh_backward_fwd(gg, r) if ctx.needs_input_grad(0) else None,
-            _mul(gg, _mul(_mul(r, _s(r, -2)), g)) if ctx.needs_input_grad(1) else None)
+    n0, n1 = ctx.needs_input_grads()
+    return (_tanh_backward_fwd(gg, r) if n0 else None,
+            _mul(gg, _mul(_mul(r, _s(r, -2)), g)) if n1 else None)
 
 
 TANH_BACKWARD = Op("tanh_backward", "TanhBackwardBackward0", _tanh_backward_fwd,
