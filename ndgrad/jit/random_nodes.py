@@ -48,8 +48,8 @@ from typing import Any, Callable, Optional
 
 from .. import _generator
 from ..ops import sampling as _sampling
-from ..tensor import Tensor, _wrap
-from .ir import Graph, Node, TensorArg, Value
+from ..tensor import _wrap
+from .ir import Graph, Node, Value
 
 __all__ = ["RANDOM_NODE_OPS", "TRACEABLE_RANDOM_OPS", "is_random", "values_unread",
            "record_draw", "run_draw", "accept_op", "before_op_draw", "snapshot", "restore",
@@ -125,20 +125,7 @@ def record_draw(tr: Any, fn: Callable, args: tuple) -> Any:
         tr._drawing = False
     tr._rng_state = trm._rng_fingerprint()
     outs = out if isinstance(out, tuple) else (out,)
-    inputs: list = []
-    slots: dict = {}
-
-    def sub(a: Any) -> Any:
-        if isinstance(a, Tensor):
-            j = slots.get(id(a))
-            if j is None:
-                inputs.append(tr.value_of(a))
-                j = slots[id(a)] = len(inputs) - 1
-            return TensorArg(j)
-        if type(a) in (tuple, list):
-            return type(a)(sub(x) for x in a)
-        return a
-    targs = tuple(sub(a) for a in args)
+    targs, _, inputs, _, _ = tr.placeholders(args, {})
     n = tr.graph.insert_prim(
         "Call", inputs, [(o.shape, o.dtype, False) for o in outs],
         {"fn": run_draw, "name": getattr(fn, "__name__", "draw").lstrip("_"),

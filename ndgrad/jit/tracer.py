@@ -828,13 +828,11 @@ class Tracer:
         del old
 
     # ---- calls recorded whole (see _make_call)
-    def record_call(self, name: str, fn: Callable, args: tuple, kwargs: dict,
-                    res: Any, differentiable: bool = False) -> None:
-        outs = res if isinstance(res, tuple) else (res,)
-        if not all(isinstance(o, Tensor) for o in outs):
-            return
-        if not differentiable and all(self.knows(o) for o in outs):
-            return                          # it went through the op table
+    def placeholders(self, args: tuple, kwargs: dict) -> tuple:
+        """A ``Call`` node's arguments: ``(args, kwargs, inputs, slots, traced)`` with every
+        Tensor (inside tuples and lists too) replaced by a ``TensorArg`` numbering the
+        distinct tensors in order of first use; ``inputs`` their graph values, ``slots`` their
+        numbers by ``id``, ``traced`` whether any is traced or requires grad."""
         inputs: list = []
         slots: dict = {}
         traced = [False]
@@ -853,7 +851,17 @@ class Tracer:
             return a
         targs = tuple(sub(a) for a in args)
         tkw = {k: sub(v) for k, v in kwargs.items()}
-        if not traced[0]:
+        return targs, tkw, inputs, slots, traced[0]
+
+    def record_call(self, name: str, fn: Callable, args: tuple, kwargs: dict,
+                    res: Any, differentiable: bool = False) -> None:
+        outs = res if isinstance(res, tuple) else (res,)
+        if not all(isinstance(o, Tensor) for o in outs):
+            return
+        if not differentiable and all(self.knows(o) for o in outs):
+            return                          # it went through the op table
+        targs, tkw, inputs, slots, traced = self.placeholders(args, kwargs)
+        if not traced:
             return                          # nothing traced goes in: a constant
         mutates = tuple(slots[id(t)] for t in _updated_args(name, args, kwargs)
                         if id(t) in slots)  # Note [Calls that update their inputs]

@@ -240,8 +240,8 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` entries chosen at random (the largest of ``rand_like(t)``)."""
+class _Unstructured(BasePruningMethod):
+    """Prunes ``amount`` entries, the ones ``_pick`` chooses."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -249,35 +249,33 @@ class RandomUnstructured(BasePruningMethod):
         _check_amount(amount)
         self.amount = amount
 
+    def _pick(self, t: Tensor, k: int) -> Tensor:
+        raise NotImplementedError
+
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         k = _count(self.amount, t.numel())
         mask = default_mask.clone()
         if k:
-            draws = _creation.rand_like(t)
-            mask.view(-1)[draws.reshape(-1).topk(k).indices] = 0
+            mask.view(-1)[self._pick(t, k)] = 0
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes ``amount`` entries chosen at random (the largest of ``rand_like(t)``)."""
+
+    def _pick(self, t: Tensor, k: int) -> Tensor:
+        return _creation.rand_like(t).reshape(-1).topk(k).indices
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: Any) -> Any:  # type: ignore[override]
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes the ``amount`` entries of smallest absolute value."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount: Any) -> None:
-        _check_amount(amount)
-        self.amount = amount
-
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        k = _count(self.amount, t.numel())
-        mask = default_mask.clone()
-        if k:
-            smallest = t.abs().reshape(-1).topk(k, largest=False).indices
-            mask.view(-1)[smallest] = 0
-        return mask
+    def _pick(self, t: Tensor, k: int) -> Tensor:
+        return t.abs().reshape(-1).topk(k, largest=False).indices
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: Any,  # type: ignore[override]
