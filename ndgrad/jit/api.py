@@ -569,6 +569,7 @@ _EAGER = object()
 # torch.compile's modes and backend names, accepted for the programs that pass them
 _TORCH_MODES = (None, "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs",
                 "max-autotune")
+_MODES_KEPT = 4       # specializations of other training-flag tuples kept per guard key
 _TORCH_BACKENDS = ("inductor", "eager", "aot_eager", "aot_eager_decomp_partition",
                    "cudagraphs", "openxla", "tvm", "onnxrt")
 
@@ -586,6 +587,7 @@ class CompiledFunction:
         self._lock = threading.Lock()
         self._warned = False
         self._fast: Optional[tuple] = None     # Note [The last specialization's fast check]
+        self._other_modes: dict = {}           # key -> specializations of other flag tuples
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -620,6 +622,18 @@ class CompiledFunction:
             spec = self._cache.get(key)
             if spec is not None and (spec is _EAGER or not spec.guarded or spec.lifted_ok()):
                 return spec, None
+            if spec is not None and not spec.flags_ok():
+                # another tuple of training flags: a specialization traced under it is kept
+                # (Note [Compiled modules and training flags] in nn/compiled.py)
+                kept = self._other_modes.setdefault(key, [])
+                for alt in kept:
+                    if alt.lifted_ok():
+                        kept.remove(alt)
+                        kept.append(spec)
+                        self._cache[key] = alt
+                        return alt, None
+                kept.append(spec)
+                del kept[:-_MODES_KEPT]
             real = sum(1 for s in self._cache.values() if s is not _EAGER)
             if spec is None and real >= self._cache_limit:
                 if not self._warned:

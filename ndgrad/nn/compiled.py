@@ -3,14 +3,15 @@ wrapper type) and what ``model.compile()`` installs.
 
 Note [Compiled modules and training flags]
 A traced graph holds whatever Python decided while tracing, and a module's ``training`` flag
-decides a lot (batch statistics and running-stat updates in BatchNorm, dropout on or off). So a
-compiled module keeps one compiled function per tuple of its submodules' ``training`` flags,
-in ``modules()`` order: after ``model.eval()`` the next call traces the evaluation graph (once)
-instead of replaying the training one, as torch.compile's guards on ``training`` do. The
-submodule list is read again when a submodule is added or replaced. A compiled *function*
-that calls modules is guarded the same way: its trace records the modules called
-(``recording_module_calls`` in nn/modules/module.py) and a specialization whose modules'
-flags changed since is traced again (``_Specialization.flags_ok`` in jit/api.py).
+decides a lot (batch statistics and running-stat updates in BatchNorm, dropout on or off). So
+a trace records the modules it calls and their flags (``recording_module_calls`` in
+nn/modules/module.py), and a specialization is valid only while those flags are unchanged
+(``_Specialization.flags_ok`` in jit/api.py, checked on every call: one attribute read per
+module called). After ``model.eval()`` the next call traces the evaluation graph once; the
+training one is kept (up to ``_MODES_KEPT`` other tuples per kind of input), so switching back
+and forth does not trace again, as torch.compile's guards on ``training`` behave. This holds
+for compiled modules (``ndgrad.compile(module)``, ``module.compile()``) and for compiled
+functions that call modules.
 
 Example:
     >>> import ndgrad
@@ -28,7 +29,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict
 
 from ..jit.api import compile as _compile
 from .modules.module import Module
@@ -37,18 +38,16 @@ __all__ = ["OptimizedModule", "FlagGuardedCall"]
 
 
 class FlagGuardedCall:
-    """Calls ``target`` (a module's uncompiled call) through one compiled function per tuple
-    of the module tree's ``training`` flags (Note [Compiled modules and training flags]).
-    ``options`` are ``ndgrad.compile``'s keyword arguments. Copies and pickles keep the
-    options, not the compiled functions (they trace again on first use)."""
+    """Calls ``target`` (a module's uncompiled call) through ``ndgrad.compile(target,
+    **options)``, whose specializations are guarded on the ``training`` flags of the modules
+    they called (Note [Compiled modules and training flags]). Copies and pickles keep the
+    options, not the compiled function (it traces again on first use)."""
 
     def __init__(self, module: Module, target: Callable, options: Dict[str, Any]) -> None:
         self._module = module
         self._target = target
         self._options = options
-        self._mods: List[Module] = []
-        self._tree: Tuple[int, ...] = ()
-        self._compiled: Dict[Tuple[bool, ...], Any] = {}
+        self._compiled: Any = None
 
     def __getstate__(self) -> dict:
         return {"_module": self._module, "_target": self._target, "_options": self._options}
@@ -56,18 +55,10 @@ class FlagGuardedCall:
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["_module"], state["_target"], state["_options"])  # type: ignore
 
-    def _flags(self) -> Tuple[bool, ...]:
-        mods = self._mods
-        if not mods or self._tree != tuple(id(m) for m in mods[0].modules()):
-            mods = self._mods = list(self._module.modules())
-            self._tree = tuple(id(m) for m in mods)
-        return tuple([m.training for m in mods])
-
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        flags = self._flags()
-        fn = self._compiled.get(flags)
+        fn = self._compiled
         if fn is None:
-            fn = self._compiled[flags] = _compile(self._target, **self._options)
+            fn = self._compiled = _compile(self._target, **self._options)
         return fn(*args, **kwargs)
 
 
