@@ -306,3 +306,23 @@ def test_compiled_model_with_dropout_draws_eagers_masks():
             want.sum().backward()
     for a, b in zip(m.parameters(), ref.parameters()):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
+
+
+class OwnFlag(nn.Module):
+    """Reads its own training flag in forward (no submodule does)."""
+
+    def forward(self, x):
+        return x * 2 if self.training else x * 3
+
+
+@pytest.mark.parametrize("how", ["optimized", "in_place"])
+def test_the_compiled_modules_own_flag_is_guarded(how):
+    m = OwnFlag()
+    c = ndgrad.compile(m) if how == "optimized" else m
+    if how == "in_place":
+        m.compile()
+    assert c(ndgrad.ones(1)).item() == 2.0
+    c.eval()
+    assert c(ndgrad.ones(1)).item() == 3.0
+    c.train()
+    assert c(ndgrad.ones(1)).item() == 2.0

@@ -738,6 +738,10 @@ class Module:
 
     # ------------------------------------------------------------------ call
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
+        if _dispatch._TRACING:              # Note [Compiled modules and training flags]
+            seen = _called.__dict__.get("seen")
+            if seen is not None:
+                seen.append(self)
         forward_call = self.forward
         if not (self._backward_hooks or self._backward_pre_hooks or self._forward_hooks
                 or self._forward_pre_hooks or _global_backward_pre_hooks
@@ -845,10 +849,6 @@ class Module:
         compiled = self.__dict__.get("_compiled_call_impl")
         if compiled is not None:                   # installed by compile()
             return compiled(*args, **kwargs)
-        if _dispatch._TRACING:
-            seen = _called.__dict__.get("seen")
-            if seen is not None:
-                seen.append(self)
         return self._call_impl(*args, **kwargs)
 
     __call__: Callable[..., Any] = _wrapped_call_impl
