@@ -326,3 +326,51 @@ def test_the_compiled_modules_own_flag_is_guarded(how):
     assert c(ndgrad.ones(1)).item() == 3.0
     c.train()
     assert c(ndgrad.ones(1)).item() == 2.0
+
+
+def test_replacing_or_adding_a_submodule_traces_again():
+    ndgrad.manual_seed(2)
+    m = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 2))
+    cm = ndgrad.compile(m)
+    x = ndgrad.randn(4, 3)
+    cm(x)
+    for change in (lambda: m.__setitem__(1, nn.Tanh()), lambda: m.append(nn.Sigmoid())):
+        change()
+        np.testing.assert_array_equal(cm(x).detach().numpy(), m(x).detach().numpy())
+    f = ndgrad.compile(lambda x: m(x).sum())
+    f(x)
+    m[1] = nn.ReLU()
+    np.testing.assert_array_equal(f(x).item(), m(x).sum().item())
+
+
+def test_scripting_a_compiled_module_follows_the_scripts_mode():
+    ndgrad.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))
+    m.compile()
+    s = ndgrad.jit.script(m)
+    s.eval()
+    x = ndgrad.randn(4, 8)
+    assert m.training
+    np.testing.assert_array_equal(s(x).detach().numpy(), m[0](x).detach().numpy())
+    t = ndgrad.jit.trace(OwnFlag(), ndgrad.ones(1))
+    assert t(ndgrad.ones(1)).item() == 2.0
+    t.eval()
+    assert t(ndgrad.ones(1)).item() == 3.0          # the traced module's own flag
+
+
+@pytest.mark.parametrize("norm", ["batch", "instance"])
+def test_create_graph_through_a_compiled_normalization(norm):
+    """A compiled backward holding a CallBackward runs op by op under create_graph: traced
+    again, it baked the traced call's statistics in (wrong from the third call)."""
+    ndgrad.manual_seed(0)
+    layer = (nn.BatchNorm1d(3) if norm == "batch" else nn.InstanceNorm1d(3, affine=True)).double()
+    shape = (4, 3) if norm == "batch" else (4, 3, 5)
+    f = lambda x: (layer(x) ** 2).sum()  # noqa: E731
+    cf = ndgrad.compile(f)
+    for _ in range(4):
+        x = ndgrad.randn(*shape, dtype=ndgrad.float64, requires_grad=True)
+        hs = []
+        for g in (f, cf):
+            gx, = ndgrad.autograd.grad(g(x), x, create_graph=True)
+            hs.append(ndgrad.autograd.grad((gx * x).sum(), x)[0].numpy())
+        np.testing.assert_allclose(hs[1], hs[0], rtol=1e-9, atol=1e-12)

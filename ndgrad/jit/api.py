@@ -197,7 +197,8 @@ class _Specialization:
         else:
             with nn_module.recording_module_calls() as seen:
                 res, self.first_outputs = _trace(fn, args, kwargs, check)
-        self.module_flags = tuple((m, m.training) for m in dict.fromkeys(seen))
+        self.module_flags = tuple((m, m.training, tuple(m._modules.values()))
+                                  for m in dict.fromkeys(seen))
         # building runs f on example values: its draws are put back (Note [Random nodes])
         gen_states = _random_nodes.snapshot(res.graph)
         self.graph = res.graph
@@ -269,9 +270,10 @@ class _Specialization:
         return "\n".join(parts)
 
     def flags_ok(self) -> bool:
-        """The called modules' ``training`` flags are the trace's."""
-        for m, flag in self.module_flags:
-            if m.training is not flag:
+        """The called modules' ``training`` flags and submodules are the trace's."""
+        for m, flag, kids in self.module_flags:
+            if m.training is not flag or (kids and tuple(m._modules.values()) != kids) or (
+                    not kids and m._modules):
                 return False
         return True
 
@@ -411,9 +413,14 @@ def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
         return interpret(df_graph, list(xs))
 
     df_compiled = CompiledFunction(run_df, backend, True, 8)
+    # A CallBackward node re-runs a function recorded whole (a normalization ...) whose
+    # backward reads values it computed outside the op table: traced again, they would be
+    # baked into df's code as the traced call's constants. Such a df runs op by op.
+    whole_calls = _has_kind(df_graph.block(), "CallBackward")
 
     def df_tensors(vjps: list, caps: list) -> list:
-        if _dispatch._BATCHING or any(x is not None and x._blevel for x in vjps):
+        if whole_calls or _dispatch._BATCHING or any(x is not None and x._blevel
+                                                     for x in vjps):
             return list(interpret(df_graph, vjps + caps))
         return list(df_compiled(*vjps, *caps))
 
@@ -438,6 +445,14 @@ def _gradient_plan(grad: Any, kinds: tuple, backend: str) -> Plan:
                                                                    - len(kinds)),
                 df_through=through, df_twins=twins)
     return plan
+
+
+def _has_kind(block: Any, kind: str) -> bool:
+    """Whether a node of ``kind`` is in ``block`` or its nested blocks."""
+    for n in block._nodes:
+        if n.kind() == kind or any(_has_kind(b, kind) for b in n._blocks):
+            return True
+    return False
 
 
 def _output_kinds(g: Any, num_outputs: int) -> tuple:

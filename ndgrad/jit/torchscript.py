@@ -38,7 +38,7 @@ from typing import Any, Callable, Dict, Iterator
 from .. import serialization
 from .._control_flow import Future, fork, wait  # torch.jit's are torch's top-level ones
 from ..nn.compiled import FlagGuardedCall
-from ..nn.modules.module import Module
+from ..nn.modules.module import Module, note_traced_call
 from ..ops import _dispatch
 from . import api
 
@@ -130,6 +130,8 @@ class TracedModule(ScriptModule):
     trace's."""
 
     def _eager_forward(self, *args: Any, **kwargs: Any) -> Any:
+        if _dispatch._TRACING:
+            note_traced_call(self)      # its own training flag guards the compiled code
         return super(ScriptModule, self).forward(*args, **kwargs)   # the original class's
 
     def _start(self, example_inputs: Any, check_trace: bool) -> None:
@@ -180,6 +182,7 @@ def _wrap(kind: type, mod: Module) -> Module:
     if builtins.isinstance(mod, ScriptModule):
         mod = mod.__dict__["_original"]
     state = dict(mod.__dict__)
+    state.pop("_compiled_call_impl", None)    # module.compile()'s call runs the original
     state["_modules"] = {k: None if c is None else _wrap(RecursiveScriptModule, c)
                          for k, c in mod._modules.items()}
     state["_original"] = mod

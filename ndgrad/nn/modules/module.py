@@ -739,9 +739,7 @@ class Module:
     # ------------------------------------------------------------------ call
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
         if _dispatch._TRACING:              # Note [Compiled modules and training flags]
-            seen = _called.__dict__.get("seen")
-            if seen is not None:
-                seen.append(self)
+            note_traced_call(self)
         forward_call = self.forward
         if not (self._backward_hooks or self._backward_pre_hooks or self._forward_hooks
                 or self._forward_pre_hooks or _global_backward_pre_hooks
@@ -1335,6 +1333,13 @@ class Module:
 
 
 _called = threading.local()
+
+
+def note_traced_call(module: "Module") -> None:
+    """Record a call of ``module`` for ``recording_module_calls`` (while a trace records)."""
+    seen = _called.__dict__.get("seen")
+    if seen is not None:
+        seen.append(module)
 
 
 @contextlib.contextmanager
