@@ -552,10 +552,11 @@ class Tracer:
             if name in RANDOM_OPS and _random_nodes.accept_op(self, op):
                 pass                # Note [Random nodes]
             elif name in RANDOM_OPS:
-                raise TraceError(f"ndgrad.jit: random op '{name}' at {self.source()}: random "
-                                 "numbers cannot be traced yet (their samples would be baked "
-                                 "into the graph); draw them outside the traced function and "
-                                 "pass them as inputs")
+                raise TraceError(f"ndgrad.jit: random op '{name}' at {self.source()} cannot "
+                                 "be recorded in this form (a generator= argument, or "
+                                 "bernoulli_ with a tensor of probabilities; Note [Random "
+                                 "nodes]); draw it outside the traced function and pass the "
+                                 "numbers as inputs")
             else:
                 raise TraceError(f"ndgrad.jit: '{name}' at {self.source()} has an output shape "
                                  "that depends on the input values; a traced graph has static "
@@ -735,9 +736,10 @@ class Tracer:
         if fp != self._rng_state:
             self._rng_state = fp
             raise TraceError(f"ndgrad.jit: random numbers were drawn at or before "
-                             f"{self.source()}: random numbers cannot be traced yet (their "
-                             "samples would be baked into the graph); draw them outside the "
-                             "traced function and pass them as inputs")
+                             f"{self.source()} outside a recorded draw, or the generator's "
+                             "state was set (manual_seed, set_rng_state, fork_rng, NumPy's "
+                             "generator: Note [Random nodes]); their samples would be baked "
+                             "into the graph: do that outside the traced function")
 
     # ---- functionalization
     def wrap_inplace(self, target: Tensor, fn: Callable) -> Callable:
