@@ -12,6 +12,16 @@ import ndgrad
 from tests._compare import outcome
 
 
+@pytest.fixture(autouse=True)
+def _torch_validates():
+    """torch.compile's first run (tests/programs/training_boilerplate.py) turns torch's default
+    argument validation off for the whole process (torch/_dynamo/eval_frame.py)."""
+    old = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(old)
+
+
 def _same(fn):
     """``fn(lib)`` under both libraries: equal values, or the same error type and words."""
     t = outcome(lambda: fn(torch))
