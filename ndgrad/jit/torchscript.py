@@ -37,7 +37,7 @@ from typing import Any, Callable, Dict, Iterator
 
 from .. import serialization
 from .._control_flow import Future, fork, wait  # torch.jit's are torch's top-level ones
-from ..nn.compiled import FlagGuardedCall
+from ..nn.compiled import LazyCompiledCall
 from ..nn.modules.module import Module, note_traced_call
 from ..ops import _dispatch
 from . import api
@@ -136,7 +136,7 @@ class TracedModule(ScriptModule):
 
     def _start(self, example_inputs: Any, check_trace: bool) -> None:
         d = self.__dict__
-        d["_guarded"] = FlagGuardedCall(self, self._eager_forward, {})
+        d["_guarded"] = LazyCompiledCall(self, self._eager_forward, {})
         if example_inputs is not None:
             d["_traced"] = api.trace(self._eager_forward, example_inputs,
                                      check_trace=check_trace)

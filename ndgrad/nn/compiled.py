@@ -4,14 +4,15 @@ wrapper type) and what ``model.compile()`` installs.
 Note [Compiled modules and training flags]
 A traced graph holds whatever Python decided while tracing, and a module's ``training`` flag
 decides a lot (batch statistics and running-stat updates in BatchNorm, dropout on or off). So
-a trace records the modules it calls and their flags (``recording_module_calls`` in
-nn/modules/module.py), and a specialization is valid only while those flags are unchanged
-(``_Specialization.flags_ok`` in jit/api.py, checked on every call: one attribute read per
-module called). After ``model.eval()`` the next call traces the evaluation graph once; the
-training one is kept (up to ``_MODES_KEPT`` other tuples per kind of input), so switching back
-and forth does not trace again, as torch.compile's guards on ``training`` behave. This holds
-for compiled modules (``ndgrad.compile(module)``, ``module.compile()``) and for compiled
-functions that call modules.
+a trace records the modules it calls, their flags and their submodules
+(``recording_module_calls`` in nn/modules/module.py), and a specialization is valid only while
+those are unchanged (``_Specialization.flags_ok`` in jit/api.py, checked on every call: an
+attribute read per module called, and a tuple of the submodules of each container). After
+``model.eval()`` the next call traces the evaluation graph once; the training one is kept (up
+to ``_MODES_KEPT`` other tuples per kind of input), so switching back and forth does not trace
+again, as torch.compile's guards on ``training`` behave. This holds for compiled modules
+(``ndgrad.compile(module)``, ``module.compile()``) and for compiled functions that call
+modules.
 
 Example:
     >>> import ndgrad
@@ -34,13 +35,13 @@ from typing import Any, Callable, Dict
 from ..jit.api import compile as _compile
 from .modules.module import Module
 
-__all__ = ["OptimizedModule", "FlagGuardedCall"]
+__all__ = ["OptimizedModule", "LazyCompiledCall"]
 
 
-class FlagGuardedCall:
+class LazyCompiledCall:
     """Calls ``target`` (a module's uncompiled call) through ``ndgrad.compile(target,
-    **options)``, whose specializations are guarded on the ``training`` flags of the modules
-    they called (Note [Compiled modules and training flags]). Copies and pickles keep the
+    **options)``, made on first use, whose specializations are guarded on the modules they
+    called (Note [Compiled modules and training flags]). Copies and pickles keep the
     options, not the compiled function (it traces again on first use)."""
 
     def __init__(self, module: Module, target: Callable, options: Dict[str, Any]) -> None:
@@ -79,7 +80,7 @@ class OptimizedModule(Module):
         super().__init__()
         self._orig_mod = mod
         self.training = mod.training
-        self.__dict__["_guarded"] = FlagGuardedCall(mod, mod._call_impl, options)
+        self.__dict__["_guarded"] = LazyCompiledCall(mod, mod._call_impl, options)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.__dict__["_guarded"](*args, **kwargs)

@@ -1326,10 +1326,10 @@ class Module:
         >>> m(ndgrad.ones(3, 2)).shape
         ndgrad.Size([3, 1])
         """
-        from ..compiled import FlagGuardedCall  # local import: nn/compiled.py subclasses Module
+        from ..compiled import LazyCompiledCall  # local import: nn/compiled.py subclasses Module
         if args:
             raise TypeError("Module.compile() takes ndgrad.compile's options as keywords")
-        self.__dict__["_compiled_call_impl"] = FlagGuardedCall(self, self._call_impl, kwargs)
+        self.__dict__["_compiled_call_impl"] = LazyCompiledCall(self, self._call_impl, kwargs)
 
 
 _called = threading.local()
