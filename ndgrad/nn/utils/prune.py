@@ -172,26 +172,24 @@ class PruningContainer(BasePruningMethod):
 
     def __init__(self, *args: BasePruningMethod) -> None:
         self._pruning_methods: Tuple[BasePruningMethod, ...] = ()
-        if len(args) == 1 and not isinstance(args[0], BasePruningMethod):
-            args = tuple(args[0])
-        if len(args) == 1:
-            self._tensor_name = args[0]._tensor_name
-            self._pruning_methods = (args[0],)
-        else:
-            for m in args:
-                self.add_pruning_method(m)
+        methods = tuple(args[0]) if len(args) == 1 and not isinstance(
+            args[0], BasePruningMethod) else args
+        for m in methods:
+            self.add_pruning_method(m)
 
     def add_pruning_method(self, method: BasePruningMethod) -> None:
-        if not isinstance(method, BasePruningMethod) and method is not None:
+        """Append ``method`` (it must act on the same parameter as the ones held)."""
+        if method is None:
+            return
+        if not isinstance(method, BasePruningMethod):
             raise TypeError(f"{type(method)} is not a BasePruningMethod subclass")
-        if method is not None and self._pruning_methods and \
-                self._tensor_name != method._tensor_name:
+        held = self._pruning_methods
+        if held and held[0]._tensor_name != method._tensor_name:
             raise ValueError("Can only add pruning methods acting on the parameter named "
-                             f"'{self._tensor_name}' to PruningContainer {self}. Found "
+                             f"'{held[0]._tensor_name}' to PruningContainer {self}. Found "
                              f"'{method._tensor_name}'")
-        if method is not None:
-            self._tensor_name = method._tensor_name
-            self._pruning_methods += (method,)
+        self._tensor_name = method._tensor_name
+        self._pruning_methods = held + (method,)
 
     def __len__(self) -> int:
         return len(self._pruning_methods)
