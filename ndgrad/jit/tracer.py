@@ -1030,7 +1030,8 @@ def _make_backward_escape(orig: Callable) -> Callable:
             raise TraceError(
                 f"ndgrad.jit: autograd.backward() at {user_source()} accumulates into .grad, "
                 "a side effect a compiled graph does not replay on later calls. Return the "
-                "gradients instead (ndgrad.autograd.grad(loss, params))")
+                "gradients instead (ndgrad.autograd.grad(loss, params)), or compile only the "
+                "model or loss (ndgrad.compile(model)) and call loss.backward() outside")
         return orig(tensors, *args, **kwargs)
     wrapper: Any = functools.wraps(orig)(backward)
     wrapper._jit_wrapper = True
