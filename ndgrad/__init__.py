@@ -17,7 +17,9 @@ from ._dtype import (  # noqa: F401
 from .tensor import (  # noqa: F401
     Size, Tensor, device, get_default_device, is_tensor, set_default_device)
 from ._layout import (  # noqa: F401
-    channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format)
+    channels_last, channels_last_3d, contiguous_format, jagged, layout, memory_format,
+    preserve_format, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided)
+newaxis = None       # torch.newaxis (indexing with None adds a dimension)
 from . import ops  # noqa: E402
 from . import _tensor_methods  # noqa: F401,E402  (binds Tensor methods)
 from .legacy_tensor_types import (  # noqa: F401,E402

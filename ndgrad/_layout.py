@@ -21,8 +21,9 @@ from typing import Any, Optional
 import numpy as np
 
 __all__ = ["memory_format", "contiguous_format", "preserve_format", "channels_last",
-           "channels_last_3d", "check", "check_rank", "is_contiguous", "empty", "copy_to",
-           "is_non_overlapping_and_dense"]
+           "channels_last_3d", "layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc",
+           "sparse_bsr", "sparse_bsc", "jagged", "check", "check_rank", "is_contiguous", "empty",
+           "copy_to", "is_non_overlapping_and_dense"]
 
 
 def is_non_overlapping_and_dense(arr: np.ndarray) -> bool:
@@ -60,6 +61,44 @@ class memory_format:
     def __reduce__(self) -> str:
         return self._name          # pickled by reference to the module constant
 
+
+class layout:
+    """A tensor's storage kind, as ``torch.layout``: ``ndgrad.strided`` for dense tensors,
+    ``ndgrad.sparse_coo`` for sparse COO ones (the other names exist for code that compares
+    with them; ndgrad makes no tensor of those layouts); not instantiable.
+
+    >>> import ndgrad
+    >>> ndgrad.zeros(2).layout is ndgrad.strided, ndgrad.strided
+    (True, ndgrad.strided)
+    """
+
+    __slots__ = ("_name",)
+    _name: str
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "layout":
+        raise TypeError("cannot create 'ndgrad.layout' instances")
+
+    @classmethod
+    def _make(cls, name: str) -> "layout":
+        obj = object.__new__(cls)
+        obj._name = name
+        return obj
+
+    def __repr__(self) -> str:
+        return f"ndgrad.{self._name}"
+
+    def __reduce__(self) -> str:
+        return self._name          # pickled by reference to the module constant
+
+
+strided = layout._make("strided")
+sparse_coo = layout._make("sparse_coo")
+sparse_csr = layout._make("sparse_csr")
+sparse_csc = layout._make("sparse_csc")
+sparse_bsr = layout._make("sparse_bsr")
+sparse_bsc = layout._make("sparse_bsc")
+jagged = layout._make("jagged")
+_mkldnn = layout._make("_mkldnn")
 
 contiguous_format = memory_format._make("contiguous_format")
 preserve_format = memory_format._make("preserve_format")

@@ -30,7 +30,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _dtype
+from . import _dtype, _layout
 from .tensor import Size, Tensor, _wrap
 
 __all__ = ["SparseTensor", "sparse_coo_tensor", "make_sparse"]
@@ -91,8 +91,8 @@ class SparseTensor(Tensor):
         return True
 
     @property
-    def layout(self) -> str:
-        return "torch.sparse_coo"
+    def layout(self) -> Any:
+        return _layout.sparse_coo
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         raise RuntimeError("sparse tensors do not have is_contiguous")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _creation, _dtype, _numpy_protocol, _shared_memory, _signature, ops, storage
+from . import _creation, _dtype, _layout, _numpy_protocol, _shared_memory, _signature, ops, storage
 from . import legacy_tensor_types as _legacy
 from .autograd import api as _autograd_api
 from .ops import _autocast
@@ -855,7 +855,7 @@ lcm_ = _function_of_method("lcm_")
 def _dense_to_sparse(self: Tensor, sparse_dim: Any = None, *, layout: Any = None,
                      blocksize: Any = None, dense_dim: Any = None) -> Any:
     """The sparse COO form of a dense tensor (``x.to_sparse()``)."""
-    if layout not in (None, "torch.sparse_coo"):
+    if layout is not None and layout is not _layout.sparse_coo:
         raise NotImplementedError(f"to_sparse: layout {layout} is not supported (only "
                                   "torch.sparse_coo)")
     return ops.sparse_coo.to_sparse(self, sparse_dim)

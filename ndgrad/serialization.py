@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _dtype
+from . import _dtype, _layout
 from ._sparse import SparseTensor, sparse_coo_tensor
 from .tensor import Size, Tensor, _wrap, device
 
@@ -260,16 +260,16 @@ def _rebuild_parameter(data: Tensor, requires_grad: bool, hooks: Any = None,
 
 
 def _rebuild_sparse(layout: Any, data: Any) -> Any:
-    if layout != "torch.sparse_coo":
+    if layout is not _layout.sparse_coo:
         raise RuntimeError(f"ndgrad.load: sparse layout {layout} is not supported")
     indices, values, size, coalesced = data
     return sparse_coo_tensor(indices, values, tuple(size), is_coalesced=bool(coalesced))
 
 
-def _get_layout(name: str) -> str:
+def _get_layout(name: str) -> Any:
     if name != "torch.sparse_coo":
         raise RuntimeError(f"ndgrad.load: layout {name} is not supported")
-    return name
+    return _layout.sparse_coo
 
 
 _SAFE_BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice": slice,

@@ -385,8 +385,8 @@ class Tensor(_TensorMethods):
         return False
 
     @property
-    def layout(self) -> str:
-        return "torch.strided"
+    def layout(self) -> "_layout.layout":
+        return _layout.strided
 
     @property
     def _version(self) -> int:

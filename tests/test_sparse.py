@@ -36,7 +36,7 @@ def _same(n, t):
 def test_construction_coalesce_and_conversions():
     n, t = _both(ndgrad), _both(torch)
     _same(n, t)
-    assert n.layout == "torch.sparse_coo" and n._nnz() == 4
+    assert n.layout is ndgrad.sparse_coo and n._nnz() == 4
     assert (n.sparse_dim(), n.dense_dim()) == (t.sparse_dim(), t.dense_dim())
     _same(n.coalesce(), t.coalesce())
     _same(n + n, t + t)

@@ -78,6 +78,8 @@ def _class_ref(obj: Any, imp: _Imports) -> str:
     mod, qual = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if not mod or not qual or "<" in qual:
         raise _Unresolvable(obj)
+    if obj is type(None):
+        return "None"
     if mod == "builtins":
         return imp.ref("builtins", qual)
     m = sys.modules.get(mod)
