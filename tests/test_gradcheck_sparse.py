@@ -115,8 +115,8 @@ def test_wrong_layout_of_sparse_gradient_is_caught():
             return g.to_sparse()
     x = ndgrad.tensor([1.0, 2.0], dtype=ndgrad.float64, requires_grad=True)
     with pytest.raises(NdGradcheckError,
-                       match=r"grad is incorrect layout \(torch.sparse_coo is not "
-                             r"torch.strided\)"):
+                       match=r"grad is incorrect layout \(ndgrad.sparse_coo is not "
+                             r"ndgrad.strided\)"):
         ndgrad.autograd.gradcheck(ToSparseGrad.apply, (x,))
 
 
