@@ -135,6 +135,10 @@ def abort_job(message: str, code: int = 1) -> None:
     except Exception:  # noqa: BLE001
         pass
     if _MPI is not None and _MPI.Is_initialized() and not _MPI.Is_finalized():
+        # mpiexec forwards a rank's output through its proxy, which MPI_Abort kills: without
+        # a moment for the forwarding, the message (the reason the job ended) was sometimes
+        # lost (seen once in ~10 full test runs)
+        time.sleep(0.2)
         _MPI.COMM_WORLD.Abort(code)
     os._exit(code)
 
