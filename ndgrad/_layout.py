@@ -40,17 +40,19 @@ def is_non_overlapping_and_dense(arr: np.ndarray) -> bool:
     return True
 
 
-class memory_format:
-    """The layout a tensor is allocated in (``ndgrad.channels_last`` ...); not instantiable."""
+class _Constant:
+    """A named constant of a class nobody instantiates (``ndgrad.channels_last``,
+    ``ndgrad.strided`` ...): printed as ``ndgrad.<name>``, pickled by reference to the module
+    constant."""
 
     __slots__ = ("_name",)
     _name: str
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "memory_format":
-        raise TypeError("cannot create 'ndgrad.memory_format' instances")
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"cannot create 'ndgrad.{cls.__name__}' instances")
 
     @classmethod
-    def _make(cls, name: str) -> "memory_format":
+    def _make(cls, name: str) -> Any:
         obj = object.__new__(cls)
         obj._name = name
         return obj
@@ -59,10 +61,16 @@ class memory_format:
         return f"ndgrad.{self._name}"
 
     def __reduce__(self) -> str:
-        return self._name          # pickled by reference to the module constant
+        return self._name
 
 
-class layout:
+class memory_format(_Constant):
+    """The layout a tensor is allocated in (``ndgrad.channels_last`` ...); not instantiable."""
+
+    __slots__ = ()
+
+
+class layout(_Constant):
     """A tensor's storage kind, as ``torch.layout``: ``ndgrad.strided`` for dense tensors,
     ``ndgrad.sparse_coo`` for sparse COO ones (the other names exist for code that compares
     with them; ndgrad makes no tensor of those layouts); not instantiable.
@@ -72,23 +80,7 @@ class layout:
     (True, ndgrad.strided)
     """
 
-    __slots__ = ("_name",)
-    _name: str
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> "layout":
-        raise TypeError("cannot create 'ndgrad.layout' instances")
-
-    @classmethod
-    def _make(cls, name: str) -> "layout":
-        obj = object.__new__(cls)
-        obj._name = name
-        return obj
-
-    def __repr__(self) -> str:
-        return f"ndgrad.{self._name}"
-
-    def __reduce__(self) -> str:
-        return self._name          # pickled by reference to the module constant
+    __slots__ = ()
 
 
 strided = layout._make("strided")
