@@ -21,6 +21,27 @@ import sys
 import time
 
 
+def step_functions(ndgrad, tx, tt, tw):
+    """The shared bench's mlp_large step on tensors ``tx``, ``tt`` and weights ``tw``: ``eager()``
+    (loss.backward() into the weights' .grad) and ``whole(x, t, a, b, c)`` (loss and gradients
+    returned, to compile); ``bench/mlp_large_steps.py`` times the same two."""
+    def eager():
+        for p in tw:
+            p.grad = None
+        h = ndgrad.relu(tx @ tw[0])
+        h = ndgrad.relu(h @ tw[1])
+        e = h @ tw[2] - tt
+        (e * e).mean().backward()
+
+    def whole(x, t, a, b, c):
+        h = ndgrad.relu(x @ a)
+        h = ndgrad.relu(h @ b)
+        e = h @ c - t
+        loss = (e * e).mean()
+        return loss.detach(), tuple(ndgrad.autograd.grad(loss, [a, b, c]))
+    return eager, whole
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=2)
@@ -75,20 +96,7 @@ def main() -> None:
     tx, tt = ndgrad.tensor(x), ndgrad.tensor(t)
     tw = [ndgrad.tensor(w, requires_grad=True) for w in (w1, w2, w3)]
 
-    def eager():
-        for p in tw:
-            p.grad = None
-        h = ndgrad.relu(tx @ tw[0])
-        h = ndgrad.relu(h @ tw[1])
-        e = h @ tw[2] - tt
-        (e * e).mean().backward()
-
-    def whole(x, t, a, b, c):
-        h = ndgrad.relu(x @ a)
-        h = ndgrad.relu(h @ b)
-        e = h @ c - t
-        loss = (e * e).mean()
-        return loss.detach(), tuple(ndgrad.autograd.grad(loss, [a, b, c]))
+    eager, whole = step_functions(ndgrad, tx, tt, tw)
     steps = [("eager step", eager)]
     for backend in ("numpy", "numba"):
         f = ndgrad.compile(whole, backend=backend)

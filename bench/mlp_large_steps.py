@@ -66,21 +66,8 @@ def main() -> None:
                         requires_grad=True)
           for a, b in ((1024, 2048), (2048, 2048), (2048, 1024))]
 
-    def eager():
-        for p in tw:
-            p.grad = None
-        h = ndgrad.relu(tx @ tw[0])
-        h = ndgrad.relu(h @ tw[1])
-        e = h @ tw[2] - tt
-        (e * e).mean().backward()
-
-    def whole(x, t, a, b, c):
-        h = ndgrad.relu(x @ a)
-        h = ndgrad.relu(h @ b)
-        e = h @ c - t
-        loss = (e * e).mean()
-        return loss.detach(), tuple(ndgrad.autograd.grad(loss, [a, b, c]))
-
+    from mlp_large_budget import step_functions   # bench/, the script's directory
+    eager, whole = step_functions(ndgrad, tx, tt, tw)
     steps = [("eager", eager)]
     backends = ["numpy"] + ([] if args.no_numba or not numba_backend.available() else ["numba"])
     for backend in backends:
