@@ -44,6 +44,23 @@ def _finish(arr: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
     return t
 
 
+def check_extras(fn: str, layout: Any, pin_memory: Any) -> bool:
+    """Check a factory's ``layout=``/``pin_memory=`` keywords as the checking wrapper does
+    (Note [Layout and pinned-memory arguments] in ``_signature.py``), for the factories that
+    parse their own arguments; True when the result must become sparse (``finish_layout``)."""
+    if pin_memory is not None and type(pin_memory) is not bool:
+        raise TypeError(f"{fn}(): argument 'pin_memory' must be bool, not "
+                        f"{type(pin_memory).__name__}")
+    if pin_memory:
+        _layout.no_pinned_memory()
+    if layout is None or layout is _layout.strided:
+        return False
+    if type(layout) is not _layout.layout:
+        raise TypeError(f"{fn}(): argument 'layout' must be layout, not {type(layout).__name__}")
+    _layout.check_factory_layout(fn, layout)
+    return True
+
+
 def _as_shape(args: Any) -> tuple:
     shape = _raw_shape(args)
     for n in shape:
@@ -176,7 +193,7 @@ def _check_scalar_tensors(data: Any, d: Optional[_dtype.dtype] = None) -> None:
 
 
 def tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
-           requires_grad: bool = False) -> Tensor:
+           requires_grad: bool = False, pin_memory: Optional[bool] = None) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, ndarrays, tensors).
 
     Python floats become the default dtype (float32), ints int64, bools bool.
@@ -185,6 +202,7 @@ def tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
     >>> ndgrad.tensor([[1.0, 2.0]], requires_grad=True)
     tensor([[1., 2.]], requires_grad=True)
     """
+    check_extras("tensor", None, pin_memory)
     d = _dtype.to_dtype(dtype) if dtype is not None else None
     if isinstance(data, (list, tuple)) and _contains_tensor(data):
         _check_scalar_tensors(data, d)
@@ -406,7 +424,7 @@ def set_rng_state(new_state: Tensor) -> None:
 
 def randperm(n: int, *, generator: Optional[Generator] = None, dtype: Any = None,
              layout: Any = None, device: Any = None, requires_grad: bool = False,
-             pin_memory: bool = False) -> Tensor:
+             pin_memory: Optional[bool] = None) -> Tensor:
     """A random permutation of ``0 .. n-1``, drawn as torch draws it: the same seed gives
     torch's permutation (Note [Random streams]).
 
@@ -414,6 +432,7 @@ def randperm(n: int, *, generator: Optional[Generator] = None, dtype: Any = None
     >>> ndgrad.randperm(4, generator=ndgrad.Generator().manual_seed(0))
     tensor([0, 1, 3, 2])
     """
+    check_extras("randperm", layout, pin_memory)
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
@@ -484,8 +503,10 @@ def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 
 def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None,
-            dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+            dtype: Any = None, layout: Any = None, device: Any = None,
+            pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor:
     """Integers uniformly drawn from [low, high)."""
+    check_extras("randint", layout, pin_memory)
     if size is None:
         low, high, size = 0, low, high
     if high is None:
@@ -589,10 +610,11 @@ def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None,
 
 
 def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None,
-                 device: Any = None, requires_grad: bool = False,
-                 memory_format: Any = None) -> Tensor:
+                 layout: Any = None, device: Any = None, pin_memory: Optional[bool] = None,
+                 requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """Integers uniformly drawn from [low, high) (``randint_like(x, high)``: [0, high)) with the
     shape of ``input``."""
+    check_extras("randint_like", layout, pin_memory)
     if high is None:
         low, high = 0, low
     _, nd = _like(input, dtype)

@@ -138,18 +138,52 @@ def _body(arr: np.ndarray, indent: int) -> str:
     return _nested(arr, indent, summarize, real, imag)
 
 
-def _with_suffixes(text: str, suffixes: list, indent: int) -> str:
+def _with_suffixes(text: str, suffixes: list, indent: int, newline: bool = False) -> str:
+    """``text`` closed by ``, suffix`` items, wrapped at the line width (the first on a new line
+    when ``newline``)."""
     parts = [text]
     last = len(text) - text.rfind("\n") + 1
     for s in suffixes:
-        if last + len(s) + 2 > LINEWIDTH:
+        if newline or last + len(s) + 2 > LINEWIDTH:
             parts.append(",\n" + " " * indent + s)
             last = indent + len(s)
+            newline = False
         else:
             parts.append(", " + s)
             last += len(s) + 2
     parts.append(")")
     return "".join(parts)
+
+
+def _grad_suffix(t: Any) -> list:
+    if t._grad_fn is not None:
+        return [f"grad_fn=<{_node_label(t._grad_fn)}>"]
+    return ["requires_grad=True"] if t._requires_grad else []
+
+
+def _has_default_dtype(d: Any) -> bool:
+    default_float = _dtype.get_default_dtype()
+    return d in (default_float, _dtype.int64, _dtype.bool, default_float.to_complex())
+
+
+def format_sparse(t: Any, indices: np.ndarray, values: np.ndarray, layout: Any) -> str:
+    """A sparse COO tensor as PyTorch prints one: its indices and values without dtypes (sizes
+    when empty), then size, nnz, the values' dtype unless a default one, the layout and the
+    autograd state, the first of these on a new line."""
+    def inner(arr: np.ndarray, indent: int) -> str:
+        if arr.size == 0:
+            return f"tensor([], size={tuple(arr.shape)})"
+        return "tensor(" + _body(arr, indent + len("tensor(")) + ")"
+
+    indent = len("tensor(")
+    text = (f"tensor(indices={inner(indices, indent + len('indices='))},\n"
+            f"{' ' * indent}values={inner(values, indent + len('values='))}")
+    d = _dtype._FROM_NP[values.dtype]
+    suffixes = [f"size={tuple(t.shape)}", f"nnz={values.shape[0]}"]
+    if not _has_default_dtype(d):
+        suffixes.append(f"dtype=ndgrad.{d.name}")
+    suffixes += [f"layout={layout}"] + _grad_suffix(t)
+    return _with_suffixes(text, suffixes, indent, newline=True)
 
 
 def format_tensor(t: Any) -> str:
@@ -167,12 +201,9 @@ def format_tensor(t: Any) -> str:
             suffixes.append(f"dtype=ndgrad.{d.name}")
     else:
         body = _body(arr, indent)
-        if d not in (default_float, _dtype.int64, _dtype.bool, default_float.to_complex()):
+        if not _has_default_dtype(d):
             suffixes.append(f"dtype=ndgrad.{d.name}")
-    if t._grad_fn is not None:
-        suffixes.append(f"grad_fn=<{_node_label(t._grad_fn)}>")
-    elif t._requires_grad:
-        suffixes.append("requires_grad=True")
+    suffixes += _grad_suffix(t)
     if _tangent_of is not None:                       # a dual tensor shows its tangent
         tangent = _tangent_of(t)
         if tangent is not None:

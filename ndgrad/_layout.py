@@ -164,3 +164,32 @@ def copy_to(arr: np.ndarray, fmt: memory_format, dtype: Any = None) -> np.ndarra
     out = empty(arr.shape, arr.dtype if dtype is None else dtype, fmt, arr)
     np.copyto(out, arr, casting="unsafe")
     return out
+
+
+_SPARSE_ZEROS = frozenset({"zeros", "empty", "zeros_like", "empty_like", "new_zeros",
+                           "new_empty"})
+
+
+def no_pinned_memory() -> None:
+    """``pin_memory=True`` on this CPU-only library: torch's error without an accelerator."""
+    raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no pinned "
+                       "memory allocator is available on this system.")
+
+
+def check_factory_layout(fn: str, layout: Any) -> None:
+    """Raise unless factory ``fn`` can make a tensor of ``layout`` (not strided): only the
+    functions making zeros make sparse COO tensors, as torch's (Note [Layout and pinned-memory
+    arguments] in ``_signature.py``)."""
+    if layout is sparse_coo and fn in _SPARSE_ZEROS:
+        return
+    if layout is sparse_coo and fn in ("ones", "full", "ones_like", "full_like"):
+        raise RuntimeError("full(...) is not implemented for sparse layout")
+    raise NotImplementedError(f"{fn}(): layout={layout} is not supported (ndgrad makes "
+                              f"{strided} tensors, and {sparse_coo} zeros)")
+
+
+def factory_layout(t: Any, layout: Any) -> Any:
+    """The factory result ``t`` (a dense tensor of zeros, or uninitialized) as the all-zero
+    sparse COO tensor of its shape and dtype that ``layout=sparse_coo`` asks for."""
+    s = t.detach().new_zeros(t.shape).to_sparse()
+    return s.requires_grad_() if t.requires_grad else s

@@ -65,7 +65,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _dtype, types
+from . import _dtype, _layout, types
 from ._out import call_with_out
 from .tensor import Tensor
 
@@ -182,6 +182,7 @@ _TYPES = {
     "bool": ("type({v}) is bool", "False", "bool"),
     "str": ("type({v}) is str", "False", "str"),
     "ScalarType": ("type({v}) is _DType", "False", "dtype"),
+    "Layout": ("type({v}) is _Layout", "False", "layout"),
     "Tensor[]": ("_is_tensor_list({v})", "False", "tuple of Tensors"),
     "Any": ("True", "True", "object"),
 }
@@ -454,6 +455,8 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
     out_call = None
     aliases = _numpy_aliases(params)
     pre: list = []
+    accepted = _accepted_names(impl)
+    other_layout = False
     for i, p in enumerate(params):
         pos = i if method else i + 1
         alias = aliases.get(p.name)
@@ -501,7 +504,15 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
         elif alias is not None:
             default = "=_MISSING"
         sig.append(f"{p.name}{default}")
-        call.append(f"{p.name}={p.name}" if p.kw_only else p.name)
+        consumed = p.kw_only and (p.name, p.types) in _CONSUMED
+        if not consumed or accepted is None or p.name in accepted:
+            call.append(f"{p.name}={p.name}" if p.kw_only else p.name)
+        if consumed and p.name == "pin_memory":
+            ranges.append("    if pin_memory: _no_pinned_memory()")
+        elif consumed:
+            ranges.append(f"    if layout is not None and layout is not _strided: "
+                          f"_check_layout({fn_name!r}, layout)")
+            other_layout = True
         if p.types != ("Any",) and not omitted_none:
             body.append(f"    if not ({_condition(p)}): "
                         f"_fail({fn_name!r}, _params[{i}], {pos}, {p.name})")
@@ -522,9 +533,18 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
     if aliases:
         sig.extend(([] if kw_started else ["*"]) + [f"{a}=_MISSING" for a in aliases.values()])
         body = pre + body
-    src = (f"def {fn_name}({', '.join(sig)}):\n" + "\n".join(body + ranges) +
-           f"\n    try:\n        return _impl({', '.join(call)})\n"
-           f"    except _INTERNAL as e:\n        _translate(e)\n")
+    if other_layout:
+        env.update(_strided=_layout.strided, _check_layout=_layout.check_factory_layout,
+                   _with_layout=_layout.factory_layout)
+        tail = (f"\n    try:\n        r = _impl({', '.join(call)})\n"
+                f"    except _INTERNAL as e:\n        _translate(e)\n"
+                "    if layout is None or layout is _strided:\n        return r\n"
+                "    return _with_layout(r, layout)\n")
+    else:
+        tail = (f"\n    try:\n        return _impl({', '.join(call)})\n"
+                f"    except _INTERNAL as e:\n        _translate(e)\n")
+    env.update(_Layout=_layout.layout, _no_pinned_memory=_layout.no_pinned_memory)
+    src = f"def {fn_name}({', '.join(sig)}):\n" + "\n".join(body + ranges) + tail
     # The pseudo file name lies inside the package, so frame walks that skip ndgrad's own
     # frames (the in-place site of a version error, the profiler's call site) skip it too.
     exec(compile(src, os.path.join(_HERE, f"<signature {name}>"), "exec"), env)
@@ -587,7 +607,7 @@ def _declared_signature(fn: Callable, params: list, aliases: dict) -> inspect.Si
 
 
 _TYPE_NAMES = {"Any": Any, **{n: getattr(types, n) for n in (
-    "Tensor", "Scalar", "IntLike", "IntList", "IntOrList", "DType", "TensorList")}}
+    "Tensor", "Scalar", "IntLike", "IntList", "IntOrList", "DType", "Layout", "TensorList")}}
 _TYPE_CACHE: dict = {}
 
 
@@ -626,6 +646,24 @@ def _eval_default(src: str) -> Any:
         "None", "True", "False") else eval(src, {"inf": float("inf")})  # noqa: S307
 
 
+# Note [Layout and pinned-memory arguments]: factories take torch's ``layout=`` and
+# ``pin_memory=`` keywords. The checking wrapper handles them (with ``_layout``'s checks), so
+# implementations need not declare them; one that declares the keyword still receives it.
+_CONSUMED = {("layout", ("Layout",)), ("pin_memory", ("bool",))}
+
+
+def _accepted_names(impl: Callable) -> Any:
+    """The keyword names ``impl`` accepts, or None when it takes any (``**kwargs``) or cannot
+    be inspected."""
+    try:
+        ps = inspect.signature(impl).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(q.kind is inspect.Parameter.VAR_KEYWORD for q in ps):
+        return None
+    return {q.name for q in ps}
+
+
 def _check_compatible(name: str, params: list, impl: Callable) -> None:
     """The implementation must accept the call the wrapper makes (caught at import)."""
     try:
@@ -634,8 +672,11 @@ def _check_compatible(name: str, params: list, impl: Callable) -> None:
         return
     args: list = []
     kwargs: dict = {}
+    accepted = {q.name for q in sig.parameters.values()}
     for p in params:
         if p.name == "out" and p.kw_only and p.types == ("Any",):
+            continue
+        if p.kw_only and (p.name, p.types) in _CONSUMED and p.name not in accepted:
             continue
         if p.varargs:
             args.append(1)

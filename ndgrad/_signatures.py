@@ -26,7 +26,8 @@ from ._signature import OUT_FUNCTIONS, wrap
 from .ops.shape import view_dtype
 from .tensor import Tensor
 
-_FACTORY_KW = "ScalarType? dtype=None, Any device=None, bool requires_grad=False"
+_FACTORY_KW = ("ScalarType? dtype=None, Layout? layout=None, Any device=None, "
+               "bool? pin_memory=None, bool requires_grad=False")
 _LIKE_KW = _FACTORY_KW + ", Any memory_format=None"
 
 FUNCTIONS_AND_METHODS = """
@@ -470,7 +471,7 @@ renorm_(Tensor self, Scalar p, int dim, Scalar maxnorm)
 _FFT_1D = "(Tensor input, int? n=None, int dim=-1, str? norm=None)"
 _FFT_2D = "(Tensor input, int[1]? s=None, int[1] dim=None, str? norm=None)"
 _FFT_ND = "(Tensor input, int[1]? s=None, int[1]? dim=None, str? norm=None)"
-_FREQ = f"(int n, float d=1.0, *, {_FACTORY_KW}, Any layout=None)"
+_FREQ = f"(int n, float d=1.0, *, {_FACTORY_KW})"
 FFT_FUNCTIONS = "\n".join(
     [f"fft_{n}{_FFT_1D}" for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")]
     + [f"fft_{n}{_FFT_2D}" for n in ("fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2")]
@@ -639,21 +640,20 @@ unique(Tensor input, bool sorted=True, bool return_inverse=False, bool return_co
 unique_consecutive(Tensor input, bool return_inverse=False, bool return_counts=False, int? dim=None)
 bincount(Tensor input, Tensor? weights=None, int minlength=0)
 """  # noqa: E501
-_NEW_KW = "ScalarType? dtype=None, Any layout=None, Any device=None, bool requires_grad=False"
 FUNCTIONS += f"""
-normal(Tensor|float mean, Tensor|float std=1.0, int[]? size=None, *, Any generator=None, {_NEW_KW}, Any pin_memory=None)
-logspace(Tensor|Scalar start, Tensor|Scalar end, int steps, float base=10.0, *, {_NEW_KW})
+normal(Tensor|float mean, Tensor|float std=1.0, int[]? size=None, *, Any generator=None, {_FACTORY_KW})
+logspace(Tensor|Scalar start, Tensor|Scalar end, int steps, float base=10.0, *, {_FACTORY_KW})
 histogramdd(Tensor input, Any bins=10, *, Any range=None, Tensor? weight=None, bool density=False)
-tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Any device=None, Any layout=None)
-triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Any device=None, Any layout=None)
+tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Any device=None, Layout? layout=None)
+triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Any device=None, Layout? layout=None)
 gradient(Tensor input, *, Any spacing=None, Any dim=None, int edge_order=1)
-scalar_tensor(Scalar s, *, {_NEW_KW}, Any pin_memory=None)
-empty_strided(int[] size, int[] stride, *, {_NEW_KW}, Any pin_memory=None)
-empty_permuted(int[] size, int[] physical_layout, *, {_NEW_KW}, Any pin_memory=None)
+scalar_tensor(Scalar s, *, {_FACTORY_KW})
+empty_strided(int[] size, int[] stride, *, {_FACTORY_KW})
+empty_permuted(int[] size, int[] physical_layout, *, {_FACTORY_KW})
 """  # noqa: E501
 METHODS += f"""
 bernoulli_(Tensor self, Tensor|float p=0.5, *, Any generator=None)
-new_empty_strided(Tensor self, int[] size, int[] stride, *, {_NEW_KW}, Any pin_memory=None)
+new_empty_strided(Tensor self, int[] size, int[] stride, *, {_FACTORY_KW})
 resize_(Tensor self, int... size, *, Any memory_format=None)
 resize_as_(Tensor self, Tensor the_template, *, Any memory_format=None)
 """  # noqa: E501
@@ -683,7 +683,7 @@ is_signed(Tensor input)
 is_nonzero(Tensor input)
 orgqr(Tensor input, Tensor input2)
 """
-_WIN_KW = (f"*, {_FACTORY_KW}, Any layout=None, Any pin_memory=None)")
+_WIN_KW = f"*, {_FACTORY_KW})"
 FUNCTIONS += f"""
 detach(Tensor input)
 numel(Tensor input)

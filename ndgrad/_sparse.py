@@ -30,7 +30,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _dtype, _layout
+from . import _dtype, _format, _layout
 from .tensor import Size, Tensor, _wrap
 
 __all__ = ["SparseTensor", "sparse_coo_tensor", "make_sparse"]
@@ -228,10 +228,7 @@ class SparseTensor(Tensor):
         return _make(m._sp_indices, vals, self._sp_shape, coalesced=True)
 
     def __repr__(self) -> str:
-        ind = repr(_wrap(self._sp_indices)).replace("\n", "\n" + " " * 15)
-        val = repr(_wrap(self._sp_values)).replace("\n", "\n" + " " * 14)
-        return (f"tensor(indices={ind},\n       values={val},\n       size={self._sp_shape}, "
-                f"nnz={self._nnz()}, layout=torch.sparse_coo)")
+        return _format.format_sparse(self, self._sp_indices, self._sp_values, _layout.sparse_coo)
 
     def __reduce__(self) -> Any:
         return (_make, (self._sp_indices, self._sp_values, self._sp_shape,

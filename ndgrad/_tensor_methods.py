@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import sys
+
 import numpy as np
 
 from . import _creation, _dtype, _layout, _numpy_protocol, _shared_memory, _signature, ops, storage
@@ -335,15 +337,23 @@ def _index_put(self: Tensor, indices: Any, values: Any, accumulate: bool = False
 
 
 def _new_factory(fn_name: str):
-    def make(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False, **kw: Any) -> Tensor:
+    def make(self: Tensor, *size: Any, dtype: Any = None, layout: Any = None,
+             device: Any = None, pin_memory: Any = None, requires_grad: bool = False) -> Tensor:
+        sparse = _creation.check_extras("new_" + fn_name, layout, pin_memory)
         d = dtype if dtype is not None else self.dtype
         if fn_name == "full":
-            return _creation.full(size[0], size[1], dtype=d, device=device,
-                                  requires_grad=requires_grad)
-        return getattr(_creation, fn_name)(*size, dtype=d, device=device,
-                                           requires_grad=requires_grad)
-    make.__name__ = "new_" + fn_name
+            r = _creation.full(size[0], size[1], dtype=d, device=device,
+                               requires_grad=requires_grad)
+        else:
+            r = getattr(_creation, fn_name)(*size, dtype=d, device=device,
+                                            requires_grad=requires_grad)
+        return _layout.factory_layout(r, layout) if sparse else r
+    make.__name__ = make.__qualname__ = "new_" + fn_name
+    # a wrong keyword's TypeError names the code object's qualified name
+    names: dict[str, Any] = {"co_name": make.__name__}
+    if sys.version_info >= (3, 11):
+        names["co_qualname"] = make.__name__
+    make.__code__ = make.__code__.replace(**names)
     return make
 
 

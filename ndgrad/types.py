@@ -37,10 +37,11 @@ from typing import Sequence, SupportsIndex, Union
 import numpy as np
 
 from ._dtype import dtype
+from ._layout import layout as Layout
 from .tensor import Size, Tensor, device
 
 __all__ = ["Number", "Scalar", "IntLike", "IntList", "IntOrList", "TensorList", "DType",
-           "Device", "SCHEMA_TYPES", "Size"]
+           "Device", "Layout", "SCHEMA_TYPES", "Size"]
 
 #: A Python number (``bool`` is an ``int``).
 Number = Union[int, float, complex]
@@ -71,6 +72,7 @@ SCHEMA_TYPES = {
     "bool": "bool",
     "str": "str",
     "ScalarType": "DType",
+    "Layout": "Layout",
     "Tensor[]": "TensorList",
     "Any": "Any",
 }
