@@ -343,6 +343,62 @@ def test_replacing_or_adding_a_submodule_traces_again():
     np.testing.assert_array_equal(f(x).item(), m(x).sum().item())
 
 
+class _Scaled(nn.Module):
+    def __init__(self, n=3):
+        super().__init__()
+        self.lin = nn.Linear(n, 2)
+        self.scale = 2.0
+        self.kept = None
+
+    def forward(self, x):
+        y = self.lin(x) * self.scale
+        self.kept = y.detach()          # a tensor stored for later: no new trace
+        return y
+
+
+def test_changed_module_attributes_trace_again():
+    # Note [Guarded module attributes]: the values a trace read are guarded, as torch.compile
+    # guards module attributes
+    ndgrad.manual_seed(3)
+    m = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Dropout(0.5), _Scaled(4))
+    cm = ndgrad.compile(m)
+    x = ndgrad.randn(6, 3)
+    m.eval()
+    cm(x)
+
+    def same():
+        np.testing.assert_array_equal(cm(x).detach().numpy(), m(x).detach().numpy())
+    for change in (lambda: setattr(m[3], "scale", -1.5), lambda: setattr(m[1], "eps", 0.5),
+                   lambda: delattr(m[3], "scale") or setattr(m[3], "scale", 4.0)):
+        change()
+        same()
+    m.train()
+    m[2].p = 0.0                       # dropout off: the training graph must see it
+    ndgrad.manual_seed(4)
+    a = cm(x)
+    ndgrad.manual_seed(4)
+    np.testing.assert_allclose(a.detach().numpy(), m(x).detach().numpy(), rtol=1e-6)
+    m[1].momentum = 0.5                # the running statistics' update uses the new momentum
+    before = m[1].running_mean.clone()
+    cm(x)
+    batch_mean = m[0](x).mean(0)
+    np.testing.assert_allclose(m[1].running_mean.numpy(),
+                               (0.5 * before + 0.5 * batch_mean).detach().numpy(), rtol=1e-5)
+
+
+def test_tensors_stored_by_a_forward_do_not_trace_again():
+    m = _Scaled()
+    cm = ndgrad.compile(m)
+    x = ndgrad.randn(2, 3)
+    for _ in range(12):                # more calls than the cache's 8 specializations
+        cm(x)
+    f = cm._compiled_call if hasattr(cm, "_compiled_call") else None
+    version = m.__dict__.get("_attr_version")
+    cm(x)
+    assert m.__dict__.get("_attr_version") == version
+    assert f is None or f is getattr(cm, "_compiled_call", None)
+
+
 def test_scripting_a_compiled_module_follows_the_scripts_mode():
     ndgrad.manual_seed(0)
     m = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))

@@ -197,7 +197,9 @@ class _Specialization:
         else:
             with nn_module.recording_module_calls() as seen:
                 res, self.first_outputs = _trace(fn, args, kwargs, check)
-        self.module_flags = tuple((m, m.training, tuple(m._modules.values()))
+        # Note [Guarded module attributes] in nn/modules/module.py: _attr_version
+        self.module_flags = tuple((m, m.training, tuple(m._modules.values()),
+                                   m.__dict__.get("_attr_version", 0))
                                   for m in dict.fromkeys(seen))
         # building runs f on example values: its draws are put back (Note [Random nodes])
         gen_states = _random_nodes.snapshot(res.graph)
@@ -270,10 +272,11 @@ class _Specialization:
         return "\n".join(parts)
 
     def flags_ok(self) -> bool:
-        """The called modules' ``training`` flags and submodules are the trace's."""
-        for m, flag, kids in self.module_flags:
+        """The called modules' ``training`` flags, submodules and plain attributes are the
+        trace's."""
+        for m, flag, kids, version in self.module_flags:
             if m.training is not flag or (kids and tuple(m._modules.values()) != kids) or (
-                    not kids and m._modules):
+                    not kids and m._modules) or m.__dict__.get("_attr_version", 0) != version:
                 return False
         return True
 

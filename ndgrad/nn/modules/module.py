@@ -948,6 +948,8 @@ class Module:
                                              "call")
                     self.register_buffer(name, value, persistent)
                 else:
+                    if name != "training" and type(value) in _GUARDED_TYPES:
+                        d["_attr_version"] = d.get("_attr_version", 0) + 1
                     object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
@@ -959,6 +961,8 @@ class Module:
         elif name in self._modules:
             del self._modules[name]
         else:
+            d = self.__dict__
+            d["_attr_version"] = d.get("_attr_version", 0) + 1
             object.__delattr__(self, name)
 
     def __dir__(self) -> list:
@@ -1333,6 +1337,15 @@ class Module:
 
 
 _called = threading.local()
+
+# Note [Guarded module attributes]: a compiled graph holds the Python values its modules read
+# while tracing (Dropout's ``p``, BatchNorm's ``momentum`` and ``eps``, a user's ``scale``).
+# Assigning a value of these types to a plain attribute (not ``training``: its flag is guarded
+# by itself) bumps the module's ``_attr_version``, and a specialization is valid only while the
+# versions of the modules it called are the trace's (``_Specialization.flags_ok`` in
+# jit/api.py). Tensors and other objects a forward stores on its module (attention maps kept for
+# plotting) do not bump it, so they do not make every call trace again.
+_GUARDED_TYPES = frozenset({bool, int, float, complex, str, type(None), tuple})
 
 
 def note_traced_call(module: "Module") -> None:
