@@ -6,8 +6,9 @@ A traced graph holds whatever Python decided while tracing, and a module's ``tra
 decides a lot (batch statistics and running-stat updates in BatchNorm, dropout on or off). So
 a trace records the modules it calls, their flags, their submodules and their attribute
 versions (``recording_module_calls`` and Note [Guarded module attributes] in
-nn/modules/module.py), and a specialization is valid only while those are unchanged (``_Specialization.flags_ok`` in jit/api.py, checked on every call: an
-attribute read per module called, and a tuple of the submodules of each container). After
+nn/modules/module.py), and a specialization is valid only while those are unchanged
+(``_Specialization.flags_ok`` in jit/api.py, checked on every call: two attribute reads per
+module called, and a tuple of the submodules of each container). After
 ``model.eval()`` the next call traces the evaluation graph once; the training one is kept (up
 to ``_MODES_KEPT`` other tuples per kind of input), so switching back and forth does not trace
 again, as torch.compile's guards on ``training`` behave. This holds for compiled modules
