@@ -30,21 +30,25 @@ its cost is one eager run (with that run's first-touch page faults, which eager'
 pays too) plus the build; the generated code first runs in the second call, a warm-up call
 for the harness.
 
-Memory under ``NDGRAD_COMPILE_BACKEND=numba``: ``ndgrad.compile`` imports numba, after the
-harness made the inputs; the import's objects (about 6 MiB of malloc'd blocks) take free heap
-that the run would otherwise reuse, so any run after it peaks ~4 MiB higher over the baseline,
-eager ndgrad's as well (measured: eager 80 -> 84.7 MiB with numba imported there too). The
-generated code of the memory workload is the same on both tiers (no fused cluster).
+Memory under ``NDGRAD_COMPILE_BACKEND=numba``: numba is imported by the first call of the VM
+(Note [numba is imported by the first VM call] in ndgrad/jit/numba_backend.py), never by
+``ndgrad.compile``; the memory workload's graph has no VM cluster, so its process never imports
+numba. (When ``ndgrad.compile`` imported it, after the harness made the inputs, the import's
+~6 MiB of malloc'd blocks took free heap the run would otherwise reuse: 82 MiB over the
+baseline against eager's 80.)
 
 Phase breakdown (``--phases``, on by default; ``--phases-only`` skips the harness): each
 workload's ``ndgrad_jit`` step (``NDGRAD_COMPILE_BACKEND=numba`` for the numba tier) is built in
 a fresh process as the harness builds it, and its first call is split into trace (the traced
 eager run included), differentiate, passes (graph copy, CSE, constant folding, stack
 batching ...), codegen (source building), ``compile()`` of the source, the numba VM (import and
-load, numba tier only) and the rest (guards, plans). Phases are this thread's CPU time (load on
-the machine does not inflate them; BLAS threads' work in the traced run is not in it); the
-first call, the steady run and XLA's compile time (jax_jit's lower+compile in the same kind of
-fresh process, when jax is installed) are wall time, medians of ``--phase-repeat`` processes.
+load, numba tier only; since numba is imported by the VM's first call, none in a first call that
+runs the traced eager run) and the rest (guards, plans). Phases are this thread's CPU time (load
+on the machine does not inflate them; BLAS threads' work in the traced run is not in it); the
+first call, the second call (the generated code's first run: on the numba tier it imports numba
+and loads the VM when the graph has a VM cluster), the steady run and XLA's compile time
+(jax_jit's lower+compile in the same kind of fresh process, when jax is installed) are wall
+time, medians of ``--phase-repeat`` processes.
 """
 
 from __future__ import annotations
@@ -224,13 +228,17 @@ def phase_child(harness: str, wl_name: str, backend: str, repeat: int) -> dict:
     t0, c0 = time.perf_counter(), time.thread_time()
     step(*nat)
     first, first_cpu = time.perf_counter() - t0, time.thread_time() - c0
+    t0 = time.perf_counter()
+    step(*nat)
+    second = time.perf_counter() - t0
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         step(*nat)
         times.append(time.perf_counter() - t0)
     acc["other"] = first_cpu - sum(acc.values())
-    return {"first_s": first, "first_cpu_s": first_cpu, "steady_s": statistics.median(times),
+    return {"first_s": first, "first_cpu_s": first_cpu, "second_s": second,
+            "steady_s": statistics.median(times),
             "phases_cpu_s": acc}
 
 
@@ -254,8 +262,8 @@ def run_phases(harness: str, workloads: str, repeat: int) -> str:
     lines = [f"First call of ndgrad_jit ({tier} backend), phases in ms of CPU time, medians of "
              f"{repeat} fresh processes:", "",
              "workload | " + " | ".join(PHASES) + " | first call cpu | first call wall | "
-             "steady | overhead (wall) | XLA compile | overhead / XLA",
-             " | ".join(["---"] * (len(PHASES) + 7))]
+             "second call | steady | overhead (wall) | XLA compile | overhead / XLA",
+             " | ".join(["---"] * (len(PHASES) + 8))]
     for wl in workloads.split(","):
         runs = [child(wl, "ndgrad_jit") for _ in range(repeat)]
         xla = med([child(wl, "jax_jit")["xla_compile_s"] for _ in range(repeat)]) \
@@ -265,6 +273,7 @@ def run_phases(harness: str, workloads: str, repeat: int) -> str:
         over = med([max(r["first_s"] - r["steady_s"], 0.0) for r in runs])
         cells = [f"{x:.2f}" for x in ph] + [
             f"{med([r['first_cpu_s'] for r in runs]) * 1e3:.1f}", f"{first * 1e3:.1f}",
+            f"{med([r['second_s'] for r in runs]) * 1e3:.1f}",
             f"{med([r['steady_s'] for r in runs]) * 1e3:.2f}", f"{over * 1e3:.1f}",
             "n/a" if xla is None else f"{xla * 1e3:.0f}",
             "n/a" if xla is None else f"{over / xla:.3f}"]
