@@ -104,7 +104,12 @@ def get_vm() -> Any:
 # VM (get_vm) and rebinds the caller's global to the VM itself, so later calls cost nothing
 # extra. The first call of a compiled function runs the traced eager run, not the generated
 # code (Note [The tracing call's result] in api.py), so the import falls to the first run of
-# generated code with a VM cluster: the second call of an ``ndgrad_jit`` step.
+# generated code with a VM cluster: the second call of a step whose outputs need no gradient,
+# the first call when they do (the compiled forward runs then). That run also loads the
+# VM's machine code from numba's cache, which numba does at a dispatcher's first call (it
+# always did; before, ndgrad.compile imported numba and the first call created the dispatcher,
+# ~35 ms of chain's first call); measured on the loaded 2-core machine: import and dispatcher
+# 0.25-0.4 s, the load 0.5-0.6 s, once per process.
 
 
 class _VMLoader:
