@@ -30,21 +30,30 @@ its cost is one eager run (with that run's first-touch page faults, which eager'
 pays too) plus the build; the generated code first runs in the second call, a warm-up call
 for the harness.
 
-Memory under ``NDGRAD_COMPILE_BACKEND=numba``: ``ndgrad.compile`` imports numba, after the
-harness made the inputs; the import's objects (about 6 MiB of malloc'd blocks) take free heap
-that the run would otherwise reuse, so any run after it peaks ~4 MiB higher over the baseline,
-eager ndgrad's as well (measured: eager 80 -> 84.7 MiB with numba imported there too). The
-generated code of the memory workload is the same on both tiers (no fused cluster).
+Memory under ``NDGRAD_COMPILE_BACKEND=numba``: numba is imported by the first call of the VM
+(Note [numba is imported by the first VM call] in ndgrad/jit/numba_backend.py), never by
+``ndgrad.compile``; the memory workload's graph has no VM cluster, so its process never imports
+numba. (When ``ndgrad.compile`` imported it, after the harness made the inputs, the import's
+~6 MiB of malloc'd blocks took free heap the run would otherwise reuse: 82 MiB over the
+baseline against eager's 80.)
 
 Phase breakdown (``--phases``, on by default; ``--phases-only`` skips the harness): each
 workload's ``ndgrad_jit`` step (``NDGRAD_COMPILE_BACKEND=numba`` for the numba tier) is built in
 a fresh process as the harness builds it, and its first call is split into trace (the traced
 eager run included), differentiate, passes (graph copy, CSE, constant folding, stack
 batching ...), codegen (source building), ``compile()`` of the source, the numba VM (import and
-load, numba tier only) and the rest (guards, plans). Phases are this thread's CPU time (load on
-the machine does not inflate them; BLAS threads' work in the traced run is not in it); the
-first call, the steady run and XLA's compile time (jax_jit's lower+compile in the same kind of
-fresh process, when jax is installed) are wall time, medians of ``--phase-repeat`` processes.
+load, numba tier only; since numba is imported by the VM's first call, none in a first call that
+runs the traced eager run) and the rest (guards, plans). Phases are this thread's CPU time (load
+on the machine does not inflate them; BLAS threads' work in the traced run is not in it); the
+first call, the second call (the generated code's first run: on the numba tier it imports numba
+and loads the VM when the graph has a VM cluster), the steady run and XLA's compile time
+(jax_jit's lower+compile in the same kind of fresh process, when jax is installed) are wall
+time, medians of ``--phase-repeat`` processes; faults are the first call's minor page faults
+(first touches of fresh memory). ``--pretouch`` adds the overhead of a first call made after
+one eager step of the workload in the same process (its own inputs): the process has touched
+its working set (heap pages, BLAS buffers), so what remains is trace, build and the traced
+eager run against the compiled one; the difference to the plain overhead is the fresh
+process's first touch, which eager ndgrad's first call pays as well.
 """
 
 from __future__ import annotations
@@ -210,9 +219,14 @@ def _instrument() -> dict:
 
 
 def phase_child(harness: str, wl_name: str, backend: str, repeat: int) -> dict:
-    """One fresh process: the first call of ``backend``'s step, split into phases."""
+    """One fresh process: the first call of ``backend``'s step, split into phases.
+    ``backend`` ``"ndgrad_jit+pretouch"``: an eager ndgrad step of the workload (its own
+    inputs, gradients dropped) runs first, so the process has touched its working set."""
+    import resource
     import statistics
     import time
+    pretouch = backend.endswith("+pretouch")
+    backend = backend.removesuffix("+pretouch")
     if backend == "jax_jit":
         B, step, nat = _build_step(harness, wl_name, backend)
         t0 = time.perf_counter()
@@ -220,22 +234,35 @@ def phase_child(harness: str, wl_name: str, backend: str, repeat: int) -> dict:
         return {"xla_compile_s": time.perf_counter() - t0}
     acc = _instrument()
     B, step, nat = _build_step(harness, wl_name, backend)
+    if pretouch:
+        _, eager_step, eager_nat = _build_step(harness, wl_name, "ndgrad")
+        eager_step(*eager_nat)
+        for t in eager_nat:     # its inputs stay: freeing them all would trim the heap top
+            t.grad = None
     step = B.compile(step, nat)
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0, c0 = time.perf_counter(), time.thread_time()
     step(*nat)
     first, first_cpu = time.perf_counter() - t0, time.thread_time() - c0
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+    acc = dict(acc)     # the first call's phases (a later call may load the numba VM)
+    t0 = time.perf_counter()
+    step(*nat)
+    second = time.perf_counter() - t0
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         step(*nat)
         times.append(time.perf_counter() - t0)
     acc["other"] = first_cpu - sum(acc.values())
-    return {"first_s": first, "first_cpu_s": first_cpu, "steady_s": statistics.median(times),
+    return {"first_s": first, "first_cpu_s": first_cpu, "second_s": second, "faults": faults,
+            "steady_s": statistics.median(times),
             "phases_cpu_s": acc}
 
 
-def run_phases(harness: str, workloads: str, repeat: int) -> str:
-    """Fresh processes per workload (``repeat`` each, medians) and the breakdown table."""
+def run_phases(harness: str, workloads: str, repeat: int, pretouch: bool = False) -> str:
+    """Fresh processes per workload (``repeat`` each, medians) and the breakdown table;
+    ``pretouch``: also the first call's overhead after an eager step (pages touched)."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}   # as the harness does
     env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="2", OPENBLAS_NUM_THREADS="2")
@@ -254,8 +281,9 @@ def run_phases(harness: str, workloads: str, repeat: int) -> str:
     lines = [f"First call of ndgrad_jit ({tier} backend), phases in ms of CPU time, medians of "
              f"{repeat} fresh processes:", "",
              "workload | " + " | ".join(PHASES) + " | first call cpu | first call wall | "
-             "steady | overhead (wall) | XLA compile | overhead / XLA",
-             " | ".join(["---"] * (len(PHASES) + 7))]
+             "faults | second call | steady | overhead (wall) | XLA compile | overhead / XLA"
+             + (" | pretouched: faults | overhead | overhead / XLA" if pretouch else ""),
+             " | ".join(["---"] * (len(PHASES) + 9 + 3 * pretouch))]
     for wl in workloads.split(","):
         runs = [child(wl, "ndgrad_jit") for _ in range(repeat)]
         xla = med([child(wl, "jax_jit")["xla_compile_s"] for _ in range(repeat)]) \
@@ -265,9 +293,16 @@ def run_phases(harness: str, workloads: str, repeat: int) -> str:
         over = med([max(r["first_s"] - r["steady_s"], 0.0) for r in runs])
         cells = [f"{x:.2f}" for x in ph] + [
             f"{med([r['first_cpu_s'] for r in runs]) * 1e3:.1f}", f"{first * 1e3:.1f}",
+            f"{med([r['faults'] for r in runs])}",
+            f"{med([r['second_s'] for r in runs]) * 1e3:.1f}",
             f"{med([r['steady_s'] for r in runs]) * 1e3:.2f}", f"{over * 1e3:.1f}",
             "n/a" if xla is None else f"{xla * 1e3:.0f}",
             "n/a" if xla is None else f"{over / xla:.3f}"]
+        if pretouch:
+            pre = [child(wl, "ndgrad_jit+pretouch") for _ in range(repeat)]
+            pover = med([max(r["first_s"] - r["steady_s"], 0.0) for r in pre])
+            cells += [f"{med([r['faults'] for r in pre])}", f"{pover * 1e3:.1f}",
+                      "n/a" if xla is None else f"{pover / xla:.3f}"]
         lines.append(f"{wl} | " + " | ".join(cells))
     return "\n".join(lines)
 
@@ -287,6 +322,8 @@ def main() -> None:
     ap.add_argument("--phases-only", action="store_true", help="only the phase breakdown")
     ap.add_argument("--phase-repeat", type=int, default=3,
                     help="fresh processes per workload for the phase breakdown")
+    ap.add_argument("--pretouch", action="store_true",
+                    help="phase table: also the first call after an eager step of the workload")
     ap.add_argument("--phase-child", help=argparse.SUPPRESS)
     ap.add_argument("--phase-backend", default="ndgrad_jit", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -296,7 +333,7 @@ def main() -> None:
         return
     if args.phases_only:
         print(run_phases(find_harness(args.harness), args.workloads or PHASE_WORKLOADS,
-                         args.phase_repeat))
+                         args.phase_repeat, args.pretouch))
         return
     path = args.from_json
     if path is None:
@@ -308,7 +345,8 @@ def main() -> None:
     print(report(data))
     if args.phases and args.from_json is None:
         print()
-        print(run_phases(find_harness(args.harness), PHASE_WORKLOADS, args.phase_repeat))
+        print(run_phases(find_harness(args.harness), PHASE_WORKLOADS, args.phase_repeat,
+                         args.pretouch))
 
 
 if __name__ == "__main__":

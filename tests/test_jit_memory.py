@@ -148,3 +148,20 @@ def test_traced_deep_tanh_step_matches_eager_and_torch():
     for a, b, c in zip(grads, want, tg):
         np.testing.assert_allclose(a._data, b._data, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(a._data, c.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_relu_backward_op_keeps_one_byte_per_element_beside_its_result():
+    # threshold_backward runs as an op in traced and create_graph backward passes (the
+    # engine's raw rule writes into the gradient instead): its transient is the int8 mask
+    # only (Note [First-call cost] in ndgrad/jit/tracer.py), with PyTorch's values
+    from ndgrad.ops.pointwise import threshold_backward
+    rng = np.random.default_rng(0)
+    g = ndgrad.tensor(rng.standard_normal((N, N)))
+    r = ndgrad.tensor(np.maximum(rng.standard_normal((N, N)), 0))
+    out, kept, peak = _measure(lambda: threshold_backward(g, r))
+    # the mask (1 byte per element) and the ufunc's cast buffer (8192 elements); the two
+    # masks of before took a byte more per element
+    assert kept >= VALUE and peak - kept <= N * N + 8192 * 8 + 4096, (peak - kept) / (N * N)
+    want = torch.ops.aten.threshold_backward(torch.from_numpy(g.numpy()),
+                                             torch.from_numpy(r.numpy()), 0)
+    np.testing.assert_array_equal(out.numpy(), want.numpy())

@@ -105,6 +105,34 @@ def test_the_default_backend_never_imports_numba():
     assert out.stdout.strip() == "False"
 
 
+def test_numba_is_imported_by_the_first_vm_call_only():
+    # Note [numba is imported by the first VM call]: decorating, and graphs without a VM
+    # cluster, leave numba unimported; the first run of generated code with a cluster imports
+    # it and rebinds the generated module's global to the VM itself
+    code = ("import sys, ndgrad\n"
+            "from ndgrad.jit import numba_backend as nb\n"
+            "mm = ndgrad.compile(lambda a, b: (a @ b).tanh().sum(), backend='numba')\n"
+            "a = ndgrad.ones(40, 40)\n"
+            "r = [mm(a, a).item() for _ in range(3)]\n"
+            "print('numba' in sys.modules)\n"
+            "ch = ndgrad.compile(lambda x: ((x * 2).sin() * 3 + 1).tanh().exp().log().sum(),\n"
+            "                    backend='numba')\n"
+            "x = ndgrad.linspace(-1, 1, 16)\n"
+            "v1 = ch(x).item()\n"
+            "print('numba' in sys.modules, '_vm(' in ch.code)\n"
+            "fn = ch.specializations()[0]._plan.f.fn\n"
+            "print(fn.__globals__['_vm'] is nb._loader)\n"
+            "v2 = ch(x).item()\n"
+            "print('numba' in sys.modules, fn.__globals__['_vm'] is nb.get_vm(),\n"
+            "      abs(v1 - v2) < 1e-5)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=600)
+    assert out.stdout.split("\n")[:4] == ["False", "False True", "True", "True True True"], \
+        out.stdout
+    vm = numba_backend.get_vm()
+    assert numba_backend.lazy_vm() is vm            # once loaded, code binds the VM itself
+
+
 def _graph(fn, *xs):
     return trace_graph(fn, xs).graph
 

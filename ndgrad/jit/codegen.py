@@ -611,8 +611,8 @@ class _Gen:
         prog = np.array(self.cluster, dtype=np.int32)
         imm = np.array([1, 0] + self.imms, dtype=dt)
         self.imms = []
-        from .numba_backend import get_vm   # local import: the optional tier
-        vm = self.bind(get_vm(), "vm")
+        from .numba_backend import lazy_vm   # local import: the optional tier
+        vm = self.bind(lazy_vm(), "vm")       # numba is imported by its first call
         p = self.bind(prog, "prog")
         i = self.bind(imm, "imm")
         self.emit(f"{vm}({p}, {i}, _R)  # {len(self.cluster)} elementwise ops in the VM",

@@ -43,12 +43,14 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import threading
 from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["available", "get_vm", "OPCODES", "MAX_NUMEL", "MIN_CLUSTER_OPS", "ULP_BOUND",
+__all__ = ["available", "get_vm", "lazy_vm", "OPCODES", "MAX_NUMEL", "MIN_CLUSTER_OPS", "ULP_BOUND",
            "fusible", "worth_a_call"]
 
 MAX_NUMEL = 1024     # above this NumPy's SIMD loops beat the VM (measured: mlp_small 32x128)
@@ -71,12 +73,14 @@ _FAST = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def available() -> bool:
-    """Whether numba can be imported (the ``ndgrad[fast]`` extra)."""
+    """Whether numba is installed (the ``ndgrad[fast]`` extra); found, not imported (Note
+    [numba is imported by the first VM call])."""
+    if "numba" in sys.modules:
+        return True
     try:
-        import numba  # noqa: F401
-    except ImportError:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):   # a broken or half-imported installation
         return False
-    return True
 
 
 def get_vm() -> Any:
@@ -87,6 +91,54 @@ def get_vm() -> Any:
             if _vm is None:
                 _vm = _build()
     return _vm
+
+
+# Note [numba is imported by the first VM call]
+# Importing numba costs ~120-250 ms and ~48 MiB of resident memory (LLVM's library and ~6 MiB
+# of malloc'd blocks, which take free heap that the program's arrays would otherwise reuse:
+# the shared bench's memory workload peaked 82 MiB over its baseline with numba imported by
+# ndgrad.compile, 79.4 without). Most graphs of a numba-tier function have no cluster worth a
+# VM call (codegen.flush, worth_a_call), so nothing imports numba ahead of its use:
+# ``ndgrad.compile(backend="numba")`` only checks that numba is installed (``available``), and
+# generated code holds ``lazy_vm()``, a loader that on its first call imports numba, loads the
+# VM (get_vm) and rebinds the caller's global to the VM itself, so later calls cost nothing
+# extra. The first call of a compiled function runs the traced eager run, not the generated
+# code (Note [The tracing call's result] in api.py), so the import falls to the first run of
+# generated code with a VM cluster: the second call of a step whose outputs need no gradient,
+# the first call when they do (the compiled forward runs then). That run also loads the
+# VM's machine code from numba's cache, which numba does at a dispatcher's first call (it
+# always did; before, ndgrad.compile imported numba and the first call created the dispatcher,
+# ~35 ms of chain's first call); measured on the loaded 2-core machine: import and dispatcher
+# 0.25-0.4 s, the load 0.5-0.6 s, once per process.
+
+
+class _VMLoader:
+    """Stands for the VM in generated code until its first call (Note [numba is imported by
+    the first VM call])."""
+
+    def __call__(self, prog: np.ndarray, imm: np.ndarray, R: np.ndarray) -> Any:
+        vm = get_vm()
+        glb = sys._getframe(1).f_globals     # the generated module calling us
+        for k, v in list(glb.items()):
+            if v is self:
+                glb[k] = vm
+        return vm(prog, imm, R)
+
+    def __repr__(self) -> str:
+        return "<ndgrad elementwise VM (numba, loaded on first call)>"
+
+
+_loader = _VMLoader()
+
+
+def lazy_vm() -> Any:
+    """The VM when it is loaded already, else a loader standing for it until its first call.
+
+    Example:
+        >>> callable(lazy_vm())
+        True
+    """
+    return _vm if _vm is not None else _loader
 
 
 def _build() -> Any:

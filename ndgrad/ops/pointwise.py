@@ -835,11 +835,15 @@ def _threshold_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
     made a NaN (a NaN or inf gradient under the mask) the exact select runs. Real floats take
     the bits of ``g`` and-ed with the mask's sign extension (0 or all ones): exact (a kept NaN
     stays, a dropped one is +0), one pass less than the product's check."""
-    m = _relu_keep(r)
     dt = g.dtype
     if dt.kind == "f" and dt.itemsize in (2, 4, 8) and dt.isnative:
-        bits = np.bitwise_and(g.view(f"i{dt.itemsize}"), np.negative(m.view(np.int8)))
-        return bits.view(dt)
+        # the int8 mask ``(r <= 0) - 1`` (0 or all ones) made in place: one byte per element
+        # lives beside the result (two did: a traced first call's peak, Note [First-call cost])
+        m = np.less_equal(r, 0)
+        mi = m.view(np.int8) if type(m) is np.ndarray else np.int8(m)
+        mi = np.subtract(mi, 1, out=mi) if type(mi) is np.ndarray else mi - np.int8(1)
+        return np.bitwise_and(g.view(f"i{dt.itemsize}"), mi).view(dt)
+    m = _relu_keep(r)
     out = g * m
     # A NaN makes the sum NaN: one reduction, no temporary (np.isnan(out).any() is two passes
     # and a bool array). A false alarm (inf + -inf) only takes the exact path.
