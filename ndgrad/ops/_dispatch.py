@@ -122,7 +122,8 @@ class Op:
     __slots__ = ("save_if", "name", "node_name", "forward", "vjp", "jvp", "_saved_names",
                  "save_idx",
                  "inputs", "_arg_names", "view", "num_outputs", "pad", "differentiable",
-                 "node_cls", "pad_edges", "pad_meta", "raw", "save_pairs", "raw_into")
+                 "node_cls", "pad_edges", "pad_meta", "raw", "save_pairs", "raw_into",
+                 "save_inputs2")
 
     def __init__(self, name: str, node: str, forward: Callable, vjp: Optional[Callable] = None,
                  *, saves: Sequence[str] = (), inputs: Sequence[str] = ("self",),
@@ -152,6 +153,9 @@ class Op:
                            if self.save_if is not None and all(
                                type(c) is tuple and len(c) == 1 and i >= 0
                                for i, c in zip(self.save_idx, self.save_if)) else None)
+        # Two tensor inputs saved always (save_if None): _record's short path.
+        self.save_inputs2 = (self.save_idx if self.save_if is None and len(self.save_idx) == 2
+                             and min(self.save_idx) >= 0 else None)
         self.view = view
         self.num_outputs = num_outputs
         self.pad = pad
@@ -600,6 +604,10 @@ def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
                 node._saved = (SavedTensor(result, True, 0),)
             else:
                 node._saved = (_save(i, tensors, result, args),)
+        elif op.save_inputs2 is not None:
+            # two tensor inputs saved unconditionally (tanh_backward's grad_output and output)
+            i, j = op.save_inputs2
+            node._saved = (SavedTensor(tensors[i]), SavedTensor(tensors[j]))
         elif op.save_pairs is not None:
             pairs = op.save_pairs
             if len(pairs) == 2:     # mul, mm: unrolled (a comprehension is a frame of its own)
