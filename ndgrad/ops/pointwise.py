@@ -790,7 +790,7 @@ def _tanh_backward_raw(ctx, gg, saved):
     if not n1:
         return (_tanh_backward_fwd(gg, r) if n0 else None, None)
     u = _mul(r, _s(r, -2))
-    if _is_broadcast_one(g) and u.shape == gg.shape:
+    if g.size >= _ONE_MIN_SIZE and _is_broadcast_one(g) and u.shape == gg.shape:
         # Note [Multiplying by a broadcast one]: ``u * g`` is ``u``; the product with ``gg``
         # goes into the temporary ``u``
         u = _mul(gg, u, out=u)
