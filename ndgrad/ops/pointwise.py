@@ -767,11 +767,12 @@ def _tanh_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
         return g * np.conjugate(1 - r * r)
     t = r * r
     if t.__class__ is _ndarray and t.size >= _ONE_MIN_SIZE and t.shape == g.shape and \
-            t.dtype == g.dtype and _is_broadcast_one(g):
-        # Note [Multiplying by a broadcast one]: ``1.0 * (1 - t)`` is ``1 - t``
-        return np.subtract(_s(r, 1), t, out=t)
-    if t.__class__ is _ndarray and t.size >= 16384 and t.shape == g.shape and \
             t.dtype == g.dtype:
+        if not g.strides[-1] and _is_broadcast_one(g):
+            # Note [Multiplying by a broadcast one]: ``1.0 * (1 - t)`` is ``1 - t``
+            return np.subtract(_s(r, 1), t, out=t)
+        if t.size < 16384:
+            return g * (_s(r, 1) - t)
         # Note [Temporaries of tanh_backward]: the same three ufuncs, one array for all of
         # them. The Tensor rule of tanh (what a traced or create_graph backward runs) then
         # allocates one activation-sized array per layer, as the raw rule does; three made the
