@@ -153,3 +153,9 @@ def test_lean_grad_entry_keeps_the_checks():
     ndgrad.autograd.grad(loss, x)                  # retain_graph defaults to create_graph
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         ndgrad.autograd.grad(loss, x)
+
+
+def test_lean_grad_entry_of_a_leaf_loss():
+    x = ndgrad.tensor(2.0, requires_grad=True)     # the loss is the leaf itself
+    assert ndgrad.autograd.grad(x, x)[0].item() == 1.0
+    assert ndgrad.autograd.grad(x, [x])[0].item() == 1.0

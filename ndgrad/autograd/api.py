@@ -236,21 +236,19 @@ def grad(
         # history (a gradient penalty's inner gradient, a Hessian's first one) skips the
         # argument handling below (sequences, user grad_outputs, batching): the same seed,
         # edges, checks and engine call, ~1.5 µs less.
-        d = outputs._data
-        if d.ndim == 0 and d.dtype.kind == "f" and outputs._requires_grad and \
+        loss: Any = outputs
+        ins: Any = inputs
+        d = loss._data
+        if d.ndim == 0 and d.dtype.kind == "f" and loss._requires_grad and \
                 not _grad_state.inference:
-            if inputs.__class__ is _Tensor:
-                inputs_t = (inputs,)
-            elif inputs.__class__ is list or inputs.__class__ is tuple:
-                inputs_t = tuple(inputs)
-            else:
-                inputs_t = ()
-            if inputs_t:
-                roots = [gradient_edge(outputs)]
-                input_edges = _input_edges(inputs_t, accumulate_grad=False)
+            lean: tuple = ((ins,) if ins.__class__ is _Tensor else tuple(ins)
+                           if ins.__class__ is list or ins.__class__ is tuple else ())
+            if lean:
+                roots = [gradient_edge(loss)]      # first: it may make a leaf's accumulator
+                edges = _input_edges(lean, accumulate_grad=False)
                 res = run_backward(roots, (_wrap(np.array(1, d.dtype)),),
                                    create_graph if retain_graph is None else retain_graph,
-                                   create_graph, input_edges, accumulate_grad=False)
+                                   create_graph, edges, accumulate_grad=False)
                 assert res is not None               # the gradients of input_edges
                 for i, r in enumerate(res):
                     if r is None:
