@@ -460,7 +460,9 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
 # holds (a transposed product handed on by ``t()``'s backward); the Tensor is no tracked view,
 # has no forward-AD tangent and no batch level. Anything else (a hook or a retained gradient
 # holding it, a pass-through of one Tensor to two edges, a read-only broadcast view, sparse or
-# subclass gradients) gets ``old + g``.
+# subclass gradients) gets ``old + g``, and so does every sum while something must see it as
+# an op: the jit's tracer (which records the add into its graph; ops/_dispatch.py's
+# ``set_tracing`` tells this module), the profiler, a functional transform.
 _getrefcount = sys.getrefcount
 _ndarray = np.ndarray
 _np_add = np.add
@@ -468,10 +470,20 @@ _OLD_REFS = 4 if SOLE_REFERENCE_TESTS else -8
 _ARRAY_REFS = 3 if SOLE_REFERENCE_TESTS else -8
 
 
+_TRACING = False
+
+
+def set_tracing(active: bool) -> None:
+    """Whether the jit's tracer records ops now (Note [Buffer sums in place])."""
+    global _TRACING
+    _TRACING = active
+
+
 def _sum_grads(old: Any, g: Any) -> Any:
     """``old + g`` for two gradients meeting in an input buffer, in place when only the buffer
     holds ``old`` (Note [Buffer sums in place])."""
     if (old.__class__ is Tensor and g.__class__ is Tensor and not grad_mode._state.enabled
+            and not _TRACING and not profiler._ACTIVE and not _tensor_mod._TRANSFORM
             and _getrefcount(old) <= _OLD_REFS and old._base is None and not old._blevel
             and not g._blevel and not old._fw_grads and not g._fw_grads):
         d = old._data

@@ -34,6 +34,7 @@ from .. import _dtype
 from .._refcounts import SOLE_REFERENCE_TESTS
 from ..autograd import anomaly_mode as _anomaly_mode
 from ..autograd import batching as _batching_levels
+from ..autograd import engine as _engine
 from ..autograd import profiler as _profiler
 from ..autograd.accumulate_grad import grad_accumulator
 from ..autograd.grad_mode import _state
@@ -711,6 +712,7 @@ def set_tracing(record: Any, inplace: Any) -> None:
     global _TRACING, _trace_record, _trace_inplace
     _trace_record, _trace_inplace = record, inplace
     _TRACING = record is not None
+    _engine.set_tracing(_TRACING)     # Note [Buffer sums in place]: the tracer sees the sums
 
 
 def enter_transform(tid: int) -> int:
