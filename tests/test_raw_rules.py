@@ -11,6 +11,7 @@ import torch
 import ndgrad
 from ndgrad.autograd.graph import saved_tensors_hooks
 from ndgrad.ops import _dispatch, linalg, pointwise, reduction
+from ndgrad.ops import shape as shape_ops
 
 RNG = np.random.default_rng(0)
 
@@ -61,6 +62,8 @@ CASES = {
     "sub_broadcast": (pointwise.SUB, [(1, 4), (3, 1)], False, lambda x, y: x - y),
     "add_scalar": (pointwise.ADD_S, [(3, 4)], False, lambda x: x + 2.5),
     "sub_scalar": (pointwise.SUB_S, [(3, 4)], False, lambda x: x - 2.5),
+    "t": (shape_ops.T_OP, [(3, 4)], False, lambda x: x.t()),
+    "t_1d": (shape_ops.T_OP, [(4,)], False, lambda x: x.t()),
     "tanh_backward": (pointwise.TANH_BACKWARD, [(3, 4), (3, 4)], False,
                       lambda g, r: pointwise.tanh_backward(g, r)),
 }

@@ -136,6 +136,18 @@ class AccumulateGrad(Node):
                     var._grad = new_grad
                 else:
                     self._accumulate(var, new_grad, expected)
+            elif (var._grad.__class__ is _Tensor and new_grad.__class__ is _Tensor
+                  and not _grad_state.enabled):
+                # Fast path of _accumulate's in-place add (a later gradient of a plain
+                # backward, the usual leaf that keeps its .grad across steps): same checks
+                vgrad = var._grad
+                data, d = vgrad._data, new_grad._data
+                if data.dtype is d.dtype and data.flags.writeable:
+                    np.add(data, d, out=data)
+                    vgrad._bump_version()
+                    _check_result(vgrad, var)
+                else:
+                    self._accumulate(var, new_grad, expected)
             else:
                 self._accumulate(var, new_grad, expected)
             del new_grad

@@ -230,6 +230,33 @@ def grad(
     >>> ndgrad.autograd.grad(x * x, x, ndgrad.ones(1))
     (tensor([4.]),)
     """
+    if (outputs.__class__ is _Tensor and grad_outputs is None and not materialize_grads
+            and not is_grads_batched and only_inputs and not allow_unused):
+        # Note [Lean grad entry]: ``grad(loss, inputs)`` of a 0-d floating point loss with a
+        # history (a gradient penalty's inner gradient, a Hessian's first one) skips the
+        # argument handling below (sequences, user grad_outputs, batching): the same seed,
+        # edges, checks and engine call, ~1.5 µs less.
+        loss: Any = outputs
+        ins: Any = inputs
+        d = loss._data
+        if d.ndim == 0 and d.dtype.kind == "f" and loss._requires_grad and \
+                not _grad_state.inference:
+            lean: tuple = ((ins,) if ins.__class__ is _Tensor else tuple(ins)
+                           if ins.__class__ is list or ins.__class__ is tuple else ())
+            if lean:
+                roots = [gradient_edge(loss)]      # first: it may make a leaf's accumulator
+                edges = _input_edges(lean, accumulate_grad=False)
+                res = run_backward(roots, (_wrap(np.array(1, d.dtype)),),
+                                   create_graph if retain_graph is None else retain_graph,
+                                   create_graph, edges, accumulate_grad=False)
+                assert res is not None               # the gradients of input_edges
+                for i, r in enumerate(res):
+                    if r is None:
+                        raise RuntimeError(
+                            f"The differentiated Tensor at index {i} appears to not have been "
+                            "used in the graph. Set allow_unused=True if this is the desired "
+                            "behavior.")
+                return tuple(res)
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")

@@ -22,10 +22,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import sys
 import threading
 from importlib import import_module
 from typing import Any, Optional, Sequence
 
+import numpy as np
+
+from .._refcounts import SOLE_REFERENCE_TESTS
 from .._sparse import SparseTensor
 from . import anomaly_mode, grad_mode, profiler
 from .accumulate_grad import AccumulateGrad
@@ -405,7 +409,7 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
                         buf[nr] = g
                 elif g is not None:
                     old = buf[nr]
-                    buf[nr] = g if old is None else old + g
+                    buf[nr] = g if old is None else _sum_grads(old, g)
                 if fast_leaves and nxt.__class__ is _AccumulateGrad:
                     if not nxt._has_hooks and not flushed:
                         leaves.append((nxt, buf))
@@ -433,7 +437,7 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
                     buf = buffers[nxt] = [None] * nxt._num_inputs
                 if g is not None:
                     old = buf[nr]
-                    buf[nr] = g if old is None else old + g
+                    buf[nr] = g if old is None else _sum_grads(old, g)
         # Drop our references so AccumulateGrad can steal gradients (see accumulate_grad.py).
         outputs = g = old = buf = data = dt = None
         if leaves:
@@ -442,6 +446,57 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
             leaves.clear()
             lbuf = None
     return captured
+
+
+# Note [Buffer sums in place]
+# Two gradients that meet in a node's input buffer are summed, ``old + g``: a new array and a
+# dispatched add. When grad mode is off (no create_graph) and nothing but the buffer holds
+# ``old`` and its memory, the sum goes into ``old``'s array instead (same operands, same
+# order, same bits): a gradient penalty's two gradients of ``W`` (``x @ W`` and the inner
+# gradient's ``W.t()``) are added into the first one. "Nothing else holds it" is
+# AccumulateGrad's sole-reference test (Note [AccumulateGrad: steal, clone or add]) on the
+# Tensor (the buffer's slot, the caller's name, the parameter and getrefcount's argument), on
+# its array, and on the array's base when it is a view covering all of a base nobody else
+# holds (a transposed product handed on by ``t()``'s backward); the Tensor is no tracked view,
+# has no forward-AD tangent and no batch level. Anything else (a hook or a retained gradient
+# holding it, a pass-through of one Tensor to two edges, a read-only broadcast view, sparse or
+# subclass gradients) gets ``old + g``, and so does every sum while something must see it as
+# an op: the jit's tracer (which records the add into its graph; ops/_dispatch.py's
+# ``set_tracing`` tells this module), the profiler, a functional transform.
+_getrefcount = sys.getrefcount
+_ndarray = np.ndarray
+_np_add = np.add
+_OLD_REFS = 4 if SOLE_REFERENCE_TESTS else -8
+_ARRAY_REFS = 3 if SOLE_REFERENCE_TESTS else -8
+
+
+_TRACING = False
+
+
+def set_tracing(active: bool) -> None:
+    """Whether the jit's tracer records ops now (Note [Buffer sums in place])."""
+    global _TRACING
+    _TRACING = active
+
+
+def _sum_grads(old: Any, g: Any) -> Any:
+    """``old + g`` for two gradients meeting in an input buffer, in place when only the buffer
+    holds ``old`` (Note [Buffer sums in place])."""
+    if (old.__class__ is Tensor and g.__class__ is Tensor and not grad_mode._state.enabled
+            and not _TRACING and not profiler._ACTIVE and not _tensor_mod._TRANSFORM
+            and _getrefcount(old) <= _OLD_REFS and old._base is None and not old._blevel
+            and not g._blevel and not old._fw_grads and not g._fw_grads):
+        d = old._data
+        e = g._data
+        if (d.__class__ is _ndarray and e.__class__ is _ndarray and d.dtype is e.dtype
+                and d.shape == e.shape and d.flags.writeable
+                and _getrefcount(d) <= _ARRAY_REFS):
+            b = d.base
+            if b is None or (b.__class__ is _ndarray and b.base is None
+                             and b.nbytes == d.nbytes and _getrefcount(b) <= _ARRAY_REFS):
+                _np_add(d, e, out=d)
+                return old
+    return old + g
 
 
 def _check_gradient(node, i: int, g, meta: tuple):

@@ -34,6 +34,7 @@ from .. import _dtype
 from .._refcounts import SOLE_REFERENCE_TESTS
 from ..autograd import anomaly_mode as _anomaly_mode
 from ..autograd import batching as _batching_levels
+from ..autograd import engine as _engine
 from ..autograd import profiler as _profiler
 from ..autograd.accumulate_grad import grad_accumulator
 from ..autograd.grad_mode import _state
@@ -122,7 +123,8 @@ class Op:
     __slots__ = ("save_if", "name", "node_name", "forward", "vjp", "jvp", "_saved_names",
                  "save_idx",
                  "inputs", "_arg_names", "view", "num_outputs", "pad", "differentiable",
-                 "node_cls", "pad_edges", "pad_meta", "raw", "save_pairs", "raw_into")
+                 "node_cls", "pad_edges", "pad_meta", "raw", "save_pairs", "raw_into",
+                 "save_inputs2")
 
     def __init__(self, name: str, node: str, forward: Callable, vjp: Optional[Callable] = None,
                  *, saves: Sequence[str] = (), inputs: Sequence[str] = ("self",),
@@ -152,6 +154,9 @@ class Op:
                            if self.save_if is not None and all(
                                type(c) is tuple and len(c) == 1 and i >= 0
                                for i, c in zip(self.save_idx, self.save_if)) else None)
+        # Two tensor inputs saved always (save_if None): _record's short path.
+        self.save_inputs2 = (self.save_idx if self.save_if is None and len(self.save_idx) == 2
+                             and min(self.save_idx) >= 0 else None)
         self.view = view
         self.num_outputs = num_outputs
         self.pad = pad
@@ -389,6 +394,34 @@ _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a 
 # that a retained graph run again does not pay (12.4 against 8.6 µs for ``(w * w).sum()``,
 # same code path, not the garbage collector: not found).
 #
+# Session 23, double_backward (the shared bench's gradient penalty: ``g = grad(sum(tanh(x @ W)),
+# x, create_graph=True)``, then ``sum(g * g).backward()`` into W and x): why the harness put
+# ndgrad ~4% behind torch (0.259 against 0.250 ms) when the pieces timed one by one were ahead.
+# On one thread ndgrad's step is the faster one (CPU time, medians, load 5-11: ndgrad 315-330
+# µs, torch 355-410): its six 64x128x128 float64 products take ~28 µs each with OpenBLAS
+# against ~45 with torch's MKL on this AMD CPU, and np.tanh 7 µs against torch's 33. A second
+# thread takes the products to ~17 µs (OpenBLAS) and torch's to ~30 with its tanh to ~20:
+# torch gains 110-160 µs from it, ndgrad ~66, as ~100 µs of ndgrad's step is single-threaded
+# Python (the ops' dispatch and nodes, the engine) and ~40 NumPy element-wise passes. So a
+# quiet 2-thread run (what the harness measures) shows ndgrad behind, a loaded one or one
+# thread ahead; last session's pieces were timed on a loaded machine. Not it: the garbage
+# collector (``gc.disable()`` moves the step by < 1 µs; ~190 tracked objects per step), page
+# faults (none per step), the adapter's ``t.grad = None`` and returned arrays (~5 µs, the
+# same for both). Under load (average 5-11) the medians of both are 100-300 ms in a third of
+# the runs: a BLAS second thread (OpenBLAS's, torch's OpenMP) descheduled while the other
+# waits; compare minima or CPU time there. Cuts: multiplying by a sum's broadcast 1.0 seed
+# skipped (Note [Multiplying by a broadcast one] in ops/pointwise.py: three passes fewer);
+# two gradients meeting in a buffer summed into the first one's array (Note [Buffer sums in
+# place] in autograd/engine.py: W's two gradients); TBackward0 runs a raw rule (``g.T``);
+# tanh_backward's two saves without ``_saved_values``; ``grad()`` of a 0-d loss skips its
+# argument handling (autograd/api.py); AccumulateGrad adds a later gradient without
+# ``_accumulate``'s frame; mm's Tensor rule calls ``conj()`` only for complex operands.
+# One thread, CPU time of the main thread, 3000 steps, 4 alternating process pairs, load 8-11:
+# step median 314-325 µs against 325-332 before, minimum 296-305 against 309-311.
+# Tried and left: a GEMM with beta=1 into the buffer (SciPy's dgemm) for those two sums: SciPy
+# links its own OpenBLAS build (0.3.30, 32-bit integers) next to NumPy's (0.3.31, ILP64), so
+# bits could differ from the unfused product, and the raw rule would need the buffer (~5 µs).
+#
 # (*) includes ~250 of the measurement's own grad-mode switch and list. Session 21 cut the
 # entry and the leaves: ``loss.backward()`` of a 0-d loss skips ``backward``'s argument
 # handling, and a node that feeds only leaves (a compiled function's one node) runs with its
@@ -600,6 +633,10 @@ def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
                 node._saved = (SavedTensor(result, True, 0),)
             else:
                 node._saved = (_save(i, tensors, result, args),)
+        elif op.save_inputs2 is not None:
+            # two tensor inputs saved unconditionally (tanh_backward's grad_output and output)
+            i, j = op.save_inputs2
+            node._saved = (SavedTensor(tensors[i]), SavedTensor(tensors[j]))
         elif op.save_pairs is not None:
             pairs = op.save_pairs
             if len(pairs) == 2:     # mul, mm: unrolled (a comprehension is a frame of its own)
@@ -675,6 +712,7 @@ def set_tracing(record: Any, inplace: Any) -> None:
     global _TRACING, _trace_record, _trace_inplace
     _trace_record, _trace_inplace = record, inplace
     _TRACING = record is not None
+    _engine.set_tracing(_TRACING)     # Note [Buffer sums in place]: the tracer sees the sums
 
 
 def enter_transform(tid: int) -> int:

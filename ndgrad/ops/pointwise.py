@@ -51,6 +51,26 @@ _ndarray = np.ndarray
 _mul = np.multiply
 
 
+# Note [Multiplying by a broadcast one]
+# A loss reduced by a full sum (``loss.sum()``, ``(g * g).sum()``) hands its seed on as a
+# broadcast view of one number (sum's backward, ``broadcast_view`` in ops/shape.py): every
+# element is the same 1.0, all strides 0. Multiplying by it is the identity, bit for bit
+# (``x * 1.0 == x`` for every float, signed zeros, infinities and NaNs included), so the rules
+# that multiply by such a gradient (tanh's backward, its double backward, ``x * x``) skip that
+# pass: a gradient penalty's create_graph backward and the backward through it make three
+# fewer arrays. Both the raw and the Tensor rule test it (the Tensor rule through the op's
+# forward), so they still compute the same bits. The test costs ~0.3 µs, so small arrays
+# (below ``_ONE_MIN_SIZE`` elements) do not ask.
+_ONE_MIN_SIZE = 1024
+
+
+def _is_broadcast_one(g: Any) -> bool:
+    """``g`` (an ndarray of a real floating dtype) is one 1.0 broadcast over every element
+    (Note [Multiplying by a broadcast one])."""
+    return (g.size >= _ONE_MIN_SIZE and not any(g.strides) and g.dtype.kind == "f"
+            and g.item(0) == 1.0)
+
+
 def _mul_into(t: Any, g: np.ndarray) -> Any:
     """``t * g`` for a temporary ``t`` the caller made: in place when shapes allow and the
     array is large enough for the saved allocation to outweigh ``out=``'s call cost."""
@@ -235,6 +255,9 @@ def _mul_raw(ctx, g, saved):
             # would sum them (``t + t``, a new array); one product serves both and the sum is
             # made here, in place, with nothing on the second edge (the buffer holds the same),
             # unless a post hook of the node would see the two gradients
+            if not ctx._post_hooks and _is_broadcast_one(g) and g.shape == a.shape:
+                # Note [Multiplying by a broadcast one]: ``1.0 * x + 1.0 * x`` is ``x + x``
+                return np.add(a, a), None
             t = _mul(g, a)
             if ctx._post_hooks:
                 return t, t
@@ -743,8 +766,13 @@ def _tanh_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
     if r.dtype.kind == "c":
         return g * np.conjugate(1 - r * r)
     t = r * r
-    if t.__class__ is _ndarray and t.size >= 16384 and t.shape == g.shape and \
+    if t.__class__ is _ndarray and t.size >= _ONE_MIN_SIZE and t.shape == g.shape and \
             t.dtype == g.dtype:
+        if not g.strides[-1] and _is_broadcast_one(g):
+            # Note [Multiplying by a broadcast one]: ``1.0 * (1 - t)`` is ``1 - t``
+            return np.subtract(_s(r, 1), t, out=t)
+        if t.size < 16384:
+            return g * (_s(r, 1) - t)
         # Note [Temporaries of tanh_backward]: the same three ufuncs, one array for all of
         # them. The Tensor rule of tanh (what a traced or create_graph backward runs) then
         # allocates one activation-sized array per layer, as the raw rule does; three made the
@@ -760,8 +788,16 @@ def _tanh_backward_raw(ctx, gg, saved):
     # Note [Raw backward rules] (ops/_dispatch.py): _tanh_backward_vjp on arrays
     g, r = saved
     n0, n1 = ctx.needs_input_grads()
-    return (_tanh_backward_fwd(gg, r) if n0 else None,
-            _mul(gg, _mul(_mul(r, _s(r, -2)), g)) if n1 else None)
+    if not n1:
+        return (_tanh_backward_fwd(gg, r) if n0 else None, None)
+    u = _mul(r, _s(r, -2))
+    if g.size >= _ONE_MIN_SIZE and _is_broadcast_one(g) and u.shape == gg.shape:
+        # Note [Multiplying by a broadcast one]: ``u * g`` is ``u``; the product with ``gg``
+        # goes into the temporary ``u``
+        u = _mul(gg, u, out=u)
+    else:
+        u = _mul(gg, _mul(u, g))
+    return (_tanh_backward_fwd(gg, r) if n0 else None, u)
 
 
 TANH_BACKWARD = Op("tanh_backward", "TanhBackwardBackward0", _tanh_backward_fwd,

@@ -165,8 +165,10 @@ TRANSPOSE = Op("transpose", "TransposeBackward0",
                lambda x, a, b: np.swapaxes(x, a, b) if x.ndim else x[...],
                lambda ctx, g: g.transpose(ctx._args[0], ctx._args[1]), args=("dim0", "dim1"),
                view=True, jvp=linear)
+# raw: Note [Raw backward rules] (ops/_dispatch.py); the Tensor rule returns a view of ``g``
+# too (a gradient penalty's ``W.t()`` runs this node in every backward through it)
 T_OP = Op("t", "TBackward0", lambda x: x.T, lambda ctx, g: g.t(), view=True,
-          jvp=linear)
+          jvp=linear, raw=lambda ctx, g, saved: g.T)
 PERMUTE = Op("permute", "PermuteBackward0", lambda x, dims: np.transpose(x, dims),
              lambda ctx, g: g.permute(tuple(np.argsort(ctx._args[0]).tolist())),
              args=("dims",), view=True, jvp=linear)
