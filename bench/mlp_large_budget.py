@@ -54,6 +54,11 @@ def main() -> None:
     import numpy as np
 
     import ndgrad
+    from ndgrad.jit import numba_backend, numba_kernels
+    from ndgrad.ops._workspace import zeros_operand
+    from ndgrad.ops.pointwise import relu_backward_bits
+    if not numba_backend.available():
+        numba_kernels = None
 
     clock = time.process_time if args.cpu else time.perf_counter
     rng = np.random.default_rng(3)
@@ -82,23 +87,25 @@ def main() -> None:
     ]
     a = mm(x, w1)
     r = np.empty_like(g2)
-    mask = np.empty(g2.shape, np.int8)
-    gi = r.view(np.int32)
+    zeros = zeros_operand(a.shape, a.dtype)
     others = [
-        ("relu fwd in place (x2)", lambda: np.maximum(a, 0, out=a)),
-        ("relu bwd in place (x2)", lambda: np.bitwise_and(gi, np.subtract(
-            np.less_equal(h2, 0, out=mask.view(bool)).view(np.int8), 1, out=mask), out=gi)),
+        # the calls eager and both compiled tiers make (ops/pointwise.py, jit/codegen.py)
+        ("relu fwd in place (x2)", lambda: np.maximum(a, zeros, out=a)),
+        ("relu bwd in place (x2)", lambda: relu_backward_bits(r, h2)),
         ("sub y - t", lambda: np.subtract(d, t)),
         ("square d * d", lambda: np.multiply(d, d)),
         ("mean (sum)", lambda: np.add.reduce(d, axis=None)),
         ("loss backward c * d", lambda: np.multiply(d, f32(2.0))),
     ]
+    if numba_kernels is not None:   # the numba tier's form (not in the sum below)
+        others.append(("relu bwd numba tier (x2)",
+                          lambda: numba_kernels.relu_backward_into(r, h2)))
     tx, tt = ndgrad.tensor(x), ndgrad.tensor(t)
     tw = [ndgrad.tensor(w, requires_grad=True) for w in (w1, w2, w3)]
 
     eager, whole = step_functions(ndgrad, tx, tt, tw)
     steps = [("eager step", eager)]
-    for backend in ("numpy", "numba"):
+    for backend in ("numpy", "numba") if numba_kernels is not None else ("numpy",):
         f = ndgrad.compile(whole, backend=backend)
         f(tx, tt, *tw)
         steps.append((f"compiled step ({backend})", lambda f=f: f(tx, tt, *tw)))
@@ -128,8 +135,8 @@ def main() -> None:
     k0 = 2 * len(gemms)
     rest = 0.0
     for j, (name, _) in enumerate(others):
-        m = stat[k0 + j][0] * (2 if "(x2)" in name else 1)
-        rest += m
+        if "numba" not in name:
+            rest += stat[k0 + j][0] * (2 if "(x2)" in name else 1)
         print(f"  {name:26s} {stat[k0 + j][0]:7.2f} / {stat[k0 + j][1]:7.2f}")
     print(f"  non-GEMM NumPy work (minima, relu x2): {rest:.1f}")
     for j, (name, _) in enumerate(steps):

@@ -53,7 +53,9 @@ def test_mlp_step_hidden_chain_is_transposed(backend, dtype):
     # relu forward and backward still written into the dead (transposed) product buffers
     assert sum("_np_maximum(v1, (_zeros" in line and "out=v1)" in line
                for line in f.code.splitlines()) == 1
-    assert f.code.count("_threshold_backward_into(") == 2
+    # (the numba tier's one-pass form on these large values: tests/test_jit_numba_kernels.py)
+    relu_b = "_threshold_backward_into_nb(" if backend == "numba" else "_threshold_backward_into("
+    assert f.code.count(relu_b) == 2
     assert "out=v12)" in f.code.replace(", v12)  #", ", out=v12)  #")
     e_loss, e_grads = _step(*args)
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)

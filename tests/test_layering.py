@@ -130,6 +130,7 @@ LAYERS = {
     "ndgrad.jit.numba_backend": API,
     "ndgrad.jit.blas_threads": API,
     "ndgrad.jit.gemm_layout": API,
+    "ndgrad.jit.numba_kernels": API,
     # TorchScript's Python API returns nn.Modules: practical, like nn (loaded on first use)
     "ndgrad.jit.torchscript": PRACTICAL,
     "ndgrad._threads": API,

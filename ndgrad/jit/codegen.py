@@ -86,6 +86,7 @@ from ..ops._workspace import zeros_operand
 from ..tensor import _wrap
 from .blas_threads import MAX_MACS, column_major_first_is_faster, run_single_threaded
 from .gemm_layout import transposed_products
+from . import numba_kernels as _nk   # imports numba only when a kernel first runs
 from .ir import ArrayArg, Graph, ScratchList, TensorArg, Value
 from .random_nodes import is_random
 
@@ -873,7 +874,11 @@ class _Gen:
                 big = None     # y * y may be smaller than the result: keep the plain form
             return tuple(cands), tuple(forms), big
         if op is _pw.THRESHOLD_BACKWARD and dt.kind == "f" and iv[1].dtype == dt:
-            fn = self.bind(_threshold_backward_into, "threshold_backward_into")
+            # the numba tier: one pass on large arrays (Note [Large relu backward in one pass]
+            # in numba_kernels.py)
+            fn = (self.bind(_threshold_backward_into_nb, "threshold_backward_into_nb")
+                  if self.fuse and _numel(tuple(out.shape)) >= _nk.MIN_NUMEL
+                  else self.bind(_threshold_backward_into, "threshold_backward_into"))
             g, r = ins
             cands = [x for x in (g,) if x in same]
             return (tuple(cands), tuple(f"{tgt} = {fn}({g}, {r}, {{out}})" for _ in cands),
@@ -1102,6 +1107,14 @@ def _threshold_backward_into(g: np.ndarray, r: np.ndarray, out: Any) -> np.ndarr
     if out is not None and g.dtype in _pw._INT_OF and r.dtype == g.dtype and g.ndim:
         return _pw.relu_backward_bits(g, r)
     return _pw._threshold_backward_fwd(g, r)
+
+
+def _threshold_backward_into_nb(g: np.ndarray, r: np.ndarray, out: Any) -> np.ndarray:
+    """``_threshold_backward_into`` of the numba tier: into ``out`` (``g``, dead) in one pass
+    when Note [Large relu backward in one pass] (numba_kernels.py) applies; the same bits."""
+    if out is not None and _nk.relu_backward_into(g, r):
+        return g
+    return _threshold_backward_into(g, r, out)
 
 
 def _numel(shape: tuple) -> int:

@@ -186,6 +186,33 @@ def _transposed(x: Any) -> bool:
 # Importing numba (the numba tier's only difference for this graph: the generated code is the
 # same) changes no product's time on one thread; the numba tier's higher ratios in earlier
 # runs were two-thread harness runs of their own, not measured side by side.
+#
+# Session 23 (load average 5-8 throughout: single-thread CPU time, minima; two-thread wall
+# times were 2-10x the quiet ones and are not used). ``python bench/mlp_large_gemms.py
+# --threads 1 --cpu`` times the eight products through each GEMM entry: NumPy's ``np.matmul``
+# (its OpenBLAS 0.3.31) and SciPy's ``sgemm`` (SciPy's own OpenBLAS 0.3.30; both pick the
+# SkylakeX kernels on this Zen 5), with a row- or column-major result, fresh or into a kept
+# array. Sums, x the 1-thread ceiling: NumPy default 1.046, NumPy best orientation 1.026, SciPy
+# row-major 1.069, SciPy column-major 1.039, into kept arrays the same as fresh; the best entry
+# per product 1.020. SciPy's entry buys nothing, and copying an operand to the other layout to
+# get another BLAS form costs more than any form saves (+9-25% per product, the copy included).
+# perf (1 thread): 86% of a step in the sgemm kernel, 7.5% in its packing copies, 1.1% in
+# OpenBLAS zeroing every result before the product (beta = 0: a memset of C, no way around it
+# through the BLAS interface), ~2% everything else; no page faults in a steady step (eager and
+# both tiers); huge pages under the operands and results change no product by more than the
+# noise (+-1.7%).
+# OpenBLAS's idle worker (NumPy's build imports no sched_yield; strace shows no system call
+# while it waits) spins for 2^28 TSC ticks (~0.1 s here) after each product before it sleeps,
+# so within a step it never sleeps: a second NumPy thread on the other core time-shares with a
+# spinning thread, which is why splitting element-wise work over two threads loses (session
+# 22); ``OPENBLAS_THREAD_TIMEOUT`` would shorten the spin but is read when the library loads,
+# before ndgrad can set it. Cut this session: the numba tier writes relu's backward in one pass
+# (Note [Large relu backward in one pass] in jit/numba_kernels.py): 0.44 -> 0.22 ms per layer
+# inside a step (bench/mlp_large_budget.py), the compiled step's rest 1.76 -> 1.48 ms. (A
+# numba relu forward in place would save ~0.03 ms per layer: not done.)
+# Eager's Python (the engine and dispatch of ~20 ops) costs ~0.4-0.7 ms in this step against
+# 0.08 ms on tiny shapes: the products flush the caches that the interpreter's code and
+# objects live in.
 
 
 # Note [Gradient layout of mm]
