@@ -183,6 +183,16 @@ def test_singular_inputs_raise_linalg_error(src):
     assert str(ne.value) == str(te.value)
 
 
+def test_linalg_error_is_named_as_torch_names_it():
+    # scripts log type(e).__name__ / repr(e): torch's class is _LinAlgError; pickling (worker
+    # processes send exceptions back) must still find the class
+    import pickle
+    assert ndgrad.linalg.LinAlgError.__name__ == torch.linalg.LinAlgError.__name__
+    e = ndgrad.linalg.LinAlgError("singular")
+    assert repr(e) == repr(torch.linalg.LinAlgError("singular"))
+    assert type(pickle.loads(pickle.dumps(e))) is ndgrad.linalg.LinAlgError
+
+
 def test_ex_variants_report_info():
     assert ndgrad.linalg.inv_ex(ndgrad.zeros(2, 2, 2)).info.tolist() == [1, 1]
     assert ndgrad.linalg.cholesky_ex(-ndgrad.eye(2)).info.item() == 1

@@ -46,6 +46,11 @@ class LinAlgError(RuntimeError):
     ``torch.linalg.LinAlgError``."""
 
 
+# torch's class is named _LinAlgError (exported as linalg.LinAlgError): scripts that log
+# type(e).__name__ or repr(e) print that name
+LinAlgError.__name__ = LinAlgError.__qualname__ = "_LinAlgError"
+
+
 inv_ex_result = _rt.linalg_inv_ex
 slogdet_result = _rt.linalg_slogdet
 slogdet_old_result = _rt.slogdet
