@@ -154,3 +154,14 @@ def test_inplace_with_arguments():
     z = ndgrad.tensor([1 + 1j], requires_grad=True)
     with pytest.raises(RuntimeError, match="complex dtype"):
         ndgrad.nan_to_num(z)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("name", ["sign", "sgn"])
+def test_sign_of_nan_and_negative_zero(name, dt):
+    # torch's sign is (0 < x) - (x < 0): NaN gives 0, -0.0 gives +0.0
+    vals = [-0.0, float("nan"), -float("nan"), 0.0, float("inf"), -2.5]
+    r = getattr(ndgrad, name)(ndgrad.tensor(vals, dtype=getattr(ndgrad, dt)))
+    t = getattr(torch, name)(torch.tensor(vals, dtype=getattr(torch, dt)))
+    assert r.float().tolist() == t.float().tolist()
+    assert r.signbit().tolist() == t.signbit().tolist()

@@ -985,7 +985,16 @@ def _sgn_fwd(x: np.ndarray) -> np.ndarray:
 
 
 def _sign_fwd(x: np.ndarray) -> np.ndarray:
-    return x.copy() if x.dtype == np.bool_ else np.sign(x)   # NumPy has no bool sign loop
+    if x.dtype == np.bool_:
+        return x.copy()          # NumPy has no bool sign loop
+    r = np.sign(x)
+    if r.dtype.kind not in "iu":     # torch's sign is (0 < x) - (x < 0): NaN -> 0, -0.0 -> +0.0
+        nan = r != r
+        if nan.any():
+            r[nan] = 0
+        if r.dtype.kind == "V":      # ml_dtypes' sign keeps -0.0
+            r += 0
+    return r
 
 
 SIGN = Op("sign", "SignBackward0", _sign_fwd, lambda ctx, g: _zeros_of(g), jvp=zero)
