@@ -46,8 +46,14 @@ with fwAD.dual_level():
     dual = fwAD.make_dual(x.detach(), torch.ones(5))
     out = SmoothAbs.apply(dual, 1e-2)
     print("fwd", fwAD.unpack_dual(out).tangent)
-print("gradcheck", torch.autograd.gradcheck(lambda v: SmoothAbs.apply(v, 0.1), (torch.randn(4, requires_grad=True),),
-                                            check_forward_ad=True))
+print(
+    "gradcheck",
+    torch.autograd.gradcheck(
+        lambda v: SmoothAbs.apply(v, 0.1),
+        (torch.randn(4, requires_grad=True),),
+        check_forward_ad=True,
+    ),
+)
 
 
 class SortWithIdx(torch.autograd.Function):
@@ -109,23 +115,45 @@ J1 = torch.autograd.functional.jacobian(f, z0)
 J2 = torch.autograd.functional.jacobian(f, z0, vectorize=True)
 J3 = torch.autograd.functional.jacobian(f, z0, vectorize=True, strategy="forward-mode")
 print("jacobian", J1, torch.allclose(J1, J2), torch.allclose(J1, J3))
-h = lambda z: (z.pow(2).prod() + torch.cos(z).sum())
+h = lambda z: z.pow(2).prod() + torch.cos(z).sum()
 H = torch.autograd.functional.hessian(h, z0)
-print("hessian", H, torch.allclose(H, torch.autograd.functional.hessian(h, z0, vectorize=True, outer_jacobian_strategy="forward-mode")))
+print(
+    "hessian",
+    H,
+    torch.allclose(
+        H,
+        torch.autograd.functional.hessian(
+            h, z0, vectorize=True, outer_jacobian_strategy="forward-mode"
+        ),
+    ),
+)
 print("vjp", torch.autograd.functional.vjp(f, z0, torch.ones(3)))
 print("jvp", torch.autograd.functional.jvp(f, z0, torch.tensor([1.0, 0.0, 0.0])))
-print("hvp", torch.autograd.functional.hvp(h, z0, torch.ones(3))[1], torch.autograd.functional.vhp(h, z0, torch.ones(3))[1])
+print(
+    "hvp",
+    torch.autograd.functional.hvp(h, z0, torch.ones(3))[1],
+    torch.autograd.functional.vhp(h, z0, torch.ones(3))[1],
+)
 two = torch.autograd.functional.jacobian(lambda u, w: (u * w).sum(), (z0, z0 + 1))
 print("multi-input", two)
 
 batch = torch.randn(4, 3)
-print("vmap jacrev", vmap(jacrev(f))(batch).shape, torch.allclose(vmap(jacrev(f))(batch), vmap(jacfwd(f))(batch)))
+print(
+    "vmap jacrev",
+    vmap(jacrev(f))(batch).shape,
+    torch.allclose(vmap(jacrev(f))(batch), vmap(jacfwd(f))(batch)),
+)
 print("vmap hessian", vmap(hessian(h))(batch)[1])
 gv = grad_and_value(lambda z: (h(z), z.sum()), has_aux=True)(z0)
 print("grad_and_value", gv[0], gv[1][0], gv[1][1])
 print("jvp/vjp", jvp(torch.sin, (z0,), (torch.ones(3),)), vjp(torch.exp, z0)[1](torch.ones(3)))
-print("argnums", grad(lambda u, w: (u * w ** 2).sum(), argnums=(0, 1))(z0, z0))
-print("chunked", jacrev(f, chunk_size=1)(z0).sum(), vmap(lambda r: r @ r, in_dims=1)(batch), vmap(torch.outer, in_dims=(0, None))(batch, z0).shape)
+print("argnums", grad(lambda u, w: (u * w**2).sum(), argnums=(0, 1))(z0, z0))
+print(
+    "chunked",
+    jacrev(f, chunk_size=1)(z0).sum(),
+    vmap(lambda r: r @ r, in_dims=1)(batch),
+    vmap(torch.outer, in_dims=(0, None))(batch, z0).shape,
+)
 
 with fwAD.dual_level():
     xp = fwAD.make_dual(z0, torch.tensor([0.0, 1.0, 0.0]))
@@ -135,13 +163,16 @@ w = torch.randn(3, requires_grad=True)
 out = (w.exp() * 2).sum()
 gw = torch.autograd.grad(out, w, create_graph=True)[0]
 print("double", torch.autograd.grad(gw.sum(), w)[0])
-try:    # the second-order call freed the first graph's buffers (exp saves its result)
+try:  # the second-order call freed the first graph's buffers (exp saves its result)
     torch.autograd.grad(out, w)
 except RuntimeError as e:
     print("freed:", str(e)[:60])
 q = torch.randn(3, requires_grad=True)
-print("unused", torch.autograd.grad((q * 2).sum(), [q, w], allow_unused=True)[1],
-      torch.autograd.grad((q * 2).sum(), [q, w], allow_unused=True, materialize_grads=True)[1])
+print(
+    "unused",
+    torch.autograd.grad((q * 2).sum(), [q, w], allow_unused=True)[1],
+    torch.autograd.grad((q * 2).sum(), [q, w], allow_unused=True, materialize_grads=True)[1],
+)
 with torch.no_grad():
     print("no_grad", (q * 2).requires_grad, torch.is_grad_enabled())
 with torch.enable_grad():

@@ -71,7 +71,7 @@ W = torch.zeros(4, D)
 for k in range(60):
     eps = 0.01 / math.sqrt(1 + k)
     W = W.detach().requires_grad_(True)
-    lp = (dist.Bernoulli(logits=W @ X.T).log_prob(y).sum(1) + prior.log_prob(W).sum(1))
+    lp = dist.Bernoulli(logits=W @ X.T).log_prob(y).sum(1) + prior.log_prob(W).sum(1)
     (g,) = torch.autograd.grad(lp.sum(), W)
     W = W + eps * g + math.sqrt(2 * eps) * torch.randn_like(W)
 print("ula", W.detach().mean(0), lp.detach())
