@@ -29,6 +29,10 @@ torch does, so the same seed and the same calls give torch's numbers:
   shape; with replacement, per row a binary search of float64 uniforms in the normalized
   cumulative sums (accumulated in ``p``'s dtype): bit-identical.
 
+- cauchy, geometric: ``median + sigma * tan(pi * (u - 0.5))`` and ``ceil(log(u) / log1p(-p))``
+  on float64 uniforms; log_normal: ``exp`` of one-at-a-time Box-Muller normals (as small
+  ``randn``): bit-identical up to the last place of ``tan``/``log``/``exp``.
+
 Other distributions are drawn by NumPy's algorithms from the same engine (``Generator._np``):
 reproducible within ndgrad, not torch's numbers.
 
@@ -289,6 +293,49 @@ def exponential_array(shape: tuple, lambd: float, generator: Optional[Generator]
     g = generator if generator is not None else default_generator
     n = int(np.prod(shape, dtype=np.int64))
     return (-1.0 / lambd * np.log1p(-uniform_bits(g, n, np.float64))).reshape(shape)
+
+
+def cauchy_array(shape: tuple, median: float, sigma: float, generator: Optional[Generator]
+                 ) -> np.ndarray:
+    """float64 Cauchy samples ``median + sigma * tan(pi * (u - 0.5))`` on float64 uniforms,
+    as torch draws them (Note [Random streams]); the caller casts."""
+    g = generator if generator is not None else default_generator
+    n = int(np.prod(shape, dtype=np.int64))
+    u = uniform_bits(g, n, np.float64)
+    return (median + sigma * np.tan(np.pi * (u - 0.5))).reshape(shape)
+
+
+def geometric_array(shape: tuple, p: float, generator: Optional[Generator]) -> np.ndarray:
+    """float64 geometric samples ``ceil(log(u) / log1p(-p))`` on float64 uniforms, as torch
+    draws them (Note [Random streams]); the caller casts."""
+    g = generator if generator is not None else default_generator
+    n = int(np.prod(shape, dtype=np.int64))
+    with np.errstate(divide="ignore"):
+        return np.ceil(np.log(uniform_bits(g, n, np.float64)) / np.log1p(-p)).reshape(shape)
+
+
+def log_normal_array(shape: tuple, mean: float, std: float, generator: Optional[Generator]
+                     ) -> np.ndarray:
+    """float64 samples ``exp(mean + std * z)`` with ``z`` from torch's one-at-a-time Box-Muller
+    (the second value of each pair kept for the next draw, as ``normal_array`` does for small
+    tensors), whatever the size (Note [Random streams]); the caller casts."""
+    g = generator if generator is not None else default_generator
+    n = int(np.prod(shape, dtype=np.int64))
+    z = np.empty(n, np.float64)
+    start = 0
+    if n and g._next_normal is not None:
+        z[0], g._next_normal = g._next_normal, None
+        start = 1
+    m = n - start
+    if m:
+        u = uniform_bits(g, 2 * ((m + 1) // 2), np.float64).reshape(-1, 2)
+        r = np.sqrt(-2.0 * np.log1p(-u[:, 1]))
+        theta = 2.0 * np.pi * u[:, 0]
+        pairs = np.stack([r * np.cos(theta), r * np.sin(theta)], 1).reshape(-1)
+        z[start:] = pairs[:m]
+        if m % 2:
+            g._next_normal = pairs[m]
+    return np.exp(z * std + mean).reshape(shape)
 
 
 def multinomial_rows(rows: np.ndarray, num_samples: int, replacement: bool,

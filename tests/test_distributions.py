@@ -384,7 +384,8 @@ SAME_STREAM = ["Normal", "Uniform", "Exponential", "Laplace", "Geometric", "Geom
                "RelaxedOneHotCategorical", "ExpRelaxedCategorical", "MixtureSameFamily",
                "MixtureOfMultivariateNormals", "HalfNormal", "Gumbel", "Pareto", "Weibull",
                "Multinomial", "Kumaraswamy", "LogisticNormal", "ContinuousBernoulli",
-               "ContinuousBernoulliLogits", "GeneralizedPareto"]
+               "ContinuousBernoulliLogits", "GeneralizedPareto", "Poisson", "Binomial",
+               "BinomialLogits", "Cauchy", "HalfCauchy"]
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
@@ -411,7 +412,8 @@ def test_samples_follow_torch_stream(name, dtype):
                                                "CategoricalLogits", "OneHotCategorical",
                                                "MixtureSameFamily", "Multinomial", "Gumbel",
                                                "MixtureOfMultivariateNormals", "VonMises",
-                                               "GeneralizedPareto")])
+                                               "GeneralizedPareto", "Poisson", "Binomial",
+                                               "BinomialLogits")])
 def test_rsample_gradients_match_torch(name):
     (tp, td), (np_, nd), _ = _build(name, "float64", requires_grad=True)
     w = RNG.standard_normal((4,) + tuple(td.batch_shape) + tuple(td.event_shape))
