@@ -385,7 +385,7 @@ SAME_STREAM = ["Normal", "Uniform", "Exponential", "Laplace", "Geometric", "Geom
                "MixtureOfMultivariateNormals", "HalfNormal", "Gumbel", "Pareto", "Weibull",
                "Multinomial", "Kumaraswamy", "LogisticNormal", "ContinuousBernoulli",
                "ContinuousBernoulliLogits", "GeneralizedPareto", "Poisson", "Binomial",
-               "BinomialLogits", "Cauchy", "HalfCauchy"]
+               "BinomialLogits", "Cauchy", "HalfCauchy", "VonMises"]
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
