@@ -43,6 +43,12 @@ CASES = {
     "amax_int": lambda m: m.tensor([[1, 5], [3, 2]]).amax(1),
     "index_select_float_index": lambda m: m.ones(2, 3).index_select(1, m.tensor([0.0])),
     "index_select_out_of_range": lambda m: m.ones(2, 3).index_select(1, m.tensor([5])),
+    # PyTorch raises IndexError except in its dim-1 kernel of a tensor of 2 or more dims
+    "index_select_out_of_range_1d": lambda m: m.ones(3).index_select(0, m.tensor([3])),
+    "index_select_negative_index": lambda m: m.ones(3).index_select(0, m.tensor([-1])),
+    "index_select_out_of_range_dim0": lambda m: m.ones(2, 3).index_select(0, m.tensor([2])),
+    "index_select_out_of_range_dim2": lambda m: m.ones(2, 3, 4).index_select(2, m.tensor([4])),
+    "index_select_out_of_range_0d": lambda m: m.tensor(1.0).index_select(0, m.tensor([1])),
     "index_select_2d_index": lambda m: m.ones(2, 3).index_select(1, m.tensor([[0]])),
     "index_select_scalar": lambda m: m.tensor(1.0).index_select(0, m.tensor([0, 0])),
     "index_select_0d_index": lambda m: m.ones(2, 3).index_select(1, m.tensor(1)),
