@@ -314,7 +314,13 @@ DIV_S = Op("div", "DivBackward0", _div_s_fwd,
            lambda ctx, g: g / _scalar_conj(ctx.saved[0]),
            args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0],
            raw=_div_s_raw)
-RECIPROCAL = Op("reciprocal", "ReciprocalBackward0", np.reciprocal,
+def _reciprocal_fwd(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind == "c":     # torch divides 1 / z (Smith's algorithm, as NumPy's divide):
+        return np.divide(x.dtype.type(1), x)    # 1/0 = inf+nanj, 1/(3+0j) has imag +0
+    return np.reciprocal(x)
+
+
+RECIPROCAL = Op("reciprocal", "ReciprocalBackward0", _reciprocal_fwd,
                 lambda ctx, g: -g * _c(ctx.saved[0] * ctx.saved[0]), saves=("result",),
                 jvp=elementwise(lambda ctx: -(ctx.result * ctx.result)))
 
