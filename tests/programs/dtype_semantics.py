@@ -97,3 +97,6 @@ print(
     torch.round(torch.tensor([2.5, 3.5, -2.5, 0.125]), decimals=2),
     torch.round(torch.tensor([1234.5]), decimals=-2),
 )
+print(torch.tensor([1 + 2j, 3 + 0j, 0j]).reciprocal(), torch.tensor([-0.0, nan, -2.0]).sign())
+x = torch.zeros(2, 3, 4)
+print(x.shape[1:], x.shape[:1] + (5,), x.shape * 1, x.size()[-2:], x[0].shape[::-1])
