@@ -85,3 +85,12 @@ def test_one_hot_under_vmap_matches_torch(case):
         assert n[1].tolist() == t[1].tolist()
     else:
         assert n[1] == t[1]
+
+
+def test_dynamic_shape_refusal_uses_torchs_words():
+    msgs = []
+    for m in (torch, ndgrad):
+        with pytest.raises(RuntimeError) as e:
+            m.func.vmap(lambda v: v.nonzero())(m.ones(2, 2))
+        msgs.append(str(e.value))
+    assert msgs[1] == msgs[0]

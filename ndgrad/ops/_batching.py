@@ -303,8 +303,8 @@ _CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some 
 _DATA = ("Cannot access data pointer of Tensor that doesn't have storage (a BatchedTensor "
          "inside vmap: its values are those of every batch entry)")
 _DYNAMIC = ("vmap: We do not support batching operators that can output dynamic shape. "
-            "Attempted to vmap over {}. Please voice your support in "
-            "https://github.com/pytorch/functorch/issues/256")
+            "Attempted to vmap over aten::{}. Please file an issue at "
+            "https://github.com/pytorch/pytorch/issues if you need this feature.")
 
 
 def mark(t: Tensor, level: int) -> Tensor:
