@@ -87,10 +87,14 @@ def test_one_hot_under_vmap_matches_torch(case):
         assert n[1] == t[1]
 
 
-def test_dynamic_shape_refusal_uses_torchs_words():
+@pytest.mark.parametrize("fn", [lambda m, v: v.nonzero(), lambda m, v: m.nonzero(v),
+                                lambda m, v: m.unique(v), lambda m, v: v.unique(),
+                                lambda m, v: m.unique_consecutive(v)])
+def test_dynamic_shape_refusal_uses_torchs_words(fn):
+    # refused even when every entry's result has the same shape (all ones here)
     msgs = []
     for m in (torch, ndgrad):
         with pytest.raises(RuntimeError) as e:
-            m.func.vmap(lambda v: v.nonzero())(m.ones(2, 2))
+            m.func.vmap(lambda v, m=m: fn(m, v))(m.ones(2, 2))
         msgs.append(str(e.value))
     assert msgs[1] == msgs[0]
