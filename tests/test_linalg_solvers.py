@@ -213,3 +213,17 @@ def test_errors_match_torch(src):
     with pytest.raises(Exception) as ne:
         eval(src, {"m": ndgrad})
     assert type(ne.value).__name__ == type(te.value).__name__
+
+
+@pytest.mark.parametrize("args", [((2,), "fro", None), ((), "nuc", None), ((2, 2, 2), "fro", None),
+                                  ((2,), "fro", 0), ((2, 2), "fro", 0), ((2, 2), "fro", (0,)),
+                                  ((2, 2, 2), "fro", (0, 1, 2)), ((2, 2, 2), "nuc", 1)])
+def test_linalg_norm_string_ord_errors_match_torch(args):
+    # a string ord is a matrix norm: a vector or a one-dim ``dim`` get matrix_norm's words
+    shape, ord, dim = args
+    msgs = []
+    for m in (torch, ndgrad):
+        with pytest.raises(RuntimeError) as e:
+            m.linalg.norm(m.ones(shape), ord, dim)
+        msgs.append(str(e.value))
+    assert msgs[1] == msgs[0]

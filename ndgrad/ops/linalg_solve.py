@@ -1526,6 +1526,12 @@ def linalg_norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = Fal
         if dims is None:
             dims = [-2, -1]
         return matrix_norm(A, "fro" if ord is None else ord, tuple(dims), keepdim, dtype=dtype)
+    if isinstance(ord, str) and (dims is not None and len(dims) == 1 or A.ndim == 1):
+        # a matrix norm asked of a vector: matrix_norm's own checks
+        if A.ndim < 2:
+            raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                               "dimensions.")
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dims[0]}")
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
                            f"{dims}" if dims is not None else
