@@ -1531,6 +1531,7 @@ def linalg_norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = Fal
         if A.ndim < 2:
             raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                                "dimensions.")
+        assert dims is not None     # a 2-d or larger A: reached through a one-dim dim
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dims[0]}")
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
