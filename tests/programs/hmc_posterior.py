@@ -26,7 +26,7 @@ def grad_log_post(w):
     return lp.detach(), g
 
 
-def hmc_step(w, step=0.05, L=15):
+def hmc_step(w, step=0.05, L=10):
     p0 = torch.randn(D)
     lp0, g = grad_log_post(w)
     p = p0 + 0.5 * step * g
@@ -45,10 +45,10 @@ def hmc_step(w, step=0.05, L=15):
 
 w = torch.zeros(D)
 samples, accepted = [], 0
-for it in range(120):
+for it in range(80):
     w, acc = hmc_step(w)
     accepted += int(acc)
-    if it >= 40:
+    if it >= 20:
         samples.append(w)
 S = torch.stack(samples)
 print("accept", accepted, "mean", S.mean(0), "std", S.std(0))
@@ -68,7 +68,7 @@ print("laplace logp(map)", round(lap.log_prob(w_map).item(), 8), lap.entropy().i
 # unadjusted Langevin with a decreasing step, batch of 4 chains via vmap-free broadcasting
 torch.manual_seed(7)
 W = torch.zeros(4, D)
-for k in range(60):
+for k in range(40):
     eps = 0.01 / math.sqrt(1 + k)
     W = W.detach().requires_grad_(True)
     lp = dist.Bernoulli(logits=W @ X.T).log_prob(y).sum(1) + prior.log_prob(W).sum(1)

@@ -38,17 +38,17 @@ true_y = rk4(lambda t, y: y @ A.T, torch.tensor([[2.0, 0.0]]), ts)
 print("true", true_y.shape, true_y[-1])
 func = ODEFunc()
 opt = torch.optim.RMSprop(func.parameters(), lr=1e-2)
-for itr in range(21):
+for itr in range(12):
     opt.zero_grad()
-    idx = torch.randint(0, 16, (4,))
+    idx = torch.randint(0, 16, (3,))
     y0 = true_y[idx]
     batch_t = ts[:6]
-    pred = torch.stack([rk4(func, y0[i], batch_t) for i in range(4)], 1)
+    pred = torch.stack([rk4(func, y0[i], batch_t) for i in range(3)], 1)
     target = torch.stack([true_y[idx + k] for k in range(6)])
     loss = (pred - target).abs().mean()
     loss.backward()
     opt.step()
-    if itr % 10 == 0:
+    if itr % 4 == 0:
         print("itr", itr, round(loss.item(), 5))
 with torch.no_grad():
     full = rk4(func, true_y[0], ts)
@@ -72,7 +72,7 @@ theta_true = torch.tensor([1.0, 0.4, 0.8, 0.2])
 y0 = torch.tensor([3.0, 2.0])
 data = solve(theta_true, y0) + 0.05 * torch.randn(21, 2)
 theta = torch.tensor([0.8, 0.5, 0.9, 0.3], requires_grad=True)
-opt = torch.optim.LBFGS([theta], lr=1, max_iter=12, line_search_fn="strong_wolfe")
+opt = torch.optim.LBFGS([theta], lr=1, max_iter=10, line_search_fn="strong_wolfe")
 
 
 def closure():
@@ -82,7 +82,6 @@ def closure():
     return err
 
 
-final = opt.step(closure)
 final = opt.step(closure)
 print("lotka", theta.detach(), f"{final.item():.6f}")
 sens = jacfwd(lambda th: solve(th, y0)[-1])(theta.detach())
