@@ -29,6 +29,13 @@ torch does, so the same seed and the same calls give torch's numbers:
   shape; with replacement, per row a binary search of float64 uniforms in the normalized
   cumulative sums (accumulated in ``p``'s dtype): bit-identical.
 
+- cauchy, geometric: ``median + sigma * tan(pi * (u - 0.5))`` and ``ceil(log(u) / log1p(-p))``
+  on float64 uniforms; log_normal: ``exp`` of one-at-a-time Box-Muller normals (as small
+  ``randn``): bit-identical up to the last place of ``tan``/``log``/``exp``.
+
+- gamma (``Gamma``, ``Chi2``, ``Dirichlet``, ``Beta`` ... draws): Marsaglia-Tsang per element on
+  those float64 uniforms and one-at-a-time normals (``gamma_array``).
+
 Other distributions are drawn by NumPy's algorithms from the same engine (``Generator._np``):
 reproducible within ndgrad, not torch's numbers.
 
@@ -42,6 +49,8 @@ Example:
 from __future__ import annotations
 
 from typing import Any, Optional
+
+import math
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -289,6 +298,106 @@ def exponential_array(shape: tuple, lambd: float, generator: Optional[Generator]
     g = generator if generator is not None else default_generator
     n = int(np.prod(shape, dtype=np.int64))
     return (-1.0 / lambd * np.log1p(-uniform_bits(g, n, np.float64))).reshape(shape)
+
+
+def cauchy_array(shape: tuple, median: float, sigma: float, generator: Optional[Generator]
+                 ) -> np.ndarray:
+    """float64 Cauchy samples ``median + sigma * tan(pi * (u - 0.5))`` on float64 uniforms,
+    as torch draws them (Note [Random streams]); the caller casts."""
+    g = generator if generator is not None else default_generator
+    n = int(np.prod(shape, dtype=np.int64))
+    u = uniform_bits(g, n, np.float64)
+    return (median + sigma * np.tan(np.pi * (u - 0.5))).reshape(shape)
+
+
+def geometric_array(shape: tuple, p: float, generator: Optional[Generator]) -> np.ndarray:
+    """float64 geometric samples ``ceil(log(u) / log1p(-p))`` on float64 uniforms, as torch
+    draws them (Note [Random streams]); the caller casts."""
+    g = generator if generator is not None else default_generator
+    n = int(np.prod(shape, dtype=np.int64))
+    with np.errstate(divide="ignore"):
+        return np.ceil(np.log(uniform_bits(g, n, np.float64)) / np.log1p(-p)).reshape(shape)
+
+
+def log_normal_array(shape: tuple, mean: float, std: float, generator: Optional[Generator]
+                     ) -> np.ndarray:
+    """float64 samples ``exp(mean + std * z)`` with ``z`` from torch's one-at-a-time Box-Muller
+    (the second value of each pair kept for the next draw, as ``normal_array`` does for small
+    tensors), whatever the size (Note [Random streams]); the caller casts."""
+    g = generator if generator is not None else default_generator
+    n = int(np.prod(shape, dtype=np.int64))
+    z = np.empty(n, np.float64)
+    start = 0
+    if n and g._next_normal is not None:
+        z[0], g._next_normal = g._next_normal, None
+        start = 1
+    m = n - start
+    if m:
+        u = uniform_bits(g, 2 * ((m + 1) // 2), np.float64).reshape(-1, 2)
+        r = np.sqrt(-2.0 * np.log1p(-u[:, 1]))
+        theta = 2.0 * np.pi * u[:, 0]
+        pairs = np.stack([r * np.cos(theta), r * np.sin(theta)], 1).reshape(-1)
+        z[start:] = pairs[:m]
+        if m % 2:
+            g._next_normal = pairs[m]
+    return np.exp(z * std + mean).reshape(shape)
+
+
+_F32_THIRD = float(np.float32(1.0) / np.float32(3.0))     # torch's 1.0f / 3.0f
+_F32_SQUEEZE = float(np.float32(0.0331))                  # and 0.0331f
+
+
+def gamma_array(alpha: np.ndarray, generator: Optional[Generator]) -> np.ndarray:
+    """Gamma(alpha, 1) samples of ``alpha``'s shape and dtype, drawn as torch draws them: per
+    element in memory order, Marsaglia and Tsang's squeeze-and-reject method on torch's float64
+    uniforms and one-at-a-time Box-Muller normals, alpha < 1 boosted by ``u ** (1 / alpha)``,
+    with torch's single-precision constants and, for float32 alpha, its float32 arithmetic on
+    alpha (Note [Random streams])."""
+    g = generator if generator is not None else default_generator
+    mask53 = (1 << 53) - 1
+    single = alpha.dtype != np.float64
+    ft = np.float32 if single else np.float64
+
+    def uniform() -> float:
+        return (g.random64() & mask53) * 2.0 ** -53
+
+    def normal() -> float:
+        if g._next_normal is not None:
+            z, g._next_normal = g._next_normal, None
+            return z
+        u1, u2 = uniform(), uniform()
+        r = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = 2.0 * math.pi * u1
+        g._next_normal = r * math.sin(theta)
+        return r * math.cos(theta)
+
+    flat = np.ascontiguousarray(alpha).reshape(-1)
+    out = np.empty(flat.shape, ft)
+    for i, a in enumerate(flat.tolist()):
+        a = ft(a)
+        scale = 1.0
+        if a < 1:
+            if a == 0:
+                out[i] = 0.0
+                continue
+            scale *= (1.0 - uniform()) ** float(ft(1.0) / a)
+            a = ft(a + ft(1.0))
+        d = float(a - np.float32(_F32_THIRD)) if single else float(a) - _F32_THIRD
+        c = 1.0 / math.sqrt(9.0 * d)
+        while True:
+            while True:
+                x = normal()
+                y = 1.0 + c * x
+                if y > 0:
+                    break
+            v = y * y * y
+            u = 1.0 - uniform()
+            xx = x * x
+            if u < 1.0 - _F32_SQUEEZE * xx * xx or \
+                    math.log(u) < 0.5 * xx + d * (1.0 - v + math.log(v)):
+                out[i] = scale * d * v
+                break
+    return np.maximum(out, np.finfo(ft).tiny).astype(alpha.dtype).reshape(alpha.shape)
 
 
 def multinomial_rows(rows: np.ndarray, num_samples: int, replacement: bool,

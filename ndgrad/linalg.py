@@ -23,6 +23,7 @@ from .ops import products as _pr
 
 LinAlgError = _ls.LinAlgError
 LinAlgError.__module__ = "ndgrad.linalg"
+_LinAlgError = LinAlgError       # the class's own name, so pickle finds it
 _PRODUCTS_AND_SOLVERS = {
     "cross(Tensor input, Tensor other, *, int dim=-1)": _pr.linalg_cross,
     "multi_dot(Tensor[] tensors)": _pr.multi_dot,

@@ -89,6 +89,30 @@ class Size(tuple):
             n *= s
         return n
 
+    # slices, concatenation and repetition stay Sizes, as torch's (print(x.shape[1:]) shows
+    # torch.Size([...]), not a tuple)
+    def __getitem__(self, i: Any) -> Any:
+        r = tuple.__getitem__(self, i)
+        return Size(r) if type(i) is slice else r
+
+    def __add__(self, other: Any) -> Size:
+        if not isinstance(other, tuple):
+            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) to "
+                            "torch.Size")
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other: Any) -> Size:
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n: Any) -> Size:
+        if not hasattr(n, "__index__"):
+            raise TypeError(f"can't multiply sequence by non-int of type '{type(n).__name__}'")
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
 
 # The device types PyTorch's device strings may name (the order of its error message).
 _DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",

@@ -711,3 +711,16 @@ def test_default_dtype_reaches_factories_and_promotion(dt):
         finally:
             m.set_default_dtype(old)
     same_outcome(run)
+
+
+@pytest.mark.parametrize("expr", ["s[1:]", "s[::-1]", "s[:0]", "s + (4,)", "(4,) + s", "s + s",
+                                  "s * 2", "2 * s", "s[0]", "s[-1]", "s + [5]", "s * 1.5"])
+def test_size_slices_and_sums_stay_sizes(expr):
+    # print(x.shape[1:]) shows torch.Size([...]) in PyTorch, not a tuple
+    def run(m):
+        try:
+            r = eval(expr, {"s": m.Size([2, 3, 5])})
+        except TypeError as e:
+            return "TypeError", str(e)
+        return type(r).__name__, repr(r).replace("ndgrad.", "torch.")
+    assert run(ndgrad) == run(torch)

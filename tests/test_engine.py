@@ -524,3 +524,15 @@ def test_node_hooks_do_not_run_when_grad_captures_at_the_node():
         return ran, gy.tolist()
     t, n = both(run)
     assert t == n == ([], [2.0, 2.0])
+
+
+def test_node_reprs_name_the_class_without_namespace():
+    # print(y.grad_fn.next_functions): <AccumulateGrad object at ...>, as torch's
+    def reprs(m):
+        x = m.ones(2, requires_grad=True)
+        y = x.clone()
+        y[0] = 5
+        nodes = [x.exp().grad_fn, x.exp().grad_fn.next_functions[0][0], y.grad_fn]
+        return [repr(n).split(" at 0x")[0] for n in nodes] + [n.name() for n in nodes]
+
+    assert reprs(ndgrad) == reprs(torch)

@@ -835,3 +835,19 @@ def test_jvp_with_forward_ad_against_torch():
         import torch.autograd.forward_ad as tfw
         expected = run(torch, tfw)
     assert run(ndgrad, fa) == expected == (True, [2.0, 6.0], [6.0, 18.0])
+
+
+def test_custom_function_node_repr_names_its_module():
+    # torch's FooBackward is a Python class: its repr is the default, module-qualified one
+    def make(m):
+        class Twice(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+        r = repr(Twice.apply(m.ones(1, requires_grad=True)).grad_fn)
+        return r.split(" at 0x")[0].replace("ndgrad.", "torch.")
+    assert make(ndgrad) == make(torch)

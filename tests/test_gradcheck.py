@@ -256,3 +256,18 @@ def test_batched_grad_check_failures(monkeypatch, how, head):
     assert str(info.value).startswith(head)
     assert gradcheck(lambda a: a.sum() * a, (x,), check_batched_grad=True,
                      raise_exception=False) is False
+
+
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16", "complex64"])
+def test_mismatch_message_shows_jacobians_in_the_input_dtype(dt):
+    # torch's Jacobians have the input's dtype: a float32 check prints no "dtype=float64"
+    msgs = []
+    for m in (torch, ndgrad):
+        m.manual_seed(0)
+        x = m.randn(2, dtype=getattr(m, dt), requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(Exception) as e:
+                m.autograd.gradcheck(lambda a: a.exp().detach().requires_grad_() * a, (x,))
+        msgs.append(str(e.value).replace("ndgrad.", "torch."))
+    assert msgs[1] == msgs[0]

@@ -183,6 +183,16 @@ def test_singular_inputs_raise_linalg_error(src):
     assert str(ne.value) == str(te.value)
 
 
+def test_linalg_error_is_named_as_torch_names_it():
+    # scripts log type(e).__name__ / repr(e): torch's class is _LinAlgError; pickling (worker
+    # processes send exceptions back) must still find the class
+    import pickle
+    assert ndgrad.linalg.LinAlgError.__name__ == torch.linalg.LinAlgError.__name__
+    e = ndgrad.linalg.LinAlgError("singular")
+    assert repr(e) == repr(torch.linalg.LinAlgError("singular"))
+    assert type(pickle.loads(pickle.dumps(e))) is ndgrad.linalg.LinAlgError
+
+
 def test_ex_variants_report_info():
     assert ndgrad.linalg.inv_ex(ndgrad.zeros(2, 2, 2)).info.tolist() == [1, 1]
     assert ndgrad.linalg.cholesky_ex(-ndgrad.eye(2)).info.item() == 1
@@ -203,3 +213,17 @@ def test_errors_match_torch(src):
     with pytest.raises(Exception) as ne:
         eval(src, {"m": ndgrad})
     assert type(ne.value).__name__ == type(te.value).__name__
+
+
+@pytest.mark.parametrize("args", [((2,), "fro", None), ((), "nuc", None), ((2, 2, 2), "fro", None),
+                                  ((2,), "fro", 0), ((2, 2), "fro", 0), ((2, 2), "fro", (0,)),
+                                  ((2, 2, 2), "fro", (0, 1, 2)), ((2, 2, 2), "nuc", 1)])
+def test_linalg_norm_string_ord_errors_match_torch(args):
+    # a string ord is a matrix norm: a vector or a one-dim ``dim`` get matrix_norm's words
+    shape, ord, dim = args
+    msgs = []
+    for m in (torch, ndgrad):
+        with pytest.raises(RuntimeError) as e:
+            m.linalg.norm(m.ones(shape), ord, dim)
+        msgs.append(str(e.value))
+    assert msgs[1] == msgs[0]

@@ -1,4 +1,5 @@
-"""bernoulli (and dropout's masks), exponential_ and multinomial draw torch's numbers after
+"""bernoulli (and dropout's masks), exponential_, cauchy_, geometric_, log_normal_, multinomial
+and the Poisson / Binomial / Cauchy distributions draw torch's numbers after
 ``manual_seed`` (Note [Random streams] in ndgrad/_generator.py), and leave the stream where
 torch leaves it."""
 
@@ -32,6 +33,19 @@ CASES = {
                                                        replacement=True),
     "multinomial_replacement_rows": lambda m: m.multinomial(m.rand(2, 5, dtype=m.float64), 6,
                                                             replacement=True),
+    "cauchy": lambda m: m.empty(30, dtype=m.float64).cauchy_(0.5, 2.0),
+    "cauchy_f32": lambda m: m.empty(3, 7).cauchy_(),
+    "geometric": lambda m: m.empty(30).geometric_(0.3),
+    "geometric_long": lambda m: m.empty(9, dtype=m.long).geometric_(0.5),
+    # log_normal_: one-at-a-time Box-Muller for any size; an odd count keeps a value that the
+    # next small randn uses first
+    "log_normal": lambda m: m.cat([m.empty(31, dtype=m.float64).log_normal_(0.1, 0.5),
+                                   m.randn(3, dtype=m.float64)]),
+    "log_normal_f32": lambda m: m.empty(5).log_normal_(),
+    "cauchy_distribution": lambda m: m.distributions.Cauchy(0.0, 2.0).sample((6,)),
+    "poisson_distribution": lambda m: m.distributions.Poisson(m.tensor([2.0, 9.0])).sample((5,)),
+    "binomial_distribution": lambda m: m.distributions.Binomial(
+        10, probs=m.tensor([0.3, 0.8])).sample((4,)),
     "random_from_to": lambda m: m.empty(9, dtype=m.long).random_(-3, 100),
     "random_to_f32": lambda m: m.empty(9).random_(7),
     "random_to_u8": lambda m: m.empty(9, dtype=m.uint8).random_(200),

@@ -121,6 +121,27 @@ def test_unique(kw):
     _both(lambda lib: lib.tensor(X).unique(**kw))
 
 
+@pytest.mark.parametrize("kw", [{}, {"return_inverse": True, "return_counts": True},
+                                {"sorted": False, "return_inverse": True}])
+def test_unique_keeps_every_nan(kw):
+    # NaN != NaN: each one is its own value, sorted last in the order they occur
+    nan = float("nan")
+    _both(lambda lib: lib.unique(lib.tensor([2.0, nan, 1.0, nan, 2.0]), **kw))
+    kw = {k: v for k, v in kw.items() if k != "sorted"}
+    _both(lambda lib: lib.unique_consecutive(lib.tensor([nan, nan, 1.0, 1.0]), **kw))
+
+
+@pytest.mark.parametrize("src", ["m.unique(m.tensor([1j, 1j]))",
+                                 "m.unique(m.tensor([1j, 1j]), dim=0)",
+                                 "m.unique_consecutive(m.tensor([1j, 1j]))"])
+def test_unique_refuses_complex(src):
+    with pytest.raises(NotImplementedError) as te:
+        eval(src, {"m": torch})
+    with pytest.raises(NotImplementedError) as ne:
+        eval(src, {"m": ndgrad})
+    assert str(ne.value) == str(te.value)
+
+
 def test_bincount_histograms_indices():
     _both(lambda lib: lib.bincount(lib.tensor([0, 2, 2, 5])))
     _both(lambda lib: lib.bincount(lib.tensor([0, 2, 2]), lib.tensor([1.0, 2.0, 0.5]), 5))

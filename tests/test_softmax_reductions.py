@@ -43,6 +43,12 @@ CASES = {
     "amax_int": lambda m: m.tensor([[1, 5], [3, 2]]).amax(1),
     "index_select_float_index": lambda m: m.ones(2, 3).index_select(1, m.tensor([0.0])),
     "index_select_out_of_range": lambda m: m.ones(2, 3).index_select(1, m.tensor([5])),
+    # PyTorch raises IndexError except in its dim-1 kernel of a tensor of 2 or more dims
+    "index_select_out_of_range_1d": lambda m: m.ones(3).index_select(0, m.tensor([3])),
+    "index_select_negative_index": lambda m: m.ones(3).index_select(0, m.tensor([-1])),
+    "index_select_out_of_range_dim0": lambda m: m.ones(2, 3).index_select(0, m.tensor([2])),
+    "index_select_out_of_range_dim2": lambda m: m.ones(2, 3, 4).index_select(2, m.tensor([4])),
+    "index_select_out_of_range_0d": lambda m: m.tensor(1.0).index_select(0, m.tensor([1])),
     "index_select_2d_index": lambda m: m.ones(2, 3).index_select(1, m.tensor([[0]])),
     "index_select_scalar": lambda m: m.tensor(1.0).index_select(0, m.tensor([0, 0])),
     "index_select_0d_index": lambda m: m.ones(2, 3).index_select(1, m.tensor(1)),
@@ -80,3 +86,27 @@ def test_node_names_and_saved():
     assert ndgrad.equal(y.grad_fn._saved_result, y)
     assert x.std(1).grad_fn.name() == "StdBackward0"
     assert x.amin(1).grad_fn.name() == "AminBackward0"
+
+
+@pytest.mark.parametrize("fn", ["std", "std_mean"])
+def test_std_of_constant_slice_has_zero_gradient(fn):
+    # std = 0 on a constant row: torch's derivative masks the 0/0 (backward, double backward
+    # and forward mode), so a loss with x.std() stays finite on constant inputs
+    def run(m):
+        import importlib
+        fw = importlib.import_module(m.__name__ + ".autograd.forward_ad")
+        x = m.tensor([[1.0, 1.0, 1.0], [1.0, 2.0, 4.0]], dtype=m.float64, requires_grad=True)
+        s = getattr(m, fn)(x, 1)
+        s = s[0] if isinstance(s, tuple) else s
+        (g,) = m.autograd.grad(s.sum(), x, create_graph=True)
+        (gg,) = m.autograd.grad((g * g).sum(), x)
+        with fw.dual_level():
+            d = fw.make_dual(x.detach(), m.ones(2, 3, dtype=m.float64))
+            out = getattr(m, fn)(d, 1)
+            tan = fw.unpack_dual(out[0] if isinstance(out, tuple) else out).tangent
+        return [g.tolist(), gg.tolist(), tan.tolist()]
+
+    got, want = run(ndgrad), run(torch)
+    np.testing.assert_allclose(np.array(got[0]), np.array(want[0]), rtol=1e-12)
+    np.testing.assert_allclose(np.array(got[1]), np.array(want[1]), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(np.array(got[2]), np.array(want[2]), atol=1e-15)

@@ -187,3 +187,36 @@ def test_windows_match_torch(name, kw):
             got = getattr(ndgrad.signal.windows, name)(M, sym=sym, dtype=ndgrad.float64, **kw)
             np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12)
     assert getattr(ndgrad.signal.windows, name)(4, **kw).dtype == ndgrad.float32
+
+
+_SIG = np.arange(32.0)
+STFT_ERRORS = {
+    "stft_hop": lambda m: m.stft(m.tensor(_SIG), 8, hop_length=0, return_complex=True,
+                                 window=m.ones(8, dtype=m.float64)),
+    "stft_win_length": lambda m: m.stft(m.tensor(_SIG), 8, win_length=9, return_complex=True,
+                                        normalized=True, onesided=False),
+    "stft_window_size": lambda m: m.stft(m.tensor(_SIG, dtype=m.float32), 8,
+                                         window=m.ones(3, dtype=m.float64), center=False,
+                                         return_complex=True),
+    "istft_win_length": lambda m: m.istft(_spec(m), 8, win_length=9),
+    "istft_window_size": lambda m: m.istft(_spec(m), 8, window=m.ones(3)),
+    "istft_onesided_bins": lambda m: m.istft(_spec(m), 6, window=m.ones(6)),
+    "istft_twosided_bins": lambda m: m.istft(_spec(m), 8, onesided=False, window=m.ones(8)),
+    "istft_overlap_add": lambda m: m.istft(_spec(m), 8, hop_length=4, window=m.hann_window(8),
+                                           center=False, length=20),
+}
+
+
+def _spec(m):
+    return m.stft(m.tensor(_SIG, dtype=m.float32), 8, return_complex=True, window=m.ones(8))
+
+
+@pytest.mark.parametrize("name", sorted(STFT_ERRORS))
+def test_stft_istft_error_messages_match_torch(name):
+    # the whole message: PyTorch prefixes its call (types, sizes, flags) to every check
+    out = []
+    for m in (torch, ndgrad):
+        with pytest.raises(RuntimeError) as e:
+            STFT_ERRORS[name](m)
+        out.append(str(e.value))
+    assert out[1] == out[0]

@@ -154,3 +154,26 @@ def test_inplace_with_arguments():
     z = ndgrad.tensor([1 + 1j], requires_grad=True)
     with pytest.raises(RuntimeError, match="complex dtype"):
         ndgrad.nan_to_num(z)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("name", ["sign", "sgn"])
+def test_sign_of_nan_and_negative_zero(name, dt):
+    # torch's sign is (0 < x) - (x < 0): NaN gives 0, -0.0 gives +0.0
+    vals = [-0.0, float("nan"), -float("nan"), 0.0, float("inf"), -2.5]
+    r = getattr(ndgrad, name)(ndgrad.tensor(vals, dtype=getattr(ndgrad, dt)))
+    t = getattr(torch, name)(torch.tensor(vals, dtype=getattr(torch, dt)))
+    assert r.float().tolist() == t.float().tolist()
+    assert r.signbit().tolist() == t.signbit().tolist()
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128"])
+def test_complex_reciprocal_divides_as_torch(dt):
+    # torch computes 1 / z by complex division: 1/0 = inf+nanj, 1/(3+0j) has imaginary +0
+    vals = [1 + 2j, -1 - 1j, 0j, 3 + 0j, -2 + 0j, 1e-30j]
+    r = ndgrad.tensor(vals, dtype=getattr(ndgrad, dt)).reciprocal()
+    t = torch.tensor(vals, dtype=getattr(torch, dt)).reciprocal()
+    np.testing.assert_array_equal(r.numpy(), t.numpy())
+    ri, ti = r.numpy().imag, t.numpy().imag
+    finite = ~np.isnan(ti)
+    assert np.signbit(ri[finite]).tolist() == np.signbit(ti[finite]).tolist()

@@ -62,3 +62,39 @@ def test_rrelu_refused_in_vmap_as_torch(case, randomness):
         return outcome(lambda: m.func.vmap(fn, randomness=randomness)(m.ones(4, 5)))
     t, n = run(torch), run(ndgrad)
     assert t[0] == n[0] == "RuntimeError" and t[1] == n[1]
+
+
+@pytest.mark.parametrize("case", ["classes", "out_of_range", "in_dims_1", "nested", "infer"])
+def test_one_hot_under_vmap_matches_torch(case):
+    # a comparison with arange(num_classes) per entry: no range check, num_classes required
+    def run(m):
+        F, vmap = m.nn.functional, m.func.vmap
+        x = m.tensor([[0, 2], [1, 1]])
+        if case == "classes":
+            return vmap(lambda v: F.one_hot(v, 3))(x)
+        if case == "out_of_range":
+            return vmap(lambda v: F.one_hot(v, 3))(m.tensor([[0, 5], [1, -1]]))
+        if case == "in_dims_1":
+            return vmap(lambda v: F.one_hot(v, 4), in_dims=1)(x)
+        if case == "nested":
+            return vmap(vmap(lambda v: F.one_hot(v, 3)))(x)
+        return vmap(lambda v: F.one_hot(v))(x)
+    t, n = outcome(lambda: run(torch)), outcome(lambda: run(ndgrad))
+    assert t[0] == n[0]
+    if t[0] == "ok":
+        assert n[1].tolist() == t[1].tolist()
+    else:
+        assert n[1] == t[1]
+
+
+@pytest.mark.parametrize("fn", [lambda m, v: v.nonzero(), lambda m, v: m.nonzero(v),
+                                lambda m, v: m.unique(v), lambda m, v: v.unique(),
+                                lambda m, v: m.unique_consecutive(v)])
+def test_dynamic_shape_refusal_uses_torchs_words(fn):
+    # refused even when every entry's result has the same shape (all ones here)
+    msgs = []
+    for m in (torch, ndgrad):
+        with pytest.raises(RuntimeError) as e:
+            m.func.vmap(lambda v, m=m: fn(m, v))(m.ones(2, 2))
+        msgs.append(str(e.value))
+    assert msgs[1] == msgs[0]

@@ -134,6 +134,9 @@ class BackwardCFunction(Node, FunctionCtx):
     _in_jvp = False                 # True while ``jvp`` runs (forward_ad._function_jvp)
     _next_functions: tuple = ()
 
+    def __repr__(self) -> str:     # a Python class in PyTorch too: its module-qualified name
+        return f"<{type(self).__module__}.{type(self).__qualname__} object at {hex(id(self))}>"
+
     @property
     def next_functions(self) -> tuple:  # type: ignore[override]  # read-only, unlike Node's
         """The edges, one per tensor argument (read-only: ``ctx`` holds user attributes)."""

@@ -205,6 +205,15 @@ def _numerical_columns(func: Callable, inputs: tuple, i: int, eps: float,
     return [(dx[k], dy[k] if dy is not None else None) for k in range(len(out_idx))]
 
 
+def _jacobian_dtype(x: Any, jac: np.ndarray) -> np.dtype:
+    """The dtype PyTorch's Jacobians of input ``x`` have: ``x``'s (its complex counterpart for a
+    complex Jacobian of a real input)."""
+    dt = x._data.dtype
+    if jac.dtype.kind == "c" and dt.kind != "c":
+        return np.dtype(np.complex128 if dt == np.float64 else np.complex64)
+    return dt
+
+
 def _error(k: int, i: int, num: Any, ana: Any, what: str = "", prefix: str = "") -> str:
     """PyTorch's mismatch message; ``num``/``ana`` are (n_in, n_out) Jacobians."""
     return (f"{prefix}Jacobian mismatch for output {k} with respect to input {i}{what},\n"
@@ -360,7 +369,8 @@ def _check_slow(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, pr
             a, n = analytical[ii], numerical[ii][oi]
             _check_sizes(a.shape[1], n.shape[1])
             if not np.allclose(a, n, rtol=rtol, atol=atol):
-                raise GradcheckError(_error(oi, ii, n, a, prefix=prefix))
+                dt = _jacobian_dtype(inputs[i_list[ii]], n)     # PyTorch's are the input's
+                raise GradcheckError(_error(oi, ii, n.astype(dt), a.astype(dt), prefix=prefix))
 
 
 def _check_sizes(n_out: int, n_numerical: int) -> None:

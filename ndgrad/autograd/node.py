@@ -113,8 +113,9 @@ class Node:
             hooks = self._tensor_pre_hooks[output_nr] = HookDict()
         return add_hook(hooks, fn)
 
-    def __repr__(self) -> str:
-        return f"<{type(self).name(self)} object at {hex(id(self))}>"
+    def __repr__(self) -> str:     # torch's C++ nodes print their class name without namespace
+        name = type(self).name(self).rsplit("::", 1)[-1]
+        return f"<{name} object at {hex(id(self))}>"
 
 
 class OpNode(Node):

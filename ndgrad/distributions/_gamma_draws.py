@@ -8,8 +8,8 @@ gives ``dx/dalpha = -(dP/dalpha) / (dP/dx)``, with ``dP/dx`` the density. ``dP/d
 convenient closed form either; it is taken here by central differences of SciPy's ``gammainc``
 with Richardson extrapolation (error far below the sampling noise any caller sees). Dirichlet
 draws normalize independent gamma draws, so their gradient is the chain rule through that
-normalization; Beta draws are two-component Dirichlet draws. The draws themselves use NumPy's
-gamma algorithm on ndgrad's generator: reproducible with ``manual_seed``, not torch's numbers.
+normalization; Beta draws are two-component Dirichlet draws. The draws themselves are torch's
+numbers for the seed (``gamma_array``, Note [Random streams]).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 import ndgrad
-from ndgrad._generator import numpy_generator
+from ndgrad._generator import gamma_array
 from ndgrad.tensor import Tensor
 
 
@@ -38,10 +38,7 @@ def standard_gamma_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _draw_standard_gamma(alpha: np.ndarray) -> np.ndarray:
-    gen = numpy_generator(None)
-    out = gen.standard_gamma(alpha.astype(np.float64))
-    tiny = np.finfo(alpha.dtype).tiny
-    return np.asarray(np.maximum(out, tiny), dtype=alpha.dtype)
+    return gamma_array(alpha, None)
 
 
 class _StandardGamma(ndgrad.autograd.Function):

@@ -17,15 +17,14 @@ import math
 from numbers import Number
 from typing import Any, Optional
 
-import numpy as np
 
 import ndgrad
-from ndgrad._generator import numpy_generator
 from ndgrad.tensor import Tensor
 
 from . import constraints
 from .discrete import Binomial, Categorical, _BinaryParams
 from .distribution import Distribution, _as_size
+from .gamma import Gamma
 
 __all__ = ["Multinomial", "NegativeBinomial"]
 
@@ -64,13 +63,11 @@ class NegativeBinomial(_BinaryParams):
         return self.mean / ndgrad.sigmoid(-self.logits)
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
-        shape = self._extended_shape(sample_shape)
-        r = self.total_count.expand(shape).detach().numpy()
-        p = self.probs.expand(shape).detach().numpy()
-        gen = numpy_generator(None)
-        # a gamma-Poisson mixture: the Poisson rate is Gamma(r, scale = p / (1 - p))
-        rates = gen.standard_gamma(r.astype(np.float64)) * (p / (1 - p))
-        return ndgrad.from_numpy(np.asarray(gen.poisson(rates), dtype=p.dtype))
+        # a gamma-Poisson mixture: the Poisson rate is Gamma(r, rate = exp(-logits)); both
+        # draws are torch's numbers for the seed
+        with ndgrad.no_grad():
+            gamma = Gamma(self.total_count, (-self.logits).exp(), validate_args=False)
+            return ndgrad.poisson(gamma.sample(sample_shape))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

@@ -21,10 +21,8 @@ import math
 from numbers import Number
 from typing import Any, Optional
 
-import numpy as np
 
 import ndgrad
-from ndgrad._generator import numpy_generator
 from ndgrad.tensor import Tensor
 
 from . import constraints
@@ -216,10 +214,8 @@ class Binomial(_BinaryParams):
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        n = self.total_count.expand(shape).detach().numpy()
-        p = self.probs.expand(shape).detach().numpy()
-        draws = numpy_generator(None).binomial(n.astype(np.int64), p.astype(np.float64))
-        return ndgrad.from_numpy(np.asarray(draws, dtype=p.dtype))
+        with ndgrad.no_grad():      # ndgrad.binomial draws torch's numbers for the seed
+            return ndgrad.binomial(self.total_count.expand(shape), self.probs.expand(shape))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -278,9 +274,8 @@ class Poisson(ExponentialFamily):
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        lam = self.rate.expand(shape).detach().numpy()
-        draws = numpy_generator(None).poisson(lam.astype(np.float64))
-        return ndgrad.from_numpy(np.asarray(draws, dtype=lam.dtype))
+        with ndgrad.no_grad():      # ndgrad.poisson draws torch's numbers for the seed
+            return ndgrad.poisson(self.rate.expand(shape))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

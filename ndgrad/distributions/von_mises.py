@@ -1,7 +1,8 @@
 """``VonMises``: the circular normal distribution on ``[-pi, pi)``, density
 ``exp(kappa cos(x - loc)) / (2 pi I0(kappa))``.
 
-Draws use NumPy's von Mises sampler on ndgrad's generator (reproducible, not torch's numbers).
+Draws use Best and Fisher's rejection sampler on torch's uniform stream: the same numbers as
+torch after ``manual_seed``.
 
 Example:
     >>> import ndgrad
@@ -19,7 +20,6 @@ from typing import Any, Optional
 import numpy as np
 
 import ndgrad
-from ndgrad._generator import numpy_generator
 from ndgrad.tensor import Tensor
 
 from . import constraints
@@ -53,13 +53,29 @@ class VonMises(Distribution):
                 - ndgrad.special.i0e(k).log())
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
-        shape = self._extended_shape(sample_shape)
-        mu = self.loc.expand(shape).detach().numpy()
-        kappa = self.concentration.expand(shape).detach().numpy()
-        draws = numpy_generator(None).vonmises(mu.astype(np.float64), kappa.astype(np.float64))
-        # back into [-pi, pi) around the wrapped mean direction
-        wrapped = np.mod(np.asarray(draws) + math.pi, 2 * math.pi) - math.pi
-        return ndgrad.from_numpy(np.asarray(wrapped, dtype=mu.dtype))
+        """Best and Fisher's (1979) wrapped-Cauchy rejection sampler in float64, with torch's
+        draws: per round one ``rand((3,) + shape)`` for every element, a newly accepted
+        proposal replacing the element's value, until each element has accepted once."""
+        shape = tuple(self._extended_shape(sample_shape))
+        with ndgrad.no_grad():
+            loc = self.loc.to(ndgrad.float64)
+            kappa = self.concentration.to(ndgrad.float64)
+            tau = 1 + (1 + 4 * kappa ** 2).sqrt()
+            rho = (tau - (2 * tau).sqrt()) / (2 * kappa)
+            # the envelope's parameter (1 + rho^2) / (2 rho), by its expansion for tiny kappa
+            r = ndgrad.where(kappa < 1e-5, 1 / kappa + kappa, (1 + rho ** 2) / (2 * rho))
+            x = ndgrad.zeros(shape, dtype=ndgrad.float64)
+            done = ndgrad.zeros(shape, dtype=ndgrad.bool)
+            while not bool(done.all()):
+                u1, u2, u3 = ndgrad.rand((3,) + shape, dtype=ndgrad.float64).unbind()
+                z = ndgrad.cos(math.pi * u1)
+                f = (1 + r * z) / (r + z)
+                c = kappa * (r - f)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    accept = ((c * (2 - c) - u2) > 0) | ((c / u2).log() + 1 - c >= 0)
+                x = ndgrad.where(accept, (u3 - 0.5).sign() * f.acos(), x)
+                done = done | accept
+            return ((x + math.pi + loc) % (2 * math.pi) - math.pi).to(self.loc.dtype)
 
     @property
     def mean(self) -> Tensor:

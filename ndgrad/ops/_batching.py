@@ -302,9 +302,12 @@ _CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some 
                  "https://github.com/pytorch/pytorch/issues .")
 _DATA = ("Cannot access data pointer of Tensor that doesn't have storage (a BatchedTensor "
          "inside vmap: its values are those of every batch entry)")
+# the data functions whose result's shape depends on the values: vmap refuses them (by aten name)
+_DYNAMIC_ATEN = {"nonzero": "nonzero", "unique": "_unique2",
+                 "unique_consecutive": "unique_consecutive"}
 _DYNAMIC = ("vmap: We do not support batching operators that can output dynamic shape. "
-            "Attempted to vmap over {}. Please voice your support in "
-            "https://github.com/pytorch/functorch/issues/256")
+            "Attempted to vmap over aten::{}. Please file an issue at "
+            "https://github.com/pytorch/pytorch/issues if you need this feature.")
 
 
 def mark(t: Tensor, level: int) -> Tensor:
@@ -481,6 +484,9 @@ def per_entry(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     level = _args_level(args) or _args_level(tuple(kwargs.values()))
     if not level:
         return fn(*args, **kwargs)
+    aten = _DYNAMIC_ATEN.get(getattr(fn, "__name__", ""))
+    if aten is not None:    # refused by PyTorch even when every entry's result has one shape
+        raise VmapError(_DYNAMIC.format(aten))
     B = VMAP[level]
     if not B:
         raise _unsupported(fn, "an empty batch")

@@ -43,13 +43,22 @@ def _slices(x: np.ndarray, dim: int) -> np.ndarray:
     return np.moveaxis(x, dim, 0).reshape(x.shape[dim], -1)
 
 
+def _refuse_complex(input: Tensor, kernel: str) -> None:
+    if input.is_complex():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{input.dtype._torch_name}'")
+
+
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
            return_counts: bool = False, dim: Any = None) -> Any:
     """The distinct elements (or slices along ``dim``) in ascending order, with the index of
-    each element's value among them (``return_inverse``) and how often each occurs."""
+    each element's value among them (``return_inverse``) and how often each occurs. Every NaN
+    is distinct (NaN != NaN), sorted last in the order they occur."""
+    _refuse_complex(input, "unique" if dim is None else "unique_dim")
     x = input._data
     if dim is None:
-        vals, inv, cnt = np.unique(x.reshape(-1), return_inverse=True, return_counts=True)
+        vals, inv, cnt = np.unique(x.reshape(-1), return_inverse=True, return_counts=True,
+                                   equal_nan=False)
         return _result(vals, inv.reshape(x.shape), cnt, return_inverse, return_counts)
     d = wrap_dim(dim, x.ndim)
     if x.shape[d] == 0 and x.size == 0 and any(s == 0 for i, s in enumerate(x.shape) if i != d):
@@ -75,6 +84,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
 def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
                        dim: Any = None) -> Any:
     """Collapse runs of equal consecutive elements (or slices along ``dim``) to one."""
+    _refuse_complex(input, "unique" if dim is None else "unique_consecutive")
     x = input._data
     if dim is None:
         flat = x.reshape(-1)

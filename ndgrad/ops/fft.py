@@ -745,10 +745,16 @@ REFLECT_PAD_BACKWARD: Op = Op("reflection_pad1d_backward", "ReflectionPad1DBackw
 
 def _stft_signature(name: str, input: Tensor, n_fft: int, hop: Any, win: Any, window: Any,
                     **more: Any) -> str:
-    kind = "torch." + _dtype._FROM_NP[input._data.dtype]._torch_name + "Tensor"
-    w = "None" if window is None else f"{kind}{{{list(window.shape)}}}"
-    extra = "".join(f", {k}={v}" for k, v in more.items())
-    return (f"{name}({kind}{list(input.shape)}, n_fft={n_fft}, hop_length={hop}, "
+    # PyTorch's words: istft names its input's type CPU<Name>Type, stft torch.<Name>Tensor; the
+    # window by its own type; flags as 0/1
+    def kind(t: Tensor) -> str:
+        return "torch." + _dtype._FROM_NP[t._data.dtype]._torch_name + "Tensor"
+
+    src = (f"CPU{_dtype._FROM_NP[input._data.dtype]._torch_name}Type" if name == "istft"
+           else kind(input))
+    w = "None" if window is None else f"{kind(window)}{{{list(window.shape)}}}"
+    extra = "".join(f", {k}={int(v) if isinstance(v, bool) else v}" for k, v in more.items())
+    return (f"{name}({src}{list(input.shape)}, n_fft={n_fft}, hop_length={hop}, "
             f"win_length={win}, window={w}{extra}) : ")
 
 
@@ -812,8 +818,10 @@ def stft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
         return_complex = True
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
+    flags = {"normalized": normalized, "onesided": onesided, "return_complex": return_complex,
+             "align_to_window": None}
     if x.ndim not in (1, 2):
-        raise RuntimeError(_stft_signature("stft", x, n_fft, hop, win, window) +
+        raise RuntimeError(_stft_signature("stft", x, n_fft, hop, win, window, **flags) +
                            f"expected a 1D or 2D tensor, but got {x.ndim}D tensor")
     x = _float_input(x)
     if x.ndim == 1:
@@ -822,7 +830,7 @@ def stft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
         x = _pad_signal(x, n_fft // 2, pad_mode)
     length = x.shape[-1]
     sig = _stft_signature("stft", x if x.ndim == 2 and input.ndim == 2 else
-                          _shape.squeeze(x, 0), n_fft, hop, win, window)
+                          _shape.squeeze(x, 0), n_fft, hop, win, window, **flags)
     if not 0 < n_fft <= length:
         raise RuntimeError(sig + f"expected 0 < n_fft < {length}, but got n_fft={n_fft}")
     if hop <= 0:
@@ -871,7 +879,9 @@ def istft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
                            "from stft with return_complex=True.")
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
-    sig = _stft_signature("istft", input, n_fft, hop, win, window)
+    sig = _stft_signature("istft", input, n_fft, hop, win, window, center=center,
+                          normalized=normalized, onesided=onesided, length=length,
+                          return_complex=return_complex)
     if input.ndim not in (2, 3):
         nd = max(input.ndim, 1)
         raise IndexError(f"Dimension out of range (expected to be in range of [-{nd}, {nd - 1}], "
@@ -888,10 +898,10 @@ def istft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
         raise RuntimeError(sig + "expected the frequency dimension (3rd to the last) of the input "
                            f"tensor to match n_fft when onesided=False, but got {n_freq}")
     if not 0 < win <= n_fft:
-        raise RuntimeError(sig + f"expected 0 < win_length <= n_fft, but got win_length={win}")
+        raise RuntimeError(sig + "expected 0 < win_length <= n_fft")
     if window is not None and (window.ndim != 1 or window.shape[0] != win):
-        raise RuntimeError(sig + "expected a 1D window tensor of size equal to win_length="
-                           f"{win}, but got window with size {list(window.shape)}")
+        raise RuntimeError(sig + "Invalid window shape. window has to be 1D and length of "
+                           "`win_length`")
     frames = _shape.transpose(x, 1, 2)
     code = 1 if normalized else 2
     if return_complex:
@@ -920,7 +930,8 @@ def istft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
     y = _shape.narrow(y, 1, start, min(end, expected) - start)
     env = _shape.narrow(env, 1, start, min(end, expected) - start)
     if env._data.size and np.abs(env._data).min() < 1e-11:
-        raise RuntimeError(sig + "window overlap add min: " + str(float(np.abs(env._data).min())))
+        # PyTorch prints its check's boolean (1) here, without the colon of its other messages
+        raise RuntimeError(sig[:-3] + " window overlap add min: 1\n[ CPUBoolType{} ]")
     y = y / env
     if end > expected:
         y = _pad_dim(y, 2, 1, end - expected)

@@ -46,6 +46,11 @@ class LinAlgError(RuntimeError):
     ``torch.linalg.LinAlgError``."""
 
 
+# torch's class is named _LinAlgError (exported as linalg.LinAlgError): scripts that log
+# type(e).__name__ or repr(e) print that name
+LinAlgError.__name__ = LinAlgError.__qualname__ = "_LinAlgError"
+
+
 inv_ex_result = _rt.linalg_inv_ex
 slogdet_result = _rt.linalg_slogdet
 slogdet_old_result = _rt.slogdet
@@ -1521,6 +1526,13 @@ def linalg_norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = Fal
         if dims is None:
             dims = [-2, -1]
         return matrix_norm(A, "fro" if ord is None else ord, tuple(dims), keepdim, dtype=dtype)
+    if isinstance(ord, str) and (dims is not None and len(dims) == 1 or A.ndim == 1):
+        # a matrix norm asked of a vector: matrix_norm's own checks
+        if A.ndim < 2:
+            raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                               "dimensions.")
+        assert dims is not None     # a 2-d or larger A: reached through a one-dim dim
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dims[0]}")
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
                            f"{dims}" if dims is not None else

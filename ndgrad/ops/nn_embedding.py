@@ -425,6 +425,13 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if x.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     num_classes = int(num_classes)
+    from ._batching import marked      # lazy: the batching module imports the op modules
+    if marked((tensor,)):      # under vmap, as PyTorch: a comparison, without range checks
+        if num_classes < 0:
+            raise RuntimeError("When vmap-ing torch.nn.functional.one_hot, please provide an "
+                               "explicit positive num_classes argument.")
+        classes = _wrap(np.arange(num_classes, dtype=np.int64))
+        return (tensor.unsqueeze(-1) == classes).long()
     if x.size == 0:
         if num_classes == -1:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")

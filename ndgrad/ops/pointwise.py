@@ -337,7 +337,13 @@ DIV_S = Op("div", "DivBackward0", _div_s_fwd,
            lambda ctx, g: g / _scalar_conj(ctx.saved[0]),
            args=("other",), saves=("other",), pad=1, jvp=lambda ctx, t: t / ctx._args[0],
            raw=_div_s_raw)
-RECIPROCAL = Op("reciprocal", "ReciprocalBackward0", np.reciprocal,
+def _reciprocal_fwd(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind == "c":     # torch divides 1 / z (Smith's algorithm, as NumPy's divide):
+        return np.divide(x.dtype.type(1), x)    # 1/0 = inf+nanj, 1/(3+0j) has imag +0
+    return np.reciprocal(x)
+
+
+RECIPROCAL = Op("reciprocal", "ReciprocalBackward0", _reciprocal_fwd,
                 lambda ctx, g: -g * _c(ctx.saved[0] * ctx.saved[0]), saves=("result",),
                 jvp=elementwise(lambda ctx: -(ctx.result * ctx.result)))
 
@@ -1025,7 +1031,16 @@ def _sgn_fwd(x: np.ndarray) -> np.ndarray:
 
 
 def _sign_fwd(x: np.ndarray) -> np.ndarray:
-    return x.copy() if x.dtype == np.bool_ else np.sign(x)   # NumPy has no bool sign loop
+    if x.dtype == np.bool_:
+        return x.copy()          # NumPy has no bool sign loop
+    r = np.sign(x)
+    if r.dtype.kind not in "iu":     # torch's sign is (0 < x) - (x < 0): NaN -> 0, -0.0 -> +0.0
+        nan = r != r
+        if nan.any():
+            r[nan] = 0
+        if r.dtype.kind == "V":      # ml_dtypes' sign keeps -0.0
+            r += 0
+    return r
 
 
 SIGN = Op("sign", "SignBackward0", _sign_fwd, lambda ctx, g: _zeros_of(g), jvp=zero)

@@ -714,13 +714,19 @@ def _centered(x: Tensor, dims: tuple) -> Tensor:
     return x - x.mean(dims, keepdim=True) if dims else x - x
 
 
+def _over_std(v: Tensor, std: Tensor) -> Tensor:
+    """``v / std``, 0 where ``std`` is 0: a constant slice's std has gradient 0 in PyTorch
+    (its derivative formula masks the 0/0), not NaN."""
+    return (v / std).masked_fill(std == 0, 0)
+
+
 def _var_vjp(ctx, g):
     x = ctx.saved[0]
     dims, correction, keepdim = ctx._args
     s = _var_scale(x.shape, dims, correction)
     g = _unsqueezed(g, dims, keepdim)
     if ctx._op is STD:
-        return g * _centered(x, dims) * s / _unsqueezed(ctx.saved[1], dims, keepdim)
+        return _over_std(g * s, _unsqueezed(ctx.saved[1], dims, keepdim)) * _centered(x, dims)
     return g * _centered(x, dims) * (2 * s)
 
 
@@ -731,7 +737,7 @@ def _var_jvp(ctx, t):
     w = t * _centered(x, dims)
     w = w.sum(dims, keepdim) if dims else w
     if ctx._op is STD:
-        return w * s / ctx.result
+        return _over_std(w * s, ctx.result)
     return w * (2 * s)
 
 

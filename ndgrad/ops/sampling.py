@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from .. import _creation, _dtype
-from .._generator import (TRACE_HOOK, Generator, bernoulli_array, draw, exponential_array,
+from .._generator import (TRACE_HOOK, Generator, bernoulli_array, cauchy_array, draw,
+                          exponential_array, geometric_array, log_normal_array,
                           multinomial_rows, normal_array, numpy_generator, randint_array,
                           random_full_array, uniform_array)
 from ..tensor import Tensor, _wrap
@@ -275,16 +276,16 @@ UNIFORM = Op("uniform", "UniformBackward0", _uniform_fwd, _zero_grads, args=("fr
 NORMAL_ = Op("normal", "NormalBackward0", _normal_fill_fwd, _zero_grads,
              args=("mean", "std"), jvp=zero)
 CAUCHY = Op("cauchy", "CauchyBackward0",
-            lambda x, m, s: _draw(x, lambda g, sh: m + s * g.standard_cauchy(sh)).astype(x.dtype),
+            lambda x, m, s: cauchy_array(x.shape, m, s, _ACTIVE[-1]).astype(x.dtype),
             _zero_grads, args=("median", "sigma"), jvp=zero)
 EXPONENTIAL = Op("exponential", "ExponentialBackward0",
                  lambda x, lam: exponential_array(x.shape, lam, _ACTIVE[-1]).astype(x.dtype),
                  _zero_grads, args=("lambd",), jvp=zero)
 GEOMETRIC = Op("geometric", "GeometricBackward0",
-               lambda x, p: _draw(x, lambda g, sh: g.geometric(p, sh)).astype(x.dtype),
+               lambda x, p: geometric_array(x.shape, p, _ACTIVE[-1]).astype(x.dtype),
                _zero_grads, args=("p",), jvp=zero)
 LOG_NORMAL = Op("log_normal", "LogNormalBackward0",
-                lambda x, m, s: _draw(x, lambda g, sh: g.lognormal(m, s, sh)).astype(x.dtype),
+                lambda x, m, s: log_normal_array(x.shape, m, s, _ACTIVE[-1]).astype(x.dtype),
                 _zero_grads, args=("mean", "std"), jvp=zero)
 # random_(from, to) and random_(to) draw as randint does, as in PyTorch
 RANDOM_FROM_TO = Op("random", "RandomBackward0",

@@ -1884,6 +1884,8 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     n = x.shape[d] if x.ndim else 1
     bad = (idx >= n) | (idx < 0)
     if bad.any():
-        raise RuntimeError(f"INDICES element is out of DATA bounds, id={int(idx[bad].flat[0])} "
-                           f"axis_dim={n}")
+        if x.ndim > 1 and d == 1:     # PyTorch's kernel for dim 1 checks with its own words
+            raise RuntimeError("INDICES element is out of DATA bounds, "
+                               f"id={int(idx[bad].flat[0])} axis_dim={n}")
+        raise IndexError("index out of range in self")
     return apply(INDEX_SELECT, (input,), (x,), (d, index))

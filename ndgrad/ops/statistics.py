@@ -32,7 +32,7 @@ from .pointwise import apply_nondiff
 from ._util import broadcast_error, category, dims_tuple, promote_pair, wrap_dim
 from . import reduction as _red
 from .reduction import _centered, _check_0d_dims, _check_autograd_dtype, _reduce_dtype, \
-    _unsqueezed, _var_fwd, _var_scale, _var_std
+    _over_std, _unsqueezed, _var_fwd, _var_scale, _var_std
 
 __all__ = ["var_mean", "std_mean", "aminmax", "nansum", "nanmean", "count_nonzero", "diff",
            "trace", "cov", "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid", "renorm",
@@ -71,7 +71,7 @@ def _var_mean_vjp(ctx, g_var, g_mean):
         n *= shape[d]
     gv = _unsqueezed(g_var, dims, keepdim)
     if ctx._op is STD_MEAN:
-        part = gv * _centered(x, dims) * s / _unsqueezed(ctx.saved[1], dims, keepdim)
+        part = _over_std(gv * s, _unsqueezed(ctx.saved[1], dims, keepdim)) * _centered(x, dims)
     else:
         part = gv * _centered(x, dims) * (2 * s)
     return part + _unsqueezed(g_mean, dims, keepdim).expand(shape) / max(n, 1)
@@ -87,7 +87,7 @@ def _var_mean_jvp(ctx, t):
     w = w.sum(dims, keepdim) if dims else w
     tm = t.mean(dims, keepdim) if dims else t
     if ctx._op is STD_MEAN:
-        return w * s / ctx.result[0], tm
+        return _over_std(w * s, ctx.result[0]), tm
     return w * (2 * s), tm
 
 
