@@ -141,6 +141,14 @@ def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple 
     f = _opmath(fwd) if lowp else fwd
     fast = _opmath(deriv_np) if deriv_np is not None else None
 
+    def fast_vjp(g: np.ndarray, x: np.ndarray, args: tuple) -> np.ndarray:
+        if lowp and x.dtype in _LOWP:
+            # g * derivative in float32, rounded once: torch's float16/bfloat16 backward
+            # kernels do not round the derivative before the product
+            f32 = np.float32
+            return (g.astype(f32) * deriv_np(x.astype(f32), *args)).astype(x.dtype)
+        return g * fast(x, *args)
+
     def vjp(ctx, g):
         if check is not None:
             check(ctx._args)
@@ -148,8 +156,9 @@ def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple 
         # not under forward AD either: jacfwd(jacrev(f)) needs the tangent of this product
         if fast is not None and not _grad_state.enabled and not g._blevel \
                 and not _dispatch._FW_AD \
-                and g._data.dtype == x._data.dtype and x._data.dtype.kind == "f":
-            return _wrap(g._data * fast(x._data, *ctx._args))
+                and g._data.dtype == x._data.dtype \
+                and (x._data.dtype.kind == "f" or x._data.dtype in _LOWP):
+            return _wrap(fast_vjp(g._data, x._data, ctx._args))
         d = deriv(x, *ctx._args)
         return g * (d.conj() if d._data.dtype.kind == "c" else d)
 
