@@ -352,3 +352,23 @@ def test_low_precision_forward_and_backward_round_once(dtype, name):
     assert str(ny.dtype) == str(y.dtype).replace("torch", "ndgrad")
     np.testing.assert_array_equal(ny.detach().float().numpy(), y.detach().float().numpy())
     np.testing.assert_array_equal(nx.grad.float().numpy(), x.grad.float().numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_rrelu_training_draws_torchs_slopes(dtype):
+    # one float64 uniform per non-positive element, in row-major order (a transposed input
+    # too), none for positive ones: after the same seed, torch's slopes and the same stream after
+    x = torch.randn(6, 5, generator=torch.Generator().manual_seed(0)).to(getattr(torch, dtype))
+    x[0, 0] = 0.0
+    for view in (lambda t: t, lambda t: t.t()):
+        torch.manual_seed(3)
+        ndgrad.manual_seed(3)
+        xt = view(x.clone()).requires_grad_()
+        nx = view(ndgrad.tensor(x.float().numpy()).to(getattr(ndgrad, dtype))).requires_grad_()
+        y = TF.rrelu(xt, 0.1, 0.3, training=True)
+        ny = F.rrelu(nx, 0.1, 0.3, training=True)
+        np.testing.assert_array_equal(ny.detach().float().numpy(), y.detach().float().numpy())
+        y.sum().backward()
+        ny.sum().backward()
+        np.testing.assert_array_equal(nx.grad.float().numpy(), xt.grad.float().numpy())
+        assert ndgrad.rand(()).item() == torch.rand(()).item()

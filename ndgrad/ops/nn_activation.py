@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import _dtype
 from .._creation import _RNG
-from .._generator import draw
+from .._generator import default_generator, draw, uniform_bits
 from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor, _wrap
 from . import _batching, _dispatch
@@ -648,10 +648,23 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
 def _rrelu_noise(input: Tensor, lower: float, upper: float) -> np.ndarray:
     """rrelu's factors in training: slopes drawn from ``[lower, upper]`` where the input is
     not positive, else 1, in the input's dtype (the product's: the same results); through
-    ``draw`` (Note [Draws in traced functions] in ndgrad/_generator.py)."""
+    ``draw`` (Note [Draws in traced functions] in ndgrad/_generator.py).
+
+    torch's numbers (Note [Random streams]): one float64 uniform (53 bits of a 64-bit draw)
+    per element that is not positive, in row-major order, none for the others; the bounds are
+    first rounded to the compute type (float32 below float64), the slope ``u * (upper -
+    lower) + lower`` rounded to it too."""
     x = input._data
-    slopes = _RNG.gen.uniform(lower, upper, x.shape)
-    return np.where(x <= 0, slopes, 1.0).astype(x.dtype)
+    neg = np.ascontiguousarray(x <= 0)
+    n = int(np.count_nonzero(neg))
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    lo, hi = float(acc(lower)), float(acc(upper))
+    u = uniform_bits(default_generator, n, np.float64)
+    noise = np.ones(x.shape, acc)
+    noise[neg] = (u * (hi - lo) + lo).astype(acc)
+    # float16/bfloat16: the float32 slopes, so the forward rounds x * slope once (the
+    # gradient uses them rounded to the input's dtype, as torch's saved noise)
+    return noise if x.dtype in _LOWP else noise.astype(x.dtype, copy=False)
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,

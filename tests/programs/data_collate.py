@@ -31,7 +31,8 @@ print(batch["name"], type(batch["pt"]).__name__, batch["pt"].x, batch["pt"].y.dt
 print(batch["meta"]["flag"], batch["meta"]["vec"])
 print(default_collate([(1, 2.0), (3, 4.0)]), default_collate([np.array([1, 2]), np.array([3, 4])]))
 print(default_collate([torch.tensor(1.0), torch.tensor(2.0)]).shape)
-print(default_convert(np.arange(3)), default_convert({"a": np.ones(2, dtype=np.float64)})["a"].dtype)
+print(default_convert(np.arange(3)),
+      default_convert({"a": np.ones(2, dtype=np.float64)})["a"].dtype)
 print(default_convert([np.int32(3), "s", 2.5]))
 nb = next(iter(DataLoader(Mixed(), batch_size=None)))
 print(type(nb["img"]).__name__, nb["img"].dtype, type(nb["label"]).__name__)

@@ -112,7 +112,8 @@ def get_batch(bs=8):
 
 
 model = GPT()
-print("params", sum(p.numel() for p in model.parameters()), model.wte.weight is model.lm_head.weight)
+print("params", sum(p.numel() for p in model.parameters()),
+      model.wte.weight is model.lm_head.weight)
 decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
 nodecay = [p for n, p in model.named_parameters() if p.dim() < 2]
 opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
@@ -137,7 +138,8 @@ def top_p_filter(logits, top_p=0.9):
     sorted_indices_to_remove = cumulative_probs > top_p
     sorted_indices_to_remove[..., 1:] = sorted_indices_to_remove[..., :-1].clone()
     sorted_indices_to_remove[..., 0] = 0
-    indices_to_remove = sorted_indices_to_remove.scatter(1, sorted_indices, sorted_indices_to_remove)
+    indices_to_remove = sorted_indices_to_remove.scatter(1, sorted_indices,
+                                                         sorted_indices_to_remove)
     return logits.masked_fill(indices_to_remove, float("-inf"))
 
 
@@ -169,7 +171,7 @@ src_pad = src == PAD
 tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
 causal = nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1))
 print(causal.dtype, causal[1].tolist())
-for step in range(10):
+for _ in range(10):
     out = tr(emb(src), emb(tgt_in), tgt_mask=causal, src_key_padding_mask=src_pad,
              tgt_key_padding_mask=tgt_in == PAD, memory_key_padding_mask=src_pad)
     loss = F.cross_entropy(head(out).reshape(-1, 8), tgt_out.reshape(-1), ignore_index=PAD)
@@ -197,6 +199,6 @@ print(out.shape, w.shape, [round(v, 4) for v in w[1, 0].tolist()])
 out, w = mha(q, kv, kv, key_padding_mask=kpm, average_attn_weights=False,
              attn_mask=torch.zeros(3, 5, dtype=torch.bool))
 print(w.shape, round(w[1, 2, 0].sum().item(), 4))
-out, w = mha(q, q, q, need_weights=False, attn_mask=nn.Transformer.generate_square_subsequent_mask(3),
-             is_causal=True)
+out, w = mha(q, q, q, need_weights=False,
+             attn_mask=nn.Transformer.generate_square_subsequent_mask(3), is_causal=True)
 print(out.shape, w, round(out.abs().mean().item(), 5))

@@ -3,7 +3,6 @@ unfreezing, LambdaLR warmup, CosineAnnealingWarmRestarts with fractional epochs,
 ReduceLROnPlateau in max mode with cooldown, gradient accumulation, clip_grad_value_,
 EMA of weights by hand, SWA with AveragedModel/SWALR, and less common optimizers."""
 import copy
-import math
 
 import torch
 import torch.nn as nn
