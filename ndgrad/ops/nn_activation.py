@@ -33,8 +33,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .. import _dtype
-from .._creation import _RNG
-from .._generator import default_generator, draw, uniform_bits
+from .._generator import default_generator, draw, exponential_array, uniform_bits
 from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor, _wrap
 from . import _batching, _dispatch
@@ -848,13 +847,19 @@ def softmin(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
     return _softmax(-input, dim, dtype)
 
 
+def _gumbel_noise(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """``-log(e)`` of exponential(1) samples of ``dtype``: torch's ``-empty_like(logits)
+    .exponential_().log()``, its numbers (Note [Random streams])."""
+    return -np.log(exponential_array(shape, 1.0, None).astype(dtype))
+
+
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
                    dim: int = -1) -> Tensor:
     """Softmax of ``(logits + gumbel noise) / tau`` (noise from ndgrad's generator); with
     ``hard=True`` the one-hot of the argmax, with the soft sample's gradient."""
     x = logits._data
-    g = -np.log(_RNG.gen.exponential(1.0, x.shape))
-    gumbels = _wrap(g.astype(x.dtype if x.dtype.kind == "f" else np.float32))
+    gumbels = _wrap(draw(_gumbel_noise, x.shape, x.dtype if x.dtype.kind == "f" or
+                         x.dtype in _LOWP else np.dtype(np.float32)))
     y_soft = _softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y_soft
