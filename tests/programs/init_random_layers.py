@@ -75,5 +75,6 @@ erase = torch.ones(8, 1, 12, 12)
 idx = torch.randint(0, 8, (3, 2))
 erase[idx[:, 0], :, idx[:, 1]] = 0
 check("erase", erase)
-jitter = imgs * torch.empty(8, 1, 1, 1).uniform_(0.8, 1.2) + torch.empty(8, 1, 1, 1).normal_(0, 0.05)
+jitter = (imgs * torch.empty(8, 1, 1, 1).uniform_(0.8, 1.2)
+          + torch.empty(8, 1, 1, 1).normal_(0, 0.05))
 check("jitter", jitter)
