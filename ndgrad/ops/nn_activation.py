@@ -141,6 +141,7 @@ def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple 
     fast = _opmath(deriv_np) if deriv_np is not None else None
 
     def fast_vjp(g: np.ndarray, x: np.ndarray, args: tuple) -> np.ndarray:
+        assert deriv_np is not None and fast is not None     # only called when given
         if lowp and x.dtype in _LOWP:
             # g * derivative in float32, rounded once: torch's float16/bfloat16 backward
             # kernels do not round the derivative before the product
