@@ -372,3 +372,11 @@ def test_rrelu_training_draws_torchs_slopes(dtype):
         ny.sum().backward()
         np.testing.assert_array_equal(nx.grad.float().numpy(), xt.grad.float().numpy())
         assert ndgrad.rand(()).item() == torch.rand(()).item()
+
+
+def test_rrelu_training_on_a_zero_dim_tensor():
+    torch.manual_seed(1)
+    ndgrad.manual_seed(1)
+    assert F.rrelu(ndgrad.tensor(-2.0), training=True).item() == \
+        TF.rrelu(torch.tensor(-2.0), training=True).item()
+    assert F.rrelu(ndgrad.tensor(3.0), training=True).item() == 3.0

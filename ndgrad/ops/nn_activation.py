@@ -655,7 +655,7 @@ def _rrelu_noise(input: Tensor, lower: float, upper: float) -> np.ndarray:
     first rounded to the compute type (float32 below float64), the slope ``u * (upper -
     lower) + lower`` rounded to it too."""
     x = input._data
-    neg = np.ascontiguousarray(x <= 0)
+    neg = np.asarray(x <= 0)      # boolean indexing visits elements in row-major order
     n = int(np.count_nonzero(neg))
     acc = np.float64 if x.dtype == np.float64 else np.float32
     lo, hi = float(acc(lower)), float(acc(upper))
