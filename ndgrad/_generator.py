@@ -28,6 +28,8 @@ torch does, so the same seed and the same calls give torch's numbers:
   replacement, the indices of the largest ``p / q`` with ``q`` exponential(1) draws of ``p``'s
   shape; with replacement, per row a binary search of float64 uniforms in the normalized
   cumulative sums (accumulated in ``p``'s dtype): bit-identical.
+- rrelu's slopes in training: one float64 uniform per element that is not positive, in
+  row-major order (ops/nn_activation.py ``_rrelu_noise``): bit-identical.
 
 - cauchy, geometric: ``median + sigma * tan(pi * (u - 0.5))`` and ``ceil(log(u) / log1p(-p))``
   on float64 uniforms; log_normal: ``exp`` of one-at-a-time Box-Muller normals (as small

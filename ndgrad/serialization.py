@@ -278,8 +278,8 @@ _SAFE_BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice
 
 def _safe_global(module: str, name: str) -> Any:
     """The allow-listed names a weights-only file may use, mapped to ndgrad's, or None."""
-    if module == "collections" and name == "OrderedDict":
-        return collections.OrderedDict
+    if module == "collections" and name in ("OrderedDict", "Counter"):
+        return getattr(collections, name)       # Counter: MultiStepLR's milestones
     if module == "torch._utils" and name == "_rebuild_tensor_v2":
         return _rebuild_tensor
     if module == "torch._utils" and name == "_rebuild_sparse_tensor":

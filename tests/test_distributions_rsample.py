@@ -121,3 +121,40 @@ def test_samplers_are_reproducible_and_need_no_grad():
     b = d.sample((3,))
     assert not a.requires_grad and bool((a == b).all())
     assert Gamma(1.0, 1.0).rsample().requires_grad is False
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("alpha", [0.05, 0.4, 1.0, 2.5])
+def test_gamma_beta_dirichlet_draw_torchs_numbers(dtype, alpha):
+    # Note [Gamma draws]: after the same seed, Gamma, Beta (mixup's lam) and Dirichlet samples
+    # are torch's, bit for bit, and the generator is left where torch leaves it
+    td, nd = getattr(torch, dtype), getattr(ndgrad, dtype)
+    torch.manual_seed(1)
+    ndgrad.manual_seed(1)
+    pairs = [
+        (torch.distributions.Gamma(torch.full((5,), alpha, dtype=td), 2.0).sample(),
+         ndgrad.distributions.Gamma(ndgrad.full((5,), alpha, dtype=nd), 2.0).sample()),
+        (torch.distributions.Beta(torch.tensor(alpha, dtype=td), torch.tensor(0.4, dtype=td))
+         .sample((3,)),
+         ndgrad.distributions.Beta(ndgrad.tensor(alpha, dtype=nd), ndgrad.tensor(0.4, dtype=nd))
+         .sample((3,))),
+        (torch.distributions.Dirichlet(torch.tensor([alpha, 1.0, 3.0], dtype=td)).sample((2,)),
+         ndgrad.distributions.Dirichlet(ndgrad.tensor([alpha, 1.0, 3.0], dtype=nd)).sample((2,)))]
+    for want, got in pairs:
+        assert got.dtype == nd
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert ndgrad.randn(()).item() == torch.randn(()).item()
+    # with a gradient: the same draws, recorded as torch records them
+    torch.manual_seed(2)
+    ndgrad.manual_seed(2)
+    ta = torch.tensor(alpha, dtype=td, requires_grad=True)
+    na = ndgrad.tensor(alpha, dtype=nd, requires_grad=True)
+    ty = torch.distributions.Gamma(ta, 1.0).rsample((4,))
+    ny = ndgrad.distributions.Gamma(na, 1.0).rsample((4,))
+    np.testing.assert_array_equal(ny.detach().numpy(), ty.detach().numpy())
+    assert type(ny.grad_fn).__name__ == type(ty.grad_fn).__name__ == "DivBackward0"
+    tb = torch.distributions.Beta(ta, ta * 2).rsample((3,))
+    nb = ndgrad.distributions.Beta(na, na * 2).rsample((3,))
+    np.testing.assert_array_equal(nb.detach().numpy(), tb.detach().numpy())
+    nb.sum().backward()
+    assert na.grad is not None and np.isfinite(na.grad.item())

@@ -305,20 +305,42 @@ def test_explicit_generators():
         ndgrad.compile(lambda x: x.uniform_(generator=g))(ndgrad.zeros(2))
 
 
+def _poisson(x):
+    # Poisson draws by NumPy's algorithm on ndgrad's generator (as the Poisson distribution's
+    # sampler), outside ``draw``
+    from ndgrad._generator import numpy_generator
+    return x + ndgrad.from_numpy(numpy_generator(None).poisson(2.0, 4).astype(np.float32))
+
+
 def test_draws_the_tracer_cannot_see_still_raise():
     x = _x(4)
     with pytest.raises(TraceError, match="random numbers were drawn"):
-        ndgrad.compile(lambda x: F.gumbel_softmax(x))(x)
+        ndgrad.compile(_poisson)(x)
     # fullgraph=False: the eager run after the failed trace draws what eager draws
-    f = ndgrad.compile(lambda x: F.gumbel_softmax(x) + ndgrad.randn(4), fullgraph=False)
+    f = ndgrad.compile(lambda x: _poisson(x) + ndgrad.randn(4), fullgraph=False)
     ndgrad.manual_seed(3)
     with pytest.warns(UserWarning, match="running eagerly"):
         got = f(x).numpy()
     s = _state()
     ndgrad.manual_seed(3)
-    want = (F.gumbel_softmax(x) + ndgrad.randn(4)).numpy()
+    want = (_poisson(x) + ndgrad.randn(4)).numpy()
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(s, _state())
+
+
+def test_gumbel_softmax_noise_is_a_recorded_draw():
+    # its exponential draws go through ``draw`` (Note [Draws in traced functions]): a compiled
+    # call draws what eager draws, and leaves the generator where eager leaves it
+    x = _x(4)
+    f = ndgrad.compile(lambda x: F.gumbel_softmax(x, tau=0.5) + ndgrad.randn(4))
+    for _ in range(2):
+        ndgrad.manual_seed(5)
+        got = f(x).numpy()
+        s = _state()
+        ndgrad.manual_seed(5)
+        want = (F.gumbel_softmax(x, tau=0.5) + ndgrad.randn(4)).numpy()
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(s, _state())
 
 
 def test_run_time_checks_of_multinomial():

@@ -108,11 +108,13 @@ def test_trace_errors_name_the_line():
                      (lambda x: float(x.sum()), r"float\(tensor\)")]:
         with pytest.raises(TraceError, match=what + r" at test_jit_trace.py:\d+"):
             trace_graph(fn, (x,))
-    # random numbers the tracer cannot see (gumbel_softmax's noise is NumPy's algorithm on
-    # the generator, outside ``_generator.draw``) are refused; dropout and ``randn`` are
-    # random nodes (tests/test_jit_random.py)
+    # random numbers the tracer cannot see (NumPy's Poisson algorithm on the generator, as the
+    # Poisson sampler draws, outside ``_generator.draw``) are refused; dropout, ``randn`` and
+    # gumbel_softmax's noise are random nodes (tests/test_jit_random.py)
+    from ndgrad._generator import numpy_generator
     with pytest.raises(TraceError, match="random"):
-        trace_graph(lambda x: ndgrad.nn.functional.gumbel_softmax(x), (x,))
+        trace_graph(lambda x: x + ndgrad.from_numpy(
+            numpy_generator(None).poisson(2.0, x.shape).astype(np.float32)), (x,))
     # the patched methods are restored afterwards
     assert x.sum().item() == float(x._data.sum(dtype=np.float32))
     assert bool(ndgrad.tensor(1.0))

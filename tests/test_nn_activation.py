@@ -327,3 +327,56 @@ def test_pad_modes_match_torch_with_negative_pads():
         assert_close(F.pad(to_ndgrad(y), (1, 2, 2, 1, 0, 2), mode),
                      TF.pad(y, (1, 2, 2, 1, 0, 2), mode), 0, 0, mode)
     assert F.pad(ndgrad.ones(2, dtype=ndgrad.int64), (1, 1), value=7).tolist() == [7, 1, 1, 7]
+
+
+@pytest.mark.parametrize("dtype,name", [
+    (d, n) for d in ("bfloat16", "float16")
+    for n in ("gelu", "gelu_tanh", "silu", "tanh", "sigmoid", "softmax", "log_softmax_dim0")
+    if (n, d) != ("sigmoid", "float16")])   # torch's float16 sigmoid backward rounds in steps
+def test_low_precision_forward_and_backward_round_once(dtype, name):
+    # torch's float16/bfloat16 kernels compute in float32 and round the result once, in the
+    # forward and in the backward (g * derivative): bit-identical values and gradients
+    fns = {"gelu": lambda m, t: m.nn.functional.gelu(t),
+           "gelu_tanh": lambda m, t: m.nn.functional.gelu(t, approximate="tanh"),
+           "silu": lambda m, t: m.nn.functional.silu(t), "tanh": lambda m, t: m.tanh(t),
+           "sigmoid": lambda m, t: m.sigmoid(t), "softmax": lambda m, t: m.softmax(t, -1),
+           "log_softmax_dim0": lambda m, t: m.log_softmax(t, 0)}
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(16, 24, generator=gen).to(getattr(torch, dtype)).requires_grad_()
+    g = torch.randn(16, 24, generator=gen).to(x.dtype)
+    y = fns[name](torch, x)
+    y.backward(g)
+    nx = ndgrad.tensor(x.detach().float().numpy()).to(getattr(ndgrad, dtype)).requires_grad_()
+    ny = fns[name](ndgrad, nx)
+    ny.backward(ndgrad.tensor(g.float().numpy()).to(nx.dtype))
+    assert str(ny.dtype) == str(y.dtype).replace("torch", "ndgrad")
+    np.testing.assert_array_equal(ny.detach().float().numpy(), y.detach().float().numpy())
+    np.testing.assert_array_equal(nx.grad.float().numpy(), x.grad.float().numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_rrelu_training_draws_torchs_slopes(dtype):
+    # one float64 uniform per non-positive element, in row-major order (a transposed input
+    # too), none for positive ones: after the same seed, torch's slopes and the same stream after
+    x = torch.randn(6, 5, generator=torch.Generator().manual_seed(0)).to(getattr(torch, dtype))
+    x[0, 0] = 0.0
+    for view in (lambda t: t, lambda t: t.t()):
+        torch.manual_seed(3)
+        ndgrad.manual_seed(3)
+        xt = view(x.clone()).requires_grad_()
+        nx = view(ndgrad.tensor(x.float().numpy()).to(getattr(ndgrad, dtype))).requires_grad_()
+        y = TF.rrelu(xt, 0.1, 0.3, training=True)
+        ny = F.rrelu(nx, 0.1, 0.3, training=True)
+        np.testing.assert_array_equal(ny.detach().float().numpy(), y.detach().float().numpy())
+        y.sum().backward()
+        ny.sum().backward()
+        np.testing.assert_array_equal(nx.grad.float().numpy(), xt.grad.float().numpy())
+        assert ndgrad.rand(()).item() == torch.rand(()).item()
+
+
+def test_rrelu_training_on_a_zero_dim_tensor():
+    torch.manual_seed(1)
+    ndgrad.manual_seed(1)
+    assert F.rrelu(ndgrad.tensor(-2.0), training=True).item() == \
+        TF.rrelu(torch.tensor(-2.0), training=True).item()
+    assert F.rrelu(ndgrad.tensor(3.0), training=True).item() == 3.0

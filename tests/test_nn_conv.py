@@ -330,3 +330,22 @@ def test_results_do_not_alias_kernel_scratch():
             F.conv2d(x2, w.detach() * 3, padding=pad).sum().backward()
             for k, t in zip(kept, (y, x.grad, w.grad)):
                 np.testing.assert_array_equal(k, t.detach().numpy())
+
+
+@pytest.mark.parametrize("dtype,fn,shapes,kw", [
+    (d, "conv2d", [(2, 3, 6, 6), (4, 3, 3, 3), (4,)], {"padding": 1}) for d in ("bfloat16",
+                                                                              "float16")] + [
+    (d, "conv2d", [(2, 3, 7, 7), (4, 3, 3, 3), (4,)], {"stride": 2}) for d in ("bfloat16",
+                                                                             "float16")] + [
+    (d, "conv1d", [(2, 3, 9), (4, 3, 3), (4,)], {}) for d in ("bfloat16", "float16")] + [
+    ("bfloat16", "conv_transpose2d", [(2, 4, 4, 4), (4, 3, 3, 3), (3,)], {})])
+def test_low_precision_conv_adds_bias_before_rounding(dtype, fn, shapes, kw):
+    # torch's bfloat16/float16 CPU convolutions add the bias to the float32 accumulator and round
+    # once (bit-exact here); float16 conv_transpose rounds otherwise in torch (not compared)
+    g = torch.Generator().manual_seed(0)
+    ts = [torch.randn(*s, generator=g).to(getattr(torch, dtype)) for s in shapes]
+    want = getattr(TF, fn)(*ts, **kw)
+    got = getattr(F, fn)(*(ndgrad.tensor(t.float().numpy()).to(getattr(ndgrad, dtype))
+                           for t in ts), **kw)
+    assert str(got.dtype) == str(want.dtype).replace("torch", "ndgrad")
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())

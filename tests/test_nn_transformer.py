@@ -429,3 +429,37 @@ def test_attention_under_vmap_of_grad_gives_each_row_its_own_saved_values():
     got = ndgrad.func.vmap(ndgrad.func.grad(g))(x)
     want = ndgrad.stack([ndgrad.func.grad(g)(x[i]) for i in range(3)])
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("kw", [{}, {"is_causal": True}, {"attn_mask": "bool"},
+                                {"attn_mask": "float"}])
+def test_low_precision_sdpa_and_mha_weights_match_torchs_rounding(dtype, kw):
+    # Note [Low-precision flash attention] / [Low-precision attention weights]: bit-identical
+    # outputs for keys in one block of torch's flash kernel and for the explicit weights path
+    td, nd = getattr(torch, dtype), getattr(ndgrad, dtype)
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 6, 8, generator=g).to(td) for _ in range(3))
+    kw = dict(kw)
+    nkw = dict(kw)
+    if kw.get("attn_mask") == "bool":
+        kw["attn_mask"] = ~torch.triu(torch.ones(6, 6, dtype=torch.bool), 1)
+        nkw["attn_mask"] = ndgrad.tensor(kw["attn_mask"].numpy())
+    elif kw.get("attn_mask") == "float":
+        kw["attn_mask"] = torch.randn(6, 6, generator=g).to(td)
+        nkw["attn_mask"] = ndgrad.tensor(kw["attn_mask"].float().numpy()).to(nd)
+    want = TF.scaled_dot_product_attention(q, k, v, **kw)
+    got = ndgrad.nn.functional.scaled_dot_product_attention(
+        *(ndgrad.tensor(t.float().numpy()).to(nd) for t in (q, k, v)), **nkw)
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True).to(td)
+    nmha = ndgrad.nn.MultiheadAttention(8, 2, batch_first=True).to(nd)
+    nmha.load_state_dict({name: ndgrad.tensor(t.float().numpy()).to(nd)
+                          for name, t in mha.state_dict().items()})
+    x = q[0]
+    nx = ndgrad.tensor(x.float().numpy()).to(nd)
+    mask = torch.tensor([[False] * 5 + [True], [False] * 6])
+    o, w = mha(x, x, x, key_padding_mask=mask)
+    no, nw = nmha(nx, nx, nx, key_padding_mask=ndgrad.tensor(mask.numpy()))
+    np.testing.assert_array_equal(no.detach().float().numpy(), o.detach().float().numpy())
+    np.testing.assert_array_equal(nw.detach().float().numpy(), w.detach().float().numpy())

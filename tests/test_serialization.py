@@ -193,3 +193,24 @@ def test_safetensors_both_ways(tmp_path):
         nst.save({"x": 1.0})
     with pytest.raises(ValueError, match="no safetensors code"):
         nst.save({"x": ndgrad.ones(1, dtype=ndgrad.complex64)})
+
+
+def test_weights_only_loads_a_multisteplr_state_with_its_counter():
+    # MultiStepLR keeps its milestones in a collections.Counter: torch's weights-only loader
+    # allows that class, so a checkpoint holding the scheduler's state loads with the default
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[3, 6, 6], gamma=0.5)
+    buf = io.BytesIO()
+    torch.save({"sched": sched.state_dict()}, buf)
+    buf.seek(0)
+    got = ndgrad.load(buf)["sched"]
+    assert type(got["milestones"]) is collections.Counter
+    assert got["milestones"] == collections.Counter({3: 1, 6: 2})
+    nopt = ndgrad.optim.SGD([ndgrad.zeros(1, requires_grad=True)], lr=0.1)
+    nsched = ndgrad.optim.lr_scheduler.MultiStepLR(nopt, milestones=[1])
+    buf = io.BytesIO()
+    ndgrad.save(nsched.state_dict(), buf)
+    buf.seek(0)
+    assert torch.load(buf)["milestones"] == collections.Counter({1: 1})
+    buf.seek(0)
+    assert ndgrad.load(buf)["milestones"] == collections.Counter({1: 1})

@@ -110,3 +110,29 @@ def test_std_of_constant_slice_has_zero_gradient(fn):
     np.testing.assert_allclose(np.array(got[0]), np.array(want[0]), rtol=1e-12)
     np.testing.assert_allclose(np.array(got[1]), np.array(want[1]), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(np.array(got[2]), np.array(want[2]), atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name,fn", [
+    ("sum_dim", lambda t: t.sum(0)), ("sum_all", lambda t: t.sum()),
+    ("sum_dims", lambda t: t.sum((0, 2), keepdim=True)), ("mean_dim", lambda t: t.mean(0)),
+    ("mean_all", lambda t: t.mean()), ("nansum", lambda t: t.nansum(1)),
+    ("cumsum", lambda t: t.cumsum(0)), ("sum_to_size", lambda t: t.sum_to_size(1, 9, 1)),
+])
+def test_low_precision_sums_accumulate_in_float32(dtype, name, fn):
+    # torch sums float16/bfloat16 in float32 and rounds each result once: the results (and a
+    # bias gradient, a sum over the batch) are bit-identical; NumPy's reduce rounds each step
+    x = torch.randn(64, 9, 5, generator=torch.Generator().manual_seed(0)).to(getattr(torch, dtype))
+    want = fn(x)
+    got = fn(ndgrad.tensor(x.float().numpy()).to(getattr(ndgrad, dtype)))
+    assert str(got.dtype) == str(want.dtype).replace("torch", "ndgrad")
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    if name == "sum_dim":
+        w = torch.zeros(5, 9, dtype=x.dtype, requires_grad=True)
+        b = torch.zeros(5, dtype=x.dtype, requires_grad=True)
+        torch.nn.functional.linear(x[:, :, 0], w, b).backward(x[:, :5, 1])
+        nx = ndgrad.tensor(x.float().numpy()).to(getattr(ndgrad, dtype))
+        nw = ndgrad.zeros(5, 9, dtype=nx.dtype, requires_grad=True)
+        nb = ndgrad.zeros(5, dtype=nx.dtype, requires_grad=True)
+        ndgrad.nn.functional.linear(nx[:, :, 0], nw, nb).backward(nx[:, :5, 1])
+        np.testing.assert_array_equal(nb.grad.float().numpy(), b.grad.float().numpy())

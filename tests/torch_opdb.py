@@ -899,12 +899,12 @@ def check_errors(o, fn):
 # torch's. For these entries ndgrad's function runs with ndgrad's generator seeded afresh
 # before each call (so every call of one check draws the same noise), and torch's side is a
 # reference written with torch ops from ndgrad's realised noise: ``input * A + B`` (A, B read
-# off ndgrad's outputs on ones and zeros) for the dropouts, ``where(x >= 0, x, x * slope)``
-# (slope read off ndgrad's output on -1) for rrelu. So every check (values, vjp, jvp,
-# gradgrad, batched ...) compares ndgrad's gradients with torch's for the same noise; a call
-# that draws nothing (training=False, p=0: ndgrad gives equal results for two seeds) runs
-# torch's real op and is compared exactly. The statistics of the noise (keep rate, scale,
-# mean and variance) are tested in tests/test_nn_activation.py.
+# off ndgrad's outputs on ones and zeros) for the dropouts; rrelu draws torch's own slopes, so
+# its reference is torch's rrelu with torch's generator seeded alike. So every check (values,
+# vjp, jvp, gradgrad, batched ...) compares ndgrad's gradients with torch's for the same
+# noise; a call that draws nothing (training=False, p=0: ndgrad gives equal results for two
+# seeds) runs torch's real op and is compared exactly. The statistics of the noise (keep rate,
+# scale, mean and variance) are tested in tests/test_nn_activation.py.
 STOCHASTIC = {"nn.functional.dropout": "affine", "nn.functional.dropout2d": "affine",
               "nn.functional.dropout3d": "affine", "nn.functional.alpha_dropout": "affine",
               "nn.functional.feature_alpha_dropout": "affine", "nn.functional.rrelu": "slope"}
@@ -929,14 +929,16 @@ class _StochasticEntry:
                 ndgrad.manual_seed(seed)
                 out = self._nd(ndgrad.full(shape, v, dtype=dt), *args, **kwargs)
             return out.detach().to(ndgrad.float64).numpy().copy()
-        probe = -1.0 if self._kind == "slope" else 1.0
+        if self._kind == "slope":
+            # rrelu draws torch's slopes (Note [Random streams]): torch's own op, seeded alike
+            # (the entry's own op seeds torch with its fixed seed: F.rrelu directly instead)
+            torch.manual_seed(_NOISE_SEED)
+            return torch.nn.functional.rrelu(inp, *args, **kwargs)
+        probe = 1.0
         first = nd_on(probe)
         if all(np.array_equal(first, nd_on(probe, _NOISE_SEED + k), equal_nan=True)
                for k in range(1, 5)):
             return self._o.op(inp, *args, **kwargs)
-        if self._kind == "slope":
-            slope = torch.tensor(-first).to(inp.dtype)
-            return torch.where(inp >= 0, inp, inp * slope)
         b = nd_on(0.0)
         a = torch.tensor(first - b).to(inp.dtype)
         return inp * a + torch.tensor(b).to(inp.dtype)

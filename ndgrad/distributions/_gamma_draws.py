@@ -14,6 +14,8 @@ numbers for the seed (``gamma_array``, Note [Random streams]).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import ndgrad
@@ -62,7 +64,37 @@ def standard_gamma(alpha: Tensor) -> Tensor:
     return ndgrad.from_numpy(_draw_standard_gamma(alpha.detach().numpy()))
 
 
+def _draw_dirichlet(alpha: np.ndarray) -> tuple:
+    """Dirichlet draws and their float64 gammas: as torch's kernel, the gammas of a float64
+    ``alpha`` (``gamma_array``'s float64 arithmetic), normalized in float64, then rounded to
+    ``alpha``'s dtype once."""
+    gam = _draw_standard_gamma(alpha.astype(np.float64))
+    return np.asarray((gam / gam.sum(-1, keepdims=True)).astype(alpha.dtype)), gam
+
+
+class _Dirichlet(ndgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, alpha):
+        x, gam = _draw_dirichlet(alpha.detach().numpy())
+        ctx.save_for_backward(alpha, ndgrad.from_numpy(gam))
+        return ndgrad.from_numpy(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # x = G / S, S = sum(G): dx_i/dalpha_j = (delta_ij - x_i) * slope_j / S, slope_j the
+        # implicit derivative of the gamma draw G_j (Note [Implicit reparameterization])
+        alpha, gam = ctx.saved_tensors
+        a = alpha.detach().numpy()
+        G = gam.numpy()
+        S = G.sum(-1, keepdims=True)
+        slope = standard_gamma_grad(a.astype(np.float64), G)
+        g = grad.detach().numpy().astype(np.float64)
+        out = slope / S * (g - (g * (G / S)).sum(-1, keepdims=True))
+        return ndgrad.from_numpy(out.astype(a.dtype))
+
+
 def dirichlet(concentration: Tensor) -> Tensor:
     """Dirichlet draws (normalized gamma draws) of ``concentration``'s shape."""
-    gammas = standard_gamma(concentration)
-    return gammas / gammas.sum(-1, keepdim=True)
+    if concentration.requires_grad and ndgrad.is_grad_enabled():
+        return _Dirichlet.apply(concentration)
+    return ndgrad.from_numpy(_draw_dirichlet(concentration.detach().numpy())[0])

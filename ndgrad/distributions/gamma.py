@@ -62,7 +62,8 @@ class Gamma(ExponentialFamily):
         shape = self._extended_shape(sample_shape)
         draws = _gamma_draws.standard_gamma(self.concentration.expand(shape))
         out = draws / self.rate.expand(shape)
-        return out.clamp(min=ndgrad.finfo(out.dtype).tiny)
+        out.detach().clamp_(min=ndgrad.finfo(out.dtype).tiny)   # unrecorded, as torch's
+        return out
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

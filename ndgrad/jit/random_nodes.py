@@ -28,8 +28,9 @@ values and ``check_trace`` runs the function a second time, so the generators a 
 from are put back afterwards (``snapshot``/``restore``). The first call of a compiled function
 that returns the compiled run's outputs (Note [The tracing call's result] in api.py) rewinds
 the generators to their state before the trace (``rewind``): the compiled run then draws what
-the traced run drew. Draws the tracer cannot see (NumPy's generator, ``gumbel_softmax``'s noise,
-the other ``_RNG.gen`` users) still raise ``TraceError`` (``Tracer.check_rng``).
+the traced run drew. Draws the tracer cannot see (NumPy's generator, the samplers of
+distributions drawn by NumPy's algorithms such as ``Poisson``) still raise ``TraceError``
+(``Tracer.check_rng``).
 
 Example:
     >>> import ndgrad

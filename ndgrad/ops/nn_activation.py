@@ -33,8 +33,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .. import _dtype
-from .._creation import _RNG
-from .._generator import draw
+from .._generator import default_generator, draw, exponential_array, uniform_bits
 from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor, _wrap
 from . import _batching, _dispatch
@@ -141,6 +140,15 @@ def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple 
     f = _opmath(fwd) if lowp else fwd
     fast = _opmath(deriv_np) if deriv_np is not None else None
 
+    def fast_vjp(g: np.ndarray, x: np.ndarray, args: tuple) -> np.ndarray:
+        assert deriv_np is not None and fast is not None     # only called when given
+        if lowp and x.dtype in _LOWP:
+            # g * derivative in float32, rounded once: torch's float16/bfloat16 backward
+            # kernels do not round the derivative before the product
+            f32 = np.float32
+            return (g.astype(f32) * deriv_np(x.astype(f32), *args)).astype(x.dtype)
+        return g * fast(x, *args)
+
     def vjp(ctx, g):
         if check is not None:
             check(ctx._args)
@@ -148,8 +156,9 @@ def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple 
         # not under forward AD either: jacfwd(jacrev(f)) needs the tangent of this product
         if fast is not None and not _grad_state.enabled and not g._blevel \
                 and not _dispatch._FW_AD \
-                and g._data.dtype == x._data.dtype and x._data.dtype.kind == "f":
-            return _wrap(g._data * fast(x._data, *ctx._args))
+                and g._data.dtype == x._data.dtype \
+                and (x._data.dtype.kind == "f" or x._data.dtype in _LOWP):
+            return _wrap(fast_vjp(g._data, x._data, ctx._args))
         d = deriv(x, *ctx._args)
         return g * (d.conj() if d._data.dtype.kind == "c" else d)
 
@@ -639,10 +648,23 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
 def _rrelu_noise(input: Tensor, lower: float, upper: float) -> np.ndarray:
     """rrelu's factors in training: slopes drawn from ``[lower, upper]`` where the input is
     not positive, else 1, in the input's dtype (the product's: the same results); through
-    ``draw`` (Note [Draws in traced functions] in ndgrad/_generator.py)."""
+    ``draw`` (Note [Draws in traced functions] in ndgrad/_generator.py).
+
+    torch's numbers (Note [Random streams]): one float64 uniform (53 bits of a 64-bit draw)
+    per element that is not positive, in row-major order, none for the others; the bounds are
+    first rounded to the compute type (float32 below float64), the slope ``u * (upper -
+    lower) + lower`` rounded to it too."""
     x = input._data
-    slopes = _RNG.gen.uniform(lower, upper, x.shape)
-    return np.where(x <= 0, slopes, 1.0).astype(x.dtype)
+    neg = np.asarray(x <= 0)      # boolean indexing visits elements in row-major order
+    n = int(np.count_nonzero(neg))
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    lo, hi = float(acc(lower)), float(acc(upper))
+    u = uniform_bits(default_generator, n, np.float64)
+    noise = np.ones(x.shape, acc)
+    noise[neg] = (u * (hi - lo) + lo).astype(acc)
+    # float16/bfloat16: the float32 slopes, so the forward rounds x * slope once (the
+    # gradient uses them rounded to the input's dtype, as torch's saved noise)
+    return noise if x.dtype in _LOWP else noise.astype(x.dtype, copy=False)
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
@@ -826,13 +848,19 @@ def softmin(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3,
     return _softmax(-input, dim, dtype)
 
 
+def _gumbel_noise(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """``-log(e)`` of exponential(1) samples of ``dtype``: torch's ``-empty_like(logits)
+    .exponential_().log()``, its numbers (Note [Random streams])."""
+    return -np.log(exponential_array(shape, 1.0, None).astype(dtype))
+
+
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
                    dim: int = -1) -> Tensor:
     """Softmax of ``(logits + gumbel noise) / tau`` (noise from ndgrad's generator); with
     ``hard=True`` the one-hot of the argmax, with the soft sample's gradient."""
     x = logits._data
-    g = -np.log(_RNG.gen.exponential(1.0, x.shape))
-    gumbels = _wrap(g.astype(x.dtype if x.dtype.kind == "f" else np.float32))
+    gumbels = _wrap(draw(_gumbel_noise, x.shape, x.dtype if x.dtype.kind == "f" or
+                         x.dtype in _LOWP else np.dtype(np.float32)))
     y_soft = _softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y_soft

@@ -54,6 +54,20 @@ def _mT(a: np.ndarray) -> np.ndarray:
     return np.swapaxes(a, -1, -2)
 
 
+# Note [Low-precision attention weights]
+# multi_head_attention_forward with need_weights=True runs torch's explicit path, each step a
+# float16/bfloat16 op rounded once: ``q * scale``, the scores ``baddbmm(mask, q, k^T)``, their
+# softmax, and its product with ``v``.
+#
+# Note [Low-precision flash attention]
+# torch's CPU flash kernel (scaled_dot_product_attention of float16/bfloat16 without dropout)
+# computes the scores, their max and exp(scores - max) in float32, rounds those exponentials
+# to the input's dtype for the product with ``v`` (accumulated in float32), then divides by the
+# float32 sum of the unrounded exponentials and rounds once. With keys in one block of its
+# (fewer than 512 keys) that is bit-identical; longer sequences are rescaled per block there.
+_LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
+
+
 def _work(a: np.ndarray) -> np.ndarray:
     """Half-precision arrays are computed in float32 (NumPy's matmul has no half kernels)."""
     return a.astype(np.float32) if a.dtype.itemsize < 4 else a
@@ -86,14 +100,35 @@ def _attn_fwd(lay: _AttnLayout):
         q, k, v = arrs[0], arrs[1], arrs[2]
         dt = q.dtype
         q, k, v = _work(q), _work(k), _work(v)
-        s = np.matmul(q, _mT(k)) * scale
+        rounded = dt in _LOWP and lay.weights    # Note [Low-precision attention weights]
+        if rounded:
+            s = np.matmul((q * scale).astype(dt).astype(np.float32), _mT(k))
+        else:
+            s = np.matmul(q, _mT(k)) * scale
         i = 3
         if lay.mask:
             s = s + arrs[i].astype(s.dtype, copy=False)
             i += 1
+        if rounded:
+            s = s.astype(dt).astype(np.float32)
         p = _softmax_np(s, safe)
+        if rounded:
+            p = p.astype(dt).astype(np.float32)
         pd = p * arrs[i].astype(p.dtype, copy=False) if lay.drop else p
-        out = np.matmul(pd, v)
+        if dt in _LOWP and not lay.drop and not lay.weights:
+            # Note [Low-precision attention weights]
+# multi_head_attention_forward with need_weights=True runs torch's explicit path, each step a
+# float16/bfloat16 op rounded once: ``q * scale``, the scores ``baddbmm(mask, q, k^T)``, their
+# softmax, and its product with ``v``.
+#
+# Note [Low-precision flash attention]
+            m = np.max(s, axis=-1, keepdims=True)
+            m = np.where(np.isneginf(m), 0, m)
+            e = np.exp(s - m)
+            z = np.sum(e, axis=-1, keepdims=True)
+            out = np.matmul(e.astype(dt).astype(np.float32), v) / np.where(z == 0, 1, z)
+        else:
+            out = np.matmul(pd, v)
         box.append(p)
         if lay.weights:
             return out.astype(dt, copy=False), pd.astype(dt, copy=False)

@@ -19,7 +19,7 @@ forward-over-reverse work to any order. JVPs are bilinear. Every matmul goes thr
 channels or pixels. The public ``convolution`` op (node ``ConvolutionBackward0``, with torch's
 saved attributes) is ``conv`` or ``conv_t`` plus the bias; the internal ops record
 ``ConvolutionBackwardBackward0`` as torch's double backward does. Float16/bfloat16 compute in
-float32 and round once, as torch's CPU kernels accumulate.
+float32 and round once (the bias included), as torch's CPU kernels accumulate.
 
 Example:
     >>> import ndgrad
@@ -490,6 +490,12 @@ def _convolution_fwd(x, w, *rest):
     else:
         b = None
     _, stride, pad, dil, transposed, out_pad, groups = rest
+    dt = x.dtype
+    if b is not None and dt in _LOWP and not (transposed and dt == np.float16):
+        # torch's bfloat16 (and float16 forward) kernels add the bias to the float32
+        # accumulator and round once; float16 conv_transpose rounds before the bias
+        x, w, b = (a.astype(_F32) for a in (x, w, b))
+        return _convolution_fwd(x, w, b, *rest).astype(dt)
     if transposed:
         size = tuple((n - 1) * s - 2 * p + d * (kk - 1) + op + 1 for n, s, p, d, kk, op in
                      zip(x.shape[2:], stride, pad, dil, w.shape[2:], out_pad))

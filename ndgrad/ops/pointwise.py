@@ -768,7 +768,16 @@ def _sigmoid_backward_jvp(ctx, tg, tr):
     return out
 
 
+# Note [Low-precision backward kernels]
+# torch's float16/bfloat16 tanh/sigmoid kernels (forward and backward) compute in float32 and
+# round the result once; NumPy on these dtypes rounds after every ufunc.
+_LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
+
+
 def _tanh_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
+    if r.dtype in _LOWP and g.dtype == r.dtype:     # Note [Low-precision backward kernels]
+        r32 = r.astype(np.float32)
+        return (g.astype(np.float32) * (1 - r32 * r32)).astype(r.dtype)
     if r.dtype.kind == "c":
         return g * np.conjugate(1 - r * r)
     t = r * r
@@ -810,8 +819,16 @@ TANH_BACKWARD = Op("tanh_backward", "TanhBackwardBackward0", _tanh_backward_fwd,
                    _tanh_backward_vjp,
                    saves=("grad_output", "output"), inputs=("grad_output", "output"),
                    jvp=_tanh_backward_jvp, raw=_tanh_backward_raw)
+def _sigmoid_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
+    # Note [Low-precision backward kernels] (torch's float16 kernel rounds otherwise)
+    if r.dtype == _LOWP[1] and g.dtype == r.dtype:
+        r32 = r.astype(np.float32)
+        return (g.astype(np.float32) * (r32 * (1 - r32))).astype(r.dtype)
+    return g * np.conjugate(r * (1 - r))
+
+
 SIGMOID_BACKWARD = Op("sigmoid_backward", "SigmoidBackwardBackward0",
-                      lambda g, r: g * np.conjugate(r * (1 - r)), _sigmoid_backward_vjp,
+                      _sigmoid_backward_fwd, _sigmoid_backward_vjp,
                       saves=("grad_output", "output"), inputs=("grad_output", "output"),
                       jvp=_sigmoid_backward_jvp)
 
@@ -853,6 +870,8 @@ SQRT = Op("sqrt", "SqrtBackward0", np.sqrt,
 def _sigmoid_fwd(x: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "c":
         return 1 / (1 + np.exp(-x))
+    if x.dtype in _LOWP:        # Note [Low-precision backward kernels]
+        return _sigmoid_fwd(x.astype(np.float32)).astype(x.dtype)
     # exp(-log(1 + exp(-x))) is stable for large |x|.
     return np.exp(-np.logaddexp(0, -x)).astype(x.dtype, copy=False)
 

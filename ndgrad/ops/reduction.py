@@ -76,8 +76,18 @@ def _sum_raw(ctx, g, saved):
     return broadcast_view(g, ctx._input_meta[0][0])
 
 
+# Note [Low-precision accumulation]
+# torch's CPU sums (sum, mean, nansum, cumsum, sum_to_size) of float16/bfloat16 accumulate in
+# float32 and round each result once; NumPy's reduce would round after every addition.
+_LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
+_F32 = np.dtype(np.float32)
+
+
 def _sum_fwd(x, dims, keepdim, dt):
     # np.add.reduce is np.sum without its Python-level wrapper.
+    if x.dtype in _LOWP and (dt is None or dt == x.dtype):
+        # Note [Low-precision accumulation]
+        return np.add.reduce(x, axis=dims, keepdims=keepdim, dtype=_F32).astype(x.dtype)
     return np.add.reduce(x, axis=dims, keepdims=keepdim, dtype=dt)
 
 
@@ -88,6 +98,9 @@ def _mean_fwd(x, dims, keepdim, dt):
         for d in dims:
             n *= x.shape[d]
         return np.true_divide(np.add.reduce(x, axis=dims, keepdims=keepdim), n, dtype=x.dtype)
+    if x.dtype in _LOWP and (dt is None or dt == x.dtype):
+        # float32 sum and quotient, rounded once (Note [Low-precision accumulation])
+        return np.mean(x, axis=dims, keepdims=keepdim, dtype=_F32).astype(x.dtype)
     return np.mean(x, axis=dims, keepdims=keepdim, dtype=dt)
 
 
@@ -194,6 +207,9 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
 def _sum_to_fwd(x, dims, shape):
     # Integer and bool sums are int64, as every PyTorch sum (NumPy picks uint64 for uint8).
     dt = np.int64 if x.dtype.kind in "biu" else None
+    if x.dtype in _LOWP:        # Note [Low-precision accumulation]
+        return np.add.reduce(x, axis=dims, keepdims=True, dtype=_F32).astype(x.dtype).reshape(
+            shape)
     return np.add.reduce(x, axis=dims, keepdims=True, dtype=dt).reshape(shape)
 
 

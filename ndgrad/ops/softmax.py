@@ -33,7 +33,14 @@ def _as_1d(x: np.ndarray) -> np.ndarray:
     return x.reshape(1) if x.ndim == 0 else x
 
 
+# torch's float16/bfloat16 softmax kernels (forward and backward) compute in float32 and round
+# once; NumPy would round after every step
+_LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
+
+
 def _softmax_fwd(x: np.ndarray, dim: int) -> np.ndarray:
+    if x.dtype in _LOWP:
+        return _softmax_fwd(x.astype(np.float32), dim).astype(x.dtype)
     a = _as_1d(x)
     if a.size == 0:
         return x.copy()
@@ -42,6 +49,8 @@ def _softmax_fwd(x: np.ndarray, dim: int) -> np.ndarray:
 
 
 def _log_softmax_fwd(x: np.ndarray, dim: int) -> np.ndarray:
+    if x.dtype in _LOWP:
+        return _log_softmax_fwd(x.astype(np.float32), dim).astype(x.dtype)
     a = _as_1d(x)
     if a.size == 0:
         return x.copy()
@@ -52,6 +61,10 @@ def _log_softmax_fwd(x: np.ndarray, dim: int) -> np.ndarray:
 def _softmax_vjp(ctx, g):
     (y,) = ctx.saved
     dim = ctx._args[0]
+    if y._data.dtype in _LOWP and g._data.dtype == y._data.dtype:
+        dt = y.dtype        # in float32, rounded once (differentiable casts)
+        y, g = y.float(), g.float()
+        return (y * (g - (g * y).sum(dim, keepdim=True))).to(dt)
     return y * (g - (g * y).sum(dim, keepdim=True))
 
 
@@ -63,6 +76,10 @@ def _softmax_jvp(ctx, t):
 def _log_softmax_vjp(ctx, g):
     (y,) = ctx.saved
     dim = ctx._args[0]
+    if y._data.dtype in _LOWP and g._data.dtype == y._data.dtype:
+        dt = y.dtype        # in float32, rounded once (differentiable casts)
+        y, g = y.float(), g.float()
+        return (g - y.exp() * g.sum(dim, keepdim=True)).to(dt)
     return g - y.exp() * g.sum(dim, keepdim=True)
 
 

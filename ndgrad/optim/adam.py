@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
+from .. import _dtype
 from ..tensor import Tensor
 from . import _differentiable
 from .optimizer import (Optimizer, adam_moments, bump, check_betas, check_flags, check_nonneg,
@@ -73,6 +74,10 @@ class Adam(Optimizer):
                 if not state:
                     self._init_state(state, p, group)
                 d = real_view(p._data)
+                if d.dtype in _LOWP:
+                    _lowp_step(d, grad_array(p, group["maximize"], "Adam"), state, group, lr)
+                    bump(p)
+                    continue
                 g = weight_decay(d, grad_array(p, group["maximize"], "Adam"), lr, wd,
                                  group["decoupled_weight_decay"])
                 m, v = real_view(state["exp_avg"]._data), real_view(state["exp_avg_sq"]._data)
@@ -88,6 +93,55 @@ class Adam(Optimizer):
                 d -= step_size * (m / denom)
                 bump(p)
         return loss
+
+
+# Note [Low-precision Adam]
+# torch's Adam on float16/bfloat16 parameters runs one tensor op at a time (its single-tensor
+# path on CPU), each computed in float32 and rounded once to the parameter's dtype: the
+# decay ``p *= 1 - lr wd`` (or ``g + wd p``), ``m = lerp(m, g, 1 - b1)`` (a float32 fused
+# multiply-add with the weight in float32), ``v = v b2``, ``v += (1 - b2) g g``, ``sqrt(v)``,
+# ``/ sqrt(1 - b2^t)``, ``+ eps`` and ``p += -step (m / denom)``. NumPy on these dtypes would
+# round after every ufunc and take the weights in the low precision.
+_LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
+
+
+def _f32_fma(a: Any, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``a * b + c`` of float32 operands with one float32 rounding (the product is exact in
+    float64)."""
+    return (np.float64(a) * b.astype(np.float64) + c.astype(np.float64)).astype(np.float32)
+
+
+def _lowp_step(d: np.ndarray, g: np.ndarray, state: dict, group: dict, lr: float) -> None:
+    """One Adam/AdamW update of a float16/bfloat16 parameter (Note [Low-precision Adam])."""
+    f32, dt = np.float32, d.dtype
+    beta1, beta2 = group["betas"]
+    wd, eps = group["weight_decay"], group["eps"]
+    if wd != 0:
+        if group["decoupled_weight_decay"]:
+            d[...] = (d.astype(f32) * f32(1 - lr * wd)).astype(dt)
+        else:
+            g = _f32_fma(f32(wd), d.astype(f32), g.astype(f32)).astype(dt)
+    m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+    g32, m32 = g.astype(f32), m.astype(f32)
+    w = f32(1 - beta1)
+    if abs(w) < 0.5:
+        m[...] = _f32_fma(w, g32 - m32, m32).astype(dt)
+    else:
+        m[...] = _f32_fma(w - f32(1), g32 - m32, g32).astype(dt)
+    v[...] = (v.astype(f32) * f32(beta2)).astype(dt)
+    v[...] = _f32_fma(f32(1 - beta2) * g32, g32, v.astype(f32)).astype(dt)
+    t = step_tensor(state)
+    step_size = lr / (1 - beta1 ** t)
+    bc2_sqrt = math.sqrt(1 - beta2 ** t)
+    if group["amsgrad"]:
+        vmax = state["max_exp_avg_sq"]._data
+        np.maximum(vmax, v, out=vmax)
+        v = vmax
+    denom = np.sqrt(v.astype(f32)).astype(dt)
+    denom = (denom.astype(f32) / f32(bc2_sqrt)).astype(dt)
+    denom = (denom.astype(f32) + f32(eps)).astype(dt)
+    upd = f32(-step_size) * m.astype(f32) / denom.astype(f32)
+    d[...] = (d.astype(f32) + upd).astype(dt)
 
 
 class AdamW(Adam):
