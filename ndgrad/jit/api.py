@@ -292,12 +292,14 @@ class _Specialization:
                 return False
         return True
 
-    def run(self, leaves: list) -> Any:
-        tensors = leaves + list(self.lifted) if self.lifted else leaves
+    def run(self, leaves: Any, lazy: bool = False) -> Any:
+        """Run on ``leaves`` (the tensor arguments; ``lazy``: distinct, nothing lifted, Note
+        [Leaf accumulators made on demand] in executor.py)."""
+        tensors = list(leaves) + list(self.lifted) if self.lifted else leaves
         plan = self._plan
         if plan is None:
             plan = self.build(tensors)
-        outs = plan(tensors)
+        outs = plan(tensors, lazy)
         n = self.num_outputs
         if self.mutated:
             for j, i in enumerate(self.mutated):
@@ -613,7 +615,7 @@ class CompiledFunction:
         if fast is not None and not kwargs and not _dispatch._FW_AD and not _dispatch._BATCHING:
             spec = _fast_hit(fast, args)
             if spec is not None:
-                return spec.run(list(args))
+                return spec.run(args, True)
         key, leaves = _guard(args, kwargs)
         if _dispatch._FW_AD or _dispatch._BATCHING:
             # forward-mode tangents and batched tensors live on Tensors, which the generated

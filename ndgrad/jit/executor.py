@@ -42,17 +42,20 @@ retry successfully, gives the second-backward error on a retry: the values are g
 
 Note [A compiled node accumulates its leaves]
 ``loss.backward()`` of a compiled loss runs one node feeding only leaves: the engine's lean entry
-(Note [Lean backward entry] in autograd/engine.py) runs it, then each leaf's AccumulateGrad.
-The node does the second part itself when that is the case: the innermost graph task
-accumulates into every leaf (``accumulate_grad``, no ``needed`` set) and publishes a count of
-0 for each of the node's AccumulateGrad successors (the lean entry's counts; the general loop
-still counts the node's own pending edge then, so it is never 0 there), none of them has hooks,
-and the node has none. Then, in edge order, a first gradient nobody else holds, of its input's
-shape and dtype and row-major like its row-major leaf, becomes ``.grad`` under the
-AccumulateGrad's lock (its steal); any other gradient goes through the engine's checks and
-fixes (``_check_gradient``) to that AccumulateGrad's own ``apply``. The node returns no
-gradients, so the engine has nothing left to do. Anything else returns the gradients to the
-engine as before.
+(Note [Lean backward entry] in autograd/engine.py) hands such a node to ``_run_alone`` (this
+module registers it in the engine's ``_RUN_ALONE``), which checks what the engine's own
+``_run_node_and_leaves`` checks (every successor an AccumulateGrad without hooks, each once, or
+a leaf whose accumulator is not made yet, Note [Leaf accumulators made on demand]), publishes
+the same counts of 0, runs df on the seed and then does the leaves' part itself
+(``_to_leaves``): the innermost graph task accumulates into every leaf (``accumulate_grad``, no
+``needed`` set) and publishes a count of 0 for each of the node's AccumulateGrad successors (the
+general loop still counts the node's own pending edge, so it is never 0 there: ``apply`` run by
+the general loop returns its gradients to the engine), none of them has hooks, and the node has
+none. Then, in edge order, a first gradient nobody else holds, of its input's shape and dtype
+and row-major like its row-major leaf, becomes ``.grad`` under the AccumulateGrad's lock (its
+steal; ``_PENDING_LOCK`` for a leaf without one); any other gradient goes through the engine's
+checks and fixes (``_check_gradient``) to that AccumulateGrad's own ``apply``. Anything else
+takes the engine's general path, as before.
 Gradient identity follows eager's: an output of df that is an incoming gradient's array is
 handed on as that gradient's Tensor (an eager node hands ``g`` on unchanged, and AccumulateGrad
 copies it since the caller still holds it: ``(w + x).backward(g)`` must not make ``w.grad``
@@ -65,7 +68,8 @@ Runtime internals relied on (this list is the one place to update): ``Node`` att
 ``node.RELEASED`` after ``release_variables``; the engine calls ``release_variables`` when
 ``_saved`` is truthy and the graph is not retained), ``name()``; ``node.next_sequence_nr``,
 ``node.SECOND_BACKWARD_MSG``; ``_dispatch._edge`` (``gradient_edge`` without its call),
-``accumulate_grad.grad_accumulator``;
+``accumulate_grad.grad_accumulator`` and ``_ACC_LOCK`` (held while it makes an accumulator);
+the engine's ``_RUN_ALONE`` registry and its contract (Note [Lean backward entry]);
 ``SavedTensor(t, is_output, output_nr)``, ``._version`` and ``.unpack(node)``; the engine's
 ``_check_gradient`` and ``_local.tasks`` (its last ``_GraphTask``'s ``keep_graph``,
 ``accumulate_grad``, ``needed`` and ``nodes``, the latter with 0 for the leaves of the lean
@@ -75,10 +79,10 @@ and ``_post_acc_hooks``;
 ``saved._hooks_in_use`` and ``INFERENCE_SAVE_MSG``; ``anomaly_mode.record(node)``;
 ``profiler.current()`` and ``profiler._Range``; the Tensor fields ``_data``, ``_grad_fn``,
 ``_requires_grad``, ``_output_nr``, ``_inference``, ``_base``, ``_blevel``, ``_grad_acc`` (a
-leaf's weak reference to its AccumulateGrad), ``_version_counter`` (and, in api.py,
-``_fw_grads`` and ``copy_``); ``grad_mode._state`` (``enabled``, ``inference``); the
-dispatcher's module flags ``_ANOMALY``, ``_PROFILING``, ``_BATCHING``, ``_FW_AD`` and, for
-views of inputs replayed after a call, ``_dispatch.apply``.
+leaf's weak reference to its AccumulateGrad, called wherever it is read), ``_hooks``,
+``_version_counter`` (and, in api.py, ``_fw_grads`` and ``copy_``); ``grad_mode._state``
+(``enabled``, ``inference``); the dispatcher's module flags ``_ANOMALY``, ``_PROFILING``,
+``_BATCHING``, ``_FW_AD`` and, for views of inputs replayed after a call, ``_dispatch.apply``.
 
 Example:
     >>> import numpy as np, ndgrad
@@ -99,14 +103,16 @@ Example:
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from ..autograd import profiler as _profiler
 from ..autograd.anomaly_mode import record as _anomaly_record
-from ..autograd.accumulate_grad import AccumulateGrad, grad_accumulator
-from ..autograd.engine import _check_gradient
+from ..autograd.accumulate_grad import _ACC_LOCK, AccumulateGrad, grad_accumulator
+from ..autograd.engine import _RUN_ALONE, _check_gradient
 from ..autograd.engine import _local as _engine_local
 from ..autograd.grad_mode import _state
 from ..autograd.node import RELEASED, SECOND_BACKWARD_MSG, Node, next_sequence_nr
@@ -132,6 +138,43 @@ class DifferentiableGraphBackward(Node):
 
     _plan: Any = None
     _saved: Any = ()      # a tuple of SavedTensor, a _Captures, RELEASED or a _Failed
+    # the edges; a leaf whose AccumulateGrad is not made yet is (leaf, its _PendingAcc)
+    # (Note [Leaf accumulators made on demand]); _pending counts those
+    _edges: tuple = ()
+    _pending = 0
+
+    @property   # type: ignore[override]
+    def next_functions(self) -> tuple:
+        if self._pending:
+            self._make_all()
+        return self._edges
+
+    def _make_all(self) -> None:
+        """Make the accumulators of every pending edge."""
+        with _PENDING_LOCK:
+            for k in range(len(self._edges)):
+                if self._edges[k][1].__class__ is _PendingAcc:
+                    self._make_acc(k)
+
+    @next_functions.setter
+    def next_functions(self, edges: tuple) -> None:
+        self._edges = tuple(edges)
+        self._pending = 0
+
+    def _make_acc(self, k: int) -> AccumulateGrad:
+        """Edge ``k``'s AccumulateGrad, made now if it is pending (under ``_PENDING_LOCK``)."""
+        edges = self._edges
+        t, p = edges[k]
+        if p.__class__ is not _PendingAcc:
+            return t
+        ref = t._grad_acc
+        acc = ref() if ref is not None and ref is not p and ref.__class__ is _WeakRef else None
+        if acc is None:
+            acc = AccumulateGrad(t)
+            t._grad_acc = _WeakRef(acc)
+        self._edges = edges[:k] + ((acc, 0),) + edges[k + 1:]
+        self._pending -= 1
+        return acc
 
     def apply(self, grads: list) -> tuple:
         saved = self._saved
@@ -164,33 +207,9 @@ class DifferentiableGraphBackward(Node):
             else:
                 caps = [s.unpack(self) for s in saved]
             return tuple(plan.run_df_tensors(list(grads), caps))
-        df = plan.df_variants.get(mask)
-        if df is None:
-            df = plan.df_for(mask)
-        if saved.__class__ is _Captures:
-            args.extend(saved.arrays_checked(self))
-        else:
-            args.extend([s.unpack(self)._data for s in saved])
-        # Note [Arguments owned by the backward]
-        # Eager autograd frees an op's saved values once its node has run, so its backward's
-        # peak memory shrinks as it goes; df is one node for the whole graph. When the engine
-        # will release this node's saved values anyway (retain_graph=False), they are released
-        # before df runs and df gets its inputs as a list it empties (``call_owned``): the
-        # generated code then frees each capture after its last reader, as eager does. Should
-        # df raise, the captures are gone: the node keeps the failure (``_Failed``) and a retry
-        # raises the same error, as eager's retry of a failing node would (Note [A failed
-        # compiled backward]).
         tasks = _engine_local.__dict__.get("tasks")     # current_graph_task_keeps_graph()
-        if getattr(df, "owned", False) and tasks and not tasks[-1].keep_graph:
-            self._saved = RELEASED
-            del saved
-            try:
-                outs = df.call_owned(args)
-            except BaseException as e:
-                self._saved = _Failed(e)
-                raise
-        else:
-            outs = df(*args)
+        del saved       # (Note [Arguments owned by the backward]: df may own the captures)
+        outs = self._run_df(plan, args, mask, not tasks or tasks[-1].keep_graph)
         del args
         if plan.df_through or plan.df_twins:
             outs = _pass_through(plan, outs, grads)
@@ -209,6 +228,36 @@ class DifferentiableGraphBackward(Node):
                 res.append(t)
         return tuple(res)
 
+    def _run_df(self, plan: "Plan", args: list, mask: tuple, keep_graph: bool) -> tuple:
+        """df's variant for ``mask`` on ``args`` (the incoming gradients' arrays) and the
+        version-checked captures (the caller holds no reference to them)."""
+        df = plan.df_variants.get(mask)
+        if df is None:
+            df = plan.df_for(mask)
+        saved = self._saved
+        if saved.__class__ is _Captures:
+            args.extend(saved.arrays_checked(self))
+        else:
+            args.extend([s.unpack(self)._data for s in saved])
+        # Note [Arguments owned by the backward]
+        # Eager autograd frees an op's saved values once its node has run, so its backward's
+        # peak memory shrinks as it goes; df is one node for the whole graph. When the engine
+        # will release this node's saved values anyway (retain_graph=False), they are released
+        # before df runs and df gets its inputs as a list it empties (``call_owned``): the
+        # generated code then frees each capture after its last reader, as eager does. Should
+        # df raise, the captures are gone: the node keeps the failure (``_Failed``) and a retry
+        # raises the same error, as eager's retry of a failing node would (Note [A failed
+        # compiled backward]).
+        if not keep_graph and getattr(df, "owned", False):
+            self._saved = RELEASED
+            del saved
+            try:
+                return df.call_owned(args)
+            except BaseException as e:
+                self._saved = _Failed(e)
+                raise
+        return df(*args)
+
     def _to_leaves(self, outs: tuple, task: Any) -> bool:
         """Accumulate ``outs`` into the leaves this node feeds, as their AccumulateGrad nodes
         would right after it; False (nothing done) unless the engine runs this node alone with
@@ -216,20 +265,23 @@ class DifferentiableGraphBackward(Node):
         nodes = task.nodes
         if not task.accumulate_grad or task.needed is not None or nodes is None:
             return False
-        edges = self.next_functions
-        for acc, _ in edges:
-            if acc is not None and (acc.__class__ is not AccumulateGrad or acc._has_hooks
-                                    or nodes.get(acc) != 0):
+        for acc, p in self._edges:
+            if acc is not None and p.__class__ is not _PendingAcc and (
+                    acc.__class__ is not AccumulateGrad or acc._has_hooks
+                    or nodes.get(acc) != 0):
                 return False
-        i = -1
-        for (acc, _), o, lay in zip(edges, outs, self._plan.grad_layouts):
-            i += 1
+        lays = self._plan.grad_layouts
+        k = -1
+        for o in outs:
+            k += 1
+            acc, p = self._edges[k]
             if acc is None or o is None:
                 continue
             if o.__class__ is _ndarray:
+                lay = lays[k]
                 dt = o.dtype
                 if o.shape == lay[0] and (dt is lay[1] or dt == lay[1]):
-                    var = acc.variable
+                    var = acc.variable if p.__class__ is not _PendingAcc else acc
                     # AccumulateGrad's steal of a first gradient nobody else holds, when both
                     # are row-major of one shape (its layout test, Note [AccumulateGrad: steal,
                     # clone or add]); any other case is AccumulateGrad's own
@@ -238,30 +290,167 @@ class DifferentiableGraphBackward(Node):
                         vd = var._data
                         cs = lay[2]
                         if o.strides == cs and vd.strides == cs and vd.shape == lay[0]:
-                            lock = acc._lock
+                            # a pending leaf: no AccumulateGrad exists, whose lock the steal
+                            # would take; _PENDING_LOCK keeps it from being made meanwhile
+                            lock = _PENDING_LOCK if p.__class__ is _PendingAcc else acc._lock
                             lock.acquire()
                             try:
-                                if var._grad is None:
+                                if var._grad is None and (lock is not _PENDING_LOCK or (
+                                        self._edges[k][1] is p and not var._hooks)):
                                     t = _new(Tensor)
                                     t._data = o
                                     var._grad = t
                                     continue
                             finally:
                                 lock.release()
+                    if p.__class__ is _PendingAcc:
+                        acc = self._acc_at(k)
                     acc.apply([_wrap_plain(o)])
                     continue
-                # another shape or dtype: the engine's checks and fixes, then AccumulateGrad
-                acc.apply([_check_gradient(self, i, _wrap_plain(o), self._input_meta)])
+                g = _wrap_plain(o)
             elif o.__class__ is Tensor:       # an incoming gradient handed on (_pass_through)
-                acc.apply([_check_gradient(self, i, o, self._input_meta)])
+                g = o
             else:
-                acc.apply([_check_gradient(self, i, _wrap_plain(np.asarray(o)),
-                                           self._input_meta)])
+                g = _wrap_plain(np.asarray(o))
+            # another shape or dtype: the engine's checks and fixes, then AccumulateGrad
+            if p.__class__ is _PendingAcc:
+                acc = self._acc_at(k)
+            acc.apply([_check_gradient(self, k, g, self._input_meta)])
         return True
+
+    def _acc_at(self, k: int) -> AccumulateGrad:
+        with _PENDING_LOCK:
+            return self._make_acc(k)
 
     def release_variables(self) -> None:
         if self._saved:
             self._saved = RELEASED
+
+
+def _run_alone(node: DifferentiableGraphBackward, nr: int, seed: Tensor, keep_graph: Any,
+               task: Any) -> bool:
+    """The engine's lean entry for a compiled node (``engine._RUN_ALONE``, Note [Lean backward
+    entry]): when the node feeds only leaves (AccumulateGrad nodes without hooks, or leaves
+    whose accumulator is not made yet, each once), run df on ``seed`` and accumulate the
+    gradients into the leaves; False, having done nothing, otherwise."""
+    edges = node._edges
+    if node._pending:
+        for t, p in edges:
+            if p.__class__ is _PendingAcc and (t._hooks or t._post_acc_hooks):
+                # hooks will run (or the general path): every leaf's accumulator exists then,
+                # for will_engine_execute_node as for the engine's own lean run
+                edges = node.next_functions
+                break
+    deps = {node: 0}
+    for acc, p in edges:
+        if acc is not None and p.__class__ is not _PendingAcc:
+            if acc.__class__ is not AccumulateGrad or acc._has_hooks or acc in deps:
+                return False
+            deps[acc] = 0
+    del edges
+    saved = node._saved
+    if saved.__class__ is not _Captures:
+        if saved is RELEASED:
+            raise RuntimeError(SECOND_BACKWARD_MSG)
+        if saved.__class__ is _Failed:
+            saved.reraise()
+    if seed._blevel or _dispatch._BATCHING or _dispatch._TRANSFORM:
+        return False
+    del saved       # (Note [Arguments owned by the backward]: df may own the captures)
+    task.nodes = deps                       # Note [Graph tasks] in autograd/engine.py
+    plan = node._plan
+    n = node._num_inputs
+    if n == 1:
+        args = [seed._data]
+        mask = _ONE_DEFINED
+    else:
+        args = [None] * n
+        args[nr] = seed._data
+        mask = plan.seed_masks[nr]
+    outs = node._run_df(plan, args, mask, keep_graph)
+    del args
+    if not keep_graph and node._saved:
+        node._saved = RELEASED
+    if plan.df_through or plan.df_twins:
+        grads: list = [None] * n
+        grads[nr] = seed
+        outs = _pass_through(plan, outs, grads)
+        del grads
+    seed = None
+    if node._to_leaves(outs, task):
+        return True
+    # refused (it cannot be, after the checks above, unless its rules change): the engine's
+    # own checks and accumulation, in edge order
+    edges = node.next_functions
+    meta = node._input_meta
+    leaves = []
+    for i, ((acc, _), o) in enumerate(zip(edges, outs)):
+        if acc is not None and o is not None:
+            g = o if o.__class__ is Tensor else _wrap_plain(
+                o if type(o) is _ndarray else np.asarray(o))
+            leaves.append((acc, [_check_gradient(node, i, g, meta)]))
+    outs = g = None
+    for acc, buf in leaves:
+        acc.apply(buf)
+    return True
+
+
+_RUN_ALONE[DifferentiableGraphBackward] = _run_alone
+
+
+# Note [Leaf accumulators made on demand]
+# A leaf references its AccumulateGrad weakly (``_grad_acc``) and the graph holds it, as
+# PyTorch's leaf holds its accumulator: a training step's graph dies at the end of the step and
+# with it the six accumulators of mlp_small's leaves, made again in the next step (~0.4 µs each,
+# made and freed). Nothing but the graph can see a new accumulator until someone asks for it,
+# so a compiled call of distinct tensors (the guard's fast path) gives a leaf without a live
+# accumulator a *pending* edge: ``(leaf, _PendingAcc)`` in the node's ``_edges``, the leaf held
+# as the accumulator would hold it. The leaf's ``_grad_acc`` is then the ``_PendingAcc``, which
+# is called as the weak reference it stands for by everything that asks for the accumulator
+# (``grad_accumulator``, ``register_hook``, ``autograd.grad``'s inputs, the dispatcher making
+# another graph over the leaf): it makes the accumulator in the node's edge and returns it, so
+# every graph over the leaf shares one accumulator while the node lives, as in PyTorch.
+# ``next_functions`` (the engine's general path, a user) makes every pending one. The lean
+# backward (``_run_alone``, registered in the engine's ``_RUN_ALONE``) steals a pending leaf's
+# gradient into ``.grad`` as AccumulateGrad would, making nothing; any other case (an existing
+# gradient, another layout, hooks) makes the accumulator and calls it.
+# A plan keeps one ``_PendingAcc`` per edge and leaf (made once; the leaf keeps it between
+# steps, so a step allocates none) and a weak reference to its last node (``_slot``), the only
+# node of the plan that can have pending edges: a call that finds that node alive with pending
+# edges makes them first. A ``_PendingAcc`` answers for its edge of the slot's node when that
+# edge is its leaf's, else returns None (no node feeds the leaf: no accumulator). Locks: the
+# edges are made pending under the accumulator module's ``_ACC_LOCK`` (no ``grad_accumulator``
+# makes one meanwhile), pending edges are made real or stolen into under ``_PENDING_LOCK``
+# (taken inside ``_ACC_LOCK``, never the other way).
+_PENDING_LOCK = threading.Lock()
+_WeakRef = weakref.ref
+
+
+class _PendingAcc:
+    """A leaf's ``_grad_acc`` while a compiled node feeds the leaf without its AccumulateGrad
+    (Note [Leaf accumulators made on demand]): called as the weak reference it stands for, it
+    makes the accumulator in the node and returns it, or returns None when no node of its
+    plan feeds the leaf (the leaf has no accumulator)."""
+
+    __slots__ = ("slot", "k", "leaf_id")
+
+    def __init__(self, slot: list, k: int, leaf_id: int) -> None:
+        self.slot = slot            # the plan's [weak reference to its last pending node]
+        self.k = k                  # the edge it stands for
+        self.leaf_id = leaf_id      # id() of the leaf it was made for (which holds it)
+
+    def __call__(self) -> Optional[AccumulateGrad]:
+        with _PENDING_LOCK:
+            r = self.slot[0]
+            node = r() if r is not None else None
+            if node is None:
+                return None
+            acc, p = node._edges[self.k]
+            if p is self:
+                return node._make_acc(self.k)
+            if acc.__class__ is AccumulateGrad and id(acc.variable) == self.leaf_id:
+                return acc          # made already (the leaf's reference was set after)
+            return None
 
 
 class _Captures:
@@ -464,6 +653,13 @@ class Plan:
         # groups of df's outputs of equal shape and dtype (whose arrays can be one)
         self.df_twins = tuple(df_twins)
         self.df_variants: dict = {}
+        n_vjps = len(self.df_input_vjps)
+        # the incoming-gradient mask of a backward seeded at output nr alone
+        self.seed_masks = tuple(tuple(j != nr for j in range(n_vjps)) for nr in range(n_vjps))
+        # Note [Leaf accumulators made on demand]: [a weak reference to the last node with
+        # pending edges], and per edge the _PendingAcc last made for it
+        self._slot: list = [None]
+        self._pend_refs: list = [None] * len(self.df_output_vjps)
         # Per real output: None (a new tensor), ("input", i) (input i itself), ("dup", j) (the
         # same tensor as output j), ("view", "input"|"output", i, replay) (replay(base) redoes
         # the view ops on input/output i eagerly, so the result is a real view of it).
@@ -511,9 +707,11 @@ class Plan:
         return self.df_tensors(vjps, caps)
 
     # ------------------------------------------------------------------ the call
-    def __call__(self, tensors: Sequence[Tensor]) -> list:
+    def __call__(self, tensors: Sequence[Tensor], lazy: bool = False) -> list:
         """Run the forward on ``tensors`` (the graph inputs); returns the real outputs as
-        Tensors, recording one node when gradients are needed."""
+        Tensors, recording one node when gradients are needed. ``lazy``: ``tensors`` are
+        distinct objects, and leaves without an AccumulateGrad get none until one is needed
+        (Note [Leaf accumulators made on demand])."""
         record = False
         if _state.enabled:
             for i in self.df_output_vjps:
@@ -524,10 +722,10 @@ class Plan:
         prof = _profiler.current() if _dispatch._PROFILING else None
         if prof is not None:
             with _profiler._Range(prof, "ndgrad::" + self.name.replace("Backward", "")):
-                return self._call(tensors, record)
-        return self._call(tensors, record)
+                return self._call(tensors, record, lazy)
+        return self._call(tensors, record, lazy)
 
-    def _call(self, tensors: Sequence[Tensor], record: bool) -> list:
+    def _call(self, tensors: Sequence[Tensor], record: bool, lazy: bool = False) -> list:
         arrays = [t._data for t in tensors]
         if not record:
             outs = self.f_nograd(*arrays)
@@ -548,17 +746,35 @@ class Plan:
         node = DifferentiableGraphBackward()
         node._plan = self
         node._sequence_nr = next_sequence_nr()
-        edges = []
+        edges: list = []
+        pend = None
+        k = -1
         for i in self.df_output_vjps:
+            k += 1
             t = tensors[i]
             # a leaf that requires grad: its AccumulateGrad, as _dispatch._edge finds it
             if t._grad_fn is None and t._base is None and t._requires_grad:
                 ref = t._grad_acc
-                acc = ref() if ref is not None else None
-                edges.append((acc if acc is not None else grad_accumulator(t), 0))
+                if ref.__class__ is _WeakRef:
+                    acc = ref()
+                    if acc is not None:
+                        edges.append((acc, 0))
+                        continue
+                if lazy and not t._hooks:
+                    # none yet (or a _PendingAcc): Note [Leaf accumulators made on demand]
+                    if pend is None:
+                        pend = [k]
+                    else:
+                        pend.append(k)
+                    edges.append(None)
+                    continue
+                edges.append((grad_accumulator(t), 0))
             else:
                 edges.append(_edge(t))
-        node.next_functions = tuple(edges)
+        if pend is None:
+            node._edges = tuple(edges)
+        else:
+            self._pend_leaves(tensors, node, edges, pend)
         node._input_meta = self.input_meta
         node._num_inputs = len(self.df_input_vjps)
         if _dispatch._ANOMALY:
@@ -598,6 +814,43 @@ class Plan:
                 off >= nreal or t._grad_fn is node) else SavedTensor(t))
         node._saved = tuple(saved)
         return res
+
+    def _pend_leaves(self, tensors: Sequence[Tensor], node: DifferentiableGraphBackward,
+                     edges: list, ks: list) -> None:
+        """Edges ``ks`` (leaves without an AccumulateGrad) become pending edges of ``node``
+        (Note [Leaf accumulators made on demand])."""
+        refs = self._pend_refs
+        slot = self._slot
+        vjps = self.df_output_vjps
+        installs = []
+        pending = 0
+        with _ACC_LOCK:        # no accumulator is made for these leaves meanwhile
+            r = slot[0]
+            prev = r() if r is not None else None
+            if prev is not None and prev._pending:
+                prev._make_all()         # the last node's pending edges: made now
+            del prev
+            for k in ks:
+                t = tensors[vjps[k]]
+                p = refs[k]
+                ref = t._grad_acc
+                if ref is not p or p is None:
+                    if ref is not None:
+                        # a weak reference (made meanwhile) or another plan's _PendingAcc
+                        acc = ref()
+                        if acc is not None:
+                            edges[k] = (acc, 0)
+                            continue
+                    if p is None or p.leaf_id != id(t):
+                        p = refs[k] = _PendingAcc(slot, k, id(t))
+                    installs.append((t, p))
+                edges[k] = (t, p)
+                pending += 1
+            node._edges = tuple(edges)
+            node._pending = pending
+            slot[0] = _WeakRef(node)
+            for t, p in installs:
+                t._grad_acc = p
 
     def _lean_captures(self, tensors: Sequence[Tensor], outs: tuple, res: list) -> _Captures:
         """The captures without saved-tensor hooks: what ``SavedTensor`` keeps and checks, as
