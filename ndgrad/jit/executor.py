@@ -272,6 +272,12 @@ class DifferentiableGraphBackward(Node):
                 return False
         lays = self._plan.grad_layouts
         k = -1
+        if self._pending == len(outs):
+            k = self._steal_pending(outs, lays)
+            if k == len(outs):
+                return True
+            k -= 1
+            outs = outs[k + 1:]
         for o in outs:
             k += 1
             acc, p = self._edges[k]
@@ -317,6 +323,39 @@ class DifferentiableGraphBackward(Node):
                 acc = self._acc_at(k)
             acc.apply([_check_gradient(self, k, g, self._input_meta)])
         return True
+
+    def _steal_pending(self, outs: tuple, lays: tuple) -> int:
+        """``_to_leaves`` when every edge is a pending leaf (the usual step): steal the
+        gradients into ``.grad`` under one hold of ``_PENDING_LOCK``, in edge order, up to the
+        first that is not a plain steal; returns its position (``len(outs)``: all done)."""
+        _PENDING_LOCK.acquire()
+        try:
+            edges = self._edges
+            k = 0
+            for o in outs:
+                t, p = edges[k]
+                if p.__class__ is not _PendingAcc:
+                    break                   # made meanwhile
+                if o is not None:
+                    if o.__class__ is not _ndarray:
+                        break
+                    lay = lays[k]
+                    dt = o.dtype
+                    cs = lay[2]
+                    if t._grad is not None or o.shape != lay[0] or o.strides != cs or (
+                            dt is not lay[1] and dt != lay[1]) or t._grad_fn is not None or \
+                            not t._requires_grad or t._post_acc_hooks or t._hooks:
+                        break
+                    vd = t._data
+                    if vd.strides != cs or vd.shape != lay[0]:
+                        break
+                    g = _new(Tensor)
+                    g._data = o
+                    t._grad = g
+                k += 1
+            return k
+        finally:
+            _PENDING_LOCK.release()
 
     def _acc_at(self, k: int) -> AccumulateGrad:
         with _PENDING_LOCK:
@@ -746,35 +785,18 @@ class Plan:
         node = DifferentiableGraphBackward()
         node._plan = self
         node._sequence_nr = next_sequence_nr()
-        edges: list = []
-        pend = None
-        k = -1
-        for i in self.df_output_vjps:
-            k += 1
-            t = tensors[i]
-            # a leaf that requires grad: its AccumulateGrad, as _dispatch._edge finds it
-            if t._grad_fn is None and t._base is None and t._requires_grad:
-                ref = t._grad_acc
-                if ref.__class__ is _WeakRef:
-                    acc = ref()
-                    if acc is not None:
-                        edges.append((acc, 0))
-                        continue
-                if lazy and not t._hooks:
-                    # none yet (or a _PendingAcc): Note [Leaf accumulators made on demand]
-                    if pend is None:
-                        pend = [k]
-                    else:
-                        pend.append(k)
-                    edges.append(None)
-                    continue
-                edges.append((grad_accumulator(t), 0))
-            else:
-                edges.append(_edge(t))
-        if pend is None:
+        if not lazy or not self._lazy_edges(tensors, node):
+            edges = []
+            for i in self.df_output_vjps:
+                t = tensors[i]
+                # a leaf that requires grad: its AccumulateGrad, as _dispatch._edge finds it
+                if t._grad_fn is None and t._base is None and t._requires_grad:
+                    ref = t._grad_acc
+                    acc = ref() if ref is not None else None
+                    edges.append((acc if acc is not None else grad_accumulator(t), 0))
+                else:
+                    edges.append(_edge(t))
             node._edges = tuple(edges)
-        else:
-            self._pend_leaves(tensors, node, edges, pend)
         node._input_meta = self.input_meta
         node._num_inputs = len(self.df_input_vjps)
         if _dispatch._ANOMALY:
@@ -815,42 +837,65 @@ class Plan:
         node._saved = tuple(saved)
         return res
 
-    def _pend_leaves(self, tensors: Sequence[Tensor], node: DifferentiableGraphBackward,
-                     edges: list, ks: list) -> None:
-        """Edges ``ks`` (leaves without an AccumulateGrad) become pending edges of ``node``
-        (Note [Leaf accumulators made on demand])."""
+    def _lazy_edges(self, tensors: Sequence[Tensor], node: DifferentiableGraphBackward) -> bool:
+        """``node``'s edges, leaves without an accumulator as pending edges (Note [Leaf
+        accumulators made on demand]); False (nothing done) when an input is a view, whose
+        edge ``_dispatch._edge`` must find."""
         refs = self._pend_refs
         slot = self._slot
-        vjps = self.df_output_vjps
-        installs = []
+        edges = []
+        installs = None
         pending = 0
-        with _ACC_LOCK:        # no accumulator is made for these leaves meanwhile
+        lock = _ACC_LOCK            # no accumulator is made for these leaves meanwhile
+        lock.acquire()
+        try:
             r = slot[0]
-            prev = r() if r is not None else None
-            if prev is not None and prev._pending:
-                prev._make_all()         # the last node's pending edges: made now
-            del prev
-            for k in ks:
-                t = tensors[vjps[k]]
-                p = refs[k]
-                ref = t._grad_acc
-                if ref is not p or p is None:
-                    if ref is not None:
-                        # a weak reference (made meanwhile) or another plan's _PendingAcc
-                        acc = ref()
+            if r is not None:
+                prev = r()
+                if prev is not None and prev._pending:
+                    prev._make_all()        # the last node's pending edges: made now
+                prev = None
+            k = -1
+            for i in self.df_output_vjps:
+                k += 1
+                t = tensors[i]
+                if t._base is not None:
+                    return False
+                if t._grad_fn is not None:
+                    edges.append((t._grad_fn, t._output_nr))
+                elif not t._requires_grad:
+                    edges.append(_NO_EDGE)
+                else:
+                    ref = t._grad_acc
+                    p = refs[k]
+                    if ref is not p or p is None or t._hooks:
+                        acc = ref() if ref is not None else None
+                        if acc is None and t._hooks:
+                            # what grad_accumulator does (its lock is held here)
+                            acc = AccumulateGrad(t)
+                            t._grad_acc = _WeakRef(acc)
                         if acc is not None:
-                            edges[k] = (acc, 0)
+                            # a weak reference, or another plan's _PendingAcc that made it
+                            edges.append((acc, 0))
                             continue
-                    if p is None or p.leaf_id != id(t):
-                        p = refs[k] = _PendingAcc(slot, k, id(t))
-                    installs.append((t, p))
-                edges[k] = (t, p)
-                pending += 1
+                        if p is None or p.leaf_id != id(t):
+                            p = refs[k] = _PendingAcc(slot, k, id(t))
+                        if installs is None:
+                            installs = [(t, p)]
+                        else:
+                            installs.append((t, p))
+                    edges.append((t, p))
+                    pending += 1
             node._edges = tuple(edges)
-            node._pending = pending
-            slot[0] = _WeakRef(node)
-            for t, p in installs:
-                t._grad_acc = p
+            if pending:
+                node._pending = pending
+                slot[0] = _WeakRef(node)
+                if installs is not None:
+                    for t, p in installs:
+                        t._grad_acc = p
+            return True
+        finally:
+            lock.release()
 
     def _lean_captures(self, tensors: Sequence[Tensor], outs: tuple, res: list) -> _Captures:
         """The captures without saved-tensor hooks: what ``SavedTensor`` keeps and checks, as
