@@ -120,6 +120,8 @@ from ..autograd.saved import INFERENCE_SAVE_MSG, SavedTensor, _hooks_in_use
 from ..ops import _dispatch
 from ..ops._dispatch import _edge
 from ..tensor import Tensor
+from .blas_threads import run_single_threaded
+from .codegen import GeneratedFunction
 
 __all__ = ["DifferentiableGraphBackward", "Plan"]
 
@@ -252,6 +254,8 @@ class DifferentiableGraphBackward(Node):
             self._saved = RELEASED
             del saved
             try:
+                if df.__class__ is GeneratedFunction and df.single_thread:
+                    return run_single_threaded(df.fn, (args,))  # df.call_owned(args)
                 return df.call_owned(args)
             except BaseException as e:
                 self._saved = _Failed(e)
@@ -692,7 +696,7 @@ class Plan:
         # groups of df's outputs of equal shape and dtype (whose arrays can be one)
         self.df_twins = tuple(df_twins)
         self.df_variants: dict = {}
-        n_vjps = len(self.df_input_vjps)
+        self.n_vjps = n_vjps = len(self.df_input_vjps)
         # the incoming-gradient mask of a backward seeded at output nr alone
         self.seed_masks = tuple(tuple(j != nr for j in range(n_vjps)) for nr in range(n_vjps))
         # Note [Leaf accumulators made on demand]: [a weak reference to the last node with
@@ -725,6 +729,9 @@ class Plan:
         # Captures in df's order: the captured inputs, then the captured outputs; per position
         # the output_nr the value is saved with (None: a plain value).
         self.n_cap_inputs = len(self.df_input_captured_inputs)
+        # no real output captured: the captured outputs are bare arrays (_lean_captures)
+        self.cap_plain = all(off >= f_real_outputs for off, _ in self.saved_outputs)
+        self.cap_offsets = tuple(off for off, _ in self.saved_outputs)
         self.cap_nr = (None,) * self.n_cap_inputs + tuple(
             nr if nr is not None and (off >= f_real_outputs or off in attached) else None
             for off, nr in self.saved_outputs)
@@ -781,8 +788,12 @@ class Plan:
             if self.special:
                 self._fix_outputs(tensors, res)
             return res
-        outs = self.f(*arrays)
-        node = DifferentiableGraphBackward()
+        f = self.f
+        if f.__class__ is GeneratedFunction and f.single_thread and not f.owned:
+            outs = run_single_threaded(f.fn, arrays)    # f(*arrays) without its frame
+        else:
+            outs = f(*arrays)
+        node = _new(DifferentiableGraphBackward)
         node._plan = self
         node._sequence_nr = next_sequence_nr()
         if not lazy or not self._lazy_edges(tensors, node):
@@ -798,7 +809,7 @@ class Plan:
                     edges.append(_edge(t))
             node._edges = tuple(edges)
         node._input_meta = self.input_meta
-        node._num_inputs = len(self.df_input_vjps)
+        node._num_inputs = self.n_vjps
         if _dispatch._ANOMALY:
             _anomaly_record(node)
         nreal = self.f_real_outputs
@@ -819,7 +830,29 @@ class Plan:
         if self.special:
             self._fix_outputs(tensors, res)
         if not _hooks_in_use[0]:
-            node._saved = self._lean_captures(tensors, outs, res)
+            if not self.cap_plain:
+                node._saved = self._lean_captures(tensors, outs, res)
+                return res
+            # _lean_captures when no real output is captured (the temporaries are bare arrays)
+            checks = []
+            caps = []
+            k = 0
+            for i in self.df_input_captured_inputs:
+                t = tensors[i]
+                if t._inference:
+                    raise RuntimeError(INFERENCE_SAVE_MSG)
+                vc = t._version_counter
+                checks.append((k, t, vc[0] if vc is not None else 0))
+                caps.append(arrays[i])
+                k += 1
+            for off in self.cap_offsets:
+                o = outs[off]
+                caps.append(o if type(o) is _ndarray else np.asarray(o))
+            c = _new(_Captures)
+            c.arrays = caps
+            c.checks = checks
+            c.plan = self
+            node._saved = c
             return res
         saved = [SavedTensor(tensors[i]) for i in self.df_input_captured_inputs]
         for off, nr in self.saved_outputs:
