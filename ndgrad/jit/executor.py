@@ -276,12 +276,6 @@ class DifferentiableGraphBackward(Node):
                 return False
         lays = self._plan.grad_layouts
         k = -1
-        if self._pending == len(outs):
-            k = self._steal_pending(outs, lays)
-            if k == len(outs):
-                return True
-            k -= 1
-            outs = outs[k + 1:]
         for o in outs:
             k += 1
             acc, p = self._edges[k]
@@ -377,19 +371,22 @@ def _run_alone(node: DifferentiableGraphBackward, nr: int, seed: Tensor, keep_gr
     whose accumulator is not made yet, each once), run df on ``seed`` and accumulate the
     gradients into the leaves; False, having done nothing, otherwise."""
     edges = node._edges
-    if node._pending:
+    pending = node._pending
+    if pending:
         for t, p in edges:
             if p.__class__ is _PendingAcc and (t._hooks or t._post_acc_hooks):
                 # hooks will run (or the general path): every leaf's accumulator exists then,
                 # for will_engine_execute_node as for the engine's own lean run
                 edges = node.next_functions
+                pending = 0
                 break
     deps = {node: 0}
-    for acc, p in edges:
-        if acc is not None and p.__class__ is not _PendingAcc:
-            if acc.__class__ is not AccumulateGrad or acc._has_hooks or acc in deps:
-                return False
-            deps[acc] = 0
+    if pending != len(edges):
+        for acc, p in edges:
+            if acc is not None and p.__class__ is not _PendingAcc:
+                if acc.__class__ is not AccumulateGrad or acc._has_hooks or acc in deps:
+                    return False
+                deps[acc] = 0
     del edges
     saved = node._saved
     if saved.__class__ is not _Captures:
@@ -415,11 +412,27 @@ def _run_alone(node: DifferentiableGraphBackward, nr: int, seed: Tensor, keep_gr
     if not keep_graph and node._saved:
         node._saved = RELEASED
     if plan.df_through or plan.df_twins:
-        grads: list = [None] * n
-        grads[nr] = seed
-        outs = _pass_through(plan, outs, grads)
-        del grads
+        pairs = plan.twin_pairs
+        one = pairs is None
+        if not one:
+            for j, k in pairs:
+                o = outs[j]
+                if o is not None and o is outs[k]:
+                    one = True
+                    break
+            o = None
+        if one:
+            grads: list = [None] * n
+            grads[nr] = seed
+            outs = _pass_through(plan, outs, grads)
+            del grads
     seed = None
+    if node._pending == len(outs):
+        # every edge a pending leaf (the usual step): steals, up to the first that is not one
+        k = node._steal_pending(outs, plan.grad_layouts)
+        if k == len(outs):
+            return True
+        outs = (None,) * k + tuple(outs[k:])
     if node._to_leaves(outs, task):
         return True
     # refused (it cannot be, after the checks above, unless its rules change): the engine's
@@ -695,6 +708,9 @@ class Plan:
         self.df_through = tuple(df_through)
         # groups of df's outputs of equal shape and dtype (whose arrays can be one)
         self.df_twins = tuple(df_twins)
+        # the twins as pairs, when there are only pairs and no df_through (checked inline)
+        self.twin_pairs = None if self.df_through or any(len(g) != 2 for g in self.df_twins) \
+            else self.df_twins
         self.df_variants: dict = {}
         self.n_vjps = n_vjps = len(self.df_input_vjps)
         # the incoming-gradient mask of a backward seeded at output nr alone
