@@ -72,9 +72,9 @@ def run_single_threaded(fn: Callable, args: Any) -> Any:
     lean form of ``single_blas_thread`` that generated functions call on every run."""
     f = _funcs
     if f is None:
-        if _searched or _find() is None:
+        f = None if _searched else _find()
+        if f is None:
             return fn(*args)
-        f = _funcs
     # the same steps as single_blas_thread, without its frames (two per generated call)
     # (acquire/release in try/finally: ~0.1 µs less than a with block each, on 3.11)
     depth = _depth

@@ -145,8 +145,7 @@ class DifferentiableGraphBackward(Node):
     _edges: tuple = ()
     _pending = 0
 
-    @property   # type: ignore[override]
-    def next_functions(self) -> tuple:
+    def _next_functions(self) -> tuple:
         if self._pending:
             self._make_all()
         return self._edges
@@ -158,10 +157,12 @@ class DifferentiableGraphBackward(Node):
                 if self._edges[k][1].__class__ is _PendingAcc:
                     self._make_acc(k)
 
-    @next_functions.setter
-    def next_functions(self, edges: tuple) -> None:
+    def _set_next_functions(self, edges: tuple) -> None:
         self._edges = tuple(edges)
         self._pending = 0
+
+    # the edges, every pending one made first (Note [Leaf accumulators made on demand])
+    next_functions = property(_next_functions, _set_next_functions)
 
     def _make_acc(self, k: int) -> AccumulateGrad:
         """Edge ``k``'s AccumulateGrad, made now if it is pending (under ``_PENDING_LOCK``)."""
@@ -233,7 +234,7 @@ class DifferentiableGraphBackward(Node):
     def _run_df(self, plan: "Plan", args: list, mask: tuple, keep_graph: bool) -> tuple:
         """df's variant for ``mask`` on ``args`` (the incoming gradients' arrays) and the
         version-checked captures (the caller holds no reference to them)."""
-        df = plan.df_variants.get(mask)
+        df: Any = plan.df_variants.get(mask)
         if df is None:
             df = plan.df_for(mask)
         saved = self._saved
@@ -380,7 +381,7 @@ def _run_alone(node: DifferentiableGraphBackward, nr: int, seed: Tensor, keep_gr
                 edges = node.next_functions
                 pending = 0
                 break
-    deps = {node: 0}
+    deps: dict = {node: 0}
     if pending != len(edges):
         for acc, p in edges:
             if acc is not None and p.__class__ is not _PendingAcc:
@@ -400,6 +401,7 @@ def _run_alone(node: DifferentiableGraphBackward, nr: int, seed: Tensor, keep_gr
     task.nodes = deps                       # Note [Graph tasks] in autograd/engine.py
     plan = node._plan
     n = node._num_inputs
+    args: list
     if n == 1:
         args = [seed._data]
         mask = _ONE_DEFINED
@@ -407,7 +409,7 @@ def _run_alone(node: DifferentiableGraphBackward, nr: int, seed: Tensor, keep_gr
         args = [None] * n
         args[nr] = seed._data
         mask = plan.seed_masks[nr]
-    outs = node._run_df(plan, args, mask, keep_graph)
+    outs: Any = node._run_df(plan, args, mask, keep_graph)
     del args
     if not keep_graph and node._saved:
         node._saved = RELEASED
@@ -426,7 +428,7 @@ def _run_alone(node: DifferentiableGraphBackward, nr: int, seed: Tensor, keep_gr
             grads[nr] = seed
             outs = _pass_through(plan, outs, grads)
             del grads
-    seed = None
+    del seed
     if node._pending == len(outs):
         # every edge a pending leaf (the usual step): steals, up to the first that is not one
         k = node._steal_pending(outs, plan.grad_layouts)
@@ -440,6 +442,7 @@ def _run_alone(node: DifferentiableGraphBackward, nr: int, seed: Tensor, keep_gr
     edges = node.next_functions
     meta = node._input_meta
     leaves = []
+    g: Any = None
     for i, ((acc, _), o) in enumerate(zip(edges, outs)):
         if acc is not None and o is not None:
             g = o if o.__class__ is Tensor else _wrap_plain(
