@@ -100,7 +100,9 @@ def _guard(args: tuple, kwargs: dict) -> tuple:
 # matches all of them (the same checks as the key's, without building it) runs it directly.
 # Anything else (another kind of input, a repeated argument, a non-tensor argument, forward
 # AD or batching active, a lifted tensor rebound) takes the full guard path, which also
-# replaces the kept entry.
+# replaces the kept entry. A call that passed this check has distinct tensor arguments and no
+# lifted ones, so its leaves may get their AccumulateGrad only when it is needed (Note [Leaf
+# accumulators made on demand] in executor.py).
 def _fast_entry(spec: Any, key: tuple, args: tuple) -> Optional[tuple]:
     """The kept entry for a call of ``args`` that ran ``spec`` under ``key``, or None."""
     if spec.guarded or any(type(a) is not Tensor for a in args):
