@@ -206,3 +206,22 @@ def test_threads_sharing_leaves_accumulate_every_gradient():
     mlp(tx, tw, tb).backward()
     np.testing.assert_allclose(w.grad.numpy(), 3 * steps * tw.grad.numpy(), rtol=1e-10)
     np.testing.assert_allclose(b.grad.numpy(), 3 * steps * tb.grad.numpy(), rtol=1e-10)
+
+
+def test_each_of_several_outputs_seeds_the_lean_backward():
+    def two(x, w, b):
+        h = (x @ w + b).tanh()
+        return (h * 2).sum(), (h * h).mean()
+
+    results = {}
+    cf = ndgrad.compile(two)
+    cf(*_leaves(ndgrad, seed=9))
+    for name, lib, f in [("torch", torch, two), ("compiled", ndgrad, cf)]:
+        x, w, b = _leaves(lib)
+        f(x, w, b)[1].backward()            # the second output alone, then the first
+        second = w.grad.detach().numpy().copy()
+        f(x, w, b)[0].backward()
+        results[name] = [second, w.grad.detach().numpy().copy(),
+                         b.grad.detach().numpy().copy()]
+    for got, want in zip(results["compiled"], results["torch"]):
+        np.testing.assert_allclose(got, want, rtol=1e-12)

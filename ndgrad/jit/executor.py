@@ -408,7 +408,9 @@ def _run_alone(node: DifferentiableGraphBackward, nr: int, seed: Tensor, keep_gr
     else:
         args = [None] * n
         args[nr] = seed._data
-        mask = plan.seed_masks[nr]
+        mask = plan.seed_masks.get(nr)
+        if mask is None:
+            mask = plan.seed_masks[nr] = tuple([j != nr for j in range(n)])
     outs: Any = node._run_df(plan, args, mask, keep_graph)
     del args
     if not keep_graph and node._saved:
@@ -715,9 +717,9 @@ class Plan:
         self.twin_pairs = None if self.df_through or any(len(g) != 2 for g in self.df_twins) \
             else self.df_twins
         self.df_variants: dict = {}
-        self.n_vjps = n_vjps = len(self.df_input_vjps)
-        # the incoming-gradient mask of a backward seeded at output nr alone
-        self.seed_masks = tuple(tuple(j != nr for j in range(n_vjps)) for nr in range(n_vjps))
+        self.n_vjps = len(self.df_input_vjps)
+        # nr -> the incoming-gradient mask of a backward seeded at output nr alone
+        self.seed_masks: dict = {}
         # Note [Leaf accumulators made on demand]: [a weak reference to the last node with
         # pending edges], and per edge the _PendingAcc last made for it
         self._slot: list = [None]
