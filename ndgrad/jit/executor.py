@@ -402,6 +402,7 @@ def _run_alone(node: DifferentiableGraphBackward, nr: int, seed: Tensor, keep_gr
     plan = node._plan
     n = node._num_inputs
     args: list
+    mask: Any
     if n == 1:
         args = [seed._data]
         mask = _ONE_DEFINED
