@@ -102,7 +102,8 @@ def run_backward_scalar(node: Any, nr: int, seed: Any, keep_graph: Any) -> None:
     try:
         if anomaly_mode._enabled or profiler._ACTIVE:
             _execute_instrumented(((node, nr),), (seed,), keep_graph, None, True)
-        elif node._has_hooks or not _run_node_and_leaves(node, nr, seed, keep_graph, task):
+        elif node._has_hooks or not _RUN_ALONE.get(node.__class__, _run_node_and_leaves)(
+                node, nr, seed, keep_graph, task):
             _execute(((node, nr),), (seed,), keep_graph, None, True)
     finally:
         state.enabled = prev
@@ -123,6 +124,15 @@ def run_backward_scalar(node: Any, nr: int, seed: Any, keep_graph: Any) -> None:
 # checks, without the dependency walk, the heap or input buffers. Anything else (hooks on the
 # node or a leaf, a leaf reached twice, a non-leaf successor, anomaly mode, the profiler)
 # takes the general path.
+#
+# A node class may run itself and its leaves its own way: ``_RUN_ALONE[cls]`` then replaces
+# ``_run_node_and_leaves`` for its nodes, with the same signature and contract (the same
+# results, counts published in ``task.nodes`` for the nodes that exist, False having done
+# nothing when the graph is not of this shape). jit/executor.py registers the compiled node,
+# whose leaves may have no AccumulateGrad yet (Note [Leaf accumulators made on demand]).
+_RUN_ALONE: dict = {}
+
+
 def _count_error(node: Any, expected: int, got: int) -> RuntimeError:
     """PyTorch's error for a backward function returning the wrong number of gradients."""
     return RuntimeError(f"Function {node.name()} returned an invalid number of gradients - "

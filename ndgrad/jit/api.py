@@ -100,7 +100,9 @@ def _guard(args: tuple, kwargs: dict) -> tuple:
 # matches all of them (the same checks as the key's, without building it) runs it directly.
 # Anything else (another kind of input, a repeated argument, a non-tensor argument, forward
 # AD or batching active, a lifted tensor rebound) takes the full guard path, which also
-# replaces the kept entry.
+# replaces the kept entry. A call that passed this check has distinct tensor arguments and no
+# lifted ones, so its leaves may get their AccumulateGrad only when it is needed (Note [Leaf
+# accumulators made on demand] in executor.py).
 def _fast_entry(spec: Any, key: tuple, args: tuple) -> Optional[tuple]:
     """The kept entry for a call of ``args`` that ran ``spec`` under ``key``, or None."""
     if spec.guarded or any(type(a) is not Tensor for a in args):
@@ -122,7 +124,8 @@ def _fast_hit(fast: tuple, args: tuple) -> Any:
         if d.shape != shape or a._requires_grad != rg or (
                 d.dtype is not dtype and d.dtype != dtype):
             return None
-    if len(args) > 1 and len(set(map(id, args))) != len(args):
+    # (every argument is a Tensor, hashed by identity: the set compares no values)
+    if len(args) > 1 and len(set(args)) != len(args):
         return None
     return spec
 
@@ -295,12 +298,14 @@ class _Specialization:
                 return False
         return True
 
-    def run(self, leaves: list) -> Any:
-        tensors = leaves + list(self.lifted) if self.lifted else leaves
+    def run(self, leaves: Any, lazy: bool = False) -> Any:
+        """Run on ``leaves`` (the tensor arguments; ``lazy``: distinct, nothing lifted, Note
+        [Leaf accumulators made on demand] in executor.py)."""
+        tensors = list(leaves) + list(self.lifted) if self.lifted else leaves
         plan = self._plan
         if plan is None:
             plan = self.build(tensors)
-        outs = plan(tensors)
+        outs = plan(tensors, lazy)
         n = self.num_outputs
         if self.mutated:
             for j, i in enumerate(self.mutated):
@@ -616,7 +621,7 @@ class CompiledFunction:
         if fast is not None and not kwargs and not _dispatch._FW_AD and not _dispatch._BATCHING:
             spec = _fast_hit(fast, args)
             if spec is not None:
-                return spec.run(list(args))
+                return spec.run(args, True)
         key, leaves = _guard(args, kwargs)
         if _dispatch._FW_AD or _dispatch._BATCHING:
             # forward-mode tangents and batched tensors live on Tensors, which the generated

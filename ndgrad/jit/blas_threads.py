@@ -55,7 +55,8 @@ def _find() -> Optional[tuple]:
             except (OSError, AttributeError):
                 continue
             get.restype = ctypes.c_int
-            put.argtypes = [ctypes.c_int]
+            # no argtypes: a Python int goes as a C int by default (half the call's cost)
+            put.restype = None
             _funcs = (get, put)
             break
     return _funcs
@@ -66,23 +67,27 @@ def available() -> bool:
     return _find() is not None
 
 
-def run_single_threaded(fn: Callable, args: tuple) -> Any:
+def run_single_threaded(fn: Callable, args: Any) -> Any:
     """``fn(*args)`` with NumPy's BLAS on one thread (the previous count restored after); the
     lean form of ``single_blas_thread`` that generated functions call on every run."""
-    f = _funcs if _searched else _find()
+    f = _funcs
     if f is None:
-        return fn(*args)
+        f = None if _searched else _find()
+        if f is None:
+            return fn(*args)
     # the same steps as single_blas_thread, without its frames (two per generated call)
     # (acquire/release in try/finally: ~0.1 µs less than a with block each, on 3.11)
     depth = _depth
     lock = _lock
     lock.acquire()
     try:
-        if depth[0] == 0:
+        if depth[0]:
+            depth[0] += 1
+        else:
             prev = depth[1] = f[0]()
             if prev != 1:
                 f[1](1)
-        depth[0] += 1
+            depth[0] = 1
     finally:
         lock.release()
     try:
@@ -90,9 +95,12 @@ def run_single_threaded(fn: Callable, args: tuple) -> Any:
     finally:
         lock.acquire()
         try:
-            n = depth[0] = depth[0] - 1
-            if n == 0 and depth[1] != 1:
-                f[1](depth[1])
+            if depth[0] == 1:
+                depth[0] = 0
+                if depth[1] != 1:
+                    f[1](depth[1])
+            else:
+                depth[0] -= 1
         finally:
             lock.release()
 

@@ -42,17 +42,20 @@ retry successfully, gives the second-backward error on a retry: the values are g
 
 Note [A compiled node accumulates its leaves]
 ``loss.backward()`` of a compiled loss runs one node feeding only leaves: the engine's lean entry
-(Note [Lean backward entry] in autograd/engine.py) runs it, then each leaf's AccumulateGrad.
-The node does the second part itself when that is the case: the innermost graph task
-accumulates into every leaf (``accumulate_grad``, no ``needed`` set) and publishes a count of
-0 for each of the node's AccumulateGrad successors (the lean entry's counts; the general loop
-still counts the node's own pending edge then, so it is never 0 there), none of them has hooks,
-and the node has none. Then, in edge order, a first gradient nobody else holds, of its input's
-shape and dtype and row-major like its row-major leaf, becomes ``.grad`` under the
-AccumulateGrad's lock (its steal); any other gradient goes through the engine's checks and
-fixes (``_check_gradient``) to that AccumulateGrad's own ``apply``. The node returns no
-gradients, so the engine has nothing left to do. Anything else returns the gradients to the
-engine as before.
+(Note [Lean backward entry] in autograd/engine.py) hands such a node to ``_run_alone`` (this
+module registers it in the engine's ``_RUN_ALONE``), which checks what the engine's own
+``_run_node_and_leaves`` checks (every successor an AccumulateGrad without hooks, each once, or
+a leaf whose accumulator is not made yet, Note [Leaf accumulators made on demand]), publishes
+the same counts of 0, runs df on the seed and then does the leaves' part itself
+(``_to_leaves``): the innermost graph task accumulates into every leaf (``accumulate_grad``, no
+``needed`` set) and publishes a count of 0 for each of the node's AccumulateGrad successors (the
+general loop still counts the node's own pending edge, so it is never 0 there: ``apply`` run by
+the general loop returns its gradients to the engine), none of them has hooks, and the node has
+none. Then, in edge order, a first gradient nobody else holds, of its input's shape and dtype
+and row-major like its row-major leaf, becomes ``.grad`` under the AccumulateGrad's lock (its
+steal; ``_PENDING_LOCK`` for a leaf without one); any other gradient goes through the engine's
+checks and fixes (``_check_gradient``) to that AccumulateGrad's own ``apply``. Anything else
+takes the engine's general path, as before.
 Gradient identity follows eager's: an output of df that is an incoming gradient's array is
 handed on as that gradient's Tensor (an eager node hands ``g`` on unchanged, and AccumulateGrad
 copies it since the caller still holds it: ``(w + x).backward(g)`` must not make ``w.grad``
@@ -65,7 +68,8 @@ Runtime internals relied on (this list is the one place to update): ``Node`` att
 ``node.RELEASED`` after ``release_variables``; the engine calls ``release_variables`` when
 ``_saved`` is truthy and the graph is not retained), ``name()``; ``node.next_sequence_nr``,
 ``node.SECOND_BACKWARD_MSG``; ``_dispatch._edge`` (``gradient_edge`` without its call),
-``accumulate_grad.grad_accumulator``;
+``accumulate_grad.grad_accumulator`` and ``_ACC_LOCK`` (held while it makes an accumulator);
+the engine's ``_RUN_ALONE`` registry and its contract (Note [Lean backward entry]);
 ``SavedTensor(t, is_output, output_nr)``, ``._version`` and ``.unpack(node)``; the engine's
 ``_check_gradient`` and ``_local.tasks`` (its last ``_GraphTask``'s ``keep_graph``,
 ``accumulate_grad``, ``needed`` and ``nodes``, the latter with 0 for the leaves of the lean
@@ -75,10 +79,10 @@ and ``_post_acc_hooks``;
 ``saved._hooks_in_use`` and ``INFERENCE_SAVE_MSG``; ``anomaly_mode.record(node)``;
 ``profiler.current()`` and ``profiler._Range``; the Tensor fields ``_data``, ``_grad_fn``,
 ``_requires_grad``, ``_output_nr``, ``_inference``, ``_base``, ``_blevel``, ``_grad_acc`` (a
-leaf's weak reference to its AccumulateGrad), ``_version_counter`` (and, in api.py,
-``_fw_grads`` and ``copy_``); ``grad_mode._state`` (``enabled``, ``inference``); the
-dispatcher's module flags ``_ANOMALY``, ``_PROFILING``, ``_BATCHING``, ``_FW_AD`` and, for
-views of inputs replayed after a call, ``_dispatch.apply``.
+leaf's weak reference to its AccumulateGrad, called wherever it is read), ``_hooks``,
+``_version_counter`` (and, in api.py, ``_fw_grads`` and ``copy_``); ``grad_mode._state``
+(``enabled``, ``inference``); the dispatcher's module flags ``_ANOMALY``, ``_PROFILING``,
+``_BATCHING``, ``_FW_AD`` and, for views of inputs replayed after a call, ``_dispatch.apply``.
 
 Example:
     >>> import numpy as np, ndgrad
@@ -99,14 +103,16 @@ Example:
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from ..autograd import profiler as _profiler
 from ..autograd.anomaly_mode import record as _anomaly_record
-from ..autograd.accumulate_grad import AccumulateGrad, grad_accumulator
-from ..autograd.engine import _check_gradient
+from ..autograd.accumulate_grad import _ACC_LOCK, AccumulateGrad, grad_accumulator
+from ..autograd.engine import _RUN_ALONE, _check_gradient
 from ..autograd.engine import _local as _engine_local
 from ..autograd.grad_mode import _state
 from ..autograd.node import RELEASED, SECOND_BACKWARD_MSG, Node, next_sequence_nr
@@ -114,6 +120,8 @@ from ..autograd.saved import INFERENCE_SAVE_MSG, SavedTensor, _hooks_in_use
 from ..ops import _dispatch
 from ..ops._dispatch import _edge
 from ..tensor import Tensor
+from .blas_threads import run_single_threaded
+from .codegen import GeneratedFunction
 
 __all__ = ["DifferentiableGraphBackward", "Plan"]
 
@@ -132,6 +140,44 @@ class DifferentiableGraphBackward(Node):
 
     _plan: Any = None
     _saved: Any = ()      # a tuple of SavedTensor, a _Captures, RELEASED or a _Failed
+    # the edges; a leaf whose AccumulateGrad is not made yet is (leaf, its _PendingAcc)
+    # (Note [Leaf accumulators made on demand]); _pending counts those
+    _edges: tuple = ()
+    _pending = 0
+
+    def _next_functions(self) -> tuple:
+        if self._pending:
+            self._make_all()
+        return self._edges
+
+    def _make_all(self) -> None:
+        """Make the accumulators of every pending edge."""
+        with _PENDING_LOCK:
+            for k in range(len(self._edges)):
+                if self._edges[k][1].__class__ is _PendingAcc:
+                    self._make_acc(k)
+
+    def _set_next_functions(self, edges: tuple) -> None:
+        self._edges = tuple(edges)
+        self._pending = 0
+
+    # the edges, every pending one made first (Note [Leaf accumulators made on demand])
+    next_functions = property(_next_functions, _set_next_functions)
+
+    def _make_acc(self, k: int) -> AccumulateGrad:
+        """Edge ``k``'s AccumulateGrad, made now if it is pending (under ``_PENDING_LOCK``)."""
+        edges = self._edges
+        t, p = edges[k]
+        if p.__class__ is not _PendingAcc:
+            return t
+        ref = t._grad_acc
+        acc = ref() if ref is not None and ref is not p and ref.__class__ is _WeakRef else None
+        if acc is None:
+            acc = AccumulateGrad(t)
+            t._grad_acc = _WeakRef(acc)
+        self._edges = edges[:k] + ((acc, 0),) + edges[k + 1:]
+        self._pending -= 1
+        return acc
 
     def apply(self, grads: list) -> tuple:
         saved = self._saved
@@ -164,33 +210,9 @@ class DifferentiableGraphBackward(Node):
             else:
                 caps = [s.unpack(self) for s in saved]
             return tuple(plan.run_df_tensors(list(grads), caps))
-        df = plan.df_variants.get(mask)
-        if df is None:
-            df = plan.df_for(mask)
-        if saved.__class__ is _Captures:
-            args.extend(saved.arrays_checked(self))
-        else:
-            args.extend([s.unpack(self)._data for s in saved])
-        # Note [Arguments owned by the backward]
-        # Eager autograd frees an op's saved values once its node has run, so its backward's
-        # peak memory shrinks as it goes; df is one node for the whole graph. When the engine
-        # will release this node's saved values anyway (retain_graph=False), they are released
-        # before df runs and df gets its inputs as a list it empties (``call_owned``): the
-        # generated code then frees each capture after its last reader, as eager does. Should
-        # df raise, the captures are gone: the node keeps the failure (``_Failed``) and a retry
-        # raises the same error, as eager's retry of a failing node would (Note [A failed
-        # compiled backward]).
         tasks = _engine_local.__dict__.get("tasks")     # current_graph_task_keeps_graph()
-        if getattr(df, "owned", False) and tasks and not tasks[-1].keep_graph:
-            self._saved = RELEASED
-            del saved
-            try:
-                outs = df.call_owned(args)
-            except BaseException as e:
-                self._saved = _Failed(e)
-                raise
-        else:
-            outs = df(*args)
+        del saved       # (Note [Arguments owned by the backward]: df may own the captures)
+        outs = self._run_df(plan, args, mask, not tasks or tasks[-1].keep_graph)
         del args
         if plan.df_through or plan.df_twins:
             outs = _pass_through(plan, outs, grads)
@@ -209,6 +231,38 @@ class DifferentiableGraphBackward(Node):
                 res.append(t)
         return tuple(res)
 
+    def _run_df(self, plan: "Plan", args: list, mask: tuple, keep_graph: bool) -> tuple:
+        """df's variant for ``mask`` on ``args`` (the incoming gradients' arrays) and the
+        version-checked captures (the caller holds no reference to them)."""
+        df: Any = plan.df_variants.get(mask)
+        if df is None:
+            df = plan.df_for(mask)
+        saved = self._saved
+        if saved.__class__ is _Captures:
+            args.extend(saved.arrays_checked(self))
+        else:
+            args.extend([s.unpack(self)._data for s in saved])
+        # Note [Arguments owned by the backward]
+        # Eager autograd frees an op's saved values once its node has run, so its backward's
+        # peak memory shrinks as it goes; df is one node for the whole graph. When the engine
+        # will release this node's saved values anyway (retain_graph=False), they are released
+        # before df runs and df gets its inputs as a list it empties (``call_owned``): the
+        # generated code then frees each capture after its last reader, as eager does. Should
+        # df raise, the captures are gone: the node keeps the failure (``_Failed``) and a retry
+        # raises the same error, as eager's retry of a failing node would (Note [A failed
+        # compiled backward]).
+        if not keep_graph and getattr(df, "owned", False):
+            self._saved = RELEASED
+            del saved
+            try:
+                if df.__class__ is GeneratedFunction and df.single_thread:
+                    return run_single_threaded(df.fn, (args,))  # df.call_owned(args)
+                return df.call_owned(args)
+            except BaseException as e:
+                self._saved = _Failed(e)
+                raise
+        return df(*args)
+
     def _to_leaves(self, outs: tuple, task: Any) -> bool:
         """Accumulate ``outs`` into the leaves this node feeds, as their AccumulateGrad nodes
         would right after it; False (nothing done) unless the engine runs this node alone with
@@ -216,20 +270,23 @@ class DifferentiableGraphBackward(Node):
         nodes = task.nodes
         if not task.accumulate_grad or task.needed is not None or nodes is None:
             return False
-        edges = self.next_functions
-        for acc, _ in edges:
-            if acc is not None and (acc.__class__ is not AccumulateGrad or acc._has_hooks
-                                    or nodes.get(acc) != 0):
+        for acc, p in self._edges:
+            if acc is not None and p.__class__ is not _PendingAcc and (
+                    acc.__class__ is not AccumulateGrad or acc._has_hooks
+                    or nodes.get(acc) != 0):
                 return False
-        i = -1
-        for (acc, _), o, lay in zip(edges, outs, self._plan.grad_layouts):
-            i += 1
+        lays = self._plan.grad_layouts
+        k = -1
+        for o in outs:
+            k += 1
+            acc, p = self._edges[k]
             if acc is None or o is None:
                 continue
             if o.__class__ is _ndarray:
+                lay = lays[k]
                 dt = o.dtype
                 if o.shape == lay[0] and (dt is lay[1] or dt == lay[1]):
-                    var = acc.variable
+                    var = acc.variable if p.__class__ is not _PendingAcc else acc
                     # AccumulateGrad's steal of a first gradient nobody else holds, when both
                     # are row-major of one shape (its layout test, Note [AccumulateGrad: steal,
                     # clone or add]); any other case is AccumulateGrad's own
@@ -238,30 +295,224 @@ class DifferentiableGraphBackward(Node):
                         vd = var._data
                         cs = lay[2]
                         if o.strides == cs and vd.strides == cs and vd.shape == lay[0]:
-                            lock = acc._lock
+                            # a pending leaf: no AccumulateGrad exists, whose lock the steal
+                            # would take; _PENDING_LOCK keeps it from being made meanwhile
+                            lock = _PENDING_LOCK if p.__class__ is _PendingAcc else acc._lock
                             lock.acquire()
                             try:
-                                if var._grad is None:
+                                if var._grad is None and (lock is not _PENDING_LOCK or (
+                                        self._edges[k][1] is p and not var._hooks)):
                                     t = _new(Tensor)
                                     t._data = o
                                     var._grad = t
                                     continue
                             finally:
                                 lock.release()
+                    if p.__class__ is _PendingAcc:
+                        acc = self._acc_at(k)
                     acc.apply([_wrap_plain(o)])
                     continue
-                # another shape or dtype: the engine's checks and fixes, then AccumulateGrad
-                acc.apply([_check_gradient(self, i, _wrap_plain(o), self._input_meta)])
+                g = _wrap_plain(o)
             elif o.__class__ is Tensor:       # an incoming gradient handed on (_pass_through)
-                acc.apply([_check_gradient(self, i, o, self._input_meta)])
+                g = o
             else:
-                acc.apply([_check_gradient(self, i, _wrap_plain(np.asarray(o)),
-                                           self._input_meta)])
+                g = _wrap_plain(np.asarray(o))
+            # another shape or dtype: the engine's checks and fixes, then AccumulateGrad
+            if p.__class__ is _PendingAcc:
+                acc = self._acc_at(k)
+            acc.apply([_check_gradient(self, k, g, self._input_meta)])
         return True
+
+    def _steal_pending(self, outs: tuple, lays: tuple) -> int:
+        """``_to_leaves`` when every edge is a pending leaf (the usual step): steal the
+        gradients into ``.grad`` under one hold of ``_PENDING_LOCK``, in edge order, up to the
+        first that is not a plain steal; returns its position (``len(outs)``: all done)."""
+        _PENDING_LOCK.acquire()
+        try:
+            edges = self._edges
+            k = 0
+            for o in outs:
+                t, p = edges[k]
+                if p.__class__ is not _PendingAcc:
+                    break                   # made meanwhile
+                if o is not None:
+                    if o.__class__ is not _ndarray:
+                        break
+                    lay = lays[k]
+                    dt = o.dtype
+                    cs = lay[2]
+                    if t._grad is not None or o.shape != lay[0] or o.strides != cs or (
+                            dt is not lay[1] and dt != lay[1]) or t._grad_fn is not None or \
+                            not t._requires_grad or t._post_acc_hooks or t._hooks:
+                        break
+                    vd = t._data
+                    if vd.strides != cs or vd.shape != lay[0]:
+                        break
+                    g = _new(Tensor)
+                    g._data = o
+                    t._grad = g
+                k += 1
+            return k
+        finally:
+            _PENDING_LOCK.release()
+
+    def _acc_at(self, k: int) -> AccumulateGrad:
+        with _PENDING_LOCK:
+            return self._make_acc(k)
 
     def release_variables(self) -> None:
         if self._saved:
             self._saved = RELEASED
+
+
+def _run_alone(node: DifferentiableGraphBackward, nr: int, seed: Tensor, keep_graph: Any,
+               task: Any) -> bool:
+    """The engine's lean entry for a compiled node (``engine._RUN_ALONE``, Note [Lean backward
+    entry]): when the node feeds only leaves (AccumulateGrad nodes without hooks, or leaves
+    whose accumulator is not made yet, each once), run df on ``seed`` and accumulate the
+    gradients into the leaves; False, having done nothing, otherwise."""
+    edges = node._edges
+    pending = node._pending
+    if pending:
+        for t, p in edges:
+            if p.__class__ is _PendingAcc and (t._hooks or t._post_acc_hooks):
+                # hooks will run (or the general path): every leaf's accumulator exists then,
+                # for will_engine_execute_node as for the engine's own lean run
+                edges = node.next_functions
+                pending = 0
+                break
+    deps: dict = {node: 0}
+    if pending != len(edges):
+        for acc, p in edges:
+            if acc is not None and p.__class__ is not _PendingAcc:
+                if acc.__class__ is not AccumulateGrad or acc._has_hooks or acc in deps:
+                    return False
+                deps[acc] = 0
+    del edges
+    saved = node._saved
+    if saved.__class__ is not _Captures:
+        if saved is RELEASED:
+            raise RuntimeError(SECOND_BACKWARD_MSG)
+        if saved.__class__ is _Failed:
+            saved.reraise()
+    if seed._blevel or _dispatch._BATCHING or _dispatch._TRANSFORM:
+        return False
+    del saved       # (Note [Arguments owned by the backward]: df may own the captures)
+    task.nodes = deps                       # Note [Graph tasks] in autograd/engine.py
+    plan = node._plan
+    n = node._num_inputs
+    args: list
+    mask: Any
+    if n == 1:
+        args = [seed._data]
+        mask = _ONE_DEFINED
+    else:
+        args = [None] * n
+        args[nr] = seed._data
+        mask = plan.seed_masks.get(nr)
+        if mask is None:
+            mask = plan.seed_masks[nr] = tuple([j != nr for j in range(n)])
+    outs: Any = node._run_df(plan, args, mask, keep_graph)
+    del args
+    if not keep_graph and node._saved:
+        node._saved = RELEASED
+    if plan.df_through or plan.df_twins:
+        pairs = plan.twin_pairs
+        one = pairs is None
+        if not one:
+            for j, k in pairs:
+                o = outs[j]
+                if o is not None and o is outs[k]:
+                    one = True
+                    break
+            o = None
+        if one:
+            grads: list = [None] * n
+            grads[nr] = seed
+            outs = _pass_through(plan, outs, grads)
+            del grads
+    del seed
+    if node._pending == len(outs):
+        # every edge a pending leaf (the usual step): steals, up to the first that is not one
+        k = node._steal_pending(outs, plan.grad_layouts)
+        if k == len(outs):
+            return True
+        outs = (None,) * k + tuple(outs[k:])
+    if node._to_leaves(outs, task):
+        return True
+    # refused (it cannot be, after the checks above, unless its rules change): the engine's
+    # own checks and accumulation, in edge order
+    edges = node.next_functions
+    meta = node._input_meta
+    leaves = []
+    g: Any = None
+    for i, ((acc, _), o) in enumerate(zip(edges, outs)):
+        if acc is not None and o is not None:
+            g = o if o.__class__ is Tensor else _wrap_plain(
+                o if type(o) is _ndarray else np.asarray(o))
+            leaves.append((acc, [_check_gradient(node, i, g, meta)]))
+    outs = g = None
+    for acc, buf in leaves:
+        acc.apply(buf)
+    return True
+
+
+_RUN_ALONE[DifferentiableGraphBackward] = _run_alone
+
+
+# Note [Leaf accumulators made on demand]
+# A leaf references its AccumulateGrad weakly (``_grad_acc``) and the graph holds it, as
+# PyTorch's leaf holds its accumulator: a training step's graph dies at the end of the step and
+# with it the six accumulators of mlp_small's leaves, made again in the next step (~0.4 µs each,
+# made and freed). Nothing but the graph can see a new accumulator until someone asks for it,
+# so a compiled call of distinct tensors (the guard's fast path) gives a leaf without a live
+# accumulator a *pending* edge: ``(leaf, _PendingAcc)`` in the node's ``_edges``, the leaf held
+# as the accumulator would hold it. The leaf's ``_grad_acc`` is then the ``_PendingAcc``, which
+# is called as the weak reference it stands for by everything that asks for the accumulator
+# (``grad_accumulator``, ``register_hook``, ``autograd.grad``'s inputs, the dispatcher making
+# another graph over the leaf): it makes the accumulator in the node's edge and returns it, so
+# every graph over the leaf shares one accumulator while the node lives, as in PyTorch.
+# ``next_functions`` (the engine's general path, a user) makes every pending one. The lean
+# backward (``_run_alone``, registered in the engine's ``_RUN_ALONE``) steals a pending leaf's
+# gradient into ``.grad`` as AccumulateGrad would, making nothing; any other case (an existing
+# gradient, another layout, hooks) makes the accumulator and calls it.
+# A plan keeps one ``_PendingAcc`` per edge and leaf (made once; the leaf keeps it between
+# steps, so a step allocates none) and a weak reference to its last node (``_slot``), the only
+# node of the plan that can have pending edges: a call that finds that node alive with pending
+# edges makes them first. A ``_PendingAcc`` answers for its edge of the slot's node when that
+# edge is its leaf's, else returns None (no node feeds the leaf: no accumulator). Locks: the
+# edges are made pending under the accumulator module's ``_ACC_LOCK`` (no ``grad_accumulator``
+# makes one meanwhile), pending edges are made real or stolen into under ``_PENDING_LOCK``
+# (taken inside ``_ACC_LOCK``, never the other way).
+_PENDING_LOCK = threading.Lock()
+_WeakRef = weakref.ref
+
+
+class _PendingAcc:
+    """A leaf's ``_grad_acc`` while a compiled node feeds the leaf without its AccumulateGrad
+    (Note [Leaf accumulators made on demand]): called as the weak reference it stands for, it
+    makes the accumulator in the node and returns it, or returns None when no node of its
+    plan feeds the leaf (the leaf has no accumulator)."""
+
+    __slots__ = ("slot", "k", "leaf_id")
+
+    def __init__(self, slot: list, k: int, leaf_id: int) -> None:
+        self.slot = slot            # the plan's [weak reference to its last pending node]
+        self.k = k                  # the edge it stands for
+        self.leaf_id = leaf_id      # id() of the leaf it was made for (which holds it)
+
+    def __call__(self) -> Optional[AccumulateGrad]:
+        with _PENDING_LOCK:
+            r = self.slot[0]
+            node = r() if r is not None else None
+            if node is None:
+                return None
+            acc, p = node._edges[self.k]
+            if p is self:
+                return node._make_acc(self.k)
+            if acc.__class__ is AccumulateGrad and id(acc.variable) == self.leaf_id:
+                return acc          # made already (the leaf's reference was set after)
+            return None
 
 
 class _Captures:
@@ -463,7 +714,17 @@ class Plan:
         self.df_through = tuple(df_through)
         # groups of df's outputs of equal shape and dtype (whose arrays can be one)
         self.df_twins = tuple(df_twins)
+        # the twins as pairs, when there are only pairs and no df_through (checked inline)
+        self.twin_pairs = None if self.df_through or any(len(g) != 2 for g in self.df_twins) \
+            else self.df_twins
         self.df_variants: dict = {}
+        self.n_vjps = len(self.df_input_vjps)
+        # nr -> the incoming-gradient mask of a backward seeded at output nr alone
+        self.seed_masks: dict = {}
+        # Note [Leaf accumulators made on demand]: [a weak reference to the last node with
+        # pending edges], and per edge the _PendingAcc last made for it
+        self._slot: list = [None]
+        self._pend_refs: list = [None] * len(self.df_output_vjps)
         # Per real output: None (a new tensor), ("input", i) (input i itself), ("dup", j) (the
         # same tensor as output j), ("view", "input"|"output", i, replay) (replay(base) redoes
         # the view ops on input/output i eagerly, so the result is a real view of it).
@@ -490,6 +751,9 @@ class Plan:
         # Captures in df's order: the captured inputs, then the captured outputs; per position
         # the output_nr the value is saved with (None: a plain value).
         self.n_cap_inputs = len(self.df_input_captured_inputs)
+        # no real output captured: the captured outputs are bare arrays (_lean_captures)
+        self.cap_plain = all(off >= f_real_outputs for off, _ in self.saved_outputs)
+        self.cap_offsets = tuple(off for off, _ in self.saved_outputs)
         self.cap_nr = (None,) * self.n_cap_inputs + tuple(
             nr if nr is not None and (off >= f_real_outputs or off in attached) else None
             for off, nr in self.saved_outputs)
@@ -511,9 +775,11 @@ class Plan:
         return self.df_tensors(vjps, caps)
 
     # ------------------------------------------------------------------ the call
-    def __call__(self, tensors: Sequence[Tensor]) -> list:
+    def __call__(self, tensors: Sequence[Tensor], lazy: bool = False) -> list:
         """Run the forward on ``tensors`` (the graph inputs); returns the real outputs as
-        Tensors, recording one node when gradients are needed."""
+        Tensors, recording one node when gradients are needed. ``lazy``: ``tensors`` are
+        distinct objects, and leaves without an AccumulateGrad get none until one is needed
+        (Note [Leaf accumulators made on demand])."""
         record = False
         if _state.enabled:
             for i in self.df_output_vjps:
@@ -524,10 +790,10 @@ class Plan:
         prof = _profiler.current() if _dispatch._PROFILING else None
         if prof is not None:
             with _profiler._Range(prof, "ndgrad::" + self.name.replace("Backward", "")):
-                return self._call(tensors, record)
-        return self._call(tensors, record)
+                return self._call(tensors, record, lazy)
+        return self._call(tensors, record, lazy)
 
-    def _call(self, tensors: Sequence[Tensor], record: bool) -> list:
+    def _call(self, tensors: Sequence[Tensor], record: bool, lazy: bool = False) -> list:
         arrays = [t._data for t in tensors]
         if not record:
             outs = self.f_nograd(*arrays)
@@ -544,23 +810,28 @@ class Plan:
             if self.special:
                 self._fix_outputs(tensors, res)
             return res
-        outs = self.f(*arrays)
-        node = DifferentiableGraphBackward()
+        f = self.f
+        if f.__class__ is GeneratedFunction and f.single_thread and not f.owned:
+            outs = run_single_threaded(f.fn, arrays)    # f(*arrays) without its frame
+        else:
+            outs = f(*arrays)
+        node = _new(DifferentiableGraphBackward)
         node._plan = self
         node._sequence_nr = next_sequence_nr()
-        edges = []
-        for i in self.df_output_vjps:
-            t = tensors[i]
-            # a leaf that requires grad: its AccumulateGrad, as _dispatch._edge finds it
-            if t._grad_fn is None and t._base is None and t._requires_grad:
-                ref = t._grad_acc
-                acc = ref() if ref is not None else None
-                edges.append((acc if acc is not None else grad_accumulator(t), 0))
-            else:
-                edges.append(_edge(t))
-        node.next_functions = tuple(edges)
+        if not lazy or not self._lazy_edges(tensors, node):
+            edges = []
+            for i in self.df_output_vjps:
+                t = tensors[i]
+                # a leaf that requires grad: its AccumulateGrad, as _dispatch._edge finds it
+                if t._grad_fn is None and t._base is None and t._requires_grad:
+                    ref = t._grad_acc
+                    acc = ref() if ref is not None else None
+                    edges.append((acc if acc is not None else grad_accumulator(t), 0))
+                else:
+                    edges.append(_edge(t))
+            node._edges = tuple(edges)
         node._input_meta = self.input_meta
-        node._num_inputs = len(self.df_input_vjps)
+        node._num_inputs = self.n_vjps
         if _dispatch._ANOMALY:
             _anomaly_record(node)
         nreal = self.f_real_outputs
@@ -581,7 +852,29 @@ class Plan:
         if self.special:
             self._fix_outputs(tensors, res)
         if not _hooks_in_use[0]:
-            node._saved = self._lean_captures(tensors, outs, res)
+            if not self.cap_plain:
+                node._saved = self._lean_captures(tensors, outs, res)
+                return res
+            # _lean_captures when no real output is captured (the temporaries are bare arrays)
+            checks = []
+            caps = []
+            k = 0
+            for i in self.df_input_captured_inputs:
+                t = tensors[i]
+                if t._inference:
+                    raise RuntimeError(INFERENCE_SAVE_MSG)
+                vc = t._version_counter
+                checks.append((k, t, vc[0] if vc is not None else 0))
+                caps.append(arrays[i])
+                k += 1
+            for off in self.cap_offsets:
+                o = outs[off]
+                caps.append(o if type(o) is _ndarray else np.asarray(o))
+            c = _new(_Captures)
+            c.arrays = caps
+            c.checks = checks
+            c.plan = self
+            node._saved = c
             return res
         saved = [SavedTensor(tensors[i]) for i in self.df_input_captured_inputs]
         for off, nr in self.saved_outputs:
@@ -598,6 +891,66 @@ class Plan:
                 off >= nreal or t._grad_fn is node) else SavedTensor(t))
         node._saved = tuple(saved)
         return res
+
+    def _lazy_edges(self, tensors: Sequence[Tensor], node: DifferentiableGraphBackward) -> bool:
+        """``node``'s edges, leaves without an accumulator as pending edges (Note [Leaf
+        accumulators made on demand]); False (nothing done) when an input is a view, whose
+        edge ``_dispatch._edge`` must find."""
+        refs = self._pend_refs
+        slot = self._slot
+        edges = []
+        installs = None
+        pending = 0
+        lock = _ACC_LOCK            # no accumulator is made for these leaves meanwhile
+        lock.acquire()
+        try:
+            r = slot[0]
+            if r is not None:
+                prev = r()
+                if prev is not None and prev._pending:
+                    prev._make_all()        # the last node's pending edges: made now
+                prev = None
+            k = -1
+            for i in self.df_output_vjps:
+                k += 1
+                t = tensors[i]
+                if t._base is not None:
+                    return False
+                if t._grad_fn is not None:
+                    edges.append((t._grad_fn, t._output_nr))
+                elif not t._requires_grad:
+                    edges.append(_NO_EDGE)
+                else:
+                    ref = t._grad_acc
+                    p = refs[k]
+                    if ref is not p or p is None or t._hooks:
+                        acc = ref() if ref is not None else None
+                        if acc is None and t._hooks:
+                            # what grad_accumulator does (its lock is held here)
+                            acc = AccumulateGrad(t)
+                            t._grad_acc = _WeakRef(acc)
+                        if acc is not None:
+                            # a weak reference, or another plan's _PendingAcc that made it
+                            edges.append((acc, 0))
+                            continue
+                        if p is None or p.leaf_id != id(t):
+                            p = refs[k] = _PendingAcc(slot, k, id(t))
+                        if installs is None:
+                            installs = [(t, p)]
+                        else:
+                            installs.append((t, p))
+                    edges.append((t, p))
+                    pending += 1
+            node._edges = tuple(edges)
+            if pending:
+                node._pending = pending
+                slot[0] = _WeakRef(node)
+                if installs is not None:
+                    for t, p in installs:
+                        t._grad_acc = p
+            return True
+        finally:
+            lock.release()
 
     def _lean_captures(self, tensors: Sequence[Tensor], outs: tuple, res: list) -> _Captures:
         """The captures without saved-tensor hooks: what ``SavedTensor`` keeps and checks, as
