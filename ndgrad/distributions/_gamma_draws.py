@@ -14,7 +14,6 @@ numbers for the seed (``gamma_array``, Note [Random streams]).
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
