@@ -296,7 +296,7 @@ def tree_map(obj: Any, leaf: Callable[[Any], Any]) -> Any:
         if obj not in _ND_DTYPE:
             raise Missing(f"no ndgrad dtype for {obj}")
         return _ND_DTYPE[obj]
-    if isinstance(obj, torch.memory_format):
+    if isinstance(obj, (torch.memory_format, torch.layout)):
         return getattr(ndgrad, str(obj).split(".")[-1])
     if isinstance(obj, torch.device):
         return "cpu"
