@@ -57,6 +57,7 @@ from ._tensor_methods import (  # noqa: F401,E402
     cosh_, asinh_, acosh_, atanh_, erf_, erfc_, floor_, ceil_, trunc_, frac_, round_, deg2rad_,
     rad2deg_, logit_, sinc_, nan_to_num_)
 from . import autograd as autograd  # noqa: E402
+from . import _C, overrides  # noqa: F401,E402  (the __torch_function__ protocol)
 autograd._load()   # the autograd API, now that the op table exists (Note [Layers])
 from .legacy_tensor_types import Variable as _Variable  # noqa: E402
 autograd.Variable = _Variable  # type: ignore[attr-defined]  # old code's autograd.Variable
