@@ -266,5 +266,14 @@ for _name in _autocast.FP32_TOP:  # float32 under CPU autocast (Note [Autocast])
     globals()[_name] = _autocast.fp32_op(globals()[_name])
 del _name
 
+# Functions written in Python without a checking wrapper take part in the __torch_function__
+# protocol too (Note [Torch function protocol]).
+from ._torch_function import name_operators as _name_operators  # noqa: E402
+from ._torch_function import python_functions as _python_functions  # noqa: E402
+_name_operators()
+_python_functions(globals(), """atleast_1d atleast_2d atleast_3d block_diag broadcast_tensors
+cartesian_prod chain_matmul einsum meshgrid norm split tensordot unsafe_split_with_sizes lu
+lu_solve lu_unpack matrix_rank solve lstsq unravel_index""".split())
+
 __version__ = "0.1.0"
 del _dtype

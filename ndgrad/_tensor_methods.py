@@ -15,6 +15,7 @@ import sys
 import numpy as np
 
 from . import _creation, _dtype, _layout, _numpy_protocol, _shared_memory, _signature, ops, storage
+from ._torch_function import other_operand as _other_operand
 from . import legacy_tensor_types as _legacy
 from .autograd import api as _autograd_api
 from .ops import _autocast
@@ -56,7 +57,9 @@ def _fast_binary(tt: Any, ts: Any, name: str, true_div: bool = False):
             if ad.dtype in _FAST_FLOATS:
                 return _apply(ts, (self,), (ad,), (other.item(),))
         if t is not Tensor and not _operand(other):
-            return NotImplemented       # Note [Operators refuse what PyTorch's refuse]
+            # Note [Operators refuse what PyTorch's refuse]; a tensor-like defining
+            # __torch_function__ is handed the call (Note [Torch function protocol])
+            return _other_operand(method.__name__, self, other)
         return _pw._binary(self, other, tt, ts, name, true_div)
     method.__name__ = f"__{name}__"
     return method
@@ -83,7 +86,7 @@ def _operator(fn: Any, name: str):
     """The operator method ``name`` calling ``fn(self, other)`` for the operands it takes."""
     def method(self: Tensor, other: Any) -> Tensor:
         if type(other) is not Tensor and not _operand(other):
-            return NotImplemented
+            return _other_operand(name, self, other)
         return fn(self, other)
     method.__name__ = name
     return method
@@ -98,7 +101,7 @@ def _operand_or_deferring(other: Any) -> bool:
 def _eq_method(self: Tensor, other: Any) -> Tensor:
     # ``==`` is the one operator PyTorch runs itself on an ndarray (Note [NumPy protocol])
     if not _operand_or_deferring(other):
-        return NotImplemented
+        return _other_operand("__eq__", self, other)
     return ops.eq(self, other)
 
 
@@ -107,7 +110,7 @@ def _rsub_method(self: Tensor, other: Any) -> Tensor:
     if (t is float or t is int) and self._data.dtype in _FAST_FLOATS:
         return _apply(_pw.RSUB_S, (self,), (self._data,), (other, 1))
     if not _operand(other):
-        return NotImplemented
+        return _other_operand("__rsub__", self, other)
     return ops.rsub(self, other)
 
 
@@ -126,7 +129,7 @@ def _rtruediv(self: Tensor, other: Any) -> Tensor:
 
 def _rtruediv_method(self: Tensor, other: Any) -> Tensor:
     if not _operand_or_deferring(other):
-        return NotImplemented
+        return _other_operand("__rtruediv__", self, other)
     return _rtruediv(self, other)
 
 
@@ -165,7 +168,8 @@ def _matmul_op(self: Tensor, other: Any) -> Tensor:
                 and 1 <= b.ndim <= 2 and a.shape[1] == b.shape[0]):
             return _apply(_MM if b.ndim == 2 else _MV, (self, other), (a, b))
     if not isinstance(other, Tensor):
-        return NotImplemented       # an ndarray: NumPy's matmul (Note [NumPy protocol])
+        # an ndarray: NumPy's matmul (Note [NumPy protocol])
+        return _other_operand("__matmul__", self, other)
     return ops.matmul(self, other)
 
 

@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Callable, Iterable, Optional
 
@@ -170,17 +171,19 @@ def mode_active() -> bool:
     return bool(_state.modes) and not _state.all_off
 
 
-def _collect(values: Iterable, out: list) -> None:
+def _collect(values: Iterable, out: list, plain: bool = False) -> None:
     """Append the overriding objects among ``values`` (and one level inside lists and tuples)
-    to ``out``: one per type, a subclass before its superclasses, else left to right."""
+    to ``out``: one per type, a subclass before its superclasses, else left to right. ``plain``:
+    plain tensors count too (as for ``handle_torch_function``, where Tensor's default then
+    declines for a subclass's call)."""
     for v in values:
         t = type(v)
-        if t is Tensor:
+        if t is Tensor and not plain:
             continue
         if t is list or t is tuple:
-            _collect(v, out)
+            _collect(v, out, plain)
             continue
-        if not _overrides(t) or any(type(o) is t for o in out):
+        if not (_overrides(t) or t is Tensor) or any(type(o) is t for o in out):
             continue
         for i, o in enumerate(out):
             if issubclass(t, type(o)):
@@ -190,14 +193,14 @@ def _collect(values: Iterable, out: list) -> None:
             out.append(v)
 
 
-def overloaded(args: Iterable, kwargs: Optional[dict]) -> list:
+def overloaded(args: Iterable, kwargs: Optional[dict], plain: bool = False) -> list:
     """The overriding objects among a call's arguments, in the order they are tried."""
     out: list = []
     if _state.subclass_off:
         return out
-    _collect(args, out)
+    _collect(args, out, plain)
     if kwargs:
-        _collect(kwargs.values(), out)
+        _collect(kwargs.values(), out, plain)
     return out
 
 
@@ -315,6 +318,34 @@ def _dispatcher(name: str, raw: Callable) -> Callable:
     return method
 
 
+def _property(name: str, raw: property) -> property:
+    """A property whose getter takes part in the protocol (``func`` is the getter's
+    ``__get__``, as called ``func(tensor)``)."""
+    getter = raw.__get__
+
+    def get(self: Any) -> Any:
+        st = _state
+        if (st.modes and not st.all_off) or (not st.subclass_off and _overrides(type(self))):
+            return dispatch(getter, overloaded((self,), None), (self,), None)
+        return getter(self)
+    return property(get, raw.fset, raw.fdel, raw.__doc__)
+
+
+_PROPERTIES = ("T", "mT", "H", "mH", "real", "imag", "data")
+
+
+def other_operand(name: str, self: Tensor, other: Any) -> Any:
+    """What a Tensor operator returns for an operand it does not take: the protocol's result
+    when ``other`` is a tensor-like (``x + tensor_like``), else NotImplemented."""
+    if _state.subclass_off or not _overrides(type(other)):
+        return NotImplemented
+    full = (self, other)
+    try:
+        return dispatch(getattr(Tensor, name), overloaded(full, None), full, None)
+    except _NoImplementation:
+        return NotImplemented
+
+
 def _any_overrides(args: tuple, kwargs: dict) -> bool:
     for v in args:
         t = type(v)
@@ -344,6 +375,19 @@ def _build_dispatchers() -> None:
             continue
         _RAW[name] = raw
         _DISPATCHERS[name] = _dispatcher(name, raw)
+    for name in _PROPERTIES:
+        raw = Tensor.__dict__[name]
+        _RAW[name] = raw
+        _DISPATCHERS[name] = _property(name, raw)
+
+
+def name_operators() -> None:
+    """Name each operator's function as the operator (what a handler receives for ``x + y``
+    is ``Tensor.__add__``, named so)."""
+    for name in _TENSOR_OPERATORS:
+        raw = Tensor.__dict__.get(name)
+        if callable(raw) and sum(v is raw for v in Tensor.__dict__.values()) == 1:
+            raw.__name__, raw.__qualname__ = name, f"Tensor.{name}"
 
 
 _TENSOR_OPERATORS = frozenset(
@@ -370,6 +414,25 @@ def init_subclass(cls: type, **kwargs: Any) -> None:
     for name, fn in (("__reduce_ex__", _reduce_ex), ("__deepcopy__", _deepcopy)):
         if not any(name in k.__dict__ for k in below):
             setattr(cls, name, fn)
+
+
+def python_functions(namespace: dict, names: Iterable[str], prefix: str = "ndgrad") -> None:
+    """Make the functions ``names`` of a module namespace (written in Python, without a
+    checking wrapper) take part in the protocol; they scan their arguments on every call."""
+    for name in names:
+        namespace[name] = _python_function(namespace[name], f"{prefix}.{name}")
+
+
+def _python_function(raw: Callable, public: str) -> Callable:
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        st = _state
+        if (st.modes and not st.all_off) or (not st.subclass_off and
+                                             _any_overrides(args, kwargs)):
+            return dispatch(fn, overloaded(args, kwargs), args, kwargs or None)
+        return raw(*args, **kwargs)
+    functools.update_wrapper(fn, raw)
+    fn._tf_name = public  # type: ignore[attr-defined]
+    return fn
 
 
 # ---------------------------------------------------------------------------- modes
@@ -486,8 +549,11 @@ def handle_torch_function(public_api: Callable, relevant_args: Iterable, *args: 
     >>> type(double(ndgrad.ones(1).as_subclass(Tagged))).__name__
     'Tagged'
     """
-    overloaded = overloaded(tuple(relevant_args), None)
-    return dispatch(public_api, overloaded, args, kwargs, python_api=True)
+    relevant = tuple(relevant_args)
+    found = overloaded(relevant, None, plain=True)
+    if all(type(o) is Tensor for o in found):
+        found = []
+    return dispatch(public_api, found, args, kwargs, python_api=True)
 
 
 def is_tensor_like(inp: Any) -> bool:
