@@ -205,7 +205,12 @@ def overloaded(args: Iterable, kwargs: Optional[dict], plain: bool = False) -> l
 
 
 class _NoImplementation(TypeError):
-    """Every handler returned NotImplemented (an operator then returns NotImplemented)."""
+    """Every handler returned NotImplemented (an operator then returns NotImplemented); shown
+    as the TypeError it is."""
+
+
+_NoImplementation.__name__ = _NoImplementation.__qualname__ = "TypeError"
+_NoImplementation.__module__ = "builtins"
 
 
 def _name(func: Any) -> str:
