@@ -381,7 +381,7 @@ def test_parameter_and_disabled_impl_give_plain_tensors():
         class Plain(tt.Tensor):
             __torch_function__ = C._disabled_torch_function_impl
         p = tt.ones(2, 2).as_subclass(Plain)
-        w = tt.nn.Parameter(tt.ones(2))
+        w = tt.nn.Parameter(tt.ones(2, 2))
         got[name] = ([type(v).__name__ for v in (p + 1, tt.sin(p), p.sum(), p[0], p.T)],
                      [type(v).__name__ for v in (w * 2, w.sum(), w[0], tt.sin(w), w.data, w.mT)],
                      isinstance(w, tt.Tensor), type(copy.deepcopy(w)).__name__, repr(w),
