@@ -587,7 +587,7 @@ def _reduce_ex(self: Tensor, protocol: Any) -> tuple:
 
 
 def _rebuild_subclass(cls: type, data: Any, requires_grad: bool, state: dict) -> Tensor:
-    t = Tensor.__new__(cls)
+    t: Tensor = Tensor.__new__(cls)
     t._data = data
     t._requires_grad = requires_grad
     t.__dict__.update(state)
