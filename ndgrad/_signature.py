@@ -487,9 +487,11 @@ def _checked(param: Param, fn_name: str, i: int, pos: int, indent: str) -> str:
     fail = f"_fail({fn_name!r}, _params[{i}], {pos}, {param.name})"
     if "Tensor" not in param.types and "Tensor[]" not in param.types:
         return f"{indent}if not ({_condition(param)}): {fail}"
-    wants = "_tf_seq" if "Tensor[]" in param.types else "_tf"
+    v = param.name
+    wants = f"_tf_seq({v})" if "Tensor[]" in param.types else \
+        f"type({v}) not in _PLAIN and _tf({v})"
     return (f"{indent}if not ({_condition(param, True)}):\n"
-            f"{indent}    if {wants}({param.name}): {_TF_CALL}\n"
+            f"{indent}    if {wants}: {_TF_CALL}\n"
             f"{indent}    if not ({_condition(param)}): {fail}")
 
 
@@ -647,6 +649,7 @@ def _protocol_call(params: list, env: dict) -> str:
         else:
             positional.append(p.name)
     env.update(_tf=_torch_function.wants, _tf_seq=_torch_function.wants_seq,
+               _PLAIN=_torch_function.PLAIN,
                _tf_mode=_torch_function.mode_active, _tf_call=_tf_call,
                _tf_spec=(tuple(positional), defaults, nvar), _is_plain_tensor_list=(
                    _is_plain_tensor_list))

@@ -136,6 +136,9 @@ def is_torch_function_mode_enabled() -> bool:
 
 # ---------------------------------------------------------------------------- overriding types
 _OVERRIDES: dict = {}
+# The types seen not to override (Parameter, numbers, NumPy scalars ...): one set lookup
+# settles them on the wrappers' slow path (lists and tuples are never in it).
+PLAIN: set = {Tensor, int, float, bool, complex, str, type(None)}
 
 
 def _overrides(t: type) -> bool:
@@ -149,21 +152,25 @@ def _overrides(t: type) -> bool:
             tf = getattr(t, "__torch_function__", None)
             r = tf is not None and tf is not _disabled_torch_function_impl
         _OVERRIDES[t] = r
+        if not r and t is not list and t is not tuple:
+            PLAIN.add(t)
     return r
 
 
 def wants(v: Any) -> bool:
     """An argument that turns a call into a dispatch (the wrappers' slow path)."""
-    return not _state.subclass_off and _overrides(type(v))
+    t = type(v)
+    return t not in PLAIN and _overrides(t) and not _state.subclass_off
 
 
 def wants_seq(v: Any) -> bool:
     """A tensor-list argument one of whose elements overrides."""
-    if _state.subclass_off or not isinstance(v, (tuple, list)):
+    if not isinstance(v, (tuple, list)):
         return False
     for x in v:
-        if type(x) is not Tensor and _overrides(type(x)):
-            return True
+        t = type(x)
+        if t not in PLAIN and _overrides(t):
+            return not _state.subclass_off
     return False
 
 
@@ -352,9 +359,16 @@ def other_operand(name: str, self: Tensor, other: Any) -> Any:
 
 
 def _any_overrides(args: tuple, kwargs: dict) -> bool:
+    """Whether an argument (or an element of a list or tuple argument) overrides; the caller
+    checks that subclass dispatch is enabled."""
     for v in args:
         t = type(v)
-        if t is not Tensor and (_overrides(t) or (t is list or t is tuple) and wants_seq(v)):
+        if t in PLAIN:
+            continue
+        if t is list or t is tuple:
+            if wants_seq(v):
+                return True
+        elif _overrides(t):
             return True
     if kwargs:
         return _any_overrides(tuple(kwargs.values()), {})
@@ -408,7 +422,6 @@ def init_subclass(cls: type, **kwargs: Any) -> None:
     methods (those it does not define itself), and keeps its class through pickling and
     deepcopy."""
     super(Tensor, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
-    _OVERRIDES.clear()
     if not _overrides(cls):
         return
     _build_dispatchers()
@@ -430,9 +443,8 @@ def python_functions(namespace: dict, names: Iterable[str], prefix: str = "ndgra
 
 def _python_function(raw: Callable, public: str) -> Callable:
     def fn(*args: Any, **kwargs: Any) -> Any:
-        st = _state
-        if (st.modes and not st.all_off) or (not st.subclass_off and
-                                             _any_overrides(args, kwargs)):
+        if (_live[0] and mode_active()) or (_any_overrides(args, kwargs) and
+                                            not _state.subclass_off):
             return dispatch(fn, overloaded(args, kwargs), args, kwargs or None)
         return raw(*args, **kwargs)
     functools.update_wrapper(fn, raw)
