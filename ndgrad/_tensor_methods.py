@@ -954,6 +954,48 @@ from .ops import storage_set as _storage_set  # noqa: E402
 Tensor.as_subclass = _storage_set.as_subclass
 Tensor.set_ = _storage_set.set_
 
+
+# ---- constructing subclasses (Note [Torch function protocol] in _torch_function.py) ----
+def _tensor_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    """``Tensor.__new__``: a subclass whose ``__init__`` takes its own arguments is built here
+    (``super().__new__(cls, data)``), as PyTorch's constructor does: an alias of a tensor
+    argument (``as_subclass``), else the legacy constructor's tensor. Otherwise
+    ``Tensor.__init__`` builds it."""
+    if cls is Tensor or cls.__init__ is Tensor.__init__:
+        return object.__new__(cls)
+    if len(args) == 1 and not kwargs and isinstance(args[0], Tensor):
+        return args[0].as_subclass(cls)
+    t = object.__new__(cls)
+    Tensor.__init__(t, *args, **kwargs)
+    return t
+
+
+def _make_subclass(cls: type, data: Tensor, require_grad: bool = False, **kwargs: Any) -> Any:
+    """``Tensor._make_subclass(cls, data, require_grad=False)``: a ``cls`` instance sharing
+    ``data``'s memory and version counter, without its history (a leaf)."""
+    if not isinstance(cls, type) or not issubclass(cls, Tensor):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
+                        "Tensor is not possible. Make sure your class inherits from Tensor.")
+    if not isinstance(data, Tensor):
+        raise TypeError(f"_make_subclass(): argument 'data' (position 2) must be Tensor, not "
+                        f"{type(data).__name__}")
+    t = object.__new__(cls)
+    t._data = data._data
+    if data._tborn:
+        t._tborn = data._tborn
+    if not data._inference:
+        t._version_counter = data._vc()
+    if require_grad:
+        if _dtype._FROM_NP[data._data.dtype]._category < _dtype._FLOAT:
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        t._requires_grad = True
+    return t
+
+
+Tensor.__new__ = staticmethod(_tensor_new)  # type: ignore[method-assign,assignment]
+Tensor._make_subclass = staticmethod(_make_subclass)  # type: ignore[attr-defined]
+
 # ---- shared memory (ndgrad/_shared_memory.py, Note [Shared memory]) and storages ----
 Tensor.share_memory_ = _shared_memory.share_memory_
 Tensor.is_shared = _shared_memory.is_shared

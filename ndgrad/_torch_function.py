@@ -599,7 +599,7 @@ def _reduce_ex(self: Tensor, protocol: Any) -> tuple:
 
 
 def _rebuild_subclass(cls: type, data: Any, requires_grad: bool, state: dict) -> Tensor:
-    t: Tensor = Tensor.__new__(cls)
+    t: Tensor = object.__new__(cls)
     t._data = data
     t._requires_grad = requires_grad
     t.__dict__.update(state)
@@ -611,7 +611,7 @@ def _deepcopy(self: Tensor, memo: dict) -> Tensor:
     if id(self) in memo:
         return memo[id(self)]
     plain = Tensor.__deepcopy__(self, memo)   # Tensor's checks; registers itself in memo
-    out = Tensor.__new__(type(self))
+    out = object.__new__(type(self))
     out.__dict__.update(plain.__dict__)
     memo[id(self)] = out
     for k, v in _user_state(self).items():

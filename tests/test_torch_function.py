@@ -462,3 +462,31 @@ def test_deepcopy_keeps_the_subclass():
     assert type(c) is Sub and c.requires_grad and c.meta == {"unit": "m"}
     assert c.meta is not s.meta and c.tolist() == [1.0, 2.0]
     assert c.data_ptr() != s.data_ptr()
+
+
+# ---------------------------------------------------------------------------- constructing
+def _construct_case(tt):
+    class S(tt.Tensor):
+        pass
+
+    class N(tt.Tensor):
+        def __init__(self, x, unit="m"):
+            self.unit = unit
+    x = tt.ones(2, requires_grad=True)
+    m = tt.Tensor._make_subclass(S, x)
+    m2 = tt.Tensor._make_subclass(S, tt.ones(2), True)
+    n = N(x)
+    r = [type(S([1.0, 2.0])).__name__, S([1.0, 2.0]).tolist(), tuple(S(2, 3).shape),
+         type(m).__name__, m.requires_grad, m.is_leaf, m.data_ptr() == x.data_ptr(),
+         m2.requires_grad, m2.is_leaf, type(n).__name__, n.unit, n.requires_grad,
+         type(n.grad_fn).__name__, type(n + 1).__name__]
+    for f in (lambda: tt.Tensor._make_subclass(S, tt.ones(2, dtype=tt.int64), True),
+              lambda: tt.Tensor._make_subclass(int, tt.ones(2))):
+        with pytest.raises((TypeError, RuntimeError)) as e:
+            f()
+        r.append((type(e.value).__name__, str(e.value)))
+    return r
+
+
+def test_constructing_subclasses_like_torch():
+    assert _construct_case(ndgrad) == _construct_case(torch)
