@@ -274,6 +274,7 @@ _name_operators()
 _python_functions(globals(), """atleast_1d atleast_2d atleast_3d block_diag broadcast_tensors
 cartesian_prod chain_matmul einsum meshgrid norm split tensordot unsafe_split_with_sizes lu
 lu_solve lu_unpack matrix_rank solve lstsq unravel_index""".split())
+_python_functions(vars(autograd), ["backward", "grad"], "ndgrad.autograd")
 
 __version__ = "0.1.0"
 del _dtype

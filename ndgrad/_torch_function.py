@@ -425,7 +425,8 @@ def init_subclass(cls: type, **kwargs: Any) -> None:
     if not _overrides(cls):
         return
     _build_dispatchers()
-    below = [k for k in cls.__mro__ if k is not Tensor and issubclass(k, Tensor)]
+    mro = cls.__mro__
+    below = mro[:mro.index(Tensor)]      # the subclass, its bases and mixins before Tensor
     for name, fn in _DISPATCHERS.items():
         if not any(name in k.__dict__ for k in below):
             setattr(cls, name, fn)

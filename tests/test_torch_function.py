@@ -490,3 +490,20 @@ def _construct_case(tt):
 
 def test_constructing_subclasses_like_torch():
     assert _construct_case(ndgrad) == _construct_case(torch)
+
+
+def _mode_autograd_case(tt):
+    log: list = []
+    Log = _logging_mode(tt, log)
+    x = tt.ones(3, requires_grad=True)
+    w = tt.ones(3, 3, requires_grad=True)
+    with Log():
+        y = (x @ w).tanh().sum()
+        g, = tt.autograd.grad(y, x, create_graph=True)
+        (g * g).sum().backward()
+    # (the types PyTorch lists for plain tensors vary with how its function is written)
+    return [name for _, name, _ in log], _kind(g), _kind(w.grad)
+
+
+def test_a_mode_sees_autograd_calls_not_their_insides():
+    assert _mode_autograd_case(ndgrad) == _mode_autograd_case(torch)
