@@ -961,11 +961,11 @@ def _tensor_new(cls: type, *args: Any, **kwargs: Any) -> Any:
     (``super().__new__(cls, data)``), as PyTorch's constructor does: an alias of a tensor
     argument (``as_subclass``), else the legacy constructor's tensor. Otherwise
     ``Tensor.__init__`` builds it."""
-    if cls is Tensor or cls.__init__ is Tensor.__init__:
+    if cls is Tensor or cls.__init__ is Tensor.__init__:  # type: ignore[misc]
         return object.__new__(cls)
     if len(args) == 1 and not kwargs and isinstance(args[0], Tensor):
         return args[0].as_subclass(cls)
-    t = object.__new__(cls)
+    t: Tensor = object.__new__(cls)
     Tensor.__init__(t, *args, **kwargs)
     return t
 
@@ -993,7 +993,7 @@ def _make_subclass(cls: type, data: Tensor, require_grad: bool = False, **kwargs
     return t
 
 
-Tensor.__new__ = staticmethod(_tensor_new)  # type: ignore[method-assign,assignment]
+Tensor.__new__ = staticmethod(_tensor_new)
 Tensor._make_subclass = staticmethod(_make_subclass)  # type: ignore[attr-defined]
 
 # ---- shared memory (ndgrad/_shared_memory.py, Note [Shared memory]) and storages ----
