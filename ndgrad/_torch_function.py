@@ -303,6 +303,7 @@ _SKIP = frozenset({
 _OPERATORS: set = set()          # names whose NotImplemented-everywhere becomes NotImplemented
 _RAW: dict = {}
 _DISPATCHERS: dict = {}
+DISPATCHED_NAMES = _DISPATCHERS.keys()      # (a live view)
 
 
 def _dispatcher(name: str, raw: Callable) -> Callable:
@@ -343,7 +344,7 @@ def _property(name: str, raw: property) -> property:
     return property(get, raw.fset, raw.fdel, raw.__doc__)
 
 
-_PROPERTIES = ("T", "mT", "H", "mH", "real", "imag", "data")
+PROPERTIES = ("T", "mT", "H", "mH", "real", "imag", "data")
 
 
 def other_operand(name: str, self: Tensor, other: Any) -> Any:
@@ -375,7 +376,8 @@ def _any_overrides(args: tuple, kwargs: dict) -> bool:
     return False
 
 
-def _build_dispatchers() -> None:
+def build_dispatchers() -> None:
+    """The dispatching operators, methods and properties (built once, on first need)."""
     if _DISPATCHERS:
         return
     import types as _types
@@ -394,7 +396,7 @@ def _build_dispatchers() -> None:
             continue
         _RAW[name] = raw
         _DISPATCHERS[name] = _dispatcher(name, raw)
-    for name in _PROPERTIES:
+    for name in PROPERTIES:
         raw = Tensor.__dict__[name]
         _RAW[name] = raw
         _DISPATCHERS[name] = _property(name, raw)
@@ -424,7 +426,7 @@ def init_subclass(cls: type, **kwargs: Any) -> None:
     super(Tensor, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
     if not _overrides(cls):
         return
-    _build_dispatchers()
+    build_dispatchers()
     mro = cls.__mro__
     below = mro[:mro.index(Tensor)]      # the subclass, its bases and mixins before Tensor
     for name, fn in _DISPATCHERS.items():
@@ -515,7 +517,7 @@ def _set_live(delta: int) -> None:
         on = _live[0] > 0
         for env in _ENVS:
             env["_M"] = on
-        _build_dispatchers()
+        build_dispatchers()
         table = _DISPATCHERS if on else _RAW
         for name, fn in table.items():
             setattr(Tensor, name, fn)

@@ -507,3 +507,18 @@ def _mode_autograd_case(tt):
 
 def test_a_mode_sees_autograd_calls_not_their_insides():
     assert _mode_autograd_case(ndgrad) == _mode_autograd_case(torch)
+
+
+def _listing_case(tt):
+    ov = _mods(tt)[1]
+    T, F = tt.Tensor, tt.nn.functional
+    found, ignored = ov.get_overridable_functions(), ov.get_ignored_functions()
+    return ([f in ignored for f in (tt.zeros, tt.is_tensor, tt.sin, tt.typename, tt.tensor,
+                                    tt.Tensor.add)],
+            [f in found[tt] for f in (tt.sin, tt.zeros, tt.einsum, tt.ones_like, tt.cat)],
+            [f in found[T] for f in (T.add, T.__add__, T.T.__get__, T.size, T.backward)],
+            F.linear in found[F], tt.linalg.norm in found[tt.linalg])
+
+
+def test_overridable_and_ignored_functions_like_torch():
+    assert _listing_case(ndgrad) == _listing_case(torch)
