@@ -259,9 +259,6 @@ def dispatch(func: Any, overloaded: list, args: tuple, kwargs: Optional[dict],
 
 
 # ---------------------------------------------------------------------------- the default
-_NOWRAP: set = set()
-
-
 def _convert(ret: Any, cls: type) -> Any:
     if isinstance(ret, Tensor):
         return ret if isinstance(ret, cls) else ret.as_subclass(cls)
@@ -285,7 +282,7 @@ def _default_torch_function(cls: type, func: Callable, types: Any, args: Any = (
             return NotImplemented
     with DisableTorchFunctionSubclass():
         ret = func(*args, **kwargs)
-        if cls is Tensor or func in _NOWRAP:
+        if cls is Tensor:
             return ret
         return _convert(ret, cls)
 

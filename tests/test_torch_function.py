@@ -106,6 +106,7 @@ def test_setitem_and_inplace_keep_the_object():
         s[0] = 5.0
         r = s.mul_(2)
         assert r is s and type(s) is Sub and s.sum().item() == 30.0
+        assert s in {s}                 # the installed __eq__ keeps it hashable
 
 
 # ---------------------------------------------------------------------------- what handlers see
