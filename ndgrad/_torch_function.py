@@ -417,19 +417,19 @@ _TENSOR_OPERATORS = frozenset(
 
 
 def init_subclass(cls: type, **kwargs: Any) -> None:
-    """``Tensor.__init_subclass__``: an overriding subclass gets the dispatching operators and
-    methods (those it does not define itself), and keeps its class through pickling and
-    deepcopy."""
+    """``Tensor.__init_subclass__``: a subclass keeps its class through pickling and deepcopy,
+    and an overriding one gets the dispatching operators and methods (those it, its bases and
+    mixins do not define)."""
     super(Tensor, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
+    mro = cls.__mro__
+    below = mro[:mro.index(Tensor)]      # the subclass, its bases and mixins before Tensor
+    for name, fn in (("__reduce_ex__", _reduce_ex), ("__deepcopy__", _deepcopy)):
+        if not any(name in k.__dict__ for k in below):
+            setattr(cls, name, fn)
     if not _overrides(cls):
         return
     build_dispatchers()
-    mro = cls.__mro__
-    below = mro[:mro.index(Tensor)]      # the subclass, its bases and mixins before Tensor
     for name, fn in _DISPATCHERS.items():
-        if not any(name in k.__dict__ for k in below):
-            setattr(cls, name, fn)
-    for name, fn in (("__reduce_ex__", _reduce_ex), ("__deepcopy__", _deepcopy)):
         if not any(name in k.__dict__ for k in below):
             setattr(cls, name, fn)
 

@@ -523,3 +523,14 @@ def _listing_case(tt):
 
 def test_overridable_and_ignored_functions_like_torch():
     assert _listing_case(ndgrad) == _listing_case(torch)
+
+
+def test_pickling_a_disabled_impl_subclass_keeps_it():
+    global Plain
+
+    class Plain(ndgrad.Tensor):
+        __torch_function__ = ndgrad._C._disabled_torch_function_impl
+    Plain.__qualname__ = "Plain"
+    p = ndgrad.tensor([1.0, 2.0]).as_subclass(Plain)
+    assert type(pickle.loads(pickle.dumps(p))) is Plain and type(copy.deepcopy(p)) is Plain
+    assert type(p * 2) is ndgrad.Tensor
