@@ -443,6 +443,12 @@ def python_functions(namespace: dict, names: Iterable[str], prefix: str = "ndgra
 
 def _python_function(raw: Callable, public: str) -> Callable:
     def fn(*args: Any, **kwargs: Any) -> Any:
+        if not _live[0] and not kwargs:
+            for v in args:                  # the usual case: tensors, numbers, strings
+                if type(v) not in PLAIN:
+                    break
+            else:
+                return raw(*args)
         if (_live[0] and mode_active()) or (_any_overrides(args, kwargs) and
                                             not _state.subclass_off):
             return dispatch(fn, overloaded(args, kwargs), args, kwargs or None)
