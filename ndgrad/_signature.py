@@ -463,7 +463,9 @@ def _caller_keywords() -> Any:
 
 
 # ---------------------------------------------------------------------------- code generation
-def _condition(param: Param, fast_only: bool = False) -> str:
+def _condition(param: Param, part: str = "all") -> str:
+    """The argument test: its inline tests (``part="fast"``), its fallback predicates
+    (``"slow"``, for a value the inline tests refused), or both."""
     v = param.name
     fast, slow = [], []
     for t in param.types:
@@ -472,9 +474,14 @@ def _condition(param: Param, fast_only: bool = False) -> str:
             f = f"({f.format(v=v)}) and {_LIST_ELEMS[t].format(v=v)}"
             s = f"{_LIST_ELEMS[t].format(v=v)}"
         fast.append(f.format(v=v))
-        if s != "False" and not fast_only:
+        if s != "False":
             slow.append(s.format(v=v))
-    cond = " or ".join(f"({c})" for c in fast + slow)
+    if "Tensor" in param.types:
+        # a Tensor subclass seen not to override (Parameter), after the other inline tests
+        fast.append(f"type({v}) in _PLAIN_TENSORS")
+    if part == "slow":
+        return " or ".join(f"({c})" for c in slow) or "False"
+    cond = " or ".join(f"({c})" for c in (fast if part == "fast" else fast + slow))
     if param.optional:
         cond = f"{v} is None or {cond}"
     return cond
@@ -495,9 +502,9 @@ def _checked(param: Param, fn_name: str, i: int, pos: int, indent: str) -> str:
     v = param.name
     wants = f"_tf_seq({v})" if "Tensor[]" in param.types else \
         f"type({v}) not in _PLAIN and _tf({v})"
-    return (f"{indent}if not ({_condition(param, True)}):\n"
+    return (f"{indent}if not ({_condition(param, 'fast')}):\n"
             f"{indent}    if {wants}: {_TF_CALL}\n"
-            f"{indent}    if not ({_condition(param)}): {fail}")
+            f"{indent}    if not ({_condition(param, 'slow')}): {fail}")
 
 
 def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False) -> Callable:
@@ -654,7 +661,7 @@ def _protocol_call(params: list, env: dict) -> str:
         else:
             positional.append(p.name)
     env.update(_tf=_torch_function.wants, _tf_seq=_torch_function.wants_seq,
-               _PLAIN=_torch_function.PLAIN,
+               _PLAIN=_torch_function.PLAIN, _PLAIN_TENSORS=_torch_function.PLAIN_TENSORS,
                _tf_mode=_torch_function.mode_active, _tf_call=_tf_call,
                _tf_spec=(tuple(positional), defaults, nvar), _is_plain_tensor_list=(
                    _is_plain_tensor_list))

@@ -139,6 +139,8 @@ _OVERRIDES: dict = {}
 # The types seen not to override (Parameter, numbers, NumPy scalars ...): one set lookup
 # settles them on the wrappers' slow path (lists and tuples are never in it).
 PLAIN: set = {Tensor, int, float, bool, complex, str, type(None)}
+# The Tensor subclasses among them (Parameter ...): the wrappers' inline test admits them.
+PLAIN_TENSORS: set = {Tensor}
 
 
 def _overrides(t: type) -> bool:
@@ -154,6 +156,8 @@ def _overrides(t: type) -> bool:
         _OVERRIDES[t] = r
         if not r and t is not list and t is not tuple:
             PLAIN.add(t)
+            if issubclass(t, Tensor):
+                PLAIN_TENSORS.add(t)
     return r
 
 
