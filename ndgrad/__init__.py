@@ -57,6 +57,7 @@ from ._tensor_methods import (  # noqa: F401,E402
     cosh_, asinh_, acosh_, atanh_, erf_, erfc_, floor_, ceil_, trunc_, frac_, round_, deg2rad_,
     rad2deg_, logit_, sinc_, nan_to_num_)
 from . import autograd as autograd  # noqa: E402
+from . import _C, overrides  # noqa: F401,E402  (the __torch_function__ protocol)
 autograd._load()   # the autograd API, now that the op table exists (Note [Layers])
 from .legacy_tensor_types import Variable as _Variable  # noqa: E402
 autograd.Variable = _Variable  # type: ignore[attr-defined]  # old code's autograd.Variable
@@ -264,6 +265,16 @@ from .ops import _autocast  # noqa: E402
 for _name in _autocast.FP32_TOP:  # float32 under CPU autocast (Note [Autocast])
     globals()[_name] = _autocast.fp32_op(globals()[_name])
 del _name
+
+# Functions written in Python without a checking wrapper take part in the __torch_function__
+# protocol too (Note [Torch function protocol]).
+from ._torch_function import name_operators as _name_operators  # noqa: E402
+from ._torch_function import python_functions as _python_functions  # noqa: E402
+_name_operators()
+_python_functions(globals(), """atleast_1d atleast_2d atleast_3d block_diag broadcast_tensors
+cartesian_prod chain_matmul einsum meshgrid norm split tensordot unsafe_split_with_sizes lu
+lu_solve lu_unpack matrix_rank solve lstsq unravel_index""".split())
+_python_functions(vars(autograd), ["backward", "grad"], "ndgrad.autograd")
 
 __version__ = "0.1.0"
 del _dtype

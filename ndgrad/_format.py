@@ -189,7 +189,9 @@ def format_sparse(t: Any, indices: np.ndarray, values: np.ndarray, layout: Any) 
 def format_tensor(t: Any) -> str:
     arr = t._data
     d = _dtype._FROM_NP[arr.dtype]
-    prefix = "tensor("
+    # A user's subclass prints its class name (ndgrad's own, as Parameter, print as tensors).
+    cls = type(t)
+    prefix = "tensor(" if cls.__module__.startswith("ndgrad") else f"{cls.__name__}("
     indent = len(prefix)
     default_float = _dtype.get_default_dtype()
     suffixes = []

@@ -35,6 +35,11 @@ argument may be omitted but not passed as None, as ``max(x, None)`` is refused):
 ``Any``        not checked (devices, memory formats, generators: checked by the callee)
 =============  ==================================================================
 
+A Tensor (or tensor-list) argument that fails its inline test (a subclass, a tensor-like
+object) is looked at for ``__torch_function__`` before its full check, and a live
+``TorchFunctionMode`` is one flag test at the top (Note [Torch function protocol] in
+``_torch_function.py``): plain tensors pay nothing for the protocol.
+
 Cost, measured on this project's 2-core machine (checked against the unchecked implementation
 in one process): about 20-70 ns for a call with tensor and int arguments (``sin(x)``, ``sum(x,
 0, True)``), about 0.2 us with Scalar keywords (``add(x, 2.0, alpha=2)``) and 0.4-0.7 us for
@@ -65,7 +70,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _dtype, _layout, types
+from . import _dtype, _layout, _torch_function, types
 from ._out import call_with_out
 from .tensor import Tensor
 
@@ -156,6 +161,11 @@ def _is_tensor_list(v: Any) -> bool:
     return isinstance(v, (tuple, list)) and all([isinstance(x, Tensor) for x in v])
 
 
+def _is_plain_tensor_list(v: Any) -> bool:
+    """A tensor list without subclasses (the fast test; Note [Torch function protocol])."""
+    return isinstance(v, (tuple, list)) and all([type(x) is Tensor for x in v])
+
+
 def _is_size_varargs(v: tuple) -> bool:
     for x in v:                  # the usual case: Python ints in range, no call per element
         if type(x) is not int or not -9223372036854775808 <= x < 9223372036854775808:
@@ -183,7 +193,7 @@ _TYPES = {
     "str": ("type({v}) is str", "False", "str"),
     "ScalarType": ("type({v}) is _DType", "False", "dtype"),
     "Layout": ("type({v}) is _Layout", "False", "layout"),
-    "Tensor[]": ("_is_tensor_list({v})", "False", "tuple of Tensors"),
+    "Tensor[]": ("_is_plain_tensor_list({v})", "_is_tensor_list({v})", "tuple of Tensors"),
     "Any": ("True", "True", "object"),
 }
 # Ranges of Python ints, checked after every argument's type (a wrong type anywhere is reported
@@ -412,8 +422,50 @@ def _call_keywords(code: Any, lasti: int) -> Any:
     return _KW_CACHE[key]
 
 
+# ---------------------------------------------------------------------------- the protocol
+def _tf_call(func: Any, spec: tuple, args: tuple, kwargs: dict) -> Any:
+    """A checking wrapper's call handed to the protocol: ``spec`` is ``(names of the
+    positional parameters, {name: default})``; parameters left at their default are dropped
+    (trailing positional ones, keyword-only ones), and positional ones the caller passed by
+    keyword (read from its call instruction when possible) are passed as keywords, as the
+    call was written."""
+    names, defaults, nvar = spec
+    keywords = _caller_keywords()
+    fixed = len(names)
+    pos = list(args[:fixed])
+    kw = {k: v for k, v in kwargs.items() if not _is_default(v, defaults.get(k, None))}
+    if keywords:
+        for i, n in enumerate(names):
+            if n in keywords:
+                kw[n] = pos[i]
+        first = next((i for i, n in enumerate(names) if n in keywords), fixed)
+        pos = pos[:first]
+    if nvar is None:
+        while pos and len(pos) > 1 and names[len(pos) - 1] in defaults and \
+                _is_default(pos[-1], defaults[names[len(pos) - 1]]):
+            pos.pop()
+    full = tuple(pos) + tuple(args[fixed:])
+    return _torch_function.dispatch(func, _torch_function.overloaded(full, kw), full,
+                                   kw or None)
+
+
+def _is_default(v: Any, default: Any) -> bool:
+    return v is default or v is _MISSING or (v is None and default is _MISSING)
+
+
+def _caller_keywords() -> Any:
+    try:
+        frame = sys._getframe(3)          # _tf_call <- wrapper <- caller
+        names = _call_keywords(frame.f_code, frame.f_lasti)
+    except Exception:  # noqa: BLE001 - best effort: only how args are split depends on it
+        return None
+    return names if isinstance(names, tuple) else None
+
+
 # ---------------------------------------------------------------------------- code generation
-def _condition(param: Param) -> str:
+def _condition(param: Param, part: str = "all") -> str:
+    """The argument test: its inline tests (``part="fast"``), its fallback predicates
+    (``"slow"``, for a value the inline tests refused), or both."""
     v = param.name
     fast, slow = [], []
     for t in param.types:
@@ -424,10 +476,35 @@ def _condition(param: Param) -> str:
         fast.append(f.format(v=v))
         if s != "False":
             slow.append(s.format(v=v))
-    cond = " or ".join(f"({c})" for c in fast + slow)
+    if "Tensor" in param.types:
+        # a Tensor subclass seen not to override (Parameter), after the other inline tests
+        fast.append(f"type({v}) in _PLAIN_TENSORS")
+    if part == "slow":
+        return " or ".join(f"({c})" for c in slow) or "False"
+    cond = " or ".join(f"({c})" for c in (fast if part == "fast" else fast + slow))
     if param.optional:
         cond = f"{v} is None or {cond}"
     return cond
+
+
+# Note [Torch function protocol] (in _torch_function.py): a Tensor or tensor-list argument that
+# fails the inline test (a subclass, a tensor-like object) is looked at for an override before
+# its full type check; ``_TF_CALL`` stands for the hand-over, filled in once all parameters are
+# known.
+_TF_CALL = "@TF_CALL@"
+
+
+def _checked(param: Param, fn_name: str, i: int, pos: int, indent: str) -> str:
+    """The type check of one argument, with the protocol's look on Tensor arguments."""
+    fail = f"_fail({fn_name!r}, _params[{i}], {pos}, {param.name})"
+    if "Tensor" not in param.types and "Tensor[]" not in param.types:
+        return f"{indent}if not ({_condition(param)}): {fail}"
+    v = param.name
+    wants = f"_tf_seq({v})" if "Tensor[]" in param.types else \
+        f"type({v}) not in _PLAIN and _tf({v})"
+    return (f"{indent}if not ({_condition(param, 'fast')}):\n"
+            f"{indent}    if {wants}: {_TF_CALL}\n"
+            f"{indent}    if not ({_condition(param, 'slow')}): {fail}")
 
 
 def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False) -> Callable:
@@ -495,9 +572,8 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
         if omitted_none:
             # ``max(x)`` is fine, ``max(x, None)`` is not: omitted is told apart from None.
             default = "=_MISSING"
-            body.append(f"    if {p.name} is _MISSING:\n        {p.name} = None\n    el"
-                        f"if not ({_condition(p)}): "
-                        f"_fail({fn_name!r}, _params[{i}], {pos}, {p.name})")
+            body.append(f"    if {p.name} is _MISSING:\n        {p.name} = None\n    else:\n"
+                        + _checked(p, fn_name, i, pos, "        "))
         elif p.default is not None:
             env[f"_d_{p.name}"] = _eval_default(p.default)
             default = "=_MISSING" if alias is not None else f"=_d_{p.name}"
@@ -514,8 +590,7 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
                           f"_check_layout({fn_name!r}, layout)")
             other_layout = True
         if p.types != ("Any",) and not omitted_none:
-            body.append(f"    if not ({_condition(p)}): "
-                        f"_fail({fn_name!r}, _params[{i}], {pos}, {p.name})")
+            body.append(_checked(p, fn_name, i, pos, "    "))
         if ("int" in p.types or "int[1]" in p.types) and not omitted_none:
             keep = " and type({v}) is not _Tensor" if "Tensor" in p.types else ""
             ranges.append(f"    if type({p.name}) is not int{keep.format(v=p.name)} and "
@@ -544,11 +619,17 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
         tail = (f"\n    try:\n        return _impl({', '.join(call)})\n"
                 f"    except _INTERNAL as e:\n        _translate(e)\n")
     env.update(_Layout=_layout.layout, _no_pinned_memory=_layout.no_pinned_memory)
-    src = f"def {fn_name}({', '.join(sig)}):\n" + "\n".join(body + ranges) + tail
+    tf_call = _protocol_call(params, env)
+    body.insert(len(pre) if aliases else 0, f"    if _M and _tf_mode(): {tf_call}")
+    src = (f"def {fn_name}({', '.join(sig)}):\n" + "\n".join(body + ranges) + tail).replace(
+        _TF_CALL, tf_call)
     # The pseudo file name lies inside the package, so frame walks that skip ndgrad's own
     # frames (the in-place site of a version error, the profiler's call site) skip it too.
     exec(compile(src, os.path.join(_HERE, f"<signature {name}>"), "exec"), env)
     fn = env[fn_name]
+    env["_me"] = fn
+    fn._tf_name = f"ndgrad.Tensor.{fn_name}" if method else f"ndgrad.{name}"
+    _torch_function.register_env(env)
     fn.__doc__ = getattr(impl, "__doc__", None)
     # What introspection shows is the declared signature, not the implementation's, with the
     # types of Note [Typed API] (in ndgrad/types.py).
@@ -560,6 +641,33 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
     fn.__signature_schema__ = schema
     _check_compatible(name, params, impl)
     return fn
+
+
+def _protocol_call(params: list, env: dict) -> str:
+    """The statement handing a wrapper's call to the protocol (Note [Torch function protocol]):
+    its arguments as positional ones and keyword-only ones, with what ``_torch_function.call``
+    needs to drop the ones left at their defaults."""
+    positional, keywords, defaults = [], [], {}
+    nvar = None
+    for p in params:
+        if p.varargs:
+            nvar = p.name
+            continue
+        if p.default is not None:
+            d = f"_d_{p.name}"
+            defaults[p.name] = env[d] if d in env else _MISSING
+        if p.kw_only:
+            keywords.append(p.name)
+        else:
+            positional.append(p.name)
+    env.update(_tf=_torch_function.wants, _tf_seq=_torch_function.wants_seq,
+               _PLAIN=_torch_function.PLAIN, _PLAIN_TENSORS=_torch_function.PLAIN_TENSORS,
+               _tf_mode=_torch_function.mode_active, _tf_call=_tf_call,
+               _tf_spec=(tuple(positional), defaults, nvar), _is_plain_tensor_list=(
+                   _is_plain_tensor_list))
+    args = "".join(f"{n}, " for n in positional) + (f"*{nvar}, " if nvar else "")
+    kws = ", ".join(f"{n!r}: {n}" for n in keywords)
+    return f"return _tf_call(_me, _tf_spec, ({args}), {{{kws}}})"
 
 
 # Note [NumPy keyword aliases]: like torch's argument parser, ``axis=`` is accepted for a

@@ -32,12 +32,15 @@ import numpy as np
 
 from . import _dtype, _format, _layout
 from .tensor import Size, Tensor, _wrap
+from ._torch_function import _disabled_torch_function_impl
 
 __all__ = ["SparseTensor", "sparse_coo_tensor", "make_sparse"]
 
 
 class SparseTensor(Tensor):
     """A sparse COO tensor (Note [Sparse COO tensors])."""
+
+    __torch_function__ = _disabled_torch_function_impl   # ops return plain tensors
 
     _sp_indices: np.ndarray
     _sp_values: np.ndarray

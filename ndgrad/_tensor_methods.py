@@ -15,6 +15,7 @@ import sys
 import numpy as np
 
 from . import _creation, _dtype, _layout, _numpy_protocol, _shared_memory, _signature, ops, storage
+from ._torch_function import other_operand as _other_operand
 from . import legacy_tensor_types as _legacy
 from .autograd import api as _autograd_api
 from .ops import _autocast
@@ -56,7 +57,9 @@ def _fast_binary(tt: Any, ts: Any, name: str, true_div: bool = False):
             if ad.dtype in _FAST_FLOATS:
                 return _apply(ts, (self,), (ad,), (other.item(),))
         if t is not Tensor and not _operand(other):
-            return NotImplemented       # Note [Operators refuse what PyTorch's refuse]
+            # Note [Operators refuse what PyTorch's refuse]; a tensor-like defining
+            # __torch_function__ is handed the call (Note [Torch function protocol])
+            return _other_operand(method.__name__, self, other)
         return _pw._binary(self, other, tt, ts, name, true_div)
     method.__name__ = f"__{name}__"
     return method
@@ -83,7 +86,7 @@ def _operator(fn: Any, name: str):
     """The operator method ``name`` calling ``fn(self, other)`` for the operands it takes."""
     def method(self: Tensor, other: Any) -> Tensor:
         if type(other) is not Tensor and not _operand(other):
-            return NotImplemented
+            return _other_operand(name, self, other)
         return fn(self, other)
     method.__name__ = name
     return method
@@ -98,7 +101,7 @@ def _operand_or_deferring(other: Any) -> bool:
 def _eq_method(self: Tensor, other: Any) -> Tensor:
     # ``==`` is the one operator PyTorch runs itself on an ndarray (Note [NumPy protocol])
     if not _operand_or_deferring(other):
-        return NotImplemented
+        return _other_operand("__eq__", self, other)
     return ops.eq(self, other)
 
 
@@ -107,7 +110,7 @@ def _rsub_method(self: Tensor, other: Any) -> Tensor:
     if (t is float or t is int) and self._data.dtype in _FAST_FLOATS:
         return _apply(_pw.RSUB_S, (self,), (self._data,), (other, 1))
     if not _operand(other):
-        return NotImplemented
+        return _other_operand("__rsub__", self, other)
     return ops.rsub(self, other)
 
 
@@ -126,7 +129,7 @@ def _rtruediv(self: Tensor, other: Any) -> Tensor:
 
 def _rtruediv_method(self: Tensor, other: Any) -> Tensor:
     if not _operand_or_deferring(other):
-        return NotImplemented
+        return _other_operand("__rtruediv__", self, other)
     return _rtruediv(self, other)
 
 
@@ -165,7 +168,8 @@ def _matmul_op(self: Tensor, other: Any) -> Tensor:
                 and 1 <= b.ndim <= 2 and a.shape[1] == b.shape[0]):
             return _apply(_MM if b.ndim == 2 else _MV, (self, other), (a, b))
     if not isinstance(other, Tensor):
-        return NotImplemented       # an ndarray: NumPy's matmul (Note [NumPy protocol])
+        # an ndarray: NumPy's matmul (Note [NumPy protocol])
+        return _other_operand("__matmul__", self, other)
     return ops.matmul(self, other)
 
 
@@ -949,6 +953,48 @@ from .ops import storage_set as _storage_set  # noqa: E402
 
 Tensor.as_subclass = _storage_set.as_subclass
 Tensor.set_ = _storage_set.set_
+
+
+# ---- constructing subclasses (Note [Torch function protocol] in _torch_function.py) ----
+def _tensor_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    """``Tensor.__new__``: a subclass whose ``__init__`` takes its own arguments is built here
+    (``super().__new__(cls, data)``), as PyTorch's constructor does: an alias of a tensor
+    argument (``as_subclass``), else the legacy constructor's tensor. Otherwise
+    ``Tensor.__init__`` builds it."""
+    if cls is Tensor or cls.__init__ is Tensor.__init__:  # type: ignore[misc]
+        return object.__new__(cls)
+    if len(args) == 1 and not kwargs and isinstance(args[0], Tensor):
+        return args[0].as_subclass(cls)
+    t: Tensor = object.__new__(cls)
+    Tensor.__init__(t, *args, **kwargs)
+    return t
+
+
+def _make_subclass(cls: type, data: Tensor, require_grad: bool = False, **kwargs: Any) -> Any:
+    """``Tensor._make_subclass(cls, data, require_grad=False)``: a ``cls`` instance sharing
+    ``data``'s memory and version counter, without its history (a leaf)."""
+    if not isinstance(cls, type) or not issubclass(cls, Tensor):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
+                        "Tensor is not possible. Make sure your class inherits from Tensor.")
+    if not isinstance(data, Tensor):
+        raise TypeError(f"_make_subclass(): argument 'data' (position 2) must be Tensor, not "
+                        f"{type(data).__name__}")
+    t = object.__new__(cls)
+    t._data = data._data
+    if data._tborn:
+        t._tborn = data._tborn
+    if not data._inference:
+        t._version_counter = data._vc()
+    if require_grad:
+        if _dtype._FROM_NP[data._data.dtype]._category < _dtype._FLOAT:
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        t._requires_grad = True
+    return t
+
+
+Tensor.__new__ = staticmethod(_tensor_new)
+Tensor._make_subclass = staticmethod(_make_subclass)  # type: ignore[attr-defined]
 
 # ---- shared memory (ndgrad/_shared_memory.py, Note [Shared memory]) and storages ----
 Tensor.share_memory_ = _shared_memory.share_memory_

@@ -45,6 +45,7 @@ LAYERS = {
     "ndgrad._generator": BOTTOM,
     "ndgrad._sparse": BOTTOM,
     "ndgrad._signature": BOTTOM,
+    "ndgrad._torch_function": BOTTOM,
     "ndgrad._out": BOTTOM,
     "ndgrad._dlpack": BOTTOM,
     "ndgrad.types": BOTTOM,
@@ -79,6 +80,8 @@ LAYERS = {
     "ndgrad": API,
     "ndgrad.__main__": API,
     "ndgrad._tensor_methods": API,
+    "ndgrad.overrides": API,               # the __torch_function__ protocol's public names
+    "ndgrad._C": API,
     "ndgrad.legacy_tensor_types": API,
     "ndgrad._compat": API,                  # torch's other spellings (compat, session 22)
     "ndgrad._compat_methods": API,

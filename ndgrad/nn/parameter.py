@@ -20,6 +20,7 @@ from typing import Any, Optional, SupportsIndex
 
 from .. import _creation
 from .. import _dtype
+from .._C import _disabled_torch_function_impl
 from ..tensor import Tensor
 
 __all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"]
@@ -45,6 +46,8 @@ class Parameter(Tensor):
     ``Parameter(data=None, requires_grad=True)``: shares ``data``'s memory (an empty tensor
     when ``data`` is None).
     """
+
+    __torch_function__ = _disabled_torch_function_impl   # ops return plain tensors
 
     def __new__(cls, data: Optional[Tensor] = None, requires_grad: bool = True) -> "Parameter":
         if data is None:
@@ -106,6 +109,8 @@ class Buffer(Tensor, metaclass=_BufferMeta):
     ('Tensor', True, False)
     """
 
+    __torch_function__ = _disabled_torch_function_impl   # ops return plain tensors
+
     persistent: bool
 
     # A plain Tensor flagged as a buffer, as torch's (``isinstance`` is the metaclass's test).
@@ -122,6 +127,8 @@ class Buffer(Tensor, metaclass=_BufferMeta):
 class UninitializedTensorMixin:
     """Methods shared by ``UninitializedParameter`` and ``UninitializedBuffer``: every use of
     the data raises until ``materialize`` gives it a shape."""
+
+    __torch_function__ = _disabled_torch_function_impl   # ops return plain tensors
 
     cls_to_become: Any = None
     _data: Any           # the Tensor's (this is a mixin of Tensor subclasses)

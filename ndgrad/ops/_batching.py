@@ -34,6 +34,7 @@ from ..autograd import batching as _bt
 from ..autograd.batching import ACTIVE, VMAP
 from ..autograd.saved import TensorList
 from ..tensor import Size, Tensor, _new, _wrap
+from .._torch_function import _disabled_torch_function_impl
 from . import _dispatch, views_inplace
 from ._dispatch import Op, apply
 from ._jvp import bilinear as _jvp_bilinear
@@ -192,6 +193,8 @@ def VmapError(msg: str) -> RuntimeError:
 class BatchedTensor(Tensor):
     """A tensor batched at a ``vmap`` level: ``_data`` holds the entries along dim 0, Python
     code sees one entry's (logical) shape. Outside its level it is an ordinary tensor."""
+
+    __torch_function__ = _disabled_torch_function_impl   # ops return plain tensors
 
     @property
     def shape(self) -> Size:
