@@ -6,6 +6,7 @@ mode/backend names; script/trace/save/load/freeze/fork (Note [Scripting runs Pyt
 import copy
 import io
 import pickle
+import warnings
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -386,17 +387,71 @@ def test_changed_module_attributes_trace_again():
                                (0.5 * before + 0.5 * batch_mean).detach().numpy(), rtol=1e-5)
 
 
-def test_tensors_stored_by_a_forward_do_not_trace_again():
-    m = _Scaled()
+def test_attributes_assigned_by_forward_stay_eager_semantics():
+    # Note [Guarded module attributes]: a forward that assigns its module's attributes (a call
+    # counter, a tensor kept for later) cannot be replayed by generated code: each such call
+    # returns its traced (eager) run, and after a few the kind of input runs eagerly
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls = self.calls + 1
+            return self.lin(x) * self.calls
+
+    ndgrad.manual_seed(0)
+    m = Counter()
+    ref = copy.deepcopy(m)
     cm = ndgrad.compile(m)
     x = ndgrad.randn(2, 3)
-    for _ in range(12):                # more calls than the cache's 8 specializations
+    with pytest.warns(UserWarning, match="running eagerly"):
+        for _ in range(5):
+            np.testing.assert_array_equal(cm(x).detach().numpy(), ref(x).detach().numpy())
+    assert m.calls == ref.calls == 5
+    s = _Scaled()
+    cs = ndgrad.compile(s)
+    with pytest.warns(UserWarning, match="running eagerly"):
+        for i in range(4):
+            y = cs(ndgrad.full((2, 3), float(i)))
+            assert s.kept is not None and ndgrad.equal(s.kept, y.detach())
+
+
+def test_numpy_scalar_and_tensor_attributes_are_guarded():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+            self.npscale = np.float32(2.0)
+            self.t = ndgrad.tensor(2.0)
+
+        def forward(self, x):
+            return self.lin(x) * self.npscale * self.t
+
+    m = M()
+    cm = ndgrad.compile(m)
+    x = ndgrad.randn(4, 3)
+    for _ in range(2):
         cm(x)
-    f = cm._compiled_call if hasattr(cm, "_compiled_call") else None
-    version = m.__dict__.get("_attr_version")
-    cm(x)
-    assert m.__dict__.get("_attr_version") == version
-    assert f is None or f is getattr(cm, "_compiled_call", None)
+    for change in (lambda: setattr(m, "npscale", np.float32(3.0)),
+                   lambda: setattr(m, "t", ndgrad.tensor(-1.0))):
+        change()
+        np.testing.assert_array_equal(cm(x).detach().numpy(), m(x).detach().numpy())
+
+
+def test_lazy_module_compiles_after_its_first_call():
+    ndgrad.manual_seed(5)
+    m = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.Linear(4, 2))
+    cm = ndgrad.compile(m)
+    x = ndgrad.randn(3, 6)
+    first = cm(x)                      # initializes the lazy layer: the eager result
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback warning: later calls are compiled
+        for _ in range(3):
+            np.testing.assert_array_equal(cm(x).detach().numpy(), m(x).detach().numpy())
+    np.testing.assert_array_equal(first.detach().numpy(), m(x).detach().numpy())
+    assert len(cm.__dict__["_guarded"]._compiled.specializations()) == 1
 
 
 def test_scripting_a_compiled_module_follows_the_scripts_mode():

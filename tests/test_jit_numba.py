@@ -2,8 +2,11 @@
 stated ulp bound of NumPy (exact ops bitwise), compiled functions agree with the NumPy backend,
 float16 and large arrays stay on NumPy, and the default backend never imports numba."""
 
+import os
+import pathlib
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -185,3 +188,36 @@ def test_libm_ops_on_larger_arrays_stay_numpy():
         assert ("_np_tanh(" not in gn.code) is tanh_in_vm, gn.code
         assert gn.code.count("_vm(") == (1 if tanh_in_vm else 2), gn.code
         np.testing.assert_allclose(gn(x.numpy())[0], gp(x.numpy())[0], rtol=1e-15)
+
+
+def test_a_numba_that_fails_to_import_falls_back_to_numpy(tmp_path):
+    # installed but broken (a numba/NumPy version mismatch): the first VM call warns once and
+    # runs the clusters with NumPy's interpreter of the same programs
+    fake = tmp_path / "numba"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('Numba needs NumPy 2.2 or less')\n")
+    root = pathlib.Path(__file__).resolve().parent.parent
+    script = textwrap.dedent("""
+        import warnings
+        import numpy as np
+        import ndgrad
+        def f(x):
+            y = x
+            for _ in range(6):
+                y = (y * 1.1 + 0.3).tanh() * (y - 0.2).sin() + y.exp() * 0.01
+            return y
+        c = ndgrad.compile(f, backend="numba")
+        x = ndgrad.randn(8, 8)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            outs = [c(x) for _ in range(3)]
+        assert sum("failed to import" in str(m.message) for m in w) == 1, [str(m) for m in w]
+        for o in outs:
+            np.testing.assert_allclose(o.numpy(), f(x).numpy(), rtol=1e-6)
+        vm = ndgrad.jit.numba_backend.get_vm()
+        print(vm.__name__)
+    """)
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{root}")
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "numpy_vm", r.stderr[-800:]

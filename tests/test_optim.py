@@ -482,18 +482,19 @@ def test_lbfgs_state_saves_and_resumes_like_torch():
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("name,kw", [("Adam", {}), ("AdamW", {}), ("AdamW", {"amsgrad": True}),
                                      ("Adam", {"betas": (0.3, 0.9)}),
-                                     ("AdamW", {"maximize": True, "weight_decay": 0.1})])
+                                     ("AdamW", {"maximize": True, "weight_decay": 0.1}),
+                                     ("Adam", {"weight_decay": 0.1})])
 def test_adam_on_low_precision_parameters_rounds_per_torch_op(dtype, name, kw):
     # Note [Low-precision Adam]: each of torch's tensor ops in float32, rounded once: the
     # parameters and moments are bit-identical after a few steps
     g = torch.Generator().manual_seed(0)
-    p0 = torch.randn(37, generator=g).to(getattr(torch, dtype))
+    p0 = torch.randn(4000, generator=g).to(getattr(torch, dtype))
     tp = p0.clone().requires_grad_()
     nparam = ndgrad.tensor(p0.float().numpy()).to(getattr(ndgrad, dtype)).requires_grad_()
     topt = getattr(torch.optim, name)([tp], lr=0.01, **kw)
     nopt = getattr(ndgrad.optim, name)([nparam], lr=0.01, **kw)
     for _ in range(4):
-        gr = torch.randn(37, generator=g).to(tp.dtype)
+        gr = torch.randn(4000, generator=g).to(tp.dtype)
         tp.grad = gr.clone()
         nparam.grad = ndgrad.tensor(gr.float().numpy()).to(nparam.dtype)
         topt.step()

@@ -185,6 +185,17 @@ class _gc_paused:
 
 
 # ---------------------------------------------------------------------------- one specialization
+class ModuleStateChanged(TraceError):
+    """A traced call assigned attributes of modules it called (Note [Guarded module
+    attributes]): its traced run's ``outputs`` are the call's result."""
+
+    def __init__(self, modules: list, outputs: Any) -> None:
+        names = ", ".join(sorted({type(m).__name__ for m in modules}))
+        super().__init__(f"the traced call assigned attributes of {names}: generated code "
+                         "would not repeat that")
+        self.outputs = outputs
+
+
 class _Specialization:
     """One traced version of a function, differentiated and compiled in the call that traced it
     (Note [The tracing call's result])."""
@@ -201,9 +212,12 @@ class _Specialization:
             with nn_module.recording_module_calls() as seen:
                 res, self.first_outputs = _trace(fn, args, kwargs, check)
         # Note [Guarded module attributes] in nn/modules/module.py: _attr_version
+        called = dict(reversed(seen))            # module -> its version when first called
+        changed = [m for m, v in called.items() if m.__dict__.get("_attr_version", 0) != v]
+        if changed:
+            raise ModuleStateChanged(changed, self.first_outputs)
         self.module_flags = tuple((m, m.training, tuple(m._modules.values()),
-                                   m.__dict__.get("_attr_version", 0))
-                                  for m in dict.fromkeys(seen))
+                                   m.__dict__.get("_attr_version", 0)) for m in called)
         # building runs f on example values: its draws are put back (Note [Random nodes])
         gen_states = _random_nodes.snapshot(res.graph)
         self.graph = res.graph
@@ -589,6 +603,9 @@ def trace(fn: Callable, example_inputs: Any, check_trace: bool = True) -> Traced
 
 # ---------------------------------------------------------------------------- compile
 _EAGER = object()
+# traced calls of one kind of input that assign module attributes before it runs eagerly (the
+# first may be a lazy module's initialization: Note [Guarded module attributes])
+_STATE_CHANGES_BEFORE_EAGER = 3
 # torch.compile's modes and backend names, accepted for the programs that pass them
 _TORCH_MODES = (None, "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs",
                 "max-autotune")
@@ -611,6 +628,7 @@ class CompiledFunction:
         self._warned = False
         self._fast: Optional[tuple] = None     # Note [The last specialization's fast check]
         self._other_modes: dict = {}           # key -> specializations of other flag tuples
+        self._state_changes: dict = {}         # key -> traced calls that assigned attributes
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -670,6 +688,14 @@ class CompiledFunction:
             try:
                 with _gc_paused():
                     spec = _Specialization(self._fn, args, kwargs, self._backend)
+            except ModuleStateChanged as e:
+                # the traced run was the eager call, side effects included: it is the result
+                n = self._state_changes[key] = self._state_changes.get(key, 0) + 1
+                if n >= _STATE_CHANGES_BEFORE_EAGER:
+                    warnings.warn(f"ndgrad.compile: running eagerly for {_describe(key)}: {e} "
+                                  "(Note [Guarded module attributes])", stacklevel=4)
+                    self._cache[key] = _EAGER
+                return None, e.outputs
             except TraceError as e:
                 _random_nodes.restore(before)   # the eager run draws what the trace drew
                 if self._fullgraph:

@@ -46,6 +46,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import threading
+import warnings
 from typing import Any, Optional
 
 import numpy as np
@@ -84,13 +85,62 @@ def available() -> bool:
 
 
 def get_vm() -> Any:
-    """The VM, compiled on first use (numba is imported only here)."""
+    """The VM, compiled on first use (numba is imported only here); NumPy's interpreter of the
+    same programs, with a warning, when numba is installed but fails to import."""
     global _vm
     if _vm is None:
         with _lock:
             if _vm is None:
-                _vm = _build()
+                try:
+                    _vm = _build()
+                except ImportError as e:
+                    warnings.warn(f"ndgrad.compile(backend='numba'): numba is installed but "
+                                  f"failed to import ({e}); fused clusters run as NumPy calls",
+                                  RuntimeWarning, stacklevel=3)
+                    _vm = numpy_vm
     return _vm
+
+
+def numpy_vm(prog: np.ndarray, imm: np.ndarray, R: np.ndarray) -> int:
+    """The VM's programs run by NumPy, one ufunc call per instruction: the fallback when numba
+    cannot be imported (the same operations in the same order; transcendental functions may
+    differ from numba's in the last bit).
+
+    Example:
+        >>> R = np.array([[1.0, 2.0], [0.0, 0.0]])
+        >>> imm = np.array([1.0, 0.0, 3.0])
+        >>> numpy_vm(np.array([[OPCODES["muli"], 1, 0, 2]]), imm, R), R[1].tolist()
+        (0, [3.0, 6.0])
+    """
+    one, zero = imm[0], imm[1]
+    names = _OPNAMES
+    for op, d, a, b in prog.tolist():
+        name, x, out = names[op], R[a], R[d]
+        if name in _BINARY:
+            _BINARY[name](x, R[b], out=out)
+        elif name in _WITH_IMM:
+            _WITH_IMM[name](x, imm[b], out=out)
+        elif name == "rsubi":
+            np.subtract(imm[b], x, out=out)
+        elif name == "relu":
+            np.copyto(out, np.where((x > zero) | (x != x), x, zero))
+        elif name == "tanhb":
+            y = R[b]
+            np.multiply(x, one - y * y, out=out)
+        elif name == "recip":
+            np.divide(one, x, out=out)
+        elif name == "square":
+            np.multiply(x, x, out=out)
+        else:
+            _UNARY[name](x, out=out)
+    return 0
+
+
+_OPNAMES = {i: name for name, i in OPCODES.items()}
+_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+_WITH_IMM = {"addi": np.add, "subi": np.subtract, "muli": np.multiply, "divi": np.divide}
+_UNARY = {"neg": np.negative, "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "exp": np.exp,
+          "log": np.log, "sqrt": np.sqrt, "abs": np.absolute}
 
 
 # Note [numba is imported by the first VM call]

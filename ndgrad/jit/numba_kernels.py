@@ -37,7 +37,10 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _build() -> Any:
-    import numba   # the optional tier: imported only here
+    try:
+        import numba   # the optional tier: imported only here
+    except ImportError:        # installed but broken (numba_backend.vm_unavailable warned)
+        return None
 
     @numba.njit(cache=True, nogil=True, fastmath=False, boundscheck=False)
     def relu_bwd(g, r):  # pragma: no cover - compiled by numba
@@ -67,7 +70,13 @@ def relu_backward_into(g: np.ndarray, r: np.ndarray) -> bool:
     if k is None:
         with _lock:
             if _kernel is None:
-                _kernel = _build()
+                _kernel = _build() or _NO_KERNEL
             k = _kernel
+    if k is _NO_KERNEL:
+        return False
     k(_flat(g), _flat(r))
     return True
+
+
+def _NO_KERNEL(g: np.ndarray, r: np.ndarray) -> None:   # numba failed to import
+    raise AssertionError("unreachable")

@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict
 
 from ..jit.api import compile as _compile
-from .modules.module import Module
+from .modules.module import LazyModuleMixin, Module
 
 __all__ = ["OptimizedModule", "LazyCompiledCall"]
 
@@ -60,6 +60,11 @@ class LazyCompiledCall:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fn = self._compiled
         if fn is None:
+            if any(isinstance(m, LazyModuleMixin) and m.has_uninitialized_params()
+                   for m in self._module.modules()):
+                # a lazy module's first call makes its parameters (shapes and initial draws
+                # that belong to no graph): run eagerly until every lazy module is initialized
+                return self._target(*args, **kwargs)
             fn = self._compiled = _compile(self._target, **self._options)
         return fn(*args, **kwargs)
 

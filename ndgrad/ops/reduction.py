@@ -77,8 +77,9 @@ def _sum_raw(ctx, g, saved):
 
 
 # Note [Low-precision accumulation]
-# torch's CPU sums (sum, mean, nansum, cumsum, sum_to_size) of float16/bfloat16 accumulate in
-# float32 and round each result once; NumPy's reduce would round after every addition.
+# torch's CPU sums (sum, mean, nansum, cumsum, sum_to_size, and var/std with their _mean forms)
+# of float16/bfloat16 accumulate in float32 and round each result once; NumPy's reduce would
+# round after every addition.
 _LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
 _F32 = np.dtype(np.float32)
 
@@ -704,10 +705,15 @@ any_ = _logical_reduce(np.logical_or, "any")
 def _var_fwd(x, dims, correction, keepdim):
     with warnings.catch_warnings():     # no dof left: nan/inf as in PyTorch, without NumPy's
         warnings.simplefilter("ignore", RuntimeWarning)
+        if x.dtype in _LOWP:            # float32 throughout, rounded once (Note [Low-precision
+            return np.var(x, axis=dims, ddof=correction, keepdims=keepdim,  # accumulation])
+                          dtype=_F32).astype(x.dtype)
         return np.var(x, axis=dims, ddof=correction, keepdims=keepdim)
 
 
 def _std_fwd(x, dims, correction, keepdim):
+    if x.dtype in _LOWP:                # the root of the float32 variance, rounded once
+        return np.sqrt(_var_fwd(x.astype(_F32), dims, correction, keepdim)).astype(x.dtype)
     return np.sqrt(_var_fwd(x, dims, correction, keepdim))
 
 

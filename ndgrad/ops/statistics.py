@@ -32,7 +32,7 @@ from .pointwise import apply_nondiff
 from ._util import broadcast_error, category, dims_tuple, promote_pair, wrap_dim
 from . import reduction as _red
 from .reduction import _centered, _check_0d_dims, _check_autograd_dtype, _reduce_dtype, \
-    _over_std, _unsqueezed, _var_fwd, _var_scale, _var_std
+    _mean_fwd, _over_std, _std_fwd, _unsqueezed, _var_fwd, _var_scale, _var_std
 
 __all__ = ["var_mean", "std_mean", "aminmax", "nansum", "nanmean", "count_nonzero", "diff",
            "trace", "cov", "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid", "renorm",
@@ -53,12 +53,12 @@ def _all_or(dim: Any, ndim: int) -> tuple:
 
 # ---------------------------------------------------------------------------- var_mean / std_mean
 def _var_mean_fwd(x, dims, correction, keepdim):
-    return _var_fwd(x, dims, correction, keepdim), np.mean(x, axis=dims, keepdims=keepdim)
+    return _var_fwd(x, dims, correction, keepdim), _mean_fwd(x, dims, keepdim, None)
 
 
 def _std_mean_fwd(x, dims, correction, keepdim):
-    return np.sqrt(_var_fwd(x, dims, correction, keepdim)), np.mean(x, axis=dims,
-                                                                     keepdims=keepdim)
+    # float16/bfloat16: both in float32, rounded once (Note [Low-precision accumulation])
+    return _std_fwd(x, dims, correction, keepdim), _mean_fwd(x, dims, keepdim, None)
 
 
 def _var_mean_vjp(ctx, g_var, g_mean):

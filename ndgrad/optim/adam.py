@@ -120,7 +120,8 @@ def _lowp_step(d: np.ndarray, g: np.ndarray, state: dict, group: dict, lr: float
         if group["decoupled_weight_decay"]:
             d[...] = (d.astype(f32) * f32(1 - lr * wd)).astype(dt)
         else:
-            g = _f32_fma(f32(wd), d.astype(f32), g.astype(f32)).astype(dt)
+            # torch's grad.add(param, alpha=wd) rounds alpha to the parameter's dtype first
+            g = _f32_fma(f32(dt.type(wd)), d.astype(f32), g.astype(f32)).astype(dt)
     m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
     g32, m32 = g.astype(f32), m.astype(f32)
     w = f32(1 - beta1)

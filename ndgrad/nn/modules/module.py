@@ -948,7 +948,7 @@ class Module:
                                              "call")
                     self.register_buffer(name, value, persistent)
                 else:
-                    if name != "training" and type(value) in _GUARDED_TYPES:
+                    if name != "training":      # Note [Guarded module attributes]
                         d["_attr_version"] = d.get("_attr_version", 0) + 1
                     object.__setattr__(self, name, value)
 
@@ -1338,26 +1338,31 @@ class Module:
 
 _called = threading.local()
 
-# Note [Guarded module attributes]: a compiled graph holds the Python values its modules read
-# while tracing (Dropout's ``p``, BatchNorm's ``momentum`` and ``eps``, a user's ``scale``).
-# Assigning a value of these types to a plain attribute (not ``training``: its flag is guarded
-# by itself) bumps the module's ``_attr_version``, and a specialization is valid only while the
-# versions of the modules it called are the trace's (``_Specialization.flags_ok`` in
-# jit/api.py). Tensors and other objects a forward stores on its module (attention maps kept for
-# plotting) do not bump it, so they do not make every call trace again.
-_GUARDED_TYPES = frozenset({bool, int, float, complex, str, type(None), tuple})
+# Note [Guarded module attributes]: a compiled graph holds the values its modules read while
+# tracing (Dropout's ``p``, BatchNorm's ``momentum`` and ``eps``, a user's ``scale`` or a tensor
+# kept as a plain attribute). Assigning or deleting a plain attribute (not ``training``: that
+# flag is guarded by itself) bumps the module's ``_attr_version``, and a specialization is valid
+# only while the versions of the modules it called are the trace's (``_Specialization.flags_ok``
+# in jit/api.py): after ``m.p = 0.2`` the next call traces again. An assignment made by the
+# traced call itself (``self.calls += 1``, an attention map kept for plotting, a lazy module's
+# first call) is a side effect the generated code would not repeat: that call returns its
+# traced (eager) run's result and nothing is cached, so the next call traces again; a function
+# that does it on every call then runs eagerly (``CompiledFunction._specialize``). Not seen: a
+# change made without assignment (a list attribute appended to, ``__dict__`` written directly).
 
 
 def note_traced_call(module: "Module") -> None:
-    """Record a call of ``module`` for ``recording_module_calls`` (while a trace records)."""
+    """Record a call of ``module``, with its attribute version (Note [Guarded module
+    attributes]), for ``recording_module_calls`` (while a trace records)."""
     seen = _called.__dict__.get("seen")
     if seen is not None:
-        seen.append(module)
+        seen.append((module, module.__dict__.get("_attr_version", 0)))
 
 
 @contextlib.contextmanager
 def recording_module_calls() -> Iterator[list]:
-    """The modules called (in order, with repeats) while a trace records in this thread: a
+    """The modules called (in order, with repeats, each with its attribute version when
+    called) while a trace records in this thread: a
     compiled function's specialization is only valid for their ``training`` flags (Note
     [Compiled modules and training flags] in nn/compiled.py)."""
     old = _called.__dict__.get("seen")
