@@ -277,3 +277,13 @@ def test_complex_gradient_reaches_real_input_without_warning():
             warnings.simplefilter("error")
             out.backward(m.tensor([1 - 1j, 2 + 0.5j]))
         assert x.grad.tolist() == [-1.0, 3.0]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_double_to_half_rounds_through_float_as_torch(dtype):
+    # torch converts double to half/bfloat16 through float (rounded twice): values near a
+    # rounding boundary come out as torch's, not as NumPy's direct cast
+    x = np.random.default_rng(0).standard_normal(200000)
+    want = torch.tensor(x).to(getattr(torch, dtype)).float().numpy()
+    got = ndgrad.tensor(x).to(getattr(ndgrad, dtype)).float().numpy()
+    np.testing.assert_array_equal(got, want)
