@@ -455,3 +455,19 @@ def test_existing_grad_with_history_accumulates_out_of_place():
         return x.grad.tolist(), x.grad.requires_grad, x.grad.grad_fn is not None
     t, n = both(run)
     assert t == n == ([4.0, 4.0], True, True)
+
+
+@pytest.mark.parametrize("ret", ["tensor", "int"])
+def test_post_accumulate_hook_must_return_none(ret):
+    # torch: a Tensor returned is a RuntimeError, anything else a TypeError; .grad stays set
+    def run(lib):
+        t = lib.ones(2, requires_grad=True)
+        t.register_post_accumulate_grad_hook(
+            (lambda p: p * 3) if ret == "tensor" else (lambda p: 1))
+        try:
+            (t * 2).sum().backward()
+        except Exception as e:  # noqa: BLE001 - compared below
+            return type(e), str(e), t.grad.tolist()
+        return None
+    got, want = run(ndgrad), run(torch)
+    assert got == want

@@ -156,7 +156,13 @@ class AccumulateGrad(Node):
         hooks = var._post_acc_hooks
         if hooks:
             for hook in tuple(hooks.values()):
-                hook(var)
+                r = hook(var)
+                if r is not None:       # torch's errors; the gradient stays accumulated
+                    if isinstance(r, _Tensor):
+                        raise RuntimeError("Tensor post accumulate grad hooks should return "
+                                           "None.")
+                    raise TypeError(f"expected Variable, but hook returned "
+                                    f"'{type(r).__name__}'")
         return ()
 
     @staticmethod
