@@ -504,3 +504,18 @@ def test_adam_on_low_precision_parameters_rounds_per_torch_op(dtype, name, kw):
     for key in ("exp_avg", "exp_avg_sq"):
         np.testing.assert_array_equal(nopt.state[nparam][key].float().numpy(),
                                       topt.state[tp][key].float().numpy())
+
+
+def test_rprop_nan_gradient_leaves_the_parameter_as_torch():
+    # torch's sign of NaN is 0: a NaN gradient moves nothing, and the next step's product with
+    # the stored NaN keeps the step size
+    def run(lib):
+        p = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        opt = lib.optim.Rprop([p], lr=0.1)
+        out = []
+        for g in ([1.0, float("nan"), -1.0], [1.0, 1.0, float("nan")], [-1.0, 2.0, 3.0]):
+            p.grad = lib.tensor(g)
+            opt.step()
+            out.append((p.tolist(), opt.state[p]["step_size"].tolist()))
+        return out
+    assert run(ndgrad) == run(torch)

@@ -71,11 +71,19 @@ class Rprop(Optimizer):
                 d = real_view(p._data)
                 g = np.array(grad_array(p, group["maximize"], "Rprop"), copy=True)
                 prev, size = real_view(state["prev"]._data), real_view(state["step_size"]._data)
-                s = np.sign(g * prev)
+                s = _sign(g * prev)
                 factor = np.where(s > 0, etaplus, np.where(s < 0, etaminus, 1.0))
                 np.clip(size * factor.astype(size.dtype, copy=False), lo, hi, out=size)
                 g[s < 0] = 0
-                d -= np.sign(g) * size
+                d -= _sign(g) * size
                 bump(p)
                 prev[...] = g
         return loss
+
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    """torch's sign: 0 for NaN (NumPy's is NaN), so a NaN gradient leaves its parameter and
+    step size alone, as torch's Rprop does."""
+    r = np.sign(x)
+    r[np.isnan(r)] = 0
+    return r
