@@ -70,6 +70,10 @@ half, float, double = float16, float32, float64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 short, int, long = int16, int32, int64  # noqa: A001
 
+#: The NumPy dtypes of float16 and bfloat16: the types torch computes in float32 and rounds
+#: once (Note [Low-precision accumulation] in ops/reduction.py, and the kernels that say so).
+HALF_NP = frozenset((float16.np, bfloat16.np))
+
 _ALL = (float16, bfloat16, float32, float64, complex64, complex128,
         uint8, int8, int16, int32, int64, bool)
 _FROM_NP: dict = {d.np: d for d in _ALL}

@@ -478,9 +478,7 @@ _ndarray = np.ndarray
 _np_add = np.add
 _OLD_REFS = 4 if SOLE_REFERENCE_TESTS else -8
 _ARRAY_REFS = 3 if SOLE_REFERENCE_TESTS else -8
-
-
-_TRACING = False
+_TRACING = False                # set by ops/_dispatch.py's set_tracing
 
 
 def set_tracing(active: bool) -> None:

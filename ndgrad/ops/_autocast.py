@@ -69,7 +69,7 @@ def count(delta: int) -> None:
 
 _F32 = np.dtype(np.float32)
 _ELIGIBLE = frozenset((np.dtype(np.float32), np.dtype(np.float16), _dtype.bfloat16.np))
-_HALVES = frozenset((np.dtype(np.float16), _dtype.bfloat16.np))
+_HALVES = _dtype.HALF_NP
 
 
 def _cast(x: Any, target: _dtype.dtype, eligible: frozenset) -> Any:

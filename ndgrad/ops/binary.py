@@ -46,7 +46,7 @@ _pycomplex = complex
 _zeros_of = _pw._zeros_of
 _where = _pw.where
 _LN2 = math.log(2.0)
-_LOW = frozenset((np.dtype(np.float16), _dtype.bfloat16.np))
+_LOW = _dtype.HALF_NP
 _F32 = np.dtype(np.float32)
 
 

@@ -41,7 +41,7 @@ __all__ = ["scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy"
            "nonzero", "nonzero_static", "argwhere", "isin", "searchsorted", "bucketize",
            "index_put"]
 
-_LOW = frozenset((np.dtype(np.float16), _dtype.bfloat16.np))
+_LOW = _dtype.HALF_NP
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
 _INDEX_REDUCES = ("prod", "mean", "amax", "amin")
 

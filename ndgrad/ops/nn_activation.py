@@ -98,7 +98,7 @@ sigmoid(Tensor input)
 tanh(Tensor input)
 """
 
-_LOWP = frozenset((np.dtype(np.float16), _dtype.bfloat16.np))
+_LOWP = _dtype.HALF_NP
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SQRT_HALF = math.sqrt(0.5)

@@ -65,7 +65,7 @@ def _mT(a: np.ndarray) -> np.ndarray:
 # to the input's dtype for the product with ``v`` (accumulated in float32), then divides by the
 # float32 sum of the unrounded exponentials and rounds once. With keys in one block of its
 # (fewer than 512 keys) that is bit-identical; longer sequences are rescaled per block there.
-_LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
+_LOWP = _dtype.HALF_NP
 
 
 def _work(a: np.ndarray) -> np.ndarray:

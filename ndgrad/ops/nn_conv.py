@@ -74,7 +74,7 @@ unfold(Tensor input, Any kernel_size, Any dilation=1, Any padding=0, Any stride=
 fold(Tensor input, Any output_size, Any kernel_size, Any dilation=1, Any padding=0, Any stride=1)
 """  # noqa: E501
 
-_LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
+_LOWP = _dtype.HALF_NP
 _F32 = np.dtype(np.float32)
 
 

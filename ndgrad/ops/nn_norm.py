@@ -53,7 +53,7 @@ from ._dispatch import Op, apply
 # A missing weight or bias: a tensor that never requires grad (its edge is (None, 0), as
 # PyTorch's undefined tensor), passed with array None.
 _ABSENT = _wrap(np.zeros(0))
-_LOWP = (np.float16, _dtype.bfloat16.np) if hasattr(_dtype, "bfloat16") else (np.float16,)
+_LOWP = _dtype.HALF_NP
 
 
 def _compute_dtype(dt: np.dtype) -> np.dtype:

@@ -771,7 +771,7 @@ def _sigmoid_backward_jvp(ctx, tg, tr):
 # Note [Low-precision backward kernels]
 # torch's float16/bfloat16 tanh/sigmoid kernels (forward and backward) compute in float32 and
 # round the result once; NumPy on these dtypes rounds after every ufunc.
-_LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
+_LOWP = _dtype.HALF_NP
 
 
 def _tanh_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -821,7 +821,7 @@ TANH_BACKWARD = Op("tanh_backward", "TanhBackwardBackward0", _tanh_backward_fwd,
                    jvp=_tanh_backward_jvp, raw=_tanh_backward_raw)
 def _sigmoid_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
     # Note [Low-precision backward kernels] (torch's float16 kernel rounds otherwise)
-    if r.dtype == _LOWP[1] and g.dtype == r.dtype:
+    if r.dtype == _dtype.bfloat16.np and g.dtype == r.dtype:
         r32 = r.astype(np.float32)
         return (g.astype(np.float32) * (r32 * (1 - r32))).astype(r.dtype)
     return g * np.conjugate(r * (1 - r))

@@ -80,7 +80,7 @@ def _sum_raw(ctx, g, saved):
 # torch's CPU sums (sum, mean, nansum, cumsum, sum_to_size, and var/std with their _mean forms)
 # of float16/bfloat16 accumulate in float32 and round each result once; NumPy's reduce would
 # round after every addition.
-_LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
+_LOWP = _dtype.HALF_NP
 _F32 = np.dtype(np.float32)
 
 

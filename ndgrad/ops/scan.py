@@ -29,7 +29,7 @@ _INT = _dtype._INT
 def _cumsum_fwd(x: np.ndarray, dim: int, dt: Any) -> np.ndarray:
     if x.ndim == 0:
         return np.asarray(x, dtype=dt).copy()
-    if x.dtype in (np.float16, _dtype.bfloat16.np) and (dt is None or dt == x.dtype):
+    if x.dtype in _dtype.HALF_NP and (dt is None or dt == x.dtype):
         # Note [Low-precision accumulation] (ops/reduction.py)
         return np.cumsum(x, axis=dim, dtype=np.float32).astype(x.dtype)
     return np.cumsum(x, axis=dim, dtype=dt)

@@ -35,7 +35,7 @@ def _as_1d(x: np.ndarray) -> np.ndarray:
 
 # torch's float16/bfloat16 softmax kernels (forward and backward) compute in float32 and round
 # once; NumPy would round after every step
-_LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
+_LOWP = _dtype.HALF_NP
 
 
 def _softmax_fwd(x: np.ndarray, dim: int) -> np.ndarray:

@@ -216,7 +216,7 @@ def aminmax(input: Tensor, *, dim: Optional[int] = None, keepdim: bool = False) 
 def _nansum_fwd(x, dims, keepdim, dt):
     if x.dtype.kind in "fV" or x.dtype == _dtype.bfloat16.np:
         x = np.where(np.isnan(x), np.zeros((), x.dtype), x)
-    if x.dtype in (np.float16, _dtype.bfloat16.np) and (dt is None or dt == x.dtype):
+    if x.dtype in _dtype.HALF_NP and (dt is None or dt == x.dtype):
         # Note [Low-precision accumulation] (ops/reduction.py)
         return np.sum(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
     return np.sum(x, axis=dims, keepdims=keepdim, dtype=dt)

@@ -42,7 +42,7 @@ _zeros_of = _pw._zeros_of
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _HALF_SQRT_PI = math.sqrt(math.pi) / 2.0
-_LOW_PRECISION = frozenset((np.dtype(np.float16), _dtype.bfloat16.np))
+_LOW_PRECISION = _dtype.HALF_NP
 
 
 def _special(name: str) -> Callable[..., np.ndarray]:

@@ -102,7 +102,7 @@ class Adam(Optimizer):
 # multiply-add with the weight in float32), ``v = v b2``, ``v += (1 - b2) g g``, ``sqrt(v)``,
 # ``/ sqrt(1 - b2^t)``, ``+ eps`` and ``p += -step (m / denom)``. NumPy on these dtypes would
 # round after every ufunc and take the weights in the low precision.
-_LOWP = (np.dtype(np.float16), _dtype.bfloat16.np)
+_LOWP = _dtype.HALF_NP
 
 
 def _f32_fma(a: Any, b: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -17,12 +17,15 @@ from typing import Any, Callable, Optional, Tuple
 import numpy as np
 
 from .. import _creation
+from ..ops.pointwise import SIGN
 from ..tensor import Tensor
 from . import _differentiable
 from .optimizer import (Optimizer, bump, check_flags, check_nonneg, grad_array, hyper,
                         params_with_grad, real_view, scalar_state, step_tensor, zeros_state)
 
 __all__ = ["Rprop"]
+
+_sign = SIGN.forward   # torch's sign on arrays: 0 for NaN, so a NaN gradient moves nothing
 
 
 class Rprop(Optimizer):
@@ -79,11 +82,3 @@ class Rprop(Optimizer):
                 bump(p)
                 prev[...] = g
         return loss
-
-
-def _sign(x: np.ndarray) -> np.ndarray:
-    """torch's sign: 0 for NaN (NumPy's is NaN), so a NaN gradient leaves its parameter and
-    step size alone, as torch's Rprop does."""
-    r = np.sign(x)
-    r[np.isnan(r)] = 0
-    return r
