@@ -128,8 +128,8 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
             arr = arr.astype(_dtype.get_default_dtype().to_complex().np)
     elif kind == "b":
         pass
-    elif kind in "US":
-        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    elif kind in "US":     # PyTorch names the element's type: str or bytes
+        raise TypeError(f"new(): invalid data type '{'str' if kind == 'U' else 'bytes'}'")
     else:
         raise RuntimeError(f"Could not infer dtype of {_culprit(data)}")
     return arr

@@ -29,7 +29,11 @@ __all__ = ["empty_strided", "empty_permuted", "scalar_tensor", "logspace"]
 def _strided(size: tuple, stride: tuple, dt: np.dtype) -> np.ndarray:
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
-    if any(n < 0 for n in size) or any(s < 0 for s in stride):
+    for n in size:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: "
+                               f"{list(size)}")
+    if any(s < 0 for s in stride):
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and "
                            f"strides={list(stride)}")
     if 0 in size:

@@ -95,6 +95,15 @@ CASES = {
     "expand_size": lambda m: _t(m, 2, 3).expand(2, 4),
     "expand_fewer_dims": lambda m: _t(m, 2, 3).expand(3),
     "expand_negative_leading": lambda m: _t(m, 3).expand(-1, 3),
+    "expand_negative_singleton": lambda m: _t(m, 1).expand(-2),
+    "expand_negative_singleton_2d": lambda m: _t(m, 3, 1).expand(3, -2),
+    "expand_negative_mismatch": lambda m: _t(m, 3).expand(2, -2),
+    "repeat_negative": lambda m: _t(m, 3).repeat(2, -1),
+    "tile_negative": lambda m: _t(m, 3).tile(-1),
+    "empty_strided_negative_size": lambda m: m.empty_strided((2, -1), (1, 1)),
+    "empty_strided_negative_stride": lambda m: m.empty_strided((2, 3), (-1, 1)),
+    "tensor_str_element": lambda m: m.tensor([1, "a"]),
+    "tensor_bytes_element": lambda m: m.tensor([b"a"]),
     "permute_length": lambda m: _t(m, 2, 3).permute(1, 0, 2),
     "permute_repeated": lambda m: _t(m, 2, 3).permute(0, 0),
     "t_3d": lambda m: _t(m, 2, 3, 1).t(),
@@ -199,6 +208,47 @@ def _raised(fn, m):
     with pytest.raises(Exception) as info:
         fn(m)
     return info.value
+
+
+# Warnings: same category and text, attributed to the caller's line (this file) as torch's are.
+WARNING_CASES = {
+    "std_no_dof": lambda m: _t(m, 3).std(correction=3),
+    "var_single": lambda m: _t(m, 1).var(),
+    "var_0d": lambda m: _t(m).var(),
+    "var_empty_kept_dim": lambda m: _t(m, 0, 2).var(1),
+    "var_dim_no_dof": lambda m: _t(m, 3, 2).var(0, correction=3),
+    "var_mean_single": lambda m: m.var_mean(_t(m, 1)),
+    "std_mean_no_dof": lambda m: m.std_mean(_t(m, 3), correction=4),
+    "mse_loss_target_size": lambda m: m.nn.functional.mse_loss(_t(m, 3, 1), _t(m, 3)),
+}
+NO_WARNING_CASES = {
+    "var_enough_dof": lambda m: _t(m, 3).var(correction=2),
+    "var_empty_dim_list": lambda m: _t(m, 3).var(dim=[], correction=1),
+}
+
+
+def _warned(fn, m):
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        fn(m)
+    return [(x.category, str(x.message).split(" (Triggered internally")[0], x.filename)
+            for x in w]
+
+
+@pytest.mark.parametrize("name", sorted(WARNING_CASES))
+def test_warning_matches_torch(name):
+    expected = _warned(WARNING_CASES[name], torch)
+    got = _warned(WARNING_CASES[name], ndgrad)
+    assert expected and got
+    assert (got[0][0], got[0][2]) == (expected[0][0], __file__)
+    assert got[0][1].replace("ndgrad.", "torch.") == expected[0][1]
+
+
+@pytest.mark.parametrize("name", sorted(NO_WARNING_CASES))
+def test_no_warning_as_torch(name):
+    assert _warned(NO_WARNING_CASES[name], torch) == []
+    assert _warned(NO_WARNING_CASES[name], ndgrad) == []
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

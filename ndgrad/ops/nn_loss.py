@@ -38,6 +38,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .. import _dtype
+from .._warn import warn_user
 from .._creation import full_like
 from .._dtype import result_type
 from ..tensor import Tensor, _wrap
@@ -126,9 +127,9 @@ def _bcast(input: Tensor, target: Tensor) -> tuple:
 
 def _size_warning(input: Tensor, target: Tensor) -> None:
     if target.shape != input.shape:
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
-                      f"({input.shape}). This will likely lead to incorrect results due to "
-                      "broadcasting. Please ensure they have the same size.", stacklevel=3)
+        warn_user(f"Using a target size ({target.shape}) that is different to the input size "
+                  f"({input.shape}). This will likely lead to incorrect results due to "
+                  "broadcasting. Please ensure they have the same size.")
 
 
 # ---------------------------------------------------------------------------- pointwise losses

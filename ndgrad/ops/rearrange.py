@@ -210,9 +210,10 @@ def repeat(input: Tensor, *repeats: Any) -> Tensor:
     if len(reps) < x.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")
-    if any(r < 0 for r in reps):
-        raise RuntimeError(f"Trying to create tensor with negative dimension {min(reps)}: "
-                           f"{list(reps)}")
+    if any(r < 0 for r in reps):       # PyTorch reports the result's sizes
+        sizes = [n * r for n, r in zip((1,) * (len(reps) - x.ndim) + x.shape, reps)]
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{next(n for n in sizes if n < 0)}: {sizes}")
     return apply(REPEAT, (input,), (x,), (reps,))
 
 

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import warnings
 from .. import return_types as _rt
 from typing import Any, Optional
@@ -19,6 +20,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _dtype
+from .._warn import warn_user
 from ..autograd import grad_mode as _grad_mode
 from ..tensor import Tensor, _as_shape, _wrap
 from ._batching import AMAX, AMIN
@@ -782,6 +784,10 @@ def _var_std(op: Op, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
         dims = tuple(range(x.ndim))
     else:
         dims = dims_tuple(dim, x.ndim) if x.ndim else _check_0d_dims(dim)
+    kept = math.prod(n for i, n in enumerate(x.shape) if i not in dims)
+    if (x.size // kept if kept else 0) - correction <= 0:
+        warn_user(f"{op.name}(): degrees of freedom is <= 0. Correction should be strictly less "
+                  "than the reduction factor (input numel divided by output numel).")
     return apply(op, (input,), (x,), (dims, correction, bool(keepdim)))
 
 

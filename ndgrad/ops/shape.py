@@ -318,6 +318,8 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
                 f"non-singleton dimension {i}.  Target sizes: {list(_as_shape(sizes))}.  Tensor "
                 f"sizes: {list(x.shape)}")
     shape = tuple(target)
+    if any(s < 0 for s in shape):      # a size below -1 over a singleton dimension
+        raise RuntimeError("numel: integer multiplication overflow")
     _check_numel(shape, x.itemsize)
     return apply(EXPAND, (input,), (x,), (shape,))
 
