@@ -28,6 +28,7 @@ from ._compat_methods import REMOVED_FUNCTIONS
 from .autograd import anomaly_mode as _anomaly
 from .ops import rearrange as _ra
 from .tensor import Tensor
+from ._warn import WARN_ALWAYS as _WARN_ALWAYS
 
 solve = REMOVED_FUNCTIONS["solve"]
 lstsq = REMOVED_FUNCTIONS["lstsq"]
@@ -302,7 +303,6 @@ def vander(x: Tensor, N: Optional[int] = None, increasing: bool = False) -> Tens
 
 
 # ---- global switches ----
-_WARN_ALWAYS = [False]
 
 
 def set_warn_always(b: bool) -> None:

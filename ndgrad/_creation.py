@@ -22,6 +22,7 @@ from ._generator import (Generator, default_generator, draw, normal_array, randi
 from .autograd.grad_mode import _state as _grad_state
 from .tensor import Tensor, _wrap, check_device
 from .tensor import _as_shape as _raw_shape
+from ._warn import warn_user
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like",
@@ -203,6 +204,8 @@ def tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
     tensor([[1., 2.]], requires_grad=True)
     """
     check_extras("tensor", None, pin_memory)
+    if isinstance(data, Tensor):
+        warn_copy_construct("torch.tensor")
     d = _dtype.to_dtype(dtype) if dtype is not None else None
     if isinstance(data, (list, tuple)) and _contains_tensor(data):
         _check_scalar_tensors(data, d)
@@ -212,6 +215,13 @@ def tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
             _dtype.check_data(arr, d)  # Python numbers (Note [Python numbers into a dtype])
         arr = arr.astype(d.np, copy=False)
     return _finish(arr, requires_grad, device)
+
+
+def warn_copy_construct(name: str) -> None:
+    """PyTorch's advice when a tensor is copy-constructed from a tensor (``name(tensor)``)."""
+    warn_user("To copy construct from a tensor, it is recommended to use "
+              "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
+              f".requires_grad_(True), rather than {name}(sourceTensor).")
 
 
 def as_tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None) -> Tensor:

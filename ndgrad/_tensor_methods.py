@@ -363,6 +363,9 @@ def _new_factory(fn_name: str):
 
 def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
                 requires_grad: bool = False) -> Tensor:
+    if isinstance(data, Tensor):
+        _creation.warn_copy_construct("tensor.new_tensor")
+        data = data.detach()    # warned once, as PyTorch does
     return _creation.tensor(data, dtype=dtype if dtype is not None else self.dtype,
                             device=device, requires_grad=requires_grad)
 

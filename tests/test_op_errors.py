@@ -220,6 +220,14 @@ WARNING_CASES = {
     "var_mean_single": lambda m: m.var_mean(_t(m, 1)),
     "std_mean_no_dof": lambda m: m.std_mean(_t(m, 3), correction=4),
     "mse_loss_target_size": lambda m: m.nn.functional.mse_loss(_t(m, 3, 1), _t(m, 3)),
+    "tensor_of_tensor": lambda m: m.tensor(_t(m, 3)),
+    "new_tensor_of_tensor": lambda m: _t(m, 2).new_tensor(_t(m, 3)),
+    "stft_no_window": lambda m: m.stft(_t(m, 32), 8, return_complex=True),
+    "stft_no_window_then_error": lambda m: m.stft(_t(m, 32), 8),
+    "istft_no_window": lambda m: m.istft(m.stft(_t(m, 32), 8, window=m.ones(8),
+                                                return_complex=True), 8),
+    "kl_div_mean": lambda m: m.nn.functional.kl_div(_t(m, 2, 3), _t(m, 2, 3)),
+    "cross_no_dim": lambda m: m.cross(_t(m, 3, 3), _t(m, 3, 3)),
 }
 NO_WARNING_CASES = {
     "var_enough_dof": lambda m: _t(m, 3).var(correction=2),
@@ -227,11 +235,18 @@ NO_WARNING_CASES = {
 }
 
 
-def _warned(fn, m):
+def _warned(fn, m, always=True):
     import warnings
+    before = m.is_warn_always_enabled()
+    m.set_warn_always(always)       # torch's warn-once warnings too, whatever ran before
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        fn(m)
+        try:
+            fn(m)
+        except RuntimeError:    # warned first, then raised (stft without return_complex)
+            pass
+        finally:
+            m.set_warn_always(before)
     return [(x.category, str(x.message).split(" (Triggered internally")[0], x.filename)
             for x in w]
 
@@ -243,6 +258,16 @@ def test_warning_matches_torch(name):
     assert expected and got
     assert (got[0][0], got[0][2]) == (expected[0][0], __file__)
     assert got[0][1].replace("ndgrad.", "torch.") == expected[0][1]
+
+
+@pytest.mark.parametrize("name", ["stft_no_window", "istft_no_window", "cross_no_dim"])
+def test_warn_once(name):
+    """PyTorch's warn-once warnings: the first occurrence in the process only."""
+    from ndgrad import _warn
+    _warn._warned_once.clear()
+    assert len(_warned(WARNING_CASES[name], ndgrad, always=False)) == 1
+    assert _warned(WARNING_CASES[name], ndgrad, always=False) == []
+    assert len(_warned(WARNING_CASES[name], ndgrad, always=True)) == 1
 
 
 @pytest.mark.parametrize("name", sorted(NO_WARNING_CASES))

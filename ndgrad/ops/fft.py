@@ -42,6 +42,7 @@ from typing import Any, Literal, Optional, Sequence, Tuple
 import numpy as np
 
 from .. import _dtype
+from .._warn import warn_user_once
 from ..tensor import Tensor, _wrap
 from . import pointwise as _pw
 from . import shape as _shape
@@ -808,6 +809,12 @@ def stft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
     >>> ndgrad.stft(ndgrad.ones(8), 4, return_complex=True).shape
     ndgrad.Size([3, 9])
     """
+    if window is None:
+        warn_user_once("A window was not provided. A rectangular window will be applied,which "
+                       "is known to cause spectral leakage. Other windows such as "
+                       "torch.hann_window or torch.hamming_window are recommended to reduce "
+                       "spectral leakage.To suppress this warning and use a rectangular window, "
+                       "explicitly set `window=torch.ones(n_fft, device=<device>)`.")
     x = input
     real_in = x._data.dtype.kind != "c" and (window is None or window._data.dtype.kind != "c")
     if return_complex is None:
@@ -886,6 +893,11 @@ def istft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
         nd = max(input.ndim, 1)
         raise IndexError(f"Dimension out of range (expected to be in range of [-{nd}, {nd - 1}], "
                          "but got -3)")
+    if window is None:
+        warn_user_once("A window was not provided. A rectangular window will be applied.Please "
+                       "provide the same window used by stft to make the inversion lossless.To "
+                       "suppress this warning and use a rectangular window, explicitly set "
+                       "`window=torch.ones(n_fft, device=<device>)`.")
     x = input if input.ndim == 3 else _shape.unsqueeze(input, 0)
     n_freq, n_frames = x.shape[1:]
     if onesided is None:

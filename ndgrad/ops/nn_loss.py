@@ -993,10 +993,10 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     elif reduction == "mean":
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
-                      "support size.'batchmean' divides only by the batch size, and aligns with "
-                      "the KL div math definition.'mean' will be changed to behave the same as "
-                      "'batchmean' in the next major release.", stacklevel=2)
+        warn_user("reduction: 'mean' divides the total loss by both the batch size and the "
+                  "support size.'batchmean' divides only by the batch size, and aligns with "
+                  "the KL div math definition.'mean' will be changed to behave the same as "
+                  "'batchmean' in the next major release.")
     if reduction == "batchmean":
         red = 2
     else:

@@ -772,11 +772,11 @@ def cross(input: Tensor, other: Tensor, dim: Any = None) -> Tensor:
     _check_tensor(input, "cross", "input", 1)
     _check_tensor(other, "cross", "other", 2)
     if dim is None:
-        import warnings
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
-                      "Please either pass the dim explicitly or simply use torch.linalg.cross."
-                      "\nThe default value of dim will change to agree with that of "
-                      "linalg.cross in a future release.", UserWarning, stacklevel=2)
+        from .._warn import warn_user_once
+        warn_user_once("Using torch.cross without specifying the dim arg is deprecated.\n"
+                       "Please either pass the dim explicitly or simply use torch.linalg.cross."
+                       "\nThe default value of dim will change to agree with that of "
+                       "linalg.cross in a future release.")
         a, b = input._data, other._data
         if a.ndim != b.ndim:
             raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
