@@ -34,6 +34,8 @@ from ._generator import Generator, default_generator  # noqa: F401,E402
 from . import random  # noqa: F401,E402
 from .serialization import load, save  # noqa: F401,E402
 from .ops.sparse_coo import sparse_coo_tensor  # noqa: F401,E402
+from .ops.sparse_compressed import (  # noqa: F401,E402
+    sparse_compressed_tensor, sparse_csc_tensor, sparse_csr_tensor)
 from . import sparse  # noqa: F401,E402
 from ._tensor_methods import (  # noqa: F401,E402  (module-level in-place functions)
     abs_, clamp_, clamp_max_, clamp_min_, clip_, cos_, detach_, exp_, fill_, log_, neg_,

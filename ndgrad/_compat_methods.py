@@ -179,7 +179,8 @@ def record_stream(self: Tensor, stream: Any) -> None:
 
 def _dense_only(name: str, layout: str = "sparse coordinate tensor layout"):
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(f"{name} expected {layout} but got Strided")
+        got = "Sparse" if self.is_sparse else "Strided"
+        raise RuntimeError(f"{name} expected {layout} but got {got}")
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"Sparse COO only: a dense tensor raises torch's error for ``{name}``."
     return method
@@ -281,6 +282,10 @@ for _name, _fn in {
         "indices": _dense_only("indices"),
         "values": _dense_only("values", "sparse tensor layout"),
         "coalesce": _dense_only("coalesce"),
+        "crow_indices": _dense_only("crow_indices", "sparse row compressed tensor layout"),
+        "col_indices": _dense_only("col_indices", "sparse row compressed tensor layout"),
+        "ccol_indices": _dense_only("ccol_indices", "sparse column compressed tensor layout"),
+        "row_indices": _dense_only("row_indices", "sparse column compressed tensor layout"),
         "hardshrink": _act.hardshrink, "prelu": _act.prelu,
         "orgqr": ops.linalg_decomp.householder_product,
         "solve": REMOVED_FUNCTIONS["solve"], "lstsq": REMOVED_FUNCTIONS["lstsq"],

@@ -186,6 +186,27 @@ def format_sparse(t: Any, indices: np.ndarray, values: np.ndarray, layout: Any) 
     return _with_suffixes(text, suffixes, indent, newline=True)
 
 
+def format_compressed(t: Any, parts: tuple, values: np.ndarray, layout: Any) -> str:
+    """A sparse compressed (CSR/CSC) tensor as PyTorch prints one: each ``(name, indices)`` of
+    ``parts`` and the values on lines of their own, then size, nnz, the values' dtype unless a
+    default one, the layout and the autograd state, wrapped at the line width."""
+    indent = len("tensor(")
+    items = [(name, arr) for name, arr in parts] + [("values", values)]
+    lines = []
+    for name, arr in items:
+        inner = len(name) + 1 + indent
+        body = (f"tensor([], size={tuple(arr.shape)})" if arr.size == 0 else
+                "tensor(" + _body(arr, inner + len("tensor(")) + ")")
+        lines.append(f"{name}={body}")
+    text = "tensor(" + (",\n" + " " * indent).join(lines)
+    d = _dtype._FROM_NP[values.dtype]
+    suffixes = [f"size={tuple(t.shape)}", f"nnz={parts[1][1].shape[-1]}"]
+    if not _has_default_dtype(d):
+        suffixes.append(f"dtype=ndgrad.{d.name}")
+    suffixes += [f"layout={layout}"] + _grad_suffix(t)
+    return _with_suffixes(text, suffixes, indent)
+
+
 def format_tensor(t: Any) -> str:
     arr = t._data
     d = _dtype._FROM_NP[arr.dtype]

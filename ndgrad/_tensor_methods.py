@@ -871,11 +871,26 @@ lcm_ = _function_of_method("lcm_")
 
 def _dense_to_sparse(self: Tensor, sparse_dim: Any = None, *, layout: Any = None,
                      blocksize: Any = None, dense_dim: Any = None) -> Any:
-    """The sparse COO form of a dense tensor (``x.to_sparse()``)."""
+    """The sparse form of a dense tensor (``x.to_sparse()``): COO, or CSR/CSC with
+    ``layout=``."""
+    if layout is _layout.sparse_csr or layout is _layout.sparse_csc:
+        return ops.sparse_compressed.to_compressed(self, layout, dense_dim)
+    if layout is _layout.strided:
+        return self
     if layout is not None and layout is not _layout.sparse_coo:
         raise NotImplementedError(f"to_sparse: layout {layout} is not supported (only "
-                                  "torch.sparse_coo)")
+                                  "torch.sparse_coo, sparse_csr and sparse_csc)")
     return ops.sparse_coo.to_sparse(self, sparse_dim)
+
+
+def _dense_to_sparse_csr(self: Tensor, dense_dim: Any = None) -> Any:
+    """The sparse CSR form (``batch dims x rows x cols x dense_dim dims``), int64 indices."""
+    return ops.sparse_compressed.to_compressed(self, _layout.sparse_csr, dense_dim)
+
+
+def _dense_to_sparse_csc(self: Tensor, dense_dim: Any = None) -> Any:
+    """The sparse CSC form (``batch dims x rows x cols x dense_dim dims``), int64 indices."""
+    return ops.sparse_compressed.to_compressed(self, _layout.sparse_csc, dense_dim)
 
 
 def _dense_to_dense(self: Tensor, dtype: Any = None, *, masked_grad: Any = None) -> Tensor:
@@ -889,6 +904,8 @@ def _dense_is_coalesced(self: Tensor) -> bool:
 
 Tensor.to_sparse = _dense_to_sparse
 Tensor.to_sparse_coo = _dense_to_sparse
+Tensor.to_sparse_csr = _dense_to_sparse_csr
+Tensor.to_sparse_csc = _dense_to_sparse_csc
 Tensor.to_dense = _dense_to_dense
 Tensor.is_coalesced = _dense_is_coalesced
 # ---- end sparse ----

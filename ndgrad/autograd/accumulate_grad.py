@@ -39,6 +39,7 @@ import numpy as np
 
 from .._layout import is_non_overlapping_and_dense
 from .._sparse import SparseTensor, add_into_dense
+from .._sparse_compressed import CompressedTensor
 from .._sparse import _make as _make_sparse
 from . import grad_mode
 from .grad_mode import _state as _grad_state
@@ -172,6 +173,9 @@ class AccumulateGrad(Node):
         if new_grad.__class__ is SparseTensor or vgrad.__class__ is SparseTensor:
             _accumulate_sparse(var, vgrad, new_grad, enabled, expected_refs + 1)
             return
+        if new_grad.__class__ is CompressedTensor or vgrad.__class__ is CompressedTensor:
+            _accumulate_compressed(var, vgrad, new_grad, enabled)
+            return
         if vgrad is None:
             if (not enabled and _getrefcount(new_grad) <= expected_refs
                     and obeys_layout_contract(new_grad._data, var._data)):
@@ -231,6 +235,25 @@ def _accumulate_sparse(var: Any, vgrad: Any, new_grad: Any, enabled: bool,
             vgrad._bump_version()
         return
     var._grad = vgrad + new_grad
+
+
+def _accumulate_compressed(var: Any, vgrad: Any, new_grad: Any, enabled: bool) -> None:
+    """A CSR/CSC gradient (Note [Compressed sparse autograd] in ops/sparse_compressed.py): the
+    first one is cloned; later, compressed + compressed stays compressed (in place when grad
+    mode is off), dense += compressed in place, compressed + dense is a new dense gradient."""
+    if vgrad is None:
+        var._grad = new_grad.clone().detach() if new_grad.__class__ is CompressedTensor else \
+            _clone_obey_contract(new_grad, var)
+    elif vgrad.__class__ is CompressedTensor and new_grad.__class__ is not CompressedTensor:
+        var._grad = new_grad + vgrad
+    elif not enabled:
+        if vgrad.__class__ is CompressedTensor:
+            vgrad.add_(new_grad)
+        else:
+            np.add(vgrad._data, new_grad._data, out=vgrad._data)
+            vgrad._bump_version()
+    else:
+        var._grad = vgrad + new_grad
 
 
 def _clone_obey_contract(new_grad: Any, var: Any) -> Any:

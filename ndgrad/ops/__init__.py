@@ -65,4 +65,6 @@ from . import sampling, counting, gradient as _gradient_mod  # noqa: F401,E402  
 # ---- sparse autograd (issue 10) ----
 from . import sparse_coo  # noqa: E402
 sparse_coo._install()
+from . import sparse_compressed  # noqa: E402
+sparse_compressed._install()
 # ---- end sparse autograd ----
