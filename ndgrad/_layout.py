@@ -180,7 +180,7 @@ def check_factory_layout(fn: str, layout: Any) -> None:
     """Raise unless factory ``fn`` can make a tensor of ``layout`` (not strided): only the
     functions making zeros make sparse COO tensors, as torch's (Note [Layout and pinned-memory
     arguments] in ``_signature.py``)."""
-    if layout is sparse_coo and fn in _SPARSE_ZEROS:
+    if layout in (sparse_coo, sparse_csr, sparse_csc) and fn in _SPARSE_ZEROS:
         return
     if layout is sparse_coo and fn in ("ones", "full", "ones_like", "full_like"):
         raise RuntimeError("full(...) is not implemented for sparse layout")
@@ -190,6 +190,7 @@ def check_factory_layout(fn: str, layout: Any) -> None:
 
 def factory_layout(t: Any, layout: Any) -> Any:
     """The factory result ``t`` (a dense tensor of zeros, or uninitialized) as the all-zero
-    sparse COO tensor of its shape and dtype that ``layout=sparse_coo`` asks for."""
-    s = t.detach().new_zeros(t.shape).to_sparse()
+    sparse COO, CSR or CSC tensor of its shape and dtype that ``layout`` asks for."""
+    z = t.detach().new_zeros(t.shape)
+    s = z.to_sparse(layout=layout)
     return s.requires_grad_() if t.requires_grad else s

@@ -86,9 +86,9 @@ class CompressedTensor(Tensor):
         nb = self._cs_compressed.ndim - 1
         out = np.zeros(shape, dtype=self._cs_values.dtype)
         comp = self._cs_compressed.reshape(-1, self._cs_compressed.shape[-1])
-        plain = self._cs_plain.reshape(-1, self._cs_plain.shape[-1])
-        vals = self._cs_values.reshape((-1,) + self._cs_values.shape[nb:])
-        flat = out.reshape((-1,) + shape[nb:])
+        plain = self._cs_plain.reshape(comp.shape[0], self._cs_plain.shape[-1])
+        vals = self._cs_values.reshape((comp.shape[0],) + self._cs_values.shape[nb:])
+        flat = out.reshape((comp.shape[0],) + shape[nb:])
         csr = self._cs_layout is _layout.sparse_csr
         for b in range(flat.shape[0]):
             major = np.repeat(np.arange(comp.shape[1] - 1), np.diff(comp[b]))
@@ -167,6 +167,23 @@ class CompressedTensor(Tensor):
 
     def row_indices(self) -> Tensor:
         return self._part("row_indices", _layout.sparse_csc)
+
+    def _values(self) -> Tensor:
+        raise _unsupported("_values", self._cs_layout)
+
+    def _indices(self) -> Tensor:
+        raise _unsupported("_indices", self._cs_layout)
+
+    def item(self) -> Any:
+        raise _unsupported("_local_scalar_dense", self._cs_layout)
+
+    def __bool__(self) -> bool:
+        raise _unsupported("_local_scalar_dense", self._cs_layout)
+
+    __float__ = __int__ = __index__ = __complex__ = item
+
+    def __iter__(self) -> Any:
+        raise _unsupported("unbind", self._cs_layout)
 
     def __repr__(self) -> str:
         csr = self._cs_layout is _layout.sparse_csr
@@ -256,6 +273,8 @@ def _refusal(name: str, layout: Any) -> Exception:
         return RuntimeError(f"Sparse {kind} tensors do not have strides")
     if name in _NO_STORAGE:
         return RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+    if name == "type":
+        return RuntimeError("Unimplemented backend SparseCsrCPU")
     if name in ("numpy", "__array__"):
         return TypeError(f"can't convert {layout_name(layout)} layout tensor to numpy. Use "
                          "Tensor.to_dense() first.")
@@ -394,7 +413,7 @@ def _check_invariants(comp: np.ndarray, plain: np.ndarray, cname: str, pname: st
                                f"i = 1, ..., {major} are sorted and distinct along the last "
                                "dimension values` is not satisfied.")
     c2 = comp.reshape(-1, comp.shape[-1])
-    p2 = plain.reshape(-1, plain.shape[-1])
+    p2 = plain.reshape(c2.shape[0], plain.shape[-1])
     for b in range(c2.shape[0]):
         c, p = c2[b], p2[b]
         step = np.diff(c)

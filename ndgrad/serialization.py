@@ -44,6 +44,7 @@ import numpy as np
 
 from . import _dtype, _layout
 from ._sparse import SparseTensor, sparse_coo_tensor
+from ._sparse_compressed import CompressedTensor, compressed_from_arrays
 from .tensor import Size, Tensor, _wrap, device
 
 __all__ = ["save", "load"]
@@ -86,13 +87,19 @@ _ORDERED_DICT = collections.OrderedDict
 
 
 class _Layout:
-    """``torch.serialization._get_layout("torch.sparse_coo")`` in the pickle."""
+    """``torch.serialization._get_layout("torch.<name>")`` in the pickle."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def __reduce__(self) -> Any:
-        return (_Global("torch.serialization", "_get_layout"), ("torch.sparse_coo",))
+        return (_Global("torch.serialization", "_get_layout"), (f"torch.{self.name}",))
 
 
-_LAYOUT_COO = _Layout()
+_LAYOUT_COO = _Layout("sparse_coo")
+_LAYOUTS = {_layout.sparse_csr: _Layout("sparse_csr"), _layout.sparse_csc: _Layout("sparse_csc")}
+_LAYOUT_NAMES = {"torch.sparse_coo": _layout.sparse_coo, "torch.sparse_csr": _layout.sparse_csr,
+                 "torch.sparse_csc": _layout.sparse_csc}
 
 
 # ---------------------------------------------------------------------------- save
@@ -166,6 +173,10 @@ class _Pickler(pickle._Pickler):
             parts = (_wrap(obj._sp_indices), _wrap(obj._sp_values), Size(obj._sp_shape),
                      obj.is_coalesced())
             return (_REBUILD_SPARSE, (_LAYOUT_COO, parts))
+        if isinstance(obj, CompressedTensor):       # torch's (compressed, plain, values, size)
+            parts = (_wrap(obj._cs_compressed), _wrap(obj._cs_plain), _wrap(obj._cs_values),
+                     Size(obj._cs_shape))
+            return (_REBUILD_SPARSE, (_LAYOUTS[obj._cs_layout], parts))
         if isinstance(obj, Tensor):
             a = obj._data
             if type(obj).__name__ == "Parameter":   # its data as a plain tensor, then the flag
@@ -260,16 +271,22 @@ def _rebuild_parameter(data: Tensor, requires_grad: bool, hooks: Any = None,
 
 
 def _rebuild_sparse(layout: Any, data: Any) -> Any:
+    if layout in (_layout.sparse_csr, _layout.sparse_csc):
+        compressed, plain, values, size = data
+        return compressed_from_arrays(compressed, plain, values, tuple(size), layout)
     if layout is not _layout.sparse_coo:
         raise RuntimeError(f"ndgrad.load: sparse layout {layout} is not supported")
+    if len(data) == 3:                          # files of older torch versions
+        data = tuple(data) + (None,)
     indices, values, size, coalesced = data
-    return sparse_coo_tensor(indices, values, tuple(size), is_coalesced=bool(coalesced))
+    return sparse_coo_tensor(indices, values, tuple(size),
+                             is_coalesced=None if coalesced is None else bool(coalesced))
 
 
 def _get_layout(name: str) -> Any:
-    if name != "torch.sparse_coo":
+    if name not in _LAYOUT_NAMES:
         raise RuntimeError(f"ndgrad.load: layout {name} is not supported")
-    return _layout.sparse_coo
+    return _LAYOUT_NAMES[name]
 
 
 _SAFE_BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice": slice,

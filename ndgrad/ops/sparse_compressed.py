@@ -89,7 +89,7 @@ def _coords(s: CompressedTensor) -> tuple:
     """Index tensors (batch..., row, col) of the stored entries, in storage order."""
     nb = s._batch_dim()
     comp = s._cs_compressed.reshape(-1, s._cs_compressed.shape[-1])
-    plain = s._cs_plain.reshape(-1, s._cs_plain.shape[-1])
+    plain = s._cs_plain.reshape(comp.shape[0], s._cs_plain.shape[-1])
     nnz = plain.shape[1]
     major = np.concatenate([np.repeat(np.arange(comp.shape[1] - 1), np.diff(c)) for c in comp]) \
         if comp.shape[0] else np.zeros(0, np.int64)
@@ -281,7 +281,7 @@ def _relayout(s: CompressedTensor, layout: Any) -> CompressedTensor:
     vals = s._cs_values.reshape((-1,) + dense)[order]
     batch = s._cs_shape[:nb]
     return make_compressed(comp.reshape(batch + (n + 1,)),
-                           minor[order].astype(s._cs_plain.dtype).reshape(batch + (-1,)),
+                           minor[order].astype(s._cs_plain.dtype).reshape(batch + (s._nnz(),)),
                            vals.reshape(batch + (s._nnz(),) + dense), s._cs_shape, layout)
 
 
@@ -292,10 +292,10 @@ def to_coo(s: CompressedTensor, sparse_dim: Optional[int] = None) -> SparseTenso
         raise RuntimeError(f"sparse_compressed_to_sparse: conversion from "
                            f"{_cs.layout_name(s._cs_layout)} to Sparse with sparse_dim argument "
                            f"!={nb + 2} is not supported")
+    # the entries in storage order: sorted (coalesced) for CSR, column-major for CSC
     coords = np.stack([c._data for c in _coords(s)]).reshape(nb + 2, -1)
-    vals = s._cs_values.reshape((-1,) + s._cs_values.shape[nb + 1:])
-    order = np.lexsort(coords[::-1]) if coords.shape[1] else np.zeros(0, np.int64)
-    out = _make_coo(coords[:, order], vals[order].copy(), s._cs_shape, coalesced=True)
+    vals = s._cs_values.reshape((coords.shape[1],) + s._cs_values.shape[nb + 1:])
+    out = _make_coo(coords, vals.copy(), s._cs_shape, coalesced=s._cs_layout is _CSR)
     return _record("ToSparseBackward1", _to_coo_vjp, (s,), out, (s._cs_layout,))
 
 
@@ -445,8 +445,8 @@ def add(a: Any, b: Any, alpha: Any = 1) -> Any:
                            f"tensor `self` with shape {list(a._cs_shape)} and tensor `other` "
                            f"with shape {list(b._cs_shape)}")
     if a._cs_values.dtype != b._cs_values.dtype:
-        raise RuntimeError(f"expected scalar type {a.dtype._torch_name} but found "
-                           f"{b.dtype._torch_name}")
+        raise RuntimeError(f"expected scalar type {b.dtype._torch_name} but found "
+                           f"{a.dtype._torch_name}")
     ka, kb = _keys(a), _keys(b)
     nb = a._batch_dim()
     if nb == 0 and ka.size == kb.size and np.array_equal(ka, kb):
