@@ -477,3 +477,37 @@ def dense_to_compressed(a: np.ndarray, layout: Any, dense_dim: Optional[int] = N
 def beta_warning() -> None:
     """torch's warning that the compressed layouts are beta (once per process)."""
     warn_user_once(BETA_WARNING)
+
+
+def stored_positions(s: CompressedTensor) -> np.ndarray:
+    """The flat index, over the batch and sparse dims, of each stored entry (storage order)."""
+    nb = s._batch_dim()
+    comp = s._cs_compressed.reshape(-1, s._cs_compressed.shape[-1])
+    plain = s._cs_plain.reshape(comp.shape[0], s._cs_plain.shape[-1])
+    rows, cols = s._cs_shape[nb], s._cs_shape[nb + 1]
+    out = []
+    for b in range(comp.shape[0]):
+        major = np.repeat(np.arange(comp.shape[1] - 1), np.diff(comp[b]))
+        r, c = (major, plain[b]) if s._cs_layout is _layout.sparse_csr else (plain[b], major)
+        out.append(b * rows * cols + r * cols + c)
+    return np.concatenate(out).astype(np.int64) if out else np.zeros(0, np.int64)
+
+
+def full_pattern(s: CompressedTensor) -> CompressedTensor:
+    """A copy of ``s`` that stores every element (zeros where ``s`` stores none), in its
+    layout, requiring grad as ``s`` does (gradcheck's unmasked perturbation)."""
+    nb = s._batch_dim()
+    batch, (rows, cols) = s._cs_shape[:nb], s._cs_shape[nb:nb + 2]
+    csr = s._cs_layout is _layout.sparse_csr
+    n_major, n_minor = (rows, cols) if csr else (cols, rows)
+    idx = s._cs_compressed.dtype
+    comp = np.broadcast_to(np.arange(n_major + 1, dtype=idx) * n_minor, batch + (n_major + 1,))
+    plain = np.broadcast_to(np.tile(np.arange(n_minor, dtype=idx), n_major),
+                            batch + (n_major * n_minor,))
+    dense = s._dense()
+    if not csr:
+        dense = np.swapaxes(dense, nb, nb + 1)
+    vals = dense.reshape(batch + (n_major * n_minor,) + s._cs_shape[nb + 2:]).copy()
+    out = make_compressed(comp.copy(), plain.copy(), vals, s._cs_shape, s._cs_layout)
+    out._requires_grad = s._requires_grad
+    return out

@@ -41,6 +41,7 @@ from importlib import import_module
 from .._creation import zeros_like
 from .._generator import uniform_array
 from .._sparse import SparseTensor
+from .._sparse_compressed import CompressedTensor, full_pattern, stored_positions
 from .._sparse import _make as _make_sparse
 from . import forward_ad
 from .api import grad
@@ -98,7 +99,7 @@ def _diff_outputs(outputs: tuple) -> list:
 
 def _np(t: Any) -> np.ndarray:
     """The values of ``t`` as an ndarray (a sparse tensor's dense form)."""
-    if t.__class__ is SparseTensor:
+    if t.__class__ is SparseTensor or t.__class__ is CompressedTensor:
         return t._dense()
     return t.detach().numpy()
 
@@ -111,9 +112,9 @@ def _np(t: Any) -> np.ndarray:
 # its gradient to the stored pattern fails; with ``masked=True`` only the stored elements are
 # perturbed, so masked gradients pass (and a backward that fills unstored elements fails).
 # The analytical Jacobian is the dense form of the (sparse or dense) gradient. Sparse outputs
-# are refused, as torch does.
+# are refused, as torch does. CSR/CSC inputs likewise (their stored values, in storage order).
 def _is_sparse(x: Any) -> bool:
-    return x.__class__ is SparseTensor
+    return x.__class__ is SparseTensor or x.__class__ is CompressedTensor
 
 
 def _densify(x: Any) -> Any:
@@ -121,6 +122,8 @@ def _densify(x: Any) -> Any:
     coalesced, in row-major order, requiring grad as ``x`` does; other values unchanged."""
     if not _is_sparse(x):
         return x
+    if x.__class__ is CompressedTensor:
+        return full_pattern(x)
     c = SparseTensor._coalesce_unrecorded(x)
     k = x.sparse_dim()
     sshape = x._sp_shape[:k]
@@ -149,6 +152,11 @@ def _perturbed(x: Any) -> tuple:
     if not _is_sparse(x):
         data = x.detach().numpy()
         return data, np.arange(data.size)
+    if x.__class__ is CompressedTensor:
+        vals = x._cs_values
+        inner = int(np.prod(x._cs_shape[x._batch_dim() + 2:], dtype=np.int64))
+        outer = stored_positions(x)
+        return vals, (outer[:, None] * inner + np.arange(inner)[None, :]).reshape(-1)
     vals = x._sp_values
     k = x.sparse_dim()
     dense = x._sp_shape[k:]
@@ -466,7 +474,7 @@ def _check_fast(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, pr
     for i in i_list:
         x = inputs[i]
         real = np.float64 if x.dtype.name in ("float64", "complex128") else np.float32
-        n = x._sp_values.size if _is_sparse(x) else x.numel()
+        n = _perturbed(x)[0].size if _is_sparse(x) else x.numel()
         raw = _unit(rng, n, real), (_unit(rng, n, real) if x.is_complex() else None)
         dense = tuple(_spread(x, r) for r in raw)
         # the numerical direction: on the stored values of the input it perturbs (the
