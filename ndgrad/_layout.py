@@ -72,8 +72,9 @@ class memory_format(_Constant):
 
 class layout(_Constant):
     """A tensor's storage kind, as ``torch.layout``: ``ndgrad.strided`` for dense tensors,
-    ``ndgrad.sparse_coo`` for sparse COO ones (the other names exist for code that compares
-    with them; ndgrad makes no tensor of those layouts); not instantiable.
+    ``ndgrad.sparse_coo`` for sparse COO ones, ``ndgrad.sparse_csr``/``sparse_csc`` for
+    compressed ones (the block layouts exist for code that compares with them; ndgrad makes no
+    tensor of those); not instantiable.
 
     >>> import ndgrad
     >>> ndgrad.zeros(2).layout is ndgrad.strided, ndgrad.strided
@@ -185,7 +186,8 @@ def check_factory_layout(fn: str, layout: Any) -> None:
     if layout is sparse_coo and fn in ("ones", "full", "ones_like", "full_like"):
         raise RuntimeError("full(...) is not implemented for sparse layout")
     raise NotImplementedError(f"{fn}(): layout={layout} is not supported (ndgrad makes "
-                              f"{strided} tensors, and {sparse_coo} zeros)")
+                              f"{strided} tensors, and {sparse_coo}, {sparse_csr} and "
+                              f"{sparse_csc} zeros)")
 
 
 def factory_layout(t: Any, layout: Any) -> Any:

@@ -37,7 +37,8 @@ import numpy as np
 
 from . import _dtype, _format, _layout
 from ._warn import warn_user_once
-from ._torch_function import _disabled_torch_function_impl
+from . import _torch_function as _tf
+from ._torch_function import DisableTorchFunctionSubclass, _disabled_torch_function_impl
 from .tensor import Size, Tensor, _wrap
 
 __all__ = ["CompressedTensor", "make_compressed", "compressed_from_arrays", "dense_to_compressed",
@@ -154,7 +155,8 @@ class CompressedTensor(Tensor):
             kind = "row" if want is _layout.sparse_csr else "column"
             raise RuntimeError(f"{name} expected sparse {kind} compressed tensor layout but got "
                                f"{layout_name(self._cs_layout)}")
-        return _wrap(self._cs_compressed if name[0] == "c" else self._cs_plain)
+        return _wrap(self._cs_compressed if name in ("crow_indices", "ccol_indices")
+                     else self._cs_plain)
 
     def crow_indices(self) -> Tensor:
         return self._part("crow_indices", _layout.sparse_csr)
@@ -175,9 +177,15 @@ class CompressedTensor(Tensor):
         raise _unsupported("_indices", self._cs_layout)
 
     def item(self) -> Any:
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
         raise _unsupported("_local_scalar_dense", self._cs_layout)
 
     def __bool__(self) -> bool:
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
         raise _unsupported("_local_scalar_dense", self._cs_layout)
 
     __float__ = __int__ = __index__ = __complex__ = item
@@ -211,7 +219,7 @@ def _activate() -> None:
     """Make ``CompressedTensor`` take part in the ``__torch_function__`` protocol (Note [Torch
     function protocol]): done on first use, when every Tensor method exists."""
     global _ACTIVE
-    from . import _torch_function as tf
+    tf = _tf
     CompressedTensor.__torch_function__ = classmethod(_route)  # type: ignore[assignment]
     tf._OVERRIDES.pop(CompressedTensor, None)
     tf.PLAIN.discard(CompressedTensor)
@@ -262,6 +270,11 @@ _NO_STRIDES = frozenset({"unsqueeze", "stride", "squeeze", "expand", "expand_as"
 _NO_STORAGE = frozenset({"tolist", "data_ptr", "untyped_storage", "storage"})
 
 
+# the kernel torch names in its error, where it is not the function's own name
+_KERNEL_NAMES = {"mean": "mean.out", "norm": "norm.out", "softmax": "_softmax.out",
+                 "bmm": "bmm.out", "getitem": "index.Tensor", "__getitem__": "index.Tensor"}
+
+
 def _refusal(name: str, layout: Any) -> Exception:
     """The error torch raises for operation ``name`` on a tensor of a compressed layout."""
     kind = "CSR" if layout is _layout.sparse_csr else "CSC"
@@ -285,7 +298,7 @@ def _refusal(name: str, layout: Any) -> Exception:
     if name in ("is_coalesced", "indices", "coalesce"):
         return RuntimeError(f"{name} expected sparse coordinate tensor layout but got "
                             f"{layout_name(layout)}")
-    return _unsupported(name.strip("_"), layout)
+    return _unsupported(_KERNEL_NAMES.get(name, name.strip("_")), layout)
 
 
 _METHOD_NAMES: Dict[int, str] = {}      # id(Tensor attribute) -> its name, set on activation
@@ -303,7 +316,6 @@ def _func_name(func: Callable) -> str:
 def _dispatch(func: Callable, args: tuple, kwargs: dict) -> Any:
     """Run ``func`` on arguments that include a compressed tensor: its registered handler, or
     torch's error (Note [Sparse compressed tensors])."""
-    from ._torch_function import DisableTorchFunctionSubclass
     name = _func_name(func)
     handler = _HANDLERS.get(name)
     if handler is not None:

@@ -26,7 +26,7 @@ _warned_once: set = set()
 def _user_stacklevel() -> int:
     """The ``stacklevel`` that names the first frame outside the package, for a
     ``warnings.warn`` made by the caller of this function's caller."""
-    level = 3                      # 1: warnings.warn's caller (ours), 2: its caller, ...
+    level = 2                      # 1: warnings.warn's caller (ours), 2: its caller, ...
     f = sys._getframe(2)
     while f.f_back is not None and f.f_code.co_filename.startswith(_PACKAGE):
         f = f.f_back

@@ -45,6 +45,7 @@ LAYERS = {
     "ndgrad._creation": BOTTOM,
     "ndgrad._generator": BOTTOM,
     "ndgrad._sparse": BOTTOM,
+    "ndgrad._sparse_compressed": BOTTOM,
     "ndgrad._signature": BOTTOM,
     "ndgrad._torch_function": BOTTOM,
     "ndgrad._out": BOTTOM,

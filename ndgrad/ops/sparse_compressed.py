@@ -435,18 +435,19 @@ def add(a: Any, b: Any, alpha: Any = 1) -> Any:
         raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has "
                            f"size [] while other has size {list(a.shape)} (FYI: op2-sparse "
                            "addition does not currently support broadcasting)")
-    if a._cs_layout is not b._cs_layout:
-        name = "crow_indices" if a._cs_layout is _CSR else "ccol_indices"
-        kind = "row" if a._cs_layout is _CSR else "column"
-        raise RuntimeError(f"{name} expected sparse {kind} compressed tensor layout but got "
-                           f"{_cs.layout_name(b._cs_layout)}")
+    if a._cs_layout is not b._cs_layout or (a._cs_layout is _CSC and a is not b):
+        # torch adds compressed tensors as CSR only (a CSC one only to itself)
+        raise RuntimeError("crow_indices expected sparse row compressed tensor layout but got "
+                           "SparseCsc")
     if a._cs_shape != b._cs_shape:
         raise RuntimeError(f"torch.add: Expected input tensors to have the same shape, but got "
                            f"tensor `self` with shape {list(a._cs_shape)} and tensor `other` "
                            f"with shape {list(b._cs_shape)}")
     if a._cs_values.dtype != b._cs_values.dtype:
-        raise RuntimeError(f"expected scalar type {b.dtype._torch_name} but found "
-                           f"{a.dtype._torch_name}")
+        wide = _dtype.promote_types(a.dtype, b.dtype)
+        narrow = b.dtype if wide is a.dtype else a.dtype
+        raise RuntimeError(f"expected scalar type {wide._torch_name} but found "
+                           f"{narrow._torch_name}")
     ka, kb = _keys(a), _keys(b)
     nb = a._batch_dim()
     if nb == 0 and ka.size == kb.size and np.array_equal(ka, kb):
@@ -498,7 +499,7 @@ def _sparse_product(a: CompressedTensor, b: CompressedTensor) -> CompressedTenso
                                   "supported")
     p = (_scipy_matrix(a) @ _scipy_matrix(b)).tocsr()
     p.sort_indices()
-    idx = p.indices.dtype if p.nnz else a._cs_plain.dtype
+    idx = a._cs_plain.dtype
     return make_compressed(p.indptr.astype(idx), p.indices.astype(idx),
                            p.data.astype(a._cs_values.dtype), p.shape, _CSR)
 
@@ -609,10 +610,13 @@ def _sparse_addmm_vjp(node: Any, g: Tensor) -> tuple:
         gm = g if beta == 1 else g * beta
     ga = g if alpha == 1 else g * alpha
     if node.next_functions[1][0] is not None:
+        if mat1._cs_layout is not _CSR:
+            raise RuntimeError("sparse_addmm_sparse_backward: unsupported combination of "
+                               "layouts, grad: Strided, mat1: SparseCsc, mat2: Strided")
         rows, cols = _coords(mat1)
         g1 = _from_values(mat1, (ga[rows] * mat2[cols]).sum(1))
     if node.next_functions[2][0] is not None:
-        g2 = mm(transpose(mat1.detach(), 0, 1), ga)
+        g2 = mm(transpose(mat1, 0, 1), ga)
     return gm, g1, g2
 
 
