@@ -185,7 +185,7 @@ class CompressedTensor(Tensor):
     def __bool__(self) -> bool:
         n = self.numel()
         if n != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         raise _unsupported("_local_scalar_dense", self._cs_layout)
 
     __float__ = __int__ = __index__ = __complex__ = item
