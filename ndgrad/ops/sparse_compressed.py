@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
@@ -35,7 +35,7 @@ from ..autograd.grad_mode import _state
 from ..autograd.node import next_sequence_nr
 from ..tensor import Tensor, _wrap
 from ._dispatch import gradient_edge
-from .sparse_coo import _node_class
+from .sparse_coo import _SparseNode
 
 __all__ = ["sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor", "to_dense",
            "to_compressed", "values", "mm", "addmm", "mv", "sparse_addmm", "add", "mul",
@@ -43,6 +43,17 @@ __all__ = ["sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
 
 _CSR, _CSC = _layout.sparse_csr, _layout.sparse_csc
 _NO_EDGE = (None, 0)
+
+
+_NODE_CLASSES: Dict[tuple, type] = {}   # apart from the COO ones: same names, other VJPs
+
+
+def _node_class(name: str, vjp: Callable) -> type:
+    cls = _NODE_CLASSES.get((name, vjp))
+    if cls is None:
+        cls = _NODE_CLASSES[(name, vjp)] = type(name, (_SparseNode,), {
+            "_vjp": staticmethod(vjp), "__module__": "ndgrad.autograd"})
+    return cls
 
 
 def _meta(t: Any) -> Optional[tuple]:
@@ -543,7 +554,7 @@ def _product_node(name: str, mat: Optional[Tensor], s: CompressedTensor, b: Tens
     result = _wrap(np.ascontiguousarray(prod))
     inputs = (mat, s, b)
     if mat is None:
-        return _record(name, _drop_first(_mm_vjp), (s, b), result, (s, b, beta, alpha))
+        return _record(name, _MM_NO_BIAS_VJP, (s, b), result, (s, b, beta, alpha))
     return _record(name, _mm_vjp, inputs, result, (s, b, beta, alpha))
 
 
@@ -557,6 +568,9 @@ def _drop_first(vjp: Callable) -> Callable:
 class _Shim:
     def __init__(self, edges: tuple, args: tuple) -> None:
         self.next_functions, self._args = edges, args
+
+
+_MM_NO_BIAS_VJP = _drop_first(_mm_vjp)
 
 
 def mm(s: CompressedTensor, b: Tensor) -> Tensor:
