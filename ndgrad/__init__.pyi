@@ -608,10 +608,13 @@ def sort(input: _ndgrad_types.Tensor, dim: _ndgrad_types.IntLike = ..., descendi
 from . import sparse as sparse
 sparse_bsc: _ndgrad__layout.layout
 sparse_bsr: _ndgrad__layout.layout
+from ndgrad.ops.sparse_compressed import sparse_compressed_tensor as sparse_compressed_tensor
 sparse_coo: _ndgrad__layout.layout
 from ndgrad.ops.sparse_coo import sparse_coo_tensor as sparse_coo_tensor
 sparse_csc: _ndgrad__layout.layout
+from ndgrad.ops.sparse_compressed import sparse_csc_tensor as sparse_csc_tensor
 sparse_csr: _ndgrad__layout.layout
+from ndgrad.ops.sparse_compressed import sparse_csr_tensor as sparse_csr_tensor
 from . import special as special
 def split(input: _ndgrad_tensor.Tensor, split_size_or_sections: _typing.Any, dim: _builtins.int = ...) -> _builtins.tuple: ...
 def split_with_sizes(input: _ndgrad_types.Tensor, split_sizes: _ndgrad_types.IntList, dim: _ndgrad_types.IntLike = ...) -> _builtins.tuple: ...

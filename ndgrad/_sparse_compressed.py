@@ -21,10 +21,8 @@ value (``_data``) exists for the operations that read the matrix as torch's dens
 (``mm``, ``dense + csr``); their gradients for the compressed input are dense, as torch's are.
 
 Example:
-    >>> import ndgrad, warnings
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")
-    ...     s = ndgrad.tensor([[1.0, 0.0], [0.0, 2.0]]).to_sparse_csr()
+    >>> import ndgrad
+    >>> s = ndgrad.tensor([[1.0, 0.0], [0.0, 2.0]]).to_sparse_csr()
     >>> s.crow_indices(), s.col_indices(), s.values()
     (tensor([0, 1, 2]), tensor([0, 1]), tensor([1., 2.]))
 """
@@ -91,7 +89,7 @@ class CompressedTensor(Tensor):
         vals = self._cs_values.reshape((comp.shape[0],) + self._cs_values.shape[nb:])
         flat = out.reshape((comp.shape[0],) + shape[nb:])
         csr = self._cs_layout is _layout.sparse_csr
-        for b in range(flat.shape[0]):
+        for b in range(comp.shape[0]):
             major = np.repeat(np.arange(comp.shape[1] - 1), np.diff(comp[b]))
             rows, cols = (major, plain[b]) if csr else (plain[b], major)
             flat[b][rows, cols] = vals[b]
@@ -306,8 +304,9 @@ _METHOD_NAMES: Dict[int, str] = {}      # id(Tensor attribute) -> its name, set 
 
 def _func_name(func: Callable) -> str:
     name = _METHOD_NAMES.get(id(func))
-    if name is None and type(getattr(func, "__self__", None)) is property:
-        name = _METHOD_NAMES.get(id(func.__self__))     # a property's ``__get__``
+    owner = getattr(func, "__self__", None)
+    if name is None and type(owner) is property:
+        name = _METHOD_NAMES.get(id(owner))             # a property's ``__get__``
     if name is not None:
         return name
     return getattr(func, "__name__", "")
@@ -458,7 +457,7 @@ def dense_to_compressed(a: np.ndarray, layout: Any, dense_dim: Optional[int] = N
     flat = a.reshape((-1, rows, cols) + dense)
     csr = layout is _layout.sparse_csr
     comps, plains, valss = [], [], []
-    for b in range(flat.shape[0]):
+    for b in range(int(np.prod(batch, dtype=np.int64))):
         m = flat[b]
         nz = m != 0
         if dd:

@@ -174,9 +174,9 @@ class _Pickler(pickle._Pickler):
                      obj.is_coalesced())
             return (_REBUILD_SPARSE, (_LAYOUT_COO, parts))
         if isinstance(obj, CompressedTensor):       # torch's (compressed, plain, values, size)
-            parts = (_wrap(obj._cs_compressed), _wrap(obj._cs_plain), _wrap(obj._cs_values),
-                     Size(obj._cs_shape))
-            return (_REBUILD_SPARSE, (_LAYOUTS[obj._cs_layout], parts))
+            cparts = (_wrap(obj._cs_compressed), _wrap(obj._cs_plain), _wrap(obj._cs_values),
+                      Size(obj._cs_shape))
+            return (_REBUILD_SPARSE, (_LAYOUTS[obj._cs_layout], cparts))
         if isinstance(obj, Tensor):
             a = obj._data
             if type(obj).__name__ == "Parameter":   # its data as a plain tensor, then the flag

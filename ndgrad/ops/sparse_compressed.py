@@ -13,8 +13,7 @@ works through them. A leaf's compressed gradient accumulates in AccumulateGrad l
 (``_accumulate_compressed`` there).
 
 Example:
-    >>> import ndgrad, warnings
-    >>> warnings.simplefilter("ignore")
+    >>> import ndgrad
     >>> s = ndgrad.sparse_csr_tensor([0, 1, 2], [1, 0], [3.0, 4.0], (2, 2), requires_grad=True)
     >>> ndgrad.sparse.mm(s, ndgrad.ones(2, 1)).sum().backward()
     >>> s.grad.layout, s.grad.values()
@@ -149,8 +148,7 @@ def sparse_compressed_tensor(compressed_indices: Any, plain_indices: Any, values
     make it a function of them (``SparseCompressedTensorBackward0``).
 
     Example:
-        >>> import ndgrad, warnings
-        >>> warnings.simplefilter("ignore")
+        >>> import ndgrad
         >>> ndgrad.sparse_compressed_tensor([0, 1, 1], [2], [5.0], layout=ndgrad.sparse_csc)
         tensor(ccol_indices=tensor([0, 1, 1]),
                row_indices=tensor([2]),
@@ -178,8 +176,7 @@ def sparse_csr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: An
     1]]`` in the columns ``col_indices[...]`` of the same slice.
 
     Example:
-        >>> import ndgrad, warnings
-        >>> warnings.simplefilter("ignore")
+        >>> import ndgrad
         >>> ndgrad.sparse_csr_tensor([0, 2, 3], [0, 2, 1], [1.0, 2.0, 3.0]).to_dense()
         tensor([[1., 0., 2.],
                 [0., 3., 0.]])
@@ -196,8 +193,7 @@ def sparse_csc_tensor(ccol_indices: Any, row_indices: Any, values: Any, size: An
     + 1]]`` in the rows ``row_indices[...]`` of the same slice.
 
     Example:
-        >>> import ndgrad, warnings
-        >>> warnings.simplefilter("ignore")
+        >>> import ndgrad
         >>> ndgrad.sparse_csc_tensor([0, 1, 2], [1, 0], [1.0, 2.0]).to_dense()
         tensor([[0., 2.],
                 [1., 0.]])
@@ -817,4 +813,4 @@ def _install() -> None:
         if layout in (_CSR, _CSC):
             return to_compressed(self, layout, dense_dim)
         return self
-    SparseTensor.to_sparse = coo_to_sparse
+    SparseTensor.to_sparse = coo_to_sparse  # type: ignore[method-assign]
