@@ -338,3 +338,23 @@ def test_save_load_round_trip_with_torch():
     _same(back["c"], tc)
     _same(pickle.loads(pickle.dumps(n)), t)
     _same(copy.deepcopy(n), t)
+
+
+@pytest.mark.parametrize("make,conv", [
+    ("to_sparse", "to_sparse_csr"), ("to_sparse_csr", "to_sparse_csc"),
+    ("to_sparse_csr", "to_sparse"), ("to_sparse", "to_sparse_csc"), ("clone", "to_sparse_csr")])
+def test_conversion_gradients_in_the_input_layout(make, conv):
+    """A layout conversion's gradient is the incoming one in the input's layout (torch cannot
+    accumulate a CSC gradient on a leaf: ndgrad's are compared with torch's CSR ones in
+    test_gradient_layouts_and_patterns)."""
+    for use in ("mm", "dense"):
+        grads = []
+        for m in (ndgrad, torch):
+            x = getattr(m.tensor(A, dtype=m.float64), make)().requires_grad_()
+            r = getattr(x, conv)()
+            out = r @ m.ones(3, 1, dtype=m.float64) if use == "mm" else r.to_dense() * 2
+            out.sum().backward()
+            grads.append((r.grad_fn.name(), x.grad))
+        (nn, gn), (nt, gt) = grads
+        assert nn == nt
+        _same(gn, gt)

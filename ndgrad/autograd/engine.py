@@ -31,6 +31,7 @@ import numpy as np
 
 from .._refcounts import SOLE_REFERENCE_TESTS
 from .._sparse import SparseTensor
+from .._sparse_compressed import CompressedTensor
 from . import anomaly_mode, grad_mode, profiler
 from .accumulate_grad import AccumulateGrad
 from .batching import is_batched
@@ -517,6 +518,14 @@ def _check_gradient(node, i: int, g, meta: tuple):
     if g.__class__ is SparseTensor:     # checked without densifying
         m = meta[i] if meta else None
         return _fix_sparse_gradient(node, i, g, m) if m is not None else g
+    if g.__class__ is CompressedTensor:     # likewise (CSR/CSC)
+        m = meta[i] if meta else None
+        if m is not None and g._cs_shape != tuple(m[0]):
+            raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index "
+                               f"{i} - got {list(g._cs_shape)} but expected shape compatible "
+                               f"with {list(m[0])}")
+        return g.to(_tensor_mod._dtype._FROM_NP[m[1]]) if m is not None and \
+            g._cs_values.dtype != m[1] else g
     try:
         data = g._data
     except AttributeError:

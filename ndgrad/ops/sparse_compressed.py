@@ -215,15 +215,19 @@ def to_dense(s: CompressedTensor, dtype: Any = None, *, masked_grad: Any = None)
     return _record("ToDenseBackward0", _to_dense_vjp, (s,), _wrap(s._dense()), (s,))
 
 
-def _to_dense_grad_vjp(node: Any, g: Tensor) -> Tensor:
-    return _dense(g)
-
-
-def _to_coo_vjp(node: Any, g: Any) -> Any:
+def _layout_vjp(node: Any, g: Any) -> Any:
+    """A layout conversion's backward: the gradient in the input's layout (torch's rule: a
+    dense gradient converted keeps every nonzero, a sparse one its pattern)."""
     (layout,) = node._args
-    if g.__class__ is SparseTensor:
-        return to_compressed(g, layout)
-    return g
+    if layout is _layout.strided:
+        return _dense(g)
+    if layout is _layout.sparse_coo:
+        if g.__class__ is SparseTensor:
+            return g
+        return to_coo(g) if _is_cs(g) else g.to_sparse()
+    if _is_cs(g) and g._cs_layout is layout:
+        return g
+    return to_compressed(g, layout)
 
 
 def to_compressed(t: Any, layout: Any, dense_dim: Optional[int] = None) -> CompressedTensor:
@@ -236,7 +240,7 @@ def to_compressed(t: Any, layout: Any, dense_dim: Optional[int] = None) -> Compr
             raise RuntimeError(f"{fn}: dense_dim argument is not supported for a sparse input")
         if t._cs_layout is layout:
             return t
-        return _record(name, _to_dense_grad_vjp, (t,), _relayout(t, layout))
+        return _record(name, _layout_vjp, (t,), _relayout(t, layout), (t._cs_layout,))
     if t.__class__ is SparseTensor:
         if t.sparse_dim() != 2:
             raise RuntimeError(f"coo_to_sparse_{'csr' if layout is _CSR else 'csc'}: conversion "
@@ -245,14 +249,14 @@ def to_compressed(t: Any, layout: Any, dense_dim: Optional[int] = None) -> Compr
         c = t.coalesce() if not t._sp_coalesced else t
         out = _coo_to_compressed(c, layout)
         _cs.beta_warning()
-        return _record(name, _to_dense_grad_vjp, (t,), out)
+        return _record(name, _layout_vjp, (t,), out, (_layout.sparse_coo,))
     a = t._data
     if a.ndim < 2:
         raise RuntimeError(f"{fn}: expected a tensor with at least 2 dimensions, but got "
                            f"{a.ndim}")
     out = _cs.dense_to_compressed(a, layout, dense_dim, fn)
     _cs.beta_warning()
-    return _record(name, _to_dense_grad_vjp, (t,), out)
+    return _record(name, _layout_vjp, (t,), out, (_layout.strided,))
 
 
 def _coo_to_compressed(c: SparseTensor, layout: Any) -> CompressedTensor:
@@ -303,7 +307,7 @@ def to_coo(s: CompressedTensor, sparse_dim: Optional[int] = None) -> SparseTenso
     coords = np.stack([c._data for c in _coords(s)]).reshape(nb + 2, -1)
     vals = s._cs_values.reshape((coords.shape[1],) + s._cs_values.shape[nb + 1:])
     out = _make_coo(coords, vals.copy(), s._cs_shape, coalesced=s._cs_layout is _CSR)
-    return _record("ToSparseBackward1", _to_coo_vjp, (s,), out, (s._cs_layout,))
+    return _record("ToSparseBackward1", _layout_vjp, (s,), out, (s._cs_layout,))
 
 
 # ---------------------------------------------------------------------------- parts
