@@ -20,7 +20,7 @@ from . import _dtype
 from ._compat_sparse import log_softmax, softmax  # noqa: F401  (compat, session 22)
 from ._sparse import SparseTensor
 from ._sparse_compressed import CompressedTensor, layout_name
-from .ops import sparse_compressed as _cs_ops
+from .ops import sparse_compressed_products as _cs_ops
 from .ops import sparse_coo as _ops
 from .ops.sparse_coo import sparse_coo_tensor
 from .tensor import Tensor

@@ -65,6 +65,7 @@ from . import sampling, counting, gradient as _gradient_mod  # noqa: F401,E402  
 # ---- sparse autograd (issue 10) ----
 from . import sparse_coo  # noqa: E402
 sparse_coo._install()
-from . import sparse_compressed  # noqa: E402
+from . import sparse_compressed, sparse_compressed_products  # noqa: E402
 sparse_compressed._install()
+sparse_compressed_products._install()
 # ---- end sparse autograd ----

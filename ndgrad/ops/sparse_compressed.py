@@ -37,8 +37,7 @@ from ._dispatch import gradient_edge
 from .sparse_coo import _SparseNode
 
 __all__ = ["sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor", "to_dense",
-           "to_compressed", "values", "mm", "addmm", "mv", "sparse_addmm", "add", "mul",
-           "transpose", "total_sum"]
+           "to_compressed", "to_coo", "values", "add", "mul", "neg", "transpose", "total_sum"]
 
 _CSR, _CSC = _layout.sparse_csr, _layout.sparse_csc
 _NO_EDGE = (None, 0)
@@ -437,8 +436,7 @@ def add(a: Any, b: Any, alpha: Any = 1) -> Any:
         if isinstance(a, Tensor) and isinstance(b, Tensor) and \
                 SparseTensor not in (a.__class__, b.__class__):
             # a dense kernel reads the matrix: the compressed operand's gradient is dense
-            return _dense_read_any(a) + (_dense_read_any(b) * alpha if alpha != 1
-                                         else _dense_read_any(b))
+            return a + (b * alpha if alpha != 1 else b)
         if SparseTensor in (a.__class__, b.__class__):
             raise RuntimeError("at::sparse_csr::is_sparse_compressed(other) INTERNAL ASSERT "
                                "FAILED: adding a sparse COO tensor to a sparse compressed one is "
@@ -483,174 +481,6 @@ def add(a: Any, b: Any, alpha: Any = 1) -> Any:
     return _record("AddBackward0", _add_vjp, (a, b), out, (alpha,))
 
 
-def _dense_read_any(t: Any) -> Any:
-    return t
-
-
-# ---------------------------------------------------------------------------- products
-def _scipy_matrix(s: CompressedTensor) -> Any:
-    import scipy.sparse as sp
-    cls = sp.csr_matrix if s._cs_layout is _CSR else sp.csc_matrix
-    return cls((s._cs_values, s._cs_plain, s._cs_compressed), shape=s._cs_shape)
-
-
-def _product(s: CompressedTensor, b: np.ndarray) -> np.ndarray:
-    if s._nnz() == 0:
-        return np.zeros((s._cs_shape[0],) + b.shape[1:], np.result_type(s._cs_values, b))
-    return np.asarray(_scipy_matrix(s) @ b)
-
-
-def _sparse_product(a: CompressedTensor, b: CompressedTensor) -> CompressedTensor:
-    """``a @ b`` of two 2-d compressed matrices: a CSR matrix (not recorded)."""
-    if a._cs_shape[1] != b._cs_shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._cs_shape[0]}x"
-                           f"{a._cs_shape[1]} and {b._cs_shape[0]}x{b._cs_shape[1]})")
-    if a._requires_grad or b._requires_grad:
-        raise NotImplementedError("sparse compressed @ sparse compressed: autograd is not "
-                                  "supported")
-    p = (_scipy_matrix(a) @ _scipy_matrix(b)).tocsr()
-    p.sort_indices()
-    idx = a._cs_plain.dtype
-    return make_compressed(p.indptr.astype(idx), p.indices.astype(idx),
-                           p.data.astype(a._cs_values.dtype), p.shape, _CSR)
-
-
-def _check_matrix(s: CompressedTensor, other: Any, what: str) -> None:
-    if s._batch_dim() or s.dense_dim():
-        raise RuntimeError(f"{what}: expected a 2-d sparse compressed matrix, got size "
-                           f"{list(s._cs_shape)}")
-    if not isinstance(other, Tensor) or _is_cs(other) or other.__class__ is SparseTensor:
-        layout = getattr(other, "layout", None)
-        raise RuntimeError(f"addmm: computation on CPU is not implemented for "
-                           f"{_cs.layout_name(s._cs_layout)} + {_cs.layout_name(s._cs_layout)} "
-                           f"@ {_cs.layout_name(layout)}")
-    if other._data.dtype != s._cs_values.dtype:
-        raise RuntimeError(f"expected scalar type {s.dtype._torch_name} but found "
-                           f"{other.dtype._torch_name}")
-
-
-def _mm_vjp(node: Any, g: Tensor) -> tuple:
-    mat1, mat2, beta, alpha = node._args
-    g0 = g1 = g2 = None
-    if node.next_functions[0][0] is not None:
-        g0 = g if beta == 1 else g * beta
-    ga = g if alpha == 1 else g * alpha
-    if node.next_functions[1][0] is not None:
-        g1 = ga.matmul(mat2.t()) if mat2.dim() == 2 else ga.unsqueeze(1) * mat2.unsqueeze(0)
-    if node.next_functions[2][0] is not None:
-        g2 = mm(transpose(mat1, 0, 1), ga) if ga.dim() == 2 else mv(transpose(mat1, 0, 1), ga)
-    return g0, g1, g2
-
-
-def _product_node(name: str, mat: Optional[Tensor], s: CompressedTensor, b: Tensor,
-                  beta: Any, alpha: Any) -> Tensor:
-    prod = _product(s, b._data)
-    if mat is not None:
-        base = mat._data
-        out = base * beta + prod * alpha if (beta != 1 or alpha != 1) else base + prod
-        prod = np.array(np.broadcast_to(out, prod.shape), dtype=prod.dtype)
-    elif alpha != 1:
-        prod = prod * alpha
-    result = _wrap(np.ascontiguousarray(prod))
-    inputs = (mat, s, b)
-    if mat is None:
-        return _record(name, _MM_NO_BIAS_VJP, (s, b), result, (s, b, beta, alpha))
-    return _record(name, _mm_vjp, inputs, result, (s, b, beta, alpha))
-
-
-def _drop_first(vjp: Callable) -> Callable:
-    def inner(node: Any, g: Tensor) -> tuple:
-        shim = _Shim(((None, 0),) + tuple(node.next_functions), node._args)
-        return vjp(shim, g)[1:]
-    return inner
-
-
-class _Shim:
-    def __init__(self, edges: tuple, args: tuple) -> None:
-        self.next_functions, self._args = edges, args
-
-
-_MM_NO_BIAS_VJP = _drop_first(_mm_vjp)
-
-
-def mm(s: CompressedTensor, b: Tensor) -> Tensor:
-    """``s @ b`` for a 2-d compressed ``s`` and a dense matrix ``b`` (``MmBackward0``: both
-    gradients dense)."""
-    _check_matrix(s, b, "mm")
-    if b.dim() != 2:
-        raise RuntimeError(f"mat2 must be a matrix, got {b.dim()}-D tensor")
-    if s._cs_shape[1] != b.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({s._cs_shape[0]}x"
-                           f"{s._cs_shape[1]} and {b.shape[0]}x{b.shape[1]})")
-    return _product_node("MmBackward0", None, s, b, 0, 1)
-
-
-def mv(s: CompressedTensor, v: Tensor) -> Tensor:
-    """``s @ v`` for a vector ``v`` (``MvBackward0``)."""
-    _check_matrix(s, v, "mv")
-    if v.dim() != 1 or s._cs_shape[1] != v.shape[0]:
-        raise RuntimeError(f"size mismatch, got input ({s._cs_shape[0]}), mat ({s._cs_shape[0]}"
-                           f"x{s._cs_shape[1]}), vec ({v.shape[0] if v.dim() else 1})")
-    return _product_node("MvBackward0", None, s, v, 0, 1)
-
-
-def matmul(s: Any, b: Any) -> Tensor:
-    if not _is_cs(s):
-        return _dense_read_any(s).matmul(_dense_read_any(b))
-    if isinstance(b, Tensor) and not _is_cs(b) and b.dim() == 1:
-        return mv(s, b)
-    if s._batch_dim():
-        raise RuntimeError(f"expand is unsupported for {_cs.layout_name(s._cs_layout)} tensors")
-    if _is_cs(b) and not (s._batch_dim() or s.dense_dim() or b._batch_dim() or b.dense_dim()):
-        return _sparse_product(s, b)
-    return mm(s, b)
-
-
-def addmm(mat: Tensor, s: Any, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
-    """``beta * mat + alpha * (s @ b)`` (``AddmmBackward0``, dense gradients)."""
-    if not _is_cs(s):
-        return mat.addmm(s, b, beta=beta, alpha=alpha)
-    _check_matrix(s, b, "addmm")
-    if b.dim() != 2 or s._cs_shape[1] != b.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({s._cs_shape[0]}x"
-                           f"{s._cs_shape[1]} and {b.shape[0]}x{b.shape[1]})")
-    return _product_node("AddmmBackward0", mat, s, b, beta, alpha)
-
-
-def _sparse_addmm_vjp(node: Any, g: Tensor) -> tuple:
-    mat1, mat2, beta, alpha = node._args
-    gm = g1 = g2 = None
-    if node.next_functions[0][0] is not None:
-        gm = g if beta == 1 else g * beta
-    ga = g if alpha == 1 else g * alpha
-    if node.next_functions[1][0] is not None:
-        if mat1._cs_layout is not _CSR:
-            raise RuntimeError("sparse_addmm_sparse_backward: unsupported combination of "
-                               "layouts, grad: Strided, mat1: SparseCsc, mat2: Strided")
-        rows, cols = _coords(mat1)
-        g1 = _from_values(mat1, (ga[rows] * mat2[cols]).sum(1))
-    if node.next_functions[2][0] is not None:
-        g2 = mm(transpose(mat1, 0, 1), ga)
-    return gm, g1, g2
-
-
-def sparse_addmm(mat: Optional[Tensor], s: CompressedTensor, b: Tensor, beta: Any = 1.0,
-                 alpha: Any = 1.0) -> Tensor:
-    """``torch.sparse.mm``/``sparse.addmm`` of a compressed ``s`` (``SparseAddmmBackward0``:
-    ``s``'s gradient masked to its pattern)."""
-    _check_matrix(s, b, "sparse.mm")
-    if b.dim() != 2 or s._cs_shape[1] != b.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({s._cs_shape[0]}x"
-                           f"{s._cs_shape[1]} and {b.shape[0]}x{b.shape[1]})")
-    prod = _product(s, b._data)
-    if mat is not None:
-        out = mat._data * beta + prod * alpha if (beta != 1 or alpha != 1) else mat._data + prod
-        prod = np.array(np.broadcast_to(out, prod.shape), dtype=prod.dtype)
-    result = _wrap(np.ascontiguousarray(prod))
-    return _record("SparseAddmmBackward0", _sparse_addmm_vjp, (mat, s, b), result,
-                   (s, b, beta, alpha))
-
-
 # ---------------------------------------------------------------------------- reductions
 def _sum_vjp(node: Any, g: Tensor) -> Tensor:
     (shape, dt) = node._args
@@ -679,14 +509,10 @@ def sum_(s: CompressedTensor, dim: Any = None, keepdim: bool = False, *,
     if not keepdim:
         raise RuntimeError("reduction operations on CSR tensors with keepdim=False is "
                            "unsupported")
-    r = _dense_read(s).sum(dim, keepdim=True, dtype=dtype)
+    # a dense kernel reads ``s`` (its ``_data``: subclass dispatch is off in a handler), so
+    # ``s``'s gradient is dense, as torch's
+    r = s.sum(dim, keepdim=True, dtype=dtype)
     return to_compressed(r, _CSR)
-
-
-def _dense_read(s: CompressedTensor) -> Tensor:
-    """``s`` as a dense kernel reads it (its ``_data``, with subclass dispatch off in a
-    handler): the kernel records its own node, and ``s``'s gradient is dense, as torch's."""
-    return s
 
 
 # ---------------------------------------------------------------------------- in place
@@ -751,13 +577,6 @@ def _unary(name: str) -> Callable:
     return op
 
 
-def _first_compressed(fn: Callable) -> Callable:
-    """``fn`` when the first operand is compressed, else the dense kernel (NotImplemented)."""
-    def handler(a: Any, *args: Any, **kwargs: Any) -> Any:
-        return fn(a, *args, **kwargs) if _is_cs(a) else NotImplemented
-    return handler
-
-
 def _to_sparse(s: CompressedTensor, sparse_dim: Any = None, *, layout: Any = None,
                blocksize: Any = None, dense_dim: Any = None) -> Any:
     if layout in (_CSR, _CSC):
@@ -769,14 +588,6 @@ def _to_sparse(s: CompressedTensor, sparse_dim: Any = None, *, layout: Any = Non
 
 def _radd(s: Any, other: Any) -> Any:
     return add(other, s)
-
-
-def _addmm(mat: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
-    return addmm(mat, mat1, mat2, beta=beta, alpha=alpha) if _is_cs(mat1) else NotImplemented
-
-
-def _matmul_r(s: Any, other: Any) -> Any:       # ``other @ s``
-    return NotImplemented
 
 
 def _install() -> None:
@@ -799,9 +610,7 @@ def _install() -> None:
         "mul": mul, "__mul__": mul, "__rmul__": mul, "multiply": mul,
         "neg": neg, "__neg__": neg, "negative": neg,
         "add": lambda a, b, *, alpha=1: add(a, b, alpha), "__add__": add, "__radd__": _radd,
-        "mm": _first_compressed(mm), "matmul": _first_compressed(matmul),
-        "__matmul__": _first_compressed(matmul), "mv": _first_compressed(mv),
-        "addmm": _addmm, "sum": sum_, "mul_": mul_, "zero_": zero_, "add_": add_,
+        "sum": sum_, "mul_": mul_, "zero_": zero_, "add_": add_,
         "copy_": copy_, "fill_": fill_,
     })
     for name, dt in (("double", _dtype.float64), ("float", _dtype.float32),
