@@ -229,7 +229,8 @@ def test_products_and_arithmetic():
     lambda m, s: m.ones(2, 2, 2).to_sparse_csr().t(),
     lambda m, s: m.ones(2, 2, 2).to_sparse_csr().transpose(0, 1),
     lambda m, s: m.ones(2, 2, 2).to_sparse_csr() @ m.ones(2, 2, 1),
-    lambda m, s: s.type(),
+    lambda m, s: s.type(), lambda m, s: s.requires_grad_().mul_(2),
+    lambda m, s: s.requires_grad_().zero_(),
 ])
 def test_unsupported_ops_raise_torchs_errors(op):
     _raises_same(lambda m: op(m, m.tensor(A).to_sparse_csr()))

@@ -10,7 +10,10 @@ input a gradient *masked* to its pattern, on the same indices: ``to_dense()``
 gradient: ``csr @ dense``, ``mm``, ``matmul``, ``addmm``, ``mv`` (computed with SciPy's sparse
 product), ``sum()``, ``dense + csr``. Backward formulas use recorded ops, so ``create_graph``
 works through them. A leaf's compressed gradient accumulates in AccumulateGrad like a COO one
-(``_accumulate_compressed`` there).
+(``_accumulate_compressed`` there). Where torch's backward fails for these layouts (a CSC leaf's
+masked gradient, a CSR gradient followed by a dense one, ``sum(dim, keepdim=True)``, the
+zero-preserving pointwise ops), ndgrad's runs: a CSC gradient is torch's CSR one as CSC, sums
+are dense.
 
 Example:
     >>> import ndgrad
@@ -516,13 +519,25 @@ def sum_(s: CompressedTensor, dim: Any = None, keepdim: bool = False, *,
 
 
 # ---------------------------------------------------------------------------- in place
+def _check_inplace(s: CompressedTensor) -> None:
+    """In-place ops are not recorded: refused where autograd would need them, as torch's."""
+    if _state.enabled and s._requires_grad:
+        if s._grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        raise RuntimeError("in-place operations on a sparse compressed tensor that requires "
+                           "grad are not supported by ndgrad")
+
+
 def mul_(s: CompressedTensor, other: Any) -> CompressedTensor:
+    _check_inplace(s)
     s._cs_values = mul(detach(s), other)._cs_values
     s._bump_version()
     return s
 
 
 def _assign(s: CompressedTensor, r: CompressedTensor) -> CompressedTensor:
+    _check_inplace(s)
     if r._cs_values.dtype != s._cs_values.dtype:
         r = convert(detach(r), s.dtype)
     s._cs_compressed, s._cs_plain, s._cs_values = r._cs_compressed, r._cs_plain, r._cs_values
@@ -547,6 +562,7 @@ def copy_(s: CompressedTensor, src: Any, non_blocking: bool = False) -> Compress
 
 def fill_(s: CompressedTensor, value: Any) -> CompressedTensor:
     """In place: every stored value set to ``value``."""
+    _check_inplace(s)
     v = value.item() if isinstance(value, Tensor) else value
     s._cs_values = np.full_like(s._cs_values, v)
     s._bump_version()
@@ -554,6 +570,7 @@ def fill_(s: CompressedTensor, value: Any) -> CompressedTensor:
 
 
 def zero_(s: CompressedTensor) -> CompressedTensor:
+    _check_inplace(s)
     nb = s._batch_dim()
     s._cs_compressed = np.zeros_like(s._cs_compressed)
     s._cs_plain = np.zeros(s._cs_shape[:nb] + (0,), s._cs_plain.dtype)
