@@ -884,12 +884,24 @@ def _dense_to_sparse(self: Tensor, sparse_dim: Any = None, *, layout: Any = None
 
 
 def _dense_to_sparse_csr(self: Tensor, dense_dim: Any = None) -> Any:
-    """The sparse CSR form (``batch dims x rows x cols x dense_dim dims``), int64 indices."""
+    """The sparse CSR form (``batch dims x rows x cols x dense_dim dims``), int64 indices.
+
+    Example:
+        >>> import ndgrad
+        >>> ndgrad.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse_csr().crow_indices()
+        tensor([0, 1, 2])
+    """
     return ops.sparse_compressed.to_compressed(self, _layout.sparse_csr, dense_dim)
 
 
 def _dense_to_sparse_csc(self: Tensor, dense_dim: Any = None) -> Any:
-    """The sparse CSC form (``batch dims x rows x cols x dense_dim dims``), int64 indices."""
+    """The sparse CSC form (``batch dims x rows x cols x dense_dim dims``), int64 indices.
+
+    Example:
+        >>> import ndgrad
+        >>> ndgrad.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse_csc().row_indices()
+        tensor([1, 0])
+    """
     return ops.sparse_compressed.to_compressed(self, _layout.sparse_csc, dense_dim)
 
 
