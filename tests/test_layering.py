@@ -41,6 +41,7 @@ LAYERS = {
     "ndgrad._numpy_protocol": BOTTOM,
     "ndgrad._settings": BOTTOM,
     "ndgrad._refcounts": BOTTOM,
+    "ndgrad._aligned": BOTTOM,
     "ndgrad._creation": BOTTOM,
     "ndgrad._generator": BOTTOM,
     "ndgrad._sparse": BOTTOM,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtype
+from .. import _aligned, _dtype
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
@@ -243,8 +243,23 @@ def _mm_vjp(ctx, g):
             bmm(_mT(a).conj(), g) if ctx.needs_input_grad(1) else None)
 
 
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.matmul(a, b)``; a large matrix product of one float or complex dtype goes into an
+    aligned result of NumPy's layout (C-contiguous), the same bits (Note [Aligned arrays])."""
+    if a.ndim == 2 and b.ndim == 2 and a.dtype is b.dtype and a.dtype in _ALIGN_DTYPES:
+        m, k = a.shape
+        k2, n = b.shape
+        if k == k2 and m * n * a.dtype.itemsize >= _ALIGN_MIN:
+            return np.matmul(a, b, out=_aligned.empty((m, n), a.dtype))
+    return np.matmul(a, b)
+
+
+_ALIGN_DTYPES = frozenset(np.dtype(d) for d in ("float32", "float64", "complex64", "complex128"))
+_ALIGN_MIN = _aligned.MIN_BYTES
+
+
 def _matmul_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    r = np.matmul(a, b)
+    r = _matmul(a, b)
     # ml_dtypes' bfloat16 matmul accumulates and returns float32.
     return r if r.dtype == a.dtype else r.astype(a.dtype)
 
@@ -267,7 +282,7 @@ def _kw(other: str, other_first: bool) -> dict:
 
 def _mm_arrays(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     # what _mm_raw computes, on arrays (Note [Small NT products])
-    return np.matmul(_nt_lhs(a, b), b)
+    return _matmul(_nt_lhs(a, b), b)
 
 
 def _mm_raw_rule(ctx, g, saved):
