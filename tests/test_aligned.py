@@ -222,3 +222,22 @@ def test_compiled_step_writes_products_into_aligned_results():
     for g, e in zip(got[1], eager[1]):
         assert g.data_ptr() % 64 == 0
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_storage_ops_on_an_aligned_tensor_match_torch():
+    a = _big()
+    t, tt = ndgrad.tensor(a), torch.tensor(a)
+    v, tv = t.view(-1)[100:], tt.view(-1)[100:]
+    # as_strided counts from the storage's start: the aligned array's first element
+    assert np.array_equal(ndgrad.as_strided(v, (5,), (1,), 0).numpy(),
+                          torch.as_strided(tv, (5,), (1,), 0).numpy())
+    s, ts = ndgrad.empty(0), torch.empty(0)
+    s.set_(t.untyped_storage(), 512, (10,), (1,))
+    ts.set_(tt.untyped_storage(), 512, (10,), (1,))
+    assert np.array_equal(s.numpy(), ts.numpy())
+    t.resize_(600, COLS)
+    tt.resize_(600, COLS)
+    assert t.untyped_storage().nbytes() == tt.untyped_storage().nbytes()
+    assert np.array_equal(t.numpy()[:ROWS], a)
+    u = ndgrad.tensor(a).share_memory_()
+    assert u.is_shared() and np.array_equal(u.numpy(), a)
