@@ -235,6 +235,7 @@ def test_storage_ops_on_an_aligned_tensor_match_torch():
     s.set_(t.untyped_storage(), 512, (10,), (1,))
     ts.set_(tt.untyped_storage(), 512, (10,), (1,))
     assert np.array_equal(s.numpy(), ts.numpy())
+    t, tt = ndgrad.tensor(a), torch.tensor(a)
     t.resize_(600, COLS)
     tt.resize_(600, COLS)
     assert t.untyped_storage().nbytes() == tt.untyped_storage().nbytes()
