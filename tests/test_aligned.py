@@ -242,3 +242,22 @@ def test_storage_ops_on_an_aligned_tensor_match_torch():
     assert np.array_equal(t.numpy()[:ROWS], a)
     u = ndgrad.tensor(a).share_memory_()
     assert u.is_shared() and np.array_equal(u.numpy(), a)
+
+
+def test_clone_contiguous_and_kept_gradient_copies_are_aligned():
+    a = _unaligned(_big())
+    t = ndgrad.from_numpy(a)
+    c = t.clone()
+    assert c.data_ptr() % 64 == 0 and np.array_equal(c.numpy(), a)
+    f = ndgrad.from_numpy(np.asfortranarray(a))
+    assert f.clone().numpy().flags.f_contiguous            # order K, as torch's clone
+    assert f.clone().stride() == torch.from_numpy(np.asfortranarray(a)).clone().stride()
+    k = f.contiguous()
+    assert k.data_ptr() % 64 == 0 and k.is_contiguous() and np.array_equal(k.numpy(), a)
+    assert ndgrad.empty_like(t).data_ptr() % 64 == 0
+    w = ndgrad.tensor(a, requires_grad=True)
+    g = ndgrad.from_numpy(_unaligned(_big()))
+    kept = g * 1                 # held here: AccumulateGrad copies it instead of stealing
+    w.backward(kept)
+    assert w.grad.data_ptr() % 64 == 0 and w.grad.data_ptr() != kept.data_ptr()
+    assert np.array_equal(w.grad.numpy(), kept.numpy())

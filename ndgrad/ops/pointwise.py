@@ -1919,7 +1919,7 @@ def _to_fwd(x: np.ndarray, dt: np.dtype) -> np.ndarray:
 
 
 TO = Op("to", "ToCopyBackward0", _to_fwd, _to_vjp, args=("dtype",), jvp=linear)
-CLONE = Op("clone", "CloneBackward0", lambda x: np.array(x, copy=True, order="K"),
+CLONE = Op("clone", "CloneBackward0", _aligned.copy,     # np.array(x, copy=True, order="K")
            lambda ctx, g: g, jvp=linear)
 COPY_LIKE = Op("_copy_like_layout", "CopyBackwards", lambda x, like: _empty_like_copy(x, like),
                lambda ctx, g: g, args=("like",), full_name="torch::autograd::CopyBackwards",
@@ -1934,7 +1934,11 @@ REAL = Op("real", "RealBackward0", lambda x: x.real.copy(), lambda ctx, g: g,
 
 
 def _empty_like_copy(x: np.ndarray, like: np.ndarray) -> np.ndarray:
-    if is_non_overlapping_and_dense(like):
+    # AccumulateGrad's copy of a gradient it cannot steal: large ones aligned (Note [Aligned
+    # arrays]), as the products whose gradients they usually are
+    if like.flags.c_contiguous:
+        out = _aligned.empty(like.shape, x.dtype)
+    elif is_non_overlapping_and_dense(like):
         out = np.empty_like(like, dtype=x.dtype, order="K")
     else:
         out = np.empty(like.shape, dtype=x.dtype)
