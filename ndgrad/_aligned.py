@@ -131,8 +131,8 @@ def binary(ufunc: np.ufunc, a: Any, b: Any) -> Any:
     >>> r.ctypes.data % ALIGN, r.dtype == x.dtype, float(r.sum())
     (0, True, 0.0)
     """
-    if (a.__class__ is _ndarray and b.__class__ is _ndarray and a.dtype is b.dtype
-            and a.nbytes >= MIN_BYTES and a.dtype in _BINARY_DTYPES and a.shape == b.shape
+    if (a.__class__ is _ndarray and b.__class__ is _ndarray and a.nbytes >= MIN_BYTES
+            and a.dtype is b.dtype and a.dtype in _BINARY_DTYPES and a.shape == b.shape
             and a.flags.c_contiguous and (b.flags.c_contiguous or not any(b.strides))):
         return ufunc(a, b, out=empty(a.shape, a.dtype))
     return ufunc(a, b)

@@ -264,11 +264,10 @@ def _mm_vjp(ctx, g):
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``np.matmul(a, b)``; a large matrix product of one float or complex dtype goes into an
     aligned result of NumPy's layout (C-contiguous), the same bits (Note [Aligned arrays])."""
-    if a.ndim == 2 and b.ndim == 2 and a.dtype is b.dtype and a.dtype in _ALIGN_DTYPES:
-        m, k = a.shape
-        k2, n = b.shape
-        if k == k2 and m * n * a.dtype.itemsize >= _ALIGN_MIN:
-            return np.matmul(a, b, out=_aligned.empty((m, n), a.dtype))
+    # the size first: hashing a dtype (the set test) costs more than a small product's call
+    if (a.ndim == 2 and b.ndim == 2 and a.shape[0] * b.shape[1] * a.itemsize >= _ALIGN_MIN
+            and a.shape[1] == b.shape[0] and a.dtype is b.dtype and a.dtype in _ALIGN_DTYPES):
+        return np.matmul(a, b, out=_aligned.empty((a.shape[0], b.shape[1]), a.dtype))
     return np.matmul(a, b)
 
 
