@@ -40,7 +40,15 @@ first mlp_large step's minor faults in a fresh process from ~5760 to ~4400 (~330
 compiled (~1000 of them are OpenBLAS's own buffers), but its CPU time did not drop: the
 first step's excess over a steady one was 11-13 ms (median of 4 fresh processes) without
 and 57-104 ms with (load average 6-7; a huge page fault zeroes 2 MiB, and ``defrag`` is
-``madvise``, so it may compact memory first).
+``madvise``, so it may compact memory first). Alone, 12 fresh 2 MiB-aligned blocks of 2 MiB
+took 10.1-10.3 ms of CPU time to touch in 4 KiB pages (~6000 faults) and 44-61 ms as huge
+pages (12-430 faults), three processes each. The same holds for NumPy's own madvise: with
+``np._core.multiarray._set_madvise_hugepage(False)`` the first eager mlp_large step took
+13800 faults instead of 5760-7700 and 271-296 ms of process CPU time instead of 314-358
+(steady steps ~260-300 either way; 2 BLAS threads, load average 9-12, four fresh processes
+each; the compiled tier's first call 252-309 against 270-374). Not changed here: it is a
+process-wide NumPy setting, and how much a huge page costs depends on how fragmented free
+memory is (on a quiet machine the first step's faults cost ~21 ms in all).
 
 Example:
     >>> import numpy as np
