@@ -262,11 +262,11 @@ def _mm_vjp(ctx, g):
 
 
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.matmul(a, b)``; a large matrix product of one float or complex dtype goes into an
-    aligned result of NumPy's layout (C-contiguous), the same bits (Note [Aligned arrays])."""
-    # the size first: hashing a dtype (the set test) costs more than a small product's call
-    if (a.ndim == 2 and b.ndim == 2 and a.shape[0] * b.shape[1] * a.itemsize >= _ALIGN_MIN
-            and a.shape[1] == b.shape[0] and a.dtype is b.dtype and a.dtype in _ALIGN_DTYPES):
+    """``np.matmul(a, b)`` for a 2-d product with a result of at least ``_ALIGN_MIN`` bytes:
+    one float or complex dtype goes into an aligned result of NumPy's layout (C-contiguous),
+    the same bits (Note [Aligned arrays]). Callers test the size first, inline: small
+    products pay no call."""
+    if a.shape[1] == b.shape[0] and a.dtype is b.dtype and a.dtype in _ALIGN_DTYPES:
         return np.matmul(a, b, out=_aligned.empty((a.shape[0], b.shape[1]), a.dtype))
     return np.matmul(a, b)
 
@@ -276,7 +276,8 @@ _ALIGN_MIN = _aligned.MIN_BYTES
 
 
 def _matmul_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    r = _matmul(a, b)
+    r = (_matmul(a, b) if a.ndim == 2 and b.ndim == 2
+         and a.shape[0] * b.shape[1] * a.itemsize >= _ALIGN_MIN else np.matmul(a, b))
     # ml_dtypes' bfloat16 matmul accumulates and returns float32.
     return r if r.dtype == a.dtype else r.astype(a.dtype)
 
@@ -298,8 +299,10 @@ def _kw(other: str, other_first: bool) -> dict:
 
 
 def _mm_arrays(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # what _mm_raw computes, on arrays (Note [Small NT products])
-    return _matmul(_nt_lhs(a, b), b)
+    # what _mm_raw computes, on arrays (Note [Small NT products]); as _matmul_fwd's
+    if a.shape[0] * b.shape[1] * a.itemsize >= _ALIGN_MIN:
+        return _matmul(_nt_lhs(a, b), b)
+    return np.matmul(_nt_lhs(a, b), b)
 
 
 def _mm_raw_rule(ctx, g, saved):

@@ -269,7 +269,8 @@ def _mul_raw(ctx, g, saved):
             if not ctx._post_hooks and _is_broadcast_one(g) and g.shape == a.shape:
                 # Note [Multiplying by a broadcast one]: ``1.0 * x + 1.0 * x`` is ``x + x``
                 return np.add(a, a), None
-            t = _aligned.binary(_mul, g, a)   # feeds products: Note [Aligned arrays]
+            # it feeds products: Note [Aligned arrays]
+            t = _aligned.binary(_mul, g, a) if a.nbytes >= _ALIGN_MIN else _mul(g, a)
             if ctx._post_hooks:
                 return t, t
             return (np.add(t, t, out=t) if t.__class__ is _ndarray else t + t), None
