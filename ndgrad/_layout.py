@@ -20,6 +20,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from . import _aligned
+
 __all__ = ["memory_format", "contiguous_format", "preserve_format", "channels_last",
            "channels_last_3d", "layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc",
            "sparse_bsr", "sparse_bsc", "jagged", "check", "check_rank", "is_contiguous", "empty",
@@ -140,10 +142,11 @@ def is_contiguous(arr: np.ndarray, fmt: memory_format) -> bool:
 def empty(shape: tuple, dtype: Any, fmt: memory_format,
           like: Optional[np.ndarray] = None) -> np.ndarray:
     """An uninitialized array of ``shape`` laid out in ``fmt`` (``preserve_format``: like
-    ``like``, whose shape is ``shape``)."""
+    ``like``, whose shape is ``shape``); a large C-contiguous one 64-byte aligned (Note
+    [Aligned arrays] in _aligned.py)."""
     if fmt is preserve_format:
         if like is None or like.flags.c_contiguous:
-            return np.empty(shape, dtype)
+            return _aligned.empty(shape, dtype)
         strides = like.strides
         if is_non_overlapping_and_dense(like) and min(strides) >= 0:
             # the same strides, in elements: a dense permutation of one fresh buffer
@@ -154,7 +157,7 @@ def empty(shape: tuple, dtype: Any, fmt: memory_format,
         return np.empty_like(like, dtype=dtype, order="K")
     order = _ORDER.get(fmt)
     if order is None:
-        return np.empty(shape, dtype)
+        return _aligned.empty(shape, dtype)
     check_rank(len(shape), fmt)
     phys = np.empty(tuple(shape[d] for d in order), dtype)
     return phys.transpose(tuple(order.index(d) for d in range(len(order))))

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Dict, Optional, Tuple
 import numpy as np
 
 from . import _dtype, _layout
+from ._aligned import AlignedBlock
 from ._sparse import SparseTensor, sparse_coo_tensor
 from ._sparse_compressed import CompressedTensor, compressed_from_arrays
 from .tensor import Size, Tensor, _wrap, device
@@ -111,8 +112,8 @@ class _Storage:
 
 
 def _root(a: np.ndarray) -> np.ndarray:
-    while isinstance(a.base, np.ndarray):
-        a = a.base
+    while isinstance(a.base, np.ndarray) and a.base.__class__ is not AlignedBlock:
+        a = a.base     # an aligned array is its storage's root (Note [Aligned arrays])
     return a
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, S
 import numpy as np
 
 from . import _dlpack, _dtype, _layout, _numpy_protocol
+from ._aligned import AlignedBlock
 from ._dtype import dtype as _dtype_cls
 from ._format import format_tensor
 from .autograd import grad_mode as _grad_mode
@@ -846,6 +847,8 @@ def _storage_root(arr: np.ndarray) -> np.ndarray:
     root = arr
     while True:
         b = root.base
+        if b.__class__ is AlignedBlock:     # Note [Aligned arrays] in _aligned.py
+            return root
         if not isinstance(b, np.ndarray):
             # NumPy's stride tricks (and as_strided views) hold their source through a wrapper
             b = getattr(b, "base", None)

@@ -42,6 +42,7 @@ LAYERS = {
     "ndgrad._settings": BOTTOM,
     "ndgrad._refcounts": BOTTOM,
     "ndgrad._warn": BOTTOM,
+    "ndgrad._aligned": BOTTOM,
     "ndgrad._creation": BOTTOM,
     "ndgrad._generator": BOTTOM,
     "ndgrad._sparse": BOTTOM,

@@ -29,6 +29,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from .._aligned import AlignedBlock
 from .._refcounts import SOLE_REFERENCE_TESTS
 from .._sparse import SparseTensor
 from .._sparse_compressed import CompressedTensor
@@ -501,8 +502,9 @@ def _sum_grads(old: Any, g: Any) -> Any:
                 and d.shape == e.shape and d.flags.writeable
                 and _getrefcount(d) <= _ARRAY_REFS):
             b = d.base
-            if b is None or (b.__class__ is _ndarray and b.base is None
-                             and b.nbytes == d.nbytes and _getrefcount(b) <= _ARRAY_REFS):
+            if b is None or ((b.__class__ is _ndarray and b.base is None and b.nbytes == d.nbytes
+                              or b.__class__ is AlignedBlock)   # Note [Aligned arrays]
+                             and _getrefcount(b) <= _ARRAY_REFS):
                 _np_add(d, e, out=d)
                 return old
     return old + g

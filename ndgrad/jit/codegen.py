@@ -77,6 +77,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
+from .. import _aligned
 from ..autograd.saved import TensorList
 from ..ops import linalg as _linalg
 from ..ops import pointwise as _pw
@@ -87,7 +88,7 @@ from ..tensor import _wrap
 from .blas_threads import MAX_MACS, column_major_first_is_faster, run_single_threaded
 from .gemm_layout import transposed_products
 from . import numba_kernels as _nk   # imports numba only when a kernel first runs
-from .ir import ArrayArg, Graph, ScratchList, TensorArg, Value
+from .ir import ArrayArg, Graph, Node, ScratchList, TensorArg, Value
 from .random_nodes import is_random
 
 __all__ = ["generate", "GeneratedFunction"]
@@ -760,7 +761,8 @@ class _Gen:
         # transposed one (gemm_layout.py) the transpose of one
         c_order: Any = fresh is not None and n.op in _PRODUCTS
         if c_order and n in self.transposed:
-            expr = f"{self.bind(np.matmul, 'np_matmul')}({ins[1]}.T, {ins[0]}.T).T"
+            out = self.aligned_out(n, True)
+            expr = f"{self.bind(np.matmul, 'np_matmul')}({ins[1]}.T, {ins[0]}.T{out}).T"
             c_order = "F"
         elif c_order and _tt_form(n):     # Note [Small products with a transposed second
             #                                operand] (blas_threads.py)
@@ -770,6 +772,20 @@ class _Gen:
         for o, nm in zip(n.outputs(), outs):
             self.fix0d(nm, o)
             env[o] = nm
+
+    def aligned_out(self, n: Node, transposed: bool = False) -> str:
+        """``, out=...`` giving matrix product ``n`` (of ``transposed`` layout) a result at a
+        64-byte boundary when it is large (Note [Aligned arrays] in ndgrad/_aligned.py), else
+        nothing; the same bits as NumPy's own result."""
+        o = n.output()
+        a, b = n.inputs()
+        if (n.op is not _linalg.MM or len(o.shape) != 2 or a.dtype != o.dtype
+                or b.dtype != o.dtype or o.dtype not in _linalg._ALIGN_DTYPES
+                or _numel(o.shape) * o.dtype.itemsize < _aligned.MIN_BYTES):
+            return ""
+        shape = tuple(o.shape)[::-1] if transposed else tuple(o.shape)
+        e = self.bind(_aligned.empty, "aligned_empty")
+        return f", out={e}({shape!r}, {self.bind(o.dtype, f'dtype_{o.dtype.name}')})"
 
     def guard(self, x: str) -> str:
         """Prefix making an expression None when ``x`` may be None at run time (which then
@@ -957,7 +973,7 @@ class _Gen:
             return f"{fn}({ins[0]}, {ins[1]}, None)"
         if op in (_linalg.MM, _linalg.BMM, _linalg.MV, _linalg.DOT) and iv[1].dtype == dt:
             f = self.bind(np.matmul, "np_matmul")
-            return f"{f}({ins[0]}, {ins[1]})"
+            return f"{f}({ins[0]}, {ins[1]}{self.aligned_out(n)})"
         if op is _red.MEAN and len(args) == 3 and args[2] is None and dt.itemsize >= 4 \
                 and type(args[0]) is tuple and n.output().dtype == dt:
             # ops/reduction.py _mean_fwd's own calls for a float32/64 or complex input

@@ -58,6 +58,7 @@ from typing import Any, Callable, List, Optional, Sequence
 import numpy as np
 
 from .. import _generator
+from .._aligned import AlignedBlock
 from .. import _out as _out_mod
 from .._refcounts import SOLE_REFERENCE_TESTS
 from ..autograd import engine as _engine
@@ -350,7 +351,8 @@ class Tracer:
 
     def _forget_views(self, d: np.ndarray) -> None:
         """Drop the amap entries of the views ops made of the memory ``d`` is written into."""
-        root = d.base if d.base is not None else d
+        b = d.base
+        root = d if b is None or b.__class__ is AlignedBlock else b   # Note [Aligned arrays]
         views = self.views_of.get(id(root))
         if not views:
             return
@@ -632,7 +634,7 @@ class Tracer:
         for o, v in zip(outs, node._outputs):
             amap[id(o)] = (_ref(o), v)
             b = o.base
-            if b is not None:
+            if b is not None and b.__class__ is not AlignedBlock:
                 self.views_of.setdefault(id(b), []).append(_ref(o))
         return out
 

@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from .. import _dtype
+from .._aligned import owns_memory as _owns_memory
 from .._refcounts import SOLE_REFERENCE_TESTS
 from ..autograd import anomaly_mode as _anomaly_mode
 from ..autograd import batching as _batching_levels
@@ -277,7 +278,8 @@ def _raw_apply(self: Any, grads: list) -> tuple:
         vals = ()
     op = self._op
     if (op.raw_into is not None and d.size >= _INTO_MIN_SIZE and _getrefcount(g) <= _G_REFS
-            and _getrefcount(d) <= _D_REFS and d.base is None and d.flags.writeable):
+            and _getrefcount(d) <= _D_REFS and (d.base is None or _owns_memory(d))
+            and d.flags.writeable):
         out = op.raw_into(self, d, vals)
     else:
         out = op.raw(self, d, vals)

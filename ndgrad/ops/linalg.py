@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtype
+from .. import _aligned, _dtype
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
@@ -213,6 +213,24 @@ def _transposed(x: Any) -> bool:
 # Eager's Python (the engine and dispatch of ~20 ops) costs ~0.4-0.7 ms in this step against
 # 0.08 ms on tiny shapes: the products flush the caches that the interpreter's code and
 # objects live in.
+# Session 24 (load average 4-7 throughout: the harness's 2-thread wall times were 4-10x the
+# quiet ones, 250-700 ms a step, and are not used). Operand alignment: with the mmap threshold
+# raised, every operand and result sat 16, 32 or 48 bytes past a 64-byte boundary 3 times in 4,
+# and the four products of this step alone, every array placed by hand, take 56.2 / 55.9 ms
+# (16 / 32 bytes past) against 54.4 at 64 bytes (1 thread, CPU time, medians of 28 interleaved
+# rounds); 4 KiB or 2 MiB boundaries gain nothing over 64 bytes. So large arrays ndgrad makes
+# are 64-byte aligned (Note [Aligned arrays] in ndgrad/_aligned.py): ``tensor()`` copies, mm's
+# results (``_matmul``, eager and raw rules; ``aligned_out`` in jit/codegen.py), relu's new
+# results, its backward's, ``y - t`` and ``x * x``'s gradient. ``python
+# bench/mlp_large_align.py --threads 1`` (one process, the configurations interleaved, CPU
+# time of one thread, medians of 12/20/25 rounds), off -> on, ms: eager 106.8 -> 105.5, 108.7
+# -> 106.5, 108.2 -> 107.0 (-1.1 to -2.0%); compiled numpy 105.8 -> 104.4, 106.5 -> 105.2,
+# 106.9 -> 105.6 (-1.2%); numba 105.5 -> 104.1, 105.9 -> 105.2, 105.2 -> 105.3 (0 to -1.3%).
+# At 2 threads only minima of 25 rounds were usable (load 5): eager 60.7 -> 59.5, numpy
+# 57.4 -> 57.2, numba 56.5 -> 56.5. The input-gradient forms with aligned operands, 1 thread:
+# ``g @ W.T`` 9.87 / 19.41 ms against ``(W @ g.T).T`` 9.40 / 18.76 (the same gap as before:
+# eager keeps NumPy's form, for the reasons above). Huge pages for the first call's page
+# faults: measured, not used (Note [Aligned arrays]).
 
 
 # Note [Gradient layout of mm]
@@ -243,8 +261,23 @@ def _mm_vjp(ctx, g):
             bmm(_mT(a).conj(), g) if ctx.needs_input_grad(1) else None)
 
 
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.matmul(a, b)`` for a 2-d product with a result of at least ``_ALIGN_MIN`` bytes:
+    one float or complex dtype goes into an aligned result of NumPy's layout (C-contiguous),
+    the same bits (Note [Aligned arrays]). Callers test the size first, inline: small
+    products pay no call."""
+    if a.shape[1] == b.shape[0] and a.dtype is b.dtype and a.dtype in _ALIGN_DTYPES:
+        return np.matmul(a, b, out=_aligned.empty((a.shape[0], b.shape[1]), a.dtype))
+    return np.matmul(a, b)
+
+
+_ALIGN_DTYPES = frozenset(np.dtype(d) for d in ("float32", "float64", "complex64", "complex128"))
+_ALIGN_MIN = _aligned.MIN_BYTES
+
+
 def _matmul_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    r = np.matmul(a, b)
+    r = (_matmul(a, b) if a.ndim == 2 and b.ndim == 2
+         and a.shape[0] * b.shape[1] * a.itemsize >= _ALIGN_MIN else np.matmul(a, b))
     # ml_dtypes' bfloat16 matmul accumulates and returns float32.
     return r if r.dtype == a.dtype else r.astype(a.dtype)
 
@@ -266,7 +299,9 @@ def _kw(other: str, other_first: bool) -> dict:
 
 
 def _mm_arrays(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # what _mm_raw computes, on arrays (Note [Small NT products])
+    # what _mm_raw computes, on arrays (Note [Small NT products]); as _matmul_fwd's
+    if a.shape[0] * b.shape[1] * a.itemsize >= _ALIGN_MIN:
+        return _matmul(_nt_lhs(a, b), b)
     return np.matmul(_nt_lhs(a, b), b)
 
 

@@ -22,6 +22,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .. import _dtype, _layout
+from .. import _aligned
+from .._aligned import owns_memory
 from .._refcounts import SOLE_REFERENCE_TESTS
 from .._layout import is_non_overlapping_and_dense
 from ..autograd import accumulate_grad as _accumulate_grad
@@ -163,7 +165,16 @@ def _add_fwd(a, b, alpha=1):
 
 
 def _sub_fwd(a, b, alpha=1):
-    return a - b if alpha == 1 else a - b * alpha
+    if alpha != 1:
+        return a - b * alpha
+    if a.__class__ is _ndarray and b.__class__ is _ndarray and a.nbytes >= _ALIGN_MIN:
+        # a large difference often feeds a product (a loss's ``y - t``): Note [Aligned arrays]
+        return _aligned.binary(_np_subtract, a, b)
+    return a - b
+
+
+_np_subtract = np.subtract
+_ALIGN_MIN = _aligned.MIN_BYTES
 
 
 def _add_jvp(ctx, ta, tb, sign=1):
@@ -258,7 +269,8 @@ def _mul_raw(ctx, g, saved):
             if not ctx._post_hooks and _is_broadcast_one(g) and g.shape == a.shape:
                 # Note [Multiplying by a broadcast one]: ``1.0 * x + 1.0 * x`` is ``x + x``
                 return np.add(a, a), None
-            t = _mul(g, a)
+            # it feeds products: Note [Aligned arrays]
+            t = _aligned.binary(_mul, g, a) if a.nbytes >= _ALIGN_MIN else _mul(g, a)
             if ctx._post_hooks:
                 return t, t
             return (np.add(t, t, out=t) if t.__class__ is _ndarray else t + t), None
@@ -903,7 +915,13 @@ def _threshold_backward_fwd(g: np.ndarray, r: np.ndarray) -> np.ndarray:
         m = np.less_equal(r, 0)
         mi = m.view(np.int8) if type(m) is np.ndarray else np.int8(m)
         mi = np.subtract(mi, 1, out=mi) if type(mi) is np.ndarray else mi - np.int8(1)
-        return np.bitwise_and(g.view(f"i{dt.itemsize}"), mi).view(dt)
+        gi = g.view(f"i{dt.itemsize}")
+        if g.nbytes >= _ALIGN_MIN and g.flags.c_contiguous and g.shape == mi.shape:
+            # the gradient feeds products: Note [Aligned arrays]
+            out = _aligned.empty(g.shape, dt)
+            np.bitwise_and(gi, mi, out=out.view(gi.dtype))
+            return out
+        return np.bitwise_and(gi, mi).view(dt)
     m = _relu_keep(r)
     out = g * m
     # A NaN makes the sum NaN: one reduction, no temporary (np.isnan(out).any() is two passes
@@ -976,9 +994,14 @@ def _zero_like(x: np.ndarray) -> Any:
     return 0
 
 
-RELU = Op("relu", "ReluBackward0",
-          lambda x: np.maximum(x, _zero_like(x)).astype(x.dtype, copy=False),
-          _relu_vjp, **_relu_kw())
+def _relu_fwd(x: np.ndarray) -> np.ndarray:
+    if x.nbytes >= _ALIGN_MIN and x.dtype in _RELU_INTO_DTYPES and x.flags.c_contiguous:
+        # its result feeds the next layer's product: Note [Aligned arrays]
+        return np.maximum(x, zeros_operand(x.shape, x.dtype), out=_aligned.empty(x.shape, x.dtype))
+    return np.maximum(x, _zero_like(x)).astype(x.dtype, copy=False)
+
+
+RELU = Op("relu", "ReluBackward0", _relu_fwd, _relu_vjp, **_relu_kw())
 # Note [relu in place on a temporary]
 # ``relu(x @ W)``: the product's array is a temporary no one else can reach, and relu's forward
 # writes into it (``np.maximum(a, zeros, out=a)``, the same call and bits) instead of filling a
@@ -1156,7 +1179,8 @@ def relu(input: Tensor) -> Tensor:
     d = input._data
     if (d.size >= _RELU_INTO_MIN and sys.getrefcount(input) <= _TEMP_REFS
             and sys.getrefcount(d) <= _ARRAY_REFS and d.dtype in _RELU_INTO_DTYPES
-            and d.base is None and d.flags.writeable and input.__class__ is Tensor
+            and (d.base is None or owns_memory(d)) and d.flags.writeable
+            and input.__class__ is Tensor
             and input._base is None and not input._blevel
             and (input._grad_fn is not None or not input._requires_grad)
             and not (_dispatch._TRACING or _dispatch._BATCHING or _dispatch._FW_AD
@@ -1896,7 +1920,7 @@ def _to_fwd(x: np.ndarray, dt: np.dtype) -> np.ndarray:
 
 
 TO = Op("to", "ToCopyBackward0", _to_fwd, _to_vjp, args=("dtype",), jvp=linear)
-CLONE = Op("clone", "CloneBackward0", lambda x: np.array(x, copy=True, order="K"),
+CLONE = Op("clone", "CloneBackward0", _aligned.copy,     # np.array(x, copy=True, order="K")
            lambda ctx, g: g, jvp=linear)
 COPY_LIKE = Op("_copy_like_layout", "CopyBackwards", lambda x, like: _empty_like_copy(x, like),
                lambda ctx, g: g, args=("like",), full_name="torch::autograd::CopyBackwards",
@@ -1911,7 +1935,11 @@ REAL = Op("real", "RealBackward0", lambda x: x.real.copy(), lambda ctx, g: g,
 
 
 def _empty_like_copy(x: np.ndarray, like: np.ndarray) -> np.ndarray:
-    if is_non_overlapping_and_dense(like):
+    # AccumulateGrad's copy of a gradient it cannot steal: large ones aligned (Note [Aligned
+    # arrays]), as the products whose gradients they usually are
+    if like.flags.c_contiguous:
+        out = _aligned.empty(like.shape, x.dtype)
+    elif is_non_overlapping_and_dense(like):
         out = np.empty_like(like, dtype=x.dtype, order="K")
     else:
         out = np.empty(like.shape, dtype=x.dtype)

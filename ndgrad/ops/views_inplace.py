@@ -42,6 +42,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .. import _dtype
+from .._aligned import AlignedBlock
 from .._layout import is_non_overlapping_and_dense
 from ..autograd import batching as _bt
 from ..autograd.grad_mode import _state, no_grad
@@ -517,7 +518,11 @@ def _overlaps(dst: np.ndarray, src: np.ndarray, full_too: bool) -> bool:
     """PyTorch's overlap test between the written-to array and an input: only when both are
     dense can it tell (otherwise the op is allowed); equal ranges with equal strides are a full
     overlap (allowed by elementwise ops), other shared ranges a partial one."""
-    if dst.base is None and src.base is None and dst is not src:
+    db = dst.base
+    sb = src.base
+    if ((db is None or db.__class__ is AlignedBlock)   # Note [Aligned arrays]
+            and (sb is None or sb.__class__ is AlignedBlock)
+            and dst is not src and (db is None or db is not sb)):
         return False                     # two arrays owning their memory: disjoint
     if dst.size == 0 or src.size == 0 or not np.may_share_memory(dst, src):
         return False
@@ -561,7 +566,8 @@ def inplace_binary(self: Tensor, other: Any, ufunc: np.ufunc, fn: Callable[..., 
     if (not _state.enabled and not _dispatch._FW_AD and not _dispatch._TRANSFORM
             and write_watch is None
             and not self._inference
-            and d.dtype in _FAST_FLOAT_DTYPES and d.flags.writeable and d.base is None):
+            and d.dtype in _FAST_FLOAT_DTYPES and d.flags.writeable
+            and (d.base is None or d.base.__class__ is AlignedBlock)):   # Note [Aligned arrays]
         t = type(other)
         if t is float or t is int:
             ufunc(d, other, out=d)
@@ -569,7 +575,8 @@ def inplace_binary(self: Tensor, other: Any, ufunc: np.ufunc, fn: Callable[..., 
             return self
         if t is Tensor:
             od = other._data
-            if od.dtype is d.dtype and od.base is None and od is not d and od.ndim <= d.ndim:
+            if (od.dtype is d.dtype and (od.base is None or od.base.__class__ is AlignedBlock)
+                    and od is not d and od.ndim <= d.ndim):
                 try:
                     ufunc(d, od, out=d)
                 except ValueError:
