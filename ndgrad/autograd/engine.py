@@ -59,45 +59,52 @@ def run_backward(
     ``plan``: a dict kept by a caller that runs the same roots and inputs several times (the
     rows of a Jacobian); the graph analysis is done on the first run and reused.
     """
-    state = grad_mode._state
+    state = _grad_state
     prev = state.enabled
     prev_receivers = state.receivers
     state.enabled = bool(create_graph)
     state.receivers = None
-    prev_valid = getattr(_local, "checkpoint_valid", True)
-    _local.checkpoint_valid = accumulate_grad and input_edges is None
-    tasks = getattr(_local, "tasks", None)
-    if tasks is None:
+    try:
+        tasks = _local.tasks
+    except AttributeError:
         tasks = _local.tasks = []
-    tasks.append(_GraphTask(accumulate_grad, keep_graph))
+    # _GraphTask(accumulate_grad, keep_graph, ...) without its __init__ frame
+    task = _new(_GraphTask)
+    task.id = _next_task_id()
+    task.accumulate_grad = accumulate_grad
+    task.keep_graph = keep_graph
+    task.checkpoint_valid = accumulate_grad and input_edges is None
+    task.nodes = task.needed = task.captures = None
+    tasks.append(task)
     try:
         if anomaly_mode._enabled or profiler._ACTIVE:
             return _execute_instrumented(root_edges, root_grads, keep_graph, input_edges,
                                          accumulate_grad)
         return _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad,
-                        plan=plan)
+                        None, plan)
     finally:
         state.enabled = prev
         state.receivers = prev_receivers
-        _local.checkpoint_valid = prev_valid
         tasks.pop()
 
 
 def run_backward_scalar(node: Any, nr: int, seed: Any, keep_graph: Any) -> None:
     """``run_backward(((node, nr),), (seed,), keep_graph, False)``: the usual
     ``loss.backward()`` (Note [Lean backward entry])."""
-    state = grad_mode._state
+    state = _grad_state
     prev = state.enabled
     prev_receivers = state.receivers
     state.enabled = False
     state.receivers = None
-    local = _local
-    prev_valid = getattr(local, "checkpoint_valid", True)
-    local.checkpoint_valid = True
-    tasks = getattr(local, "tasks", None)
-    if tasks is None:
-        tasks = local.tasks = []
-    task = _GraphTask(True, keep_graph)
+    try:
+        tasks = _local.tasks
+    except AttributeError:
+        tasks = _local.tasks = []
+    task = _new(_GraphTask)         # _GraphTask(True, keep_graph) without its __init__ frame
+    task.id = _next_task_id()
+    task.accumulate_grad = task.checkpoint_valid = True
+    task.keep_graph = keep_graph
+    task.nodes = task.needed = task.captures = None
     tasks.append(task)
     try:
         if anomaly_mode._enabled or profiler._ACTIVE:
@@ -108,7 +115,6 @@ def run_backward_scalar(node: Any, nr: int, seed: Any, keep_graph: Any) -> None:
     finally:
         state.enabled = prev
         state.receivers = prev_receivers
-        local.checkpoint_valid = prev_valid
         tasks.pop()
 
 
@@ -187,7 +193,8 @@ def _run_node_and_leaves(node: Any, nr: int, seed: Any, keep_graph: Any, task: A
     return True
 
 
-# Whether the backward running in this thread may use reentrant checkpointing: only a plain
+# Per thread: ``tasks``, the graph tasks running (Note [Graph tasks]); the innermost one's
+# ``checkpoint_valid`` says whether the backward may use reentrant checkpointing: only a plain
 # ``backward()`` (no ``inputs``), which accumulates into every leaf (utils/checkpoint.py).
 _local = threading.local()
 
@@ -195,7 +202,8 @@ _local = threading.local()
 def is_checkpoint_valid() -> bool:
     """False inside a backward pass that reentrant checkpointing cannot serve (``grad`` or
     ``backward(inputs=...)``)."""
-    return getattr(_local, "checkpoint_valid", True)
+    tasks = getattr(_local, "tasks", None)
+    return tasks[-1].checkpoint_valid if tasks else True
 
 
 # Note [Graph tasks]
@@ -208,13 +216,21 @@ _task_ids = itertools.count(1)
 
 
 class _GraphTask:
-    __slots__ = ("id", "accumulate_grad", "keep_graph", "nodes", "needed", "captures")
+    # run_backward and run_backward_scalar build it without this __init__: keep them in step
+    __slots__ = ("id", "accumulate_grad", "keep_graph", "nodes", "needed", "captures",
+                 "checkpoint_valid")
 
     def __init__(self, accumulate_grad: bool, keep_graph: bool = True) -> None:
         self.id = next(_task_ids)
         self.accumulate_grad = accumulate_grad
         self.keep_graph = keep_graph
+        self.checkpoint_valid = accumulate_grad     # ``is_checkpoint_valid``
         self.nodes = self.needed = self.captures = None   # set by _execute
+
+
+_next_task_id = _task_ids.__next__
+_new = object.__new__
+_grad_state = grad_mode._state
 
 
 def current_graph_task_keeps_graph() -> bool:
@@ -270,8 +286,11 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
         task.nodes, task.needed, task.captures = deps, needed, captures
         return _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures,
                     captured, general, call)
-    roots = [e[0] for e in root_edges]
-    deps, parents = _dependencies(roots, want_parents=input_edges is not None)
+    if len(root_edges) == 1:
+        roots = [root_edges[0][0]]
+    else:
+        roots = [e[0] for e in root_edges]
+    deps, parents = _dependencies(roots, input_edges is not None)
     for node in roots:
         deps[node] = deps.get(node, 0) + 1
 
@@ -283,7 +302,10 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
         needed = _EVERY_NODE
     counts = deps
     if input_edges is not None:
-        targets = {e[0] for e in input_edges if e[0] is not None}
+        targets = set()
+        for e in input_edges:      # a loop: a comprehension is a frame of its own
+            if e[0] is not None:
+                targets.add(e[0])
         needed = _ancestors(targets, parents)
         if accumulate_grad:
             needed |= targets
@@ -295,8 +317,15 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
             captured = [None] * len(input_edges)
         # Note [Engine fast loop]: only edges into these nodes carry gradients; one lookup in
         # ``counts`` per edge replaces the membership tests.
-        counts = {n: c for n, c in deps.items()
-                  if n in needed or (captures is not None and n in captures)}
+        counts = {}
+        if captures is None:
+            for n, c in deps.items():
+                if n in needed:
+                    counts[n] = c
+        else:
+            for n, c in deps.items():
+                if n in needed or n in captures:
+                    counts[n] = c
         grad_mode._state.receivers = counts       # Note [Pruned backward]
     task = _local.tasks[-1]                         # Note [Graph tasks]
     task.nodes, task.needed, task.captures = deps, needed, captures
@@ -385,10 +414,11 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
         if len(outputs) != len(edges):
             raise _count_error(node, len(edges), len(outputs))
         meta = node._input_meta
-        i = -1
+        if len(meta) != len(edges):     # no metadata (a node that records none): no checks
+            meta = (None,) * len(edges) if not meta else \
+                tuple(meta) + (None,) * (len(edges) - len(meta))
         flushed = False
-        for (nxt, nr), g in zip(edges, outputs):
-            i += 1
+        for i, ((nxt, nr), g, m) in enumerate(zip(edges, outputs, meta)):
             if nxt is None:
                 continue
             d = get(nxt)
@@ -397,13 +427,11 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
             if g is not None:
                 # Validate against the forward input's metadata: undo broadcasting, cast dtype.
                 if g.__class__ is _Tensor:
-                    if meta:
-                        m = meta[i]
-                        if m is not None:
-                            data = g._data
-                            dt = data.dtype
-                            if data.shape != m[0] or (dt is not m[1] and dt != m[1]):
-                                g = _fix_gradient(node, i, g, m)
+                    if m is not None:
+                        data = g._data
+                        dt = data.dtype
+                        if data.shape != m[0] or (dt is not m[1] and dt != m[1]):
+                            g = _fix_gradient(node, i, g, m)
                 else:
                     g = _check_gradient(node, i, g, meta)
             d -= 1
@@ -551,11 +579,27 @@ def _dependencies(roots, want_parents: bool):
                 else:
                     deps[nxt] = c + 1
         return deps, None
-    parents: Optional[dict] = {} if want_parents else None
     root_set = set(roots)
     stack = list(root_set)
     get = deps.get
     push = stack.append
+    acc_cls = AccumulateGrad
+    if not want_parents:
+        while stack:
+            fn = stack.pop()
+            for nxt, _ in fn.next_functions:
+                if nxt is None:
+                    continue
+                c = get(nxt)
+                if c is None:
+                    deps[nxt] = 1
+                    # roots are already on the stack; AccumulateGrad has no edges
+                    if nxt not in root_set and nxt.__class__ is not acc_cls:
+                        push(nxt)
+                else:
+                    deps[nxt] = c + 1
+        return deps, None
+    parents: dict = {}
     while stack:
         fn = stack.pop()
         for nxt, _ in fn.next_functions:
@@ -564,12 +608,12 @@ def _dependencies(roots, want_parents: bool):
             c = get(nxt)
             if c is None:
                 deps[nxt] = 1
-                if nxt not in root_set:    # roots are already on the stack
+                parents[nxt] = [fn]
+                if nxt not in root_set and nxt.__class__ is not acc_cls:
                     push(nxt)
             else:
                 deps[nxt] = c + 1
-            if parents is not None:
-                parents.setdefault(nxt, []).append(fn)
+                parents[nxt].append(fn)
     return deps, parents
 
 

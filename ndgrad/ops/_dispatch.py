@@ -240,6 +240,7 @@ _D_REFS = 3 if SOLE_REFERENCE_TESTS else -8
 # Below this many elements ``out=`` costs more than the allocation it saves (as _mul_into's).
 _INTO_MIN_SIZE = 16384
 _op_node_apply = OpNode.apply
+_SavedTensor = SavedTensor
 
 
 def _raw_apply(self: Any, grads: list) -> tuple:
@@ -255,15 +256,29 @@ def _raw_apply(self: Any, grads: list) -> tuple:
     if sv.__class__ is not tuple:       # RELEASED (empty) is a tuple subclass
         raise RuntimeError(SECOND_BACKWARD_MSG)
     if sv:
-        if len(sv) == 1:
-            v = sv[0].unpack_data(self)
+        n = len(sv)
+        if n == 1:
+            s = sv[0]
+            # SavedTensor.unpack_data inlined for a plain saved tensor (no hooks, not released,
+            # version unchanged); anything else asks unpack_data (which raises its errors)
+            t = s._tensor if s.__class__ is _SavedTensor and s._unpack_hook is None else None
+            vc = t._version_counter if t is not None else None
+            v = (t._data if t is not None and (vc is None or vc[0] == s._version)
+                 else s.unpack_data(self))
             if (v.dtype is not dt) if v.__class__ is _ndarray else v is NotImplemented:
                 return _op_node_apply(self, grads)
             vals: tuple = (v,)
-        elif len(sv) == 2:
+        elif n == 2:
             # unrolled: a comprehension is a frame of its own in this Python (Note [Per-op cost])
-            v = sv[0].unpack_data(self)
-            w = sv[1].unpack_data(self)
+            s, s2 = sv
+            t = s._tensor if s.__class__ is _SavedTensor and s._unpack_hook is None else None
+            vc = t._version_counter if t is not None else None
+            v = (t._data if t is not None and (vc is None or vc[0] == s._version)
+                 else s.unpack_data(self))
+            t = s2._tensor if s2.__class__ is _SavedTensor and s2._unpack_hook is None else None
+            vc = t._version_counter if t is not None else None
+            w = (t._data if t is not None and (vc is None or vc[0] == s2._version)
+                 else s2.unpack_data(self))
             if ((v.dtype is not dt) if v.__class__ is _ndarray else v is NotImplemented) or \
                     ((w.dtype is not dt) if w.__class__ is _ndarray else w is NotImplemented):
                 return _op_node_apply(self, grads)
@@ -606,7 +621,20 @@ def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
     elif len(tensors) == 2:
         a, b = tensors
         da, db = a._data, b._data
-        edges = (_edge(a), _edge(b))
+        # _edge inlined for the usual operands: no views, a history or a leaf's accumulator
+        if a._base is None:
+            fn = a._grad_fn
+            ea = ((fn, a._output_nr) if fn is not None else (grad_accumulator(a), 0)
+                  if a._requires_grad else _NO_EDGE)
+        else:
+            ea = _edge(a)
+        if b._base is None:
+            fn = b._grad_fn
+            eb = ((fn, b._output_nr) if fn is not None else (grad_accumulator(b), 0)
+                  if b._requires_grad else _NO_EDGE)
+        else:
+            eb = _edge(b)
+        edges = (ea, eb)
         meta = ((da.shape, da.dtype), (db.shape, db.dtype))
     else:
         edges = tuple([_edge(t) for t in tensors])
