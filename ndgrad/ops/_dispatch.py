@@ -300,8 +300,28 @@ def _raw_apply(self: Any, grads: list) -> tuple:
     if out.__class__ is tuple:
         if len(out) == 2:
             o, p = out
-            res = (None if o is None else g if o is d else _wrap(o),
-                   None if p is None else g if p is d else _wrap(p))
+            # _wrap inlined for the usual new arrays
+            if o is None or o is d:
+                o = None if o is None else g
+            elif o.__class__ is _ndarray:
+                r = _new(Tensor)
+                r._data = o
+                if _TRANSFORM:
+                    r._tborn = _transform_local.tid
+                o = r
+            else:
+                o = _wrap(o)
+            if p is None or p is d:
+                p = None if p is None else g
+            elif p.__class__ is _ndarray:
+                r = _new(Tensor)
+                r._data = p
+                if _TRANSFORM:
+                    r._tborn = _transform_local.tid
+                p = r
+            else:
+                p = _wrap(p)
+            res = (o, p)
         else:
             res = tuple([None if o is None else g if o is d else _wrap(o) for o in out])
     elif out is d:
