@@ -302,19 +302,30 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
         needed = _EVERY_NODE
     counts = deps
     if input_edges is not None:
-        targets = set()
-        for e in input_edges:      # a loop: a comprehension is a frame of its own
-            if e[0] is not None:
-                targets.add(e[0])
-        needed = _ancestors(targets, parents)
-        if accumulate_grad:
-            needed |= targets
+        if len(input_edges) == 1:           # ``grad(loss, x)``: no loops
+            node, nr = input_edges[0]
+            targets = {node} if node is not None else set()
+            needed = _ancestors(targets, parents)
+            if accumulate_grad:
+                needed |= targets
+            else:
+                captures = {node: [(nr, 0)]} if node is not None else {}
+                captured = [None]
+            node = None
         else:
-            captures = {}
-            for i, (node, nr) in enumerate(input_edges):
-                if node is not None:
-                    captures.setdefault(node, []).append((nr, i))
-            captured = [None] * len(input_edges)
+            targets = set()
+            for e in input_edges:      # a loop: a comprehension is a frame of its own
+                if e[0] is not None:
+                    targets.add(e[0])
+            needed = _ancestors(targets, parents)
+            if accumulate_grad:
+                needed |= targets
+            else:
+                captures = {}
+                for i, (node, nr) in enumerate(input_edges):
+                    if node is not None:
+                        captures.setdefault(node, []).append((nr, i))
+                captured = [None] * len(input_edges)
         # Note [Engine fast loop]: only edges into these nodes carry gradients; one lookup in
         # ``counts`` per edge replaces the membership tests.
         counts = {}
