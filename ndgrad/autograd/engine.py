@@ -425,11 +425,10 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
         if len(outputs) != len(edges):
             raise _count_error(node, len(edges), len(outputs))
         meta = node._input_meta
-        if len(meta) != len(edges):     # no metadata (a node that records none): no checks
-            meta = (None,) * len(edges) if not meta else \
-                tuple(meta) + (None,) * (len(edges) - len(meta))
+        i = -1
         flushed = False
-        for i, ((nxt, nr), g, m) in enumerate(zip(edges, outputs, meta)):
+        for (nxt, nr), g in zip(edges, outputs):
+            i += 1
             if nxt is None:
                 continue
             d = get(nxt)
@@ -438,11 +437,13 @@ def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, cap
             if g is not None:
                 # Validate against the forward input's metadata: undo broadcasting, cast dtype.
                 if g.__class__ is _Tensor:
-                    if m is not None:
-                        data = g._data
-                        dt = data.dtype
-                        if data.shape != m[0] or (dt is not m[1] and dt != m[1]):
-                            g = _fix_gradient(node, i, g, m)
+                    if meta:
+                        m = meta[i]
+                        if m is not None:
+                            data = g._data
+                            dt = data.dtype
+                            if data.shape != m[0] or (dt is not m[1] and dt != m[1]):
+                                g = _fix_gradient(node, i, g, m)
                 else:
                     g = _check_gradient(node, i, g, meta)
             d -= 1
