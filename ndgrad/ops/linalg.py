@@ -246,7 +246,7 @@ def _mm_vjp(ctx, g):
 def _matmul_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     r = np.matmul(a, b)
     # ml_dtypes' bfloat16 matmul accumulates and returns float32.
-    return r if r.dtype == a.dtype else r.astype(a.dtype)
+    return r if r.dtype is a.dtype or r.dtype == a.dtype else r.astype(a.dtype)
 
 
 def _product_jvp(name: str):
