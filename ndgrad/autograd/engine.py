@@ -33,6 +33,7 @@ from .._refcounts import SOLE_REFERENCE_TESTS
 from .._sparse import SparseTensor
 from . import anomaly_mode, grad_mode, profiler
 from .accumulate_grad import AccumulateGrad
+from .node import OpNode
 from .batching import is_batched
 
 __all__ = ["run_backward", "run_backward_scalar", "is_checkpoint_valid"]
@@ -287,6 +288,11 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
         return _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures,
                     captured, general, call)
     if len(root_edges) == 1:
+        if (call is None and plan is None and not accumulate_grad and input_edges is not None
+                and len(input_edges) == 1):
+            res = _run_chain(root_edges[0], root_grads[0], keep_graph, input_edges[0])
+            if res is not _NOT_A_CHAIN:
+                return res
         roots = [root_edges[0][0]]
     else:
         roots = [e[0] for e in root_edges]
@@ -346,6 +352,121 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
                     counts=None if counts is deps else dict(counts))
     return _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, captured,
                 general, call)
+
+
+# Note [Chain to one leaf]
+# ``grad(loss, x)`` for a leaf ``x`` (a gradient penalty's inner gradient, create_graph or not)
+# often walks a chain: from the loss, each node has at most one edge to another op node, and
+# its other edges end at leaves. Then the general analysis (dependency counts with parents, the
+# ancestors of ``x``, the counts of the nodes that get gradients) and the scheduling loop (heap,
+# buffers, membership tests per node) are the chain itself: ``_run_chain`` walks it once, the
+# nodes up to the last one with an edge to ``x``'s accumulator are the ones needed (published
+# as the receivers of Note [Pruned backward] and in the graph task, as ``_execute`` does), and
+# runs them in order, handing each one's gradient to the next, summing ``x``'s gradients as
+# its input buffer would (``_sum_grads``, in edge order) and capturing the sum once every edge
+# to ``x`` has delivered (none if a node returned nothing). Same validation of every gradient
+# against its input's metadata, same release of saved values. Anything else takes the general
+# path: several roots or inputs, ``x`` not a leaf, an accumulator or a node with hooks (tensor
+# hooks, retain_grad, pre or post hooks), a node that is not a built-in op's (custom
+# Functions, compiled nodes), a node reached twice, two op edges, ``x`` not reached,
+# accumulation (``backward(inputs=...)``), a Jacobian's plan, anomaly mode or the profiler.
+_NOT_A_CHAIN = object()
+
+
+def _run_chain(root_edge, seed, keep_graph, input_edge):
+    target, tnr = input_edge
+    node, nr = root_edge
+    if (target is None or target.__class__ is not AccumulateGrad or target._has_hooks
+            or target.variable._hooks):
+        return _NOT_A_CHAIN
+    chain = []
+    deps = {node: 1}
+    get = deps.get
+    last = -1               # index in ``chain`` of the last node with an edge to ``target``
+    tcount = 0
+    acc_cls = AccumulateGrad
+    while True:
+        if node._has_hooks or not isinstance(node, OpNode):
+            return _NOT_A_CHAIN
+        chain.append((node, nr))
+        nxt = None
+        for e, enr in node.next_functions:
+            if e is None:
+                continue
+            c = get(e)
+            deps[e] = 1 if c is None else c + 1
+            if e is target:
+                last = len(chain) - 1
+                tcount += 1
+            elif e.__class__ is not acc_cls:
+                if nxt is not None or c is not None:
+                    return _NOT_A_CHAIN          # two op edges, or a node reached twice
+                nxt, nnr = e, enr
+        if nxt is None:
+            break
+        node, nr = nxt, nnr
+    if last < 0:
+        return _NOT_A_CHAIN
+    counts: dict = {}
+    for k in range(last + 1):
+        counts[chain[k][0]] = 1
+    counts[target] = tcount
+    _grad_state.receivers = counts                  # Note [Pruned backward]
+    task = _local.tasks[-1]                         # Note [Graph tasks]
+    needed = set(counts)
+    needed.discard(target)
+    task.nodes, task.needed, task.captures = deps, needed, {target: [(tnr, 0)]}
+    tbuf = [None] * target._num_inputs
+    _Tensor = Tensor
+    g = seed
+    for k in range(last + 1):
+        node, nr = chain[k]
+        n = node._num_inputs
+        if n == 1:
+            inputs = [g]
+        else:
+            inputs = [None] * n
+            inputs[nr] = g
+        g = None
+        outputs = node.apply(inputs)
+        if not keep_graph and node._saved:
+            node.release_variables()
+        inputs = None
+        if not outputs:
+            return [None]       # the rest never becomes ready: nothing captured
+        edges = node.next_functions
+        if len(outputs) != len(edges):
+            raise _count_error(node, len(edges), len(outputs))
+        meta = node._input_meta
+        follow = chain[k + 1][0] if k < last else None
+        i = -1
+        for (e, enr), og in zip(edges, outputs):
+            i += 1
+            if e is None or (e is not target and e is not follow):
+                continue                    # a leaf no input needs
+            if og is not None:
+                if og.__class__ is _Tensor:
+                    if meta:
+                        m = meta[i]
+                        if m is not None:
+                            data = og._data
+                            dt = data.dtype
+                            if data.shape != m[0] or (dt is not m[1] and dt != m[1]):
+                                og = _fix_gradient(node, i, og, m)
+                else:
+                    og = _check_gradient(node, i, og, meta)
+            if e is target:
+                tcount -= 1
+                if og is not None:
+                    old = tbuf[enr]
+                    tbuf[enr] = og if old is None else _sum_grads(old, og)
+                    old = None
+            else:
+                g = og
+        outputs = og = data = None
+    if tcount:
+        return [None]
+    return [tbuf[tnr]]
 
 
 def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, captured, general,
