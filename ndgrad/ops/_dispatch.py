@@ -457,6 +457,42 @@ _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a 
 # links its own OpenBLAS build (0.3.30, 32-bit integers) next to NumPy's (0.3.31, ILP64), so
 # bits could differ from the unfused product, and the raw rule would need the buffer (~5 µs).
 #
+# Session 24, the same workload. Where its Python goes (``python bench/per_op_cost.py``, its
+# ``penalty:`` lines: the step on a 4x8 input and 8x8 weight, so that NumPy's kernels are a few
+# hundred ns; fastest of 400 steps, 3 processes, one thread, load 10-12, ns; session 23's code
+# in brackets, same minutes):
+#
+#   forward   x @ W, tanh, sum (3 recorded ops, 2 new leaf accumulators)   11607  (11747)
+#   grad      grad(s, [x], create_graph=True): 3 nodes, 3 recorded ops     32950  (37896)
+#   gg        (g * g).sum()                                                  7181   (7351)
+#   backward  loss.backward(): 9 nodes, 2 of them leaves                   43966  (44316)
+#             total                                                         95704 (101310)
+#
+# i.e. ~10.5k bytecodes and ~170 Python calls per step (a tracer's counts: ~9 ns per bytecode
+# on average here, calls and allocations included); no single line above ~3 µs. Inside ``grad``
+# (perf_counter marks): the call through the torch-function wrapper and grad's checks ~4 µs,
+# the graph analysis (dependencies with parents, ancestors of x, counts) ~5, the scheduling
+# loop ~7, the three nodes' rules ~21; inside the backward: entry and dependency walk ~6, loop
+# ~13, the seven op nodes ~27, the two accumulators ~3.5. At 64x128 (one thread) the six
+# products are ~26.5 µs each on every BLAS form (NN, NT, TN, and the transposed variants:
+# within 1 µs of each other; ~15.5 on two threads), np.tanh ~7-10, the element-wise passes
+# ~1.2 each. Cuts: ``grad(loss, x)`` over a chain of op nodes to one leaf runs without the
+# general analysis and loop (Note [Chain to one leaf] in autograd/engine.py: -5 µs of the
+# ``grad`` line); the backward through tanh reuses the ``1 - y*y`` tanh's create_graph backward
+# made (Note [Reusing tanh's 1 - y*y] in ops/pointwise.py: two passes, ~2.5 µs at 64x128);
+# raw rules unpack their saved tensors and wrap two results inline; ``_record`` makes a binary
+# op's edges inline; graph tasks are built without ``__init__`` and carry the checkpoint flag
+# (two thread-local accesses fewer per backward); the one-input analysis has no loops; the
+# torch-function wrapper's fast path takes lists and keywords of plain values (``grad(loss,
+# [x], create_graph=True)`` skipped it); AccumulateGrad's in-place add tests the usual layout
+# inline; mm's raw rule tests a layout with one flags object. One thread, CPU time, the
+# harness's step, alternating processes, load 5-10: double_backward 301-331 µs median against
+# 320-347 (-5%); chain, mlp_small, hessian, hessian_vec unchanged within the noise (+-2%).
+# Tried and dropped: zipping the input metadata into the engine's edge loop (more bytecodes
+# than the index it saves); a raw rule for a create_graph node whose gradient needs no grad
+# (sum's seed): its Tensor rule's result is a view of the seed, which hooks and saved-tensor
+# version checks can see, so the raw rule's plain Tensor would change what they see.
+#
 # (*) includes ~250 of the measurement's own grad-mode switch and list. Session 21 cut the
 # entry and the leaves: ``loss.backward()`` of a 0-d loss skips ``backward``'s argument
 # handling, and a node that feeds only leaves (a compiled function's one node) runs with its
