@@ -488,6 +488,14 @@ _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a 
 # inline; mm's raw rule tests a layout with one flags object. One thread, CPU time, the
 # harness's step, alternating processes, load 5-10: double_backward 301-331 µs median against
 # 320-347 (-5%); chain, mlp_small, hessian, hessian_vec unchanged within the noise (+-2%).
+# The harness (``peers.py --workloads double_backward``, 2 threads, load 4-5, never quiet this
+# session; cells where torch's OpenMP threads stalled, 100+ ms medians, left out): ndgrad
+# 0.235-0.242 ms median (0.223-0.228 min) against session 23's code 0.249-0.250 (0.232-0.238)
+# in the same minutes, torch 0.241-0.247; ratios 0.95-0.98 in those cells, and 0.92-0.97 in a
+# 3-round run where both were slower (0.345-0.350 against 0.355-0.379). Not confirmed <= 0.95
+# in a quiet run. What is left: the backward's 9 nodes (~27 µs of rules, ~13 of loop, ~6 of
+# entry and dependency walk at load), each recorded op ~3-4 µs, and on two threads the six
+# products (~93 µs) against a Python part that does not shrink with the second thread.
 # Tried and dropped: zipping the input metadata into the engine's edge loop (more bytecodes
 # than the index it saves); a raw rule for a create_graph node whose gradient needs no grad
 # (sum's seed): its Tensor rule's result is a view of the seed, which hooks and saved-tensor
