@@ -447,12 +447,27 @@ def python_functions(namespace: dict, names: Iterable[str], prefix: str = "ndgra
 
 def _python_function(raw: Callable, public: str) -> Callable:
     def fn(*args: Any, **kwargs: Any) -> Any:
-        if not _live[0] and not kwargs:
-            for v in args:                  # the usual case: tensors, numbers, strings
-                if type(v) not in PLAIN:
+        if not _live[0]:
+            # the usual case: tensors, numbers, strings, lists or tuples of them (``grad(loss,
+            # [x], create_graph=True)``): no type that could override
+            for v in args:
+                t = type(v)
+                if t not in PLAIN:
+                    if t is list or t is tuple:
+                        for e in v:
+                            if type(e) not in PLAIN:
+                                break
+                        else:
+                            continue
                     break
             else:
-                return raw(*args)
+                if not kwargs:
+                    return raw(*args)
+                for v in kwargs.values():
+                    if type(v) not in PLAIN:
+                        break
+                else:
+                    return raw(*args, **kwargs)
         if (_live[0] and mode_active()) or (_any_overrides(args, kwargs) and
                                             not _state.subclass_off):
             return dispatch(fn, overloaded(args, kwargs), args, kwargs or None)

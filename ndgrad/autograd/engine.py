@@ -35,6 +35,7 @@ from .._sparse import SparseTensor
 from .._sparse_compressed import CompressedTensor
 from . import anomaly_mode, grad_mode, profiler
 from .accumulate_grad import AccumulateGrad
+from .node import OpNode
 from .batching import is_batched
 
 __all__ = ["run_backward", "run_backward_scalar", "is_checkpoint_valid"]
@@ -61,45 +62,52 @@ def run_backward(
     ``plan``: a dict kept by a caller that runs the same roots and inputs several times (the
     rows of a Jacobian); the graph analysis is done on the first run and reused.
     """
-    state = grad_mode._state
+    state = _grad_state
     prev = state.enabled
     prev_receivers = state.receivers
     state.enabled = bool(create_graph)
     state.receivers = None
-    prev_valid = getattr(_local, "checkpoint_valid", True)
-    _local.checkpoint_valid = accumulate_grad and input_edges is None
-    tasks = getattr(_local, "tasks", None)
-    if tasks is None:
+    try:
+        tasks = _local.tasks
+    except AttributeError:
         tasks = _local.tasks = []
-    tasks.append(_GraphTask(accumulate_grad, keep_graph))
+    # _GraphTask(accumulate_grad, keep_graph, ...) without its __init__ frame
+    task = _new(_GraphTask)
+    task.id = _next_task_id()
+    task.accumulate_grad = accumulate_grad
+    task.keep_graph = keep_graph
+    task.checkpoint_valid = accumulate_grad and input_edges is None
+    task.nodes = task.needed = task.captures = None
+    tasks.append(task)
     try:
         if anomaly_mode._enabled or profiler._ACTIVE:
             return _execute_instrumented(root_edges, root_grads, keep_graph, input_edges,
                                          accumulate_grad)
         return _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad,
-                        plan=plan)
+                        None, plan)
     finally:
         state.enabled = prev
         state.receivers = prev_receivers
-        _local.checkpoint_valid = prev_valid
         tasks.pop()
 
 
 def run_backward_scalar(node: Any, nr: int, seed: Any, keep_graph: Any) -> None:
     """``run_backward(((node, nr),), (seed,), keep_graph, False)``: the usual
     ``loss.backward()`` (Note [Lean backward entry])."""
-    state = grad_mode._state
+    state = _grad_state
     prev = state.enabled
     prev_receivers = state.receivers
     state.enabled = False
     state.receivers = None
-    local = _local
-    prev_valid = getattr(local, "checkpoint_valid", True)
-    local.checkpoint_valid = True
-    tasks = getattr(local, "tasks", None)
-    if tasks is None:
-        tasks = local.tasks = []
-    task = _GraphTask(True, keep_graph)
+    try:
+        tasks = _local.tasks
+    except AttributeError:
+        tasks = _local.tasks = []
+    task = _new(_GraphTask)         # _GraphTask(True, keep_graph) without its __init__ frame
+    task.id = _next_task_id()
+    task.accumulate_grad = task.checkpoint_valid = True
+    task.keep_graph = keep_graph
+    task.nodes = task.needed = task.captures = None
     tasks.append(task)
     try:
         if anomaly_mode._enabled or profiler._ACTIVE:
@@ -110,7 +118,6 @@ def run_backward_scalar(node: Any, nr: int, seed: Any, keep_graph: Any) -> None:
     finally:
         state.enabled = prev
         state.receivers = prev_receivers
-        local.checkpoint_valid = prev_valid
         tasks.pop()
 
 
@@ -189,7 +196,8 @@ def _run_node_and_leaves(node: Any, nr: int, seed: Any, keep_graph: Any, task: A
     return True
 
 
-# Whether the backward running in this thread may use reentrant checkpointing: only a plain
+# Per thread: ``tasks``, the graph tasks running (Note [Graph tasks]); the innermost one's
+# ``checkpoint_valid`` says whether the backward may use reentrant checkpointing: only a plain
 # ``backward()`` (no ``inputs``), which accumulates into every leaf (utils/checkpoint.py).
 _local = threading.local()
 
@@ -197,7 +205,8 @@ _local = threading.local()
 def is_checkpoint_valid() -> bool:
     """False inside a backward pass that reentrant checkpointing cannot serve (``grad`` or
     ``backward(inputs=...)``)."""
-    return getattr(_local, "checkpoint_valid", True)
+    tasks = getattr(_local, "tasks", None)
+    return tasks[-1].checkpoint_valid if tasks else True
 
 
 # Note [Graph tasks]
@@ -210,13 +219,21 @@ _task_ids = itertools.count(1)
 
 
 class _GraphTask:
-    __slots__ = ("id", "accumulate_grad", "keep_graph", "nodes", "needed", "captures")
+    # run_backward and run_backward_scalar build it without this __init__: keep them in step
+    __slots__ = ("id", "accumulate_grad", "keep_graph", "nodes", "needed", "captures",
+                 "checkpoint_valid")
 
     def __init__(self, accumulate_grad: bool, keep_graph: bool = True) -> None:
         self.id = next(_task_ids)
         self.accumulate_grad = accumulate_grad
         self.keep_graph = keep_graph
+        self.checkpoint_valid = accumulate_grad     # ``is_checkpoint_valid``
         self.nodes = self.needed = self.captures = None   # set by _execute
+
+
+_next_task_id = _task_ids.__next__
+_new = object.__new__
+_grad_state = grad_mode._state
 
 
 def current_graph_task_keeps_graph() -> bool:
@@ -272,8 +289,16 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
         task.nodes, task.needed, task.captures = deps, needed, captures
         return _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures,
                     captured, general, call)
-    roots = [e[0] for e in root_edges]
-    deps, parents = _dependencies(roots, want_parents=input_edges is not None)
+    if len(root_edges) == 1:
+        if (call is None and plan is None and not accumulate_grad and input_edges is not None
+                and len(input_edges) == 1):
+            res = _run_chain(root_edges[0], root_grads[0], keep_graph, input_edges[0])
+            if res is not _NOT_A_CHAIN:
+                return res
+        roots = [root_edges[0][0]]
+    else:
+        roots = [e[0] for e in root_edges]
+    deps, parents = _dependencies(roots, input_edges is not None)
     for node in roots:
         deps[node] = deps.get(node, 0) + 1
 
@@ -285,20 +310,41 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
         needed = _EVERY_NODE
     counts = deps
     if input_edges is not None:
-        targets = {e[0] for e in input_edges if e[0] is not None}
-        needed = _ancestors(targets, parents)
-        if accumulate_grad:
-            needed |= targets
+        if len(input_edges) == 1:           # ``grad(loss, x)``: no loops
+            node, nr = input_edges[0]
+            targets = {node} if node is not None else set()
+            needed = _ancestors(targets, parents)
+            if accumulate_grad:
+                needed |= targets
+            else:
+                captures = {node: [(nr, 0)]} if node is not None else {}
+                captured = [None]
+            node = None
         else:
-            captures = {}
-            for i, (node, nr) in enumerate(input_edges):
-                if node is not None:
-                    captures.setdefault(node, []).append((nr, i))
-            captured = [None] * len(input_edges)
+            targets = set()
+            for e in input_edges:      # a loop: a comprehension is a frame of its own
+                if e[0] is not None:
+                    targets.add(e[0])
+            needed = _ancestors(targets, parents)
+            if accumulate_grad:
+                needed |= targets
+            else:
+                captures = {}
+                for i, (node, nr) in enumerate(input_edges):
+                    if node is not None:
+                        captures.setdefault(node, []).append((nr, i))
+                captured = [None] * len(input_edges)
         # Note [Engine fast loop]: only edges into these nodes carry gradients; one lookup in
         # ``counts`` per edge replaces the membership tests.
-        counts = {n: c for n, c in deps.items()
-                  if n in needed or (captures is not None and n in captures)}
+        counts = {}
+        if captures is None:
+            for n, c in deps.items():
+                if n in needed:
+                    counts[n] = c
+        else:
+            for n, c in deps.items():
+                if n in needed or n in captures:
+                    counts[n] = c
         grad_mode._state.receivers = counts       # Note [Pruned backward]
     task = _local.tasks[-1]                         # Note [Graph tasks]
     task.nodes, task.needed, task.captures = deps, needed, captures
@@ -308,6 +354,121 @@ def _execute(root_edges, root_grads, keep_graph, input_edges, accumulate_grad, c
                     counts=None if counts is deps else dict(counts))
     return _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, captured,
                 general, call)
+
+
+# Note [Chain to one leaf]
+# ``grad(loss, x)`` for a leaf ``x`` (a gradient penalty's inner gradient, create_graph or not)
+# often walks a chain: from the loss, each node has at most one edge to another op node, and
+# its other edges end at leaves. Then the general analysis (dependency counts with parents, the
+# ancestors of ``x``, the counts of the nodes that get gradients) and the scheduling loop (heap,
+# buffers, membership tests per node) are the chain itself: ``_run_chain`` walks it once, the
+# nodes up to the last one with an edge to ``x``'s accumulator are the ones needed (published
+# as the receivers of Note [Pruned backward] and in the graph task, as ``_execute`` does), and
+# runs them in order, handing each one's gradient to the next, summing ``x``'s gradients as
+# its input buffer would (``_sum_grads``, in edge order) and capturing the sum once every edge
+# to ``x`` has delivered (none if a node returned nothing). Same validation of every gradient
+# against its input's metadata, same release of saved values. Anything else takes the general
+# path: several roots or inputs, ``x`` not a leaf, an accumulator or a node with hooks (tensor
+# hooks, retain_grad, pre or post hooks), a node that is not a built-in op's (custom
+# Functions, compiled nodes), a node reached twice, two op edges, ``x`` not reached,
+# accumulation (``backward(inputs=...)``), a Jacobian's plan, anomaly mode or the profiler.
+_NOT_A_CHAIN = object()
+
+
+def _run_chain(root_edge, seed, keep_graph, input_edge):
+    target, tnr = input_edge
+    node, nr = root_edge
+    if (target is None or target.__class__ is not AccumulateGrad or target._has_hooks
+            or target.variable._hooks):
+        return _NOT_A_CHAIN
+    chain = []
+    deps = {node: 1}
+    get = deps.get
+    last = -1               # index in ``chain`` of the last node with an edge to ``target``
+    tcount = 0
+    acc_cls = AccumulateGrad
+    while True:
+        if node._has_hooks or not isinstance(node, OpNode):
+            return _NOT_A_CHAIN
+        chain.append((node, nr))
+        nxt = None
+        for e, enr in node.next_functions:
+            if e is None:
+                continue
+            c = get(e)
+            deps[e] = 1 if c is None else c + 1
+            if e is target:
+                last = len(chain) - 1
+                tcount += 1
+            elif e.__class__ is not acc_cls:
+                if nxt is not None or c is not None:
+                    return _NOT_A_CHAIN          # two op edges, or a node reached twice
+                nxt, nnr = e, enr
+        if nxt is None:
+            break
+        node, nr = nxt, nnr
+    if last < 0:
+        return _NOT_A_CHAIN
+    counts: dict = {}
+    for k in range(last + 1):
+        counts[chain[k][0]] = 1
+    counts[target] = tcount
+    _grad_state.receivers = counts                  # Note [Pruned backward]
+    task = _local.tasks[-1]                         # Note [Graph tasks]
+    needed = set(counts)
+    needed.discard(target)
+    task.nodes, task.needed, task.captures = deps, needed, {target: [(tnr, 0)]}
+    tbuf = [None] * target._num_inputs
+    _Tensor = Tensor
+    g = seed
+    for k in range(last + 1):
+        node, nr = chain[k]
+        n = node._num_inputs
+        if n == 1:
+            inputs = [g]
+        else:
+            inputs = [None] * n
+            inputs[nr] = g
+        g = None
+        outputs = node.apply(inputs)
+        if not keep_graph and node._saved:
+            node.release_variables()
+        inputs = None
+        if not outputs:
+            return [None]       # the rest never becomes ready: nothing captured
+        edges = node.next_functions
+        if len(outputs) != len(edges):
+            raise _count_error(node, len(edges), len(outputs))
+        meta = node._input_meta
+        follow = chain[k + 1][0] if k < last else None
+        i = -1
+        for (e, enr), og in zip(edges, outputs):
+            i += 1
+            if e is None or (e is not target and e is not follow):
+                continue                    # a leaf no input needs
+            if og is not None:
+                if og.__class__ is _Tensor:
+                    if meta:
+                        m = meta[i]
+                        if m is not None:
+                            data = og._data
+                            dt = data.dtype
+                            if data.shape != m[0] or (dt is not m[1] and dt != m[1]):
+                                og = _fix_gradient(node, i, og, m)
+                else:
+                    og = _check_gradient(node, i, og, meta)
+            if e is target:
+                tcount -= 1
+                if og is not None:
+                    old = tbuf[enr]
+                    tbuf[enr] = og if old is None else _sum_grads(old, og)
+                    old = None
+            else:
+                g = og
+        outputs = og = data = None
+    if tcount:
+        return [None]
+    return [tbuf[tnr]]
 
 
 def _run(root_edges, root_grads, keep_graph, deps, counts, needed, captures, captured, general,
@@ -562,11 +723,27 @@ def _dependencies(roots, want_parents: bool):
                 else:
                     deps[nxt] = c + 1
         return deps, None
-    parents: Optional[dict] = {} if want_parents else None
     root_set = set(roots)
     stack = list(root_set)
     get = deps.get
     push = stack.append
+    acc_cls = AccumulateGrad
+    if not want_parents:
+        while stack:
+            fn = stack.pop()
+            for nxt, _ in fn.next_functions:
+                if nxt is None:
+                    continue
+                c = get(nxt)
+                if c is None:
+                    deps[nxt] = 1
+                    # roots are already on the stack; AccumulateGrad has no edges
+                    if nxt not in root_set and nxt.__class__ is not acc_cls:
+                        push(nxt)
+                else:
+                    deps[nxt] = c + 1
+        return deps, None
+    parents: dict = {}
     while stack:
         fn = stack.pop()
         for nxt, _ in fn.next_functions:
@@ -575,12 +752,12 @@ def _dependencies(roots, want_parents: bool):
             c = get(nxt)
             if c is None:
                 deps[nxt] = 1
-                if nxt not in root_set:    # roots are already on the stack
+                parents[nxt] = [fn]
+                if nxt not in root_set and nxt.__class__ is not acc_cls:
                     push(nxt)
             else:
                 deps[nxt] = c + 1
-            if parents is not None:
-                parents.setdefault(nxt, []).append(fn)
+                parents[nxt].append(fn)
     return deps, parents
 
 

@@ -241,6 +241,7 @@ _D_REFS = 3 if SOLE_REFERENCE_TESTS else -8
 # Below this many elements ``out=`` costs more than the allocation it saves (as _mul_into's).
 _INTO_MIN_SIZE = 16384
 _op_node_apply = OpNode.apply
+_SavedTensor = SavedTensor
 
 
 def _raw_apply(self: Any, grads: list) -> tuple:
@@ -256,15 +257,29 @@ def _raw_apply(self: Any, grads: list) -> tuple:
     if sv.__class__ is not tuple:       # RELEASED (empty) is a tuple subclass
         raise RuntimeError(SECOND_BACKWARD_MSG)
     if sv:
-        if len(sv) == 1:
-            v = sv[0].unpack_data(self)
+        n = len(sv)
+        if n == 1:
+            s = sv[0]
+            # SavedTensor.unpack_data inlined for a plain saved tensor (no hooks, not released,
+            # version unchanged); anything else asks unpack_data (which raises its errors)
+            t = s._tensor if s.__class__ is _SavedTensor and s._unpack_hook is None else None
+            vc = t._version_counter if t is not None else None
+            v = (t._data if t is not None and (vc is None or vc[0] == s._version)
+                 else s.unpack_data(self))
             if (v.dtype is not dt) if v.__class__ is _ndarray else v is NotImplemented:
                 return _op_node_apply(self, grads)
             vals: tuple = (v,)
-        elif len(sv) == 2:
+        elif n == 2:
             # unrolled: a comprehension is a frame of its own in this Python (Note [Per-op cost])
-            v = sv[0].unpack_data(self)
-            w = sv[1].unpack_data(self)
+            s, s2 = sv
+            t = s._tensor if s.__class__ is _SavedTensor and s._unpack_hook is None else None
+            vc = t._version_counter if t is not None else None
+            v = (t._data if t is not None and (vc is None or vc[0] == s._version)
+                 else s.unpack_data(self))
+            t = s2._tensor if s2.__class__ is _SavedTensor and s2._unpack_hook is None else None
+            vc = t._version_counter if t is not None else None
+            w = (t._data if t is not None and (vc is None or vc[0] == s2._version)
+                 else s2.unpack_data(self))
             if ((v.dtype is not dt) if v.__class__ is _ndarray else v is NotImplemented) or \
                     ((w.dtype is not dt) if w.__class__ is _ndarray else w is NotImplemented):
                 return _op_node_apply(self, grads)
@@ -287,8 +302,28 @@ def _raw_apply(self: Any, grads: list) -> tuple:
     if out.__class__ is tuple:
         if len(out) == 2:
             o, p = out
-            res = (None if o is None else g if o is d else _wrap(o),
-                   None if p is None else g if p is d else _wrap(p))
+            # _wrap inlined for the usual new arrays
+            if o is None or o is d:
+                o = None if o is None else g
+            elif o.__class__ is _ndarray:
+                r = _new(Tensor)
+                r._data = o
+                if _TRANSFORM:
+                    r._tborn = _transform_local.tid
+                o = r
+            else:
+                o = _wrap(o)
+            if p is None or p is d:
+                p = None if p is None else g
+            elif p.__class__ is _ndarray:
+                r = _new(Tensor)
+                r._data = p
+                if _TRANSFORM:
+                    r._tborn = _transform_local.tid
+                p = r
+            else:
+                p = _wrap(p)
+            res = (o, p)
         else:
             res = tuple([None if o is None else g if o is d else _wrap(o) for o in out])
     elif out is d:
@@ -423,6 +458,50 @@ _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a 
 # Tried and left: a GEMM with beta=1 into the buffer (SciPy's dgemm) for those two sums: SciPy
 # links its own OpenBLAS build (0.3.30, 32-bit integers) next to NumPy's (0.3.31, ILP64), so
 # bits could differ from the unfused product, and the raw rule would need the buffer (~5 µs).
+#
+# Session 24, the same workload. Where its Python goes (``python bench/per_op_cost.py``, its
+# ``penalty:`` lines: the step on a 4x8 input and 8x8 weight, so that NumPy's kernels are a few
+# hundred ns; fastest of 400 steps, 3 processes, one thread, load 10-12, ns; session 23's code
+# in brackets, same minutes):
+#
+#   forward   x @ W, tanh, sum (3 recorded ops, 2 new leaf accumulators)   11607  (11747)
+#   grad      grad(s, [x], create_graph=True): 3 nodes, 3 recorded ops     32950  (37896)
+#   gg        (g * g).sum()                                                  7181   (7351)
+#   backward  loss.backward(): 9 nodes, 2 of them leaves                   43966  (44316)
+#             total                                                         95704 (101310)
+#
+# i.e. ~10.5k bytecodes and ~170 Python calls per step (a tracer's counts: ~9 ns per bytecode
+# on average here, calls and allocations included); no single line above ~3 µs. Inside ``grad``
+# (perf_counter marks): the call through the torch-function wrapper and grad's checks ~4 µs,
+# the graph analysis (dependencies with parents, ancestors of x, counts) ~5, the scheduling
+# loop ~7, the three nodes' rules ~21; inside the backward: entry and dependency walk ~6, loop
+# ~13, the seven op nodes ~27, the two accumulators ~3.5. At 64x128 (one thread) the six
+# products are ~26.5 µs each on every BLAS form (NN, NT, TN, and the transposed variants:
+# within 1 µs of each other; ~15.5 on two threads), np.tanh ~7-10, the element-wise passes
+# ~1.2 each. Cuts: ``grad(loss, x)`` over a chain of op nodes to one leaf runs without the
+# general analysis and loop (Note [Chain to one leaf] in autograd/engine.py: -5 µs of the
+# ``grad`` line); the backward through tanh reuses the ``1 - y*y`` tanh's create_graph backward
+# made (Note [Reusing tanh's 1 - y*y] in ops/pointwise.py: two passes, ~2.5 µs at 64x128);
+# raw rules unpack their saved tensors and wrap two results inline; ``_record`` makes a binary
+# op's edges inline; graph tasks are built without ``__init__`` and carry the checkpoint flag
+# (two thread-local accesses fewer per backward); the one-input analysis has no loops; the
+# torch-function wrapper's fast path takes lists and keywords of plain values (``grad(loss,
+# [x], create_graph=True)`` skipped it); AccumulateGrad's in-place add tests the usual layout
+# inline; mm's raw rule tests a layout with one flags object. One thread, CPU time, the
+# harness's step, alternating processes, load 5-10: double_backward 301-331 µs median against
+# 320-347 (-5%); chain, mlp_small, hessian, hessian_vec unchanged within the noise (+-2%).
+# The harness (``peers.py --workloads double_backward``, 2 threads, load 4-5, never quiet this
+# session; cells where torch's OpenMP threads stalled, 100+ ms medians, left out): ndgrad
+# 0.235-0.242 ms median (0.223-0.228 min) against session 23's code 0.249-0.250 (0.232-0.238)
+# in the same minutes, torch 0.241-0.247; ratios 0.95-0.98 in those cells, and 0.92-0.97 in a
+# 3-round run where both were slower (0.345-0.350 against 0.355-0.379). Not confirmed <= 0.95
+# in a quiet run. What is left: the backward's 9 nodes (~27 µs of rules, ~13 of loop, ~6 of
+# entry and dependency walk at load), each recorded op ~3-4 µs, and on two threads the six
+# products (~93 µs) against a Python part that does not shrink with the second thread.
+# Tried and dropped: zipping the input metadata into the engine's edge loop (more bytecodes
+# than the index it saves); a raw rule for a create_graph node whose gradient needs no grad
+# (sum's seed): its Tensor rule's result is a view of the seed, which hooks and saved-tensor
+# version checks can see, so the raw rule's plain Tensor would change what they see.
 #
 # (*) includes ~250 of the measurement's own grad-mode switch and list. Session 21 cut the
 # entry and the leaves: ``loss.backward()`` of a 0-d loss skips ``backward``'s argument
@@ -608,7 +687,20 @@ def _record(op: Op, tensors: tuple, result: Tensor, args: tuple) -> None:
     elif len(tensors) == 2:
         a, b = tensors
         da, db = a._data, b._data
-        edges = (_edge(a), _edge(b))
+        # _edge inlined for the usual operands: no views, a history or a leaf's accumulator
+        if a._base is None:
+            fn = a._grad_fn
+            ea = ((fn, a._output_nr) if fn is not None else (grad_accumulator(a), 0)
+                  if a._requires_grad else _NO_EDGE)
+        else:
+            ea = _edge(a)
+        if b._base is None:
+            fn = b._grad_fn
+            eb = ((fn, b._output_nr) if fn is not None else (grad_accumulator(b), 0)
+                  if b._requires_grad else _NO_EDGE)
+        else:
+            eb = _edge(b)
+        edges = (ea, eb)
         meta = ((da.shape, da.dtype), (db.shape, db.dtype))
     else:
         edges = tuple([_edge(t) for t in tensors])

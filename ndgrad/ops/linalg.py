@@ -279,7 +279,7 @@ def _matmul_fwd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     r = (_matmul(a, b) if a.ndim == 2 and b.ndim == 2
          and a.shape[0] * b.shape[1] * a.itemsize >= _ALIGN_MIN else np.matmul(a, b))
     # ml_dtypes' bfloat16 matmul accumulates and returns float32.
-    return r if r.dtype == a.dtype else r.astype(a.dtype)
+    return r if r.dtype is a.dtype or r.dtype == a.dtype else r.astype(a.dtype)
 
 
 def _product_jvp(name: str):
@@ -307,14 +307,23 @@ def _mm_arrays(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _mm_raw_rule(ctx, g, saved):
     # Note [Raw backward rules] (ops/_dispatch.py): _mm_vjp's 2-D case, transposes as views.
-    # Note [Gradient layout of mm]: a column-major operand's gradient computed transposed.
+    # Note [Gradient layout of mm]: a column-major operand's gradient computed transposed
+    # (_transposed inlined: one flags object).
     b, a = saved
     ga = gb = None
     n0, n1 = ctx.needs_input_grads()
     if n0:
-        ga = _mm_arrays(b, g.T).T if _transposed(a) else _mm_arrays(g, b.T)
+        f = a.flags if a is not None and a.ndim == 2 else None
+        if f is not None and f.f_contiguous and not f.c_contiguous:
+            ga = _mm_arrays(b, g.T).T
+        else:
+            ga = _mm_arrays(g, b.T)
     if n1:
-        gb = _mm_arrays(g.T, a).T if _transposed(b) else _mm_arrays(a.T, g)
+        f = b.flags if b is not None and b.ndim == 2 else None
+        if f is not None and f.f_contiguous and not f.c_contiguous:
+            gb = _mm_arrays(g.T, a).T
+        else:
+            gb = _mm_arrays(a.T, g)
     return ga, gb
 
 

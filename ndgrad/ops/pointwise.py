@@ -858,21 +858,75 @@ def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
     return apply(SIGMOID_BACKWARD, (grad_output, output), promote_pair(grad_output, output))
 
 
+# Note [Reusing tanh's 1 - y*y]
+# A gradient penalty differentiates ``sum(tanh(h))`` with create_graph: tanh's node runs its
+# Tensor rule with a broadcast one, ``tanh_backward(1, y)``, whose forward computes ``1 - y*y``
+# and nothing else (Note [Multiplying by a broadcast one]). The backward through that graph then
+# runs the same node again, raw, as ``g * (1 - y*y)``: the same two passes over ``y`` again,
+# the same ufuncs on the same array, so the same bits. The Tensor rule leaves the array it made
+# on the node (``_one_minus_sq``: the array, its Tensor's version counter and version; no
+# Tensor, so no reference cycle through the node) and the node's next raw run multiplies by it
+# instead, once, if nothing changed it in place since (a version bump of the Tensor or a view
+# of it); then the node lets it go. Any other case (another dtype, shape or layout, a Tensor
+# rule run, saved tensor hooks) computes ``1 - y*y`` as before.
+def _tanh_vjp(ctx, g):
+    r = ctx.saved[0]
+    res = tanh_backward(g, r)
+    gd, rd, d = g._data, r._data, res._data
+    # ``g`` one 1.0 broadcast: ``res`` is ``1 - y*y`` whichever branch the forward took
+    # (``1.0 * x`` is ``x``); the test of _is_broadcast_one, without its size threshold
+    if (d.__class__ is _ndarray and gd.dtype is rd.dtype and d.dtype is rd.dtype
+            and rd.dtype in _RAW_REAL and d.shape == rd.shape and gd.shape == rd.shape
+            and res.__class__ is Tensor and gd.size and not any(gd.strides)
+            and gd.item(0) == 1.0):
+        vc = res._version_counter
+        if vc is None:
+            vc = res._version_counter = [0]
+        ctx._one_minus_sq = (d, vc, vc[0])
+    return res
+
+
+_RAW_REAL = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
+def _tanh_cached(ctx, r):
+    # Note [Reusing tanh's 1 - y*y]: the node's ``1 - y*y`` if still valid, once
+    c = ctx._one_minus_sq
+    ctx._one_minus_sq = None
+    t, vc, v = c
+    if vc[0] == v and t.dtype is r.dtype and t.shape == r.shape:
+        return t
+    return None
+
+
+def _tanh_raw(ctx, g, saved):
+    r = saved[0]
+    if ctx._one_minus_sq is not None:
+        t = _tanh_cached(ctx, r)
+        if t is not None:
+            return _mul(g, t)
+    return _tanh_backward_fwd(g, r)
+
+
 def _tanh_raw_into(ctx, g, saved):
     # _tanh_backward_fwd's real branch, the product written into ``g`` (Note [Raw backward
     # rules]) and the temporary reused
     r = saved[0]
     if not r.ndim:
         return _tanh_backward_fwd(g, r)      # 0-d: NumPy gives scalars, no ``out=``
+    if ctx._one_minus_sq is not None:
+        t = _tanh_cached(ctx, r)
+        if t is not None:
+            return _mul(g, t, out=g)
     t = _mul(r, r)
     np.subtract(_s(r, 1), t, out=t)
     return _mul(g, t, out=g)
 
 
-TANH = Op("tanh", "TanhBackward0", np.tanh,
-          lambda ctx, g: tanh_backward(g, ctx.saved[0]), saves=("result",),
+TANH = Op("tanh", "TanhBackward0", np.tanh, _tanh_vjp, saves=("result",),
           jvp=lambda ctx, t: tanh_backward(t, ctx.result),
-          raw=lambda ctx, g, s: _tanh_backward_fwd(g, s[0]), raw_into=_tanh_raw_into)
+          raw=_tanh_raw, raw_into=_tanh_raw_into)
+TANH.node_cls._one_minus_sq = None
 SQRT = Op("sqrt", "SqrtBackward0", np.sqrt,
           lambda ctx, g: g / _c(2 * ctx.saved[0]), saves=("result",),
           jvp=lambda ctx, t: t / (2 * ctx.result),

@@ -45,7 +45,8 @@ def _expand_back(ctx, g: Tensor) -> Tensor:
     op = ctx._op
     # a full sum/mean needs no unsqueeze; one recorded by a batching rule (ops/_batching.py
     # _dims_first: SUM over every dim but the batch dim) does
-    if not keepdim and dims and (op is not SUM and op is not MEAN or not _leading(dims)):
+    if not keepdim and dims and (op is not SUM and op is not MEAN or (
+            len(dims) != len(shape) and not _leading(dims))):     # a full sum leads
         for d in sorted(dims):
             g = g.unsqueeze(d)
     if g.__class__ is not Tensor or g._blevel:  # Note [Batched backward]; a subclass
@@ -73,9 +74,10 @@ def _keepdim_shape(ctx) -> tuple:
 def _sum_raw(ctx, g, saved):
     # Note [Raw backward rules] (ops/_dispatch.py): _expand_back on arrays.
     dims, keepdim = ctx._args[0], ctx._args[1]
-    if not keepdim and dims and not _leading(dims):
+    shape = ctx._input_meta[0][0]
+    if not keepdim and dims and len(dims) != len(shape) and not _leading(dims):
         g = g.reshape(_keepdim_shape(ctx))
-    return broadcast_view(g, ctx._input_meta[0][0])
+    return broadcast_view(g, shape)
 
 
 # Note [Low-precision accumulation]
