@@ -6,7 +6,9 @@ Note [Masks of repeated pruning]
 Pruning a parameter again prunes only what is left: the hook becomes a ``PruningContainer``
 holding every method applied so far, and the newest method computes its mask on the entries
 (unstructured) or channels (structured, along its ``dim``) the previous mask kept; a
-``"global"`` method sees the whole tensor. ``amount`` always counts entries or channels of
+``"global"`` method sees the whole tensor. It ranks the values of the pruned attribute ``name``
+as they stand (``name_orig`` times the old mask, as of the last forward or pruning), not
+``name_orig``: a norm over a channel counts only its surviving entries. ``amount`` always counts entries or channels of
 what the method sees: a float is a fraction rounded to the nearest count, an int a count.
 
 Example:
@@ -119,7 +121,9 @@ class BasePruningMethod(ABC):
             orig = module._parameters[name]
             default_mask = _creation.ones_like(orig)
         else:
-            orig = getattr(module, name + "_orig")
+            # the next method ranks the pruned attribute, not name_orig (Note [Masks of
+            # repeated pruning])
+            orig = getattr(module, name)
             default_mask = getattr(module, name + "_mask").detach().clone()
             old = previous[0][1]
             container = old if isinstance(old, PruningContainer) else PruningContainer(old)
