@@ -186,6 +186,29 @@ def test_save_load_freeze():
         ndgrad.jit.save(m, io.BytesIO())
 
 
+def test_load_without_the_class_says_why(tmp_path):
+    # another process, where the saved module's class is not defined: a RuntimeError that
+    # names the class and the remedy, not pickle's bare AttributeError
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    import textwrap
+    src = textwrap.dedent("""
+        import sys, ndgrad
+        class Scaled(ndgrad.nn.Module):
+            def forward(self, x):
+                return 2 * x
+        ndgrad.jit.save(ndgrad.jit.script(Scaled()), sys.argv[1])
+    """)
+    path = tmp_path / "scaled.pt"
+    subprocess.run([sys.executable, "-c", src, str(path)], check=True,
+                   env={**os.environ,
+                        "PYTHONPATH": str(pathlib.Path(ndgrad.__file__).parent.parent)})
+    with pytest.raises(RuntimeError, match=r"Can't get attribute 'Scaled'.*importable"):
+        ndgrad.jit.load(str(path))
+
+
 def test_decorators_futures_and_queries():
     @ndgrad.jit.ignore
     def a(x):

@@ -19,6 +19,7 @@ import math
 import pathlib
 import re
 import sys
+import types
 import warnings
 
 import pytest
@@ -54,7 +55,12 @@ def run(name: str, target: str) -> str:
     path = HERE / f"{name}.py"
     bi = dict(vars(builtins))
     bi["__import__"] = _importer(target)
-    env = {"__name__": "__main__", "__file__": str(path), "__builtins__": bi}
+    # the program is sys.modules["__main__"] while it runs, as under ``python prog.py``:
+    # pickle finds the classes it defines (torch.save of a whole module, jit.save)
+    main = types.ModuleType("__main__")
+    env = main.__dict__
+    env.update({"__file__": str(path), "__builtins__": bi})
+    saved_main = sys.modules["__main__"]
     lib = __import__(target)
     dtype = lib.get_default_dtype()
     threads = lib.get_num_threads() if target == "torch" else None
@@ -62,10 +68,12 @@ def run(name: str, target: str) -> str:
         lib.set_num_threads(1)  # small programs: torch's thread pool only adds contention
     out = io.StringIO()
     try:
+        sys.modules["__main__"] = main
         with contextlib.redirect_stdout(out), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             exec(compile(path.read_text(), str(path), "exec"), env)
     finally:
+        sys.modules["__main__"] = saved_main
         lib.set_default_dtype(dtype)
         if threads is not None:
             lib.set_num_threads(threads)

@@ -264,8 +264,17 @@ def save(m: Any, f: Any, _extra_files: Any = None) -> None:
 
 
 def load(f: Any, map_location: Any = None, _extra_files: Any = None) -> Any:
-    """``torch.jit.load``: what ``save`` wrote."""
-    return serialization.load(f, map_location=map_location, weights_only=False)
+    """``torch.jit.load``: what ``save`` wrote. The classes of the saved modules must be
+    importable here (Note [Scripting runs Python]): torch's archives carry their code, ndgrad's
+    name it."""
+    try:
+        return serialization.load(f, map_location=map_location, weights_only=False)
+    except (AttributeError, ImportError) as e:      # pickle's "Can't get attribute ..."
+        raise RuntimeError(
+            f"ndgrad.jit.load: {e}. ndgrad saves a scripted or traced module as a pickle that "
+            "names its Python class, so the code defining it must be importable where it is "
+            "loaded (unlike TorchScript archives, which carry their code): import or define "
+            "the class first, or save the state_dict and rebuild the module") from None
 
 
 def freeze(mod: Any, preserved_attrs: Any = None, optimize_numerics: bool = True) -> Any:

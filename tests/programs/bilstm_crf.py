@@ -119,7 +119,7 @@ training_data = [(
     "B I O O O O B".split()
 )]
 word_to_ix = {}
-for sentence, tags in training_data:
+for sentence, _tags in training_data:
     for word in sentence:
         if word not in word_to_ix:
             word_to_ix[word] = len(word_to_ix)

@@ -88,7 +88,7 @@ cyc = CyclicLR(opt_c, base_lr=0.001, max_lr=0.01, step_size_up=4, mode="triangul
 opt_o = torch.optim.AdamW(model.parameters(), lr=0.1)
 one = OneCycleLR(opt_o, max_lr=0.01, total_steps=12, pct_start=0.25, anneal_strategy="cos")
 lrs, moms, one_lrs, betas = [], [], [], []
-for step in range(12):
+for _ in range(12):
     opt_c.step()
     cyc.step()
     opt_o.step()

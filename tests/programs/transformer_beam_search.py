@@ -129,7 +129,7 @@ def beam_search(model, src, beam=3, max_len=8, alpha=0.6):
     hyps = torch.full((1, 1), BOS)
     scores = torch.zeros(1)
     finished = []
-    for step in range(max_len):
+    for _ in range(max_len):
         k = hyps.size(0)
         logp = F.log_softmax(model.decode(hyps, memory.expand(k, -1, -1),
                                           src_pad.expand(k, -1))[:, -1], dim=-1)

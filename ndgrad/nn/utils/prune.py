@@ -8,8 +8,9 @@ holding every method applied so far, and the newest method computes its mask on 
 (unstructured) or channels (structured, along its ``dim``) the previous mask kept; a
 ``"global"`` method sees the whole tensor. It ranks the values of the pruned attribute ``name``
 as they stand (``name_orig`` times the old mask, as of the last forward or pruning), not
-``name_orig``: a norm over a channel counts only its surviving entries. ``amount`` always counts entries or channels of
-what the method sees: a float is a fraction rounded to the nearest count, an int a count.
+``name_orig``: a norm over a channel counts only its surviving entries. ``amount`` always
+counts entries or channels of what the method sees: a float is a fraction rounded to the
+nearest count, an int a count.
 
 Example:
     >>> import ndgrad
