@@ -235,6 +235,37 @@ def test_embedding_and_one_hot_errors():
     assert tuple(F.one_hot(ndgrad.tensor(np.zeros((0, 2), np.int64)), 4).shape) == (0, 2, 4)
 
 
+def test_embedding_bag_error_messages_like_torch():
+    # the checks torch's functional makes, in its order, with its words (a Size prints as
+    # torch.Size), and the kernel's index check (a RuntimeError naming the position)
+    W = _randn(5, 3)
+    i8 = [1, 2, 4, 0, 4, 3, 2, 1]
+    cases = [
+        lambda m: m.embedding_bag(torch_or(m, i8), conv(m, W), torch_or(m, [0, 4]),
+                                  per_sample_weights=conv(m, _randn(3))),
+        lambda m: m.embedding_bag(torch_or(m, i8), conv(m, _randn(5)), torch_or(m, [0, 4]),
+                                  per_sample_weights=conv(m, _randn(2))),
+        lambda m: m.embedding_bag(torch_or(m, i8), conv(m, W), torch_or(m, [0, 4]), mode="min"),
+        lambda m: m.embedding_bag(torch_or(m, i8), conv(m, W), torch_or(m, [0, 4]), mode="max",
+                                  scale_grad_by_freq=True),
+        lambda m: m.embedding_bag(torch_or(m, i8), conv(m, W), torch_or(m, [0, 9])),
+        lambda m: m.embedding_bag(torch_or(m, [1, 5, 2]), conv(m, W), torch_or(m, [0, 2])),
+        lambda m: m.embedding_bag(torch_or(m, [[1, 2], [-1, 2]]), conv(m, W), mode="sum"),
+        lambda m: m.embedding_bag(torch_or(m, [1, 5, 2]), conv(m, W), torch_or(m, [0, 2]),
+                                  mode="max"),
+        lambda m: m.embedding_bag(torch_or(m, [1, 5, 2]), conv(m, W).double(),
+                                  torch_or(m, [0, 2])),
+        # max_norm renormalizes first: torch's select() error, and -1 wraps there
+        lambda m: m.embedding_bag(torch_or(m, [1, 5, 2]), conv(m, W), torch_or(m, [0, 2]),
+                                  max_norm=1.0),
+        lambda m: m.embedding(torch_or(m, [1, -6, 7]), conv(m, W), max_norm=1.0),
+        lambda m: m.embedding(torch_or(m, [1, -1, 2]), conv(m, W), max_norm=1.0),
+    ]
+    for case in cases:
+        t, n = _raises_like(lambda: case(TF), lambda: case(F))
+        assert n.replace("ndgrad.", "torch.") == t, (n, t)
+
+
 def torch_or(m, values):
     a = np.asarray(values)
     return torch.from_numpy(a) if m is TF else ndgrad.tensor(a)
