@@ -132,6 +132,10 @@ ERRORS = [
     lambda P, m: P.global_unstructured([(m, "weight")], pruning_method=P.LnStructured,
                                        amount=1, n=2, dim=0),
     lambda P, m: P.l1_unstructured(m, "weight", amount=1, importance_scores=m.bias),
+    lambda P, m: P.l1_unstructured(m, "weigh", amount=0.5),
+    lambda P, m: P.ln_structured(m, "weight", amount=1, n=2, dim=3),
+    lambda P, m: P.random_structured(m, "weight", amount=1, dim=2),
+    lambda P, m: P.custom_from_mask(m, "weight", mask=m.bias.detach() > 0),
 ]
 
 
@@ -147,6 +151,8 @@ def test_errors_match_torch(i):
         assert sorted(n for n, _ in m.named_parameters()) == before   # nothing half-done
     theirs, ours = errs
     assert ours.type is theirs.type
+    if i >= 8:      # the checks added with torch's whole wording
+        assert str(ours.value).replace("ndgrad.", "torch.") == str(theirs.value)
     words = [w for w in str(theirs.value).split() if w.isalpha() and len(w) > 4][:6]
     assert all(w in str(ours.value) for w in words), (str(ours.value), str(theirs.value))
 

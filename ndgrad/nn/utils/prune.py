@@ -72,6 +72,11 @@ def _check_structured(t: Tensor) -> None:
                          f"Found tensor of shape {t.shape} with {t.dim()} dims")
 
 
+def _check_dim(t: Tensor, dim: int) -> None:
+    if dim >= t.dim():
+        raise IndexError(f"Invalid index {dim} for tensor of size {t.shape}")
+
+
 def _channel_mask(t: Tensor, dim: int, keep: Tensor) -> Tensor:
     """Ones on the channels ``keep`` selects (indices or a boolean vector) along ``dim``."""
     mask = _creation.zeros_like(t)
@@ -116,6 +121,7 @@ class BasePruningMethod(ABC):
         method._tensor_name = name
         first = not previous
         if first:
+            getattr(module, name)       # torch's AttributeError for a name the module lacks
             if name not in module._parameters:
                 raise AttributeError(f"Module {type(module).__name__} has no parameter named "
                                      f"'{name}'")
@@ -298,6 +304,7 @@ class RandomStructured(BasePruningMethod):
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         _check_structured(t)
+        _check_dim(t, self.dim)
         k = _count(self.amount, t.shape[self.dim])
         if k == 0:
             return default_mask
@@ -324,6 +331,7 @@ class LnStructured(BasePruningMethod):
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         _check_structured(t)
+        _check_dim(t, self.dim)
         size = t.shape[self.dim]
         k = _count(self.amount, size)
         if k == 0:
@@ -350,8 +358,8 @@ class CustomFromMask(BasePruningMethod):
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         if default_mask.shape != self.mask.shape:
-            raise ValueError(f"the mask has shape {tuple(self.mask.shape)}, the tensor "
-                             f"{tuple(default_mask.shape)}")
+            raise AssertionError(f"default_mask shape {default_mask.shape} must match "
+                                 f"self.mask shape {self.mask.shape}")
         return default_mask * self.mask.to(dtype=default_mask.dtype)
 
     @classmethod
