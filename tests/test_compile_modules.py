@@ -207,6 +207,10 @@ def test_load_without_the_class_says_why(tmp_path):
                         "PYTHONPATH": str(pathlib.Path(ndgrad.__file__).parent.parent)})
     with pytest.raises(RuntimeError, match=r"Can't get attribute 'Scaled'.*importable"):
         ndgrad.jit.load(str(path))
+    archive = tmp_path / "torchscript.pt"       # torch's own archive: code ndgrad cannot run
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), str(archive))
+    with pytest.raises(RuntimeError, match="TorchScript archive written by torch.jit.save"):
+        ndgrad.jit.load(str(archive))
 
 
 def test_decorators_futures_and_queries():

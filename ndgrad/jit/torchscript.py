@@ -270,6 +270,11 @@ def load(f: Any, map_location: Any = None, _extra_files: Any = None) -> Any:
     try:
         return serialization.load(f, map_location=map_location, weights_only=False)
     except (AttributeError, ImportError) as e:      # pickle's "Can't get attribute ..."
+        if isinstance(e, ImportError) and (e.name or "").startswith("__torch__"):
+            raise RuntimeError(
+                "ndgrad.jit.load: this is a TorchScript archive written by torch.jit.save; "
+                "ndgrad does not run TorchScript code. Save the model's state_dict with "
+                "torch.save and load it into the Python model") from None
         raise RuntimeError(
             f"ndgrad.jit.load: {e}. ndgrad saves a scripted or traced module as a pickle that "
             "names its Python class, so the code defining it must be importable where it is "
