@@ -1,5 +1,6 @@
 """Deploying a model with TorchScript the way tutorials show: torch.jit.trace of a CNN
-classifier and torch.jit.script of a module with data-dependent control flow, @torch.jit.export
+classifier and torch.jit.script of a module with data-dependent control flow (and what tracing
+that module records: the example's branch), @torch.jit.export
 and @torch.jit.ignore methods, scripted helper functions with type annotations, saving to a
 file (torch.jit.save / ScriptModule.save) and loading it back (torch.jit.load with
 map_location), freezing and optimize_for_inference, and checking that the deployed outputs equal
@@ -87,6 +88,25 @@ for s in (1.0, -1.0):
     inp = torch.full((2, 4), s)
     print(torch.allclose(scripted(inp), gate(inp)), [round(v, 4) for v in scripted.scores(inp)])
 print(gate.debug(torch.zeros(2, 4)))
+# the tutorial's point: tracing records the branch the example took, scripting keeps the if
+class SignGate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.mean() > 0:
+            return torch.relu(self.lin(x))
+        return self.lin(x) * x.abs().max().item()
+
+
+sg = SignGate()
+traced_sg, scripted_sg = torch.jit.trace(sg, torch.ones(2, 4)), torch.jit.script(sg)
+for s in (1.0, -2.0):
+    inp = torch.full((3, 4), s)
+    with torch.no_grad():
+        print(s, torch.allclose(traced_sg(inp), sg(inp)), torch.allclose(scripted_sg(inp),
+                                                                         sg(inp)))
 vals, idx = topk_labels(ref, 2)
 print([[round(v, 4) for v in row] for row in vals.tolist()], idx.tolist())
 
