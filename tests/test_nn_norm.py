@@ -266,6 +266,29 @@ def test_embedding_bag_error_messages_like_torch():
         assert n.replace("ndgrad.", "torch.") == t, (n, t)
 
 
+def test_embedding_bag_scale_grad_by_freq():
+    # each row's gradient divided by how often its index occurs; torch 2.13's CPU kernel
+    # divides a once-occurring index sorted after a repeated one by the repeated one's count
+    # (pytorch/pytorch#190063, fixed after 2.13): ndgrad gives the documented value
+    w = ndgrad.ones(4, 3, requires_grad=True)
+    F.embedding_bag(ndgrad.tensor([1, 1, 3]), w, ndgrad.tensor([0]), mode="sum",
+                    scale_grad_by_freq=True).sum().backward()
+    assert w.grad[:, 0].tolist() == [0.0, 1.0, 0.0, 1.0]
+    tw = torch.ones(4, 3, requires_grad=True)
+    TF.embedding_bag(torch.tensor([1, 1, 3]), tw, torch.tensor([0]), mode="sum",
+                     scale_grad_by_freq=True).sum().backward()
+    assert tw.grad[:, 0].tolist() in ([0.0, 1.0, 0.0, 0.5], [0.0, 1.0, 0.0, 1.0])
+    # with sparse gradients torch refuses the flag when backward runs
+    errs = []
+    for lib in (torch, ndgrad):
+        bag = lib.nn.EmbeddingBag(5, 2, mode="mean", sparse=True, scale_grad_by_freq=True)
+        out = bag(lib.tensor([1, 2, 2]), lib.tensor([0, 1]))
+        with pytest.raises(RuntimeError) as e:
+            out.sum().backward()
+        errs.append(str(e.value))
+    assert errs[0] == errs[1]
+
+
 def torch_or(m, values):
     a = np.asarray(values)
     return torch.from_numpy(a) if m is TF else ndgrad.tensor(a)

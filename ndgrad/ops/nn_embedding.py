@@ -298,12 +298,16 @@ def _bag_vjp(ctx, g):
             gw = apply(EMBEDDING_BACKWARD, (gflat,), (gflat._data,),
                        (_wrap(flat), n * D, -1, False)).reshape(n, D)
         return gw, None
+    if sparse and scale and ctx.needs_input_grad(0):
+        _sparse_grad(g._data, idx, (n, D), padding_idx, scale)     # torch's refusal
     gb = g[_wrap(bag)]                                   # (L, D): each position's bag gradient
     coef = keep.astype(g._data.dtype)
     if mode == 1:
         counts = np.bincount(bag[keep], minlength=nbags)
         coef = coef / np.maximum(counts, 1)[bag]
     if scale:
+        # each row by its own index's count (torch 2.13's CPU kernel divides some rows by
+        # another index's count: docs/differences.md)
         coef = coef / np.bincount(idx, minlength=n)[idx]
     if ctx.needs_input_grad(0):
         rows = gb * _wrap(coef.astype(g._data.dtype)[:, None])
