@@ -33,10 +33,13 @@ PROGRAMS = sorted(p.stem for p in HERE.glob("*.py") if p.stem != "conftest")
 # differences into ~2e-4 relative loss differences after a few steps; amp_bf16: bfloat16 keeps
 # 8 bits, and torch's fused bfloat16 backward kernels (gelu, layer_norm) round their float32
 # intermediates differently, ~1 bfloat16 ulp (4e-3) in a gradient; bf16_finetune: likewise
-# torch's bfloat16 layer_norm and flash-attention backward kernels; float64 prints agree)
+# torch's bfloat16 layer_norm and flash-attention backward kernels; vi_beta_dirichlet: torch's
+# Beta/Dirichlet rsample gradients are series approximations good to ~1e-4, ndgrad's exact, and
+# Adam carries the difference; float64 prints agree)
 RTOL = {"gan": 2e-3, "transformer_classifier": 1e-3, "char_rnn": 1e-3, "vae": 1e-3,
         "kmeans_knn": 1e-3, "legacy_seq2seq": 1e-3, "text_tagger": 1e-3,
-        "contrastive_distill": 1e-3, "amp_bf16": 1e-2, "bf16_finetune": 1e-2}
+        "contrastive_distill": 1e-3, "amp_bf16": 1e-2, "bf16_finetune": 1e-2,
+        "vi_beta_dirichlet": 2e-3}
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf")
 
 
