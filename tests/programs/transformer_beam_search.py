@@ -153,6 +153,10 @@ def beam_search(model, src, beam=3, max_len=8, alpha=0.6):
 
 model.eval()
 src, tgt = make_batch(4)
+with torch.no_grad():      # inference: torch's encoder leaves padded positions at norm(0)
+    mem = model.encode(src, src == PAD)
+    bias = model.transformer.encoder.norm.bias
+print(mem.shape, torch.allclose(mem[src == PAD], bias.expand(int((src == PAD).sum()), -1)))
 out = greedy(model, src)
 print(src.tolist())
 print(out.tolist())
