@@ -221,6 +221,69 @@ def test_reentrant_rejects_keyword_arguments():
     assert run(torch) == run(ndgrad) == ("ValueError", "Unexpected keyword arguments: s")
 
 
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_recomputation_runs_under_the_forwards_autocast(reentrant):
+    # forward inside ``autocast``, backward outside (the usual AMP loop): the recomputation
+    # casts as the forward did, so the saved bfloat16 tensors match and the gradients are
+    # torch's
+    def run(L):
+        L.manual_seed(0)
+        net = L.nn.Sequential(L.nn.Linear(4, 8), L.nn.GELU(), L.nn.Linear(8, 2))
+        x = L.tensor(np.linspace(-1, 1, 12).reshape(3, 4), dtype=L.float32,
+                     requires_grad=True)
+        with L.autocast("cpu", dtype=L.bfloat16):
+            y = CKPT[L].checkpoint(net, x, use_reentrant=reentrant)
+        y.float().sum().backward()
+        return str(y.dtype).split(".")[-1], vals(x.grad), vals(net[0].weight.grad)
+    assert run(ndgrad) == run(torch)
+
+
+def test_context_fn_determinism_check_and_debug():
+    # context_fn's first manager wraps the forward, its second the recomputation;
+    # determinism_check="none" accepts other shapes; torch's ValueErrors for the rest
+    import contextlib
+
+    def run(L):
+        log = []
+
+        @contextlib.contextmanager
+        def tag(name):
+            log.append(name + " in")
+            yield
+            log.append(name + " out")
+
+        x = inputs(L)
+        y = CKPT[L].checkpoint(lambda t: t.exp().sin(), x, use_reentrant=False,
+                               context_fn=lambda: (tag("forward"), tag("recompute")))
+        log.append("backward")
+        y.sum().backward()
+        calls = [0]
+
+        def f(t):
+            calls[0] += 1
+            return t.exp() if calls[0] == 1 else t[:1].exp()
+        z = CKPT[L].checkpoint(f, inputs(L), use_reentrant=False, determinism_check="none")
+        errors = [error_of(lambda: z.sum().backward())]
+        w = CKPT[L].checkpoint(lambda t: t.exp(), x, use_reentrant=False, debug=True)
+        errors += [error_of(lambda kw=kw: CKPT[L].checkpoint(L.exp, x, **kw)) for kw in (
+            {"use_reentrant": True, "context_fn": lambda: (None, None)},
+            {"use_reentrant": True, "debug": True},
+            {"use_reentrant": False, "determinism_check": "shapes"},
+            {"use_reentrant": False, "debug": True,
+             "context_fn": lambda: (contextlib.nullcontext(), contextlib.nullcontext())})]
+        return log, vals(x.grad), vals(w), errors
+    assert run(ndgrad) == run(torch)
+
+
+@pytest.mark.parametrize("segments", [0, 4])
+def test_checkpoint_sequential_segment_errors(segments):
+    def run(L):
+        fs = [L.nn.Tanh(), L.nn.Sigmoid()]
+        return error_of(lambda: CKPT[L].checkpoint_sequential(fs, segments, inputs(L),
+                                                              use_reentrant=False))
+    assert run(ndgrad) == run(torch)
+
+
 def test_recomputation_saving_fewer_tensors_raises_checkpoint_error():
     def run(L):
         calls = [0]

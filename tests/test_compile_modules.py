@@ -186,6 +186,33 @@ def test_save_load_freeze():
         ndgrad.jit.save(m, io.BytesIO())
 
 
+def test_load_without_the_class_says_why(tmp_path):
+    # another process, where the saved module's class is not defined: a RuntimeError that
+    # names the class and the remedy, not pickle's bare AttributeError
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    import textwrap
+    src = textwrap.dedent("""
+        import sys, ndgrad
+        class Scaled(ndgrad.nn.Module):
+            def forward(self, x):
+                return 2 * x
+        ndgrad.jit.save(ndgrad.jit.script(Scaled()), sys.argv[1])
+    """)
+    path = tmp_path / "scaled.pt"
+    subprocess.run([sys.executable, "-c", src, str(path)], check=True,
+                   env={**os.environ,
+                        "PYTHONPATH": str(pathlib.Path(ndgrad.__file__).parent.parent)})
+    with pytest.raises(RuntimeError, match=r"Can't get attribute 'Scaled'.*importable"):
+        ndgrad.jit.load(str(path))
+    archive = tmp_path / "torchscript.pt"       # torch's own archive: code ndgrad cannot run
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), str(archive))
+    with pytest.raises(RuntimeError, match="TorchScript archive written by torch.jit.save"):
+        ndgrad.jit.load(str(archive))
+
+
 def test_decorators_futures_and_queries():
     @ndgrad.jit.ignore
     def a(x):
@@ -485,3 +512,62 @@ def test_create_graph_through_a_compiled_normalization(norm):
             gx, = ndgrad.autograd.grad(g(x), x, create_graph=True)
             hs.append(ndgrad.autograd.grad((gx * x).sum(), x)[0].numpy())
         np.testing.assert_allclose(hs[1], hs[0], rtol=1e-9, atol=1e-12)
+
+
+def test_torch_jit_trace_freezes_python_values_with_torchs_warning():
+    # data-dependent Python in a traced model: torch warns (TracerWarning) and the trace keeps
+    # the branch the example took; calls with inputs of the example's kind replay it
+    def run(lib):
+        lib.manual_seed(0)
+
+        class Gate(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(3, 3)
+
+            def forward(self, x):
+                if x.sum() > 0:
+                    return self.lin(x)
+                return -x * x.sum().item()
+
+        m = Gate()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            t = lib.jit.trace(m, lib.ones(1, 3))
+            tf = lib.jit.trace(lambda x: x * float(x.max()), lib.ones(2))
+        kinds = sorted({(type(w.message).__name__, str(w.message)[:45]) for w in caught
+                        if not isinstance(w.message, DeprecationWarning)})
+        neg, negs = -lib.ones(1, 3), -lib.ones(4, 3)
+        with lib.no_grad():        # another grad mode, another batch size: still the branch
+            frozen = [t(neg).tolist() == m.lin(neg).tolist(),
+                      t(negs).tolist() == m.lin(negs).tolist()]
+        return kinds, frozen, tf(lib.tensor([1.0, 5.0])).tolist(), tf(lib.ones(3)).tolist()
+    assert run(ndgrad) == run(torch)
+
+
+def test_torch_jit_trace_strict_refuses_dict_outputs():
+    def run(lib):
+        def f(x):
+            return x * 2, {"s": x.sum()}
+        with pytest.raises(RuntimeError) as e:
+            lib.jit.trace(f, lib.ones(2))
+        out = lib.jit.trace(f, lib.ones(2), strict=False)(lib.ones(2))
+        return str(e.value), out[1]["s"].item()
+    assert run(ndgrad) == run(torch)
+
+
+def test_torchscript_entry_points_warn_deprecation_as_torch(tmp_path):
+    def run(lib):
+        buf = io.BytesIO()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            s = lib.jit.script(lib.nn.Linear(2, 2))
+            lib.jit.trace(lib.nn.Linear(2, 2), lib.ones(1, 2))
+            lib.jit.save(s, buf)
+            buf.seek(0)
+            lib.jit.load(buf)
+            s.save(str(tmp_path / f"{lib.__name__}.pt"))   # (torch's method takes a path)
+            lib.jit.freeze(s.eval())
+        return sorted({str(w.message) for w in caught if w.category is DeprecationWarning
+                       and "trace_method" not in str(w.message)})
+    assert run(ndgrad) == run(torch)

@@ -63,6 +63,7 @@ LAYERS = {
     "ndgrad.backends.mkldnn": BOTTOM,
     "ndgrad.backends.openmp": BOTTOM,
     "ndgrad.backends.cpu": BOTTOM,
+    "ndgrad.backends.mha": BOTTOM,
     # 1. the graph runtime: knows no individual op.
     "ndgrad.autograd.node": RUNTIME,
     "ndgrad.autograd.engine": RUNTIME,

@@ -325,6 +325,13 @@ def test_distances():
                  "donot_use_mm_for_euclid_dist"):
         compare("cdist", [big1, big2], {"compute_mode": mode}, module=True, rtol=1e-7)
     assert ndgrad.cdist(_nd(x1), _nd(x2)).grad_fn.name() == "CdistBackward0"
+    # rows with equal coordinates (a zero component of the difference): |0|^(p-1) is infinite
+    # for p < 1, and torch's kernels give 0 there, not NaN
+    e1 = torch.tensor([[0.0, 0.0], [1.0, 2.0], [1.0, 3.0]], dtype=D, requires_grad=True)
+    e2 = torch.tensor([[1.0, 2.0], [0.0, 1.0]], dtype=D, requires_grad=True)
+    for p in (0.5, 1.5, 3.0):
+        compare("cdist", [e1, e2], {"p": p}, module=True)
+        compare("pdist", [e1], {"p": p})
 
 
 # ---------------------------------------------------------------------------- errors

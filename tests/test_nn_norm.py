@@ -235,6 +235,60 @@ def test_embedding_and_one_hot_errors():
     assert tuple(F.one_hot(ndgrad.tensor(np.zeros((0, 2), np.int64)), 4).shape) == (0, 2, 4)
 
 
+def test_embedding_bag_error_messages_like_torch():
+    # the checks torch's functional makes, in its order, with its words (a Size prints as
+    # torch.Size), and the kernel's index check (a RuntimeError naming the position)
+    W = _randn(5, 3)
+    i8 = [1, 2, 4, 0, 4, 3, 2, 1]
+    cases = [
+        lambda m: m.embedding_bag(torch_or(m, i8), conv(m, W), torch_or(m, [0, 4]),
+                                  per_sample_weights=conv(m, _randn(3))),
+        lambda m: m.embedding_bag(torch_or(m, i8), conv(m, _randn(5)), torch_or(m, [0, 4]),
+                                  per_sample_weights=conv(m, _randn(2))),
+        lambda m: m.embedding_bag(torch_or(m, i8), conv(m, W), torch_or(m, [0, 4]), mode="min"),
+        lambda m: m.embedding_bag(torch_or(m, i8), conv(m, W), torch_or(m, [0, 4]), mode="max",
+                                  scale_grad_by_freq=True),
+        lambda m: m.embedding_bag(torch_or(m, i8), conv(m, W), torch_or(m, [0, 9])),
+        lambda m: m.embedding_bag(torch_or(m, [1, 5, 2]), conv(m, W), torch_or(m, [0, 2])),
+        lambda m: m.embedding_bag(torch_or(m, [[1, 2], [-1, 2]]), conv(m, W), mode="sum"),
+        lambda m: m.embedding_bag(torch_or(m, [1, 5, 2]), conv(m, W), torch_or(m, [0, 2]),
+                                  mode="max"),
+        lambda m: m.embedding_bag(torch_or(m, [1, 5, 2]), conv(m, W).double(),
+                                  torch_or(m, [0, 2])),
+        # max_norm renormalizes first: torch's select() error, and -1 wraps there
+        lambda m: m.embedding_bag(torch_or(m, [1, 5, 2]), conv(m, W), torch_or(m, [0, 2]),
+                                  max_norm=1.0),
+        lambda m: m.embedding(torch_or(m, [1, -6, 7]), conv(m, W), max_norm=1.0),
+        lambda m: m.embedding(torch_or(m, [1, -1, 2]), conv(m, W), max_norm=1.0),
+    ]
+    for case in cases:
+        t, n = _raises_like(lambda: case(TF), lambda: case(F))
+        assert n.replace("ndgrad.", "torch.") == t, (n, t)
+
+
+def test_embedding_bag_scale_grad_by_freq():
+    # each row's gradient divided by how often its index occurs; torch 2.13's CPU kernel
+    # divides a once-occurring index sorted after a repeated one by the repeated one's count
+    # (pytorch/pytorch#190063, fixed after 2.13): ndgrad gives the documented value
+    w = ndgrad.ones(4, 3, requires_grad=True)
+    F.embedding_bag(ndgrad.tensor([1, 1, 3]), w, ndgrad.tensor([0]), mode="sum",
+                    scale_grad_by_freq=True).sum().backward()
+    assert w.grad[:, 0].tolist() == [0.0, 1.0, 0.0, 1.0]
+    tw = torch.ones(4, 3, requires_grad=True)
+    TF.embedding_bag(torch.tensor([1, 1, 3]), tw, torch.tensor([0]), mode="sum",
+                     scale_grad_by_freq=True).sum().backward()
+    assert tw.grad[:, 0].tolist() in ([0.0, 1.0, 0.0, 0.5], [0.0, 1.0, 0.0, 1.0])
+    # with sparse gradients torch refuses the flag when backward runs
+    errs = []
+    for lib in (torch, ndgrad):
+        bag = lib.nn.EmbeddingBag(5, 2, mode="mean", sparse=True, scale_grad_by_freq=True)
+        out = bag(lib.tensor([1, 2, 2]), lib.tensor([0, 1]))
+        with pytest.raises(RuntimeError) as e:
+            out.sum().backward()
+        errs.append(str(e.value))
+    assert errs[0] == errs[1]
+
+
 def torch_or(m, values):
     a = np.asarray(values)
     return torch.from_numpy(a) if m is TF else ndgrad.tensor(a)

@@ -463,3 +463,40 @@ def test_low_precision_sdpa_and_mha_weights_match_torchs_rounding(dtype, kw):
     no, nw = nmha(nx, nx, nx, key_padding_mask=ndgrad.tensor(mask.numpy()))
     np.testing.assert_array_equal(no.detach().float().numpy(), o.detach().float().numpy())
     np.testing.assert_array_equal(nw.detach().float().numpy(), w.detach().float().numpy())
+
+
+@pytest.mark.parametrize("case", ["right_padded", "left_padded", "training", "needs_grad",
+                                  "with_mask", "fastpath_off", "no_nested", "final_norm"])
+def test_encoder_inference_zeroes_padded_positions_as_torch(case):
+    # Note [Encoder padding in inference]: torch's nested-tensor path returns zeros at the
+    # padded positions, only under its conditions
+    def run(lib):
+        lib.manual_seed(0)
+        layer = lib.nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            enc = lib.nn.TransformerEncoder(
+                layer, 2, norm=lib.nn.LayerNorm(8) if case == "final_norm" else None,
+                enable_nested_tensor=case != "no_nested")
+        src = lib.tensor(np.linspace(-1, 1, 80).reshape(2, 5, 8), dtype=lib.float32)
+        pad = [[False] * 5, [False] * 3 + [True] * 2]
+        if case == "left_padded":
+            pad[1] = [True] * 2 + [False] * 3
+        pad = lib.tensor(pad)
+        if case != "training":
+            enc.eval()
+        kw = {"mask": lib.zeros(5, 5)} if case == "with_mask" else {}
+        lib.backends.mha.set_fastpath_enabled(case != "fastpath_off")
+        try:
+            if case in ("needs_grad", "training"):
+                out = enc(src, src_key_padding_mask=pad, **kw)
+            else:
+                with lib.no_grad():
+                    out = enc(src, src_key_padding_mask=pad, **kw)
+        finally:
+            lib.backends.mha.set_fastpath_enabled(True)
+        return out.detach().numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = run(torch)
+    np.testing.assert_allclose(run(ndgrad), theirs, rtol=1e-5, atol=1e-6)

@@ -219,6 +219,10 @@ def _scenario_utils(T, nn, P, PZ):
         nn.utils.vector_to_parameters([1], ps)
     except Exception as e:
         print(type(e).__name__, e)
+    try:       # the usual slip: a parameter whose .grad is still None
+        nn.utils.parameters_to_vector([ps[0], None])
+    except Exception as e:
+        print(type(e).__name__, e)
     q = nn.Parameter(T.ones(2))
     q.grad = T.tensor([float("nan"), 1.0])
     try:

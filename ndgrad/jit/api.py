@@ -524,8 +524,9 @@ def _replay(chain: tuple, base: Tensor) -> Tensor:
 # ---------------------------------------------------------------------------- trace
 class TracedFunction:
     """``fn`` traced for one set of example inputs (``ndgrad.jit.trace``): ``graph``,
-    ``gradient`` (None when no output needs a gradient), ``code``; calling it with inputs of
-    another guard key raises."""
+    ``gradient`` (None when no output needs a gradient), ``code``; inputs of another guard key
+    (another batch size ...) are traced again, once per key, as ``ndgrad.compile`` does (torch's
+    traced functions accept other shapes)."""
 
     def __init__(self, fn: Callable, example_inputs: Any, backend: str = "numpy",
                  check_trace: bool = True) -> None:
@@ -533,6 +534,7 @@ class TracedFunction:
             example_inputs = (example_inputs,)
         args = tuple(example_inputs)
         self._fn = fn
+        self._others: Optional[CompiledFunction] = None    # the other keys' specializations
         self._key, _ = _guard(args, {})
         with _gc_paused():
             self._spec = _Specialization(fn, args, {}, backend, check_trace)
@@ -570,10 +572,19 @@ class TracedFunction:
                 "dtype or requires_grad since the trace; trace it again, or use "
                 "ndgrad.compile, which traces again when that happens")
         if key != self._key:
-            raise RuntimeError(
-                f"ndgrad.jit.trace: the function was traced for {_describe(self._key)} but "
-                f"called with {_describe(key)}; trace it again for these inputs or use "
-                "ndgrad.compile, which traces once per kind of input")
+            if self._others is None:
+                self._others = CompiledFunction(self._fn, "numpy", True, 8)
+            return self._others(*args)
+        return self._spec.run(leaves)
+
+    def run_if_traced_for(self, args: tuple) -> Any:
+        """The traced program's result for ``args`` when they are of the example's kind (and
+        no module flag or lifted tensor changed since), else ``NotImplemented``."""
+        if _tracer_local.__dict__.get("tracer") is not None:
+            return NotImplemented
+        key, leaves = _guard(args, {})
+        if key != self._key or not self._spec.flags_ok() or not self._spec.lifted_ok():
+            return NotImplemented
         return self._spec.run(leaves)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import inspect
 import textwrap
 import typing
@@ -41,6 +42,7 @@ from ..nn.compiled import LazyCompiledCall
 from ..nn.modules.module import Module, note_traced_call
 from ..ops import _dispatch
 from . import api
+from .tracer import TracerWarning, freezing_values
 
 __all__ = ["script", "trace", "trace_module", "ScriptModule", "RecursiveScriptModule",
            "ScriptFunction", "TracedModule", "TopLevelTracedModule", "save", "load", "ignore",
@@ -54,8 +56,6 @@ Error = RuntimeError
 Final = typing.Final
 
 
-class TracerWarning(Warning):
-    """torch.jit's warning category for tracing problems."""
 
 
 class TracingCheckError(Exception):
@@ -109,8 +109,8 @@ class ScriptModule(Module):
         return _source(self.__dict__["_original_class"].forward)
 
     def save(self, f: Any, **kwargs: Any) -> None:
-        """``ndgrad.jit.save(self, f)``."""
-        save(self, f)
+        """``ndgrad.jit.save(self, f)`` (without its deprecation warning, as torch's method)."""
+        serialization.save(self, f)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         kind = next(k for k in type(self).__mro__ if k in _KINDS)
@@ -134,11 +134,13 @@ class TracedModule(ScriptModule):
             note_traced_call(self)      # its own training flag guards the compiled code
         return super(ScriptModule, self).forward(*args, **kwargs)   # the original class's
 
-    def _start(self, example_inputs: Any, check_trace: bool) -> None:
+    def _start(self, example_inputs: Any, check_trace: bool, strict: bool = False) -> None:
         d = self.__dict__
-        d["_guarded"] = LazyCompiledCall(self, self._eager_forward, {})
+        # one wrapper for both: the other kinds' traces replay the example's frozen values
+        fn = freezing_values(self._eager_forward)
+        d["_guarded"] = LazyCompiledCall(self, fn, {})
         if example_inputs is not None:
-            d["_traced"] = api.trace(self._eager_forward, example_inputs,
+            d["_traced"] = api.trace(_strict_outputs(fn) if strict else fn, example_inputs,
                                      check_trace=check_trace)
 
     @property
@@ -150,6 +152,13 @@ class TracedModule(ScriptModule):
         return self.__dict__["_traced"].code
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        traced = self.__dict__.get("_traced")
+        if traced is not None and not kwargs:
+            # inputs of the example's kind run the example's trace, with the values it froze
+            # (Note [Frozen values in torch.jit.trace]); other kinds are traced again
+            out = traced.run_if_traced_for(args)
+            if out is not NotImplemented:
+                return out
         guarded = self.__dict__.get("_guarded")
         if guarded is None:                          # unpickled: compile again
             self._start(None, False)
@@ -197,6 +206,13 @@ def _rebuild(kind: type, cls: type, state: dict) -> Module:
 
 
 # ---------------------------------------------------------------------------- entry points
+def _deprecated(name: str, instead: str) -> None:
+    """torch 2.13's DeprecationWarning for ``torch.jit.<name>``."""
+    import warnings
+    warnings.warn(f"`torch.jit.{name}` is deprecated. Please {instead}.", DeprecationWarning,
+                  stacklevel=3)
+
+
 def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None,
            example_inputs: Any = None) -> Any:
     """``torch.jit.script``: a module becomes a ``RecursiveScriptModule``, a function a
@@ -210,6 +226,7 @@ def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None
     >>> f(ndgrad.tensor([1.0])), type(f).__name__
     (tensor([2.]), 'ScriptFunction')
     """
+    _deprecated("script", "switch to `torch.compile` or `torch.export`")
     if builtins.isinstance(obj, (ScriptModule, ScriptFunction)) or inspect.isclass(obj):
         return obj
     if builtins.isinstance(obj, Module):
@@ -234,42 +251,87 @@ def trace(func: Any, example_inputs: Any = None, optimize: Any = None,
     >>> type(t).__name__, t(ndgrad.ones(6, 3)).shape
     ('TopLevelTracedModule', ndgrad.Size([6, 2]))
     """
+    _deprecated("trace", "switch to `torch.compile` or `torch.export`")
     if example_inputs is None and example_kwarg_inputs is not None:
         raise NotImplementedError("ndgrad.jit.trace: example_kwarg_inputs is not supported; "
                                   "pass the inputs positionally")
     if builtins.isinstance(func, Module):
-        return _traced(func, example_inputs, check_trace)
-    return api.trace(func, example_inputs, check_trace=check_trace)
+        return _traced(func, example_inputs, check_trace, strict)
+    fn = freezing_values(func)
+    return api.trace(_strict_outputs(fn) if strict else fn, example_inputs,
+                     check_trace=check_trace)
+
+
+_DICT_OUTPUT = (
+    "Encountering a dict at the output of the tracer might cause the trace to be incorrect, "
+    "this is only valid if the container structure does not change based on the module's "
+    "inputs. Consider using a constant container instead (e.g. for `list`, use a `tuple` "
+    "instead. for `dict`, use a `NamedTuple` instead). If you absolutely need this and know "
+    "the side effects, pass strict=False to trace() to allow this behavior.")
+
+
+def _strict_outputs(fn: Callable) -> Callable:
+    """``fn`` refusing a dict among its outputs, as ``trace(..., strict=True)``."""
+    def has_dict(v: Any) -> bool:
+        if builtins.isinstance(v, dict):
+            return True
+        return builtins.isinstance(v, (tuple, list)) and any(has_dict(x) for x in v)
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        out = fn(*args, **kwargs)
+        if has_dict(out):
+            raise RuntimeError(_DICT_OUTPUT)
+        return out
+    return run
 
 
 def trace_module(mod: Module, inputs: Dict[str, Any], **kwargs: Any) -> Any:
     """``torch.jit.trace_module``: traces ``forward`` with ``inputs["forward"]``."""
     if "forward" not in inputs:
         raise NotImplementedError("ndgrad.jit.trace_module traces the 'forward' method only")
-    return _traced(mod, inputs["forward"], kwargs.get("check_trace", True))
+    return _traced(mod, inputs["forward"], kwargs.get("check_trace", True),
+                   kwargs.get("strict", True))
 
 
-def _traced(mod: Module, example_inputs: Any, check_trace: bool) -> Any:
+def _traced(mod: Module, example_inputs: Any, check_trace: bool, strict: bool = True) -> Any:
     t = _wrap(TopLevelTracedModule, mod)
-    t._start(example_inputs, check_trace)
+    t._start(example_inputs, check_trace, strict)
     return t
 
 
 def save(m: Any, f: Any, _extra_files: Any = None) -> None:
     """``torch.jit.save``: pickles the scripted or traced module (Note [Scripting runs
     Python])."""
+    _deprecated("save", "switch to `torch.export`")
     if not builtins.isinstance(m, (ScriptModule, ScriptFunction)):
         raise AttributeError(f"'{type(m).__name__}' object has no attribute 'save'")
     serialization.save(m, f)
 
 
 def load(f: Any, map_location: Any = None, _extra_files: Any = None) -> Any:
-    """``torch.jit.load``: what ``save`` wrote."""
-    return serialization.load(f, map_location=map_location, weights_only=False)
+    """``torch.jit.load``: what ``save`` wrote. The classes of the saved modules must be
+    importable here (Note [Scripting runs Python]): torch's archives carry their code, ndgrad's
+    name it."""
+    _deprecated("load", "switch to `torch.export`")
+    try:
+        return serialization.load(f, map_location=map_location, weights_only=False)
+    except (AttributeError, ImportError) as e:      # pickle's "Can't get attribute ..."
+        if isinstance(e, ImportError) and (e.name or "").startswith("__torch__"):
+            raise RuntimeError(
+                "ndgrad.jit.load: this is a TorchScript archive written by torch.jit.save; "
+                "ndgrad does not run TorchScript code. Save the model's state_dict with "
+                "torch.save and load it into the Python model") from None
+        raise RuntimeError(
+            f"ndgrad.jit.load: {e}. ndgrad saves a scripted or traced module as a pickle that "
+            "names its Python class, so the code defining it must be importable where it is "
+            "loaded (unlike TorchScript archives, which carry their code): import or define "
+            "the class first, or save the state_dict and rebuild the module") from None
 
 
 def freeze(mod: Any, preserved_attrs: Any = None, optimize_numerics: bool = True) -> Any:
     """``torch.jit.freeze``: checks torch's preconditions and returns the module."""
+    _deprecated("freeze", "use `torch.compile` instead")
     if not builtins.isinstance(mod, ScriptModule):
         raise RuntimeError("Freezing expects a ScriptModule as input. Please use "
                            "torch.jit.script or torch.jit.trace to script your 'nn.Module'.")

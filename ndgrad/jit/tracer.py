@@ -992,6 +992,79 @@ def _rng_fingerprint() -> Any:
 
 
 # ---------------------------------------------------------------------------- escapes
+class TracerWarning(Warning):
+    """torch.jit's warning category for tracing problems (``torch.jit.TracerWarning``)."""
+
+
+# Note [Frozen values in torch.jit.trace]
+# ``trace_graph`` and ``compile`` refuse Python that reads a traced tensor's value (the graph
+# would silently keep the branch taken). ``torch.jit.trace`` accepts it, as torch's: inside a
+# ``freezing_values`` wrapper (which torchscript.py puts around the traced Python) the value
+# is read from the example, a TracerWarning with torch's words is issued, and the graph keeps
+# what that value led to (a branch, a constant), exactly what torch's trace records. The
+# wrapper remembers the values its first trace read, in order: a later trace (inputs of
+# another kind: another batch size, grad mode ...) is given the same values instead of
+# reading its own, so every specialization keeps the example's branches and constants, as
+# torch's one graph does (the trace check's second run, Note [Trace check], is such a later
+# trace: it replays them too).
+_FROZEN_WHAT = {"__bool__": "a Python boolean", "item": "a Python number",
+                "__float__": "a Python float", "__int__": "a Python integer",
+                "tolist": "a Python list", "numpy": "a NumPy array",
+                "__array__": "a NumPy array", "__complex__": "a Python complex"}
+
+
+class _FrozenValues:
+    """The values a ``freezing_values`` wrapper's first trace read, replayed by later ones."""
+
+    def __init__(self) -> None:
+        self.values: list = []
+        self.recorded = False      # the first trace is over: replay from now on
+        self.pos = 0
+
+
+def freezing_values(fn: Callable) -> Callable:
+    """``fn`` run with its reads of traced values frozen (Note [Frozen values in
+    torch.jit.trace])."""
+    rec = _FrozenValues()
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        before = getattr(_local, "freeze", None)
+        _local.freeze = rec
+        rec.pos = 0
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _local.freeze = before
+            if getattr(_local, "tracer", None) is not None:
+                rec.recorded = True
+    return run
+
+
+def _frozen_read(name: str, rec: _FrozenValues, read: Callable) -> Any:
+    """A traced value read under ``freezing_values``: the example's, replayed or read now."""
+    if getattr(_local, "in_escape", False):       # float() calls item(): one read
+        return read()
+    if rec.recorded and rec.pos < len(rec.values):
+        rec.pos += 1
+        return rec.values[rec.pos - 1]
+    if name in _FROZEN_WHAT:            # (an index is frozen silently, as torch's)
+        import warnings
+        warnings.warn(f"Converting a tensor to {_FROZEN_WHAT[name]} might cause the trace to "
+                      "be incorrect. We can't record the data flow of Python values, so this "
+                      "value will be treated as a constant in the future. This means that the "
+                      "trace might not generalize to other inputs!", TracerWarning,
+                      stacklevel=3)
+    _local.in_escape = True
+    try:
+        value = read()
+    finally:
+        _local.in_escape = False
+    if not rec.recorded:
+        rec.values.append(value)
+    return value
+
+
 _ESCAPES = ("__bool__", "item", "tolist", "numpy", "__array__", "__float__", "__int__",
             "__index__", "__complex__", "backward")
 _originals: dict = {}
@@ -1001,6 +1074,9 @@ def _make_escape(name: str, orig: Callable) -> Callable:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
         tr = getattr(_local, "tracer", None)
         if tr is not None and tr.knows(self):
+            rec = getattr(_local, "freeze", None)
+            if name != "backward" and rec is not None:
+                return _frozen_read(name, rec, lambda: orig(self, *args, **kwargs))
             if name == "backward":
                 raise TraceError(
                     f"ndgrad.jit: Tensor.backward() at {user_source()} accumulates into .grad, "
@@ -1857,6 +1933,8 @@ def lifted_sources(fn: Callable, tensors: Sequence[Tensor]) -> List[Optional[Cal
     when it was reached otherwise, e.g. through a container: then it is not guarded)."""
     probes: dict = {}
     roots: list = []
+    while hasattr(fn, "__wrapped__"):      # torch.jit.trace's wrappers (freezing_values ...)
+        fn = fn.__wrapped__
     target = fn
     if hasattr(fn, "__self__"):
         roots.append(lambda m=fn.__self__: m)

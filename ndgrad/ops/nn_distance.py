@@ -87,7 +87,8 @@ def _dist_np(diff: np.ndarray, p: float, axis: int) -> np.ndarray:
 
 
 def _dist_deriv(diff: Tensor, d: Tensor, p: float) -> Tensor:
-    """d ||diff||_p / d diff, where ``d`` (broadcastable) is the norm; 0 where d == 0."""
+    """d ||diff||_p / d diff, where ``d`` (broadcastable) is the norm; 0 where d == 0, and 0
+    for a zero component (for p < 1 too, where |0|^(p-1) is infinite: torch's kernels give 0)."""
     from .pointwise import where
     zero = d == 0
     if p == 0:
@@ -99,7 +100,8 @@ def _dist_deriv(diff: Tensor, d: Tensor, p: float) -> Tensor:
     if math.isinf(p):
         return where(diff.abs() == d, diff.sign(), diff * 0)
     ds = where(zero, d * 0 + 1, d)
-    r = diff.sign() * diff.abs().pow(p - 1) / ds.pow(p - 1)
+    size = where(diff == 0, diff * 0 + 1, diff.abs())     # sign() is 0 there anyway
+    r = diff.sign() * size.pow(p - 1) / ds.pow(p - 1)
     return where(zero, diff * 0, r)
 
 

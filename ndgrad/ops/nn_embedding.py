@@ -151,6 +151,11 @@ def _renorm(weight: Tensor, idx: np.ndarray, max_norm: float, norm_type: float) 
     rows = np.unique(idx.reshape(-1))
     if rows.size == 0:
         return
+    n = weight.shape[0]
+    bad = rows[(rows < -n) | (rows >= n)]      # a row in [-n, 0) wraps, as torch's select
+    if bad.size:
+        raise IndexError(f"select(): index {int(bad[0])} out of range for tensor of size "
+                         f"[{n}, {weight.shape[1]}] at dimension 0")
     w = weight._data[rows]
     p = float(norm_type)
     if p == np.inf:
@@ -199,10 +204,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None,
     idx = _check_indices(input, "embedding")
     n = weight.shape[0]
     pad = _padding(padding_idx, n)
+    if max_norm is not None:        # before the range check, as torch's
+        _renorm(weight, idx, float(max_norm), norm_type)
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise IndexError("index out of range in self")
-    if max_norm is not None:
-        _renorm(weight, idx, float(max_norm), norm_type)
     if weight._blevel:
         from ._batching import call
         r = call(_embedding_apply, weight, input, pad, bool(scale_grad_by_freq), bool(sparse))
@@ -293,12 +298,16 @@ def _bag_vjp(ctx, g):
             gw = apply(EMBEDDING_BACKWARD, (gflat,), (gflat._data,),
                        (_wrap(flat), n * D, -1, False)).reshape(n, D)
         return gw, None
+    if sparse and scale and ctx.needs_input_grad(0):
+        _sparse_grad(g._data, idx, (n, D), padding_idx, scale)     # torch's refusal
     gb = g[_wrap(bag)]                                   # (L, D): each position's bag gradient
     coef = keep.astype(g._data.dtype)
     if mode == 1:
         counts = np.bincount(bag[keep], minlength=nbags)
         coef = coef / np.maximum(counts, 1)[bag]
     if scale:
+        # each row by its own index's count (torch 2.13's CPU kernel divides some rows by
+        # another index's count: docs/differences.md)
         coef = coef / np.bincount(idx, minlength=n)[idx]
     if ctx.needs_input_grad(0):
         rows = gb * _wrap(coef.astype(g._data.dtype)[:, None])
@@ -342,17 +351,13 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Optional[Tensor] = Non
     tensor([[1.],
             [6.]])
     """
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
+                         f"is not None, then it must have the same shape as the input "
+                         f"({input.shape})")
     if weight.dim() != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
                          f"{weight.dim()}")
-    if mode not in _MODES:
-        raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
-    if mode == "max" and sparse:
-        raise ValueError("max mode does not support sparse weights")
-    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
-        raise ValueError(f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)})"
-                         f" is not None, then it must have the same shape as the input "
-                         f"({list(input.shape)})")
     idx = _check_indices(input, "embedding_bag")
     if input.dim() == 2:
         if offsets is not None:
@@ -377,6 +382,14 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Optional[Tensor] = Non
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.dim()}")
+    if mode not in _MODES:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:        # before the kernel's checks, as torch's
+        _renorm(weight, idx, float(max_norm), norm_type)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "
@@ -387,13 +400,20 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Optional[Tensor] = Non
     if off.size and off[0] != 0:
         raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
                            f"has to start from position 0. However, got {int(off[0])}")
-    if off.size and (off[-1] > L or (np.diff(off) < 0).any()):
-        raise RuntimeError(f"offsets[-1] can not be greater than input's length ({L}), but got "
+    if off.size and off[-1] > L:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {L} but got "
                            f"offsets[-1] of {int(off[-1])}")
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise IndexError("index out of range in self")
-    if max_norm is not None:
-        _renorm(weight, idx, float(max_norm), norm_type)
+    if (np.diff(off) < 0).any():
+        raise RuntimeError("embedding_bag: offsets have to be non-decreasing, but got "
+                           f"{off.tolist()}")
+    bad = np.flatnonzero((idx < 0) | (idx >= n))
+    if bad.size:      # torch's two kernels word it differently
+        first = int(idx[bad[0]])
+        if mode != "max" and weight._data.dtype != np.float64:
+            raise RuntimeError(f"Index {int(bad[0])} of input takes value {first} which is not "
+                               f"in the valid range [0, {n})")
+        raise RuntimeError("embedding_bag: Expected idx >= 0 && idx < num_embeddings but found "
+                           f"idx to be {first}")
     nbags = off.shape[0] - 1 if include_last_offset else off.shape[0]
     nbags = max(nbags, 0)
     starts = off[:nbags]

@@ -68,8 +68,12 @@ class LRScheduler:
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
-                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] "
-                                   "when resuming an optimizer")
+                    raise KeyError(
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when "
+                        "resuming scheduler with last_epoch >= 0.\nThis typically happens "
+                        "when:\n1. You're trying to resume training from a checkpoint but "
+                        "haven't properly loaded the optimizer state\n2. You're using "
+                        "last_epoch >= 0 for a fresh training run (not recommended)")
         self.base_lrs: List[float] = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self._initial_step()
@@ -77,7 +81,11 @@ class LRScheduler:
     def _initial_step(self) -> None:
         self._step_count = 0
         self.optimizer._opt_called = False
-        self.step()
+        self._is_initial = True         # an attribute torch's state_dict carries too
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     def get_lr(self) -> List[float]:
         """The rates of the current epoch (recursive form)."""
@@ -387,7 +395,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        self._step_count = getattr(self, "_step_count", 0) + 1
+        # (torch's override counts no steps: _step_count stays 0, and nothing warns about the
+        # order of optimizer.step() and this step)
         self._get_lr_called_within_step = True
         try:
             values = self.get_lr()
@@ -475,9 +484,20 @@ class CyclicLR(LRScheduler):
         return lrs
 
     def state_dict(self) -> Dict[str, Any]:
+        """As the base; a custom ``scale_fn`` is kept only as a callable object's attributes
+        (a function or lambda is saved as ``None``)."""
         out = super().state_dict()
-        out.pop("_scale_fn_custom", None)
+        fn = out.pop("_scale_fn_custom", None)
+        out["_scale_fn_custom"] = None if fn is None or isinstance(fn, types.FunctionType) \
+            else dict(fn.__dict__)
         return out
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        state_dict = dict(state_dict)
+        custom = state_dict.pop("_scale_fn_custom", None)
+        self.__dict__.update(state_dict)
+        if custom is not None and self._scale_fn_custom is not None:
+            self._scale_fn_custom.__dict__.update(custom)
 
 
 class OneCycleLR(LRScheduler):
@@ -513,20 +533,23 @@ class OneCycleLR(LRScheduler):
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError("anneal_strategy must be one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
-        self._anneal_cos = anneal_strategy == "cos"
+        self._anneal_func_type = anneal_strategy      # torch's attribute names (state_dict)
         n = self.total_steps
         if three_phase:
-            self._phases = [
+            phases = [
                 (float(pct_start * n) - 1, "initial_lr", "max_lr", "max_momentum",
                  "base_momentum"),
                 (float(2 * pct_start * n) - 2, "max_lr", "initial_lr", "base_momentum",
                  "max_momentum"),
                 (n - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
         else:
-            self._phases = [
+            phases = [
                 (float(pct_start * n) - 1, "initial_lr", "max_lr", "max_momentum",
                  "base_momentum"),
                 (n - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+        keys = ("end_step", "start_lr", "end_lr", "start_momentum", "end_momentum")
+        self._schedule_phases: List[Dict[str, Any]] = [dict(zip(keys, phase))
+                                                       for phase in phases]
         max_lrs = _per_group("max_lr", optimizer, max_lr)
         if last_epoch == -1:
             for m, group in zip(max_lrs, optimizer.param_groups):
@@ -546,7 +569,7 @@ class OneCycleLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
-        if self._anneal_cos:
+        if self._anneal_func_type == "cos":
             return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
         return (end - start) * pct + start
 
@@ -559,8 +582,10 @@ class OneCycleLR(LRScheduler):
         lrs = []
         for group in self.optimizer.param_groups:
             start = 0.0
-            for i, (end, lr0, lr1, m0, m1) in enumerate(self._phases):
-                if step <= end or i == len(self._phases) - 1:
+            for i, phase in enumerate(self._schedule_phases):
+                end, lr0, lr1, m0, m1 = (phase["end_step"], phase["start_lr"], phase["end_lr"],
+                                         phase["start_momentum"], phase["end_momentum"])
+                if step <= end or i == len(self._schedule_phases) - 1:
                     pct = (step - start) / (end - start)
                     lrs.append(self._anneal(group[lr0], group[lr1], pct))
                     if self.cycle_momentum:
@@ -601,6 +626,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.patience, self.cooldown, self.cooldown_counter = patience, cooldown, 0
         self.mode, self.threshold, self.threshold_mode, self.eps = mode, threshold, \
             threshold_mode, eps
+        self.mode_worse = math.inf if mode == "min" else -math.inf     # torch's state_dict key
         self.last_epoch = 0
         self._last_lr = self._lrs()
         self._reset()

@@ -156,6 +156,7 @@ class SWALR(LRScheduler):
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError("anneal_strategy must by one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
+        self._anneal_strategy = anneal_strategy      # torch's attribute (state_dict)
         self.anneal_func = self._cos_anneal if anneal_strategy == "cos" else \
             self._linear_anneal
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:

@@ -28,10 +28,13 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import Any, Callable, Optional, Sequence
 
 from .. import _creation
+from ..amp.autocast_mode import (autocast, get_autocast_dtype, is_autocast_cache_enabled,
+                                 is_autocast_enabled)
 from ..autograd import engine
 from ..autograd.api import backward as autograd_backward
 from ..autograd.grad_mode import _state as _grad_state
@@ -74,6 +77,13 @@ def _set_rng_state(state: Any) -> None:
     _creation._RNG.gen.bit_generator.state = state
 
 
+def _autocast_state() -> dict:
+    """The CPU autocast state of the forward, which the recomputation runs under again (as
+    torch's: a region entered around the forward but not around backward still casts)."""
+    return {"enabled": is_autocast_enabled("cpu"), "dtype": get_autocast_dtype("cpu"),
+            "cache_enabled": is_autocast_cache_enabled()}
+
+
 def _detached_like(args: tuple) -> list:
     out = []
     for a in args:
@@ -94,9 +104,9 @@ class CheckpointFunctionBackward(Node):
     """The node of a reentrant checkpoint: its backward reruns the function."""
 
     def __init__(self, fn: Callable, args: tuple, kwargs: dict, rng: Any,
-                 n_outputs: int) -> None:
+                 n_outputs: int, amp: dict) -> None:
         self._sequence_nr = next_sequence_nr()
-        self._fn, self._kwargs, self._rng = fn, kwargs, rng
+        self._fn, self._kwargs, self._rng, self._amp = fn, kwargs, rng, amp
         self._tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         self.next_functions = tuple(gradient_edge(args[i]) for i in self._tensor_pos)
         self._input_meta = tuple((args[i]._data.shape, args[i]._data.dtype)
@@ -116,7 +126,7 @@ class CheckpointFunctionBackward(Node):
         if self._rng is not None:
             _set_rng_state(self._rng)
         try:
-            with enable_grad():
+            with enable_grad(), autocast("cpu", **self._amp):
                 outputs = _as_tuple(self._fn(*inputs, **self._kwargs))
         finally:
             _set_rng_state(current)
@@ -155,6 +165,7 @@ def _checkpoint_reentrant(fn: Callable, args: tuple, kwargs: dict, preserve_rng:
         warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
                       UserWarning, stacklevel=3)
     rng = _rng_state() if preserve_rng else None
+    amp = _autocast_state()
     with no_grad():
         outputs = fn(*args, **kwargs)
     outs = _as_tuple(outputs)
@@ -164,7 +175,7 @@ def _checkpoint_reentrant(fn: Callable, args: tuple, kwargs: dict, preserve_rng:
         ids = {id(a) for a in args if isinstance(a, Tensor)}
         outs = tuple(o.detach() if isinstance(o, Tensor) and id(o) in ids else o for o in outs)
         outputs = outs if isinstance(outputs, tuple) else outs[0]
-        node = CheckpointFunctionBackward(fn, args, kwargs, rng, len(outs))
+        node = CheckpointFunctionBackward(fn, args, kwargs, rng, len(outs), amp)
         for i, o in enumerate(outs):
             if isinstance(o, Tensor) and (o.is_floating_point() or o.is_complex()):
                 o._grad_fn = node
@@ -173,9 +184,12 @@ def _checkpoint_reentrant(fn: Callable, args: tuple, kwargs: dict, preserve_rng:
     return outputs
 
 
-def _checkpoint_non_reentrant(fn: Callable, args: tuple, kwargs: dict,
-                              preserve_rng: bool) -> Any:
+def _checkpoint_non_reentrant(fn: Callable, args: tuple, kwargs: dict, preserve_rng: bool,
+                              context_fn: Optional[Callable], check_metadata: bool) -> Any:
     rng = _rng_state() if preserve_rng else None
+    amp = _autocast_state()
+    forward_ctx, recompute_ctx = context_fn() if context_fn is not None else (
+        contextlib.nullcontext(), contextlib.nullcontext())
     state: dict = {"count": 0, "values": None}
     meta: list = []
     # The inputs are saved for backward (version-checked, packed by the user's active hooks),
@@ -210,7 +224,7 @@ def _checkpoint_non_reentrant(fn: Callable, args: tuple, kwargs: dict,
             _set_rng_state(rng)
         try:
             with saved_tensors_hooks(capture, lambda j: captured[j]):
-                with enable_grad():
+                with enable_grad(), autocast("cpu", **amp), recompute_ctx:
                     fn(*inputs, **kwargs)
         except _StopRecomputation:
             pass
@@ -221,7 +235,8 @@ def _checkpoint_non_reentrant(fn: Callable, args: tuple, kwargs: dict,
                 "torch.utils.checkpoint: A different number of tensors was saved during the "
                 f"original forward and recomputation.\nNumber of tensors saved during forward: "
                 f"{count}\nNumber of tensors saved during recomputation: {len(captured)}.")
-        bad = [i for i, t in enumerate(captured) if _metadata(t) != meta[i]]
+        bad = [i for i, t in enumerate(captured)
+               if check_metadata and _metadata(t) != meta[i]]
         if bad:
             raise CheckpointError(
                 "torch.utils.checkpoint: Recomputed values for the following tensors have "
@@ -230,30 +245,37 @@ def _checkpoint_non_reentrant(fn: Callable, args: tuple, kwargs: dict,
                     f"{_metadata(captured[i])}\n" for i in bad) + ".")
         return captured
 
-    with saved_tensors_hooks(pack, unpack):
+    with saved_tensors_hooks(pack, unpack), forward_ctx:
         return fn(*args, **kwargs)
 
 
 def checkpoint(function: Callable, *args: Any, use_reentrant: Optional[bool] = None,
-               preserve_rng_state: bool = True, **kwargs: Any) -> Any:
+               context_fn: Optional[Callable] = None, determinism_check: str = "default",
+               debug: bool = False, preserve_rng_state: bool = True, **kwargs: Any) -> Any:
     """Run ``function(*args, **kwargs)`` without keeping its intermediate values; they are
-    recomputed during backward. ``use_reentrant`` selects the variant (see the module doc);
-    not passing it warns, as in PyTorch, and uses the reentrant variant."""
+    recomputed during backward, under the forward's autocast state. ``use_reentrant`` selects
+    the variant (see the module doc); not passing it warns, as in PyTorch, and uses the
+    reentrant variant. ``context_fn`` (non-reentrant only) returns two context managers, one
+    entered around the forward, one around the recomputation; ``determinism_check="none"``
+    skips the comparison of the recomputed tensors' shapes and dtypes; ``debug`` is accepted
+    (torch's operator traces are not kept)."""
     if use_reentrant is None:
         warnings.warn(USE_REENTRANT_WARNING, UserWarning, stacklevel=2)
         use_reentrant = True
-    if kwargs.pop("context_fn", None) is not None:
-        raise NotImplementedError("checkpoint: context_fn is not supported by ndgrad yet")
-    if kwargs.pop("determinism_check", "default") not in ("default", "none"):
-        raise NotImplementedError("checkpoint: only determinism_check='default' (shapes and "
-                                  "dtypes of the recomputed tensors) is supported")
-    if kwargs.pop("debug", False):
-        raise NotImplementedError("checkpoint: debug=True is not supported by ndgrad yet")
     if use_reentrant:
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+        if context_fn is not None or debug is not False:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when "
+                             "use_reentrant=False.")
         return _checkpoint_reentrant(function, args, {}, preserve_rng_state)
-    return _checkpoint_non_reentrant(function, args, kwargs, preserve_rng_state)
+    if debug and context_fn is not None:
+        raise ValueError("debug=True is incompatible with non-default context_fn")
+    if determinism_check not in ("default", "none"):
+        raise ValueError("determinism_check should be one of ['default', 'none'], but got "
+                         f"{determinism_check}")
+    return _checkpoint_non_reentrant(function, args, kwargs, preserve_rng_state, context_fn,
+                                     determinism_check == "default")
 
 
 def checkpoint_sequential(functions: Sequence[Callable], segments: int, input: Any,
@@ -263,10 +285,11 @@ def checkpoint_sequential(functions: Sequence[Callable], segments: int, input: A
     if use_reentrant is None:
         warnings.warn(SEQUENTIAL_USE_REENTRANT_WARNING, UserWarning, stacklevel=2)
         use_reentrant = True
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
     functions = list(functions)
-    if segments < 1:
-        raise ValueError("segments must be positive")
-    size = max(len(functions) // segments, 1)
+    size = len(functions) // segments       # torch's split (and its errors: segments=0 ...)
 
     def run(start: int, end: int) -> Callable:
         def forward(x: Any) -> Any:
@@ -279,5 +302,5 @@ def checkpoint_sequential(functions: Sequence[Callable], segments: int, input: A
     for start in range(0, size * (segments - 1), size):
         end = start + size - 1
         input = checkpoint(run(start, end), input, use_reentrant=use_reentrant,
-                           preserve_rng_state=kwargs.get("preserve_rng_state", True))
+                           preserve_rng_state=preserve)
     return run(end + 1, len(functions) - 1)(input)

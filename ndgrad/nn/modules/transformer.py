@@ -2,8 +2,16 @@
 ``torch.nn.modules.transformer``: same constructors, submodule and parameter names
 (``self_attn``, ``linear1``, ``norm1``, ``dropout1`` ...), post-norm or ``norm_first``,
 relu/gelu/callable activations, masks and key padding masks, causal-mask detection. PyTorch's
-inference fast paths (fused encoder layer, nested tensors) are not reproduced:
-``enable_nested_tensor`` is accepted and the results are the same.
+inference fast paths (fused encoder layer, nested tensors) are not run, but their visible
+result is: Note [Encoder padding in inference].
+
+Note [Encoder padding in inference]
+In inference (a layer in eval mode, no gradient needed, a right-padded ``src_key_padding_mask``
+and no ``mask``), torch's ``TransformerEncoder`` with ``enable_nested_tensor`` runs its layers on
+a nested tensor of the unpadded positions and pads the result with zeros: the padded positions
+of its output are 0 (then the final ``norm``, if any). The other positions are what the masked
+computation gives, so ndgrad computes as usual and zeroes the padded rows under the same
+conditions (``backends.mha.get_fastpath_enabled()``, ``use_nested_tensor``, ``mask_check``).
 
     >>> import ndgrad
     >>> import ndgrad.nn as nn
@@ -21,7 +29,8 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from ... import _dtype
+from ... import _dtype, backends
+from ...autograd.grad_mode import is_grad_enabled
 from ...ops import nn_attention as _att
 from ...tensor import Tensor, _wrap
 from .. import functional as F
@@ -199,12 +208,39 @@ class TransformerEncoder(Module):
         batch_first = self.layers[0].self_attn.batch_first
         seq_len = _get_seq_len(src, batch_first)
         is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
+        padded = self._padded_in_inference(src, mask, src_key_padding_mask)
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal,
                          src_key_padding_mask=src_key_padding_mask)
+        if padded is not None:
+            output = output.masked_fill(_wrap(padded[:, :, None]), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+    def _padded_in_inference(self, src: Tensor, mask: Optional[Tensor],
+                             key_padding: Optional[Tensor]) -> Optional[np.ndarray]:
+        """The (batch, seq) padded positions torch's nested-tensor path zeroes, or None when
+        it would not be taken (Note [Encoder padding in inference])."""
+        first = self.layers[0]
+        if (not backends.mha.get_fastpath_enabled() or not self.use_nested_tensor
+                or first.training or src.dim() != 3 or key_padding is None
+                or mask is not None or getattr(src, "is_nested", False)):
+            return None
+        pad = key_padding._data != 0
+        if getattr(self, "mask_check", True):
+            # right-padded: no kept position after a padded one in any row
+            if (np.diff(pad.astype(np.int8), axis=1) < 0).any():
+                return None
+        attn = first.self_attn
+        args = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
+                attn.out_proj.bias, first.norm1.weight, first.norm1.bias, first.norm2.weight,
+                first.norm2.bias, first.linear1.weight, first.linear1.bias,
+                first.linear2.weight, first.linear2.bias)
+        if is_grad_enabled() and any(a is not None and a.requires_grad for a in args):
+            return None
+        return pad          # (batch, seq): use_nested_tensor implies batch_first
 
 
 class TransformerDecoder(Module):

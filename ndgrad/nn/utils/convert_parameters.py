@@ -25,7 +25,10 @@ __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """The parameters flattened and concatenated into one vector (differentiable)."""
-    vec = [param.view(-1) for param in parameters]
+    vec = []
+    for param in parameters:
+        _ = param.device   # torch checks devices first: a None (an unset .grad) fails here
+        vec.append(param.view(-1))
     return cat(vec)
 
 

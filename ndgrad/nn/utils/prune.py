@@ -6,8 +6,11 @@ Note [Masks of repeated pruning]
 Pruning a parameter again prunes only what is left: the hook becomes a ``PruningContainer``
 holding every method applied so far, and the newest method computes its mask on the entries
 (unstructured) or channels (structured, along its ``dim``) the previous mask kept; a
-``"global"`` method sees the whole tensor. ``amount`` always counts entries or channels of
-what the method sees: a float is a fraction rounded to the nearest count, an int a count.
+``"global"`` method sees the whole tensor. It ranks the values of the pruned attribute ``name``
+as they stand (``name_orig`` times the old mask, as of the last forward or pruning), not
+``name_orig``: a norm over a channel counts only its surviving entries. ``amount`` always
+counts entries or channels of what the method sees: a float is a fraction rounded to the
+nearest count, an int a count.
 
 Example:
     >>> import ndgrad
@@ -69,6 +72,11 @@ def _check_structured(t: Tensor) -> None:
                          f"Found tensor of shape {t.shape} with {t.dim()} dims")
 
 
+def _check_dim(t: Tensor, dim: int) -> None:
+    if dim >= t.dim():
+        raise IndexError(f"Invalid index {dim} for tensor of size {t.shape}")
+
+
 def _channel_mask(t: Tensor, dim: int, keep: Tensor) -> Tensor:
     """Ones on the channels ``keep`` selects (indices or a boolean vector) along ``dim``."""
     mask = _creation.zeros_like(t)
@@ -113,13 +121,16 @@ class BasePruningMethod(ABC):
         method._tensor_name = name
         first = not previous
         if first:
+            getattr(module, name)       # torch's AttributeError for a name the module lacks
             if name not in module._parameters:
                 raise AttributeError(f"Module {type(module).__name__} has no parameter named "
                                      f"'{name}'")
             orig = module._parameters[name]
             default_mask = _creation.ones_like(orig)
         else:
-            orig = getattr(module, name + "_orig")
+            # the next method ranks the pruned attribute, not name_orig (Note [Masks of
+            # repeated pruning])
+            orig = getattr(module, name)
             default_mask = getattr(module, name + "_mask").detach().clone()
             old = previous[0][1]
             container = old if isinstance(old, PruningContainer) else PruningContainer(old)
@@ -293,6 +304,7 @@ class RandomStructured(BasePruningMethod):
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         _check_structured(t)
+        _check_dim(t, self.dim)
         k = _count(self.amount, t.shape[self.dim])
         if k == 0:
             return default_mask
@@ -319,6 +331,7 @@ class LnStructured(BasePruningMethod):
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         _check_structured(t)
+        _check_dim(t, self.dim)
         size = t.shape[self.dim]
         k = _count(self.amount, size)
         if k == 0:
@@ -345,8 +358,8 @@ class CustomFromMask(BasePruningMethod):
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         if default_mask.shape != self.mask.shape:
-            raise ValueError(f"the mask has shape {tuple(self.mask.shape)}, the tensor "
-                             f"{tuple(default_mask.shape)}")
+            raise AssertionError(f"default_mask shape {default_mask.shape} must match "
+                                 f"self.mask shape {self.mask.shape}")
         return default_mask * self.mask.to(dtype=default_mask.dtype)
 
     @classmethod
