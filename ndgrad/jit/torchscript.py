@@ -243,7 +243,11 @@ def trace(func: Any, example_inputs: Any = None, optimize: Any = None,
           _module_class: Any = None, _compilation_unit: Any = None,
           example_kwarg_inputs: Any = None, _store_inputs: bool = True) -> Any:
     """``torch.jit.trace``: a module becomes a ``TopLevelTracedModule`` (Note [Scripting runs
-    Python]); a function is traced by ``ndgrad.jit.trace`` (seed 004's graph path).
+    Python]) whose Python reads of traced values are frozen with torch's TracerWarning (Note
+    [Frozen values in torch.jit.trace]); a function is traced by seed 004's graph path
+    (``jit.api.trace``), where such a read raises ``TraceError`` naming the line: a graph that
+    silently keeps the example's branch is what the graph path refuses (issue 11's contract,
+    one of the differences in docs/differences.md).
 
     >>> import ndgrad
     >>> lin = ndgrad.nn.Linear(3, 2)
@@ -251,14 +255,13 @@ def trace(func: Any, example_inputs: Any = None, optimize: Any = None,
     >>> type(t).__name__, t(ndgrad.ones(6, 3)).shape
     ('TopLevelTracedModule', ndgrad.Size([6, 2]))
     """
-    _deprecated("trace", "switch to `torch.compile` or `torch.export`")
     if example_inputs is None and example_kwarg_inputs is not None:
         raise NotImplementedError("ndgrad.jit.trace: example_kwarg_inputs is not supported; "
                                   "pass the inputs positionally")
-    if builtins.isinstance(func, Module):
+    if builtins.isinstance(func, Module):   # TorchScript's deployment path: its deprecation
+        _deprecated("trace", "switch to `torch.compile` or `torch.export`")
         return _traced(func, example_inputs, check_trace, strict)
-    fn = freezing_values(func)
-    return api.trace(_strict_outputs(fn) if strict else fn, example_inputs,
+    return api.trace(_strict_outputs(func) if strict else func, example_inputs,
                      check_trace=check_trace)
 
 

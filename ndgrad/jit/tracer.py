@@ -997,9 +997,10 @@ class TracerWarning(Warning):
 
 
 # Note [Frozen values in torch.jit.trace]
-# ``trace_graph`` and ``compile`` refuse Python that reads a traced tensor's value (the graph
-# would silently keep the branch taken). ``torch.jit.trace`` accepts it, as torch's: inside a
-# ``freezing_values`` wrapper (which torchscript.py puts around the traced Python) the value
+# ``trace_graph``, ``jit.trace`` of a function and ``compile`` refuse Python that reads a traced
+# tensor's value (the graph would silently keep the branch taken; issue 11's contract).
+# ``torch.jit.trace`` of an nn.Module (TorchScript's deployment path) accepts it, as torch's:
+# inside a ``freezing_values`` wrapper (torchscript.py wraps the module's forward) the value
 # is read from the example, a TracerWarning with torch's words is issued, and the graph keeps
 # what that value led to (a branch, a constant), exactly what torch's trace records. The
 # wrapper remembers the values its first trace read, in order: a later trace (inputs of
