@@ -165,6 +165,7 @@ addmv_ = Tensor.addmv_      # torch.addmv_(input, mat, vec): PyTorch's one modul
 from . import linalg  # noqa: F401,E402
 from .ops.linalg_decomp import (  # noqa: F401,E402
     geqrf, ormqr, pca_lowrank, pinverse, qr, svd, svd_lowrank)
+from ._lobpcg import lobpcg  # noqa: F401,E402  (Note [lobpcg])
 # ---- end decompositions ----
 # ---- cdist (issue 9) ----
 from .ops.nn_distance import cdist  # noqa: F401,E402

@@ -97,6 +97,7 @@ LAYERS = {
     "ndgrad.autograd.api": API,
     "ndgrad.autograd.function": API,
     "ndgrad.autograd.functional": API,
+    "ndgrad._lobpcg": API,
     "ndgrad.autograd.forward_ad": API,
     "ndgrad.autograd.gradcheck": API,
     "ndgrad.autograd.graph": API,

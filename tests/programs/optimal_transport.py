@@ -74,7 +74,7 @@ clouds = [torch.randn(8, 2) * 0.3 + c for c in (torch.tensor([0.0, 0.0]), torch.
     [2.0, 0.0]), torch.tensor([1.0, 2.0]))]
 bar = torch.randn(6, 2).requires_grad_(True)
 opt = torch.optim.Adam([bar], lr=0.1)
-for step in range(12):
+for _ in range(12):
     loss = sum(sinkhorn(bar, c, eps=0.05, iters=30)[0] for c in clouds) / 3
     opt.zero_grad()
     loss.backward()

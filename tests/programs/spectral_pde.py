@@ -79,7 +79,8 @@ phi_hat[0, 0] = 0
 phi = torch.fft.ifft2(phi_hat).real
 print("poisson", (phi - phi_true).abs().max().item() < 1e-12, phi.shape)
 fr = torch.fft.rfft2(f)
-print("rfft2", fr.shape, round(fr.abs().max().item(), 6), (fr.abs() > 1).sum().item(), torch.fft.irfft2(fr, s=(M, M))[1, :3])
+print("rfft2", fr.shape, round(fr.abs().max().item(), 6), (fr.abs() > 1).sum().item(),
+      torch.fft.irfft2(fr, s=(M, M))[1, :3])
 
 # FFT convolution vs direct (F.conv1d) and a Gaussian smoothing kernel
 sig = torch.randn(50)
