@@ -36,7 +36,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _dtype
+from . import _creation, _dtype, linalg
 from .autograd.function import Function
 from .tensor import Tensor, _wrap
 
@@ -77,7 +77,6 @@ def _one(a: Any, b: Any, x: np.ndarray, ik: Any, niter: int, tol: float,
 def _forward(A: Tensor, k: int, B: Optional[Tensor], X: Optional[Tensor], n: int,
              iK: Optional[Tensor], niter: int, tol: float, largest: bool,
              dt: _dtype.dtype) -> tuple:
-    from . import _creation
     m = A.shape[-1]
     batch = tuple(A.shape[:-2])
     count = int(np.prod(batch)) if batch else 1
@@ -120,8 +119,6 @@ class _Lobpcg(Function):
 
     @staticmethod
     def backward(ctx, gD, gU):  # type: ignore[override]
-        from . import linalg
-        from ._creation import eye, zeros_like
         A, B, D, U = ctx.saved_tensors
         if A.is_sparse or (B is not None and B.is_sparse and ctx.needs_input_grad[2]):
             raise ValueError("lobpcg.backward does not support sparse input yet. "
@@ -131,6 +128,7 @@ class _Lobpcg(Function):
                              "Note that lobpcg.forward does though.")
         if B is not None:
             raise ValueError("lobpcg.backward does not support backward with B != I yet.")
+        eye, zeros_like = _creation.eye, _creation.zeros_like
         gD = zeros_like(D) if gD is None else gD
         gU = zeros_like(U) if gU is None else gU
         Ut = U.mT
