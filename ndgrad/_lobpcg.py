@@ -96,8 +96,9 @@ def _forward(A: Tensor, k: int, B: Optional[Tensor], X: Optional[Tensor], n: int
             if x0.shape != (m, n):
                 raise AssertionError(f"X shape mismatch: got {x0.shape}, expected {(m, n)}")
         if batch:
-            a = dense_a.reshape(count, m, m)[i]
-            b = None if dense_b is None else dense_b.reshape(count, m, m)[i]
+            full = np.asarray(A._data, np.float64) if dense_a is None else dense_a
+            a = full.reshape(count, m, m)[i]
+            b = None if B is None else np.asarray(B._data, np.float64).reshape(count, m, m)[i]
         else:
             a = _matrix(A, m) if dense_a is None else dense_a
             b = None if B is None else (_matrix(B, m) if dense_b is None else dense_b)
@@ -112,13 +113,13 @@ def _forward(A: Tensor, k: int, B: Optional[Tensor], X: Optional[Tensor], n: int
 
 class _Lobpcg(Function):
     @staticmethod
-    def forward(ctx, A, k, B, X, n, iK, niter, tol, largest, dt):  # type: ignore[override]
+    def forward(ctx, A, k, B, X, n, iK, niter, tol, largest, dt):
         D, U = _forward(A, k, B, X, n, iK, niter, tol, largest, dt)
         ctx.save_for_backward(A, B, D, U)
         return D, U
 
     @staticmethod
-    def backward(ctx, gD, gU):  # type: ignore[override]
+    def backward(ctx, gD, gU):
         A, B, D, U = ctx.saved_tensors
         if A.is_sparse or (B is not None and B.is_sparse and ctx.needs_input_grad[2]):
             raise ValueError("lobpcg.backward does not support sparse input yet. "

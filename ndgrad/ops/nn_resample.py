@@ -591,10 +591,11 @@ class _Taps:
     def frac(self, j: int, gj: Any) -> Any:
         """``ixp - floor`` along component ``j`` from the grid component ``gj`` (array or
         Tensor of shape (N, P))."""
-        a, b, s, c = self.a[j], self.b[j], self.s[j], self.c[j] - self.fl[j]
+        vals: tuple = (self.a[j], self.b[j], self.s[j], self.c[j] - self.fl[j])
         if isinstance(gj, Tensor):      # array constants as tensors: Tensor <op> ndarray is
-            a, b, s, c = (_wrap(v) if isinstance(v, np.ndarray) else v  # NumPy's
-                          for v in (a, b, s, c))
+            vals = tuple(_wrap(v) if isinstance(v, np.ndarray) else v  # NumPy's
+                         for v in vals)
+        a, b, s, c = vals
         return (gj * a + b) * s + c
 
 
