@@ -241,12 +241,12 @@ _NN_TOPLEVEL_COMPAT = frozenset((
 def __getattr__(name: str):
     """``ndgrad.nn``, ``ndgrad.optim``, ``ndgrad.utils``, ``ndgrad.func``, ``ndgrad.viz``,
     ``ndgrad.jit``, ``ndgrad.compiler``, ``ndgrad.profiler``, ``ndgrad.multiprocessing``,
-    ``ndgrad.distributions``,
+    ``ndgrad.distributions``, ``ndgrad.quasirandom``,
     ``ndgrad.compile`` and ``ndgrad.vmap`` load on first use: ``import ndgrad`` stays fast, and
     ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
     import importlib
     if name in ("nn", "optim", "utils", "func", "viz", "jit", "compiler", "profiler",
-                "multiprocessing", "distributions"):
+                "multiprocessing", "distributions", "quasirandom"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "vmap":               # torch.vmap is torch.func.vmap
         return importlib.import_module(f"{__name__}.func").vmap

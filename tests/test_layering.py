@@ -99,6 +99,7 @@ LAYERS = {
     "ndgrad.autograd.function": API,
     "ndgrad.autograd.functional": API,
     "ndgrad._lobpcg": API,
+    "ndgrad.quasirandom": API,
     "ndgrad.autograd.forward_ad": API,
     "ndgrad.autograd.gradcheck": API,
     "ndgrad.autograd.graph": API,
