@@ -435,7 +435,8 @@ def _fma(a: np.ndarray, b: Any, c: np.ndarray) -> np.ndarray:
     s = p + c
     t = s - p
     es = (p - (s - t)) + (c - t)
-    return s + (ep + es)
+    r = s + (ep + es)
+    return np.where(np.isfinite(r), r, s)     # near overflow the split is not exact: one add
 
 
 def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = None,
