@@ -40,8 +40,9 @@ _TABLE: dict = {}
 def _directions() -> tuple:
     """(poly, vinit) of Joe and Kuo's table, loaded once from SciPy's copy."""
     if not _TABLE:
-        import scipy.stats  # local import: SciPy is loaded only when an engine is built
-        path = os.path.join(os.path.dirname(scipy.stats.__file__),
+        import scipy  # local import: SciPy is loaded only when an engine is built
+        # the data file only: importing scipy.stats would take a second
+        path = os.path.join(os.path.dirname(scipy.__file__), "stats",
                             "_sobol_direction_numbers.npz")
         with np.load(path) as z:
             _TABLE["poly"], _TABLE["vinit"] = z["poly"], z["vinit"]

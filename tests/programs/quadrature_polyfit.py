@@ -20,7 +20,8 @@ xs = torch.sort(torch.rand(60) * 2).values
 print("non-uniform", torch.trapezoid(xs ** 2, xs), (xs[-1] ** 3 - xs[0] ** 3) / 3)
 Y = torch.stack([torch.sin(x), torch.cos(x), x ** 2])
 cy = torch.cumulative_trapezoid(Y, dx=0.5, dim=0)
-print("batched", torch.trapezoid(Y, x, dim=1), cy.shape, cy[:, ::25])
+print("batched", torch.trapezoid(Y, x, dim=1).round(decimals=8) + 0.0, cy.shape,
+      cy[:, ::25].round(decimals=8) + 0.0)
 
 
 def simpson(f, a, b, n=100):
@@ -57,8 +58,8 @@ J = torch.diag(beta, 1) + torch.diag(beta, -1)
 nodes, vecs = torch.linalg.eigh(J)
 weights = 2 * vecs[0] ** 2
 print("gauss nodes", nodes[:3], weights[:3], weights.sum())
-print("gauss exact deg 15", (weights * nodes ** 14).sum() - 2 / 15,
-      (weights * torch.exp(nodes)).sum() - (math.e - 1 / math.e))
+print("gauss exact deg 15", ((weights * nodes ** 14).sum() - 2 / 15).abs() < 1e-13,
+      ((weights * torch.exp(nodes)).sum() - (math.e - 1 / math.e)).abs() < 1e-13)
 
 # polynomial least squares
 t = torch.linspace(-1, 1, 40)
@@ -90,7 +91,7 @@ def cheb_basis(z, m):
 
 zz = torch.cos(math.pi * (torch.arange(64) + 0.5) / 64)
 C = torch.linalg.lstsq(cheb_basis(zz, 12), zz.abs().unsqueeze(1)).solution.squeeze(1)
-print("chebyshev", C[:6], C[1::2].abs().max() < 1e-12)
+print("chebyshev", C[::2][:4], C[1::2].abs().max() < 1e-12)
 
 # Monte Carlo with error bar and importance sampling
 u = torch.rand(20000)
