@@ -167,6 +167,7 @@ addmv_ = Tensor.addmv_      # torch.addmv_(input, mat, vec): PyTorch's one modul
 from . import linalg  # noqa: F401,E402
 from .ops.linalg_decomp import (  # noqa: F401,E402
     geqrf, ormqr, pca_lowrank, pinverse, qr, svd, svd_lowrank)
+from ._lobpcg import lobpcg  # noqa: F401,E402  (Note [lobpcg])
 # ---- end decompositions ----
 # ---- cdist (issue 9) ----
 from .ops.nn_distance import cdist  # noqa: F401,E402
@@ -242,12 +243,12 @@ _NN_TOPLEVEL_COMPAT = frozenset((
 def __getattr__(name: str):
     """``ndgrad.nn``, ``ndgrad.optim``, ``ndgrad.utils``, ``ndgrad.func``, ``ndgrad.viz``,
     ``ndgrad.jit``, ``ndgrad.compiler``, ``ndgrad.profiler``, ``ndgrad.multiprocessing``,
-    ``ndgrad.distributions``,
+    ``ndgrad.distributions``, ``ndgrad.quasirandom``,
     ``ndgrad.compile`` and ``ndgrad.vmap`` load on first use: ``import ndgrad`` stays fast, and
     ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
     import importlib
     if name in ("nn", "optim", "utils", "func", "viz", "jit", "compiler", "profiler",
-                "multiprocessing", "distributions"):
+                "multiprocessing", "distributions", "quasirandom"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "vmap":               # torch.vmap is torch.func.vmap
         return importlib.import_module(f"{__name__}.func").vmap

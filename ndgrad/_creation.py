@@ -386,11 +386,69 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
     with np.errstate(all="ignore"):
         step = (hi_w - lo_w) / work(max(steps - 1, 1)) if steps > 1 else work(0)
         half = steps // 2
-        arr = np.where(idx < half, lo_w + step * idx.astype(work),
-                       hi_w - step * (steps - idx - 1).astype(work))
+        if work in (np.float32, np.float64) and (d._category == _dtype._INT or d.itemsize > 2):
+            # torch's kernel is compiled with fused multiply-adds (Note [linspace's fma])
+            mult = np.where(idx < half, idx, -(steps - idx - 1)).astype(work)
+            arr = _fma(mult, step, np.where(idx < half, lo_w, hi_w).astype(work))
+        elif d in (_dtype.float16, _dtype.bfloat16):
+            # float16/bfloat16: torch rounds every operation to the dtype, the index and the
+            # divisor included (``Half * int64`` converts the integer to Half first)
+            h = d.np.type
+
+            def rnd(x: Any) -> np.ndarray:
+                return np.asarray(x, np.float32).astype(h).astype(np.float32)
+            lo_h, hi_h = rnd(lo_w), rnd(hi_w)
+            step = rnd(rnd(hi_h - lo_h) / rnd(max(steps - 1, 1)))
+            arr = np.where(idx < half, rnd(lo_h + rnd(step * rnd(idx))),
+                           rnd(hi_h - rnd(step * rnd(steps - idx - 1))))
+        else:
+            arr = np.where(idx < half, lo_w + step * idx.astype(work),
+                           hi_w - step * (steps - idx - 1).astype(work))
         if steps == 1:
             arr = np.full(1, lo_w)
     return _finish(arr.astype(d.np), requires_grad, device)
+
+
+# Note [linspace's fma]
+# torch's CPU linspace computes ``start + step * i`` for the first half and ``end - step *
+# (steps - 1 - i)`` for the second, and its kernels are compiled with FMA contraction: each
+# value is rounded once, not after the product and again after the sum. The two differ in the
+# last bit for most sizes, and visibly where the exact value is 0 (``linspace(-1, 1, 7)[3]``
+# is 5.55e-17 in torch), which decides which side of a pixel an identity ``affine_grid``
+# samples. ``_fma`` rounds ``a * b + c`` once: in float32 through the exact float64 product and
+# an exactly split sum (a float64 that falls on a float32 midpoint goes the true sum's way);
+# in float64 through the error-free product and sum (Dekker, Knuth), exact but for ties of the
+# final addition.
+def _fma(a: np.ndarray, b: Any, c: np.ndarray) -> np.ndarray:
+    """``a * b + c`` (arrays of one float dtype, float32 or float64) rounded once."""
+    if a.dtype == np.float32:
+        a64, b64, c64 = a.astype(np.float64), np.float64(b), c.astype(np.float64)
+        p = a64 * b64                       # exact: a 24-bit by 24-bit product
+        s = p + c64
+        t = s - p
+        e = (p - (s - t)) + (c64 - t)       # s + e == p + c exactly
+        r = s.astype(np.float32)
+        up = np.nextafter(r, np.float32(np.inf))
+        down = np.nextafter(r, np.float32(-np.inf))
+        back = r.astype(np.float64)
+        hi_tie = (e != 0) & (s == (back + up.astype(np.float64)) / 2)
+        lo_tie = (e != 0) & (s == (back + down.astype(np.float64)) / 2)
+        r = np.where(hi_tie & (e > 0), up, np.where(lo_tie & (e < 0), down, r))
+        return r
+    b = np.float64(b)
+    p = a * b
+    split = 134217729.0                      # 2**27 + 1
+    ca, cb = split * a, split * b
+    ah = ca - (ca - a)
+    al = a - ah
+    bh = cb - (cb - b)
+    bl = b - bh
+    ep = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    t = s - p
+    es = (p - (s - t)) + (c - t)
+    r = s + (ep + es)
+    return np.where(np.isfinite(r), r, s)     # near overflow the split is not exact: one add
 
 
 def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = None,

@@ -60,9 +60,20 @@ from numpy.typing import DTypeLike
 __all__ = ["Generator", "default_generator"]
 
 _DEFAULT_SEED = 67280421310721
-# get_state's words: the 624-word key, its position, the seed (two words), whether a normal
-# sample is cached for the next call, and that sample (two words).
-_STATE_WORDS = 630
+# Note [Generator state layout]
+# get_state returns torch's CPU generator state byte for byte (5056 bytes, x86-64 layout of
+# torch's CPUGeneratorImplState): the seed (u64), ``left`` (i32: draws until the engine
+# regenerates its 624-word key, plus one), ``seeded`` (i32), ``next`` (u64: the key index read
+# next), the key widened to 624 u64 words, three doubles of which the second is the cached
+# normal sample, an i32 saying it is valid, 4 bytes of padding, a cached float normal and its
+# bool (unused by ndgrad: 0 and false), 3 bytes of padding. NumPy's MT19937 keeps one read
+# position ``pos`` (624: regenerate first); torch's ``left = 625 - pos`` and ``next = pos``,
+# except that a freshly seeded engine reads as ``next = 0`` where one that has used its whole
+# key reads ``next = 624`` (both ``pos = 624``): the generator remembers the key it was seeded
+# (or restored) with at ``pos = 624`` to tell them apart. States round-trip between torch and
+# ndgrad.
+_STATE_BYTES = 5056
+_KEY_AT, _NORMAL_AT, _FLOAT_AT = 24, 5016, 5048
 
 
 class Generator:
@@ -99,6 +110,7 @@ class Generator:
             self._mt = fresh
             self._np = np.random.Generator(self._mt)
         self._next_normal: Optional[float] = None
+        self._fresh_key: Optional[np.ndarray] = self._mt.state["state"]["key"].copy()
         return self
 
     def seed(self) -> int:
@@ -114,29 +126,56 @@ class Generator:
         return self._seed
 
     def get_state(self) -> Any:
-        """The engine's state as a uint8 tensor (for ``set_state``)."""
+        """The engine's state as a uint8 tensor in torch's layout (Note [Generator state
+        layout]), for ``set_state``."""
         from ._creation import tensor  # local import: _creation imports this module
         st = self._mt.state["state"]
-        cached = np.array([0.0 if self._next_normal is None else self._next_normal])
-        words = np.concatenate([st["key"].astype(np.uint32),
-                                np.array([st["pos"], self._seed & 0xFFFFFFFF, self._seed >> 32,
-                                          self._next_normal is not None], dtype=np.uint32),
-                                cached.view(np.uint32)])
-        return tensor(words.view(np.uint8).copy())
+        key, pos = st["key"], int(st["pos"])
+        nxt = pos
+        if pos >= 624:
+            fresh = self._fresh_key
+            nxt = 0 if fresh is not None and np.array_equal(fresh, key) else 624
+        buf = np.zeros(_STATE_BYTES, np.uint8)
+        head = np.array([self._seed], np.uint64).view(np.uint8)
+        buf[0:8] = head
+        buf[8:16] = np.array([625 - pos, 1], np.int32).view(np.uint8)
+        buf[16:24] = np.array([nxt], np.uint64).view(np.uint8)
+        buf[_KEY_AT:_NORMAL_AT] = key.astype(np.uint64).view(np.uint8)
+        cached = 0.0 if self._next_normal is None else self._next_normal
+        buf[_NORMAL_AT:_NORMAL_AT + 24] = np.array([0.0, cached, 0.0]).view(np.uint8)
+        buf[_NORMAL_AT + 24:_NORMAL_AT + 28] = np.array(
+            [self._next_normal is not None], np.int32).view(np.uint8)
+        return tensor(buf)
 
     def set_state(self, new_state: Any) -> "Generator":
-        """Restore a state from ``get_state``."""
-        arr = np.asarray(new_state.numpy() if hasattr(new_state, "numpy") else new_state)
-        if arr.dtype != np.uint8 or arr.size != _STATE_WORDS * 4:
-            raise RuntimeError("Expected either a torch.ByteTensor of the generator's state "
-                               f"size ({_STATE_WORDS * 4} bytes), but got {arr.size} elements")
-        words = arr.view(np.uint32)
+        """Restore a state from ``get_state`` (ndgrad's or torch's: the same bytes)."""
+        from .tensor import Tensor  # local import: tensor.py is a sibling module
+        if not isinstance(new_state, Tensor):
+            kind = type(new_state)
+            name = kind.__name__ if kind.__module__ == "builtins" else \
+                f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+            raise TypeError(f"expected a torch.ByteTensor, but got {name}")
+        if new_state._data.dtype != np.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        arr = np.ascontiguousarray(new_state._data).reshape(-1)
+        if arr.size != _STATE_BYTES:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_BYTES} but "
+                               f"found the input RNG state size to be {arr.size}")
+        seed = int(arr[0:8].view(np.uint64)[0])
+        left, seeded = (int(v) for v in arr[8:16].view(np.int32))
+        nxt = int(arr[16:24].view(np.uint64)[0])
+        if not seeded or not 0 < left <= 624 or nxt > 624:
+            raise RuntimeError("Invalid mt19937 state")
+        key = arr[_KEY_AT:_NORMAL_AT].view(np.uint64).astype(np.uint32)
+        pos = 624 if left == 1 else nxt
         st = self._mt.state
-        st["state"] = {"key": words[:624].copy(), "pos": int(words[624])}
+        st["state"] = {"key": key, "pos": pos}
         self._mt.state = st
-        self._seed = int(words[625]) | (int(words[626]) << 32)
-        self._next_normal = float(words[628:630].copy().view(np.float64)[0]) if words[627] \
-            else None
+        self._fresh_key = key.copy() if pos == 624 and nxt == 0 else None
+        self._seed = seed
+        normal_y = float(arr[_NORMAL_AT + 8:_NORMAL_AT + 16].view(np.float64)[0])
+        valid = int(arr[_NORMAL_AT + 24:_NORMAL_AT + 28].view(np.int32)[0])
+        self._next_normal = normal_y if valid else None
         return self
 
     def random32(self, n: int) -> np.ndarray:

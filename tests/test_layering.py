@@ -78,6 +78,8 @@ LAYERS = {
     "ndgrad.ops._jvp": OPS_CORE,
     "ndgrad.ops._util": OPS_CORE,
     "ndgrad.ops._workspace": OPS_CORE,
+    "ndgrad.ops._scipy_threads": OPS_CORE,
+    "ndgrad.ops._std_sort": OPS_CORE,
     "ndgrad.ops.views_inplace": OPS_CORE,
     "ndgrad.ops._batching": OPS_CORE,
     # 4. the user-facing API.
@@ -100,6 +102,8 @@ LAYERS = {
     "ndgrad.autograd.api": API,
     "ndgrad.autograd.function": API,
     "ndgrad.autograd.functional": API,
+    "ndgrad._lobpcg": API,
+    "ndgrad.quasirandom": API,
     "ndgrad.autograd.forward_ad": API,
     "ndgrad.autograd.gradcheck": API,
     "ndgrad.autograd.graph": API,

@@ -227,3 +227,53 @@ def test_linalg_norm_string_ord_errors_match_torch(args):
             m.linalg.norm(m.ones(shape), ord, dim)
         msgs.append(str(e.value))
     assert msgs[1] == msgs[0]
+
+
+def test_small_scipy_lapack_calls_run_on_one_thread(monkeypatch):
+    # Note [Single-threaded small SciPy LAPACK calls]: a small triangular solve or LU runs with
+    # SciPy's OpenBLAS on one thread, a large one on SciPy's own count, restored after either
+    import scipy.linalg
+
+    from ndgrad.ops import _scipy_threads as st
+    funcs = st._find()
+    count = (lambda: funcs[0]()) if funcs is not None else (lambda: None)
+    before = count()
+    seen = []
+    real_tri, real_getrf = scipy.linalg.solve_triangular, scipy.linalg.get_lapack_funcs
+
+    def tri(*a, **k):
+        seen.append(("tri", a[0].shape[-1], count()))
+        return real_tri(*a, **k)
+
+    def getrf(names, arrays):
+        (f,) = real_getrf(names, arrays)
+
+        def call(*a, **k):
+            seen.append((names[0], a[0].shape[-1], count()))
+            return f(*a, **k)
+        return (call,)
+
+    monkeypatch.setattr(scipy.linalg, "solve_triangular", tri)
+    monkeypatch.setattr(scipy.linalg, "get_lapack_funcs", getrf)
+    rng = np.random.default_rng(0)
+    for n in (2, 130):
+        a = np.tril(rng.standard_normal((n, n))) + n * np.eye(n)
+        b = rng.standard_normal((n, n))
+        for m in (torch, ndgrad):
+            A, B = m.tensor(a), m.tensor(b)
+            x = m.linalg.solve_triangular(A, B, upper=False)
+            y = m.linalg.solve(A, B)
+            if m is torch:
+                want = (x.numpy(), y.numpy())
+        np.testing.assert_allclose(x.numpy(), want[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(y.numpy(), want[1], rtol=1e-12, atol=1e-12)
+        assert count() == before
+    assert {(name, n) for name, n, _ in seen} >= {("tri", 2), ("tri", 130), ("getrf", 2),
+                                                  ("getrf", 130)}
+    for name, n, c in seen:
+        if funcs is None:
+            assert c is None
+        elif n == 2:
+            assert c == 1, (name, n, c)
+        elif name in ("tri", "getrf"):
+            assert c == before, (name, n, c)

@@ -307,3 +307,34 @@ def test_max_pool_traces_as_ops(name):
     h, = ndgrad.autograd.grad(g.sum(), x)
     he, = ndgrad.autograd.grad(ge.sum(), x)
     np.testing.assert_allclose(h.numpy(), he.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("nsp", [2, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_identity_grid_samples_pixels_on_torchs_side(nsp, dtype):
+    # an identity affine_grid lands exactly on pixels, where bilinear's gradient w.r.t. the
+    # grid is one-sided: the grid and the unnormalized coordinates are rounded as torch's
+    # (its linspace with fused multiply-adds, its 2-D and 3-D kernels' formulas), so the
+    # grid, the samples and both gradients agree with torch
+    size = (1, 2) + (5, 7, 6)[:nsp]
+    x = np.random.default_rng(3).standard_normal(size)
+    theta = np.eye(nsp, nsp + 1)[None]
+    res = []
+    for m in (torch, ndgrad):
+        fm = TF if m is torch else F
+        for align in (False, True):
+            for pad in ("zeros", "border", "reflection"):
+                X = m.tensor(x, dtype=getattr(m, dtype), requires_grad=True)
+                G = fm.affine_grid(m.tensor(theta, dtype=getattr(m, dtype)), size,
+                                   align_corners=align).requires_grad_()
+                out = fm.grid_sample(X, G, padding_mode=pad, align_corners=align)
+                w = m.arange(out.numel(), dtype=out.dtype).reshape(out.shape).cos()
+                (out * w).sum().backward()
+                res.append((G.detach().numpy(), out.detach().numpy(), G.grad.numpy(),
+                            X.grad.numpy()))
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    half = len(res) // 2
+    for want, got in zip(res[:half], res[half:]):
+        np.testing.assert_array_equal(got[0], want[0])
+        for a, b in zip(got[1:], want[1:]):
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol)

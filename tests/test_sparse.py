@@ -198,3 +198,36 @@ def test_embedding_bag_sparse_gradient_like_torch(mode):
         except ValueError as e:
             out.append(str(e))
     assert out[1] == out[0]
+
+
+def test_spdiags_matches_torch():
+    # entries diagonal by diagonal with values taken at the column index, uncoalesced, no
+    # derivative (backward raises torch's error), torch's errors for bad offsets and layouts
+    d = np.arange(1.0, 13.0).reshape(3, 4)
+
+    def run(m):
+        out = []
+        D = m.tensor(d)
+        for offs, shape in (([0, 1, -2], (4, 5)), ([0, -1, -2], (3, 3)), ([2, -1, 0], (4, 4)),
+                            ([1, 0, -1], (3, 4))):
+            s = m.sparse.spdiags(D, m.tensor(offs), shape)
+            out.append((s._indices().numpy().tolist(), s._values().numpy().tolist(),
+                        s.is_coalesced(), s.to_dense().numpy().tolist()))
+        out.append(m.sparse.spdiags(D[0], m.tensor(1), (4, 4)).to_dense().numpy().tolist())
+        s = m.sparse.spdiags(m.tensor(d, requires_grad=True), m.tensor([0, 1, -2]), (4, 5))
+        with pytest.raises(RuntimeError) as e:
+            s.to_dense().sum().backward()
+        out.append((s.requires_grad, str(e.value)))
+        for offs, kw in (([0, 0, 1], {}), ([0, 1], {}), ([0.0, 1.0, 2.0], {}),
+                         ([0, 1, 2], {"layout": m.strided}), ([[0, 1, 2]], {})):
+            with pytest.raises(RuntimeError) as e:
+                m.sparse.spdiags(D, m.tensor(offs), (4, 4), **kw)
+            out.append(str(e.value))
+        with pytest.raises(RuntimeError) as e:
+            m.sparse.spdiags(D, m.tensor([0, 1, 2]), (4, 4, 4))
+        out.append(str(e.value))
+        return out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert run(ndgrad) == run(torch)

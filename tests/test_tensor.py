@@ -493,3 +493,18 @@ def test_result_type_of_binary_ops_matches_promotion():
         return out
     t, n = both(run)
     assert t == n
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16", "int64", "int8"])
+def test_linspace_is_bit_identical_to_torch(dtype):
+    # Note [linspace's fma]: one rounding per value in float32/float64 (and the integer
+    # dtypes' double arithmetic), one per operation in float16/bfloat16
+    for n in (2, 5, 7, 11, 16, 33, 258, 1001, 5000):
+        for lo, hi in ((-1, 1), (0, 6.283185307179586), (-3.5, 2.25), (5, -5), (1e-3, 7.5)):
+            if dtype.startswith("int") and not float(lo).is_integer():
+                continue
+            t = torch.linspace(lo, hi, n, dtype=getattr(torch, dtype))
+            g = ndgrad.linspace(lo, hi, n, dtype=getattr(ndgrad, dtype))
+            if dtype == "bfloat16":
+                t, g = t.float(), g.float()
+            np.testing.assert_array_equal(g.numpy(), t.numpy(), err_msg=f"{n} {lo} {hi}")

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 from .. import return_types as _rt
+from contextlib import nullcontext
 from typing import Any, Optional
 
 import numpy as np
@@ -28,6 +29,7 @@ import numpy as np
 from .. import _dtype
 from ..tensor import Tensor, _wrap
 from . import linalg as _lin
+from . import _scipy_threads
 from ._dispatch import Op, apply
 from ._jvp import zero
 from .pointwise import apply_nondiff
@@ -108,6 +110,12 @@ def _batch_msg(idx: tuple, batch_shape: tuple) -> str:
     return f"(Batch element {flat}): "
 
 
+def _threads_for(work: int) -> Any:
+    """One SciPy BLAS thread for a LAPACK call of ``work`` multiply-adds if it is small
+    (Note [Single-threaded small SciPy LAPACK calls]), else SciPy's own thread count."""
+    return _scipy_threads.one_thread() if _scipy_threads.small(work) else nullcontext()
+
+
 def _getrf(a: np.ndarray) -> tuple:
     """LAPACK's LU of every matrix of ``a``: (LU, 1-based pivots int32, info int32)."""
     from scipy.linalg import get_lapack_funcs
@@ -120,11 +128,12 @@ def _getrf(a: np.ndarray) -> tuple:
         piv[...] = np.arange(1, min(m, n) + 1, dtype=np.int32)
         return lu, piv, info
     (getrf,) = get_lapack_funcs(("getrf",), (a,))
-    for idx in np.ndindex(*batch):
-        f, p, inf = getrf(a[idx], overwrite_a=False)
-        lu[idx] = f
-        piv[idx] = p + 1
-        info[idx] = inf if inf > 0 else 0
+    with _threads_for(m * n * min(m, n)):
+        for idx in np.ndindex(*batch):
+            f, p, inf = getrf(a[idx], overwrite_a=False)
+            lu[idx] = f
+            piv[idx] = p + 1
+            info[idx] = inf if inf > 0 else 0
     return lu, piv, info
 
 
@@ -136,9 +145,10 @@ def _potrf_info(a: np.ndarray) -> np.ndarray:
     if a.size == 0:
         return info
     (potrf,) = get_lapack_funcs(("potrf",), (a,))
-    for idx in np.ndindex(*batch):
-        _, inf = potrf(a[idx], lower=True, clean=True)
-        info[idx] = inf if inf > 0 else 0
+    with _threads_for(a.shape[-1] ** 3):
+        for idx in np.ndindex(*batch):
+            _, inf = potrf(a[idx], lower=True, clean=True)
+            info[idx] = inf if inf > 0 else 0
     return info
 
 
@@ -397,7 +407,7 @@ def _lu_solve_np(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: int = 0)
     """Solve with one LU factorization (1-based pivots); singular factors give inf/nan."""
     from scipy.linalg import get_lapack_funcs
     (getrs,) = get_lapack_funcs(("getrs",), (lu, b))
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), _threads_for(lu.shape[-1] ** 2 * b.shape[-1]):
         x, _ = getrs(lu, piv - 1, b, trans=trans)
     return x
 
@@ -535,7 +545,8 @@ def _tri_np(a: np.ndarray, b: np.ndarray, upper: bool, left: bool, unit: bool) -
     x = np.empty(bb.shape, dt)
     if x.size == 0:
         return x
-    with np.errstate(all="ignore"):
+    n = a.shape[-1]
+    with np.errstate(all="ignore"), _threads_for(n * n * bb.shape[-1]):
         for idx in np.ndindex(*batch):
             x[idx] = st(ab[idx], bb[idx], lower=not upper, unit_diagonal=unit,
                         check_finite=False)

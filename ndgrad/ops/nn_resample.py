@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtype
+from .. import _creation, _dtype
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
@@ -324,33 +324,36 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
 
 
 # ---------------------------------------------------------------------------- affine_grid
-def _base_grid(size: tuple, align: bool) -> np.ndarray:
-    """(*spatial, nsp + 1) homogeneous coordinates (x first, i.e. the last dim first)."""
+def _base_grid(size: tuple, align: bool, dt: Any = np.float64) -> np.ndarray:
+    """(*spatial, nsp + 1) homogeneous coordinates (x first, i.e. the last dim first), in
+    ``dt`` and rounded as torch's: its ``linspace(-1, 1, n)`` in that dtype, times ``n - 1``
+    then divided by ``n`` when not ``align``."""
     sp = size[2:]
+    d = _dtype.from_numpy_dtype(np.dtype(dt))
 
     def lin(n):
         if n <= 1:
-            return np.zeros(max(n, 0))
-        v = np.linspace(-1.0, 1.0, n)
-        return v if align else v * (n - 1) / n
+            return np.zeros(max(n, 0), dt)
+        v = _creation.linspace(-1, 1, n, dtype=d)._data
+        return v if align else v * v.dtype.type(n - 1) / v.dtype.type(n)
     axes = [lin(n) for n in sp]
     mesh = np.meshgrid(*axes, indexing="ij")
-    coords = [m for m in reversed(mesh)] + [np.ones(tuple(sp))]
+    coords = [m for m in reversed(mesh)] + [np.ones(tuple(sp), dt)]
     return np.stack(coords, axis=-1)
 
 
 def _affine_fwd(theta: np.ndarray, size: tuple, align: bool) -> np.ndarray:
-    base = _base_grid(size, align)
+    base = _base_grid(size, align, theta.dtype)
     nsp = len(size) - 2
     b = base.reshape(-1, nsp + 1)
-    out = np.matmul(b.astype(theta.dtype), np.swapaxes(theta, 1, 2))
+    out = np.matmul(b, np.swapaxes(theta, 1, 2))
     return out.reshape((size[0],) + tuple(size[2:]) + (nsp,))
 
 
 def _affine_vjp(ctx, g):
     size, align = ctx._args
     nsp = len(size) - 2
-    base = _wrap(_base_grid(size, align).reshape(-1, nsp + 1).astype(g._data.dtype))
+    base = _wrap(_base_grid(size, align, g._data.dtype).reshape(-1, nsp + 1))
     gf = g.reshape(size[0], -1, nsp)
     return gf.transpose(1, 2).matmul(base)
 
@@ -470,13 +473,14 @@ def _reflect_affine(ix: np.ndarray, lo2: int, hi2: int) -> tuple:
     return s, c
 
 
-def _pad_affine(ix: np.ndarray, size: int, padding: str, align: bool) -> tuple:
+def _pad_affine(ix: np.ndarray, size: int, padding: str, align: bool,
+                value: Any = None) -> tuple:
     s, c = np.ones_like(ix), np.zeros_like(ix)
     if padding == "reflection":
         s, c = _reflect_affine(ix, 0, 2 * (size - 1)) if align else \
             _reflect_affine(ix, -1, 2 * size - 1)
     if padding in ("border", "reflection"):
-        r = s * ix + c
+        r = s * ix + c if value is None else value
         low, high = r <= 0, r >= size - 1
         s = np.where(low | high, 0.0, s)
         c = np.where(low, 0.0, np.where(high, size - 1.0, c))
@@ -488,25 +492,74 @@ def _pad_value(x: np.ndarray, size: int, padding: str, align: bool) -> np.ndarra
     return s * x + c
 
 
+def _unnormalize(g: np.ndarray, size: int, align: bool, nsp: int) -> np.ndarray:
+    """The unnormalized coordinate ``a * g + b`` rounded as torch's CPU kernels round it, in
+    the grid's dtype: the sample taps and the border clipping follow from it, and a grid point
+    that lands exactly on a pixel (an identity ``affine_grid``) must land on the same side as
+    in torch, where bilinear's gradient changes (the 2-D kernel scales ``g + 1`` by a constant
+    and subtracts 0.5 in one fused multiply-add, the 3-D kernel multiplies by the size and
+    halves)."""
+    t = g.dtype.type
+    if nsp == 2:        # vectorized and compiled with FMA contraction (Note [linspace's fma])
+        return (g + t(1)) * t((size - 1) / 2) if align else \
+            _creation._fma(g + t(1), t(size / 2), np.full(g.shape, -0.5, g.dtype))
+    return (g + t(1)) / t(2) * t(size - 1) if align else ((g + t(1)) * t(size) - t(1)) / t(2)
+
+
+def _reflect_value(ix: np.ndarray, size: int, align: bool, nsp: int) -> np.ndarray:
+    """``ix`` reflected into the input and clipped, in its dtype and rounded as torch's 2-D
+    (vectorized: distance from the low edge modulo twice the span, folded) and 3-D (scalar:
+    ``fmod`` by the span, flipped on odd counts) kernels compute it."""
+    t = ix.dtype.type
+    if nsp == 2:
+        if align and size <= 1:
+            return np.zeros_like(ix)
+        low = t(0) if align else t(-0.5)
+        twice = t(size - 1) * t(2) if align else t(size) * t(2)
+        a = np.abs(ix - low)
+        extra = a - np.trunc(a / twice) * twice
+        r = np.minimum(extra, twice - extra) + low
+    else:
+        lo2, hi2 = (0, 2 * (size - 1)) if align else (-1, 2 * size - 1)
+        if lo2 == hi2:
+            return np.zeros_like(ix)
+        mn = t(lo2) / t(2)
+        span = t(hi2 - lo2) / t(2)
+        a = np.abs(ix - mn)
+        extra = np.fmod(a, span)
+        flips = np.floor(a / span)
+        r = np.where(np.fmod(flips, 2) == 0, extra + mn, span - extra + mn)
+    return np.minimum(t(size - 1), np.maximum(r, t(0)))
+
+
 class _Taps:
     """The constant part of one grid_sample call (Note [grid_sample as taps])."""
 
     def __init__(self, grid: np.ndarray, sp: tuple, mode: str, padding: str, align: bool):
         nsp = len(sp)
         N = grid.shape[0]
-        g = grid.reshape(N, -1, nsp).astype(np.float64)
+        g = grid.reshape(N, -1, nsp)
+        if g.dtype not in (np.float32, np.float64):
+            g = g.astype(np.float32)
         self.a, self.b, self.s, self.c, self.fl = [], [], [], [], []
         self.idx, self.ok = [], []
         for j in range(nsp):
             size = sp[nsp - 1 - j]
             a = (size - 1) / 2 if align else size / 2
             b = (size - 1) / 2
-            ix = a * g[..., j] + b
+            ix_t = _unnormalize(g[..., j], size, align, nsp)
+            ix = ix_t.astype(np.float64)
             if mode == "bicubic":
                 s, c = np.ones_like(ix), np.zeros_like(ix)
+                ixp = ix
+            elif padding == "reflection":
+                # the reflected coordinate as torch's kernels round it decides the taps and
+                # the clipping; s and c carry the derivative
+                ixp = _reflect_value(ix_t, size, align, nsp).astype(np.float64)
+                s, c = _pad_affine(ix, size, padding, align, ixp)
             else:
                 s, c = _pad_affine(ix, size, padding, align)
-            ixp = s * ix + c
+                ixp = s * ix + c
             if mode == "nearest":
                 base = np.rint(ixp)
                 offs = [0]
@@ -538,10 +591,11 @@ class _Taps:
     def frac(self, j: int, gj: Any) -> Any:
         """``ixp - floor`` along component ``j`` from the grid component ``gj`` (array or
         Tensor of shape (N, P))."""
-        a, b, s, c = self.a[j], self.b[j], self.s[j], self.c[j] - self.fl[j]
+        vals: tuple = (self.a[j], self.b[j], self.s[j], self.c[j] - self.fl[j])
         if isinstance(gj, Tensor):      # array constants as tensors: Tensor <op> ndarray is
-            a, b, s, c = (_wrap(v) if isinstance(v, np.ndarray) else v  # NumPy's
-                          for v in (a, b, s, c))
+            vals = tuple(_wrap(v) if isinstance(v, np.ndarray) else v  # NumPy's
+                         for v in vals)
+        a, b, s, c = vals
         return (gj * a + b) * s + c
 
 

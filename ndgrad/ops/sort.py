@@ -99,24 +99,14 @@ def _nanmedian_idx(x, dim, keepdim):
 
 
 def _mode_idx(x, dim, keepdim):
-    # The most frequent value (the smallest of equally frequent ones), at its last occurrence.
+    # torch's CPU kernel: the first longest run of equal values in std::sort's order of the
+    # (value, position) pairs, at the position of the run's last pair (Note [mode's index])
+    from ._std_sort import mode_position
     rows = np.moveaxis(x, dim, -1)
     flat = rows.reshape(-1, rows.shape[-1])
     if flat.dtype == _BF16:
         flat = flat.astype(np.float32)
-    n = flat.shape[1]
-    srt = np.sort(flat, axis=1)
-    pos = np.arange(n)
-    diff = srt[:, 1:] != srt[:, :-1]
-    edge = np.ones((flat.shape[0], 1), dtype=bool)
-    start = np.concatenate([edge, diff], axis=1)
-    end = np.concatenate([diff, edge], axis=1)
-    first = np.maximum.accumulate(np.where(start, pos, 0), axis=1)
-    last = np.flip(np.minimum.accumulate(np.flip(np.where(end, pos, n), 1), axis=1), 1)
-    best = np.argmax(last - first, axis=1)            # the first longest run: smallest value
-    v = srt[np.arange(flat.shape[0]), best][:, None]
-    hit = (flat == v) | (np.isnan(flat) & np.isnan(v)) if flat.dtype.kind == "f" else flat == v
-    out = np.max(np.where(hit, pos, -1), axis=1).astype(np.int64)
+    out = np.array([mode_position(r) for r in flat.tolist()], dtype=np.int64)
     r = out.reshape(rows.shape[:-1])
     return np.expand_dims(r, dim) if keepdim else r
 
@@ -415,7 +405,7 @@ def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     """The most frequent value along ``dim`` (the smallest of equally frequent ones) and the
-    index of its last occurrence.
+    index of one occurrence: the one torch's CPU kernel reports (Note [mode's index]).
 
     >>> import ndgrad
     >>> ndgrad.tensor([3.0, 1.0, 3.0, 2.0]).mode()

@@ -1,0 +1,92 @@
+"""Small LAPACK calls through SciPy run on one thread of SciPy's own OpenBLAS.
+
+Note [Single-threaded small SciPy LAPACK calls]
+SciPy wheels bundle their own OpenBLAS (``scipy.libs/libscipy_openblas*``), separate from
+NumPy's, with its own thread pool (``ndgrad.set_num_threads`` and the jit's
+Note [Single-threaded small GEMMs] only reach NumPy's). Its triangular solves (``trtrs``)
+hand even a 2x2 system to every pool thread, and each call then waits for the pool to be
+scheduled: on a machine whose two cores are busy with other processes a Kalman filter's
+per-step ``solve_triangular`` of a 1x1 factor took ~350 µs against ~6 µs on one thread, and
+the whole filter with its backward ran 10x slower than on one thread. The LAPACK calls of
+``linalg_solve.py`` whose work is small (``small(work)``: at most ``MAX_WORK`` multiply-adds)
+therefore run inside ``one_thread()``, which lowers SciPy's count to one and restores it
+after (a process-wide count of active calls under a lock, as the jit's). With another SciPy
+build (no bundled OpenBLAS) nothing changes. Results are the same: one thread runs the same
+kernels on the same blocks.
+
+Example:
+    >>> from ndgrad.ops._scipy_threads import one_thread
+    >>> with one_thread():
+    ...     pass
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import threading
+from typing import Any, Optional
+
+__all__ = ["one_thread", "small", "MAX_WORK"]
+
+MAX_WORK = 1 << 21          # a 128x128x128 product
+_lock = threading.Lock()
+_depth = [0, 1]             # [active calls, the thread count to restore]
+_funcs: Optional[tuple] = None
+_searched = False
+
+
+def _find() -> Optional[tuple]:
+    global _funcs, _searched
+    if not _searched:
+        _searched = True
+        try:
+            import scipy
+        except ImportError:
+            return None
+        root = os.path.join(os.path.dirname(os.path.dirname(scipy.__file__)), "scipy.libs")
+        for path in sorted(glob.glob(os.path.join(root, "*openblas*"))):
+            try:
+                lib = ctypes.CDLL(path)
+                get = lib.scipy_openblas_get_num_threads
+                put = lib.scipy_openblas_set_num_threads
+            except (OSError, AttributeError):
+                continue
+            get.restype = ctypes.c_int
+            put.restype = None
+            _funcs = (get, put)
+            break
+    return _funcs
+
+
+def small(work: int) -> bool:
+    """Whether a LAPACK call of about ``work`` multiply-adds is small enough for one thread."""
+    return work <= MAX_WORK
+
+
+class one_thread:
+    """Context manager: SciPy's bundled OpenBLAS uses one thread inside (Note [Single-threaded
+    small SciPy LAPACK calls]); a no-op for another SciPy build."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        f = _funcs if _searched else _find()
+        if f is None:
+            return
+        with _lock:
+            if _depth[0] == 0:
+                _depth[1] = f[0]()
+                if _depth[1] != 1:
+                    f[1](1)
+            _depth[0] += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        f = _funcs
+        if f is None:
+            return
+        with _lock:
+            _depth[0] -= 1
+            if _depth[0] == 0 and _depth[1] != 1:
+                f[1](_depth[1])
