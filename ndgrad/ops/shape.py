@@ -1096,7 +1096,7 @@ def setitem(input: Tensor, index: Any, values: Any, indices: Any = None) -> Tens
         op = SETITEM_VIEW
     else:
         op = SETITEM_FILL if v._data.ndim == 0 else SETITEM_COPY
-    vd = v._data if v._data.dtype == x.dtype else v._data.astype(x.dtype)
+    vd = v._data if v._data.dtype == x.dtype else _dtype.cast(v._data, x.dtype)
     try:
         return apply(op, (input, v), (x, vd), (idx,))
     except IndexError as e:
@@ -1142,7 +1142,7 @@ def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool
     saved = _index_tensors(idx, input._data.ndim, index)
     v = values if isinstance(values, Tensor) else to_tensor(values)
     x = input._data
-    vd = v._data if v._data.dtype == x.dtype else v._data.astype(x.dtype)
+    vd = v._data if v._data.dtype == x.dtype else _dtype.cast(v._data, x.dtype)
     _check_masks(idx, x.shape)
     try:
         return apply(INDEX_PUT_ACC, (input, v), (x, vd), (idx, saved))
@@ -1166,7 +1166,8 @@ def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
 def _index_put(input: Tensor, idx: tuple, values: Any, indices: TensorList) -> Tensor:
     """``index_put`` with a normalized index and the index tensors to save."""
     v = values if isinstance(values, Tensor) else to_tensor(values)
-    vd = v._data if v._data.dtype == input._data.dtype else v._data.astype(input._data.dtype)
+    vd = (v._data if v._data.dtype == input._data.dtype
+          else _dtype.cast(v._data, input._data.dtype))
     _check_masks(idx, input._data.shape)
     _check_mask_fill(idx, v, input._data.dtype)
     try:
