@@ -30,6 +30,8 @@ from ..autograd.saved import TensorList
 from ..tensor import Tensor, _as_shape, _ptr, _storage_nbytes, _storage_root, _wrap
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
+from ._batching import refuse_batched_mask as _refuse_mask
+from ..autograd.batching import VMAP as _VMAP
 from ._dispatch import Op, apply
 from ._jvp import linear
 from ._util import to_tensor, type_name, wrap_dim
@@ -1128,6 +1130,8 @@ def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool
         -> Tensor:
     """PyTorch's ``index_put(indices, values, accumulate)``: ``indices`` is a tuple of index
     tensors (one per leading dimension); with ``accumulate`` repeated positions add up."""
+    if _VMAP:
+        _refuse_mask(indices)
     if _bmarked((input, values)):  # Note [Batched backward]
         r = _bcall(index_put_indices, input, indices, values, accumulate)
         if r is not NotImplemented:
@@ -1155,6 +1159,8 @@ def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool
 
 def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
     """Out-of-place ``input[index] = values`` (values broadcast); differentiable in both."""
+    if _VMAP:
+        _refuse_mask(index)
     if _bmarked((input, values)):  # Note [Batched backward]
         r = _bcall(index_put, input, index, values)
         if r is not NotImplemented:
