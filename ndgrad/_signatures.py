@@ -759,6 +759,10 @@ def install(module: ModuleType) -> None:
         name = _name(schema)
         setattr(Tensor, name, wrap(schema, _unwrapped(getattr(Tensor, name)), method=True))
     Tensor.view = _view_overloads(Tensor.view)  # type: ignore[method-assign]  # binds it
+    from . import _compat_windows   # the windows' overloads (torch's positional rules)
+    for name in ("hann_window", "hamming_window", "blackman_window", "bartlett_window",
+                 "kaiser_window"):
+        setattr(module, name, _compat_windows.overloaded(getattr(module, name)))
 
 
 def _view_overloads(view_sizes: Any) -> Any:

@@ -431,7 +431,8 @@ def _svd_np(a: np.ndarray, full_matrices: bool, compute_uv: bool = True) -> Any:
     (Note [Non-finite linalg input])."""
     if np.isfinite(a).all():
         try:
-            return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+            return np.linalg.svd(a, full_matrices=full_matrices,  # type: ignore[call-overload]
+                                 compute_uv=compute_uv)
         except np.linalg.LinAlgError:
             raise LinAlgError(_SVD_ILL) from None
     import scipy.linalg
@@ -445,7 +446,8 @@ def _svd_np(a: np.ndarray, full_matrices: bool, compute_uv: bool = True) -> Any:
                               "contained non-finite values.")
         try:
             if np.isfinite(m).all():
-                outs.append(np.linalg.svd(m, full_matrices=full_matrices, compute_uv=compute_uv))
+                outs.append(np.linalg.svd(m, full_matrices=full_matrices,  # type: ignore[call-overload]
+                                          compute_uv=compute_uv))
             else:
                 outs.append(scipy.linalg.svd(m, full_matrices=full_matrices,
                                              compute_uv=compute_uv, check_finite=False,
