@@ -389,3 +389,42 @@ def test_grads_and_inference_tensors_as_torch():
             assert o[0] == t[0] and o[1].split(".")[0] == t[1].split(".")[0]
         else:
             assert o == t
+
+
+def _backward_inside_program(lib):
+    """backward and autograd.grad called inside inference_mode on a graph built outside:
+    the gradients they make are inference tensors, nothing is recorded (create_graph too),
+    and a .grad added into in place stays a normal tensor."""
+    out = []
+    x = lib.ones(3, requires_grad=True)
+    loss = (x * 2).sum()
+    with lib.inference_mode():
+        loss.backward()
+    out.append((vals(x.grad), x.grad.is_inference(), x.grad.requires_grad))
+    x2 = lib.ones(3, requires_grad=True)
+    (x2 * 2).sum().backward()
+    loss = (x2 * 2).sum()
+    with lib.inference_mode():
+        loss.backward()
+    out.append((vals(x2.grad), x2.grad.is_inference()))
+    x3 = lib.ones(3, requires_grad=True)
+    loss = (x3 * 2).sum()
+    with lib.inference_mode():
+        (g,) = lib.autograd.grad(loss, x3)
+    out.append((vals(g), g.is_inference()))
+    x4 = lib.ones(3, requires_grad=True)
+    loss = (x4 ** 2).sum()
+    with lib.inference_mode():
+        loss.backward(create_graph=True)
+    out.append((vals(x4.grad), x4.grad.is_inference(), x4.grad.requires_grad,
+                x4.grad.grad_fn is None))
+    x5 = lib.ones(3, requires_grad=True)
+    loss = (x5 * 2).sum()
+    with lib.no_grad():
+        loss.backward()
+    out.append(x5.grad.is_inference())
+    return out
+
+
+def test_backward_inside_inference_mode_as_torch():
+    assert _backward_inside_program(ndgrad) == _backward_inside_program(torch)

@@ -124,6 +124,7 @@ class AccumulateGrad(Node):
         grads[0] = None
         lock = self._lock
         lock.acquire()
+        before = var._grad
         try:
             # Fast path of _accumulate's steal (the usual first gradient of a plain backward):
             # one reference fewer here (no parameter of _accumulate).
@@ -151,6 +152,12 @@ class AccumulateGrad(Node):
             else:
                 self._accumulate(var, new_grad, expected)
             del new_grad
+            if _grad_state.inference:
+                # a .grad made inside inference_mode is an inference tensor (one added into
+                # in place stays what it was)
+                g = var._grad
+                if g is not before and g is not None:
+                    g._inference = True
         finally:
             lock.release()
         hooks = var._post_acc_hooks
