@@ -377,17 +377,8 @@ class Tensor(_TensorMethods):
 
     def stride(self, dim: Optional[int] = None) -> Any:
         """Strides in elements, as PyTorch reports them."""
-        arr = self._data
-        item = arr.itemsize
-        strides = tuple(s // item for s in arr.strides)
-        if arr.size == 0 and arr.ndim and not any(strides):
-            # NumPy gives a new empty array zero strides; PyTorch the contiguous ones, counting
-            # a zero size as one
-            acc, out = 1, []
-            for n in reversed(arr.shape):
-                out.append(acc)
-                acc *= max(n, 1)
-            strides = tuple(reversed(out))
+        item = self._data.itemsize
+        strides = tuple(s // item for s in self._data.strides)
         if dim is None:
             return strides
         return strides[_wrap_dim(dim, self._data.ndim)]
@@ -744,11 +735,7 @@ class Tensor(_TensorMethods):
             kwargs["dl_device"] = tuple(dl_device)
         if copy is not None:
             kwargs["copy"] = copy
-        data = self._data
-        if data.size == 0 and data.ndim and not any(data.strides):    # stride()'s strides
-            data = np.lib.stride_tricks.as_strided(
-                data, data.shape, tuple(n * data.itemsize for n in self.stride()))
-        return _dlpack.export_array(data, **kwargs)
+        return _dlpack.export_array(self._data, **kwargs)
 
     def __dlpack_device__(self) -> tuple:
         """``(DLDeviceType.kDLCPU, 0)``: ndgrad tensors live in CPU memory."""
