@@ -279,5 +279,6 @@ cartesian_prod chain_matmul einsum meshgrid norm split tensordot unsafe_split_wi
 lu_solve lu_unpack matrix_rank solve lstsq unravel_index""".split())
 _python_functions(vars(autograd), ["backward", "grad"], "ndgrad.autograd")
 
-__version__ = "0.1.0"
+from . import torch_version as torch_version, version as version  # noqa: E402
+__version__ = version.__version__   # a str comparing as a version (ndgrad/torch_version.py)
 del _dtype

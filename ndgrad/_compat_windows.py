@@ -12,12 +12,14 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import numpy as np
 
 from . import _creation, _dtype
-from .tensor import Tensor
+from ._layout import layout as _layout_type
+from .tensor import Tensor, device as _device_type
 
 
 def _window(name: str, length: int, periodic: bool, dtype: Any, requires_grad: bool,
@@ -95,3 +97,79 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
         x = 2 * k / (n - 1) - 1
         return np.i0(beta * np.sqrt(np.clip(1 - x * x, 0, None))) / np.i0(beta)
     return _window("kaiser_window", window_length, periodic, dtype, requires_grad, values)
+
+
+# ---------------------------------------------------------------------------- overloads
+# torch declares each window as overloads whose positional parameters have no defaults:
+# ``(window_length)``, ``(window_length, periodic)``, then ``alpha`` and ``beta`` (hamming) or
+# ``beta`` (kaiser) only after ``periodic``. A call matches the overload whose parameters it
+# gives, all of them (positionally or by name); ``hamming_window(5, alpha=0.5)`` matches none.
+_OPTIONS = ("dtype", "layout", "device", "pin_memory", "requires_grad")
+_OPTIONS_TEXT = ("*, torch.dtype dtype = None, torch.layout layout = None, torch.device device "
+                 "= None, bool pin_memory = False, bool requires_grad = False")
+_POSITIONAL = {"hann_window": (), "blackman_window": (), "bartlett_window": (),
+               "hamming_window": (("alpha", "float"), ("beta", "float")),
+               "kaiser_window": (("beta", "float"),)}
+
+
+def _word(v: Any) -> str:
+    """An argument's type as torch's argument parser names it."""
+    if isinstance(v, Tensor):
+        return "Tensor"
+    for kind, name in ((_dtype.dtype, "torch.dtype"), (_layout_type, "torch.layout"),
+                       (_device_type, "torch.device")):
+        if isinstance(v, kind):
+            return name
+    return type(v).__name__
+
+
+def _overloads(name: str) -> list:
+    """The parameter lists of ``name``'s overloads (window_length first)."""
+    params = [("window_length", "int"), ("periodic", "bool")] + list(_POSITIONAL[name])
+    return [params[:k] for k in range(1, len(params) + 1)]
+
+
+def _no_overload(name: str, args: tuple, kwargs: dict) -> TypeError:
+    got = [_word(a) for a in args] + [f"{k}={_word(v)}" for k, v in reversed(kwargs.items())]
+    lines = "".join(f" * ({', '.join(f'{t} {p}' for p, t in params)}, {_OPTIONS_TEXT})\n"
+                    for params in _overloads(name))
+    return TypeError(f"{name}() received an invalid combination of arguments - got "
+                     f"({', '.join(got)}), but expected one of:\n{lines}")
+
+
+def overloaded(fn: Callable) -> Callable:
+    """``fn`` (a window's checking wrapper, whose schema gives every positional parameter a
+    default) taking torch's overloads: a call giving parameters of no single overload raises
+    torch's TypeError, as does a wrong argument when more than one overload takes that many
+    arguments (otherwise the wrapper's own error names the argument).
+
+    >>> import ndgrad
+    >>> try:
+    ...     ndgrad.hamming_window(3, alpha=0.5)
+    ... except TypeError as e:
+    ...     print(str(e).split(" - ")[0])
+    hamming_window() received an invalid combination of arguments
+    """
+    name = fn.__name__
+    overloads = _overloads(name)
+
+    @functools.wraps(fn)
+    def window(*args: Any, **kwargs: Any) -> Any:
+        if not kwargs and (len(args) < 2 or (len(args) == 2 and type(args[1]) is bool)):
+            return fn(*args)                    # the usual calls: (n) or (n, periodic)
+        n = len(args) + len(kwargs)
+        plausible = [p for p in overloads if len(p) <= n <= len(p) + len(_OPTIONS)]
+        given = [p for p, _ in overloads[-1][:len(args)]] + [
+            k for k in kwargs if k not in _OPTIONS]
+        match = [p for p in overloads if sorted(given) == sorted(q for q, _ in p)]
+        if not match or len(args) > len(match[0]):
+            if len(plausible) == 1:
+                return fn(*args, **kwargs)      # its own error, naming the argument
+            raise _no_overload(name, args, kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except TypeError:
+            if len(plausible) == 1:
+                raise
+            raise _no_overload(name, args, kwargs) from None
+    return window

@@ -215,7 +215,7 @@ def tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = None,
     if d is not None:
         if not isinstance(data, (Tensor, np.ndarray)):
             _dtype.check_data(arr, d)  # Python numbers (Note [Python numbers into a dtype])
-        arr = arr.astype(d.np, copy=False)
+        arr = _dtype.cast(arr, d.np, copy=False)
     return _finish(arr, requires_grad, device)
 
 
@@ -234,7 +234,7 @@ def as_tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = Non
     if isinstance(data, np.ndarray):
         d = _dtype.to_dtype(dtype).np if dtype is not None else data.dtype
         _dtype.from_numpy_dtype(d)
-        return _finish(np.asarray(data, dtype=d), False, device)
+        return _finish(_dtype.cast(data, np.dtype(d), copy=False), False, device)
     return tensor(data, dtype=dtype, device=device)
 
 

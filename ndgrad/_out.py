@@ -265,7 +265,7 @@ def _write(dst: Tensor, src: Tensor) -> None:
             warnings.warn(_RESIZE_MSG.format(old=list(dst._data.shape), new=list(shape)),
                           UserWarning, stacklevel=4)
         dst._data = np.empty(shape, dtype=dst._data.dtype)
-    np.copyto(dst._data, src._data, casting="unsafe")
+    _dtype.copyto(dst._data, src._data)
     dst._bump_version()
 
 

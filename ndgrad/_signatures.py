@@ -21,7 +21,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, Optional
 
-from . import _dtype
+from . import _compat_windows, _dtype
 from ._signature import OUT_FUNCTIONS, wrap
 from .ops.shape import view_dtype
 from .tensor import Tensor
@@ -759,6 +759,9 @@ def install(module: ModuleType) -> None:
         name = _name(schema)
         setattr(Tensor, name, wrap(schema, _unwrapped(getattr(Tensor, name)), method=True))
     Tensor.view = _view_overloads(Tensor.view)  # type: ignore[method-assign]  # binds it
+    for name in ("hann_window", "hamming_window", "blackman_window", "bartlett_window",
+                 "kaiser_window"):      # the windows' overloads (torch's positional rules)
+        setattr(module, name, _compat_windows.overloaded(getattr(module, name)))
 
 
 def _view_overloads(view_sizes: Any) -> Any:

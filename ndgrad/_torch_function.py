@@ -477,6 +477,33 @@ def _python_function(raw: Callable, public: str) -> Callable:
     return fn
 
 
+def entry(public: Callable, raw: Optional[Callable] = None) -> Callable:
+    """``public``'s implementation (``raw``, by default the one behind its checking wrapper)
+    for callers whose arguments are known good (the nn modules): it runs ``raw`` directly
+    unless a mode is live or an argument overrides, and then dispatches the call as
+    ``public`` itself would (handlers receive ``public``, as torch's modules hand theirs
+    ``F.linear``). The usual case costs a scan of the arguments' types."""
+    impl: Callable = public.__wrapped__ if raw is None else raw  # type: ignore[attr-defined]
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        if not _live[0]:
+            for v in args:                  # the usual case: tensors, numbers, strings
+                if type(v) not in PLAIN:
+                    break
+            else:
+                for v in kwargs.values():
+                    if type(v) not in PLAIN:
+                        break
+                else:
+                    return impl(*args, **kwargs)
+        if (_live[0] and mode_active()) or (_any_overrides(args, kwargs) and
+                                            not _state.subclass_off):
+            return dispatch(public, overloaded(args, kwargs), args, kwargs or None)
+        return impl(*args, **kwargs)
+    functools.update_wrapper(fn, impl)
+    return fn
+
+
 # ---------------------------------------------------------------------------- modes
 class TorchFunctionMode:
     """A context manager that sees every public call while it is active (in its thread):

@@ -47,6 +47,36 @@ def test_window_errors_match_torch(name):
         assert t[1].split(",")[0].split(" got")[0] == n[1].split(",")[0].split(" got")[0]
 
 
+# torch's overloads: alpha/beta only after periodic; wrong arguments name the overloads.
+WINDOW_CALLS = [
+    "hamming_window(5, alpha=0.5)", "hamming_window(5, True, 0.5)",
+    "hamming_window(5, True, 0.5, 0.4)", "hamming_window(5, True, alpha=0.5, beta=0.4)",
+    "hamming_window(5, beta=0.4)", "hamming_window(5, True, beta=0.4)", "hamming_window(5, 0.5)",
+    "hamming_window(5, periodic=True, alpha=1, beta=2)",
+    "hamming_window(5, periodic=False, beta=0.3)",
+    "hamming_window(5, alpha=0.5, dtype=m.float64)", "hamming_window(5, True, 0.5, 0.4, m.float64)",
+    "hamming_window(5, None)", "hamming_window(5, periodic=None)", "hamming_window(5.0)",
+    "hann_window(5, True, 0.5)", "hann_window(5, alpha=0.5)", "hann_window(5, m.float64)",
+    "hann_window(5, periodic=False, requires_grad=True)", "bartlett_window(5, 1)",
+    "blackman_window(5, beta=1)", "blackman_window(5, True, m.float64)", "kaiser_window(5, 3.0)",
+    "kaiser_window(5, beta=3.0)", "kaiser_window(5, False, 3.0)", "kaiser_window(5, True, None)",
+    "kaiser_window(5, periodic=False, beta=3.0)", "kaiser_window(5, beta=12.0, periodic=True)",
+    "hamming_window(window_length=5, periodic=False)",
+    "hamming_window(5, True, 0.5, layout=m.strided)",
+]
+
+
+@pytest.mark.parametrize("call", WINDOW_CALLS)
+def test_window_overloads_match_torch(call):
+    t, n = (outcome(lambda m=m: eval("m." + call)) for m in (torch, ndgrad))
+    if t[0] != "ok":
+        assert n == t
+    else:
+        assert n[0] == "ok", n
+        np.testing.assert_allclose(n[1].detach().numpy(), t[1].detach().numpy(), rtol=1e-6)
+        assert n[1].requires_grad == t[1].requires_grad
+
+
 RATES = [0.5, 3.0, 7.5, 0.0, 12.0, 50.0, 1000.0, 2.0, 15.5, 9.99, 10.0]
 COUNTS = [5.0, 10.0, 100.0, 1000.0, 40.0, 3.0, 0.0, 20.0, 7.0, 50.0]
 PROBS = [0.5, 0.2, 0.3, 0.9, 0.99, 0.1, 0.5, 0.7, 1.0, 0.0]

@@ -264,3 +264,50 @@ def test_queries_match_torch(fn):
     for a, b in zip(got, want):
         assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
         np.testing.assert_array_equal(_np(a), b.numpy())
+
+
+# ---------------------------------------------------------------------------- None/bool/... mixes
+# Every combination (up to 3 items for 0-d and 1-d tensors, 2 for 2-d) of None, Python and
+# 0-d tensor bools, ``...``, ints, slices and index lists: PyTorch's shapes, values, gradients
+# and errors, reading and writing (bools are new dims indexed by [0] or []; an ``...`` that
+# spans no dim leaves the advanced items around it adjacent).
+_ATOMS = [None, True, False, Ellipsis, 0, -1, slice(None), slice(1, None), ("T", True),
+          ("T", False), ("T", 0), ("T", [0])]
+
+
+def _as_index(lib, combo):
+    return tuple(lib.tensor(a[1]) if isinstance(a, tuple) else a for a in combo)
+
+
+def _index_outcome(lib, base, combo):
+    data = np.arange(1.0, 1.0 + int(np.prod(base))).reshape(base)
+    idx = _as_index(lib, combo)
+    try:
+        x = lib.tensor(data, requires_grad=True)
+        y = x[idx]
+        y.sum().backward()
+        w = lib.tensor(data)
+        w[idx] = -1.0
+        return (tuple(y.shape), y.detach().numpy().tolist(), x.grad.numpy().tolist(),
+                w.numpy().tolist())
+    except Exception as e:  # noqa: BLE001 - the error is what is compared
+        return type(e).__name__, str(e).replace("torch", "ndgrad")
+
+
+@pytest.mark.parametrize("base", [(), (3,), (2, 3)], ids=["0-d", "1-d", "2-d"])
+def test_none_bool_ellipsis_mixes_match_torch(base):
+    import itertools
+    bad = []
+    for k in range(1, 4 if len(base) < 2 else 3):
+        for combo in itertools.product(_ATOMS, repeat=k):
+            ours, theirs = (_index_outcome(lib, base, combo) for lib in (ndgrad, torch))
+            if ours != theirs:
+                bad.append((combo, ours, theirs))
+    assert not bad, bad[:3]
+
+
+def test_several_ellipses_past_the_last_dim_raise_like_torch():
+    for idx in ((Ellipsis, Ellipsis, None), (Ellipsis, Ellipsis, True)):
+        ours, theirs = (_index_outcome(lib, (3,), idx) for lib in (ndgrad, torch))
+        assert ours == theirs and ours[0] == "IndexError"
+    assert ndgrad.ones(())[None, False, ..., False].shape == (1, 0)

@@ -323,3 +323,108 @@ def test_inference_mode_in_a_thread_does_not_leak():
         th.join()
         return res
     assert same(prog) == {"thread": True, "main": (False, False)}
+
+
+def _grads_program(lib):
+    """``.grad`` of results made in inference mode, and of leaves whose ``.grad`` is (or
+    is not) an inference tensor, outside and inside the mode."""
+    out = []
+
+    def step(fn):
+        try:
+            out.append(fn())
+        except Exception as e:  # noqa: BLE001 - compared between libraries
+            out.append((type(e).__name__, str(e)))
+
+    x = lib.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    step(lambda: x.grad.is_inference())
+    with lib.inference_mode():
+        y = x * 2
+        step(lambda: (y.requires_grad, y.grad, y.is_leaf, y.grad_fn, y.is_inference()))
+        step(lambda: (x.grad.is_inference(), vals(x.grad.add_(1))))
+        z = lib.ones(2)
+        z.grad = lib.ones(2)
+        step(lambda: z.grad.is_inference())
+    step(lambda: (y.grad, vals(z.grad), z.grad.is_inference()))
+    step(lambda: y.retain_grad())
+    # accumulating into an inference .grad: in place, refused outside the mode (torch has
+    # added into it when it raises; ndgrad raises first: each case gets a new one)
+    def inference_ones():
+        with lib.inference_mode():
+            return lib.ones(3)
+
+    w = lib.ones(3, requires_grad=True)
+    w.grad = inference_ones()
+    step(lambda: w.grad.is_inference())
+    step(lambda: (w * 2).sum().backward())
+    w.grad = inference_ones()
+    step(lambda: ((w * 2).sum().backward(create_graph=True), vals(w.grad),
+                  w.grad.is_inference()))
+    w.grad = inference_ones().clone()
+    step(lambda: ((w * 2).sum().backward(), vals(w.grad), w.grad.is_inference()))
+    u = lib.ones(3, requires_grad=True)
+    (u * 2).sum().backward()
+    with lib.inference_mode():
+        u.grad = u.grad * 2                     # a new .grad made in the mode
+    step(lambda: u.grad.is_inference())
+    step(lambda: (u * 2).sum().backward())
+    with lib.inference_mode():
+        step(lambda: ((u * 2).sum().backward()))
+    p = lib.nn.Parameter(lib.ones(2))
+    with lib.inference_mode():
+        p.grad = lib.ones(2)
+    opt = lib.optim.SGD([p], lr=0.5)
+    opt.step()
+    step(lambda: (vals(p), p.is_inference()))
+    step(lambda: opt.zero_grad(set_to_none=False))
+    return out
+
+
+def test_grads_and_inference_tensors_as_torch():
+    ours, theirs = (_grads_program(lib) for lib in (ndgrad, torch))
+    assert len(ours) == len(theirs)
+    for o, t in zip(ours, theirs):
+        if isinstance(t, tuple) and t and t[0] == "RuntimeError":
+            assert o[0] == t[0] and o[1].split(".")[0] == t[1].split(".")[0]
+        else:
+            assert o == t
+
+
+def _backward_inside_program(lib):
+    """backward and autograd.grad called inside inference_mode on a graph built outside:
+    the gradients they make are inference tensors, nothing is recorded (create_graph too),
+    and a .grad added into in place stays a normal tensor."""
+    out = []
+    x = lib.ones(3, requires_grad=True)
+    loss = (x * 2).sum()
+    with lib.inference_mode():
+        loss.backward()
+    out.append((vals(x.grad), x.grad.is_inference(), x.grad.requires_grad))
+    x2 = lib.ones(3, requires_grad=True)
+    (x2 * 2).sum().backward()
+    loss = (x2 * 2).sum()
+    with lib.inference_mode():
+        loss.backward()
+    out.append((vals(x2.grad), x2.grad.is_inference()))
+    x3 = lib.ones(3, requires_grad=True)
+    loss = (x3 * 2).sum()
+    with lib.inference_mode():
+        (g,) = lib.autograd.grad(loss, x3)
+    out.append((vals(g), g.is_inference()))
+    x4 = lib.ones(3, requires_grad=True)
+    loss = (x4 ** 2).sum()
+    with lib.inference_mode():
+        loss.backward(create_graph=True)
+    out.append((vals(x4.grad), x4.grad.is_inference(), x4.grad.requires_grad,
+                x4.grad.grad_fn is None))
+    x5 = lib.ones(3, requires_grad=True)
+    loss = (x5 * 2).sum()
+    with lib.no_grad():
+        loss.backward()
+    out.append(x5.grad.is_inference())
+    return out
+
+
+def test_backward_inside_inference_mode_as_torch():
+    assert _backward_inside_program(ndgrad) == _backward_inside_program(torch)

@@ -52,6 +52,8 @@ LAYERS = {
     "ndgrad._out": BOTTOM,
     "ndgrad._dlpack": BOTTOM,
     "ndgrad.types": BOTTOM,
+    "ndgrad.torch_version": BOTTOM,
+    "ndgrad.version": BOTTOM,
     "ndgrad.autograd": BOTTOM,
     "ndgrad.autograd.grad_mode": BOTTOM,
     "ndgrad.autograd.hooks": BOTTOM,

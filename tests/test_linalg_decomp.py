@@ -68,6 +68,56 @@ def test_non_convergence_is_linalg_error():
     assert issubclass(ndgrad.linalg.LinAlgError, RuntimeError)
 
 
+_NAN, _INF = float("nan"), float("inf")
+NONFINITE = {
+    "nan": [[1.0, _NAN], [_NAN, 2.0]], "inf": [[1.0, _INF], [_INF, 2.0]],
+    "-inf": [[-_INF, 0.0], [0.0, 1.0]], "nan diagonal": [[_NAN, 0.0], [0.0, 1.0]],
+    "nan in the lower triangle": [[1.0, 0.0], [_NAN, 2.0]],
+    "nan in the upper triangle": [[1.0, _NAN], [0.0, 2.0]],
+    "nan 3x2": [[1.0, _NAN], [0.0, 1.0], [2.0, 3.0]],
+}
+NONFINITE_FNS = {
+    "eigh": lambda m, a: list(m.linalg.eigh(a)), "eigh U": lambda m, a: list(
+        m.linalg.eigh(a, UPLO="U")),
+    "eigh batched": lambda m, a: list(m.linalg.eigh(m.stack([a, m.eye(2, dtype=a.dtype)]))),
+    "svd": lambda m, a: list(m.linalg.svd(a)), "svd thin": lambda m, a: list(
+        m.linalg.svd(a, full_matrices=False)),
+    "svdvals": lambda m, a: [m.linalg.svdvals(a)],
+    "svdvals batched": lambda m, a: [m.linalg.svdvals(m.stack([m.ones_like(a), a]))],
+    "torch.svd": lambda m, a: list(m.svd(a)), "pinv": lambda m, a: [m.linalg.pinv(a)],
+    "matrix_rank": lambda m, a: [m.linalg.matrix_rank(a)],
+    "cond": lambda m, a: [m.linalg.cond(a)],
+    "matrix_norm 2": lambda m, a: [m.linalg.matrix_norm(a, 2)],
+    "nuclear norm": lambda m, a: [m.linalg.matrix_norm(a, "nuc")],
+}
+
+
+def _nonfinite_outcome(m, fn, a, dtype):
+    try:
+        return [np.asarray(r.numpy()) for r in fn(m, m.tensor(a, dtype=dtype))]
+    except Exception as e:  # noqa: BLE001 - the error is what is compared
+        return type(e).__name__, str(e)
+
+
+@pytest.mark.parametrize("fname", NONFINITE_FNS)
+def test_non_finite_input_as_torch(fname):
+    """Note [Non-finite linalg input]: NaN refused by the SVD, NaN results otherwise."""
+    fn = NONFINITE_FNS[fname]
+    for name, a in NONFINITE.items():
+        if fname.startswith("eigh") and len(a) != len(a[0]):
+            continue
+        for dt in ("float64", "float32"):
+            ours = _nonfinite_outcome(ndgrad, fn, a, getattr(ndgrad, dt))
+            theirs = _nonfinite_outcome(torch, fn, a, getattr(torch, dt))
+            if isinstance(theirs, tuple):
+                assert ours == theirs, (name, dt)
+            else:
+                assert isinstance(ours, list), (name, dt, ours)
+                for o, t in zip(ours, theirs):
+                    np.testing.assert_allclose(o, t, rtol=1e-5, atol=1e-6,
+                                               err_msg=f"{name} {dt}")
+
+
 def test_qr_modes_that_are_not_differentiable():
     x = ndgrad.randn(4, 3, dtype=ndgrad.float64, requires_grad=True)
     with pytest.raises(RuntimeError, match="mode='r'"):

@@ -52,6 +52,11 @@ CASES = {
     "random_bool": lambda m: m.empty(9, dtype=m.bool).random_(0, 2),
     "random_legacy_type": lambda m: m.LongTensor(2, 5).random_(1, 6),
     "random_to_keyword": lambda m: m.empty(9).random_(to=7),
+    # random_(from, None): from ``from`` up to random_()'s bound
+    "random_from_none_f32": lambda m: m.empty(9).random_(3, None),
+    "random_from_none_i64": lambda m: m.empty(9, dtype=m.long).random_(5, None),
+    "random_from_none_i8": lambda m: m.empty(9, dtype=m.int8).random_(-3, None),
+    "random_from_none_f16": lambda m: m.empty(9, dtype=m.half).random_(0, None),
     "random_generator": lambda m: m.empty(9, dtype=m.int32).random_(
         generator=m.Generator().manual_seed(3)),
 }
@@ -105,3 +110,24 @@ def test_generator_argument_and_gradgradcheck_stream():
         assert m.autograd.gradgradcheck(lambda t: (t * t).sin(), (x,))
         after.append(m.rand(2).tolist())
     assert after[0] == after[1]
+
+
+RANDOM_ERRORS = {
+    "none": lambda m: m.zeros(3).random_(None),
+    "to none": lambda m: m.zeros(3).random_(to=None),
+    "from past half's bound": lambda m: m.zeros(3, dtype=m.half).random_(3000, None),
+    "from past float's bound": lambda m: m.zeros(3).random_(2 ** 24 + 1, None),
+    "from out of int8": lambda m: m.zeros(3, dtype=m.int8).random_(200, None),
+}
+
+
+@pytest.mark.parametrize("case", RANDOM_ERRORS)
+def test_random_bounds_errors_match_torch(case):
+    outcomes = []
+    for lib in (torch, ndgrad):
+        try:
+            RANDOM_ERRORS[case](lib)
+            outcomes.append(None)
+        except (TypeError, RuntimeError) as e:
+            outcomes.append((type(e), str(e).replace("ndgrad", "torch")))
+    assert outcomes[0] == outcomes[1] and outcomes[0] is not None

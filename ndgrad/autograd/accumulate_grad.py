@@ -125,6 +125,7 @@ class AccumulateGrad(Node):
         grads[0] = None
         lock = self._lock
         lock.acquire()
+        before = var._grad
         try:
             # Fast path of _accumulate's steal (the usual first gradient of a plain backward):
             # one reference fewer here (no parameter of _accumulate).
@@ -143,7 +144,7 @@ class AccumulateGrad(Node):
                 # backward, the usual leaf that keeps its .grad across steps): same checks
                 vgrad = var._grad
                 data, d = vgrad._data, new_grad._data
-                if data.dtype is d.dtype and data.flags.writeable:
+                if data.dtype is d.dtype and data.flags.writeable and not vgrad._inference:
                     np.add(data, d, out=data)
                     vgrad._bump_version()
                     vd = var._data
@@ -156,6 +157,12 @@ class AccumulateGrad(Node):
             else:
                 self._accumulate(var, new_grad, expected)
             del new_grad
+            if _grad_state.inference:
+                # a .grad made inside inference_mode is an inference tensor (one added into
+                # in place stays what it was)
+                g = var._grad
+                if g is not before and g is not None:
+                    g._inference = True
         finally:
             lock.release()
         hooks = var._post_acc_hooks
@@ -191,6 +198,7 @@ class AccumulateGrad(Node):
             else:
                 var._grad = _clone_obey_contract(new_grad, var)
         elif not enabled:
+            _check_inference(vgrad)
             data = vgrad._data
             if (data.flags.writeable
                     and np.can_cast(new_grad._data.dtype, data.dtype, "same_kind")):
@@ -205,6 +213,17 @@ class AccumulateGrad(Node):
             result = vgrad + new_grad
             _check_result(result, var)
             var._grad = result
+
+
+def _check_inference(vgrad: Any) -> None:
+    """torch accumulates into an existing ``.grad`` in place when grad mode is off: an
+    inference tensor there (``.grad`` set inside ``inference_mode``) refuses it, as any
+    in-place update outside the mode (raised before anything is written)."""
+    if vgrad._inference and not _grad_state.inference:
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not allowed.You can "
+            "make a clone to get a normal tensor before doing inplace update.See "
+            "https://github.com/pytorch/rfcs/pull/17 for more details.")
 
 
 def _accumulate_sparse(var: Any, vgrad: Any, new_grad: Any, enabled: bool,
@@ -232,6 +251,7 @@ def _accumulate_sparse(var: Any, vgrad: Any, new_grad: Any, enabled: bool,
         var._grad = new_grad + vgrad                # dense + sparse: dense, a new tensor
         return
     if not enabled:
+        _check_inference(vgrad)
         if vgrad.__class__ is SparseTensor:
             vgrad.add_(new_grad)                    # stays sparse, coalesced when needed
         else:

@@ -201,7 +201,10 @@ def backward(
             "autograd.grad when creating the graph to avoid this. If you have to use this "
             "function, make sure to reset the .grad fields of your parameters to None after use "
             "to break the cycle and avoid the leak.", UserWarning, stacklevel=2)
-    run_backward(roots, grads, retain_graph, create_graph, input_edges, accumulate_grad=True)
+    # inside inference_mode nothing is recorded, create_graph or not (its gradients are
+    # inference tensors: AccumulateGrad marks the ones it stores)
+    run_backward(roots, grads, retain_graph, create_graph and not _grad_state.inference,
+                 input_edges, accumulate_grad=True)
 
 
 def grad(
@@ -280,8 +283,14 @@ def grad(
     input_edges = _input_edges(inputs_t, accumulate_grad=False)
 
     def run(gs: tuple, keep: bool) -> tuple:
-        res = run_backward(roots, gs, keep, create_graph, input_edges, accumulate_grad=False)
+        inference = _grad_state.inference
+        res = run_backward(roots, gs, keep, create_graph and not inference, input_edges,
+                           accumulate_grad=False)
         assert res is not None               # the gradients of input_edges
+        if inference:              # made inside inference_mode: inference tensors
+            for r in res:
+                if r is not None and not any(r is g for g in gs):
+                    r._inference = True
         if not allow_unused:
             for i, r in enumerate(res):
                 if r is None:

@@ -305,12 +305,51 @@ _CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some 
                  "https://github.com/pytorch/pytorch/issues .")
 _DATA = ("Cannot access data pointer of Tensor that doesn't have storage (a BatchedTensor "
          "inside vmap: its values are those of every batch entry)")
-# the data functions whose result's shape depends on the values: vmap refuses them (by aten name)
-_DYNAMIC_ATEN = {"nonzero": "nonzero", "unique": "_unique2",
-                 "unique_consecutive": "unique_consecutive"}
 _DYNAMIC = ("vmap: We do not support batching operators that can output dynamic shape. "
             "Attempted to vmap over aten::{}. Please file an issue at "
             "https://github.com/pytorch/pytorch/issues if you need this feature.")
+_NO_FALLBACK = "Batching rule not implemented for aten::{}. We could not generate a fallback."
+_ISSUE = ("Please file an issue at https://github.com/pytorch/pytorch/issues if you need this "
+          "feature.")
+_BOOL_MASK = ("vmap: We do not support batching operators that can support dynamic shape. "
+              "Attempting to batch over indexing with a boolean mask.")
+_MASKED_SELECT = ("vmap: Attempted to vmap over `mask` in torch.masked_select(self, mask) We "
+                  "cannot support this because for each batch this would return a differently "
+                  "shaped Tensor. " + _ISSUE)
+
+
+def _refusal(name: str, args: tuple, kwargs: dict) -> Any:
+    """torch's own error for data function ``name`` on these batched arguments (refused even
+    when every entry's result would have one shape), or None when torch runs it per entry."""
+    if name == "nonzero":
+        as_tuple = kwargs.get("as_tuple", args[1] if len(args) > 1 else False)
+        return _NO_FALLBACK.format("nonzero_numpy") if as_tuple else _DYNAMIC.format("nonzero")
+    if name == "unique":
+        dim = kwargs.get("dim", args[4] if len(args) > 4 else None)
+        return _DYNAMIC.format("_unique2" if dim is None else "unique_dim")
+    if name == "unique_consecutive":
+        return _DYNAMIC.format("unique_consecutive")
+    if name == "where":                 # the one-argument form: nonzero's tuple
+        return _DYNAMIC.format("where")
+    if name == "equal":
+        return _NO_FALLBACK.format("equal")
+    if name == "allclose":
+        return "vmap over torch.allclose isn't supported yet. " + _ISSUE
+    if name == "masked_select":
+        mask = kwargs.get("mask", args[1] if len(args) > 1 else None)
+        if isinstance(mask, Tensor) and _vlevel(mask):
+            return _MASKED_SELECT
+    return None
+
+
+def refuse_batched_mask(index: Any) -> None:
+    """torch's refusal of a boolean (or uint8) mask batched at an active vmap level used as an
+    index (``x[mask]``, ``x[mask] = v``, ``index_put``): each entry would select a different
+    number of elements."""
+    items = index if isinstance(index, (tuple, list)) else (index,)
+    for i in items:
+        if isinstance(i, Tensor) and i._data.dtype in (np.bool_, np.uint8) and _vlevel(i):
+            raise VmapError(_BOOL_MASK)
 
 
 def mark(t: Tensor, level: int) -> Tensor:
@@ -439,8 +478,11 @@ def _stack_rows(outs: list, level: int, what: Any) -> Any:
     if first is None and all(o is None for o in outs):
         return None
     if isinstance(first, Tensor):
-        if any(o._data.shape != first._data.shape for o in outs):
-            raise VmapError(_DYNAMIC.format(getattr(what, "__name__", what)))
+        for i, o in enumerate(outs):      # torch's fallback stacks the entries' results
+            if o._data.shape != first._data.shape:
+                raise VmapError(f"stack expects each tensor to be equal size, but got "
+                                f"{list(first._data.shape)} at entry 0 and "
+                                f"{list(o._data.shape)} at entry {i}")
         return mark(_shape.stack(outs, 0), level)
     if isinstance(first, tuple) and first and all(isinstance(o, Tensor) for o in first):
         items = [_stack_rows([o[i] for o in outs], level, what) for i in range(len(first))]
@@ -487,9 +529,9 @@ def per_entry(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     level = _args_level(args) or _args_level(tuple(kwargs.values()))
     if not level:
         return fn(*args, **kwargs)
-    aten = _DYNAMIC_ATEN.get(getattr(fn, "__name__", ""))
-    if aten is not None:    # refused by PyTorch even when every entry's result has one shape
-        raise VmapError(_DYNAMIC.format(aten))
+    refused = _refusal(getattr(fn, "__name__", ""), args, kwargs)
+    if refused is not None:
+        raise VmapError(refused)
     B = VMAP[level]
     if not B:
         raise _unsupported(fn, "an empty batch")
@@ -1345,7 +1387,8 @@ def _wrap_public(namespace: Any, name: str, kind: Callable) -> None:
 
 
 def _where_call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
-    if len(args) + len(kwargs) == 1:
+    given = [a for a in args + tuple(kwargs.values()) if a is not None]
+    if len(given) == 1:                 # where(condition): nonzero's tuple
         return per_entry(fn, *args, **kwargs)
     return elementwise_call(fn, *args, **kwargs)
 
@@ -1408,6 +1451,7 @@ def _proxied(fget: Callable) -> Callable:
 def _getitem_aware(fn: Callable) -> Callable:
     def getitem(input: Any, index: Any) -> Any:
         if VMAP and _args_level((index,)):         # a batched index: per entry
+            refuse_batched_mask(index)
             return per_entry(fn, input, index)
         return fn(input, index)
     getitem.__wrapped__ = fn            # type: ignore[attr-defined]
@@ -1418,6 +1462,8 @@ def _setitem_aware(fn: Callable) -> Callable:
     def setitem(self: Any, index: Any, value: Any) -> None:
         if VMAP:
             lv = _args_level((index, value))
+            if lv:
+                refuse_batched_mask(index)
             if lv and self._blevel != lv:
                 raise RuntimeError(views_inplace._VMAP_INPLACE)
             if lv:

@@ -1257,13 +1257,13 @@ def _compare_inplace_ops(name: str) -> tuple:
     fwd = _cast_result
     tt = Op(name + "_", node + "Backward1", fwd, _zero_grads, inputs=("self", "other"),
             args=("result",), jvp=zero)
-    ts = Op(name + "_", node + "Backward0", lambda a, r: r._data.astype(a.dtype), _zero_grads,
+    ts = Op(name + "_", node + "Backward0", lambda a, r: _dtype.cast(r._data, a.dtype), _zero_grads,
             args=("result",), jvp=zero)
     return tt, ts
 
 
 def _cast_result(a: np.ndarray, b: np.ndarray, r: Tensor) -> np.ndarray:
-    return r._data.astype(a.dtype)
+    return _dtype.cast(r._data, a.dtype)
 
 
 COMPARE_INPLACE = {n: _compare_inplace_ops(n) for n in ("eq", "ne", "lt", "le", "gt", "ge")}

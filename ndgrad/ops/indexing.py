@@ -745,7 +745,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
             raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value._data.ndim} dimension(s).")
         _value_of(value, x.dtype)
-        v = value._data.astype(x.dtype, copy=False)
+        v = _dtype.cast(value._data, x.dtype, copy=False)
         return apply(INDEX_FILL_T, (input, value), (x, v), (d, index))
     return apply(INDEX_FILL, (input,), (x,), (d, index, _value_of(value, x.dtype)))
 

@@ -415,9 +415,68 @@ def qr(input: Tensor, some: bool = True) -> tuple:
 
 
 # ---------------------------------------------------------------------------- SVD
-def _nonfinite_svd() -> LinAlgError:
-    return LinAlgError("linalg.svd: The algorithm failed to converge because the input matrix "
-                       "contained non-finite values.")
+_SVD_ILL = ("linalg.svd: The algorithm failed to converge because the input matrix is "
+            "ill-conditioned or has too many repeated singular values.")
+
+
+# Note [Non-finite linalg input]
+# torch's CPU SVD and Hermitian eigendecomposition hand non-finite input to LAPACK (gesdd,
+# syevd/heevd) and report what it reports: gesdd refuses NaN (torch's "contained non-finite
+# values" error, "(Batch element k): " first for a batch) and returns NaN factors for
+# infinities; syevd returns NaN eigenvalues (and what it computed of the rest: a NaN on the
+# diagonal of a diagonal matrix leaves the other eigenpairs exact). NumPy raises instead, so
+# the matrices with non-finite entries go to SciPy's LAPACK wrappers with the same drivers.
+def _svd_np(a: np.ndarray, full_matrices: bool, compute_uv: bool = True) -> Any:
+    """``np.linalg.svd(a)`` with torch's errors and non-finite input handled as LAPACK's gesdd
+    (Note [Non-finite linalg input])."""
+    if np.isfinite(a).all():
+        try:
+            return np.linalg.svd(a, full_matrices=full_matrices,  # type: ignore[call-overload]
+                                 compute_uv=compute_uv)
+        except np.linalg.LinAlgError:
+            raise LinAlgError(_SVD_ILL) from None
+    import scipy.linalg
+    batch = a.shape[:-2]
+    flat = a.reshape((-1,) + a.shape[-2:])
+    outs = []
+    for i, m in enumerate(flat):
+        if np.isnan(m).any():
+            raise LinAlgError((f"linalg.svd: (Batch element {i}): " if batch else "linalg.svd: ")
+                              + "The algorithm failed to converge because the input matrix "
+                              "contained non-finite values.")
+        try:
+            if np.isfinite(m).all():
+                outs.append(np.linalg.svd(m, full_matrices=full_matrices,  # type: ignore[call-overload]
+                                          compute_uv=compute_uv))
+            else:
+                outs.append(scipy.linalg.svd(m, full_matrices=full_matrices,
+                                             compute_uv=compute_uv, check_finite=False,
+                                             lapack_driver="gesdd"))
+        except (np.linalg.LinAlgError, ValueError):
+            raise LinAlgError(_SVD_ILL) from None
+    if not compute_uv:
+        return np.stack(outs).reshape(batch + outs[0].shape)
+    return tuple(np.stack([o[j] for o in outs]).reshape(batch + outs[0][j].shape)
+                 for j in range(3))
+
+
+def _eigh_np(a: np.ndarray, uplo: str) -> tuple:
+    """``np.linalg.eigh(a, uplo)`` with torch's error, non-finite entries of the triangle read
+    handled as LAPACK's syevd (Note [Non-finite linalg input])."""
+    try:
+        if np.isfinite(a).all() or np.isfinite(np.tril(a) if uplo == "L" else np.triu(a)).all():
+            return np.linalg.eigh(a, UPLO=uplo)  # type: ignore[call-overload]  # "L" or "U"
+        import scipy.linalg
+        batch = a.shape[:-2]
+        flat = a.reshape((-1,) + a.shape[-2:])
+        outs = [scipy.linalg.eigh(m, lower=uplo == "L", check_finite=False, driver="evd")
+                for m in flat]
+        return (np.stack([o[0] for o in outs]).reshape(batch + outs[0][0].shape),
+                np.stack([o[1] for o in outs]).reshape(batch + outs[0][1].shape))
+    except (np.linalg.LinAlgError, ValueError):
+        raise LinAlgError("linalg.eigh: The algorithm failed to converge because the input "
+                          "matrix is ill-conditioned or has too many repeated eigenvalues "
+                          "(error code: 1).") from None
 
 
 def _svd_fwd(a: np.ndarray, full_matrices: bool) -> tuple:
@@ -431,14 +490,7 @@ def _svd_fwd(a: np.ndarray, full_matrices: bool) -> tuple:
         u = np.broadcast_to(np.eye(m, mu, dtype=a.dtype), b + (m, mu)).copy()
         vh = np.broadcast_to(np.eye(nv, n, dtype=a.dtype), b + (nv, n)).copy()
         return u, np.zeros(b + (k,), rdt), vh
-    if not np.isfinite(a).all():
-        raise _nonfinite_svd()
-    try:
-        u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
-    except np.linalg.LinAlgError:
-        raise LinAlgError("linalg.svd: The algorithm failed to converge because the input "
-                          "matrix is ill-conditioned or has too many repeated singular "
-                          "values.") from None
+    u, s, vh = _svd_np(a, full_matrices)
     return u.astype(a.dtype, copy=False), s.astype(rdt, copy=False), vh.astype(a.dtype,
                                                                                 copy=False)
 
@@ -577,16 +629,7 @@ def _eigh_fwd(a: np.ndarray, uplo: str) -> tuple:
     if a.size == 0:
         n = a.shape[-1]
         return np.zeros(a.shape[:-1], rdt), np.zeros(a.shape[:-2] + (n, n), a.dtype)
-    if not np.isfinite(a).all():
-        raise LinAlgError("linalg.eigh: The algorithm failed to converge because the input "
-                          "matrix is ill-conditioned or has too many repeated eigenvalues "
-                          "(error code: 1).")
-    try:
-        w, v = np.linalg.eigh(a, UPLO=uplo)  # type: ignore[call-overload]  # "L" or "U"
-    except np.linalg.LinAlgError:
-        raise LinAlgError("linalg.eigh: The algorithm failed to converge because the input "
-                          "matrix is ill-conditioned or has too many repeated eigenvalues "
-                          "(error code: 1).") from None
+    w, v = _eigh_np(a, uplo)
     return w.astype(rdt, copy=False), v.astype(a.dtype, copy=False)
 
 
@@ -725,10 +768,10 @@ def _pinv_fwd(a: np.ndarray, atol: Any, rtol: Any, hermitian: bool) -> np.ndarra
         return np.zeros(a.shape[:-2] + (n, m), a.dtype)
     rdt = np.empty(0, a.dtype).real.dtype
     if hermitian:
-        w, v = np.linalg.eigh(a)
+        w, v = _eigh_np(a, "L")
         sv = np.abs(w)
     else:
-        u, sv, vh = np.linalg.svd(a, full_matrices=False)
+        u, sv, vh = _svd_np(a, False)
     thr = _threshold(sv, atol, rtol, m, n)
     if hermitian:
         keep = sv > thr
@@ -782,9 +825,9 @@ def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: An
         return _wrap(np.zeros(a.shape[:-2], np.int64))
     if hermitian:
         _check_square(a, "linalg.eigh")
-        sv = np.abs(np.linalg.eigvalsh(a)).astype(rdt)
+        sv = np.abs(_eigh_np(a, "L")[0]).astype(rdt)
     else:
-        sv = np.linalg.svd(a, compute_uv=False).astype(rdt)
+        sv = _svd_np(a, False, compute_uv=False).astype(rdt)
     thr = _threshold(sv, atol, rtol, m, n)
     return _wrap(np.sum(sv > thr, axis=-1).astype(np.int64))
 

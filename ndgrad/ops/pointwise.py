@@ -1967,10 +1967,7 @@ def _to_fwd(x: np.ndarray, dt: np.dtype) -> np.ndarray:
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
                       stacklevel=4)
         x = x.real
-    if x.dtype == np.float64 and dt.itemsize == 2 and dt.kind in "fV":
-        # torch converts double to half/bfloat16 through float: rounded twice, as it does
-        x = x.astype(np.float32)
-    return x.astype(dt)
+    return _dtype.cast(x, dt)      # Note [Double to half]
 
 
 TO = Op("to", "ToCopyBackward0", _to_fwd, _to_vjp, args=("dtype",), jvp=linear)

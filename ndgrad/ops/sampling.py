@@ -378,26 +378,45 @@ _RANDOM_TOP = {"float16": 2 ** 11, "bfloat16": 2 ** 8, "float32": 2 ** 24, "floa
                "bool": 1}
 
 
+_UNSET: Any = object()     # random_'s bounds not given (``random_(0, None)`` is another call)
+_RANDOM_OVERLOADS = (" * (*, torch.Generator generator = None)\n"
+                     " * (int from, int to, *, torch.Generator generator = None)\n"
+                     " * (int to, *, torch.Generator generator = None)\n")
+
+
 @_with_generator
-def random_(self: Tensor, from_: Any = None, to: Any = None, *, generator: Any = None) -> Tensor:
+def random_(self: Tensor, from_: Any = _UNSET, to: Any = _UNSET, *,
+            generator: Any = None) -> Tensor:
     """Fill with integers: ``random_()`` in [0, the dtype's largest exactly representable
-    integer], ``random_(to)`` in [0, to), ``random_(from, to)`` in [from, to)."""
+    integer], ``random_(to)`` in [0, to), ``random_(from, to)`` in [from, to), and
+    ``random_(from, None)`` from ``from`` up to ``random_()``'s bound."""
     d = self.dtype
+    if from_ is None or (from_ is _UNSET and to is None):
+        got = ([type(from_).__name__] if from_ is not _UNSET else []) + (
+            [type(to).__name__ if from_ is not _UNSET else "to=NoneType, "]
+            if to is not _UNSET else [])
+        raise TypeError(f"random_() received an invalid combination of arguments - got "
+                        f"({', '.join(got)}), but expected one of:\n{_RANDOM_OVERLOADS}")
     if d.is_complex:
         raise NotImplementedError(f"\"random_\" not implemented for '{d._torch_name}'")
-    if from_ is None and to is not None:         # random_(to=n): random_(n)
-        from_, to = to, None
-    if from_ is None:
-        top = _RANDOM_TOP.get(d.name)
-        if top is None:
-            top = int(np.iinfo(d.np).max)
+    if from_ is _UNSET and to is not _UNSET:     # random_(to=n): random_(n)
+        from_, to = to, _UNSET
+    top = _RANDOM_TOP.get(d.name)
+    if top is None:
+        top = int(np.iinfo(d.np).max)
+    if from_ is _UNSET:
         return _fill(self, RANDOM, 0, top + 1)
-    if to is None:
+    if to is _UNSET:
         lo, hi, op = 0, from_, RANDOM_TO
+    elif to is None:                             # random_(from, None)
+        lo, hi, op = from_, top + 1, RANDOM_FROM_TO
     else:
         lo, hi, op = from_, to, RANDOM_FROM_TO
     if not d.is_floating_point:
-        _creation._check_random_bounds(lo, hi, d)
+        _creation._check_random_bounds(lo, lo + 1 if to is None else hi, d)
+    elif to is None and lo > top:
+        raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than or equal to "
+                           f"'to_inc' casted to dtype, but got from={lo} > to_inc={top}")
     elif lo >= hi:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} >= "
                            f"to={hi}")

@@ -30,6 +30,8 @@ from ..autograd.saved import TensorList
 from ..tensor import Tensor, _as_shape, _ptr, _storage_nbytes, _storage_root, _wrap
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
+from ._batching import refuse_batched_mask as _refuse_mask
+from ..autograd.batching import VMAP as _VMAP
 from ._dispatch import Op, apply
 from ._jvp import linear
 from ._util import to_tensor, type_name, wrap_dim
@@ -644,6 +646,7 @@ def _normalize_index(index: Any, shape: tuple) -> tuple:
     if bad is not None:
         raise bad[1]
     if sum(it is Ellipsis for it in out) > 1:
+        _check_ellipses(out, ndim, ndim - specified)
         out = _expand_ellipses(out, ndim - specified)
     return tuple(out), basic, _basic_name(out)
 
@@ -750,6 +753,26 @@ def _index_dims(it: Any) -> int:
     if isinstance(it, np.ndarray) and it.dtype == np.bool_:
         return it.ndim
     return 1
+
+
+def _check_ellipses(items: list, ndim: int, rest: int) -> None:
+    """Several ``...`` move the position past the last dim: PyTorch's error for a new
+    dimension (None or a bool) inserted there."""
+    dim, cur = 0, ndim
+    for it in items:
+        if it is Ellipsis:
+            dim += rest
+        elif it is None or isinstance(it, bool) or (
+                isinstance(it, np.ndarray) and it.ndim == 0 and it.dtype == np.bool_):
+            if dim > cur:
+                raise IndexError(f"Dimension out of range (expected to be in range of "
+                                 f"[{-cur - 1}, {cur}], but got {dim})")
+            cur += 1
+            dim += 1
+        elif type(it) is int:
+            cur -= 1
+        else:
+            dim += _index_dims(it)
 
 
 def _expand_ellipses(items: list, rest: int) -> list:
@@ -945,29 +968,47 @@ def _split_advanced(idx: tuple, shape: tuple) -> Any:
     None when the basic part selects everything."""
     view_items: list = []
     adv_items: list = []
+    several = sum(isinstance(o, (bool, np.ndarray)) for o in idx) > 1
+    view_ndim = len(shape)                        # the view's dims, ``...`` included
+    used = 0                                      # the view's dims the items besides ``...`` use
     for it in idx:
+        if several and isinstance(it, np.ndarray) and it.ndim == 0 and it.dtype == np.bool_:
+            it = bool(it)                         # a 0-d bool tensor: a Python bool
         if isinstance(it, np.ndarray):
-            view_items.extend([slice(None)] * (it.ndim if it.dtype == np.bool_ else 1))
+            n = it.ndim if it.dtype == np.bool_ else 1
+            view_items.extend([slice(None)] * n)
             adv_items.append(it)
+            used += n
         elif isinstance(it, bool):
-            # A Python bool is a 0-d mask; as the only advanced item it stays where it stands,
-            # a new dimension of size 1 (True) or 0 (False) after the basic items
-            if sum(isinstance(o, (bool, np.ndarray)) for o in idx) > 1:
-                return None
+            # A Python bool is a new dimension of the view indexed by a 0-d mask: as the only
+            # advanced item it stays where it stands, of size 1 (True) or 0 (False); beside
+            # others it is the index [0] or [] (broadcast with them, as PyTorch's)
             view_items.append(None)
-            adv_items.append(slice(None) if it else slice(0, 0))
+            view_ndim += 1
+            used += 1
+            if several:
+                adv_items.append(np.arange(int(it), dtype=np.int64))
+            else:
+                adv_items.append(slice(None) if it else slice(0, 0))
         elif isinstance(it, int):
             view_items.append(it)                 # the dimension is gone from the view
+            view_ndim -= 1
         elif it is Ellipsis:
             view_items.append(it)
             adv_items.append(it)
         else:                                     # a slice or None: a dimension of the view
             view_items.append(it)
             adv_items.append(slice(None))
+            view_ndim += it is None
+            used += 1
     view_idx = tuple(view_items)
     if _selects_everything(view_idx, shape):
         return None
-    return view_idx, tuple(adv_items)
+    # ``...`` spans the view's dims no other item uses: none at all leaves the advanced items
+    # around it adjacent (PyTorch's rule; NumPy would move their dims first)
+    adv = tuple(x for it in adv_items
+                for x in ([slice(None)] * (view_ndim - used) if it is Ellipsis else [it]))
+    return view_idx, adv
 
 
 def _getitem_raw(g: Tensor, idx: tuple, indices: Any = None) -> Tensor:
@@ -1098,7 +1139,7 @@ def setitem(input: Tensor, index: Any, values: Any, indices: Any = None) -> Tens
         op = SETITEM_VIEW
     else:
         op = SETITEM_FILL if v._data.ndim == 0 else SETITEM_COPY
-    vd = v._data if v._data.dtype == x.dtype else v._data.astype(x.dtype)
+    vd = v._data if v._data.dtype == x.dtype else _dtype.cast(v._data, x.dtype)
     try:
         return apply(op, (input, v), (x, vd), (idx,))
     except IndexError as e:
@@ -1130,6 +1171,8 @@ def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool
         -> Tensor:
     """PyTorch's ``index_put(indices, values, accumulate)``: ``indices`` is a tuple of index
     tensors (one per leading dimension); with ``accumulate`` repeated positions add up."""
+    if _VMAP:
+        _refuse_mask(indices)
     if _bmarked((input, values)):  # Note [Batched backward]
         r = _bcall(index_put_indices, input, indices, values, accumulate)
         if r is not NotImplemented:
@@ -1144,7 +1187,7 @@ def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool
     saved = _index_tensors(idx, input._data.ndim, index)
     v = values if isinstance(values, Tensor) else to_tensor(values)
     x = input._data
-    vd = v._data if v._data.dtype == x.dtype else v._data.astype(x.dtype)
+    vd = v._data if v._data.dtype == x.dtype else _dtype.cast(v._data, x.dtype)
     _check_masks(idx, x.shape)
     try:
         return apply(INDEX_PUT_ACC, (input, v), (x, vd), (idx, saved))
@@ -1157,6 +1200,8 @@ def index_put_indices(input: Tensor, indices: Any, values: Any, accumulate: bool
 
 def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
     """Out-of-place ``input[index] = values`` (values broadcast); differentiable in both."""
+    if _VMAP:
+        _refuse_mask(index)
     if _bmarked((input, values)):  # Note [Batched backward]
         r = _bcall(index_put, input, index, values)
         if r is not NotImplemented:
@@ -1168,7 +1213,8 @@ def index_put(input: Tensor, index: Any, values: Any) -> Tensor:
 def _index_put(input: Tensor, idx: tuple, values: Any, indices: TensorList) -> Tensor:
     """``index_put`` with a normalized index and the index tensors to save."""
     v = values if isinstance(values, Tensor) else to_tensor(values)
-    vd = v._data if v._data.dtype == input._data.dtype else v._data.astype(input._data.dtype)
+    vd = (v._data if v._data.dtype == input._data.dtype
+          else _dtype.cast(v._data, input._data.dtype))
     _check_masks(idx, input._data.shape)
     _check_mask_fill(idx, v, input._data.dtype)
     try:

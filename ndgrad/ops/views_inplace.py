@@ -497,7 +497,7 @@ def _store(self: Tensor, res: Tensor) -> None:
             shown = list(target) if target is not None else list(src.shape)
             raise RuntimeError(f"output with shape {list(dst.shape)} doesn't match the "
                                f"broadcast shape {shown}")
-    np.copyto(dst, src, casting="unsafe")
+    _dtype.copyto(dst, src)
 
 
 _VMAP_INPLACE = (
@@ -678,7 +678,7 @@ def _zeros_for(g: Tensor) -> Tensor:
 
 def _copy_fwd(s: np.ndarray, src: np.ndarray) -> np.ndarray:
     out = np.empty_like(s)
-    np.copyto(out, src, casting="unsafe")
+    _dtype.copyto(out, src)
     return out
 
 

@@ -21,6 +21,7 @@ from ...ops import nn_attention as _att
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter
+from . import _functional_entries as _entries
 from .linear import Linear
 from .module import Module
 
@@ -119,14 +120,14 @@ class MultiheadAttention(Module):
                       need_weights=need_weights, attn_mask=attn_mask,
                       average_attn_weights=average_attn_weights, is_causal=is_causal)
         if not self._qkv_same_embed_dim:
-            out, weights = _att.multi_head_attention_forward(
+            out, weights = _entries.multi_head_attention_forward(
                 query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
                 self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
                 self.out_proj.weight, self.out_proj.bias, use_separate_proj_weight=True,
                 q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
                 v_proj_weight=self.v_proj_weight, **common)
         else:
-            out, weights = _att.multi_head_attention_forward(
+            out, weights = _entries.multi_head_attention_forward(
                 query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
                 self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
                 self.out_proj.weight, self.out_proj.bias, **common)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ... import _creation, _dtype
-from ...ops import nn_norm as F
+from . import _functional_entries as F
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter

@@ -17,8 +17,7 @@ import math
 from typing import TYPE_CHECKING, Any, Optional
 
 from ... import _creation
-from ...ops import nn_conv as F
-from ...ops import nn_pad
+from . import _functional_entries as F
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter, UninitializedParameter
@@ -140,7 +139,7 @@ class _Conv(_ConvNd):
     def _conv_forward(self, input: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
         fn = type(self)._fn
         if self.padding_mode != "zeros":
-            x = nn_pad.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            x = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
             return fn(x, weight, bias, self.stride, (0,) * self._nd, self.dilation, self.groups)
         return fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 

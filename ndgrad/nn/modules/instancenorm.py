@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ...ops import nn_norm as F
+from . import _functional_entries as F
 from ...tensor import Tensor
 from .batchnorm import _LazyNormBase, _NormBase
 

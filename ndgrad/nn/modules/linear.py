@@ -17,7 +17,7 @@ from typing import Any
 
 from ... import empty
 from ...tensor import Tensor
-from ...ops import nn_linear as F
+from . import _functional_entries as F
 from .. import init
 from ..parameter import Parameter, UninitializedParameter
 from .module import LazyModuleMixin, Module

@@ -16,7 +16,7 @@ import numbers
 from typing import Any, Optional
 
 from ... import _creation
-from ...ops import nn_norm as F
+from . import _functional_entries as F
 from ...ops import shape as _shape_ops
 from ...tensor import Tensor
 from .. import init

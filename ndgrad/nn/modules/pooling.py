@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ops import nn_pool as F
+from . import _functional_entries as F
 from ...tensor import Tensor
 from .module import Module
 

@@ -32,6 +32,7 @@ from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter
 from ..packed_sequence import PackedSequence
+from . import _functional_entries as _entries
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -500,9 +501,9 @@ class RNNCell(RNNCellBase):
         input, hx, batched = _cell_prep("RNNCell", input, hx, self.hidden_size)
         self._check_cell(input, (hx,))
         if self.nonlinearity == "tanh":
-            fn = _cells.rnn_tanh_cell
+            fn = _entries.rnn_tanh_cell
         elif self.nonlinearity == "relu":
-            fn = _cells.rnn_relu_cell
+            fn = _entries.rnn_relu_cell
         else:
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         out = fn(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
@@ -539,8 +540,8 @@ class LSTMCell(RNNCellBase):
             if not batched:
                 h, c = h.unsqueeze(0), c.unsqueeze(0)
         self._check_cell(input, (h, c))
-        h1, c1 = _cells.lstm_cell(input, (h, c), self.weight_ih, self.weight_hh, self.bias_ih,
-                                  self.bias_hh)
+        h1, c1 = _entries.lstm_cell(input, (h, c), self.weight_ih, self.weight_hh,
+                                    self.bias_ih, self.bias_hh)
         if not batched:
             return h1.squeeze(0), c1.squeeze(0)
         return h1, c1
@@ -557,6 +558,6 @@ class GRUCell(RNNCellBase):
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tensor:
         input, hx, batched = _cell_prep("GRUCell", input, hx, self.hidden_size)
         self._check_cell(input, (hx,))
-        out = _cells.gru_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih,
-                              self.bias_hh)
+        out = _entries.gru_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih,
+                                self.bias_hh)
         return out if batched else out.squeeze(0)

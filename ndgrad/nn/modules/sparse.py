@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from ... import _creation
 from ...autograd.grad_mode import no_grad
-from ...ops import nn_embedding as F
+from . import _functional_entries as F
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter
