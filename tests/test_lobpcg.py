@@ -114,3 +114,21 @@ def test_errors_match_torch():
         return out
 
     assert errors(ndgrad) == errors(torch)
+
+
+def test_small_problem_where_scipys_iterations_stall_matches_torch():
+    """SciPy's LOBPCG gives up on this 12x12 problem at its first iteration and returns its
+    start; the dense fallback gives the eigenpairs torch's iterations converge to."""
+    res = []
+    for lib in (torch, ndgrad):
+        A = lib.diag(lib.arange(1.0, 13.0, dtype=lib.float64))
+        X0 = lib.eye(12, 2, dtype=lib.float64) + 0.1
+        res.append([lib.lobpcg(A, k=2, X=X0, largest=big)[0].tolist() for big in (True, False)])
+    np.testing.assert_allclose(np.array(res[1]), np.array(res[0]), rtol=1e-6)
+
+
+def test_rank_deficient_start_raises_torchs_error_type():
+    for lib in (torch, ndgrad):
+        A = lib.diag(lib.arange(1.0, 13.0, dtype=lib.float64))
+        with pytest.raises(lib.linalg.LinAlgError, match="not positive-definite"):
+            lib.lobpcg(A, k=2, X=lib.ones(12, 2, dtype=lib.float64))
