@@ -19,7 +19,7 @@ from ndgrad.autograd import engine
 from ndgrad.ops import pointwise
 
 RNG = np.random.default_rng(24)
-ROWS, COLS = 512, 512            # float32: 1 MiB, the smallest aligned size
+ROWS, COLS = 768, 768            # float32: 2.25 MiB, above MIN_BYTES (2 MiB)
 
 
 def _big(dtype=np.float32, shape=(ROWS, COLS)) -> np.ndarray:
@@ -236,8 +236,8 @@ def test_storage_ops_on_an_aligned_tensor_match_torch():
     ts.set_(tt.untyped_storage(), 512, (10,), (1,))
     assert np.array_equal(s.numpy(), ts.numpy())
     t, tt = ndgrad.tensor(a), torch.tensor(a)
-    t.resize_(600, COLS)
-    tt.resize_(600, COLS)
+    t.resize_(900, COLS)
+    tt.resize_(900, COLS)
     assert t.untyped_storage().nbytes() == tt.untyped_storage().nbytes()
     assert np.array_equal(t.numpy()[:ROWS], a)
     u = ndgrad.tensor(a).share_memory_()
