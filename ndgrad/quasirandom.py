@@ -18,7 +18,7 @@ Example:
     tensor([[0.0000, 0.0000],
             [0.5000, 0.5000],
             [0.7500, 0.2500],
-            [0.2500, 0.7500]], dtype=torch.float64)
+            [0.2500, 0.7500]], dtype=ndgrad.float64)
 """
 
 from __future__ import annotations
