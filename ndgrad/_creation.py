@@ -288,7 +288,13 @@ def _resolve(dtype: Any) -> np.dtype:
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros of the given shape."""
-    return _finish(np.zeros(_as_shape(size), dtype=_resolve(dtype)), requires_grad, device)
+    try:
+        shape = _as_shape(size)
+    except RuntimeError as e:           # PyTorch's zeros words its own negative-size error
+        if "negative dimension" in str(e):
+            raise RuntimeError("zeros: Dimension size must be non-negative.") from None
+        raise
+    return _finish(np.zeros(shape, dtype=_resolve(dtype)), requires_grad, device)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:

@@ -340,6 +340,8 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
         size = tuple(int(m) + 1 for m in (idx.max(axis=1) if idx.shape[1] else
                                           np.zeros(sparse_dim, np.int64))) + vals.shape[1:]
     size = tuple(int(s) for s in size)
+    if any(s < 0 for s in size):
+        raise RuntimeError("numel: integer multiplication overflow")
     if len(size) != sparse_dim + vals.ndim - 1:
         raise RuntimeError(f"number of dimensions must be sparse_dim ({sparse_dim}) + dense_dim "
                            f"({vals.ndim - 1}), but got {len(size)}")

@@ -932,6 +932,12 @@ def _lstsq_fwd(a: np.ndarray, b: np.ndarray, rcond: Optional[float], driver: str
     if rcond is None:
         rcond = np.finfo(rdt).eps * max(m, n)
     if a.size and b.size:
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            # LAPACK's drivers fail on them in PyTorch too (an MKL parameter error, an internal
+            # assert, zeros or NaN by driver); ndgrad says what is wrong instead of leaking
+            # SciPy's check_finite ValueError
+            raise RuntimeError("torch.linalg.lstsq: the input contains infinities or NaNs: "
+                               "the least squares solution could not be computed")
         for idx in np.ndindex(*batch):
             if driver == "gels":
                 sol, _, rk, sv = np.linalg.lstsq(a[idx], b[idx], rcond=None)

@@ -160,13 +160,25 @@ def _rsub_s_fwd(a, s, alpha=1):
     return _like(a, s - a if alpha == 1 else s - a * alpha)
 
 
+def _alpha_fwd(op, a, b, alpha):
+    """``op(a, b * alpha)``. float16/bfloat16 as PyTorch's kernel: ``alpha`` rounded to the
+    dtype, then one fused multiply-add in float32 (exact in float64 for these widths, then
+    rounded to float32), then the dtype (ml_dtypes' bfloat16 times a Python float would be
+    float32)."""
+    if a.dtype in _dtype.HALF_NP and a.dtype == b.dtype:
+        al = float(np.asarray(alpha, a.dtype))
+        return op(a.astype(np.float64), b.astype(np.float64) * al).astype(
+            np.float32).astype(a.dtype)
+    return op(a, b * alpha)
+
+
 def _add_fwd(a, b, alpha=1):
-    return a + b if alpha == 1 else a + b * alpha
+    return a + b if alpha == 1 else _alpha_fwd(np.add, a, b, alpha)
 
 
 def _sub_fwd(a, b, alpha=1):
     if alpha != 1:
-        return a - b * alpha
+        return _alpha_fwd(np.subtract, a, b, alpha)
     if a.__class__ is _ndarray and b.__class__ is _ndarray and a.nbytes >= _ALIGN_MIN:
         # a large difference often feeds a product (a loss's ``y - t``): Note [Aligned arrays]
         return _aligned.binary(_np_subtract, a, b)
@@ -864,8 +876,10 @@ def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
 # and nothing else (Note [Multiplying by a broadcast one]). The backward through that graph then
 # runs the same node again, raw, as ``g * (1 - y*y)``: the same two passes over ``y`` again,
 # the same ufuncs on the same array, so the same bits. The Tensor rule leaves the array it made
-# on the node (``_one_minus_sq``: the array, its Tensor's version counter and version; no
-# Tensor, so no reference cycle through the node) and the node's next raw run multiplies by it
+# on the node (``_one_minus_sq``: a private copy of the array, as the array itself is the
+# gradient the create_graph backward hands on and may reach the user; its Tensor's version
+# counter and version; no Tensor, so no reference cycle through the node) and the node's next
+# raw run multiplies by it
 # instead, once, if nothing changed it in place since (a version bump of the Tensor or a view
 # of it); then the node lets it go. Any other case (another dtype, shape or layout, a Tensor
 # rule run, saved tensor hooks) computes ``1 - y*y`` as before.
@@ -882,7 +896,10 @@ def _tanh_vjp(ctx, g):
         vc = res._version_counter
         if vc is None:
             vc = res._version_counter = [0]
-        ctx._one_minus_sq = (d, vc, vc[0])
+        # a private copy: ``res`` is the gradient itself (seed skipped), which may reach the
+        # user (autograd.grad's output, a hook), who can write into it without a version bump
+        # (``.numpy()``, ``.data``); one copy still saves a pass against recomputing
+        ctx._one_minus_sq = (d.copy(), vc, vc[0])
     return res
 
 

@@ -122,6 +122,10 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
             raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
                                       f"'{d._torch_name}'")
         shape = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+        for n in shape:
+            if n < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {n}: "
+                                   f"{list(shape)}")
         arr = draw(_normal_numbers, shape, float(mean), float(std), d.np, _ACTIVE[-1])
         return _creation._finish(arr, requires_grad, device)
     _check_std(std)
