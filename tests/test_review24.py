@@ -94,3 +94,20 @@ def test_lstsq_with_inf_does_not_leak_scipy_valueerror():
     b = ndgrad.ones(2, 1, dtype=ndgrad.float64)
     err = _error(lambda: ndgrad.linalg.lstsq(ndgrad.tensor(a), b))
     assert err is None or err[0] == "RuntimeError", err
+
+
+def test_half_arithmetic_with_python_numbers_is_bitwise_torchs():
+    """Note [Half times a Python number]: mul/div in float32 with the number in float32;
+    add/sub/rsub with the number rounded to the dtype through float32."""
+    a = np.random.default_rng(1).standard_normal(20000).astype(np.float32)
+    forms = [lambda x, s: x * s, lambda x, s: s * x, lambda x, s: x / s,
+             lambda x, s: x.clone().mul_(s), lambda x, s: x.clone().div_(s),
+             lambda x, s: x + s, lambda x, s: x - s, lambda x, s: s - x,
+             lambda x, s: x.clone().add_(s)]
+    for name in ("float16", "bfloat16"):
+        tx = torch.tensor(a).to(getattr(torch, name))
+        nx = ndgrad.tensor(a).to(getattr(ndgrad, name))
+        for s in (0.1, 0.7, 1.1967773426534207, 3.3):
+            for k, f in enumerate(forms):
+                want, got = f(tx, s).float().numpy(), f(nx, s).float().numpy()
+                assert np.array_equal(got, want), (name, s, k)

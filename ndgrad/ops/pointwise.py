@@ -39,6 +39,8 @@ from ._util import (broadcast_error, check_broadcast, category, is_scalar, as_sc
                     promote_scalar, scalar_operand, to_float, to_tensor)
 
 _FLOAT = _dtype._FLOAT
+_F16 = np.dtype(np.float16)
+_BF16 = _dtype.bfloat16.np
 _FLOATING = frozenset(d.np for d in _dtype._ALL if d.is_floating_point or d.is_complex)
 
 
@@ -139,7 +141,9 @@ def _s_slow(a: np.ndarray, s: Any) -> Any:
     if _n_scalars[0] > 4096:
         _SCALARS.clear()
         _n_scalars[0] = 0
-    z = np.array(s, dtype=dt)
+    # float16/bfloat16: the number through float32 as PyTorch converts it (Note [Double to
+    # half]; add/sub compute in float32 with the rounded scalar)
+    z = np.array(np.float32(s) if dt is _F16 or dt is _BF16 else s, dtype=dt)
     z.flags.writeable = False
     _SCALARS.setdefault(dt, {})[s] = z
     _n_scalars[0] += 1
@@ -157,7 +161,7 @@ def _sub_s_fwd(a, s, alpha=1):
 
 
 def _rsub_s_fwd(a, s, alpha=1):
-    return _like(a, s - a if alpha == 1 else s - a * alpha)
+    return _like(a, _s(a, s) - a if alpha == 1 else s - a * alpha)
 
 
 def _alpha_fwd(op, a, b, alpha):
@@ -298,14 +302,25 @@ def _scalar_conj(s):
     return s.conjugate() if type(s) is complex else s
 
 
+# Note [Half times a Python number]
+# PyTorch multiplies and divides a float16/bfloat16 tensor by a Python number in float32 with
+# the number itself in float32 (its CPU kernels' scalar operand), not with the number rounded
+# to the tensor's dtype: ``half * 0.1`` differs between the two in ~35% of elements (bfloat16
+# ~20%). add and sub round the number to the dtype first (``_s``).
 def _mul_s_fwd(a, s):
+    dt = a.dtype
+    if (dt is _F16 or dt is _BF16) and type(s) is float:
+        return np.multiply(a.astype(np.float32), np.float32(s)).astype(dt)
     r = np.multiply(a, _s(a, s))
-    return r if r.dtype is a.dtype else _like(a, r)
+    return r if r.dtype is dt else _like(a, r)
 
 
 def _div_s_fwd(a, s):
+    dt = a.dtype
+    if (dt is _F16 or dt is _BF16) and type(s) is float:
+        return np.true_divide(a.astype(np.float32), np.float32(s)).astype(dt)
     r = np.true_divide(a, _s(a, s))
-    return r if r.dtype is a.dtype else _like(a, r)
+    return r if r.dtype is dt else _like(a, r)
 
 
 # The scalar is saved (and freed after backward), as PyTorch saves the wrapped number: a second
