@@ -69,8 +69,8 @@ def addmm(mat: Tensor, mat1: Any, mat2: Tensor, *, beta: float = 1.0,
 def spdiags(diagonals: Tensor, offsets: Tensor, shape: Any, layout: Any = None) -> Any:
     """A sparse 2-d tensor with row ``k`` of ``diagonals`` on diagonal ``offsets[k]``: entry
     ``(i, j)`` with ``j - i == offsets[k]`` is ``diagonals[k, j]`` (torch's order of entries,
-    diagonal by diagonal, not coalesced; like torch's, without a derivative). Only the COO
-    layout exists in ndgrad.
+    diagonal by diagonal, not coalesced; like torch's, without a derivative); ``layout``
+    ``torch.sparse_csr``/``sparse_csc`` converts it.
 
     >>> import ndgrad
     >>> d = ndgrad.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
@@ -81,9 +81,10 @@ def spdiags(diagonals: Tensor, offsets: Tensor, shape: Any, layout: Any = None) 
     """
     import numpy as np  # local import: only this constructor needs NumPy here
     if layout is not None and layout is not _layout.sparse_coo:
-        if layout in (_layout.sparse_csr, _layout.sparse_csc):
-            raise NotImplementedError(f"spdiags: ndgrad has no {layout} layout; use the "
-                                      f"default torch.sparse_coo")
+        if layout is _layout.sparse_csr:
+            return spdiags(diagonals, offsets, shape).to_sparse_csr()
+        if layout is _layout.sparse_csc:
+            return spdiags(diagonals, offsets, shape).to_sparse_csc()
         raise RuntimeError(f"Only output layouts (Sparse, SparseCsc, SparseCsr) are supported, "
                            f"got {_layout_name(layout)}")
     if len(tuple(shape)) != 2:

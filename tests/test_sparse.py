@@ -231,3 +231,21 @@ def test_spdiags_matches_torch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert run(ndgrad) == run(torch)
+
+
+def test_spdiags_in_compressed_layouts_matches_torch():
+    d = np.arange(1.0, 13.0).reshape(3, 4)
+
+    def run(m):
+        out = []
+        for layout, parts in ((m.sparse_csr, ("crow_indices", "col_indices")),
+                              (m.sparse_csc, ("ccol_indices", "row_indices"))):
+            s = m.sparse.spdiags(m.tensor(d), m.tensor([0, 1, -2]), (4, 5), layout=layout)
+            out.append([str(s.layout).split(".")[-1], s.to_dense().numpy().tolist()]
+                       + [getattr(s, p)().numpy().tolist() for p in parts]
+                       + [s.values().numpy().tolist()])
+        return out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert run(ndgrad) == run(torch)
