@@ -1,7 +1,9 @@
 """Bugs found reviewing session 24's merged diff, fixed (each asserts torch's behaviour or an
 invariant): tanh's reused ``1 - y*y`` aliasing a gradient the user can write, float16/bfloat16
 ``add``/``sub`` with ``alpha``, negative sizes in ``normal``/``sparse_coo_tensor``/``zeros``,
-``linalg.lstsq`` with non-finite input."""
+``linalg.lstsq`` with non-finite input, a custom Function's CSR gradient for a strided input."""
+
+import warnings
 
 import numpy as np
 import torch
@@ -111,3 +113,30 @@ def test_half_arithmetic_with_python_numbers_is_bitwise_torchs():
             for k, f in enumerate(forms):
                 want, got = f(tx, s).float().numpy(), f(nx, s).float().numpy()
                 assert np.array_equal(got, want), (name, s, k)
+
+
+def _csr_gradient_for_dense_input(lib):
+    class F(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return lib.eye(3).to_sparse_csr()
+
+    x = lib.ones(3, 3, requires_grad=True)
+    try:
+        F.apply(x).sum().backward()
+    except RuntimeError as e:
+        return str(e)
+    return None
+
+
+def test_csr_gradient_for_strided_input_is_refused_like_torch():
+    with warnings.catch_warnings():     # torch's CSR beta warning
+        warnings.simplefilter("ignore")
+        want = _csr_gradient_for_dense_input(torch)
+    assert want is not None and "expected layout Strided" in want
+    got = _csr_gradient_for_dense_input(ndgrad)
+    assert got is not None and "expected layout Strided" in got

@@ -33,6 +33,7 @@ from .._aligned import AlignedBlock
 from .._refcounts import SOLE_REFERENCE_TESTS
 from .._sparse import SparseTensor
 from .._sparse_compressed import CompressedTensor
+from .._layout import sparse_csr as _csr_layout
 from . import anomaly_mode, grad_mode, profiler
 from .accumulate_grad import AccumulateGrad
 from .node import OpNode
@@ -683,6 +684,10 @@ def _check_gradient(node, i: int, g, meta: tuple):
         return _fix_sparse_gradient(node, i, g, m) if m is not None else g
     if g.__class__ is CompressedTensor:     # likewise (CSR/CSC)
         m = meta[i] if meta else None
+        if i in getattr(node, "_strided_inputs", ()):    # a custom Function's strided input
+            raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index "
+                               f"{i} - expected layout Strided but got "
+                               f"{'SparseCsr' if g.layout is _csr_layout else 'SparseCsc'}")
         if m is not None and g._cs_shape != tuple(m[0]):
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index "
                                f"{i} - got {list(g._cs_shape)} but expected shape compatible "

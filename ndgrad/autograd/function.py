@@ -40,6 +40,7 @@ import sys
 import warnings
 from typing import Any, Callable, Optional, TypeVar
 
+from .._sparse_compressed import CompressedTensor
 from ..ops import _batching
 from ..ops import view as _view
 from ..ops._dispatch import _DIFF_DTYPES, _edge
@@ -377,6 +378,9 @@ def _apply(cls: Any, args: tuple, setup: bool) -> Any:
         ctx._sequence_nr = next_sequence_nr()
         ctx._next_functions = tuple([_edge(t) for t in inputs])
         ctx._input_meta = tuple([(t._data.shape, t._data.dtype) for t in inputs])
+        # a CSR/CSC gradient is refused for a strided input, as torch does (_check_gradient)
+        ctx._strided_inputs = frozenset(
+            [i for i, t in enumerate(inputs) if not isinstance(t, CompressedTensor)])
         if anomaly_mode._enabled:
             anomaly_mode.record(ctx)
     # local import: forward AD only if its module is loaded (a test replaces it); the same layer
