@@ -29,6 +29,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from ..ops._scipy_threads import OneThread
+
 __all__ = ["single_blas_thread", "run_single_threaded", "MAX_MACS", "available",
            "column_major_first_is_faster"]
 
@@ -105,31 +107,10 @@ def run_single_threaded(fn: Callable, args: Any) -> Any:
             lock.release()
 
 
-class single_blas_thread:
-    """Context manager: NumPy's BLAS uses one thread inside (Note [Single-threaded small
-    GEMMs]); a no-op when the BLAS is not NumPy's bundled OpenBLAS."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        f = _funcs if _searched else _find()
-        if f is None:
-            return
-        with _lock:
-            if _depth[0] == 0:
-                _depth[1] = f[0]()
-                if _depth[1] != 1:
-                    f[1](1)
-            _depth[0] += 1
-
-    def __exit__(self, *exc: Any) -> None:
-        f = _funcs
-        if f is None:
-            return
-        with _lock:
-            _depth[0] -= 1
-            if _depth[0] == 0 and _depth[1] != 1:
-                f[1](_depth[1])
+# Context manager: NumPy's BLAS uses one thread inside (Note [Single-threaded small GEMMs]);
+# a no-op when the BLAS is not NumPy's bundled OpenBLAS. ``run_single_threaded`` is its lean
+# form for generated functions, on the same count.
+single_blas_thread = OneThread(_find, _lock, _depth)
 
 
 # Note [Small products with a transposed second operand]

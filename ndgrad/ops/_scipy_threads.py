@@ -26,9 +26,9 @@ import ctypes
 import glob
 import os
 import threading
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-__all__ = ["one_thread", "small", "MAX_WORK"]
+__all__ = ["one_thread", "OneThread", "small", "MAX_WORK"]
 
 MAX_WORK = 1 << 21          # a 128x128x128 product
 _lock = threading.Lock()
@@ -65,28 +65,43 @@ def small(work: int) -> bool:
     return work <= MAX_WORK
 
 
-class one_thread:
-    """Context manager: SciPy's bundled OpenBLAS uses one thread inside (Note [Single-threaded
-    small SciPy LAPACK calls]); a no-op for another SciPy build."""
+class OneThread:
+    """Context manager: a bundled OpenBLAS (found by ``find``: ``(get, set)`` of its thread
+    count, or None for another BLAS) runs on one thread inside; a process-wide count of active
+    users (``depth``: [active, count to restore], under ``lock``) restores the count once.
+    Calling the instance returns it, so ``with one_thread():`` reads as a class would. Used
+    for SciPy's OpenBLAS here and NumPy's in ``jit/blas_threads.py``."""
 
-    __slots__ = ()
+    __slots__ = ("_find", "_lock", "_depth")
+
+    def __init__(self, find: Callable[[], Optional[tuple]], lock: Any, depth: list) -> None:
+        self._find, self._lock, self._depth = find, lock, depth
+
+    def __call__(self) -> "OneThread":
+        return self
 
     def __enter__(self) -> None:
-        f = _funcs if _searched else _find()
+        f = self._find()
         if f is None:
             return
-        with _lock:
-            if _depth[0] == 0:
-                _depth[1] = f[0]()
-                if _depth[1] != 1:
+        depth = self._depth
+        with self._lock:
+            if depth[0] == 0:
+                depth[1] = f[0]()
+                if depth[1] != 1:
                     f[1](1)
-            _depth[0] += 1
+            depth[0] += 1
 
     def __exit__(self, *exc: Any) -> None:
-        f = _funcs
+        f = self._find()
         if f is None:
             return
-        with _lock:
-            _depth[0] -= 1
-            if _depth[0] == 0 and _depth[1] != 1:
-                f[1](_depth[1])
+        depth = self._depth
+        with self._lock:
+            depth[0] -= 1
+            if depth[0] == 0 and depth[1] != 1:
+                f[1](depth[1])
+
+
+# SciPy's OpenBLAS on one thread (Note [Single-threaded small SciPy LAPACK calls])
+one_thread = OneThread(_find, _lock, _depth)
