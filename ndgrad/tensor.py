@@ -762,9 +762,11 @@ class Tensor(_TensorMethods):
     def __float__(self) -> float:
         if not _float_warned and self.requires_grad and _grad_mode.is_grad_enabled():
             _warn_float()
+        _one_element(self)
         return float(self.item().real if self.is_complex() else self.item())
 
     def __int__(self) -> int:
+        _one_element(self)
         return int(self.item())
 
     def __index__(self) -> int:
@@ -773,6 +775,7 @@ class Tensor(_TensorMethods):
         return int(self._data.reshape(()))
 
     def __complex__(self) -> complex:
+        _one_element(self)
         return complex(self.item())
 
     __hash__ = object.__hash__
@@ -807,6 +810,13 @@ def _warn_float() -> None:
     _float_warned = True
     warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
                   "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=3)
+
+
+def _one_element(t: Tensor) -> None:
+    """``float(t)``/``int(t)``/``complex(t)`` need one element: PyTorch's ValueError (``.item()``
+    raises a RuntimeError with other words)."""
+    if t._data.size != 1:
+        raise ValueError("only one element tensors can be converted to Python scalars")
 
 
 def _check_numpy(t: Tensor) -> None:

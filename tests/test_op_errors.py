@@ -195,6 +195,43 @@ CASES = {
     "trapezoid_x_size": lambda m: m.trapezoid(_t(m, 3), _t(m, 4)),
     "masked_sum_mask_dims": lambda m: m.masked.sum(_t(m, 3), mask=_t(m, 2, 3) > 0),
     # ---- end reduce ----
+    # fused products: PyTorch's checks per op, in its order (session 25)
+    "addmm_self_dtype": lambda m: m.addmm(_t(m, 2, dtype="float64"), _t(m, 2, 2), _t(m, 2, 2)),
+    "addmm_mat1_dtype": lambda m: m.addmm(_t(m, 2), _t(m, 2, 2, dtype="float64"), _t(m, 2, 2)),
+    "addmm_mat2_dtype": lambda m: m.addmm(_t(m, 2), _t(m, 2, 2), _t(m, 2, 2, dtype="float64")),
+    "linear_bias_input_dtype": lambda m: m.nn.functional.linear(
+        _t(m, 2, 3, dtype="float64"), _t(m, 4, 3), _t(m, 4)),
+    "addbmm_dtype": lambda m: m.addbmm(_t(m, 2, 2), _t(m, 1, 2, 2),
+                                       _t(m, 1, 2, 2, dtype="float64")),
+    "baddbmm_input_dtype": lambda m: m.baddbmm(_t(m, 1, 2, 2, dtype="float64"), _t(m, 1, 2, 2),
+                                               _t(m, 1, 2, 2)),
+    "baddbmm_batch2_dtype": lambda m: m.baddbmm(_t(m, 1, 2, 2), _t(m, 1, 2, 2),
+                                                _t(m, 1, 2, 2, dtype="float64")),
+    "addmv_dtype": lambda m: m.addmv(_t(m, 2), _t(m, 2, 2, dtype="float64"), _t(m, 2)),
+    "mv_dtype": lambda m: m.mv(_t(m, 2, 2, dtype="float64"), _t(m, 2)),
+    "bmm_dtype": lambda m: m.bmm(_t(m, 1, 2, 2), _t(m, 1, 2, 2, dtype="float64")),
+    "matmul_batched_dtype": lambda m: m.matmul(_t(m, 2, 2), _t(m, 3, 2, 2, dtype="float64")),
+    "matmul_folded_mv_dtype": lambda m: m.matmul(_t(m, 3, 2, 2), _t(m, 2, dtype="float64")),
+    "matmul_folded_mm_dtype": lambda m: m.matmul(_t(m, 3, 2, 2), _t(m, 2, 2, dtype="float64")),
+    "addmm_complex_alpha": lambda m: m.addmm(_t(m, 2, 2), _t(m, 2, 2), _t(m, 2, 2), alpha=1 + 1j),
+    "addmm_long_complex_alpha": lambda m: m.addmm(
+        _t(m, 2, 2, dtype="int64"), _t(m, 2, 2, dtype="int64"), _t(m, 2, 2, dtype="int64"),
+        alpha=2j),
+    "addr_integral_beta": lambda m: m.addr(_t(m, 2, 2, dtype="int64"), _t(m, 2, dtype="int64"),
+                                           _t(m, 2, dtype="int64"), beta=0.5),
+    "addr_bool_alpha": lambda m: m.addr(_t(m, 2, 2), _t(m, 2), _t(m, 2), alpha=True),
+    "addr_bool_float_alpha": lambda m: m.addr(_t(m, 2, 2, dtype="bool"), _t(m, 2, dtype="bool"),
+                                              _t(m, 2, dtype="bool"), alpha=0.5),
+    # check order
+    "expand_trailing_first": lambda m: _t(m, 3, 4).expand(2, 3),
+    "expand_leading_below_minus_one": lambda m: _t(m, 3, 4).expand(-2, 3, 4),
+    "masked_fill_shape_before_dtype": lambda m: _t(m, 2, 3).masked_fill(
+        _t(m, 2, dtype="int64"), 1.0),
+    "einsum_ellipsis_broadcast": lambda m: m.einsum("...i,...i", _t(m, 5, 2, 3), _t(m, 4, 3)),
+    "einsum_subscript_size": lambda m: m.einsum("ij,jk->ik", _t(m, 3, 4), _t(m, 3, 4)),
+    "float_of_many": lambda m: float(_t(m, 3)),
+    "int_of_many": lambda m: int(_t(m, 3)),
+    "complex_of_empty": lambda m: complex(_t(m, 0)),
 }
 
 # Where the first line of torch's message is not the thing to compare.
@@ -285,3 +322,43 @@ def test_error_matches_torch(name):
     for phrase in phrases:
         assert phrase in str(expected)
         assert phrase in str(got)
+
+
+@pytest.mark.parametrize("dtypes", [("float32", "float64", "float32"),
+                                    ("float32", "float32", "float64"),
+                                    ("float64", "float32", "float32"),
+                                    ("int64", "float32", "float32"),
+                                    ("float32", "int64", "int64"), ("int64", "int64", "int64")])
+def test_addr_promotes_as_torch(dtypes):
+    """``addr`` promotes its three operands (the other fused products refuse mixed dtypes); the
+    gradient of each operand comes back in its own dtype."""
+    rng = np.random.default_rng(0)
+    arrays = [rng.integers(-3, 4, size=s).astype(d) for s, d in zip(((3, 2), (3,), (2,)), dtypes)]
+    want = torch.addr(*[torch.from_numpy(a) for a in arrays], beta=2, alpha=3)
+    ts = [ndgrad.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    got = ndgrad.addr(*ts, beta=2, alpha=3)
+    assert str(got.dtype) == str(want.dtype).replace("torch", "ndgrad")
+    np.testing.assert_allclose(got.detach().numpy(), want.numpy(), rtol=1e-6)
+    if got.requires_grad:
+        got.sum().backward()
+        for t in ts:
+            if t.requires_grad:
+                assert t.grad.dtype == t.dtype and t.grad.shape == t.shape
+
+
+@pytest.mark.parametrize("kw", [{}, {"beta": False}, {"alpha": False}, {"beta": 2}, {"beta": 0}])
+def test_addr_bool_is_logical_as_torch(kw):
+    args = ([[True, False], [False, False]], [True, False], [False, True])
+    want = torch.addr(*[torch.tensor(a) for a in args], **kw)
+    got = ndgrad.addr(*[ndgrad.tensor(a) for a in args], **kw)
+    assert got.dtype == ndgrad.bool and got.tolist() == want.tolist()
+
+
+def test_fused_products_take_a_complex_number_with_no_imaginary_part():
+    m = [torch.ones(2, 2), ndgrad.ones(2, 2)]
+    want = torch.addmm(m[0], m[0], m[0], beta=1 + 0j)
+    assert ndgrad.addmm(m[1], m[1], m[1], beta=1 + 0j).tolist() == want.tolist()
+    li = [torch.ones(2, 2, dtype=torch.long), ndgrad.ones(2, 2, dtype=ndgrad.long)]
+    want = torch.baddbmm(li[0][None], li[0][None], li[0][None], beta=2.5)
+    assert ndgrad.baddbmm(li[1][None], li[1][None], li[1][None], beta=2.5).tolist() == \
+        want.tolist()

@@ -348,6 +348,19 @@ def _same_dtype(a: Tensor, b: Tensor) -> None:
                            f"{_cpp(ta)} != {_cpp(tb)}")
 
 
+def _bmm_dtypes(a: Tensor, b: Tensor) -> None:
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype._FROM_NP[a._data.dtype]._torch_name} "
+                           f"but found {_dtype._FROM_NP[b._data.dtype]._torch_name}")
+
+
+def _mv_dtypes(mat: Tensor, vec: Tensor) -> None:
+    if mat._data.dtype != vec._data.dtype:     # PyTorch's mv is addmv into a result of vec's type
+        tm, tv = (_dtype._FROM_NP[t._data.dtype]._torch_name for t in (mat, vec))
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {tv}, {tm}, "
+                           f"and {tv}")
+
+
 def _cpp(d: _dtype.dtype) -> str:
     return {"float32": "float", "float64": "double", "int64": "long int",
             "float16": "c10::Half", "bfloat16": "c10::BFloat16",
@@ -400,7 +413,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
-    _same_dtype(input, mat2)
+    _bmm_dtypes(input, mat2)
     return apply(BMM, (input, mat2), (a, b))
 
 
@@ -420,7 +433,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat "
                            f"({a.shape[0]}x{a.shape[1]}), vec ({b.shape[0]})")
-    _same_dtype(input, vec)
+    _mv_dtypes(input, vec)
     return apply(MV, (input, vec), (a, b))
 
 
@@ -488,6 +501,12 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             return matmul(input.squeeze(0), other)
         if b0 == 1 and a0 != 1 and other._requires_grad:
             return matmul(input, other.squeeze(0))
+    if input._data.dtype != other._data.dtype:  # the words of the product PyTorch reaches
+        if na >= 3 and nb == 2:
+            _same_dtype(input, other)
+        if na >= 3 and nb == 1:
+            _mv_dtypes(input, other)
+        _bmm_dtypes(input, other)
     if _should_fold(input, other):
         return _folded_matmul(input, other)
     return _batched_matmul(input, other)

@@ -1397,10 +1397,10 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         raise TypeError(f"masked_fill(): argument 'mask' (position 1) must be Tensor, not "
                         f"{type(mask).__name__}")
     m, x = mask._data, input._data
+    _check_broadcast(m.shape, x.shape)      # PyTorch expands before it looks at the dtype
     if m.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{_C_TYPE_NAMES.get(m.dtype.name, m.dtype.name)}")
-    _check_broadcast(m.shape, x.shape)
     dt = _dtype._FROM_NP[x.dtype]
     if isinstance(value, Tensor):
         if value._data.ndim != 0:

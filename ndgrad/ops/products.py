@@ -213,12 +213,54 @@ BADDBMM = _addmm_op("baddbmm", "BaddbmmBackward0", "bmm", "batch1", "batch2")
 ADDBMM = _addmm_op("addbmm", "AddbmmBackward0", "addbmm", "batch1", "batch2")
 
 
-def _check_scalars(name: str, a: np.ndarray, beta: Any, alpha: Any) -> None:
-    if a.dtype.kind != "c":
-        for s, n in ((beta, "beta"), (alpha, "alpha")):
-            if isinstance(s, (complex, np.complexfloating)):
-                raise RuntimeError(f"For non-complex input tensors, argument {n} must not be "
-                                   "a complex number.")
+def _check_scalars(name: str, a: np.ndarray, beta: Any, alpha: Any) -> tuple:
+    """``beta`` and ``alpha`` as the fused products take them (PyTorch's rules): a complex
+    number for a real input keeps its real part when its imaginary part is 0 and is refused
+    otherwise (in the op's math type: float for half precision); ``addr`` refuses floating
+    numbers for integer results and bool numbers for non-bool results."""
+    kind = a.dtype.kind
+    if name == "addr":
+        for v, n in ((beta, "beta"), (alpha, "alpha")):
+            if kind == "b":
+                if isinstance(v, (float, complex, np.floating, np.complexfloating)):
+                    raise RuntimeError(f"For integral input tensors, argument {n} must not be a "
+                                       "floating point number.")
+            elif isinstance(v, (bool, np.bool_)):
+                raise RuntimeError(f"Boolean {n} only supported for Boolean results.")
+            elif kind in "iu" and isinstance(v, (float, complex, np.floating,
+                                                  np.complexfloating)):
+                raise RuntimeError(f"For integral input tensors, argument {n} must not be a "
+                                   "floating point number.")
+    if kind != "c":
+        out = []
+        for v in (beta, alpha):
+            if isinstance(v, (complex, np.complexfloating)):
+                if v.imag != 0:
+                    math = _dtype.float32 if a.dtype.itemsize == 2 and kind == "f" else \
+                        _dtype._FROM_NP[a.dtype]
+                    raise _dtype.overflow_error(math)
+                v = v.real
+            out.append(v)
+        beta, alpha = out
+    return beta, alpha
+
+
+def _check_dtypes(name: str, x: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """PyTorch's dtype checks of the fused products, in its order and words."""
+    if x.dtype == a.dtype == b.dtype:
+        return
+    T = [_dtype._FROM_NP[t.dtype]._torch_name for t in (x, a, b)]
+    if name == "addmv":
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {T[0]}, "
+                           f"{T[1]}, and {T[2]}")
+    if name == "baddbmm":
+        if x.dtype != a.dtype:
+            raise RuntimeError(f"Input dtypes must be the same, got: input {_cpp(x)}, batch1: "
+                               f"{_cpp(a)}, batch2: {_cpp(b)}")
+        raise RuntimeError(f"expected scalar type {T[1]} but found {T[2]}")
+    if x.dtype != b.dtype:                       # addmm, addbmm
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {T[0]} and {T[2]}")
+    raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {T[1]} and {T[2]}")
 
 
 def _scalar(s: Any) -> Any:
@@ -253,11 +295,8 @@ def _fused(op: Op, name: str, input: Tensor, m1: Tensor, m2: Tensor, beta: Any, 
            out_shape: tuple) -> Tensor:
     beta, alpha = _scalar(beta), _scalar(alpha)
     x, a, b = input._data, m1._data, m2._data
-    for t in (input, m2):
-        if t._data.dtype != a.dtype:
-            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                               f"{_cpp(a)} != {_cpp(t._data)}")
-    _check_scalars(name, a, beta, alpha)
+    _check_dtypes(name, x, a, b)
+    beta, alpha = _check_scalars(name, a, beta, alpha)
     if a.dtype.kind in "iu":      # PyTorch casts the scalars to the integer type
         beta, alpha = int(beta.real if isinstance(beta, complex) else beta), \
             int(alpha.real if isinstance(alpha, complex) else alpha)
@@ -332,8 +371,16 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {a.ndim}-D")
     if b.ndim != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec2, but got {b.ndim}-D")
-    if a.dtype.kind == "b" or input._data.dtype.kind == "b":
-        raise RuntimeError("addr: bool inputs are not supported by ndgrad")
+    rt = _dtype.result_type(input, vec1, vec2)   # addr promotes (the other fused ops refuse)
+    input, vec1, vec2 = (t if t._data.dtype == rt.np else t.to(rt) for t in (input, vec1, vec2))
+    if rt.np.kind == "b":                          # logical: (beta and input) or (alpha and outer)
+        beta, alpha = _check_scalars("addr", vec1._data, _scalar(beta), _scalar(alpha))
+        shape = (a.shape[0], b.shape[0])
+        _expand_check(input._data, shape)
+        r = np.logical_and.outer(vec1._data, vec2._data) if alpha else np.zeros(shape, bool)
+        if beta:
+            r = r | input._data
+        return _wrap(np.ascontiguousarray(np.broadcast_to(r, shape)))
     return _fused(ADDR, "addr", input, vec1, vec2, beta, alpha, (a.shape[0], b.shape[0]))
 
 
@@ -543,15 +590,18 @@ def _canonical(eq: str, shapes: list) -> str:
     # sizes must agree (or be 1: broadcast)
     sizes: dict = {}
     for k, (s, shp) in enumerate(zip(new_subs, shapes)):
-        for c, n in zip(s, shp):
+        for j, (c, n) in enumerate(zip(s, shp)):
             m = sizes.get(c)
             if m is None or m == 1:
                 sizes[c] = n
             elif n != 1 and n != m:
-                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
-                                   f"[original->remapped]: subscript {c} has size {n} for "
-                                   f"operand {k} which does not broadcast with previously seen "
-                                   f"size {m}")
+                if c in ell:            # PyTorch's words, its missing space included
+                    raise RuntimeError(f"einsum(): dimension {j} covered by ellipsis in operand "
+                                       f"{k}has size {n} which does not broadcast with "
+                                       f"previously seen ellipsis with size {m} for the "
+                                       "respective dimension")
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} which "
+                                   f"does not broadcast with previously seen size {m}")
     return ",".join(new_subs) + "->" + out
 
 

@@ -305,9 +305,10 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
             "provided (" + str(len(target)) + ") must be greater or equal to the number of "
             f"dimensions in the tensor ({x.ndim})")
     lead = len(target) - x.ndim
-    for i, s in enumerate(target):
+    for i in reversed(range(len(target))):    # PyTorch checks from the last dimension
+        s = target[i]
         if i < lead:
-            if s < 0:
+            if s == -1:                 # below -1: the numel overflow below, as PyTorch
                 raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a "
                                    "leading, non-existing dimension " + str(i))
             continue
