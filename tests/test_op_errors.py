@@ -232,6 +232,24 @@ CASES = {
     "float_of_many": lambda m: float(_t(m, 3)),
     "int_of_many": lambda m: int(_t(m, 3)),
     "complex_of_empty": lambda m: complex(_t(m, 0)),
+    # pooling's checks (session 25)
+    "avg_pool2d_2d_input": lambda m: m.nn.functional.avg_pool2d(_t(m, 4, 4), 2),
+    "avg_pool2d_5d_input": lambda m: m.nn.functional.avg_pool2d(_t(m, 1, 1, 1, 4, 4), 2),
+    "avg_pool2d_zero_height": lambda m: m.nn.functional.avg_pool2d(_t(m, 1, 1, 0, 4), 2),
+    "lp_pool2d_5d_input": lambda m: m.nn.functional.lp_pool2d(_t(m, 1, 1, 1, 4, 4), 2, 2),
+    "avg_pool3d_zero_channels": lambda m: m.nn.functional.avg_pool3d(_t(m, 1, 0, 4, 4, 4), 2),
+    "max_pool2d_kernel_zero": lambda m: m.nn.functional.max_pool2d(_t(m, 1, 1, 4, 4), 0),
+    "avg_pool1d_kernel_zero": lambda m: m.nn.functional.avg_pool1d(_t(m, 1, 1, 4), 0),
+    "avg_pool2d_kernel_zero_stride_one": lambda m: m.nn.functional.avg_pool2d(
+        _t(m, 1, 1, 4, 4), 0, 1),
+    "adaptive_max_pool2d_1d": lambda m: m.nn.functional.adaptive_max_pool2d(_t(m, 4), 2),
+    "adaptive_avg_pool2d_1d": lambda m: m.nn.functional.adaptive_avg_pool2d(_t(m, 4), 2),
+    "batch_norm_running_mean_first": lambda m: m.nn.functional.batch_norm(
+        _t(m, 2, 4, 2), _t(m, 3), _t(m, 3), _t(m, 3), _t(m, 3)),
+    "batch_norm_running_var_before_weight": lambda m: m.nn.functional.batch_norm(
+        _t(m, 2, 4, 2), _t(m, 4), _t(m, 3), _t(m, 3), _t(m, 4)),
+    "batch_norm_eval_without_stats": lambda m: m.nn.functional.batch_norm(
+        _t(m, 2, 4, 2), None, None, _t(m, 3), _t(m, 3), training=False),
 }
 
 # Where the first line of torch's message is not the thing to compare.

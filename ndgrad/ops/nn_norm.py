@@ -748,15 +748,15 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     xs = tuple(input.shape)
     if training:
         _verify_bn_size(input.shape)
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean must be defined in evaluation mode")
     C = xs[1] if len(xs) > 1 else 0
-    for t, what in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
-                    (running_var, "running_var")):
+    for t, what in ((running_mean, "running_mean"), (running_var, "running_var"),
+                    (weight, "weight"), (bias, "bias")):       # PyTorch's order
         if t is not None and t.numel() != C:
             raise RuntimeError(f"{what} should contain {C} elements not {t.numel()}")
     _check_float(input, "batch_norm")
     _check_mixed(input, weight, bias, running_mean, running_var)
-    if not training and (running_mean is None or running_var is None):
-        raise RuntimeError("running_mean must be defined in evaluation mode")
     if input.numel() == 0:
         return input.clone()
     N = xs[0] if xs else 1

@@ -563,11 +563,11 @@ def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
 def _check_pool(x: np.ndarray, nsp: int, kernel: tuple, stride: tuple, pad: tuple,
                 dil: tuple, ceil: bool, fn: str, is_max: bool) -> tuple:
     """torch's checks of a pooling's arguments (in its order); the output's spatial shape."""
+    if any(s == 0 for s in stride):     # first: a kernel of 0 is also the default stride
+        raise RuntimeError("stride should not be zero")
     if any(k <= 0 for k in kernel):
         raise RuntimeError("kernel size should be greater than zero, but got " +
                            " ".join(f"k{a}: {k}" for a, k in zip("THW"[3 - nsp:], kernel)))
-    if any(s == 0 for s in stride):
-        raise RuntimeError("stride should not be zero")
     if any(s < 0 for s in stride):
         raise RuntimeError("stride should be greater than zero, but got " +
                            " ".join(f"d{a}: {s}" for a, s in zip("THW"[3 - nsp:], stride)))
@@ -581,14 +581,27 @@ def _check_pool(x: np.ndarray, nsp: int, kernel: tuple, stride: tuple, pad: tupl
         raise RuntimeError("dilation should be greater than zero, but got " +
                            " ".join(f"dilation{a}: {d}" for a, d in zip("THW"[3 - nsp:], dil)))
     nd = x.ndim
+    avg2d = nsp == 2 and not is_max
     if nd not in (nsp + 1, nsp + 2):
+        if avg2d and nd < 3:            # PyTorch reads the channels (dim -3) first
+            n = max(nd, 1)
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, "
+                             f"{n - 1}], but got -3)")
+        if avg2d:
+            raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim "
+                               f"batch size for input, but got:{list(x.shape)}")
         raise RuntimeError(f"non-empty {nsp + 1}D or {nsp + 2}D (batch mode) tensor expected "
                            "for input")
     if any(v == 0 for v in x.shape[nd - nsp - 1:]) or (nd == nsp + 1 and x.shape[0] == 0):
         if is_max and nsp == 3:
             raise RuntimeError("Expected input's non-batch dimensions to have positive length,"
                                f" but input has a shape of {list(x.shape)}")
-        if is_max:
+        if nsp == 3:
+            lead = x.shape[nd - nsp - 1:]
+            raise RuntimeError(f"{fn}(): Expected input's non-batch dimensions to have positive "
+                               f"length, but input has a shape of {list(x.shape)} and non-batch "
+                               f"dimension {lead.index(0)} has length zero!")
+        if is_max or avg2d:
             raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim "
                                f"batch size for input, but got:{list(x.shape)}")
         raise RuntimeError(f"non-empty {nsp + 1}D or {nsp + 2}D (batch mode) tensor expected "
@@ -904,8 +917,8 @@ def _check_adaptive(x: np.ndarray, nsp: int, out: tuple, fn: str, is_max: bool) 
         raise RuntimeError(f"{fn}: elements of output_size must be greater than or equal to 0 "
                            f"but received {{{', '.join(map(str, out))}}}")
     if x.ndim not in (nsp + 1, nsp + 2):
-        raise RuntimeError(f"{fn}(): Expected {nsp + 1}D or {nsp + 2}D tensor, but got "
-                           f"{list(x.shape)}")
+        raise RuntimeError(f"{fn}(): Expected {nsp + 1}D or {nsp + 2}D tensor, but got"
+                           f"{':' if is_max else ''} {list(x.shape)}")   # PyTorch's colon
     for d in range(1, x.ndim):
         if x.shape[d] == 0:
             raise RuntimeError(f"{fn}(): Expected input to have non-zero size for non-batch "
