@@ -250,6 +250,13 @@ CASES = {
         _t(m, 2, 4, 2), _t(m, 4), _t(m, 3), _t(m, 3), _t(m, 4)),
     "batch_norm_eval_without_stats": lambda m: m.nn.functional.batch_norm(
         _t(m, 2, 4, 2), None, None, _t(m, 3), _t(m, 3), training=False),
+    "conv2d_weight_3d": lambda m: m.nn.functional.conv2d(_t(m, 2, 3, 4, 4), _t(m, 5, 3, 3)),
+    "conv2d_weight_5d_stride": lambda m: m.nn.functional.conv2d(
+        _t(m, 2, 3, 4, 4), _t(m, 5, 3, 3, 3, 3), stride=2),
+    "conv_transpose2d_weight_3d": lambda m: m.nn.functional.conv_transpose2d(
+        _t(m, 2, 3, 4, 4), _t(m, 3, 5, 3)),
+    "conv2d_weight_3d_valid": lambda m: m.nn.functional.conv2d(
+        _t(m, 2, 3, 4, 4), _t(m, 5, 3, 3), padding="valid"),
 }
 
 # Where the first line of torch's message is not the thing to compare.

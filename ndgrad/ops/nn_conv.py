@@ -750,6 +750,11 @@ def _check_args(x: Tensor, w: Tensor, b: Optional[Tensor], nd: int, stride: tupl
                 out_pad: tuple = ()) -> None:
     if w.ndim < 3:
         raise RuntimeError("weight should have at least three dimensions")
+    if w.ndim - 2 != nd and nd != 1:    # PyTorch's first complaint: stride's length (an int
+        k = w.ndim - 2                  # argument was expanded to nd values)
+        raise RuntimeError(f"expected stride to be a single integer value or a list of {k} "
+                           f"values to match the convolution dimensions, but got "
+                           f"stride={list(stride)}")
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
     if any(p < 0 for p in pad):
@@ -863,6 +868,10 @@ def _convnd(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: Any, 
     dil = _ints(dilation, nd, "dilation")
     extra = None
     if isinstance(padding, str):
+        if padding == "same" and weight.ndim != nd + 2 and weight.ndim >= 3:   # PyTorch's words
+            raise RuntimeError(f"Expected {weight.ndim}-dimensional input for {weight.ndim}-"
+                               f"dimensional weight{_shape_str(weight.shape)}, but got "
+                               f"{x.ndim}-dimensional input of size {_shape_str(x.shape)} instead")
         if padding == "valid":
             pad = (0,) * nd
         elif padding == "same":
