@@ -14,8 +14,10 @@ only when ``out`` is given, so a call without it pays one ``is not None`` test. 
   number -> bool): PyTorch's "result type Float can't be cast to the desired output type
   Long"; a few functions (and every multi-result one) want the exact dtype, with their own
   wording (``_EXACT``);
-* an ``out`` of another shape is resized: silently when it has no elements, else with
-  PyTorch's deprecation UserWarning;
+* an ``out`` of another shape is resized: silently when it has no elements or the function
+  is a factory, else with PyTorch's deprecation UserWarning; the 1-D sequence factories
+  (``arange``, ``linspace``, ``fftfreq`` ...) keep an ``out`` with the right number of
+  elements as it is, and ``arange`` and ``fftfreq`` warn in their own words otherwise;
 * ``out`` may be one of the inputs (the result is computed first, then written); it may not
   partly overlap an input or have elements that share memory (PyTorch's "unsupported
   operation"); ``_NO_OVERLAP`` functions refuse any overlap with their inputs;
@@ -88,6 +90,15 @@ _FIXED_DTYPE = {"multinomial": _dtype.int64}
 _NO_OVERLAP = frozenset({"gather", "index_select", "take", "take_along_dim", "masked_select"})
 _FACTORIES = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace",
                         "logspace", "rand", "randn", "fft_fftfreq", "fft_rfftfreq", "range"})
+# Factories of a 1-D sequence: an out with the right number of elements keeps its shape;
+# another count is resized, with their own warning for ``_COUNT_WARN`` (the other factories
+# resize silently).
+_RANGES = frozenset({"arange", "range", "linspace", "logspace", "fft_fftfreq", "fft_rfftfreq"})
+_COUNT_WARN = frozenset({"arange", "fft_fftfreq", "fft_rfftfreq"})
+_RANGE_RESIZE_MSG = (
+    "The number of elements in the out tensor of shape {old} is {n} which does not match the "
+    "computed number of elements {m}. Note that this may occur as a result of rounding error. "
+    "The out tensor will be resized to a tensor of shape ({m},).")
 
 
 def _no_grad_msg(name: str) -> str:
@@ -258,10 +269,19 @@ def _check_out_type(name: str, out: Any, n: int, args: tuple = (), kwargs: Any =
                             f"{_arg_word(t)}")
 
 
-def _write(dst: Tensor, src: Tensor) -> None:
+def _write(name: str, dst: Tensor, src: Tensor) -> None:
     shape = src._data.shape
     if dst._data.shape != shape:
-        if dst._data.size:
+        if name in _RANGES:
+            if dst._data.size == src._data.size:     # PyTorch keeps out's shape: same count
+                _dtype.copyto(dst._data, src._data.reshape(dst._data.shape))
+                dst._bump_version()
+                return
+            if dst._data.size and name in _COUNT_WARN:
+                warnings.warn(_RANGE_RESIZE_MSG.format(old=list(dst._data.shape),
+                                                       n=dst._data.size, m=src._data.size),
+                              UserWarning, stacklevel=4)
+        elif dst._data.size and name not in _FACTORIES:   # factories resize silently
             warnings.warn(_RESIZE_MSG.format(old=list(dst._data.shape), new=list(shape)),
                           UserWarning, stacklevel=4)
         dst._data = np.empty(shape, dtype=dst._data.dtype)
@@ -299,7 +319,7 @@ def call_with_out(name: str, impl: Callable, args: tuple, kwargs: dict, out: Any
         _check_dtype(name, r, o, multi)
         _check_overlap(name, o._data, inputs)
     for r, o in zip(results, outs):
-        _write(o, r)
+        _write(name, o, r)
     if not multi:
         return out
     if isinstance(result, list):

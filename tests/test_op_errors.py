@@ -387,3 +387,29 @@ def test_fused_products_take_a_complex_number_with_no_imaginary_part():
     want = torch.baddbmm(li[0][None], li[0][None], li[0][None], beta=2.5)
     assert ndgrad.baddbmm(li[1][None], li[1][None], li[1][None], beta=2.5).tolist() == \
         want.tolist()
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, o: m.ones(2, 3, out=o), lambda m, o: m.zeros(2, 3, out=o),
+    lambda m, o: m.full((2, 3), 1.0, out=o), lambda m, o: m.eye(2, out=o),
+    lambda m, o: m.linspace(0, 1, 4, out=o), lambda m, o: m.randn(2, 3, out=o),
+    lambda m, o: m.add(m.ones(2, 3), 1, out=o), lambda m, o: m.arange(4, out=o),
+    lambda m, o: m.fft.fftfreq(4, out=o), lambda m, o: m.logspace(0, 1, 4, out=o),
+    lambda m, o: m.fft.rfftfreq(6, out=o)])
+@pytest.mark.parametrize("shape", [(6,), (0,), (2, 2)])
+def test_out_resize_warnings_as_torch(call, shape):
+    """Factories resize a mismatched ``out=`` silently; ``arange``/``fftfreq`` keep an out with
+    the right element count and warn in their own words otherwise; other functions warn with
+    the deprecation message."""
+    import warnings
+
+    seen = []
+    for m in (torch, ndgrad):
+        o = m.empty(*shape)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            r = call(m, o)
+        msgs = [str(x.message).split(" (Triggered")[0] for x in w
+                if issubclass(x.category, UserWarning)]
+        seen.append((list(o.shape), r is o, msgs))
+    assert seen[0] == seen[1]

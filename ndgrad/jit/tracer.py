@@ -1475,11 +1475,14 @@ def resave_outputs(node: Any, op: Any, results: tuple, inputs: Sequence[Any]) ->
 OUT_WRITE = _out_mod._write
 
 
-def _write_hook(dst: Tensor, src: Tensor) -> None:
+def _write_hook(name: str, dst: Tensor, src: Tensor) -> None:
     tr = getattr(_local, "tracer", None)
+    if (name in _out_mod._RANGES and dst._data.shape != src._data.shape
+            and dst._data.size == src._data.size):
+        src = src.reshape(dst._data.shape)      # out keeps its shape (Note [out= arguments])
     if tr is not None and tr.lift != "constant":
         tr.write_out(dst, src)
-    OUT_WRITE(dst, src)
+    OUT_WRITE(name, dst, src)
     if tr is not None and getattr(tr, "pending_out", None) is dst:
         tr.set_a(dst._data, tr.tmap[id(dst)].value)
         tr.pending_out = None
