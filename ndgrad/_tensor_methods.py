@@ -345,6 +345,8 @@ def _new_factory(fn_name: str):
              device: Any = None, pin_memory: Any = None, requires_grad: bool = False) -> Tensor:
         sparse = _creation.check_extras("new_" + fn_name, layout, pin_memory)
         d = dtype if dtype is not None else self.dtype
+        if fn_name == "zeros":              # the generic negative-size words, not zeros' own
+            _creation._as_shape(size)
         if fn_name == "full":
             r = _creation.full(size[0], size[1], dtype=d, device=device,
                                requires_grad=requires_grad)

@@ -191,9 +191,9 @@ class device:
 _builtin_type = type
 
 
-def check_device(d: Any) -> device:
+def check_device(d: Any, moving: bool = False) -> device:
     """``d`` (a device, a device string or an index) as a cpu ``device``, or PyTorch's error for
-    a device this build has no backend for."""
+    a device this build has no backend for (``moving``: as ``Tensor.to`` words it)."""
     if type(d) is device:
         dev = d
     else:
@@ -203,6 +203,8 @@ def check_device(d: Any) -> device:
         return dev
     if t in ("cuda", "xpu", "mtia"):
         raise AssertionError(f"ndgrad not compiled with {t.upper()} enabled")
+    if moving and t in ("mps", "xla", "vulkan", "ipu"):
+        raise RuntimeError(f"ndgrad is not linked with support for {t} devices")
     raise NotImplementedError(f"ndgrad cannot create tensors on the '{t}' device: it has only "
                               "the cpu backend")
 

@@ -257,12 +257,18 @@ CASES = {
         _t(m, 2, 3, 4, 4), _t(m, 3, 5, 3)),
     "conv2d_weight_3d_valid": lambda m: m.nn.functional.conv2d(
         _t(m, 2, 3, 4, 4), _t(m, 5, 3, 3), padding="valid"),
+    "new_zeros_negative": lambda m: _t(m, 3).new_zeros(2, -1),
+    "to_mps": lambda m: _t(m, 3).to("mps"),
+    "to_device_xla": lambda m: _t(m, 3).to(device="xla"),
 }
 
 # Where the first line of torch's message is not the thing to compare.
 PHRASES = {
     # PyTorch names dimension 0 (of the index list); ndgrad names the indexed dimension, 1.
     "index_list_dim1": ["index 3 is out of bounds for dimension", "with size 3"],
+    # PyTorch names itself where ndgrad names itself
+    "to_mps": ["is not linked with support for mps devices"],
+    "to_device_xla": ["is not linked with support for xla devices"],
 }
 
 

@@ -2043,7 +2043,7 @@ def to(input: Tensor, *positional: Any, dtype: Any = None, **kwargs: Any) -> Ten
                            "Cannot access accelerator device when none is available.")
     elif args and (args[0] is None or isinstance(args[0], (str, _device))):
         if args[0] is not None:
-            check_device(args.pop(0))
+            check_device(args.pop(0), moving=True)
         else:
             args.pop(0)
         if args and not isinstance(args[0], builtins.bool):
@@ -2056,7 +2056,7 @@ def to(input: Tensor, *positional: Any, dtype: Any = None, **kwargs: Any) -> Ten
     if len(args) == 2:
         kwargs.setdefault("copy", args[1])
     if kwargs.get("device") is not None:
-        check_device(kwargs["device"])
+        check_device(kwargs["device"], moving=True)
     fmt = _layout.check(kwargs.get("memory_format"), "to")
     copy = kwargs.get("copy")
     x = input._data
