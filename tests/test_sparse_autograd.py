@@ -229,3 +229,48 @@ def test_integer_sparse_cannot_require_grad():
     for lib in (torch, ndgrad):
         with pytest.raises(RuntimeError, match="Only Tensors of floating point"):
             lib.sparse_coo_tensor([[0]], lib.tensor([1]), (2,), requires_grad=True)
+
+
+@pytest.mark.parametrize("coalesced", [False, True])
+def test_sparse_times_dense(coalesced):
+    """``sparse * dense`` (either order) is sparse on the sparse operand's stored pattern; the
+    sparse factor's gradient is on its coalesced pattern and the dense factor's is sparse on
+    the stored one, as torch's."""
+    def build(lib):
+        a = _leaf(lib) if not coalesced else _leaf(lib, [[0, 1], [0, 2]], [1.0, -2.0])
+        d = lib.tensor(W + 7.0, dtype=lib.float64, requires_grad=True)
+        return a * d * 0.5 + (d * a), [a, d]
+    _check(build, accumulate=False)
+
+    def build_one(lib):
+        a = _leaf(lib)
+        d = lib.tensor(W + 7.0, dtype=lib.float64, requires_grad=True)
+        return a * d, [a, d]
+    _check(build_one)
+
+
+def test_sparse_times_dense_broadcast_and_dtype():
+    for lib in (torch, ndgrad):
+        s = lib.sparse_coo_tensor(IDX, lib.tensor(VAL, dtype=lib.float32), (2, 3))
+        r = s * lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64)
+        assert r.is_sparse and str(r.dtype).endswith("float64")
+        np.testing.assert_array_equal(r.to_dense().numpy(),
+                                      np.array([[0, 0, 12], [0, 0, 24.0]]))
+    # the broadcast dense factor's gradient: dense, summed over the broadcast (torch fails)
+    s = ndgrad.sparse_coo_tensor(IDX, ndgrad.tensor(VAL, dtype=ndgrad.float64), (2, 3))
+    row = ndgrad.tensor([1.0, 2.0, 3.0], dtype=ndgrad.float64, requires_grad=True)
+    ndgrad.sparse.sum(s * row).backward()
+    np.testing.assert_array_equal(row.grad.numpy(), [0.0, 0.0, 12.0])
+
+
+@pytest.mark.parametrize("call", [lambda s, d: s + d, lambda s, d: s - d, lambda s, d: s + 1,
+                                  lambda s, d: s.add(d), lambda s, d: s / d,
+                                  lambda s, d: s * d[:, :2]])
+def test_sparse_with_dense_refusals_as_torch(call):
+    errs = []
+    for lib in (torch, ndgrad):
+        s = lib.sparse_coo_tensor(IDX, lib.tensor(VAL), (2, 3))
+        with pytest.raises(RuntimeError) as e:
+            call(s, lib.ones(2, 3))
+        errs.append(str(e.value))
+    assert errs[0] == errs[1]

@@ -65,13 +65,14 @@ class _SparseNode(Node):
         return None
 
 
-_NODE_CLASSES: Dict[str, type] = {}
+_NODE_CLASSES: Dict[tuple, type] = {}
 
 
 def _node_class(name: str, vjp: Callable) -> type:
-    cls = _NODE_CLASSES.get(name)
+    """One class per (name, rule): two rules may carry torch's same node name."""
+    cls = _NODE_CLASSES.get((name, vjp))
     if cls is None:
-        cls = _NODE_CLASSES[name] = type(name, (_SparseNode,), {
+        cls = _NODE_CLASSES[name, vjp] = type(name, (_SparseNode,), {
             "_vjp": staticmethod(vjp), "__module__": "ndgrad.autograd"})
     return cls
 
@@ -265,17 +266,68 @@ def _neg_vjp(node: Any, g: Tensor) -> Tensor:
 def _scalar(other: Any, what: str) -> Any:
     if isinstance(other, Tensor):
         if other.dim() != 0:
-            raise NotImplementedError(f"sparse {what} tensor: only scalar factors are "
-                                      "supported")
+            if what == "/":
+                raise RuntimeError("Sparse division requires a scalar or zero-dim dense tensor "
+                                   f"divisor (got shape {list(other.shape)} for divisor)")
+            raise NotImplementedError(f"sparse {what} sparse: only a scalar or a dense factor "
+                                      "is supported")
         return other.item()
     return other
 
 
+def _mul_dense_vjp(node: Any, g: Tensor) -> tuple:
+    s, d = node._args
+    shape = s._sp_shape
+    gd = _dense(g)
+    c = coalesce(s)         # the gradient of the tensor s stands for: on its coalesced pattern
+    cix = _index_tensors(c._sp_indices)
+    grad_s = grad_d = None
+    if s._requires_grad:
+        grad_s = _from_parts(c._sp_indices.copy(), gd[cix] * d.expand(shape)[cix], shape, True)
+    if d._requires_grad:                    # on s's pattern as stored, as torch's
+        ix = _index_tensors(s._sp_indices)
+        raw = _record("ValuesBackward0", _raw_values_vjp, (s,), _wrap(s._sp_values), (s,))
+        masked = _from_parts(s._sp_indices.copy(), gd[ix] * raw, shape, s._sp_coalesced)
+        if tuple(d.shape) == tuple(shape):
+            grad_d = masked                      # sparse, as torch's
+        else:
+            grad_d = to_dense(masked).sum_to_size(tuple(d.shape))
+    return grad_s, grad_d
+
+
+def _raw_values_vjp(node: Any, g: Tensor) -> SparseTensor:
+    (src,) = node._args
+    return _from_parts(src._sp_indices, g, src._sp_shape, src._sp_coalesced)
+
+
+def _mul_dense(s: SparseTensor, d: Tensor) -> SparseTensor:
+    """``s * d`` for a dense ``d`` that broadcasts to ``s``'s shape: ``s``'s entries times
+    ``d`` at their indices (torch's sparse result; ``d``'s gradient is sparse on ``s``'s
+    pattern when the shapes agree)."""
+    shape = s._sp_shape
+    for i in range(1, min(len(shape), d.dim()) + 1):
+        a, b = shape[-i], d.shape[-i]
+        if a != b and b != 1:
+            raise RuntimeError(f"The size of tensor a ({b}) must match the size of tensor b "
+                               f"({a}) at non-singleton dimension {d.dim() - i}")
+    if d.dim() > len(shape):
+        raise NotImplementedError("sparse * dense: a dense factor with more dimensions than "
+                                  "the sparse tensor is not supported")
+    rt = _dtype.result_type(s, d).np
+    picked = np.broadcast_to(d._data, shape)[tuple(s._sp_indices)]
+    vals = (s._sp_values.astype(rt, copy=False) * picked.astype(rt, copy=False)).astype(
+        rt, copy=False)
+    out = _make(s._sp_indices.copy(), vals, shape, coalesced=s._sp_coalesced)
+    return _record("MulBackward0", _mul_dense_vjp, (s, d), out, (s, d))
+
+
 def mul(s: Any, other: Any) -> Any:
-    """``s * other`` for a scalar ``other`` (sparse stays sparse; the result owns a copy of
-    the indices, as torch's does)."""
+    """``s * other`` for a scalar or a dense ``other`` (sparse stays sparse; the result owns a
+    copy of the indices, as torch's does)."""
     if s.__class__ is not SparseTensor:
         return s * other
+    if isinstance(other, Tensor) and other.__class__ is not SparseTensor and other.dim():
+        return _mul_dense(s, other)
     f = _scalar(other, "*")
     out = _make(s._sp_indices.copy(), s._sp_values * f, s._sp_shape, coalesced=s._sp_coalesced)
     return _record("MulBackward0", _mul_vjp, (s, None), out, (f,))
@@ -404,17 +456,19 @@ def _install() -> None:
     """Bind the recorded forms as ``SparseTensor`` methods (and ``Tensor.to_sparse``)."""
     S = SparseTensor
 
-    # sparse (+|-) dense: the dense op reads the sparse operand, whose gradient is then
-    # dense, as torch's ``dense + sparse`` (the engine sums gradients of mixed layouts so)
+    # sparse (+|-) dense or a number is refused, as torch's (``dense + sparse`` is a dense op
+    # that reads the sparse operand, whose gradient is then dense)
     def _add(self: Any, other: Any, *, alpha: Any = 1) -> Any:
         if other.__class__ is SparseTensor:
             return add(self, other, alpha)
-        return (other * alpha if alpha != 1 else other) + self
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                           "instead.")
 
     def _sub(self: Any, other: Any, *, alpha: Any = 1) -> Any:
         if other.__class__ is SparseTensor:
             return add(self, other, alpha, subtract=True)
-        return -(other * alpha if alpha != 1 else other) + self
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                           "instead.")
 
     def _radd(self: Any, other: Any) -> Any:
         # ``dense + sparse`` (Python asks the subclass first): a dense op on both operands
