@@ -231,22 +231,46 @@ def test_integer_sparse_cannot_require_grad():
             lib.sparse_coo_tensor([[0]], lib.tensor([1]), (2,), requires_grad=True)
 
 
-@pytest.mark.parametrize("coalesced", [False, True])
-def test_sparse_times_dense(coalesced):
-    """``sparse * dense`` (either order) is sparse on the sparse operand's stored pattern; the
-    sparse factor's gradient is on its coalesced pattern and the dense factor's is sparse on
-    the stored one, as torch's."""
+def test_sparse_times_dense():
+    """``sparse * dense`` (either order) is sparse on the sparse operand's stored pattern; both
+    gradients are sparse on its coalesced pattern (torch's dense-factor gradient is on the
+    stored pattern: the same tensor, compared dense for an uncoalesced factor)."""
     def build(lib):
-        a = _leaf(lib) if not coalesced else _leaf(lib, [[0, 1], [0, 2]], [1.0, -2.0])
+        a = _leaf(lib, [[0, 1], [0, 2]], [1.0, -2.0])
         d = lib.tensor(W + 7.0, dtype=lib.float64, requires_grad=True)
         return a * d * 0.5 + (d * a), [a, d]
     _check(build, accumulate=False)
-
-    def build_one(lib):
+    grads = []
+    for lib in (torch, ndgrad):
         a = _leaf(lib)
         d = lib.tensor(W + 7.0, dtype=lib.float64, requires_grad=True)
-        return a * d, [a, d]
-    _check(build_one)
+        out = a * d
+        assert out.is_sparse and not out.is_coalesced()
+        assert out.grad_fn.name() == "MulBackward0"
+        (out.to_dense() * _weights(lib)).sum().backward()
+        assert a.grad.is_sparse and d.grad.is_sparse
+        grads.append((out.to_dense().detach().numpy(), a.grad.to_dense().numpy(),
+                      d.grad.to_dense().numpy()))
+    for t, n in zip(*grads):
+        np.testing.assert_allclose(n, t, rtol=1e-14)
+
+
+def test_sparse_times_dense_double_backward():
+    """Under create_graph, a duplicated entry counts once: the second derivative matches the
+    dense computation."""
+    res = []
+    for sparse in (True, False):
+        s = ndgrad.sparse_coo_tensor(IDX, ndgrad.tensor(VAL, dtype=ndgrad.float64), (2, 3),
+                                     requires_grad=True)
+        d = ndgrad.tensor(W + 7.0, dtype=ndgrad.float64, requires_grad=True)
+        x = s if sparse else s.to_dense()
+        y = ndgrad.sparse.sum(x * d * d) if sparse else (x * d * d).sum()
+        (gd,) = ndgrad.autograd.grad(y, [d], create_graph=True)
+        (gd.to_dense() if gd.is_sparse else gd).pow(2).sum().backward()
+        res.append((s.grad.to_dense().numpy(), d.grad.to_dense().numpy() if d.grad.is_sparse
+                    else d.grad.numpy()))
+    for n, t in zip(*res):
+        np.testing.assert_allclose(n, t, rtol=1e-14)
 
 
 def test_sparse_times_dense_broadcast_and_dtype():

@@ -281,23 +281,21 @@ def _mul_dense_vjp(node: Any, g: Tensor) -> tuple:
     gd = _dense(g)
     c = coalesce(s)         # the gradient of the tensor s stands for: on its coalesced pattern
     cix = _index_tensors(c._sp_indices)
+    # flagged as torch flags its gradients when that pattern is the stored one
+    flag = s._sp_coalesced or c._sp_indices.shape != s._sp_indices.shape
     grad_s = grad_d = None
     if s._requires_grad:
         grad_s = _from_parts(c._sp_indices.copy(), gd[cix] * d.expand(shape)[cix], shape, True)
-    if d._requires_grad:                    # on s's pattern as stored, as torch's
-        ix = _index_tensors(s._sp_indices)
-        raw = _record("ValuesBackward0", _raw_values_vjp, (s,), _wrap(s._sp_values), (s,))
-        masked = _from_parts(s._sp_indices.copy(), gd[ix] * raw, shape, s._sp_coalesced)
+    if d._requires_grad:
+        # on s's coalesced pattern: torch's is on the stored one (the same tensor), from the
+        # stored values, whose own gradient would then count a duplicated entry twice under
+        # create_graph
+        masked = _from_parts(c._sp_indices.copy(), gd[cix] * values(c), shape, flag)
         if tuple(d.shape) == tuple(shape):
             grad_d = masked                      # sparse, as torch's
         else:
             grad_d = to_dense(masked).sum_to_size(tuple(d.shape))
     return grad_s, grad_d
-
-
-def _raw_values_vjp(node: Any, g: Tensor) -> SparseTensor:
-    (src,) = node._args
-    return _from_parts(src._sp_indices, g, src._sp_shape, src._sp_coalesced)
 
 
 def _mul_dense(s: SparseTensor, d: Tensor) -> SparseTensor:
