@@ -1763,7 +1763,9 @@ def tensor_as_strided(self: Tensor, size: Any, stride: Any, storage_offset: Any 
 REAL_VIEW = Op("real", "SelectBackward0", lambda x: x.real,
                lambda ctx, g: g.to(_dtype._FROM_NP[ctx.input_dtype(0)]), view=True, jvp=linear)
 IMAG_VIEW = Op("imag", "SelectBackward0", lambda x: x.imag,
-               lambda ctx, g: g.to(_dtype._FROM_NP[ctx.input_dtype(0)]) * 1j, view=True, jvp=linear)
+               # + 0: the real part is +0.0, as torch's zeros (g * 1j gives -0.0 where g < 0)
+               lambda ctx, g: g.to(_dtype._FROM_NP[ctx.input_dtype(0)]) * 1j + 0, view=True,
+               jvp=linear)
 
 
 def real(input: Tensor) -> Tensor:
