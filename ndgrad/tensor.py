@@ -629,7 +629,7 @@ class Tensor(_TensorMethods):
 
     def detach_(self) -> "Tensor":
         """Detach this tensor from the graph in place, making it a leaf."""
-        if self._base is not None and self._base._requires_grad:
+        if self._base is not None and not self.is_inference():   # any view, as torch's
             raise RuntimeError(
                 "Can't detach views in-place. Use detach() instead. If you are using DistributedD"
                 "ataParallel (DDP) for training, and gradient_as_bucket_view is set as True, "

@@ -260,6 +260,8 @@ CASES = {
     "new_zeros_negative": lambda m: _t(m, 3).new_zeros(2, -1),
     "to_mps": lambda m: _t(m, 3).to("mps"),
     "to_device_xla": lambda m: _t(m, 3).to(device="xla"),
+    "detach_view_in_place": lambda m: _t(m, 3)[0:1].detach_(),
+    "detach_view_made_without_grad": lambda m: _t(m, 3).view(3).detach_(),
 }
 
 # Where the first line of torch's message is not the thing to compare.
