@@ -38,7 +38,7 @@ import pickle
 import sys
 import warnings
 import zipfile
-from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -48,7 +48,8 @@ from ._sparse import SparseTensor, sparse_coo_tensor
 from ._sparse_compressed import CompressedTensor, compressed_from_arrays
 from .tensor import Size, Tensor, _wrap, device
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
+           "safe_globals"]
 
 FileLike = Union[str, os.PathLike, BinaryIO]
 
@@ -294,8 +295,70 @@ _SAFE_BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice
                   "bytearray": bytearray, "range": range}
 
 
+# Globals the user allows in weights-only files (``add_safe_globals``), by "module.name".
+_USER_SAFE: Dict[str, Any] = {}
+
+
+def _global_name(obj: Any) -> str:
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def add_safe_globals(safe_globals: List[Any]) -> None:
+    """Allow these classes/functions in files loaded with ``weights_only=True`` (each an
+    object, or ``(object, "module.name")`` for one saved under another name), as
+    ``torch.serialization.add_safe_globals``.
+
+    >>> import ndgrad, collections
+    >>> ndgrad.serialization.add_safe_globals([collections.namedtuple("P", "x")])
+    >>> ndgrad.serialization.clear_safe_globals()
+    """
+    for entry in safe_globals:
+        if isinstance(entry, tuple):
+            if len(entry) != 2 or not isinstance(entry[1], str):
+                raise ValueError("Expected tuple of (callable, str) for a safe global, but got "
+                                 f"{entry!r}")
+            _USER_SAFE[entry[1]] = entry[0]
+        else:
+            _USER_SAFE[_global_name(entry)] = entry
+
+
+def get_safe_globals() -> List[Any]:
+    """The globals ``add_safe_globals`` allowed (``(object, name)`` for renamed ones)."""
+    return [obj if _global_name(obj) == key else (obj, key)
+            for key, obj in _USER_SAFE.items()]
+
+
+def clear_safe_globals() -> None:
+    """Forget every global ``add_safe_globals`` allowed."""
+    _USER_SAFE.clear()
+
+
+class safe_globals:
+    """Context manager: ``add_safe_globals(globals)`` inside the block only.
+
+    >>> import ndgrad, collections
+    >>> with ndgrad.serialization.safe_globals([collections.Counter]):
+    ...     len(ndgrad.serialization.get_safe_globals())
+    1
+    """
+
+    def __init__(self, safe_globals: List[Any]) -> None:
+        self._globals = safe_globals
+
+    def __enter__(self) -> None:
+        self._saved = dict(_USER_SAFE)
+        add_safe_globals(self._globals)
+
+    def __exit__(self, *exc: Any) -> None:
+        _USER_SAFE.clear()
+        _USER_SAFE.update(self._saved)
+
+
 def _safe_global(module: str, name: str) -> Any:
     """The allow-listed names a weights-only file may use, mapped to ndgrad's, or None."""
+    user = _USER_SAFE.get(f"{module}.{name}")
+    if user is not None:
+        return user
     if module == "collections" and name in ("OrderedDict", "Counter"):
         return getattr(collections, name)       # Counter: MultiStepLR's milestones
     if module == "torch._utils" and name == "_rebuild_tensor_v2":
@@ -343,8 +406,11 @@ class _Unpickler(pickle.Unpickler):
         if found is not None:
             return found
         if self._weights_only:
-            raise _weights_only_error(f"Unsupported global: GLOBAL {module}.{name} was not an "
-                                      "allowed global by default.")
+            raise _weights_only_error(
+                f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by "
+                f"default. Please use `ndgrad.serialization.add_safe_globals([{name}])` or the "
+                f"`ndgrad.serialization.safe_globals([{name}])` context manager to allowlist "
+                "this global if you trust this class/function.")
         return super().find_class(module, name)
 
     def persistent_load(self, pid: Any) -> np.ndarray:
