@@ -118,6 +118,12 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
         kind = arr.dtype.kind
     if target is not None and kind in "fiucb":
         return arr
+    if isinstance(data, (list, tuple)) and kind in "fiucb" and (
+            arr.size <= 4096 or isinstance(_first_leaf(data), np.generic)):
+        # (a long list is scanned only when it starts with a NumPy scalar: ~50 ns a leaf)
+        found = _numpy_scalar_dtype(data)
+        if found is not None:
+            return arr.astype(found.np, copy=False)
     if kind == "f" or arr.dtype.name == "bfloat16":
         if not _contains_tensor(data):
             arr = arr.astype(_dtype.get_default_dtype().np)
@@ -136,6 +142,54 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
     else:
         raise RuntimeError(f"Could not infer dtype of {_culprit(data)}")
     return arr
+
+
+def _leaf_types(data: Any, out: set) -> set:
+    """The types of the leaves of nested lists/tuples (``map(type, ...)`` on the innermost)."""
+    if data and isinstance(data[0], (list, tuple)):
+        for item in data:
+            if isinstance(item, (list, tuple)):
+                _leaf_types(item, out)
+            else:
+                out.add(type(item))
+    else:
+        out.update(map(type, data))
+    return out
+
+
+def _first_leaf(data: Any) -> Any:
+    while isinstance(data, (list, tuple)) and data:
+        data = data[0]
+    return data
+
+
+def _numpy_scalar_dtype(data: Any) -> Optional[_dtype.dtype]:
+    """PyTorch's dtype for a sequence holding NumPy scalars: each leaf's type (a NumPy scalar
+    its own dtype, a Python float the default dtype, an int int64, a complex the default
+    complex type), promoted over the leaves; None when there is no NumPy scalar (or there are
+    tensors: their own rules apply)."""
+    types = _leaf_types(data, set())
+    if not any(issubclass(t, np.generic) for t in types) or any(
+            issubclass(t, Tensor) for t in types):
+        return None
+    found: Optional[_dtype.dtype] = None
+    for t in types:
+        if issubclass(t, np.generic):
+            d = _dtype._FROM_NP.get(np.dtype(t))
+            if d is None:
+                return None
+        elif t is bool:
+            d = _dtype.bool
+        elif t is int:
+            d = _dtype.int64
+        elif t is float:
+            d = _dtype.get_default_dtype()
+        elif t is complex:
+            d = _dtype.get_default_dtype().to_complex()
+        else:
+            return None
+        found = d if found is None else _dtype.promote_types(found, d)
+    return found
 
 
 def _culprit(data: Any) -> str:
