@@ -104,6 +104,8 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
         d = data._data
         return _aligned.copy(d) if d.flags.c_contiguous else d.copy()
     if isinstance(data, np.ndarray):
+        if not data.dtype.isnative:
+            _check_shareable(data)
         _dtype.from_numpy_dtype(data.dtype)
         return _aligned.copy(data)
     if isinstance(data, np.generic):
@@ -286,16 +288,31 @@ def as_tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = Non
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
     if isinstance(data, np.ndarray):
+        _check_shareable(data)
         d = _dtype.to_dtype(dtype).np if dtype is not None else data.dtype
         _dtype.from_numpy_dtype(d)
         return _finish(_dtype.cast(data, np.dtype(d), copy=False), False, device)
     return tensor(data, dtype=dtype, device=device)
 
 
+def _check_shareable(a: np.ndarray) -> None:
+    """PyTorch's refusals of an array a tensor would share: negative strides (with elements)
+    and a non-native byte order."""
+    if a.size and any(s < 0 for s in a.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors "
+                         "with negative strides are not currently supported. (You can probably "
+                         "work around this by making a copy of your array  with "
+                         "array.copy().) ")
+    if not a.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte "
+                         "order. Conversion between byte orders is currently not supported.")
+
+
 def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``ndarray`` (no copy); writes show through both ways."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    _check_shareable(ndarray)
     _dtype.from_numpy_dtype(ndarray.dtype)
     return _wrap(ndarray)
 

@@ -90,7 +90,7 @@ def test_check_trace_catches_a_value_computed_from_the_data_with_numpy():
 # ---------------------------------------------------------------------------- data leaving
 def test_a_numpy_view_of_traced_data_wrapped_as_a_tensor_is_refused():
     def f(x):
-        return x * ndgrad.from_numpy(x._data[::-1])
+        return x[1:] * ndgrad.from_numpy(x._data[1:])
 
     with pytest.raises(TraceError, match=r"test_jit_first_call.py:\d+.*view of a traced"):
         ndgrad.compile(f)(ndgrad.randn(4))

@@ -262,6 +262,10 @@ CASES = {
     "to_device_xla": lambda m: _t(m, 3).to(device="xla"),
     "detach_view_in_place": lambda m: _t(m, 3)[0:1].detach_(),
     "detach_view_made_without_grad": lambda m: _t(m, 3).view(3).detach_(),
+    "from_numpy_negative_strides": lambda m: m.from_numpy(np.arange(4.0)[::-1]),
+    "as_tensor_negative_strides": lambda m: m.as_tensor(np.zeros((2, 2))[:, ::-1]),
+    "from_numpy_big_endian": lambda m: m.from_numpy(np.arange(3.0, dtype=">f8")),
+    "tensor_big_endian": lambda m: m.tensor(np.arange(3.0, dtype=">f8")),
 }
 
 # Where the first line of torch's message is not the thing to compare.
