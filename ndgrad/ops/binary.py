@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _unsigned
 from ..tensor import Tensor, _wrap
 from . import pointwise as _pw
 from ._batching import call as _bcall
@@ -1188,6 +1188,7 @@ def _int_binary(name: str, kernel: str, fwd: Callable, input: Any, other: Any) -
     else:
         raise _two_numbers(name, input, other)
     _pw._not_implemented_for(kernel, ad, "fcb")
+    _unsigned.check(name, (ad,))
     if ad.dtype in _LOW or bd.dtype in _LOW:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_name_of(ad.dtype)}'")
     return _wrap(np.asarray(fwd(ad, bd)).astype(ad.dtype, copy=False))

@@ -1708,7 +1708,7 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 def apply_nondiff(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     """``apply(op, tensors, arrays, args)`` for an op without VJP rule (Note [Non-differentiable
     ops in the table])."""
-    if _dispatch._TRACING or _dispatch._BATCHING:
+    if _dispatch._TRACING or _dispatch._BATCHING or _dispatch._UNSIGNED:
         return apply(op, tensors, arrays, args)
     out = op.forward(*arrays, *args)
     return _wrap(out) if op.num_outputs == 1 else tuple(_wrap(o) for o in out)
@@ -1741,7 +1741,8 @@ def _compare(ufunc, kernel: str, ordered: bool):
                 _check_broadcast(ad.shape, bd.shape)      # shapes are checked first
                 _not_implemented_for(kernel, ad, "c")
             try:
-                if _dispatch._TRACING or _dispatch._BATCHING:      # apply_nondiff, inlined
+                if _dispatch._TRACING or _dispatch._BATCHING or _dispatch._UNSIGNED:
+                    # apply_nondiff, inlined
                     return apply(op_t, (input, other), (ad, bd))
                 return _wrap(ufunc(ad, bd))
             except ValueError:
@@ -1750,7 +1751,7 @@ def _compare(ufunc, kernel: str, ordered: bool):
             ad, other = scalar_operand(input._data, as_scalar(other))
             if ordered:
                 _not_implemented_for(kernel, ad, "c")
-            if _dispatch._TRACING or _dispatch._BATCHING:
+            if _dispatch._TRACING or _dispatch._BATCHING or _dispatch._UNSIGNED:
                 return apply(op_s, (input,), (ad,), (other,))
             return _wrap(ufunc(ad, other))
         if isinstance(other, (np.ndarray, list, tuple)):
