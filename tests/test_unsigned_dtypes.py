@@ -248,3 +248,17 @@ def test_checks_cost_nothing_until_an_unsigned_tensor_exists():
             "ndgrad.zeros(2, dtype=ndgrad.uint16)\n"
             "assert _dispatch._UNSIGNED\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("name", UNSIGNED)
+def test_safetensors_both_ways(name):
+    import safetensors.torch             # the test extra installs it
+
+    from ndgrad.utils import safetensors as st
+    top = int(np.iinfo(name).max)
+    t = ndgrad.tensor([0, 1, top], dtype=getattr(ndgrad, name))
+    back = safetensors.torch.load(st.save({"t": t}))["t"]
+    assert back.dtype == getattr(torch, name) and back.tolist() == [0, 1, top]
+    blob = safetensors.torch.save({"u": torch.tensor([5, top], dtype=getattr(torch, name))})
+    got = st.load(blob)["u"]
+    assert got.dtype is getattr(ndgrad, name) and got.tolist() == [5, top]
