@@ -363,6 +363,14 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     if integral:
         with np.errstate(over="ignore"):
             arr = np.arange(n, dtype=np.int64) * np.int64(st) + np.int64(lo)
+    elif d.np in _dtype.HALF_NP:
+        # float16/bfloat16 as torch's kernel: start and step in float32, each element computed
+        # in float32 and rounded once (Note [Double to half]). Its vector loop restarts from a
+        # rounded running start every vector, which this does not follow: with a step that is
+        # not exact in the dtype, elements past the first 16 can differ in the last bit.
+        f32 = np.float32
+        with np.errstate(over="ignore"):
+            arr = f32(lo) + f32(st) * np.arange(n, dtype=f32)
     else:
         arr = lo + st * np.arange(n, dtype=np.float64)
     return _finish(arr.astype(d.np), requires_grad, device)

@@ -125,7 +125,15 @@ _F32 = np.dtype(np.float32)
 # float), so the value is rounded twice: a double just past a float16 rounding boundary can
 # land on it in float32 and then round to even (about 7 in 200,000 random values differ from
 # a direct rounding). Every float64 -> float16/bfloat16 conversion of values (casts, copies,
-# in-place results, tensor creation) goes through ``cast`` or ``copyto``.
+# in-place results, tensor creation) goes through ``cast`` or ``copyto``; a Python float
+# operand that torch converts to the dtype goes through ``number_in`` (clamp/hardtanh bounds,
+# nan_to_num replacements, threshold's value, hardshrink's lambda, comparisons, pow, fmod,
+# remainder, xlogy and the other ``_binary_op`` numbers) or ``scalar_to`` (the checked ones:
+# fill_, full, masked_fill, where, index_fill, scatter, alpha ...). Other kernels compute in
+# float32 with the number in float32, never rounded to the dtype: mul/div (Note [Half times a
+# Python number] in ops/pointwise.py), floor/trunc division, threshold's comparison,
+# softshrink, arange's elements, normal_/uniform_ samples. tests/test_half_python_numbers.py
+# pins each op to torch bitwise.
 def cast(x: np.ndarray, dt: np.dtype, copy: builtins.bool = True) -> np.ndarray:
     """``x.astype(dt, copy=copy)``, float64 to float16/bfloat16 rounded through float32 as
     torch does (Note [Double to half]).
@@ -139,6 +147,25 @@ def cast(x: np.ndarray, dt: np.dtype, copy: builtins.bool = True) -> np.ndarray:
     if x.dtype == _F64 and dt in HALF_NP:
         return x.astype(_F32).astype(dt, copy=False)
     return x.astype(dt, copy=copy)
+
+
+def number_in(value: Any, dt: np.dtype) -> Any:
+    """A Python float operand of an op computing in ``dt``, as torch converts it to the dtype:
+    for float16/bfloat16 rounded through float32 (Note [Double to half]; returned as the Python
+    float of the rounded value, which NumPy then stores exactly); anything else unchanged.
+
+    >>> import numpy as np
+    >>> from ndgrad import _dtype
+    >>> v = 1 + 2 ** -11 + 2 ** -40                 # just past a float16 tie
+    >>> _dtype.number_in(v, np.dtype(np.float16)), np.float16(v).item()
+    (1.0, 1.0009765625)
+    """
+    if type(value) is not _pyfloat or dt not in HALF_NP:
+        return value
+    if -65504.0 <= value <= 65504.0:     # the common case: no overflow to silence
+        return _pyfloat(_F32.type(value).astype(dt))
+    with np.errstate(over="ignore"):
+        return _pyfloat(_F32.type(value).astype(dt))
 
 
 def copyto(dst: np.ndarray, src: Any) -> None:

@@ -706,7 +706,8 @@ def _with_number(arr: np.ndarray, s: Any, floats: bool) -> tuple:
     default float dtype before the number is converted (``xlogy(300, uint8)`` keeps 300)."""
     if floats:
         arr = to_float(promote_scalar(arr, s))
-    return scalar_operand(arr, s)
+    arr, s = scalar_operand(arr, s)
+    return arr, _dtype.number_in(s, arr.dtype)   # float16/bfloat16: as torch casts it
 
 
 def _two_numbers(name: str, input: Any, other: Any) -> TypeError:
