@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .. import _dtype, _layout
+from .. import _dtype, _layout, _unsigned
 from .. import _aligned
 from .._aligned import owns_memory
 from .._refcounts import SOLE_REFERENCE_TESTS
@@ -657,7 +657,8 @@ def _rounded_div(op: Op, input: Any, other: Any, args: tuple) -> Tensor:
     takes part in type promotion as a scalar (``int32_tensor // 2`` stays int32)."""
     if is_scalar(input) and isinstance(other, Tensor):
         bd, s = scalar_operand(other._data, as_scalar(input))
-        input = _wrap(np.asarray(s, dtype=bd.dtype))
+        # a number first is rounded to the dtype (float16/bfloat16: through float32)
+        input = _wrap(np.asarray(_dtype.number_in(s, bd.dtype), dtype=bd.dtype))
         input._wrapped_number = True
         ad = input._data
     elif is_scalar(other) and isinstance(input, Tensor):
@@ -1718,8 +1719,10 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 def apply_nondiff(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     """``apply(op, tensors, arrays, args)`` for an op without VJP rule (Note [Non-differentiable
     ops in the table])."""
-    if _dispatch._TRACING or _dispatch._BATCHING or _dispatch._UNSIGNED:
+    if _dispatch._TRACING or _dispatch._BATCHING:
         return apply(op, tensors, arrays, args)
+    if _dispatch._UNSIGNED:              # Note [Barebones unsigned dtypes] in _dtype.py
+        _unsigned.check(op.name, arrays, args, op.node_name)
     out = op.forward(*arrays, *args)
     return _wrap(out) if op.num_outputs == 1 else tuple(_wrap(o) for o in out)
 
@@ -1751,9 +1754,10 @@ def _compare(ufunc, kernel: str, ordered: bool):
                 _check_broadcast(ad.shape, bd.shape)      # shapes are checked first
                 _not_implemented_for(kernel, ad, "c")
             try:
-                if _dispatch._TRACING or _dispatch._BATCHING or _dispatch._UNSIGNED:
-                    # apply_nondiff, inlined
+                if _dispatch._TRACING or _dispatch._BATCHING:      # apply_nondiff, inlined
                     return apply(op_t, (input, other), (ad, bd))
+                if _dispatch._UNSIGNED:
+                    _unsigned.check(op_t.name, (ad, bd))
                 return _wrap(ufunc(ad, bd))
             except ValueError:
                 raise broadcast_error(ad.shape, bd.shape) from None
@@ -1764,8 +1768,10 @@ def _compare(ufunc, kernel: str, ordered: bool):
                 other = _dtype.number_in(other, dt)
             if ordered:
                 _not_implemented_for(kernel, ad, "c")
-            if _dispatch._TRACING or _dispatch._BATCHING or _dispatch._UNSIGNED:
+            if _dispatch._TRACING or _dispatch._BATCHING:
                 return apply(op_s, (input,), (ad,), (other,))
+            if _dispatch._UNSIGNED:
+                _unsigned.check(op_s.name, (ad,))
             return _wrap(ufunc(ad, other))
         if isinstance(other, (np.ndarray, list, tuple)):
             return fn(input, to_tensor(other))
