@@ -77,30 +77,25 @@ KERNELS: dict = {
 REFUSED_NODES = {"RandomBackward2": "random_kernel_cpu"}
 
 
-def refuse(name: str, d: _dtype.dtype, arrays: Any = (), args: Any = ()) -> NotImplementedError:
-    """torch's error for op ``name`` on barebones dtype ``d``."""
-    k = KERNELS.get(name, name + "_cpu")
-    if callable(k):
-        k = k(arrays, args)
-    return NotImplementedError(f'"{k}" not implemented for \'{d._torch_name}\'')
+def _error(kernel: str, d: _dtype.dtype) -> NotImplementedError:
+    return NotImplementedError(f'"{kernel}" not implemented for \'{d._torch_name}\'')
 
 
 def check(name: str, arrays: Any, args: Any = (), node: str = "") -> None:
     """Raise torch's error if op ``name`` (its node ``node``) is refused and one of
     ``arrays`` is barebones."""
-    if name in ALLOWED and node not in REFUSED_NODES:
+    refused = REFUSED_NODES.get(node)
+    if refused is None and name in ALLOWED:
         return
-    if node in REFUSED_NODES:
-        name = REFUSED_NODES[node]
-        KERNELS.setdefault(name, name)
     for a in arrays:
         dt = getattr(a, "dtype", None)
         if dt in _dtype.BAREBONES_NP:
-            raise refuse(name, _dtype._FROM_NP[dt], arrays, args)
+            k = refused or KERNELS.get(name, name + "_cpu")
+            raise _error(k(arrays, args) if callable(k) else k, _dtype._FROM_NP[dt])
 
 
 def check_dtype(kernel: str, d: Any) -> None:
     """Raise torch's error for ``kernel`` (a creation or output-dtype check) if ``d`` is a
     barebones dtype."""
     if isinstance(d, _dtype.dtype) and d in _dtype.BAREBONES:
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{d._torch_name}\'')
+        raise _error(kernel, d)
