@@ -81,7 +81,7 @@ def unsigned_seen() -> None:
             w()
 
 
-_np_slot = dtype.np                      # the slot descriptor, read without the switch
+_np_slot: Any = dtype.__dict__["np"]     # the slot descriptor, read without the switch
 
 
 class _Barebones(dtype):
@@ -90,7 +90,7 @@ class _Barebones(dtype):
 
     __slots__ = ()
 
-    @property  # type: ignore[override]
+    @property
     def np(self) -> np.dtype:
         unsigned_seen()
         return _np_slot.__get__(self)
