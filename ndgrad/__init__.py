@@ -13,7 +13,7 @@ from . import _dtype
 from ._dtype import (  # noqa: F401
     bfloat16, bool, cdouble, cfloat, complex64, complex128, double, dtype, float, float16,
     float32, float64, get_default_dtype, half, int, int8, int16, int32, int64, long,
-    promote_types, result_type, set_default_dtype, short, uint8)
+    promote_types, result_type, set_default_dtype, short, uint8, uint16, uint32, uint64)
 from .tensor import (  # noqa: F401
     Size, Tensor, device, get_default_device, is_tensor, set_default_device)
 from ._layout import (  # noqa: F401
@@ -283,4 +283,5 @@ _python_functions(vars(autograd), ["backward", "grad"], "ndgrad.autograd")
 
 from . import torch_version as torch_version, version as version  # noqa: E402
 __version__ = version.__version__   # a str comparing as a version (ndgrad/torch_version.py)
+_dtype._ARMED[0] = True   # Note [Barebones unsigned dtypes]: tables are built, watch from here
 del _dtype

@@ -684,6 +684,9 @@ def trunc(input: _ndgrad_types.Tensor, *, out: _ndgrad_types.Tensor | _ndgrad_ty
 from ndgrad._tensor_methods import trunc_ as trunc_
 from ndgrad.tensor import typename as typename
 from . import types as types
+uint16: _ndgrad__dtype._Barebones
+uint32: _ndgrad__dtype._Barebones
+uint64: _ndgrad__dtype._Barebones
 uint8: _ndgrad__dtype.dtype
 def unbind(input: _ndgrad_types.Tensor, dim: _ndgrad_types.IntLike = ...) -> _builtins.tuple: ...
 def unbind_copy(input: _ndgrad_types.Tensor, dim: _ndgrad_types.IntLike = ..., *, out: _ndgrad_types.Tensor | _ndgrad_types.TensorList | None = ...) -> _typing.Any: ...

@@ -112,12 +112,11 @@ def can_cast(from_: _dtype.dtype, to: _dtype.dtype) -> bool:
         >>> ndgrad.can_cast(ndgrad.int32, ndgrad.float32)
         True
     """
-    f, t = from_.np.kind, to.np.kind
-    if f == "c" and t != "c":
-        return False
-    if f == "f" and t in "iub":
-        return False
-    return not (f != "b" and t == "b")
+    if from_.is_complex:
+        return to.is_complex
+    if from_.is_floating_point:
+        return to.is_floating_point or to.is_complex
+    return from_ is _dtype.bool or to is not _dtype.bool
 
 
 _RANGE_WARNING = ("torch.range is deprecated and will be removed in a future release because its "

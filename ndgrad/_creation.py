@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _aligned, _dlpack, _dtype, _layout
+from . import _aligned, _dlpack, _dtype, _layout, _unsigned
 from ._generator import (Generator, default_generator, draw, normal_array, randint_array,
                          randperm_array, uniform_array)
 from .autograd.grad_mode import _state as _grad_state
@@ -217,6 +217,10 @@ def _big_ints(data: Any, arr: np.ndarray, target: Optional[_dtype.dtype]) -> np.
     if any(isinstance(v, float) for v in items) or (target is not None
                                                      and target.is_floating_point):
         return np.array([float(v) for v in items]).reshape(arr.shape)
+    if target is _dtype.uint64:          # read as unsigned 64-bit ints, each checked
+        for v in items:
+            _dtype.uint64_item(v)
+        return np.array(items, dtype=np.uint64).reshape(arr.shape)
     raise ValueError("Overflow when unpacking long long")
 
 
@@ -411,7 +415,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         is_float = any(isinstance(v, (float, np.floating)) for v in vals)
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
     d = _dtype.to_dtype(dtype)
-    if d is _dtype.bool or d.is_complex:
+    if d is _dtype.bool or d.is_complex or d in _dtype.BAREBONES:
         raise NotImplementedError(f"\"arange_cpu\" not implemented for '{d._torch_name}'")
     # PyTorch reads the bounds in int64 (integer dtypes) or double, checked, then computes the
     # length from those: arange(0, 3.5, dtype=int64) has 3 elements.
@@ -430,6 +434,14 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     if integral:
         with np.errstate(over="ignore"):
             arr = np.arange(n, dtype=np.int64) * np.int64(st) + np.int64(lo)
+    elif d.np in _dtype.HALF_NP:
+        # float16/bfloat16 as torch's kernel: start and step in float32, each element computed
+        # in float32 and rounded once (Note [Double to half]). Its vector loop restarts from a
+        # rounded running start every vector, which this does not follow: with a step that is
+        # not exact in the dtype, elements past the first 16 can differ in the last bit.
+        f32 = np.float32
+        with np.errstate(over="ignore"):
+            arr = f32(lo) + f32(st) * np.arange(n, dtype=f32)
     else:
         arr = lo + st * np.arange(n, dtype=np.float64)
     return _finish(arr.astype(d.np), requires_grad, device)
@@ -438,6 +450,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if dtype is not None:
+        _unsigned.check_dtype("linspace_cpu", _dtype.to_dtype(dtype))
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     for name, v in (("start", start), ("end", end)):
@@ -531,6 +545,8 @@ def _fma(a: np.ndarray, b: Any, c: np.ndarray) -> np.ndarray:
 def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
     """The identity matrix (``n`` x ``m``)."""
+    if dtype is not None:
+        _unsigned.check_dtype("eye", _dtype.to_dtype(dtype))
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
@@ -581,6 +597,7 @@ def randperm(n: int, *, generator: Optional[Generator] = None, dtype: Any = None
     """
     check_extras("randperm", layout, pin_memory)
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    _unsigned.check_dtype("randperm", d)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     if d.is_floating_point and n > 2 ** np.finfo(d.np).nmant + 1:
@@ -665,7 +682,9 @@ def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = No
 
 
 _RANDOM_TYPE_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short int",
-                      "int32": "int", "int64": "long int", "bool": "bool"}
+                      "int32": "int", "int64": "long int", "bool": "bool",
+                      "uint16": "short unsigned int", "uint32": "unsigned int",
+                      "uint64": "long unsigned int"}
 
 
 def _check_random_bounds(low: Any, high: Any, d: _dtype.dtype) -> None:

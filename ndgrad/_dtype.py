@@ -18,7 +18,8 @@ from ml_dtypes import bfloat16 as _np_bfloat16
 
 __all__ = [
     "dtype", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
-    "uint8", "int8", "int16", "int32", "int64", "bool", "half", "float", "double",
+    "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "bool", "half",
+    "float", "double",
     "cfloat", "cdouble", "short", "int", "long", "get_default_dtype", "set_default_dtype",
     "promote_types", "result_type",
 ]
@@ -35,12 +36,12 @@ class dtype:
 
     def __init__(self, name: str, np_dtype, category: _builtins.int, torch_name: str) -> None:
         self.name = name
-        self.np = np.dtype(np_dtype)
-        self.itemsize = self.np.itemsize
+        self.np = nd = np.dtype(np_dtype)
+        self.itemsize = nd.itemsize
         self._category = category
         self.is_floating_point = category == _FLOAT
         self.is_complex = category == _COMPLEX
-        self.is_signed = name not in ("uint8", "bool")
+        self.is_signed = not (name.startswith("uint") or name == "bool")
         self._torch_name = torch_name
 
     def __repr__(self) -> str:
@@ -64,6 +65,44 @@ float64 = dtype("float64", np.float64, _FLOAT, "Double")
 complex64 = dtype("complex64", np.complex64, _COMPLEX, "ComplexFloat")
 complex128 = dtype("complex128", np.complex128, _COMPLEX, "ComplexDouble")
 uint8 = dtype("uint8", np.uint8, _INT, "Byte")
+
+#: Called once, the first time a barebones unsigned dtype is used (Note [Barebones unsigned
+#: dtypes]); ``ops/_dispatch`` registers the switch of its hot-path flag here.
+UNSIGNED_WATCHERS: list = []
+UNSIGNED_SEEN = [False]
+_ARMED = [False]    # set at the end of ``import ndgrad``: module-level tables read ``.np`` freely
+
+
+def unsigned_seen() -> None:
+    """Switch on the barebones-unsigned checks (idempotent)."""
+    if _ARMED[0] and not UNSIGNED_SEEN[0]:
+        UNSIGNED_SEEN[0] = True
+        for w in UNSIGNED_WATCHERS:
+            w()
+
+
+_np_slot: Any = dtype.__dict__["np"]     # the slot descriptor, read without the switch
+
+
+class _Barebones(dtype):
+    """uint16/uint32/uint64: reading ``.np`` (every way of making an array of the dtype)
+    switches the unsigned checks on."""
+
+    __slots__ = ()
+
+    @property
+    def np(self) -> np.dtype:
+        unsigned_seen()
+        return _np_slot.__get__(self)
+
+    @np.setter
+    def np(self, value: np.dtype) -> None:
+        _np_slot.__set__(self, value)
+
+
+uint16 = _Barebones("uint16", np.uint16, _INT, "UInt16")
+uint32 = _Barebones("uint32", np.uint32, _INT, "UInt32")
+uint64 = _Barebones("uint64", np.uint64, _INT, "UInt64")
 int8 = dtype("int8", np.int8, _INT, "Char")
 int16 = dtype("int16", np.int16, _INT, "Short")
 int32 = dtype("int32", np.int32, _INT, "Int")
@@ -86,7 +125,15 @@ _F32 = np.dtype(np.float32)
 # float), so the value is rounded twice: a double just past a float16 rounding boundary can
 # land on it in float32 and then round to even (about 7 in 200,000 random values differ from
 # a direct rounding). Every float64 -> float16/bfloat16 conversion of values (casts, copies,
-# in-place results, tensor creation) goes through ``cast`` or ``copyto``.
+# in-place results, tensor creation) goes through ``cast`` or ``copyto``; a Python float
+# operand that torch converts to the dtype goes through ``number_in`` (clamp/hardtanh bounds,
+# nan_to_num replacements, threshold's value, hardshrink's lambda, comparisons, pow, fmod,
+# remainder, xlogy and the other ``_binary_op`` numbers) or ``scalar_to`` (the checked ones:
+# fill_, full, masked_fill, where, index_fill, scatter, alpha ...). Other kernels compute in
+# float32 with the number in float32, never rounded to the dtype: mul/div (Note [Half times a
+# Python number] in ops/pointwise.py), floor/trunc division, threshold's comparison,
+# softshrink, arange's elements, normal_/uniform_ samples. tests/test_half_python_numbers.py
+# pins each op to torch bitwise.
 def cast(x: np.ndarray, dt: np.dtype, copy: builtins.bool = True) -> np.ndarray:
     """``x.astype(dt, copy=copy)``, float64 to float16/bfloat16 rounded through float32 as
     torch does (Note [Double to half]).
@@ -102,6 +149,25 @@ def cast(x: np.ndarray, dt: np.dtype, copy: builtins.bool = True) -> np.ndarray:
     return x.astype(dt, copy=copy)
 
 
+def number_in(value: Any, dt: np.dtype) -> Any:
+    """A Python float operand of an op computing in ``dt``, as torch converts it to the dtype:
+    for float16/bfloat16 rounded through float32 (Note [Double to half]; returned as the Python
+    float of the rounded value, which NumPy then stores exactly); anything else unchanged.
+
+    >>> import numpy as np
+    >>> from ndgrad import _dtype
+    >>> v = 1 + 2 ** -11 + 2 ** -40                 # just past a float16 tie
+    >>> _dtype.number_in(v, np.dtype(np.float16)), np.float16(v).item()
+    (1.0, 1.0009765625)
+    """
+    if type(value) is not _pyfloat or dt not in HALF_NP:
+        return value
+    if -65504.0 <= value <= 65504.0:     # the common case: no overflow to silence
+        return _pyfloat(_F32.type(value).astype(dt))
+    with np.errstate(over="ignore"):
+        return _pyfloat(_F32.type(value).astype(dt))
+
+
 def copyto(dst: np.ndarray, src: Any) -> None:
     """``np.copyto(dst, src, casting="unsafe")`` with ``cast``'s rounding."""
     if dst.dtype in HALF_NP and getattr(src, "dtype", None) == _F64:
@@ -110,8 +176,18 @@ def copyto(dst: np.ndarray, src: Any) -> None:
 
 
 _ALL = (float16, bfloat16, float32, float64, complex64, complex128,
-        uint8, int8, int16, int32, int64, bool)
-_FROM_NP: dict = {d.np: d for d in _ALL}
+        uint8, int8, int16, int32, int64, bool, uint16, uint32, uint64)
+
+# Note [Barebones unsigned dtypes]
+# uint16, uint32 and uint64 are torch's "limited support" dtypes: they exist, are created,
+# cast, copied, viewed, printed, saved and sorted, but promote with no other integer (or bool,
+# or complex) dtype and most kernels refuse them. ``promote_types`` raises torch's error for a
+# mixed pair; ``ops/_unsigned.py`` holds the ops that accept them and raises torch's
+# NotImplementedError for every other op (checked in ``ops/_dispatch.apply`` and the entry
+# points that do not go through it, only once such a tensor exists: ``UNSIGNED_SEEN``).
+BAREBONES = frozenset((uint16, uint32, uint64))
+BAREBONES_NP = frozenset(_np_slot.__get__(d) for d in BAREBONES)
+_FROM_NP: dict = {_np_slot.__get__(d): d for d in _ALL}
 _NAMES = {d.name: d for d in _ALL}
 
 
@@ -122,16 +198,22 @@ def _by_name(name: str) -> dtype:
 def from_numpy_dtype(np_dtype) -> dtype:
     """The ndgrad dtype of a NumPy dtype, with PyTorch's error for unsupported ones."""
     try:
-        return _FROM_NP[np_dtype]
-    except KeyError:
-        pass
-    nd = np.dtype(np_dtype)
-    if nd in _FROM_NP:
-        return _FROM_NP[nd]
-    raise TypeError(
+        d = _FROM_NP[np_dtype]
+    except (KeyError, TypeError):
+        nd = np.dtype(np_dtype)
+        if nd not in _FROM_NP:
+            raise _unsupported(nd) from None
+        d = _FROM_NP[nd]
+    if d.__class__ is _Barebones:
+        unsigned_seen()
+    return d
+
+
+def _unsupported(nd: np.dtype) -> TypeError:
+    return TypeError(
         f"can't convert np.ndarray of type numpy.{nd.type.__name__}. The only supported types "
-        "are: float64, float32, float16, bfloat16, complex64, complex128, int64, int32, int16, "
-        "int8, uint8, and bool.")
+        "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
+        "uint64, uint32, uint16, uint8, and bool.")
 
 
 def to_dtype(d) -> dtype:
@@ -183,13 +265,16 @@ def set_default_dtype(d: dtype) -> None:
 
 # Promotion inside one category is size-based; across categories the higher wins.
 _ORDER = {bool: 0, uint8: 1, int8: 2, int16: 3, int32: 4, int64: 5, float16: 6, bfloat16: 7,
-          float32: 8, float64: 9, complex64: 10, complex128: 11}
+          float32: 8, float64: 9, complex64: 10, complex128: 11, uint16: 3, uint32: 4, uint64: 5}
 
 
 def promote_types(a: dtype, b: dtype) -> dtype:
     """PyTorch's ``promote_types``: the smallest dtype both ``a`` and ``b`` cast to safely."""
     if a is b:
         return a
+    if (a in BAREBONES or b in BAREBONES) and not (a.is_floating_point or b.is_floating_point):
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {a._torch_name} and {b._torch_name}")
     pair = {a, b}
     if pair == {float16, bfloat16}:
         return float32
@@ -288,14 +373,16 @@ def _promote_category(low: dtype, high: dtype) -> dtype:
 #   a TypeError. Tensors and ndarrays are cast without any check.
 # Python ints outside [-2**63, 2**64) cannot be scalars at all (``_int_scalar``).
 _INT_RANGE = {uint8: (0, 255), int8: (-128, 127), int16: (-2 ** 15, 2 ** 15 - 1),
-              int32: (-2 ** 31, 2 ** 31 - 1), int64: (-2 ** 63, 2 ** 63 - 1)}
+              int32: (-2 ** 31, 2 ** 31 - 1), int64: (-2 ** 63, 2 ** 63 - 1),
+              uint16: (0, 2 ** 16 - 1), uint32: (0, 2 ** 32 - 1), uint64: (0, 2 ** 64 - 1)}
 _FLOAT_MAX = {float16: 65504.0, bfloat16: 3.3895313892515355e+38,
               float32: 3.4028234663852886e+38, float64: 1.7976931348623157e+308,
               complex64: 3.4028234663852886e+38, complex128: 1.7976931348623157e+308}
 _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
             "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
             "float32": "float", "float64": "double", "complex64": "c10::complex<float>",
-            "complex128": "c10::complex<double>", "bool": "bool"}
+            "complex128": "c10::complex<double>", "bool": "bool", "uint16": "uint16_t",
+            "uint32": "uint32_t", "uint64": "uint64_t"}
 
 
 def overflow_error(d: dtype, short: _builtins.bool = False) -> RuntimeError:
@@ -393,6 +480,12 @@ def check_data(arr: np.ndarray, d: dtype) -> None:
     kind = arr.dtype.kind
     if d is bool or arr.size == 0 or kind == "b":
         return
+    if d is uint64:                      # read as unsigned 64-bit ints: no floats at all
+        if kind == "i" and arr.min() < 0:
+            uint64_item(-1)
+        if kind in "fc":
+            raise TypeError("an integer is required")
+        return
     if kind == "c" and d._category != _COMPLEX:
         if d._category == _INT:
             raise TypeError("'complex' object cannot be interpreted as an integer")
@@ -408,3 +501,14 @@ def check_data(arr: np.ndarray, d: dtype) -> None:
             raise overflow_error(d, short=True)
     elif kind == "f" and not (lo <= _pyfloat(arr.min()) and _pyfloat(arr.max()) <= hi):
         raise overflow_error(d, short=True)      # also NaN: its comparisons are False
+
+
+def uint64_item(v: Any) -> None:
+    """Check one Python number of ``tensor(data, dtype=uint64)``, which torch reads as an
+    unsigned 64-bit int (a float is refused, not truncated)."""
+    if not isinstance(v, _pyint):
+        raise TypeError("an integer is required")
+    if v < 0:
+        raise OverflowError("can't convert negative int to unsigned")
+    if v >= 2 ** 64:
+        raise OverflowError("int too big to convert")

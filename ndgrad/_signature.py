@@ -191,7 +191,7 @@ _TYPES = {
     "float": ("type({v}) is float or type({v}) is int", "_is_float({v})", "float"),
     "bool": ("type({v}) is bool", "False", "bool"),
     "str": ("type({v}) is str", "False", "str"),
-    "ScalarType": ("type({v}) is _DType", "False", "dtype"),
+    "ScalarType": ("type({v}) is _DType", "isinstance({v}, _DType)", "dtype"),
     "Layout": ("type({v}) is _Layout", "False", "layout"),
     "Tensor[]": ("_is_plain_tensor_list({v})", "_is_tensor_list({v})", "tuple of Tensors"),
     "Any": ("True", "True", "object"),

@@ -768,7 +768,7 @@ def _view_overloads(view_sizes: Any) -> Any:
     """``x.view(*size)`` or ``x.view(dtype)`` (PyTorch's two overloads of Tensor.view)."""
 
     def view(self: Tensor, *size: Any) -> Tensor:
-        if len(size) == 1 and type(size[0]) is _dtype.dtype:
+        if len(size) == 1 and isinstance(size[0], _dtype.dtype):
             return view_dtype(self, size[0])
         return view_sizes(self, *size)
     fn: Any = view

@@ -83,6 +83,8 @@ class _Global:
 
 
 _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_TENSOR_V3 = _Global("torch._utils", "_rebuild_tensor_v3")
+_UNTYPED_STORAGE = _Global("torch.storage", "UntypedStorage")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _REBUILD_SPARSE = _Global("torch._utils", "_rebuild_sparse_tensor")
 _ORDERED_DICT = collections.OrderedDict
@@ -141,9 +143,12 @@ class _Pickler(pickle._Pickler):
         self.save(_Global("torch", str(obj).rsplit(".", 1)[-1]))
 
     dispatch[_dtype.dtype] = _write_dtype
+    dispatch[_dtype._Barebones] = _write_dtype
 
     def persistent_id(self, obj: Any) -> Any:
         if isinstance(obj, _Storage):
+            if obj.flat.dtype in _dtype.BAREBONES_NP:     # no typed storage class: bytes
+                return ("storage", _UNTYPED_STORAGE, obj.key, "cpu", obj.flat.nbytes)
             name = _STORAGE_NAMES[str(obj.flat.dtype)]
             return ("storage", _Global("torch", name), obj.key, "cpu", obj.flat.size)
         return None
@@ -184,6 +189,10 @@ class _Pickler(pickle._Pickler):
             if type(obj).__name__ == "Parameter":   # its data as a plain tensor, then the flag
                 return (_REBUILD_PARAMETER, (_wrap(a), obj.requires_grad, _ORDERED_DICT()))
             st, offset, strides = self._storage_of(a)
+            if a.dtype in _dtype.BAREBONES_NP:    # torch's form for dtypes without a
+                return (_REBUILD_TENSOR_V3,         # typed storage: bytes plus the dtype
+                        (st, offset, Size(a.shape), strides, obj.requires_grad,
+                         _ORDERED_DICT(), obj.dtype))
             return (_REBUILD_TENSOR,
                     (st, offset, Size(a.shape), strides, obj.requires_grad, _ORDERED_DICT()))
         if isinstance(obj, Size):
@@ -254,6 +263,21 @@ def _rebuild_tensor(storage: np.ndarray, offset: int, size: Any, stride: Any,
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _rebuild_tensor_v3(storage: np.ndarray, offset: int, size: Any, stride: Any,
+                       requires_grad: bool, hooks: Any, dtype: Any,
+                       metadata: Any = None) -> Tensor:
+    """torch's form for a tensor over an untyped (byte) storage: the bytes viewed as
+    ``dtype``, then as ``_rebuild_tensor``."""
+    if not isinstance(storage, np.ndarray) or not isinstance(dtype, _dtype.dtype):
+        raise RuntimeError("ndgrad.load: invalid tensor record in the file (corrupted?)")
+    if storage.dtype != dtype.np:
+        if storage.dtype != np.uint8 or storage.size % dtype.itemsize:
+            raise RuntimeError(f"ndgrad.load: a storage of {storage.size} bytes cannot hold "
+                               f"{dtype} elements (corrupted file?)")
+        storage = storage.view(dtype.np)
+    return _rebuild_tensor(storage, offset, size, stride, requires_grad, hooks)
 
 
 def _rebuild_parameter(data: Tensor, requires_grad: bool, hooks: Any = None,
@@ -363,6 +387,10 @@ def _safe_global(module: str, name: str) -> Any:
         return getattr(collections, name)       # Counter: MultiStepLR's milestones
     if module == "torch._utils" and name == "_rebuild_tensor_v2":
         return _rebuild_tensor
+    if module == "torch._utils" and name == "_rebuild_tensor_v3":
+        return _rebuild_tensor_v3
+    if module == "torch.storage" and name == "UntypedStorage":
+        return "uint8"                          # a storage of bytes
     if module == "torch._utils" and name == "_rebuild_sparse_tensor":
         return _rebuild_sparse
     if module == "torch.serialization" and name == "_get_layout":

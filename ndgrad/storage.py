@@ -25,7 +25,7 @@ from typing import Any, Iterator, List
 import numpy as np
 
 from . import _shared_memory
-from ._dtype import _FROM_NP
+from ._dtype import _FROM_NP, BAREBONES
 from .ops.shape import _StorageWindow
 from .tensor import Tensor, _CPU, _ptr, _storage_nbytes, _storage_root
 
@@ -222,6 +222,8 @@ class TypedStorage:
                  "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
                  "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
                  "complex128": "ComplexDouble"}
+        if self.dtype in BAREBONES:             # no legacy storage class for these
+            return "ndgrad.storage.TypedStorage"
         return f"ndgrad.{names.get(self.dtype.name, self.dtype.name)}Storage"
 
     def __repr__(self) -> str:

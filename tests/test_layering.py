@@ -34,6 +34,7 @@ LAYERS = {
     # grad_mode at load time (the rest on first attribute access), so importing any runtime
     # module never loads the API.
     "ndgrad._dtype": BOTTOM,
+    "ndgrad._unsigned": BOTTOM,
     "ndgrad._layout": BOTTOM,
     "ndgrad.return_types": BOTTOM,
     "ndgrad._format": BOTTOM,

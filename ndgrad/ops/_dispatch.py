@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _unsigned
 from .._aligned import owns_memory as _owns_memory
 from .._refcounts import SOLE_REFERENCE_TESTS
 from ..autograd import anomaly_mode as _anomaly_mode
@@ -382,6 +382,16 @@ _trace_inplace: Any = None
 # running thread's innermost one (``_transform_local.tid``; Note [Captured tensors] in
 # ops/views_inplace.py). Kept only by ``enter_transform``/``exit_transform``.
 _TRANSFORM = 0
+# Note [Barebones unsigned dtypes] (_dtype.py): off until a uint16/32/64 tensor is first made.
+_UNSIGNED = False
+
+
+def _set_unsigned() -> None:
+    global _UNSIGNED
+    _UNSIGNED = True
+
+
+_dtype.UNSIGNED_WATCHERS.append(_set_unsigned)
 _transform_lock = threading.Lock()
 _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a function
 
@@ -568,6 +578,8 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
         res = _prof_apply(op, tensors, arrays, args)
         if res is not _prof_skip:
             return res
+    if _UNSIGNED:
+        _unsigned.check(op.name, arrays, args, op.node_name)
     out = op.forward(*arrays, *args) if args else op.forward(*arrays)
     if _TRACING:
         out = _trace_record(op, tensors, arrays, args, out)

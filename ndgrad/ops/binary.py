@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _unsigned
 from ..tensor import Tensor, _wrap
 from . import pointwise as _pw
 from ._batching import call as _bcall
@@ -706,7 +706,8 @@ def _with_number(arr: np.ndarray, s: Any, floats: bool) -> tuple:
     default float dtype before the number is converted (``xlogy(300, uint8)`` keeps 300)."""
     if floats:
         arr = to_float(promote_scalar(arr, s))
-    return scalar_operand(arr, s)
+    arr, s = scalar_operand(arr, s)
+    return arr, _dtype.number_in(s, arr.dtype)   # float16/bfloat16: as torch casts it
 
 
 def _two_numbers(name: str, input: Any, other: Any) -> TypeError:
@@ -1188,6 +1189,7 @@ def _int_binary(name: str, kernel: str, fwd: Callable, input: Any, other: Any) -
     else:
         raise _two_numbers(name, input, other)
     _pw._not_implemented_for(kernel, ad, "fcb")
+    _unsigned.check(name, (ad,))
     if ad.dtype in _LOW or bd.dtype in _LOW:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_name_of(ad.dtype)}'")
     return _wrap(np.asarray(fwd(ad, bd)).astype(ad.dtype, copy=False))

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _unsigned
 from ..tensor import Tensor, _wrap
 from ._util import wrap_dim
 
@@ -109,6 +109,7 @@ def bincount(input: Tensor, weights: Any = None, minlength: int = 0) -> Tensor:
     """How often each value 0, 1, ... occurs in the 1-d non-negative integer ``input``
     (summing ``weights`` instead of ones when given)."""
     x = input._data
+    _unsigned.check("bincount", (x,))
     if x.ndim != 1 or x.dtype.kind not in "iu":
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
@@ -128,6 +129,7 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Tensor:
     """Counts of ``input`` in ``bins`` equal bins over [min, max] (the data's range when both
     are 0); elements outside are ignored."""
     x = input._data
+    _unsigned.check("histc", (x,))
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogram_histc\" not implemented for "
                                   f"'{input.dtype._torch_name}'")

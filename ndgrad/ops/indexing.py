@@ -27,7 +27,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _unsigned
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
@@ -1098,6 +1098,7 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     tensor([[1],
             [3]])
     """
+    _unsigned.check("nonzero", (input._data,))
     x = input._data
     if as_tuple:
         return tuple(_wrap(a.astype(np.int64)) for a in np.nonzero(_as1d(x)))
@@ -1209,6 +1210,7 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     sd = _side(right, side)
     scalar = not isinstance(input, Tensor)
     v = _values(input, "searchsorted", "input")
+    _unsigned.check("searchsorted", (seq, v))
     if seq.ndim == 0:
         raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
                            "dimension, but got 0 dimension")
@@ -1247,6 +1249,7 @@ def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False,
     if b.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({b.ndim})")
     v = _values(input, "bucketize", "input")
+    _unsigned.check("bucketize", (b, v))
     r = _searchsorted_np(b, v, "right" if right else "left", None)
     return _wrap(np.asarray(r, np.int32 if out_int32 else np.int64))
 

@@ -197,14 +197,18 @@ def relu_(input: Tensor) -> Tensor:
     return relu(input, True)
 
 
+# float16/bfloat16: the forward clamps to the bounds rounded to the dtype through float32 (Note
+# [Double to half]), the backward compares in float32 with the bounds in float32, as torch.
 def _hardtanh_fwd(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
+    lo, hi = _dtype.number_in(lo, x.dtype), _dtype.number_in(hi, x.dtype)
     return np.minimum(np.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
 
 
 def _hardtanh_deriv(v: Tensor, lo: Any, hi: Any) -> Tensor:
     # at a NaN input: 0, as PyTorch's vectorized kernel (its scalar tail, the last elements
     # that fill no vector, gives 1)
-    return _sel((v > lo) & (v < hi), 1.0, 0.0, v)
+    w = v.float() if v._data.dtype in _LOWP else v
+    return _sel((w > lo) & (w < hi), 1.0, 0.0, v)
 
 
 HARDTANH = _unary_op("hardtanh", "HardtanhBackward0", _hardtanh_fwd, _hardtanh_deriv,
@@ -495,7 +499,10 @@ def _hardshrink_fwd(x: np.ndarray, lambd: float) -> np.ndarray:
 
 
 def _softshrink_fwd(x: np.ndarray, lambd: float) -> np.ndarray:
-    # as PyTorch's kernel: 0 inside [-lambd, lambd], else shifted towards 0 (NaN stays NaN)
+    # as PyTorch's kernel: 0 inside [-lambd, lambd], else shifted towards 0 (NaN stays NaN);
+    # float16/bfloat16 in float32 with lambd in float32
+    if x.dtype in _LOWP:
+        return _softshrink_fwd(x.astype(np.float32), np.float32(lambd)).astype(x.dtype)
     return np.where((x >= -lambd) & (x <= lambd), 0, np.where(x > lambd, x - lambd, x + lambd))
 
 
@@ -512,17 +519,17 @@ SOFTSHRINK = _unary_op("softshrink", "SoftshrinkBackward0", _softshrink_fwd, _sh
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``input`` where ``|input| > lambd``, else 0."""
-    _float_only(input, "hardshrink_cpu")
-    return _unary(HARDSHRINK, input, (lambd,))
+    x = _float_only(input, "hardshrink_cpu")
+    return _unary(HARDSHRINK, input, (_dtype.number_in(lambd, x.dtype),))
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``input - lambd`` above ``lambd``, ``input + lambd`` below ``-lambd``, else 0."""
     x = _float_only(input, "softshrink_cpu")
     if lambd < 0:
-        fmax = np.finfo(np.float32 if x.dtype in _LOWP else x.dtype).max
-        raise RuntimeError(f"lambda must be in range [0, {float(fmax):g}] for input dtype "
-                           f"{_dtype._FROM_NP[x.dtype]._torch_name}, but found {lambd}")
+        fmax = _dtype._FLOAT_MAX[_dtype._FROM_NP[x.dtype]]
+        raise RuntimeError(f"lambda must be in range [0, {fmax:g}] for input dtype "
+                           f"{_dtype._FROM_NP[x.dtype]._torch_name}, but found {lambd:g}")
     return _unary(SOFTSHRINK, input, (lambd,))
 
 
@@ -570,12 +577,17 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 # PyTorch's test is ``x <= threshold`` (replaced, zero gradient): a NaN input stays NaN and
 # passes its gradient.
+# float16/bfloat16 compare in float32 with the threshold in float32 (the value is rounded to the
+# dtype through float32: Note [Double to half]).
 def _threshold_fwd(x: np.ndarray, th: Any, value: Any) -> np.ndarray:
+    if x.dtype in _LOWP and type(th) is float:
+        th = np.float32(th)
     return np.where(x <= th, np.asarray(value).astype(x.dtype), x)
 
 
 def _threshold_deriv(v: Tensor, th: Any, value: Any) -> Tensor:
-    return _sel(v <= th, 0.0, 1.0, v)
+    low = v._data.dtype in _LOWP and type(th) is float
+    return _sel((v.float() if low else v) <= th, 0.0, 1.0, v)
 
 
 THRESHOLD = _unary_op("threshold", "ThresholdBackward0", _threshold_fwd, _threshold_deriv,
@@ -591,6 +603,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
         raise NotImplementedError("\"threshold_cpu\" not implemented for "
                                   f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
     op = THRESHOLD_ if inplace else THRESHOLD
+    value = _dtype.number_in(value, x.dtype)
     return _run(input, lambda s: _unary(op, s, (threshold, value)), inplace)
 
 

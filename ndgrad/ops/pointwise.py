@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .. import _dtype, _layout
+from .. import _dtype, _layout, _unsigned
 from .. import _aligned
 from .._aligned import owns_memory
 from .._refcounts import SOLE_REFERENCE_TESTS
@@ -409,6 +409,9 @@ def _pow_s_vjp(ctx, g):
 def _pow_fwd(a, e):
     if isinstance(e, int) and not isinstance(e, bool) and a.dtype.kind in "iu" and e < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
+    dt = a.dtype
+    if dt is _F16 or dt is _BF16:              # the number through float32 (Note [Double to half])
+        e = _dtype.number_in(e, dt)
     return _like(a, np.power(a, e))
 
 
@@ -429,7 +432,9 @@ def _pow_tt_fwd(a: np.ndarray, e: np.ndarray) -> np.ndarray:
 
 
 def _rpow_fwd(e: np.ndarray, s: Any) -> np.ndarray:
-    return _like(e, _int_power(s, e) if e.dtype.kind == "i" else np.power(s, e))
+    if e.dtype.kind == "i":
+        return _like(e, _int_power(s, e))
+    return _like(e, np.power(_dtype.number_in(s, e.dtype), e))
 
 
 def _pow_tt_vjp(ctx, g):
@@ -652,12 +657,15 @@ def _rounded_div(op: Op, input: Any, other: Any, args: tuple) -> Tensor:
     takes part in type promotion as a scalar (``int32_tensor // 2`` stays int32)."""
     if is_scalar(input) and isinstance(other, Tensor):
         bd, s = scalar_operand(other._data, as_scalar(input))
-        input = _wrap(np.asarray(s, dtype=bd.dtype))
+        # a number first is rounded to the dtype (float16/bfloat16: through float32)
+        input = _wrap(np.asarray(_dtype.number_in(s, bd.dtype), dtype=bd.dtype))
         input._wrapped_number = True
         ad = input._data
     elif is_scalar(other) and isinstance(input, Tensor):
         ad, s = scalar_operand(input._data, as_scalar(other))
-        other = _wrap(np.asarray(s, dtype=ad.dtype))
+        # float16/bfloat16 divided by a Python float: in float32, the number in float32
+        low = ad.dtype in _LOWP and type(s) is float
+        other = _wrap(np.asarray(s, dtype=np.float32 if low else ad.dtype))
         other._wrapped_number = True
         bd = other._data
     else:
@@ -685,6 +693,8 @@ def floor_divide(input: Any, other: Any) -> Tensor:
 
 
 def _div_mode_fwd(x: np.ndarray, y: np.ndarray, mode: str) -> np.ndarray:
+    if x.dtype in _LOWP and y.dtype == np.float32 and y.ndim == 0:  # by a number (_rounded_div)
+        return _div_mode_fwd(x.astype(np.float32), y, mode).astype(x.dtype)
     if mode == "floor":
         return np.floor_divide(x, y)
     if x.dtype.kind in "fc":
@@ -1534,7 +1544,8 @@ def _clamp_scalar(bound: Any, dt: np.dtype) -> Any:
     """A scalar bound converted to the result dtype (checked); NaN bounds stay NaN."""
     if bound is None or ((type(bound) is float or type(bound) is int) and dt.kind in "fc"
                          and -65504 <= bound <= 65504):
-        return bound
+        # float16/bfloat16: the number through float32 (Note [Double to half])
+        return _dtype.number_in(bound, dt) if dt is _F16 or dt is _BF16 else bound
     return _dtype.scalar_to(bound, _dtype._FROM_NP[dt])
 
 
@@ -1710,6 +1721,8 @@ def apply_nondiff(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> An
     ops in the table])."""
     if _dispatch._TRACING or _dispatch._BATCHING:
         return apply(op, tensors, arrays, args)
+    if _dispatch._UNSIGNED:              # Note [Barebones unsigned dtypes] in _dtype.py
+        _unsigned.check(op.name, arrays, args, op.node_name)
     out = op.forward(*arrays, *args)
     return _wrap(out) if op.num_outputs == 1 else tuple(_wrap(o) for o in out)
 
@@ -1743,15 +1756,22 @@ def _compare(ufunc, kernel: str, ordered: bool):
             try:
                 if _dispatch._TRACING or _dispatch._BATCHING:      # apply_nondiff, inlined
                     return apply(op_t, (input, other), (ad, bd))
+                if _dispatch._UNSIGNED:
+                    _unsigned.check(op_t.name, (ad, bd))
                 return _wrap(ufunc(ad, bd))
             except ValueError:
                 raise broadcast_error(ad.shape, bd.shape) from None
         if is_scalar(other):
             ad, other = scalar_operand(input._data, as_scalar(other))
+            dt = ad.dtype
+            if dt is _F16 or dt is _BF16:      # the number through float32 (Note [Double to half])
+                other = _dtype.number_in(other, dt)
             if ordered:
                 _not_implemented_for(kernel, ad, "c")
             if _dispatch._TRACING or _dispatch._BATCHING:
                 return apply(op_s, (input,), (ad,), (other,))
+            if _dispatch._UNSIGNED:
+                _unsigned.check(op_s.name, (ad,))
             return _wrap(ufunc(ad, other))
         if isinstance(other, (np.ndarray, list, tuple)):
             return fn(input, to_tensor(other))

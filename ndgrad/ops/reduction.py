@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _unsigned
 from .._warn import warn_user
 from ..autograd import grad_mode as _grad_mode
 from ..tensor import Tensor, _as_shape, _wrap
@@ -177,6 +177,8 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001
         if r is not NotImplemented:
             return r
     x = input._data
+    if dtype is not None:
+        _unsigned.check_dtype("sum_cpu", dtype)
     dt = _reduce_dtype(x, dtype)
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         _check_autograd_dtype(input, dt)
@@ -372,6 +374,8 @@ def prod(input: Tensor, dim: Optional[int] = None, keepdim: bool = False, *,
         if r is not NotImplemented:
             return r
     x = input._data
+    if dtype is not None:
+        _unsigned.check_dtype("prod_out_cpu", dtype)
     dt = _reduce_dtype(x, dtype)
     if dim is None:
         _check_autograd_dtype(input, dt)

@@ -101,7 +101,7 @@ def _check_std(std: Any) -> None:
 
 
 def _fmt(v: Any) -> str:
-    return str(int(v)) if float(v).is_integer() else repr(float(v))
+    return f"{float(v):g}"           # as torch's messages print a double (6 significant digits)
 
 
 @_with_generator

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _unsigned
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
@@ -71,6 +71,8 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
         r = _bcall(cumsum, input, dim, dtype=dtype)
         if r is not NotImplemented:
             return r
+    if dtype is not None:
+        _unsigned.check_dtype("cumsum_out_cpu", dtype)
     return _scan(CUMSUM, input, dim, dtype)
 
 
@@ -192,6 +194,8 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
         r = _bcall(cumprod, input, dim, dtype=dtype)
         if r is not NotImplemented:
             return r
+    if dtype is not None:
+        _unsigned.check_dtype("cumprod_out_cpu", dtype)
     return _scan(CUMPROD, input, dim, dtype)
 
 

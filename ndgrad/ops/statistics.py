@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _unsigned
 from .. import return_types as _rt
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
@@ -255,6 +255,8 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any 
     x = input._data
     if x.dtype.kind == "c" or (dtype is not None and dtype.is_complex):
         raise RuntimeError("nansum on CPU does not support complex inputs")
+    if dtype is not None:
+        _unsigned.check_dtype("sum_cpu", dtype)
     dt = _reduce_dtype(x, dtype)
     dims = _all_or(dim, x.ndim)
     _check_autograd_dtype(input, dt)

@@ -582,8 +582,10 @@ def nan_to_num(input: Tensor, nan: Optional[float] = 0.0, posinf: Optional[float
     if input._data.dtype.kind == "c" and input.requires_grad and is_grad_enabled():
         raise RuntimeError("nan_to_num does not support automatic differentiation for outputs "
                            "with complex dtype.")
+    dt = input._data.dtype                        # float16/bfloat16: through float32
     return apply(NAN_TO_NUM, (input,), (input._data,),
-                 (0.0 if nan is None else float(nan), posinf, neginf))
+                 (_dtype.number_in(0.0 if nan is None else float(nan), dt),
+                  _dtype.number_in(posinf, dt), _dtype.number_in(neginf, dt)))
 
 
 ELEMENTWISE_OPS = (EXP2, EXPM1, LOG2, LOG10, LOG1P, RSQRT, TAN, ASIN, ACOS, ATAN, SINH, COSH,

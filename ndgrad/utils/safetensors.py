@@ -28,7 +28,7 @@ __all__ = ["save", "load", "save_file", "load_file"]
 
 _CODES = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16",
           "int64": "I64", "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8",
-          "bool": "BOOL"}
+          "uint16": "U16", "uint32": "U32", "uint64": "U64", "bool": "BOOL"}
 _DTYPES = {v: k for k, v in _CODES.items()}
 
 
