@@ -132,6 +132,34 @@ def test_script_module_shares_state_with_the_original():
     assert ndgrad.jit.script(s) is s
 
 
+def _repr_modules(lib):
+    class Gate(lib.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    class Cell(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dg = Gate()
+            self.scripted = lib.jit.script(Gate())
+            self.traced = lib.jit.trace(lib.nn.Linear(4, 4), lib.ones(1, 4))
+            self.seq = lib.nn.Sequential(lib.nn.ReLU(), lib.nn.Linear(4, 2))
+
+        def forward(self, x):
+            return self.seq(self.traced(self.scripted(self.dg(x))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [repr(lib.jit.script(Cell())), repr(lib.jit.trace(Cell(), lib.ones(2, 4))),
+                repr(lib.jit.trace(Gate(), lib.ones(2))),
+                repr(lib.jit.script(lib.nn.ModuleList([lib.nn.ReLU(), lib.nn.ReLU()])))]
+
+
+def test_script_and_traced_module_reprs_match_torch():
+    """torch prints original_name, a scripted module as RecursiveScriptModule and a traced one
+    (and its submodules) by their original class names; a scripted child keeps its own."""
+    assert _repr_modules(ndgrad) == _repr_modules(torch)
+
+
 def test_script_function_keeps_python_control_flow():
     def f(x: ndgrad.Tensor) -> ndgrad.Tensor:
         if bool(x.sum() > 0):
