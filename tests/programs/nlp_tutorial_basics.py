@@ -2,6 +2,7 @@
 logistic regression classifier (word_to_ix, make_bow_vector, NLLLoss on log_softmax), an n-gram
 language model with nn.Embedding, CBOW context vectors, and the LSTM part-of-speech tagger with
 tag scores printed before and after training."""
+# ruff: noqa: B007  (the tutorial's unused loop variables, kept as written)
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -67,6 +67,18 @@ out_c = F.scaled_dot_product_attention(qs, k, v, is_causal=True)
 ref_c = scaled_dot_product_attention(qs, k, v, is_causal=True)
 print("causal", torch.allclose(out_c, ref_c), f"{out_c[0, 0, 0].sum().item():.8f}")
 check("scale", scale=0.5, attn_mask=bool_mask)
+# a padding mask together with is_causal: 4-D inputs combine both masks (torch's CPU flash
+# kernel), 3-D ones are refused (its math path)
+pad_keep = torch.ones(B, 1, 1, S, dtype=torch.bool)
+pad_keep[1, :, :, 4:] = False
+both = F.scaled_dot_product_attention(qs, k, v, attn_mask=pad_keep, is_causal=True)
+causal_keep = torch.ones(qs.size(-2), S, dtype=torch.bool).tril()
+ref_both = F.scaled_dot_product_attention(qs, k, v, attn_mask=pad_keep & causal_keep)
+print("mask + causal", torch.allclose(both, ref_both), f"{both[1, 0, 4].sum().item():.8f}")
+try:
+    F.scaled_dot_product_attention(qs[0], k[0], v[0], attn_mask=causal_keep, is_causal=True)
+except RuntimeError as e:
+    print("3-D mask + causal: RuntimeError", str(e)[:60])
 check("dropout 0", dropout_p=0.0)
 
 # grouped-query attention: 4 query heads share 2 key/value heads
