@@ -99,3 +99,20 @@ try:
     stack_module_state([nn.Linear(3, 2), nn.Linear(3, 4)])
 except RuntimeError as e:
     print("RuntimeError", str(e)[:60])
+
+# an ensemble with BatchNorm in training mode: the stacked buffers are updated in place,
+# each model's from its own minibatch
+bn_models = [nn.Sequential(nn.Linear(8, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 2))
+             for _ in range(3)]
+bn_params, bn_buffers = stack_module_state(bn_models)
+bn_base = copy.deepcopy(bn_models[0])
+bn_x = torch.randn(3, 10, 8)
+bn_out = vmap(lambda p, b, x: functional_call(bn_base, (p, b), (x,)))(bn_params, bn_buffers,
+                                                                      bn_x)
+print("bn ensemble", tuple(bn_out.shape),
+      [round(v, 5) for v in bn_buffers["1.running_mean"].sum(1).tolist()],
+      [round(v, 5) for v in bn_buffers["1.running_var"].sum(1).tolist()],
+      bn_buffers["1.num_batches_tracked"].tolist())
+loop = torch.stack([m(xb) for m, xb in zip(bn_models, bn_x)])
+print("matches the models run one by one", torch.allclose(bn_out, loop, atol=1e-5),
+      torch.allclose(bn_buffers["1.running_mean"][2], bn_models[2][1].running_mean))
