@@ -160,6 +160,33 @@ def test_script_and_traced_module_reprs_match_torch():
     assert _repr_modules(ndgrad) == _repr_modules(torch)
 
 
+def _traced_rnns(lib):
+    lib.manual_seed(0)
+    mods = [lib.nn.LSTM(3, 4), lib.nn.GRU(3, 4, batch_first=True), lib.nn.RNN(3, 4),
+            lib.nn.LSTMCell(3, 4), lib.nn.GRUCell(3, 4)]
+    shapes = [((2, 1, 3), (5, 1, 3)), ((1, 2, 3), (1, 6, 3)), ((2, 1, 3), (4, 1, 3)),
+              ((2, 3), (2, 3)), ((2, 3), (2, 3))]
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for m, (s1, s2) in zip(mods, shapes):
+            t = lib.jit.trace(m, lib.randn(*s1))
+            for s in (s1, s2):
+                r = t(lib.randn(*s))
+                r = r[0] if isinstance(r, tuple) else r
+                out.append((tuple(r.shape), r.detach().numpy().copy()))
+    return out
+
+
+def test_torch_jit_trace_of_rnn_modules_matches_torch():
+    """RNN modules build their zero initial state inside forward; the trace check's second run
+    lifts it as the traced run does (it was a constant there, and the check refused the
+    trace), and a traced RNN runs other sequence lengths as torch's."""
+    for (gs, g), (ws, w) in zip(_traced_rnns(ndgrad), _traced_rnns(torch)):
+        assert gs == ws
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
 def test_script_function_keeps_python_control_flow():
     def f(x: ndgrad.Tensor) -> ndgrad.Tensor:
         if bool(x.sum() > 0):

@@ -159,3 +159,12 @@ buf = io.BytesIO()
 torch.jit.save(scripted_gate, buf)
 buf.seek(0)
 print("loaded gate", torch.jit.load(buf)(-pos).tolist())
+
+# tracing a recurrent model for deployment, then running it on a longer sequence
+rnn = torch.nn.LSTM(4, 3, num_layers=2)
+traced_rnn = torch.jit.trace(rnn, (torch.rand(5, 1, 4),))
+long_seq = torch.rand(9, 1, 4)
+out_t, (h_t, c_t) = traced_rnn(long_seq)
+out_e, (h_e, c_e) = rnn(long_seq)
+print("traced LSTM", tuple(out_t.shape), torch.allclose(out_t, out_e, atol=1e-6),
+      torch.allclose(c_t, c_e, atol=1e-6))
