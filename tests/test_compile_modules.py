@@ -187,6 +187,17 @@ def test_torch_jit_trace_of_rnn_modules_matches_torch():
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
+def test_script_of_a_lambda_is_torchs_error():
+    for lib in (torch, ndgrad):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f = lambda x: x + 1  # noqa: E731  (what is scripted)
+            line = f.__code__.co_firstlineno
+            with pytest.raises(RuntimeError, match=f"Expected a single top-level function: "
+                                                   f".*test_compile_modules.py:{line}$"):
+                lib.jit.script(f)
+
+
 def test_script_function_keeps_python_control_flow():
     def f(x: ndgrad.Tensor) -> ndgrad.Tensor:
         if bool(x.sum() > 0):

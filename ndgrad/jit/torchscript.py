@@ -255,6 +255,11 @@ def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None
     if builtins.isinstance(obj, Module):
         return _wrap(RecursiveScriptModule, obj)
     if callable(obj):
+        code = getattr(obj, "__code__", None)
+        if code is not None and getattr(obj, "__name__", "") == "<lambda>":
+            # torch parses the source line of the function: a lambda is never one
+            raise RuntimeError(f"Expected a single top-level function: {code.co_filename}:"
+                               f"{code.co_firstlineno}")
         return ScriptFunction(obj)
     raise RuntimeError(f"ndgrad.jit.script: cannot script an object of type "
                        f"{type(obj).__name__}")
