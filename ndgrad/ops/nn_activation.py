@@ -40,6 +40,7 @@ from . import _batching, _dispatch
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._util import wrap_dim
+from .pointwise import _zeros_of
 from .pointwise import relu as _relu
 from .pointwise import sigmoid as _sigmoid
 from .pointwise import tanh as _tanh
@@ -149,17 +150,41 @@ def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple 
             return (g.astype(f32) * deriv_np(x.astype(f32), *args)).astype(x.dtype)
         return g * fast(x, *args)
 
+    def bwd_fwd(g: np.ndarray, x: np.ndarray, *a: Any) -> np.ndarray:
+        if fast is not None:
+            return fast_vjp(g, x, a)
+        return (_wrap(g) * deriv(_wrap(x), *a))._data
+
+    def bwd_vjp(ctx, gg):
+        (x,) = ctx.saved
+        return (gg * deriv(x, *ctx._args) if ctx.needs_input_grad(0) else None,
+                _zeros_of(x) if ctx.needs_input_grad(1) else None)
+
+    def bwd_jvp(ctx, tg, tx):
+        return tg * deriv(ctx.inputs[1], *ctx._args) if tg is not None else \
+            _zeros_of(ctx.result)
+    # the backward as an op of (grad, self), for a piecewise-constant derivative under
+    # create_graph (below)
+    backward_op = Op(name + "_backward", node[:-1] + "Backward0", bwd_fwd, bwd_vjp,
+                     saves=("self",), inputs=("grad_output", "self"), args=args, jvp=bwd_jvp)
+    _batching.RULES[backward_op] = _batching._pointwise()
+
     def vjp(ctx, g):
         if check is not None:
             check(ctx._args)
         x = ctx.saved[0]
+        real = g._data.dtype == x._data.dtype and \
+            (x._data.dtype.kind == "f" or x._data.dtype in _LOWP)
         # not under forward AD either: jacfwd(jacrev(f)) needs the tangent of this product
         if fast is not None and not _grad_state.enabled and not g._blevel \
-                and not _dispatch._FW_AD \
-                and g._data.dtype == x._data.dtype \
-                and (x._data.dtype.kind == "f" or x._data.dtype in _LOWP):
+                and not _dispatch._FW_AD and real:
             return _wrap(fast_vjp(g._data, x._data, ctx._args))
         d = deriv(x, *ctx._args)
+        if real and x.requires_grad and _grad_state.enabled and not d.requires_grad:
+            # a piecewise-constant derivative (leaky_relu, hardtanh, threshold ...): torch's
+            # backward is an op of (grad, self), so a double backward reaches the input with
+            # zeros (LeakyReluBackwardBackward0) instead of leaving it out of the graph
+            return apply(backward_op, (g, x), (g._data, x._data), ctx._args)
         return g * (d.conj() if d._data.dtype.kind == "c" else d)
 
     def jvp(ctx, t):
