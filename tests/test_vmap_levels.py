@@ -294,6 +294,8 @@ def _forward_cases(t, F):
         # NTK tutorial's jvp of vjps): the primal is lifted to the tangents' level
         "vmap_vmap_jvp_unbatched_primal": lambda: F.vmap(lambda c: F.vmap(
             lambda v: F.jvp(lambda q: f(q * c), (x[0],), (v,))[1])(x))(x[:, 0]),
+        "vmap_hvp_over_tangents": lambda: F.vmap(
+            lambda v: F.jvp(F.grad(s), (x[0],), (v,))[1])(x),
         "vmap_vmap_jvp_outer_primal": lambda: F.vmap(lambda r: F.vmap(
             lambda v: F.jvp(f, (r,), (v,))[1])(x[:2]))(x),
     }
