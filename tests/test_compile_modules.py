@@ -132,6 +132,72 @@ def test_script_module_shares_state_with_the_original():
     assert ndgrad.jit.script(s) is s
 
 
+def _repr_modules(lib):
+    class Gate(lib.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    class Cell(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dg = Gate()
+            self.scripted = lib.jit.script(Gate())
+            self.traced = lib.jit.trace(lib.nn.Linear(4, 4), lib.ones(1, 4))
+            self.seq = lib.nn.Sequential(lib.nn.ReLU(), lib.nn.Linear(4, 2))
+
+        def forward(self, x):
+            return self.seq(self.traced(self.scripted(self.dg(x))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [repr(lib.jit.script(Cell())), repr(lib.jit.trace(Cell(), lib.ones(2, 4))),
+                repr(lib.jit.trace(Gate(), lib.ones(2))),
+                repr(lib.jit.script(lib.nn.ModuleList([lib.nn.ReLU(), lib.nn.ReLU()])))]
+
+
+def test_script_and_traced_module_reprs_match_torch():
+    """torch prints original_name, a scripted module as RecursiveScriptModule and a traced one
+    (and its submodules) by their original class names; a scripted child keeps its own."""
+    assert _repr_modules(ndgrad) == _repr_modules(torch)
+
+
+def _traced_rnns(lib):
+    lib.manual_seed(0)
+    mods = [lib.nn.LSTM(3, 4), lib.nn.GRU(3, 4, batch_first=True), lib.nn.RNN(3, 4),
+            lib.nn.LSTMCell(3, 4), lib.nn.GRUCell(3, 4)]
+    shapes = [((2, 1, 3), (5, 1, 3)), ((1, 2, 3), (1, 6, 3)), ((2, 1, 3), (4, 1, 3)),
+              ((2, 3), (2, 3)), ((2, 3), (2, 3))]
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for m, (s1, s2) in zip(mods, shapes):
+            t = lib.jit.trace(m, lib.randn(*s1))
+            for s in (s1, s2):
+                r = t(lib.randn(*s))
+                r = r[0] if isinstance(r, tuple) else r
+                out.append((tuple(r.shape), r.detach().numpy().copy()))
+    return out
+
+
+def test_torch_jit_trace_of_rnn_modules_matches_torch():
+    """RNN modules build their zero initial state inside forward; the trace check's second run
+    lifts it as the traced run does (it was a constant there, and the check refused the
+    trace), and a traced RNN runs other sequence lengths as torch's."""
+    for (gs, g), (ws, w) in zip(_traced_rnns(ndgrad), _traced_rnns(torch)):
+        assert gs == ws
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_script_of_a_lambda_is_torchs_error():
+    for lib in (torch, ndgrad):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f = lambda x: x + 1  # noqa: E731  (what is scripted)
+            line = f.__code__.co_firstlineno
+            with pytest.raises(RuntimeError, match=f"Expected a single top-level function: "
+                                                   f".*test_compile_modules.py:{line}$"):
+                lib.jit.script(f)
+
+
 def test_script_function_keeps_python_control_flow():
     def f(x: ndgrad.Tensor) -> ndgrad.Tensor:
         if bool(x.sum() > 0):

@@ -380,3 +380,26 @@ def test_rrelu_training_on_a_zero_dim_tensor():
     assert F.rrelu(ndgrad.tensor(-2.0), training=True).item() == \
         TF.rrelu(torch.tensor(-2.0), training=True).item()
     assert F.rrelu(ndgrad.tensor(3.0), training=True).item() == 3.0
+
+
+def _piecewise_double_backward(lib, name):
+    F = lib.nn.functional
+    f = {"leaky_relu": lambda x: F.leaky_relu(x, 0.2), "hardtanh": F.hardtanh,
+         "relu6": F.relu6, "threshold": lambda x: F.threshold(x, 0.1, 0.0),
+         "hardshrink": F.hardshrink, "softshrink": F.softshrink}[name]
+    x = lib.tensor([[1.0, -2.0, 0.3], [0.7, 0.2, -0.1]], dtype=lib.float64,
+                   requires_grad=True)
+    g, = lib.autograd.grad((f(x) * lib.arange(6.0, dtype=lib.float64).view(2, 3)).sum(), x,
+                           create_graph=True)
+    (g * g).sum().backward()
+    return (g.requires_grad, type(g.grad_fn).__name__,
+            [type(n[0]).__name__ for n in g.grad_fn.next_functions], g.tolist(), x.grad.tolist())
+
+
+@pytest.mark.parametrize("name", ["leaky_relu", "hardtanh", "relu6", "threshold", "hardshrink",
+                                  "softshrink"])
+def test_piecewise_activation_double_backward_reaches_input_as_torch(name):
+    """A piecewise-constant derivative: torch's backward is an op of (grad, self), so the
+    gradient of a gradient reaches the input with zeros (a WGAN-GP penalty of a LeakyReLU
+    critic w.r.t. its input), where ndgrad left the input out of the graph."""
+    assert _piecewise_double_backward(ndgrad, name) == _piecewise_double_backward(torch, name)

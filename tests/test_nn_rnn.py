@@ -276,6 +276,12 @@ def test_errors_match_torch():
         (tg, ng, lambda L: (L.randn(2, 3), L.randn(1, 2, 4))),
         (tg, ng, lambda L: (L.randn(2, 2, 3), L.randn(1, 3, 4))),
         (tg, ng, lambda L: (L.randn(2, 2, 3, dtype=L.float64),)),
+        # an LSTM given one hidden state: torch reads hx[1] (IndexError), a tensor's rows
+        (t, n, lambda L: (L.randn(2, 2, 3), (L.randn(1, 2, 4),))),
+        (t, n, lambda L: (L.randn(2, 2, 3), [L.randn(1, 2, 4)])),
+        (t, n, lambda L: (L.randn(2, 2, 3), L.randn(1, 2, 4))),
+        (t, n, lambda L: (L.randn(2, 2, 3), L.randn(2, 2, 4))),
+        (t, n, lambda L: (L.randn(2, 2, 3), (L.randn(1, 2, 4),) * 3)),
     ]
     for tm, nm, args in calls:
         _raises_like(lambda: tm(*args(torch)), lambda: nm(*args(ndgrad)))

@@ -136,6 +136,63 @@ def test_sdpa_errors_match_torch():
         assert key in str(ne.value), (str(ne.value), str(te.value))
 
 
+def _sdpa_mask_and_causal(lib, case):
+    """One F.scaled_dot_product_attention call with attn_mask and is_causal=True: torch runs
+    it when its CPU flash kernel takes the call (4-D, no dropout, same batch and head dims, a
+    2-D or 4-D mask not requiring grad ...) and combines the masks; otherwise its math path
+    refuses the pair."""
+    rng = np.random.default_rng(3)
+    q = lib.tensor(rng.standard_normal((2, 2, 3, 4)))
+    k = lib.tensor(rng.standard_normal((2, 2, 5, 4)))
+    bm = lib.tensor(rng.random((3, 5)) > 0.3)
+    fm = lib.tensor(rng.standard_normal((3, 5)))
+    args = {"bool": (q, k, k, bm), "float": (q, k, k, fm),
+            "mask4d": (q, k, k, lib.tensor(rng.random((2, 1, 3, 5)) > 0.2)),
+            "gqa": (q, k[:, :1], k[:, :1], bm), "rank3": (q[0], k[0], k[0], bm),
+            "dropout": (q, k, k, bm), "batch_bcast": (q, k[:1], k[:1], bm),
+            "v_dim": (q, k, lib.tensor(rng.standard_normal((2, 2, 5, 6))), bm),
+            "mask3d": (q, k, k, bm.unsqueeze(0)),
+            "mask_grad": (q, k, k, fm.clone().requires_grad_()),
+            "q_strided": (q.transpose(-1, -2).contiguous().transpose(-1, -2), k, k, bm)}[case]
+    kw = {"enable_gqa": case == "gqa", "dropout_p": 0.3 if case == "dropout" else 0.0}
+    try:
+        return _f_of(lib).scaled_dot_product_attention(*args[:3], attn_mask=args[3],
+                                                      is_causal=True, **kw).detach().numpy()
+    except RuntimeError as e:
+        return str(e)
+
+
+def _f_of(lib):
+    return TF if lib is torch else F
+
+
+@pytest.mark.parametrize("case", ["bool", "float", "mask4d", "gqa", "rank3", "dropout",
+                                  "batch_bcast", "v_dim", "mask3d", "mask_grad", "q_strided"])
+def test_sdpa_attn_mask_with_is_causal_as_torch(case):
+    want, got = _sdpa_mask_and_causal(torch, case), _sdpa_mask_and_causal(ndgrad, case)
+    if isinstance(want, str):
+        assert got == want
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("rank", [3, 4])
+@pytest.mark.parametrize("mdt", ["float64", "float16", "bfloat16", "int64", "float32"])
+def test_sdpa_attn_mask_dtype_as_torch(rank, mdt):
+    """A float mask must be float32 ("float") or the query's dtype; torch's message names
+    C++ types."""
+    def run(lib):
+        q = lib.ones((2, 2, 3, 4)[4 - rank:])
+        m = lib.zeros(3, 5, dtype=getattr(lib, mdt))
+        try:
+            return _f_of(lib).scaled_dot_product_attention(q, q[..., :1, :].expand(
+                *q.shape[:-2], 5, 4), q[..., :1, :].expand(*q.shape[:-2], 5, 4),
+                attn_mask=m).sum().item()
+        except RuntimeError as e:
+            return str(e)
+    assert run(ndgrad) == run(torch)
+
+
 # ---------------------------------------------------------------------------- mha functional
 def _mha_samples():
     """Argument sets of F.multi_head_attention_forward (as torch's OpInfo samples, plus static

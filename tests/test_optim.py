@@ -141,6 +141,38 @@ def test_load_state_dict_errors_and_casts():
         nopt.Adam([w32, ndgrad.zeros(1, requires_grad=True)]).load_state_dict(sd)
 
 
+def _shared_state_run(lib, name):
+    """Load an optimizer from another's live state_dict() (no deepcopy), step both."""
+    p = lib.nn.Parameter(lib.ones(2, dtype=lib.float64))
+    q = lib.nn.Parameter(lib.ones(2, dtype=lib.float64))
+    kw = {"momentum": 0.9} if name in ("SGD", "RMSprop") else {}
+    o, o2 = getattr(lib.optim, name)([p], lr=0.1, **kw), getattr(lib.optim, name)([q], lr=0.1,
+                                                                                   **kw)
+    p.grad = lib.ones(2, dtype=lib.float64)
+    o.step()
+    o2.load_state_dict(o.state_dict())
+    shared = {k: v is o.state[p][k] for k, v in o2.state[q].items()}
+    p.grad = lib.tensor([1.0, 2.0], dtype=lib.float64)
+    q.grad = lib.tensor([3.0, 1.0], dtype=lib.float64)
+    o.step()
+    o2.step()
+    state = {k: v.tolist() for k, v in o2.state[q].items()}
+    return shared, p.tolist(), q.tolist(), state
+
+
+@pytest.mark.parametrize("name", ["Adam", "SGD", "Adagrad", "RMSprop"])
+def test_load_state_dict_shares_uncast_state_tensors_as_torch(name):
+    """torch's load_state_dict keeps the given state tensors when no cast is needed (``step``
+    too): two optimizers loaded from one live state_dict() update the same tensors."""
+    got, want = _shared_state_run(ndgrad, name), _shared_state_run(torch, name)
+    assert got[0] == want[0] and all(want[0].values())
+    for g, w in zip(got[1:3], want[1:3]):
+        np.testing.assert_allclose(g, w, rtol=1e-14)
+    assert list(got[3]) == list(want[3])
+    for k in want[3]:
+        np.testing.assert_allclose(got[3][k], want[3][k], rtol=1e-14)
+
+
 @pytest.mark.parametrize("call,err,msg", [
     (lambda o, lib, p: o.SGD(p, lr=-1), ValueError, "Invalid learning rate: -1"),
     (lambda o, lib, p: o.SGD(p, momentum=-0.5), ValueError, "Invalid momentum value: -0.5"),
@@ -394,6 +426,52 @@ def test_averaged_model_matches_torch(kind):
                     list(avg.state_dict()), avg(lib.ones(1, 3, dtype=lib.float64)).tolist()))
     np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-15)
     assert out[1][1:] == out[0][1:]
+
+
+def _averaged_bn(lib, S, kw, use_buffers):
+    lib.manual_seed(0)
+    net = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.BatchNorm1d(4))
+    avg = S.AveragedModel(net, use_buffers=use_buffers, **kw)
+    for i in range(3):
+        net(lib.randn(5, 3))
+        with lib.no_grad():
+            for p in net.parameters():
+                p.add_(0.1 * i)
+        avg.update_parameters(net)
+    return [(k, str(v.dtype).split(".")[1], v.tolist()) for k, v in avg.state_dict().items()]
+
+
+@pytest.mark.parametrize("use_buffers", [True, False])
+@pytest.mark.parametrize("kind", ["default", "swa", "ema", "swa_multi_int", "ema_multi"])
+def test_averaged_model_with_batchnorm_buffers_matches_torch(kind, use_buffers):
+    """use_buffers averages num_batches_tracked (int64) too: the multi-tensor functions run
+    once per dtype (EMA truncates into the integer buffer), the cpu default is the per-tensor
+    running mean; swa_multi on an integer buffer is torch's addcdiv error."""
+    from torch.optim import swa_utils as ts
+
+    from ndgrad.optim import swa_utils as ns
+    kws = {"default": lambda S: {}, "swa": lambda S: {"avg_fn": S.get_swa_avg_fn()},
+           "ema": lambda S: {"avg_fn": S.get_ema_avg_fn(0.5)},
+           "swa_multi_int": lambda S: {"multi_avg_fn": S.get_swa_multi_avg_fn()},
+           "ema_multi": lambda S: {"multi_avg_fn": S.get_ema_multi_avg_fn(0.5)}}
+    if kind == "swa_multi_int" and use_buffers:
+        for lib, S in ((torch, ts), (ndgrad, ns)):
+            with pytest.raises(RuntimeError, match="Integer division with addcdiv is no longer"):
+                _averaged_bn(lib, S, kws[kind](S), use_buffers)
+        return
+    want = _averaged_bn(torch, ts, kws[kind](ts), use_buffers)
+    got = _averaged_bn(ndgrad, ns, kws[kind](ns), use_buffers)
+    assert [g[:2] for g in got] == [w[:2] for w in want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g[2]), np.asarray(w[2]), rtol=1e-6, atol=1e-7)
+
+
+def test_ema_decay_out_of_range_is_torchs_error():
+    from ndgrad.optim import swa_utils as ns
+    for fn in (ns.get_ema_avg_fn, ns.get_ema_multi_avg_fn):
+        with pytest.raises(ValueError, match=r"Invalid decay value 1.5 provided. Please provide "
+                                             r"a value in \[0,1\] range."):
+            fn(1.5)
 
 
 # ---------------------------------------------------------------------------- torch's optim_db

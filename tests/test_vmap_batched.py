@@ -243,6 +243,31 @@ def test_unbatched_receiver_with_batched_argument():
                                   + c.where(a > 0, a)), x, y, in_dims=(0, None)))
 
 
+def _bn_batched_stats(lib, F, vm):
+    lib.manual_seed(0)
+    x = lib.randn(3, 5, 4, dtype=lib.float64, requires_grad=True)
+    rm, rv = lib.zeros(3, 4, dtype=lib.float64), lib.ones(3, 4, dtype=lib.float64)
+    out = vm(lambda a, m, v: F.batch_norm(a, m, v, training=True, momentum=0.3))(x, rm, rv)
+    g, = lib.autograd.grad((out * lib.arange(60.0, dtype=lib.float64).view(3, 5, 4)).sum(), x)
+    # a BatchNorm ensemble: stacked buffers, functional_call under vmap (training mode)
+    bn = lib.nn.BatchNorm1d(4).double()
+    bufs = {k: v.unsqueeze(0).repeat(3, *[1] * v.dim()) for k, v in bn.named_buffers()}
+    params = {k: v.detach() for k, v in bn.named_parameters()}
+    vm(lambda p, b, a: lib.func.functional_call(bn, (p, b), (a,)), in_dims=(None, 0, 0))(
+        params, bufs, x.detach())
+    return [out.detach().numpy(), g.numpy(), rm.numpy(), rv.numpy()] + \
+        [b.double().numpy() for b in bufs.values()]
+
+
+def test_batch_norm_updates_batched_running_stats_per_entry():
+    """Batched running statistics in training mode: each entry's are updated once, from its
+    own batch (entry 0 was updated twice, once from a proxy pass), as torch."""
+    want = _bn_batched_stats(torch, torch.nn.functional, tf.vmap)
+    got = _bn_batched_stats(ndgrad, ndgrad.nn.functional, nf.vmap)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
 def test_batch_norm_refuses_unbatched_running_stats_in_training():
     # torch's error, raised once (not re-run per entry), and the statistics stay untouched
     for lib, F, vm in ((torch, torch.nn.functional, tf.vmap),

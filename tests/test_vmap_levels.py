@@ -290,7 +290,40 @@ def _forward_cases(t, F):
         "jacfwd_vmap": lambda: F.jacfwd(F.vmap(f))(x),
         "hessian_vmap": lambda: F.hessian(lambda a: F.vmap(s)(a).sum())(x),
         "jacfwd_vmap_vmap": lambda: F.jacfwd(F.vmap(F.vmap(lambda q: q.exp() * q.sum())))(x),
+        # tangents batched at an inner level, the primal unbatched or at the outer one (the
+        # NTK tutorial's jvp of vjps): the primal is lifted to the tangents' level
+        "vmap_vmap_jvp_unbatched_primal": lambda: F.vmap(lambda c: F.vmap(
+            lambda v: F.jvp(lambda q: f(q * c), (x[0],), (v,))[1])(x))(x[:, 0]),
+        "vmap_hvp_over_tangents": lambda: F.vmap(
+            lambda v: F.jvp(F.grad(s), (x[0],), (v,))[1])(x),
+        "vmap_vmap_jvp_outer_primal": lambda: F.vmap(lambda r: F.vmap(
+            lambda v: F.jvp(f, (r,), (v,))[1])(x[:2]))(x),
     }
+
+
+def _vjp_fn_cases(t, F):
+    x, w = _from(t, X[0]), _from(t, W)
+
+    def f(r):
+        return (r.sin() @ w).tanh() * r.sum()
+    _, vjp_fn = F.vjp(f, x[0])
+    basis = t.eye(5, dtype=t.float64)
+
+    def ntk(a, b):
+        _, fn = F.vjp(f, a)
+        return F.vmap(lambda v: F.jvp(f, (b,), fn(v))[1])(basis)
+    return {
+        # a vjp_fn made outside vmap, called on batched cotangents inside one
+        "vmap_calls_outer_vjp_fn": lambda: F.vmap(lambda v: vjp_fn(v * 2.0)[0])(basis),
+        "vmap_vmap_calls_outer_vjp_fn": lambda: F.vmap(lambda s: F.vmap(
+            lambda v: vjp_fn(v * s)[0])(basis))(x[:, 0]),
+        "ntk_vjp_jvp": lambda: F.vmap(F.vmap(ntk, (None, 0)), (0, None))(x[:2], x),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_vjp_fn_cases(torch, tfunc)))
+def test_vjp_fn_under_vmap_matches_torch(name):
+    _assert_matches(_vjp_fn_cases(ndgrad, nfunc)[name](), _vjp_fn_cases(torch, tfunc)[name]())
 
 
 @pytest.mark.parametrize("name", sorted(_forward_cases(torch, tfunc)))

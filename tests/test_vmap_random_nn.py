@@ -98,3 +98,27 @@ def test_dynamic_shape_refusal_uses_torchs_words(fn):
             m.func.vmap(lambda v, m=m: fn(m, v))(m.ones(2, 2))
         msgs.append(str(e.value))
     assert msgs[1] == msgs[0]
+
+
+def _dropout_draws(m, fn, shape, randomness):
+    m.manual_seed(3)
+    out = m.func.vmap(fn, randomness=randomness)(m.ones(*shape))
+    return out.tolist(), m.rand(3).tolist()         # and where the generator stands after
+
+
+@pytest.mark.parametrize("randomness", ["different", "same"])
+@pytest.mark.parametrize("case", ["dropout", "dropout_matmul", "dropout2d", "alpha_dropout"])
+def test_dropout_in_vmap_draws_torchs_values(case, randomness):
+    """Dropout of a batched tensor draws what torch's one draw over the batch draws (the
+    proxy's draw is taken back before the per-entry draws), and leaves the generator where
+    torch's does."""
+    def fn(m):
+        F = m.nn.functional
+        return {"dropout": lambda x: F.dropout(x, 0.5),
+                "dropout_matmul": lambda x: F.dropout(x @ m.ones(6, 3), 0.3),
+                "dropout2d": lambda x: F.dropout2d(x.view(2, 3, 1, 1), 0.5),
+                "alpha_dropout": lambda x: F.alpha_dropout(x, 0.4, True)}[case]
+    got = _dropout_draws(ndgrad, fn(ndgrad), (4, 6), randomness)
+    want = _dropout_draws(torch, fn(torch), (4, 6), randomness)
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-6)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6)

@@ -288,6 +288,32 @@ def vectorizable() -> bool:
     return not _bt.ACTIVE and _fw._current_level < 0
 
 
+def _nested(inner: int, outer: int) -> bool:
+    """Is vmap level ``inner`` nested (at any depth) in vmap level ``outer``?"""
+    while inner:
+        inner = _bt.PARENT.get(inner, 0)
+        if inner == outer:
+            return True
+    return False
+
+
+def dual_pair(primal: Tensor, tangent: Tensor) -> tuple:
+    """``(primal, tangent)`` for one dual of ``jvp`` inside vmap levels: both batched at the
+    innermost level either is batched at. A tangent batched at a deeper level than its primal
+    (``vmap(lambda t: jvp(f, (p,), (t,)))`` over tangents, ``p`` unbatched or batched at an
+    enclosing level) lifts the primal (the same point for every tangent); otherwise the
+    tangent is broadcast over the primal's level (``batch_like``)."""
+    lt, lp = _batching._vlevel(tangent), _batching._vlevel(primal)
+    if lt and lt != lp and (not lp or _nested(lt, lp)):
+        lifted = _batching.lift(primal, lt)
+        with _bt.suspended(lt):
+            # a real copy: a tangent takes its primal's layout, none is written into an
+            # expanded one (as fresh_leaf under a forward AD level)
+            lifted = lifted.clone()
+        return _batching.mark(lifted, lt), tangent
+    return primal, batch_like(primal, tangent)
+
+
 def batch_like(primal: Tensor, tangent: Tensor) -> Tensor:
     """``tangent`` for a dual of ``primal`` (Note [Vectorized vmap]): when ``primal`` is
     batched at a live vmap level and ``tangent`` is not, a read-only broadcast of

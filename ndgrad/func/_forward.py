@@ -72,7 +72,7 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
     _common.check_leaves(t_leaves)
     grad_on = is_grad_enabled()
     with fwAD.dual_level() as level:
-        duals = [fwAD.make_dual(p, _common.batch_like(p, t), level=level)
+        duals = [fwAD.make_dual(*_common.dual_pair(p, t), level=level)
                  for p, t in zip(p_leaves, t_leaves)]
         with _common.transform_scope() as tid:
             _common.own_inputs(duals, tid)

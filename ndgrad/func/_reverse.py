@@ -20,6 +20,7 @@ from ..autograd.api import grad as _autograd_grad
 from ..autograd import batching as _bt
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..ops import cat, stack
+from ..ops import _batching
 from ..ops._batching import lift, mark
 from ..tensor import Tensor, _wrap
 from . import _common
@@ -232,6 +233,12 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Tuple[Any, ...]
             with enable_grad():
                 gs = _inner_entries(o_leaves, leaves, c_leaves, grad_on, level, cur)
             return _common.adopt(tree_unflatten(_common.unwrap(gs, leaves, grad_on), p_spec))
+        if not level and cur and any(_batching._vlevel(c) for c in c_leaves):
+            # made outside any vmap, called in one with batched cotangents: one backward pass
+            # per entry, on the physical rows
+            with enable_grad():
+                gs = _outer_entries(o_leaves, leaves, c_leaves, grad_on, cur)
+            return _common.adopt(tree_unflatten(_common.unwrap(gs, leaves, grad_on), p_spec))
         with enable_grad():
             gs = _grads(o_leaves, leaves, c_leaves,
                         _common.needs_graph(o_leaves + c_leaves, leaves, grad_on), level)
@@ -286,6 +293,18 @@ def _inner_entries(o_leaves: list, leaves: list, c_leaves: list, grad_on: bool, 
             for j in range(len(leaves)):
                 g = stack([r[j] for r in rows], 1)
                 out.append(g.reshape((T,) + tuple(g._data.shape[2:])))
+    return [mark(g, cur) for g in out]
+
+
+def _outer_entries(o_leaves: list, leaves: list, c_leaves: list, grad_on: bool,
+                   cur: int) -> list:
+    """A ``vjp_fn`` made outside any vmap called inside vmap level ``cur`` with cotangents
+    batched there (``vmap(lambda v: vjp_fn(v) ...)``): the gradients of every entry's
+    cotangents, batched at ``cur``."""
+    cs = [lift(c, cur) for c in c_leaves]
+    graph = _common.needs_graph(o_leaves + c_leaves, leaves, grad_on)
+    with _bt.suspended(cur):
+        out = _batched_rows(o_leaves, leaves, cs, graph)
     return [mark(g, cur) for g in out]
 
 

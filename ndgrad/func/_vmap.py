@@ -133,6 +133,8 @@ _tensor_mod._vmap_check = _check
 # run) or a by-entries run of this thread
 _tensor_mod._vmap_running = lambda: _state.depth > 0 or (_bt.VMAP and _bt.current_vmap() != 0)
 _batching.fingerprint = _rng._fingerprint
+_batching.rng_state = _rng.default_generator.get_state
+_batching.set_rng_state = _rng.default_generator.set_state
 _batching.install_data_functions(importlib.import_module("ndgrad"),
                                  importlib.import_module("ndgrad.ops"))
 

@@ -375,7 +375,7 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, check: bool) -> tuple:
     else:
         res = _trace_once(fn, args, kwargs, keep)
     if check:
-        _check_trace(fn, args, kwargs, res)
+        _check_trace(fn, args, kwargs, res, kept=True)
     return res, (keep.pop(),)
 
 

@@ -108,6 +108,18 @@ class ScriptModule(Module):
     def code(self) -> str:
         return _source(self.__dict__["_original_class"].forward)
 
+    def extra_repr(self) -> str:
+        return f"original_name={self.original_name}"
+
+    def _get_name(self) -> str:
+        # torch prints a traced module and its submodules by their original class names, a
+        # scripted one as RecursiveScriptModule
+        if self.__dict__.get("_in_trace"):
+            return self.original_name
+        return type(self).__name__
+
+    __repr__ = Module.__repr__          # not the original class's own (Sequential, ModuleList)
+
     def save(self, f: Any, **kwargs: Any) -> None:
         """``ndgrad.jit.save(self, f)`` (without its deprecation warning, as torch's method)."""
         serialization.save(self, f)
@@ -184,18 +196,29 @@ def _class_for(kind: type, cls: type) -> type:
     return made
 
 
-def _wrap(kind: type, mod: Module) -> Module:
+def _wrap(kind: type, mod: Module, in_trace: bool = False) -> Module:
     """A new module of ``_class_for(kind, type(mod))`` sharing ``mod``'s tensors, with its own
     flag and its submodules wrapped as ``RecursiveScriptModule``s (traced modules too: the
-    compiled call runs the whole tree)."""
+    compiled call runs the whole tree; ``in_trace`` only names them as torch prints them)."""
     if builtins.isinstance(mod, ScriptModule):
         mod = mod.__dict__["_original"]
+    in_trace = in_trace or kind is TopLevelTracedModule
     state = dict(mod.__dict__)
     state.pop("_compiled_call_impl", None)    # module.compile()'s call runs the original
-    state["_modules"] = {k: None if c is None else _wrap(RecursiveScriptModule, c)
+    state["_modules"] = {k: None if c is None else _wrap(RecursiveScriptModule, c,
+                                                         _child_in_trace(c, in_trace))
                          for k, c in mod._modules.items()}
     state["_original"] = mod
+    state["_in_trace"] = in_trace
     return _rebuild(kind, type(mod), state)
+
+
+def _child_in_trace(child: Module, in_trace: bool) -> bool:
+    """Is ``child`` printed as a traced module's submodule? An already scripted or traced
+    child keeps its own names."""
+    if builtins.isinstance(child, ScriptModule):
+        return bool(child.__dict__.get("_in_trace"))
+    return in_trace
 
 
 def _rebuild(kind: type, cls: type, state: dict) -> Module:
@@ -232,6 +255,11 @@ def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None
     if builtins.isinstance(obj, Module):
         return _wrap(RecursiveScriptModule, obj)
     if callable(obj):
+        code = getattr(obj, "__code__", None)
+        if code is not None and getattr(obj, "__name__", "") == "<lambda>":
+            # torch parses the source line of the function: a lambda is never one
+            raise RuntimeError(f"Expected a single top-level function: {code.co_filename}:"
+                               f"{code.co_firstlineno}")
         return ScriptFunction(obj)
     raise RuntimeError(f"ndgrad.jit.script: cannot script an object of type "
                        f"{type(obj).__name__}")

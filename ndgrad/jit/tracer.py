@@ -1805,7 +1805,8 @@ def _node_signature(g: Graph) -> list:
     return sig + [(None, ("return", out), None)]
 
 
-def _check_trace(fn: Callable, args: tuple, kwargs: dict, result: TraceResult) -> None:
+def _check_trace(fn: Callable, args: tuple, kwargs: dict, result: TraceResult,
+                 kept: bool = False) -> None:
     leaves, spec = flatten((args, kwargs))
     lifted = result.lifted
     state = [(t, t._data, list(t._version_counter) if t._version_counter else None, t._grad)
@@ -1832,7 +1833,10 @@ def _check_trace(fn: Callable, args: tuple, kwargs: dict, result: TraceResult) -
                 # a backward inside fn accumulates into .grad in place: the check's gradients
                 # go to a fresh .grad, and the user's tensor is put back untouched below
                 t._grad = None
-            second = _trace_once(fn, a2, k2)
+            # its outputs are kept while it decides what to lift when the traced run's were
+            # (``kept``): a tensor built inside fn and saved by an output's graph, such as an
+            # RNN cell's zero state, is then lifted in both runs, not in one only
+            second = _trace_once(fn, a2, k2, [] if kept else None)
         except TraceError:
             raise
         except Exception:   # noqa: BLE001 (values outside the function's domain: try others)

@@ -593,10 +593,15 @@ def call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     if not proxies:
         return NotImplemented
     level = proxies[0]._bproxy._blevel
-    mark_rng = fingerprint() if _bt.RANDOMNESS.get(level) == "different" else None
+    different = _bt.RANDOMNESS.get(level) == "different"
+    mark_rng = fingerprint() if different else None
+    saved_rng = rng_state() if different else None
     out = _unproxy(fn(*pargs, **pkwargs))
     if mark_rng is not None and fingerprint() != mark_rng:
-        # a draw on one entry's proxy would be shared: independent draws per entry
+        # a draw on one entry's proxy would be shared: independent draws per entry, from
+        # where the generator stood (the proxy's draw is taken back: the entries draw what
+        # torch's one draw over the batch does, dropout's mask row after row)
+        set_rng_state(saved_rng)
         return per_entry(fn, *args, **kwargs)
     for p in proxies:
         if not p.__dict__.get("_bused") and not _returned(out, p._bproxy):
@@ -1476,6 +1481,9 @@ def _setitem_aware(fn: Callable) -> Callable:
 # ---------------------------------------------------------------------------- vmap losses
 # The default generator's position (set by func/_rng.py): has a function drawn?
 fingerprint: Callable = lambda: None
+# The default generator's state, saved and restored around a draw to be redone (func/_rng.py).
+rng_state: Callable = lambda: None
+set_rng_state: Callable = lambda state: None
 
 
 # Public functions whose batched form at a vmap level is computed here instead of per entry

@@ -40,6 +40,7 @@ from . import _batching, _dispatch
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._util import wrap_dim
+from .pointwise import _zeros_of
 from .pointwise import relu as _relu
 from .pointwise import sigmoid as _sigmoid
 from .pointwise import tanh as _tanh
@@ -131,12 +132,13 @@ def _sel(mask: Tensor, a: Any, b: Any, v: Tensor) -> Tensor:
 
 def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple = (),
               lowp: bool = True, check: Optional[Callable] = None,
-              deriv_np: Optional[Callable] = None) -> Op:
+              deriv_np: Optional[Callable] = None, piecewise: bool = False) -> Op:
     """An elementwise op with derivative ``deriv(x, *args)`` (Note [Activation ops]).
     ``check(ctx)`` runs before the VJP (the refusals of some in-place backward nodes).
     ``deriv_np(x, *args)``, the same derivative on ndarrays, serves a backward that records
     nothing (no ``create_graph``, no batched gradient): one fused NumPy expression instead of
-    several ops."""
+    several ops. ``piecewise``: the derivative is piecewise constant, and the backward under
+    ``create_graph`` is an op of (grad, self) (below)."""
     f = _opmath(fwd) if lowp else fwd
     fast = _opmath(deriv_np) if deriv_np is not None else None
 
@@ -149,17 +151,44 @@ def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple 
             return (g.astype(f32) * deriv_np(x.astype(f32), *args)).astype(x.dtype)
         return g * fast(x, *args)
 
+    def bwd_fwd(g: np.ndarray, x: np.ndarray, *a: Any) -> np.ndarray:
+        if fast is not None:
+            return fast_vjp(g, x, a)
+        return (_wrap(g) * deriv(_wrap(x), *a))._data
+
+    def bwd_vjp(ctx, gg):
+        (x,) = ctx.saved
+        return (gg * deriv(x, *ctx._args) if ctx.needs_input_grad(0) else None,
+                _zeros_of(x) if ctx.needs_input_grad(1) else None)
+
+    def bwd_jvp(ctx, tg, tx):
+        return tg * deriv(ctx.inputs[1], *ctx._args) if tg is not None else \
+            _zeros_of(ctx.result)
+    # the backward as an op of (grad, self), for a piecewise-constant derivative under
+    # create_graph (below)
+    backward_op = None
+    if piecewise:
+        backward_op = Op(name + "_backward", node[:-1] + "Backward0", bwd_fwd, bwd_vjp,
+                         saves=("self",), inputs=("grad_output", "self"), args=args,
+                         jvp=bwd_jvp)
+        _batching.RULES[backward_op] = _batching._pointwise()
+
     def vjp(ctx, g):
         if check is not None:
             check(ctx._args)
         x = ctx.saved[0]
+        real = g._data.dtype == x._data.dtype and \
+            (x._data.dtype.kind == "f" or x._data.dtype in _LOWP)
         # not under forward AD either: jacfwd(jacrev(f)) needs the tangent of this product
         if fast is not None and not _grad_state.enabled and not g._blevel \
-                and not _dispatch._FW_AD \
-                and g._data.dtype == x._data.dtype \
-                and (x._data.dtype.kind == "f" or x._data.dtype in _LOWP):
+                and not _dispatch._FW_AD and real:
             return _wrap(fast_vjp(g._data, x._data, ctx._args))
         d = deriv(x, *ctx._args)
+        if backward_op is not None and real and x.requires_grad and _grad_state.enabled:
+            # a piecewise-constant derivative (leaky_relu, hardtanh, threshold ...): torch's
+            # backward is an op of (grad, self), so a double backward reaches the input with
+            # zeros (LeakyReluBackwardBackward0) instead of leaving it out of the graph
+            return apply(backward_op, (g, x), (g._data, x._data), ctx._args)
         return g * (d.conj() if d._data.dtype.kind == "c" else d)
 
     def jvp(ctx, t):
@@ -212,7 +241,7 @@ def _hardtanh_deriv(v: Tensor, lo: Any, hi: Any) -> Tensor:
 
 
 HARDTANH = _unary_op("hardtanh", "HardtanhBackward0", _hardtanh_fwd, _hardtanh_deriv,
-                     args=("min_val", "max_val"), lowp=False)
+                     args=("min_val", "max_val"), lowp=False, piecewise=True)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
@@ -512,9 +541,9 @@ def _shrink_deriv(v: Tensor, lambd: float) -> Tensor:
 
 
 HARDSHRINK = _unary_op("hardshrink", "HardshrinkBackward0", _hardshrink_fwd, _shrink_deriv,
-                       ("lambd",))
+                       ("lambd",), piecewise=True)
 SOFTSHRINK = _unary_op("softshrink", "SoftshrinkBackward0", _softshrink_fwd, _shrink_deriv,
-                       ("lambd",))
+                       ("lambd",), piecewise=True)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -558,9 +587,9 @@ def _leaky_deriv_np(x: np.ndarray, slope: float) -> np.ndarray:
 
 
 LEAKY_RELU = _unary_op("leaky_relu", "LeakyReluBackward0", _leaky_fwd, _leaky_deriv,
-                       ("negative_slope",), deriv_np=_leaky_deriv_np)
+                       ("negative_slope",), deriv_np=_leaky_deriv_np, piecewise=True)
 LEAKY_RELU_ = _unary_op("leaky_relu_", "LeakyReluBackward1", _leaky_fwd, _leaky_deriv,
-                        ("negative_slope",), check=_leaky_inplace_check)
+                        ("negative_slope",), check=_leaky_inplace_check, piecewise=True)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
@@ -591,9 +620,9 @@ def _threshold_deriv(v: Tensor, th: Any, value: Any) -> Tensor:
 
 
 THRESHOLD = _unary_op("threshold", "ThresholdBackward0", _threshold_fwd, _threshold_deriv,
-                      ("threshold", "value"), lowp=False)
+                      ("threshold", "value"), lowp=False, piecewise=True)
 THRESHOLD_ = _unary_op("threshold_", "ThresholdBackward1", _threshold_fwd, _threshold_deriv,
-                       ("threshold", "value"), lowp=False)
+                       ("threshold", "value"), lowp=False, piecewise=True)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:

@@ -39,6 +39,7 @@ from ..tensor import Tensor, _wrap
 from . import _dispatch
 from ._dispatch import Op, apply
 from . import _autocast
+from .pointwise import _C_TYPE_NAMES
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -292,7 +293,9 @@ def _attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], drop: Op
 
 # ---------------------------------------------------------------------------- helpers
 def _tname(t: Tensor) -> str:
-    return _dtype._FROM_NP[t._data.dtype]._torch_name
+    """The C++ element type name torch's attention messages print ("float", "long int")."""
+    name = _dtype._FROM_NP[t._data.dtype].name.split(".")[-1]
+    return _C_TYPE_NAMES.get(name, name)
 
 
 def _neg_inf_mask(mask: Tensor, dtype: Any) -> Tensor:
@@ -327,6 +330,30 @@ def _broadcast_batch(a: tuple, b: tuple) -> tuple:
         raise
 
 
+def _cpu_flash_takes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, dropout_p: float,
+                     enable_gqa: bool) -> bool:
+    """Would torch run this call on its CPU flash-attention kernel? That kernel applies an
+    ``attn_mask`` together with ``is_causal=True``; torch's math path refuses the pair. It is
+    chosen for 4-D inputs with equal batch sizes and head dims, heads equal (or grouped with
+    ``enable_gqa``), unit-stride last dims, no dropout, and a mask not requiring grad that is
+    2-D or 4-D, each dim full or 1."""
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or dropout_p > 0:
+        return False
+    (B, H, L, E), (Bk, Hk, S, Ek), (Bv, Hv, _, Ev) = q.shape, k.shape, v.shape
+    if not B == Bk == Bv or not E == Ek == Ev:
+        return False
+    if not (H == Hk == Hv or (enable_gqa and Hk == Hv and Hk and H % Hk == 0)):
+        return False
+    if any(t._data.strides[-1] != t._data.itemsize and t.shape[-1] > 1 for t in (q, k, v)):
+        return False
+    if mask.requires_grad or mask.ndim not in (2, 4):
+        return False
+    ms = tuple(mask.shape)
+    if ms[-2] not in (L, 1) or ms[-1] not in (S, 1):
+        return False
+    return mask.ndim == 2 or (ms[0] in (B, 1) and ms[1] in (H, 1))
+
+
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: Optional[float] = None,
@@ -356,12 +383,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                            f"{_tname(v)} instead.")
     if not q.is_floating_point():
         raise RuntimeError(f"expected scalar type Float but found {q.dtype}")
-    if attn_mask is not None and attn_mask.dtype != _dtype.bool and \
-            not attn_mask.is_floating_point() and attn_mask.dtype != q.dtype:
+    if attn_mask is not None and attn_mask.dtype not in (_dtype.bool, _dtype.float32) and \
+            attn_mask.dtype != q.dtype:      # "float" is float32: a float64 mask needs one
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
                            f"dtype, but got attn_mask.dtype: {_tname(attn_mask)} and  "
                            f"query.dtype: {_tname(q)} instead.")
-    if is_causal and attn_mask is not None:
+    if is_causal and attn_mask is not None and \
+            not _cpu_flash_takes(q, k, v, attn_mask, dropout_p, enable_gqa):
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
     if not 0.0 <= dropout_p <= 1.0:
@@ -390,17 +418,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                            f"[{int(np.prod(batch))}, {v.shape[-2]}].")
     dt = q._data.dtype
     mask = None
-    if is_causal:
-        mask = _neg_inf_mask(_wrap(np.tril(np.ones((L, S), bool))), dt)
-    elif attn_mask is not None:
-        if attn_mask.dtype == _dtype.bool:
-            mask = _neg_inf_mask(attn_mask, dt)
-        else:
-            mask = attn_mask
+    if attn_mask is not None:
         try:
-            np.broadcast_shapes(mask.shape, batch + (L, S))
+            np.broadcast_shapes(attn_mask.shape, batch + (L, S))
         except ValueError:
-            ms = tuple(mask.shape)
+            ms = tuple(attn_mask.shape)
             full = batch + (L, S)
             n = max(len(ms), len(full))
             pa, pb = (1,) * (n - len(ms)) + ms, (1,) * (n - len(full)) + full
@@ -410,6 +432,16 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                        f"of tensor b ({pa[i]}) at non-singleton dimension "
                                        f"{i}") from None
             raise
+        causal = _wrap(np.tril(np.ones((L, S), bool))) if is_causal else None
+        if attn_mask.dtype == _dtype.bool:
+            # with is_causal too, torch keeps what both allow
+            mask = _neg_inf_mask(attn_mask if causal is None else attn_mask & causal, dt)
+        else:
+            mask = attn_mask
+            if causal is not None:      # torch adds the causal -inf to a float mask
+                mask = mask + _neg_inf_mask(causal, dt)
+    elif is_causal:
+        mask = _neg_inf_mask(_wrap(np.tril(np.ones((L, S), bool))), dt)
     sc = 1.0 / math.sqrt(E) if scale is None else float(scale)
     drop = _dropout_mask(batch + (L, S), dropout_p, dt) if dropout_p > 0 else None
     return _attention(q, k, v, mask, drop, sc, True, False)

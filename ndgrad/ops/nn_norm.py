@@ -47,7 +47,7 @@ from .. import _dtype
 from ..autograd import batching as _bt
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, _wrap
-from ._batching import call as _bcall
+from ._batching import call as _bcall, per_entry as _per_entry
 from ._dispatch import Op, apply
 
 # A missing weight or bias: a tensor that never requires grad (its edge is (None, 0), as
@@ -738,6 +738,11 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
                 "running_var, which will be updated in place, were not batched.")
             err._vmap_user = True  # type: ignore[attr-defined]  # vmap's own error: no re-run
             raise err
+        if training and running_mean is not None and _bt.is_batched(running_mean):
+            # each entry updates its own running statistics in place: per entry (a pass on
+            # logical proxies would write entry 0's statistics once too many)
+            return _per_entry(batch_norm, input, running_mean, running_var, weight, bias,
+                              training, momentum, eps)
         r = _bcall(batch_norm, input, running_mean, running_var, weight, bias, training,
                    momentum, eps)
         if r is not NotImplemented:

@@ -267,7 +267,9 @@ class Optimizer:
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         """Load a state dict from ``state_dict()`` (this optimizer's or another with the same
-        groups); state tensors are copied and cast to their parameter's dtype (``step`` kept)."""
+        groups); state tensors are cast to their parameter's dtype (``step`` kept), and are the
+        given tensors themselves when no cast is needed, as in torch (deep-copy a live
+        optimizer's ``state_dict()`` to get an independent copy)."""
         state_dict = dict(state_dict)
         for hook in self._load_state_dict_pre_hooks.values():
             res = hook(self, state_dict)
@@ -288,7 +290,7 @@ class Optimizer:
                 p = id_map[k]
                 state[p] = {key: self._cast_state(p, val, key) for key, val in v.items()}
             else:
-                state[k] = copy.deepcopy(v)
+                state[k] = v            # not a parameter's state: kept as given, as torch
         new_groups = []
         for g, s in zip(groups, saved_groups):
             s["params"] = g["params"]
@@ -299,16 +301,19 @@ class Optimizer:
             hook(self)
 
     @staticmethod
-    def _cast_state(param: Tensor, value: Any, key: str) -> Any:
+    def _cast_state(param: Tensor, value: Any, key: Any = None) -> Any:
+        # As torch: a state tensor is cast to a floating parameter's dtype, and is the given
+        # tensor itself when no cast is needed (``step`` never cast): an optimizer loaded from
+        # another's live ``state_dict()`` shares its state tensors until one is copied.
         if isinstance(value, Tensor):
-            if key == "step":
-                return value.clone()
-            if value.is_floating_point() or value.is_complex():
-                return value.to(param.dtype).clone()
-            return value.clone()
+            if key != "step" and param.is_floating_point():
+                return value.to(param.dtype)
+            return value
         if isinstance(value, dict):
             return {k: Optimizer._cast_state(param, v, k) for k, v in value.items()}
-        return copy.deepcopy(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(Optimizer._cast_state(param, v) for v in value)
+        return value
 
     # ------------------------------------------------------------------ misc
     def __getstate__(self) -> Dict[str, Any]:

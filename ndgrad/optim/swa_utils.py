@@ -31,8 +31,16 @@ __all__ = ["AveragedModel", "SWALR", "update_bn", "get_ema_avg_fn", "get_swa_avg
            "get_ema_multi_avg_fn", "get_swa_multi_avg_fn"]
 
 
+def _check_decay(decay: float) -> None:
+    if decay < 0.0 or decay > 1.0:
+        raise ValueError(f"Invalid decay value {decay} provided. Please provide a value in [0,1] "
+                         "range.")
+
+
 def get_ema_avg_fn(decay: float = 0.999) -> Callable:
     """``avg = decay * avg + (1 - decay) * current``."""
+    _check_decay(decay)
+
     def ema(averaged: Tensor, current: Tensor, num_averaged: Any) -> Tensor:
         return decay * averaged + (1 - decay) * current
     return ema
@@ -45,21 +53,52 @@ def get_swa_avg_fn() -> Callable:
     return swa
 
 
+def _is_float(t: Tensor) -> bool:
+    return t.is_floating_point() or t.is_complex()
+
+
 def get_ema_multi_avg_fn(decay: float = 0.999) -> Callable:
-    """The EMA over lists of tensors, in place."""
+    """The EMA over lists of tensors of one dtype, in place (integer tensors, such as a
+    BatchNorm's ``num_batches_tracked`` under ``use_buffers``, by a truncating copy)."""
+    _check_decay(decay)
+
     def ema_update(averaged: List[Tensor], current: List[Tensor], num_averaged: Any) -> None:
-        for a, c in zip(averaged, current):
-            a.lerp_(c, 1 - decay)
+        with no_grad():
+            if _is_float(averaged[0]):
+                for a, c in zip(averaged, current):
+                    a.lerp_(c, 1 - decay)
+            else:
+                for a, c in zip(averaged, current):
+                    a.copy_(a * decay + c * (1 - decay))
     return ema_update
 
 
 def get_swa_multi_avg_fn() -> Callable:
-    """The running mean over lists of tensors, in place."""
+    """The running mean over lists of tensors of one dtype, in place. Integer tensors go
+    through ``addcdiv_`` (torch's error with a tensor count) or ``add_`` with a float alpha
+    (torch's error for integer tensors)."""
     def swa_update(averaged: List[Tensor], current: List[Tensor], num_averaged: Any) -> None:
-        n = float(num_averaged)
-        for a, c in zip(averaged, current):
-            a.add_((c - a) / (n + 1))
+        with no_grad():
+            if _is_float(averaged[0]):
+                w = 1 / (num_averaged + 1)      # a float32 tensor for a tensor count
+                for a, c in zip(averaged, current):
+                    a.lerp_(c, w)
+                return
+            for a, c in zip(averaged, current):
+                if isinstance(num_averaged, Tensor):
+                    a.addcdiv_(c - a, num_averaged + 1)
+                else:
+                    a.add_(c - a, alpha=1.0 / (num_averaged + 1))
     return swa_update
+
+
+def _by_dtype(pairs: list) -> list:
+    """``pairs`` grouped by the averaged tensor's dtype, groups in order of first appearance
+    (torch calls the multi-tensor functions once per device and dtype)."""
+    groups: dict = {}
+    for a, c in pairs:
+        groups.setdefault(a.dtype, []).append((a, c))
+    return list(groups.values())
 
 
 class AveragedModel(Module):
@@ -95,9 +134,12 @@ class AveragedModel(Module):
                 for a, c in pairs:
                     a.copy_(c)
             elif self.multi_avg_fn is not None:
-                self.multi_avg_fn([a for a, _ in pairs], [c for _, c in pairs],
-                                  self.n_averaged)
+                for group in _by_dtype(pairs):
+                    self.multi_avg_fn([a for a, _ in group], [c for _, c in group],
+                                      self.n_averaged)
             else:
+                # torch's default on the cpu is the per-tensor running mean (its multi-tensor
+                # one is for devices with foreach kernels)
                 fn = self.avg_fn if self.avg_fn is not None else get_swa_avg_fn()
                 for a, c in pairs:
                     a.copy_(fn(a, c, self.n_averaged))

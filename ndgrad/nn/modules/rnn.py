@@ -318,9 +318,15 @@ class RNNBase(Module):
                                  dtype=dt) if lstm else None
         else:
             if lstm:
-                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                if isinstance(hx, Tensor):
+                    # torch reads hx[0] and hx[1] (the IndexError of a single row)
+                    h0, c0 = hx[0], hx[1]
+                elif not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                    if isinstance(hx, (tuple, list)) and len(hx) < 2:
+                        hx[1]           # torch reads hx[1] first: Python's IndexError
                     raise RuntimeError("lstm expects two hidden states")
-                h0, c0 = hx
+                else:
+                    h0, c0 = hx
             else:
                 h0, c0 = hx, None
             if not packed:
