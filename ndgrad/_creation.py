@@ -379,14 +379,28 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
         d = _dtype.get_default_dtype().to_complex() if cplx else _dtype.get_default_dtype()
     else:
         d = _dtype.to_dtype(dtype)
-    # PyTorch converts the bounds to the dtype (checked), then fills the first half forwards
-    # from ``start`` and the second half backwards from ``end``, with a double step for
-    # integer dtypes.
+    # PyTorch converts the bounds to the dtype (checked); a complex dtype's real and imaginary
+    # parts are the real dtype's linspace of the bounds' parts, bit for bit.
     lo, hi = (_dtype.scalar_to(v, d) for v in vals)
+    if d.is_complex:
+        r = d.to_real()
+        lo_c, hi_c = complex(lo), complex(hi)
+        arr = np.empty(steps, d.np)
+        arr.real = _linspace_real(lo_c.real, hi_c.real, steps, r)
+        arr.imag = _linspace_real(lo_c.imag, hi_c.imag, steps, r)
+    else:
+        arr = _linspace_real(lo, hi, steps, d)
+    return _finish(arr.astype(d.np), requires_grad, device)
+
+
+def _linspace_real(lo: Any, hi: Any, steps: int, d: Any) -> np.ndarray:
+    """torch's linspace of the bounds ``lo``, ``hi`` (already of the real dtype ``d``): the
+    first half filled forwards from ``lo``, the second backwards from ``hi``, with a double
+    step for integer dtypes."""
     if d._category == _dtype._INT:
         work = np.float64
     else:
-        work = d.np.type if d.itemsize > 2 or d.is_complex else np.float32
+        work = d.np.type if d.itemsize > 2 else np.float32
     lo_w, hi_w = np.asarray(lo, dtype=work), np.asarray(hi, dtype=work)
     idx = np.arange(steps)
     with np.errstate(all="ignore"):
@@ -412,7 +426,7 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
                            hi_w - step * (steps - idx - 1).astype(work))
         if steps == 1:
             arr = np.full(1, lo_w)
-    return _finish(arr.astype(d.np), requires_grad, device)
+    return arr.astype(d.np)
 
 
 # Note [linspace's fma]

@@ -508,3 +508,22 @@ def test_linspace_is_bit_identical_to_torch(dtype):
             if dtype == "bfloat16":
                 t, g = t.float(), g.float()
             np.testing.assert_array_equal(g.numpy(), t.numpy(), err_msg=f"{n} {lo} {hi}")
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_linspace_is_bit_identical_to_torch(dtype):
+    # a complex linspace is the real dtype's linspace of each part (with its fma rounding)
+    rng = np.random.default_rng(0)
+    bounds = [(complex(*rng.standard_normal(2) * 10), complex(*rng.standard_normal(2) * 0.1))
+              for _ in range(12)] + [(complex(-0.0, -0.0), 1j), (complex(np.inf, 1), 2.0),
+                                     (1 + 2j, 3), (-2, 1j)]
+    for n in (0, 1, 2, 5, 16, 33, 100, 258):
+        for lo, hi in bounds:
+            t = torch.linspace(lo, hi, n, dtype=getattr(torch, dtype)).numpy()
+            g = ndgrad.linspace(lo, hi, n, dtype=getattr(ndgrad, dtype)).numpy()
+            real = t.real.dtype
+            np.testing.assert_array_equal(g.view(real), t.view(real), err_msg=f"{n} {lo} {hi}")
+            assert np.array_equal(np.signbit(g.view(real)), np.signbit(t.view(real)))
+    t = torch.linspace(1j, 2 + 1j, 7)                            # the default complex dtype
+    g = ndgrad.linspace(1j, 2 + 1j, 7)
+    assert g.dtype == ndgrad.complex64 and np.array_equal(g.numpy(), t.numpy())
