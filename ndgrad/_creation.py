@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _aligned, _dlpack, _dtype, _layout
+from . import _dlpack, _dtype, _layout
 from ._generator import (Generator, default_generator, draw, normal_array, randint_array,
                          randperm_array, uniform_array)
 from .autograd.grad_mode import _state as _grad_state
@@ -100,12 +100,11 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
     """``data`` as an ndarray of the inferred dtype. With a ``target`` dtype the caller casts
     afterwards, so Python numbers keep full precision until then (no float32 detour)."""
     # large copies at a 64-byte boundary (Note [Aligned arrays] in _aligned.py)
-    if isinstance(data, Tensor):
-        d = data._data
-        return _aligned.copy(d) if d.flags.c_contiguous else d.copy()
+    if isinstance(data, Tensor):       # laid out as a preserve_format clone (torch's copy)
+        return _layout.preserve_copy(data._data)
     if isinstance(data, np.ndarray):
         _dtype.from_numpy_dtype(data.dtype)
-        return _aligned.copy(data)
+        return _layout.preserve_copy(data)
     if isinstance(data, np.generic):
         return np.array(data)
     try:
