@@ -93,13 +93,6 @@ def export_array(arr: np.ndarray, **kwargs: Any) -> Any:
         # A legacy capsule cannot say "read-only", so NumPy refuses to make one for a read-only
         # array; ndgrad's are read-only views such as expand()'s, which PyTorch exports.
         arr = _writable(arr)
-    if not arr.size and arr.ndim and not any(arr.strides):
-        # an empty array NumPy made with zero strides: the strides ``Tensor.stride()`` reports
-        step, out = arr.itemsize, []
-        for n in reversed(arr.shape):
-            out.append(step)
-            step *= max(n, 1)
-        arr = np.lib.stride_tricks.as_strided(arr, arr.shape, tuple(reversed(out)))
     capsule = arr.__dlpack__(**kwargs)
     if bfloat16:
         _retag(capsule, _KDL_UINT, _KDL_BFLOAT)
