@@ -377,17 +377,9 @@ class Tensor(_TensorMethods):
         raise RuntimeError("Cannot access accelerator device when none is available.")
 
     def stride(self, dim: Optional[int] = None) -> Any:
-        """Strides in elements, as PyTorch reports them (an empty array NumPy made with zero
-        strides reports torch's contiguous ones, each size counted as at least 1)."""
-        arr = self._data
-        item = arr.itemsize
-        strides = tuple(s // item for s in arr.strides)
-        if not arr.size and arr.ndim and not any(strides):
-            step, out = 1, []
-            for n in reversed(arr.shape):
-                out.append(step)
-                step *= max(n, 1)
-            strides = tuple(reversed(out))
+        """Strides in elements, as PyTorch reports them."""
+        item = self._data.itemsize
+        strides = tuple(s // item for s in self._data.strides)
         if dim is None:
             return strides
         return strides[_wrap_dim(dim, self._data.ndim)]
