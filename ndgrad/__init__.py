@@ -236,7 +236,7 @@ _NN_TOPLEVEL_COMPAT = frozenset((
     "rms_norm", "native_layer_norm", "native_batch_norm", "native_dropout", "feature_dropout",
     "feature_dropout_", "alpha_dropout_", "feature_alpha_dropout_", "frobenius_norm",
     "nuclear_norm", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
-    "segment_reduce", "norm_except_dim"))
+    "segment_reduce", "norm_except_dim", "lstm", "gru", "rnn_tanh", "rnn_relu"))
 # ---- end compat ----
 
 

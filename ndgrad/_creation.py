@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _aligned, _dlpack, _dtype, _layout, _unsigned
+from . import _dlpack, _dtype, _layout, _unsigned
 from ._generator import (Generator, default_generator, draw, normal_array, randint_array,
                          randperm_array, uniform_array)
 from .autograd.grad_mode import _state as _grad_state
@@ -100,14 +100,13 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
     """``data`` as an ndarray of the inferred dtype. With a ``target`` dtype the caller casts
     afterwards, so Python numbers keep full precision until then (no float32 detour)."""
     # large copies at a 64-byte boundary (Note [Aligned arrays] in _aligned.py)
-    if isinstance(data, Tensor):
-        d = data._data
-        return _aligned.copy(d) if d.flags.c_contiguous else d.copy()
+    if isinstance(data, Tensor):       # laid out as a preserve_format clone (torch's copy)
+        return _layout.preserve_copy(data._data)
     if isinstance(data, np.ndarray):
         if not data.dtype.isnative:
             _check_shareable(data)
         _dtype.from_numpy_dtype(data.dtype)
-        return _aligned.copy(data)
+        return _layout.preserve_copy(data)
     if isinstance(data, np.generic):
         return np.array(data)
     try:
@@ -464,14 +463,28 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
         d = _dtype.get_default_dtype().to_complex() if cplx else _dtype.get_default_dtype()
     else:
         d = _dtype.to_dtype(dtype)
-    # PyTorch converts the bounds to the dtype (checked), then fills the first half forwards
-    # from ``start`` and the second half backwards from ``end``, with a double step for
-    # integer dtypes.
+    # PyTorch converts the bounds to the dtype (checked); a complex dtype's real and imaginary
+    # parts are the real dtype's linspace of the bounds' parts, bit for bit.
     lo, hi = (_dtype.scalar_to(v, d) for v in vals)
+    if d.is_complex:
+        r = d.to_real()
+        lo_c, hi_c = complex(lo), complex(hi)
+        arr = np.empty(steps, d.np)
+        arr.real = _linspace_real(lo_c.real, hi_c.real, steps, r)
+        arr.imag = _linspace_real(lo_c.imag, hi_c.imag, steps, r)
+    else:
+        arr = _linspace_real(lo, hi, steps, d)
+    return _finish(arr.astype(d.np), requires_grad, device)
+
+
+def _linspace_real(lo: Any, hi: Any, steps: int, d: Any) -> np.ndarray:
+    """torch's linspace of the bounds ``lo``, ``hi`` (already of the real dtype ``d``): the
+    first half filled forwards from ``lo``, the second backwards from ``hi``, with a double
+    step for integer dtypes."""
     if d._category == _dtype._INT:
         work = np.float64
     else:
-        work = d.np.type if d.itemsize > 2 or d.is_complex else np.float32
+        work = d.np.type if d.itemsize > 2 else np.float32
     lo_w, hi_w = np.asarray(lo, dtype=work), np.asarray(hi, dtype=work)
     idx = np.arange(steps)
     with np.errstate(all="ignore"):
@@ -497,7 +510,7 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
                            hi_w - step * (steps - idx - 1).astype(work))
         if steps == 1:
             arr = np.full(1, lo_w)
-    return _finish(arr.astype(d.np), requires_grad, device)
+    return arr.astype(d.np)
 
 
 # Note [linspace's fma]

@@ -139,28 +139,92 @@ def is_contiguous(arr: np.ndarray, fmt: memory_format) -> bool:
     return True
 
 
+def infer_dense_strides(shape: tuple, strides: tuple) -> tuple:
+    """Dense strides (in elements) ordering the dims as ``strides`` (in any unit) order them:
+    torch's rule for a ``preserve_format`` copy of a tensor that overlaps or has gaps (Note
+    [Preserved layouts]).
+
+    >>> infer_dense_strides((2, 3), (0, 1)), infer_dense_strides((3, 2), (8, 24))
+    ((3, 1), (1, 3))
+    """
+    n = len(shape)
+    if n <= 1:
+        return (1,) * n
+    perm = list(range(n - 1, -1, -1))          # innermost first, as for a C-ordered tensor
+
+    def after(d0: int, d1: int) -> int:        # 1: d0 goes inside d1, -1: outside, 0: either
+        s0, s1 = abs(strides[d0]), abs(strides[d1])
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return 1 if s0 > s1 else -1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = after(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    out = [0] * n
+    step = 1
+    for d in perm:
+        out[d] = step
+        step *= max(shape[d], 1)
+    return tuple(out)
+
+
+# Note [Preserved layouts]
+# A ``preserve_format`` result (``clone()``, ``empty_like`` and the other ``*_like``, ``.to``
+# with a copy, ``ndgrad.tensor`` of a tensor or an ndarray) keeps its input's strides when the
+# input is dense and non-overlapping (a transpose, channels-last, a Fortran array); otherwise
+# (an expanded or sliced input) it is dense with the dims in the order of the input's strides,
+# compared as torch compares them (``infer_dense_strides``: a dim of stride 0 keeps its place,
+# equal strides put the larger dim outside) -- not NumPy's ``order="K"``.
 def empty(shape: tuple, dtype: Any, fmt: memory_format,
           like: Optional[np.ndarray] = None) -> np.ndarray:
     """An uninitialized array of ``shape`` laid out in ``fmt`` (``preserve_format``: like
-    ``like``, whose shape is ``shape``); a large C-contiguous one 64-byte aligned (Note
-    [Aligned arrays] in _aligned.py)."""
+    ``like``, whose shape is ``shape``, Note [Preserved layouts]); a large C-contiguous one
+    64-byte aligned (Note [Aligned arrays] in _aligned.py)."""
     if fmt is preserve_format:
         if like is None or like.flags.c_contiguous:
             return _aligned.empty(shape, dtype)
-        strides = like.strides
-        if is_non_overlapping_and_dense(like) and min(strides) >= 0:
-            # the same strides, in elements: a dense permutation of one fresh buffer
-            item = np.dtype(dtype).itemsize
-            buf = np.empty(like.size, dtype)
-            return np.lib.stride_tricks.as_strided(
-                buf, shape, tuple(s // like.itemsize * item for s in strides))
-        return np.empty_like(like, dtype=dtype, order="K")
+        if is_non_overlapping_and_dense(like) and min(like.strides) >= 0:
+            strides = tuple(s // like.itemsize for s in like.strides)
+        else:
+            strides = infer_dense_strides(like.shape, like.strides)
+        if strides == _c_strides(shape):
+            return _aligned.empty(shape, dtype)
+        # the strides, in elements: a dense permutation of one fresh buffer
+        item = np.dtype(dtype).itemsize
+        buf = np.empty(like.size, dtype)
+        return np.lib.stride_tricks.as_strided(buf, shape, tuple(s * item for s in strides))
     order = _ORDER.get(fmt)
     if order is None:
         return _aligned.empty(shape, dtype)
     check_rank(len(shape), fmt)
     phys = np.empty(tuple(shape[d] for d in order), dtype)
     return phys.transpose(tuple(order.index(d) for d in range(len(order))))
+
+
+def _c_strides(shape: tuple) -> tuple:
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def preserve_copy(arr: np.ndarray) -> np.ndarray:
+    """A copy of ``arr`` laid out as ``preserve_format`` lays it (Note [Preserved layouts])."""
+    if arr.flags.c_contiguous or arr.flags.f_contiguous or arr.ndim <= 1:
+        return _aligned.copy(arr)
+    out = empty(arr.shape, arr.dtype, preserve_format, arr)
+    np.copyto(out, arr)
+    return out
 
 
 def copy_to(arr: np.ndarray, fmt: memory_format, dtype: Any = None) -> np.ndarray:

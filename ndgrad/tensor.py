@@ -681,9 +681,9 @@ class Tensor(_TensorMethods):
         return self._data.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The underlying ndarray (shares memory). A tensor that requires grad refuses while
-        grad mode is on (its history would be lost silently): use ``detach().numpy()``, or
-        ``force=True``.
+        """A new ndarray sharing the tensor's memory (Note [NumPy views of a tensor]). A tensor
+        that requires grad refuses while grad mode is on (its history would be lost silently):
+        use ``detach().numpy()``, or ``force=True``.
 
         >>> import ndgrad
         >>> x = ndgrad.ones(2, requires_grad=True)
@@ -693,15 +693,21 @@ class Tensor(_TensorMethods):
         """
         if not force:
             _check_numpy(self)
-        return self._data
+        return self._data.view()
 
+    # Note [NumPy views of a tensor]
+    # ``t.numpy()`` and ``np.asarray(t)`` return a new ndarray object on each call, a view of the
+    # tensor's ``_data`` (so it does not own its data, as torch's arrays do not): writes show
+    # through both ways, but setting the array's ``shape``, ``strides``, ``dtype`` or
+    # ``flags.writeable`` changes only that array, never the tensor. torch's arrays keep their
+    # tensor as ``base``; ndgrad's keep the tensor's ndarray.
     def __array__(self, dtype: Any = None) -> np.ndarray:
         _check_numpy(self)          # np.asarray(t) is t.numpy(), as in PyTorch
         # (Note [NumPy protocol] in ndgrad/_numpy_protocol.py). No ``copy`` argument, as
         # torch's: NumPy copies for ``np.array(t)`` and refuses ``np.array(t, copy=False)``.
         if dtype is not None and dtype != self._data.dtype:
             return self._data.astype(dtype)
-        return self._data
+        return self._data.view()
 
     def __array_wrap__(self, array: np.ndarray, context: Any = None,
                        return_scalar: bool = False) -> Tensor:

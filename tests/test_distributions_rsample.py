@@ -157,3 +157,38 @@ def test_gamma_beta_dirichlet_draw_torchs_numbers(dtype, alpha):
     np.testing.assert_array_equal(nb.detach().numpy(), tb.detach().numpy())
     nb.sum().backward()
     assert na.grad is not None and np.isfinite(na.grad.item())
+
+
+@pytest.mark.parametrize("ahead", [2.2, 0.01])
+def test_gamma_draws_are_torchs_for_large_mixed_inputs(ahead, monkeypatch):
+    # Note [Fast gamma draws]: many elements (rejections, boosted, zero, NaN, negative and
+    # infinite alphas, a cached normal at the start), torch's values bit for bit and the
+    # generator left where torch leaves it; ``ahead`` 0.01 draws the uniforms in many blocks
+    import ndgrad._generator as gen
+    monkeypatch.setattr(gen, "_GAMMA_AHEAD", ahead)
+    rng = np.random.default_rng(0)
+    alpha = np.concatenate([rng.uniform(0.01, 3.0, 700), np.exp(rng.uniform(-6, 6, 300)),
+                            [0.0, -0.0, np.nan, -0.5, -3.0, np.inf, 1e-30, 1.0]])
+    rng.shuffle(alpha)
+    for dtype in (np.float64, np.float32):
+        a = alpha.astype(dtype).reshape(4, -1)
+        torch.manual_seed(5)
+        ndgrad.manual_seed(5)
+        torch.randn(1)                               # leaves a cached normal
+        ndgrad.randn(1)
+        want = torch._standard_gamma(torch.from_numpy(a))
+        got = gen.gamma_array(a, None)
+        assert got.dtype == a.dtype
+        np.testing.assert_array_equal(got, want.numpy())
+        assert ndgrad.randn(3).tolist() == torch.randn(3).tolist()
+        assert ndgrad.rand(2, dtype=ndgrad.float64).tolist() == \
+            torch.rand(2, dtype=torch.float64).tolist()
+    conc = rng.uniform(0.2, 4.0, (50, 4))    # (rows of 5+: torch's sum order differs in the ulp)
+    torch.manual_seed(6)
+    ndgrad.manual_seed(6)
+    want = torch.distributions.Dirichlet(torch.from_numpy(conc)).sample()
+    got = ndgrad.distributions.Dirichlet(ndgrad.from_numpy(conc)).sample()
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    want = torch.distributions.Beta(torch.tensor(conc[:, 0]), torch.tensor(conc[:, 1])).sample()
+    got = ndgrad.distributions.Beta(ndgrad.tensor(conc[:, 0]), ndgrad.tensor(conc[:, 1])).sample()
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -525,12 +525,12 @@ _FUSED_CASES = [("RNN", {}), ("LSTM", {}), ("GRU", {}), ("LSTM", dict(proj_size=
 
 @pytest.mark.parametrize("cls,kw", _FUSED_CASES)
 def test_layers_fused_equal_per_step(cls, kw, monkeypatch):
-    from ndgrad.nn.modules import rnn as rnn_mod
+    from ndgrad.ops import nn_recurrent_layers as rnn_mod
     m = getattr(nn, cls)(3, 4, num_layers=2, bidirectional=True, dropout=0.4, **kw).double()
     x = ndgrad.randn(5, 2, 3, dtype=ndgrad.float64, requires_grad=True)
     results = []
     for fused in (True, False):
-        monkeypatch.setattr(rnn_mod, "_SEQUENCE_OPS", fused)
+        monkeypatch.setattr(rnn_mod, "SEQUENCE_OPS", fused)
         ndgrad.manual_seed(3)       # the same dropout masks between the layers
         results.append(_module_grads(m, x))
     (o1, h1, g1), (o2, h2, g2) = results

@@ -508,3 +508,46 @@ def test_linspace_is_bit_identical_to_torch(dtype):
             if dtype == "bfloat16":
                 t, g = t.float(), g.float()
             np.testing.assert_array_equal(g.numpy(), t.numpy(), err_msg=f"{n} {lo} {hi}")
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_linspace_is_bit_identical_to_torch(dtype):
+    # a complex linspace is the real dtype's linspace of each part (with its fma rounding)
+    rng = np.random.default_rng(0)
+    bounds = [(complex(*rng.standard_normal(2) * 10), complex(*rng.standard_normal(2) * 0.1))
+              for _ in range(12)] + [(complex(-0.0, -0.0), 1j), (complex(np.inf, 1), 2.0),
+                                     (1 + 2j, 3), (-2, 1j)]
+    for n in (0, 1, 2, 5, 16, 33, 100, 258):
+        for lo, hi in bounds:
+            t = torch.linspace(lo, hi, n, dtype=getattr(torch, dtype)).numpy()
+            g = ndgrad.linspace(lo, hi, n, dtype=getattr(ndgrad, dtype)).numpy()
+            real = t.real.dtype
+            np.testing.assert_array_equal(g.view(real), t.view(real), err_msg=f"{n} {lo} {hi}")
+            assert np.array_equal(np.signbit(g.view(real)), np.signbit(t.view(real)))
+    t = torch.linspace(1j, 2 + 1j, 7)                            # the default complex dtype
+    g = ndgrad.linspace(1j, 2 + 1j, 7)
+    assert g.dtype == ndgrad.complex64 and np.array_equal(g.numpy(), t.numpy())
+
+
+def test_numpy_arrays_are_new_views_as_torch():
+    # Note [NumPy views of a tensor]: a new array on each call, not owning its data, sharing
+    # the tensor's memory; changing the array object itself leaves the tensor alone
+    for lib in (torch, ndgrad):
+        t = lib.arange(6.0).reshape(2, 3)
+        tt = t.t()
+        for src in (t, tt, lib.tensor(2.0), lib.from_numpy(np.ones(3))):
+            a, b = src.numpy(), np.asarray(src)
+            assert a is not b and not a.flags.owndata and a.flags.writeable
+            assert np.shares_memory(a, b)
+        a = t.numpy()
+        a.shape = (6,)
+        a[0] = 7.0
+        assert tuple(t.shape) == (2, 3) and t[0, 0].item() == 7.0
+        a = t.numpy()
+        a.flags.writeable = False
+        assert t.numpy().flags.writeable
+        t.add_(1)
+        assert a[0, 0] == 8.0
+        r = lib.ones(2, requires_grad=True)
+        f = r.numpy(force=True)
+        assert not f.flags.owndata and np.shares_memory(f, r.detach().numpy())

@@ -41,6 +41,11 @@ MODULES = [
     ("LSTMCell", lambda nn: nn.LSTMCell(4, 3), (2, 4), False),
     ("GRUCell", lambda nn: nn.GRUCell(4, 3), (2, 4), False),
     ("MultiheadAttention", lambda nn: nn.MultiheadAttention(4, 2), (3, 2, 4), False),
+    ("LSTM", lambda nn: nn.LSTM(4, 3, num_layers=2), (5, 2, 4), False),
+    ("LSTM-proj", lambda nn: nn.LSTM(4, 3, proj_size=2, batch_first=True), (2, 5, 4), False),
+    ("GRU", lambda nn: nn.GRU(4, 3, bidirectional=True), (5, 2, 4), False),
+    ("RNN", lambda nn: nn.RNN(4, 3), (5, 2, 4), False),
+    ("RNN-relu", lambda nn: nn.RNN(4, 3, nonlinearity="relu"), (5, 2, 4), False),
 ]
 
 

@@ -21,7 +21,9 @@ import numpy as np
 from .. import _creation, _dtype, ops
 from .. import linalg as _linalg
 from ..ops import nn_dropout as _drop
+from .._torch_function import python_functions
 from ..ops import nn_recurrent as _recurrent
+from ..ops import nn_recurrent_layers as _layers
 from ..tensor import Tensor
 from . import functional as F
 
@@ -347,6 +349,11 @@ gru_cell = _cell("gru_cell")
 rnn_tanh_cell = _cell("rnn_tanh_cell")
 rnn_relu_cell = _cell("rnn_relu_cell")
 
+# the whole networks (torch.lstm ...), which nn.LSTM/GRU/RNN call (Note [Recurrent networks as
+# functions] in ops/nn_recurrent_layers.py): public, so subclasses and modes see them
+lstm, gru, rnn_tanh, rnn_relu = _layers.lstm, _layers.gru, _layers.rnn_tanh, _layers.rnn_relu
+python_functions(globals(), ("lstm", "gru", "rnn_tanh", "rnn_relu"))
+
 
 # ---- segment_reduce ----
 _EMPTY = {"sum": 0.0, "mean": math.nan, "max": -math.inf, "min": math.inf, "prod": 1.0}
@@ -437,7 +444,7 @@ NAMES = frozenset((
     "rms_norm", "native_layer_norm", "native_batch_norm", "native_dropout", "feature_dropout",
     "feature_dropout_", "alpha_dropout_", "feature_alpha_dropout_", "frobenius_norm",
     "nuclear_norm", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
-    "segment_reduce", "norm_except_dim"))
+    "segment_reduce", "norm_except_dim", "lstm", "gru", "rnn_tanh", "rnn_relu"))
 
 
 def get(name: str) -> Any:

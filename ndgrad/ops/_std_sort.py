@@ -8,9 +8,10 @@ comparing values only (an introsort: median-of-three quicksort down to runs of 1
 a depth of 2 log2 n, then insertion sort), scans the sorted runs and keeps the first run of the
 greatest length, reporting the position stored in its last pair. ``std::sort`` is not stable,
 so for rows longer than 16 that position is not the value's last occurrence but whichever equal
-element the partitions left last; ``std_sort_order`` replays the same steps on the same values
-(NaN compares false in both), so ``mode`` returns torch's index and, for rows with NaN, torch's
-value. It runs in Python, O(n log n) comparisons per row.
+element the partitions left last. ``mode_positions`` replays, vectorized over rows, only the
+partitions on the way to the winning run's last pair (see its docstring); rows holding NaN (which
+compares false, so the partitions' invariants fail) take ``std_sort_order``, the step-by-step
+replay in Python, so ``mode`` returns torch's index and, for those rows, torch's value.
 
 Example:
     >>> from ndgrad.ops._std_sort import std_sort_order
@@ -22,7 +23,48 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["std_sort_order", "mode_position"]
+import numpy as np
+
+__all__ = ["std_sort_order", "mode_position", "mode_positions"]
+
+
+def _heapsort(v: Sequence, p: list, first: int, last: int) -> None:
+    """``std::sort``'s fallback past its depth limit (``partial_sort(first, last, last)``: make
+    a heap, then pop it), on ``p[first:last]`` in place, comparing ``v[p[.]]``."""
+    length = last - first
+
+    def adjust(hole, ln, val):
+        top = hole
+        child = hole
+        while child < (ln - 1) // 2:
+            child = 2 * (child + 1)
+            if v[p[first + child]] < v[p[first + child - 1]]:
+                child -= 1
+            p[first + hole] = p[first + child]
+            hole = child
+        if (ln & 1) == 0 and child == (ln - 2) // 2:
+            child = 2 * (child + 1)
+            p[first + hole] = p[first + child - 1]
+            hole = child - 1
+        parent = (hole - 1) // 2
+        while hole > top and v[p[first + parent]] < v[val]:
+            p[first + hole] = p[first + parent]
+            hole = parent
+            parent = (hole - 1) // 2
+        p[first + hole] = val
+
+    if length >= 2:
+        parent = (length - 2) // 2
+        while True:
+            adjust(parent, length, p[first + parent])
+            if parent == 0:
+                break
+            parent -= 1
+    while last - first > 1:
+        last -= 1
+        val = p[last]
+        p[last] = p[first]
+        adjust(0, last - first, val)
 
 
 def std_sort_order(v: Sequence) -> list:
@@ -34,46 +76,10 @@ def std_sort_order(v: Sequence) -> list:
     def lt(i, j):
         return v[p[i]] < v[p[j]]
 
-    def heapsort(first, last):
-        length = last - first
-
-        def adjust(hole, ln, val):
-            top = hole
-            child = hole
-            while child < (ln - 1) // 2:
-                child = 2 * (child + 1)
-                if v[p[first + child]] < v[p[first + child - 1]]:
-                    child -= 1
-                p[first + hole] = p[first + child]
-                hole = child
-            if (ln & 1) == 0 and child == (ln - 2) // 2:
-                child = 2 * (child + 1)
-                p[first + hole] = p[first + child - 1]
-                hole = child - 1
-            parent = (hole - 1) // 2
-            while hole > top and v[p[first + parent]] < v[val]:
-                p[first + hole] = p[first + parent]
-                hole = parent
-                parent = (hole - 1) // 2
-            p[first + hole] = val
-
-        if length >= 2:
-            parent = (length - 2) // 2
-            while True:
-                adjust(parent, length, p[first + parent])
-                if parent == 0:
-                    break
-                parent -= 1
-        while last - first > 1:
-            last -= 1
-            val = p[last]
-            p[last] = p[first]
-            adjust(0, last - first, val)
-
     def introsort(first, last, depth):
         while last - first > 16:
             if depth == 0:
-                heapsort(first, last)
+                _heapsort(v, p, first, last)
                 return
             depth -= 1
             mid = first + (last - first) // 2
@@ -149,3 +155,131 @@ def mode_position(v: Sequence) -> int:
                 best_i, best_f = p[i], f
             f = 0
     return best_i
+
+
+def _mode_values(rows: np.ndarray) -> np.ndarray:
+    """Per row, the smallest of the most frequent values (the first longest run of the sorted
+    row; equal-comparing values such as -0.0 and 0.0 share a run)."""
+    nr, n = rows.shape
+    s = np.sort(rows, axis=1)
+    end = np.ones((nr, n), bool)
+    end[:, :-1] = s[:, 1:] != s[:, :-1]
+    r, j = np.nonzero(end)                         # run ends, row by row, left to right
+    prev = np.empty_like(j)
+    prev[1:] = j[:-1]
+    first_run = np.ones(len(r), bool)
+    first_run[1:] = r[1:] != r[:-1]
+    prev[first_run] = -1
+    length = j - prev
+    starts = np.flatnonzero(first_run)
+    best = np.maximum.reduceat(length, starts)
+    win = np.flatnonzero(length == best[r])
+    _, first_win = np.unique(r[win], return_index=True)
+    k = win[first_win]
+    return s[r[k], j[k]]
+
+
+def mode_positions(rows: np.ndarray) -> np.ndarray:
+    """The position torch's CPU ``mode`` reports for each row of the 2-D array ``rows``
+    (Note [mode's index]), vectorized over rows.
+
+    Only the partitions that decide the index are replayed: after a partition every element
+    left of the cut is <= the pivot and every one right of it >= the pivot, and the closing
+    insertion sort is stable, so the reported pair is the mode's last one in the rightmost
+    partition holding the mode. Each step therefore partitions one segment per row (Hoare's
+    scans paired up: the k-th element from the left not below the pivot swaps with the k-th
+    from the right not above it while the first lies left of the second) and keeps the right
+    part if it holds the mode, else the left part, until 16 elements or fewer remain (or the
+    depth limit hands the segment to the replayed heapsort). Rows with NaN, whose comparisons
+    break that reasoning, take the element-by-element replay.
+
+    >>> import numpy as np
+    >>> mode_positions(np.array([[3, 1, 3, 2], [0, 0, 1, 1]])).tolist()
+    [2, 1]
+    """
+    nr, n = rows.shape
+    out = np.zeros(nr, np.int64)
+    if nr == 0 or n == 0:
+        return out
+    if rows.dtype == np.bool_:
+        rows = rows.view(np.uint8)
+    nan = np.isnan(rows).any(axis=1) if rows.dtype.kind == "f" else np.zeros(nr, bool)
+    for r in np.flatnonzero(nan):
+        out[r] = mode_position(rows[r].tolist())
+    act = np.flatnonzero(~nan)
+    if not len(act):
+        return out
+    V = rows[act]                                  # values in the current segment's order
+    m = _mode_values(V)[:, None]
+    P = np.broadcast_to(np.arange(n), V.shape).copy()   # their positions in the row
+    ln = np.full(len(act), n)
+    depth = np.full(len(act), 2 * (n.bit_length() - 1))
+    while len(act):
+        W = P.shape[1]
+        cols = np.arange(W)
+        small = ln <= 16
+        heap = ~small & (depth == 0)
+        if small.any():
+            hit = (V[small] == m[small]) & (cols < ln[small, None])
+            last = W - 1 - np.argmax(hit[:, ::-1], axis=1)
+            out[act[small]] = P[small][np.arange(len(last)), last]
+        for i in np.flatnonzero(heap):
+            v = rows[act[i]].tolist()
+            p = P[i, :ln[i]].tolist()
+            _heapsort(v, p, 0, len(p))
+            out[act[i]] = next(q for q in reversed(p) if v[q] == m[i, 0])
+        go = ~(small | heap)
+        if not go.all():
+            act, P, V, m, ln, depth = act[go], P[go], V[go], m[go], ln[go], depth[go]
+            if not len(act):
+                break
+        k = len(act)
+        rk = np.arange(k)
+        # median of three (positions 1, ln // 2, ln - 1) moved to the front as the pivot
+        mid, c = ln // 2, ln - 1
+        va, vb, vc = V[:, 1], V[rk, mid], V[rk, c]
+        ab, bc, ac = va < vb, vb < vc, va < vc
+        piv = np.where(ab, np.where(bc, mid, np.where(ac, c, 1)),
+                       np.where(ac, 1, np.where(bc, c, mid)))
+        for A in (P, V):
+            a0 = A[:, 0].copy()
+            A[:, 0] = A[rk, piv]
+            A[rk, piv] = a0
+        pv = V[:, :1].copy()
+        valid = cols < ln[:, None]
+        left_stop = valid & ~(V < pv)              # where the scan from the left stops
+        left_stop[:, 0] = False
+        right_stop = valid & ~(pv < V)             # where the scan from the right stops
+        # the k-th left stop swaps with the k-th right stop while it lies left of it: for
+        # ks swaps, ks = max over j of min(#left stops <= j, #right stops > j)
+        cl = np.cumsum(left_stop, axis=1, dtype=np.int32)
+        cr = np.cumsum(right_stop[:, ::-1], axis=1, dtype=np.int32)[:, ::-1]
+        ks = np.minimum(cl[:, :-1], cr[:, 1:]).max(axis=1, initial=0)[:, None]
+        li = np.flatnonzero(left_stop & (cl <= ks))
+        ri = np.flatnonzero((right_stop & (cr <= ks))[:, ::-1])
+        ri += W - 1 - 2 * (ri % W)                 # back from the reversed columns
+        for A in (P.reshape(-1), V.reshape(-1)):   # both row by row: k-th from each side
+            t = A[li]
+            A[li] = A[ri]
+            A[ri] = t
+        cut = (cl <= ks).sum(axis=1)               # the left scan's (ks+1)-th stop
+        ks = ks[:, 0]
+        crossed = np.flatnonzero(ks)
+        if len(crossed):                           # or the right scan's ks-th, now >= pv
+            back = ri[np.cumsum(ks)[crossed] - 1] - crossed * W
+            cut[crossed] = np.minimum(cut[crossed], back)
+        # the mode lies right of the cut if above the pivot, left if below, else look
+        right = m[:, 0] > pv[:, 0]
+        tie = np.flatnonzero(m[:, 0] == pv[:, 0])
+        if len(tie):
+            Vt = V[tie]
+            right[tie] = ((Vt == m[tie]) & (cols < ln[tie, None])
+                          & (cols >= cut[tie, None])).any(axis=1)
+        start = np.where(right, cut, 0)
+        ln = np.where(right, ln - cut, cut)
+        idx = start[:, None] + np.arange(ln.max(), dtype=start.dtype)
+        np.minimum(idx, W - 1, out=idx)
+        P = np.take_along_axis(P, idx, axis=1)
+        V = np.take_along_axis(V, idx, axis=1)
+        depth = depth - 1
+    return out

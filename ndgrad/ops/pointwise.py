@@ -2019,11 +2019,13 @@ def _to_fwd(x: np.ndarray, dt: np.dtype) -> np.ndarray:
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
                       stacklevel=4)
         x = x.real
+    if not (x.flags.c_contiguous or is_non_overlapping_and_dense(x)):
+        x = _layout.preserve_copy(x)     # Note [Preserved layouts]
     return _dtype.cast(x, dt)      # Note [Double to half]
 
 
 TO = Op("to", "ToCopyBackward0", _to_fwd, _to_vjp, args=("dtype",), jvp=linear)
-CLONE = Op("clone", "CloneBackward0", _aligned.copy,     # np.array(x, copy=True, order="K")
+CLONE = Op("clone", "CloneBackward0", _layout.preserve_copy,  # Note [Preserved layouts]
            lambda ctx, g: g, jvp=linear)
 COPY_LIKE = Op("_copy_like_layout", "CopyBackwards", lambda x, like: _empty_like_copy(x, like),
                lambda ctx, g: g, args=("like",), full_name="torch::autograd::CopyBackwards",

@@ -101,12 +101,12 @@ def _nanmedian_idx(x, dim, keepdim):
 def _mode_idx(x, dim, keepdim):
     # torch's CPU kernel: the first longest run of equal values in std::sort's order of the
     # (value, position) pairs, at the position of the run's last pair (Note [mode's index])
-    from ._std_sort import mode_position
+    from ._std_sort import mode_positions
     rows = np.moveaxis(x, dim, -1)
     flat = rows.reshape(-1, rows.shape[-1])
     if flat.dtype == _BF16:
         flat = flat.astype(np.float32)
-    out = np.array([mode_position(r) for r in flat.tolist()], dtype=np.int64)
+    out = mode_positions(flat)
     r = out.reshape(rows.shape[:-1])
     return np.expand_dims(r, dim) if keepdim else r
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ..._torch_function import entry
 from ...ops import nn_recurrent as _cells
+from ...ops import nn_recurrent_layers as _layers
 from .. import functional as _F
 from .. import toplevel_compat as _top
 
@@ -71,3 +72,8 @@ rnn_tanh_cell = entry(_top.rnn_tanh_cell, _cells.rnn_tanh_cell)
 rnn_relu_cell = entry(_top.rnn_relu_cell, _cells.rnn_relu_cell)
 lstm_cell = entry(_top.lstm_cell, _cells.lstm_cell)
 gru_cell = entry(_top.gru_cell, _cells.gru_cell)
+# the whole networks (Note [Recurrent networks as functions])
+lstm = entry(_top.lstm, _layers.lstm)
+gru = entry(_top.gru, _layers.gru)
+rnn_tanh = entry(_top.rnn_tanh, _layers.rnn_tanh)
+rnn_relu = entry(_top.rnn_relu, _layers.rnn_relu)

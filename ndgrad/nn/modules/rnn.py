@@ -3,9 +3,12 @@ single-step ``RNNCell``, ``LSTMCell``, ``GRUCell``, as in ``torch.nn.modules.rnn
 constructor arguments, parameter names and order (``weight_ih_l0``, ``weight_hh_l0_reverse``,
 ``weight_hr_l0`` ...), initialization U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), errors.
 
-Each layer and direction runs as one op over all time steps (Note [Fused recurrent layers] in
-ops/nn_recurrent.py); packed sequences project the whole input with one ``linear``, then run
-one fused cell op per time step (Note [Fused recurrent cells]).
+The modules check their arguments, then call ``ndgrad.lstm``/``gru``/``rnn_tanh``/``rnn_relu``
+once with the flat weights, as torch's call ``torch.lstm`` ... (Note [Recurrent networks as
+functions] in ops/nn_recurrent_layers.py): each layer and direction runs as one op over all time
+steps (Note [Fused recurrent layers] in ops/nn_recurrent.py); packed sequences project the whole
+input with one ``linear``, then run one fused cell op per time step (Note [Fused recurrent
+cells]).
 
     >>> import ndgrad
     >>> import ndgrad.nn as nn
@@ -23,11 +26,6 @@ import warnings
 from typing import Any, List, Optional
 
 from ... import _creation, _dtype
-from ...ops import _autocast
-from ...ops import nn_linear as _lin
-from ...ops import nn_recurrent as _cells
-from ...ops.nn_dropout import dropout
-from ...ops.shape import cat, stack
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter
@@ -40,13 +38,8 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 _KIND = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu"}
 _NAMES = {"LSTM": "LSTM", "GRU": "GRU", "RNN_TANH": "RNN", "RNN_RELU": "RNN"}
-# One op per layer and direction over the whole sequence (Note [Fused recurrent layers] in
-# ops/nn_recurrent.py); False: one cell op per step (the tests compare both).
-_SEQUENCE_OPS = True
-
-
-def _dropout(x: Tensor, p: float, training: bool) -> Tensor:
-    return dropout(x, p, training)
+_NETWORKS = {"LSTM": _entries.lstm, "GRU": _entries.gru, "RNN_TANH": _entries.rnn_tanh,
+             "RNN_RELU": _entries.rnn_relu}
 
 
 def _apply_permutation(t: Tensor, permutation: Tensor, dim: int = 1) -> Tensor:
@@ -200,95 +193,6 @@ class RNNBase(Module):
             return hx
         return _apply_permutation(hx, permutation)
 
-    # ------------------------------------------------------------------ computation
-    def _direction(self, x: Tensor, h: Tensor, c: Any, names: list,
-                   reverse: bool, batch_sizes: Optional[list]) -> tuple:
-        """One layer in one direction over the whole sequence: (outputs, h_last, c_last).
-        ``x`` is (T, B, I) or packed data (N, I) with ``batch_sizes``."""
-        p = [getattr(self, n) for n in names]
-        w_ih, w_hh = p[0], p[1]
-        b_ih = p[2] if self.bias else None
-        b_hh = p[3] if self.bias else None
-        w_hr = p[-1] if self.proj_size > 0 else None
-        kind = _KIND[self.mode]
-        if _autocast.active and (kind != "gru" and not self.proj_size and (
-                kind != "lstm" or batch_sizes is None)):
-            # Note [Autocast]: PyTorch's CPU LSTM layer (unpacked, no projection) and its
-            # Elman RNN layers run in the region's dtype; its GRU and the others do not
-            x, h, c, w_ih, w_hh, b_ih, b_hh = _autocast.lower(x, h, c, w_ih, w_hh, b_ih, b_hh)
-        if batch_sizes is None and x.shape[0] and _SEQUENCE_OPS:
-            res = _cells.recurrent_layer(kind, x, h, c, w_ih, w_hh, b_ih, b_hh, reverse, w_hr)
-            return res if kind == "lstm" else res + (None,)
-        gx = _lin.linear(x, w_ih, b_ih)
-        steps = list(gx.unbind(0)) if batch_sizes is None else list(gx.split(batch_sizes, 0))
-        T = len(steps)
-        order = range(T - 1, -1, -1) if reverse else range(T)
-        outs: list = [None] * T
-        lstm = kind == "lstm"
-        done_h: list = []
-        done_c: list = []
-        h0, c0 = h, c
-        cur = h.shape[0]
-        if batch_sizes is not None and reverse and T:
-            cur = batch_sizes[-1]
-            h = h0[:cur]
-            if lstm:
-                c = c0[:cur]
-        for t in order:
-            if batch_sizes is not None:
-                n = batch_sizes[t]
-                if n < cur:      # forward: sequences end; keep their last state
-                    done_h.append(h[n:])
-                    h = h[:n]
-                    if lstm:
-                        done_c.append(c[n:])
-                        c = c[:n]
-                elif n > cur:    # reverse: sequences start from the initial state
-                    h = cat([h, h0[cur:n]], 0)
-                    if lstm:
-                        c = cat([c, c0[cur:n]], 0)
-                cur = n
-            if lstm:
-                hf, c = _cells.lstm_cell(steps[t], (h, c), None, w_hh, None, b_hh)
-                h = hf if w_hr is None else hf.matmul(w_hr.t())
-            elif kind == "gru":
-                h = _cells.gru_cell(steps[t], h, None, w_hh, None, b_hh)
-            elif kind == "rnn_tanh":
-                h = _cells.rnn_tanh_cell(steps[t], h, None, w_hh, None, b_hh)
-            else:
-                h = _cells.rnn_relu_cell(steps[t], h, None, w_hh, None, b_hh)
-            outs[t] = h
-        if batch_sizes is None:
-            out = stack(outs, 0) if T else x.new_zeros((0,) + tuple(h.shape))
-        else:
-            out = cat(outs, 0)
-        if done_h:
-            h = cat([h] + done_h[::-1], 0)
-            if lstm:
-                c = cat([c] + done_c[::-1], 0)
-        return out, h, c
-
-    def _run(self, x: Tensor, hx: Tensor, cx: Optional[Tensor],
-             batch_sizes: Optional[list]) -> tuple:
-        D = 2 if self.bidirectional else 1
-        hs = hx.unbind(0)
-        cs = cx.unbind(0) if cx is not None else None
-        h_n, c_n = [], []
-        layer_in = x
-        for layer in range(self.num_layers):
-            outs = []
-            for d in range(D):
-                k = layer * D + d
-                out, h, c = self._direction(layer_in, hs[k], cs[k] if cs is not None else None,
-                                            self._all_weights[k], d == 1, batch_sizes)
-                outs.append(out)
-                h_n.append(h)
-                c_n.append(c)
-            layer_in = outs[0] if D == 1 else cat(outs, -1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                layer_in = _dropout(layer_in, self.dropout, True)
-        return layer_in, stack(h_n, 0), (stack(c_n, 0) if cx is not None else None)
-
     def _forward(self, input: Any, hx: Any) -> tuple:
         lstm = self.mode == "LSTM"
         name = _NAMES[self.mode]
@@ -357,9 +261,17 @@ class RNNBase(Module):
             h0 = _apply_permutation(h0, sorted_indices)
             if lstm:
                 c0 = _apply_permutation(c0, sorted_indices)
-        if not packed and self.batch_first:
-            x = x.transpose(0, 1)
-        out, h_n, c_n = self._run(x, h0, c0, bs)
+        # one call of the public function (Note [Recurrent networks as functions])
+        fn = _NETWORKS[self.mode]
+        state = (h0, c0) if lstm else h0
+        if packed:
+            res = fn(x, batch_sizes_t, state, self._flat_weights, self.bias, self.num_layers,
+                     self.dropout, self.training, self.bidirectional)
+        else:
+            res = fn(x, state, self._flat_weights, self.bias, self.num_layers, self.dropout,
+                     self.training, self.bidirectional, self.batch_first)
+        out, h_n = res[0], res[1]
+        c_n: Any = res[2] if lstm else None
         if unsorted_indices is not None:
             h_n = _apply_permutation(h_n, unsorted_indices)
             if lstm:
@@ -367,8 +279,6 @@ class RNNBase(Module):
         hidden = (h_n, c_n) if lstm else h_n
         if packed:
             return PackedSequence(out, batch_sizes_t, sorted_indices, unsorted_indices), hidden
-        if self.batch_first:
-            out = out.transpose(0, 1)
         if not is_batched:
             out = out.squeeze(0 if self.batch_first else 1)
             hidden = (h_n.squeeze(1), c_n.squeeze(1)) if lstm else h_n.squeeze(1)
