@@ -113,3 +113,21 @@ def test_handler_result_replaces_module_output(lib):
     assert lib.nn.Linear(3, 2)(x) == "handled"
     with pytest.raises(TypeError):
         lib.nn.Conv1d(2, 1, 1)(x)
+
+
+def test_toplevel_compat_functions_dispatch_the_protocol():
+    """``ndgrad.kl_div``, ``ndgrad.lstm_cell`` ... (torch's builtins) call a subclass's
+    ``__torch_function__`` with themselves as ``func``, as torch's do."""
+    seen = []
+
+    class Logged(ndgrad.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    x = ndgrad.randn(2, 3).as_subclass(Logged)
+    ndgrad.kl_div(x, ndgrad.randn(2, 3))
+    h = ndgrad.zeros(2, 4)
+    ndgrad.lstm_cell(x, (h, h), ndgrad.randn(16, 3), ndgrad.randn(16, 4))
+    assert ndgrad.kl_div in seen and ndgrad.lstm_cell in seen

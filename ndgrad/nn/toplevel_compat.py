@@ -447,6 +447,10 @@ NAMES = frozenset((
     "segment_reduce", "norm_except_dim", "lstm", "gru", "rnn_tanh", "rnn_relu"))
 
 
+# every name takes part in the __torch_function__ protocol, as torch's builtins do
+python_functions(globals(), sorted(NAMES - {"lstm", "gru", "rnn_tanh", "rnn_relu"}))
+
+
 def get(name: str) -> Any:
     return globals()[name]
 
