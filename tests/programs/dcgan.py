@@ -25,7 +25,7 @@ def weights_init(m):
 
 class Generator(nn.Module):
     def __init__(self):
-        super(Generator, self).__init__()
+        super().__init__()
         self.main = nn.Sequential(
             # nz x 1 x 1 -> (ngf*2) x 4 x 4
             nn.ConvTranspose2d(nz, ngf * 2, 4, 1, 0, bias=False),
@@ -46,7 +46,7 @@ class Generator(nn.Module):
 
 class Discriminator(nn.Module):
     def __init__(self):
-        super(Discriminator, self).__init__()
+        super().__init__()
         self.main = nn.Sequential(
             nn.Conv2d(nc, ndf, 4, 2, 1, bias=False),
             nn.LeakyReLU(0.2, inplace=True),
@@ -125,8 +125,8 @@ for i in range(12):
     G_losses.append(errG.item())
     D_losses.append(errD.item())
     if i % 3 == 0:
-        print('[%d/%d]\tLoss_D: %.4f\tLoss_G: %.4f\tD(x): %.4f\tD(G(z)): %.4f / %.4f'
-              % (i, 12, errD.item(), errG.item(), D_x, D_G_z1, D_G_z2))
+        print(f'[{i}/12]\tLoss_D: {errD.item():.4f}\tLoss_G: {errG.item():.4f}\t'
+              f'D(x): {D_x:.4f}\tD(G(z)): {D_G_z1:.4f} / {D_G_z2:.4f}')
 
 with torch.no_grad():
     fake = netG(fixed_noise).detach().cpu()
@@ -135,4 +135,4 @@ print("running stats", netG.main[1].running_var[:3], netD.main[3].num_batches_tr
 netG.eval()
 with torch.no_grad():
     print("eval", round(netG(fixed_noise).abs().mean().item(), 4))
-print("mean losses %.4f %.4f" % (sum(G_losses) / len(G_losses), sum(D_losses) / len(D_losses)))
+print(f"mean losses {sum(G_losses) / len(G_losses):.4f} {sum(D_losses) / len(D_losses):.4f}")

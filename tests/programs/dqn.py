@@ -20,7 +20,7 @@ torch.manual_seed(0)
 Transition = namedtuple('Transition', ('state', 'action', 'next_state', 'reward'))
 
 
-class ReplayMemory(object):
+class ReplayMemory:
     def __init__(self, capacity):
         self.memory = deque([], maxlen=capacity)
 
@@ -60,7 +60,7 @@ class LineWorld:
 
 class DQN(nn.Module):
     def __init__(self, n_observations, n_actions):
-        super(DQN, self).__init__()
+        super().__init__()
         self.layer1 = nn.Linear(n_observations, 32)
         self.layer2 = nn.Linear(32, 32)
         self.layer3 = nn.Linear(32, n_actions)
@@ -177,6 +177,7 @@ for p_t, p in zip(target_net.parameters(), policy_net.parameters()):
 with torch.no_grad():
     probe = torch.eye(n_observations)[:env.n]
     q = policy_net(probe)
-    print("greedy policy", q.argmax(1).tolist(), "max Q", [round(v, 4) for v in q.max(1).values.tolist()])
+    print("greedy policy", q.argmax(1).tolist(),
+          "max Q", [round(v, 4) for v in q.max(1).values.tolist()])
     print("target Q", [round(v, 4) for v in target_net(probe).max(dim=1)[0].tolist()])
 print("memory", len(memory), type(memory.memory[0]).__name__, memory.memory[0].action.dtype)

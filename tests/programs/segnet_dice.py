@@ -74,7 +74,7 @@ class SegNet(nn.Module):
 
 class DiceBCELoss(nn.Module):
     def __init__(self, weight=None, size_average=True):
-        super(DiceBCELoss, self).__init__()
+        super().__init__()
 
     def forward(self, inputs, targets, smooth=1):
         BCE = F.binary_cross_entropy_with_logits(inputs, targets, reduction='mean')

@@ -34,7 +34,7 @@ assert style_img.size() == content_img.size(), "style and content images must be
 
 class ContentLoss(nn.Module):
     def __init__(self, target):
-        super(ContentLoss, self).__init__()
+        super().__init__()
         self.target = target.detach()
 
     def forward(self, input):
@@ -57,7 +57,7 @@ def gram_matrix_batched(x):
 
 class StyleLoss(nn.Module):
     def __init__(self, target_feature):
-        super(StyleLoss, self).__init__()
+        super().__init__()
         self.target = gram_matrix(target_feature).detach()
 
     def forward(self, input):
@@ -68,7 +68,7 @@ class StyleLoss(nn.Module):
 
 class Normalization(nn.Module):
     def __init__(self, mean, std):
-        super(Normalization, self).__init__()
+        super().__init__()
         self.mean = torch.tensor(mean).view(-1, 1, 1)
         self.std = torch.tensor(std).view(-1, 1, 1)
 
@@ -100,24 +100,24 @@ def get_style_model_and_losses(cnn, normalization_mean, normalization_std, style
     for layer in cnn.children():
         if isinstance(layer, nn.Conv2d):
             i += 1
-            name = 'conv_{}'.format(i)
+            name = f'conv_{i}'
         elif isinstance(layer, nn.ReLU):
-            name = 'relu_{}'.format(i)
+            name = f'relu_{i}'
             layer = nn.ReLU(inplace=False)
         elif isinstance(layer, nn.MaxPool2d):
-            name = 'pool_{}'.format(i)
+            name = f'pool_{i}'
         else:
-            raise RuntimeError('Unrecognized layer: {}'.format(layer.__class__.__name__))
+            raise RuntimeError(f'Unrecognized layer: {layer.__class__.__name__}')
         model.add_module(name, layer)
         if name in content_layers:
             target = model(content_img).detach()
             content_loss = ContentLoss(target)
-            model.add_module("content_loss_{}".format(i), content_loss)
+            model.add_module(f"content_loss_{i}", content_loss)
             content_losses.append(content_loss)
         if name in style_layers:
             target_feature = model(style_img).detach()
             style_loss = StyleLoss(target_feature)
-            model.add_module("style_loss_{}".format(i), style_loss)
+            model.add_module(f"style_loss_{i}", style_loss)
             style_losses.append(style_loss)
     for i in range(len(model) - 1, -1, -1):
         if isinstance(model[i], ContentLoss) or isinstance(model[i], StyleLoss):
@@ -154,8 +154,8 @@ def run_style_transfer(cnn, normalization_mean, normalization_std, content_img, 
             loss.backward()
             run[0] += 1
             if run[0] % 10 == 0:
-                print("run {}: Style Loss : {:.4f} Content Loss: {:.4f}".format(
-                    run[0], style_score.item(), content_score.item()))
+                print(f"run {run[0]}: Style Loss : {style_score.item():.4f} "
+                      f"Content Loss: {content_score.item():.4f}")
             return style_score + content_score
         optimizer.step(closure)
     with torch.no_grad():

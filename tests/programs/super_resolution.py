@@ -16,7 +16,7 @@ torch.manual_seed(123)
 
 class Net(nn.Module):
     def __init__(self, upscale_factor):
-        super(Net, self).__init__()
+        super().__init__()
         self.relu = nn.ReLU()
         self.conv1 = nn.Conv2d(1, 16, (5, 5), (1, 1), (2, 2))
         self.conv2 = nn.Conv2d(16, 16, (3, 3), (1, 1), (1, 1))
@@ -88,8 +88,7 @@ for epoch in range(1, 16):
     if epoch % 5 == 0:
         with torch.no_grad():
             avg_psnr = sum(psnr(model(test_lr[j:j + 1]), test_hr[j:j + 1]) for j in range(3)) / 3
-        print("===> Epoch {} Avg. Loss: {:.5f} test PSNR {:.3f} dB".format(
-            epoch, epoch_loss / 3, avg_psnr))
+        print(f"===> Epoch {epoch} Avg. Loss: {epoch_loss / 3:.5f} test PSNR {avg_psnr:.3f} dB")
 
 # PixelUnshuffle undoes PixelShuffle
 ps, pu = nn.PixelShuffle(3), nn.PixelUnshuffle(3)
@@ -103,10 +102,12 @@ for m in [nn.Upsample(scale_factor=2, mode="nearest"),
           nn.Upsample(size=(8, 9), mode="bicubic", align_corners=True),
           nn.UpsamplingBilinear2d(scale_factor=2), nn.UpsamplingNearest2d(size=(3, 4))]:
     y = m(x)
-    print(type(m).__name__, tuple(y.shape), round(y.sum().item(), 3), round(y[0, 1, -1, -1].item(), 4))
+    print(type(m).__name__, tuple(y.shape), round(y.sum().item(), 3),
+          round(y[0, 1, -1, -1].item(), 4))
 for rsf in [None, False, True]:
     y = F.interpolate(x, scale_factor=1.7, mode="bilinear", recompute_scale_factor=rsf)
-    print("recompute", rsf, tuple(y.shape), round(y.mean().item(), 5), round(y[0, 0, 2, 3].item(), 5))
+    print("recompute", rsf, tuple(y.shape), round(y.mean().item(), 5),
+          round(y[0, 0, 2, 3].item(), 5))
 y = F.interpolate(x, scale_factor=(0.6, 1.3), mode="nearest-exact")
 print("nearest-exact", tuple(y.shape), y[0, 0].tolist())
 y = F.interpolate(x[:, :, 0], scale_factor=2.5, mode="linear", align_corners=True)

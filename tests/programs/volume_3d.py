@@ -87,7 +87,8 @@ for trilinear in (False, True):
         pred = model(vols).argmax(dim=1)
         valid = labels >= 0
         acc = (pred[valid] == labels[valid]).float().mean().item()
-    print(f"trilinear={trilinear} acc {acc:.4f} running_var {model.inc[1].running_var[:2].tolist()}")
+    print(f"trilinear={trilinear} acc {acc:.4f} "
+          f"running_var {model.inc[1].running_var[:2].tolist()}")
 
 # odd-sized input goes through the padding branch
 odd = torch.randn(1, 1, 7, 9, 6)
