@@ -919,7 +919,7 @@ def _adaptive_avg(input: Tensor, nsp: int, output_size: Any) -> Tensor:
     out = _adaptive_size(output_size, nsp, x, fn, False)
     _check_adaptive(x, nsp, out, fn, False)
     if category(x) <= _INT or x.dtype.kind == "c":
-        raise _bad_dtype(fn, x)
+        raise _bad_dtype(fn + ("_cpu" if nsp == 3 else ""), x)     # torch's kernel name
     plane = x.shape[x.ndim - nsp:]
     mats = tuple(adaptive_matrix(n, o) for n, o in zip(plane, out))
     return apply(ADAPTIVE_AVG2D if nsp == 2 else ADAPTIVE_AVG3D, (input,), (x,), (mats,))

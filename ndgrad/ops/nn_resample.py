@@ -5,7 +5,8 @@ bilinear/bicubic) is separable: along each spatial dim the output is a fixed lin
 of the input positions, so one (out x in) weight matrix per dim describes it and the op is the
 separable map of Note [Pooling as two kernels] (ops/nn_pool.py) with torch's node name
 (``UpsampleBilinear2DBackward0`` ...); its VJP applies the transposed matrices. ``area`` is
-adaptive average pooling, as in torch.
+adaptive average pooling, as in torch. uint8 images resize bilinear/bicubic in fixed point
+(Note [uint8 bilinear/bicubic resize]).
 
 grid_sample reads each output position at its own (grid-given) location: one op whose forward
 gathers the corners, with a VJP written with ndgrad ops (a scatter-add for the input, the
@@ -147,6 +148,42 @@ def antialias_matrix(n_in: int, n_out: int, align: bool, scale: Any, cubic: bool
     return a
 
 
+# ---------------------------------------------------------------------------- uint8 images
+# Note [uint8 bilinear/bicubic resize]
+# torch resizes uint8 images (bilinear, bicubic, either antialias) the way Pillow does, not
+# through float: per resized dim (the last first), each weight is turned into an integer of
+# ``p`` fractional bits (``p`` the largest below 22 that keeps twice the largest weight under
+# 2**15 after rounding; rounded half away from zero), the taps' integer products are summed
+# with 2**(p-1) and shifted right by ``p`` (a floor), and the result saturates to [0, 255]
+# before the next dim. So an output can differ by one from rounding the float result, and
+# bicubic's overshoot is clipped. A dim whose size does not change is not resampled at all.
+# The sums are exact in float64 (|sum| < 255 * 2**15 * taps).
+def _fixed_point(a: np.ndarray) -> tuple:
+    """Weights ``a`` (out x in) as integers of ``p`` fractional bits (as float64) and
+    ``2**p``."""
+    wmax = float(a.max())
+    p = 0
+    while p < 22 and int(0.5 + wmax * (1 << (p + 1))) < (1 << 15):
+        p += 1
+    return np.trunc(a * (1 << p) + np.where(a < 0, -0.5, 0.5)), float(1 << p)
+
+
+def _resize_uint8(x: np.ndarray, mode: str, out: tuple, scales: tuple, align: bool,
+                  mats: list) -> np.ndarray:
+    """Note [uint8 bilinear/bicubic resize]: ``x`` (N, C, H, W) uint8 resized to ``out``."""
+    y = x.astype(np.float64)
+    for j in (1, 0):
+        n, o = y.shape[2 + j], out[j]
+        if n == o:
+            continue
+        m, one = _fixed_point(mats[j])
+        t = np.moveaxis(y, 2 + j, -1)
+        t = (np.ascontiguousarray(t).reshape(-1, n) @ m.T).reshape(t.shape[:-1] + (o,))
+        y = np.moveaxis(t, -1, 2 + j)
+        y = np.clip(np.floor((y + one / 2) / one), 0, 255)
+    return y.astype(np.uint8)
+
+
 # ---------------------------------------------------------------------------- ops
 _UP: dict = {}
 _NODE = {"nearest": "UpsampleNearest{n}D", "nearest-exact": "UpsampleNearestExact{n}D",
@@ -161,6 +198,14 @@ for _mode, _node in _NODE.items():
 del _mode, _node, _n, _name
 
 
+# the kernel torch's "not implemented for" error names, by mode (else upsample_<mode>_channels_last)
+_KERNEL = {"linear": "compute_indices_weights_linear",
+           "trilinear": "compute_indices_weights_linear",
+           "bicubic": "compute_indices_weights_cubic",
+           "bilinear-aa": "compute_index_ranges_weights",
+           "bicubic-aa": "compute_index_ranges_weights"}
+
+
 def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) -> Tensor:
     x = input._data
     nsp = len(out)
@@ -172,9 +217,10 @@ def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) 
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({i_s}) output ({o_s})")
     if x.dtype == np.bool_ or x.dtype.kind == "c" or (category(x) <= _INT and not (
-            x.dtype == np.uint8 and mode.startswith("nearest"))):
-        raise NotImplementedError(f"\"upsample_{mode.replace('-', '_')}{nsp}d_channels_last\" "
-                                  f"not implemented for '{_dtype._FROM_NP[x.dtype]._torch_name}'")
+            x.dtype == np.uint8 and (mode.startswith("nearest") or nsp == 2))):
+        kernel = _KERNEL.get(mode, f"upsample_{mode.replace('-', '_')}{nsp}d_channels_last")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
     mats = []
     for j in range(nsp):
         n, o, s = plane[j], out[j], scales[j]
@@ -186,6 +232,8 @@ def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) 
             mats.append(cubic_matrix(n, o, align, s))
         else:
             mats.append(antialias_matrix(n, o, align, s, mode == "bicubic-aa"))
+    if x.dtype == np.uint8 and not mode.startswith("nearest"):
+        return _wrap(_resize_uint8(x, mode, out, scales, align, mats))
     op = _UP[mode, nsp]
     return apply(op, (input,), (x,), (tuple(out), tuple(scales),
                                       None if mode.startswith("nearest") else bool(align),
