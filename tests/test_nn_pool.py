@@ -212,6 +212,58 @@ def test_integer_interpolate_errors_match_torch():
             assert msgs[1] == msgs[0]
 
 
+def test_lanczos_matches_torch():
+    # mode="lanczos": Lanczos-3 (6 taps, widened when downscaling), antialias only, 2-d only
+    x = _x(2, 3, 9, 11)
+    for kw in ({"size": (4, 5)}, {"size": (13, 20)}, {"size": (9, 3)},
+               {"scale_factor": 0.37}, {"scale_factor": (0.5, 1.7),
+                                        "recompute_scale_factor": True}):
+        xt = x.clone().requires_grad_()
+        t = TF.interpolate(xt, mode="lanczos", antialias=True, **kw)
+        xn = to_ndgrad(x, requires_grad=True)
+        n = F.interpolate(xn, mode="lanczos", antialias=True, **kw)
+        assert_close(n, t, rtol=1e-10, atol=1e-12)
+        w = _x(*t.shape, seed=5)
+        t.backward(w)
+        n.backward(to_ndgrad(w))
+        assert_close(xn.grad, xt.grad, rtol=1e-10, atol=1e-12)
+    assert n.grad_fn.name() == "UpsampleLanczos2DAaBackward0"
+    xs = to_ndgrad(_x(1, 1, 5, 4), requires_grad=True)
+    assert ndgrad.autograd.gradcheck(
+        lambda v: F.interpolate(v, size=(3, 7), mode="lanczos", antialias=True), (xs,))
+    u = _uint8_image((2, 3, 9, 11), 7)
+    for size in ((4, 5), (13, 20)):
+        np.testing.assert_array_equal(
+            F.interpolate(to_ndgrad(u), size=size, mode="lanczos", antialias=True).numpy(),
+            TF.interpolate(u, size=size, mode="lanczos", antialias=True).numpy())
+    xf = x.float()
+    assert_close(F.interpolate(to_ndgrad(xf), size=(4, 5), mode="lanczos", antialias=True),
+                 TF.interpolate(xf, size=(4, 5), mode="lanczos", antialias=True),
+                 rtol=1e-5, atol=1e-6)
+
+
+def test_lanczos_and_antialias_errors_match_torch():
+    x = _x(1, 2, 6, 6)
+    cases = [(x, {"mode": "lanczos"}), (x, {"mode": "lanczos", "antialias": True,
+                                            "align_corners": True}),
+             (x, {"mode": "lanczos", "align_corners": True}),
+             (x[0], {"mode": "lanczos"}), (x[0], {"mode": "lanczos", "antialias": True}),
+             (x[None], {"mode": "lanczos"}), (x, {"mode": "area", "antialias": True}),
+             (x, {"mode": "foo"}), (x.half(), {"mode": "lanczos", "antialias": True}),
+             (x.half(), {"mode": "bilinear", "antialias": True}),
+             (x.bfloat16(), {"mode": "bicubic", "antialias": True}),
+             (x.long(), {"mode": "lanczos", "antialias": True})]
+    for v, kw in cases:
+        got = []
+        nd = (to_ndgrad(v) if v.dtype != torch.bfloat16
+              else to_ndgrad(v.float()).to(ndgrad.bfloat16))
+        for f, a in ((TF, v), (F, nd)):
+            with pytest.raises((ValueError, NotImplementedError)) as e:
+                f.interpolate(a, scale_factor=0.5, **kw)
+            got.append((type(e.value), str(e.value)))
+        assert got[1] == got[0], kw
+
+
 def test_interpolate_float32_and_scales():
     x = _x(2, 3, 7, 5).float()
     for kw in ({"scale_factor": 1.7, "mode": "bilinear"},

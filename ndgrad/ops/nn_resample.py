@@ -1,7 +1,7 @@
 """nn op family: interpolate/upsample, grid_sample, affine_grid.
 
 Interpolation (every mode: nearest, nearest-exact, (bi/tri)linear, bicubic, antialiased
-bilinear/bicubic) is separable: along each spatial dim the output is a fixed linear combination
+bilinear/bicubic/Lanczos-3) is separable: along each spatial dim the output is a fixed linear combination
 of the input positions, so one (out x in) weight matrix per dim describes it and the op is the
 separable map of Note [Pooling as two kernels] (ops/nn_pool.py) with torch's node name
 (``UpsampleBilinear2DBackward0`` ...); its VJP applies the transposed matrices. ``area`` is
@@ -121,13 +121,19 @@ def cubic_matrix(n_in: int, n_out: int, align: bool, scale: Any) -> np.ndarray:
     return a
 
 
-def antialias_matrix(n_in: int, n_out: int, align: bool, scale: Any, cubic: bool) -> np.ndarray:
-    """Antialiased (bilinear/bicubic) weights: the filter widened by the downscaling factor,
-    normalized per output position."""
+def _lanczos3(x: np.ndarray) -> np.ndarray:
+    """The Lanczos-3 windowed sinc, ``sinc(x) sinc(x / 3)`` on (-3, 3)."""
+    return np.where(np.abs(x) < 3.0, np.sinc(x) * np.sinc(x / 3.0), 0.0)
+
+
+def antialias_matrix(n_in: int, n_out: int, align: bool, scale: Any, cubic: bool,
+                     lanczos: bool = False) -> np.ndarray:
+    """Antialiased (bilinear/bicubic/Lanczos-3) weights: the filter widened by the downscaling
+    factor, normalized per output position."""
     if n_in == n_out:
         return np.eye(n_in)
     step = _area_scale(n_in, n_out, align, scale)
-    size = 4 if cubic else 2
+    size = 6 if lanczos else 4 if cubic else 2
     support = (size / 2) * step if step >= 1.0 else size / 2
     inv = 1.0 / step if step >= 1.0 else 1.0
     a = np.zeros((n_out, n_in))
@@ -136,7 +142,9 @@ def antialias_matrix(n_in: int, n_out: int, align: bool, scale: Any, cubic: bool
         lo = max(int(center - support + 0.5), 0)
         hi = min(int(center + support + 0.5), n_in)
         x = (np.arange(lo, hi) - center + 0.5) * inv
-        if cubic:
+        if lanczos:
+            w = _lanczos3(x)
+        elif cubic:
             ax = np.abs(x)
             A = -0.5
             w = np.where(ax < 1, ((A + 2) * ax - (A + 3)) * ax * ax + 1,
@@ -189,7 +197,8 @@ _UP: dict = {}
 _NODE = {"nearest": "UpsampleNearest{n}D", "nearest-exact": "UpsampleNearestExact{n}D",
          "linear": "UpsampleLinear1D", "bilinear": "UpsampleBilinear2D",
          "bicubic": "UpsampleBicubic2D", "trilinear": "UpsampleTrilinear3D",
-         "bilinear-aa": "UpsampleBilinear2DAa", "bicubic-aa": "UpsampleBicubic2DAa"}
+         "bilinear-aa": "UpsampleBilinear2DAa", "bicubic-aa": "UpsampleBicubic2DAa",
+         "lanczos-aa": "UpsampleLanczos2DAa"}
 for _mode, _node in _NODE.items():
     for _n in ((1, 2, 3) if "{n}" in _node else (int(_node[_node.index("D") - 1]),)):
         _name = "upsample_" + _mode.replace("-", "_") + f"{_n}d"
@@ -203,7 +212,8 @@ _KERNEL = {"linear": "compute_indices_weights_linear",
            "trilinear": "compute_indices_weights_linear",
            "bicubic": "compute_indices_weights_cubic",
            "bilinear-aa": "compute_index_ranges_weights",
-           "bicubic-aa": "compute_index_ranges_weights"}
+           "bicubic-aa": "compute_index_ranges_weights",
+           "lanczos-aa": "compute_index_ranges_weights"}
 
 
 def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) -> Tensor:
@@ -217,7 +227,8 @@ def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) 
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({i_s}) output ({o_s})")
     if x.dtype == np.bool_ or x.dtype.kind == "c" or (category(x) <= _INT and not (
-            x.dtype == np.uint8 and (mode.startswith("nearest") or nsp == 2))):
+            x.dtype == np.uint8 and (mode.startswith("nearest") or nsp == 2))) or (
+            mode.endswith("-aa") and x.dtype.name in ("float16", "bfloat16")):
         kernel = _KERNEL.get(mode, f"upsample_{mode.replace('-', '_')}{nsp}d_channels_last")
         raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                   f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
@@ -231,7 +242,8 @@ def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) 
         elif mode == "bicubic":
             mats.append(cubic_matrix(n, o, align, s))
         else:
-            mats.append(antialias_matrix(n, o, align, s, mode == "bicubic-aa"))
+            mats.append(antialias_matrix(n, o, align, s, mode == "bicubic-aa",
+                                         mode == "lanczos-aa"))
     if x.dtype == np.uint8 and not mode.startswith("nearest"):
         return _wrap(_resize_uint8(x, mode, out, scales, align, mats))
     op = _UP[mode, nsp]
@@ -248,7 +260,7 @@ def _seq(v: Any, n: int) -> Any:
     return [v] * n
 
 
-_MODES = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
+_MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
 
 
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
@@ -256,7 +268,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
                 recompute_scale_factor: Any = None, antialias: bool = False) -> Tensor:
     """Resample the spatial dims of an (N, C, d1, ...) input to ``size`` or by
     ``scale_factor`` with ``mode`` nearest, nearest-exact, linear, bilinear, bicubic,
-    trilinear or area (torch's pixel conventions, ``align_corners``, ``antialias``).
+    trilinear, lanczos (Lanczos-3, antialiased, 2-d) or area (torch's pixel conventions,
+    ``align_corners``, ``antialias``).
 
     >>> import ndgrad, ndgrad.nn.functional as F
     >>> F.interpolate(ndgrad.tensor([[[1.0, 2.0]]]), scale_factor=2)
@@ -306,9 +319,9 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         output_size = [int(math.floor(float(x.shape[i + 2]) * scales[i])) for i in range(dim)]
         if recompute_scale_factor:
             scales = None
-    if antialias and not (mode in ("bilinear", "bicubic") and x.ndim == 4):
-        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and "
-                         "requires a 4-D tensor as input")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and x.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
     sc = tuple(scales) if scales is not None else (None,) * max(dim, 0)
     out = tuple(int(v) for v in output_size) if dim > 0 else ()
     need = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
@@ -318,6 +331,12 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         if mode == "area":
             return {3: nn_pool.adaptive_avg_pool1d, 4: nn_pool.adaptive_avg_pool2d,
                     5: nn_pool.adaptive_avg_pool3d}[x.ndim](input, out)
+        if mode == "lanczos" and x.ndim == 4:
+            if align_corners:
+                raise ValueError("Lanczos mode does not support align_corners=True")
+            if not antialias:
+                raise ValueError("Lanczos mode requires antialias=True")
+            return _upsample(input, "lanczos-aa", out, sc, False)
         if mode in need:
             if x.ndim != need[mode]:
                 raise NotImplementedError(f"Got {x.ndim}D input, but {mode} mode needs "
