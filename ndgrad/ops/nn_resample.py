@@ -1,9 +1,9 @@
 """nn op family: interpolate/upsample, grid_sample, affine_grid.
 
 Interpolation (every mode: nearest, nearest-exact, (bi/tri)linear, bicubic, antialiased
-bilinear/bicubic/Lanczos-3) is separable: along each spatial dim the output is a fixed linear combination
-of the input positions, so one (out x in) weight matrix per dim describes it and the op is the
-separable map of Note [Pooling as two kernels] (ops/nn_pool.py) with torch's node name
+bilinear/bicubic/Lanczos-3) is separable: along each spatial dim the output is a fixed linear
+combination of the input positions, so one (out x in) weight matrix per dim describes it and the
+op is the separable map of Note [Pooling as two kernels] (ops/nn_pool.py) with torch's node name
 (``UpsampleBilinear2DBackward0`` ...); its VJP applies the transposed matrices. ``area`` is
 adaptive average pooling, as in torch. uint8 images resize bilinear/bicubic in fixed point
 (Note [uint8 bilinear/bicubic resize]).
