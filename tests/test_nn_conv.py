@@ -349,3 +349,17 @@ def test_low_precision_conv_adds_bias_before_rounding(dtype, fn, shapes, kw):
                            for t in ts), **kw)
     assert str(got.dtype) == str(want.dtype).replace("torch", "ndgrad")
     np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+def test_transposed_output_size_error_message_exact():
+    # torch prints the requested size as passed (sliced to the spatial dims) and input.size()[2:]
+    for shape, size in [((1, 3, 4, 4), [10, 10]), ((1, 3, 4, 4), (1, 2, 10, 3)),
+                        ((3, 4, 4), (10, 10))]:
+        x = _x(*shape)
+        msgs = []
+        for lib, v in ((torch, x), (ndgrad, ndgrad.tensor(x.numpy()))):
+            m = lib.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, dtype=lib.float64)
+            with pytest.raises(ValueError) as e:
+                m(v, output_size=size)
+            msgs.append(str(e.value).replace("ndgrad.", "torch."))
+        assert msgs[1] == msgs[0]

@@ -453,3 +453,22 @@ def test_identity_grid_samples_pixels_on_torchs_side(nsp, dtype):
         np.testing.assert_array_equal(got[0], want[0])
         for a, b in zip(got[1:], want[1:]):
             np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_unpool_error_messages_exact():
+    # the requested size as passed (tuple, list, Size), the invalid-index detail closed (one
+    # bad index: which one torch names among several depends on its kernel's vectorization)
+    x = _x(1, 2, 6, 6)
+    p, i = TF.max_pool2d(x, 2, return_indices=True)
+    i1 = torch.zeros_like(i)
+    i1[0, 1, 2, 0] = 17
+    calls = [(i, lambda L, a, b: L.max_unpool2d(a, b, 2, output_size=(9, 9))),
+             (i, lambda L, a, b: L.max_unpool2d(a, b, 2, output_size=[1, 2, 9, 9])),
+             (i1, lambda L, a, b: L.max_unpool2d(a, b, 2, stride=1))]
+    for idx, call in calls:
+        msgs = []
+        for L, a, b in ((TF, p, idx), (F, to_ndgrad(p), to_ndgrad(idx))):
+            with pytest.raises((ValueError, RuntimeError)) as e:
+                call(L, a, b)
+            msgs.append((type(e.value), str(e.value)))
+        assert msgs[1] == msgs[0]

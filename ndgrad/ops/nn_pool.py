@@ -1128,13 +1128,14 @@ def _unpool_size(x: np.ndarray, nsp: int, kernel: tuple, stride: tuple, pad: tup
     out = list(output_size)
     if len(out) == nsp + 2 or (len(out) == nsp + 1 and x.ndim == nsp + 1):
         out = out[len(out) - nsp:]
+        output_size = output_size[len(output_size) - nsp:]
     if len(out) != nsp:
         raise ValueError(f"output_size should be a sequence containing {nsp} or {nsp + 2} "
                          f"elements, but it has a length of '{len(output_size)}'")
     for j in range(nsp):
         lo, hi = default[j] - stride[j], default[j] + stride[j]
         if not lo < out[j] < hi:
-            raise ValueError(f'invalid output_size "{list(out)}" (dim {j} must be between '
+            raise ValueError(f'invalid output_size "{output_size}" (dim {j} must be between '
                              f"{lo} and {hi})")
     return tuple(int(v) for v in out)
 
@@ -1164,7 +1165,7 @@ def _max_unpool(input: Tensor, indices: Tensor, nsp: int, kernel_size: Any, stri
     if idx.size and (idx.min() < 0 or idx.max() >= P):
         bad = int(idx.max() if idx.max() >= P else idx.min())
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
-                           f"{_size_str(plane)}")
+                           f"{_size_str(plane)})")
     op = MAX_UNPOOL2D if nsp == 2 else MAX_UNPOOL3D
     return apply(op, (input,), (x,), (tuple(plane), indices))
 
