@@ -301,6 +301,27 @@ def test_ctc_loss(reduction):
     assert y.grad_fn.name() == "CtcLossBackward0"
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_ctc_infinite_loss_gradient_is_nan_like_torch(reduction):
+    # without zero_infinity torch's gradient of an impossible alignment is NaN over that
+    # sample's input frames (0 after them); the other samples keep their gradients
+    lp = rn(12, 3, 5).log_softmax(2).detach()
+    tg = torch.tensor([[1, 2, 2, 3], [1, 2, 0, 0], [4, 4, 1, 0]])
+    il, tl = torch.tensor([2, 2, 2]), torch.tensor([4, 2, 3])
+    grads = []
+    for m, f, conv in ((torch, TF, lambda v: v), (ndgrad, F, _nd)):
+        x = conv(lp.clone()).requires_grad_()
+        for zi in (False, True):
+            loss = f.ctc_loss(x, conv(tg), conv(il), conv(tl), reduction=reduction,
+                              zero_infinity=zi)
+            (g,) = m.autograd.grad(loss.sum(), x)
+            grads.append(g.numpy())
+    for want, got in zip(grads[:2], grads[2:]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)   # NaNs where torch's
+    assert np.isnan(grads[2][:2, [0, 2]]).all() and not np.isnan(grads[2][:, 1]).any()
+    assert (grads[2][2:] == 0).all() and not np.isnan(grads[3]).any()
+
+
 def test_ctc_blank_not_zero():
     lp = rn(8, 2, 4).log_softmax(2).detach().requires_grad_()
     compare("ctc_loss", [lp, torch.tensor([[0, 1], [2, 2]]), [8, 7], [2, 2]], {"blank": 3})

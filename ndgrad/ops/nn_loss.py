@@ -1542,6 +1542,9 @@ def _ctc_grad(lp, alpha, nll, setup):
         lacc = np.log(acc) + ms
     grad = np.exp(lp) - np.exp(lacc + nll[None, :, None] - lp)
     grad = np.where(np.isnan(grad) & np.isneginf(lacc), np.exp(lp), grad)
+    # an impossible alignment (nll = inf) has NaN gradients in torch (-inf + inf in the
+    # formula above) until zero_infinity zeroes them
+    grad = np.where(np.isposinf(nll)[None, :, None], np.nan, grad)
     tmask = np.arange(T)[:, None] < il[None, :]
     grad = np.where(tmask[:, :, None], grad, 0)
     return grad.astype(dt, copy=False)
