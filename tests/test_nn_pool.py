@@ -264,6 +264,47 @@ def test_lanczos_and_antialias_errors_match_torch():
         assert got[1] == got[0], kw
 
 
+def test_interpolate_size_types_and_empty_channels_match_torch():
+    # a size list of floats is a TypeError (integers of NumPy or integer tensors pass); every
+    # mode but area refuses zero channels (zero batch is fine)
+    x = _x(1, 2, 5, 6)
+    for size in ([7.0, 8.0], (7, 8.0), (torch.tensor(7.0), 8)):
+        msgs = []
+        for f, a, sz in ((TF, x, size), (F, to_ndgrad(x), to_ndgrad(list(size)))):
+            with pytest.raises(TypeError) as e:
+                f.interpolate(a, size=sz)
+            msgs.append(str(e.value))
+        assert msgs[1] == msgs[0]
+    for size in ((np.int64(7), 8), (7, 8)):
+        assert F.interpolate(to_ndgrad(x), size=size).shape == (1, 2, 7, 8)
+    assert F.interpolate(to_ndgrad(x), size=(ndgrad.tensor(7), 8)).shape == (1, 2, 7, 8)
+    for shape, mode in (((1, 0, 5, 6), "bilinear"), ((1, 0, 5), "linear"),
+                        ((1, 0, 5, 6), "nearest"), ((1, 0, 3, 3, 3), "trilinear")):
+        msgs = []
+        for f, a in ((TF, _x(*shape)), (F, to_ndgrad(_x(*shape)))):
+            with pytest.raises(RuntimeError) as e:
+                f.interpolate(a, scale_factor=2, mode=mode)
+            msgs.append(str(e.value))
+        assert msgs[1] == msgs[0]
+    assert F.interpolate(to_ndgrad(_x(0, 2, 5, 6)), scale_factor=2, mode="bilinear").shape == (
+        0, 2, 10, 12)
+    assert F.interpolate(to_ndgrad(_x(1, 0, 5, 6)), scale_factor=2, mode="area").shape == (
+        1, 0, 10, 12)
+    # (area is adaptive average pooling, whose 1-d/2-d forms check only the spatial dims)
+    for f, tf, shape in ((F.adaptive_avg_pool2d, TF.adaptive_avg_pool2d, (1, 0, 5, 6)),
+                         (F.adaptive_avg_pool1d, TF.adaptive_avg_pool1d, (1, 0, 5)),
+                         (F.adaptive_avg_pool3d, TF.adaptive_avg_pool3d, (1, 0, 3, 3, 3)),
+                         (F.adaptive_max_pool2d, TF.adaptive_max_pool2d, (1, 0, 5, 6))):
+        try:
+            want = tuple(tf(_x(*shape), 3).shape)
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError) as ne:
+                f(to_ndgrad(_x(*shape)), 3)
+            assert str(ne.value) == str(e)
+        else:
+            assert f(to_ndgrad(_x(*shape)), 3).shape == want
+
+
 def test_interpolate_float32_and_scales():
     x = _x(2, 3, 7, 5).float()
     for kw in ({"scale_factor": 1.7, "mode": "bilinear"},

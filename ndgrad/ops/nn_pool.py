@@ -906,7 +906,9 @@ def _check_adaptive(x: np.ndarray, nsp: int, out: tuple, fn: str, is_max: bool) 
     if x.ndim not in (nsp + 1, nsp + 2):
         raise RuntimeError(f"{fn}(): Expected {nsp + 1}D or {nsp + 2}D tensor, but got "
                            f"{list(x.shape)}")
-    for d in range(1, x.ndim):
+    # torch's 2-d average (and so 1-d) checks only the spatial dims: zero channels pass
+    first = x.ndim - 2 if (nsp == 2 and not is_max) else 1
+    for d in range(first, x.ndim):
         if x.shape[d] == 0:
             raise RuntimeError(f"{fn}(): Expected input to have non-zero size for non-batch "
                                f"dimensions, but input has sizes {list(x.shape)} with dimension "

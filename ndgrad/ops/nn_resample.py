@@ -226,6 +226,9 @@ def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) 
         o_s = ", ".join(f"{a}: {v}" for a, v in zip(names, out))
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({i_s}) output ({o_s})")
+    if x.shape[1] == 0:
+        raise RuntimeError(f"Non-empty {x.ndim}D data tensor expected but got a tensor with "
+                           f"sizes {list(x.shape)}")
     if x.dtype == np.bool_ or x.dtype.kind == "c" or (category(x) <= _INT and not (
             x.dtype == np.uint8 and (mode.startswith("nearest") or nsp == 2))) or (
             mode.endswith("-aa") and x.dtype.name in ("float16", "bfloat16")):
@@ -292,6 +295,14 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
         if isinstance(size, (list, tuple)):
+            if not all(isinstance(v, (int, np.integer)) or (
+                    isinstance(v, Tensor) and not v.is_floating_point()) for v in size):
+                types = [Tensor if isinstance(v, Tensor) else type(v) for v in size]
+                names = ", ".join("<class 'torch.Tensor'>" if t is Tensor else str(t)
+                                  for t in types)
+                raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, "
+                                "int] or Tuple[int, int, int], but got size with types "
+                                f"[{names}]")
             if len(size) != dim:
                 raise ValueError(
                     "Input and output must have the same number of spatial dimensions, but got "
