@@ -128,8 +128,9 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Tensor:
     """Counts of ``input`` in ``bins`` equal bins over [min, max] (the data's range when both
     are 0); elements outside are ignored."""
     x = input._data
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogram_histc\" not implemented for "
+    if not input.dtype.is_floating_point:       # torch 2.13's kernel names
+        kernel = "linspace_cpu" if x.dtype == np.bool_ else "histogram_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                   f"'{input.dtype._torch_name}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins} for dimension 0")
