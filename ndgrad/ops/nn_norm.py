@@ -749,8 +749,8 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     if training:
         _verify_bn_size(input.shape)
     C = xs[1] if len(xs) > 1 else 0
-    for t, what in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
-                    (running_var, "running_var")):
+    for t, what in ((running_mean, "running_mean"), (running_var, "running_var"),
+                    (weight, "weight"), (bias, "bias")):       # torch's order of checks
         if t is not None and t.numel() != C:
             raise RuntimeError(f"{what} should contain {C} elements not {t.numel()}")
     _check_float(input, "batch_norm")
