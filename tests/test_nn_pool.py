@@ -513,3 +513,23 @@ def test_unpool_error_messages_exact():
                 call(L, a, b)
             msgs.append((type(e.value), str(e.value)))
         assert msgs[1] == msgs[0]
+
+
+def test_affine_grid_and_5d_bicubic_error_messages_exact():
+    # sizes shown as passed, theta's shape as a Size, a batch mismatch in the words of torch's
+    # batched product; 5-d (or 3-d) bicubic gets the generic mode/dims error
+    th2, th3 = _x(2, 2, 3), _x(2, 3, 4)
+    calls = [lambda L, m: L.affine_grid(m(th3), (2, 2, 3, 4), align_corners=False),
+             lambda L, m: L.affine_grid(m(th2), [2, 2, 3, 4, 5], align_corners=False),
+             lambda L, m: L.affine_grid(m(th2), (3, 1, 4, 4), align_corners=False),
+             lambda L, m: L.affine_grid(m(th3), (3, 1, 2, 4, 4), align_corners=False),
+             lambda L, m: L.affine_grid(m(th2), (2, 1, 0, 4), align_corners=False),
+             lambda L, m: L.interpolate(m(_x(1, 1, 2, 3, 4)), scale_factor=2, mode="bicubic"),
+             lambda L, m: L.interpolate(m(_x(1, 1, 4)), scale_factor=2, mode="bicubic")]
+    for call in calls:
+        msgs = []
+        for L, m in ((TF, lambda v: v), (F, to_ndgrad)):
+            with pytest.raises((ValueError, RuntimeError, NotImplementedError)) as e:
+                call(L, m)
+            msgs.append((type(e.value), str(e.value).replace("ndgrad.", "torch.")))
+        assert msgs[1] == msgs[0]

@@ -348,7 +348,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
             if not antialias:
                 raise ValueError("Lanczos mode requires antialias=True")
             return _upsample(input, "lanczos-aa", out, sc, False)
-        if mode in need:
+        if mode in need and not (mode == "bicubic" and x.ndim != 4):
             if x.ndim != need[mode]:
                 raise NotImplementedError(f"Got {x.ndim}D input, but {mode} mode needs "
                                           f"{need[mode]}D input")
@@ -466,30 +466,33 @@ def affine_grid(theta: Tensor, size: Any, align_corners: Any = None) -> Tensor:
     th = theta._data
     if th.dtype.kind not in "f" and th.dtype.name != "bfloat16":
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    given = size                # torch's messages show the size as passed
     size = tuple(int(v) for v in size)
     if len(size) == 4:
         if th.ndim != 3 or th.shape[-2:] != (2, 3):
             raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
-                             f"{list(size)}. Got {list(th.shape)}.")
+                             f"{given}. Got {theta.shape}.")
         spatial = size[-2:]
     elif len(size) == 5:
         if th.ndim != 3 or th.shape[-2:] != (3, 4):
             raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
-                             f"{list(size)}. Got {list(th.shape)}.")
+                             f"{given}. Got {theta.shape}.")
         spatial = size[-3:]
     else:
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
-                                  f"affine transforms, respectively. Got size {list(size)}.")
+                                  f"affine transforms, respectively. Got size {given}.")
     if align_corners and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
                       "grids when align_corners=True. This is not an intended use case of "
                       "affine_grid. See the documentation of affine_grid for details.",
                       stacklevel=3)
     if min(size) <= 0:
-        raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
+        raise ValueError(f"Expected non-zero, positive output size. Got {given}")
     if th.shape[0] != size[0]:
-        raise RuntimeError(f"Expected theta batch size {th.shape[0]} to match size[0] "
-                           f"{size[0]}")
+        # torch's batched product of the base grid and theta fails
+        k = th.shape[-1]
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{size[0]}, {k}] but got: [{th.shape[0]}, {k}].")
     return apply(AFFINE_GRID, (theta,), (th,), (size, bool(align_corners)))
 
 
