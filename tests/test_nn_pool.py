@@ -533,3 +533,58 @@ def test_affine_grid_and_5d_bicubic_error_messages_exact():
                 call(L, m)
             msgs.append((type(e.value), str(e.value).replace("ndgrad.", "torch.")))
         assert msgs[1] == msgs[0]
+
+
+def test_pool_padding_and_size_checks_match_torch_213():
+    # the padding may be at most half the kernel itself (not the dilated one): max_pool1d's own
+    # words, the 2-d/3-d shape checks' words (max_pool1d with indices runs as 2-d); a 3-d
+    # average (and so lp_pool3d) needs the unpadded input to hold the kernel
+    x1, x2, x3 = _x(1, 2, 6), _x(1, 2, 6, 6), _x(1, 2, 6, 6, 6)
+    small3 = _x(1, 2, 2, 6, 6)
+    calls = [lambda L, m: L.max_pool1d(m(x1), 3, 1, 2, 2),
+             lambda L, m: L.max_pool1d(m(x1), 3, 1, -1),
+             lambda L, m: L.max_pool1d(m(x1), 3, 1, 2, 2, return_indices=True),
+             lambda L, m: L.max_pool1d(m(x1), 2, 1, 2, 2, return_indices=True),
+             lambda L, m: L.max_pool1d(m(_x(1, 2, 2)), 3, 1, 0, return_indices=True),
+             lambda L, m: L.max_pool2d(m(x2), 3, 1, 2, 2),
+             lambda L, m: L.max_pool3d(m(x3), 3, 1, 2, 2),
+             lambda L, m: L.avg_pool3d(m(small3), 3, 1, 1),
+             lambda L, m: L.avg_pool3d(m(small3), 3, 1, 0),
+             lambda L, m: L.lp_pool3d(m(small3.abs()), 2, 3)]
+    for call in calls:
+        msgs = []
+        for L, m in ((TF, lambda v: v), (F, to_ndgrad)):
+            with pytest.raises(RuntimeError) as e:
+                call(L, m)
+            msgs.append(str(e.value))
+        assert msgs[1] == msgs[0]
+    # still fine: a 3-d max over a too-short depth with padding, 1-d/2-d averages likewise
+    for f, tf, v in ((F.max_pool3d, TF.max_pool3d, small3), (F.avg_pool2d, TF.avg_pool2d,
+                                                            _x(1, 2, 2, 6))):
+        assert_close(f(to_ndgrad(v), 3, 1, 1), tf(v, 3, 1, 1))
+
+
+def test_empty_max_pool_windows_take_torchs_index_and_no_gradient():
+    # Note [Empty max-pool windows]: a window entirely in the padding (dilation) gives -inf and
+    # torch's index of its first tap moved into the input, which may lie outside the plane;
+    # the gradient skips it (torch writes outside the plane there)
+    x = _x(2, 2, 1, 7)
+    t, ti = TF.max_pool2d(x, (2, 4), (3, 3), (1, 2), (2, 2), ceil_mode=True,
+                          return_indices=True)
+    xn = to_ndgrad(x, requires_grad=True)
+    n, ni = F.max_pool2d(xn, (2, 4), (3, 3), (1, 2), (2, 2), ceil_mode=True,
+                         return_indices=True)
+    assert ni.tolist() == ti.tolist() and np.isneginf(n.detach().numpy()).all()
+    n.clamp(min=-1.0).sum().backward()
+    assert (xn.grad.numpy() == 0).all()
+    y, i = F.max_pool1d(to_ndgrad(_x(2, 2, 1)), 2, 3, 1, 2, return_indices=True)
+    assert i.tolist() == TF.max_pool1d(_x(2, 2, 1), 2, 3, 1, 2, return_indices=True)[1].tolist()
+    # a window with some input keeps its maximum and gradient
+    v = to_ndgrad(_x(1, 1, 5), requires_grad=True)
+    out = F.max_pool1d(v, 2, 2, 1, 2)
+    vt = _x(1, 1, 5).requires_grad_()
+    ot = TF.max_pool1d(vt, 2, 2, 1, 2)
+    assert_close(out, ot)
+    out.sum().backward()
+    ot.sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), vt.grad.numpy())
