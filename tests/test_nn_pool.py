@@ -525,7 +525,10 @@ def test_affine_grid_and_5d_bicubic_error_messages_exact():
              lambda L, m: L.affine_grid(m(th3), (3, 1, 2, 4, 4), align_corners=False),
              lambda L, m: L.affine_grid(m(th2), (2, 1, 0, 4), align_corners=False),
              lambda L, m: L.interpolate(m(_x(1, 1, 2, 3, 4)), scale_factor=2, mode="bicubic"),
-             lambda L, m: L.interpolate(m(_x(1, 1, 4)), scale_factor=2, mode="bicubic")]
+             lambda L, m: L.interpolate(m(_x(1, 1, 4)), scale_factor=2, mode="bicubic"),
+             lambda L, m: L.interpolate(m(_x(1, 1, 1)), scale_factor=0.5, mode="linear"),
+             lambda L, m: L.interpolate(m(_x(1, 1, 1)), scale_factor=0.5),
+             lambda L, m: L.interpolate(m(_x(1, 1, 1, 1)), scale_factor=0.5)]
     for call in calls:
         msgs = []
         for L, m in ((TF, lambda v: v), (F, to_ndgrad)):

@@ -224,8 +224,9 @@ def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) 
         names = "DHW"[3 - nsp:]
         i_s = ", ".join(f"{a}: {v}" for a, v in zip(names, plane))
         o_s = ", ".join(f"{a}: {v}" for a, v in zip(names, out))
+        joint = " and" if nsp == 1 else ""         # torch's 1-d kernels word it so
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
-                           f"({i_s}) output ({o_s})")
+                           f"({i_s}){joint} output ({o_s})")
     if x.shape[1] == 0:
         raise RuntimeError(f"Non-empty {x.ndim}D data tensor expected but got a tensor with "
                            f"sizes {list(x.shape)}")
