@@ -195,6 +195,19 @@ def test_uint8_resize_matches_torch_exactly(mode, antialias):
     np.testing.assert_array_equal(n.numpy(), t.numpy())
 
 
+def test_uint8_resize_is_an_op_for_traces_compile_and_vmap():
+    # a trace or compiled function records the uint8 resize (no baked constant); vmap batches it
+    def f(v):
+        return F.interpolate(v, size=(3, 4), mode="bilinear", antialias=True)
+    u1, u2 = (to_ndgrad(_uint8_image((1, 3, 5, 6), s)) for s in (1, 2))
+    assert ndgrad.equal(ndgrad.jit.trace(f, (u1,))(u2), f(u2))
+    c = ndgrad.compile(f)
+    assert ndgrad.equal(c(u1), f(u1)) and ndgrad.equal(c(u2), f(u2))
+    u = to_ndgrad(_uint8_image((3, 2, 1, 5, 6), 3))
+    assert ndgrad.equal(ndgrad.vmap(f)(u), ndgrad.stack([f(v) for v in u]))
+    assert f(u1).grad_fn is None and f(u1).dtype == ndgrad.uint8
+
+
 def test_integer_interpolate_errors_match_torch():
     cases = [((1, 2, 4), "linear", False), ((1, 2, 4, 4, 4), "trilinear", False),
              ((1, 2, 4, 4), "bicubic", False), ((1, 2, 4, 4), "bilinear", True),

@@ -178,18 +178,28 @@ def _fixed_point(a: np.ndarray) -> tuple:
 
 def _resize_uint8(x: np.ndarray, mode: str, out: tuple, scales: tuple, align: bool,
                   mats: list) -> np.ndarray:
-    """Note [uint8 bilinear/bicubic resize]: ``x`` (N, C, H, W) uint8 resized to ``out``."""
+    """Note [uint8 bilinear/bicubic resize]: ``x`` (..., H, W) uint8 resized to ``out``."""
     y = x.astype(np.float64)
     for j in (1, 0):
-        n, o = y.shape[2 + j], out[j]
+        ax = j - 2
+        n, o = y.shape[ax], out[j]
         if n == o:
             continue
         m, one = _fixed_point(mats[j])
-        t = np.moveaxis(y, 2 + j, -1)
+        t = np.moveaxis(y, ax, -1)
         t = (np.ascontiguousarray(t).reshape(-1, n) @ m.T).reshape(t.shape[:-1] + (o,))
-        y = np.moveaxis(t, -1, 2 + j)
+        y = np.moveaxis(t, -1, ax)
         y = np.clip(np.floor((y + one / 2) / one), 0, 255)
     return y.astype(np.uint8)
+
+
+# an op (not a bare result) so that traces and compiled functions record it; integers carry
+# no gradient
+UINT8_RESIZE = Op("_upsample_uint8", "UpsampleUint8Backward0",
+                  lambda x, mode, out, scales, align, mats: _resize_uint8(x, mode, out, scales,
+                                                                          align, list(mats)),
+                  args=("mode", "output_size", "scales", "align_corners", "mats"),
+                  jvp=lambda ctx, t: None)
 
 
 # ---------------------------------------------------------------------------- ops
@@ -249,7 +259,8 @@ def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) 
             mats.append(antialias_matrix(n, o, align, s, mode == "bicubic-aa",
                                          mode == "lanczos-aa"))
     if x.dtype == np.uint8 and not mode.startswith("nearest"):
-        return _wrap(_resize_uint8(x, mode, out, scales, align, mats))
+        return apply(UINT8_RESIZE, (input,), (x,), (mode, tuple(out), tuple(scales),
+                                                    bool(align), tuple(mats)))
     op = _UP[mode, nsp]
     return apply(op, (input,), (x,), (tuple(out), tuple(scales),
                                       None if mode.startswith("nearest") else bool(align),
@@ -829,7 +840,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
 def _register() -> None:
     from ._batching import RULES, VJP_ONLY
     from .nn_pool import _trailing_rule
-    for op in _UP.values():
+    for op in list(_UP.values()) + [UINT8_RESIZE]:
         RULES[op] = _trailing_rule
     RULES[AFFINE_GRID] = _affine_rule
     VJP_ONLY.update((GRID_SAMPLER2D, GRID_SAMPLER3D))
