@@ -566,7 +566,10 @@ def test_pool_padding_and_size_checks_match_torch_213():
              lambda L, m: L.max_pool3d(m(x3), 3, 1, 2, 2),
              lambda L, m: L.avg_pool3d(m(small3), 3, 1, 1),
              lambda L, m: L.avg_pool3d(m(small3), 3, 1, 0),
-             lambda L, m: L.lp_pool3d(m(small3.abs()), 2, 3)]
+             lambda L, m: L.lp_pool3d(m(small3.abs()), 2, 3),
+             lambda L, m: L.max_pool2d(m(x2), 0),
+             lambda L, m: L.avg_pool3d(m(x3), 0, 1),
+             lambda L, m: L.max_pool1d(m(x1), 0, return_indices=True)]
     for call in calls:
         msgs = []
         for L, m in ((TF, lambda v: v), (F, to_ndgrad)):

@@ -594,11 +594,11 @@ def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
 def _check_pool(x: np.ndarray, nsp: int, kernel: tuple, stride: tuple, pad: tuple,
                 dil: tuple, ceil: bool, fn: str, is_max: bool) -> tuple:
     """torch's checks of a pooling's arguments (in its order); the output's spatial shape."""
+    if any(s == 0 for s in stride):     # first: a zero kernel is a zero default stride too
+        raise RuntimeError("stride should not be zero")
     if any(k <= 0 for k in kernel):
         raise RuntimeError("kernel size should be greater than zero, but got " +
                            " ".join(f"k{a}: {k}" for a, k in zip("THW"[3 - nsp:], kernel)))
-    if any(s == 0 for s in stride):
-        raise RuntimeError("stride should not be zero")
     if any(s < 0 for s in stride):
         raise RuntimeError("stride should be greater than zero, but got " +
                            " ".join(f"d{a}: {s}" for a, s in zip("THW"[3 - nsp:], stride)))
