@@ -228,6 +228,8 @@ def test_segment_reduce_matches_torch(reduce, kind):
     lambda m: m.kl_div("a", m.ones(1)),
     lambda m: m.conv_tbc(m.ones(2, 2), m.ones(1, 2, 2), m.ones(2)),
     lambda m: m.norm_except_dim("v"),
+    lambda m: m.norm_except_dim(m.ones(3, 4), 2, 2),
+    lambda m: m.norm_except_dim(m.ones(3, 4), 2, -3),
     lambda m: m.nuclear_norm(m.ones(3)),
 ])
 def test_errors_match_torch(fn):

@@ -277,3 +277,35 @@ def test_small_scipy_lapack_calls_run_on_one_thread(monkeypatch):
             assert c == 1, (name, n, c)
         elif name in ("tri", "getrf"):
             assert c == before, (name, n, c)
+
+
+def test_small_matrix_exp_runs_scipy_on_one_thread(monkeypatch):
+    # Note [Single-threaded small SciPy LAPACK calls]: expm's Pade products are SciPy BLAS
+    # calls; on a loaded machine a 6x6 one waited ~8 ms for SciPy's thread pool (the orthogonal
+    # parametrization calls it every forward and backward). The count is restored after.
+    import scipy.linalg
+
+    from ndgrad.ops import _scipy_threads as st
+    funcs = st._find()
+    count = (lambda: funcs[0]()) if funcs is not None else (lambda: None)
+    before = count()
+    seen = []
+    real = scipy.linalg.expm
+
+    def expm(a, *args, **kw):
+        seen.append(count())
+        return real(a, *args, **kw)
+
+    monkeypatch.setattr(scipy.linalg, "expm", expm)
+    a = np.random.default_rng(1).standard_normal((6, 6)) * 0.3
+    x = ndgrad.tensor(a, requires_grad=True)
+    y = ndgrad.linalg.matrix_exp(x)
+    y.pow(2).sum().backward()
+    xt = torch.tensor(a, requires_grad=True)
+    yt = torch.linalg.matrix_exp(xt)
+    yt.pow(2).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    assert len(seen) == 2                       # the forward and the backward's block matrix
+    assert seen == ([1, 1] if funcs is not None else [None, None])
+    assert count() == before

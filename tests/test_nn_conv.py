@@ -349,3 +349,45 @@ def test_low_precision_conv_adds_bias_before_rounding(dtype, fn, shapes, kw):
                            for t in ts), **kw)
     assert str(got.dtype) == str(want.dtype).replace("torch", "ndgrad")
     np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+def test_transposed_output_size_error_message_exact():
+    # torch prints the requested size as passed (sliced to the spatial dims) and input.size()[2:]
+    for shape, size in [((1, 3, 4, 4), [10, 10]), ((1, 3, 4, 4), (1, 2, 10, 3)),
+                        ((3, 4, 4), (10, 10))]:
+        x = _x(*shape)
+        msgs = []
+        for lib, v in ((torch, x), (ndgrad, ndgrad.tensor(x.numpy()))):
+            m = lib.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, dtype=lib.float64)
+            with pytest.raises(ValueError) as e:
+                m(v, output_size=size)
+            msgs.append(str(e.value).replace("ndgrad.", "torch."))
+        assert msgs[1] == msgs[0]
+
+
+def test_same_padding_checks_the_padded_input_and_1d_transposed_sizes():
+    # 'same' with an even dilated kernel pads the odd extra first, then checks sizes (a 1-row
+    # input with a 4-row kernel works); torch's messages show that padded input, and a 1-d
+    # transposed conv's sizes as the 2-d ones it runs
+    for m in (torch, ndgrad):
+        y = m.nn.functional.conv2d(m.ones(1, 1, 1, 5, dtype=m.float64),
+                                   m.ones(1, 1, 4, 4, dtype=m.float64), padding="same",
+                                   dilation=(1, 2))
+        assert tuple(y.shape) == (1, 1, 1, 5)
+    cases = [lambda m: m.nn.functional.conv2d(m.ones(1, 2, 1, 5), m.ones(1, 1, 4, 4),
+                                              padding="same"),
+             lambda m: m.nn.functional.conv_transpose1d(m.ones(1, 1, 1), m.ones(1, 1, 1),
+                                                        padding=2),
+             lambda m: m.nn.functional.conv_transpose1d(m.ones(1, 2), m.ones(1, 1, 2),
+                                                        padding=2, dilation=1)]
+    for case in cases:
+        msgs = []
+        for m in (torch, ndgrad):
+            with pytest.raises(RuntimeError) as e:
+                case(m)
+            msgs.append(str(e.value))
+        assert msgs[1] == msgs[0]
+    x = _x(2, 3, 1, 6)
+    t = torch.nn.Conv2d(3, 2, (4, 3), padding="same", dilation=(1, 2), **D64)
+    n = nn.Conv2d(3, 2, (4, 3), padding="same", dilation=(1, 2), **N64)
+    check_module(t, n, x)

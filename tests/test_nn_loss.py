@@ -274,6 +274,42 @@ def test_triplet_with_distance_function():
     np.testing.assert_allclose(got.item(), want.item(), rtol=1e-10)
 
 
+def test_cross_entropy_probability_targets_promote_and_refuse_integers():
+    # a target shaped like the input holds probabilities of any floating dtype (the result
+    # promotes: float32 logits with float64 probabilities give float64); an integer one is
+    # refused with torch's words; a negative ignore_index other than -100 is allowed
+    x = rn(3, 4).float().requires_grad_()
+    t = torch.rand(3, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    for kw in ({}, {"label_smoothing": 0.2}, {"weight": torch.ones(4, dtype=torch.float64)},
+               {"ignore_index": -5}, {"reduction": "none"}):
+        for tt in (t, t.half()):
+            xn = _nd(x.detach()).requires_grad_()
+            want = TF.cross_entropy(x, tt, **kw)
+            got = F.cross_entropy(xn, _nd(tt), **{k: _nd(v) for k, v in kw.items()})
+            assert got.dtype == getattr(ndgrad, str(want.dtype).split(".")[1]), kw
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+            (gt,) = torch.autograd.grad(want.sum(), x)
+            got.sum().backward()
+            assert xn.grad.dtype == ndgrad.float32
+            np.testing.assert_allclose(xn.grad.numpy(), gt.numpy(), rtol=1e-5, atol=1e-7)
+    for tt in (torch.ones(3, 4, dtype=torch.long), torch.ones(3, 4, dtype=torch.bool),
+               torch.ones(3, 4, dtype=torch.complex64)):
+        msgs = []
+        for f, a, b in ((TF.cross_entropy, x, tt), (F.cross_entropy, _nd(x.detach()), _nd(tt))):
+            with pytest.raises(RuntimeError) as e:
+                f(a, b)
+            msgs.append(str(e.value))
+        assert msgs[1] == msgs[0]
+    msgs = []
+    for f, a, b in ((TF.binary_cross_entropy, torch.rand(3), torch.ones(3, dtype=torch.long)),
+                    (F.binary_cross_entropy, _nd(torch.rand(3)),
+                     _nd(torch.ones(3, dtype=torch.long)))):
+        with pytest.raises(RuntimeError) as e:
+            f(a, b)
+        msgs.append(str(e.value))
+    assert msgs[1] == msgs[0] == "Found dtype Long but expected Float"
+
+
 # ---------------------------------------------------------------------------- ctc
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_ctc_loss(reduction):
@@ -299,6 +335,27 @@ def test_ctc_loss(reduction):
             {"reduction": reduction})
     y = F.ctc_loss(_nd(lp), _nd(tg), _nd(il), _nd(tl))
     assert y.grad_fn.name() == "CtcLossBackward0"
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_ctc_infinite_loss_gradient_is_nan_like_torch(reduction):
+    # without zero_infinity torch's gradient of an impossible alignment is NaN over that
+    # sample's input frames (0 after them); the other samples keep their gradients
+    lp = rn(12, 3, 5).log_softmax(2).detach()
+    tg = torch.tensor([[1, 2, 2, 3], [1, 2, 0, 0], [4, 4, 1, 0]])
+    il, tl = torch.tensor([2, 2, 2]), torch.tensor([4, 2, 3])
+    grads = []
+    for m, f, conv in ((torch, TF, lambda v: v), (ndgrad, F, _nd)):
+        x = conv(lp.clone()).requires_grad_()
+        for zi in (False, True):
+            loss = f.ctc_loss(x, conv(tg), conv(il), conv(tl), reduction=reduction,
+                              zero_infinity=zi)
+            (g,) = m.autograd.grad(loss.sum(), x)
+            grads.append(g.numpy())
+    for want, got in zip(grads[:2], grads[2:]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)   # NaNs where torch's
+    assert np.isnan(grads[2][:2, [0, 2]]).all() and not np.isnan(grads[2][:, 1]).any()
+    assert (grads[2][2:] == 0).all() and not np.isnan(grads[3]).any()
 
 
 def test_ctc_blank_not_zero():

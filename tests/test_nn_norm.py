@@ -547,3 +547,21 @@ def test_cross_map_lrn2d():
         assert ndgrad.autograd.gradcheck(lambda x: n(x), (xn,))
     _raises_like(lambda: torch.nn.CrossMapLRN2d(3)(torch.zeros(2, 3, 4)),
                  lambda: nn.CrossMapLRN2d(3)(ndgrad.zeros(2, 3, 4)))
+
+
+def test_batch_norm_size_checks_in_torchs_order():
+    # the running statistics are checked before the affine parameters
+    x = torch.randn(4, 2, 5, 5)
+    cases = [dict(running_mean=torch.zeros(3), running_var=torch.ones(3), weight=torch.ones(3)),
+             dict(running_mean=torch.zeros(2), running_var=torch.ones(3), weight=torch.ones(3)),
+             dict(running_mean=torch.zeros(2), running_var=torch.ones(2), weight=torch.ones(3)),
+             dict(running_mean=None, running_var=None, bias=torch.ones(4))]
+    for kw in cases:
+        msgs = []
+        for f, conv in ((torch.nn.functional.batch_norm, lambda v: v),
+                        (ndgrad.nn.functional.batch_norm,
+                         lambda v: None if v is None else ndgrad.tensor(v.numpy()))):
+            with pytest.raises(RuntimeError) as e:
+                f(conv(x), training=True, **{k: conv(v) for k, v in kw.items()})
+            msgs.append(str(e.value))
+        assert msgs[1] == msgs[0]

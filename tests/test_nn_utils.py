@@ -428,3 +428,40 @@ def test_seeded_spectral_norm_equals_torch(old_api):
     np.testing.assert_allclose(
         run(ndgrad, ndgrad.nn, nd_pz), run(torch, torch.nn, t_pz), rtol=0, atol=1e-13
     )
+
+
+def test_weight_norm_dims_match_torch():
+    # a negative dim other than -1 counts from the end (-1 is the whole-tensor norm); an
+    # out-of-range dim raises torch's IndexError and leaves the module as it was (both APIs)
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((3, 2, 5))
+    x = rng.standard_normal((2, 2, 7))
+    for dim in (0, 1, 2, -1, -2, -3, None):
+        out = []
+        for lib, pz in ((torch, t_pz), (ndgrad, nd_pz)):
+            c = lib.nn.Conv1d(2, 3, 5, bias=False, dtype=lib.float64)
+            with lib.no_grad():
+                c.weight.copy_(lib.tensor(w))
+            pz.weight_norm(c, dim=dim)
+            g = c.parametrizations.weight.original0
+            y = c(lib.tensor(x))
+            y.pow(2).sum().backward()
+            out.append((tuple(g.shape), y.detach().numpy(), g.grad.numpy()))
+        assert out[1][0] == out[0][0], dim
+        np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-12)
+        np.testing.assert_allclose(out[1][2], out[0][2], rtol=1e-10, atol=1e-12)
+    for dim in (3, -4):
+        msgs = []
+        for lib, pz in ((torch, t_pz), (ndgrad, nd_pz)):
+            c = lib.nn.Conv1d(2, 3, 5)
+            with pytest.raises(IndexError) as e:
+                pz.weight_norm(c, dim=dim)
+            msgs.append(str(e.value))
+            assert type(c.weight).__name__ == "Parameter"
+        assert msgs[1] == msgs[0]
+        c = ndgrad.nn.Conv1d(2, 3, 5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(IndexError, match="Dimension out of range"):
+                ndgrad.nn.utils.weight_norm(c, dim=dim)
+        assert sorted(c._parameters) == ["bias", "weight"]

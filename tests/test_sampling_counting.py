@@ -156,6 +156,16 @@ def test_bincount_histograms_indices():
     _both(lambda lib: lib.triu_indices(4, 3, 1, dtype=lib.int32))
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int64", "bool"])
+def test_histc_refuses_integers_with_torchs_words(dtype):
+    msgs = []
+    for m in (torch, ndgrad):
+        with pytest.raises(NotImplementedError) as e:
+            m.ones(3, dtype=getattr(m, dtype)).histc(bins=4)
+        msgs.append(str(e.value))
+    assert msgs[1] == msgs[0]
+
+
 # ---------------------------------------------------------------------------- factories
 def test_factories():
     for lib in (torch, ndgrad):

@@ -204,6 +204,24 @@ STFT_ERRORS = {
     "istft_twosided_bins": lambda m: m.istft(_spec(m), 8, onesided=False, window=m.ones(8)),
     "istft_overlap_add": lambda m: m.istft(_spec(m), 8, hop_length=4, window=m.hann_window(8),
                                            center=False, length=20),
+    # integer signals are refused (after the centering pad), half precision at the transform,
+    # a 3-d signal after its pad; istft's hop must not exceed the window; the type names
+    # without a legacy torch.<Name>Tensor class read CPU<Name>Type
+    "stft_int": lambda m: m.stft(m.arange(20), 8, return_complex=True),
+    "stft_int_uncentered": lambda m: m.stft(m.arange(20), 64, center=False,
+                                            return_complex=True),
+    "stft_bool_constant_pad": lambda m: m.stft(m.ones(20, dtype=m.bool), 8, pad_mode="constant",
+                                               return_complex=True),
+    "stft_half": lambda m: m.stft(m.ones(20, dtype=m.float16), 8, return_complex=True),
+    "stft_half_n_fft": lambda m: m.stft(m.ones(20, dtype=m.float16), 64, center=False,
+                                        return_complex=True),
+    "stft_3d": lambda m: m.stft(m.ones(2, 2, 20), 8, return_complex=True),
+    "stft_3d_uncentered": lambda m: m.stft(m.ones(2, 2, 20), 8, center=False,
+                                           return_complex=True),
+    "stft_complex_bfloat16_names": lambda m: m.stft(m.ones(20, dtype=m.complex64), 64,
+                                                    center=False, window=m.ones(
+                                                        64, dtype=m.bfloat16)),
+    "istft_hop": lambda m: m.istft(_spec(m), 8, hop_length=9),
 }
 
 

@@ -326,8 +326,12 @@ def norm_except_dim(v: Tensor, pow: int = 2, dim: int = 0) -> Tensor:
     _check_input(v, "norm_except_dim", "v")
     if dim == -1:
         return v.norm(pow)
-    d = dim % v.dim()
-    others = [i for i in range(v.dim()) if i != d]
+    nd = v.dim()
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{nd}, {nd - 1}], "
+                         f"but got {dim})")
+    d = dim % nd
+    others = [i for i in range(nd) if i != d]
     return _linalg.vector_norm(v, pow, others, True)
 
 

@@ -130,8 +130,9 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0) -> Tensor:
     are 0); elements outside are ignored."""
     x = input._data
     _unsigned.check("histc", (x,))
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogram_histc\" not implemented for "
+    if not input.dtype.is_floating_point:       # torch 2.13's kernel names
+        kernel = "linspace_cpu" if x.dtype == np.bool_ else "histogram_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                   f"'{input.dtype._torch_name}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins} for dimension 0")

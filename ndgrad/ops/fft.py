@@ -744,12 +744,18 @@ REFLECT_PAD_BACKWARD: Op = Op("reflection_pad1d_backward", "ReflectionPad1DBackw
                           args=("padding",), jvp=linear)
 
 
+_LEGACY_TENSOR_NAMES = ("Float", "Double", "Half", "Byte", "Char", "Short", "Int", "Long")
+
+
 def _stft_signature(name: str, input: Tensor, n_fft: int, hop: Any, win: Any, window: Any,
                     **more: Any) -> str:
     # PyTorch's words: istft names its input's type CPU<Name>Type, stft torch.<Name>Tensor; the
     # window by its own type; flags as 0/1
     def kind(t: Tensor) -> str:
-        return "torch." + _dtype._FROM_NP[t._data.dtype]._torch_name + "Tensor"
+        name = _dtype._FROM_NP[t._data.dtype]._torch_name
+        if name in _LEGACY_TENSOR_NAMES:
+            return "torch." + name + "Tensor"
+        return f"CPU{name}Type"     # the dtypes without a legacy torch.<Name>Tensor class
 
     src = (f"CPU{_dtype._FROM_NP[input._data.dtype]._torch_name}Type" if name == "istft"
            else kind(input))
@@ -817,6 +823,7 @@ def stft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
                        "explicitly set `window=torch.ones(n_fft, device=<device>)`.")
     x = input
     real_in = x._data.dtype.kind != "c" and (window is None or window._data.dtype.kind != "c")
+    given_complex = return_complex          # the messages show the argument as passed
     if return_complex is None:
         if real_in:
             raise RuntimeError("stft requires the return_complex parameter be given for real "
@@ -825,19 +832,28 @@ def stft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
         return_complex = True
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
-    flags = {"normalized": normalized, "onesided": onesided, "return_complex": return_complex,
+    flags = {"normalized": normalized, "onesided": onesided, "return_complex": given_complex,
              "align_to_window": None}
     if x.ndim not in (1, 2):
-        raise RuntimeError(_stft_signature("stft", x, n_fft, hop, win, window, **flags) +
-                           f"expected a 1D or 2D tensor, but got {x.ndim}D tensor")
-    x = _float_input(x)
+        shown = x
+        if center and x.ndim == 3 and n_fft // 2 < x.shape[-1]:
+            # torch pads a 3-d signal's last dim before it looks at the dims
+            shown = _wrap(np.empty(x.shape[:-1] + (x.shape[-1] + n_fft // 2 * 2,),
+                                   x._data.dtype))
+        raise RuntimeError(_stft_signature("stft", shown, n_fft, hop, win, window, **flags) +
+                           "expected a 1D or 2D tensor")
     if x.ndim == 1:
         x = _shape.unsqueeze(x, 0)
     if center:
+        if x._data.dtype == np.bool_ and pad_mode == "reflect" and n_fft // 2 < x.shape[-1]:
+            raise NotImplementedError("\"reflection_pad1d\" not implemented for 'Bool'")
         x = _pad_signal(x, n_fft // 2, pad_mode)
     length = x.shape[-1]
     sig = _stft_signature("stft", x if x.ndim == 2 and input.ndim == 2 else
                           _shape.squeeze(x, 0), n_fft, hop, win, window, **flags)
+    # torch checks the (padded) signal's dtype before its sizes: no integers
+    if x._data.dtype.kind in "biu":
+        raise RuntimeError(sig + "expected a tensor of floating point or complex values")
     if not 0 < n_fft <= length:
         raise RuntimeError(sig + f"expected 0 < n_fft < {length}, but got n_fft={n_fft}")
     if hop <= 0:
@@ -847,6 +863,9 @@ def stft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
     if window is not None and (window.ndim != 1 or window.shape[0] != win):
         raise RuntimeError(sig + "expected a 1D window tensor of size equal to win_length="
                            f"{win}, but got window with size {list(window.shape)}")
+    if x._data.dtype in (np.float16, _dtype.bfloat16.np):     # at the transform, in torch
+        raise RuntimeError(f"MKL FFT doesn't support tensors of type: "
+                           f"{_torch_name(x._data.dtype)}")
     frames = _shape.unfold(x, 1, n_fft, hop)
     w = _padded_window(window, n_fft, win, x)
     if w is not None:
@@ -911,6 +930,8 @@ def istft(input: Tensor, n_fft: int, hop_length: Optional[int] = None,
                            f"tensor to match n_fft when onesided=False, but got {n_freq}")
     if not 0 < win <= n_fft:
         raise RuntimeError(sig + "expected 0 < win_length <= n_fft")
+    if not 0 < hop <= win:
+        raise RuntimeError(sig + "expected 0 < hop_length <= win_length")
     if window is not None and (window.ndim != 1 or window.shape[0] != win):
         raise RuntimeError(sig + "Invalid window shape. window has to be 1D and length of "
                            "`win_length`")

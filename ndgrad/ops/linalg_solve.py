@@ -1398,7 +1398,9 @@ def _expm_fwd(a: np.ndarray) -> np.ndarray:
         return a.copy()
     # computed in double precision and rounded: float32 results within an ulp or so
     w = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
-    r = expm(w)
+    # its Pade products are SciPy BLAS calls (Note [Single-threaded small SciPy LAPACK calls])
+    with _threads_for(a.shape[-1] ** 3):
+        r = expm(w)
     return np.asarray(r).astype(a.dtype, copy=False)
 
 

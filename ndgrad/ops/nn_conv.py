@@ -814,9 +814,12 @@ def _check_args(x: Tensor, w: Tensor, b: Optional[Tensor], nd: int, stride: tupl
         size = tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1 for n, s, p, d, k, op in
                      zip(xs[2:], stride, pad, dil, ws[2:], out_pad))
         if any(m <= 0 for m in size):
+            # torch runs a 1-d transposed conv as a 2-d one of height 1
+            given, calc = (((1,) + tuple(xs[2:]), (1,) + size) if nd == 1
+                           else (tuple(xs[2:]), size))
             raise RuntimeError(f"Given input size per channel: "
-                               f"({' x '.join(map(str, xs[2:]))}). Calculated output size per "
-                               f"channel: ({' x '.join(map(str, size))}). Output size is too "
+                               f"({' x '.join(map(str, given))}). Calculated output size per "
+                               f"channel: ({' x '.join(map(str, calc))}). Output size is too "
                                "small")
     _check_dtypes(x, w, b, "conv")
 
@@ -887,13 +890,14 @@ def _convnd(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: Any, 
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
         pad = _ints(padding, nd, "padding")
-    _check_common(x, weight, bias, nd, stride, pad, dil, groups, False)
     if extra is not None and any(extra):
-        # torch pads the odd extra on the right first (a ConstantPadNdBackward0 node).
+        # torch pads the odd extra on the right first (a ConstantPadNdBackward0 node), and
+        # checks the sizes of that padded input
         pads: list = []
         for e in reversed(extra):
             pads += [0, e]
         x = apply(CONSTANT_PAD, (x,), (x._data,), (tuple(pads),))
+    _check_common(x, weight, bias, nd, stride, pad, dil, groups, False)
     y = _convolution(x, weight, bias, stride, pad, dil, False, (0,) * nd, groups)
     return _shape.squeeze(y, 0) if unbatched else y
 

@@ -788,8 +788,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
         raise ValueError(f"Expected 1 or more dimensions (got {nd})")
     cdim = 0 if nd == 1 else 1
     C = input.shape[cdim]
-    probs = _is_float(target) and tuple(target.shape) == tuple(input.shape)
-    if probs and ignore_index != -100:
+    # a target shaped like the input holds class probabilities (any floating dtype: the
+    # products promote, as torch's)
+    probs = tuple(target.shape) == tuple(input.shape)
+    if probs and not target.is_floating_point():
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, "
+                           f"got {_dtype_name(target)}")
+    if probs and ignore_index >= 0:
         raise RuntimeError("ignore_index is not supported for floating point target")
         # (linear_cross_entropy words it "ignore_index cannot be specified when target
         # contains probabilities"; see there)
@@ -799,9 +804,6 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
             raise RuntimeError(f"weight tensor should be defined either for all {C} classes or "
                                f"no classes but got weight tensor of shape: "
                                f"{list(weight.shape)}")
-        if input.dtype != target.dtype:
-            raise RuntimeError(f"expected scalar type {_dtype_name(input)} but found "
-                               f"{_dtype_name(target)}")
         logp = log_softmax(input, cdim)
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / C
@@ -925,8 +927,8 @@ def _log_softmax(x: Tensor, dim: int) -> Tensor:
 
 
 def _dtype_name(t: Tensor) -> str:
-    return {np.float32: "Float", np.float64: "Double", np.float16: "Half"}.get(
-        t._data.dtype.type, str(t.dtype))
+    """torch's scalar type name (Float, Long, Bool ...)."""
+    return t.dtype._torch_name
 
 
 def _class_view(w: Tensor, nd: int, cdim: int) -> Tensor:
@@ -1542,6 +1544,9 @@ def _ctc_grad(lp, alpha, nll, setup):
         lacc = np.log(acc) + ms
     grad = np.exp(lp) - np.exp(lacc + nll[None, :, None] - lp)
     grad = np.where(np.isnan(grad) & np.isneginf(lacc), np.exp(lp), grad)
+    # an impossible alignment (nll = inf) has NaN gradients in torch (-inf + inf in the
+    # formula above) until zero_infinity zeroes them
+    grad = np.where(np.isposinf(nll)[None, :, None], np.nan, grad)
     tmask = np.arange(T)[:, None] < il[None, :]
     grad = np.where(tmask[:, :, None], grad, 0)
     return grad.astype(dt, copy=False)

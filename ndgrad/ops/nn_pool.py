@@ -201,7 +201,12 @@ def _max_vjp(ctx, g):
     if ctx._op in (MAX_POOL2D, MAX_POOL3D):     # windows that do not overlap
         kernel, st, dil = ctx._args[1], ctx._args[2], ctx._args[4]
         unique = all((k - 1) * d < s for k, d, s in zip(kernel, dil, st))
-    return scatter_add(g, ctx._args[-1], ctx.input_shape(0)[-nsp:], unique)
+    plane = ctx.input_shape(0)[-nsp:]
+    idx, ok = _in_plane(ctx._args[-1], plane)
+    if ok is not None:                              # Note [Empty max-pool windows]
+        g = g.masked_fill(~ok, 0.0)
+        unique = False
+    return scatter_add(g, idx, plane, unique)
 
 
 # The values found with the indices, handed to the op's forward so that it need not gather
@@ -216,11 +221,35 @@ def _gather_or_found(x: np.ndarray, nsp: int, idx: np.ndarray) -> np.ndarray:
         _found = None
         if f[0] is x and f[1] is idx:
             return f[2]
+    P = math.prod(x.shape[x.ndim - nsp:])
+    if idx.size and (idx.min() < 0 or idx.max() >= P):      # Note [Empty max-pool windows]
+        ok = (idx >= 0) & (idx < P)
+        return np.where(ok, gather_forward(x, np.where(ok, idx, 0), nsp), _lowest(x.dtype))
     return gather_forward(x, idx, nsp)
 
 
+# Note [Empty max-pool windows]
+# With padding and dilation a window can hold no input position at all (every tap in the
+# padding): its maximum is the lowest value (-inf) and torch's index is that of its first tap
+# moved into the input (the start plus whole dilations), which can lie outside the plane.
+# ndgrad returns that index; the gradients (and the forward's gather) skip such windows
+# instead of reading or writing outside the plane.
+def _in_plane(idx: Tensor, plane: tuple) -> tuple:
+    """(indices, None) when every index lies in the plane, else (the indices with the others
+    at 0, a Tensor mask of the valid ones)."""
+    a = idx._data
+    P = math.prod(plane)
+    if a.size == 0 or (a.min() >= 0 and a.max() < P):
+        return idx, None
+    ok = (a >= 0) & (a < P)
+    return _wrap(np.where(ok, a, 0)), _wrap(ok)
+
+
 def _max_jvp(ctx, t):
-    return gather(t, ctx._args[-1], ctx._args[0])
+    nsp = ctx._args[0]
+    idx, ok = _in_plane(ctx._args[-1], ctx.input_shape(0)[-nsp:])
+    r = gather(t, idx, nsp)
+    return r if ok is None else r.masked_fill(~ok, 0.0)
 
 
 def _max_op(name: str, node: str, args: Sequence[str]) -> Op:
@@ -446,6 +475,8 @@ def max_pool_indices(x: np.ndarray, kernel: tuple, stride: tuple, pad: tuple, di
     base = sum((np.arange(o, dtype=np.int64) * s - p).reshape(_axis_shape(j, nsp, o)) * q
                for j, (o, s, p, q) in enumerate(zip(out, stride, pad, ps)))
     idx = np.take(shift, code) + base
+    if found is not None and not found.all():       # Note [Empty max-pool windows]
+        idx = np.where(found, idx, sum(f * q for f, q in zip(first, ps)))
     _found = (x, idx, best)
     return idx
 
@@ -607,6 +638,20 @@ def _check_pool(x: np.ndarray, nsp: int, kernel: tuple, stride: tuple, pad: tupl
         raise RuntimeError(f"non-empty {nsp + 1}D or {nsp + 2}D (batch mode) tensor expected "
                            "for input")
     plane = x.shape[nd - nsp:]
+    # torch's shape checks: a 3-d average needs the (unpadded) input to hold the kernel, and
+    # the padding may be at most half the kernel itself (not the dilated one)
+    if nsp == 3 and not is_max and any(n < k for n, k in zip(plane, kernel)):
+        raise RuntimeError(f"input image (T: {plane[0]} H: {plane[1]} W: {plane[2]}) smaller "
+                           f"than kernel size (kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
+    if any(2 * p > k for k, p in zip(kernel, pad)):
+        if nsp == 2:
+            raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but "
+                               f"got padW = {pad[1]}, padH = {pad[0]}, kW = {kernel[1]}, "
+                               f"kH = {kernel[0]}")
+        if nsp == 3:
+            raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but "
+                               f"got kT: {kernel[0]} kW: {kernel[2]} kH: {kernel[1]} padT: "
+                               f"{pad[0]} padW: {pad[2]} padH: {pad[1]}")
     out = tuple(_pool_out(n, k, s, p, d, ceil)
                 for n, k, s, p, d in zip(plane, kernel, stride, pad, dil))
     if any(o < 1 for o in out):
@@ -687,6 +732,11 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     if x.ndim not in (2, 3) or any(v == 0 for v in x.shape[x.ndim - 2:]):
         raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
                            f"dim batch size for input, but got:{list(x.shape)}")
+    if return_indices:
+        # torch runs it as a 2-d max pooling of height 1, with that one's checks and words
+        r = _max_pool(_unsq(input), 2, (1, k[0]), (1, st[0]), (0, pad[0]), (1, dil[0]),
+                      ceil_mode, True)
+        return r[0].squeeze(-2), _wrap(r[1]._data.squeeze(-2))
     if k[0] <= 0:
         raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {k[0]}")
     if st[0] <= 0:
@@ -694,10 +744,10 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     if dil[0] <= 0:
         raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {dil[0]}")
     if pad[0] < 0:
-        raise RuntimeError(f"max_pool1d() pad must be non-negative, but got pad: {pad[0]}")
-    if pad[0] > ((k[0] - 1) * dil[0] + 1) // 2:
-        raise RuntimeError(f"max_pool1d() pad should be at most half of effective kernel size, "
-                           f"but got pad={pad[0]}, kernel_size={k[0]} and dilation={dil[0]}")
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {pad[0]}")
+    if 2 * pad[0] > k[0]:
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got "
+                           f"padding={pad[0]} and kernel_size={k[0]}")
     o = _pool_out(x.shape[-1], k[0], st[0], pad[0], dil[0], bool(ceil_mode))
     if o < 1:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
@@ -919,7 +969,9 @@ def _check_adaptive(x: np.ndarray, nsp: int, out: tuple, fn: str, is_max: bool) 
     if x.ndim not in (nsp + 1, nsp + 2):
         raise RuntimeError(f"{fn}(): Expected {nsp + 1}D or {nsp + 2}D tensor, but got"
                            f"{':' if is_max else ''} {list(x.shape)}")   # PyTorch's colon
-    for d in range(1, x.ndim):
+    # torch's 2-d average (and so 1-d) checks only the spatial dims: zero channels pass
+    first = x.ndim - 2 if (nsp == 2 and not is_max) else 1
+    for d in range(first, x.ndim):
         if x.shape[d] == 0:
             raise RuntimeError(f"{fn}(): Expected input to have non-zero size for non-batch "
                                f"dimensions, but input has sizes {list(x.shape)} with dimension "
@@ -932,7 +984,7 @@ def _adaptive_avg(input: Tensor, nsp: int, output_size: Any) -> Tensor:
     out = _adaptive_size(output_size, nsp, x, fn, False)
     _check_adaptive(x, nsp, out, fn, False)
     if category(x) <= _INT or x.dtype.kind == "c":
-        raise _bad_dtype(fn, x)
+        raise _bad_dtype(fn + ("_cpu" if nsp == 3 else ""), x)     # torch's kernel name
     plane = x.shape[x.ndim - nsp:]
     mats = tuple(adaptive_matrix(n, o) for n, o in zip(plane, out))
     return apply(ADAPTIVE_AVG2D if nsp == 2 else ADAPTIVE_AVG3D, (input,), (x,), (mats,))
@@ -1141,13 +1193,14 @@ def _unpool_size(x: np.ndarray, nsp: int, kernel: tuple, stride: tuple, pad: tup
     out = list(output_size)
     if len(out) == nsp + 2 or (len(out) == nsp + 1 and x.ndim == nsp + 1):
         out = out[len(out) - nsp:]
+        output_size = output_size[len(output_size) - nsp:]
     if len(out) != nsp:
         raise ValueError(f"output_size should be a sequence containing {nsp} or {nsp + 2} "
                          f"elements, but it has a length of '{len(output_size)}'")
     for j in range(nsp):
         lo, hi = default[j] - stride[j], default[j] + stride[j]
         if not lo < out[j] < hi:
-            raise ValueError(f'invalid output_size "{list(out)}" (dim {j} must be between '
+            raise ValueError(f'invalid output_size "{output_size}" (dim {j} must be between '
                              f"{lo} and {hi})")
     return tuple(int(v) for v in out)
 
@@ -1177,7 +1230,7 @@ def _max_unpool(input: Tensor, indices: Tensor, nsp: int, kernel_size: Any, stri
     if idx.size and (idx.min() < 0 or idx.max() >= P):
         bad = int(idx.max() if idx.max() >= P else idx.min())
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
-                           f"{_size_str(plane)}")
+                           f"{_size_str(plane)})")
     op = MAX_UNPOOL2D if nsp == 2 else MAX_UNPOOL3D
     return apply(op, (input,), (x,), (tuple(plane), indices))
 

@@ -1,11 +1,12 @@
 """nn op family: interpolate/upsample, grid_sample, affine_grid.
 
 Interpolation (every mode: nearest, nearest-exact, (bi/tri)linear, bicubic, antialiased
-bilinear/bicubic) is separable: along each spatial dim the output is a fixed linear combination
-of the input positions, so one (out x in) weight matrix per dim describes it and the op is the
-separable map of Note [Pooling as two kernels] (ops/nn_pool.py) with torch's node name
+bilinear/bicubic/Lanczos-3) is separable: along each spatial dim the output is a fixed linear
+combination of the input positions, so one (out x in) weight matrix per dim describes it and the
+op is the separable map of Note [Pooling as two kernels] (ops/nn_pool.py) with torch's node name
 (``UpsampleBilinear2DBackward0`` ...); its VJP applies the transposed matrices. ``area`` is
-adaptive average pooling, as in torch.
+adaptive average pooling, as in torch. uint8 images resize bilinear/bicubic in fixed point
+(Note [uint8 bilinear/bicubic resize]).
 
 grid_sample reads each output position at its own (grid-given) location: one op whose forward
 gathers the corners, with a VJP written with ndgrad ops (a scatter-add for the input, the
@@ -120,13 +121,19 @@ def cubic_matrix(n_in: int, n_out: int, align: bool, scale: Any) -> np.ndarray:
     return a
 
 
-def antialias_matrix(n_in: int, n_out: int, align: bool, scale: Any, cubic: bool) -> np.ndarray:
-    """Antialiased (bilinear/bicubic) weights: the filter widened by the downscaling factor,
-    normalized per output position."""
+def _lanczos3(x: np.ndarray) -> np.ndarray:
+    """The Lanczos-3 windowed sinc, ``sinc(x) sinc(x / 3)`` on (-3, 3)."""
+    return np.where(np.abs(x) < 3.0, np.sinc(x) * np.sinc(x / 3.0), 0.0)
+
+
+def antialias_matrix(n_in: int, n_out: int, align: bool, scale: Any, cubic: bool,
+                     lanczos: bool = False) -> np.ndarray:
+    """Antialiased (bilinear/bicubic/Lanczos-3) weights: the filter widened by the downscaling
+    factor, normalized per output position."""
     if n_in == n_out:
         return np.eye(n_in)
     step = _area_scale(n_in, n_out, align, scale)
-    size = 4 if cubic else 2
+    size = 6 if lanczos else 4 if cubic else 2
     support = (size / 2) * step if step >= 1.0 else size / 2
     inv = 1.0 / step if step >= 1.0 else 1.0
     a = np.zeros((n_out, n_in))
@@ -135,7 +142,9 @@ def antialias_matrix(n_in: int, n_out: int, align: bool, scale: Any, cubic: bool
         lo = max(int(center - support + 0.5), 0)
         hi = min(int(center + support + 0.5), n_in)
         x = (np.arange(lo, hi) - center + 0.5) * inv
-        if cubic:
+        if lanczos:
+            w = _lanczos3(x)
+        elif cubic:
             ax = np.abs(x)
             A = -0.5
             w = np.where(ax < 1, ((A + 2) * ax - (A + 3)) * ax * ax + 1,
@@ -147,18 +156,74 @@ def antialias_matrix(n_in: int, n_out: int, align: bool, scale: Any, cubic: bool
     return a
 
 
+# ---------------------------------------------------------------------------- uint8 images
+# Note [uint8 bilinear/bicubic resize]
+# torch resizes uint8 images (bilinear, bicubic, either antialias) the way Pillow does, not
+# through float: per resized dim (the last first), each weight is turned into an integer of
+# ``p`` fractional bits (``p`` the largest below 22 that keeps twice the largest weight under
+# 2**15 after rounding; rounded half away from zero), the taps' integer products are summed
+# with 2**(p-1) and shifted right by ``p`` (a floor), and the result saturates to [0, 255]
+# before the next dim. So an output can differ by one from rounding the float result, and
+# bicubic's overshoot is clipped. A dim whose size does not change is not resampled at all.
+# The sums are exact in float64 (|sum| < 255 * 2**15 * taps).
+def _fixed_point(a: np.ndarray) -> tuple:
+    """Weights ``a`` (out x in) as integers of ``p`` fractional bits (as float64) and
+    ``2**p``."""
+    wmax = float(a.max())
+    p = 0
+    while p < 22 and int(0.5 + wmax * (1 << (p + 1))) < (1 << 15):
+        p += 1
+    return np.trunc(a * (1 << p) + np.where(a < 0, -0.5, 0.5)), float(1 << p)
+
+
+def _resize_uint8(x: np.ndarray, mode: str, out: tuple, scales: tuple, align: bool,
+                  mats: list) -> np.ndarray:
+    """Note [uint8 bilinear/bicubic resize]: ``x`` (..., H, W) uint8 resized to ``out``."""
+    y = x.astype(np.float64)
+    for j in (1, 0):
+        ax = j - 2
+        n, o = y.shape[ax], out[j]
+        if n == o:
+            continue
+        m, one = _fixed_point(mats[j])
+        t = np.moveaxis(y, ax, -1)
+        t = (np.ascontiguousarray(t).reshape(-1, n) @ m.T).reshape(t.shape[:-1] + (o,))
+        y = np.moveaxis(t, -1, ax)
+        y = np.clip(np.floor((y + one / 2) / one), 0, 255)
+    return y.astype(np.uint8)
+
+
+# an op (not a bare result) so that traces and compiled functions record it; integers carry
+# no gradient
+UINT8_RESIZE = Op("_upsample_uint8", "UpsampleUint8Backward0",
+                  lambda x, mode, out, scales, align, mats: _resize_uint8(x, mode, out, scales,
+                                                                          align, list(mats)),
+                  args=("mode", "output_size", "scales", "align_corners", "mats"),
+                  jvp=lambda ctx, t: None)
+
+
 # ---------------------------------------------------------------------------- ops
 _UP: dict = {}
 _NODE = {"nearest": "UpsampleNearest{n}D", "nearest-exact": "UpsampleNearestExact{n}D",
          "linear": "UpsampleLinear1D", "bilinear": "UpsampleBilinear2D",
          "bicubic": "UpsampleBicubic2D", "trilinear": "UpsampleTrilinear3D",
-         "bilinear-aa": "UpsampleBilinear2DAa", "bicubic-aa": "UpsampleBicubic2DAa"}
+         "bilinear-aa": "UpsampleBilinear2DAa", "bicubic-aa": "UpsampleBicubic2DAa",
+         "lanczos-aa": "UpsampleLanczos2DAa"}
 for _mode, _node in _NODE.items():
     for _n in ((1, 2, 3) if "{n}" in _node else (int(_node[_node.index("D") - 1]),)):
         _name = "upsample_" + _mode.replace("-", "_") + f"{_n}d"
         _UP[_mode, _n] = _sep_op(_name, _node.format(n=_n) + "Backward0",
                                  ("output_size", "scales", "align_corners"))
 del _mode, _node, _n, _name
+
+
+# the kernel torch's "not implemented for" error names, by mode (else upsample_<mode>_channels_last)
+_KERNEL = {"linear": "compute_indices_weights_linear",
+           "trilinear": "compute_indices_weights_linear",
+           "bicubic": "compute_indices_weights_cubic",
+           "bilinear-aa": "compute_index_ranges_weights",
+           "bicubic-aa": "compute_index_ranges_weights",
+           "lanczos-aa": "compute_index_ranges_weights"}
 
 
 def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) -> Tensor:
@@ -169,12 +234,18 @@ def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) 
         names = "DHW"[3 - nsp:]
         i_s = ", ".join(f"{a}: {v}" for a, v in zip(names, plane))
         o_s = ", ".join(f"{a}: {v}" for a, v in zip(names, out))
+        joint = " and" if nsp == 1 else ""         # torch's 1-d kernels word it so
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
-                           f"({i_s}) output ({o_s})")
+                           f"({i_s}){joint} output ({o_s})")
+    if x.shape[1] == 0:
+        raise RuntimeError(f"Non-empty {x.ndim}D data tensor expected but got a tensor with "
+                           f"sizes {list(x.shape)}")
     if x.dtype == np.bool_ or x.dtype.kind == "c" or (category(x) <= _INT and not (
-            x.dtype == np.uint8 and mode.startswith("nearest"))):
-        raise NotImplementedError(f"\"upsample_{mode.replace('-', '_')}{nsp}d_channels_last\" "
-                                  f"not implemented for '{_dtype._FROM_NP[x.dtype]._torch_name}'")
+            x.dtype == np.uint8 and (mode.startswith("nearest") or nsp == 2))) or (
+            mode.endswith("-aa") and x.dtype.name in ("float16", "bfloat16")):
+        kernel = _KERNEL.get(mode, f"upsample_{mode.replace('-', '_')}{nsp}d_channels_last")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
     mats = []
     for j in range(nsp):
         n, o, s = plane[j], out[j], scales[j]
@@ -185,7 +256,11 @@ def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) 
         elif mode == "bicubic":
             mats.append(cubic_matrix(n, o, align, s))
         else:
-            mats.append(antialias_matrix(n, o, align, s, mode == "bicubic-aa"))
+            mats.append(antialias_matrix(n, o, align, s, mode == "bicubic-aa",
+                                         mode == "lanczos-aa"))
+    if x.dtype == np.uint8 and not mode.startswith("nearest"):
+        return apply(UINT8_RESIZE, (input,), (x,), (mode, tuple(out), tuple(scales),
+                                                    bool(align), tuple(mats)))
     op = _UP[mode, nsp]
     return apply(op, (input,), (x,), (tuple(out), tuple(scales),
                                       None if mode.startswith("nearest") else bool(align),
@@ -200,7 +275,7 @@ def _seq(v: Any, n: int) -> Any:
     return [v] * n
 
 
-_MODES = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
+_MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
 
 
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
@@ -208,7 +283,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
                 recompute_scale_factor: Any = None, antialias: bool = False) -> Tensor:
     """Resample the spatial dims of an (N, C, d1, ...) input to ``size`` or by
     ``scale_factor`` with ``mode`` nearest, nearest-exact, linear, bilinear, bicubic,
-    trilinear or area (torch's pixel conventions, ``align_corners``, ``antialias``).
+    trilinear, lanczos (Lanczos-3, antialiased, 2-d) or area (torch's pixel conventions,
+    ``align_corners``, ``antialias``).
 
     >>> import ndgrad, ndgrad.nn.functional as F
     >>> F.interpolate(ndgrad.tensor([[[1.0, 2.0]]]), scale_factor=2)
@@ -231,6 +307,14 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
         if isinstance(size, (list, tuple)):
+            if not all(isinstance(v, (int, np.integer)) or (
+                    isinstance(v, Tensor) and not v.is_floating_point()) for v in size):
+                types = [Tensor if isinstance(v, Tensor) else type(v) for v in size]
+                names = ", ".join("<class 'torch.Tensor'>" if t is Tensor else str(t)
+                                  for t in types)
+                raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, "
+                                "int] or Tuple[int, int, int], but got size with types "
+                                f"[{names}]")
             if len(size) != dim:
                 raise ValueError(
                     "Input and output must have the same number of spatial dimensions, but got "
@@ -258,9 +342,9 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         output_size = [int(math.floor(float(x.shape[i + 2]) * scales[i])) for i in range(dim)]
         if recompute_scale_factor:
             scales = None
-    if antialias and not (mode in ("bilinear", "bicubic") and x.ndim == 4):
-        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and "
-                         "requires a 4-D tensor as input")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and x.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
     sc = tuple(scales) if scales is not None else (None,) * max(dim, 0)
     out = tuple(int(v) for v in output_size) if dim > 0 else ()
     need = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
@@ -270,7 +354,13 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         if mode == "area":
             return {3: nn_pool.adaptive_avg_pool1d, 4: nn_pool.adaptive_avg_pool2d,
                     5: nn_pool.adaptive_avg_pool3d}[x.ndim](input, out)
-        if mode in need:
+        if mode == "lanczos" and x.ndim == 4:
+            if align_corners:
+                raise ValueError("Lanczos mode does not support align_corners=True")
+            if not antialias:
+                raise ValueError("Lanczos mode requires antialias=True")
+            return _upsample(input, "lanczos-aa", out, sc, False)
+        if mode in need and not (mode == "bicubic" and x.ndim != 4):
             if x.ndim != need[mode]:
                 raise NotImplementedError(f"Got {x.ndim}D input, but {mode} mode needs "
                                           f"{need[mode]}D input")
@@ -388,30 +478,33 @@ def affine_grid(theta: Tensor, size: Any, align_corners: Any = None) -> Tensor:
     th = theta._data
     if th.dtype.kind not in "f" and th.dtype.name != "bfloat16":
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    given = size                # torch's messages show the size as passed
     size = tuple(int(v) for v in size)
     if len(size) == 4:
         if th.ndim != 3 or th.shape[-2:] != (2, 3):
             raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
-                             f"{list(size)}. Got {list(th.shape)}.")
+                             f"{given}. Got {theta.shape}.")
         spatial = size[-2:]
     elif len(size) == 5:
         if th.ndim != 3 or th.shape[-2:] != (3, 4):
             raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
-                             f"{list(size)}. Got {list(th.shape)}.")
+                             f"{given}. Got {theta.shape}.")
         spatial = size[-3:]
     else:
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
-                                  f"affine transforms, respectively. Got size {list(size)}.")
+                                  f"affine transforms, respectively. Got size {given}.")
     if align_corners and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
                       "grids when align_corners=True. This is not an intended use case of "
                       "affine_grid. See the documentation of affine_grid for details.",
                       stacklevel=3)
     if min(size) <= 0:
-        raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
+        raise ValueError(f"Expected non-zero, positive output size. Got {given}")
     if th.shape[0] != size[0]:
-        raise RuntimeError(f"Expected theta batch size {th.shape[0]} to match size[0] "
-                           f"{size[0]}")
+        # torch's batched product of the base grid and theta fails
+        k = th.shape[-1]
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{size[0]}, {k}] but got: [{th.shape[0]}, {k}].")
     return apply(AFFINE_GRID, (theta,), (th,), (size, bool(align_corners)))
 
 
@@ -747,7 +840,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
 def _register() -> None:
     from ._batching import RULES, VJP_ONLY
     from .nn_pool import _trailing_rule
-    for op in _UP.values():
+    for op in list(_UP.values()) + [UINT8_RESIZE]:
         RULES[op] = _trailing_rule
     RULES[AFFINE_GRID] = _affine_rule
     VJP_ONLY.update((GRID_SAMPLER2D, GRID_SAMPLER3D))

@@ -192,9 +192,11 @@ class _ConvTransposeNd(_ConvNd):
             return tuple(self.output_padding)
         has_batch = input.dim() == num_spatial_dims + 2
         non_spatial = 2 if has_batch else 1
+        given = output_size         # the error shows it as passed (a tuple, a list, a Size)
         output_size = [int(s) for s in output_size]
         if len(output_size) == non_spatial + num_spatial_dims:
             output_size = output_size[non_spatial:]
+            given = given[non_spatial:]
         if len(output_size) != num_spatial_dims:
             raise ValueError(f"ConvTranspose{num_spatial_dims}D: for {input.dim()}D input, "
                              f"output_size must have {num_spatial_dims} or "
@@ -206,9 +208,10 @@ class _ConvTransposeNd(_ConvNd):
         maxs = [m + stride[d] - 1 for d, m in enumerate(mins)]
         for d in range(num_spatial_dims):
             if not mins[d] <= output_size[d] <= maxs[d]:
-                raise ValueError(f"requested an output size of {output_size}, but valid sizes "
+                # torch names input.size()[2:] whether or not the input is batched
+                raise ValueError(f"requested an output size of {given}, but valid sizes "
                                  f"range from {mins} to {maxs} (for an input of "
-                                 f"{list(input.shape[non_spatial:])})")
+                                 f"{input.shape[2:]})")
         return tuple(output_size[d] - mins[d] for d in range(num_spatial_dims))
 
     def forward(self, input: Tensor, output_size: Optional[Any] = None) -> Tensor:

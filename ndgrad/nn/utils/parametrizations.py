@@ -37,7 +37,12 @@ def _norm_except_dim(v: Tensor, pow: float, dim: int) -> Tensor:
     over all of ``v`` (0-d) when ``dim == -1``."""
     if dim == -1:
         return _linalg.vector_norm(v, pow)
-    others = tuple(d for d in range(v.dim()) if d != dim)
+    nd = v.dim()
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{nd}, {nd - 1}], "
+                         f"but got {dim})")
+    dim %= nd                   # another negative dim counts from the end
+    others = tuple(d for d in range(nd) if d != dim)
     return _linalg.vector_norm(v, pow, dim=others, keepdim=True)
 
 

@@ -44,8 +44,9 @@ class WeightNorm:
             raise ValueError("The module passed to `WeightNorm` can't have uninitialized "
                              "parameters. Make sure to run the dummy forward before applying "
                              "weight normalization")
+        g = _norm_except_dim(weight, 2, dim)       # its IndexError leaves the module as it was
         del module._parameters[name]
-        module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight, 2, dim).data))
+        module.register_parameter(name + "_g", Parameter(g.data))
         module.register_parameter(name + "_v", Parameter(weight.data))
         setattr(module, name, fn.compute_weight(module))
         module.register_forward_pre_hook(fn)
