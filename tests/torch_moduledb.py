@@ -1,0 +1,524 @@
+"""ndgrad.nn against PyTorch's own module database (``torch.testing``'s ModuleInfo ``module_db``).
+
+For every ModuleInfo whose class ndgrad ships (``ndgrad.nn.<Name>``), the entry's own samples
+(``module_inputs_func``) build torch's module and ndgrad's with the same constructor arguments
+(tensors, dtypes, torch functions and torch modules in them converted), torch's ``state_dict`` is
+loaded into ndgrad's module (``load_state_dict``, strict: names and shapes must agree), and these
+checks compare the two:
+
+``forward``   outputs (values, shapes, dtypes, nested tuples), ``state_dict`` keys in order,
+              ``named_parameters`` / ``named_buffers`` names and shapes, the module's class after
+              the call (lazy modules become their eager class), buffers after the call
+``grad``      gradients of every input and parameter that requires grad, for a random cotangent
+``gradgrad``  the gradient differentiated again (entries that support it; a small cap)
+``errors``    each ``module_error_inputs_func`` input raises torch's exception type with a
+              message matching torch's pattern, at construction or in forward as torch does
+``float32``   forward values of a few samples at float32 tolerance
+``factory``   the constructor's ``device=`` / ``dtype=`` keywords (where torch's takes them):
+              the parameters and buffers get the dtype torch's get
+
+Entries with ``train_and_eval_differ`` run in both modes (``forward``, ``grad`` and ``float32``
+per mode), the others in training mode, the default of a new module. A module whose forward draws
+random numbers in training mode (a dropout with ``p > 0`` inside a Transformer layer, say) cannot
+equal torch's values: its training samples compare shapes and dtypes only, and the check's result
+says so (``ok (shapes only: ...)``); FractionalMaxPool samples pass ``_random_samples``, so they
+are compared exactly.
+
+A check is ``ok``, ``n/a`` or a failure message; samples are capped per check (``CAPS``, spread
+evenly over the entry's list). ``python -m tests.torch_moduledb [NAME ...]`` prints a table
+(names with or without the ``nn.`` prefix); ``tests/test_torch_moduledb.py`` runs every shipped
+entry against ``KNOWN`` (tests/torch_moduledb_known.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import re
+import sys
+import types
+import warnings
+from typing import Any, Callable, Optional
+
+import numpy as np
+import torch
+
+import ndgrad
+
+try:                                   # under pytest tests/ is on sys.path
+    import torch_opdb as _op
+except ImportError:                    # python -m tests.torch_moduledb
+    from tests import torch_opdb as _op
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from torch.testing._internal import common_modules as _cm
+
+CHECKS = ("forward", "grad", "gradgrad", "errors", "float32", "factory")
+CAPS = {"forward": 10, "grad": 5, "gradgrad": 2, "errors": 20, "float32": 2}
+# Entries out of scope, with the reason.
+EXCLUDED: dict = {}
+
+Mismatch = _op.Mismatch
+Missing = _op.Missing
+compare = _op.compare
+
+
+def entry_id(info: Any) -> str:
+    return info.name
+
+
+ENTRIES = [m for m in _cm.module_db if entry_id(m) not in EXCLUDED]
+BY_ID = {entry_id(m): m for m in ENTRIES}
+
+
+def nd_class(info: Any) -> Any:
+    """ndgrad's class for the entry (raises Missing)."""
+    cls = getattr(ndgrad.nn, info.module_cls.__name__, None)
+    if cls is None:
+        raise Missing(f"ndgrad.nn has no {info.module_cls.__name__}")
+    return cls
+
+
+def shipped(info: Any) -> bool:
+    return getattr(ndgrad.nn, info.module_cls.__name__, None) is not None
+
+
+# ---------------------------------------------------------------------------- samples
+_CTOR = "_moduledb_ctor"
+
+
+@contextlib.contextmanager
+def _recording_constructors():
+    """While samples are generated, every module_db class records its constructor arguments on
+    the instance, so a torch module passed as an argument (TransformerEncoder's layer) can be
+    rebuilt in ndgrad."""
+    saved = {}
+    for info in _cm.module_db:
+        cls = info.module_cls
+        if cls in saved or "__init__" not in vars(cls):
+            continue
+        saved[cls] = vars(cls)["__init__"]
+
+        def init(self, *args, __orig=saved[cls], **kwargs):
+            if not hasattr(self, _CTOR):
+                object.__setattr__(self, _CTOR, (args, dict(kwargs)))
+            __orig(self, *args, **kwargs)
+        cls.__init__ = init
+    try:
+        yield
+    finally:
+        for cls, f in saved.items():
+            cls.__init__ = f
+
+
+def samples(info: Any, dtype: Any, training: bool, cap: int) -> list:
+    """At most ``cap`` of the entry's samples, spread evenly over its list."""
+    torch.manual_seed(0)
+    with _op._quiet(), _recording_constructors():
+        s = list(info.module_inputs_func(info, device="cpu", dtype=dtype, requires_grad=True,
+                                         training=training))
+    if len(s) <= cap:
+        return s
+    idx = np.unique(np.linspace(0, len(s) - 1, cap).round().astype(int))
+    return [s[i] for i in idx]
+
+
+def modes(info: Any) -> tuple:
+    return (True, False) if info.train_and_eval_differ else (True,)
+
+
+# ---------------------------------------------------------------------------- conversions
+def _nd_fn(f: Any) -> Any:
+    """A torch function passed as an argument (``activation=F.gelu``) as ndgrad's."""
+    name = getattr(f, "__name__", None)
+    for ns in (ndgrad.nn.functional, ndgrad):
+        g = getattr(ns, name, None) if name else None
+        if g is not None:
+            return g
+    raise Missing(f"no ndgrad function for {f!r}")
+
+
+def to_nd(obj: Any, requires_grad: bool = True) -> Any:
+    """Constructor or forward arguments of torch's side as ndgrad's."""
+    if isinstance(obj, torch.Tensor):
+        return _op._nd_tensor(obj, obj.requires_grad and requires_grad)
+    if isinstance(obj, torch.nn.Module):
+        if not hasattr(obj, _CTOR):
+            return _op._nd_module(obj)
+        args, kwargs = getattr(obj, _CTOR)
+        m = getattr(ndgrad.nn, type(obj).__name__)(*to_nd(args), **to_nd(kwargs))
+        load_from(m, obj)
+        return m
+    if isinstance(obj, (types.BuiltinFunctionType, types.FunctionType)):
+        return _nd_fn(obj)
+    if isinstance(obj, tuple) and not hasattr(obj, "_fields") \
+            and not isinstance(obj, torch.Size):
+        return tuple(to_nd(x, requires_grad) for x in obj)
+    if isinstance(obj, list):
+        return [to_nd(x, requires_grad) for x in obj]
+    if isinstance(obj, dict):
+        return {k: to_nd(v, requires_grad) for k, v in obj.items()}
+    return _op.tree_map(obj, lambda t: _op._nd_tensor(t, requires_grad))
+
+
+def _fresh(obj: Any) -> Any:
+    """torch's forward arguments with fresh leaves (no graph shared between calls)."""
+    return _op._torch_map(obj, lambda t: t.detach().clone().requires_grad_(t.requires_grad))
+
+
+def load_from(nm: Any, tm: Any) -> None:
+    """torch module ``tm``'s state into ndgrad module ``nm`` (strict load)."""
+    sd = {k: _op._nd_tensor(v, False) for k, v in tm.state_dict().items()}
+    nm.load_state_dict(sd)
+
+
+def _nd_dtype(dtype: Any) -> Any:
+    return _op._ND_DTYPE[dtype]
+
+
+def _is_lazy(m: Any) -> bool:
+    return any(isinstance(p, torch.nn.parameter.UninitializedTensorMixin)
+               for p in list(m.parameters()) + list(m.buffers()))
+
+
+class Pair:
+    """torch's and ndgrad's module for one sample, with the same state."""
+
+    def __init__(self, info: Any, sample: Any, dtype: Any, training: bool) -> None:
+        self.info, self.sample, self.training = info, sample, training
+        ci = sample.constructor_input
+        with _op._quiet():
+            self.tm = info.module_cls(*ci.args, **ci.kwargs).to(dtype)
+            cls = nd_class(info)
+            self.nm = cls(*to_nd(ci.args, False), **to_nd(ci.kwargs, False)).to(_nd_dtype(dtype))
+        self.tm.train(training)
+        self.nm.train(training)
+        fi = sample.forward_input
+        if _is_lazy(self.tm):
+            # materialize both with a first call, as a lazy module does
+            with torch.no_grad(), _op._quiet():
+                self.tm(*_fresh(fi.args), **_fresh(fi.kwargs))
+            with ndgrad.no_grad(), _op._quiet():
+                self.nm(*to_nd(fi.args, False), **to_nd(fi.kwargs, False))
+        self.structure()
+        load_from(self.nm, self.tm)
+
+    def structure(self) -> None:
+        t, n = self.tm, self.nm
+        if type(n).__name__ != type(t).__name__:
+            raise Mismatch(f"module class {type(n).__name__}, torch {type(t).__name__}")
+        tk, nk = list(t.state_dict()), list(n.state_dict())
+        if tk != nk:
+            raise Mismatch(f"state_dict keys {nk}, torch {tk}")
+        for what in ("named_parameters", "named_buffers"):
+            tw = [(k, tuple(v.shape)) for k, v in getattr(t, what)()]
+            nw = [(k, tuple(v.shape)) for k, v in getattr(n, what)()]
+            if tw != nw:
+                raise Mismatch(f"{what} {nw}, torch {tw}")
+
+    def run(self) -> tuple:
+        """(torch_out, nd_out, torch_inputs, nd_inputs); raises Mismatch when exactly one
+        library raises, returns Nones when both do."""
+        fi = self.sample.forward_input
+        targs, tkw = _fresh(fi.args), _fresh(fi.kwargs)
+        nargs, nkw = to_nd(fi.args), to_nd(fi.kwargs)
+        tout = nout = texc = nexc = None
+        try:
+            with _op._quiet():
+                tout = self.tm(*targs, **tkw)
+        except Exception as e:    # noqa: BLE001
+            texc = e
+        try:
+            with _op._quiet():
+                nout = self.nm(*nargs, **nkw)
+        except (Missing, Mismatch):
+            raise
+        except Exception as e:    # noqa: BLE001
+            nexc = e
+        what = self.what()
+        if texc is not None and nexc is None:
+            raise Mismatch(f"{what}: ndgrad returns where torch raises "
+                           f"{type(texc).__name__}: {str(texc)[:100]}")
+        if nexc is not None and texc is None:
+            raise Mismatch(f"{what}: {type(nexc).__name__}: {str(nexc)[:160]}")
+        return tout, nout, (targs, tkw), (nargs, nkw)
+
+    def what(self) -> str:
+        d = self.sample.desc or "sample"
+        return f"{d} ({'train' if self.training else 'eval'})"
+
+    def random(self) -> Optional[str]:
+        """Why this module's values are random in this mode, or None."""
+        if not self.training:
+            return None
+        for name, m in self.tm.named_modules():
+            p = getattr(m, "dropout", None) if isinstance(m, torch.nn.MultiheadAttention) \
+                else getattr(m, "p", None) if isinstance(m, torch.nn.modules.dropout._DropoutNd) \
+                else None
+            if p:
+                return "dropout in training"
+        return None
+
+
+def _diff(out: Any) -> list:
+    return [t for t in _op._flat_out(out) if isinstance(t, (torch.Tensor, ndgrad.Tensor))
+            and t.dtype.is_floating_point and t.requires_grad]
+
+
+def _grad_leaves(pair: Pair, tin: Any, nin: Any) -> tuple:
+    ti = [t for t in _op.tensors_of(tin) if t.requires_grad]
+    ni = [t for t in _op.tensors_of(nin) if t.requires_grad]
+    tp = [p for _, p in pair.tm.named_parameters() if p.requires_grad]
+    np_ = [p for _, p in pair.nm.named_parameters() if p.requires_grad]
+    return ti + tp, ni + np_
+
+
+# ---------------------------------------------------------------------------- checks
+def _for_modes(info: Any, cap: int, dtype: Any, body: Callable) -> str:
+    """Run ``body(pair)`` for the capped samples in each mode; 'ok (shapes only ...)' when
+    some sample was compared by shape only."""
+    done, shapes = 0, set()
+    for training in modes(info):
+        for s in samples(info, dtype, training, cap):
+            pair = Pair(info, s, dtype, training)
+            r = body(pair)
+            if r == "n/a":
+                continue
+            done += 1
+            if r:
+                shapes.add(r)
+    if not done:
+        return "n/a"
+    return f"ok (shapes only: {', '.join(sorted(shapes))})" if shapes else "ok"
+
+
+def check_forward(info: Any) -> str:
+    def body(pair: Pair) -> Optional[str]:
+        tout, nout, _, _ = pair.run()
+        if tout is None and nout is None:
+            return "n/a"
+        rnd = pair.random()
+        compare(nout, tout, f"{pair.what()} output", random=rnd is not None)
+        pair.structure()
+        tb = [b for _, b in pair.tm.named_buffers()]
+        nb = [b for _, b in pair.nm.named_buffers()]
+        compare(nb, tb, f"{pair.what()} buffers after forward", random=rnd is not None)
+        return rnd
+    return _for_modes(info, CAPS["forward"], torch.float64, body)
+
+
+def _grads(pair: Pair, create_graph: bool = False) -> Optional[tuple]:
+    """(torch grads, ndgrad grads, torch leaves, nd leaves) or None; with ``create_graph``
+    the cotangents are leaves too (appended to the leaves), so the second order covers them."""
+    tout, nout, tin, nin = pair.run()
+    if tout is None and nout is None:
+        return None
+    to, no = _diff(tout), _diff(nout)
+    if len(to) != len(no):
+        raise Mismatch(f"{pair.what()}: {len(no)} differentiable outputs, torch {len(to)}")
+    tl, nl = _grad_leaves(pair, tin, nin)
+    if not to or not tl:
+        return None
+    if len(tl) != len(nl):
+        raise Mismatch(f"{pair.what()}: {len(nl)} leaves requiring grad, torch {len(tl)}")
+    rng = _op._rng(pair.info.name, pair.sample.desc)
+    cts = [rng.standard_normal(tuple(o.shape)) for o in to]
+    tct = [torch.tensor(c, dtype=o.dtype, requires_grad=create_graph) for c, o in zip(cts, to)]
+    nct = [ndgrad.tensor(c, dtype=o.dtype) for c, o in zip(cts, no)]
+    if create_graph:
+        for c in nct:
+            c.requires_grad_(True)
+    tg = torch.autograd.grad(to, tl, tct, allow_unused=True, create_graph=create_graph)
+    ng = ndgrad.autograd.grad(no, nl, nct, allow_unused=True, create_graph=create_graph)
+    if create_graph:
+        return tg, ng, tl + tct, nl + nct
+    return tg, ng, tl, nl
+
+
+def check_grad(info: Any) -> str:
+    def body(pair: Pair) -> Optional[str]:
+        if pair.random():
+            return "n/a"
+        r = _grads(pair)
+        if r is None:
+            return "n/a"
+        compare(list(r[1]), list(r[0]), f"{pair.what()} grads")
+        return None
+    return _for_modes(info, CAPS["grad"], torch.float64, body)
+
+
+def check_gradgrad(info: Any) -> str:
+    """The first gradients weighted by a random tensor, differentiated w.r.t. the inputs, the
+    parameters and the cotangent. A gradient that does not require grad in one library (a
+    piecewise linear module's gradient w.r.t. its input) enters as a constant: its derivative
+    is zero either way."""
+    if not info.supports_gradgrad:
+        return "n/a"
+
+    def body(pair: Pair) -> Optional[str]:
+        if pair.random():
+            return "n/a"
+        r = _grads(pair, create_graph=True)
+        if r is None:
+            return "n/a"
+        tg, ng, tl, nl = r
+        keep = [k for k, g in enumerate(tg) if g is not None]
+        if not keep:
+            return "n/a"
+        rng = _op._rng(pair.info.name, "gradgrad")
+        vs = [rng.standard_normal(tuple(tg[k].shape)) for k in keep]
+        for k in keep:
+            if ng[k] is None:
+                raise Mismatch(f"{pair.what()}: gradient {k} is None in ndgrad, torch a tensor")
+        tsum = sum((tg[k] * torch.tensor(v)).sum() for k, v in zip(keep, vs))
+        nsum = sum((ng[k] * ndgrad.tensor(v)).sum() for k, v in zip(keep, vs))
+        if not tsum.requires_grad:
+            return "n/a"
+        try:
+            tgg = torch.autograd.grad(tsum, tl, allow_unused=True)
+        except RuntimeError as e:
+            if "not implemented" in str(e):
+                return "n/a"          # torch has no second derivative here (CPU flash attention)
+            raise
+        if not nsum.requires_grad:
+            raise Mismatch(f"{pair.what()}: ndgrad's gradients do not require grad")
+        ngg = ndgrad.autograd.grad(nsum, nl, allow_unused=True)
+        compare(list(ngg), list(tgg), f"{pair.what()} gradgrad")
+        return None
+    return _for_modes(info, CAPS["gradgrad"], torch.float64, body)
+
+
+def check_float32(info: Any) -> str:
+    def body(pair: Pair) -> Optional[str]:
+        tout, nout, _, _ = pair.run()
+        if tout is None and nout is None:
+            return "n/a"
+        rnd = pair.random()
+        compare(nout, tout, f"{pair.what()} float32 output", tol=1e-4, random=rnd is not None)
+        return rnd
+    if torch.float32 not in info.dtypes:
+        return "n/a"
+    return _for_modes(info, CAPS["float32"], torch.float32, body)
+
+
+def check_errors(info: Any) -> str:
+    f = info.module_error_inputs_func
+    if f is None:
+        return "n/a"
+    with _op._quiet():
+        eis = list(f(info, device="cpu", dtype=torch.float64, requires_grad=True,
+                     training=True))[:CAPS["errors"]]
+    done = 0
+    for k, ei in enumerate(eis):
+        mi = ei.module_error_input
+        ci, fi = mi.constructor_input, mi.forward_input
+        at_ctor = ei.error_on == _cm.ModuleErrorEnum.CONSTRUCTION_ERROR
+        nexc = None
+        try:
+            with _op._quiet():
+                nm = nd_class(info)(*to_nd(ci.args, False), **to_nd(ci.kwargs, False))
+            if not at_ctor:
+                tm = info.module_cls(*ci.args, **ci.kwargs).to(torch.float64)
+                nm = nm.to(ndgrad.float64)
+                load_from(nm, tm)
+                with _op._quiet():
+                    nm(*to_nd(fi.args), **to_nd(fi.kwargs))
+        except (Missing, Mismatch):
+            raise
+        except Exception as e:    # noqa: BLE001
+            nexc = e
+        desc = f"error input {k} ({'constructor' if at_ctor else 'forward'})"
+        if nexc is None:
+            raise Mismatch(f"{desc}: ndgrad returns where torch raises "
+                           f"{ei.error_type.__name__}({ei.error_regex!r})")
+        if not isinstance(nexc, _op._error_type(ei.error_type)):
+            raise Mismatch(f"{desc}: {type(nexc).__name__}: {str(nexc)[:100]}; torch "
+                           f"{ei.error_type.__name__}({ei.error_regex!r})")
+        if ei.error_regex and not re.search(ei.error_regex,
+                                            str(nexc).replace("ndgrad.", "torch.")):
+            raise Mismatch(f"{desc}: message {str(nexc)[:120]!r} does not match torch's "
+                           f"{ei.error_regex!r}")
+        done += 1
+    return "ok" if done else "n/a"
+
+
+def check_factory(info: Any) -> str:
+    """Construct with ``device="cpu", dtype=torch.float64`` (no ``.to``): parameter and buffer
+    dtypes as torch's."""
+    params = inspect.signature(info.module_cls.__init__).parameters
+    if "dtype" not in params:
+        return "n/a"
+    s = samples(info, torch.float64, True, 1)
+    if not s:
+        return "n/a"
+    ci = s[0].constructor_input
+    kw = dict(ci.kwargs)
+    kw.update(device="cpu", dtype=torch.float64)
+    with _op._quiet():
+        tm = info.module_cls(*ci.args, **kw)
+        nkw = to_nd(dict(ci.kwargs), False)
+        nkw.update(device="cpu", dtype=ndgrad.float64)
+        nm = nd_class(info)(*to_nd(ci.args, False), **nkw)
+    for what in ("named_parameters", "named_buffers"):
+        tw = [(k, str(v.dtype).split(".")[-1]) for k, v in getattr(tm, what)()]
+        nw = [(k, str(v.dtype).split(".")[-1]) for k, v in getattr(nm, what)()]
+        if tw != nw:
+            raise Mismatch(f"{what} dtypes {nw}, torch {tw}")
+    return "ok"
+
+
+_CHECK_FNS = {"forward": check_forward, "grad": check_grad, "gradgrad": check_gradgrad,
+              "errors": check_errors, "float32": check_float32, "factory": check_factory}
+
+
+def run_entry(info: Any, checks: tuple = CHECKS) -> dict:
+    """``{check: "ok" | "ok (shapes only: ...)" | "n/a" | failure message}`` for one entry."""
+    out = {}
+    for c in checks:
+        try:
+            with _op._quiet():
+                out[c] = _CHECK_FNS[c](info)
+        except Missing as e:
+            out[c] = f"missing: {e}"
+        except Mismatch as e:
+            out[c] = str(e)
+        except Exception as e:    # noqa: BLE001
+            out[c] = f"harness: {type(e).__name__}: {str(e)[:200]}"
+    return out
+
+
+def passed(r: str) -> bool:
+    return r == "n/a" or r == "ok" or r.startswith("ok (")
+
+
+def failures(result: dict) -> dict:
+    return {c: r for c, r in result.items() if not passed(r)}
+
+
+def _main(argv: list) -> None:
+    names = [a if a.startswith("nn.") else "nn." + a for a in argv if not a.startswith("-")]
+    ids = names or sorted(BY_ID)
+    w = max(len(i) for i in ids)
+    print(f"{'entry':<{w}}  " + "  ".join(f"{c:<8}" for c in CHECKS))
+    bad = 0
+    for eid in ids:
+        info = BY_ID[eid]
+        if not shipped(info):
+            print(f"{eid:<{w}}  not shipped")
+            continue
+        r = run_entry(info)
+        cells = ["ok" if passed(v) and v.startswith("ok") else "n/a" if v == "n/a" else "FAIL"
+                 for v in (r[c] for c in CHECKS)]
+        print(f"{eid:<{w}}  " + "  ".join(f"{c:<8}" for c in cells))
+        for c, m in failures(r).items():
+            bad += 1
+            print(f"    {c}: {m}")
+        for c, v in r.items():
+            if v.startswith("ok ("):
+                print(f"    {c}: {v}")
+    print(f"{bad} failing checks")
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])
