@@ -244,6 +244,8 @@ def test_other_losses(reduction):
     compare("gaussian_nll_loss", [x, y, var], r)
     compare("gaussian_nll_loss", [x, y, rr(4, 1, seed=3).requires_grad_()], {**r, "full": True})
     compare("gaussian_nll_loss", [x, y, rr(4, seed=3).requires_grad_()], r)
+    # var of size 1 in one leading dim broadcasts (torch_moduledb's homoscedastic sample)
+    compare("gaussian_nll_loss", [x, y, rr(1, 3, seed=3).requires_grad_()], r)
     sgn = torch.tensor([1.0, -1.0, 1.0, -1.0], dtype=D)
     compare("cosine_embedding_loss", [x, y, sgn], {**r, "margin": 0.2})
     compare("margin_ranking_loss", [x[:, 0], y[:, 0], sgn], {**r, "margin": 0.1})
@@ -342,10 +344,17 @@ def _errors():
     yield lambda m, F_: F_.nll_loss(m(x), m(torch.tensor([1, 2, -1])))
     yield lambda m, F_: F_.nll_loss(m(x), m(torch.tensor([1.0, 2.0, 3.0])))
     yield lambda m, F_: F_.nll_loss(m(x), m(torch.tensor([1, 2, 3])), weight=m(torch.ones(3)))
+    # a weight of another dtype than the input (float32 weight, float64 input)
+    yield lambda m, F_: F_.nll_loss(m(x), m(torch.tensor([1, 2, 3])), weight=m(torch.ones(5)))
+    yield lambda m, F_: F_.cross_entropy(m(x), m(torch.tensor([1, 2, 3])),
+                                         weight=m(torch.ones(5, dtype=torch.float16)))
     yield lambda m, F_: F_.nll_loss(m(x), m(torch.tensor([1, 2, 3])), reduction="foo")
     yield lambda m, F_: F_.nll_loss(m(torch.tensor(1.0)), m(torch.tensor(1)))
     yield lambda m, F_: F_.nll_loss(m(torch.randn(2, 3, 4)), m(torch.zeros(2, 5).long()))
     yield lambda m, F_: F_.cross_entropy(m(x), m(torch.rand(3, 4)))
+    # integer/bool targets shaped like the input are class probabilities of the wrong type
+    yield lambda m, F_: F_.cross_entropy(m(x), m(torch.zeros(3, 5).long()))
+    yield lambda m, F_: F_.cross_entropy(m(x), m(torch.zeros(3, 5).bool()), ignore_index=1)
     yield lambda m, F_: F_.cross_entropy(m(x), m(torch.tensor([1, 2, 3])), label_smoothing=1.5)
     yield lambda m, F_: F_.cross_entropy(m(x), m(torch.rand(3, 5, dtype=D)), ignore_index=1)
     yield lambda m, F_: F_.cross_entropy(m(x), m(torch.tensor([1, 2])))
@@ -366,6 +375,8 @@ def _errors():
     yield lambda m, F_: F_.triplet_margin_loss(m(x), m(x), m(x[0]))
     yield lambda m, F_: F_.gaussian_nll_loss(m(x), m(x), m(torch.ones(2, dtype=D)))
     yield lambda m, F_: F_.gaussian_nll_loss(m(x), m(x), m(-torch.ones(3, 5, dtype=D)))
+    yield lambda m, F_: F_.gaussian_nll_loss(m(x), m(x), m(-torch.ones(1, 5, dtype=D)))
+    yield lambda m, F_: F_.gaussian_nll_loss(m(x), m(x), m(torch.ones(1, 1, dtype=D)))
     yield lambda m, F_: F_.cosine_embedding_loss(m(x), m(x[:2]), m(torch.ones(3)))
     yield lambda m, F_: F_.kl_div(m(x), m(x), reduction="bad")
     yield lambda m, F_: F_.mse_loss(m(x), m(x), weight=m(x[0]))
@@ -524,3 +535,8 @@ def test_result_dtypes():
                 continue
             got = getattr(F, name)(_nd(x), _nd(y)).dtype
             assert str(got).split(".")[-1] == str(want).split(".")[-1], name
+
+
+def test_huber_loss_delta_type_checked_at_construction():
+    same_error(lambda: torch.nn.HuberLoss(delta=1 + 0j), lambda: nn.HuberLoss(delta=1 + 0j))
+    assert nn.HuberLoss(delta=2).delta == 2

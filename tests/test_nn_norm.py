@@ -149,6 +149,15 @@ def test_functional_errors_like_torch():
                                       training=True))
     _raises_like(lambda: TF.batch_norm(x, None, None), lambda: F.batch_norm(to_ndgrad(x), None,
                                                                              None))
+    # eps: positive in training, non-negative in evaluation (torch_moduledb's BatchNorm errors)
+    for eps, training in ((0.0, True), (-1.0, True), (-1.0, False)):
+        t, n = _raises_like(
+            lambda: TF.batch_norm(x, torch.zeros(3), torch.ones(3), training=training, eps=eps),
+            lambda: F.batch_norm(to_ndgrad(x), ndgrad.zeros(3), ndgrad.ones(3),
+                                 training=training, eps=eps))
+        assert n == t
+    z, o = ndgrad.zeros(3, dtype=ndgrad.float64), ndgrad.ones(3, dtype=ndgrad.float64)
+    F.batch_norm(to_ndgrad(x), z, o, eps=0.0)          # evaluation: 0 is fine
     x = _randn(2, 7, 4)
     t, n = _raises_like(lambda: TF.group_norm(x, 2), lambda: F.group_norm(to_ndgrad(x), 2))
     assert "divisible by num_groups" in n

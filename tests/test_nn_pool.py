@@ -338,3 +338,47 @@ def test_identity_grid_samples_pixels_on_torchs_side(nsp, dtype):
         np.testing.assert_array_equal(got[0], want[0])
         for a, b in zip(got[1:], want[1:]):
             np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+# ---- non-finite inputs stay in their windows (found by tests/torch_moduledb.py: LPPool) ----
+@pytest.mark.parametrize("fn,args", [
+    ("avg_pool1d", (2,)), ("avg_pool1d", (3, 1, 1)), ("adaptive_avg_pool1d", (4,)),
+    ("lp_pool1d", (1.5, 2)), ("avg_pool2d", ((1, 2),)), ("adaptive_avg_pool2d", ((1, 4),)),
+])
+@pytest.mark.parametrize("bad", [[float("nan")], [float("inf"), -float("inf")], [float("inf")]])
+def test_averaging_keeps_nonfinite_in_its_windows(fn, args, bad):
+    x = np.array([1.0, 0.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    x[[1, 4][:len(bad)]] = bad
+    x = x.reshape(1, 1, 8) if fn.endswith("1d") else x.reshape(1, 1, 1, 8)
+    xt, xn = torch.tensor(x, requires_grad=True), ndgrad.tensor(x, requires_grad=True)
+    yt = getattr(torch.nn.functional, fn)(xt, *args)
+    yn = getattr(ndgrad.nn.functional, fn)(xn, *args)
+    np.testing.assert_array_equal(yn.detach().numpy(), yt.detach().numpy())
+    g = np.ones(tuple(yt.shape))
+    g.flat[0] = np.nan                       # a NaN cotangent reaches its window only
+    yt.backward(torch.tensor(g))
+    yn.backward(ndgrad.tensor(g))
+    np.testing.assert_allclose(xn.grad.numpy(), xt.grad.numpy(), equal_nan=True)
+
+
+# ---- _random_samples as torch checks it (found by tests/torch_moduledb.py: unbatched input with
+# a (2, C, 3) sample tensor, whose extra rows torch ignores) ----
+@pytest.mark.parametrize("nsp", [2, 3])
+@pytest.mark.parametrize("shape", [(2, 4, "n"), (1, 4, "n"), (2, 4, "wrong"), (1, 3, "n"),
+                                   (1, 4, "n", 1), (0, 4, "n")])
+def test_fractional_random_samples_checked_like_torch(nsp, shape):
+    x = _x(4, *(6,) * nsp)                          # unbatched: one sample row is used
+    last = {"n": nsp, "wrong": 5 - nsp}[shape[2]]   # "n": one draw per pooled dim
+    shape = shape[:2] + (last,) + shape[3:]
+    s = torch.rand(*shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    tf = getattr(TF, f"fractional_max_pool{nsp}d")
+    nf = getattr(F, f"fractional_max_pool{nsp}d")
+    try:
+        want = tf(x, 2, output_size=3, _random_samples=s)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            nf(to_ndgrad(x), 2, output_size=3, _random_samples=to_ndgrad(s))
+        assert str(got.value) == str(e)
+        return
+    got = nf(to_ndgrad(x), 2, output_size=3, _random_samples=to_ndgrad(s))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

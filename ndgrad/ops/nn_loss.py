@@ -719,6 +719,9 @@ def _nll_checks(input: Tensor, target: Tensor, weight: Optional[Tensor],
     if weight is not None and (weight.dim() != 1 or weight.numel() != C):
         raise RuntimeError(f"weight tensor should be defined either for all {C} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(input)} but found "
+                           f"{_dtype_name(weight)}")
     t = target._data
     bad = (t != ignore_index) & ((t < 0) | (t >= C))
     if bad.any():
@@ -788,7 +791,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
         raise ValueError(f"Expected 1 or more dimensions (got {nd})")
     cdim = 0 if nd == 1 else 1
     C = input.shape[cdim]
-    probs = _is_float(target) and tuple(target.shape) == tuple(input.shape)
+    probs = tuple(target.shape) == tuple(input.shape)     # class probabilities, as torch
+    if probs and not _is_float(target):
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, "
+                           f"got {_dtype_name(target)}")
     if probs and ignore_index != -100:
         raise RuntimeError("ignore_index is not supported for floating point target")
         # (linear_cross_entropy words it "ignore_index cannot be specified when target
@@ -925,8 +931,7 @@ def _log_softmax(x: Tensor, dim: int) -> Tensor:
 
 
 def _dtype_name(t: Tensor) -> str:
-    return {np.float32: "Float", np.float64: "Double", np.float16: "Half"}.get(
-        t._data.dtype.type, str(t.dtype))
+    return t.dtype._torch_name          # torch's scalar type name: Float, Double, Long ...
 
 
 def _class_view(w: Tensor, nd: int, cdim: int) -> Tensor:
@@ -1049,18 +1054,19 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Any, full: bool = Fals
         var = full_like(input, float(var))
         if float(var._data.reshape(-1)[0]) < 0 if var.numel() else False:
             raise ValueError("var has negative entry/entries")
+    if var.numel() and bool(np.any(var._data < 0)):
+        raise ValueError("var has negative entry/entries")
     if var.shape != input.shape:
-        if tuple(input.shape[:-1]) == tuple(var.shape):
+        ish, vsh = tuple(input.shape), tuple(var.shape)
+        if ish[:-1] == vsh:
             var = var.unsqueeze(-1)
-        elif tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1:
-            pass
+        elif len(ish) == len(vsh) and sum(v for i, v in zip(ish, vsh) if i != v) == 1:
+            pass      # one dim of var is 1 where input's is not: broadcast (homoscedastic)
         else:
             raise ValueError("var is of incorrect size")
     red = _RED.get(reduction) if isinstance(reduction, str) else None
     if red is None:
         raise ValueError(reduction + " is not valid")
-    if var.numel() and bool(np.any(var._data < 0)):
-        raise ValueError("var has negative entry/entries")
     var = var.clone()
     from ..autograd.grad_mode import no_grad
     with no_grad():

@@ -748,6 +748,10 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     xs = tuple(input.shape)
     if training:
         _verify_bn_size(input.shape)
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     C = xs[1] if len(xs) > 1 else 0
     for t, what in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"),
                     (running_var, "running_var")):

@@ -66,6 +66,29 @@ def _compute_dtype(x: np.ndarray) -> np.dtype:
 def sep_forward(x: np.ndarray, mats: tuple) -> np.ndarray:
     """``x`` with matrix ``mats[j]`` (out x in, or None: identity) applied along its
     ``len(mats)`` trailing dims: one matmul per dim on a contiguous reshape (no transposes)."""
+    if x.dtype.kind == "f" and x.size and not np.isfinite(x).all():
+        return _sep_nonfinite(x, mats)
+    return _sep_finite(x, mats)
+
+
+def _sep_nonfinite(x: np.ndarray, mats: tuple) -> np.ndarray:
+    """``sep_forward`` of an input holding NaN or infinities. A matmul would multiply them by
+    the zero weights of every other window (NaN everywhere); a window (an output element)
+    only sees the inputs it has a nonzero weight for, as torch's loops do: NaN if one is NaN
+    or infinities of both signs meet, else the infinity, else the finite sum."""
+    finite = np.isfinite(x)
+    out = _sep_finite(np.where(finite, x, 0), mats)
+    absm = tuple(None if a is None else np.abs(a) for a in mats)
+    one = np.ones((), x.dtype)
+    hit_nan = _sep_finite(np.where(np.isnan(x), one, 0), absm) > 0
+    pinf = _sep_finite(np.where(x == np.inf, one, 0), mats)
+    ninf = _sep_finite(np.where(x == -np.inf, one, 0), mats)
+    up, down = (pinf > 0) | (ninf < 0), (pinf < 0) | (ninf > 0)
+    out = np.where(up, np.inf, np.where(down, -np.inf, out))
+    return np.where(hit_nan | (up & down), np.nan, out).astype(out.dtype, copy=False)
+
+
+def _sep_finite(x: np.ndarray, mats: tuple) -> np.ndarray:
     n = len(mats)
     shape = list(x.shape)
     out_shape = tuple(shape[:len(shape) - n]) + tuple(
@@ -1260,9 +1283,16 @@ def _fractional(input: Tensor, nsp: int, kernel_size: Any, output_size: Any,
         smp = rand(planes + (nsp,), dtype=_dtype._FROM_NP[x.dtype])._data.astype(np.float64)
     else:
         smp = np.asarray(_random_samples._data, np.float64)
-        if smp.shape != planes + (nsp,):
-            raise RuntimeError(f"Expect _random_samples to be of shape {list(planes) + [nsp]}, "
-                               f"but got {list(smp.shape)}")
+        if smp.ndim != 3:
+            raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {smp.ndim}")
+        if smp.shape[0] < planes[0]:
+            raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+        if smp.shape[1] != planes[1]:
+            raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+        if smp.shape[2] != nsp:
+            raise RuntimeError(f"Expect _random_samples.size(2) equals to {nsp}; got "
+                               f"{smp.shape[2]}.")
+        smp = smp[:planes[0]]       # extra rows (more samples than the batch) are unused
     idx = _wrap(fractional_indices(x, kernel, out, smp))
     op = FRACTIONAL2D if nsp == 2 else FRACTIONAL3D
     y = apply(op, (input,), (x,), (nsp, kernel, out, idx))
