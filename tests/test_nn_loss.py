@@ -540,3 +540,39 @@ def test_result_dtypes():
 def test_huber_loss_delta_type_checked_at_construction():
     same_error(lambda: torch.nn.HuberLoss(delta=1 + 0j), lambda: nn.HuberLoss(delta=1 + 0j))
     assert nn.HuberLoss(delta=2).delta == 2
+
+
+# ---- LinearCrossEntropyLoss (torch 2.13's module; found missing by tests/torch_moduledb.py) ----
+@pytest.mark.parametrize("kw,tshape", [
+    ({}, (5,)),
+    ({"out_features": (2,), "bias": True, "reduction": "none"}, (5, 2)),
+    ({"weight": "w", "ignore_index": 1, "label_smoothing": 0.2, "reduction": "sum"}, (5,)),
+    ({"options": "opts"}, (5,)),
+])
+def test_linear_cross_entropy_loss_module(kw, tshape):
+    w = torch.tensor([1.0, 2.0, 0.5, 1.5], dtype=D)
+    tkw, nkw = dict(kw), dict(kw)
+    if kw.get("weight") == "w":
+        tkw["weight"], nkw["weight"] = w, to_ndgrad(w)
+    if kw.get("options") == "opts":
+        tkw["options"] = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=2)
+        nkw["options"] = nn.LinearCrossEntropyOptions(batch_chunk_size=2)
+    tm = torch.nn.LinearCrossEntropyLoss(3, 4, dtype=D, **tkw)
+    nm = nn.LinearCrossEntropyLoss(3, 4, dtype=ndgrad.float64, **nkw)
+    assert repr(nm) == repr(tm)
+    x = rn(5, 3)
+    t = torch.randint(0, 4, tshape, generator=_g(3))
+    check_module(tm, nm, x, t)
+
+
+def test_linear_cross_entropy_loss_errors():
+    same_error(lambda: torch.nn.LinearCrossEntropyLoss(3, 2, weight=torch.ones(3)),
+               lambda: nn.LinearCrossEntropyLoss(3, 2, weight=ndgrad.ones(3)))
+    same_error(lambda: torch.nn.LinearCrossEntropyLoss(3, 2, label_smoothing=2.0),
+               lambda: nn.LinearCrossEntropyLoss(3, 2, label_smoothing=2.0))
+    for bad in ({"acc_policy": "fast"}, {"chunking_method": "square"},
+                {"chunking_method": "aspect_ratio:0"}, {"batch_chunk_size": 0},
+                {"acc_dtype": torch.int64}):
+        nbad = {k: (ndgrad.int64 if v is torch.int64 else v) for k, v in bad.items()}
+        same_error(lambda b=bad: torch.nn.LinearCrossEntropyOptions(**b),
+                   lambda b=nbad: nn.LinearCrossEntropyOptions(**b))

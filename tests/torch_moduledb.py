@@ -11,6 +11,8 @@ checks compare the two:
               the call (lazy modules become their eager class), buffers after the call
 ``grad``      gradients of every input and parameter that requires grad, for a random cotangent
 ``gradgrad``  the gradient differentiated again (entries that support it; a small cap)
+``noncontig`` outputs and gradients when every forward tensor is a non-contiguous view (every
+              other element of a twice-as-long last dim), against torch's contiguous call
 ``errors``    each ``module_error_inputs_func`` input raises torch's exception type with a
               message matching torch's pattern, at construction or in forward as torch does
 ``float32``   forward values of a few samples at float32 tolerance
@@ -33,6 +35,8 @@ entry against ``KNOWN`` (tests/torch_moduledb_known.py).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import inspect
 import re
 import sys
@@ -42,6 +46,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import ndgrad
 
@@ -54,8 +59,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from torch.testing._internal import common_modules as _cm
 
-CHECKS = ("forward", "grad", "gradgrad", "errors", "float32", "factory")
-CAPS = {"forward": 10, "grad": 5, "gradgrad": 2, "errors": 20, "float32": 2}
+CHECKS = ("forward", "grad", "gradgrad", "noncontig", "errors", "float32", "factory")
+CAPS = {"forward": 8, "grad": 4, "gradgrad": 2, "noncontig": 3, "errors": 20, "float32": 2}
 # Entries out of scope, with the reason.
 EXCLUDED: dict = {}
 
@@ -112,12 +117,19 @@ def _recording_constructors():
             cls.__init__ = f
 
 
-def samples(info: Any, dtype: Any, training: bool, cap: int) -> list:
-    """At most ``cap`` of the entry's samples, spread evenly over its list."""
+@functools.lru_cache(maxsize=8)
+def _all_samples(name: str, dtype: Any, training: bool) -> tuple:
+    """The entry's samples, generated once (each check clones their tensors before use)."""
+    info = BY_ID[name]
     torch.manual_seed(0)
     with _op._quiet(), _recording_constructors():
-        s = list(info.module_inputs_func(info, device="cpu", dtype=dtype, requires_grad=True,
-                                         training=training))
+        return tuple(info.module_inputs_func(info, device="cpu", dtype=dtype,
+                                             requires_grad=True, training=training))
+
+
+def samples(info: Any, dtype: Any, training: bool, cap: int) -> list:
+    """At most ``cap`` of the entry's samples, spread evenly over its list."""
+    s = list(_all_samples(entry_id(info), dtype, training))
     if len(s) <= cap:
         return s
     idx = np.unique(np.linspace(0, len(s) - 1, cap).round().astype(int))
@@ -152,6 +164,11 @@ def to_nd(obj: Any, requires_grad: bool = True) -> Any:
         return m
     if isinstance(obj, (types.BuiltinFunctionType, types.FunctionType)):
         return _nd_fn(obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        cls = getattr(ndgrad.nn, type(obj).__name__, None)     # LinearCrossEntropyOptions
+        if cls is None:
+            raise Missing(f"ndgrad.nn has no {type(obj).__name__}")
+        return cls(**{f.name: to_nd(getattr(obj, f.name)) for f in dataclasses.fields(obj)})
     if isinstance(obj, tuple) and not hasattr(obj, "_fields") \
             and not isinstance(obj, torch.Size):
         return tuple(to_nd(x, requires_grad) for x in obj)
@@ -217,15 +234,19 @@ class Pair:
             if tw != nw:
                 raise Mismatch(f"{what} {nw}, torch {tw}")
 
-    def run(self) -> tuple:
+    def run(self, noncontig: bool = False) -> tuple:
         """(torch_out, nd_out, torch_inputs, nd_inputs); raises Mismatch when exactly one
-        library raises, returns Nones when both do."""
+        library raises, returns Nones when both do. ``noncontig``: ndgrad's tensors are
+        non-contiguous views."""
         fi = self.sample.forward_input
         targs, tkw = _fresh(fi.args), _fresh(fi.kwargs)
         nargs, nkw = to_nd(fi.args), to_nd(fi.kwargs)
+        if noncontig:
+            nargs, nkw = _nd_map(nargs, _noncontig), _nd_map(nkw, _noncontig)
         tout = nout = texc = nexc = None
         try:
-            with _op._quiet():
+            # torch's math attention backend: its CPU flash kernel has no second derivative
+            with _op._quiet(), sdpa_kernel(SDPBackend.MATH):
                 tout = self.tm(*targs, **tkw)
         except Exception as e:    # noqa: BLE001
             texc = e
@@ -252,13 +273,35 @@ class Pair:
         """Why this module's values are random in this mode, or None."""
         if not self.training:
             return None
-        for name, m in self.tm.named_modules():
-            p = getattr(m, "dropout", None) if isinstance(m, torch.nn.MultiheadAttention) \
-                else getattr(m, "p", None) if isinstance(m, torch.nn.modules.dropout._DropoutNd) \
-                else None
-            if p:
+        for m in self.tm.modules():
+            if isinstance(m, torch.nn.MultiheadAttention) and m.dropout > 0 or \
+                    isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0:
                 return "dropout in training"
         return None
+
+
+def _nd_map(obj: Any, f: Callable) -> Any:
+    if isinstance(obj, ndgrad.Tensor):
+        return f(obj)
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(_nd_map(x, f) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _nd_map(v, f) for k, v in obj.items()}
+    return obj
+
+
+def _noncontig(t: Any) -> Any:
+    """``t``'s values as a view with stride 2 in its last dim (of a leaf when ``t`` requires
+    grad)."""
+    if t.dim() == 0 or t.numel() == 0:
+        return t
+    a = np.repeat(t.detach().numpy(), 2, axis=-1)
+    big = ndgrad.tensor(a, dtype=t.dtype)
+    if t.requires_grad:
+        big.requires_grad_(True)
+    v = big[..., ::2]
+    assert not v.is_contiguous()
+    return v
 
 
 def _diff(out: Any) -> list:
@@ -308,10 +351,12 @@ def check_forward(info: Any) -> str:
     return _for_modes(info, CAPS["forward"], torch.float64, body)
 
 
-def _grads(pair: Pair, create_graph: bool = False) -> Optional[tuple]:
+def _grads(pair: Pair, create_graph: bool = False, noncontig: bool = False) -> Optional[tuple]:
     """(torch grads, ndgrad grads, torch leaves, nd leaves) or None; with ``create_graph``
     the cotangents are leaves too (appended to the leaves), so the second order covers them."""
-    tout, nout, tin, nin = pair.run()
+    tout, nout, tin, nin = pair.run(noncontig)
+    if noncontig and tout is not None:
+        compare(nout, tout, f"{pair.what()} output (non-contiguous inputs)")
     if tout is None and nout is None:
         return None
     to, no = _diff(tout), _diff(nout)
@@ -348,6 +393,25 @@ def check_grad(info: Any) -> str:
     return _for_modes(info, CAPS["grad"], torch.float64, body)
 
 
+def check_noncontig(info: Any) -> str:
+    def body(pair: Pair) -> Optional[str]:
+        if pair.random():
+            return "n/a"
+        r = _grads(pair, noncontig=True)
+        if r is None:
+            return None             # compared the outputs (no gradient to take)
+        compare(list(r[1]), list(r[0]), f"{pair.what()} grads (non-contiguous inputs)")
+        return None
+    return _for_modes(info, CAPS["noncontig"], torch.float64, body)
+
+
+# Samples whose second derivative torch does not compute (documented), by entry.
+NO_TORCH_GRADGRAD = {
+    # the chunked path (options given) consumes precomputed gradients: no higher-order AD
+    "nn.LinearCrossEntropyLoss": lambda s: s.constructor_input.kwargs.get("options") is not None,
+}
+
+
 def check_gradgrad(info: Any) -> str:
     """The first gradients weighted by a random tensor, differentiated w.r.t. the inputs, the
     parameters and the cotangent. A gradient that does not require grad in one library (a
@@ -357,7 +421,8 @@ def check_gradgrad(info: Any) -> str:
         return "n/a"
 
     def body(pair: Pair) -> Optional[str]:
-        if pair.random():
+        skip = NO_TORCH_GRADGRAD.get(pair.info.name)
+        if pair.random() or skip is not None and skip(pair.sample):
             return "n/a"
         r = _grads(pair, create_graph=True)
         if r is None:
@@ -379,7 +444,7 @@ def check_gradgrad(info: Any) -> str:
             tgg = torch.autograd.grad(tsum, tl, allow_unused=True)
         except RuntimeError as e:
             if "not implemented" in str(e):
-                return "n/a"          # torch has no second derivative here (CPU flash attention)
+                return "n/a"          # torch has no second derivative (ctc, margin losses)
             raise
         if not nsum.requires_grad:
             raise Mismatch(f"{pair.what()}: ndgrad's gradients do not require grad")
@@ -466,23 +531,33 @@ def check_factory(info: Any) -> str:
 
 
 _CHECK_FNS = {"forward": check_forward, "grad": check_grad, "gradgrad": check_gradgrad,
+              "noncontig": check_noncontig,
               "errors": check_errors, "float32": check_float32, "factory": check_factory}
 
 
 def run_entry(info: Any, checks: tuple = CHECKS) -> dict:
     """``{check: "ok" | "ok (shapes only: ...)" | "n/a" | failure message}`` for one entry."""
     out = {}
-    for c in checks:
-        try:
-            with _op._quiet():
-                out[c] = _CHECK_FNS[c](info)
-        except Missing as e:
-            out[c] = f"missing: {e}"
-        except Mismatch as e:
-            out[c] = str(e)
-        except Exception as e:    # noqa: BLE001
-            out[c] = f"harness: {type(e).__name__}: {str(e)[:200]}"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)    # tiny tensors: torch's thread pool only costs (10 ms a call)
+    try:
+        for c in checks:
+            out[c] = _run_check(info, c)
+    finally:
+        torch.set_num_threads(threads)
     return out
+
+
+def _run_check(info: Any, c: str) -> str:
+    try:
+        with _op._quiet():
+            return _CHECK_FNS[c](info)
+    except Missing as e:
+        return f"missing: {e}"
+    except Mismatch as e:
+        return str(e)
+    except Exception as e:    # noqa: BLE001
+        return f"harness: {type(e).__name__}: {str(e)[:200]}"
 
 
 def passed(r: str) -> bool:
@@ -494,6 +569,9 @@ def failures(result: dict) -> dict:
 
 
 def _main(argv: list) -> None:
+    if "--all" in argv:                     # every sample (slow): for exploring
+        for c in CAPS:
+            CAPS[c] = 10 ** 6
     names = [a if a.startswith("nn.") else "nn." + a for a in argv if not a.startswith("-")]
     ids = names or sorted(BY_ID)
     w = max(len(i) for i in ids)
