@@ -13,6 +13,9 @@ checks compare the two:
 ``gradgrad``  the gradient differentiated again (entries that support it; a small cap)
 ``noncontig`` outputs and gradients when every forward tensor is a non-contiguous view (every
               other element of a twice-as-long last dim), against torch's contiguous call
+``variants``  constructor arguments the samples leave out (``padding_mode``, ``padding="same"``,
+              ``bias=False``, ``inplace=True``, ``return_indices`` ...: ``VARIANTS``), laid over
+              a few samples: refused alike, or compared as ``grad`` with parameters after
 ``errors``    each ``module_error_inputs_func`` input raises torch's exception type with a
               message matching torch's pattern, at construction or in forward as torch does
 ``float32``   forward values of a few samples at float32 tolerance
@@ -59,12 +62,19 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from torch.testing._internal import common_modules as _cm
 
-CHECKS = ("forward", "grad", "gradgrad", "noncontig", "errors", "float32", "factory")
+CHECKS = ("forward", "grad", "gradgrad", "noncontig", "variants", "errors", "float32",
+          "factory")
 CAPS = {"forward": 8, "grad": 4, "gradgrad": 2, "noncontig": 3, "errors": 20, "float32": 2}
 # Entries out of scope, with the reason.
 EXCLUDED: dict = {}
 
 Mismatch = _op.Mismatch
+
+
+class BothRaise(Exception):
+    """torch and ndgrad both refuse a constructor variant (same exception type)."""
+
+
 Missing = _op.Missing
 compare = _op.compare
 
@@ -199,25 +209,71 @@ def _is_lazy(m: Any) -> bool:
                for p in list(m.parameters()) + list(m.buffers()))
 
 
+def _overlaid(cls: type, args: tuple, kwargs: dict, overlay: dict) -> tuple:
+    """Constructor arguments with ``overlay`` replacing the same parameters, positional or
+    keyword (a name the constructor does not take is passed as a keyword, to be refused)."""
+    if not overlay:
+        return tuple(args), dict(kwargs)
+    sig = inspect.signature(cls)
+    bound = sig.bind_partial(*args, **kwargs)
+    extra = {}
+    for k, v in overlay.items():
+        if k in sig.parameters and sig.parameters[k].kind is not inspect.Parameter.VAR_KEYWORD:
+            bound.arguments[k] = v
+        else:
+            extra[k] = v
+    return tuple(bound.args), {**bound.kwargs, **extra}
+
+
 class Pair:
     """torch's and ndgrad's module for one sample, with the same state."""
 
-    def __init__(self, info: Any, sample: Any, dtype: Any, training: bool) -> None:
+    def __init__(self, info: Any, sample: Any, dtype: Any, training: bool,
+                 overlay: Optional[dict] = None) -> None:
         self.info, self.sample, self.training = info, sample, training
+        self.overlay = overlay or {}
         ci = sample.constructor_input
+        args, kwargs = _overlaid(info.module_cls, ci.args, ci.kwargs, self.overlay)
+        cls = nd_class(info)
+        try:
+            with _op._quiet():
+                self.tm = info.module_cls(*args, **kwargs).to(dtype)
+        except Exception as e:    # noqa: BLE001
+            try:
+                with _op._quiet():
+                    cls(*to_nd(args, False), **to_nd(kwargs, False))
+            except Exception as ne:    # noqa: BLE001
+                if not isinstance(ne, type(e)):
+                    raise Mismatch(f"{self.what()}: constructor raises {type(ne).__name__}: "
+                                   f"{str(ne)[:100]}; torch {type(e).__name__}: "
+                                   f"{str(e)[:100]}") from None
+                raise BothRaise(str(e)) from None
+            raise Mismatch(f"{self.what()}: constructor returns where torch raises "
+                           f"{type(e).__name__}: {str(e)[:100]}") from None
         with _op._quiet():
-            self.tm = info.module_cls(*ci.args, **ci.kwargs).to(dtype)
-            cls = nd_class(info)
-            self.nm = cls(*to_nd(ci.args, False), **to_nd(ci.kwargs, False)).to(_nd_dtype(dtype))
+            self.nm = cls(*to_nd(args, False), **to_nd(kwargs, False)).to(_nd_dtype(dtype))
         self.tm.train(training)
         self.nm.train(training)
         fi = sample.forward_input
         if _is_lazy(self.tm):
             # materialize both with a first call, as a lazy module does
-            with torch.no_grad(), _op._quiet():
-                self.tm(*_fresh(fi.args), **_fresh(fi.kwargs))
-            with ndgrad.no_grad(), _op._quiet():
-                self.nm(*to_nd(fi.args, False), **to_nd(fi.kwargs, False))
+            texc = None
+            try:
+                with torch.no_grad(), _op._quiet():
+                    self.tm(*_fresh(fi.args), **_fresh(fi.kwargs))
+            except Exception as e:    # noqa: BLE001
+                texc = e
+            try:
+                with ndgrad.no_grad(), _op._quiet():
+                    self.nm(*to_nd(fi.args, False), **to_nd(fi.kwargs, False))
+            except Exception as e:    # noqa: BLE001
+                if texc is None or not isinstance(e, type(texc)):
+                    raise Mismatch(f"{self.what()}: first call raises {type(e).__name__}: "
+                                   f"{str(e)[:100]}; torch {texc!r:.100}") from None
+                raise BothRaise(str(e)) from None
+            if texc is not None:
+                raise Mismatch(f"{self.what()}: first call returns where torch raises "
+                               f"{texc!r:.100}")
         self.structure()
         load_from(self.nm, self.tm)
 
@@ -234,25 +290,30 @@ class Pair:
             if tw != nw:
                 raise Mismatch(f"{what} {nw}, torch {tw}")
 
-    def run(self, noncontig: bool = False) -> tuple:
+    def run(self, noncontig: bool = False, nonleaf: bool = False) -> tuple:
         """(torch_out, nd_out, torch_inputs, nd_inputs); raises Mismatch when exactly one
         library raises, returns Nones when both do. ``noncontig``: ndgrad's tensors are
-        non-contiguous views."""
+        non-contiguous views; ``nonleaf``: the module gets ``leaf * 1`` (an in-place module
+        may write it), the returned inputs are the leaves."""
         fi = self.sample.forward_input
         targs, tkw = _fresh(fi.args), _fresh(fi.kwargs)
         nargs, nkw = to_nd(fi.args), to_nd(fi.kwargs)
         if noncontig:
             nargs, nkw = _nd_map(nargs, _noncontig), _nd_map(nkw, _noncontig)
+        tcall, ncall = (targs, tkw), (nargs, nkw)
+        if nonleaf:
+            tcall = _op._torch_map(tcall, lambda t: t * 1 if t.requires_grad else t)
+            ncall = _nd_map(ncall, lambda t: t * 1 if t.requires_grad else t)
         tout = nout = texc = nexc = None
         try:
             # torch's math attention backend: its CPU flash kernel has no second derivative
             with _op._quiet(), sdpa_kernel(SDPBackend.MATH):
-                tout = self.tm(*targs, **tkw)
+                tout = self.tm(*tcall[0], **tcall[1])
         except Exception as e:    # noqa: BLE001
             texc = e
         try:
             with _op._quiet():
-                nout = self.nm(*nargs, **nkw)
+                nout = self.nm(*ncall[0], **ncall[1])
         except (Missing, Mismatch):
             raise
         except Exception as e:    # noqa: BLE001
@@ -267,7 +328,8 @@ class Pair:
 
     def what(self) -> str:
         d = self.sample.desc or "sample"
-        return f"{d} ({'train' if self.training else 'eval'})"
+        extra = "".join(f", {k}={v!r}" for k, v in self.overlay.items())
+        return f"{d} ({'train' if self.training else 'eval'}{extra})"
 
     def random(self) -> Optional[str]:
         """Why this module's values are random in this mode, or None."""
@@ -275,7 +337,8 @@ class Pair:
             return None
         for m in self.tm.modules():
             if isinstance(m, torch.nn.MultiheadAttention) and m.dropout > 0 or \
-                    isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0:
+                    isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0 or \
+                    isinstance(m, torch.nn.RNNBase) and m.dropout > 0 and m.num_layers > 1:
                 return "dropout in training"
         return None
 
@@ -351,10 +414,13 @@ def check_forward(info: Any) -> str:
     return _for_modes(info, CAPS["forward"], torch.float64, body)
 
 
-def _grads(pair: Pair, create_graph: bool = False, noncontig: bool = False) -> Optional[tuple]:
+def _grads(pair: Pair, create_graph: bool = False, noncontig: bool = False,
+           nonleaf: bool = False) -> Optional[tuple]:
     """(torch grads, ndgrad grads, torch leaves, nd leaves) or None; with ``create_graph``
     the cotangents are leaves too (appended to the leaves), so the second order covers them."""
-    tout, nout, tin, nin = pair.run(noncontig)
+    tout, nout, tin, nin = pair.run(noncontig, nonleaf)
+    if nonleaf and tout is not None:
+        compare(nout, tout, f"{pair.what()} output")
     if noncontig and tout is not None:
         compare(nout, tout, f"{pair.what()} output (non-contiguous inputs)")
     if tout is None and nout is None:
@@ -403,6 +469,84 @@ def check_noncontig(info: Any) -> str:
         compare(list(r[1]), list(r[0]), f"{pair.what()} grads (non-contiguous inputs)")
         return None
     return _for_modes(info, CAPS["noncontig"], torch.float64, body)
+
+
+# Constructor variants the entries' samples do not cover, by class name (``Lazy`` dropped,
+# matched by prefix): each is laid over the keyword arguments of a few samples. A variant torch
+# refuses must be refused alike (same exception type); one it accepts is compared as ``grad``
+# does, with the module's parameters after the call (Embedding's max_norm renormalizes in
+# place) and the inputs passed as non-leaves (in-place modules write them).
+_PAD = [{"padding_mode": m, "padding": 1} for m in ("reflect", "replicate", "circular")]
+_INPLACE = [{"inplace": True}]
+VARIANTS = {
+    "Conv": _PAD + [{"bias": False}, {"padding": "same", "dilation": 2}, {"padding": "valid"},
+                    {"padding": "same", "stride": 2}, {"padding_mode": "zeros", "padding": 2},
+                    {"groups": 2}, {"padding_mode": "bad"}],
+    "ConvTranspose": [{"bias": False}, {"stride": 2, "output_padding": 1}, {"dilation": 2},
+                      {"padding_mode": "reflect"}, {"stride": 2, "output_padding": 2},
+                      {"padding": 1, "stride": 3, "output_padding": 2}],
+    "Linear": [{"bias": False}], "Bilinear": [{"bias": False}],
+    "BatchNorm": [{"affine": False}, {"track_running_stats": False}, {"momentum": None},
+                  {"momentum": 0.5, "eps": 1e-3}],
+    "InstanceNorm": [{"affine": True, "track_running_stats": True}, {"affine": True}],
+    "GroupNorm": [{"affine": False}, {"eps": 0.5}],
+    "LayerNorm": [{"elementwise_affine": False}, {"bias": False}],
+    "RMSNorm": [{"elementwise_affine": False}, {"eps": None}],
+    "Embedding": [{"padding_idx": 0}, {"padding_idx": -1}, {"max_norm": 1.0},
+                  {"max_norm": 1.0, "norm_type": 1.0}, {"scale_grad_by_freq": True},
+                  {"padding_idx": 9}],
+    "AvgPool": [{"ceil_mode": True}, {"count_include_pad": False, "padding": 1},
+                {"divisor_override": 3}, {"padding": 5}],
+    "MaxPool": [{"ceil_mode": True}, {"dilation": 2}, {"return_indices": True},
+                {"padding": 1, "ceil_mode": True}],
+    "LPPool": [{"ceil_mode": True}],
+    "AdaptiveMaxPool": [{"return_indices": True}],
+    "Softplus": [{"beta": 2.0, "threshold": 1.0}], "Softmax": [{"dim": 0}],
+    "LogSoftmax": [{"dim": 0}], "Softmin": [{"dim": 0}],
+    "ReLU": _INPLACE, "ReLU6": _INPLACE, "LeakyReLU": _INPLACE, "ELU": _INPLACE,
+    "CELU": _INPLACE, "SELU": _INPLACE, "Hardtanh": _INPLACE, "Hardswish": _INPLACE,
+    "SiLU": _INPLACE, "Mish": _INPLACE, "Threshold": _INPLACE,
+    "GELU": [{"approximate": "tanh"}, {"approximate": "bad"}],
+    "PReLU": [{"init": 0.5}],
+    "MultiheadAttention": [{"kdim": 2, "vdim": 5}, {"bias": False}],
+    "RNN": [{"nonlinearity": "relu"}, {"nonlinearity": "bad"}, {"dropout": 0.5}],
+    "GRU": [{"bias": False}], "LSTM": [{"proj_size": 1}],
+    "CrossEntropyLoss": [{"reduction": "bad"}], "NLLLoss": [{"reduction": "bad"}],
+    "MSELoss": [{"reduction": "bad"}, {"size_average": False}, {"reduce": False}],
+}
+CAPS["variants"] = 2
+
+
+def variants(info: Any) -> list:
+    name = info.module_cls.__name__.removeprefix("Lazy")
+    key = max((k for k in VARIANTS if name.startswith(k)), key=len, default=None)
+    return VARIANTS.get(key, []) if key else []
+
+
+def check_variants(info: Any) -> str:
+    over = variants(info)
+    if not over:
+        return "n/a"
+    done = 0
+    for ov in over:
+        for s in samples(info, torch.float64, True, CAPS["variants"]):
+            try:
+                pair = Pair(info, s, torch.float64, True, overlay=ov)
+            except BothRaise:
+                done += 1
+                continue
+            if pair.random():
+                continue
+            r = _grads(pair, nonleaf=True)
+            if r is not None:
+                compare(list(r[1]), list(r[0]), f"{pair.what()} grads")
+            tp = [p for _, p in pair.tm.named_parameters()]
+            np_ = [p for _, p in pair.nm.named_parameters()]
+            compare(np_, tp, f"{pair.what()} parameters after the call")
+            compare([b for _, b in pair.nm.named_buffers()],
+                    [b for _, b in pair.tm.named_buffers()], f"{pair.what()} buffers")
+            done += 1
+    return "ok" if done else "n/a"
 
 
 # Samples whose second derivative torch does not compute (documented), by entry.
@@ -531,7 +675,7 @@ def check_factory(info: Any) -> str:
 
 
 _CHECK_FNS = {"forward": check_forward, "grad": check_grad, "gradgrad": check_gradgrad,
-              "noncontig": check_noncontig,
+              "noncontig": check_noncontig, "variants": check_variants,
               "errors": check_errors, "float32": check_float32, "factory": check_factory}
 
 
