@@ -382,3 +382,53 @@ def test_fractional_random_samples_checked_like_torch(nsp, shape):
         return
     got = nf(to_ndgrad(x), 2, output_size=3, _random_samples=to_ndgrad(s))
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# ---- pooling argument errors word for word (found by tests/torch_moduledb.py's MaxPool1d
+# variants: the return_indices path has max_pool2d's checks; a zero kernel with the default
+# stride fails as a zero stride) ----
+_POOL_ERRORS = [
+    ("max_pool1d", (10, 4), dict(kernel_size=3, dilation=2)),
+    ("max_pool1d", (2, 10, 4), dict(kernel_size=3, dilation=2)),
+    ("max_pool1d", (2, 3, 8), dict(kernel_size=0)),
+    ("max_pool1d", (2, 3, 8), dict(kernel_size=0, stride=1)),
+    ("max_pool1d", (2, 3, 8), dict(kernel_size=2, stride=0)),
+    ("max_pool1d", (2, 3, 8), dict(kernel_size=2, dilation=0)),
+    ("max_pool1d", (2, 3, 8), dict(kernel_size=2, padding=-1)),
+    ("max_pool1d", (2, 3, 8), dict(kernel_size=2, padding=2)),
+    ("max_pool1d", (2, 3, 20), dict(kernel_size=3, dilation=2, padding=2)),
+    ("max_pool1d", (2, 3, 2, 8), dict(kernel_size=2)),
+    ("max_pool1d", (8,), dict(kernel_size=2)),
+    ("max_pool1d", (2, 0, 8), dict(kernel_size=2)),
+    ("max_pool2d", (2, 3, 8, 8), dict(kernel_size=0)),
+    ("max_pool2d", (1, 2, 20, 20), dict(kernel_size=3, dilation=2, padding=2)),
+    ("max_pool2d", (1, 2, 20, 20), dict(kernel_size=(3, 5), dilation=2, padding=(1, 3))),
+    ("max_pool3d", (1, 2, 9, 9, 9), dict(kernel_size=(3, 3, 5), dilation=2, padding=(1, 1, 3))),
+    ("max_pool2d", (1, 2, 3, 3), dict(kernel_size=3, dilation=2, padding=1)),   # output too small
+    ("max_pool3d", (2, 3, 8, 8, 8), dict(kernel_size=0)),
+    ("avg_pool1d", (2, 3, 8), dict(kernel_size=0)),
+    ("avg_pool2d", (2, 3, 8, 8), dict(kernel_size=0)),
+    ("avg_pool3d", (2, 3, 8, 8, 8), dict(kernel_size=0)),
+]
+
+
+def _outcome(f):
+    try:
+        return f()
+    except RuntimeError as e:
+        return f"RuntimeError: {e}"
+
+
+@pytest.mark.parametrize("fn,shape,kw", _POOL_ERRORS + [
+    (fn, shape, {**kw, "return_indices": True}) for fn, shape, kw in _POOL_ERRORS
+    if fn.startswith("max")])
+def test_pool_argument_errors_word_for_word(fn, shape, kw):
+    want = _outcome(lambda: getattr(TF, fn)(torch.arange(float(np.prod(shape))).reshape(shape),
+                                            **kw))
+    got = _outcome(lambda: getattr(F, fn)(ndgrad.arange(float(np.prod(shape))).reshape(shape),
+                                          **kw))
+    if isinstance(want, str):
+        assert got == want
+    else:                   # (the indices path allows padding up to half the dilated kernel)
+        for g, w in zip(got, want):                 # values and indices
+            assert_close(g, w)

@@ -583,6 +583,16 @@ def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
     return o
 
 
+def _default_stride(kernel: tuple, stride: Any) -> tuple:
+    """``stride`` or, when not given, the kernel size (a zero kernel then fails as a zero
+    stride first, as in torch)."""
+    if stride is not None:
+        return stride
+    if any(k == 0 for k in kernel):
+        raise RuntimeError("stride should not be zero")
+    return kernel
+
+
 def _check_pool(x: np.ndarray, nsp: int, kernel: tuple, stride: tuple, pad: tuple,
                 dil: tuple, ceil: bool, fn: str, is_max: bool) -> tuple:
     """torch's checks of a pooling's arguments (in its order); the output's spatial shape."""
@@ -616,6 +626,15 @@ def _check_pool(x: np.ndarray, nsp: int, kernel: tuple, stride: tuple, pad: tupl
                                f"batch size for input, but got:{list(x.shape)}")
         raise RuntimeError(f"non-empty {nsp + 1}D or {nsp + 2}D (batch mode) tensor expected "
                            "for input")
+    if any(p > k // 2 for k, p in zip(kernel, pad)):
+        # the undilated kernel's half bounds the padding too (matters when dilation > 1)
+        if nsp == 2:
+            raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but "
+                               f"got padW = {pad[1]}, padH = {pad[0]}, kW = {kernel[1]}, "
+                               f"kH = {kernel[0]}")
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
+                           f"kT: {kernel[0]} kW: {kernel[2]} kH: {kernel[1]} padT: {pad[0]} "
+                           f"padW: {pad[2]} padH: {pad[1]}")
     plane = x.shape[nd - nsp:]
     out = tuple(_pool_out(n, k, s, p, d, ceil)
                 for n, k, s, p, d in zip(plane, kernel, stride, pad, dil))
@@ -654,7 +673,7 @@ def _max_pool(input: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: A
     x = input._data
     kernel = _ints(kernel_size, nsp, fn, "kernel_size")
     st = _ints(stride, nsp, fn, "stride", allow_none=True)
-    st = kernel if st is None else st
+    st = _default_stride(kernel, st)
     pad = _ints(padding, nsp, fn, "padding")
     dil = _ints(dilation, nsp, fn, "dilation")
     out = _check_pool(x, nsp, kernel, st, pad, dil, bool(ceil_mode), fn, True)
@@ -691,9 +710,20 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
             return r
     x = input._data
     k = _ints(kernel_size, 1, "max_pool1d", "kernel_size")
-    st = _ints(stride, 1, "max_pool1d", "stride", allow_none=True) or k
+    given = _ints(stride, 1, "max_pool1d", "stride", allow_none=True) or None
+    st = given or k
     pad = _ints(padding, 1, "max_pool1d", "padding")
     dil = _ints(dilation, 1, "max_pool1d", "dilation")
+    if return_indices:
+        # torch's indices path is max_pool2d's on (..., 1, L): its checks and messages
+        if x.ndim not in (2, 3):
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional "
+                               "tensor for argument #1 'self' (while checking arguments for "
+                               "max_pool1d)")
+        st = _default_stride(k, given)
+        r = _max_pool(_unsq(input), 2, (1, k[0]), (1, st[0]), (0, pad[0]), (1, dil[0]),
+                      ceil_mode, True)
+        return r[0].squeeze(-2), _wrap(r[1]._data.squeeze(-2))
     if x.ndim not in (2, 3) or any(v == 0 for v in x.shape[x.ndim - 2:]):
         raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
                            f"dim batch size for input, but got:{list(x.shape)}")
@@ -704,10 +734,10 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     if dil[0] <= 0:
         raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {dil[0]}")
     if pad[0] < 0:
-        raise RuntimeError(f"max_pool1d() pad must be non-negative, but got pad: {pad[0]}")
-    if pad[0] > ((k[0] - 1) * dil[0] + 1) // 2:
-        raise RuntimeError(f"max_pool1d() pad should be at most half of effective kernel size, "
-                           f"but got pad={pad[0]}, kernel_size={k[0]} and dilation={dil[0]}")
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {pad[0]}")
+    if pad[0] > k[0] // 2:       # the kernel's own size (torch's value path ignores dilation)
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but "
+                           f"got padding={pad[0]} and kernel_size={k[0]}")
     o = _pool_out(x.shape[-1], k[0], st[0], pad[0], dil[0], bool(ceil_mode))
     if o < 1:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
@@ -806,7 +836,7 @@ def _avg_pool(input: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: A
     x = input._data
     kernel = _ints(kernel_size, nsp, fn, "kernel_size")
     st = _ints(stride, nsp, fn, "stride", allow_none=True)
-    st = kernel if st is None else st
+    st = _default_stride(kernel, st)
     pad = _ints(padding, nsp, fn, "padding")
     out = _check_pool(x, nsp, kernel, st, pad, (1,) * nsp, bool(ceil_mode), fn, False)
     if divisor_override is not None and divisor_override == 0:
@@ -843,7 +873,7 @@ def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional tensor "
                            "for argument #1 'self' (while checking arguments for avg_pool1d)")
     k = _ints(kernel_size, 1, "avg_pool1d", "kernel_size")
-    st = _ints(stride, 1, "avg_pool1d", "stride", allow_none=True) or k
+    st = _default_stride(k, _ints(stride, 1, "avg_pool1d", "stride", allow_none=True) or None)
     pad = _ints(padding, 1, "avg_pool1d", "padding")
     y = _avg_pool(_unsq(input), 2, (1, k[0]), (1, st[0]), (0, pad[0]), ceil_mode,
                   count_include_pad, None, "avg_pool2d")
