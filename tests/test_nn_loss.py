@@ -379,6 +379,8 @@ def _errors():
     yield lambda m, F_: F_.gaussian_nll_loss(m(x), m(x), m(torch.ones(1, 1, dtype=D)))
     yield lambda m, F_: F_.cosine_embedding_loss(m(x), m(x[:2]), m(torch.ones(3)))
     yield lambda m, F_: F_.kl_div(m(x), m(x), reduction="bad")
+    yield lambda m, F_: F_.multilabel_soft_margin_loss(m(x), m(x), reduction="bad")
+    yield lambda m, F_: F_.multilabel_soft_margin_loss(m(x), m(x[:2]), reduction="bad")
     yield lambda m, F_: F_.mse_loss(m(x), m(x), weight=m(x[0]))
     yield lambda m, F_: F_.l1_loss(m(x), m(x), weight=m(x), reduction="bad")
     yield lambda m, F_: F_.huber_loss(m(x), m(x), delta=-1.0)
@@ -576,3 +578,14 @@ def test_linear_cross_entropy_loss_errors():
         nbad = {k: (ndgrad.int64 if v is torch.int64 else v) for k, v in bad.items()}
         same_error(lambda b=bad: torch.nn.LinearCrossEntropyOptions(**b),
                    lambda b=nbad: nn.LinearCrossEntropyOptions(**b))
+
+
+def test_cross_entropy_negative_label_smoothing_is_none():
+    """torch checks the range only for a positive smoothing: a negative one smooths nothing
+    (found by tests/torch_moduledb.py's CrossEntropyLoss variants)."""
+    x = rn(3, 4).requires_grad_()
+    compare("cross_entropy", [x, torch.tensor([0, 3, 1])], {"label_smoothing": -0.1})
+    compare("cross_entropy", [x, rr(3, 4, seed=2)], {"label_smoothing": -0.5})
+    same_error(lambda: TF.cross_entropy(x, torch.tensor([0, 3, 1]), label_smoothing=1.5),
+               lambda: F.cross_entropy(to_ndgrad(x), ndgrad.tensor([0, 3, 1]),
+                                       label_smoothing=1.5))

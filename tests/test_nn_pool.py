@@ -432,3 +432,40 @@ def test_pool_argument_errors_word_for_word(fn, shape, kw):
     else:                   # (the indices path allows padding up to half the dilated kernel)
         for g, w in zip(got, want):                 # values and indices
             assert_close(g, w)
+
+
+def test_pool_argument_checks_in_torchs_order():
+    """Every combination of bad and good kernel, stride, padding and dilation (indices or not):
+    the same outcome as torch, message included (torch checks the output-size formula's
+    arguments dim by dim first, then the signs, the shape, the padding against the undilated
+    kernel)."""
+    import itertools
+    for fn, nsp in (("max_pool1d", 1), ("max_pool2d", 2), ("max_pool3d", 3),
+                    ("avg_pool1d", 1), ("avg_pool2d", 2), ("avg_pool3d", 3)):
+        shape = (1, 2) + (6,) * nsp
+        for k, st, p, d, ri in itertools.product((0, -1, 2, 3), (None, 0, -1, 2), (-1, 0, 1, 2),
+                                                 (0, 1, 2), (False, True)):
+            kw = dict(kernel_size=k, stride=st, padding=p)
+            if fn.startswith("max"):
+                kw.update(dilation=d, return_indices=ri)
+            elif d != 1 or ri:
+                continue
+            want = _outcome(lambda f=getattr(TF, fn), s=shape, a=kw: f(torch.zeros(*s), **a))
+            got = _outcome(lambda f=getattr(F, fn), s=shape, a=kw: f(ndgrad.zeros(*s), **a))
+            assert (got if isinstance(got, str) else "ok") == \
+                (want if isinstance(want, str) else "ok"), (fn, kw)
+
+
+def test_fractional_pool_too_large_message():
+    """torch names the dim whose pool does not fit (found by tests/torch_moduledb.py)."""
+    for nsp, k, outs in ((2, (2, 3), [(5, 2), (2, 5)]), (3, (2, 3, 4), [(5, 2, 2), (2, 5, 2),
+                                                                     (2, 2, 7)])):
+        x = _x(1, 3, *(5, 6, 7)[:nsp])
+        for o in outs:
+            tf = getattr(TF, f"fractional_max_pool{nsp}d")
+            nf = getattr(F, f"fractional_max_pool{nsp}d")
+            with pytest.raises(RuntimeError) as want:
+                tf(x, k, output_size=o)
+            with pytest.raises(RuntimeError) as got:
+                nf(to_ndgrad(x), k, output_size=o)
+            assert str(got.value) == str(want.value)

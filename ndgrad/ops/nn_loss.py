@@ -783,7 +783,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
         if r is not NotImplemented:
             return r
     red = _reduction(reduction, size_average, reduce)
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:     # a negative one is no smoothing, as in torch
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
                            f"{label_smoothing}")
     nd = input.dim()
@@ -1161,12 +1161,16 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Optional[
     ...       ndgrad.tensor([[1.0]])).item(), 4)
     0.6931
     """
-    red = _reduction(reduction, size_average, reduce)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
     loss = -(target * _logsigmoid(input) + (1 - target) * _logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
     C = input.shape[-1] if input.dim() else 1
     loss = loss.sum(-1 if input.dim() else ()) / C if input.dim() else loss
+    red = _RED.get(reduction) if isinstance(reduction, str) else None
+    if red is None:         # checked after the loss, with torch's wording for this loss
+        raise ValueError(f"{reduction} is not valid")
     return _reduce_t(loss, red)
 
 

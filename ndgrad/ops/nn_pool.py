@@ -583,33 +583,27 @@ def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
     return o
 
 
-def _default_stride(kernel: tuple, stride: Any) -> tuple:
-    """``stride`` or, when not given, the kernel size (a zero kernel then fails as a zero
-    stride first, as in torch)."""
-    if stride is not None:
-        return stride
-    if any(k == 0 for k in kernel):
-        raise RuntimeError("stride should not be zero")
-    return kernel
-
-
 def _check_pool(x: np.ndarray, nsp: int, kernel: tuple, stride: tuple, pad: tuple,
                 dil: tuple, ceil: bool, fn: str, is_max: bool) -> tuple:
-    """torch's checks of a pooling's arguments (in its order); the output's spatial shape."""
+    """torch's checks of a pooling's arguments (in its order); the output's spatial shape.
+    First, dim by dim, those of the output size's formula (zero stride, padding against the
+    dilated kernel), then the arguments' signs, the input's shape, the padding against the
+    kernel itself and the output size."""
+    for k, s, p, d in zip(kernel, stride, pad, dil):
+        if s == 0:
+            raise RuntimeError("stride should not be zero")
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+        eff = (k - 1) * d + 1
+        if p > (eff // 2 if eff >= 0 else -(-eff // 2)):     # C's division (to zero)
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={k} and dilation={d}")
     if any(k <= 0 for k in kernel):
         raise RuntimeError("kernel size should be greater than zero, but got " +
                            " ".join(f"k{a}: {k}" for a, k in zip("THW"[3 - nsp:], kernel)))
-    if any(s == 0 for s in stride):
-        raise RuntimeError("stride should not be zero")
     if any(s < 0 for s in stride):
         raise RuntimeError("stride should be greater than zero, but got " +
                            " ".join(f"d{a}: {s}" for a, s in zip("THW"[3 - nsp:], stride)))
-    for k, p, d in zip(kernel, pad, dil):
-        if p < 0:
-            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
-        if p > ((k - 1) * d + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                               f"pad={p}, kernel_size={k} and dilation={d}")
     if any(d <= 0 for d in dil):
         raise RuntimeError("dilation should be greater than zero, but got " +
                            " ".join(f"dilation{a}: {d}" for a, d in zip("THW"[3 - nsp:], dil)))
@@ -673,7 +667,7 @@ def _max_pool(input: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: A
     x = input._data
     kernel = _ints(kernel_size, nsp, fn, "kernel_size")
     st = _ints(stride, nsp, fn, "stride", allow_none=True)
-    st = _default_stride(kernel, st)
+    st = kernel if st is None else st
     pad = _ints(padding, nsp, fn, "padding")
     dil = _ints(dilation, nsp, fn, "dilation")
     out = _check_pool(x, nsp, kernel, st, pad, dil, bool(ceil_mode), fn, True)
@@ -710,8 +704,7 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
             return r
     x = input._data
     k = _ints(kernel_size, 1, "max_pool1d", "kernel_size")
-    given = _ints(stride, 1, "max_pool1d", "stride", allow_none=True) or None
-    st = given or k
+    st = _ints(stride, 1, "max_pool1d", "stride", allow_none=True) or k
     pad = _ints(padding, 1, "max_pool1d", "padding")
     dil = _ints(dilation, 1, "max_pool1d", "dilation")
     if return_indices:
@@ -720,7 +713,6 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
             raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional "
                                "tensor for argument #1 'self' (while checking arguments for "
                                "max_pool1d)")
-        st = _default_stride(k, given)
         r = _max_pool(_unsq(input), 2, (1, k[0]), (1, st[0]), (0, pad[0]), (1, dil[0]),
                       ceil_mode, True)
         return r[0].squeeze(-2), _wrap(r[1]._data.squeeze(-2))
@@ -731,13 +723,13 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {k[0]}")
     if st[0] <= 0:
         raise RuntimeError(f"max_pool1d() stride must be greater than zero, but got {st[0]}")
-    if dil[0] <= 0:
-        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {dil[0]}")
     if pad[0] < 0:
         raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {pad[0]}")
     if pad[0] > k[0] // 2:       # the kernel's own size (torch's value path ignores dilation)
         raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but "
                            f"got padding={pad[0]} and kernel_size={k[0]}")
+    if dil[0] <= 0:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {dil[0]}")
     o = _pool_out(x.shape[-1], k[0], st[0], pad[0], dil[0], bool(ceil_mode))
     if o < 1:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
@@ -836,7 +828,7 @@ def _avg_pool(input: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: A
     x = input._data
     kernel = _ints(kernel_size, nsp, fn, "kernel_size")
     st = _ints(stride, nsp, fn, "stride", allow_none=True)
-    st = _default_stride(kernel, st)
+    st = kernel if st is None else st
     pad = _ints(padding, nsp, fn, "padding")
     out = _check_pool(x, nsp, kernel, st, pad, (1,) * nsp, bool(ceil_mode), fn, False)
     if divisor_override is not None and divisor_override == 0:
@@ -873,7 +865,7 @@ def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional tensor "
                            "for argument #1 'self' (while checking arguments for avg_pool1d)")
     k = _ints(kernel_size, 1, "avg_pool1d", "kernel_size")
-    st = _default_stride(k, _ints(stride, 1, "avg_pool1d", "stride", allow_none=True) or None)
+    st = _ints(stride, 1, "avg_pool1d", "stride", allow_none=True) or k
     pad = _ints(padding, 1, "avg_pool1d", "padding")
     y = _avg_pool(_unsq(input), 2, (1, k[0]), (1, st[0]), (0, pad[0]), ceil_mode,
                   count_include_pad, None, "avg_pool2d")
@@ -1303,8 +1295,10 @@ def _fractional(input: Tensor, nsp: int, kernel_size: Any, output_size: Any,
         out = _ints(output_size, nsp, fn, "output_size")
     for j in range(nsp):
         if out[j] + kernel[j] - 1 > plane[j]:
-            raise RuntimeError(f"{fn}_out(): pool size {kernel[j]} too large relative to input "
-                               f"size {plane[j]} for output size {out[j]}")
+            dim = ("time", "height", "width")[3 - nsp + j]
+            where = f"{fn}()" if nsp == 2 else f"{fn}_out()"
+            raise RuntimeError(f"{where}: pool {dim} {kernel[j]} too large relative to input "
+                               f"{dim} {plane[j]}")
     _float_or_int(x, fn, False)
     lead = x.shape[:x.ndim - nsp]
     planes = lead if x.ndim == nsp + 2 else (1,) + lead
