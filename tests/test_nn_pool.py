@@ -469,3 +469,23 @@ def test_fractional_pool_too_large_message():
             with pytest.raises(RuntimeError) as got:
                 nf(to_ndgrad(x), k, output_size=o)
             assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("fn,shape,size", [
+    ("adaptive_max_pool1d", (1, 3, 5), 0), ("adaptive_max_pool2d", (1, 3, 5, 5), (0, 2)),
+    ("adaptive_max_pool3d", (3, 4, 4, 4), (2, 0, 2)), ("adaptive_avg_pool2d", (1, 3, 5, 5), 0),
+    ("adaptive_avg_pool3d", (1, 3, 4, 4, 4), (0, 1, 1)),
+])
+def test_adaptive_pool_to_an_empty_output(fn, shape, size):
+    """An output size of 0: torch's empty values (and indices); the gradient is zero (torch's
+    backward refuses an empty output; found by tests/torch_moduledb.py's variants, where
+    ndgrad failed inside NumPy)."""
+    x = _x(*shape)
+    extra = (True,) if "max" in fn else ()
+    want = getattr(TF, fn)(x, size, *extra)
+    xn = to_ndgrad(x).requires_grad_()
+    got = getattr(F, fn)(xn, size, *extra)
+    for g, w in zip(got if extra else (got,), want if extra else (want,)):
+        assert tuple(g.shape) == tuple(w.shape) and str(g.dtype)[7:] == str(w.dtype)[6:]
+    (got[0] if extra else got).sum().backward()
+    np.testing.assert_array_equal(xn.grad.numpy(), np.zeros(shape))

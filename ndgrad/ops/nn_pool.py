@@ -147,6 +147,8 @@ def _planes(idx: np.ndarray, lead: tuple, nsp: int) -> np.ndarray:
     """``idx`` (flat per-plane indices, shape ``lead' + out``) broadcast to ``lead`` and
     flattened to (planes, positions)."""
     out = idx.shape[idx.ndim - nsp:]
+    if math.prod(out) == 0:                      # an empty output (adaptive size 0)
+        return np.zeros((math.prod(lead), 0), idx.dtype)
     if idx.shape[:idx.ndim - nsp] == lead:      # no broadcast (np.broadcast_to: ~5 us)
         return idx.reshape(-1, math.prod(out))
     return np.broadcast_to(idx, lead + out).reshape(-1, math.prod(out))
