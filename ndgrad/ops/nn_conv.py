@@ -681,6 +681,28 @@ COL2IM = Op("col2im", "Col2ImBackward0", _col2im_fwd, _col2im_vjp,
 
 
 # ---------------------------------------------------------------------------- argument checks
+def _int_list_arg(v: Any, name: str, fn: str) -> None:
+    """torch's argument parser on an ``int[]`` argument that is not one: its TypeError
+    (a str or float, a sequence holding a non-int; ``ConvTranspose*(padding="same")`` passes
+    the characters of "same")."""
+    def is_int(e: Any) -> bool:
+        return isinstance(e, (int, np.integer)) and not isinstance(e, bool) or \
+            isinstance(e, Tensor) and e.ndim == 0 and not e.is_floating_point()
+    if is_int(v):
+        return
+    if not isinstance(v, (tuple, list)):
+        raise TypeError(f"{fn}(): argument '{name}' must be tuple of ints, not "
+                        f"{type(v).__name__}")
+    for i, e in enumerate(v):
+        if not is_int(e):
+            if i == 0:
+                raise TypeError(f"{fn}(): argument '{name}' must be tuple of ints, but found "
+                                f"element of type {type(e).__name__} at pos 0")
+            raise TypeError(f"{fn}(): argument '{name}' failed to unpack the object at pos "
+                            f"{i + 1} with error \"type must be tuple of ints,but got "
+                            f"{type(e).__name__}\"")
+
+
 def _ints(v: Any, n: int, name: str) -> tuple:
     """An int or a sequence of ``n`` ints (one is repeated), with torch's message."""
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
@@ -898,8 +920,9 @@ def _conv_transposend(input: Tensor, weight: Tensor, bias: Optional[Tensor], str
                    groups, dilation, nd)
         if r is not NotImplemented:
             return r
-    if isinstance(padding, str):
-        raise TypeError(f"{fn}(): argument 'padding' must be tuple of ints, not str")
+    for name, v in (("stride", stride), ("padding", padding),
+                    ("output_padding", output_padding), ("dilation", dilation)):
+        _int_list_arg(v, name, fn)
     x, unbatched = _batch_input(input, nd, fn)
     stride = _ints(stride, nd, "stride")
     pad = _ints(padding, nd, "padding")
