@@ -349,3 +349,58 @@ def test_low_precision_conv_adds_bias_before_rounding(dtype, fn, shapes, kw):
                            for t in ts), **kw)
     assert str(got.dtype) == str(want.dtype).replace("torch", "ndgrad")
     np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+
+
+# ---- mixed dtypes (a float32 layer called with float64 inputs): torch's refusal, word for word
+# (found by tests/torch_moduledb.py's "mixed" check) ----
+def _d(m):
+    return m.float64
+
+
+_MIXED = {
+    "linear+bias": lambda m: m.nn.functional.linear(m.ones(2, 3, dtype=_d(m)), m.ones(4, 3),
+                                                    m.ones(4)),
+    "linear 3d": lambda m: m.nn.functional.linear(m.ones(5, 2, 3, dtype=_d(m)), m.ones(4, 3),
+                                                  m.ones(4)),
+    "linear bias only": lambda m: m.nn.functional.linear(
+        m.ones(2, 3, dtype=_d(m)), m.ones(4, 3, dtype=_d(m)), m.ones(4)),
+    "addmm self": lambda m: m.addmm(m.ones(4, dtype=_d(m)), m.ones(2, 3, dtype=_d(m)),
+                                    m.ones(3, 4)),
+    "addmm mats": lambda m: m.addmm(m.ones(4), m.ones(2, 3, dtype=_d(m)), m.ones(3, 4)),
+    "baddbmm": lambda m: m.baddbmm(m.ones(4), m.ones(1, 2, 3, dtype=_d(m)), m.ones(1, 3, 4)),
+    "addbmm": lambda m: m.addbmm(m.ones(4), m.ones(1, 2, 3, dtype=_d(m)), m.ones(1, 3, 4)),
+    "addmv": lambda m: m.addmv(m.ones(2), m.ones(2, 3, dtype=_d(m)), m.ones(3)),
+    "bmm": lambda m: m.bmm(m.ones(1, 2, 3, dtype=_d(m)), m.ones(1, 3, 4)),
+    "batched matmul": lambda m: m.matmul(m.ones(2, 2, 3, dtype=_d(m)), m.ones(2, 3, 4)),
+    "conv bias first": lambda m: m.nn.functional.conv2d(m.ones(1, 2, 5, 5, dtype=_d(m)),
+                                                        m.ones(3, 2, 3, 3), m.ones(3)),
+    "conv unbatched": lambda m: m.nn.functional.conv1d(m.ones(2, 5, dtype=_d(m)),
+                                                       m.ones(3, 2, 3), m.ones(3)),
+    "conv same": lambda m: m.nn.functional.conv1d(m.ones(1, 2, 5, dtype=_d(m)),
+                                                  m.ones(3, 2, 3), m.ones(3), padding="same"),
+    "conv valid": lambda m: m.nn.functional.conv1d(m.ones(2, 5, dtype=_d(m)), m.ones(3, 2, 3),
+                                                   m.ones(3), padding="valid"),
+    "conv_transpose float bias": lambda m: m.nn.functional.conv_transpose2d(
+        m.ones(1, 2, 5, 5, dtype=_d(m)), m.ones(2, 3, 3, 3, dtype=_d(m)), m.ones(3)),
+    "conv_transpose weight": lambda m: m.nn.functional.conv_transpose1d(
+        m.ones(1, 2, 5, dtype=_d(m)), m.ones(2, 3, 3), m.ones(3)),
+    "multi_margin weight": lambda m: m.nn.functional.multi_margin_loss(
+        m.ones(2, 3, dtype=_d(m)), m.tensor([0, 7]), weight=m.ones(3)),
+    "fractional samples": lambda m: m.nn.functional.fractional_max_pool2d(
+        m.ones(1, 2, 5, 5, dtype=_d(m)), 2, output_size=2, _random_samples=m.ones(1, 2, 2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MIXED))
+def test_mixed_dtype_refusals_like_torch(case):
+    f = _MIXED[case]
+    try:
+        want = f(torch)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            f(ndgrad)
+        assert str(got.value) == str(e)
+        return
+    got = f(ndgrad)                   # the transposed convolution adds a float32 bias
+    assert str(got.dtype)[7:] == str(want.dtype)[6:]
+    np.testing.assert_allclose(got.numpy(), want.numpy())

@@ -19,6 +19,7 @@ checks compare the two:
 ``errors``    each ``module_error_inputs_func`` input raises torch's exception type with a
               message matching torch's pattern, at construction or in forward as torch does
 ``float32``   forward values of a few samples at float32 tolerance
+``mixed``     a float32 module called with float64 inputs: torch's refusal or values
 ``factory``   the constructor's ``device=`` / ``dtype=`` keywords (where torch's takes them):
               the parameters and buffers get the dtype torch's get
 
@@ -63,8 +64,9 @@ with warnings.catch_warnings():
     from torch.testing._internal import common_modules as _cm
 
 CHECKS = ("forward", "grad", "gradgrad", "noncontig", "variants", "errors", "float32",
-          "factory")
-CAPS = {"forward": 8, "grad": 4, "gradgrad": 2, "noncontig": 3, "errors": 20, "float32": 2}
+          "mixed", "factory")
+CAPS = {"forward": 8, "grad": 4, "gradgrad": 2, "noncontig": 3, "errors": 20, "float32": 2,
+        "mixed": 2}
 # Entries out of scope, with the reason.
 EXCLUDED: dict = {}
 
@@ -242,12 +244,13 @@ class Pair:
     """torch's and ndgrad's module for one sample, with the same state."""
 
     def __init__(self, info: Any, sample: Any, dtype: Any, training: bool,
-                 overlay: Optional[dict] = None) -> None:
+                 overlay: Optional[dict] = None, module_dtype: Any = None) -> None:
         self.info, self.sample, self.training = info, sample, training
         self.overlay = overlay or {}
         ci = sample.constructor_input
         args, kwargs = _overlaid(info.module_cls, ci.args, ci.kwargs, self.overlay)
         cls = nd_class(info)
+        dtype = dtype if module_dtype is None else module_dtype
         try:
             with _op._quiet():
                 self.tm = info.module_cls(*args, **kwargs).to(dtype)
@@ -663,6 +666,28 @@ def check_gradgrad(info: Any) -> str:
     return _for_modes(info, CAPS["gradgrad"], torch.float64, body)
 
 
+def check_mixed(info: Any) -> str:
+    """A float32 module called with the float64 samples: torch's outcome (most layers refuse
+    the mix, losses and parameterless layers compute in the inputs' dtype)."""
+    def body(pair: Pair) -> Optional[str]:
+        tout, nout, _, _ = pair.run()
+        if tout is not None:
+            compare(nout, tout, f"{pair.what()} output (float32 module, float64 input)",
+                    tol=1e-5, random=pair.random() is not None)
+        return None
+    if torch.float32 not in info.dtypes:
+        return "n/a"
+    done = 0
+    for s in samples(info, torch.float64, True, CAPS["mixed"]):
+        try:
+            pair = Pair(info, s, torch.float64, True, module_dtype=torch.float32)
+        except BothRaise:
+            continue
+        body(pair)
+        done += 1
+    return "ok" if done else "n/a"
+
+
 def check_float32(info: Any) -> str:
     def body(pair: Pair) -> Optional[str]:
         tout, nout, _, _ = pair.run()
@@ -741,6 +766,7 @@ def check_factory(info: Any) -> str:
 
 _CHECK_FNS = {"forward": check_forward, "grad": check_grad, "gradgrad": check_gradgrad,
               "noncontig": check_noncontig, "variants": check_variants,
+              "mixed": check_mixed,
               "errors": check_errors, "float32": check_float32, "factory": check_factory}
 
 

@@ -400,7 +400,9 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
-    _same_dtype(input, mat2)
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype._FROM_NP[a.dtype]._torch_name} but "
+                           f"found {_dtype._FROM_NP[b.dtype]._torch_name}")
     return apply(BMM, (input, mat2), (a, b))
 
 

@@ -730,14 +730,20 @@ def _dname(a: np.ndarray) -> str:
     return _dtype._FROM_NP[a.dtype]._torch_name
 
 
-def _check_dtypes(x: Tensor, w: Tensor, b: Optional[Tensor], fn: str) -> None:
+def _check_dtypes(x: Tensor, w: Tensor, b: Optional[Tensor], fn: str,
+                  weight_first: bool = False) -> None:
     xd, wd = x._data.dtype, w._data.dtype
+    if weight_first and xd != wd:       # padding="same"/"valid": torch's other path
+        raise RuntimeError(f"expected scalar type {_dname(x._data)} but found "
+                           f"{_dname(w._data)}")
+    # torch checks the bias first; a transposed convolution's bias is not checked (torch
+    # adds it in the output's dtype)
+    if b is not None and b._data.dtype != xd and "transpose" not in fn:
+        raise RuntimeError(f"Input type ({_dname(x._data).lower()}) and bias type "
+                           f"({_dname(b._data).lower()}) should be the same")
     if xd != wd:
         raise RuntimeError(f"expected scalar type {_dname(x._data)} but found "
                            f"{_dname(w._data)}")
-    if b is not None and b._data.dtype != xd:
-        raise RuntimeError(f"Input type ({_dname(x._data).lower()}) and bias type "
-                           f"({_dname(b._data).lower()}) should be the same")
     if xd == np.bool_:
         raise NotImplementedError(f"\"slow_conv{len(x.shape) - 2}d_cpu\" not implemented for "
                                   "'Bool'")
@@ -750,7 +756,7 @@ _CHECKED: set = set()
 
 def _check_common(x: Tensor, w: Tensor, b: Optional[Tensor], nd: int, stride: tuple,
                   pad: tuple, dil: tuple, groups: int, transposed: bool,
-                  out_pad: tuple = ()) -> None:
+                  out_pad: tuple = (), weight_first: bool = False) -> None:
     xd, wd = x._data, w._data
     sig: Optional[tuple] = (xd.shape, xd.dtype, wd.shape, wd.dtype,
                             None if b is None else (b._data.shape, b._data.dtype), nd, stride,
@@ -760,7 +766,7 @@ def _check_common(x: Tensor, w: Tensor, b: Optional[Tensor], nd: int, stride: tu
             return
     except TypeError:          # an unhashable argument: checked (and rejected) below
         sig = None
-    _check_args(x, w, b, nd, stride, pad, dil, groups, transposed, out_pad)
+    _check_args(x, w, b, nd, stride, pad, dil, groups, transposed, out_pad, weight_first)
     if sig is not None:
         if len(_CHECKED) > 4096:
             _CHECKED.clear()
@@ -769,7 +775,7 @@ def _check_common(x: Tensor, w: Tensor, b: Optional[Tensor], nd: int, stride: tu
 
 def _check_args(x: Tensor, w: Tensor, b: Optional[Tensor], nd: int, stride: tuple,
                 pad: tuple, dil: tuple, groups: int, transposed: bool,
-                out_pad: tuple = ()) -> None:
+                out_pad: tuple = (), weight_first: bool = False) -> None:
     if w.ndim < 3:
         raise RuntimeError("weight should have at least three dimensions")
     if any(s <= 0 for s in stride):
@@ -835,7 +841,7 @@ def _check_args(x: Tensor, w: Tensor, b: Optional[Tensor], nd: int, stride: tupl
                                f"({' x '.join(map(str, xs[2:]))}). Calculated output size per "
                                f"channel: ({' x '.join(map(str, size))}). Output size is too "
                                "small")
-    _check_dtypes(x, w, b, "conv")
+    _check_dtypes(x, w, b, "conv_transpose" if transposed else "conv", weight_first)
 
 
 def _batch_input(input: Tensor, nd: int, fn: str) -> tuple:
@@ -900,7 +906,8 @@ def _convnd(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: Any, 
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
         pad = _ints(padding, nd, "padding")
-    _check_common(x, weight, bias, nd, stride, pad, dil, groups, False)
+    _check_common(x, weight, bias, nd, stride, pad, dil, groups, False,
+                  weight_first=isinstance(padding, str))
     if extra is not None and any(extra):
         # torch pads the odd extra on the right first (a ConstantPadNdBackward0 node).
         pads: list = []

@@ -1276,6 +1276,9 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     t = target._data
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {_dtype_name(target)}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(input)} but found "
+                           f"{_dtype_name(weight)}")
     if t.size and (np.any(t < 0) or np.any(t >= C)):
         raise RuntimeError("target out of range")
     x = input if nd else input.reshape(1)

@@ -1319,6 +1319,8 @@ def _fractional(input: Tensor, nsp: int, kernel_size: Any, output_size: Any,
             raise RuntimeError(f"Expect _random_samples.size(2) equals to {nsp}; got "
                                f"{smp.shape[2]}.")
         smp = smp[:planes[0]]       # extra rows (more samples than the batch) are unused
+        if _random_samples.dtype != input.dtype:
+            raise RuntimeError("Expect _random_samples to have the same dtype as input")
     idx = _wrap(fractional_indices(x, kernel, out, smp))
     op = FRACTIONAL2D if nsp == 2 else FRACTIONAL3D
     y = apply(op, (input,), (x,), (nsp, kernel, out, idx))

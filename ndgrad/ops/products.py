@@ -249,14 +249,34 @@ def _expand_check(x: np.ndarray, shape: tuple) -> None:
                        "to the number of dimensions in the tensor")
 
 
+def _fused_dtypes(name: str, x: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """torch's refusal of mixed dtypes in a fused product, per op (its wording differs)."""
+    if x.dtype == a.dtype == b.dtype:
+        return
+    tn = [_dtype._FROM_NP[v.dtype]._torch_name for v in (x, a, b)]
+    if name in ("addmm", "addbmm"):
+        if x.dtype != b.dtype:
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got {tn[0]} and "
+                               f"{tn[2]}")
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {tn[1]} and "
+                           f"{tn[2]}")
+    if name == "baddbmm":
+        raise RuntimeError(f"Input dtypes must be the same, got: input {_cpp(x)}, batch1: "
+                           f"{_cpp(a)}, batch2: {_cpp(b)}")
+    if name == "addmv":
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {tn[0]}, "
+                           f"{tn[1]}, and {tn[2]}")
+    for v in (x, b):
+        if v.dtype != a.dtype:
+            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                               f"{_cpp(a)} != {_cpp(v)}")
+
+
 def _fused(op: Op, name: str, input: Tensor, m1: Tensor, m2: Tensor, beta: Any, alpha: Any,
            out_shape: tuple) -> Tensor:
     beta, alpha = _scalar(beta), _scalar(alpha)
     x, a, b = input._data, m1._data, m2._data
-    for t in (input, m2):
-        if t._data.dtype != a.dtype:
-            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                               f"{_cpp(a)} != {_cpp(t._data)}")
+    _fused_dtypes(name, x, a, b)
     _check_scalars(name, a, beta, alpha)
     if a.dtype.kind in "iu":      # PyTorch casts the scalars to the integer type
         beta, alpha = int(beta.real if isinstance(beta, complex) else beta), \
