@@ -404,3 +404,18 @@ def test_mixed_dtype_refusals_like_torch(case):
     got = f(ndgrad)                   # the transposed convolution adds a float32 bias
     assert str(got.dtype)[7:] == str(want.dtype)[6:]
     np.testing.assert_allclose(got.numpy(), want.numpy())
+
+
+def test_conv_transpose_takes_any_iterable_argument_as_torch():
+    """torch's ConvTranspose turns an iterable argument into the tuple of its items, so
+    ``padding="same"`` becomes its characters: the same repr, and the functional refuses them
+    with torch's TypeError at the call (found by tests/torch_moduledb.py's variants)."""
+    tm, nm = torch.nn.ConvTranspose1d(2, 3, 3, padding="same"), nn.ConvTranspose1d(
+        2, 3, 3, padding="same")
+    assert repr(nm) == repr(tm)
+    with pytest.raises(TypeError) as want:
+        tm(torch.ones(1, 2, 5))
+    with pytest.raises(TypeError) as got:
+        nm(ndgrad.ones(1, 2, 5))
+    assert str(got.value).replace(" (position 5)", "") == str(want.value).replace(
+        " (position 5)", "")

@@ -7,8 +7,9 @@ loaded into ndgrad's module (``load_state_dict``, strict: names and shapes must 
 checks compare the two:
 
 ``forward``   outputs (values, shapes, dtypes, nested tuples), ``state_dict`` keys in order,
-              ``named_parameters`` / ``named_buffers`` names and shapes, the module's class after
-              the call (lazy modules become their eager class), buffers after the call
+              ``named_parameters`` / ``named_buffers`` names and shapes, ``repr``, the module's
+              class after the call (lazy modules become their eager class), buffers after the
+              call
 ``grad``      gradients of every input and parameter that requires grad, for a random cotangent
 ``gradgrad``  the gradient differentiated again (entries that support it; a small cap)
 ``noncontig`` outputs and gradients when every forward tensor is a non-contiguous view (every
@@ -29,6 +30,9 @@ random numbers in training mode (a dropout with ``p > 0`` inside a Transformer l
 equal torch's values: its training samples compare shapes and dtypes only, and the check's result
 says so (``ok (shapes only: ...)``); FractionalMaxPool samples pass ``_random_samples``, so they
 are compared exactly.
+
+Wherever torch refuses (a constructor, a lazy module's first call, a forward), ndgrad must refuse
+with the same exception type and the first words of torch's message (``same_refusal``).
 
 A check is ``ok``, ``n/a`` or a failure message; samples are capped per check (``CAPS``, spread
 evenly over the entry's list). ``python -m tests.torch_moduledb [NAME ...]`` prints a table
@@ -295,6 +299,8 @@ class Pair:
         t, n = self.tm, self.nm
         if type(n).__name__ != type(t).__name__:
             raise Mismatch(f"module class {type(n).__name__}, torch {type(t).__name__}")
+        if repr(n) != repr(t):
+            raise Mismatch(f"repr {repr(n)[:150]!r}, torch {repr(t)[:150]!r}")
         tk, nk = list(t.state_dict()), list(n.state_dict())
         if tk != nk:
             raise Mismatch(f"state_dict keys {nk}, torch {tk}")
