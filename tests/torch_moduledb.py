@@ -24,8 +24,8 @@ checks compare the two:
 ``factory``   the constructor's ``device=`` / ``dtype=`` keywords (where torch's takes them):
               the parameters and buffers get the dtype torch's get
 
-Entries with ``train_and_eval_differ`` run in both modes (``forward``, ``grad`` and ``float32``
-per mode), the others in training mode, the default of a new module. A module whose forward draws
+Entries with ``train_and_eval_differ`` run in both modes (all but ``mixed``, ``errors`` and
+``factory`` per mode), the others in training mode, the default of a new module. A module whose forward draws
 random numbers in training mode (a dropout with ``p > 0`` inside a Transformer layer, say) cannot
 equal torch's values: its training samples compare shapes and dtypes only, and the check's result
 says so (``ok (shapes only: ...)``); FractionalMaxPool samples pass ``_random_samples``, so they
@@ -602,10 +602,10 @@ def check_variants(info: Any) -> str:
     if not over:
         return "n/a"
     done = 0
-    for ov in over:
-        for s in samples(info, torch.float64, True, CAPS["variants"]):
+    for ov, training in ((ov, tr) for ov in over for tr in modes(info)):
+        for s in samples(info, torch.float64, training, CAPS["variants"]):
             try:
-                pair = Pair(info, s, torch.float64, True, overlay=ov)
+                pair = Pair(info, s, torch.float64, training, overlay=ov)
             except BothRaise:
                 done += 1
                 continue
