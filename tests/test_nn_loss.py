@@ -567,6 +567,16 @@ def test_linear_cross_entropy_loss_module(kw, tshape):
     check_module(tm, nm, x, t)
 
 
+def test_linear_cross_entropy_mixed_dtypes_as_addmm():
+    x = rn(2, 3)
+    for b in (None, torch.ones(4), torch.ones(4, dtype=D)):
+        same_error(lambda b=b: TF.linear_cross_entropy(x, torch.ones(4, 3), torch.tensor([0, 1]),
+                                                      linear_bias=b),
+                   lambda b=b: F.linear_cross_entropy(
+                       to_ndgrad(x), ndgrad.ones(4, 3), ndgrad.tensor([0, 1]),
+                       linear_bias=None if b is None else to_ndgrad(b)))
+
+
 def test_linear_cross_entropy_loss_errors():
     same_error(lambda: torch.nn.LinearCrossEntropyLoss(3, 2, weight=torch.ones(3)),
                lambda: nn.LinearCrossEntropyLoss(3, 2, weight=ndgrad.ones(3)))

@@ -556,3 +556,23 @@ def test_cross_map_lrn2d():
         assert ndgrad.autograd.gradcheck(lambda x: n(x), (xn,))
     _raises_like(lambda: torch.nn.CrossMapLRN2d(3)(torch.zeros(2, 3, 4)),
                  lambda: nn.CrossMapLRN2d(3)(ndgrad.zeros(2, 3, 4)))
+
+
+def test_instance_norm_float32_stats_with_float64_input_and_empty_batch_norm():
+    """torch's instance norm uses and updates float32 running statistics with a float64 input;
+    batch norm of an empty batch returns before the dtype rules (found by
+    tests/torch_moduledb.py's "mixed" check)."""
+    x = _randn(2, 3, 4)
+    for use_input_stats in (True, False):
+        rm_t, rv_t = torch.rand(3), torch.rand(3) + 0.5
+        rm_n, rv_n = to_ndgrad(rm_t), to_ndgrad(rv_t)
+        want = TF.instance_norm(x, rm_t, rv_t, use_input_stats=use_input_stats)
+        got = F.instance_norm(to_ndgrad(x), rm_n, rv_n, use_input_stats=use_input_stats)
+        assert got.dtype == ndgrad.float64 and rm_n.dtype == ndgrad.float32
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(rm_n.numpy(), rm_t.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(rv_n.numpy(), rv_t.numpy(), rtol=1e-6)
+    for training in (True, False):
+        got = F.batch_norm(ndgrad.ones(0, 3, dtype=ndgrad.float64), ndgrad.zeros(3),
+                           ndgrad.ones(3), training=training)
+        assert tuple(got.shape) == (0, 3) and got.dtype == ndgrad.float64

@@ -25,11 +25,11 @@ checks compare the two:
               the parameters and buffers get the dtype torch's get
 
 Entries with ``train_and_eval_differ`` run in both modes (all but ``mixed``, ``errors`` and
-``factory`` per mode), the others in training mode, the default of a new module. A module whose forward draws
-random numbers in training mode (a dropout with ``p > 0`` inside a Transformer layer, say) cannot
-equal torch's values: its training samples compare shapes and dtypes only, and the check's result
-says so (``ok (shapes only: ...)``); FractionalMaxPool samples pass ``_random_samples``, so they
-are compared exactly.
+``factory`` per mode), the others in training mode, the default of a new module. A module whose
+forward draws random numbers in training mode (a dropout with ``p > 0`` inside a Transformer
+layer, say) cannot equal torch's values: its training samples compare shapes and dtypes only,
+and the check's result says so (``ok (shapes only: ...)``); FractionalMaxPool samples pass
+``_random_samples``, so they are compared exactly.
 
 Wherever torch refuses (a constructor, a lazy module's first call, a forward), ndgrad must refuse
 with the same exception type and the first words of torch's message (``same_refusal``).
