@@ -970,8 +970,10 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
     if linear_bias is not None and tuple(linear_bias.shape) != out_shape:
         raise RuntimeError(f"expected linear_bias shape {out_shape}, got "
                            f"{tuple(linear_bias.shape)}")
-    if linear_bias is not None and len({input.dtype, w.dtype, linear_bias.dtype}) > 1:
-        # torch's addmm: the bias against the weight, then the input against the weight
+    if linear_bias is not None and options is None and \
+            len({input.dtype, w.dtype, linear_bias.dtype}) > 1:
+        # torch's reference path is addmm: the bias against the weight, then the input against
+        # the weight (its chunked path, with options, multiplies first: mm's refusal)
         if linear_bias.dtype != w.dtype:
             raise RuntimeError(f"self and mat2 must have the same dtype, but got "
                                f"{_dtype_name(linear_bias)} and {_dtype_name(w)}")
