@@ -329,6 +329,25 @@ def test_pad_modes_match_torch_with_negative_pads():
     assert F.pad(ndgrad.ones(2, dtype=ndgrad.int64), (1, 1), value=7).tolist() == [7, 1, 1, 7]
 
 
+@pytest.mark.parametrize("shape,pad", [
+    ((1, 1, 1), (-2, 0)), ((1, 1, 3), (-4, 2)), ((1, 1, 3), (2, -4)), ((1, 1, 3), (-1, -3)),
+    ((1, 1, 3), (-3, 0)), ((1, 1, 4), (-2, -2)), ((2, 3), (-1, -1, -2, -1)),
+    ((2, 3), (-1, -1, -1, -1)), ((2, 3), (5, -1, 0, 0))])
+def test_constant_pad_crops_each_side_as_torch(shape, pad):
+    """A negative pad crops first, side by side: a crop below size 0 is torch's narrow() error
+    even when the other side's padding would make the output size non-negative (found by
+    tests/torch_moduledb.py's ConstantPad variants)."""
+    x = torch.arange(float(np.prod(shape))).reshape(shape)
+    try:
+        want = TF.pad(x, pad)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            F.pad(to_ndgrad(x), pad)
+        assert str(got.value) == str(e)
+        return
+    assert_close(F.pad(to_ndgrad(x), pad), want, 0, 0)
+
+
 @pytest.mark.parametrize("dtype,name", [
     (d, n) for d in ("bfloat16", "float16")
     for n in ("gelu", "gelu_tanh", "silu", "tanh", "sigmoid", "softmax", "log_softmax_dim0")

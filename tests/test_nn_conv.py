@@ -391,3 +391,73 @@ def test_same_padding_checks_the_padded_input_and_1d_transposed_sizes():
     t = torch.nn.Conv2d(3, 2, (4, 3), padding="same", dilation=(1, 2), **D64)
     n = nn.Conv2d(3, 2, (4, 3), padding="same", dilation=(1, 2), **N64)
     check_module(t, n, x)
+
+
+# ---- mixed dtypes (a float32 layer called with float64 inputs): torch's refusal, word for word
+# (found by tests/torch_moduledb.py's "mixed" check) ----
+def _d(m):
+    return m.float64
+
+
+_MIXED = {
+    "linear+bias": lambda m: m.nn.functional.linear(m.ones(2, 3, dtype=_d(m)), m.ones(4, 3),
+                                                    m.ones(4)),
+    "linear 3d": lambda m: m.nn.functional.linear(m.ones(5, 2, 3, dtype=_d(m)), m.ones(4, 3),
+                                                  m.ones(4)),
+    "linear bias only": lambda m: m.nn.functional.linear(
+        m.ones(2, 3, dtype=_d(m)), m.ones(4, 3, dtype=_d(m)), m.ones(4)),
+    "addmm self": lambda m: m.addmm(m.ones(4, dtype=_d(m)), m.ones(2, 3, dtype=_d(m)),
+                                    m.ones(3, 4)),
+    "addmm mats": lambda m: m.addmm(m.ones(4), m.ones(2, 3, dtype=_d(m)), m.ones(3, 4)),
+    "baddbmm": lambda m: m.baddbmm(m.ones(4), m.ones(1, 2, 3, dtype=_d(m)), m.ones(1, 3, 4)),
+    "addbmm": lambda m: m.addbmm(m.ones(4), m.ones(1, 2, 3, dtype=_d(m)), m.ones(1, 3, 4)),
+    "addmv": lambda m: m.addmv(m.ones(2), m.ones(2, 3, dtype=_d(m)), m.ones(3)),
+    "bmm": lambda m: m.bmm(m.ones(1, 2, 3, dtype=_d(m)), m.ones(1, 3, 4)),
+    "batched matmul": lambda m: m.matmul(m.ones(2, 2, 3, dtype=_d(m)), m.ones(2, 3, 4)),
+    "conv bias first": lambda m: m.nn.functional.conv2d(m.ones(1, 2, 5, 5, dtype=_d(m)),
+                                                        m.ones(3, 2, 3, 3), m.ones(3)),
+    "conv unbatched": lambda m: m.nn.functional.conv1d(m.ones(2, 5, dtype=_d(m)),
+                                                       m.ones(3, 2, 3), m.ones(3)),
+    "conv same": lambda m: m.nn.functional.conv1d(m.ones(1, 2, 5, dtype=_d(m)),
+                                                  m.ones(3, 2, 3), m.ones(3), padding="same"),
+    "conv valid": lambda m: m.nn.functional.conv1d(m.ones(2, 5, dtype=_d(m)), m.ones(3, 2, 3),
+                                                   m.ones(3), padding="valid"),
+    "conv_transpose float bias": lambda m: m.nn.functional.conv_transpose2d(
+        m.ones(1, 2, 5, 5, dtype=_d(m)), m.ones(2, 3, 3, 3, dtype=_d(m)), m.ones(3)),
+    "conv_transpose weight": lambda m: m.nn.functional.conv_transpose1d(
+        m.ones(1, 2, 5, dtype=_d(m)), m.ones(2, 3, 3), m.ones(3)),
+    "multi_margin weight": lambda m: m.nn.functional.multi_margin_loss(
+        m.ones(2, 3, dtype=_d(m)), m.tensor([0, 7]), weight=m.ones(3)),
+    "fractional samples": lambda m: m.nn.functional.fractional_max_pool2d(
+        m.ones(1, 2, 5, 5, dtype=_d(m)), 2, output_size=2, _random_samples=m.ones(1, 2, 2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MIXED))
+def test_mixed_dtype_refusals_like_torch(case):
+    f = _MIXED[case]
+    try:
+        want = f(torch)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            f(ndgrad)
+        assert str(got.value) == str(e)
+        return
+    got = f(ndgrad)                   # the transposed convolution adds a float32 bias
+    assert str(got.dtype)[7:] == str(want.dtype)[6:]
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+
+
+def test_conv_transpose_takes_any_iterable_argument_as_torch():
+    """torch's ConvTranspose turns an iterable argument into the tuple of its items, so
+    ``padding="same"`` becomes its characters: the same repr, and the functional refuses them
+    with torch's TypeError at the call (found by tests/torch_moduledb.py's variants)."""
+    tm, nm = torch.nn.ConvTranspose1d(2, 3, 3, padding="same"), nn.ConvTranspose1d(
+        2, 3, 3, padding="same")
+    assert repr(nm) == repr(tm)
+    with pytest.raises(TypeError) as want:
+        tm(torch.ones(1, 2, 5))
+    with pytest.raises(TypeError) as got:
+        nm(ndgrad.ones(1, 2, 5))
+    assert str(got.value).replace(" (position 5)", "") == str(want.value).replace(
+        " (position 5)", "")

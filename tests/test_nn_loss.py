@@ -244,6 +244,8 @@ def test_other_losses(reduction):
     compare("gaussian_nll_loss", [x, y, var], r)
     compare("gaussian_nll_loss", [x, y, rr(4, 1, seed=3).requires_grad_()], {**r, "full": True})
     compare("gaussian_nll_loss", [x, y, rr(4, seed=3).requires_grad_()], r)
+    # var of size 1 in one leading dim broadcasts (torch_moduledb's homoscedastic sample)
+    compare("gaussian_nll_loss", [x, y, rr(1, 3, seed=3).requires_grad_()], r)
     sgn = torch.tensor([1.0, -1.0, 1.0, -1.0], dtype=D)
     compare("cosine_embedding_loss", [x, y, sgn], {**r, "margin": 0.2})
     compare("margin_ranking_loss", [x[:, 0], y[:, 0], sgn], {**r, "margin": 0.1})
@@ -399,10 +401,17 @@ def _errors():
     yield lambda m, F_: F_.nll_loss(m(x), m(torch.tensor([1, 2, -1])))
     yield lambda m, F_: F_.nll_loss(m(x), m(torch.tensor([1.0, 2.0, 3.0])))
     yield lambda m, F_: F_.nll_loss(m(x), m(torch.tensor([1, 2, 3])), weight=m(torch.ones(3)))
+    # a weight of another dtype than the input (float32 weight, float64 input)
+    yield lambda m, F_: F_.nll_loss(m(x), m(torch.tensor([1, 2, 3])), weight=m(torch.ones(5)))
+    yield lambda m, F_: F_.cross_entropy(m(x), m(torch.tensor([1, 2, 3])),
+                                         weight=m(torch.ones(5, dtype=torch.float16)))
     yield lambda m, F_: F_.nll_loss(m(x), m(torch.tensor([1, 2, 3])), reduction="foo")
     yield lambda m, F_: F_.nll_loss(m(torch.tensor(1.0)), m(torch.tensor(1)))
     yield lambda m, F_: F_.nll_loss(m(torch.randn(2, 3, 4)), m(torch.zeros(2, 5).long()))
     yield lambda m, F_: F_.cross_entropy(m(x), m(torch.rand(3, 4)))
+    # integer/bool targets shaped like the input are class probabilities of the wrong type
+    yield lambda m, F_: F_.cross_entropy(m(x), m(torch.zeros(3, 5).long()))
+    yield lambda m, F_: F_.cross_entropy(m(x), m(torch.zeros(3, 5).bool()), ignore_index=1)
     yield lambda m, F_: F_.cross_entropy(m(x), m(torch.tensor([1, 2, 3])), label_smoothing=1.5)
     yield lambda m, F_: F_.cross_entropy(m(x), m(torch.rand(3, 5, dtype=D)), ignore_index=1)
     yield lambda m, F_: F_.cross_entropy(m(x), m(torch.tensor([1, 2])))
@@ -423,8 +432,12 @@ def _errors():
     yield lambda m, F_: F_.triplet_margin_loss(m(x), m(x), m(x[0]))
     yield lambda m, F_: F_.gaussian_nll_loss(m(x), m(x), m(torch.ones(2, dtype=D)))
     yield lambda m, F_: F_.gaussian_nll_loss(m(x), m(x), m(-torch.ones(3, 5, dtype=D)))
+    yield lambda m, F_: F_.gaussian_nll_loss(m(x), m(x), m(-torch.ones(1, 5, dtype=D)))
+    yield lambda m, F_: F_.gaussian_nll_loss(m(x), m(x), m(torch.ones(1, 1, dtype=D)))
     yield lambda m, F_: F_.cosine_embedding_loss(m(x), m(x[:2]), m(torch.ones(3)))
     yield lambda m, F_: F_.kl_div(m(x), m(x), reduction="bad")
+    yield lambda m, F_: F_.multilabel_soft_margin_loss(m(x), m(x), reduction="bad")
+    yield lambda m, F_: F_.multilabel_soft_margin_loss(m(x), m(x[:2]), reduction="bad")
     yield lambda m, F_: F_.mse_loss(m(x), m(x), weight=m(x[0]))
     yield lambda m, F_: F_.l1_loss(m(x), m(x), weight=m(x), reduction="bad")
     yield lambda m, F_: F_.huber_loss(m(x), m(x), delta=-1.0)
@@ -581,3 +594,65 @@ def test_result_dtypes():
                 continue
             got = getattr(F, name)(_nd(x), _nd(y)).dtype
             assert str(got).split(".")[-1] == str(want).split(".")[-1], name
+
+
+def test_huber_loss_delta_type_checked_at_construction():
+    same_error(lambda: torch.nn.HuberLoss(delta=1 + 0j), lambda: nn.HuberLoss(delta=1 + 0j))
+    assert nn.HuberLoss(delta=2).delta == 2
+
+
+# ---- LinearCrossEntropyLoss (torch 2.13's module; found missing by tests/torch_moduledb.py) ----
+@pytest.mark.parametrize("kw,tshape", [
+    ({}, (5,)),
+    ({"out_features": (2,), "bias": True, "reduction": "none"}, (5, 2)),
+    ({"weight": "w", "ignore_index": 1, "label_smoothing": 0.2, "reduction": "sum"}, (5,)),
+    ({"options": "opts"}, (5,)),
+])
+def test_linear_cross_entropy_loss_module(kw, tshape):
+    w = torch.tensor([1.0, 2.0, 0.5, 1.5], dtype=D)
+    tkw, nkw = dict(kw), dict(kw)
+    if kw.get("weight") == "w":
+        tkw["weight"], nkw["weight"] = w, to_ndgrad(w)
+    if kw.get("options") == "opts":
+        tkw["options"] = torch.nn.LinearCrossEntropyOptions(batch_chunk_size=2)
+        nkw["options"] = nn.LinearCrossEntropyOptions(batch_chunk_size=2)
+    tm = torch.nn.LinearCrossEntropyLoss(3, 4, dtype=D, **tkw)
+    nm = nn.LinearCrossEntropyLoss(3, 4, dtype=ndgrad.float64, **nkw)
+    assert repr(nm) == repr(tm)
+    x = rn(5, 3)
+    t = torch.randint(0, 4, tshape, generator=_g(3))
+    check_module(tm, nm, x, t)
+
+
+def test_linear_cross_entropy_mixed_dtypes_as_addmm():
+    x = rn(2, 3)
+    for b in (None, torch.ones(4), torch.ones(4, dtype=D)):
+        same_error(lambda b=b: TF.linear_cross_entropy(x, torch.ones(4, 3), torch.tensor([0, 1]),
+                                                      linear_bias=b),
+                   lambda b=b: F.linear_cross_entropy(
+                       to_ndgrad(x), ndgrad.ones(4, 3), ndgrad.tensor([0, 1]),
+                       linear_bias=None if b is None else to_ndgrad(b)))
+
+
+def test_linear_cross_entropy_loss_errors():
+    same_error(lambda: torch.nn.LinearCrossEntropyLoss(3, 2, weight=torch.ones(3)),
+               lambda: nn.LinearCrossEntropyLoss(3, 2, weight=ndgrad.ones(3)))
+    same_error(lambda: torch.nn.LinearCrossEntropyLoss(3, 2, label_smoothing=2.0),
+               lambda: nn.LinearCrossEntropyLoss(3, 2, label_smoothing=2.0))
+    for bad in ({"acc_policy": "fast"}, {"chunking_method": "square"},
+                {"chunking_method": "aspect_ratio:0"}, {"batch_chunk_size": 0},
+                {"acc_dtype": torch.int64}):
+        nbad = {k: (ndgrad.int64 if v is torch.int64 else v) for k, v in bad.items()}
+        same_error(lambda b=bad: torch.nn.LinearCrossEntropyOptions(**b),
+                   lambda b=nbad: nn.LinearCrossEntropyOptions(**b))
+
+
+def test_cross_entropy_negative_label_smoothing_is_none():
+    """torch checks the range only for a positive smoothing: a negative one smooths nothing
+    (found by tests/torch_moduledb.py's CrossEntropyLoss variants)."""
+    x = rn(3, 4).requires_grad_()
+    compare("cross_entropy", [x, torch.tensor([0, 3, 1])], {"label_smoothing": -0.1})
+    compare("cross_entropy", [x, rr(3, 4, seed=2)], {"label_smoothing": -0.5})
+    same_error(lambda: TF.cross_entropy(x, torch.tensor([0, 3, 1]), label_smoothing=1.5),
+               lambda: F.cross_entropy(to_ndgrad(x), ndgrad.tensor([0, 3, 1]),
+                                       label_smoothing=1.5))

@@ -149,6 +149,15 @@ def test_functional_errors_like_torch():
                                       training=True))
     _raises_like(lambda: TF.batch_norm(x, None, None), lambda: F.batch_norm(to_ndgrad(x), None,
                                                                              None))
+    # eps: positive in training, non-negative in evaluation (torch_moduledb's BatchNorm errors)
+    for eps, training in ((0.0, True), (-1.0, True), (-1.0, False)):
+        t, n = _raises_like(
+            lambda: TF.batch_norm(x, torch.zeros(3), torch.ones(3), training=training, eps=eps),
+            lambda: F.batch_norm(to_ndgrad(x), ndgrad.zeros(3), ndgrad.ones(3),
+                                 training=training, eps=eps))
+        assert n == t
+    z, o = ndgrad.zeros(3, dtype=ndgrad.float64), ndgrad.ones(3, dtype=ndgrad.float64)
+    F.batch_norm(to_ndgrad(x), z, o, eps=0.0)          # evaluation: 0 is fine
     x = _randn(2, 7, 4)
     t, n = _raises_like(lambda: TF.group_norm(x, 2), lambda: F.group_norm(to_ndgrad(x), 2))
     assert "divisible by num_groups" in n
@@ -565,3 +574,23 @@ def test_batch_norm_size_checks_in_torchs_order():
                 f(conv(x), training=True, **{k: conv(v) for k, v in kw.items()})
             msgs.append(str(e.value))
         assert msgs[1] == msgs[0]
+
+
+def test_instance_norm_float32_stats_with_float64_input_and_empty_batch_norm():
+    """torch's instance norm uses and updates float32 running statistics with a float64 input;
+    batch norm of an empty batch returns before the dtype rules (found by
+    tests/torch_moduledb.py's "mixed" check)."""
+    x = _randn(2, 3, 4)
+    for use_input_stats in (True, False):
+        rm_t, rv_t = torch.rand(3), torch.rand(3) + 0.5
+        rm_n, rv_n = to_ndgrad(rm_t), to_ndgrad(rv_t)
+        want = TF.instance_norm(x, rm_t, rv_t, use_input_stats=use_input_stats)
+        got = F.instance_norm(to_ndgrad(x), rm_n, rv_n, use_input_stats=use_input_stats)
+        assert got.dtype == ndgrad.float64 and rm_n.dtype == ndgrad.float32
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(rm_n.numpy(), rm_t.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(rv_n.numpy(), rv_t.numpy(), rtol=1e-6)
+    for training in (True, False):
+        got = F.batch_norm(ndgrad.ones(0, 3, dtype=ndgrad.float64), ndgrad.zeros(3),
+                           ndgrad.ones(3), training=training)
+        assert tuple(got.shape) == (0, 3) and got.dtype == ndgrad.float64

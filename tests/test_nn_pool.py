@@ -607,3 +607,154 @@ def test_empty_max_pool_windows_take_torchs_index_and_no_gradient():
     out.sum().backward()
     ot.sum().backward()
     np.testing.assert_array_equal(v.grad.numpy(), vt.grad.numpy())
+
+
+# ---- non-finite inputs stay in their windows (found by tests/torch_moduledb.py: LPPool) ----
+@pytest.mark.parametrize("fn,args", [
+    ("avg_pool1d", (2,)), ("avg_pool1d", (3, 1, 1)), ("adaptive_avg_pool1d", (4,)),
+    ("lp_pool1d", (1.5, 2)), ("avg_pool2d", ((1, 2),)), ("adaptive_avg_pool2d", ((1, 4),)),
+])
+@pytest.mark.parametrize("bad", [[float("nan")], [float("inf"), -float("inf")], [float("inf")]])
+def test_averaging_keeps_nonfinite_in_its_windows(fn, args, bad):
+    x = np.array([1.0, 0.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    x[[1, 4][:len(bad)]] = bad
+    x = x.reshape(1, 1, 8) if fn.endswith("1d") else x.reshape(1, 1, 1, 8)
+    xt, xn = torch.tensor(x, requires_grad=True), ndgrad.tensor(x, requires_grad=True)
+    yt = getattr(torch.nn.functional, fn)(xt, *args)
+    yn = getattr(ndgrad.nn.functional, fn)(xn, *args)
+    np.testing.assert_array_equal(yn.detach().numpy(), yt.detach().numpy())
+    g = np.ones(tuple(yt.shape))
+    g.flat[0] = np.nan                       # a NaN cotangent reaches its window only
+    yt.backward(torch.tensor(g))
+    yn.backward(ndgrad.tensor(g))
+    np.testing.assert_allclose(xn.grad.numpy(), xt.grad.numpy(), equal_nan=True)
+
+
+# ---- _random_samples as torch checks it (found by tests/torch_moduledb.py: unbatched input with
+# a (2, C, 3) sample tensor, whose extra rows torch ignores) ----
+@pytest.mark.parametrize("nsp", [2, 3])
+@pytest.mark.parametrize("shape", [(2, 4, "n"), (1, 4, "n"), (2, 4, "wrong"), (1, 3, "n"),
+                                   (1, 4, "n", 1), (0, 4, "n")])
+def test_fractional_random_samples_checked_like_torch(nsp, shape):
+    x = _x(4, *(6,) * nsp)                          # unbatched: one sample row is used
+    last = {"n": nsp, "wrong": 5 - nsp}[shape[2]]   # "n": one draw per pooled dim
+    shape = shape[:2] + (last,) + shape[3:]
+    s = torch.rand(*shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    tf = getattr(TF, f"fractional_max_pool{nsp}d")
+    nf = getattr(F, f"fractional_max_pool{nsp}d")
+    try:
+        want = tf(x, 2, output_size=3, _random_samples=s)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            nf(to_ndgrad(x), 2, output_size=3, _random_samples=to_ndgrad(s))
+        assert str(got.value) == str(e)
+        return
+    got = nf(to_ndgrad(x), 2, output_size=3, _random_samples=to_ndgrad(s))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# ---- pooling argument errors word for word (found by tests/torch_moduledb.py's MaxPool1d
+# variants: the return_indices path has max_pool2d's checks; a zero kernel with the default
+# stride fails as a zero stride) ----
+_POOL_ERRORS = [
+    ("max_pool1d", (10, 4), dict(kernel_size=3, dilation=2)),
+    ("max_pool1d", (2, 10, 4), dict(kernel_size=3, dilation=2)),
+    ("max_pool1d", (2, 3, 8), dict(kernel_size=0)),
+    ("max_pool1d", (2, 3, 8), dict(kernel_size=0, stride=1)),
+    ("max_pool1d", (2, 3, 8), dict(kernel_size=2, stride=0)),
+    ("max_pool1d", (2, 3, 8), dict(kernel_size=2, dilation=0)),
+    ("max_pool1d", (2, 3, 8), dict(kernel_size=2, padding=-1)),
+    ("max_pool1d", (2, 3, 8), dict(kernel_size=2, padding=2)),
+    ("max_pool1d", (2, 3, 20), dict(kernel_size=3, dilation=2, padding=2)),
+    ("max_pool1d", (2, 3, 2, 8), dict(kernel_size=2)),
+    ("max_pool1d", (8,), dict(kernel_size=2)),
+    ("max_pool1d", (2, 0, 8), dict(kernel_size=2)),
+    ("max_pool2d", (2, 3, 8, 8), dict(kernel_size=0)),
+    ("max_pool2d", (1, 2, 20, 20), dict(kernel_size=3, dilation=2, padding=2)),
+    ("max_pool2d", (1, 2, 20, 20), dict(kernel_size=(3, 5), dilation=2, padding=(1, 3))),
+    ("max_pool3d", (1, 2, 9, 9, 9), dict(kernel_size=(3, 3, 5), dilation=2, padding=(1, 1, 3))),
+    ("max_pool2d", (1, 2, 3, 3), dict(kernel_size=3, dilation=2, padding=1)),   # output too small
+    ("max_pool3d", (2, 3, 8, 8, 8), dict(kernel_size=0)),
+    ("avg_pool1d", (2, 3, 8), dict(kernel_size=0)),
+    ("avg_pool2d", (2, 3, 8, 8), dict(kernel_size=0)),
+    ("avg_pool3d", (2, 3, 8, 8, 8), dict(kernel_size=0)),
+]
+
+
+def _outcome(f):
+    try:
+        return f()
+    except RuntimeError as e:
+        return f"RuntimeError: {e}"
+
+
+@pytest.mark.parametrize("fn,shape,kw", _POOL_ERRORS + [
+    (fn, shape, {**kw, "return_indices": True}) for fn, shape, kw in _POOL_ERRORS
+    if fn.startswith("max")])
+def test_pool_argument_errors_word_for_word(fn, shape, kw):
+    want = _outcome(lambda: getattr(TF, fn)(torch.arange(float(np.prod(shape))).reshape(shape),
+                                            **kw))
+    got = _outcome(lambda: getattr(F, fn)(ndgrad.arange(float(np.prod(shape))).reshape(shape),
+                                          **kw))
+    if isinstance(want, str):
+        assert got == want
+    else:                   # (the indices path allows padding up to half the dilated kernel)
+        for g, w in zip(got, want):                 # values and indices
+            assert_close(g, w)
+
+
+def test_pool_argument_checks_in_torchs_order():
+    """Every combination of bad and good kernel, stride, padding and dilation (indices or not):
+    the same outcome as torch, message included (torch checks the output-size formula's
+    arguments dim by dim first, then the signs, the shape, the padding against the undilated
+    kernel)."""
+    import itertools
+    for fn, nsp in (("max_pool1d", 1), ("max_pool2d", 2), ("max_pool3d", 3),
+                    ("avg_pool1d", 1), ("avg_pool2d", 2), ("avg_pool3d", 3)):
+        shape = (1, 2) + (6,) * nsp
+        for k, st, p, d, ri in itertools.product((0, -1, 2, 3), (None, 0, -1, 2), (-1, 0, 1, 2),
+                                                 (0, 1, 2), (False, True)):
+            kw = dict(kernel_size=k, stride=st, padding=p)
+            if fn.startswith("max"):
+                kw.update(dilation=d, return_indices=ri)
+            elif d != 1 or ri:
+                continue
+            want = _outcome(lambda f=getattr(TF, fn), s=shape, a=kw: f(torch.zeros(*s), **a))
+            got = _outcome(lambda f=getattr(F, fn), s=shape, a=kw: f(ndgrad.zeros(*s), **a))
+            assert (got if isinstance(got, str) else "ok") == \
+                (want if isinstance(want, str) else "ok"), (fn, kw)
+
+
+def test_fractional_pool_too_large_message():
+    """torch names the dim whose pool does not fit (found by tests/torch_moduledb.py)."""
+    for nsp, k, outs in ((2, (2, 3), [(5, 2), (2, 5)]), (3, (2, 3, 4), [(5, 2, 2), (2, 5, 2),
+                                                                     (2, 2, 7)])):
+        x = _x(1, 3, *(5, 6, 7)[:nsp])
+        for o in outs:
+            tf = getattr(TF, f"fractional_max_pool{nsp}d")
+            nf = getattr(F, f"fractional_max_pool{nsp}d")
+            with pytest.raises(RuntimeError) as want:
+                tf(x, k, output_size=o)
+            with pytest.raises(RuntimeError) as got:
+                nf(to_ndgrad(x), k, output_size=o)
+            assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("fn,shape,size", [
+    ("adaptive_max_pool1d", (1, 3, 5), 0), ("adaptive_max_pool2d", (1, 3, 5, 5), (0, 2)),
+    ("adaptive_max_pool3d", (3, 4, 4, 4), (2, 0, 2)), ("adaptive_avg_pool2d", (1, 3, 5, 5), 0),
+    ("adaptive_avg_pool3d", (1, 3, 4, 4, 4), (0, 1, 1)),
+])
+def test_adaptive_pool_to_an_empty_output(fn, shape, size):
+    """An output size of 0: torch's empty values (and indices); the gradient is zero (torch's
+    backward refuses an empty output; found by tests/torch_moduledb.py's variants, where
+    ndgrad failed inside NumPy)."""
+    x = _x(*shape)
+    extra = (True,) if "max" in fn else ()
+    want = getattr(TF, fn)(x, size, *extra)
+    xn = to_ndgrad(x).requires_grad_()
+    got = getattr(F, fn)(xn, size, *extra)
+    for g, w in zip(got if extra else (got,), want if extra else (want,)):
+        assert tuple(g.shape) == tuple(w.shape) and str(g.dtype)[7:] == str(w.dtype)[6:]
+    (got[0] if extra else got).sum().backward()
+    np.testing.assert_array_equal(xn.grad.numpy(), np.zeros(shape))

@@ -425,6 +425,18 @@ def test_transformer_errors_match_torch():
         with pytest.raises(type(te.value)) as ne:
             f(ndgrad, nm)
         assert str(te.value)[:25].replace("torch.", "ndgrad.") in str(ne.value)
+    # separate projections (kdim/vdim) with keys/values of other widths: torch's shape asserts
+    # (found by tests/torch_moduledb.py's MultiheadAttention variants)
+    tm, nm = torch.nn.MultiheadAttention(4, 2, kdim=2, vdim=5), \
+        nn.MultiheadAttention(4, 2, kdim=2, vdim=5)
+    for kd, vd in ((3, 5), (2, 3)):
+        f = (lambda L, m, kd=kd, vd=vd: m(L.randn(3, 2, 4), L.randn(5, 2, kd),
+                                          L.randn(5, 2, vd)))
+        with pytest.raises(AssertionError) as te:
+            f(torch, tm)
+        with pytest.raises(AssertionError) as ne:
+            f(ndgrad, nm)
+        assert str(ne.value) == str(te.value).replace("torch.", "ndgrad.")
 
 
 # ---------------------------------------------------------------------------- training

@@ -92,6 +92,8 @@ from ndgrad.nn.modules.instancenorm import LazyInstanceNorm3d as LazyInstanceNor
 from ndgrad.nn.modules.linear import LazyLinear as LazyLinear
 from ndgrad.nn.modules.activation import LeakyReLU as LeakyReLU
 from ndgrad.nn.modules.linear import Linear as Linear
+from ndgrad.nn.modules.loss import LinearCrossEntropyLoss as LinearCrossEntropyLoss
+from ndgrad.nn.modules.loss import LinearCrossEntropyOptions as LinearCrossEntropyOptions
 from ndgrad.nn.modules.normalization import LocalResponseNorm as LocalResponseNorm
 from ndgrad.nn.modules.activation import LogSigmoid as LogSigmoid
 from ndgrad.nn.modules.activation import LogSoftmax as LogSoftmax

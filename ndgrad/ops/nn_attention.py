@@ -599,6 +599,16 @@ def multi_head_attention_forward(
         bq = bk = bv = None
         if in_proj_bias is not None:
             bq, bk, bv = in_proj_bias[:E], in_proj_bias[E:2 * E], in_proj_bias[2 * E:]
+        Eq = query.shape[-1]
+        for nm, pw, t in (("query", q_proj_weight, query), ("key", k_proj_weight, key),
+                          ("value", v_proj_weight, value)):
+            if tuple(pw.shape) != (Eq, t.shape[-1]):
+                raise AssertionError(f"expecting {nm} weights shape of {(Eq, t.shape[-1])}, but "
+                                     f"got {pw.shape}")
+        for nm, bb in (("query", bq), ("key", bk), ("value", bv)):
+            if bb is not None and tuple(bb.shape) != (Eq,):
+                raise AssertionError(f"expecting {nm} bias shape of {(Eq,)}, but got "
+                                     f"{bb.shape}")
         q = _linear(query, q_proj_weight, bq)
         k = _linear(key, k_proj_weight, bk)
         v = _linear(value, v_proj_weight, bv)

@@ -681,6 +681,28 @@ COL2IM = Op("col2im", "Col2ImBackward0", _col2im_fwd, _col2im_vjp,
 
 
 # ---------------------------------------------------------------------------- argument checks
+def _int_list_arg(v: Any, name: str, fn: str) -> None:
+    """torch's argument parser on an ``int[]`` argument that is not one: its TypeError
+    (a str or float, a sequence holding a non-int; ``ConvTranspose*(padding="same")`` passes
+    the characters of "same")."""
+    def is_int(e: Any) -> bool:
+        return isinstance(e, (int, np.integer)) and not isinstance(e, bool) or \
+            isinstance(e, Tensor) and e.ndim == 0 and not e.is_floating_point()
+    if is_int(v):
+        return
+    if not isinstance(v, (tuple, list)):
+        raise TypeError(f"{fn}(): argument '{name}' must be tuple of ints, not "
+                        f"{type(v).__name__}")
+    for i, e in enumerate(v):
+        if not is_int(e):
+            if i == 0:
+                raise TypeError(f"{fn}(): argument '{name}' must be tuple of ints, but found "
+                                f"element of type {type(e).__name__} at pos 0")
+            raise TypeError(f"{fn}(): argument '{name}' failed to unpack the object at pos "
+                            f"{i + 1} with error \"type must be tuple of ints,but got "
+                            f"{type(e).__name__}\"")
+
+
 def _ints(v: Any, n: int, name: str) -> tuple:
     """An int or a sequence of ``n`` ints (one is repeated), with torch's message."""
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
@@ -708,14 +730,20 @@ def _dname(a: np.ndarray) -> str:
     return _dtype._FROM_NP[a.dtype]._torch_name
 
 
-def _check_dtypes(x: Tensor, w: Tensor, b: Optional[Tensor], fn: str) -> None:
+def _check_dtypes(x: Tensor, w: Tensor, b: Optional[Tensor], fn: str,
+                  weight_first: bool = False) -> None:
     xd, wd = x._data.dtype, w._data.dtype
+    if weight_first and xd != wd:       # padding="same"/"valid": torch's other path
+        raise RuntimeError(f"expected scalar type {_dname(x._data)} but found "
+                           f"{_dname(w._data)}")
+    # torch checks the bias first; a transposed convolution's bias is not checked (torch
+    # adds it in the output's dtype)
+    if b is not None and b._data.dtype != xd and "transpose" not in fn:
+        raise RuntimeError(f"Input type ({_dname(x._data).lower()}) and bias type "
+                           f"({_dname(b._data).lower()}) should be the same")
     if xd != wd:
         raise RuntimeError(f"expected scalar type {_dname(x._data)} but found "
                            f"{_dname(w._data)}")
-    if b is not None and b._data.dtype != xd:
-        raise RuntimeError(f"Input type ({_dname(x._data).lower()}) and bias type "
-                           f"({_dname(b._data).lower()}) should be the same")
     if xd == np.bool_:
         raise NotImplementedError(f"\"slow_conv{len(x.shape) - 2}d_cpu\" not implemented for "
                                   "'Bool'")
@@ -728,7 +756,7 @@ _CHECKED: set = set()
 
 def _check_common(x: Tensor, w: Tensor, b: Optional[Tensor], nd: int, stride: tuple,
                   pad: tuple, dil: tuple, groups: int, transposed: bool,
-                  out_pad: tuple = ()) -> None:
+                  out_pad: tuple = (), weight_first: bool = False) -> None:
     xd, wd = x._data, w._data
     sig: Optional[tuple] = (xd.shape, xd.dtype, wd.shape, wd.dtype,
                             None if b is None else (b._data.shape, b._data.dtype), nd, stride,
@@ -738,7 +766,7 @@ def _check_common(x: Tensor, w: Tensor, b: Optional[Tensor], nd: int, stride: tu
             return
     except TypeError:          # an unhashable argument: checked (and rejected) below
         sig = None
-    _check_args(x, w, b, nd, stride, pad, dil, groups, transposed, out_pad)
+    _check_args(x, w, b, nd, stride, pad, dil, groups, transposed, out_pad, weight_first)
     if sig is not None:
         if len(_CHECKED) > 4096:
             _CHECKED.clear()
@@ -747,7 +775,7 @@ def _check_common(x: Tensor, w: Tensor, b: Optional[Tensor], nd: int, stride: tu
 
 def _check_args(x: Tensor, w: Tensor, b: Optional[Tensor], nd: int, stride: tuple,
                 pad: tuple, dil: tuple, groups: int, transposed: bool,
-                out_pad: tuple = ()) -> None:
+                out_pad: tuple = (), weight_first: bool = False) -> None:
     if w.ndim < 3:
         raise RuntimeError("weight should have at least three dimensions")
     if w.ndim - 2 != nd and nd != 1:    # PyTorch's first complaint: stride's length (an int
@@ -821,7 +849,7 @@ def _check_args(x: Tensor, w: Tensor, b: Optional[Tensor], nd: int, stride: tupl
                                f"({' x '.join(map(str, given))}). Calculated output size per "
                                f"channel: ({' x '.join(map(str, calc))}). Output size is too "
                                "small")
-    _check_dtypes(x, w, b, "conv")
+    _check_dtypes(x, w, b, "conv_transpose" if transposed else "conv", weight_first)
 
 
 def _batch_input(input: Tensor, nd: int, fn: str) -> tuple:
@@ -897,7 +925,8 @@ def _convnd(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: Any, 
         for e in reversed(extra):
             pads += [0, e]
         x = apply(CONSTANT_PAD, (x,), (x._data,), (tuple(pads),))
-    _check_common(x, weight, bias, nd, stride, pad, dil, groups, False)
+    _check_common(x, weight, bias, nd, stride, pad, dil, groups, False,
+                  weight_first=isinstance(padding, str))
     y = _convolution(x, weight, bias, stride, pad, dil, False, (0,) * nd, groups)
     return _shape.squeeze(y, 0) if unbatched else y
 
@@ -911,8 +940,9 @@ def _conv_transposend(input: Tensor, weight: Tensor, bias: Optional[Tensor], str
                    groups, dilation, nd)
         if r is not NotImplemented:
             return r
-    if isinstance(padding, str):
-        raise TypeError(f"{fn}(): argument 'padding' must be tuple of ints, not str")
+    for name, v in (("stride", stride), ("padding", padding),
+                    ("output_padding", output_padding), ("dilation", dilation)):
+        _int_list_arg(v, name, fn)
     x, unbatched = _batch_input(input, nd, fn)
     stride = _ints(stride, nd, "stride")
     pad = _ints(padding, nd, "padding")

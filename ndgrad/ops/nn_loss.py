@@ -719,6 +719,9 @@ def _nll_checks(input: Tensor, target: Tensor, weight: Optional[Tensor],
     if weight is not None and (weight.dim() != 1 or weight.numel() != C):
         raise RuntimeError(f"weight tensor should be defined either for all {C} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(input)} but found "
+                           f"{_dtype_name(weight)}")
     t = target._data
     bad = (t != ignore_index) & ((t < 0) | (t >= C))
     if bad.any():
@@ -780,7 +783,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
         if r is not NotImplemented:
             return r
     red = _reduction(reduction, size_average, reduce)
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:     # a negative one is no smoothing, as in torch
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
                            f"{label_smoothing}")
     nd = input.dim()
@@ -967,6 +970,15 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
     if linear_bias is not None and tuple(linear_bias.shape) != out_shape:
         raise RuntimeError(f"expected linear_bias shape {out_shape}, got "
                            f"{tuple(linear_bias.shape)}")
+    if linear_bias is not None and options is None and \
+            len({input.dtype, w.dtype, linear_bias.dtype}) > 1:
+        # torch's reference path is addmm: the bias against the weight, then the input against
+        # the weight (its chunked path, with options, multiplies first: mm's refusal)
+        if linear_bias.dtype != w.dtype:
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                               f"{_dtype_name(linear_bias)} and {_dtype_name(w)}")
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_dtype_name(input)} and {_dtype_name(w)}")
     w2 = w.reshape(-1, w.shape[-1]) if w.dim() != 2 else w
     logits = matmul(input, w2.t())
     if linear_bias is not None:
@@ -1051,18 +1063,19 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Any, full: bool = Fals
         var = full_like(input, float(var))
         if float(var._data.reshape(-1)[0]) < 0 if var.numel() else False:
             raise ValueError("var has negative entry/entries")
+    if var.numel() and bool(np.any(var._data < 0)):
+        raise ValueError("var has negative entry/entries")
     if var.shape != input.shape:
-        if tuple(input.shape[:-1]) == tuple(var.shape):
+        ish, vsh = tuple(input.shape), tuple(var.shape)
+        if ish[:-1] == vsh:
             var = var.unsqueeze(-1)
-        elif tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1:
-            pass
+        elif len(ish) == len(vsh) and sum(v for i, v in zip(ish, vsh) if i != v) == 1:
+            pass      # one dim of var is 1 where input's is not: broadcast (homoscedastic)
         else:
             raise ValueError("var is of incorrect size")
     red = _RED.get(reduction) if isinstance(reduction, str) else None
     if red is None:
         raise ValueError(reduction + " is not valid")
-    if var.numel() and bool(np.any(var._data < 0)):
-        raise ValueError("var has negative entry/entries")
     var = var.clone()
     from ..autograd.grad_mode import no_grad
     with no_grad():
@@ -1157,12 +1170,16 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Optional[
     ...       ndgrad.tensor([[1.0]])).item(), 4)
     0.6931
     """
-    red = _reduction(reduction, size_average, reduce)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
     loss = -(target * _logsigmoid(input) + (1 - target) * _logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
     C = input.shape[-1] if input.dim() else 1
     loss = loss.sum(-1 if input.dim() else ()) / C if input.dim() else loss
+    red = _RED.get(reduction) if isinstance(reduction, str) else None
+    if red is None:         # checked after the loss, with torch's wording for this loss
+        raise ValueError(f"{reduction} is not valid")
     return _reduce_t(loss, red)
 
 
@@ -1268,6 +1285,9 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     t = target._data
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected scalar type Long but found {_dtype_name(target)}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(input)} but found "
+                           f"{_dtype_name(weight)}")
     if t.size and (np.any(t < 0) or np.any(t >= C)):
         raise RuntimeError("target out of range")
     x = input if nd else input.reshape(1)

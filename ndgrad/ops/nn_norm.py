@@ -753,6 +753,10 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     xs = tuple(input.shape)
     if training:
         _verify_bn_size(input.shape)
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean must be defined in evaluation mode")
     C = xs[1] if len(xs) > 1 else 0
@@ -761,9 +765,9 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
         if t is not None and t.numel() != C:
             raise RuntimeError(f"{what} should contain {C} elements not {t.numel()}")
     _check_float(input, "batch_norm")
-    _check_mixed(input, weight, bias, running_mean, running_var)
-    if input.numel() == 0:
+    if input.numel() == 0:          # before the dtype rules, as torch
         return input.clone()
+    _check_mixed(input, weight, bias, running_mean, running_var)
     N = xs[0] if xs else 1
     S = _prod(xs[2:])
     lay = ((N, C, S), (0, 2), (1, C, 1), (C,))
@@ -815,6 +819,11 @@ def instance_norm(input: Tensor, running_mean: Optional[Tensor] = None,
     b2 = bias.repeat(N) if bias is not None else None
     rm2 = running_mean.repeat(N) if running_mean is not None else None
     rv2 = running_var.repeat(N) if running_var is not None else None
+    if input._data.dtype not in _LOWP:
+        # torch's instance norm takes running statistics of another dtype (float32 buffers
+        # with a float64 input): they are used, and updated, through the input's dtype
+        rm2 = rm2.to(input.dtype) if rm2 is not None else None
+        rv2 = rv2.to(input.dtype) if rv2 is not None else None
     out = batch_norm(x2, rm2, rv2, w2, b2, use_input_stats, momentum, eps)
     with no_grad():
         if running_mean is not None and rm2 is not None and use_input_stats:

@@ -227,11 +227,14 @@ def pad_fn(input: Tensor, pad: Any, mode: str = "constant",
     if mode == "constant":
         k = len(p) // 2
         for i in range(k):
-            d = x.ndim - 1 - i
-            if x.shape[d] + p[2 * i] + p[2 * i + 1] < 0:
-                raise RuntimeError(f"The input size {x.shape[d]}, plus negative padding "
-                                   f"{p[2 * i]} and {p[2 * i + 1]} resulted in a negative output "
-                                   f"size, which is invalid. Check dimension {d} of your input.")
+            # torch first crops the negative pads off (a narrow per side): each crop must leave
+            # a non-negative size, even when the other side's padding would make up for it
+            n = x.shape[x.ndim - 1 - i]
+            for side in p[2 * i:2 * i + 2]:
+                if side < 0:
+                    n += side
+                    if n < 0:
+                        raise RuntimeError("narrow(): length must be non-negative.")
         v = 0 if value is None else value
         if x.dtype.kind in "iub" and isinstance(v, float) and x.dtype.kind != "b":
             v = int(v)

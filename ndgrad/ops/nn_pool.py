@@ -66,6 +66,29 @@ def _compute_dtype(x: np.ndarray) -> np.dtype:
 def sep_forward(x: np.ndarray, mats: tuple) -> np.ndarray:
     """``x`` with matrix ``mats[j]`` (out x in, or None: identity) applied along its
     ``len(mats)`` trailing dims: one matmul per dim on a contiguous reshape (no transposes)."""
+    if x.dtype.kind == "f" and x.size and not np.isfinite(x).all():
+        return _sep_nonfinite(x, mats)
+    return _sep_finite(x, mats)
+
+
+def _sep_nonfinite(x: np.ndarray, mats: tuple) -> np.ndarray:
+    """``sep_forward`` of an input holding NaN or infinities. A matmul would multiply them by
+    the zero weights of every other window (NaN everywhere); a window (an output element)
+    only sees the inputs it has a nonzero weight for, as torch's loops do: NaN if one is NaN
+    or infinities of both signs meet, else the infinity, else the finite sum."""
+    finite = np.isfinite(x)
+    out = _sep_finite(np.where(finite, x, 0), mats)
+    absm = tuple(None if a is None else np.abs(a) for a in mats)
+    one = np.ones((), x.dtype)
+    hit_nan = _sep_finite(np.where(np.isnan(x), one, 0), absm) > 0
+    pinf = _sep_finite(np.where(x == np.inf, one, 0), mats)
+    ninf = _sep_finite(np.where(x == -np.inf, one, 0), mats)
+    up, down = (pinf > 0) | (ninf < 0), (pinf < 0) | (ninf > 0)
+    out = np.where(up, np.inf, np.where(down, -np.inf, out))
+    return np.where(hit_nan | (up & down), np.nan, out).astype(out.dtype, copy=False)
+
+
+def _sep_finite(x: np.ndarray, mats: tuple) -> np.ndarray:
     n = len(mats)
     shape = list(x.shape)
     out_shape = tuple(shape[:len(shape) - n]) + tuple(
@@ -124,6 +147,8 @@ def _planes(idx: np.ndarray, lead: tuple, nsp: int) -> np.ndarray:
     """``idx`` (flat per-plane indices, shape ``lead' + out``) broadcast to ``lead`` and
     flattened to (planes, positions)."""
     out = idx.shape[idx.ndim - nsp:]
+    if math.prod(out) == 0:                      # an empty output (adaptive size 0)
+        return np.zeros((math.prod(lead), 0), idx.dtype)
     if idx.shape[:idx.ndim - nsp] == lead:      # no broadcast (np.broadcast_to: ~5 us)
         return idx.reshape(-1, math.prod(out))
     return np.broadcast_to(idx, lead + out).reshape(-1, math.prod(out))
@@ -593,21 +618,25 @@ def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
 
 def _check_pool(x: np.ndarray, nsp: int, kernel: tuple, stride: tuple, pad: tuple,
                 dil: tuple, ceil: bool, fn: str, is_max: bool) -> tuple:
-    """torch's checks of a pooling's arguments (in its order); the output's spatial shape."""
-    if any(s == 0 for s in stride):     # first: a kernel of 0 is also the default stride
-        raise RuntimeError("stride should not be zero")
+    """torch's checks of a pooling's arguments (in its order); the output's spatial shape.
+    First, dim by dim, those of the output size's formula (zero stride, padding against the
+    dilated kernel), then the arguments' signs, the input's shape, the padding against the
+    kernel itself and the output size."""
+    for k, s, p, d in zip(kernel, stride, pad, dil):
+        if s == 0:
+            raise RuntimeError("stride should not be zero")
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+        eff = (k - 1) * d + 1
+        if p > (eff // 2 if eff >= 0 else -(-eff // 2)):     # C's division (to zero)
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={k} and dilation={d}")
     if any(k <= 0 for k in kernel):
         raise RuntimeError("kernel size should be greater than zero, but got " +
                            " ".join(f"k{a}: {k}" for a, k in zip("THW"[3 - nsp:], kernel)))
     if any(s < 0 for s in stride):
         raise RuntimeError("stride should be greater than zero, but got " +
                            " ".join(f"d{a}: {s}" for a, s in zip("THW"[3 - nsp:], stride)))
-    for k, p, d in zip(kernel, pad, dil):
-        if p < 0:
-            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
-        if p > ((k - 1) * d + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                               f"pad={p}, kernel_size={k} and dilation={d}")
     if any(d <= 0 for d in dil):
         raise RuntimeError("dilation should be greater than zero, but got " +
                            " ".join(f"dilation{a}: {d}" for a, d in zip("THW"[3 - nsp:], dil)))
@@ -729,6 +758,15 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     st = _ints(stride, 1, "max_pool1d", "stride", allow_none=True) or k
     pad = _ints(padding, 1, "max_pool1d", "padding")
     dil = _ints(dilation, 1, "max_pool1d", "dilation")
+    if return_indices:
+        # torch's indices path is max_pool2d's on (..., 1, L): its checks and messages
+        if x.ndim not in (2, 3):
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional "
+                               "tensor for argument #1 'self' (while checking arguments for "
+                               "max_pool1d)")
+        r = _max_pool(_unsq(input), 2, (1, k[0]), (1, st[0]), (0, pad[0]), (1, dil[0]),
+                      ceil_mode, True)
+        return r[0].squeeze(-2), _wrap(r[1]._data.squeeze(-2))
     if x.ndim not in (2, 3) or any(v == 0 for v in x.shape[x.ndim - 2:]):
         raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
                            f"dim batch size for input, but got:{list(x.shape)}")
@@ -741,13 +779,13 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {k[0]}")
     if st[0] <= 0:
         raise RuntimeError(f"max_pool1d() stride must be greater than zero, but got {st[0]}")
-    if dil[0] <= 0:
-        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {dil[0]}")
     if pad[0] < 0:
         raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {pad[0]}")
-    if 2 * pad[0] > k[0]:
-        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got "
-                           f"padding={pad[0]} and kernel_size={k[0]}")
+    if pad[0] > k[0] // 2:       # the kernel's own size (torch's value path ignores dilation)
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but "
+                           f"got padding={pad[0]} and kernel_size={k[0]}")
+    if dil[0] <= 0:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {dil[0]}")
     o = _pool_out(x.shape[-1], k[0], st[0], pad[0], dil[0], bool(ceil_mode))
     if o < 1:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
@@ -1316,8 +1354,10 @@ def _fractional(input: Tensor, nsp: int, kernel_size: Any, output_size: Any,
         out = _ints(output_size, nsp, fn, "output_size")
     for j in range(nsp):
         if out[j] + kernel[j] - 1 > plane[j]:
-            raise RuntimeError(f"{fn}_out(): pool size {kernel[j]} too large relative to input "
-                               f"size {plane[j]} for output size {out[j]}")
+            dim = ("time", "height", "width")[3 - nsp + j]
+            where = f"{fn}()" if nsp == 2 else f"{fn}_out()"
+            raise RuntimeError(f"{where}: pool {dim} {kernel[j]} too large relative to input "
+                               f"{dim} {plane[j]}")
     _float_or_int(x, fn, False)
     lead = x.shape[:x.ndim - nsp]
     planes = lead if x.ndim == nsp + 2 else (1,) + lead
@@ -1326,9 +1366,18 @@ def _fractional(input: Tensor, nsp: int, kernel_size: Any, output_size: Any,
         smp = rand(planes + (nsp,), dtype=_dtype._FROM_NP[x.dtype])._data.astype(np.float64)
     else:
         smp = np.asarray(_random_samples._data, np.float64)
-        if smp.shape != planes + (nsp,):
-            raise RuntimeError(f"Expect _random_samples to be of shape {list(planes) + [nsp]}, "
-                               f"but got {list(smp.shape)}")
+        if smp.ndim != 3:
+            raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {smp.ndim}")
+        if smp.shape[0] < planes[0]:
+            raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+        if smp.shape[1] != planes[1]:
+            raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+        if smp.shape[2] != nsp:
+            raise RuntimeError(f"Expect _random_samples.size(2) equals to {nsp}; got "
+                               f"{smp.shape[2]}.")
+        smp = smp[:planes[0]]       # extra rows (more samples than the batch) are unused
+        if _random_samples.dtype != input.dtype:
+            raise RuntimeError("Expect _random_samples to have the same dtype as input")
     idx = _wrap(fractional_indices(x, kernel, out, smp))
     op = FRACTIONAL2D if nsp == 2 else FRACTIONAL3D
     y = apply(op, (input,), (x,), (nsp, kernel, out, idx))

@@ -22,6 +22,7 @@ from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter, UninitializedParameter
 from .module import LazyModuleMixin, Module
+from .utils import _Repeat
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
@@ -181,9 +182,12 @@ class _ConvTransposeNd(_ConvNd):
             raise ValueError(f'Only "zeros" padding mode is supported for '
                              f'{type(self).__name__}')
         n = self._nd
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, n),
-                         _ntuple(stride, n), _ntuple(padding, n), _ntuple(dilation, n), True,
-                         _ntuple(output_padding, n), groups, bias, padding_mode, device, dtype)
+        # torch's _single/_pair/_triple here: any iterable becomes a tuple of its items (so
+        # padding="same" is its characters, refused by the functional at the first call)
+        t = _Repeat(n, "_ntuple")
+        super().__init__(in_channels, out_channels, t(kernel_size), t(stride), t(padding),
+                         t(dilation), True, t(output_padding), groups, bias, padding_mode, device,
+                         dtype)
 
     def _output_padding(self, input: Tensor, output_size: Optional[Any], stride: tuple,
                         padding: tuple, kernel_size: tuple, num_spatial_dims: int,

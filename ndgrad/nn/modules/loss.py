@@ -14,19 +14,24 @@ warning; ``forward`` calls ``ndgrad.nn.functional``.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any, Callable, Optional
 
+from ... import _dtype
 from ...ops.nn_loss import _legacy_reduction
 from ...tensor import Tensor
 from .. import functional as F
 from .distance import PairwiseDistance
+from .linear import Linear
 from .module import Module
 
 __all__ = ["L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "NLLLoss2d", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "SmoothL1Loss", "HuberLoss", "PoissonNLLLoss",
            "GaussianNLLLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
            "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss",
-           "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss"]
+           "MultiMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss",
+           "LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
 
 
 class _Loss(Module):
@@ -148,6 +153,8 @@ class HuberLoss(_Loss):
     """Huber loss with threshold ``delta``."""
 
     def __init__(self, reduction="mean", delta=1.0) -> None:
+        if not isinstance(delta, (float, int)):
+            raise TypeError(f"delta must be a float or int, got: {type(delta)}")
         super().__init__(None, None, reduction)
         self.delta = delta
 
@@ -320,3 +327,93 @@ class TripletMarginWithDistanceLoss(_Loss):
         return F.triplet_margin_with_distance_loss(
             anchor, positive, negative, distance_function=self.distance_function,
             margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+_ACC_POLICIES = ("auto", "accurate", "balanced", "compact")
+
+
+@dataclasses.dataclass(frozen=True)
+class LinearCrossEntropyOptions:
+    """torch's chunking options of ``linear_cross_entropy``, validated as torch does. torch
+    splits the batch into chunks so the whole logits matrix never exists at once (a memory
+    saving on large vocabularies); ndgrad computes the same loss in one piece, so the options
+    are accepted and change nothing.
+
+    >>> import ndgrad.nn as nn
+    >>> nn.LinearCrossEntropyOptions(batch_chunk_size=2).batch_chunk_size
+    2
+    """
+
+    allow_retain_graph: bool = False
+    batch_chunk_size: Optional[int] = None
+    chunking_method: Optional[str] = "auto"
+    acc_policy: str = "auto"
+    acc_dtype: Any = None
+
+    def __post_init__(self) -> None:
+        if self.acc_policy not in _ACC_POLICIES:
+            raise ValueError(f"invalid acc_policy: {self.acc_policy!r}")
+        if self.chunking_method is not None and self.chunking_method != "auto":
+            name, sep, factor = self.chunking_method.partition(":")
+            factor = factor if sep else "1"
+            if not (name == "aspect_ratio" and factor.isdigit() and int(factor) > 0):
+                raise ValueError(f"invalid chunking_method: {self.chunking_method!r}")
+        b = self.batch_chunk_size
+        if not (b is None or isinstance(b, int) and b > 0):
+            raise ValueError(f"batch_chunk_size must be positive int or None, got {b!r}")
+        ok = (_dtype.float16, _dtype.bfloat16, _dtype.float32, _dtype.float64)
+        if self.acc_dtype is not None and self.acc_dtype not in ok:
+            raise ValueError(
+                f"acc_dtype must be one of {{None, torch.float16, torch.bfloat16, "
+                f"torch.float32, torch.float64}}, got {self.acc_dtype!r}. Pass "
+                "acc_dtype=None to let the op pick automatically.")
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of ``linear(input)`` logits: an internal ``Linear`` (``self.linear``)
+    from ``in_features`` to ``num_classes * prod(out_features)`` (its weight stored flat, as
+    torch's), reshaped to ``(num_classes, *out_features, in_features)`` for
+    ``F.linear_cross_entropy``.
+
+    >>> import ndgrad, ndgrad.nn as nn
+    >>> loss = nn.LinearCrossEntropyLoss(3, 4)
+    >>> list(loss.state_dict())
+    ['linear.weight']
+    >>> loss(ndgrad.ones(2, 3), ndgrad.tensor([0, 3])).shape
+    ndgrad.Size([])
+    """
+
+    def __init__(self, in_features: int, num_classes: int, *, out_features: tuple = (),
+                 bias: bool = False, device: Any = None, dtype: Any = None,
+                 reduction: str = "mean", weight: Optional[Tensor] = None,
+                 ignore_index: Optional[int] = None, label_smoothing: float = 0.0,
+                 options: Optional[LinearCrossEntropyOptions] = None) -> None:
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight, None, None, reduction)
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(in_features, math.prod(out_features, start=num_classes), bias=bias,
+                             device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        lin = self.linear
+        shape = (self.num_classes, *self.out_features)
+        return F.linear_cross_entropy(
+            input, lin.weight.reshape(shape + (lin.in_features,)), target,
+            linear_bias=None if lin.bias is None else lin.bias.reshape(shape),
+            weight=self.weight, reduction=self.reduction, ignore_index=self.ignore_index,
+            label_smoothing=self.label_smoothing, options=self.options)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
