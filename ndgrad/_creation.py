@@ -104,7 +104,7 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
         d = data._data
         return _aligned.copy(d) if d.flags.c_contiguous else d.copy()
     if isinstance(data, np.ndarray):
-        if not data.dtype.isnative:
+        if not (data.flags.c_contiguous and data.dtype.isnative):   # torch reads it in place
             _check_shareable(data)
         _dtype.from_numpy_dtype(data.dtype)
         return _aligned.copy(data)

@@ -266,6 +266,8 @@ CASES = {
     "as_tensor_negative_strides": lambda m: m.as_tensor(np.zeros((2, 2))[:, ::-1]),
     "from_numpy_big_endian": lambda m: m.from_numpy(np.arange(3.0, dtype=">f8")),
     "tensor_big_endian": lambda m: m.tensor(np.arange(3.0, dtype=">f8")),
+    "tensor_negative_strides": lambda m: m.tensor(np.arange(4.0)[::-1]),
+    "tensor_negative_strides_2d": lambda m: m.tensor(np.zeros((2, 3))[:, ::-1]),
 }
 
 # Where the first line of torch's message is not the thing to compare.
