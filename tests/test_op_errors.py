@@ -268,6 +268,8 @@ CASES = {
     "tensor_big_endian": lambda m: m.tensor(np.arange(3.0, dtype=">f8")),
     "tensor_negative_strides": lambda m: m.tensor(np.arange(4.0)[::-1]),
     "tensor_negative_strides_2d": lambda m: m.tensor(np.zeros((2, 3))[:, ::-1]),
+    "tensor_negative_stride_size_one": lambda m: m.tensor(np.zeros((1, 3))[::-1]),
+    "from_numpy_negative_stride_size_one": lambda m: m.from_numpy(np.zeros((1, 3))[::-1]),
 }
 
 # Where the first line of torch's message is not the thing to compare.
