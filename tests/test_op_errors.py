@@ -278,6 +278,8 @@ CASES = {
     "softshrink_lambda_above_max": lambda m: m.nn.functional.softshrink(
         _t(m, 3, dtype="float16"), 65519.0),
     "softshrink_lambda_nan": lambda m: m.nn.functional.softshrink(_t(m, 3), float("nan")),
+    "mm_int32_int64": lambda m: _t(m, 2, 2, dtype="int32") @ _t(m, 2, 2, dtype="int64"),
+    "mm_int8_double": lambda m: _t(m, 2, 2, dtype="int8") @ _t(m, 2, 2, dtype="float64"),
     "tensor_negative_strides": lambda m: m.tensor(np.arange(4.0)[::-1]),
     "tensor_negative_strides_2d": lambda m: m.tensor(np.zeros((2, 3))[:, ::-1]),
     "tensor_negative_stride_size_one": lambda m: m.tensor(np.zeros((1, 3))[::-1]),
