@@ -208,11 +208,12 @@ def _compare(actual: Any, expected: Any, path: str, **kw: Any) -> None:
             m = type(m)(f"{m}\n\nThe failure occurred for item {path}")
             m.pathed = True    # type: ignore[attr-defined]
         raise m from None
-    except _NoPair as e:
-        if path and not getattr(e, "pathed", False):
-            e = _NoPair(f"{e}\n\nThe failure occurred for item {path}")
-            e.pathed = True    # type: ignore[attr-defined]
-        raise e from None
+    except _NoPair as err:
+        if path and not getattr(err, "pathed", False):
+            named = _NoPair(f"{err}\n\nThe failure occurred for item {path}")
+            named.pathed = True    # type: ignore[attr-defined]
+            raise named from None
+        raise
     except _Nested as n:
         items = n.items
         for key, (a, e) in items:
