@@ -149,8 +149,9 @@ def range(start: Any = 0, end: Any = None, step: Any = 1, *, out: Any = None, dt
     values = s + np.arange(n, dtype=np.float64) * st
     out_t = _creation.tensor(values.astype(d.np), requires_grad=requires_grad)
     if out is not None:
-        out.resize_(n)
-        out.copy_(out_t)
+        if out.numel() != n:          # an out with n elements keeps its shape, as torch's
+            out.resize_(n)
+        out.copy_(out_t.reshape(out.shape))
         return out
     return out_t
 

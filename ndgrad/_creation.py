@@ -103,8 +103,7 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
     if isinstance(data, Tensor):       # laid out as a preserve_format clone (torch's copy)
         return _layout.preserve_copy(data._data)
     if isinstance(data, np.ndarray):
-        if not data.dtype.isnative:
-            _check_shareable(data)
+        _check_shareable(data)              # torch reads the array in place first
         _dtype.from_numpy_dtype(data.dtype)
         return _layout.preserve_copy(data)
     if isinstance(data, np.generic):
@@ -164,12 +163,17 @@ def _first_leaf(data: Any) -> Any:
     return data
 
 
+_PY_NUMBERS = frozenset((float, int, bool, complex))
+
+
 def _numpy_scalar_dtype(data: Any) -> Optional[_dtype.dtype]:
     """PyTorch's dtype for a sequence holding NumPy scalars: each leaf's type (a NumPy scalar
     its own dtype, a Python float the default dtype, an int int64, a complex the default
     complex type), promoted over the leaves; None when there is no NumPy scalar (or there are
     tensors: their own rules apply)."""
     types = _leaf_types(data, set())
+    if types <= _PY_NUMBERS:            # the common case, decided in one set test
+        return None
     if not any(issubclass(t, np.generic) for t in types) or any(
             issubclass(t, Tensor) for t in types):
         return None
@@ -301,7 +305,8 @@ def as_tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = Non
 def _check_shareable(a: np.ndarray) -> None:
     """PyTorch's refusals of an array a tensor would share: negative strides (with elements)
     and a non-native byte order."""
-    if a.size and any(s < 0 for s in a.strides):
+    st = a.strides
+    if st and min(st) < 0 and a.size:
         raise ValueError("At least one stride in the given numpy array is negative, and tensors "
                          "with negative strides are not currently supported. (You can probably "
                          "work around this by making a copy of your array  with "

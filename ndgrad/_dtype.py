@@ -272,7 +272,20 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """PyTorch's ``promote_types``: the smallest dtype both ``a`` and ``b`` cast to safely."""
     if a is b:
         return a
-    if (a in BAREBONES or b in BAREBONES) and not (a.is_floating_point or b.is_floating_point):
+    r = _PROMOTED.get((a, b))
+    if r is None:
+        r = _PROMOTED[a, b] = _promote(a, b)
+    return r
+
+
+_PROMOTED: dict = {}     # (a, b) -> promote_types(a, b): one dict lookup on the hot path
+
+
+def _promote(a: dtype, b: dtype) -> dtype:
+    if a is b:
+        return a
+    if (a.__class__ is _Barebones or b.__class__ is _Barebones) and not (
+            a.is_floating_point or b.is_floating_point):
         raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
                            f"attempted to promote {a._torch_name} and {b._torch_name}")
     pair = {a, b}
@@ -281,7 +294,7 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     if pair == {uint8, int8}:
         return int16
     if a._category == _COMPLEX or b._category == _COMPLEX:
-        real = promote_types(a.to_real(), b.to_real())
+        real = _promote(a.to_real(), b.to_real())
         return complex128 if real is float64 else complex64
     return a if _ORDER[a] > _ORDER[b] else b
 

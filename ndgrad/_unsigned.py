@@ -31,7 +31,7 @@ ALLOWED = frozenset((
     "random",
     # comparisons for equality, bitwise and/or/xor, the float tests
     "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor", "isnan", "isinf", "isfinite",
-    "isreal",
+    "isreal", "signbit",
     # the few arithmetic kernels: products and sums (whose results are int64)
     "mul", "sum", "nansum", "prod", "cumsum", "cumprod",
 ))
@@ -69,7 +69,7 @@ KERNELS: dict = {
     "bitwise_left_shift": "lshift_cpu", "bitwise_right_shift": "rshift_cpu",
     "bernoulli": "bernoulli_scalar_cpu_", "take": "take_cpu", "put": "take_put_cpu",
     "index_fill": "index_fill_cpu", "index_add": "index_add_", "masked_scatter": "masked_scatter",
-    "mode_indices": "mode_cpu", "trace": "trace",
+    "mode_indices": "mode_cpu", "trace": "trace", "sgn": "sign_cpu",
 }
 
 

@@ -208,6 +208,12 @@ def _compare(actual: Any, expected: Any, path: str, **kw: Any) -> None:
             m = type(m)(f"{m}\n\nThe failure occurred for item {path}")
             m.pathed = True    # type: ignore[attr-defined]
         raise m from None
+    except _NoPair as err:
+        if path and not getattr(err, "pathed", False):
+            named = _NoPair(f"{err}\n\nThe failure occurred for item {path}")
+            named.pathed = True    # type: ignore[attr-defined]
+            raise named from None
+        raise
     except _Nested as n:
         items = n.items
         for key, (a, e) in items:
@@ -261,8 +267,14 @@ def _compare_one(actual: Any, expected: Any, *, rtol: Optional[float], atol: Opt
                              f"Missing keys in the actual mapping: {sorted(ke - ka)}\n"
                              f"Additional keys in the actual mapping: {sorted(ka - ke)}")
         raise _Nested([(k, (actual[k], expected[k])) for k in actual])
-    raise TypeError(f"No comparison pair was able to handle inputs of type {type(actual)} and "
-                    f"{type(expected)}.")
+    if actual is None or expected is None:
+        _fail(f"None mismatch: {actual} is not {expected}")
+    raise _NoPair(f"No comparison pair was able to handle inputs of type {type(actual)} and "
+                  f"{type(expected)}.")
+
+
+class _NoPair(TypeError):
+    """Inputs no comparison handles: a TypeError naming the item inside nested inputs."""
 
 
 def _py_type(v: Any) -> type:
@@ -299,6 +311,8 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
         if msg is not None and not isinstance(m, _Structure):
             text = msg(text) if callable(msg) else msg
         raise AssertionError(text) from None
+    except _NoPair as e:
+        raise TypeError(str(e)) from None
 
 
 # ---------------------------------------------------------------------------- make_tensor

@@ -266,6 +266,24 @@ CASES = {
     "as_tensor_negative_strides": lambda m: m.as_tensor(np.zeros((2, 2))[:, ::-1]),
     "from_numpy_big_endian": lambda m: m.from_numpy(np.arange(3.0, dtype=">f8")),
     "tensor_big_endian": lambda m: m.tensor(np.arange(3.0, dtype=">f8")),
+    "hardtanh_half_bound_overflow": lambda m: m.nn.functional.hardtanh(
+        _t(m, 3, dtype="float16"), -1.0, 65519.0),
+    "threshold_half_value_overflow": lambda m: m.nn.functional.threshold(
+        _t(m, 3, dtype="float16"), 0.0, 1e5),
+    "threshold_int_value_overflow": lambda m: m.nn.functional.threshold(
+        _t(m, 3, dtype="int16"), 0, 1e5),
+    "threshold_bool": lambda m: m.nn.functional.threshold(_t(m, 3, dtype="bool"), 0, 1),
+    "hardshrink_half_lambda_overflow": lambda m: m.nn.functional.hardshrink(
+        _t(m, 3, dtype="float16"), 65519.0),
+    "softshrink_lambda_above_max": lambda m: m.nn.functional.softshrink(
+        _t(m, 3, dtype="float16"), 65519.0),
+    "softshrink_lambda_nan": lambda m: m.nn.functional.softshrink(_t(m, 3), float("nan")),
+    "mm_int32_int64": lambda m: _t(m, 2, 2, dtype="int32") @ _t(m, 2, 2, dtype="int64"),
+    "mm_int8_double": lambda m: _t(m, 2, 2, dtype="int8") @ _t(m, 2, 2, dtype="float64"),
+    "tensor_negative_strides": lambda m: m.tensor(np.arange(4.0)[::-1]),
+    "tensor_negative_strides_2d": lambda m: m.tensor(np.zeros((2, 3))[:, ::-1]),
+    "tensor_negative_stride_size_one": lambda m: m.tensor(np.zeros((1, 3))[::-1]),
+    "from_numpy_negative_stride_size_one": lambda m: m.from_numpy(np.zeros((1, 3))[::-1]),
 }
 
 # Where the first line of torch's message is not the thing to compare.

@@ -75,6 +75,8 @@ def test_resize():
     _same(lambda lib: lib.sin(_x(lib, 3), out=lib.zeros(0)))          # silently
     _same(lambda lib: lib.sin(_x(lib, 3), out=lib.zeros(2)))          # with the warning
     _same(lambda lib: lib.sum(_x(lib, 2, 3), 0, out=lib.zeros(5, 5)))
+    _same(lambda lib: lib.range(0, 5, out=lib.zeros(2, 3)))             # keeps out's shape
+    _same(lambda lib: lib.range(0, 5, out=lib.zeros(2, 2)))             # resized to (6,)
 
 
 def test_dtype_rules():

@@ -220,6 +220,21 @@ def test_detach_in_place():
     assert t[4] == n[4] and t[4][1].startswith("Can't detach views in-place. Use detach() instead.")
 
 
+@pytest.mark.parametrize("make", ["view", "reshape"])
+def test_grad_made_by_a_view_backward_is_no_view(make):
+    """A ``.grad`` a backward stored is no view (old ``zero_grad`` code calls
+    ``p.grad.detach_()``), and later gradients still accumulate into it, as torch's."""
+    def run(L):
+        x = L.ones(3, 2, requires_grad=True)
+        f = {"view": lambda: x.view(6), "reshape": lambda: x.reshape(6)}[make]
+        (f() * L.arange(6.0)).sum().backward()
+        out = [x.grad._base is None, outcome(lambda: x.grad.detach_() is not None)]
+        (f() * L.arange(6.0)).sum().backward()
+        return out + [x.grad.tolist(), x.grad._version]
+    t, n = both(run)
+    assert t == n
+
+
 @pytest.mark.parametrize("case", ["saved-output", "saved-non-leaf-input", "saved-leaf",
                                   "max1"])
 def test_modifying_detached_alias_invalidates_saved_tensor(case):

@@ -41,6 +41,9 @@ def _cases(m):
         "seq_len": ([1, 2], [1, 2, 3]), "list_tuple": ([1, 2], (1, 2)),
         "none": (None, None), "types": (m.ones(2), np.ones(2)), "strings": ("a", "a"),
         "close": (m.ones(2), m.ones(2) + 1e-6),
+        "none_number": (None, 1), "number_none": (1.5, None), "none_tensor": (None, m.ones(1)),
+        "none_nested": ([1, None], [1, 2]), "strings_nested": ([1, "a"], [1, "a"]),
+        "strings_mapping": ({"k": [None, "a"]}, {"k": [None, "a"]}),
     }
 
 

@@ -80,7 +80,7 @@ WORKS = [
     "T.flatten(a.reshape(3, 1))", "a.view(-1)", "a.reshape(3, 1).squeeze(1)", "a.ravel()",
     "T.tensor_split(a, 2)", "a.outer(a)", "T.kron(a, a)", "a.copysign(a)", "a.xlogy(a)",
     "a.angle()", "a.floor()", "a.ceil()", "a.round()", "a.trunc()", "a.real", "a.conj()",
-    "a.isnan()", "a.isinf()", "T.isfinite(a)", "T.isreal(a)", "a.float().mean()",
+    "a.isnan()", "a.isinf()", "T.isfinite(a)", "T.isreal(a)", "a.signbit()", "a.float().mean()",
     "T.result_type(a, 1)", "T.result_type(a, True)", "T.result_type(a, 1.0)",
     "T.result_type(a, 1j)", "T.result_type(a, T.tensor(1))", "T.result_type(a, T.tensor(1.0))",
     "T.result_type(a[0], T.tensor([1]))",
@@ -131,7 +131,7 @@ RAISES = [
     "a.renorm(2, 0, 1)", "a.lerp(a, 0.5)", "a.logcumsumexp(0)",
     "a.clone().clamp_(0, 1)", "a.clone().add_(1)", "a.clone().sub_(a)", "a.clone().mul_(1.5)",
     "a.clone().div_(2)", "a.hypot(a)", "a.gcd(a)", "a.lcm(a)", "a.heaviside(a)",
-    "a.bitwise_and(T.tensor([1]))",
+    "a.bitwise_and(T.tensor([1]))", "a.sgn()",
 ]
 
 PROMOTE = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",

@@ -131,7 +131,8 @@ class AccumulateGrad(Node):
             # one reference fewer here (no parameter of _accumulate).
             if (var._grad is None and new_grad.__class__ is _Tensor
                     and _getrefcount(new_grad) < expected and not _grad_state.enabled
-                    and new_grad._grad_fn is None and not new_grad._requires_grad):
+                    and new_grad._grad_fn is None and not new_grad._requires_grad
+                    and new_grad._base is None):
                 d, vd = new_grad._data, var._data
                 if d.strides == vd.strides and d.shape == vd.shape and \
                         vd.flags.c_contiguous and 0 not in vd.strides:
@@ -191,7 +192,10 @@ class AccumulateGrad(Node):
             if (not enabled and _getrefcount(new_grad) <= expected_refs
                     and obeys_layout_contract(new_grad._data, var._data)):
                 # Steal: nobody else can see this gradient.
-                if new_grad._grad_fn is None and not new_grad._requires_grad:
+                # (a gradient a backward made as a view of its own temporary is stored as a
+                # plain tensor: torch's ``.grad`` is no view there, and ``detach_()`` works)
+                if (new_grad._grad_fn is None and not new_grad._requires_grad
+                        and new_grad._base is None):
                     var._grad = new_grad
                 else:
                     var._grad = new_grad.detach()

@@ -362,7 +362,8 @@ def _mv_dtypes(mat: Tensor, vec: Tensor) -> None:
 
 
 def _cpp(d: _dtype.dtype) -> str:
-    return {"float32": "float", "float64": "double", "int64": "long int",
+    return {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
             "float16": "c10::Half", "bfloat16": "c10::BFloat16",
             "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}.get(
         d.name, d.name)

@@ -257,7 +257,19 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     lo, hi = min_val, max_val
     if x.dtype.kind in "iu":
         lo, hi = int(lo), int(hi)
+    else:
+        _checked(x, lo, hi)
     return _run(input, lambda s: _unary(HARDTANH, s, (lo, hi)), inplace)
+
+
+def _checked(x: np.ndarray, *numbers: Any) -> None:
+    """PyTorch's overflow check of numbers its kernel converts to a floating dtype (65519 for
+    float16: "value cannot be converted to type c10::Half without overflow")."""
+    d = _dtype._FROM_NP[x.dtype]
+    if d is not _dtype.bool:
+        for v in numbers:
+            if isinstance(v, (int, float)):
+                _dtype.scalar_to(v, d)
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
@@ -549,14 +561,15 @@ SOFTSHRINK = _unary_op("softshrink", "SoftshrinkBackward0", _softshrink_fwd, _sh
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``input`` where ``|input| > lambd``, else 0."""
     x = _float_only(input, "hardshrink_cpu")
+    _checked(x, lambd)
     return _unary(HARDSHRINK, input, (_dtype.number_in(lambd, x.dtype),))
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``input - lambd`` above ``lambd``, ``input + lambd`` below ``-lambd``, else 0."""
     x = _float_only(input, "softshrink_cpu")
-    if lambd < 0:
-        fmax = _dtype._FLOAT_MAX[_dtype._FROM_NP[x.dtype]]
+    fmax = _dtype._FLOAT_MAX[_dtype._FROM_NP[x.dtype]]
+    if not 0 <= lambd <= fmax:
         raise RuntimeError(f"lambda must be in range [0, {fmax:g}] for input dtype "
                            f"{_dtype._FROM_NP[x.dtype]._torch_name}, but found {lambd:g}")
     return _unary(SOFTSHRINK, input, (lambd,))
@@ -628,10 +641,11 @@ THRESHOLD_ = _unary_op("threshold_", "ThresholdBackward1", _threshold_fwd, _thre
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """``input`` where ``input > threshold``, else ``value``."""
     x = input._data
-    if x.dtype.kind == "c":
+    if x.dtype.kind in "cb":
         raise NotImplementedError("\"threshold_cpu\" not implemented for "
                                   f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
     op = THRESHOLD_ if inplace else THRESHOLD
+    _checked(x, value)
     value = _dtype.number_in(value, x.dtype)
     return _run(input, lambda s: _unary(op, s, (threshold, value)), inplace)
 
