@@ -3,7 +3,7 @@ ndgrad/ops/linalg.py): its eight GEMMs alone, in NumPy's default orientation and
 of the two per product, the non-GEMM NumPy work one op at a time, and the eager and compiled
 steps (both backends), all in one process on the same arrays.
 
-    python bench/mlp_large_budget.py [--threads 2] [--cpu] [--repeat 15]
+    python bench/mlp_large_budget.py [--threads 2] [--cpu] [--repeat 15] [--steps-only]
 
 ``--cpu`` measures the process's CPU time instead of wall time: with ``--threads 1`` it is the
 work itself, which other processes on a loaded machine disturb much less than wall time (with
@@ -47,6 +47,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cpu", action="store_true", help="process CPU time instead of wall time")
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--steps-only", action="store_true",
+                    help="time only the probe and the whole steps (hand-written NumPy, eager, "
+                         "compiled), interleaved: the other cells' allocations disturb them")
     args = ap.parse_args()
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[k] = str(args.threads)
@@ -127,6 +130,8 @@ def main() -> None:
         f = ndgrad.compile(whole, backend=backend)
         f(tx, tt, *tw)
         steps.append((f"compiled step ({backend})", lambda f=f: f(tx, tt, *tw)))
+    if args.steps_only:
+        gemms, others = [], []
     cells = [(n, fn) for n, f0, f1 in gemms for fn in (f0, f1)] + others + steps
     times: list = [[] for _ in cells]
     for _ in range(2):
@@ -149,21 +154,27 @@ def main() -> None:
         best += min(s0[0], s1[0])
         print(f"  {name:26s} default {s0[0]:7.2f} / {s0[1]:7.2f}   transposed "
               f"{s1[0]:7.2f} / {s1[1]:7.2f}")
-    print(f"  GEMM sum (minima): default orientation {default:.1f}, best orientation {best:.1f}")
+    if gemms:
+        print(f"  GEMM sum (minima): default orientation {default:.1f}, best orientation "
+              f"{best:.1f}")
+    else:
+        best = float("nan")
     k0 = 2 * len(gemms)
     rest = 0.0
     for j, (name, _) in enumerate(others):
         if "numba" not in name:
             rest += stat[k0 + j][0] * (2 if "(x2)" in name else 1)
         print(f"  {name:26s} {stat[k0 + j][0]:7.2f} / {stat[k0 + j][1]:7.2f}")
-    print(f"  non-GEMM NumPy work (minima, relu x2): {rest:.1f}")
+    if others:
+        print(f"  non-GEMM NumPy work (minima, relu x2): {rest:.1f}")
     probe = stat[k0 + len(others)][1] * 1e-3
     ceiling = 23.62e9 / (2 * 2048 ** 3 / probe) * 1e3
     print(f"  GEMM ceiling (23.62 GFLOP at the probe's median rate): {ceiling:.2f}")
     for j, (name, _) in enumerate(steps[1:], 1):
         s = stat[k0 + len(others) + j]
-        print(f"  {name:26s} {s[0]:7.2f} / {s[1]:7.2f}   (min / best GEMM sum "
-              f"{s[0] / best:.3f}; median / ceiling {s[1] / ceiling:.3f})")
+        vs_best = "" if best != best else f"min / best GEMM sum {s[0] / best:.3f}; "
+        print(f"  {name:26s} {s[0]:7.2f} / {s[1]:7.2f}   ({vs_best}median / ceiling "
+              f"{s[1] / ceiling:.3f})")
 
 
 if __name__ == "__main__":
