@@ -112,6 +112,13 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
         arr = np.array(data)
     except ValueError:
         raise ValueError(_ragged_message(data)) from None
+    except TypeError:
+        # NumPy 2.4 fails on nested lists of objects whose __array__ gives 0-d arrays (and,
+        # after one gave a bfloat16, on any list of them): the tensors' numbers instead (the
+        # dtype comes from the tensors all the same, _numpy_scalar_dtype)
+        if not any(isinstance(v, Tensor) for v in _leaves(data)):
+            raise
+        arr = np.array(_numbers(data))
     kind = arr.dtype.kind
     if kind == "O" or (kind == "f" and arr.size and abs(arr).max() >= 2.0 ** 63):
         arr = _big_ints(data, arr, target)
@@ -119,8 +126,9 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
     if target is not None and kind in "fiucb":
         return arr
     if isinstance(data, (list, tuple)) and kind in "fiucb" and (
-            arr.size <= 4096 or isinstance(_first_leaf(data), np.generic)):
-        # (a long list is scanned only when it starts with a NumPy scalar: ~50 ns a leaf)
+            arr.size <= 4096 or isinstance(_first_leaf(data), (np.generic, Tensor))):
+        # (a long list is scanned only when it starts with a NumPy scalar or a tensor: ~50 ns
+        # a leaf)
         found = _numpy_scalar_dtype(data)
         if found is not None:
             return arr.astype(found.np, copy=False)
@@ -157,6 +165,13 @@ def _leaf_types(data: Any, out: set) -> set:
     return out
 
 
+def _numbers(data: Any) -> Any:
+    """Nested lists with each (one-element) tensor replaced by its Python number."""
+    if isinstance(data, (list, tuple)):
+        return [_numbers(v) for v in data]
+    return data.item() if isinstance(data, Tensor) else data
+
+
 def _first_leaf(data: Any) -> Any:
     while isinstance(data, (list, tuple)) and data:
         data = data[0]
@@ -167,18 +182,22 @@ _PY_NUMBERS = frozenset((float, int, bool, complex))
 
 
 def _numpy_scalar_dtype(data: Any) -> Optional[_dtype.dtype]:
-    """PyTorch's dtype for a sequence holding NumPy scalars: each leaf's type (a NumPy scalar
-    its own dtype, a Python float the default dtype, an int int64, a complex the default
-    complex type), promoted over the leaves; None when there is no NumPy scalar (or there are
-    tensors: their own rules apply)."""
+    """PyTorch's dtype for a sequence holding NumPy scalars or (one-element) tensors: each
+    leaf's type (a NumPy scalar or a tensor its own dtype, a Python float the default dtype,
+    an int int64, a complex the default complex type), promoted over the leaves; None when
+    every leaf is a Python number."""
     types = _leaf_types(data, set())
     if types <= _PY_NUMBERS:            # the common case, decided in one set test
         return None
-    if not any(issubclass(t, np.generic) for t in types) or any(
-            issubclass(t, Tensor) for t in types):
-        return None
     found: Optional[_dtype.dtype] = None
+    if any(issubclass(t, Tensor) for t in types):
+        for leaf in _leaves(data):
+            if isinstance(leaf, Tensor):
+                d = _dtype._FROM_NP[leaf._data.dtype]
+                found = d if found is None else _dtype.promote_types(found, d)
     for t in types:
+        if issubclass(t, Tensor):
+            continue
         if issubclass(t, np.generic):
             d = _dtype._FROM_NP.get(np.dtype(t))
             if d is None:

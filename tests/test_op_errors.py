@@ -459,3 +459,23 @@ def test_tensor_of_numpy_scalars_infers_torchs_dtype(data):
         assert str(got) == "ndgrad.float32"     # not scanned (documented cost trade-off)
         return
     assert str(got).replace("ndgrad", "torch") == str(want)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: [1.0, m.tensor(2.0, dtype=m.float64)],
+    lambda m: [m.tensor(1, dtype=m.int32), 2], lambda m: [m.tensor(1, dtype=m.int32)],
+    lambda m: [m.tensor(1.5, dtype=m.float16), 2.0], lambda m: [m.tensor(True), 1],
+    lambda m: [[m.tensor(1.0)], [m.tensor(2.0, dtype=m.float64)]],
+    lambda m: [m.tensor(1), np.float32(2)],
+    lambda m: [m.tensor(1, dtype=m.uint8), m.tensor(2, dtype=m.int8)],
+    lambda m: [[m.tensor(1)], [m.tensor(2)]],
+    lambda m: [m.tensor(1.5, dtype=m.bfloat16), m.tensor(2.0, dtype=m.bfloat16)]])
+def test_tensor_of_tensors_infers_torchs_dtype(make):
+    """A list holding one-element tensors: each tensor's dtype, promoted with the other
+    leaves' (NumPy 2.4 cannot build some of these nestings itself: the numbers are used)."""
+    want = torch.tensor(make(torch))
+    got = ndgrad.tensor(make(ndgrad))
+    assert str(got.dtype).replace("ndgrad", "torch") == str(want.dtype)
+    assert got.tolist() == want.tolist()
+    # NumPy remembers the bfloat16 case: a nested list of tensors still builds afterwards
+    assert ndgrad.tensor([[ndgrad.tensor(1)], [ndgrad.tensor(2)]]).tolist() == [[1], [2]]
