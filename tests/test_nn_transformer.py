@@ -569,3 +569,44 @@ def test_encoder_inference_zeroes_padded_positions_as_torch(case):
         warnings.simplefilter("ignore")
         theirs = run(torch)
     np.testing.assert_allclose(run(ndgrad), theirs, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("backends", ["MATH", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "",
+                                      "MATH,FLASH_ATTENTION", "CUDNN_ATTENTION,MATH"])
+def test_sdpa_kernel_restricts_backends_as_torch(backends):
+    """``nn.attention.sdpa_kernel``: the calls torch's CPU math and flash kernels take, and
+    torch's errors when the allowed backends take none."""
+    import torch as T
+    out = []
+    for m in (T, ndgrad):
+        from importlib import import_module
+        att = import_module(m.__name__ + ".nn.attention")
+        chosen = [getattr(att.SDPBackend, b) for b in backends.split(",") if b]
+        m.manual_seed(0)
+        q = m.randn(1, 2, 4, 8, dtype=m.float64)
+        mask = m.ones(4, 4, dtype=m.bool).tril()
+        calls = [dict(), dict(attn_mask=mask), dict(attn_mask=mask, is_causal=True),
+                 dict(is_causal=True), "3d"]
+        res = []
+        with att.sdpa_kernel(chosen):
+            for kw in calls:
+                try:
+                    if kw == "3d":
+                        r = m.nn.functional.scaled_dot_product_attention(q[0], q[0], q[0])
+                    else:
+                        r = m.nn.functional.scaled_dot_product_attention(q, q, q, **kw)
+                    res.append(round(float(r.sum()), 9))
+                except RuntimeError as e:
+                    res.append(str(e))
+        res.append(m.nn.functional.scaled_dot_product_attention(
+            q, q, q, attn_mask=mask, is_causal=True).shape[-1])   # restored afterwards
+        out.append(res)
+    assert out[0] == out[1]
+
+
+def test_sdpa_kernel_refuses_what_is_no_backend():
+    from ndgrad.nn.attention import SDPBackend, sdpa_kernel
+    with pytest.raises(AssertionError, match="Backend must be an instance of SDPBackend"):
+        with sdpa_kernel("math"):
+            pass
+    assert str(SDPBackend.MATH) == "SDPBackend.MATH" and int(SDPBackend.FLASH_ATTENTION) == 1

@@ -40,6 +40,7 @@ from .modules import __all__ as _modules_all
 from .parameter import *  # noqa: F401,F403
 from .parameter import __all__ as _parameter_all
 
+from . import attention  # noqa: F401,E402  (sdpa_kernel, SDPBackend)
 from . import parallel  # noqa: F401,E402  (DistributedDataParallel; distributed loads MPI lazily)
 from .parallel import DataParallel  # noqa: F401,E402
 

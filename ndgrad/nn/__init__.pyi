@@ -170,6 +170,7 @@ from ndgrad.nn.modules.upsampling import UpsamplingNearest2d as UpsamplingNeares
 from ndgrad.nn.modules.padding import ZeroPad1d as ZeroPad1d
 from ndgrad.nn.modules.padding import ZeroPad2d as ZeroPad2d
 from ndgrad.nn.modules.padding import ZeroPad3d as ZeroPad3d
+from . import attention as attention
 from . import functional as functional
 from . import init as init
 from . import modules as modules

@@ -330,13 +330,19 @@ def _broadcast_batch(a: tuple, b: tuple) -> tuple:
         raise
 
 
-def _cpu_flash_takes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, dropout_p: float,
+# The backends ``ndgrad.nn.attention.sdpa_kernel`` allows (torch's SDPBackend values: 0 math,
+# 1 flash attention ...); None: every one (the default).
+ALLOWED: Optional[frozenset] = None
+_MATH, _FLASH = 0, 1
+
+
+def _cpu_flash_takes(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float,
                      enable_gqa: bool) -> bool:
     """Would torch run this call on its CPU flash-attention kernel? That kernel applies an
     ``attn_mask`` together with ``is_causal=True``; torch's math path refuses the pair. It is
     chosen for 4-D inputs with equal batch sizes and head dims, heads equal (or grouped with
-    ``enable_gqa``), unit-stride last dims, no dropout, and a mask not requiring grad that is
-    2-D or 4-D, each dim full or 1."""
+    ``enable_gqa``), unit-stride last dims, no dropout, and no mask or a mask not requiring
+    grad that is 2-D or 4-D, each dim full or 1."""
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4 or dropout_p > 0:
         return False
     (B, H, L, E), (Bk, Hk, S, Ek), (Bv, Hv, _, Ev) = q.shape, k.shape, v.shape
@@ -346,6 +352,8 @@ def _cpu_flash_takes(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, dropout_p: f
         return False
     if any(t._data.strides[-1] != t._data.itemsize and t.shape[-1] > 1 for t in (q, k, v)):
         return False
+    if mask is None:
+        return True
     if mask.requires_grad or mask.ndim not in (2, 4):
         return False
     ms = tuple(mask.shape)
@@ -388,8 +396,19 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
                            f"dtype, but got attn_mask.dtype: {_tname(attn_mask)} and  "
                            f"query.dtype: {_tname(q)} instead.")
-    if is_causal and attn_mask is not None and \
-            not _cpu_flash_takes(q, k, v, attn_mask, dropout_p, enable_gqa):
+    flash = None                     # would torch's CPU flash kernel take the call?
+    if ALLOWED is not None:          # sdpa_kernel(...): the backends left
+        if _MATH not in ALLOWED and _FLASH not in ALLOWED:
+            raise RuntimeError("No viable backend for scaled_dot_product_attention was found. "
+                               "This is likely due to turning off both the math kernel and the "
+                               "fused kernels.")
+        flash = _FLASH in ALLOWED and _cpu_flash_takes(q, k, v, attn_mask, dropout_p,
+                                                       enable_gqa)
+        if not flash and _MATH not in ALLOWED:
+            raise RuntimeError("No available kernel.  Aborting execution.")
+    if is_causal and attn_mask is not None and not (
+            flash if flash is not None else
+            _cpu_flash_takes(q, k, v, attn_mask, dropout_p, enable_gqa)):
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
     if not 0.0 <= dropout_p <= 1.0:
