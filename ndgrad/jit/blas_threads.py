@@ -21,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import ctypes
-import glob
 import os
 import threading
 import time
@@ -29,7 +28,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ..ops._scipy_threads import OneThread
+from ..ops._scipy_threads import OneThread, locate
 
 __all__ = ["single_blas_thread", "run_single_threaded", "MAX_MACS", "available",
            "column_major_first_is_faster"]
@@ -45,22 +44,13 @@ def _find() -> Optional[tuple]:
     global _funcs, _searched
     if not _searched:
         _searched = True
-        root = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
-        for path in glob.glob(os.path.join(root, "*openblas*")):
-            try:
-                # PyDLL: the two calls only read or write a count (no callbacks, no waiting
-                # on BLAS threads when lowering it), so they keep the GIL: ~0.05 µs less per
-                # call than CDLL's release and reacquire
-                lib = ctypes.PyDLL(path)
-                get = lib.scipy_openblas_get_num_threads64_
-                put = lib.scipy_openblas_set_num_threads64_
-            except (OSError, AttributeError):
-                continue
-            get.restype = ctypes.c_int
-            # no argtypes: a Python int goes as a C int by default (half the call's cost)
-            put.restype = None
-            _funcs = (get, put)
-            break
+        # PyDLL: the two calls only read or write a count (no callbacks, no waiting on BLAS
+        # threads when lowering it), so they keep the GIL: ~0.05 µs less per call than CDLL's
+        # release and reacquire
+        _funcs = locate(os.path.join(os.path.dirname(os.path.dirname(np.__file__)),
+                                     "numpy.libs"),
+                        "scipy_openblas_get_num_threads64_",
+                        "scipy_openblas_set_num_threads64_", ctypes.PyDLL)
     return _funcs
 
 

@@ -28,13 +28,29 @@ import os
 import threading
 from typing import Any, Callable, Optional
 
-__all__ = ["one_thread", "OneThread", "small", "MAX_WORK"]
+__all__ = ["one_thread", "OneThread", "locate", "small", "MAX_WORK"]
 
 MAX_WORK = 1 << 21          # a 128x128x128 product
 _lock = threading.Lock()
 _depth = [0, 1]             # [active calls, the thread count to restore]
 _funcs: Optional[tuple] = None
 _searched = False
+
+
+def locate(libs: str, get: str, put: str, loader: Callable = ctypes.CDLL) -> Optional[tuple]:
+    """``(get, set)`` of the thread count of the OpenBLAS bundled in the wheel directory
+    ``libs`` (``scipy.libs``, ``numpy.libs``), by its exported names, or None."""
+    for path in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
+        try:
+            lib = loader(path)
+            g, p = getattr(lib, get), getattr(lib, put)
+        except (OSError, AttributeError):
+            continue
+        g.restype = ctypes.c_int
+        # no argtypes: a Python int goes as a C int by default (half the call's cost)
+        p.restype = None
+        return g, p
+    return None
 
 
 def _find() -> Optional[tuple]:
@@ -45,18 +61,9 @@ def _find() -> Optional[tuple]:
             import scipy
         except ImportError:
             return None
-        root = os.path.join(os.path.dirname(os.path.dirname(scipy.__file__)), "scipy.libs")
-        for path in sorted(glob.glob(os.path.join(root, "*openblas*"))):
-            try:
-                lib = ctypes.CDLL(path)
-                get = lib.scipy_openblas_get_num_threads
-                put = lib.scipy_openblas_set_num_threads
-            except (OSError, AttributeError):
-                continue
-            get.restype = ctypes.c_int
-            put.restype = None
-            _funcs = (get, put)
-            break
+        _funcs = locate(os.path.join(os.path.dirname(os.path.dirname(scipy.__file__)),
+                                     "scipy.libs"),
+                        "scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads")
     return _funcs
 
 

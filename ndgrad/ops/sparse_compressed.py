@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -37,24 +37,13 @@ from ..autograd.grad_mode import _state
 from ..autograd.node import next_sequence_nr
 from ..tensor import Tensor, _wrap
 from ._dispatch import gradient_edge
-from .sparse_coo import _SparseNode
+from .sparse_coo import _node_class
 
 __all__ = ["sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor", "to_dense",
            "to_compressed", "to_coo", "values", "add", "mul", "neg", "transpose", "total_sum"]
 
 _CSR, _CSC = _layout.sparse_csr, _layout.sparse_csc
 _NO_EDGE = (None, 0)
-
-
-_NODE_CLASSES: Dict[tuple, type] = {}   # apart from the COO ones: same names, other VJPs
-
-
-def _node_class(name: str, vjp: Callable) -> type:
-    cls = _NODE_CLASSES.get((name, vjp))
-    if cls is None:
-        cls = _NODE_CLASSES[(name, vjp)] = type(name, (_SparseNode,), {
-            "_vjp": staticmethod(vjp), "__module__": "ndgrad.autograd"})
-    return cls
 
 
 def _meta(t: Any) -> Optional[tuple]:
