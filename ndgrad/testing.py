@@ -35,11 +35,12 @@ import numpy as np
 
 from . import _creation, _dtype
 from ._settings import finfo, iinfo
+from ._warn import warn_user
 from .autograd.grad_mode import no_grad
 from .ops.rearrange import view_as_real
 from .tensor import Tensor, check_device
 
-__all__ = ["assert_close", "make_tensor"]
+__all__ = ["assert_close", "assert_allclose", "make_tensor"]
 
 # (rtol, atol) by dtype name, PyTorch's defaults; other dtypes compare exactly
 _TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),
@@ -313,6 +314,40 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
         raise AssertionError(text) from None
     except _NoPair as e:
         raise TypeError(str(e)) from None
+
+
+# The deprecated assert_allclose's own, looser defaults (other dtypes compare exactly)
+_ALLCLOSE_TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5),
+                        "float64": (1e-5, 1e-8)}
+
+
+def assert_allclose(actual: Any, expected: Any, rtol: Optional[float] = None,
+                    atol: Optional[float] = None, equal_nan: bool = True,
+                    msg: str = "") -> None:
+    """The deprecated ``torch.testing.assert_allclose`` (a ``FutureWarning``): ``assert_close``
+    without the dtype check, NaNs equal by default, numbers and lists taken as tensors (the
+    expected one in the actual's dtype), and its own default tolerances (float32: rtol 1e-4,
+    atol 1e-5; float16: 1e-3 and 1e-3; float64: 1e-5 and 1e-8).
+
+    >>> import ndgrad, warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     ndgrad.testing.assert_allclose(ndgrad.tensor([1.0, 2.0]), [1.0, 2.00001])
+    """
+    warn_user("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be removed "
+              "in a future release. Please use `torch.testing.assert_close()` instead. You can "
+              "find detailed upgrade instructions in "
+              "https://github.com/pytorch/pytorch/issues/61844.", FutureWarning)
+    if not isinstance(actual, Tensor):
+        actual = _creation.tensor(actual)
+    if not isinstance(expected, Tensor):
+        expected = _creation.tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        pairs = [_ALLCLOSE_TOLERANCES.get(str(t.dtype).rsplit(".", 1)[-1], (0.0, 0.0))
+                 for t in (actual, expected)]
+        rtol, atol = max(p[0] for p in pairs), max(p[1] for p in pairs)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                 check_dtype=False, check_stride=False, msg=msg or None)
 
 
 # ---------------------------------------------------------------------------- make_tensor

@@ -84,6 +84,7 @@ LAYERS = {
     "ndgrad.ops._util": OPS_CORE,
     "ndgrad.ops._workspace": OPS_CORE,
     "ndgrad.ops._scipy_threads": OPS_CORE,
+    "ndgrad.ops._deprecations": OPS_CORE,
     "ndgrad.ops._std_sort": OPS_CORE,
     "ndgrad.ops.views_inplace": OPS_CORE,
     "ndgrad.ops._batching": OPS_CORE,

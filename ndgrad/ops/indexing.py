@@ -28,6 +28,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _dtype, _unsigned
+from .._warn import warn_user_once
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
@@ -287,6 +288,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, value: Any 
         _check_same_dtype(x, src._data)
         _check_scatter("scatter", x, d, i, src._data)
         if reduce is not None:
+            warn_user_once("The reduce argument of torch.scatter with Tensor src is deprecated and "
+                           "will be removed in a future PyTorch release. Use torch.scatter_reduce "
+                           "instead for more reduction options.")
             return apply(SCATTER_LEGACY, (input, src), (x, src._data), (d, index, reduce))
         return apply(SCATTER, (input, src), (x, src._data), (d, index))
     if not is_scalar(src):
@@ -795,6 +799,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
     _check_index_vector(index, "index_reduce_")
+    warn_user_once("index_reduce() is in beta and the API may change at any time.")
     if x.dtype != s.dtype:
         raise RuntimeError(f"index_reduce_(): self ({_tname(x.dtype)}) and source "
                            f"({_tname(s.dtype)}) must have the same scalar type")

@@ -38,6 +38,7 @@ from . import linalg as _lin
 from . import pointwise as _pw
 from . import reduction as _red
 from . import shape as _sh
+from ._deprecations import warn_deprecated
 from ._dispatch import Op, apply
 
 __all__ = ["LinAlgError", "qr", "linalg_qr", "svd", "linalg_svd", "svdvals", "eigh",
@@ -411,6 +412,7 @@ def linalg_qr(A: Tensor, mode: str = "reduced") -> Any:
 
 def qr(input: Tensor, some: bool = True) -> tuple:
     """``torch.qr``: the QR decomposition, reduced if ``some`` else complete."""
+    warn_deprecated("qr")
     return QROldResult(*_linalg_qr(input, "reduced" if some else "complete", "qr"))
 
 

@@ -30,6 +30,7 @@ from .. import _dtype
 from ..tensor import Tensor, _wrap
 from . import linalg as _lin
 from . import _scipy_threads
+from ._deprecations import warn_deprecated
 from ._dispatch import Op, apply
 from ._jvp import zero
 from .pointwise import apply_nondiff
@@ -689,6 +690,7 @@ TRIANGULAR_SOLVE = Op("triangular_solve", "TriangularSolveBackward0", _tsolve_fw
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False) -> Any:
     """``torch.triangular_solve``: (X, clone of A) with ``op(A) X = b``."""
+    warn_deprecated("triangular_solve")
     from ._batching import call, marked
     if marked((b, A)):
         r = call(lambda x, y: triangular_solve(x, y, upper, transpose, unitriangular), b, A)
@@ -838,9 +840,7 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
 
 def cholesky_old(A: Tensor, upper: bool = False, out: Any = None) -> Tensor:
     """``torch.cholesky`` (deprecated in PyTorch): CholeskyBackward0."""
-    import warnings
-    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be "
-                  "removed in a future PyTorch release.", UserWarning, stacklevel=2)
+    warn_deprecated("cholesky")
     _check_tensor(A, "cholesky", "input", 1)
     _check_float(A, "cholesky", low_impl="cholesky_cpu")
     _check_square(A, "cholesky")
@@ -1180,6 +1180,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
 
 def lu_old(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = None) -> Any:
     """``torch.lu``: (LU, pivots[, infos])."""
+    warn_deprecated("lu")
     _check_tensor(A, "lu", "A", 1)
     _lu_checks(A, "torch.lu_factor")
     _no_pivot(pivot, "linalg.lu_factor")
@@ -1388,6 +1389,7 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
 
 def lu_solve_old(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, out: Any = None) -> Tensor:
     """``torch.lu_solve(b, LU_data, LU_pivots)``."""
+    warn_deprecated("lu_solve")
     return lu_solve(LU_data, LU_pivots, b)
 
 

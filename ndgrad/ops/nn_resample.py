@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .. import _creation, _dtype
+from .._warn import warn_user
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
@@ -380,8 +381,8 @@ def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: st
     ...     F.upsample(ndgrad.tensor([[[1.0, 2.0]]]), size=3)
     tensor([[[1., 1., 2.]]])
     """
-    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate "
-                  "instead.", stacklevel=3)
+    warn_user("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+              "instead.")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
@@ -394,8 +395,8 @@ def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) 
     ...     F.upsample_nearest(ndgrad.tensor([[[1.0, 2.0]]]), scale_factor=2)
     tensor([[[1., 1., 2., 2.]]])
     """
-    warnings.warn("nn.functional.upsample_nearest is deprecated. Use "
-                  "nn.functional.interpolate instead.", stacklevel=3)
+    warn_user("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` "
+              "instead.")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
@@ -408,8 +409,8 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
     ...     F.upsample_bilinear(ndgrad.tensor([[[[0.0, 2.0]]]]), size=(1, 3))
     tensor([[[[0., 1., 2.]]]])
     """
-    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use "
-                  "nn.functional.interpolate instead.", stacklevel=3)
+    warn_user("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` "
+              "instead.")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 

@@ -30,6 +30,7 @@ from .. import _dtype
 from ..autograd.saved import TensorList
 from ..tensor import Tensor, _wrap
 from . import linalg as _lin
+from ._deprecations import warn_deprecated
 from ._dispatch import Op, apply
 from ._util import check_tensor, wrap_dim
 from . import _autocast
@@ -1018,6 +1019,7 @@ def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
 
 def chain_matmul(*matrices: Tensor, out: Any = None) -> Tensor:
     """``multi_dot`` of 2-D tensors (deprecated in PyTorch)."""
+    warn_deprecated("chain_matmul")
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = tuple(matrices[0])
     if len(matrices) == 0:

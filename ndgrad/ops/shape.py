@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import operator
 import re
-import warnings
 from typing import Any, Sequence
 
 import numpy as np
 
 from .. import _dtype, _layout, _signature
 from .._creation import _infer_array
+from .._warn import warn_user
 from ..autograd.saved import TensorList
 from ..tensor import Tensor, _as_shape, _ptr, _storage_nbytes, _storage_root, _wrap
 from ._batching import call as _bcall
@@ -524,9 +524,11 @@ def _index_tuple(index: Any) -> tuple:
     if isinstance(index, (list, range, str, bytes)) and len(index) < 32:
         for it in index:
             if isinstance(it, (Tensor, slice) + _SEQUENCES) or it is None or it is Ellipsis:
-                warnings.warn("Using a non-tuple sequence for multidimensional indexing is "
-                              "deprecated; use x[tuple(seq)] instead of x[seq]", UserWarning,
-                              stacklevel=4)
+                warn_user("Using a non-tuple sequence for multidimensional indexing is "
+                          "deprecated and will be changed in pytorch 2.9; use x[tuple(seq)] "
+                          "instead of x[seq]. In pytorch 2.9 this will be interpreted as tensor "
+                          "index, x[torch.tensor(seq)], which will result either in an error or a "
+                          "different result")
                 return tuple(index)
     return (index,)
 
@@ -538,8 +540,8 @@ class _ByteMask(np.ndarray):
 
 
 def _byte_mask(d: np.ndarray) -> np.ndarray:
-    warnings.warn("indexing with dtype uint8 is deprecated, please use a dtype bool instead.",
-                  UserWarning, stacklevel=5)
+    warn_user("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+              "torch.bool instead.")
     m = np.asarray(d != 0).view(_ByteMask)
     m._source = d          # the uint8 data, saved as PyTorch saves it
     return m
