@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _creation, _dtype
+from . import _creation, _dtype, _write_watch
 from . import return_types as _return_types
 from .autograd.grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -270,6 +270,8 @@ def _check_out_type(name: str, out: Any, n: int, args: tuple = (), kwargs: Any =
 
 
 def _write(name: str, dst: Tensor, src: Tensor) -> None:
+    if _write_watch.watch is not None:                  # Note [Write watchers]
+        _write_watch.watch(dst._data)
     shape = src._data.shape
     if dst._data.shape != shape:
         if name in _RANGES:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import ndgrad
-from ndgrad.ops import nn_conv, views_inplace
+from ndgrad import _write_watch
+from ndgrad.ops import nn_conv
 
 
 def _arrays(v):
@@ -37,7 +38,7 @@ def test_columns_freed_when_apply_raises(bias):
     assert seen                                 # the forward did keep columns
     assert nn_conv._kept == {}
     assert getattr(nn_conv._keep_flag, "entry", None) is None
-    assert views_inplace.write_watch is None
+    assert _write_watch.watch is None
     gc.collect()
     assert all(r() is None for r in seen)       # and nothing holds them any more
     # the next convolution keeps and uses its own columns as usual

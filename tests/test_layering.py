@@ -51,6 +51,7 @@ LAYERS = {
     "ndgrad._signature": BOTTOM,
     "ndgrad._torch_function": BOTTOM,
     "ndgrad._out": BOTTOM,
+    "ndgrad._write_watch": BOTTOM,
     "ndgrad._dlpack": BOTTOM,
     "ndgrad.types": BOTTOM,
     "ndgrad.torch_version": BOTTOM,
@@ -115,6 +116,7 @@ LAYERS = {
     "ndgrad.autograd.forward_ad": API,
     "ndgrad.autograd.gradcheck": API,
     "ndgrad.autograd.graph": API,
+    "ndgrad.autograd.saved_mutation": API,
     # the practical layer (nn, optim, utils are API too, by the default rule below): pictures of
     # graphs, DLPack exchange.
     "ndgrad.viz": API,

@@ -269,5 +269,5 @@ def test_forward_columns_follow_writes_the_version_check_does_not_see(write):
         grads.append(w.grad.numpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-12)
     assert not nn_conv._kept
-    from ndgrad.ops import views_inplace
-    assert views_inplace.write_watch is None
+    from ndgrad import _write_watch
+    assert _write_watch.watch is None

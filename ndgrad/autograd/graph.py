@@ -19,10 +19,11 @@ from . import engine
 from .hooks import _MultiHandle, RemovableHandle
 from .node import Node
 from .saved import SavedTensor, disable_saved_tensors_hooks, saved_tensors_hooks
+from .saved_mutation import allow_mutation_on_saved_tensors, increment_version
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "saved_tensors_hooks",
            "disable_saved_tensors_hooks", "SavedTensor", "save_on_cpu",
-           "register_multi_grad_hook"]
+           "register_multi_grad_hook", "allow_mutation_on_saved_tensors", "increment_version"]
 
 
 class save_on_cpu(saved_tensors_hooks):

@@ -47,11 +47,10 @@ from typing import Any, Callable, Optional
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .. import _dtype
+from .. import _dtype, _write_watch
 from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor
 from . import shape as _shape
-from . import views_inplace as _views_inplace
 from ._batching import RULES
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
@@ -280,7 +279,7 @@ def _wide_cols(x: np.ndarray, k: tuple, pad: tuple, dil: tuple, groups: int,
 # ``_KEPT_BYTES`` each are kept (the oldest goes first; a backward that finds none
 # recomputes), which bounds the memory held for graphs kept alive without a backward. An
 # in-place op writing memory a kept entry was copied from (through ``.data`` or a view of it:
-# writes the version check does not see) drops the entry first (``views_inplace.write_watch``,
+# writes the version check does not see) drops the entry first (Note [Write watchers],
 # set only while entries exist), so the weight gradient reads the array as it is then, as
 # PyTorch's does. Writing into the array behind ndgrad's back (through ``.numpy()``) is not
 # seen: the kept columns then hold the old values.
@@ -302,7 +301,7 @@ def _drop(i: int, token: object) -> None:
 
 def _watch_writes() -> None:
     """In-place writes are watched while columns are kept (called under ``_kept_lock``)."""
-    _views_inplace.write_watch = _written if _kept else None
+    _write_watch.set_watcher("conv columns", _written if _kept else None)
 
 
 def _written(arr: np.ndarray) -> None:

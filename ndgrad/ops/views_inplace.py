@@ -41,7 +41,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _write_watch
 from .._aligned import AlignedBlock
 from .._layout import is_non_overlapping_and_dense
 from ..autograd import batching as _bt
@@ -362,10 +362,6 @@ def _bump(t: Tensor) -> None:
     vc[1] = _site()
 
 
-# While a convolution keeps a copy derived from an input array for its backward, ops/nn_conv.py
-# sets this to a function told of every array an in-place op is about to write (Note [Forward
-# columns]); None otherwise, and then in-place ops pay one global test for it.
-write_watch: Optional[Callable[[np.ndarray], None]] = None
 
 
 def _check_inplace(self: Tensor, recording: bool, writes: bool = True) -> None:
@@ -395,8 +391,8 @@ def _check_inplace(self: Tensor, recording: bool, writes: bool = True) -> None:
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a "
             "single memory location. Please clone() the tensor before performing the operation.")
-    if writes and write_watch is not None:
-        write_watch(self._data)
+    if writes and _write_watch.watch is not None:      # Note [Write watchers]
+        _write_watch.watch(self._data)
 
 
 # Note [Captured tensors]
@@ -564,7 +560,7 @@ def inplace_binary(self: Tensor, other: Any, ufunc: np.ufunc, fn: Callable[..., 
     """
     d = self._data
     if (not _state.enabled and not _dispatch._FW_AD and not _dispatch._TRANSFORM
-            and write_watch is None
+            and _write_watch.watch is None
             and not self._inference
             and d.dtype in _FAST_FLOAT_DTYPES and d.flags.writeable
             and (d.base is None or d.base.__class__ is AlignedBlock)):   # Note [Aligned arrays]

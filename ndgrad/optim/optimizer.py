@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional
 import numpy as np
 
 from .. import _creation
-from .. import _dtype
+from .. import _dtype, _write_watch
 from ..autograd.grad_mode import enable_grad
 from ..autograd.hooks import RemovableHandle
 from .._sparse import SparseTensor
@@ -343,7 +343,11 @@ class Optimizer:
 def params_with_grad(group: Dict[str, Any]) -> Iterable[Any]:
     """The parameters of a group that have a gradient (Tensors whose ``grad`` is not None: a
     fact the type ``Tensor`` cannot carry, hence ``Any``)."""
-    return [p for p in group["params"] if p.grad is not None]
+    params = [p for p in group["params"] if p.grad is not None]
+    if _write_watch.watch is not None:                  # Note [Write watchers]
+        for p in params:
+            _write_watch.watch(p._data)
+    return params
 
 
 def grad_array(p: Tensor, maximize: bool = False, sparse: Optional[str] = None) -> np.ndarray:
