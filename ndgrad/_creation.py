@@ -22,7 +22,7 @@ from ._generator import (Generator, default_generator, draw, normal_array, randi
 from .autograd.grad_mode import _state as _grad_state
 from .tensor import Tensor, _wrap, check_device
 from .tensor import _as_shape as _raw_shape
-from ._warn import warn_user
+from ._warn import warn_user, warn_user_once
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like",
@@ -108,6 +108,10 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
         return _layout.preserve_copy(data)
     if isinstance(data, np.generic):
         return np.array(data)
+    if isinstance(data, list) and data and isinstance(data[0], np.ndarray):
+        warn_user_once("Creating a tensor from a list of numpy.ndarrays is extremely slow. "
+                       "Please consider converting the list to a single numpy.ndarray with "
+                       "numpy.array() before converting to a tensor.")
     try:
         arr = np.array(data)
     except ValueError:
@@ -126,7 +130,7 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
     if target is not None and kind in "fiucb":
         return arr
     if isinstance(data, (list, tuple)) and kind in "fiucb" and (
-            arr.size <= 4096 or isinstance(_first_leaf(data), (np.generic, Tensor))):
+            arr.size <= 4096 or isinstance(_first_leaf(data), (np.generic, np.ndarray, Tensor))):
         # (a long list is scanned only when it starts with a NumPy scalar or a tensor: ~50 ns
         # a leaf)
         found = _numpy_scalar_dtype(data)
@@ -190,13 +194,16 @@ def _numpy_scalar_dtype(data: Any) -> Optional[_dtype.dtype]:
     if types <= _PY_NUMBERS:            # the common case, decided in one set test
         return None
     found: Optional[_dtype.dtype] = None
-    if any(issubclass(t, Tensor) for t in types):
-        for leaf in _leaves(data):
-            if isinstance(leaf, Tensor):
-                d = _dtype._FROM_NP[leaf._data.dtype]
+    if any(issubclass(t, (Tensor, np.ndarray)) for t in types):
+        for leaf in _leaves(data):       # tensors and arrays: each its own dtype
+            if isinstance(leaf, (Tensor, np.ndarray)):
+                a = leaf._data if isinstance(leaf, Tensor) else leaf
+                d = _dtype._FROM_NP.get(a.dtype)
+                if d is None:
+                    return None
                 found = d if found is None else _dtype.promote_types(found, d)
     for t in types:
-        if issubclass(t, Tensor):
+        if issubclass(t, (Tensor, np.ndarray)):
             continue
         if issubclass(t, np.generic):
             d = _dtype._FROM_NP.get(np.dtype(t))
@@ -333,6 +340,12 @@ def _check_shareable(a: np.ndarray) -> None:
     if not a.dtype.isnative:
         raise ValueError("given numpy array has byte order different from the native byte "
                          "order. Conversion between byte orders is currently not supported.")
+    if not a.flags.writeable:
+        warn_user_once("The given NumPy array is not writable, and PyTorch does not support "
+                       "non-writable tensors. This means writing to this tensor will result in "
+                       "undefined behavior. You may want to copy the array to protect its data "
+                       "or make it writable before converting it to a tensor. This type of "
+                       "warning will be suppressed for the rest of this program.")
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:
@@ -703,15 +716,30 @@ def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     return _finish(draw(_randn_array, _as_shape(size), nd, generator), requires_grad, device)
 
 
-def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None,
+def randint(low: Any = None, high: Any = None, size: Any = None, *, generator: Any = None,
             dtype: Any = None, layout: Any = None, device: Any = None,
             pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor:
-    """Integers uniformly drawn from [low, high)."""
+    """Integers uniformly drawn from [low, high): ``randint(high, size)``, ``randint(low, high,
+    size)``, or by keyword (``randint(3, size=(2,))``, ``randint(high=3, size=(2,))``).
+
+    >>> import ndgrad
+    >>> _ = ndgrad.manual_seed(0)
+    >>> ndgrad.randint(3, size=(4,))
+    tensor([2, 0, 2, 0])
+    """
     check_extras("randint", layout, pin_memory)
+    position = 3
     if size is None:
-        low, high, size = 0, low, high
-    if high is None:
+        low, high, size, position = 0, low, high, 2
+    elif high is None:
+        low, high = 0, low
+    elif low is None:
+        low = 0
+    if high is None or size is None:
         raise TypeError("randint() missing required argument 'size'")
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"randint(): argument 'size' (position {position}) must be tuple of "
+                        f"ints, not {type(size).__name__}")
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
     _check_random_bounds(low, high, d)
     arr = draw(_randint_array, low, high, _as_shape((size,)), d.np, generator)

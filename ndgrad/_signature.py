@@ -66,7 +66,7 @@ import inspect
 import os
 import re
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -365,6 +365,21 @@ def _fail_varargs(fn: str, param: Param, values: tuple) -> None:
     _fail_elements(fn, param, " (position 1)", values)
 
 
+# Note [Sizes by keyword]
+# A schema's ``int... size`` takes the sizes as separate ints or one sequence, and, as in torch,
+# by keyword too (``torch.zeros(size=(2, 3))``): the generated function has the varargs under
+# another name (``*_va_size``) and a hidden keyword-only ``size``; introspection shows
+# ``*size`` (``_declared_signature``). Both at once, or a number by keyword, are torch's
+# TypeErrors.
+def _size_keyword(fn: str, name: str, given: tuple, value: Any) -> tuple:
+    if given:
+        raise TypeError(f"{fn}() got multiple values for argument '{name}'")
+    if not isinstance(value, (tuple, list)) or not _is_int_list(value):
+        raise TypeError(f"{fn}(): argument '{name}' must be tuple of ints, not "
+                        f"{_typename(value)}")
+    return (value,)
+
+
 _INTERNAL = (MemoryError, ValueError)
 
 
@@ -530,6 +545,8 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
                  "_INTERNAL": _INTERNAL, "_translate": _translate,
                  "_MISSING": _MISSING, "_call_with_out": call_with_out}
     out_call = None
+    first: list = []
+    varargs_name = None
     aliases = _numpy_aliases(params)
     pre: list = []
     accepted = _accepted_names(impl)
@@ -549,11 +566,16 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
             elif not (p.default == "None" and not p.optional and p.types != ("Any",)):
                 pre.append(f"    elif {p.name} is _MISSING: {p.name} = _d_{p.name}")
         if p.varargs:
-            sig.append(f"*{p.name}")
-            call.append(f"*{p.name}")
-            body.append(f"    if not _is_size_varargs({p.name}): "
-                        f"_fail_varargs({fn_name!r}, _params[{i}], {p.name})")
+            # ``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))`` (Note [Sizes by keyword])
+            v = f"_va_{p.name}"
+            sig.extend([f"*{v}", f"{p.name}=_MISSING"])
+            call.append(f"*{v}")
+            first.append(f"    if {p.name} is not _MISSING: {v} = _size_keyword({fn_name!r}, "
+                         f"{p.name!r}, {v}, {p.name})")
+            body.append(f"    if not _is_size_varargs({v}): "
+                        f"_fail_varargs({fn_name!r}, _params[{i}], {v})")
             kw_started = True
+            varargs_name = p.name
             continue
         if p.kw_only and not kw_started:
             sig.append("*")
@@ -621,6 +643,8 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
     env.update(_Layout=_layout.layout, _no_pinned_memory=_layout.no_pinned_memory)
     tf_call = _protocol_call(params, env)
     body.insert(len(pre) if aliases else 0, f"    if _M and _tf_mode(): {tf_call}")
+    body = first + body
+    env["_size_keyword"] = _size_keyword
     src = (f"def {fn_name}({', '.join(sig)}):\n" + "\n".join(body + ranges) + tail).replace(
         _TF_CALL, tf_call)
     # The pseudo file name lies inside the package, so frame walks that skip ndgrad's own
@@ -634,7 +658,7 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
     # What introspection shows is the declared signature, not the implementation's, with the
     # types of Note [Typed API] (in ndgrad/types.py).
     fn.__annotations__ = _annotations(params, impl)
-    fn.__signature__ = _declared_signature(fn, params, aliases)
+    fn.__signature__ = _declared_signature(fn, params, aliases, varargs_name)
     fn.__wrapped__ = impl
     fn.__qualname__ = name
     fn.__module__ = getattr(impl, "__module__", "ndgrad")
@@ -665,7 +689,7 @@ def _protocol_call(params: list, env: dict) -> str:
                _tf_mode=_torch_function.mode_active, _tf_call=_tf_call,
                _tf_spec=(tuple(positional), defaults, nvar), _is_plain_tensor_list=(
                    _is_plain_tensor_list))
-    args = "".join(f"{n}, " for n in positional) + (f"*{nvar}, " if nvar else "")
+    args = "".join(f"{n}, " for n in positional) + (f"*_va_{nvar}, " if nvar else "")
     kws = ", ".join(f"{n!r}: {n}" for n in keywords)
     return f"return _tf_call(_me, _tf_spec, ({args}), {{{kws}}})"
 
@@ -693,9 +717,16 @@ def _numpy_aliases(params: list) -> dict:
     return out
 
 
-def _declared_signature(fn: Callable, params: list, aliases: dict) -> inspect.Signature:
-    """``fn``'s signature without the hidden alias parameters (Note [NumPy keyword aliases])."""
+def _declared_signature(fn: Callable, params: list, aliases: dict,
+                        varargs: Optional[str] = None) -> inspect.Signature:
+    """``fn``'s signature without the hidden alias parameters (Note [NumPy keyword aliases])
+    and with the sizes as ``*size`` (Note [Sizes by keyword])."""
     sig = inspect.signature(fn, follow_wrapped=False)
+    if varargs is not None:
+        sig = sig.replace(parameters=[
+            q.replace(name=varargs, annotation=fn.__annotations__.get(varargs, q.empty))
+            if q.kind is q.VAR_POSITIONAL else q
+            for q in sig.parameters.values() if q.name != varargs])
     if not aliases:
         return sig
     declared = {p.name: p for p in params if p.name in aliases}

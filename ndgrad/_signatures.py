@@ -767,10 +767,12 @@ def install(module: ModuleType) -> None:
 def _view_overloads(view_sizes: Any) -> Any:
     """``x.view(*size)`` or ``x.view(dtype)`` (PyTorch's two overloads of Tensor.view)."""
 
-    def view(self: Tensor, *size: Any) -> Tensor:
-        if len(size) == 1 and isinstance(size[0], _dtype.dtype):
+    def view(self: Tensor, *size: Any, **keywords: Any) -> Tensor:
+        if keywords.keys() == {"dtype"} and not size:      # x.view(dtype=...)
+            return view_dtype(self, keywords["dtype"])
+        if len(size) == 1 and isinstance(size[0], _dtype.dtype) and not keywords:
             return view_dtype(self, size[0])
-        return view_sizes(self, *size)
+        return view_sizes(self, *size, **keywords)           # x.view(size=(2, 3)) too
     fn: Any = view
     fn.__doc__ = view_sizes.__doc__
     fn.__name__ = fn.__qualname__ = "view"

