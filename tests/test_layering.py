@@ -87,6 +87,7 @@ LAYERS = {
     "ndgrad.ops._scipy_threads": OPS_CORE,
     "ndgrad.ops._deprecations": OPS_CORE,
     "ndgrad.ops._std_sort": OPS_CORE,
+    "ndgrad.ops._selection_orders": OPS_CORE,
     "ndgrad.ops.views_inplace": OPS_CORE,
     "ndgrad.ops._batching": OPS_CORE,
     # 4. the user-facing API.

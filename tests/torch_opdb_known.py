@@ -67,9 +67,6 @@ KNOWN = {
     'special.bessel_y1': {
         'forward': "sample 0[0]: values differ (max abs err 3.21e-07): ndgrad uses scipy.special.y1 (exact to 1e-16 against mpmath); torch's own kernel is off by ~3e-7",
     },
-    'topk': {
-        'lowp': 'ties among bfloat16 values: which tied index comes first is unspecified',
-    },
     'view_as_complex': {
         'lowp': 'float16 -> complex32, which NumPy does not have',
     },

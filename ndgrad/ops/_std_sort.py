@@ -21,126 +21,184 @@ Example:
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["std_sort_order", "mode_position", "mode_positions"]
+__all__ = ["std_sort_order", "sort_range", "partial_sort", "nth_element", "mode_position",
+           "mode_positions"]
+
+
+# libstdc++'s algorithms replayed on a list ``p`` of positions into ``v``, comparing
+# ``v[p[i]] < v[p[j]]`` only (values; equal values keep whatever order the algorithm leaves).
+def _adjust_heap(v: Sequence, p: list, first: int, hole: int, length: int, val: int) -> None:
+    """``std::__adjust_heap``: sift the hole at ``hole`` down to a leaf, then push ``val`` up."""
+    top = hole
+    child = hole
+    while child < (length - 1) // 2:
+        child = 2 * (child + 1)
+        if v[p[first + child]] < v[p[first + child - 1]]:
+            child -= 1
+        p[first + hole] = p[first + child]
+        hole = child
+    if (length & 1) == 0 and child == (length - 2) // 2:
+        child = 2 * (child + 1)
+        p[first + hole] = p[first + child - 1]
+        hole = child - 1
+    parent = (hole - 1) // 2
+    while hole > top and v[p[first + parent]] < v[val]:
+        p[first + hole] = p[first + parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    p[first + hole] = val
+
+
+def _make_heap(v: Sequence, p: list, first: int, last: int) -> None:
+    length = last - first
+    if length < 2:
+        return
+    parent = (length - 2) // 2
+    while True:
+        _adjust_heap(v, p, first, parent, length, p[first + parent])
+        if parent == 0:
+            return
+        parent -= 1
+
+
+def _pop_heap(v: Sequence, p: list, first: int, last: int, result: int) -> None:
+    val = p[result]
+    p[result] = p[first]
+    _adjust_heap(v, p, first, 0, last - first, val)
+
+
+def _sort_heap(v: Sequence, p: list, first: int, last: int) -> None:
+    while last - first > 1:
+        last -= 1
+        _pop_heap(v, p, first, last, last)
+
+
+def _heap_select(v: Sequence, p: list, first: int, middle: int, last: int,
+                 entrants: Optional[Callable[[Any], Iterable[int]]] = None) -> None:
+    _make_heap(v, p, first, middle)
+    # ``entrants(top)``: the positions in [middle, last) whose value goes before ``top``, in
+    # order; only they can enter the heap (its top only moves forward), so the others, which
+    # the loop would merely compare, are skipped
+    for i in range(middle, last) if entrants is None else entrants(v[p[first]]):
+        if v[p[i]] < v[p[first]]:
+            _pop_heap(v, p, first, middle, i)
+
+
+def partial_sort(v: Sequence, p: list, first: int, middle: int, last: int,
+                 entrants: Optional[Callable[[Any], Iterable[int]]] = None) -> None:
+    """``std::partial_sort(first, middle, last)``: the smallest ``middle - first`` in order
+    (``entrants``: see ``_heap_select``)."""
+    _heap_select(v, p, first, middle, last, entrants)
+    _sort_heap(v, p, first, middle)
 
 
 def _heapsort(v: Sequence, p: list, first: int, last: int) -> None:
-    """``std::sort``'s fallback past its depth limit (``partial_sort(first, last, last)``: make
-    a heap, then pop it), on ``p[first:last]`` in place, comparing ``v[p[.]]``."""
-    length = last - first
+    """``std::sort``'s fallback past its depth limit (``partial_sort(first, last, last)``)."""
+    partial_sort(v, p, first, last, last)
 
-    def adjust(hole, ln, val):
-        top = hole
-        child = hole
-        while child < (ln - 1) // 2:
-            child = 2 * (child + 1)
-            if v[p[first + child]] < v[p[first + child - 1]]:
-                child -= 1
-            p[first + hole] = p[first + child]
-            hole = child
-        if (ln & 1) == 0 and child == (ln - 2) // 2:
-            child = 2 * (child + 1)
-            p[first + hole] = p[first + child - 1]
-            hole = child - 1
-        parent = (hole - 1) // 2
-        while hole > top and v[p[first + parent]] < v[val]:
-            p[first + hole] = p[first + parent]
-            hole = parent
-            parent = (hole - 1) // 2
-        p[first + hole] = val
 
-    if length >= 2:
-        parent = (length - 2) // 2
-        while True:
-            adjust(parent, length, p[first + parent])
-            if parent == 0:
-                break
-            parent -= 1
-    while last - first > 1:
-        last -= 1
-        val = p[last]
-        p[last] = p[first]
-        adjust(0, last - first, val)
+def _partition_pivot(v: Sequence, p: list, first: int, last: int) -> int:
+    """``std::__unguarded_partition_pivot``: the median of positions first + 1, the middle and
+    last - 1 moved to ``first`` as the pivot, then Hoare's partition of the rest; the cut."""
+    lt = _lt(v, p)
+    a, b, c = first + 1, first + (last - first) // 2, last - 1
+    if lt(a, b):
+        m = b if lt(b, c) else c if lt(a, c) else a
+    else:
+        m = a if lt(a, c) else c if lt(b, c) else b
+    p[first], p[m] = p[m], p[first]
+    pv = v[p[first]]
+    lo, hi = first + 1, last
+    while True:
+        while v[p[lo]] < pv:
+            lo += 1
+        hi -= 1
+        while pv < v[p[hi]]:
+            hi -= 1
+        if not lo < hi:
+            return lo
+        p[lo], p[hi] = p[hi], p[lo]
+        lo += 1
+
+
+def _lt(v: Sequence, p: list):
+    return lambda i, j: v[p[i]] < v[p[j]]
+
+
+def _linear_insert(v: Sequence, p: list, i: int) -> None:
+    val = p[i]
+    x = v[val]
+    j = i - 1
+    while x < v[p[j]]:
+        p[j + 1] = p[j]
+        j -= 1
+    p[j + 1] = val
+
+
+def _insertion_sort(v: Sequence, p: list, first: int, last: int) -> None:
+    for i in range(first + 1, last):
+        if v[p[i]] < v[p[first]]:
+            val = p[i]
+            p[first + 1:i + 1] = p[first:i]
+            p[first] = val
+        else:
+            _linear_insert(v, p, i)
+
+
+def _introsort(v: Sequence, p: list, first: int, last: int, depth: int) -> None:
+    while last - first > 16:
+        if depth == 0:
+            partial_sort(v, p, first, last, last)
+            return
+        depth -= 1
+        cut = _partition_pivot(v, p, first, last)
+        _introsort(v, p, cut, last, depth)
+        last = cut
+
+
+def sort_range(v: Sequence, p: list, first: int, last: int) -> None:
+    """``std::sort(first, last)``: introsort down to runs of 16, then insertion sort."""
+    n = last - first
+    if n < 2:
+        return
+    _introsort(v, p, first, last, 2 * (n.bit_length() - 1))
+    if n > 16:
+        _insertion_sort(v, p, first, first + 16)
+        for i in range(first + 16, last):
+            _linear_insert(v, p, i)
+    else:
+        _insertion_sort(v, p, first, last)
+
+
+def nth_element(v: Sequence, p: list, first: int, nth: int, last: int) -> None:
+    """``std::nth_element(first, nth, last)`` (introselect)."""
+    if first == last or nth == last:
+        return
+    depth = 2 * ((last - first).bit_length() - 1)
+    while last - first > 3:
+        if depth == 0:
+            _heap_select(v, p, first, nth + 1, last)
+            p[first], p[nth] = p[nth], p[first]
+            return
+        depth -= 1
+        cut = _partition_pivot(v, p, first, last)
+        if cut <= nth:
+            first = cut
+        else:
+            last = cut
+    _insertion_sort(v, p, first, last)
 
 
 def std_sort_order(v: Sequence) -> list:
     """Positions of ``v`` in the order ``std::sort`` leaves its (value, position) pairs when it
     compares values only (Note [mode's index])."""
-    n = len(v)
-    p = list(range(n))
-
-    def lt(i, j):
-        return v[p[i]] < v[p[j]]
-
-    def introsort(first, last, depth):
-        while last - first > 16:
-            if depth == 0:
-                _heapsort(v, p, first, last)
-                return
-            depth -= 1
-            mid = first + (last - first) // 2
-            a, b, c = first + 1, mid, last - 1
-            if lt(a, b):
-                if lt(b, c):
-                    m = b
-                elif lt(a, c):
-                    m = c
-                else:
-                    m = a
-            elif lt(a, c):
-                m = a
-            elif lt(b, c):
-                m = c
-            else:
-                m = b
-            p[first], p[m] = p[m], p[first]
-            pv = v[p[first]]
-            lo, hi = first + 1, last
-            while True:
-                while v[p[lo]] < pv:
-                    lo += 1
-                hi -= 1
-                while pv < v[p[hi]]:
-                    hi -= 1
-                if not lo < hi:
-                    break
-                p[lo], p[hi] = p[hi], p[lo]
-                lo += 1
-            introsort(lo, last, depth)
-            last = lo
-
-    def linear_insert(i):
-        val = p[i]
-        x = v[val]
-        j = i - 1
-        while x < v[p[j]]:
-            p[j + 1] = p[j]
-            j -= 1
-        p[j + 1] = val
-
-    def insertion(first, last):
-        for i in range(first + 1, last):
-            if v[p[i]] < v[p[first]]:
-                val = p[i]
-                p[first + 1:i + 1] = p[first:i]
-                p[first] = val
-            else:
-                linear_insert(i)
-
-    if n > 1:
-        introsort(0, n, 2 * (n.bit_length() - 1))
-        if n > 16:
-            insertion(0, 16)
-            for i in range(16, n):
-                linear_insert(i)
-        else:
-            insertion(0, n)
+    p = list(range(len(v)))
+    sort_range(v, p, 0, len(v))
     return p
-
 
 
 def mode_position(v: Sequence) -> int:

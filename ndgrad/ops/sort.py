@@ -28,6 +28,7 @@ from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._jvp import zero
+from ._selection_orders import kth_positions, topk_positions
 from ._util import wrap_dim
 from .pointwise import apply_nondiff, where
 from .reduction import _evenly_distribute, _evenly_jvp, _select_reduction_vjp, \
@@ -67,12 +68,26 @@ def _take(idx: np.ndarray, dim: int, pos: Any, keepdim: bool) -> np.ndarray:
     return r if keepdim else np.squeeze(r, dim)
 
 
+def _rows(x: np.ndarray, dim: int) -> np.ndarray:
+    """``x`` with ``dim`` last, as a 2-D array of rows."""
+    return np.moveaxis(x, dim, -1).reshape(-1, x.shape[dim])
+
+
 def _topk_idx(x, dim, k, largest, sorted_):
-    return np.take(_sort_idx(x, dim, largest), np.arange(k), axis=dim)
+    # torch's choice among equal elements (Note [Selection among equal elements])
+    if x.dtype == _BF16:
+        x = x.astype(np.float32)
+    r = topk_positions(_rows(x, dim), k, largest, sorted_)
+    shape = np.moveaxis(x, dim, -1).shape[:-1] + (k,)
+    return np.moveaxis(r.reshape(shape), -1, dim)
 
 
 def _kth_idx(x, dim, keepdim, k):
-    return _take(_sort_idx(x, dim, False), dim, k - 1, keepdim)
+    if x.dtype == _BF16:
+        x = x.astype(np.float32)
+    r = kth_positions(_rows(x, dim), k)
+    r = r.reshape(np.moveaxis(x, dim, -1).shape[:-1])
+    return np.expand_dims(r, dim) if keepdim else r
 
 
 def _median_idx(x, dim, keepdim):

@@ -1,0 +1,96 @@
+"""topk and kthvalue report torch's index among equal elements (Note [Selection among equal
+elements]), median/nanmedian the position-ordered one; checked against torch on tie-heavy
+random inputs."""
+
+import numpy as np
+import pytest
+import torch
+
+import ndgrad
+
+
+def _inputs(seed, count):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        n = int(rng.choice([1, 2, 3, 5, 16, 17, 40, 64, 65, 130, 300]))
+        kind = rng.integers(0, 5)
+        if kind == 0:
+            a = rng.integers(0, 3, n).astype(np.int64)
+        elif kind == 1:
+            a = rng.integers(-2, 3, n).astype(np.float32)
+            a[rng.random(n) < 0.2] = np.nan
+        elif kind == 2:
+            a = rng.choice([0.0, -0.0, 1.0], n)
+        elif kind == 3:
+            a = rng.normal(size=n).astype(np.float32)      # no ties: the vectorized path
+        else:
+            a = rng.integers(0, 4, n).astype(np.int8)
+        yield a, rng
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_topk_indices_as_torch(seed):
+    for a, rng in _inputs(seed, 60):
+        n = len(a)
+        k = int(rng.integers(0, n + 1))
+        largest, sorted_ = bool(rng.integers(0, 2)), bool(rng.integers(0, 2))
+        ours = ndgrad.from_numpy(a.copy()).topk(k, largest=largest, sorted=sorted_)
+        theirs = torch.from_numpy(a.copy()).topk(k, largest=largest, sorted=sorted_)
+        assert ours.indices.tolist() == theirs.indices.tolist(), (a.tolist(), k, largest,
+                                                                  sorted_)
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kthvalue_indices_as_torch(seed):
+    for a, rng in _inputs(100 + seed, 60):
+        k = int(rng.integers(1, len(a) + 1))
+        ours = ndgrad.from_numpy(a.copy()).kthvalue(k)
+        theirs = torch.from_numpy(a.copy()).kthvalue(k)
+        assert ours.indices.item() == theirs.indices.item(), (a.tolist(), k)
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+
+
+def test_median_indices_as_torch():
+    for a, _ in _inputs(7, 60):
+        for name in ("median", "nanmedian"):
+            ours = getattr(ndgrad.from_numpy(a.copy()), name)(0)
+            theirs = getattr(torch.from_numpy(a.copy()), name)(0)
+            assert ours.indices.item() == theirs.indices.item(), (name, a.tolist())
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int32", "float64"])
+def test_dims_dtypes_and_keepdim(dim, dtype):
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 3, (4, 70, 3)).astype(np.float32)
+    t = torch.from_numpy(a).to(getattr(torch, dtype))
+    x = ndgrad.from_numpy(a).to(getattr(ndgrad, dtype))
+    for k in (1, 2, 3):
+        assert x.topk(k, dim).indices.tolist() == t.topk(k, dim).indices.tolist()
+        assert x.topk(k, dim, largest=False, sorted=False).indices.tolist() == \
+            t.topk(k, dim, largest=False, sorted=False).indices.tolist()
+        for keepdim in (False, True):
+            assert x.kthvalue(k, dim, keepdim).indices.tolist() == \
+                t.kthvalue(k, dim, keepdim).indices.tolist()
+
+
+def test_topk_gradient_goes_to_the_reported_elements():
+    a = np.array([1.0, 3.0, 3.0, 0.0, 3.0] * 20)
+    x = ndgrad.tensor(a, requires_grad=True)
+    t = torch.tensor(a, requires_grad=True)
+    x.topk(2).values.sum().backward()
+    t.topk(2).values.sum().backward()
+    assert x.grad.tolist() == t.grad.tolist()
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_partial_sort_path_with_ties_and_nan(largest):
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 6, (5, 1000)).astype(np.float64)
+    a[rng.random(a.shape) < 0.01] = np.nan
+    a[1, :] = 2.0                                     # one row all equal
+    for k in (1, 2, 5, 15):
+        ours = ndgrad.from_numpy(a.copy()).topk(k, largest=largest)
+        theirs = torch.from_numpy(a.copy()).topk(k, largest=largest)
+        assert ours.indices.tolist() == theirs.indices.tolist()
