@@ -481,14 +481,18 @@ def gamma_array(alpha: np.ndarray, generator: Optional[Generator]) -> np.ndarray
 
 
 def multinomial_rows(rows: np.ndarray, num_samples: int, replacement: bool,
-                     generator: Optional[Generator]) -> np.ndarray:
+                     generator: Optional[Generator], top: Any = None) -> np.ndarray:
     """Category indices drawn from each row of weights ``rows`` (2-d, checked by the caller),
-    as torch draws them (Note [Random streams])."""
+    as torch draws them (Note [Random streams]). Without replacement torch takes the
+    ``num_samples`` largest weight/Exp(1) keys with its ``topk``: ``top(keys, k)`` gives those
+    positions (ops/_selection_orders.py; a stable order of the keys when None)."""
     if not replacement or num_samples == 1:
         with np.errstate(divide="ignore"):
             keys = rows / exponential_array(rows.shape, 1.0, generator).astype(rows.dtype)
         if num_samples == 1:
             return np.argmax(keys, axis=-1)[:, None]
+        if top is not None:          # torch's topk of the keys (its choice among equal ones)
+            return top(keys, num_samples)
         return np.argsort(-keys, axis=-1, kind="stable")[:, :num_samples]
     g = generator if generator is not None else default_generator
     acc = rows.dtype if rows.dtype in (np.float32, np.float64) else np.dtype(np.float32)

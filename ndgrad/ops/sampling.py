@@ -33,6 +33,7 @@ from .._generator import (TRACE_HOOK, Generator, bernoulli_array, cauchy_array, 
 from ..tensor import Tensor, _wrap
 from ._dispatch import Op, apply
 from ._jvp import zero
+from ._selection_orders import topk_positions
 from .pointwise import _zeros_of
 from .views_inplace import apply_inplace
 
@@ -239,7 +240,8 @@ def _multinomial_array(input: Tensor, num_samples: int, replacement: bool, gener
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     # without replacement, zero-weight categories follow the others when the row has too few
     # (PyTorch 2.13 draws them too, in index order)
-    out = multinomial_rows(x.reshape(-1, n), num_samples, replacement, generator)
+    out = multinomial_rows(x.reshape(-1, n), num_samples, replacement, generator,
+                           lambda keys, k: topk_positions(keys, k, True, True))
     return out.reshape(x.shape[:-1] + (num_samples,))
 
 
