@@ -94,3 +94,34 @@ def test_topk_partial_sort_path_with_ties_and_nan(largest):
         ours = ndgrad.from_numpy(a.copy()).topk(k, largest=largest)
         theirs = torch.from_numpy(a.copy()).topk(k, largest=largest)
         assert ours.indices.tolist() == theirs.indices.tolist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sort_and_argsort_indices_as_torch(seed):
+    for a, rng in _inputs(200 + seed, 50):
+        desc = bool(rng.integers(0, 2))
+        stable = [None, False, True][int(rng.integers(0, 3))]
+        kw = {} if stable is None else {"stable": stable}
+        ours = ndgrad.from_numpy(a.copy()).sort(descending=desc, **kw)
+        theirs = torch.from_numpy(a.copy()).sort(descending=desc, **kw)
+        assert ours.indices.tolist() == theirs.indices.tolist(), (a.tolist(), desc, stable)
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+        assert ndgrad.from_numpy(a.copy()).argsort(descending=desc, stable=bool(stable)).tolist() \
+            == torch.from_numpy(a.copy()).argsort(descending=desc, stable=bool(stable)).tolist()
+
+
+@pytest.mark.parametrize("case", ["1-D int radix", "1-D int descending", "2-D int rows",
+                                  "bool", "float with NaN", "dim 0"])
+def test_sort_large_and_special_as_torch(case):
+    rng = np.random.default_rng(5)
+    a = {"1-D int radix": lambda: rng.integers(0, 5, 40000),
+         "1-D int descending": lambda: rng.integers(0, 5, 3000),
+         "2-D int rows": lambda: rng.integers(0, 5, (3, 40000)).astype(np.int32),
+         "bool": lambda: rng.integers(0, 2, 5000).astype(bool),
+         "float with NaN": lambda: np.where(rng.random(3000) < 0.1, np.nan,
+                                            rng.integers(0, 3, 3000)).astype(np.float32),
+         "dim 0": lambda: rng.integers(0, 3, (200, 3)).astype(np.float64)}[case]()
+    for desc in (False, True):
+        dim = 0 if case == "dim 0" else -1
+        assert ndgrad.from_numpy(a.copy()).sort(dim, desc).indices.tolist() == \
+            torch.from_numpy(a.copy()).sort(dim, desc).indices.tolist()

@@ -5,9 +5,6 @@ tests/test_torch_opdb.py fails when this file is not the true state; rewrite it 
 
 # ruff: noqa: E501
 KNOWN = {
-    'argsort': {
-        'lowp': 'ties among float16 values: torch unstable sort orders them otherwise (unspecified)',
-    },
     'as_strided_scatter': {
         'vjp': "torch's AsStridedScatterBackward0 is wrong here (its own gradcheck fails: an overwritten input gets gradient); ndgrad's passes gradcheck (tests/test_rearrange.py)",
         'gradgrad': 'follows from the vjp difference above',
@@ -57,9 +54,6 @@ KNOWN = {
     },
     'nn.functional.linear_cross_entropy/chunked_none': {
         'gradgrad': "torch refuses double backward on its chunked path (an internal out= call); ndgrad's reference path is twice differentiable",
-    },
-    'sort': {
-        'lowp': 'ties among float16 values: torch unstable sort orders them otherwise (unspecified)',
     },
     'special.bessel_j0': {
         'forward': "sample 0[0]: values differ (max abs err 1.89e-07): ndgrad uses scipy.special.j0 (exact to 1e-16 against mpmath); torch's own kernel is off by ~2e-7",

@@ -7,6 +7,8 @@ the element at, not the first occurrence:
   over the first k when ``k * 64 <= n``, else ``std::nth_element`` at k - 1 followed, when
   ``sorted``, by ``std::sort`` of the first k - 1; the comparator puts NaN first (largest) or
   last (smallest) and otherwise compares values only.
+* ``sort`` (not ``stable=True``) runs ``std::sort`` with the same kind of comparator (its
+  radix sort, stable, for 1-D integer tensors of 32768 or more elements sorted ascending).
 * ``kthvalue`` runs torch's own quickselect (median-of-three, Sedgewick's partition) at k - 1
   with NaN as the largest value.
 ``median``/``nanmedian`` along a dim break ties by position (a stable order), which NumPy's
@@ -30,9 +32,9 @@ from typing import Any, List
 
 import numpy as np
 
-from ._std_sort import nth_element, partial_sort, sort_range
+from ._std_sort import nth_element, partial_sort, sort_range, std_sort_order
 
-__all__ = ["topk_positions", "kth_positions"]
+__all__ = ["sort_positions", "topk_positions", "kth_positions"]
 
 _BLOCK = 2048
 
@@ -203,4 +205,30 @@ def kth_positions(rows: np.ndarray, k: int) -> np.ndarray:
         same |= np.isnan(rows) & np.isnan(v)
     for r in np.flatnonzero(same.sum(axis=1) > 1):
         out[r] = quick_select_position(rows[r], k - 1)
+    return out
+
+
+def sort_positions(rows: np.ndarray, descending: bool, radix: bool = False) -> np.ndarray:
+    """``sort``'s (not stable) positions for each row of the 2-D array ``rows``: libstdc++'s
+    ``std::sort`` comparing values (NaN last, or first when ``descending``). Rows of at most 16
+    elements are insertion-sorted (stable), and so are the rows ``radix`` says torch hands to
+    its radix sort (the caller's test: a 1-D integer tensor of 32768 or more, ascending)."""
+    nr, n = rows.shape
+    if rows.dtype.kind == "f" and rows.dtype.itemsize < 4 or rows.dtype.name == "bfloat16":
+        rows = rows.astype(np.float32)
+    if not descending:
+        out = np.argsort(rows, axis=1, kind="stable")
+    else:
+        out = n - 1 - np.argsort(rows[:, ::-1], axis=1, kind="stable")[:, ::-1]
+    out = out.astype(np.int64, copy=False)
+    if n <= 16 or radix or nr == 0:
+        return out
+    tied = _equal_neighbours(np.take_along_axis(rows, out, axis=1)).any(axis=1)
+    if tied.any():
+        out = np.array(out)                 # writable (the descending one is a view)
+        if rows.dtype == np.bool_:
+            rows = rows.view(np.uint8)
+        for r in np.flatnonzero(tied):
+            row = rows[r]
+            out[r] = std_sort_order(_keys(row, descending, _has_nan(row)))
     return out

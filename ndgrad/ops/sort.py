@@ -28,7 +28,7 @@ from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._jvp import zero
-from ._selection_orders import kth_positions, topk_positions
+from ._selection_orders import kth_positions, sort_positions, topk_positions
 from ._util import wrap_dim
 from .pointwise import apply_nondiff, where
 from .reduction import _evenly_distribute, _evenly_jvp, _select_reduction_vjp, \
@@ -71,6 +71,18 @@ def _take(idx: np.ndarray, dim: int, pos: Any, keepdim: bool) -> np.ndarray:
 def _rows(x: np.ndarray, dim: int) -> np.ndarray:
     """``x`` with ``dim`` last, as a 2-D array of rows."""
     return np.moveaxis(x, dim, -1).reshape(-1, x.shape[dim])
+
+
+def _unstable_sort_idx(x, dim, descending):
+    # torch's std::sort order among equal elements (Note [Selection among equal elements])
+    if x.dtype.kind == "c":
+        raise RuntimeError("sort(): complex input is not supported")
+    if x.dtype == _BF16:
+        x = x.astype(np.float32)
+    n = x.shape[dim]
+    radix = x.ndim == 1 and x.dtype.kind in "iu" and not descending and n >= 32768
+    r = sort_positions(_rows(x, dim), descending, radix)
+    return np.moveaxis(r.reshape(np.moveaxis(x, dim, -1).shape), -1, dim)
 
 
 def _topk_idx(x, dim, k, largest, sorted_):
@@ -208,7 +220,7 @@ NANMEDIAN = Op("nanmedian", "NanmedianBackward0", _nanmedian_all_fwd, _evenly_di
                saves=("self", "result"), jvp=_evenly_jvp)
 
 # op -> index kernel taking (array, dim, *parameters between dim and indices)
-_INDEX_FN: dict = {SORT: lambda x, d, desc: _sort_idx(x, d, desc),
+_INDEX_FN: dict = {SORT: lambda x, d, desc: _unstable_sort_idx(x, d, desc),
              SORT_STABLE: lambda x, d, desc: _sort_idx(x, d, desc),
              TOPK: _topk_idx, KTHVALUE: lambda x, d, keep, k: _kth_idx(x, d, keep, k),
              MEDIAN_DIM: _median_idx, NANMEDIAN_DIM: _nanmedian_idx, MODE: _mode_idx}
@@ -252,14 +264,17 @@ def _sort(input: Tensor, dim: int, descending: bool, stable: Any) -> Any:
     if x.dtype.kind == "c":
         raise RuntimeError(" Sort does not support complex dtypes on CPU")
     op = SORT if stable is None else SORT_STABLE
-    idx = _indices(op, input, x, d, (bool(descending),))
+    # the indices in torch's unstable order unless stable=True (Note [Selection among equal
+    # elements]); the grad_fn is the overload's
+    idx = _indices(SORT_STABLE if stable else SORT, input, x, d, (bool(descending),))
     vals, out = apply(op, (input,), (x,), (d, bool(descending), x.shape, idx))
     return _rt.sort(vals, idx if out._data is idx._data else out)
 
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: Any = None) -> Any:
-    """Sort along ``dim``: ``(values, indices)``. Equal elements keep their order (the sort is
-    stable whatever ``stable`` says); NaN sorts as the largest value.
+    """Sort along ``dim``: ``(values, indices)``; NaN sorts as the largest value. Equal
+    elements keep their order with ``stable=True``; otherwise they come in the order torch's
+    unstable sort leaves them (Note [Selection among equal elements]).
 
     >>> import ndgrad
     >>> ndgrad.tensor([2, 0, 1]).sort()
@@ -286,7 +301,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
     d = wrap_dim(int(dim), x.ndim or 1)
     if x.dtype.kind == "c":
         raise RuntimeError(" Sort does not support complex dtypes on CPU")
-    return _indices(SORT, input, x, d, (bool(descending),))
+    return _indices(SORT_STABLE if stable else SORT, input, x, d, (bool(descending),))
 
 
 def msort(input: Tensor) -> Tensor:
