@@ -125,3 +125,21 @@ def test_sort_large_and_special_as_torch(case):
         dim = 0 if case == "dim 0" else -1
         assert ndgrad.from_numpy(a.copy()).sort(dim, desc).indices.tolist() == \
             torch.from_numpy(a.copy()).sort(dim, desc).indices.tolist()
+
+
+def test_vectorized_std_sort_replay_equals_the_scalar_one():
+    from ndgrad.ops._std_sort import sort_rows, std_sort_order
+    rng = np.random.default_rng(9)
+    for _ in range(60):
+        n, nr = int(rng.integers(1, 300)), int(rng.integers(1, 4))
+        keys = rng.integers(0, int(rng.integers(1, 40)), (nr, n))
+        got = sort_rows(keys)
+        assert [got[r].tolist() for r in range(nr)] == \
+            [std_sort_order(keys[r].tolist()) for r in range(nr)]
+
+
+def test_sort_large_float_with_ties_as_torch():
+    a = np.maximum(np.random.default_rng(2).normal(size=(2, 20000)), 0).astype(np.float32)
+    for desc in (False, True):
+        assert ndgrad.from_numpy(a.copy()).sort(descending=desc).indices.tolist() == \
+            torch.from_numpy(a.copy()).sort(descending=desc).indices.tolist()

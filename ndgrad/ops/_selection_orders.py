@@ -32,7 +32,7 @@ from typing import Any, List
 
 import numpy as np
 
-from ._std_sort import nth_element, partial_sort, sort_range, std_sort_order
+from ._std_sort import nth_element, partial_sort, sort_range, sort_rows, std_sort_order
 
 __all__ = ["sort_positions", "topk_positions", "kth_positions"]
 
@@ -223,12 +223,18 @@ def sort_positions(rows: np.ndarray, descending: bool, radix: bool = False) -> n
     out = out.astype(np.int64, copy=False)
     if n <= 16 or radix or nr == 0:
         return out
-    tied = _equal_neighbours(np.take_along_axis(rows, out, axis=1)).any(axis=1)
-    if tied.any():
+    tied = np.flatnonzero(_equal_neighbours(np.take_along_axis(rows, out, axis=1)).any(axis=1))
+    if len(tied):
         out = np.array(out)                 # writable (the descending one is a view)
-        if rows.dtype == np.bool_:
-            rows = rows.view(np.uint8)
-        for r in np.flatnonzero(tied):
-            row = rows[r]
-            out[r] = std_sort_order(_keys(row, descending, _has_nan(row)))
+        sub = rows[tied]
+        # integer keys with the comparator's order and ties: dense ranks (NaN last, or first
+        # when descending; -0.0 equal to 0.0)
+        ranks = np.unique(sub, return_inverse=True, equal_nan=True)[1].reshape(sub.shape)
+        if descending:
+            ranks = ranks.max() - ranks
+        if ranks.size <= 4096:              # small: the replay in Python costs less
+            for i, r in enumerate(tied):
+                out[r] = std_sort_order(ranks[i].tolist())
+        else:
+            out[tied] = sort_rows(ranks)
     return out

@@ -25,8 +25,8 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["std_sort_order", "sort_range", "partial_sort", "nth_element", "mode_position",
-           "mode_positions"]
+__all__ = ["std_sort_order", "sort_range", "sort_rows", "partial_sort", "nth_element",
+           "mode_position", "mode_positions"]
 
 
 # libstdc++'s algorithms replayed on a list ``p`` of positions into ``v``, comparing
@@ -201,6 +201,182 @@ def std_sort_order(v: Sequence) -> list:
     return p
 
 
+def _partition_rows(P: np.ndarray, V: np.ndarray, ln: np.ndarray) -> tuple:
+    """One ``std::__unguarded_partition_pivot`` on each row segment ``[0, ln)`` of the 2-D
+    values ``V`` (and their positions ``P``), vectorized over rows, in place: the median of
+    three moved to the front, then Hoare's scans paired up (the k-th element from the left not
+    below the pivot swaps with the k-th from the right not above it while the first lies left
+    of the second). Returns the cut per row and the pivots (a column)."""
+    k, W = V.shape
+    cols = np.arange(W)
+    rk = np.arange(k)
+    # median of three (positions 1, ln // 2, ln - 1) moved to the front as the pivot
+    mid, c = ln // 2, ln - 1
+    va, vb, vc = V[:, 1], V[rk, mid], V[rk, c]
+    ab, bc, ac = va < vb, vb < vc, va < vc
+    piv = np.where(ab, np.where(bc, mid, np.where(ac, c, 1)),
+                   np.where(ac, 1, np.where(bc, c, mid)))
+    for A in (P, V):
+        a0 = A[:, 0].copy()
+        A[:, 0] = A[rk, piv]
+        A[rk, piv] = a0
+    pv = V[:, :1].copy()
+    valid = cols < ln[:, None]
+    left_stop = valid & ~(V < pv)              # where the scan from the left stops
+    left_stop[:, 0] = False
+    right_stop = valid & ~(pv < V)             # where the scan from the right stops
+    # the k-th left stop swaps with the k-th right stop while it lies left of it: for
+    # ks swaps, ks = max over j of min(#left stops <= j, #right stops > j)
+    cl = np.cumsum(left_stop, axis=1, dtype=np.int32)
+    cr = np.cumsum(right_stop[:, ::-1], axis=1, dtype=np.int32)[:, ::-1]
+    ks = np.minimum(cl[:, :-1], cr[:, 1:]).max(axis=1, initial=0)[:, None]
+    li = np.flatnonzero(left_stop & (cl <= ks))
+    ri = np.flatnonzero((right_stop & (cr <= ks))[:, ::-1])
+    ri += W - 1 - 2 * (ri % W)                 # back from the reversed columns
+    for A in (P.reshape(-1), V.reshape(-1)):   # both row by row: k-th from each side
+        t = A[li]
+        A[li] = A[ri]
+        A[ri] = t
+    cut = (cl <= ks).sum(axis=1)               # the left scan's (ks+1)-th stop
+    ks = ks[:, 0]
+    crossed = np.flatnonzero(ks)
+    if len(crossed):                           # or the right scan's ks-th, now >= pv
+        back = ri[np.cumsum(ks)[crossed] - 1] - crossed * W
+        cut[crossed] = np.minimum(cut[crossed], back)
+    return cut, pv
+
+
+def _repeated(K: np.ndarray) -> np.ndarray:
+    """Per element of the 2-D ``K``: its value occurs more than once in its row."""
+    order = np.argsort(K, axis=1, kind="stable")
+    s = np.take_along_axis(K, order, axis=1)
+    eq = s[:, 1:] == s[:, :-1]
+    rep = np.zeros(K.shape, bool)
+    rep[:, 1:] |= eq
+    rep[:, :-1] |= eq
+    out = np.empty_like(rep)
+    np.put_along_axis(out, order, rep, axis=1)
+    return out
+
+
+def sort_rows(K: np.ndarray) -> np.ndarray:
+    """``std::sort``'s order of each row of the 2-D integer keys ``K`` (positions, int64),
+    vectorized: the introsort's partitions are replayed level by level on all segments at
+    once, the segments laid end to end in one flat array (``_partition_flat``); a segment of
+    at most 16 elements ends there, and as every element of a segment is no greater than those
+    of the segments after it, the final insertion sort only orders each such segment stably;
+    a segment reaching the depth limit takes the replayed heapsort.
+
+    >>> sort_rows(np.array([[1, 0, 1, 0] * 5])).tolist()
+    [[1, 19, 17, 15, 13, 11, 9, 7, 5, 3, 8, 6, 10, 12, 4, 14, 16, 2, 18, 0]]
+    """
+    nr, n = K.shape
+    out = np.empty(nr * n, np.int64)
+    if nr == 0 or n == 0:
+        return out.reshape(nr, n)
+    # active segments, end to end: values V, their positions P (flat indices into out's rows:
+    # row * n + position), and per segment its start in V, length, depth and start in out
+    V = np.array(K, dtype=np.int64).reshape(-1)
+    P = np.tile(np.arange(n, dtype=np.int64), nr)
+    # D: the element's value occurs more than once in its row. A segment holding no such
+    # element has one order whatever the algorithm does: it ends like a small one.
+    D = _repeated(V.reshape(nr, n)).reshape(-1)
+    ln = np.full(nr, n, np.int64)
+    depth = np.full(nr, 2 * (n.bit_length() - 1))
+    dst = np.arange(nr, dtype=np.int64) * n
+    while len(ln):
+        seg_start = np.concatenate([[0], np.cumsum(ln)[:-1]])
+        small = ln <= 16
+        if len(D):
+            small |= ~np.logical_or.reduceat(D, seg_start)
+        heap = ~small & (depth == 0)
+        done = small | heap
+        if done.any():
+            seg = np.repeat(np.arange(len(ln)), ln)
+            fin = done[seg]
+            if small.any():
+                m = small[seg]
+                sid, vals, pos = seg[m], V[m], P[m]
+                order = np.lexsort((vals, sid))        # stable within each small segment
+                within = np.arange(m.sum()) - np.repeat(
+                    np.concatenate([[0], np.cumsum(ln[small])[:-1]]), ln[small])
+                out[np.repeat(dst[small], ln[small]) + within] = \
+                    (pos[order] % n) if nr > 1 else pos[order]
+            for i in np.flatnonzero(heap):
+                a, b = seg_start[i], seg_start[i] + ln[i]
+                v = V[a:b].tolist()
+                p = list(range(ln[i]))
+                _heapsort(v, p, 0, len(p))
+                out[dst[i]:dst[i] + ln[i]] = P[a:b][p] % n
+            keep = ~fin
+            V, P, D = V[keep], P[keep], D[keep]
+            go = ~done
+            ln, depth, dst = ln[go], depth[go], dst[go]
+            if not len(ln):
+                break
+            seg_start = np.concatenate([[0], np.cumsum(ln)[:-1]])
+        cut = _partition_flat(V, (P, D), seg_start, ln)
+        # the children: [0, cut) and [cut, ln) of each segment, one level deeper, in place
+        ln2 = np.empty(2 * len(ln), np.int64)
+        ln2[0::2], ln2[1::2] = cut, ln - cut
+        dst2 = np.empty_like(ln2)
+        dst2[0::2], dst2[1::2] = dst, dst + cut
+        depth = np.repeat(depth - 1, 2)
+        nz = ln2 > 0
+        ln, dst, depth = ln2[nz], dst2[nz], depth[nz]
+    return out.reshape(nr, n)
+
+
+def _partition_flat(V: np.ndarray, carried: tuple, seg_start: np.ndarray, ln: np.ndarray
+                    ) -> np.ndarray:
+    """``std::__unguarded_partition_pivot`` on every segment (each longer than 3) of the flat
+    integer array ``V`` at once, in place, the arrays ``carried`` (positions ...) moved alike
+    (as ``_partition_rows``, for segments laid end to end). Returns each segment's cut
+    (relative to its start)."""
+    seg_end = seg_start + ln - 1
+    a, b = seg_start + 1, seg_start + ln // 2
+    va, vb, vc = V[a], V[b], V[seg_end]
+    ab, bc, ac = va < vb, vb < vc, va < vc
+    piv = np.where(ab, np.where(bc, b, np.where(ac, seg_end, a)),
+                   np.where(ac, a, np.where(bc, seg_end, b)))
+    for A in (V,) + carried:
+        a0 = A[seg_start].copy()
+        A[seg_start] = A[piv]
+        A[piv] = a0
+    pv = np.repeat(V[seg_start], ln)
+    left_stop = V >= pv                  # where the scan from the left stops
+    left_stop[seg_start] = False
+    right_stop = V <= pv                 # where the scan from the right stops
+    # per segment: left stops counted from its start, right stops from its end
+    cl = np.cumsum(left_stop, dtype=np.int64)
+    cl -= np.repeat(cl[seg_start], ln)
+    cr = np.cumsum(right_stop[::-1], dtype=np.int64)[::-1]
+    cr -= np.repeat(cr[seg_end] - right_stop[seg_end], ln)
+    # swaps per segment: the max over its j (not its last) of min(cl[j], cr[j + 1])
+    m = np.empty_like(cl)
+    np.minimum(cl[:-1], cr[1:], out=m[:-1])
+    m[seg_end] = 0
+    ks = np.maximum.reduceat(m, seg_start)
+    ksx = np.repeat(ks, ln)
+    left = cl <= ksx
+    li = np.flatnonzero(left_stop & left)               # by segment, k = cl ascending
+    rr = np.flatnonzero(right_stop & (cr <= ksx))
+    # the right stops by segment with k = cr ascending: each to its slot
+    ri = np.empty_like(rr)
+    slot_base = np.cumsum(ks) - ks - 1
+    ri[np.repeat(slot_base, ln)[rr] + cr[rr]] = rr
+    for A in (V,) + carried:
+        t = A[li]
+        A[li] = A[ri]
+        A[ri] = t
+    cut = np.add.reduceat(left, seg_start).astype(np.int64)
+    crossed = np.flatnonzero(ks)
+    if len(crossed):                                   # or the right scan's ks-th
+        back = ri[np.cumsum(ks)[crossed] - 1] - seg_start[crossed]
+        cut[crossed] = np.minimum(cut[crossed], back)
+    return cut
+
+
 def mode_position(v: Sequence) -> int:
     """The position torch's CPU ``mode`` reports for the row ``v`` (Note [mode's index])."""
     p = std_sort_order(v)
@@ -291,41 +467,7 @@ def mode_positions(rows: np.ndarray) -> np.ndarray:
             act, P, V, m, ln, depth = act[go], P[go], V[go], m[go], ln[go], depth[go]
             if not len(act):
                 break
-        k = len(act)
-        rk = np.arange(k)
-        # median of three (positions 1, ln // 2, ln - 1) moved to the front as the pivot
-        mid, c = ln // 2, ln - 1
-        va, vb, vc = V[:, 1], V[rk, mid], V[rk, c]
-        ab, bc, ac = va < vb, vb < vc, va < vc
-        piv = np.where(ab, np.where(bc, mid, np.where(ac, c, 1)),
-                       np.where(ac, 1, np.where(bc, c, mid)))
-        for A in (P, V):
-            a0 = A[:, 0].copy()
-            A[:, 0] = A[rk, piv]
-            A[rk, piv] = a0
-        pv = V[:, :1].copy()
-        valid = cols < ln[:, None]
-        left_stop = valid & ~(V < pv)              # where the scan from the left stops
-        left_stop[:, 0] = False
-        right_stop = valid & ~(pv < V)             # where the scan from the right stops
-        # the k-th left stop swaps with the k-th right stop while it lies left of it: for
-        # ks swaps, ks = max over j of min(#left stops <= j, #right stops > j)
-        cl = np.cumsum(left_stop, axis=1, dtype=np.int32)
-        cr = np.cumsum(right_stop[:, ::-1], axis=1, dtype=np.int32)[:, ::-1]
-        ks = np.minimum(cl[:, :-1], cr[:, 1:]).max(axis=1, initial=0)[:, None]
-        li = np.flatnonzero(left_stop & (cl <= ks))
-        ri = np.flatnonzero((right_stop & (cr <= ks))[:, ::-1])
-        ri += W - 1 - 2 * (ri % W)                 # back from the reversed columns
-        for A in (P.reshape(-1), V.reshape(-1)):   # both row by row: k-th from each side
-            t = A[li]
-            A[li] = A[ri]
-            A[ri] = t
-        cut = (cl <= ks).sum(axis=1)               # the left scan's (ks+1)-th stop
-        ks = ks[:, 0]
-        crossed = np.flatnonzero(ks)
-        if len(crossed):                           # or the right scan's ks-th, now >= pv
-            back = ri[np.cumsum(ks)[crossed] - 1] - crossed * W
-            cut[crossed] = np.minimum(cut[crossed], back)
+        cut, pv = _partition_rows(P, V, ln)
         # the mode lies right of the cut if above the pivot, left if below, else look
         right = m[:, 0] > pv[:, 0]
         tie = np.flatnonzero(m[:, 0] == pv[:, 0])
