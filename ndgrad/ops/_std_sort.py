@@ -274,8 +274,8 @@ def sort_rows(K: np.ndarray) -> np.ndarray:
     out = np.empty(nr * n, np.int64)
     if nr == 0 or n == 0:
         return out.reshape(nr, n)
-    # active segments, end to end: values V, their positions P (flat indices into out's rows:
-    # row * n + position), and per segment its start in V, length, depth and start in out
+    # active segments, end to end: values V, their positions in the row P, and per segment
+    # its length, depth and start in out (row * n + offset)
     V = np.array(K, dtype=np.int64).reshape(-1)
     P = np.tile(np.arange(n, dtype=np.int64), nr)
     # D: the element's value occurs more than once in its row. A segment holding no such
@@ -300,14 +300,13 @@ def sort_rows(K: np.ndarray) -> np.ndarray:
                 order = np.lexsort((vals, sid))        # stable within each small segment
                 within = np.arange(m.sum()) - np.repeat(
                     np.concatenate([[0], np.cumsum(ln[small])[:-1]]), ln[small])
-                out[np.repeat(dst[small], ln[small]) + within] = \
-                    (pos[order] % n) if nr > 1 else pos[order]
+                out[np.repeat(dst[small], ln[small]) + within] = pos[order]
             for i in np.flatnonzero(heap):
                 a, b = seg_start[i], seg_start[i] + ln[i]
                 v = V[a:b].tolist()
                 p = list(range(ln[i]))
                 _heapsort(v, p, 0, len(p))
-                out[dst[i]:dst[i] + ln[i]] = P[a:b][p] % n
+                out[dst[i]:dst[i] + ln[i]] = P[a:b][p]
             keep = ~fin
             V, P, D = V[keep], P[keep], D[keep]
             go = ~done
