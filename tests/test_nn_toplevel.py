@@ -80,3 +80,15 @@ def test_top_level_kernel_matches_torch(name):
     got = CALLS[name](ndgrad)
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-10,
                                atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int64"])
+@pytest.mark.parametrize("rows", [0, 1, 3])
+def test_pdist_half_types_refused_as_torch(dtype, rows):
+    def run(lib):
+        try:
+            r = lib.pdist(lib.ones(rows, 2, dtype=getattr(lib, dtype)))
+        except (RuntimeError, NotImplementedError) as e:
+            return type(e), str(e)
+        return tuple(r.shape)
+    assert run(ndgrad) == run(torch)

@@ -152,10 +152,13 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     """
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
-    if input._data.dtype.kind not in "fc":
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError("pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
+    if input.dtype.itemsize == 2 and input.shape[0] >= 2:    # torch's kernel has no half types
+        raise NotImplementedError(f"\"pdist\" not implemented for "
+                                  f"'{'Half' if input.dtype.name == 'float16' else 'BFloat16'}'")
     return apply(PDIST, (input,), (input._data,), (float(p),))
 
 
