@@ -581,6 +581,13 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                          f"({input.shape})")
     _no_grad_arg(weight, "binary_cross_entropy_with_logits", "weight")
     _no_grad_arg(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
+    if not (target.dtype.is_floating_point or target.dtype.is_complex):
+        # PyTorch computes into the target's dtype: an integer or bool target fails there
+        if target.dtype is _dtype.bool:
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError(f"result type {input.dtype._torch_name} can't be cast to the "
+                           f"desired output type {target.dtype._torch_name}")
     input = _like(input, target)    # PyTorch computes in the target's dtype
     shape = input.shape
     for t in (weight, pos_weight):

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import _dtype, _layout, _unsigned
 from .. import _aligned
+from .._warn import warn_user_once
 from .._aligned import owns_memory
 from .._refcounts import SOLE_REFERENCE_TESTS
 from .._layout import is_non_overlapping_and_dense
@@ -1348,9 +1349,14 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     cond_t = to_tensor(condition)
     cond = cond_t._data
     if cond.dtype != np.bool_:
-        if cond.dtype.kind != "b":
+        if cond.dtype == np.uint8:
+            warn_user_once("where received a uint8 condition tensor. This behavior is deprecated "
+                           "and will be removed in a future version of PyTorch. Use a boolean "
+                           "condition instead.")
+            cond = cond != 0
+        elif cond.dtype.kind != "b":
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
-                               f"tensor with dtype {_dtype._FROM_NP[cond.dtype].name.capitalize()}")
+                               f"tensor with dtype {_dtype._FROM_NP[cond.dtype]._torch_name}")
     a = input if isinstance(input, Tensor) else None
     b = other if isinstance(other, Tensor) else None
     if a is None and b is None:
