@@ -27,6 +27,8 @@ _CASES = {
     "upsample_bilinear": lambda t: t.nn.functional.upsample_bilinear(t.ones(1, 1, 2, 2),
                                                                     size=3),
     "assert_allclose": lambda t: t.testing.assert_allclose(t.ones(2), [1.0, 1.00001]),
+    "stateless.functional_call": lambda t: t.nn.utils.stateless.functional_call(
+        t.nn.Linear(2, 1), {"weight": t.ones(1, 2), "bias": t.zeros(1)}, (t.ones(1, 2),)),
 }
 
 

@@ -45,8 +45,8 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
     {'weight': tensor([[1., 2.]])}
     """
     from ..nn.utils import stateless  # local import: ndgrad.func must not load nn at import
-    return stateless.functional_call(module, parameter_and_buffer_dicts, args, kwargs,
-                                     tie_weights=tie_weights, strict=strict)
+    return stateless.call(module, parameter_and_buffer_dicts, args, kwargs,
+                          tie_weights=tie_weights, strict=strict)
 
 
 def stack_module_state(models: Any) -> tuple:

@@ -3,9 +3,9 @@
 are put back afterwards, even if the call raises.
 
     >>> import ndgrad
-    >>> from ndgrad.nn.utils.stateless import functional_call
+    >>> from ndgrad.nn.utils.stateless import call
     >>> m = ndgrad.nn.Linear(2, 1)
-    >>> functional_call(m, {"weight": ndgrad.ones(1, 2), "bias": ndgrad.zeros(1)},
+    >>> call(m, {"weight": ndgrad.ones(1, 2), "bias": ndgrad.zeros(1)},
     ...                 (ndgrad.tensor([[1.0, 2.0]]),))
     tensor([[3.]])
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Optional
 
+from ..._warn import warn_user
 from ...tensor import Tensor
 from ..modules.module import Module
 
@@ -115,6 +116,19 @@ def _reparametrize_module(module: Module, parameters_and_buffers: dict,
 def functional_call(module: Module, parameter_and_buffer_dicts: Any, args: Any = None,
                     kwargs: Optional[dict] = None, *, tie_weights: bool = True,
                     strict: bool = False) -> Any:
+    """The deprecated ``torch.nn.utils.stateless.functional_call`` (a ``FutureWarning``, then
+    ``call``, which ``ndgrad.func.functional_call`` is)."""
+    warn_user("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 and "
+              "will be removed in a future version of PyTorch. Please use "
+              "`torch.func.functional_call` instead which is a drop-in replacement.",
+              FutureWarning)
+    return call(module, parameter_and_buffer_dicts, args, kwargs, tie_weights=tie_weights,
+                strict=strict)
+
+
+def call(module: Module, parameter_and_buffer_dicts: Any, args: Any = None,
+         kwargs: Optional[dict] = None, *, tie_weights: bool = True,
+         strict: bool = False) -> Any:
     """``module(*args, **kwargs)`` with the named parameters and buffers of
     ``parameter_and_buffer_dicts`` (a dict, or a sequence of dicts with distinct keys) in
     place of the module's own. With ``tie_weights``, a value given for one of several tied
