@@ -98,10 +98,10 @@ class Generator:
         seed = int(seed)
         if seed < 0:
             if seed < -(2 ** 63):
-                raise RuntimeError("Overflow when unpacking long")
+                raise ValueError("Overflow when unpacking long long")
             seed += 2 ** 64
         elif seed >= 2 ** 64:
-            raise RuntimeError("Overflow when unpacking long")
+            raise ValueError("Overflow when unpacking long long")
         self._seed = seed
         fresh = np.random.MT19937(0)
         fresh._legacy_seeding(seed & 0xFFFFFFFF)
@@ -125,6 +125,25 @@ class Generator:
     def initial_seed(self) -> int:
         """The seed last set."""
         return self._seed
+
+    def clone_state(self) -> "Generator":
+        """A new generator in this one's state.
+
+        >>> g = Generator().manual_seed(3)
+        >>> g.clone_state().initial_seed()
+        3
+        """
+        g = Generator()
+        g.set_state(self.get_state())
+        return g
+
+    def graphsafe_get_state(self) -> "Generator":
+        """CUDA graphs' state handling: not for the CPU generator (torch's error)."""
+        raise NotImplementedError("graphsafe_get_state is not supported in this Generator")
+
+    def graphsafe_set_state(self, state: Any) -> "Generator":
+        """CUDA graphs' state handling: not for the CPU generator (torch's error)."""
+        raise NotImplementedError("graphsafe_set_state is not supported in this Generator")
 
     def get_state(self) -> Any:
         """The engine's state as a uint8 tensor in torch's layout (Note [Generator state

@@ -64,8 +64,17 @@ def test_state_seed_and_fork():
         ndgrad.randn(10)
     assert (ndgrad.rand(3) == ndgrad.rand(3, generator=ndgrad.Generator().manual_seed(2))).all()
     assert ndgrad.initial_seed() == 2 and isinstance(ndgrad.manual_seed(1), ndgrad.Generator)
-    with pytest.raises(RuntimeError, match="Overflow"):
+    with pytest.raises(ValueError, match="Overflow when unpacking long long"):   # as torch 2.13
         ndgrad.Generator().manual_seed(2 ** 64)
+    with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+        ndgrad.manual_seed(-2 ** 63 - 1)
+    g = ndgrad.Generator().manual_seed(5)
+    c = g.clone_state()
+    assert c is not g and c.initial_seed() == 5 and ndgrad.equal(c.get_state(), g.get_state())
+    with pytest.raises(NotImplementedError, match="graphsafe_get_state is not supported"):
+        g.graphsafe_get_state()
+    with pytest.raises(NotImplementedError, match="graphsafe_set_state is not supported"):
+        g.graphsafe_set_state(c)
     with pytest.raises(RuntimeError, match="negative dimension -1"):
         ndgrad.randperm(-1)
 
