@@ -83,7 +83,8 @@ sqrt_recip_alphas = to32(torch.sqrt(1.0 / alphas))
 posterior_variance = to32(betas * (1.0 - alphas_cumprod_prev) / (1.0 - alphas_cumprod))
 posterior_log_variance_clipped = torch.log(posterior_variance.clamp(min=1e-20))
 betas32, alphas_cumprod32 = to32(betas), to32(alphas_cumprod)
-print("posterior var", f"{posterior_variance[1].item():.6e}", f"{posterior_variance[-1].item():.6f}")
+print("posterior var", f"{posterior_variance[1].item():.6e}",
+      f"{posterior_variance[-1].item():.6f}")
 
 
 def make_data(n):
@@ -143,7 +144,8 @@ def p_sample_loop(net, n):
             x = model_mean
         else:
             noise = torch.randn_like(x)
-            x = model_mean + (0.5 * extract(posterior_log_variance_clipped, t, x.shape)).exp() * noise
+            log_var = extract(posterior_log_variance_clipped, t, x.shape)
+            x = model_mean + (0.5 * log_var).exp() * noise
     return x
 
 
