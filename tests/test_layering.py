@@ -63,6 +63,7 @@ LAYERS = {
     "ndgrad.accelerator": BOTTOM,
     "ndgrad.cpu": BOTTOM,
     "ndgrad.backends": BOTTOM,
+    "ndgrad.backends.cuda": BOTTOM,
     "ndgrad.backends.cudnn": BOTTOM,
     "ndgrad.backends.mps": BOTTOM,
     "ndgrad.backends.mkldnn": BOTTOM,

@@ -604,6 +604,52 @@ def test_sdpa_kernel_restricts_backends_as_torch(backends):
     assert out[0] == out[1]
 
 
+def test_backends_cuda_sdp_flags_as_torch():
+    """``backends.cuda.enable_*_sdp`` and the deprecated ``sdp_kernel``: the same global flags
+    ``nn.attention.sdpa_kernel`` sets (each reports the other's choice), torch's errors."""
+    import torch as T
+    out = []
+    for m in (T, ndgrad):
+        cuda, F = m.backends.cuda, m.nn.functional
+        q = m.ones(1, 1, 3, 4, dtype=m.float64)
+        mask = m.ones(3, 3, dtype=m.bool).tril()
+        flags = lambda c=cuda: (c.math_sdp_enabled(), c.flash_sdp_enabled(),  # noqa: E731
+                                c.mem_efficient_sdp_enabled(), c.cudnn_sdp_enabled())
+        res = [flags(), cuda.is_flash_attention_available()]
+        try:
+            cuda.enable_math_sdp(False)
+            res.append((flags(), float(F.scaled_dot_product_attention(q, q, q).sum())))
+            res.append(F.scaled_dot_product_attention(q, q, q, attn_mask=mask,
+                                                      is_causal=True).shape[-1])
+            cuda.enable_flash_sdp(False)
+            with pytest.raises(RuntimeError) as e:
+                F.scaled_dot_product_attention(q, q, q)
+            res.append(str(e.value))
+            att = __import__(m.__name__ + ".nn.attention", fromlist=["x"])
+            with att.sdpa_kernel(att.SDPBackend.MATH) as ctx:
+                res.append((ctx, flags()))
+            res.append(flags())
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                with cuda.sdp_kernel(enable_flash=False, enable_mem_efficient=False) as ctx:
+                    res.append((ctx, flags()))
+                    with pytest.raises(RuntimeError) as e:
+                        F.scaled_dot_product_attention(q, q, q, attn_mask=mask, is_causal=True)
+                    res.append(str(e.value)[-40:])
+            res.append(([x.category for x in w], "is deprecated" in str(w[0].message), flags()))
+            for f in (cuda.enable_flash_sdp, cuda.enable_cudnn_sdp):
+                with pytest.raises(RuntimeError) as e:
+                    f(1)
+                res.append(str(e.value))
+        finally:
+            for f in (cuda.enable_math_sdp, cuda.enable_flash_sdp, cuda.enable_mem_efficient_sdp,
+                      cuda.enable_cudnn_sdp):
+                f(True)
+        res.append(flags())
+        out.append(res)
+    assert out[0] == out[1]
+
+
 def test_sdpa_kernel_refuses_what_is_no_backend():
     from ndgrad.nn.attention import SDPBackend, sdpa_kernel
     with pytest.raises(AssertionError, match="Backend must be an instance of SDPBackend"):
