@@ -92,6 +92,7 @@ LAYERS = {
     "ndgrad": API,
     "ndgrad.__main__": API,
     "ndgrad._tensor_methods": API,
+    "ndgrad._foreach": API,
     "ndgrad.overrides": API,               # the __torch_function__ protocol's public names
     "ndgrad._C": API,
     "ndgrad.legacy_tensor_types": API,
