@@ -4,12 +4,14 @@ use_reentrant=False, cross entropy with label smoothing, SequentialLR (LinearLR 
 CosineAnnealingLR), get_total_norm + clip_grads_with_norm_, AdamW(foreach=True), the optimizer
 step fused into backward with register_post_accumulate_grad_hook, Muon for the matrices with
 AdamW for the rest, optimizer step hooks, a full backward pre-hook, and a KV-cache decode
-with scaled_dot_product_attention(enable_gqa=True) checked against the full forward."""
+with scaled_dot_product_attention(enable_gqa=True) and a causal_lower_right chunk mask checked
+against the full forward."""
 import math
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right
 from torch.utils.checkpoint import checkpoint
 
 torch.manual_seed(0)
@@ -144,8 +146,12 @@ class GQA(nn.Module):
         k, v = self.kv(x).view(B, T, 2, self.n_kv, self.hd).permute(2, 0, 3, 1, 4)
         if cache is not None:
             k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-        is_causal = cache is None and T > 1
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=True)
+        if cache is not None and T > 1:         # a chunk after the cache: bottom-right triangle
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(
+                T, k.shape[2]), enable_gqa=True)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=cache is None and T > 1,
+                                               enable_gqa=True)
         return self.o(y.transpose(1, 2).reshape(B, T, -1)), (k, v)
 
 
@@ -154,10 +160,10 @@ attn = GQA().eval()
 seq = torch.randn(2, 6, 32)
 with torch.inference_mode():
     full, _ = attn(seq)
-    out, cache = attn(seq[:, :3])
+    out, cache = attn(seq[:, :2])
     steps = [out]
-    for t in range(3, 6):
-        o, cache = attn(seq[:, t:t + 1], cache)
+    for a, b in ((2, 4), (4, 5), (5, 6)):      # a chunk of two, then one token at a time
+        o, cache = attn(seq[:, a:b], cache)
         steps.append(o)
     inc = torch.cat(steps, dim=1)
 print("kv cache", tuple(cache[0].shape), "agrees:", torch.allclose(full, inc, atol=1e-6),
