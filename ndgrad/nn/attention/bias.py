@@ -92,7 +92,8 @@ class CausalBias(Tensor):
         kwargs = kwargs or {}
         if func is F.scaled_dot_product_attention:
             return cls._dispatch(*args, **kwargs)
-        return super().__torch_function__(func, types, args, kwargs)
+        # Tensor gets its default __torch_function__ at import time (ndgrad/_torch_function.py)
+        return super().__torch_function__(func, types, args, kwargs)  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return repr(self._materialize())
