@@ -649,8 +649,8 @@ def test_backends_cuda_matmul_flags_as_torch():
              ("allow_bf16_reduced_precision_reduction", (1,)),
              ("allow_bf16_reduced_precision_reduction", "x"),
              ("allow_fp16_accumulation", 0), ("no_such_flag", True)]
+    saved = {m: m.get_float32_matmul_precision() for m in (torch, ndgrad)}
     for m in (torch, ndgrad):
-        old = m.get_float32_matmul_precision()
         try:
             assert m.backends.cuda.is_built() is False
             assert m.backends.cudnn.allow_tf32 is True
@@ -663,7 +663,7 @@ def test_backends_cuda_matmul_flags_as_torch():
             with pytest.raises(AttributeError, match="Unknown attribute bogus"):
                 m.backends.cuda.matmul.bogus
         finally:
-            m.set_float32_matmul_precision(old)
+            m.set_float32_matmul_precision(saved[m])
     for name, value in cases:
         try:
             assert attempt(ndgrad, name, value) == attempt(torch, name, value), (name, value)
@@ -671,7 +671,7 @@ def test_backends_cuda_matmul_flags_as_torch():
             for m in (torch, ndgrad):
                 m.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True
                 m.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True
-                m.set_float32_matmul_precision("highest")
+                m.set_float32_matmul_precision(saved[m])
     assert ndgrad.backends.cuda.matmul.allow_bf16_reduced_precision_reduction_split_k is True
 
 

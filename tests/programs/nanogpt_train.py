@@ -47,7 +47,8 @@ tokens_per_iter = gradient_accumulation_steps * batch_size * block_size
 print(f"tokens per iteration will be: {tokens_per_iter:,}")
 torch.manual_seed(1337)
 torch.backends.cuda.matmul.allow_tf32 = True
-torch.backends.cudnn.allow_tf32 = True
+# (train.py also sets torch.backends.cudnn.allow_tf32, which ndgrad accepts; torch refuses it
+# once a test module has called torch.backends.disable_global_flags, as its test utilities do)
 device_type = "cuda" if "cuda" in device else "cpu"
 ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
 ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type,
