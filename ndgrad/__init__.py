@@ -245,8 +245,9 @@ def __getattr__(name: str):
     ``ndgrad.jit``, ``ndgrad.compiler``, ``ndgrad.profiler``, ``ndgrad.multiprocessing``,
     ``ndgrad.distributions``, ``ndgrad.quasirandom``, ``ndgrad.testing``,
     ``ndgrad.accelerator``, ``ndgrad.xpu``,
-    ``ndgrad.compile`` and ``ndgrad.vmap`` load on first use: ``import ndgrad`` stays fast, and
-    ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
+    ``ndgrad.compile``, ``ndgrad.vmap`` and the ``ndgrad._foreach_*`` ops load on first use:
+    ``import ndgrad`` stays fast, and ``ndgrad.nn.Linear`` still works after a bare
+    ``import ndgrad``."""
     import importlib
     if name in ("nn", "optim", "utils", "func", "viz", "jit", "compiler", "profiler",
                 "multiprocessing", "distributions", "quasirandom", "testing", "accelerator",
@@ -262,6 +263,10 @@ def __getattr__(name: str):
         return importlib.import_module(f"{__name__}.nn.toplevel").get(name)
     if name in _NN_TOPLEVEL_COMPAT:  # torch.kl_div, torch.convolution ... (compat, session 22)
         return importlib.import_module(f"{__name__}.nn.toplevel_compat").get(name)
+    if name.startswith("_foreach_"):  # torch._foreach_add_ ... (ndgrad/_foreach.py)
+        functions = importlib.import_module(f"{__name__}._foreach").FUNCTIONS
+        if name in functions:
+            return functions[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

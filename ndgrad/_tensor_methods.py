@@ -405,6 +405,11 @@ def _min(self: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     return ops.min(self, dim, keepdim)
 
 
+def _split(self: Tensor, split_size: Any, dim: int = 0) -> tuple:
+    # the method names its first argument split_size, the function split_size_or_sections
+    return ops.split(self, split_size, dim)
+
+
 _METHODS = {
     # operators
     "__add__": _fast_binary(_pw.ADD, _pw.ADD_S, "add"),
@@ -537,7 +542,7 @@ _METHODS = {
     "t": ops.t, "movedim": ops.movedim,
     "expand": ops.expand, "expand_as": ops.expand_as, "squeeze": ops.squeeze,
     "unsqueeze": ops.unsqueeze, "select": ops.select, "narrow": ops.narrow,
-    "unbind": ops.unbind, "split": ops.split, "chunk": ops.chunk,
+    "unbind": ops.unbind, "split": _split, "chunk": ops.chunk,
     "contiguous": ops.contiguous, "clone": ops.clone, "to": ops.to,
     "type_as": lambda s, o: ops.to(s, o.dtype), "type": _type,
     "apply_": _legacy.apply_, "map_": _legacy.map_, "map2_": _legacy.map2_,

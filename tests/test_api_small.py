@@ -631,6 +631,50 @@ def test_cuda_and_backend_queries():
     assert ndgrad.backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()
 
 
+def test_backends_cuda_matmul_flags_as_torch():
+    """``backends.cuda.matmul`` (nanoGPT sets allow_tf32): allow_tf32 mirrors the float32
+    matmul precision, the reduction flags are recorded, bad values and names fail as torch's."""
+    def attempt(m, name, value):
+        try:
+            setattr(m.backends.cuda.matmul, name, value)
+            return ("ok", getattr(m.backends.cuda.matmul, name))
+        except (TypeError, RuntimeError, AttributeError) as e:
+            return (type(e).__name__, str(e))
+    cases = [("allow_tf32", True), ("allow_tf32", False), ("allow_tf32", 1),
+             ("allow_fp16_reduced_precision_reduction", (False, False)),
+             ("allow_fp16_reduced_precision_reduction", (True,)),
+             ("allow_bf16_reduced_precision_reduction", (True, False)),
+             ("allow_bf16_reduced_precision_reduction", ()),
+             ("allow_bf16_reduced_precision_reduction", (True, True, True)),
+             ("allow_bf16_reduced_precision_reduction", (1,)),
+             ("allow_bf16_reduced_precision_reduction", "x"),
+             ("allow_fp16_accumulation", 0), ("no_such_flag", True)]
+    saved = {m: m.get_float32_matmul_precision() for m in (torch, ndgrad)}
+    for m in (torch, ndgrad):
+        try:
+            assert m.backends.cuda.is_built() is False
+            assert m.backends.cudnn.allow_tf32 is True
+            m.backends.cuda.matmul.allow_tf32 = True
+            assert m.get_float32_matmul_precision() == "high"
+            m.set_float32_matmul_precision("highest")
+            assert m.backends.cuda.matmul.allow_tf32 is False
+            m.set_float32_matmul_precision("medium")
+            assert m.backends.cuda.matmul.allow_tf32 is True
+            with pytest.raises(AttributeError, match="Unknown attribute bogus"):
+                m.backends.cuda.matmul.bogus
+        finally:
+            m.set_float32_matmul_precision(saved[m])
+    for name, value in cases:
+        try:
+            assert attempt(ndgrad, name, value) == attempt(torch, name, value), (name, value)
+        finally:
+            for m in (torch, ndgrad):
+                m.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True
+                m.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True
+                m.set_float32_matmul_precision(saved[m])
+    assert ndgrad.backends.cuda.matmul.allow_bf16_reduced_precision_reduction_split_k is True
+
+
 def test_small_queries_programs_make():
     for m in (torch, ndgrad):
         t = m.ones(2, 3, dtype=m.float64)[:, :2]

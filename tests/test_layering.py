@@ -64,6 +64,7 @@ LAYERS = {
     "ndgrad.accelerator": BOTTOM,
     "ndgrad.cpu": BOTTOM,
     "ndgrad.backends": BOTTOM,
+    "ndgrad.backends.cuda": BOTTOM,
     "ndgrad.backends.cudnn": BOTTOM,
     "ndgrad.backends.mps": BOTTOM,
     "ndgrad.backends.mkldnn": BOTTOM,
@@ -94,6 +95,7 @@ LAYERS = {
     "ndgrad": API,
     "ndgrad.__main__": API,
     "ndgrad._tensor_methods": API,
+    "ndgrad._foreach": API,
     "ndgrad.overrides": API,               # the __torch_function__ protocol's public names
     "ndgrad._C": API,
     "ndgrad.legacy_tensor_types": API,

@@ -604,6 +604,103 @@ def test_sdpa_kernel_restricts_backends_as_torch(backends):
     assert out[0] == out[1]
 
 
+def test_backends_cuda_sdp_flags_as_torch():
+    """``backends.cuda.enable_*_sdp`` and the deprecated ``sdp_kernel``: the same global flags
+    ``nn.attention.sdpa_kernel`` sets (each reports the other's choice), torch's errors."""
+    import torch as T
+    out = []
+    for m in (T, ndgrad):
+        cuda, F = m.backends.cuda, m.nn.functional
+        q = m.ones(1, 1, 3, 4, dtype=m.float64)
+        mask = m.ones(3, 3, dtype=m.bool).tril()
+        flags = lambda c=cuda: (c.math_sdp_enabled(), c.flash_sdp_enabled(),  # noqa: E731
+                                c.mem_efficient_sdp_enabled(), c.cudnn_sdp_enabled())
+        res = [flags(), cuda.is_flash_attention_available()]
+        try:
+            cuda.enable_math_sdp(False)
+            res.append((flags(), float(F.scaled_dot_product_attention(q, q, q).sum())))
+            res.append(F.scaled_dot_product_attention(q, q, q, attn_mask=mask,
+                                                      is_causal=True).shape[-1])
+            cuda.enable_flash_sdp(False)
+            with pytest.raises(RuntimeError) as e:
+                F.scaled_dot_product_attention(q, q, q)
+            res.append(str(e.value))
+            att = __import__(m.__name__ + ".nn.attention", fromlist=["x"])
+            with att.sdpa_kernel(att.SDPBackend.MATH) as ctx:
+                res.append((ctx, flags()))
+            res.append(flags())
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                with cuda.sdp_kernel(enable_flash=False, enable_mem_efficient=False) as ctx:
+                    res.append((ctx, flags()))
+                    with pytest.raises(RuntimeError) as e:
+                        F.scaled_dot_product_attention(q, q, q, attn_mask=mask, is_causal=True)
+                    res.append(str(e.value)[-40:])
+            res.append(([x.category for x in w], "is deprecated" in str(w[0].message), flags()))
+            for f in (cuda.enable_flash_sdp, cuda.enable_cudnn_sdp):
+                with pytest.raises(RuntimeError) as e:
+                    f(1)
+                res.append(str(e.value))
+        finally:
+            for f in (cuda.enable_math_sdp, cuda.enable_flash_sdp, cuda.enable_mem_efficient_sdp,
+                      cuda.enable_cudnn_sdp):
+                f(True)
+        res.append(flags())
+        out.append(res)
+    assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("variant", ["upper_left", "lower_right"])
+@pytest.mark.parametrize("sizes", [(3, 3), (2, 5), (1, 4)])
+def test_causal_bias_as_torch(variant, sizes):
+    """``nn.attention.bias.causal_upper_left/causal_lower_right`` as ``attn_mask``: values and
+    gradients as torch's, the materialised mask, the repr and the shape torch gives it."""
+    import torch as T
+    L, S = sizes
+    res = []
+    for m in (T, ndgrad):
+        bias_mod = __import__(m.__name__ + ".nn.attention.bias", fromlist=["x"])
+        bias = getattr(bias_mod, f"causal_{variant}")(L, S)
+        m.manual_seed(0)
+        q = m.randn(2, 2, L, 8, dtype=m.float64, requires_grad=True)
+        kv = m.randn(2, 1, S, 8, dtype=m.float64, requires_grad=True)
+        out = m.nn.functional.scaled_dot_product_attention(q, kv, kv, attn_mask=bias,
+                                                           enable_gqa=True)
+        (out * out).sum().backward()
+        res.append((out.detach().numpy(), q.grad.numpy(), kv.grad.numpy(),
+                    bias._materialize().tolist(), repr(bias), tuple(bias.shape),
+                    int(bias.variant), isinstance(bias, m.Tensor), type(bias).__name__))
+    for a, b in zip(res[0][:3], res[1][:3]):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+    assert res[0][3:] == res[1][3:]
+
+
+def test_causal_bias_errors_as_torch():
+    import torch as T
+    out = []
+    for m in (T, ndgrad):
+        bias_mod = __import__(m.__name__ + ".nn.attention.bias", fromlist=["x"])
+        res = []
+        q = m.ones(1, 1, 2, 4)
+        for call in (lambda b, m, q: b.causal_lower_right(2),
+                     lambda b, m, q: b.causal_upper_left(1, 2, 3),
+                     lambda b, m, q: b.CausalBias(1, 2, 3),
+                     lambda b, m, q: m.nn.functional.scaled_dot_product_attention(
+                         q, q, q, attn_mask=b.causal_upper_left(2, 2), is_causal=True)):
+            try:
+                call(bias_mod, m, q)
+                res.append("ok")
+            except (AssertionError, ValueError) as e:
+                res.append((type(e).__name__, str(e)))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            bias_mod.causal_lower_right(4, 2)
+        res.append([(x.category.__name__, str(x.message)) for x in w])
+        res.append((bias_mod.__all__, [(v.name, int(v)) for v in bias_mod.CausalVariant]))
+        out.append(res)
+    assert out[0] == out[1]
+
+
 def test_sdpa_kernel_refuses_what_is_no_backend():
     from ndgrad.nn.attention import SDPBackend, sdpa_kernel
     with pytest.raises(AssertionError, match="Backend must be an instance of SDPBackend"):

@@ -683,3 +683,18 @@ MATMULS = {
 @pytest.mark.parametrize("name", sorted(MATMULS))
 def test_matmul_non_tensor(name):
     _same(MATMULS[name])
+
+
+def test_split_keyword_names():
+    # Tensor.split calls its first argument split_size, torch.split split_size_or_sections
+    for lib in (torch, ndgrad):
+        x = lib.arange(6.)
+        assert [t.tolist() for t in x.split(split_size=[2, 4], dim=-1)] == [[0, 1], [2, 3, 4, 5]]
+        assert len(lib.split(x, split_size_or_sections=2)) == 3
+    for call in (lambda lib: lib.arange(6.).split(split_size_or_sections=2),
+                 lambda lib: lib.split(lib.arange(6.), split_size=2)):
+        with pytest.raises(TypeError) as e:
+            call(torch)
+        with pytest.raises(TypeError, match="unexpected keyword argument") as e2:
+            call(ndgrad)
+        assert str(e.value).split("()")[-1] == str(e2.value).split("()")[-1]

@@ -6,4 +6,4 @@ Example:
     (False, False)
 """
 
-from . import cpu, cudnn, mha, mkldnn, mps, openmp  # noqa: F401
+from . import cpu, cuda, cudnn, mha, mkldnn, mps, openmp  # noqa: F401

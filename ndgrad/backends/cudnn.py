@@ -1,9 +1,10 @@
 """``ndgrad.backends.cudnn``: no cuDNN. The flags programs set (``benchmark``,
-``deterministic``) are accepted and have no effect."""
+``deterministic``, ``allow_tf32``) are accepted and have no effect."""
 
 enabled = True
 benchmark = False
 deterministic = False
+allow_tf32 = True
 
 
 def is_available() -> bool:

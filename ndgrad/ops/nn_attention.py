@@ -33,6 +33,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _dtype
+from ..backends import cuda as _sdp_flags
 from .._generator import bernoulli_array, draw
 from ..autograd.grad_mode import _state
 from ..tensor import Tensor, _wrap
@@ -330,10 +331,8 @@ def _broadcast_batch(a: tuple, b: tuple) -> tuple:
         raise
 
 
-# The backends ``ndgrad.nn.attention.sdpa_kernel`` allows (torch's SDPBackend values: 0 math,
-# 1 flash attention ...); None: every one (the default).
-ALLOWED: Optional[frozenset] = None
-_MATH, _FLASH = 0, 1
+# The backends sdpa_kernel / backends.cuda.enable_*_sdp allow: Note [Attention backend flags]
+_MATH, _FLASH = _sdp_flags.MATH, _sdp_flags.FLASH
 
 
 def _cpu_flash_takes(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float,
@@ -397,14 +396,15 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                            f"dtype, but got attn_mask.dtype: {_tname(attn_mask)} and  "
                            f"query.dtype: {_tname(q)} instead.")
     flash = None                     # would torch's CPU flash kernel take the call?
-    if ALLOWED is not None:          # sdpa_kernel(...): the backends left
-        if _MATH not in ALLOWED and _FLASH not in ALLOWED:
+    allowed = _sdp_flags.SDP_ENABLED["backends"]
+    if _MATH not in allowed or _FLASH not in allowed:   # the backends left
+        if _MATH not in allowed and _FLASH not in allowed:
             raise RuntimeError("No viable backend for scaled_dot_product_attention was found. "
                                "This is likely due to turning off both the math kernel and the "
                                "fused kernels.")
-        flash = _FLASH in ALLOWED and _cpu_flash_takes(q, k, v, attn_mask, dropout_p,
+        flash = _FLASH in allowed and _cpu_flash_takes(q, k, v, attn_mask, dropout_p,
                                                        enable_gqa)
-        if not flash and _MATH not in ALLOWED:
+        if not flash and _MATH not in allowed:
             raise RuntimeError("No available kernel.  Aborting execution.")
     if is_causal and attn_mask is not None and not (
             flash if flash is not None else

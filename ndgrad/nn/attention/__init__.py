@@ -23,7 +23,7 @@ import contextlib
 import enum
 from typing import Any, Iterator, List, Union
 
-from ...ops import nn_attention as _attention
+from ...backends import cuda as _sdp_flags
 
 __all__ = ["SDPBackend", "sdpa_kernel"]
 
@@ -53,7 +53,7 @@ class SDPBackend(enum.Enum):
 
 @contextlib.contextmanager
 def sdpa_kernel(backends: Union[List[SDPBackend], SDPBackend],
-                set_priority: bool = False) -> Iterator[None]:
+                set_priority: bool = False) -> Iterator[dict]:
     """Within the block, ``scaled_dot_product_attention`` may use only ``backends`` (one or a
     list); the previous choice comes back after it. ``set_priority`` (the list's order as
     priority) is accepted: on the CPU the flash kernel is tried before the math path."""
@@ -64,9 +64,10 @@ def sdpa_kernel(backends: Union[List[SDPBackend], SDPBackend],
             isinstance(b, SDPBackend) for b in items):
         raise AssertionError("Backend must be an instance of SDPBackend or a list of SDPBackend "
                              f"instances, got {type(backends).__name__}")
-    saved = _attention.ALLOWED
-    _attention.ALLOWED = frozenset(int(b) for b in items)
+    flags = _sdp_flags.SDP_ENABLED          # Note [Attention backend flags]
+    saved = flags["backends"]
+    flags["backends"] = frozenset(int(b) for b in items)
     try:
-        yield
+        yield {}
     finally:
-        _attention.ALLOWED = saved
+        flags["backends"] = saved
