@@ -41,6 +41,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import sys
+import warnings
 import weakref
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -167,6 +169,11 @@ def _lookup(qualname: str, create_packet: bool = False) -> OpOverload:
     return ov
 
 
+# Kernels registered (Library.impl) for an operator not defined yet: torch accepts them and
+# uses them once the definition comes.
+_PENDING: Dict[str, Dict[str, Callable]] = {}
+
+
 def _add_overload(ns: str, schema: FunctionSchema) -> OpOverload:
     space = _namespaces.namespace(ns)
     name = schema.name.split("::", 1)[-1]
@@ -175,6 +182,9 @@ def _add_overload(ns: str, schema: FunctionSchema) -> OpOverload:
         packet = space._packets[name] = OpOverloadPacket(ns, name)
     ov = OpOverload(packet, schema)
     packet._overloads[ov._overloadname] = ov
+    pending = _PENDING.pop(ov.name(), {})
+    ov._fake = pending.pop("__fake__", None)
+    ov._kernels.update(pending)
     return ov
 
 
@@ -221,10 +231,12 @@ def _dispatch_library_op(ov: OpOverload, args: tuple, kwargs: dict) -> Any:
     dev = _device_type(tensors)
     k = ov._kernels
     fn: Optional[Callable] = None
+    warn = False
     if is_grad_enabled() and any(t.requires_grad for t in tensors):
         if ov._autograd is not None:
             return _autograd_call(ov, pos, kw, lambda p, q: _backend_call(ov, dev, p, q))
-        fn = k.get("Autograd") or k.get("AutogradCPU")
+        fn = k.get("Autograd") or k.get("AutogradCPU") or k.get("CompositeImplicitAutograd")
+        warn = fn is None
     if fn is None:
         backend = _DEVICE_KEYS[dev]
         fn = k.get(backend) or k.get("CompositeExplicitAutograd") or \
@@ -235,7 +247,30 @@ def _dispatch_library_op(ov: OpOverload, args: tuple, kwargs: dict) -> Any:
             if dev == "meta":
                 raise NotImplementedError(_NO_META.format(name=ov.name()))
             raise _not_found(ov, backend, sorted(k))
-    return fn(*pos, **kw)
+    result = fn(*pos, **kw)
+    if warn:
+        _warn_on_backward(ov, result)
+    return result
+
+
+def _warn_on_backward(ov: OpOverload, result: Any) -> None:
+    # torch's autograd fallback: a backend kernel's outputs are differentiable through the ops
+    # it ran, with a warning when the gradient goes through them
+    def hook(grad: Any) -> None:
+        warnings.warn(
+            f"{ov.name()}: an autograd kernel was not registered to the Autograd key(s) but we "
+            "are trying to backprop through it. This may lead to silently incorrect behavior. "
+            "This behavior is deprecated and will be removed in a future version of PyTorch. "
+            "If your operator is differentiable, please ensure you have registered an autograd "
+            "kernel to the correct Autograd key (e.g. DispatchKey::Autograd, "
+            "DispatchKey::CompositeImplicitAutograd). If your operator is not differentiable, "
+            "or to squash this warning and use the previous behavior, please register "
+            "torch::CppFunction::makeFallthrough() to DispatchKey::Autograd.", UserWarning,
+            stacklevel=2)
+    outs = result if isinstance(result, (list, tuple)) else [result]
+    for t in outs:
+        if isinstance(t, Tensor) and t.requires_grad:
+            t.register_hook(hook)
 
 
 def _backend_call(ov: OpOverload, dev: str, pos: list, kw: dict) -> Any:
@@ -461,6 +496,50 @@ class CustomOpDef:
     def _dispatch(self, args: tuple, kwargs: dict) -> Any:
         ov = self._opoverload
         pos, kw = bind(ov._schema, args, kwargs)
+        jit = sys.modules.get("ndgrad.jit.tracer")  # local import: only when the jit is loaded
+        if jit is not None and jit.current_tracer() is not None:
+            return self._traced_call(jit, pos, kw)
+        return self._eager(pos, kw)
+
+    def _traced_call(self, jit: Any, pos: list, kw: dict) -> Any:
+        # Note [Custom ops in traced code]: while ndgrad.compile / jit.trace records a
+        # function, a custom operator is recorded whole, as a differentiable Call node (the
+        # tracer's own mechanism for Python code outside the op table): its kernel runs at run
+        # time, and its backward through the generated autograd node. An operator that
+        # returns nothing but writes into arguments is recorded as returning the tensors it
+        # writes, so the graph reads them after the call.
+        if self._opoverload._schema.returns:
+            return jit._make_call(self._qualname, self._eager, True)(pos, kw)
+        written = self._written(pos, kw)
+        if not written:
+            return self._eager(pos, kw)
+        fresh = jit._make_call(self._qualname, self._functional, True)(pos, kw)
+        for t, new in zip(written, fresh if isinstance(fresh, tuple) else (fresh,)):
+            t.copy_(new)
+        return None
+
+    def _written(self, pos: list, kw: dict) -> List[Tensor]:
+        values = list(pos) + [kw[a.name] for a in self._opoverload._schema.arguments
+                              if a.kwarg_only]
+        return [t for a, v in zip(self._opoverload._schema.arguments, values)
+                if a.is_write for t in tensors_of(v)]
+
+    def _functional(self, pos: list, kw: dict) -> Any:
+        # the operator run on copies of the tensors it writes; returns the copies
+        copies = {id(t): t.detach().clone() for t in self._written(pos, kw)}
+
+        def swap(v: Any) -> Any:
+            if isinstance(v, Tensor):
+                return copies.get(id(v), v)
+            if isinstance(v, list):
+                return [swap(x) for x in v]
+            return v
+        self._eager([swap(v) for v in pos], {k: swap(v) for k, v in kw.items()})
+        out = tuple(copies.values())
+        return out[0] if len(out) == 1 else out
+
+    def _eager(self, pos: list, kw: dict) -> Any:
+        ov = self._opoverload
         if is_grad_enabled() and ov._schema.returns and any(
                 t.requires_grad for v in pos for t in tensors_of(v)):
             return _autograd_call(ov, pos, kw, self._run)
@@ -644,7 +723,7 @@ class Library:
         ov = _add_overload(self.ns, parsed)
         self._defined.append(ov)
         self._op_defs.add(parsed.name)
-        return plain + (f".{parsed.overload_name}" if parsed.overload_name else "")
+        return plain
 
     def impl(self, op_name: Union[str, OpOverload, CustomOpDef], fn: Callable,
              dispatch_key: str = "", *, with_keyset: bool = False,
@@ -656,13 +735,20 @@ class Library:
             raise TypeError(f"Input function is required to be a callable but found type "
                             f"{type(fn)}")
         key = dispatch_key or self.dispatch_key or "CompositeImplicitAutograd"
-        ov = self._resolve(op_name)
         if fn is fallthrough_kernel:
             return
+        if isinstance(op_name, str):
+            name = op_name if "::" in op_name else f"{self.ns}::{op_name}"
+            try:
+                _lookup(name)
+            except RuntimeError:               # defined later: kept until then
+                _PENDING.setdefault(name, {})[key] = fn
+                return
+        ov = self._resolve(op_name)
         if key in ov._kernels and not allow_override:
             raise RuntimeError(f"This is not allowed since there's already a kernel registered "
-                               f"from python overriding {ov.name()}'s behavior for {key} "
-                               "dispatch key and namespace.")
+                               f"from python overriding {ov.name().split('::', 1)[1]}'s behavior "
+                               f"for {key} dispatch key and {ov._namespace} namespace.")
         previous = ov._kernels.get(key)
         ov._kernels[key] = fn
         self._registered.append((ov, key, previous))
@@ -800,6 +886,9 @@ def register_fake(op: Any, func: Optional[Callable] = None, /, *,
         raise ValueError(f"register_fake({op}): got unexpected type for op: {type(op)}")
 
     def inner(f: Callable) -> Callable:
+        if isinstance(op, str) and op in _PENDING:     # kernels registered before define
+            _PENDING[op]["__fake__"] = f
+            return f
         ov = _lookup(op) if isinstance(op, str) else _as_overload(op, "register_fake")
         if ov._custom is not None:
             return ov._custom.register_fake(f)
