@@ -103,7 +103,9 @@ def _schema_error(text: str, pos: int, what: str) -> RuntimeError:
 
 
 def _split_top(s: str, sep: str = ",") -> List[str]:
-    out, depth, cur, quote = [], 0, [], None
+    out: List[str] = []
+    cur: List[str] = []
+    depth, quote = 0, None
     for ch in s:
         if quote:
             cur.append(ch)
@@ -352,9 +354,9 @@ def infer_schema(prototype_function: Callable, /, *, mutates_args: Any,
                 if not targs or ann is tuple:
                     as_list: Any = list
                 elif len(targs) == 1 or (len(targs) == 2 and targs[1] is Ellipsis):
-                    as_list = list[targs[0]]
+                    as_list = GenericAlias(list, (targs[0],))
                 else:
-                    as_list = list[Union[targs]]
+                    as_list = GenericAlias(list, (Union[targs],))
                 hint = f"For example, {as_list}.\n\n" if _hashable(as_list) and \
                     as_list in SUPPORTED_PARAM_TYPES else "\n\n"
                 fail(f"Parameter {name} has unsupported type {p.annotation}. We do not support "

@@ -90,7 +90,7 @@ class _Progress:
 
 def _progress_bar(**kwargs: Any) -> Any:
     try:
-        from tqdm import tqdm  # optional: a nicer bar when installed
+        from tqdm import tqdm  # type: ignore[import-untyped]  # optional: a nicer bar
     except ImportError:
         return _Progress(**kwargs)
     return tqdm(**kwargs)

@@ -300,7 +300,8 @@ class _Meta:
 def _flatten_args(pos: list) -> Tuple[list, list]:
     """Positional arguments as apply's arguments: a list of tensors becomes one slot per
     element (so autograd sees each tensor); ``spec`` records how to put them back."""
-    flat, spec = [], []
+    flat: list = []
+    spec: List[Optional[int]] = []
     for v in pos:
         if isinstance(v, list) and v and all(x is None or isinstance(x, Tensor) for x in v) \
                 and any(isinstance(x, Tensor) for x in v):
@@ -385,7 +386,7 @@ def _autograd_call(ov: OpOverload, pos: list, kw: dict, run: Callable) -> Any:
     cls = _generated_function(ov)
     flat, spec = _flatten_args(pos)
     meta = _Meta(kw, spec, run)
-    out = cls.apply(*flat, meta)
+    out = cls.apply(*flat, meta)  # type: ignore[attr-defined]
     if meta.out_spec is not None:
         return list(out) if isinstance(out, tuple) else [out]
     return out
@@ -411,7 +412,7 @@ class CustomOpDef:
         _drop_existing(self._qualname)
         self._opoverload = _add_overload(namespace, parsed)
         self._opoverload._custom = self
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
         return f"<CustomOpDef({self._qualname})>"
@@ -1000,9 +1001,9 @@ def _check_fake(ov: OpOverload, args: tuple, kwargs: dict) -> None:
         return
     if ov._fake is None and "Meta" not in ov._kernels and \
             "CompositeImplicitAutograd" not in ov._kernels:
-        what = ov._custom if ov._custom is not None else ov
+        owner = ov._custom if ov._custom is not None else ov
         short = ov._custom._name if ov._custom is not None else ov._opname
-        raise RuntimeError(f"There was no fake impl registered for {what}. This is necessary "
+        raise RuntimeError(f"There was no fake impl registered for {owner}. This is necessary "
                            "for torch.compile/export/fx tracing to work. Please use "
                            f"`{short}.register_fake` to add an fake impl.")
     fake = ov._fake or ov._kernels.get("Meta") or ov._kernels["CompositeImplicitAutograd"]
@@ -1017,7 +1018,9 @@ def _check_fake(ov: OpOverload, args: tuple, kwargs: dict) -> None:
             if not isinstance(g, Tensor):
                 raise RuntimeError(f"{ov}: the fake impl returned {type(g).__name__} where the "
                                    "operator returns a Tensor")
-            for what, a, b in (("Shapes", r.shape, g.shape), ("Dtypes", r.dtype, g.dtype)):
+            pairs: Tuple[Tuple[str, Any, Any], ...] = (("Shapes", r.shape, g.shape),
+                                                       ("Dtypes", r.dtype, g.dtype))
+            for what, a, b in pairs:
                 if a != b:
                     raise RuntimeError(
                         f"When comparing the output of {ov} on FakeTensor and concrete Tensors, "

@@ -69,6 +69,9 @@ LAYERS = {
     "ndgrad.backends.openmp": BOTTOM,
     "ndgrad.backends.cpu": BOTTOM,
     "ndgrad.backends.mha": BOTTOM,
+    "ndgrad.mps": BOTTOM,                   # torch.mps without Metal (session 26)
+    "ndgrad.mps.event": BOTTOM,
+    "ndgrad.mps.profiler": BOTTOM,
     # 1. the graph runtime: knows no individual op.
     "ndgrad.autograd.node": RUNTIME,
     "ndgrad.autograd.engine": RUNTIME,
@@ -87,6 +90,7 @@ LAYERS = {
     "ndgrad.ops._std_sort": OPS_CORE,
     "ndgrad.ops.views_inplace": OPS_CORE,
     "ndgrad.ops._batching": OPS_CORE,
+    "ndgrad.ops._namespaces": OPS_CORE,     # ndgrad.ops.<ns> of ndgrad.library (session 26)
     # 4. the user-facing API.
     "ndgrad": API,
     "ndgrad.__main__": API,
@@ -159,6 +163,15 @@ LAYERS = {
     "ndgrad.storage": API,
     "ndgrad.multiprocessing": API,
     "ndgrad.multiprocessing.spawn": API,
+    # session 26: torch.utils.benchmark, torch.hub, torch.library
+    "ndgrad.utils.benchmark": API,
+    "ndgrad.utils.benchmark.utils": API,
+    "ndgrad.utils.benchmark.utils.common": API,
+    "ndgrad.utils.benchmark.utils.timer": API,
+    "ndgrad.utils.benchmark.utils.compare": API,
+    "ndgrad.hub": API,
+    "ndgrad._library_schema": API,
+    "ndgrad.library": API,
 }
 
 

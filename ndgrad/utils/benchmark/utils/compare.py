@@ -152,7 +152,7 @@ class _Table:
 
         envs = {m.env for m in results}
         show_env = len(envs) > 1
-        env_width = max(len(e) for e in envs) if show_env else 0
+        env_width = max(len(e) for e in envs if e is not None) if show_env else 0
         self.rows: List[_Row] = []
         groups: List[List[List[Optional[common.Measurement]]]] = []
         last_threads, last_env = -1, ""
