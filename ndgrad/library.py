@@ -49,14 +49,15 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import numpy as np
 
 from ._library_schema import FunctionSchema, bind, infer_schema, parse_schema, tensors_of
+from .autograd import batching as _bt
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled, no_grad
-from .ops import _namespaces
+from .ops import _batching, _namespaces
 from .tensor import Tensor
 
 __all__ = ["Library", "impl", "define", "fallthrough_kernel", "impl_abstract", "register_fake",
-           "register_autograd", "register_kernel", "get_ctx", "custom_op", "infer_schema",
-           "opcheck", "CustomOpDef", "OpCheckError"]
+           "register_autograd", "register_kernel", "register_vmap", "get_ctx", "custom_op",
+           "infer_schema", "opcheck", "CustomOpDef", "OpCheckError"]
 
 _KINDS = ("DEF", "IMPL", "FRAGMENT")
 _DEF_NAMESPACES: Dict[str, "Library"] = {}      # namespaces with a live "DEF" library
@@ -394,6 +395,18 @@ def _autograd_call(ov: OpOverload, pos: list, kw: dict, run: Callable) -> Any:
 
 # ---- custom_op ----
 
+class _VmapInfo:
+    """What a vmap rule is told about the level (torch's ``VmapInfo``)."""
+
+    __slots__ = ("batch_size", "randomness")
+
+    def __init__(self, batch_size: int, randomness: str) -> None:
+        self.batch_size, self.randomness = batch_size, randomness
+
+    def __repr__(self) -> str:
+        return f"VmapInfo(batch_size={self.batch_size}, randomness='{self.randomness}')"
+
+
 class CustomOpDef:
     """What ``custom_op`` returns: callable like the operator, with ``register_kernel``,
     ``register_fake``, ``register_autograd`` and ``set_kernel_enabled``."""
@@ -494,9 +507,69 @@ class CustomOpDef:
                         t._bump_version()
         return result
 
+    def register_vmap(self, func: Optional[Callable] = None, /) -> Callable:
+        """``func(info, in_dims, *args, **kwargs) -> (output, out_dims)``: the operator on
+        inputs batched by ``vmap`` (``info.batch_size``, ``info.randomness``; a batched
+        argument's batch dim is its ``in_dims`` entry, ``None`` if unbatched). Without a rule,
+        ``vmap`` runs the operator once per entry."""
+        def inner(f: Callable) -> Callable:
+            self._vmap_fn = f
+            return f
+        return inner if func is None else inner(func)
+
+    _vmap_fn: Optional[Callable] = None
+
     def _dispatch(self, args: tuple, kwargs: dict) -> Any:
         ov = self._opoverload
         pos, kw = bind(ov._schema, args, kwargs)
+        if _bt.VMAP:
+            level = _batching._args_level(tuple(pos) + tuple(kw.values()))
+            if level:
+                return self._batched(level, pos, kw)
+        return self._bound(pos, kw)
+
+    def _batched(self, level: int, pos: list, kw: dict) -> Any:
+        # Note [Custom ops under vmap]: with a vmap rule, the rule runs once on the physical
+        # tensors (batch dim 0, the level suspended) and its outputs are marked batched at the
+        # level; without one, the operator runs once per entry (torch's fallback).
+        if self._vmap_fn is None:
+            return _batching.per_entry(lambda *a, **k: self._bound(list(a), k), *pos, **kw)
+
+        def physical(v: Any) -> Tuple[Any, Any]:
+            if isinstance(v, Tensor):
+                lv = _batching._vlevel(v)
+                if not lv:
+                    return v, None
+                return (v if lv == level else _batching.lift(v, level)), 0
+            if isinstance(v, list) and any(isinstance(x, Tensor) for x in v):
+                pairs = [physical(x) for x in v]
+                return [p for p, _ in pairs], [d for _, d in pairs]
+            return v, None
+        moved = [physical(v) for v in pos]
+        info = _VmapInfo(_bt.VMAP[level], _bt.RANDOMNESS.get(level, "error"))
+        with _bt.suspended(level):
+            out, out_dims = self._vmap_fn(info, tuple(d for _, d in moved),
+                                          *[p for p, _ in moved], **kw)
+            single = not isinstance(out, (tuple, list))
+            outs = [out] if single else list(out)
+            dims = [out_dims] * len(outs) if not isinstance(out_dims, (tuple, list)) \
+                else list(out_dims)
+            placed = []
+            for o, d in zip(outs, dims):
+                if not isinstance(o, Tensor):
+                    placed.append(o)
+                    continue
+                if d is None:
+                    o = o.unsqueeze(0).expand(info.batch_size, *o.shape).contiguous()
+                elif d != 0:
+                    o = o.movedim(d, 0)
+                placed.append(o)
+        placed = [_batching.mark(o, level) if isinstance(o, Tensor) else o for o in placed]
+        if single:
+            return placed[0]
+        return type(out)(placed) if isinstance(out, tuple) else placed
+
+    def _bound(self, pos: list, kw: dict) -> Any:
         jit = sys.modules.get("ndgrad.jit.tracer")  # local import: only when the jit is loaded
         if jit is not None and jit.current_tracer() is not None:
             return self._traced_call(jit, pos, kw)
@@ -913,6 +986,16 @@ def register_autograd(op: Any, backward: Callable, /, *, setup_context: Optional
                            f"with schema {ov._schema}. Please create a functional operator and "
                            "register an autograd formula for that.")
     ov._autograd = (backward, setup_context)
+
+
+def register_vmap(op: Any, func: Optional[Callable] = None, /, *,
+                  lib: Optional[Library] = None) -> Any:
+    """Register the vmap rule of a custom operator (see ``CustomOpDef.register_vmap``)."""
+    ov = _as_overload(op, "register_vmap")
+    if ov._custom is None:
+        raise NotImplementedError("ndgrad.library.register_vmap: only operators made with "
+                                  "custom_op take a vmap rule; others run per entry under vmap")
+    return ov._custom.register_vmap(func)
 
 
 def get_ctx() -> Any:

@@ -612,3 +612,40 @@ def test_get_ctx_and_names():
         ndgrad.library.fallthrough_kernel()
     assert re.match(r"^Library\(kind=DEF, ns=names_ns", repr(ndgrad.library.Library("names_ns",
                                                                                     "DEF")))
+
+
+def _vmap_run(T):
+    ns = _ns(T)
+
+    @T.library.custom_op(f"{ns}::npsin", mutates_args=())
+    def npsin(x: T.Tensor) -> T.Tensor:
+        return T.from_numpy(np.sin(x.numpy()))
+
+    @T.library.custom_op(f"{ns}::add", mutates_args=())
+    def add(x: T.Tensor, y: T.Tensor) -> T.Tensor:
+        return x + y
+
+    x = T.arange(6.0).reshape(2, 3)
+    out = [T.vmap(npsin)(x), T.vmap(npsin, in_dims=1)(x)]      # per entry: no rule yet
+    seen = []
+
+    def rule(info, in_dims, x):
+        seen.append((info.batch_size, info.randomness, x.shape[in_dims[0]]))
+        return npsin(x), in_dims[0]
+
+    def rule2(info, in_dims, x, y):
+        x = x.movedim(in_dims[0], 0) if in_dims[0] is not None else x.unsqueeze(0)
+        y = y.movedim(in_dims[1], 0) if in_dims[1] is not None else y.unsqueeze(0)
+        seen.append(tuple(d is None for d in in_dims))
+        return x + y, 0
+    npsin.register_vmap(rule)
+    T.library.register_vmap(f"{ns}::add", rule2)
+    out += [T.vmap(npsin)(x), T.vmap(npsin, in_dims=1)(x),
+            T.vmap(add, in_dims=(0, None))(x, T.ones(3)), T.vmap(T.vmap(add))(x, x * 10)]
+    return [o.tolist() for o in out], seen
+
+
+def test_vmap_of_custom_ops():
+    # torch hands a rule the batch dim where the user put it, ndgrad always first: the rules
+    # read in_dims, so both give the same values
+    assert _vmap_run(ndgrad) == _vmap_run(torch)
