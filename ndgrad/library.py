@@ -49,6 +49,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import numpy as np
 
 from ._library_schema import FunctionSchema, bind, infer_schema, parse_schema, tensors_of
+from . import _dtype
+from .amp.autocast_mode import autocast as _autocast, is_autocast_enabled
 from .autograd import batching as _bt
 from .autograd.function import Function
 from .autograd.grad_mode import is_grad_enabled, no_grad
@@ -56,7 +58,8 @@ from .ops import _batching, _namespaces
 from .tensor import Tensor
 
 __all__ = ["Library", "impl", "define", "fallthrough_kernel", "impl_abstract", "register_fake",
-           "register_autograd", "register_kernel", "register_vmap", "get_ctx", "custom_op",
+           "register_autograd", "register_kernel", "register_vmap", "register_autocast", "get_ctx",
+           "custom_op",
            "infer_schema", "opcheck", "CustomOpDef", "OpCheckError"]
 
 _KINDS = ("DEF", "IMPL", "FRAGMENT")
@@ -137,6 +140,7 @@ class OpOverload:
         self._fake: Optional[Callable] = None
         self._custom: Optional["CustomOpDef"] = None
         self._autograd: Optional[Tuple[Callable, Optional[Callable]]] = None  # register_autograd
+        self._autocast: Optional[Tuple[str, Any]] = None     # register_autocast
 
     def name(self) -> str:
         ov = self._schema.overload_name
@@ -228,6 +232,10 @@ def _dispatch_library_op(ov: OpOverload, args: tuple, kwargs: dict) -> Any:
     # fake impl. Backend kernels run with grad mode as it is, so one written with ndgrad ops
     # records them (torch's autograd fallback).
     pos, kw = bind(ov._schema, args, kwargs)
+    rule = ov._autocast
+    if rule is not None and is_autocast_enabled(rule[0]):
+        with _autocast(rule[0], enabled=False):
+            return _dispatch_library_op(ov, *_autocast_args(rule[1], pos, kw))
     tensors = _all_tensors(pos, kw)
     dev = _device_type(tensors)
     k = ov._kernels
@@ -522,6 +530,10 @@ class CustomOpDef:
     def _dispatch(self, args: tuple, kwargs: dict) -> Any:
         ov = self._opoverload
         pos, kw = bind(ov._schema, args, kwargs)
+        rule = ov._autocast
+        if rule is not None and is_autocast_enabled(rule[0]):
+            with _autocast(rule[0], enabled=False):
+                return self._dispatch(*_autocast_args(rule[1], pos, kw))
         if _bt.VMAP:
             level = _batching._args_level(tuple(pos) + tuple(kw.values()))
             if level:
@@ -808,6 +820,10 @@ class Library:
         if not callable(fn):
             raise TypeError(f"Input function is required to be a callable but found type "
                             f"{type(fn)}")
+        if with_keyset:
+            raise NotImplementedError("ndgrad.library: Library.impl(..., with_keyset=True) is "
+                                      "not supported (ndgrad has no dispatch key sets to "
+                                      "redispatch with)")
         key = dispatch_key or self.dispatch_key or "CompositeImplicitAutograd"
         if fn is fallthrough_kernel:
             return
@@ -996,6 +1012,39 @@ def register_vmap(op: Any, func: Optional[Callable] = None, /, *,
         raise NotImplementedError("ndgrad.library.register_vmap: only operators made with "
                                   "custom_op take a vmap rule; others run per entry under vmap")
     return ov._custom.register_vmap(func)
+
+
+def _autocast_args(dtype: Any, pos: list, kw: dict) -> Tuple[tuple, dict]:
+    # under autocast: floating tensors other than float64 are cast to the registered dtype
+    def cast(v: Any) -> Any:
+        if isinstance(v, Tensor) and v.is_floating_point() and v.dtype != _dtype.float64:
+            return v.to(dtype)
+        if isinstance(v, list):
+            return [cast(x) for x in v]
+        return v
+    return tuple(cast(v) for v in pos), {k: cast(v) for k, v in kw.items()}
+
+
+def register_autocast(op: Any, device_type: str, cast_inputs: Any, /, *,
+                      lib: Optional[Library] = None) -> None:
+    """Under ``autocast(device_type)``, the operator's floating inputs (not float64) are cast
+    to ``cast_inputs`` and it runs with autocast disabled.
+
+    Example:
+        >>> import ndgrad
+        >>> @ndgrad.library.custom_op("libdoc::mm", mutates_args=())
+        ... def mm(x: ndgrad.Tensor, y: ndgrad.Tensor) -> ndgrad.Tensor:
+        ...     return x @ y
+        >>> ndgrad.library.register_autocast("libdoc::mm", "cpu", ndgrad.bfloat16)
+        >>> with ndgrad.autocast("cpu"):
+        ...     mm(ndgrad.ones(2, 2), ndgrad.ones(2, 2)).dtype
+        ndgrad.bfloat16
+    """
+    if not isinstance(op, (str, OpOverload, OpOverloadPacket, CustomOpDef)):
+        raise ValueError(f"register_autocast({op}): got unexpected type for op: {type(op)}")
+    _device_list(device_type)           # torch's error for an unknown device type
+    ov = _as_overload(op, "register_autocast")
+    ov._autocast = (device_type, cast_inputs)
 
 
 def get_ctx() -> Any:

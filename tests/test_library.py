@@ -649,3 +649,32 @@ def test_vmap_of_custom_ops():
     # torch hands a rule the batch dim where the user put it, ndgrad always first: the rules
     # read in_dims, so both give the same values
     assert _vmap_run(ndgrad) == _vmap_run(torch)
+
+
+def test_register_autocast_matches_torch():
+    def scenario(T, ns):
+        seen = []
+
+        @T.library.custom_op(f"{ns}::mm", mutates_args=())
+        def mm(x: T.Tensor, y: T.Tensor) -> T.Tensor:
+            seen.append((str(x.dtype), str(y.dtype), T.is_autocast_enabled("cpu")))
+            return x @ y
+        lib = T.library.Library(ns, "FRAGMENT")
+        lib.define("twice(Tensor x) -> Tensor")
+        lib.impl("twice", lambda x: x * 2, "CPU")
+        x = T.ones(2, 2)
+
+        def under_autocast(fn):
+            with T.autocast("cpu"):
+                return fn()
+        return [
+            lambda: [T.library.register_autocast(f"{ns}::mm", "cpu", T.bfloat16)] and None,
+            lambda: T.library.register_autocast(f"{ns}::mm", "tpu", T.float16),
+            lambda: [T.library.register_autocast(f"{ns}::twice", "cpu", T.float16)] and None,
+            lambda: under_autocast(lambda: mm(x, x)).dtype, lambda: mm(x, x).dtype,
+            lambda: under_autocast(lambda: mm(x, x.double())),
+            lambda: under_autocast(lambda: getattr(T.ops, ns).twice(x)).dtype,
+            lambda: (seen, lib.ns == ns),             # (lib kept alive until here)
+            lambda: T.library.register_autocast(f"{ns}::nothere", "cpu", T.float16),
+        ]
+    _compare(scenario)
