@@ -194,3 +194,60 @@ def test_reachable_as_attribute():
     assert ndgrad.utils.benchmark.Timer is nb.Timer
     from ndgrad.utils.benchmark.utils.common import Measurement
     assert Measurement is nb.Measurement
+
+
+def _fuzz(B, T):
+    f = B.Fuzzer(
+        parameters=[B.FuzzedParameter("n", 4, 64, distribution="loguniform"),
+                    [B.FuzzedParameter("m", 1, 8, distribution="uniform"),
+                     B.FuzzedParameter("r", 0.0, 1.0, distribution="uniform")],
+                    B.FuzzedParameter("d", 1, 3, distribution="uniform", strict=True)],
+        tensors=[B.FuzzedTensor("x", size=("n", "m", 5), steps=(1, 2, 1), max_elements=600,
+                                dim_parameter="d"),
+                 B.FuzzedTensor("y", size=("m", "n"), dtype=T.int64, min_elements=8,
+                                probability_contiguous=0.2)],
+        constraints=[lambda params: params["n"] % 2 == 0], seed=3)
+    out = []
+    for tensors, props, params in f.take(6):
+        out.append((params,
+                    {k: (tuple(v.shape), v.stride(), v.is_contiguous(), v.flatten().tolist())
+                     for k, v in tensors.items()},
+                    {k: {a: b.tolist() if hasattr(b, "tolist") else b for a, b in p.items()}
+                     for k, p in props.items()}))
+    return out, f.rejection_rate
+
+
+def test_fuzzer_matches_torch():
+    # the same parameters, layouts and values for the same seed
+    ours, theirs = _fuzz(nb, ndgrad), _fuzz(tb, __import__("torch"))
+    assert ours == theirs and ours[1] > 0
+
+
+def test_fuzzer_custom_distribution_aliases_and_errors():
+    f = nb.Fuzzer(parameters=[nb.FuzzedParameter("m", 2, 5, distribution="uniform"),
+                              nb.FuzzedParameter("k", distribution={
+                                  1: 0.5, nb.ParameterAlias("m"): 0.5})],
+                  tensors=[nb.FuzzedTensor("x", size=("k", "m"))], seed=0)
+    draws = [(p["k"], p["m"], tuple(t["x"].shape)) for t, _, p in f.take(40)]
+    assert {k for k, _, _ in draws} - {1} and any(k == 1 for k, _, _ in draws)
+    assert all(k in (1, m) and shape == (k, m) for k, m, shape in draws)
+    assert repr(nb.ParameterAlias("m")) == "ParameterAlias[alias_to: m]"
+    with pytest.raises(AssertionError, match="Distribution is not normalized"):
+        nb.FuzzedParameter("k", distribution={1: 0.5, 2: 0.6})
+    with pytest.raises(AssertionError, match="Unknown distribution: normal"):
+        nb.FuzzedParameter("k", 1, 2, distribution="normal")
+    with pytest.raises(AssertionError, match="'minval' must be None"):
+        nb.FuzzedParameter("k", 1, distribution={1: 1.0})
+    with pytest.raises(ValueError, match="Duplicate names in parameters and tensors"):
+        nb.Fuzzer([nb.FuzzedParameter("x", 1, 2, distribution="uniform")],
+                  [nb.FuzzedTensor("x", size=(1,))])
+    cyc = nb.Fuzzer([nb.FuzzedParameter("a", distribution={nb.ParameterAlias("b"): 1.0}),
+                     nb.FuzzedParameter("b", distribution={nb.ParameterAlias("a"): 1.0})],
+                    [], seed=1)
+    with pytest.raises(ValueError, match="ParameterAlias cycle detected"):
+        next(cyc.take(1))
+    never = nb.Fuzzer([nb.FuzzedParameter("n", 1, 2, distribution="uniform")],
+                      [nb.FuzzedTensor("x", size=("n",), min_elements=5)], seed=1)
+    with pytest.raises(ValueError, match="Failed to generate a set of valid parameters."):
+        next(never.take(1))
+    assert never.rejection_rate == 1.0

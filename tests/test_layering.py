@@ -169,6 +169,7 @@ LAYERS = {
     "ndgrad.utils.benchmark.utils.common": API,
     "ndgrad.utils.benchmark.utils.timer": API,
     "ndgrad.utils.benchmark.utils.compare": API,
+    "ndgrad.utils.benchmark.utils.fuzzer": API,
     "ndgrad.hub": API,
     "ndgrad._library_schema": API,
     "ndgrad.library": API,

@@ -14,8 +14,9 @@ from .utils.common import (  # noqa: F401
     Measurement, TaskSpec, ordered_unique, select_unit, set_torch_threads, trim_sigfig,
     unit_to_english)
 from .utils.compare import Colorize, Compare  # noqa: F401
+from .utils.fuzzer import FuzzedParameter, FuzzedTensor, Fuzzer, ParameterAlias  # noqa: F401
 from .utils.timer import Language, Timer, timer  # noqa: F401
 
 __all__ = ["TaskSpec", "Measurement", "select_unit", "unit_to_english", "trim_sigfig",
            "ordered_unique", "set_torch_threads", "Timer", "timer", "Language", "Colorize",
-           "Compare"]
+           "Compare", "Fuzzer", "FuzzedParameter", "ParameterAlias", "FuzzedTensor"]

@@ -1,4 +1,4 @@
 """The modules of ``ndgrad.utils.benchmark`` (torch keeps them under
-``torch.utils.benchmark.utils``): ``common``, ``timer`` and ``compare``."""
+``torch.utils.benchmark.utils``): ``common``, ``timer``, ``compare`` and ``fuzzer``."""
 
-from . import common, compare, timer  # noqa: F401
+from . import common, compare, fuzzer, timer  # noqa: F401
