@@ -69,10 +69,11 @@ class FuzzedParameter:
     def sample(self, state: np.random.RandomState) -> Any:
         """One draw, from the Fuzzer's ``RandomState``."""
         d = self._distribution
+        uniform: Any = state.uniform       # (NumPy's stubs refuse None bounds; so does NumPy)
         if d == "loguniform":
             lo = None if self._minval is None else np.log2(self._minval)
             hi = None if self._maxval is None else np.log2(self._maxval)
-            value = int(2 ** state.uniform(low=lo, high=hi))
+            value = int(2 ** uniform(low=lo, high=hi))
             if self._minval is not None and value < self._minval:
                 return self._minval
             if self._maxval is not None and value > self._maxval:
@@ -81,7 +82,7 @@ class FuzzedParameter:
         if d == "uniform":
             if isinstance(self._minval, int) and isinstance(self._maxval, int):
                 return int(state.randint(low=self._minval, high=self._maxval + 1))
-            return state.uniform(low=self._minval, high=self._maxval)
+            return uniform(low=self._minval, high=self._maxval)
         choice = state.choice(np.arange(len(d)), p=tuple(d.values()))
         return list(d)[choice]
 
