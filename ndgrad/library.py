@@ -236,6 +236,34 @@ def _dispatch_library_op(ov: OpOverload, args: tuple, kwargs: dict) -> Any:
     if rule is not None and is_autocast_enabled(rule[0]):
         with _autocast(rule[0], enabled=False):
             return _dispatch_library_op(ov, *_autocast_args(rule[1], pos, kw))
+    jit = sys.modules.get("ndgrad.jit.tracer")  # local import: only when the jit is loaded
+    if jit is not None and jit.current_tracer() is not None and ov._schema.returns and \
+            not any(a.is_write for a in ov._schema.arguments):
+        # recorded whole, as custom ops are (Note [Custom ops in traced code])
+        return jit._make_call(ov.name(), _LibraryCall(ov), True)(*pos, **kw)
+    return _run_library_op(ov, pos, kw)
+
+
+class _LibraryCall:
+    """A Library operator as the function of a traced ``Call`` node (equal for the same
+    operator, so two traces of one program compare equal)."""
+
+    __slots__ = ("ov",)
+
+    def __init__(self, ov: OpOverload) -> None:
+        self.ov = ov
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _run_library_op(self.ov, list(args), kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _LibraryCall and other.ov is self.ov
+
+    def __hash__(self) -> int:
+        return id(self.ov)
+
+
+def _run_library_op(ov: OpOverload, pos: list, kw: dict) -> Any:
     tensors = _all_tensors(pos, kw)
     dev = _device_type(tensors)
     k = ov._kernels

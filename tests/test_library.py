@@ -678,3 +678,27 @@ def test_register_autocast_matches_torch():
             lambda: T.library.register_autocast(f"{ns}::nothere", "cpu", T.float16),
         ]
     _compare(scenario)
+
+
+def test_compiled_library_ops():
+    lib = ndgrad.library.Library("ljit_ns", "DEF")
+    lib.define("npcos(Tensor x) -> Tensor")
+    lib.impl("npcos", lambda x: ndgrad.from_numpy(np.cos(x.numpy())), "CPU")
+    lib.define("sq(Tensor x) -> Tensor")
+    lib.impl("sq", lambda x: x * x, "CompositeImplicitAutograd")
+    ops = ndgrad.ops.ljit_ns
+
+    @ndgrad.compile(fullgraph=True)
+    def f(x):
+        return ops.npcos(x) + ops.sq(x)
+
+    @ndgrad.compile(fullgraph=True)
+    def g(x):
+        return ops.sq(x).sum()
+    for seed in range(2):
+        data = np.random.default_rng(seed).standard_normal(3)
+        np.testing.assert_allclose(f(ndgrad.tensor(data)).numpy(), np.cos(data) + data ** 2)
+        x = ndgrad.tensor(data, requires_grad=True)
+        g(x).backward()
+        np.testing.assert_allclose(x.grad.numpy(), 2 * data)
+    del lib
