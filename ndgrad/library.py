@@ -533,14 +533,17 @@ class CustomOpDef:
     def _run(self, pos: list, kw: dict) -> Any:
         dev = _device_type(_all_tensors(pos, kw))
         fn = self._kernel_for(dev)
+        written = self._written(pos, kw)
+        before = [t._version for t in written]
         with no_grad():
             result = fn(*pos, **kw)
         if dev != "meta":
             _check_result(self, fn, result, pos, kw)
-            for a, v in zip(self._opoverload._schema.arguments, list(pos) + list(kw.values())):
-                if a.is_write:
-                    for t in tensors_of(v):
-                        t._bump_version()
+            # a written argument's version moves on (once, when the kernel wrote through
+            # NumPy; its in-place ops counted themselves)
+            for t, v in zip(written, before):
+                if t._version == v:
+                    t._bump_version()
         return result
 
     def register_vmap(self, func: Optional[Callable] = None, /) -> Callable:
