@@ -71,6 +71,9 @@ LAYERS = {
     "ndgrad.backends.openmp": BOTTOM,
     "ndgrad.backends.cpu": BOTTOM,
     "ndgrad.backends.mha": BOTTOM,
+    "ndgrad.mps": BOTTOM,                   # torch.mps without Metal (session 26)
+    "ndgrad.mps.event": BOTTOM,
+    "ndgrad.mps.profiler": BOTTOM,
     # 1. the graph runtime: knows no individual op.
     "ndgrad.autograd.node": RUNTIME,
     "ndgrad.autograd.engine": RUNTIME,
@@ -91,6 +94,7 @@ LAYERS = {
     "ndgrad.ops._selection_orders": OPS_CORE,
     "ndgrad.ops.views_inplace": OPS_CORE,
     "ndgrad.ops._batching": OPS_CORE,
+    "ndgrad.ops._namespaces": OPS_CORE,     # ndgrad.ops.<ns> of ndgrad.library (session 26)
     # 4. the user-facing API.
     "ndgrad": API,
     "ndgrad.__main__": API,
@@ -165,6 +169,16 @@ LAYERS = {
     "ndgrad.storage": API,
     "ndgrad.multiprocessing": API,
     "ndgrad.multiprocessing.spawn": API,
+    # session 26: torch.utils.benchmark, torch.hub, torch.library
+    "ndgrad.utils.benchmark": API,
+    "ndgrad.utils.benchmark.utils": API,
+    "ndgrad.utils.benchmark.utils.common": API,
+    "ndgrad.utils.benchmark.utils.timer": API,
+    "ndgrad.utils.benchmark.utils.compare": API,
+    "ndgrad.utils.benchmark.utils.fuzzer": API,
+    "ndgrad.hub": API,
+    "ndgrad._library_schema": API,
+    "ndgrad.library": API,
 }
 
 

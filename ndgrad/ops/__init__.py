@@ -69,3 +69,13 @@ from . import sparse_compressed, sparse_compressed_products  # noqa: E402
 sparse_compressed._install()
 sparse_compressed_products._install()
 # ---- end sparse autograd ----
+# ---- custom operator namespaces (ndgrad.library; ndgrad.ops.mylib.f as torch.ops.mylib.f) ----
+from ._namespaces import NAMESPACES as _NAMESPACES  # noqa: E402
+
+
+def __getattr__(name: str):
+    ns = _NAMESPACES.get(name)
+    if ns is not None:
+        return ns
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# ---- end custom operator namespaces ----
