@@ -101,8 +101,8 @@ class PointNet(nn.Module):
 
 
 def orth_reg(trans):
-    I = torch.eye(trans.size(1))[None]
-    return torch.mean(torch.norm(torch.bmm(trans, trans.transpose(2, 1)) - I, dim=(1, 2)))
+    eye = torch.eye(trans.size(1))[None]
+    return torch.mean(torch.norm(torch.bmm(trans, trans.transpose(2, 1)) - eye, dim=(1, 2)))
 
 
 net = PointNet()
