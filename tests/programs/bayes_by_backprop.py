@@ -3,8 +3,8 @@ al. 2015) with a scale-mixture prior and softplus-parameterized Gaussian posteri
 reparameterization trick), MC dropout predictive uncertainty, a heteroscedastic regression head
 with GaussianNLLLoss, a mixture density network, and a last-layer Laplace approximation with
 torch.func.hessian. Regression on a 1-D toy problem with a gap in the data, in float64 (in
-float32, Adam amplifies the last-place differences of torch's vectorized randn, Note [Random
-streams] in ndgrad/_generator.py, and the Laplace covariance is ill-conditioned)."""
+float32, Adam amplifies last-place rounding differences of the scale-mixture KL within a few
+dozen steps, and the Laplace covariance is ill-conditioned)."""
 
 import math
 import torch
