@@ -5,8 +5,10 @@ Note [Fake quantization]
 The forward rounds ``input / scale`` half to even, adds the zero point, clamps to
 ``[quant_min, quant_max]`` and maps back: ``(q - zero_point) * scale``. The gradient is the
 straight-through estimator: ``grad * mask``, the mask true where the unclamped ``q`` lay inside
-the range, computed with the forward and saved as the node's ``mask`` (``grad_fn._saved_mask``,
-as PyTorch's ``*CachemaskBackward0`` nodes), so the input may change in place before backward.
+the range. PyTorch's ``*CachemaskBackward0`` nodes save that mask; ndgrad's save the input
+(``grad_fn._saved_self``) and recompute it, so the forward is a pure function of the input and
+``vmap`` batches it (elementwise per tensor, entry by entry per channel); unlike torch, changing
+the input in place before backward is then refused.
 Scale and zero point get no gradient (refused when they require it, as PyTorch), and there is no
 forward-mode rule (PyTorch's error). The arithmetic is that of PyTorch's CPU kernels, whose
 results it matches bit for bit: ``x * (1 / scale)`` with the reciprocal taken in float32
@@ -34,6 +36,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor, _wrap
+from . import _batching
 from ._dispatch import Op, apply
 from ._util import wrap_dim
 from .linalg_decomp import _no_forward_ad
@@ -45,34 +48,87 @@ _LOWP = _dtype.HALF_NP
 _F32 = np.dtype(np.float32)
 
 
-def _vjp(ctx: Any, g: Tensor) -> Tensor:
-    mask = ctx.saved[0]
-    return g * mask.to(g.dtype)
-
-
-def _forward(x: np.ndarray, *args: Any) -> np.ndarray:
-    return args[-2]         # computed with the mask by the caller (Note [Fake quantization])
-
-
-def _op(name: str, node: str) -> Op:
-    # PyTorch has no forward-mode rule for these: its error (jvp) as there
-    return Op(name, node, _forward, _vjp, saves=("mask",), args=("_values", "mask"),
-              jvp=_no_forward_ad(name))
-
-
-PER_TENSOR = _op("fake_quantize_per_tensor_affine_cachemask",
-                 "FakeQuantizePerTensorAffineCachemaskBackward0")
-PER_TENSOR_QPARAMS = _op("_fake_quantize_per_tensor_affine_cachemask_tensor_qparams",
-                         "FakeQuantizePerTensorAffineCachemaskTensorQparamsBackward0")
-PER_CHANNEL = _op("fake_quantize_per_channel_affine_cachemask",
-                  "FakeQuantizePerChannelAffineCachemaskBackward0")
-
-
-def _kernel_dtype(x: np.ndarray, kernel: str) -> np.dtype:
-    if x.dtype.kind != "f" and x.dtype not in _LOWP:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for "
-                                  f"'{_dtype._FROM_NP[x.dtype]._torch_name}'")
+def _work_dtype(x: np.ndarray) -> np.dtype:
     return _F32 if x.dtype in _LOWP else x.dtype
+
+
+def _per_tensor_q(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
+    """The unclamped integers ``round(x / scale) + zero_point`` (Note [Fake quantization])."""
+    dt = _work_dtype(x)
+    inv = np.float32(1.0) / np.float32(scale)
+    return np.rint(x.astype(dt, copy=False) * dt.type(inv)) + zp
+
+
+def _per_tensor_fwd(x: np.ndarray, scale: float, zp: int, qmin: int, qmax: int) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        k = np.clip(_per_tensor_q(x, scale, zp), qmin, qmax) - zp
+        return (k.astype(_F32) * np.float32(scale)).astype(x.dtype)
+
+
+def _per_tensor_vjp(ctx: Any, g: Tensor) -> Tensor:
+    # the mask with ndgrad ops, so a batched backward (vmap of grad) sees its batch dimension
+    (x,) = ctx.saved
+    scale, zp, qmin, qmax = ctx._args
+    if x._data.dtype in _LOWP:
+        x = x.float()
+    q = (x * float(np.float32(1.0) / np.float32(scale))).round() + zp
+    return g * ((q >= qmin) & (q <= qmax)).to(g.dtype)
+
+
+def _channel_params(x: np.ndarray, scale: np.ndarray, zp: np.ndarray, axis: int) -> tuple:
+    dt = _work_dtype(x)
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    s32 = scale.astype(_F32).reshape(shape)
+    inv = (np.float32(1) / s32).astype(dt)
+    floating = zp.dtype.kind == "f"
+    z = zp.astype(dt if floating else np.int64).reshape(shape)
+    xs = x.astype(dt, copy=False)
+    q = np.rint(xs * inv + z) if floating else np.rint(xs * inv) + z
+    return q, z, s32.astype(dt)
+
+
+def _per_channel_fwd(x: np.ndarray, scale: np.ndarray, zp: np.ndarray, axis: int, qmin: int,
+                     qmax: int) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        q, z, s = _channel_params(x, scale, zp, axis)
+        return ((np.clip(q, qmin, qmax) - z).astype(s.dtype) * s).astype(x.dtype)
+
+
+def _per_channel_vjp(ctx: Any, g: Tensor) -> Tensor:
+    (x,) = ctx.saved
+    scale, zp, axis, qmin, qmax = ctx._args
+    with np.errstate(all="ignore"):
+        q = _channel_params(x._data, scale, zp, axis)[0]
+    return g * _wrap(((q >= qmin) & (q <= qmax)).astype(g._data.dtype))
+
+
+# PyTorch has no forward-mode rule for these: its error (jvp) as there
+PER_TENSOR = Op("fake_quantize_per_tensor_affine_cachemask",
+                "FakeQuantizePerTensorAffineCachemaskBackward0", _per_tensor_fwd,
+                _per_tensor_vjp, saves=("self",),
+                args=("scale", "zero_point", "quant_min", "quant_max"),
+                jvp=_no_forward_ad("fake_quantize_per_tensor_affine_cachemask"))
+PER_TENSOR_QPARAMS = Op("_fake_quantize_per_tensor_affine_cachemask_tensor_qparams",
+                        "FakeQuantizePerTensorAffineCachemaskTensorQparamsBackward0",
+                        _per_tensor_fwd, _per_tensor_vjp, saves=("self",),
+                        args=("scale", "zero_point", "quant_min", "quant_max"),
+                        jvp=_no_forward_ad(
+                            "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams"))
+PER_CHANNEL = Op("fake_quantize_per_channel_affine_cachemask",
+                 "FakeQuantizePerChannelAffineCachemaskBackward0", _per_channel_fwd,
+                 _per_channel_vjp, saves=("self",),
+                 args=("scale", "zero_point", "axis", "quant_min", "quant_max"),
+                 jvp=_no_forward_ad("fake_quantize_per_channel_affine_cachemask"))
+for _op in (PER_TENSOR, PER_TENSOR_QPARAMS):       # elementwise; per channel: entry by entry
+    _batching.RULES[_op] = _batching._pointwise()
+
+
+def _check_float(x: Tensor, kernel: str) -> None:
+    d = x._data.dtype
+    if d.kind != "f" and d not in _LOWP:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_dtype._FROM_NP[d]._torch_name}'")
 
 
 def _check_range(quant_min: int, quant_max: int) -> None:
@@ -84,11 +140,6 @@ def _zp_error() -> RuntimeError:
     return RuntimeError("`zero_point` must be between `quant_min` and `quant_max`.")
 
 
-def _run(op: Op, input: Tensor, out: np.ndarray, mask: np.ndarray) -> Tensor:
-    out = out.astype(input._data.dtype, copy=False)
-    return apply(op, (input,), (input._data,), (out, _wrap(mask)))
-
-
 def _no_grad_qparams(fn: str, scale: Any, zero_point: Any) -> None:
     if not _grad_state.enabled:
         return
@@ -98,7 +149,7 @@ def _no_grad_qparams(fn: str, scale: Any, zero_point: Any) -> None:
                                f"argument '{arg}'. This input cannot have requires_grad True.")
 
 
-def _item(t: Tensor, what: str) -> Any:
+def _item(t: Tensor) -> Any:
     if t._data.size != 1:
         raise RuntimeError(f"a Tensor with {t._data.size} elements cannot be converted to "
                            "Scalar")
@@ -120,26 +171,14 @@ def fake_quantize_per_tensor_affine(input: Tensor, scale: Any, zero_point: Any, 
     qparams = isinstance(scale, Tensor) or isinstance(zero_point, Tensor)
     _no_grad_qparams(PER_TENSOR_QPARAMS.name, scale, zero_point)
     _check_range(quant_min, quant_max)
-    if qparams:
-        zp = int(_item(zero_point, "zero_point")) if isinstance(zero_point, Tensor) \
-            else int(zero_point)
-        sc = float(_item(scale, "scale")) if isinstance(scale, Tensor) else float(scale)
-    else:
-        zp, sc = int(zero_point), float(scale)
+    zp = int(_item(zero_point)) if isinstance(zero_point, Tensor) else int(zero_point)
+    sc = float(_item(scale)) if isinstance(scale, Tensor) else float(scale)
     if not qparams and not quant_min <= zp <= quant_max:
         raise _zp_error()
-    x = input._data
-    dt = _kernel_dtype(x, "fake_quantize_tensor_cachemask_kernel_type_handling")
-    sc32 = np.float32(sc)
-    with np.errstate(all="ignore"):
-        inv = np.float32(1.0) / sc32
-        v = np.rint(x.astype(dt, copy=False) * dt.type(inv))
-        q = v + zp
-        mask = (q >= quant_min) & (q <= quant_max)
-        k = np.clip(q, quant_min, quant_max) - zp
-        out = (k.astype(_F32) * sc32).astype(_F32, copy=False)
+    _check_float(input, "fake_quantize_tensor_cachemask_kernel_type_handling")
     op = PER_TENSOR_QPARAMS if qparams else PER_TENSOR
-    return _run(op, input, out, mask)
+    args = (sc, zp, int(quant_min), int(quant_max))
+    return apply(op, (input,), (input._data,), args)
 
 
 def fake_quantize_per_channel_affine(input: Tensor, scale: Tensor, zero_point: Tensor,
@@ -161,38 +200,26 @@ def fake_quantize_per_channel_affine(input: Tensor, scale: Tensor, zero_point: T
         raise RuntimeError(f"Scale must be Float or BFloat16, found {sname}")
     if zname not in ("Int", "Float", "Half"):
         raise RuntimeError(f"Zero-point must be Int32, Float or Half, found {zname}")
-    if scale._data.ndim != 1:
+    if scale.dim() != 1:
         raise RuntimeError("scale should be a 1-D tensor")
-    if zero_point._data.ndim != 1:
+    if zero_point.dim() != 1:
         raise RuntimeError("zero point should be a 1-D tensor")
-    if scale._data.size != zero_point._data.size:
+    s_np, z_np = scale._data, zero_point._data
+    if s_np.size != z_np.size:
         raise RuntimeError("scale and zero-point need to have the same dimensions")
-    x = input._data
-    ax = wrap_dim(axis, max(x.ndim, 1))
-    if x.ndim == 0 or scale._data.size != x.shape[ax]:
+    ndim = input.dim()
+    ax = wrap_dim(axis, max(ndim, 1))
+    if ndim == 0 or s_np.size != input.shape[ax]:
         raise RuntimeError("dimensions of scale and zero-point are not consistent with input "
                            "tensor")
     _check_range(quant_min, quant_max)
-    float_zp = zd.kind == "f" or zname == "Half"
-    if not float_zp and zero_point._data.size and (
-            int(zero_point._data.min()) < quant_min or int(zero_point._data.max()) > quant_max):
+    floating = zd.kind == "f" or zname == "Half"
+    if not floating and z_np.size and (int(z_np.min()) < quant_min or
+                                       int(z_np.max()) > quant_max):
         raise _zp_error()
-    if not 0 <= axis <= x.ndim:
+    if not 0 <= axis <= ndim:
         raise RuntimeError("`axis` must be between 0 and number of dimensions of input")
-    dt = _kernel_dtype(x, "fake_quantize_channel_cachemask_cpu_type_handling")
-    shape = [1] * x.ndim
-    shape[ax] = -1
-    s32 = scale._data.astype(_F32).reshape(shape)
-    s = s32.astype(dt)
-    with np.errstate(all="ignore"):
-        inv = (np.float32(1) / s32).astype(dt)
-        xs = x.astype(dt, copy=False)
-        if float_zp:
-            z = zero_point._data.astype(dt).reshape(shape)
-            q = np.rint(xs * inv + z)
-        else:
-            z = zero_point._data.astype(np.int64).reshape(shape)
-            q = np.rint(xs * inv) + z
-        mask = (q >= quant_min) & (q <= quant_max)
-        out = (np.clip(q, quant_min, quant_max) - z).astype(dt) * s
-    return _run(PER_CHANNEL, input, out, mask)
+    _check_float(input, "fake_quantize_channel_cachemask_cpu_type_handling")
+    z_np = z_np.astype(np.float32) if floating else z_np
+    args = (s_np, z_np, ax, int(quant_min), int(quant_max))
+    return apply(PER_CHANNEL, (input,), (input._data,), args)
