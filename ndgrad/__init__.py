@@ -209,6 +209,8 @@ arccos_, arccosh_, arcsin_, arcsinh_, arctan_, arctanh_, negative_, fix_ = (
                      "negative_", "fix_"))
 del _fm
 # ---- end compat ----
+from .ops.quantize import (  # noqa: F401,E402  (session 26)
+    fake_quantize_per_channel_affine, fake_quantize_per_tensor_affine)
 
 from . import _signatures  # noqa: E402
 

@@ -16,8 +16,8 @@ torch does, so the same seed and the same calls give torch's numbers:
   default initialisation gives torch's weights.
 - normal floats (``randn``, ``normal_``): Box-Muller on those uniforms, 16 at a time for tensors
   of 16 or more elements, else one pair at a time with the second value kept for the next call:
-  bit-identical in float64, within one unit in the last place in float32 (torch uses a
-  vectorised logarithm there); float16/bfloat16 tensors of 16 or more elements differ.
+  bit-identical in float64 and float32 (Note [Float32 Box-Muller]); float16/bfloat16 tensors of
+  16 or more elements differ.
 
 - bernoulli: one uniform per element, 1 where it is below ``p``: a float64 uniform for a
   number ``p`` (``bernoulli_(0.3)``, hence dropout's masks: ``bernoulli_(1 - p)``), a uniform of
@@ -551,6 +551,86 @@ def _box_muller_16(blocks: np.ndarray) -> np.ndarray:
     return np.concatenate([r * np.cos(theta), r * np.sin(theta)], axis=1)
 
 
+# Note [Float32 Box-Muller]
+# torch's float32 kernel for 16 or more normals computes the logarithm, sine and cosine of its
+# Box-Muller step in single precision with the Cephes polynomials of its vectorized math header
+# (the logarithm: the exponent split off and the mantissa reduced to [sqrt(1/2), sqrt(2)), a
+# degree-8 polynomial, the exponent added back in two parts; sine and cosine: reduction by
+# multiples of pi/4 in three parts, degree-3 polynomials on the reduced argument), built with
+# fused multiply-adds, and ends with ``fma(n, std, mean)``. The functions below evaluate the
+# same polynomials with the same fused steps in float32; each fused multiply-add is the float64
+# product and sum rounded once to float32 (exact product; a double rounding of the sum could
+# only differ in a tie, which none of torch's 2**24 possible uniforms hits for the logarithm).
+# Checked bit for bit against torch.randn on millions of draws (tests/test_random.py).
+_F32 = np.float32
+_LOG_P = tuple(_F32(c) for c in (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1,
+                                 -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1,
+                                 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1))
+_LOG_Q1, _LOG_Q2 = _F32(-2.12194440e-4), _F32(0.693359375)
+_SQRT_HALF_F32 = _F32(0.707106781186547524)
+_PI4_PARTS = (_F32(-0.78515625), _F32(-2.4187564849853515625e-4),
+              _F32(-3.77489497744594108e-8))
+_FOUR_OVER_PI = _F32(1.27323954473516)
+_COS_C = (_F32(2.443315711809948e-5), _F32(-1.388731625493765e-3), _F32(4.166664568298827e-2))
+_SIN_C = (_F32(-1.9515295891e-4), _F32(8.3321608736e-3), _F32(-1.6666654611e-1))
+_SIGN = np.int32(-2 ** 31)
+
+
+def _fma32(a: Any, b: Any, c: Any) -> np.ndarray:
+    """``a * b + c`` rounded once to float32 (float32 operands: the product is exact in
+    float64)."""
+    return (np.asarray(a, np.float64) * np.asarray(b, np.float64)
+            + np.asarray(c, np.float64)).astype(_F32)
+
+
+def _log_f32(x: np.ndarray) -> np.ndarray:
+    """Natural logarithm of positive normal float32 numbers (Note [Float32 Box-Muller])."""
+    bits = x.view(np.int32)
+    e = ((bits >> 23) - 0x7F).astype(_F32) + _F32(1)
+    m = ((bits & np.int32(~0x7F800000)) | _F32(0.5).view(np.int32)).view(_F32)   # [0.5, 1)
+    low = m < _SQRT_HALF_F32
+    m = (m - _F32(1)) + np.where(low, m, _F32(0))
+    e = e - low.astype(_F32)
+    z = m * m
+    y = _fma32(_LOG_P[0], m, _LOG_P[1])
+    for c in _LOG_P[2:]:
+        y = _fma32(y, m, c)
+    y = _fma32(y * m, z, e * _LOG_Q1)
+    y = _fma32(z, _F32(-0.5), y)
+    return _fma32(e, _LOG_Q2, m + y)
+
+
+def _sincos_f32(x: np.ndarray) -> tuple:
+    """Sine and cosine of float32 numbers (Note [Float32 Box-Muller])."""
+    sign_sin = x.view(np.int32) & _SIGN
+    x = np.abs(x)
+    j = ((x * _FOUR_OVER_PI).astype(np.int32) + 1) & ~np.int32(1)
+    y = j.astype(_F32)
+    sign_sin = sign_sin ^ ((j & 4) << 29)
+    sign_cos = (~(j - 2) & 4) << 29
+    use_sin_poly = (j & 2) == 0
+    for part in _PI4_PARTS:
+        x = _fma32(y, part, x)
+    z = x * x
+    yc = _fma32(_fma32(_COS_C[0], z, _COS_C[1]), z, _COS_C[2]) * z
+    yc = _fma32(yc, z, -(z * _F32(0.5))) + _F32(1)
+    ys = _fma32(_fma32(_SIN_C[0], z, _SIN_C[1]), z, _SIN_C[2]) * z
+    ys = _fma32(ys, x, x)
+    sin = np.where(use_sin_poly, ys, yc).view(np.int32) ^ sign_sin
+    cos = np.where(use_sin_poly, yc, ys).view(np.int32) ^ sign_cos
+    return sin.view(_F32), cos.view(_F32)
+
+
+def _box_muller_16_f32(blocks: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """``_box_muller_16`` in float32 as torch's kernel computes it, then ``fma(n, std,
+    mean)``."""
+    u1, u2 = _F32(1) - blocks[:, :8], blocks[:, 8:16]
+    r = np.sqrt(_F32(-2) * _log_f32(u1))
+    sin, cos = _sincos_f32(_F32(2 * np.pi) * u2)
+    n = np.concatenate([r * cos, r * sin], axis=1)
+    return _fma32(n, _F32(std), _F32(mean))
+
+
 def normal_array(shape: tuple, mean: float, std: float, dtype: np.dtype,
                  generator: Optional[Generator]) -> np.ndarray:
     """Normal samples of ``dtype`` drawn as torch draws them (Note [Random streams])."""
@@ -558,6 +638,14 @@ def normal_array(shape: tuple, mean: float, std: float, dtype: np.dtype,
     n = int(np.prod(shape, dtype=np.int64))
     dtype = np.dtype(dtype)
     work = np.float64 if dtype == np.float64 else np.float32
+    if n >= 16 and dtype == np.float32:
+        out = uniform_bits(g, n, dtype).astype(_F32)
+        full = n // 16 * 16
+        out[:full] = _box_muller_16_f32(out[:full].reshape(-1, 16), mean, std).reshape(-1)
+        if n % 16:      # the last 16 values again, from 16 fresh uniforms
+            tail = uniform_bits(g, 16, dtype).astype(_F32)
+            out[n - 16:] = _box_muller_16_f32(tail[None], mean, std)[0]
+        return out.reshape(shape)
     if n >= 16:
         out = uniform_bits(g, n, dtype).astype(work)
         full = n // 16 * 16

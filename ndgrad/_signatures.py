@@ -723,6 +723,15 @@ is_set_to(Tensor self, Tensor tensor)
 """
 # ---- end compat ----
 
+# ---- fake quantization (session 26, ndgrad/ops/quantize.py) ----
+FUNCTIONS += """
+fake_quantize_per_tensor_affine(Tensor input, Tensor|float scale, Tensor|int zero_point, \
+int quant_min, int quant_max)
+fake_quantize_per_channel_affine(Tensor input, Tensor scale, Tensor zero_point, int axis, \
+int quant_min, int quant_max)
+"""
+# ---- end fake quantization ----
+
 
 def _entries(block: str) -> list:
     return [line.strip() for line in block.strip().splitlines() if line.strip()]

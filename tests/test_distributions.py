@@ -387,7 +387,8 @@ SAME_STREAM = ["Normal", "Uniform", "Exponential", "Laplace", "Geometric", "Geom
                "ContinuousBernoulliLogits", "GeneralizedPareto", "Poisson", "Binomial",
                "BinomialLogits", "Cauchy", "HalfCauchy", "VonMises", "Gamma", "Beta",
                "Dirichlet", "Chi2", "StudentT", "FisherSnedecor", "NegativeBinomial",
-               "NegativeBinomialLogits", "InverseGamma"]
+               "NegativeBinomialLogits", "InverseGamma", "WishartCov", "WishartTril",
+               "WishartPrec"]
 # gamma-based families: the same draws, but the reparameterized gradient of a gamma draw is an
 # approximation in both libraries (torch's series, ndgrad's implicit differentiation): they agree
 # to ~1e-4 (tests/test_distributions_rsample.py checks them against finite differences)
@@ -421,7 +422,8 @@ def test_samples_follow_torch_stream(name, dtype):
                                                "MixtureOfMultivariateNormals", "VonMises",
                                                "GeneralizedPareto", "Poisson", "Binomial",
                                                "BinomialLogits", "NegativeBinomial",
-                                               "NegativeBinomialLogits") + GAMMA_BASED])
+                                               "NegativeBinomialLogits", "WishartCov",
+                                               "WishartTril", "WishartPrec") + GAMMA_BASED])
 def test_rsample_gradients_match_torch(name):
     (tp, td), (np_, nd), _ = _build(name, "float64", requires_grad=True)
     w = RNG.standard_normal((4,) + tuple(td.batch_shape) + tuple(td.event_shape))
@@ -561,7 +563,8 @@ def test_von_mises_samples_by_circular_moments():
 
 
 def test_wishart_samples_by_moments():
-    # Bartlett draws (chi-squared by NumPy's algorithm): the sample mean is df * covariance
+    # Bartlett draws (torch's numbers, test_samples_follow_torch_stream): the sample mean is
+    # df * covariance
     cov = _spd(1, 3)[0]
     d = ndgrad.distributions.Wishart(ndgrad.tensor(5.0, dtype=ndgrad.float64),
                                      covariance_matrix=ndgrad.tensor(cov))
@@ -571,6 +574,29 @@ def test_wishart_samples_by_moments():
         s = d.rsample((4000,)).numpy()
     np.testing.assert_allclose(s.mean(0), 5.0 * cov, rtol=0.05, atol=0.05 * np.abs(cov).max())
     assert np.all(np.linalg.eigvalsh(s) > 0)
+
+
+def test_wishart_rsample_gradient_by_finite_differences():
+    # torch 2.13's backward through Wishart.rsample fails (Note [Wishart redraws]); with the
+    # seed fixed the draws do not depend on the covariance, so central differences are exact
+    cov = _spd(1, 3)[0]
+    w = RNG.standard_normal((2, 3, 3))
+
+    def f(c):
+        ndgrad.manual_seed(4)
+        d = ndgrad.distributions.Wishart(ndgrad.tensor(4.5, dtype=ndgrad.float64),
+                                         covariance_matrix=c)
+        return (d.rsample((2,)) * ndgrad.tensor(w)).sum()
+    c = ndgrad.tensor(cov, requires_grad=True)
+    f(c).backward()
+    fd = np.zeros((3, 3))
+    for i in range(3):
+        for j in range(3):
+            e = np.zeros((3, 3))
+            e[i, j] = e[j, i] = 1e-6
+            fd[i, j] = (f(ndgrad.tensor(cov + e)).item() - f(ndgrad.tensor(cov - e)).item()) / 2e-6
+    g = c.grad.numpy()
+    np.testing.assert_allclose(g + g.T - np.diag(np.diag(g)), fd, rtol=1e-5, atol=1e-6)
 
 
 def test_lkj_cholesky_samples_by_moments():

@@ -35,11 +35,12 @@ PROGRAMS = sorted(p.stem for p in HERE.glob("*.py") if p.stem != "conftest")
 # intermediates differently, ~1 bfloat16 ulp (4e-3) in a gradient; bf16_finetune: likewise
 # torch's bfloat16 layer_norm and flash-attention backward kernels; vi_beta_dirichlet: torch's
 # Beta/Dirichlet rsample gradients are series approximations good to ~1e-4, ndgrad's exact, and
-# Adam carries the difference; float64 prints agree)
+# Adam carries the difference; float64 prints agree; metric_learning: a float32 triplet loss
+# printed with 5 decimals sits on a rounding boundary, 0.086175092 against 0.086174995)
 RTOL = {"gan": 2e-3, "transformer_classifier": 1e-3, "char_rnn": 1e-3, "vae": 1e-3,
         "kmeans_knn": 1e-3, "legacy_seq2seq": 1e-3, "text_tagger": 1e-3,
         "contrastive_distill": 1e-3, "amp_bf16": 1e-2, "bf16_finetune": 1e-2,
-        "vi_beta_dirichlet": 2e-3}
+        "vi_beta_dirichlet": 2e-3, "metric_learning": 2e-4}
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf")
 
 

@@ -6,6 +6,16 @@ Wishart draws use Bartlett's decomposition ``X = L A A^T L^T``: ``L`` the Choles
 the scale matrix, ``A`` lower triangular with ``A_ii = sqrt(chi2(df - i))`` and standard normal
 entries below the diagonal; the chi-squared variates are gamma draws, so the draw is
 differentiable in ``df`` (Note [Implicit reparameterization] in ``_gamma_draws.py``).
+
+Note [Wishart redraws]
+torch 2.13 draws the chi-squared variates (one ``Chi2`` draw of ``sample_shape``), then the
+normals below the diagonal in ``tril_indices`` order, and then, because its singularity test
+is inverted, draws every positive-definite sample a second time (up to ``max_try_correction``
+rounds while the new ones are singular) and keeps the second draw. ndgrad draws the same
+numbers in the same order, so a seeded program gets torch's samples and the random stream
+after them; it warns "Singular sample detected." only when a first draw really is singular
+(torch warns at every draw with a positive-definite sample), and its draws stay differentiable
+(torch's backward fails: it rewrites in place the mask its assignment saved).
 LKJCholesky draws use the onion method: row ``i`` of the factor is ``sqrt(y_i) u_i`` followed by
 ``sqrt(1 - y_i)`` on the diagonal, with ``y_i ~ Beta(i / 2, eta + (d - 1 - i) / 2)`` and
 ``u_i`` uniform on the unit sphere of dimension ``i``.
@@ -27,10 +37,10 @@ from typing import Any, Optional
 import ndgrad
 from ndgrad.tensor import Tensor
 
-from . import _gamma_draws, constraints
+from . import constraints
 from .distribution import Distribution, _as_size
 from .exp_family import ExponentialFamily
-from .gamma import Beta
+from .gamma import Beta, Chi2
 from .utils import lazy_property
 
 __all__ = ["LKJCholesky", "Wishart"]
@@ -133,19 +143,40 @@ class Wishart(ExponentialFamily):
         diag = cov.diagonal(dim1=-2, dim2=-1)
         return self._df_matrix() * (cov.pow(2) + diag.unsqueeze(-1) * diag.unsqueeze(-2))
 
-    def rsample(self, sample_shape: Any = ()) -> Tensor:
-        shape = tuple(self._extended_shape(sample_shape))
+    def _bartlett(self, sample_shape: tuple) -> Tensor:
         p = self._event_shape[-1]
-        lead = shape[:-2]
-        dof = self.df.expand(lead).unsqueeze(-1) - ndgrad.arange(p, dtype=self.df.dtype)
-        chi2 = 2 * _gamma_draws.standard_gamma(0.5 * dof)
-        normals = ndgrad.randn(lead + (p, p), dtype=self.df.dtype).tril(-1)
-        A = normals + chi2.sqrt().diag_embed()
-        LA = self._tril @ A
-        draw = LA @ LA.mT
-        if not bool((ndgrad.linalg.cholesky_ex(draw.detach()).info == 0).all()):
+        dtype = self._tril.dtype
+        shape = tuple(sample_shape) + tuple(self._batch_shape)
+        dof = self.df.unsqueeze(-1) - ndgrad.arange(p, dtype=dtype)
+        diag = Chi2(dof).rsample(sample_shape).sqrt().clamp(min=ndgrad.finfo(dtype).eps)
+        rows, cols = ndgrad.tril_indices(p, p, offset=-1)
+        below = ndgrad.zeros(shape + (p, p), dtype=dtype)
+        below[..., rows, cols] = ndgrad.randn(shape + (p * (p - 1) // 2,), dtype=dtype)
+        LA = self._tril @ (diag.diag_embed() + below)
+        return LA @ LA.mT
+
+    def rsample(self, sample_shape: Any = (), max_try_correction: Optional[int] = None
+                ) -> Tensor:
+        """Bartlett draws in torch's order (Note [Wishart redraws])."""
+        tries = 10 if max_try_correction is None else max_try_correction
+        sample = self._bartlett(tuple(_as_size(sample_shape)))
+        batch_dims = [-(k + 1) for k in range(len(self._batch_shape))]
+
+        def per_sample(ok: Tensor) -> Tensor:
+            return ok.amax(batch_dims) if batch_dims else ok
+        valid = per_sample(self.support.check(sample.detach()))
+        if not bool(valid.all()):
             warnings.warn("Singular sample detected.", stacklevel=2)
-        return draw
+        redraw = valid
+        for _ in range(tries if bool(redraw.any()) else 0):
+            new = self._bartlett(tuple(redraw[redraw].shape))
+            sample[redraw] = new
+            # a new mask (torch rewrites the one the assignment saved, so its backward fails)
+            redraw = redraw.clone()
+            redraw[redraw.clone()] = per_sample(~self.support.check(new.detach()))
+            if not bool(redraw.any()):
+                break
+        return sample
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
