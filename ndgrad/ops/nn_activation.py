@@ -39,6 +39,7 @@ from ..tensor import Tensor, _wrap
 from . import _batching, _dispatch
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
+from ._second_order import tie, tied
 from ._util import wrap_dim
 from .pointwise import _zeros_of
 from .pointwise import relu as _relu
@@ -750,7 +751,7 @@ def _prelu_vjp(ctx, g):
     x, w = ctx.saved
     pos = x > 0
     wb = _prelu_wb(x, w)
-    gx = _where(pos, g, g * wb) if ctx.needs_input_grad(0) else None
+    gx = tie(_where(pos, g, g * wb), ctx) if ctx.needs_input_grad(0) else None
     gw = None
     if ctx.needs_input_grad(1):
         contrib = _where(pos, _const(x, 0.0), g * x)
@@ -791,6 +792,7 @@ def _prelu_batch_rule(c: Any, args: tuple) -> Tensor:
 
 
 _batching.RULES[PRELU] = _prelu_batch_rule
+tied(PRELU)     # Note [Input ties]
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:

@@ -41,6 +41,7 @@ from .. import _dtype
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
+from ._second_order import tie, tied
 from ._util import category
 
 _INT = _dtype._INT
@@ -125,7 +126,7 @@ def sep(t: Tensor, mats: tuple) -> Tensor:
 
 
 def _sep_vjp(ctx, g):
-    return sep(g, _transposed(ctx._args[-1]))
+    return tie(sep(g, _transposed(ctx._args[-1])), ctx)     # Note [Input ties]
 
 
 def _sep_jvp(ctx, t):
@@ -231,7 +232,7 @@ def _max_vjp(ctx, g):
     if ok is not None:                              # Note [Empty max-pool windows]
         g = g.masked_fill(~ok, 0.0)
         unique = False
-    return scatter_add(g, idx, plane, unique)
+    return tie(scatter_add(g, idx, plane, unique), ctx)     # Note [Input ties]
 
 
 # The values found with the indices, handed to the op's forward so that it need not gather
@@ -1462,6 +1463,9 @@ def _max_rule(c, args):
 
 def _register() -> None:
     from ._batching import RULES
+    for op in (MAX_POOL2D, MAX_POOL3D, ADAPTIVE_MAX2D, ADAPTIVE_MAX3D, FRACTIONAL2D,
+               FRACTIONAL3D, AVG_POOL2D, AVG_POOL3D, ADAPTIVE_AVG2D, ADAPTIVE_AVG3D):
+        tied(op)
     for op in (SEPARABLE, AVG_POOL2D, AVG_POOL3D, ADAPTIVE_AVG2D, ADAPTIVE_AVG3D, GATHER,
                SCATTER_ADD, MAX_UNPOOL2D, MAX_UNPOOL3D, MAX_POOL_INDICES, ADAPTIVE_MAX_INDICES):
         RULES[op] = _trailing_rule
