@@ -39,6 +39,7 @@ from ..tensor import Tensor, _wrap
 from . import _batching, _dispatch
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
+from ._jvp import not_implemented as _jvp_not_implemented
 from ._second_order import tie, tied
 from ._util import wrap_dim
 from .pointwise import _zeros_of
@@ -131,15 +132,23 @@ def _sel(mask: Tensor, a: Any, b: Any, v: Tensor) -> Tensor:
     return _where(mask, a, b)
 
 
+def _no_derivative(name: str) -> Callable:
+    def vjp(ctx, *grads):
+        raise RuntimeError(f"derivative for {name} is not implemented")
+    return vjp
+
+
 def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple = (),
               lowp: bool = True, check: Optional[Callable] = None,
-              deriv_np: Optional[Callable] = None, piecewise: bool = False) -> Op:
+              deriv_np: Optional[Callable] = None, piecewise: bool = False,
+              no_second: bool = False) -> Op:
     """An elementwise op with derivative ``deriv(x, *args)`` (Note [Activation ops]).
     ``check(ctx)`` runs before the VJP (the refusals of some in-place backward nodes).
     ``deriv_np(x, *args)``, the same derivative on ndarrays, serves a backward that records
     nothing (no ``create_graph``, no batched gradient): one fused NumPy expression instead of
     several ops. ``piecewise``: the derivative is piecewise constant, and the backward under
-    ``create_graph`` is an op of (grad, self) (below)."""
+    ``create_graph`` is an op of (grad, self) (below). ``no_second``: that op has no derivative
+    in PyTorch (``hardsigmoid_backward``): differentiating it raises PyTorch's errors."""
     f = _opmath(fwd) if lowp else fwd
     fast = _opmath(deriv_np) if deriv_np is not None else None
 
@@ -168,7 +177,14 @@ def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple 
     # the backward as an op of (grad, self), for a piecewise-constant derivative under
     # create_graph (below)
     backward_op = None
-    if piecewise:
+    if no_second:
+        aten = f"aten::{name}_backward"
+        backward_op = Op(name + "_backward", "NotImplemented", bwd_fwd, _no_derivative(aten),
+                         inputs=("grad_output", "self"), args=args,
+                         jvp=_jvp_not_implemented(aten),
+                         full_name="torch::autograd::NotImplemented")
+        _batching.RULES[backward_op] = _batching._pointwise()
+    elif piecewise:
         backward_op = Op(name + "_backward", node[:-1] + "Backward0", bwd_fwd, bwd_vjp,
                          saves=("self",), inputs=("grad_output", "self"), args=args,
                          jvp=bwd_jvp)
@@ -185,7 +201,8 @@ def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple 
                 and not _dispatch._FW_AD and real:
             return _wrap(fast_vjp(g._data, x._data, ctx._args))
         d = deriv(x, *ctx._args)
-        if backward_op is not None and real and x.requires_grad and _grad_state.enabled:
+        if backward_op is not None and real and (x.requires_grad and _grad_state.enabled
+                                                 or no_second and _dispatch._FW_AD):
             # a piecewise-constant derivative (leaky_relu, hardtanh, threshold ...): torch's
             # backward is an op of (grad, self), so a double backward reaches the input with
             # zeros (LeakyReluBackwardBackward0) instead of leaving it out of the graph
@@ -527,7 +544,7 @@ def _hardsigmoid_deriv(v: Tensor) -> Tensor:
 
 
 HARDSIGMOID = _unary_op("hardsigmoid", "HardsigmoidBackward0",
-                        lambda x: np.clip(x + 3, 0, 6) / 6, _hardsigmoid_deriv)
+                        lambda x: np.clip(x + 3, 0, 6) / 6, _hardsigmoid_deriv, no_second=True)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
