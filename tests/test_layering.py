@@ -88,6 +88,7 @@ LAYERS = {
     "ndgrad.ops.views_inplace": OPS_CORE,
     "ndgrad.ops._batching": OPS_CORE,
     "ndgrad.ops._second_order": OPS_CORE,
+    "ndgrad.ops._ties": OPS_CORE,
     # 4. the user-facing API.
     "ndgrad": API,
     "ndgrad.__main__": API,

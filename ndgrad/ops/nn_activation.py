@@ -36,7 +36,7 @@ from .. import _dtype
 from .._generator import default_generator, draw, exponential_array, uniform_bits
 from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor, _wrap
-from . import _batching, _dispatch
+from . import _batching, _dispatch, _ties
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._jvp import not_implemented as _jvp_not_implemented
@@ -248,7 +248,8 @@ def relu_(input: Tensor) -> Tensor:
 # [Double to half]), the backward compares in float32 with the bounds in float32, as torch.
 def _hardtanh_fwd(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
     lo, hi = _dtype.number_in(lo, x.dtype), _dtype.number_in(hi, x.dtype)
-    return np.minimum(np.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
+    # hardtanh(-0.0, 0, 1) is -0.0: Note [Signed zeros in max and min]
+    return _ties.minimum(_ties.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
 
 
 def _hardtanh_deriv(v: Tensor, lo: Any, hi: Any) -> Tensor:
@@ -302,7 +303,8 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 # ---------------------------------------------------------------------------- ELU family
 def _elu_fwd(x: np.ndarray, alpha: float, scale: float, input_scale: float) -> np.ndarray:
-    neg = scale * alpha * np.expm1(np.minimum(x, 0) * input_scale)
+    # elu(-0.0) is -0.0: Note [Signed zeros in max and min]
+    neg = scale * alpha * np.expm1(_ties.minimum(x, 0) * input_scale)
     return np.where(x > 0, x * scale, neg)
 
 
@@ -562,6 +564,8 @@ def _softshrink_fwd(x: np.ndarray, lambd: float) -> np.ndarray:
     # float16/bfloat16 in float32 with lambd in float32
     if x.dtype in _LOWP:
         return _softshrink_fwd(x.astype(np.float32), np.float32(lambd)).astype(x.dtype)
+    # inside: +0.0 as torch's vectorized loop (its scalar tail, the last elements that fill no
+    # vector, gives a zero of x's sign)
     return np.where((x >= -lambd) & (x <= lambd), 0, np.where(x > lambd, x - lambd, x + lambd))
 
 

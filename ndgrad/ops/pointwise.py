@@ -31,7 +31,7 @@ from ..tensor import Tensor, _wrap, check_device
 from ..tensor import device as _device
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
-from . import _dispatch
+from . import _dispatch, _ties
 from ._dispatch import Op, apply
 from ._workspace import zeros_operand
 from ._jvp import bilinear, elementwise, linear, not_implemented, zero
@@ -1090,11 +1090,22 @@ def _zero_like(x: np.ndarray) -> Any:
     return 0
 
 
+_RELU_SECOND = _ties.RELU_SECOND
+
+
 def _relu_fwd(x: np.ndarray) -> np.ndarray:
     if x.nbytes >= _ALIGN_MIN and x.dtype in _RELU_INTO_DTYPES and x.flags.c_contiguous:
         # its result feeds the next layer's product: Note [Aligned arrays]
-        return np.maximum(x, zeros_operand(x.shape, x.dtype), out=_aligned.empty(x.shape, x.dtype))
-    return np.maximum(x, _zero_like(x)).astype(x.dtype, copy=False)
+        z = zeros_operand(x.shape, x.dtype)
+        o = _aligned.empty(x.shape, x.dtype)
+        return np.maximum(z, x, out=o) if _RELU_SECOND.get(x.dtype) else \
+            _ties.relu(x, z, out=o)
+    # relu(-0.0) is -0.0: the operands in the order that keeps x on ties (Note [Signed zeros
+    # in max and min]), inlined for the usual dtypes (a call costs ~5% of a small relu)
+    z = _zero_like(x)
+    if _RELU_SECOND.get(x.dtype):
+        return np.maximum(z, x)
+    return _ties.relu(x, z).astype(x.dtype, copy=False)
 
 
 RELU = Op("relu", "ReluBackward0", _relu_fwd, _relu_vjp, **_relu_kw())
@@ -1115,7 +1126,7 @@ RELU = Op("relu", "ReluBackward0", _relu_fwd, _relu_vjp, **_relu_kw())
 # makes a new array as before. Internal callers of the unchecked ``relu`` are never the
 # wrapper, so a composite holding its operand in a local is safe. ``F.relu`` (another call
 # chain) makes a new array.
-RELU_INTO = Op("relu", "ReluBackward0", lambda x: np.maximum(x, _zero_like(x), out=x),
+RELU_INTO = Op("relu", "ReluBackward0", lambda x: _ties.relu(x, _zero_like(x), out=x),
                _relu_vjp, **_relu_kw())
 _dispatch.REGISTRY["relu"].remove(RELU_INTO)      # not an op of the table: RELU's variant
 
@@ -1441,9 +1452,9 @@ def _clamp_s_vjp(ctx, g):
 def _clamp_fwd(x, lo, hi):
     out = x
     if lo is not None:
-        out = np.maximum(out, lo)
+        out = _ties.maximum(out, lo)        # Note [Signed zeros in max and min]
     if hi is not None:
-        out = np.minimum(out, hi)
+        out = _ties.minimum(out, hi)
     return out.astype(x.dtype, copy=False) if out is not x else x.copy()
 
 
