@@ -270,6 +270,10 @@ def _check_out_type(name: str, out: Any, n: int, args: tuple = (), kwargs: Any =
 
 
 def _write(name: str, dst: Tensor, src: Tensor) -> None:
+    if src.is_sparse and not dst.is_sparse:
+        # torch fails an internal assert here (its sparse kernels expect a sparse out)
+        raise RuntimeError(f"{name}(): a sparse result cannot be written into the strided "
+                           "out tensor: expected a sparse out (self.is_sparse())")
     shape = src._data.shape
     if dst._data.shape != shape:
         if name in _RANGES:

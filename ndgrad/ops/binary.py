@@ -1072,7 +1072,8 @@ def rsub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     >>> ndgrad.rsub(ndgrad.tensor([1.0]), ndgrad.tensor([5.0]), alpha=2).tolist()
     [3.0]
     """
-    if not isinstance(other, Tensor):
+    if not isinstance(other, Tensor) or input.__class__ is _pw._SPARSE or \
+            other.__class__ is _pw._SPARSE:      # Note [Sparse arithmetic forms]
         return _pw.rsub(input, other, alpha=alpha)
     if _bmarked((input, other)):  # Note [Batched backward]
         r = _bcall(rsub, input, other, alpha=alpha)

@@ -582,6 +582,17 @@ def _binary(a: Any, b: Any, tt: Op, ts: Optional[Op], name: str, true_div: bool 
     return NotImplemented
 
 
+# Note [Sparse arithmetic forms]
+# The function and method forms of add/sub/rsub/mul/div with a sparse COO operand follow torch
+# (ops/sparse_coo.py ``binary``): sparse results where torch's are sparse (sparse (+|-)
+# sparse, sparse * anything, sparse / number), torch's errors where it refuses (sparse (+|-)
+# dense, a dense or sparse divisor, a sparse divisor of a number), the dense op for dense
+# (+|-) sparse. The operators reach the same rules through SparseTensor's methods. Bound by
+# ops/sparse_coo.py, which imports this module.
+_SPARSE: Any = None
+_sparse_binary: Any = None
+
+
 def _raise_if_notimpl(r: Any, a: Any, b: Any, name: str) -> Any:
     if r is NotImplemented:
         raise TypeError(f"{name}(): unsupported operand types '{type(a).__name__}' and "
@@ -591,6 +602,10 @@ def _raise_if_notimpl(r: Any, a: Any, b: Any, name: str) -> Any:
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other``, broadcasting, with PyTorch's type promotion."""
+    if input.__class__ is _SPARSE or other.__class__ is _SPARSE:  # Note [Sparse arithmetic forms]
+        r = _sparse_binary("add", input, other, alpha)
+        if r is not NotImplemented:
+            return r
     if not isinstance(input, Tensor):
         if alpha != 1 or not isinstance(other, Tensor):
             # a number first operand is wrapped into a 0-d tensor (alpha scales ``other``)
@@ -606,6 +621,10 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other``."""
+    if input.__class__ is _SPARSE or other.__class__ is _SPARSE:  # Note [Sparse arithmetic forms]
+        r = _sparse_binary("sub", input, other, alpha)
+        if r is not NotImplemented:
+            return r
     if not isinstance(input, Tensor):
         if isinstance(other, Tensor) and is_scalar(input):
             return rsub(other, input, alpha=alpha)
@@ -619,6 +638,10 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 
 def rsub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     """``other - alpha * input``."""
+    if input.__class__ is _SPARSE or other.__class__ is _SPARSE:  # Note [Sparse arithmetic forms]
+        r = _sparse_binary("rsub", input, other, alpha)
+        if r is not NotImplemented:
+            return r
     if isinstance(other, Tensor):
         return sub(other, input, alpha=alpha)
     _check_bool_sub(input, other)
@@ -630,6 +653,10 @@ def rsub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
 
 def mul(input: Any, other: Any) -> Tensor:
     """Elementwise product."""
+    if input.__class__ is _SPARSE or other.__class__ is _SPARSE:  # Note [Sparse arithmetic forms]
+        r = _sparse_binary("mul", input, other)
+        if r is not NotImplemented:
+            return r
     if not isinstance(input, Tensor):
         input, other = other, input
         if not isinstance(input, Tensor):
@@ -639,6 +666,10 @@ def mul(input: Any, other: Any) -> Tensor:
 
 def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tensor:
     """True division (``rounding_mode=None``), or ``'trunc'``/``'floor'`` (not differentiable)."""
+    if input.__class__ is _SPARSE or other.__class__ is _SPARSE:  # Note [Sparse arithmetic forms]
+        r = _sparse_binary("div", input, other, 1, rounding_mode)
+        if r is not NotImplemented:
+            return r
     if rounding_mode is not None:
         if rounding_mode not in ("floor", "trunc"):
             raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or "
