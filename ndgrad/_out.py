@@ -89,7 +89,8 @@ _FIXED_DTYPE = {"multinomial": _dtype.int64}
 # Functions that read their input at other positions than they write: no overlap at all.
 _NO_OVERLAP = frozenset({"gather", "index_select", "take", "take_along_dim", "masked_select"})
 _FACTORIES = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace",
-                        "logspace", "rand", "randn", "fft_fftfreq", "fft_rfftfreq", "range"})
+                        "logspace", "rand", "randn", "fft_fftfreq", "fft_rfftfreq", "range",
+                        "randint", "randperm"})
 # Factories of a 1-D sequence: an out with the right number of elements keeps its shape;
 # another count is resized, with their own warning for ``_COUNT_WARN`` (the other factories
 # resize silently).
@@ -298,16 +299,32 @@ def _number_tensor(v: Any) -> Tensor:
     return _creation.tensor(v)
 
 
+_NO_DTYPE = object()
+
+
 def call_with_out(name: str, impl: Callable, args: tuple, kwargs: dict, out: Any) -> Any:
     """``impl(*args, **kwargs)`` written into ``out`` (Note [out= arguments])."""
     if name in _NUMBER_OUT and isinstance(out, (bool, int, float, complex)):
         out = _number_tensor(out)
-    if name in _FACTORIES and kwargs.get("dtype", 0) is None and isinstance(out, Tensor):
-        kwargs = {**kwargs, "dtype": out.dtype}
+    if name in _FACTORIES and isinstance(out, Tensor):
+        dt = kwargs.get("dtype", _NO_DTYPE)
+        if dt is None:
+            kwargs = {**kwargs, "dtype": out.dtype}
+        elif dt is not _NO_DTYPE and _dtype.to_dtype(dt) is not out.dtype:
+            raise RuntimeError(f"dtype {_dtype.to_dtype(dt)._torch_name} does not match dtype "
+                               f"of out parameter ({out.dtype._torch_name})")
     if isinstance(out, Tensor) and is_grad_enabled() and out.requires_grad:
-        raise RuntimeError(_no_grad_msg(name))
+        if name in ("empty", "randn"):      # torch resizes their out first
+            raise RuntimeError("cannot resize variables that require grad")
+        raise RuntimeError(_no_grad_msg(("aten::" + name) if name in _FACTORIES else name))
     if name in _FIXED_DTYPE and isinstance(out, Tensor):
         _check_dtype(name, _FIXED_DTYPE[name], out, False)
+    wants_grad = False
+    if name in _FACTORIES and kwargs.get("requires_grad") and isinstance(out, Tensor) and \
+            (out.dtype.is_floating_point or out.dtype.is_complex):
+        # torch fills out and makes it a leaf that requires grad
+        kwargs = {**kwargs, "requires_grad": False}
+        wants_grad = True
     result = impl(*args, **kwargs)
     multi = isinstance(result, (tuple, list))
     results = tuple(result) if multi else (result,)
@@ -324,6 +341,8 @@ def call_with_out(name: str, impl: Callable, args: tuple, kwargs: dict, out: Any
         _check_overlap(name, o._data, inputs)
     for r, o in zip(results, outs):
         _write(name, o, r)
+    if wants_grad:
+        out.requires_grad_(True)
     if not multi:
         return out
     if isinstance(result, list):
