@@ -43,7 +43,7 @@ import numpy as np
 from . import _creation, _dtype
 from . import return_types as _return_types
 from .autograd.grad_mode import is_grad_enabled
-from .tensor import Tensor
+from .tensor import Tensor, _wrap
 
 __all__ = ["call_with_out"]
 
@@ -302,6 +302,27 @@ def _number_tensor(v: Any) -> Tensor:
 _NO_DTYPE = object()
 
 
+def _fftfreq_in_shape(out: Tensor, result: Tensor, args: tuple, kwargs: dict) -> Tensor:
+    """torch's ``fftfreq(n, out=...)`` into an out of n elements and several dims: it writes
+    ``arange(n)`` into out (keeping its shape), then the negative frequencies into a 1-D
+    window of out's memory that starts at row ``(n + 1) // 2`` of out, past its end unless
+    a row holds one element, so they are lost; then it scales."""
+    n = int(args[0])
+    d = args[1] if len(args) > 1 else kwargs.get("d", 1.0)
+    shape, strides = tuple(out.shape), out.stride()
+    span = 1 + sum((a - 1) * abs(b) for a, b in zip(shape, strides))
+    mem = np.zeros(span)                      # out's memory, laid out by its strides
+    logical = np.lib.stride_tricks.as_strided(mem, shape, [abs(b) * 8 for b in strides])
+    logical[...] = np.arange(n, dtype=np.float64).reshape(shape)
+    start, m = (n + 1) // 2 * abs(strides[0]), n // 2
+    if start < span:
+        mem[start:start + m] = np.arange(-m, 0)[:span - start]
+    nd = result.dtype.np
+    work = np.dtype(np.float32) if nd.itemsize == 2 else nd      # half types: in float32
+    scaled = logical.astype(work) * work.type(1.0 / (n * d))     # torch's mul_ in out's dtype
+    return _wrap(np.asarray(scaled, dtype=nd))
+
+
 def call_with_out(name: str, impl: Callable, args: tuple, kwargs: dict, out: Any) -> Any:
     """``impl(*args, **kwargs)`` written into ``out`` (Note [out= arguments])."""
     if name in _NUMBER_OUT and isinstance(out, (bool, int, float, complex)):
@@ -326,6 +347,9 @@ def call_with_out(name: str, impl: Callable, args: tuple, kwargs: dict, out: Any
         kwargs = {**kwargs, "requires_grad": False}
         wants_grad = True
     result = impl(*args, **kwargs)
+    if name == "fft_fftfreq" and isinstance(out, Tensor) and out.dim() > 1 and \
+            out.numel() == result.numel():
+        result = _fftfreq_in_shape(out, result, args, kwargs)
     multi = isinstance(result, (tuple, list))
     results = tuple(result) if multi else (result,)
     _check_out_type(name, out, len(results) if multi else -1, args, kwargs)
