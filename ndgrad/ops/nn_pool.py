@@ -787,6 +787,8 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                            f"got padding={pad[0]} and kernel_size={k[0]}")
     if dil[0] <= 0:
         raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {dil[0]}")
+    if category(x) <= _INT:
+        raise _bad_dtype("max_pool1d_impl", x)      # torch's value path: floating types only
     o = _pool_out(x.shape[-1], k[0], st[0], pad[0], dil[0], bool(ceil_mode))
     if o < 1:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
@@ -891,6 +893,8 @@ def _avg_pool(input: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: A
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     _float_or_int(x, fn, True)
+    if category(x) <= _INT and x.dtype != np.int64:     # torch's kernels: int64 only
+        raise _bad_dtype("avg_pool2d" if nsp == 2 else "avg_pool3d_out_frame", x)
     plane = x.shape[x.ndim - nsp:]
     mats = []
     for j in range(nsp):
@@ -921,6 +925,10 @@ def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     if x.ndim not in (2, 3):
         raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional tensor "
                            "for argument #1 'self' (while checking arguments for avg_pool1d)")
+    for what, v in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding)):
+        if isinstance(v, (tuple, list)) and len(v) != 1 and (v or what != "stride"):
+            raise RuntimeError(f"avg_pool1d() argument '{what}' should contain one int (got "
+                               f"{len(v)})")
     k = _ints(kernel_size, 1, "avg_pool1d", "kernel_size")
     st = _ints(stride, 1, "avg_pool1d", "stride", allow_none=True) or k
     pad = _ints(padding, 1, "avg_pool1d", "padding")
@@ -1195,6 +1203,12 @@ def lp_pool1d(input: Tensor, norm_type: Any, kernel_size: Any, stride: Any = Non
     >>> F.lp_pool1d(ndgrad.tensor([[3.0, 4.0]]), 2, 2)
     tensor([[5.]])
     """
+    if isinstance(kernel_size, (tuple, list)):
+        # torch's composition pools first (its errors), then multiplies by kernel_size
+        # itself: a sequence is refused there
+        avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+        raise TypeError("mul(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(kernel_size).__name__}")
     return _lp_pool(input, 1, norm_type, kernel_size, stride, ceil_mode)
 
 
