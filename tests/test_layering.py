@@ -89,6 +89,7 @@ LAYERS = {
     "ndgrad.ops._batching": OPS_CORE,
     "ndgrad.ops._second_order": OPS_CORE,
     "ndgrad.ops._ties": OPS_CORE,
+    "ndgrad.ops._channels_last": OPS_CORE,
     # 4. the user-facing API.
     "ndgrad": API,
     "ndgrad.__main__": API,

@@ -42,6 +42,7 @@ from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
 from ._second_order import tie, tied
+from ._channels_last import keep as _keep_cl
 from ._util import category
 
 _INT = _dtype._INT
@@ -813,8 +814,8 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                    return_indices)
         if r is not NotImplemented:
             return r
-    return _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode,
-                     return_indices)
+    return _keep_cl(_max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode,
+                              return_indices), input)      # Note [Channels-last results]
 
 
 def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
@@ -952,8 +953,8 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                    count_include_pad, divisor_override)
         if r is not NotImplemented:
             return r
-    return _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                     divisor_override, "avg_pool2d")
+    return _keep_cl(_avg_pool(input, 2, kernel_size, stride, padding, ceil_mode,
+                              count_include_pad, divisor_override, "avg_pool2d"), input)
 
 
 def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
@@ -1084,7 +1085,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
         if r is not NotImplemented:
             return r
     _check_min_dim(input, output_size)
-    return _adaptive_avg(input, 2, output_size)
+    return _keep_cl(_adaptive_avg(input, 2, output_size), input)
 
 
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
@@ -1150,7 +1151,8 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
         if r is not NotImplemented:
             return r
     _check_min_dim(input, output_size)
-    return _adaptive_max(input, 2, output_size, return_indices, "adaptive_max_pool2d")
+    return _keep_cl(_adaptive_max(input, 2, output_size, return_indices,
+                                  "adaptive_max_pool2d"), input)
 
 
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:

@@ -36,6 +36,7 @@ import numpy as np
 from .. import _creation, _dtype
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
+from ._channels_last import keep as _keep_cl
 from ._dispatch import Op, apply
 from ._jvp import not_implemented
 from . import nn_pool
@@ -290,6 +291,13 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     >>> F.interpolate(ndgrad.tensor([[[1.0, 2.0]]]), scale_factor=2)
     tensor([[[1., 1., 2., 2.]]])
     """
+    # Note [Channels-last results] (ops/_channels_last.py)
+    return _keep_cl(_interpolate(input, size, scale_factor, mode, align_corners,
+                                 recompute_scale_factor, antialias), input)
+
+
+def _interpolate(input: Tensor, size: Any, scale_factor: Any, mode: str, align_corners: Any,
+                 recompute_scale_factor: Any, antialias: bool) -> Tensor:
     if input._blevel:
         r = _bcall(interpolate, input, size, scale_factor, mode, align_corners,
                    recompute_scale_factor, antialias)
