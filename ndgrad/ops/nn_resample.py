@@ -228,6 +228,11 @@ _KERNEL = {"linear": "compute_indices_weights_linear",
 
 
 def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) -> Tensor:
+    # Note [Channels-last results] (ops/_channels_last.py); area mode is adaptive pooling's
+    return _keep_cl(_upsample_any(input, mode, out, scales, align), input)
+
+
+def _upsample_any(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) -> Tensor:
     x = input._data
     nsp = len(out)
     plane = x.shape[x.ndim - nsp:]
@@ -291,13 +296,6 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     >>> F.interpolate(ndgrad.tensor([[[1.0, 2.0]]]), scale_factor=2)
     tensor([[[1., 1., 2., 2.]]])
     """
-    # Note [Channels-last results] (ops/_channels_last.py)
-    return _keep_cl(_interpolate(input, size, scale_factor, mode, align_corners,
-                                 recompute_scale_factor, antialias), input)
-
-
-def _interpolate(input: Tensor, size: Any, scale_factor: Any, mode: str, align_corners: Any,
-                 recompute_scale_factor: Any, antialias: bool) -> Tensor:
     if input._blevel:
         r = _bcall(interpolate, input, size, scale_factor, mode, align_corners,
                    recompute_scale_factor, antialias)
