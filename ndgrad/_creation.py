@@ -650,9 +650,18 @@ def randperm(n: int, *, generator: Optional[Generator] = None, dtype: Any = None
     _unsigned.check_dtype("randperm", d)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    if d.is_floating_point and n > 2 ** np.finfo(d.np).nmant + 1:
-        raise RuntimeError(f"n cannot be greater than 2^{np.finfo(d.np).nmant + 1}+1 for "
-                           f"{d._torch_name} type.")
+    if d is _dtype.bool or d.is_complex:
+        raise NotImplementedError(f"\"randperm\" not implemented for '{d._torch_name}'")
+    # torch's limits: floats count exactly up to 2^(mantissa bits + 1) (no check for bfloat16)
+    if d is _dtype.float16 and n > 2049:
+        raise RuntimeError("n cannot be greater than 2049 for Half type.")
+    if d in (_dtype.float32, _dtype.float64):
+        bits = np.finfo(d.np).nmant + 1
+        if n > 2 ** bits + 1:
+            raise RuntimeError(f"n cannot be greater than 2^{bits}+1 for {d._torch_name} type.")
+    if not d.is_floating_point and not d.is_complex and n > 0 and \
+            n - 1 > np.iinfo(d.np).max:
+        raise RuntimeError(f"value cannot be converted to type {d.np.name}_t without overflow")
     arr = draw(_randperm_array, int(n), d.np, generator)
     return _finish(arr, requires_grad, device)
 

@@ -43,7 +43,7 @@ import numpy as np
 from . import _creation, _dtype, _write_watch
 from . import return_types as _return_types
 from .autograd.grad_mode import is_grad_enabled
-from .tensor import Tensor
+from .tensor import Tensor, _wrap
 
 __all__ = ["call_with_out"]
 
@@ -89,7 +89,8 @@ _FIXED_DTYPE = {"multinomial": _dtype.int64}
 # Functions that read their input at other positions than they write: no overlap at all.
 _NO_OVERLAP = frozenset({"gather", "index_select", "take", "take_along_dim", "masked_select"})
 _FACTORIES = frozenset({"arange", "zeros", "ones", "full", "empty", "eye", "linspace",
-                        "logspace", "rand", "randn", "fft_fftfreq", "fft_rfftfreq", "range"})
+                        "logspace", "rand", "randn", "fft_fftfreq", "fft_rfftfreq", "range",
+                        "randint", "randperm"})
 # Factories of a 1-D sequence: an out with the right number of elements keeps its shape;
 # another count is resized, with their own warning for ``_COUNT_WARN`` (the other factories
 # resize silently).
@@ -270,6 +271,10 @@ def _check_out_type(name: str, out: Any, n: int, args: tuple = (), kwargs: Any =
 
 
 def _write(name: str, dst: Tensor, src: Tensor) -> None:
+    if src.is_sparse and not dst.is_sparse:
+        # torch fails an internal assert here (its sparse kernels expect a sparse out)
+        raise RuntimeError(f"{name}(): a sparse result cannot be written into the strided "
+                           "out tensor: expected a sparse out (self.is_sparse())")
     if _write_watch.watch is not None:                  # Note [Write watchers]
         _write_watch.watch(dst._data)
     shape = src._data.shape
@@ -296,17 +301,57 @@ def _number_tensor(v: Any) -> Tensor:
     return _creation.tensor(v)
 
 
+_NO_DTYPE = object()
+
+
+def _fftfreq_in_shape(out: Tensor, result: Tensor, args: tuple, kwargs: dict) -> Tensor:
+    """torch's ``fftfreq(n, out=...)`` into an out of n elements and several dims: it writes
+    ``arange(n)`` into out (keeping its shape), then the negative frequencies into a 1-D
+    window of out's memory that starts at row ``(n + 1) // 2`` of out, past its end unless
+    a row holds one element, so they are lost; then it scales."""
+    n = int(args[0])
+    d = args[1] if len(args) > 1 else kwargs.get("d", 1.0)
+    shape, strides = tuple(out.shape), out.stride()
+    span = 1 + sum((a - 1) * abs(b) for a, b in zip(shape, strides))
+    mem = np.zeros(span)                      # out's memory, laid out by its strides
+    logical = np.lib.stride_tricks.as_strided(mem, shape, [abs(b) * 8 for b in strides])
+    logical[...] = np.arange(n, dtype=np.float64).reshape(shape)
+    start, m = (n + 1) // 2 * abs(strides[0]), n // 2
+    if start < span:
+        mem[start:start + m] = np.arange(-m, 0)[:span - start]
+    nd = result.dtype.np
+    work = np.dtype(np.float32) if nd.itemsize == 2 else nd      # half types: in float32
+    scaled = logical.astype(work) * work.type(1.0 / (n * d))     # torch's mul_ in out's dtype
+    return _wrap(np.asarray(scaled, dtype=nd))
+
+
 def call_with_out(name: str, impl: Callable, args: tuple, kwargs: dict, out: Any) -> Any:
     """``impl(*args, **kwargs)`` written into ``out`` (Note [out= arguments])."""
     if name in _NUMBER_OUT and isinstance(out, (bool, int, float, complex)):
         out = _number_tensor(out)
-    if name in _FACTORIES and kwargs.get("dtype", 0) is None and isinstance(out, Tensor):
-        kwargs = {**kwargs, "dtype": out.dtype}
+    if name in _FACTORIES and isinstance(out, Tensor):
+        dt = kwargs.get("dtype", _NO_DTYPE)
+        if dt is None:
+            kwargs = {**kwargs, "dtype": out.dtype}
+        elif dt is not _NO_DTYPE and _dtype.to_dtype(dt) is not out.dtype:
+            raise RuntimeError(f"dtype {_dtype.to_dtype(dt)._torch_name} does not match dtype "
+                               f"of out parameter ({out.dtype._torch_name})")
     if isinstance(out, Tensor) and is_grad_enabled() and out.requires_grad:
-        raise RuntimeError(_no_grad_msg(name))
+        if name in ("empty", "randn"):      # torch resizes their out first
+            raise RuntimeError("cannot resize variables that require grad")
+        raise RuntimeError(_no_grad_msg(("aten::" + name) if name in _FACTORIES else name))
     if name in _FIXED_DTYPE and isinstance(out, Tensor):
         _check_dtype(name, _FIXED_DTYPE[name], out, False)
+    wants_grad = False
+    if name in _FACTORIES and kwargs.get("requires_grad") and isinstance(out, Tensor) and \
+            (out.dtype.is_floating_point or out.dtype.is_complex):
+        # torch fills out and makes it a leaf that requires grad
+        kwargs = {**kwargs, "requires_grad": False}
+        wants_grad = True
     result = impl(*args, **kwargs)
+    if name == "fft_fftfreq" and isinstance(out, Tensor) and out.dim() > 1 and \
+            out.numel() == result.numel():
+        result = _fftfreq_in_shape(out, result, args, kwargs)
     multi = isinstance(result, (tuple, list))
     results = tuple(result) if multi else (result,)
     _check_out_type(name, out, len(results) if multi else -1, args, kwargs)
@@ -322,6 +367,8 @@ def call_with_out(name: str, impl: Callable, args: tuple, kwargs: dict, out: Any
         _check_overlap(name, o._data, inputs)
     for r, o in zip(results, outs):
         _write(name, o, r)
+    if wants_grad:
+        out.requires_grad_(True)
     if not multi:
         return out
     if isinstance(result, list):

@@ -213,7 +213,7 @@ _LIST_ELEMS = {"int[]": "_is_int_list({v})"}
 OUT_FUNCTIONS = frozenset("""
 absolute arccos arccosh arcsin arcsinh arctan arctanh concat concatenate divide fix greater
 greater_equal less less_equal multiply negative not_equal subtract orgqr
-bernoulli normal multinomial logspace histc histogram
+bernoulli normal multinomial logspace histc histogram randint randperm
 abs acos acosh add addbmm addcdiv addcmul addmm addmv addr alias_copy all amax amin aminmax
 angle any arange arctan2 argmax argmin argsort as_strided_copy asin asinh atan atan2 atanh
 baddbmm bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor

@@ -172,8 +172,8 @@ class SparseTensor(Tensor):
     def add_(self, other: Any, *, alpha: Any = 1) -> "SparseTensor":
         """In place: sparse + sparse (no coalescing)."""
         if not isinstance(other, SparseTensor):
-            raise RuntimeError("add_: a sparse tensor can only add a sparse tensor in place "
-                               "(sparse += dense is not supported)")
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead.")
         r = _sparse_add(self, other, alpha)
         self._sp_indices, self._sp_values = r._sp_indices, r._sp_values
         self._sp_coalesced = r._sp_coalesced

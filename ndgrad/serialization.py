@@ -321,6 +321,8 @@ _SAFE_BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice
 
 # Globals the user allows in weights-only files (``add_safe_globals``), by "module.name".
 _USER_SAFE: Dict[str, Any] = {}
+# Tuples of another form than (object, "module.name"): listed, refused at load (_check_user).
+_USER_BAD: List[Any] = []
 
 
 def _global_name(obj: Any) -> str:
@@ -339,22 +341,42 @@ def add_safe_globals(safe_globals: List[Any]) -> None:
     for entry in safe_globals:
         if isinstance(entry, tuple):
             if len(entry) != 2 or not isinstance(entry[1], str):
-                raise ValueError("Expected tuple of (callable, str) for a safe global, but got "
-                                 f"{entry!r}")
+                # kept as given, as torch's; refused when a load consults them (_check_user)
+                if entry not in _USER_BAD:
+                    _USER_BAD.append(entry)
+                continue
             _USER_SAFE[entry[1]] = entry[0]
         else:
             _USER_SAFE[_global_name(entry)] = entry
 
 
+class _BadSafeGlobals(Exception):
+    """Carries torch's error for a malformed ``add_safe_globals`` entry out of the unpickler
+    (``load`` re-raises the original, unwrapped)."""
+
+
+def _check_user() -> None:
+    """torch's refusal of malformed entries, raised when a load consults the user's list."""
+    for f in _USER_BAD:
+        if len(f) != 2:
+            err: Exception = ValueError("Expected tuple of length 2 (global, str of callable "
+                                        f"full path), but got tuple of length: {len(f)}")
+        else:
+            err = TypeError("Expected second item in tuple to be str of callable full path, "
+                            f"but got: {type(f[1])}")
+        raise _BadSafeGlobals(err)
+
+
 def get_safe_globals() -> List[Any]:
     """The globals ``add_safe_globals`` allowed (``(object, name)`` for renamed ones)."""
     return [obj if _global_name(obj) == key else (obj, key)
-            for key, obj in _USER_SAFE.items()]
+            for key, obj in _USER_SAFE.items()] + list(_USER_BAD)
 
 
 def clear_safe_globals() -> None:
     """Forget every global ``add_safe_globals`` allowed."""
     _USER_SAFE.clear()
+    _USER_BAD.clear()
 
 
 class safe_globals:
@@ -370,19 +392,29 @@ class safe_globals:
         self._globals = safe_globals
 
     def __enter__(self) -> None:
-        self._saved = dict(_USER_SAFE)
         add_safe_globals(self._globals)
 
     def __exit__(self, *exc: Any) -> None:
-        _USER_SAFE.clear()
-        _USER_SAFE.update(self._saved)
+        # torch removes the block's entries, also ones that were listed before it
+        for entry in self._globals:
+            if isinstance(entry, tuple) and (len(entry) != 2 or not isinstance(entry[1], str)):
+                if entry in _USER_BAD:
+                    _USER_BAD.remove(entry)
+                continue
+            key = entry[1] if isinstance(entry, tuple) else _global_name(entry)
+            _USER_SAFE.pop(key, None)
 
 
-def _safe_global(module: str, name: str) -> Any:
-    """The allow-listed names a weights-only file may use, mapped to ndgrad's, or None."""
-    user = _USER_SAFE.get(f"{module}.{name}")
-    if user is not None:
-        return user
+def _safe_global(module: str, name: str, user: bool = True) -> Any:
+    """The allow-listed names a weights-only file may use, mapped to ndgrad's, or None
+    (``user``: the user's list too; malformed entries in it refused as torch refuses them
+    when it reaches that list, after its own)."""
+    if user and _USER_BAD and (f"{module}.{name}" in _USER_SAFE or
+                               _safe_global(module, name, False) is None):
+        _check_user()
+    found = _USER_SAFE.get(f"{module}.{name}") if user else None
+    if found is not None:
+        return found
     if module == "collections" and name in ("OrderedDict", "Counter"):
         return getattr(collections, name)       # Counter: MultiStepLR's milestones
     if module == "torch._utils" and name == "_rebuild_tensor_v2":
@@ -519,6 +551,8 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *,
         return unpickler.load()
     except pickle.UnpicklingError:
         raise
+    except _BadSafeGlobals as e:
+        raise e.args[0] from None
     except EOFError:
         raise RuntimeError(f"ndgrad.load: {pkl[0]} ends early (a truncated or corrupted "
                            "file)") from None

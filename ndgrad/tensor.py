@@ -203,6 +203,13 @@ def check_device(d: Any, moving: bool = False) -> device:
         return dev
     if t in ("cuda", "xpu", "mtia"):
         raise AssertionError(f"ndgrad not compiled with {t.upper()} enabled")
+    if moving and t in ("mps", "xla", "ipu") and dev.index is not None:
+        # with an index, torch gets past the link check and fails allocating on the backend
+        kernel = "empty_strided" if t == "mps" else "empty.memory_format"
+        raise NotImplementedError(
+            f"Could not run 'aten::{kernel}' with arguments from the '{t.upper()}' backend. "
+            "This could be because the operator doesn't exist for this backend, or was omitted "
+            "during the selective/custom build process (if using custom build).")
     if moving and t in ("mps", "xla", "vulkan", "ipu"):
         raise RuntimeError(f"ndgrad is not linked with support for {t} devices")
     raise NotImplementedError(f"ndgrad cannot create tensors on the '{t}' device: it has only "

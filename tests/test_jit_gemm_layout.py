@@ -51,7 +51,8 @@ def test_mlp_step_hidden_chain_is_transposed(backend, dtype):
     # both hidden groups: their forward product and their input gradient's product
     assert f.code.count(".T).T  # mm") == 4
     # relu forward and backward still written into the dead (transposed) product buffers
-    assert sum("_np_maximum(v1, (_zeros" in line and "out=v1)" in line
+    # (zeros first: Note [Signed zeros in max and min])
+    assert sum("_np_maximum((_zeros" in line and ", v1, out=v1)" in line
                for line in f.code.splitlines()) == 1
     # (the numba tier's one-pass form on these large values: tests/test_jit_numba_kernels.py)
     relu_b = "_threshold_backward_into_nb(" if backend == "numba" else "_threshold_backward_into("

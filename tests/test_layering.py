@@ -95,6 +95,9 @@ LAYERS = {
     "ndgrad.ops.views_inplace": OPS_CORE,
     "ndgrad.ops._batching": OPS_CORE,
     "ndgrad.ops._namespaces": OPS_CORE,     # ndgrad.ops.<ns> of ndgrad.library (session 26)
+    "ndgrad.ops._second_order": OPS_CORE,
+    "ndgrad.ops._ties": OPS_CORE,
+    "ndgrad.ops._channels_last": OPS_CORE,
     # 4. the user-facing API.
     "ndgrad": API,
     "ndgrad.__main__": API,

@@ -83,6 +83,7 @@ from ..ops import linalg as _linalg
 from ..ops import pointwise as _pw
 from ..ops import reduction as _red
 from ..ops import shape as _shape
+from ..ops._ties import _order as _tie_order
 from ..ops._workspace import zeros_operand
 from ..tensor import _wrap
 from .blas_threads import MAX_MACS, column_major_first_is_faster, run_single_threaded
@@ -92,6 +93,12 @@ from .ir import ArrayArg, Graph, Node, ScratchList, TensorArg, Value
 from .random_nodes import is_random
 
 __all__ = ["generate", "GeneratedFunction"]
+
+
+def _relu_operands(x: str, zero: str, dt: np.dtype) -> list:
+    """``np.maximum``'s operands for relu, ordered so that ``relu(-0.0)`` is ``-0.0`` (Note
+    [Signed zeros in max and min] in ops/_ties.py)."""
+    return [zero, x] if _tie_order(np.maximum, dt) else [x, zero]
 
 _counter = itertools.count()
 _lock = threading.Lock()
@@ -869,7 +876,8 @@ class _Gen:
             return self._ufunc_forms(f, [ins[0], c], tgt, same)
         if op is _pw.RELU and dt.kind == "f":
             f = self.bind(np.maximum, "np_maximum")
-            return self._ufunc_forms(f, [ins[0], self._relu_zero(ins[0], iv[0])], tgt, same)
+            return self._ufunc_forms(f, _relu_operands(ins[0], self._relu_zero(ins[0], iv[0]),
+                                                       dt), tgt, same)
         if op is _pw.TANH_BACKWARD and dt.kind == "f" and iv[1].dtype == dt:
             g, y = ins
             one = self.bind(_pw._s(np.empty((), dt), 1), "one")
@@ -966,8 +974,8 @@ class _Gen:
             return f"{ins[0]} * ({one} - {ins[1]} * {ins[1]})"
         if op is _pw.RELU and dt.kind == "f":
             # relu's forward for a float input: np.maximum(x, 0), already of x's dtype
-            return f"{self.bind(np.maximum, 'np_maximum')}({ins[0]}, " \
-                   f"{self._relu_zero(ins[0], iv[0])})"
+            ops = _relu_operands(ins[0], self._relu_zero(ins[0], iv[0]), dt)
+            return f"{self.bind(np.maximum, 'np_maximum')}({ops[0]}, {ops[1]})"
         if op is _pw.THRESHOLD_BACKWARD and dt.kind == "f" and iv[1].dtype == dt:
             fn = self.bind(_threshold_backward_into, "threshold_backward_into")
             return f"{fn}({ins[0]}, {ins[1]}, None)"

@@ -123,7 +123,8 @@ def numpy_vm(prog: np.ndarray, imm: np.ndarray, R: np.ndarray) -> int:
         elif name == "rsubi":
             np.subtract(imm[b], x, out=out)
         elif name == "relu":
-            np.copyto(out, np.where((x > zero) | (x != x), x, zero))
+            # x unless below zero: NaN and -0.0 pass (Note [Signed zeros in max and min])
+            np.copyto(out, np.where(x < zero, zero, x))
         elif name == "tanhb":
             y = R[b]
             np.multiply(x, one - y * y, out=out)
@@ -273,7 +274,7 @@ def _build() -> Any:
             elif op == RELU:
                 for i in range(n):
                     x = R[a, i]
-                    R[d, i] = x if x > zero or x != x else zero
+                    R[d, i] = zero if x < zero else x   # NaN and -0.0 pass
             elif op == TANHB:
                 for i in range(n):
                     y = R[b, i]

@@ -43,7 +43,8 @@ def invert_permutation(permutation: Optional[Tensor]) -> Optional[Tensor]:
     p = np.asarray(permutation._data, dtype=np.int64)
     out = np.empty_like(p)
     out[p] = np.arange(p.size, dtype=np.int64)
-    return _wrap(out)
+    r = _wrap(out)
+    return r if type(permutation) is Tensor else r.as_subclass(type(permutation))
 
 
 class PackedSequence(_PackedSequenceBase):
@@ -139,6 +140,8 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
         order = np.argsort(-lens, kind="stable")
         lens = lens[order]
         sorted_indices = _wrap(order.astype(np.int64))
+        if isinstance(lengths, Tensor) and type(lengths) is not Tensor:
+            sorted_indices = sorted_indices.as_subclass(type(lengths))     # torch.sort's
         input = input.index_select(bdim, sorted_indices)
     if lens.size and lens.min() <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element "
@@ -155,7 +158,14 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
     batch_sizes, rows = _packed_rows(lens, T, B)
     flat = input.reshape((T * B,) + tuple(input.shape[2:]))
     data = flat[_wrap(rows)]
-    return PackedSequence(data, _wrap(batch_sizes), sorted_indices, None)
+    bs = _wrap(batch_sizes)
+    # torch packs with one op of (input, lengths): a tensor subclass among them is the type of
+    # both its results (data and batch_sizes)
+    cls = next((type(t) for t in (input, lengths) if isinstance(t, Tensor) and
+                type(t) is not Tensor), None)
+    if cls is not None:
+        data, bs = data.as_subclass(cls), bs.as_subclass(cls)
+    return PackedSequence(data, bs, sorted_indices, None)
 
 
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
@@ -186,6 +196,9 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     if sequence.unsorted_indices is not None:
         padded = padded.index_select(0 if batch_first else 1, sequence.unsorted_indices)
         lens = _wrap(lengths[np.asarray(sequence.unsorted_indices._data, dtype=np.int64)])
+    bst = sequence.batch_sizes
+    if isinstance(bst, Tensor) and type(bst) is not Tensor:
+        lens = lens.as_subclass(type(bst))      # torch derives them from batch_sizes
     return padded, lens
 
 

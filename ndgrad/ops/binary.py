@@ -944,7 +944,9 @@ def _addc(name: str, op: Op, input: Tensor, tensor1: Tensor, tensor2: Tensor,
                            f"{_C_NAMES.get(rt.np.name, rt.np.name)} without overflow")
     if rt.np.kind in "iub" and isinstance(v, float):
         v = int(v)
-    v = _dtype.scalar_to(v, rt)
+    # float16/bfloat16 compute in float32 (``_opmath``): the value is checked against and
+    # rounded to float32, as torch's opmath value (65519 * a half is inf, not an error)
+    v = _dtype.scalar_to(v, _dtype.float32 if rt in (_dtype.float16, _dtype.bfloat16) else rt)
     return apply(op, (input, tensor1, tensor2), arrays, (v,))
 
 
@@ -1072,7 +1074,8 @@ def rsub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     >>> ndgrad.rsub(ndgrad.tensor([1.0]), ndgrad.tensor([5.0]), alpha=2).tolist()
     [3.0]
     """
-    if not isinstance(other, Tensor):
+    if not isinstance(other, Tensor) or input.__class__ is _pw._SPARSE or \
+            other.__class__ is _pw._SPARSE:      # Note [Sparse arithmetic forms]
         return _pw.rsub(input, other, alpha=alpha)
     if _bmarked((input, other)):  # Note [Batched backward]
         r = _bcall(rsub, input, other, alpha=alpha)

@@ -654,10 +654,12 @@ def ifftshift(input: Tensor, dim: Any = None) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- frequencies
-def _freq_dtype(dtype: Any) -> Any:
+def _freq_dtype(dtype: Any, fn: str = "fftfreq") -> Any:
     dt = _dtype.get_default_dtype() if dtype is None else _dtype.to_dtype(dtype)
     if not (dt.is_floating_point or dt.is_complex):
-        raise RuntimeError("fftfreq requires a floating point or complex dtype")
+        raise RuntimeError(f"{fn} requires a floating point or complex dtype")
+    if dt.is_complex:       # torch builds the frequencies with arange, which has no complex
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{dt._torch_name}'")
     return dt
 
 
@@ -690,7 +692,7 @@ def rfftfreq(n: int, d: float = 1.0, *, dtype: Any = None, layout: Any = None,
     >>> ndgrad.fft.rfftfreq(4).tolist()
     [0.0, 0.25, 0.5]
     """
-    dt = _freq_dtype(dtype)
+    dt = _freq_dtype(dtype, "rfftfreq")
     k = np.arange(n // 2 + 1) if n > 0 else np.zeros(0)
     return _freq(k / (d * n) if n > 0 else k, dt, requires_grad)
 

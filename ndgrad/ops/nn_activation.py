@@ -36,9 +36,11 @@ from .. import _dtype
 from .._generator import default_generator, draw, exponential_array, uniform_bits
 from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor, _wrap
-from . import _batching, _dispatch
+from . import _batching, _dispatch, _ties
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
+from ._jvp import not_implemented as _jvp_not_implemented
+from ._second_order import tie, tied
 from ._util import wrap_dim
 from .pointwise import _zeros_of
 from .pointwise import relu as _relu
@@ -130,15 +132,23 @@ def _sel(mask: Tensor, a: Any, b: Any, v: Tensor) -> Tensor:
     return _where(mask, a, b)
 
 
+def _no_derivative(name: str) -> Callable:
+    def vjp(ctx, *grads):
+        raise RuntimeError(f"derivative for {name} is not implemented")
+    return vjp
+
+
 def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple = (),
               lowp: bool = True, check: Optional[Callable] = None,
-              deriv_np: Optional[Callable] = None, piecewise: bool = False) -> Op:
+              deriv_np: Optional[Callable] = None, piecewise: bool = False,
+              no_second: bool = False) -> Op:
     """An elementwise op with derivative ``deriv(x, *args)`` (Note [Activation ops]).
     ``check(ctx)`` runs before the VJP (the refusals of some in-place backward nodes).
     ``deriv_np(x, *args)``, the same derivative on ndarrays, serves a backward that records
     nothing (no ``create_graph``, no batched gradient): one fused NumPy expression instead of
     several ops. ``piecewise``: the derivative is piecewise constant, and the backward under
-    ``create_graph`` is an op of (grad, self) (below)."""
+    ``create_graph`` is an op of (grad, self) (below). ``no_second``: that op has no derivative
+    in PyTorch (``hardsigmoid_backward``): differentiating it raises PyTorch's errors."""
     f = _opmath(fwd) if lowp else fwd
     fast = _opmath(deriv_np) if deriv_np is not None else None
 
@@ -167,7 +177,14 @@ def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple 
     # the backward as an op of (grad, self), for a piecewise-constant derivative under
     # create_graph (below)
     backward_op = None
-    if piecewise:
+    if no_second:
+        aten = f"aten::{name}_backward"
+        backward_op = Op(name + "_backward", "NotImplemented", bwd_fwd, _no_derivative(aten),
+                         inputs=("grad_output", "self"), args=args,
+                         jvp=_jvp_not_implemented(aten),
+                         full_name="torch::autograd::NotImplemented")
+        _batching.RULES[backward_op] = _batching._pointwise()
+    elif piecewise:
         backward_op = Op(name + "_backward", node[:-1] + "Backward0", bwd_fwd, bwd_vjp,
                          saves=("self",), inputs=("grad_output", "self"), args=args,
                          jvp=bwd_jvp)
@@ -184,7 +201,8 @@ def _unary_op(name: str, node: str, fwd: Callable, deriv: Callable, args: tuple 
                 and not _dispatch._FW_AD and real:
             return _wrap(fast_vjp(g._data, x._data, ctx._args))
         d = deriv(x, *ctx._args)
-        if backward_op is not None and real and x.requires_grad and _grad_state.enabled:
+        if backward_op is not None and real and (x.requires_grad and _grad_state.enabled
+                                                 or no_second and _dispatch._FW_AD):
             # a piecewise-constant derivative (leaky_relu, hardtanh, threshold ...): torch's
             # backward is an op of (grad, self), so a double backward reaches the input with
             # zeros (LeakyReluBackwardBackward0) instead of leaving it out of the graph
@@ -230,7 +248,8 @@ def relu_(input: Tensor) -> Tensor:
 # [Double to half]), the backward compares in float32 with the bounds in float32, as torch.
 def _hardtanh_fwd(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
     lo, hi = _dtype.number_in(lo, x.dtype), _dtype.number_in(hi, x.dtype)
-    return np.minimum(np.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
+    # hardtanh(-0.0, 0, 1) is -0.0: Note [Signed zeros in max and min]
+    return _ties.minimum(_ties.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
 
 
 def _hardtanh_deriv(v: Tensor, lo: Any, hi: Any) -> Tensor:
@@ -284,7 +303,8 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 # ---------------------------------------------------------------------------- ELU family
 def _elu_fwd(x: np.ndarray, alpha: float, scale: float, input_scale: float) -> np.ndarray:
-    neg = scale * alpha * np.expm1(np.minimum(x, 0) * input_scale)
+    # elu(-0.0) is -0.0: Note [Signed zeros in max and min]
+    neg = scale * alpha * np.expm1(_ties.minimum(x, 0) * input_scale)
     return np.where(x > 0, x * scale, neg)
 
 
@@ -526,7 +546,7 @@ def _hardsigmoid_deriv(v: Tensor) -> Tensor:
 
 
 HARDSIGMOID = _unary_op("hardsigmoid", "HardsigmoidBackward0",
-                        lambda x: np.clip(x + 3, 0, 6) / 6, _hardsigmoid_deriv)
+                        lambda x: np.clip(x + 3, 0, 6) / 6, _hardsigmoid_deriv, no_second=True)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
@@ -544,6 +564,8 @@ def _softshrink_fwd(x: np.ndarray, lambd: float) -> np.ndarray:
     # float16/bfloat16 in float32 with lambd in float32
     if x.dtype in _LOWP:
         return _softshrink_fwd(x.astype(np.float32), np.float32(lambd)).astype(x.dtype)
+    # inside: +0.0 as torch's vectorized loop (its scalar tail, the last elements that fill no
+    # vector, gives a zero of x's sign)
     return np.where((x >= -lambd) & (x <= lambd), 0, np.where(x > lambd, x - lambd, x + lambd))
 
 
@@ -750,7 +772,7 @@ def _prelu_vjp(ctx, g):
     x, w = ctx.saved
     pos = x > 0
     wb = _prelu_wb(x, w)
-    gx = _where(pos, g, g * wb) if ctx.needs_input_grad(0) else None
+    gx = tie(_where(pos, g, g * wb), ctx) if ctx.needs_input_grad(0) else None
     gw = None
     if ctx.needs_input_grad(1):
         contrib = _where(pos, _const(x, 0.0), g * x)
@@ -791,6 +813,7 @@ def _prelu_batch_rule(c: Any, args: tuple) -> Tensor:
 
 
 _batching.RULES[PRELU] = _prelu_batch_rule
+tied(PRELU)     # Note [Input ties]
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:

@@ -58,6 +58,7 @@ from ._jvp import linear
 from ._workspace import scratch, zeros_kept
 from .fft import CONSTANT_PAD
 from . import _autocast
+from ._channels_last import keep as _keep_cl
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold"]
@@ -976,7 +977,9 @@ def conv2d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride:
     """
     if _autocast.active:  # Note [Autocast]
         input, weight, bias = _autocast.lower(input, weight, bias)
-    return _convnd(input, weight, bias, stride, padding, dilation, groups, 2)
+    # Note [Channels-last results] (ops/_channels_last.py)
+    return _keep_cl(_convnd(input, weight, bias, stride, padding, dilation, groups, 2), input,
+                    weight)
 
 
 def conv3d(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: Any = 1,

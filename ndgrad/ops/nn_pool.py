@@ -41,6 +41,8 @@ from .. import _dtype
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._dispatch import Op, apply
+from ._second_order import tie, tied
+from ._channels_last import keep as _keep_cl
 from ._util import category
 
 _INT = _dtype._INT
@@ -125,7 +127,7 @@ def sep(t: Tensor, mats: tuple) -> Tensor:
 
 
 def _sep_vjp(ctx, g):
-    return sep(g, _transposed(ctx._args[-1]))
+    return tie(sep(g, _transposed(ctx._args[-1])), ctx)     # Note [Input ties]
 
 
 def _sep_jvp(ctx, t):
@@ -231,7 +233,7 @@ def _max_vjp(ctx, g):
     if ok is not None:                              # Note [Empty max-pool windows]
         g = g.masked_fill(~ok, 0.0)
         unique = False
-    return scatter_add(g, idx, plane, unique)
+    return tie(scatter_add(g, idx, plane, unique), ctx)     # Note [Input ties]
 
 
 # The values found with the indices, handed to the op's forward so that it need not gather
@@ -786,6 +788,8 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                            f"got padding={pad[0]} and kernel_size={k[0]}")
     if dil[0] <= 0:
         raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {dil[0]}")
+    if category(x) <= _INT:
+        raise _bad_dtype("max_pool1d_impl", x)      # torch's value path: floating types only
     o = _pool_out(x.shape[-1], k[0], st[0], pad[0], dil[0], bool(ceil_mode))
     if o < 1:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
@@ -810,8 +814,8 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                    return_indices)
         if r is not NotImplemented:
             return r
-    return _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode,
-                     return_indices)
+    return _keep_cl(_max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode,
+                              return_indices), input)      # Note [Channels-last results]
 
 
 def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
@@ -890,6 +894,8 @@ def _avg_pool(input: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: A
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     _float_or_int(x, fn, True)
+    if category(x) <= _INT and x.dtype != np.int64:     # torch's kernels: int64 only
+        raise _bad_dtype("avg_pool2d" if nsp == 2 else "avg_pool3d_out_frame", x)
     plane = x.shape[x.ndim - nsp:]
     mats = []
     for j in range(nsp):
@@ -920,6 +926,10 @@ def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     if x.ndim not in (2, 3):
         raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.ndim}-dimensional tensor "
                            "for argument #1 'self' (while checking arguments for avg_pool1d)")
+    for what, v in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding)):
+        if isinstance(v, (tuple, list)) and len(v) != 1 and (v or what != "stride"):
+            raise RuntimeError(f"avg_pool1d() argument '{what}' should contain one int (got "
+                               f"{len(v)})")
     k = _ints(kernel_size, 1, "avg_pool1d", "kernel_size")
     st = _ints(stride, 1, "avg_pool1d", "stride", allow_none=True) or k
     pad = _ints(padding, 1, "avg_pool1d", "padding")
@@ -943,8 +953,8 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                    count_include_pad, divisor_override)
         if r is not NotImplemented:
             return r
-    return _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                     divisor_override, "avg_pool2d")
+    return _keep_cl(_avg_pool(input, 2, kernel_size, stride, padding, ceil_mode,
+                              count_include_pad, divisor_override, "avg_pool2d"), input)
 
 
 def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
@@ -1075,7 +1085,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
         if r is not NotImplemented:
             return r
     _check_min_dim(input, output_size)
-    return _adaptive_avg(input, 2, output_size)
+    return _keep_cl(_adaptive_avg(input, 2, output_size), input)
 
 
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
@@ -1141,7 +1151,8 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
         if r is not NotImplemented:
             return r
     _check_min_dim(input, output_size)
-    return _adaptive_max(input, 2, output_size, return_indices, "adaptive_max_pool2d")
+    return _keep_cl(_adaptive_max(input, 2, output_size, return_indices,
+                                  "adaptive_max_pool2d"), input)
 
 
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
@@ -1194,6 +1205,12 @@ def lp_pool1d(input: Tensor, norm_type: Any, kernel_size: Any, stride: Any = Non
     >>> F.lp_pool1d(ndgrad.tensor([[3.0, 4.0]]), 2, 2)
     tensor([[5.]])
     """
+    if isinstance(kernel_size, (tuple, list)):
+        # torch's composition pools first (its errors), then multiplies by kernel_size
+        # itself: a sequence is refused there
+        avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+        raise TypeError("mul(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(kernel_size).__name__}")
     return _lp_pool(input, 1, norm_type, kernel_size, stride, ceil_mode)
 
 
@@ -1462,6 +1479,9 @@ def _max_rule(c, args):
 
 def _register() -> None:
     from ._batching import RULES
+    for op in (MAX_POOL2D, MAX_POOL3D, ADAPTIVE_MAX2D, ADAPTIVE_MAX3D, FRACTIONAL2D,
+               FRACTIONAL3D, AVG_POOL2D, AVG_POOL3D, ADAPTIVE_AVG2D, ADAPTIVE_AVG3D):
+        tied(op)
     for op in (SEPARABLE, AVG_POOL2D, AVG_POOL3D, ADAPTIVE_AVG2D, ADAPTIVE_AVG3D, GATHER,
                SCATTER_ADD, MAX_UNPOOL2D, MAX_UNPOOL3D, MAX_POOL_INDICES, ADAPTIVE_MAX_INDICES):
         RULES[op] = _trailing_rule

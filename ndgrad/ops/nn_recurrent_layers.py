@@ -41,6 +41,8 @@ import numpy as np
 from .._signature import _as_int, _is_float, _is_int
 from ..tensor import Tensor
 from . import _autocast
+from . import _batching as _bt
+from ._batching import _vlevel as _bt_vlevel
 from . import nn_linear as _lin
 from . import nn_recurrent as _cells
 from .nn_dropout import dropout as _dropout
@@ -239,6 +241,13 @@ def _direction(kind: str, x: Tensor, h: Tensor, c: Any, p: list, has_biases: boo
 
 def _network(kind: str, packed: bool, vals: list) -> tuple:
     """The stacked network of ``kind`` on the bound arguments ``vals``: (output, h_n[, c_n])."""
+    # torch has no batching rule for its recurrent networks (only for the cells): under vmap
+    # any batched input, state or weight is refused
+    for v in vals:
+        for t in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(t, Tensor) and t._blevel and _bt_vlevel(t):
+                raise _bt.VmapError(_bt._NO_FALLBACK.format(
+                    f"{kind}.{'data' if packed else 'input'}"))
     if packed:
         x, bs_t, hx, params, has_biases, num_layers, p_drop, train, bidir = vals
         batch_first = False

@@ -37,6 +37,7 @@ from .. import _creation, _dtype
 from .._warn import warn_user
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
+from ._channels_last import keep as _keep_cl
 from ._dispatch import Op, apply
 from ._jvp import not_implemented
 from . import nn_pool
@@ -228,6 +229,11 @@ _KERNEL = {"linear": "compute_indices_weights_linear",
 
 
 def _upsample(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) -> Tensor:
+    # Note [Channels-last results] (ops/_channels_last.py); area mode is adaptive pooling's
+    return _keep_cl(_upsample_any(input, mode, out, scales, align), input)
+
+
+def _upsample_any(input: Tensor, mode: str, out: tuple, scales: tuple, align: bool) -> Tensor:
     x = input._data
     nsp = len(out)
     plane = x.shape[x.ndim - nsp:]

@@ -32,7 +32,7 @@ from ..tensor import Tensor, _wrap, check_device
 from ..tensor import device as _device
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
-from . import _dispatch
+from . import _dispatch, _ties
 from ._dispatch import Op, apply
 from ._workspace import zeros_operand
 from ._jvp import bilinear, elementwise, linear, not_implemented, zero
@@ -583,6 +583,17 @@ def _binary(a: Any, b: Any, tt: Op, ts: Optional[Op], name: str, true_div: bool 
     return NotImplemented
 
 
+# Note [Sparse arithmetic forms]
+# The function and method forms of add/sub/rsub/mul/div with a sparse COO operand follow torch
+# (ops/sparse_coo.py ``binary``): sparse results where torch's are sparse (sparse (+|-)
+# sparse, sparse * anything, sparse / number), torch's errors where it refuses (sparse (+|-)
+# dense, a dense or sparse divisor, a sparse divisor of a number), the dense op for dense
+# (+|-) sparse. The operators reach the same rules through SparseTensor's methods. Bound by
+# ops/sparse_coo.py, which imports this module.
+_SPARSE: Any = None
+_sparse_binary: Any = None
+
+
 def _raise_if_notimpl(r: Any, a: Any, b: Any, name: str) -> Any:
     if r is NotImplemented:
         raise TypeError(f"{name}(): unsupported operand types '{type(a).__name__}' and "
@@ -592,6 +603,10 @@ def _raise_if_notimpl(r: Any, a: Any, b: Any, name: str) -> Any:
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other``, broadcasting, with PyTorch's type promotion."""
+    if input.__class__ is _SPARSE or other.__class__ is _SPARSE:  # Note [Sparse arithmetic forms]
+        r = _sparse_binary("add", input, other, alpha)
+        if r is not NotImplemented:
+            return r
     if not isinstance(input, Tensor):
         if alpha != 1 or not isinstance(other, Tensor):
             # a number first operand is wrapped into a 0-d tensor (alpha scales ``other``)
@@ -607,6 +622,10 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other``."""
+    if input.__class__ is _SPARSE or other.__class__ is _SPARSE:  # Note [Sparse arithmetic forms]
+        r = _sparse_binary("sub", input, other, alpha)
+        if r is not NotImplemented:
+            return r
     if not isinstance(input, Tensor):
         if isinstance(other, Tensor) and is_scalar(input):
             return rsub(other, input, alpha=alpha)
@@ -620,6 +639,10 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 
 def rsub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     """``other - alpha * input``."""
+    if input.__class__ is _SPARSE or other.__class__ is _SPARSE:  # Note [Sparse arithmetic forms]
+        r = _sparse_binary("rsub", input, other, alpha)
+        if r is not NotImplemented:
+            return r
     if isinstance(other, Tensor):
         return sub(other, input, alpha=alpha)
     _check_bool_sub(input, other)
@@ -631,6 +654,10 @@ def rsub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
 
 def mul(input: Any, other: Any) -> Tensor:
     """Elementwise product."""
+    if input.__class__ is _SPARSE or other.__class__ is _SPARSE:  # Note [Sparse arithmetic forms]
+        r = _sparse_binary("mul", input, other)
+        if r is not NotImplemented:
+            return r
     if not isinstance(input, Tensor):
         input, other = other, input
         if not isinstance(input, Tensor):
@@ -640,6 +667,10 @@ def mul(input: Any, other: Any) -> Tensor:
 
 def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tensor:
     """True division (``rounding_mode=None``), or ``'trunc'``/``'floor'`` (not differentiable)."""
+    if input.__class__ is _SPARSE or other.__class__ is _SPARSE:  # Note [Sparse arithmetic forms]
+        r = _sparse_binary("div", input, other, 1, rounding_mode)
+        if r is not NotImplemented:
+            return r
     if rounding_mode is not None:
         if rounding_mode not in ("floor", "trunc"):
             raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or "
@@ -1091,11 +1122,22 @@ def _zero_like(x: np.ndarray) -> Any:
     return 0
 
 
+_RELU_SECOND = _ties.RELU_SECOND
+
+
 def _relu_fwd(x: np.ndarray) -> np.ndarray:
     if x.nbytes >= _ALIGN_MIN and x.dtype in _RELU_INTO_DTYPES and x.flags.c_contiguous:
         # its result feeds the next layer's product: Note [Aligned arrays]
-        return np.maximum(x, zeros_operand(x.shape, x.dtype), out=_aligned.empty(x.shape, x.dtype))
-    return np.maximum(x, _zero_like(x)).astype(x.dtype, copy=False)
+        z = zeros_operand(x.shape, x.dtype)
+        o = _aligned.empty(x.shape, x.dtype)
+        return np.maximum(z, x, out=o) if _RELU_SECOND.get(x.dtype) else \
+            _ties.relu(x, z, out=o)
+    # relu(-0.0) is -0.0: the operands in the order that keeps x on ties (Note [Signed zeros
+    # in max and min]), inlined for the usual dtypes (a call costs ~5% of a small relu)
+    z = _zero_like(x)
+    if _RELU_SECOND.get(x.dtype):
+        return np.maximum(z, x)
+    return _ties.relu(x, z).astype(x.dtype, copy=False)
 
 
 RELU = Op("relu", "ReluBackward0", _relu_fwd, _relu_vjp, **_relu_kw())
@@ -1116,7 +1158,7 @@ RELU = Op("relu", "ReluBackward0", _relu_fwd, _relu_vjp, **_relu_kw())
 # makes a new array as before. Internal callers of the unchecked ``relu`` are never the
 # wrapper, so a composite holding its operand in a local is safe. ``F.relu`` (another call
 # chain) makes a new array.
-RELU_INTO = Op("relu", "ReluBackward0", lambda x: np.maximum(x, _zero_like(x), out=x),
+RELU_INTO = Op("relu", "ReluBackward0", lambda x: _ties.relu(x, _zero_like(x), out=x),
                _relu_vjp, **_relu_kw())
 _dispatch.REGISTRY["relu"].remove(RELU_INTO)      # not an op of the table: RELU's variant
 
@@ -1447,9 +1489,9 @@ def _clamp_s_vjp(ctx, g):
 def _clamp_fwd(x, lo, hi):
     out = x
     if lo is not None:
-        out = np.maximum(out, lo)
+        out = _ties.maximum(out, lo)        # Note [Signed zeros in max and min]
     if hi is not None:
-        out = np.minimum(out, hi)
+        out = _ties.minimum(out, hi)
     return out.astype(x.dtype, copy=False) if out is not x else x.copy()
 
 

@@ -188,12 +188,15 @@ def rot90(input: Tensor, k: int = 1, dims: Any = (0, 1)) -> Tensor:
 # ---------------------------------------------------------------------------- repeat / tile
 def _repeat_vjp(ctx, g):
     reps = ctx._args[0]
-    shape = ctx.input_shape(0)
-    full = (1,) * (len(reps) - len(shape)) + tuple(shape)
-    split = []
-    for r, s in zip(reps, full):
+    shape = tuple(ctx.input_shape(0))
+    lead = len(reps) - len(shape)
+    # (leading repeats, then (repeat, size) pairs): the sum over the repeats has the input's
+    # shape, not a view of it (torch's gradient is no view)
+    split = list(reps[:lead])
+    for r, s in zip(reps[lead:], shape):
         split += [r, s]
-    return g.reshape(split).sum(tuple(range(0, 2 * len(reps), 2))).reshape(shape)
+    dims = tuple(range(lead)) + tuple(range(lead, lead + 2 * len(shape), 2))
+    return g.reshape(split).sum(dims)
 
 
 REPEAT = Op("repeat", "RepeatBackward0", lambda x, reps: np.tile(x, reps),

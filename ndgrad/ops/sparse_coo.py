@@ -331,16 +331,123 @@ def mul(s: Any, other: Any) -> Any:
     return _record("MulBackward0", _mul_vjp, (s, None), out, (f,))
 
 
-def div(s: Any, other: Any) -> Any:
-    """``s / other`` for a scalar ``other``."""
+def div(s: Any, other: Any, rounding_mode: Optional[str] = None) -> Any:
+    """``s / other`` for a scalar ``other`` (``rounding_mode``: ``'floor'`` or ``'trunc'``,
+    whose gradient is zero, as torch's ``DivBackward2``)."""
     if s.__class__ is not SparseTensor:
         return s / other
     f = _scalar(other, "/")
+    if rounding_mode is not None:
+        # rounded after summing duplicates, as torch's
+        c = s if s._sp_coalesced else SparseTensor._coalesce_unrecorded(s)
+        q = _pointwise.div(_wrap(c._sp_values), f, rounding_mode=rounding_mode)._data
+        out = _make(c._sp_indices.copy(), q, s._sp_shape, coalesced=True)
+        return _record("DivBackward2", _zero_vjp, (s, None), out, ())
     vals = s._sp_values / f
     if vals.dtype != s._sp_values.dtype and s._sp_values.dtype.kind in "fc":
         vals = vals.astype(s._sp_values.dtype)
     out = _make(s._sp_indices.copy(), vals, s._sp_shape, coalesced=s._sp_coalesced)
     return _record("DivBackward0", _div_vjp, (s, None), out, (f,))
+
+
+def _zero_vjp(node: Any, g: Tensor) -> tuple:
+    return mul(g, 0), None
+
+
+def _mul_sparse_vjp(node: Any, g: Tensor) -> tuple:
+    a, b = node._args
+    ga = binary("mul", b, g) if a._requires_grad else None
+    gb = binary("mul", a, g) if b._requires_grad else None
+    return ga, gb
+
+
+def _mul_sparse(a: SparseTensor, b: SparseTensor) -> SparseTensor:
+    """``a * b`` of two sparse tensors, as torch's intersection kernel: two coalesced operands
+    give the entries at the indices both have (coalesced); otherwise the result has every entry
+    of one operand (its indices and order, uncoalesced) times the other's (coalesced) value at
+    that index, 0 where it has none; the looked-up operand is the coalesced one, else the one
+    with more entries."""
+    k = a.sparse_dim()
+    if a.dim() != b.dim() or k != b.sparse_dim() or a._sp_shape[:k] != b._sp_shape[:k]:
+        raise RuntimeError("sparse_binary_op_intersection_cpu(): expects sparse inputs with "
+                           "equal dimensionality, number of sparse dimensions, and shape of "
+                           "sparse dimensions")
+    dims = a._sp_shape[:k]
+    rt = np.result_type(a._sp_values, b._sp_values)
+    shape = tuple(np.broadcast_shapes(a._sp_shape, b._sp_shape))
+
+    def flat(t: SparseTensor) -> np.ndarray:
+        if not k:
+            return np.zeros(t._nnz(), np.int64)
+        return np.ravel_multi_index(tuple(t._sp_indices), dims).astype(np.int64)
+
+    if a._sp_coalesced and b._sp_coalesced:
+        _, ia, ib = np.intersect1d(flat(a), flat(b), assume_unique=True, return_indices=True)
+        idx = a._sp_indices[:, ia].copy()
+        va, vb = a._sp_values[ia], b._sp_values[ib]
+        coalesced = True
+    else:
+        if a._sp_coalesced != b._sp_coalesced:
+            src, oth = (a, b) if a._sp_coalesced else (b, a)
+        else:
+            src, oth = (a, b) if a._nnz() >= b._nnz() else (b, a)
+        c = src if src._sp_coalesced else SparseTensor._coalesce_unrecorded(src)
+        fs, fo = flat(c), flat(oth)
+        pos = np.minimum(np.searchsorted(fs, fo), max(len(fs) - 1, 0))
+        found = (fs[pos] == fo) if len(fs) else np.zeros(len(fo), bool)
+        picked = c._sp_values[pos] if len(fs) else np.zeros_like(oth._sp_values)
+        found = found.reshape((-1,) + (1,) * (picked.ndim - 1))
+        va, vb = np.where(found, picked, 0), oth._sp_values
+        idx = oth._sp_indices.copy()
+        coalesced = False
+    vals = va.astype(rt, copy=False) * vb.astype(rt, copy=False)
+    out = _make(idx, vals.astype(rt, copy=False), shape, coalesced=coalesced)
+    return _record("MulBackward0", _mul_sparse_vjp, (a, b), out, (a, b))
+
+
+def _div_refused(divisor: Any) -> RuntimeError:
+    return RuntimeError("Sparse division requires a scalar or zero-dim dense tensor divisor "
+                        f"(got shape {list(divisor.shape)} for divisor)")
+
+
+def _not_for_sparse(name: str) -> NotImplementedError:
+    return NotImplementedError(
+        f"Could not run 'aten::{name}' with arguments from the 'SparseCPU' backend. This "
+        "could be because the operator doesn't exist for this backend, or was omitted during "
+        "the selective/custom build process (if using custom build).")
+
+
+_ADD_REFUSED = "add(sparse, dense) is not supported. Use add(dense, sparse) instead."
+
+
+def binary(name: str, a: Any, b: Any, alpha: Any = 1, rounding_mode: Optional[str] = None
+           ) -> Any:
+    """``add``/``sub``/``mul``/``div``/``rsub`` (function and method forms) where an operand
+    is sparse, as torch's (Note [Sparse arithmetic forms]); NotImplemented: the dense op
+    applies (dense (+|-) sparse is dense)."""
+    a_sp, b_sp = a.__class__ is SparseTensor, b.__class__ is SparseTensor
+    if name in ("add", "sub"):
+        if a_sp:
+            if not b_sp:
+                raise RuntimeError(_ADD_REFUSED)
+            return add(a, b, alpha, subtract=name == "sub")
+        return NotImplemented
+    if name == "rsub":        # rsub(a, b) = b - alpha * a
+        if isinstance(b, Tensor):
+            raise _not_for_sparse("rsub.Tensor")
+        raise RuntimeError("add: expected 'self' and 'other' to have same size, but self has "
+                           f"size [] while other has size {list(a.shape)} (FYI: dense-sparse "
+                           "addition does not currently support broadcasting)")
+    if name == "mul":
+        if a_sp and b_sp:
+            return _mul_sparse(a, b)
+        return mul(a, b) if a_sp else mul(b, a)
+    # div
+    if b_sp:
+        raise _div_refused(b) if isinstance(a, Tensor) else _not_for_sparse("reciprocal")
+    if isinstance(b, Tensor) and b.dim():
+        raise _div_refused(b)
+    return div(a, b, rounding_mode)
 
 
 def neg(s: Any) -> Any:
@@ -469,18 +576,36 @@ def _install() -> None:
                            "instead.")
 
     def _radd(self: Any, other: Any) -> Any:
-        # ``dense + sparse`` (Python asks the subclass first): a dense op on both operands
+        # ``dense + sparse`` (Python asks the subclass first): a dense op on both operands;
+        # ``number + sparse`` is torch's ``add(sparse, number)``, refused
         if isinstance(other, Tensor):
             return _pointwise.add(other, self)
-        return _pointwise.add(_wrap(self._dense()), other)
+        raise RuntimeError(_ADD_REFUSED)
+
+    def _sub_(self: Any, other: Any, *, alpha: Any = 1) -> Any:
+        return self.add_(other, alpha=-alpha)
+
+    def _div_(self: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Any:
+        r = binary("div", self, other, 1, rounding_mode)
+        self._sp_indices, self._sp_values = r._sp_indices, r._sp_values
+        self._bump_version()
+        return self
 
     S.__add__ = lambda self, other: _add(self, other)
     S.__radd__ = _radd
     S.add = _add
     S.__sub__ = lambda self, other: _sub(self, other)
     S.sub = _sub
-    S.__mul__ = S.__rmul__ = S.mul = mul
-    S.__truediv__ = S.div = div
+    S.__mul__ = S.__rmul__ = S.mul = lambda self, other: binary("mul", self, other)
+    _pointwise._SPARSE, _pointwise._sparse_binary = SparseTensor, binary
+    S.__truediv__ = lambda self, other: binary("div", self, other)
+    S.div = lambda self, other, *, rounding_mode=None: binary("div", self, other, 1,
+                                                              rounding_mode)
+    S.__rtruediv__ = lambda self, other: binary("div", other, self)
+    S.sub_, S.div_ = _sub_, _div_
+    # ``dense - sparse`` is dense; ``number - sparse`` is torch's refused rsub
+    S.__rsub__ = lambda self, other: (_pointwise.sub(other, self) if isinstance(other, Tensor)
+                                      else binary("rsub", self, other))
     S.__neg__ = S.neg = neg
     S.to_dense = to_dense
     S.coalesce = coalesce

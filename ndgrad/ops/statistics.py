@@ -28,7 +28,7 @@ from ._batching import call as _bcall
 from . import _autocast
 from ._dispatch import Op, apply
 from ._jvp import zero
-from .pointwise import apply_nondiff
+from .pointwise import _check_bool_sub, apply_nondiff
 from ._util import broadcast_error, category, dims_tuple, promote_pair, wrap_dim
 from . import reduction as _red
 from .reduction import _centered, _check_0d_dims, _check_autograd_dtype, _reduce_dtype, \
@@ -696,8 +696,12 @@ def dist(input: Tensor, other: Tensor, p: Any = 2) -> Tensor:
             return r
     a, b = promote_pair(input, other)
     if category(a) <= _INT:
-        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {_tname(a)}")
+        # torch subtracts first (its refusals), then refuses to take the norm of the integers
+        _check_bool_sub(input, other)
+        if a.dtype.name in ("uint16", "uint32", "uint64"):
+            raise NotImplementedError(f"\"add_stub\" not implemented for '{_tname(a)}'")
+        raise RuntimeError("norm(): input dtype should be either floating point or complex. "
+                           f"Got {_tname(a)} instead.")
     try:
         np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
