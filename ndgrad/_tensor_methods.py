@@ -345,6 +345,8 @@ def _new_factory(fn_name: str):
              device: Any = None, pin_memory: Any = None, requires_grad: bool = False) -> Tensor:
         sparse = _creation.check_extras("new_" + fn_name, layout, pin_memory)
         d = dtype if dtype is not None else self.dtype
+        if device is None:                  # self's device, not the default one
+            device = self.device
         if fn_name == "zeros":              # the generic negative-size words, not zeros' own
             _creation._as_shape(size)
         if fn_name == "full":
@@ -369,7 +371,8 @@ def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
         _creation.warn_copy_construct("tensor.new_tensor")
         data = data.detach()    # warned once, as PyTorch does
     return _creation.tensor(data, dtype=dtype if dtype is not None else self.dtype,
-                            device=device, requires_grad=requires_grad)
+                            device=self.device if device is None else device,
+                            requires_grad=requires_grad)
 
 
 # ``Tensor.backward`` is the autograd API (a layer above tensor.py, Note [Layers] in

@@ -27,7 +27,9 @@ from .._aligned import owns_memory
 from .._refcounts import SOLE_REFERENCE_TESTS
 from .._layout import is_non_overlapping_and_dense
 from ..autograd import accumulate_grad as _accumulate_grad
-from ..tensor import Tensor, _wrap, check_device
+from .. import _meta
+from .._meta import MetaArray as _MetaArray
+from ..tensor import META_COPY_MSG, Tensor, _wrap, check_device
 from ..tensor import device as _device
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
@@ -2033,6 +2035,8 @@ COPY_LIKE = Op("_copy_like_layout", "CopyBackwards", lambda x, like: _empty_like
 # Copies into a given memory format (``contiguous(memory_format=...)``, ``to(memory_format=...)``).
 CLONE_FMT = Op("clone", "CloneBackward0", lambda x, fmt: _layout.copy_to(x, fmt),
                lambda ctx, g: g, args=("memory_format",), jvp=linear)
+TO_META = Op("to", "ToCopyBackward0", lambda x, dt: _meta.like(x, dtype=dt),
+             lambda ctx, g: g.to("cpu"), args=("dtype",), jvp=linear)
 TO_FMT = Op("to", "ToCopyBackward0", lambda x, dt, fmt: _layout.copy_to(_to_fwd(x, dt), fmt),
             _to_vjp, args=("dtype", "memory_format"), jvp=linear)
 REAL = Op("real", "RealBackward0", lambda x: x.real.copy(), lambda ctx, g: g,
@@ -2058,14 +2062,16 @@ def to(input: Tensor, *positional: Any, dtype: Any = None, **kwargs: Any) -> Ten
     # PyTorch's three overloads: to(dtype, non_blocking, copy), to(device, dtype, non_blocking,
     # copy), to(other, non_blocking, copy); the trailing positional bools are non_blocking, copy.
     args = list(positional)
+    target = None                       # the device asked for
     if args and isinstance(args[0], Tensor):
+        target = args[0].device
         dtype = args.pop(0).dtype
     elif args and type(args[0]) is int:   # a device index: an accelerator ndgrad does not have
         raise RuntimeError("Device index must not be negative" if args[0] < 0 else
                            "Cannot access accelerator device when none is available.")
     elif args and (args[0] is None or isinstance(args[0], (str, _device))):
         if args[0] is not None:
-            check_device(args.pop(0), moving=True)
+            target = check_device(args.pop(0), moving=True)
         else:
             args.pop(0)
         if args and not isinstance(args[0], builtins.bool):
@@ -2078,10 +2084,16 @@ def to(input: Tensor, *positional: Any, dtype: Any = None, **kwargs: Any) -> Ten
     if len(args) == 2:
         kwargs.setdefault("copy", args[1])
     if kwargs.get("device") is not None:
-        check_device(kwargs["device"], moving=True)
+        target = check_device(kwargs["device"], moving=True)
     fmt = _layout.check(kwargs.get("memory_format"), "to")
     copy = kwargs.get("copy")
     x = input._data
+    if target is not None and (target.type == "meta") != (type(x) is _MetaArray):
+        # Note [Meta arrays]: to the meta device (a differentiable copy), never out of it
+        if type(x) is _MetaArray:
+            raise NotImplementedError(META_COPY_MSG)
+        dt = _dtype.to_dtype(dtype).np if dtype is not None else x.dtype
+        return apply(TO_META, (input,), (x,), (dt,))
     if fmt is not _layout.preserve_format:
         _layout.check_rank(x.ndim, fmt)
         dt = _dtype.to_dtype(dtype).np if dtype is not None else x.dtype
