@@ -62,6 +62,38 @@ _MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)
 _lock = threading.Lock()
 
 
+# Note [Meta forwards]: how many op forwards on meta inputs run (all threads), and whether the
+# running thread runs one: then ``_aligned.empty`` gives its large outputs as meta arrays (the
+# forwards that allocate their output and write into it with ``out=``).
+FORWARDS = [0]
+
+
+class _Local(threading.local):
+    on = False
+
+
+_local = _Local()
+
+
+def in_forward() -> bool:
+    return _local.on
+
+
+def run_forward(fn: Callable, arrays: tuple, args: tuple) -> Any:
+    """``fn(*arrays, *args)`` (an op's forward on meta inputs), its outputs as meta arrays."""
+    prev = _local.on
+    with _lock:
+        FORWARDS[0] += 1
+    _local.on = True
+    try:
+        out = fn(*arrays, *args)
+    finally:
+        _local.on = prev
+        with _lock:
+            FORWARDS[0] -= 1
+    return to_meta(out)
+
+
 class _Arena:
     __slots__ = ("mm", "pos", "size")
 

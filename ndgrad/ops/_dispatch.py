@@ -247,7 +247,8 @@ _SavedTensor = SavedTensor
 def _raw_apply(self: Any, grads: list) -> tuple:
     g = grads[0]
     if (g is None or _state.enabled or g.__class__ is not Tensor or _BATCHING or _FW_AD
-            or _TRACING or _PROFILING):
+            or _TRACING or _PROFILING or (_META and g._data.__class__ is _MetaArray)):
+        # (meta tensors: the Tensor rule, whose ops keep results meta; Note [Meta arrays])
         return _op_node_apply(self, grads)
     d = g._data
     dt = d.dtype
@@ -332,7 +333,8 @@ def _raw_apply(self: Any, grads: list) -> tuple:
         if out.__class__ is not _ndarray:
             if out is NotImplemented:        # the rule declined: the Tensor rule runs
                 return _op_node_apply(self, grads)
-            out = np.asarray(out)
+            if out.__class__ is not _MetaArray:
+                out = np.asarray(out)
         r = _new(Tensor)
         r._data = out
         if _TRANSFORM:
@@ -917,5 +919,4 @@ def _meta_forward(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
         raise _meta_refusal(op.name)
     if op.name == "copy_" and type(arrays[0]) is not _MetaArray:
         raise NotImplementedError(_tensor_module.META_COPY_MSG)
-    out = op.forward(*arrays, *args) if args else op.forward(*arrays)
-    return _meta.to_meta(out)
+    return _meta.run_forward(op.forward, arrays, args)

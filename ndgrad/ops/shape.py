@@ -268,7 +268,8 @@ def broadcast_view(a: np.ndarray, shape: tuple) -> np.ndarray:
     (0, 8)
     """
     lead = len(shape) - a.ndim
-    if lead < 0 or not a.flags.c_contiguous or a.size == 0 or a.dtype.isbuiltin != 1:
+    if lead < 0 or not a.flags.c_contiguous or a.size == 0 or a.dtype.isbuiltin != 1 or \
+            a.__class__ is not np.ndarray:        # (a meta array: Note [Meta arrays])
         return np.broadcast_to(a, shape)
     strides = [0] * lead
     for n, s, st in zip(a.shape, shape[lead:], a.strides):
