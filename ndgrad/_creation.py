@@ -872,7 +872,8 @@ def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None,
     _, nd = _like(input, dtype)
     if _like_on_meta(input, device):
         return _meta_like(input, nd, memory_format, "rand_like", requires_grad)
-    return _finish(draw(_like_array, "rand_like", input, nd, memory_format, ()), requires_grad, None, False)
+    return _finish(draw(_like_array, "rand_like", input, nd, memory_format, ()), requires_grad,
+                   None, False)
 
 
 def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None,
@@ -881,7 +882,8 @@ def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None,
     _, nd = _like(input, dtype)
     if _like_on_meta(input, device):
         return _meta_like(input, nd, memory_format, "randn_like", requires_grad)
-    return _finish(draw(_like_array, "randn_like", input, nd, memory_format, ()), requires_grad, None, False)
+    return _finish(draw(_like_array, "randn_like", input, nd, memory_format, ()), requires_grad,
+                   None, False)
 
 
 def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None,

@@ -506,12 +506,14 @@ class MetaArray(np.ndarray):
         return None
 
     def __getitem__(self, index: Any) -> Any:
-        r = np.ndarray.__getitem__(self.view(np.ndarray), index)
-        if isinstance(r, np.ndarray):
-            if np.may_share_memory(r, self):
-                return r.view(MetaArray)
-            return like(r)
-        return empty((), self.dtype)
+        base = self.view(np.ndarray)
+        r = np.ndarray.__getitem__(base, index)
+        if not isinstance(r, np.ndarray):        # all integers: the 0-d view instead
+            r = np.ndarray.__getitem__(base, (index if isinstance(index, tuple) else (index,))
+                                       + (Ellipsis,))
+        if np.may_share_memory(r, base):
+            return r.view(MetaArray)
+        return like(r)
 
     def __array_wrap__(self, arr: Any, context: Any = None, return_scalar: bool = False) -> Any:
         return to_meta(arr)

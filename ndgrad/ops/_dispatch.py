@@ -881,13 +881,16 @@ _META_REFUSED = {"nonzero": _META_NONZERO, "argwhere": _META_NONZERO,
                  "masked_select": "masked_select", "unique": "_unique2",
                  "unique_consecutive": "unique_consecutive", "equal": "equal",
                  "bincount": "bincount", "histc": "histc", "histogram": "histogram",
-                 "repeat_interleave": "repeat_interleave"}
+                 "repeat_interleave": "repeat_interleave",
+                 "allclose": "Tensor.item() cannot be called on meta tensors"}
 
 
 def _meta_refusal(name: str) -> Exception:
     msg = _META_REFUSED[name]
     if name == "repeat_interleave":
         return RuntimeError("cannot repeat_interleave a meta tensor without output_size")
+    if name == "allclose":
+        return RuntimeError(msg)
     if " " not in msg:
         msg = (f"aten::{msg}: attempted to run this operator with Meta tensors, but there was "
                "no fake impl or Meta kernel registered.")
@@ -920,3 +923,12 @@ def _meta_forward(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
     if op.name == "copy_" and type(arrays[0]) is not _MetaArray:
         raise NotImplementedError(_tensor_module.META_COPY_MSG)
     return _meta.run_forward(op.forward, arrays, args)
+
+
+def meta_refuse(name: str, *tensors: Any) -> None:
+    """torch's error for op ``name`` if one of ``tensors`` is a meta tensor (the ops outside
+    ``apply`` whose results depend on values: Note [Meta arrays])."""
+    if _META:
+        for t in tensors:
+            if isinstance(t, Tensor) and type(t._data) is _MetaArray:
+                raise _meta_refusal(name)

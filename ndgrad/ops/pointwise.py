@@ -1807,6 +1807,7 @@ def equal(input: Tensor, other: Tensor) -> bool:
     """
     _tensor_arg(input, "equal", "input", 1)
     _tensor_arg(other, "equal", "other", 2)
+    _dispatch.meta_refuse("equal", input, other)
     if input._data.shape != other._data.shape:
         return False
     a, b = promote_pair(input, other)
@@ -1862,6 +1863,7 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
     >>> ndgrad.allclose(ndgrad.tensor([1.0, 2.0]), ndgrad.tensor([1.0, 2.0000001]))
     True
     """
+    _dispatch.meta_refuse("allclose", input, other)
     return bool(isclose(input, other, rtol, atol, equal_nan, _fn="allclose")._data.all())
 
 

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import _dtype, _layout, _signature
+from .. import _dtype, _layout, _meta, _signature
 from .._creation import _infer_array
 from ..autograd.saved import TensorList
 from ..tensor import Tensor, _as_shape, _ptr, _storage_nbytes, _storage_root, _wrap
@@ -32,6 +32,7 @@ from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._batching import refuse_batched_mask as _refuse_mask
 from ..autograd.batching import VMAP as _VMAP
+from . import _dispatch
 from ._dispatch import Op, apply
 from ._jvp import linear
 from ._util import to_tensor, type_name, wrap_dim
@@ -474,7 +475,7 @@ def _getitem_fwd(x, index):
         if shape is None:
             raise
         return np.zeros(shape, dtype=x.dtype)
-    if type(out) is not np.ndarray:
+    if type(out) is not np.ndarray and type(out) is not _meta.MetaArray:
         out = x[index + (Ellipsis,)]   # all-integer index: a 0-d view, not a NumPy scalar copy
     return out
 
@@ -948,6 +949,10 @@ def _getitem(input: Tensor, idx: tuple, basic: bool, name: str, index: Any = Non
     (Note [Saved index tensors])."""
     x = input._data
     if not basic:
+        if _dispatch._META:      # a mask's indices depend on its values (Note [Meta arrays])
+            for o in idx:
+                if type(o) is _meta.MetaArray and o.dtype == np.bool_:
+                    raise _dispatch._meta_refusal("nonzero")
         indices = _index_tensors(idx, x.ndim, index)
         split = _split_advanced(idx, x.shape)
         if split is not None:
