@@ -413,11 +413,34 @@ def _dot(a: Any, b: Any, out: Any = None) -> Any:
     return empty(sa[:-1] + sb[:-2] + sb[-1:] if len(sb) > 1 else sa[:-1], dt)
 
 
+def _arg_reduce(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
+    if out is not None:
+        return out
+    if axis is not None and a.ndim:
+        axis = axis % a.ndim
+    return empty(_reduced_shape(a.shape, axis, keepdims), np.intp)
+
+
+def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
+    if axis is None:
+        return empty(indices.shape, arr.dtype)
+    ax = axis % arr.ndim
+    return empty(tuple(i if d == ax else max(a, i) for d, (a, i) in
+                       enumerate(zip(arr.shape, indices.shape))), arr.dtype)
+
+
+def _pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (array.ndim, 2))
+    return empty(tuple(n + int(lo) + int(hi) for n, (lo, hi) in zip(array.shape, widths)),
+                 array.dtype)
+
+
 _RULES: dict = {
     np.concatenate: _concatenate, np.stack: _stack, np.where: _where,
     np.zeros_like: _like_factory("zeros"), np.empty_like: _like_factory("empty"),
     np.ones_like: _like_factory("ones"), np.full_like: _like_factory("full"),
-    np.copyto: _copyto, np.dot: _dot,
+    np.copyto: _copyto, np.dot: _dot, np.argmax: _arg_reduce, np.argmin: _arg_reduce,
+    np.pad: _pad, np.take_along_axis: _take_along_axis,
 }
 # Functions that are compositions of ufuncs, views and the methods MetaArray overrides: they
 # run on meta arrays of any size.

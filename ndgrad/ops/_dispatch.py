@@ -905,7 +905,8 @@ def _meta_forward(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
     for t in tensors:
         m = type(t._data) is _MetaArray
         meta = meta or m
-        if m or t._data.ndim:            # a cpu 0-d tensor goes with any device, as torch's
+        if m or t._data.ndim and t._data.size:   # a cpu 0-d (or empty placeholder) tensor
+            #                                         goes with any device
             dev = "meta" if m else "cpu"
             if first is None:
                 first = dev
