@@ -706,9 +706,10 @@ def _like_array(kind: str, input: Tensor, nd: np.dtype, memory_format: Any, boun
     """``rand_like``/``randn_like``/``randint_like``'s samples, laid out like ``input``."""
     shape = input._data.shape
     if kind == "randint_like":
-        r = randint(bounds[0], bounds[1], shape, dtype=_dtype._FROM_NP[nd])
+        r = randint(bounds[0], bounds[1], shape, dtype=_dtype._FROM_NP[nd], device="cpu")
     else:
-        r = (rand if kind == "rand_like" else randn)(shape, dtype=_dtype._FROM_NP[nd])
+        r = (rand if kind == "rand_like" else randn)(shape, dtype=_dtype._FROM_NP[nd],
+                                                     device="cpu")
     return _like_layout(input, r._data, memory_format, kind)
 
 

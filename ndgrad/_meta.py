@@ -54,7 +54,7 @@ import numpy as np
 __all__ = ["MetaArray", "empty", "like", "to_meta", "SMALL", "WATCHERS"]
 
 # Largest element count for which a NumPy function without a shape rule runs on zero data.
-SMALL = 1 << 16
+SMALL = 1 << 22
 # Called once when the first meta array is made (the dispatcher turns its checks on).
 WATCHERS: list = []
 _ARENA_BYTES = 1 << 40
@@ -429,6 +429,12 @@ def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
                        enumerate(zip(arr.shape, indices.shape))), arr.dtype)
 
 
+def _same_shape(dtype: Any = None) -> Callable:
+    def rule(a: Any, *args: Any, **kwargs: Any) -> Any:
+        return empty(a.shape, a.dtype if dtype is None else dtype)
+    return rule
+
+
 def _pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (array.ndim, 2))
     return empty(tuple(n + int(lo) + int(hi) for n, (lo, hi) in zip(array.shape, widths)),
@@ -440,7 +446,9 @@ _RULES: dict = {
     np.zeros_like: _like_factory("zeros"), np.empty_like: _like_factory("empty"),
     np.ones_like: _like_factory("ones"), np.full_like: _like_factory("full"),
     np.copyto: _copyto, np.dot: _dot, np.argmax: _arg_reduce, np.argmin: _arg_reduce,
-    np.pad: _pad, np.take_along_axis: _take_along_axis,
+    np.pad: _pad, np.take_along_axis: _take_along_axis, np.sort: _same_shape(),
+    np.argsort: _same_shape(np.intp), np.partition: _same_shape(),
+    np.argpartition: _same_shape(np.intp), np.roll: _same_shape(),
 }
 # Functions that are compositions of ufuncs, views and the methods MetaArray overrides: they
 # run on meta arrays of any size.

@@ -541,7 +541,8 @@ _METHODS = {
     "bool": _type_conv(_dtype.bool), "byte": _type_conv(_dtype.uint8),
     "char": _type_conv(_dtype.int8), "short": _type_conv(_dtype.int16),
     "cfloat": _type_conv(_dtype.complex64), "cdouble": _type_conv(_dtype.complex128),
-    "cpu": lambda s, memory_format=None: ops.to(s, memory_format=memory_format),
+    "cpu": lambda s, memory_format=None: ops.to(s, "cpu", memory_format=memory_format)
+    if s.is_meta else ops.to(s, memory_format=memory_format),
     "real_part": ops.real_part,
     # in place
     "add_": _binary_inplace_of(ops.add, np.add, "add_"),

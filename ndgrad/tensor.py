@@ -724,11 +724,11 @@ class Tensor(_TensorMethods):
         """The single element of a one-element tensor as a Python number."""
         if _vmap_check is not None:
             _vmap_check(self, "item")
-        if type(self._data) is _MetaArray:
-            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar")
+        if type(self._data) is _MetaArray:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         return self._data.reshape(()).item()
 
     def __format__(self, format_spec: str) -> str:

@@ -1721,7 +1721,7 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 def apply_nondiff(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     """``apply(op, tensors, arrays, args)`` for an op without VJP rule (Note [Non-differentiable
     ops in the table])."""
-    if _dispatch._TRACING or _dispatch._BATCHING:
+    if _dispatch._TRACING or _dispatch._BATCHING or _dispatch._META:
         return apply(op, tensors, arrays, args)
     if _dispatch._UNSIGNED:              # Note [Barebones unsigned dtypes] in _dtype.py
         _unsigned.check(op.name, arrays, args, op.node_name)

@@ -647,8 +647,8 @@ class Module:
                 except NotImplementedError as e:
                     if str(e) == META_COPY_MSG:
                         raise NotImplementedError(
-                            f"{e} Please use torch.nn.Module.to_empty() instead of "
-                            "torch.nn.Module.to() when moving module from meta to a different "
+                            f"{e} Please use ndgrad.nn.Module.to_empty() instead of "
+                            "ndgrad.nn.Module.to() when moving module from meta to a different "
                             "device.") from None
                     raise
             if dtype is not None and (t.is_floating_point() or t.is_complex()):
