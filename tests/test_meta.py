@@ -271,14 +271,14 @@ def test_ops(name):
 def test_ops_on_meta_follow_torch_layouts():
     for f in (lambda m, x: x.t() + 1, lambda m, x: x.t().contiguous(), lambda m, x: x.t() * x.t(),
               lambda m, x: x[1:, ::2], lambda m, x: x.t().exp(), lambda m, x: x.sum(0)):
-        a, b = both(lambda m: f(m, m.empty(3, 4, device="meta")))
+        a, b = both(lambda m, f=f: f(m, m.empty(3, 4, device="meta")))
         same_meta(a, b)
 
 
 def test_multi_output_ops():
     for f in (lambda m, x: x.max(1), lambda m, x: x.sort(0), lambda m, x: m.linalg.qr(x),
               lambda m, x: x.split(2, 1), lambda m, x: x.unbind(0)):
-        ra, rb = both(lambda m: f(m, m.empty(3, 4, device="meta")))
+        ra, rb = both(lambda m, f=f: f(m, m.empty(3, 4, device="meta")))
         rc = f(ndgrad, ndgrad.ones(3, 4))
         assert len(ra) == len(rb)
         for a, b, c in zip(ra, rb, rc):
@@ -354,7 +354,7 @@ def test_device_context():
                 assert m.empty(2).device == cpu and m.get_default_device() == cpu
             assert m.empty(2).device == meta
             seen = []
-            th = threading.Thread(target=lambda: seen.append(m.empty(2).device))
+            th = threading.Thread(target=lambda seen=seen, m=m: seen.append(m.empty(2).device))
             th.start()
             th.join()
             assert seen == [cpu]          # the context is the entering thread's
@@ -377,7 +377,7 @@ def test_set_default_device_meta():
                 assert m.empty(2).device == m.device("cpu")
                 assert m.get_default_device() == m.device("cpu")
             seen = []
-            th = threading.Thread(target=lambda: seen.append(m.empty(2).device))
+            th = threading.Thread(target=lambda seen=seen, m=m: seen.append(m.empty(2).device))
             th.start()
             th.join()
             assert seen == [m.device("cpu")]   # thread-local, as torch's
