@@ -904,6 +904,15 @@ def _meta_refusal(name: str) -> Exception:
 def _meta_forward(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
     """The forward once meta tensors exist: with a meta input, torch's device and
     data-dependence checks, then the forward on meta arrays, its results made meta."""
+    for a in arrays:
+        if a.__class__ is _MetaArray:
+            break
+    else:
+        for t in tensors:
+            if t._data.__class__ is _MetaArray:
+                break
+        else:                            # no meta input: the cpu forward
+            return op.forward(*arrays, *args) if args else op.forward(*arrays)
     first = None
     meta = False
     for t in tensors:
