@@ -60,6 +60,7 @@ WATCHERS: list = []
 _ARENA_BYTES = 1 << 40
 _MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)
 _lock = threading.Lock()
+_np: Any = np                # NumPy's calls with arguments its stubs do not describe
 
 
 # Note [Meta forwards]: how many op forwards on meta inputs run (all threads), and whether the
@@ -340,7 +341,7 @@ def _concatenate(arrays: Any, axis: Any = 0, out: Any = None, dtype: Any = None,
     arrays = list(arrays)
     stand = [np.zeros((1,) * np.ndim(a), a.dtype if _is_arr(a) else np.asarray(a).dtype)
              for a in arrays]
-    r = np.concatenate(stand, axis=0 if axis is None else axis, dtype=dtype, casting=casting)
+    r = _np.concatenate(stand, axis=0 if axis is None else axis, dtype=dtype, casting=casting)
     if out is not None:
         return out
     if axis is None:
@@ -363,8 +364,8 @@ def _stack(arrays: Any, axis: int = 0, out: Any = None, dtype: Any = None,
     if len(shapes) != 1:
         raise ValueError("all input arrays must have the same shape")
     shape = list(shapes.pop())
-    r = np.stack([np.zeros((), np.asarray(a).dtype if not _is_arr(a) else a.dtype)
-                  for a in arrays], dtype=dtype, casting=casting)
+    r = _np.stack([np.zeros((), np.asarray(a).dtype if not _is_arr(a) else a.dtype)
+                   for a in arrays], dtype=dtype, casting=casting)
     if out is not None:
         return out
     shape.insert(axis % (len(shape) + 1), len(arrays))
@@ -373,8 +374,7 @@ def _stack(arrays: Any, axis: int = 0, out: Any = None, dtype: Any = None,
 
 def _where(cond: Any, *xy: Any) -> Any:
     if not xy:
-        return _small(np.where.__wrapped__ if hasattr(np.where, "__wrapped__") else np.where,
-                      (cond,), {})
+        return _small(np.where, (cond,), {})
     shape = np.broadcast_shapes(*(np.shape(v) for v in (cond,) + xy))
     r = np.where(*(_standin(v) for v in (cond,) + xy))
     return empty(shape, r.dtype)
@@ -485,17 +485,17 @@ class MetaArray(np.ndarray):
         return _small(func, args, kwargs)
 
     # the methods that copy or write
-    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
-               copy: bool = True) -> Any:
+    def astype(self, dtype: Any, order: str = "K",  # type: ignore[override]
+               casting: str = "unsafe", subok: bool = True, copy: bool = True) -> Any:
         dt = np.dtype(dtype)
-        if not np.can_cast(self.dtype, dt, casting):
+        if not _np.can_cast(self.dtype, dt, casting):
             raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dt!r} according "
                             f"to the rule {casting!r}")
         if not copy and dt == self.dtype:
             return self
         return like(self, dtype=dt) if order in ("K", "A") else empty(self.shape, dt)
 
-    def copy(self, order: str = "C") -> Any:
+    def copy(self, order: str = "C") -> Any:  # type: ignore[override]
         return like(self) if order in ("K", "A") else empty(self.shape, self.dtype)
 
     def __copy__(self) -> Any:
@@ -507,22 +507,23 @@ class MetaArray(np.ndarray):
     def __reduce__(self) -> Any:
         return (empty, (self.shape, self.dtype))
 
-    def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> Any:
+    def reshape(self, *shape: Any, order: str = "C",  # type: ignore[override]
+                copy: Any = None) -> Any:
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = tuple(shape[0])
         try:
-            return np.ndarray.reshape(self, shape, order=order, copy=False)
+            return _np.ndarray.reshape(self, shape, order=order, copy=False)
         except ValueError:
             if copy is False:
                 raise
         # a zero-stride array of the same shape reshapes without a copy: NumPy's shape rules
-        probe = np.broadcast_to(np.zeros((), np.bool_), self.shape).reshape(shape, order=order)
+        probe = _np.broadcast_to(np.zeros((), np.bool_), self.shape).reshape(shape, order=order)
         return empty(probe.shape, self.dtype)
 
-    def flatten(self, order: str = "C") -> Any:
+    def flatten(self, order: str = "C") -> Any:  # type: ignore[override]
         return empty((self.size,), self.dtype)
 
-    def ravel(self, order: str = "C") -> Any:
+    def ravel(self, order: str = "C") -> Any:  # type: ignore[override]
         if self.flags.c_contiguous:
             return np.ndarray.reshape(self, (self.size,))
         return empty((self.size,), self.dtype)
@@ -530,7 +531,8 @@ class MetaArray(np.ndarray):
     def fill(self, value: Any) -> None:
         return None
 
-    def sort(self, axis: int = -1, kind: Any = None, order: Any = None, **kw: Any) -> None:
+    def sort(self, axis: Any = -1, kind: Any = None, order: Any = None,
+             **kw: Any) -> None:
         return None
 
     def __setitem__(self, index: Any, value: Any) -> None:
