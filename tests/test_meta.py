@@ -227,6 +227,7 @@ OPS = {
     "stack": lambda m, x, d: m.stack([x, x]),
     "where": lambda m, x, d: m.where(x > 0, x, 0.0),
     "compare": lambda m, x, d: x > 0,
+    "isclose": lambda m, x, d: m.isclose(x, x),
     "any": lambda m, x, d: x.any(),
     "all_dim": lambda m, x, d: x.all(0),
     "sort": lambda m, x, d: x.sort(1)[1],
@@ -343,6 +344,7 @@ def test_device_context():
     for m in LIBS:
         cpu, meta = m.device("cpu"), m.device("meta")
         assert m.get_default_device() == cpu
+        assert not callable(meta)         # a context manager, not a decorator
         with m.device("meta") as d:
             assert d == meta
             assert m.get_default_device() == meta

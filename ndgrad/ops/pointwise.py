@@ -1847,12 +1847,12 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     if equal_nan and category(a) >= _FLOAT:
         close = close | (np.isnan(a) & np.isnan(b))
     if rtol == 0 and atol == 0:
-        return _wrap(np.asarray(close))
+        return _wrap(np.asanyarray(close))        # (a meta array stays one)
     if category(a) < _FLOAT:
         a, b = to_float(a), to_float(b)
     err = np.abs(a - b)
     allowed = atol + np.abs(rtol * b)
-    return _wrap(np.asarray(close | (np.isfinite(err) & (err <= allowed))))
+    return _wrap(np.asanyarray(close | (np.isfinite(err) & (err <= allowed))))
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
