@@ -429,6 +429,44 @@ def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
                        enumerate(zip(arr.shape, indices.shape))), arr.dtype)
 
 
+def _einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
+            **kwargs: Any) -> Any:
+    if not isinstance(subscripts, str):           # the interleaved form
+        return _small(np.einsum, (subscripts,) + operands, dict(kwargs, out=out, dtype=dtype))
+    subs = subscripts.replace(" ", "")
+    ins, outs = subs.split("->") if "->" in subs else (subs, None)
+    sizes: dict = {}
+    counts: dict = {}
+    ells = []
+    for s, op in zip(ins.split(","), operands):
+        shape = np.shape(op)
+        if "..." in s:
+            pre, post = s.split("...")
+            ne = len(shape) - len(pre) - len(post)
+            ells.append(shape[len(pre):len(pre) + ne])
+            labels = list(pre) + [""] * ne + list(post)
+        else:
+            labels = list(s)
+        if len(labels) != len(shape):
+            raise ValueError("einstein sum subscripts string contains too many subscripts for "
+                             "operand")
+        for lab, n in zip(labels, shape):
+            if lab:
+                counts[lab] = counts.get(lab, 0) + 1
+                if sizes.get(lab, 1) != 1 and n not in (1, sizes[lab]):
+                    raise ValueError("operands could not be broadcast together with remapped "
+                                     f"shapes for label {lab}")
+                sizes[lab] = max(sizes.get(lab, 1), n)
+    ell = np.broadcast_shapes(*ells) if ells else ()
+    if outs is None:
+        outs = ("..." if ells else "") + "".join(sorted(k for k, c in counts.items() if c == 1))
+    pre, _, post = outs.partition("...")
+    shape = tuple(sizes[c] for c in pre) + (ell if "..." in outs else ()) + \
+        tuple(sizes[c] for c in post)
+    dt = np.dtype(dtype) if dtype is not None else np.result_type(*operands)
+    return out if out is not None else empty(shape, dt)
+
+
 def _same_shape(dtype: Any = None) -> Callable:
     def rule(a: Any, *args: Any, **kwargs: Any) -> Any:
         return empty(a.shape, a.dtype if dtype is None else dtype)
@@ -448,7 +486,7 @@ _RULES: dict = {
     np.copyto: _copyto, np.dot: _dot, np.argmax: _arg_reduce, np.argmin: _arg_reduce,
     np.pad: _pad, np.take_along_axis: _take_along_axis, np.sort: _same_shape(),
     np.argsort: _same_shape(np.intp), np.partition: _same_shape(),
-    np.argpartition: _same_shape(np.intp), np.roll: _same_shape(),
+    np.argpartition: _same_shape(np.intp), np.roll: _same_shape(), np.einsum: _einsum,
 }
 # Functions that are compositions of ufuncs, views and the methods MetaArray overrides: they
 # run on meta arrays of any size.

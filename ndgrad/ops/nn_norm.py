@@ -306,7 +306,7 @@ def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
     if not rows:
         return _norm_fwd_core(x, w, b, mean_t, rstd_t, lay, center, train, eps)
     xa = x.reshape(X)
-    y = np.empty(X, x.dtype)
+    y = np.empty_like(x, order="C", shape=X)        # (meta for a meta x: Note [Meta arrays])
     direct = _compute_dtype(x.dtype) == x.dtype      # blocks written in place
     m, r = _stat_views(mean_t, rstd_t, X, axes, center)
     for s in range(0, X[0], rows):
