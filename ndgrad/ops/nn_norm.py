@@ -303,7 +303,7 @@ def _stat_views(mean_t, rstd_t, X, axes, center):
 def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
     X, axes, WB, pshape = lay
     rows = _blocks(X, axes, WB)
-    if not rows:
+    if not rows or type(x) is _meta.MetaArray:      # (meta: whole-array ufuncs compute nothing)
         return _norm_fwd_core(x, w, b, mean_t, rstd_t, lay, center, train, eps)
     xa = x.reshape(X)
     y = np.empty_like(x, order="C", shape=X)        # (meta for a meta x: Note [Meta arrays])
