@@ -67,6 +67,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _meta
 from ._refcounts import SOLE_REFERENCE_TESTS
 
 __all__ = ["ALIGN", "MIN_BYTES", "AlignedBlock", "binary", "copy", "empty", "owns_memory"]
@@ -100,6 +101,8 @@ def empty(shape: tuple, dtype: Any) -> np.ndarray:
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < MIN_BYTES or dtype.hasobject:
         return np.empty(shape, dtype)
+    if _meta.FORWARDS[0] and _meta.in_forward():     # an op's output on meta inputs
+        return _meta.empty(shape, dtype)
     blk = _new(AlignedBlock, (nbytes + ALIGN - 1,), _U8)
     off = -blk.__array_interface__["data"][0] & (ALIGN - 1)
     return _ndarray(shape, dtype, blk, off)

@@ -77,7 +77,7 @@ def _volatile(self: Tensor) -> bool:
 
 
 # every tensor is on the CPU; none is named; ``volatile`` is gone (torch warns)
-for _name, _prop in (("is_cpu", property(_true)), ("name", property(_no_name)),
+for _name, _prop in (("name", property(_no_name)),
                      ("volatile", property(_volatile))):
     setattr(Tensor, _name, _prop)
 

@@ -20,7 +20,8 @@ from . import _dlpack, _dtype, _layout, _unsigned
 from ._generator import (Generator, default_generator, draw, normal_array, randint_array,
                          randperm_array, uniform_array)
 from .autograd.grad_mode import _state as _grad_state
-from .tensor import Tensor, _wrap, check_device
+from . import _meta
+from .tensor import Tensor, _wrap, check_device, factory_device
 from .tensor import _as_shape as _raw_shape
 from ._warn import warn_user, warn_user_once
 
@@ -32,9 +33,11 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty"
 REQUIRES_GRAD_DTYPE_MSG = "Only Tensors of floating point and complex dtype can require gradients"
 
 
-def _finish(arr: np.ndarray, requires_grad: bool, device: Any = None) -> Tensor:
-    if device is not None:
-        check_device(device)
+def _finish(arr: np.ndarray, requires_grad: bool, device: Any = None,
+            default: bool = True) -> Tensor:
+    # ``default``: a factory that takes the default device when given none (Note [Meta arrays])
+    if (device is not None or default) and factory_device(device) is not None:
+        arr = _meta.to_meta(arr)
     t = _wrap(arr)
     if requires_grad:
         if _dtype._FROM_NP[arr.dtype]._category < _dtype._FLOAT:
@@ -60,6 +63,16 @@ def check_extras(fn: str, layout: Any, pin_memory: Any) -> bool:
         raise TypeError(f"{fn}(): argument 'layout' must be layout, not {type(layout).__name__}")
     _layout.check_factory_layout(fn, layout)
     return True
+
+
+def _on_meta(device: Any) -> bool:
+    """Whether a factory given ``device`` creates a meta tensor (explicitly, by the default
+    device or a ``with ndgrad.device(...)`` context): it must then allocate nothing."""
+    return factory_device(device) is not None
+
+
+def _meta_finish(shape: tuple, nd: Any, requires_grad: bool, order: Any = None) -> Tensor:
+    return _finish(_meta.empty(shape, nd, order=order), requires_grad)
 
 
 def _as_shape(args: Any) -> tuple:
@@ -405,11 +418,15 @@ def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         if "negative dimension" in str(e):
             raise RuntimeError("zeros: Dimension size must be non-negative.") from None
         raise
+    if _on_meta(device):
+        return _meta_finish(shape, _resolve(dtype), requires_grad)
     return _finish(np.zeros(shape, dtype=_resolve(dtype)), requires_grad, device)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones of the given shape."""
+    if _on_meta(device):
+        return _meta_finish(_as_shape(size), _resolve(dtype), requires_grad)
     return _finish(np.ones(_as_shape(size), dtype=_resolve(dtype)), requires_grad, device)
 
 
@@ -420,6 +437,9 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     fmt = _layout.check(memory_format, "empty")
     if fmt is _layout.preserve_format and memory_format is not None:
         raise RuntimeError("unsupported memory format Preserve")
+    if _on_meta(device):
+        shape = _as_shape(size)
+        return _meta_finish(shape, _resolve(dtype), requires_grad, _format_order(fmt, shape))
     return _finish(_layout.empty(_as_shape(size), _resolve(dtype), fmt), requires_grad, device)
 
 
@@ -428,6 +448,8 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
     d = _dtype.result_type(fill_value) if dtype is None else _dtype.to_dtype(dtype)
     value = _dtype.scalar_to(_fill_value(fill_value), d)
+    if _on_meta(device):
+        return _meta_finish(_as_shape((size,)), d.np, requires_grad)
     return _finish(np.full(_as_shape((size,)), value, dtype=d.np), requires_grad, device)
 
 
@@ -467,6 +489,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     n = -((lo - hi) // st) if integral else math.ceil((hi - lo) / st)
     if not 0 <= n <= 2 ** 63 - 1:
         raise RuntimeError("invalid size, possible overflow?")
+    if _on_meta(device):
+        return _meta_finish((int(n),), d.np, requires_grad)
     if integral:
         with np.errstate(over="ignore"):
             arr = np.arange(n, dtype=np.int64) * np.int64(st) + np.int64(lo)
@@ -503,6 +527,8 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
     # PyTorch converts the bounds to the dtype (checked); a complex dtype's real and imaginary
     # parts are the real dtype's linspace of the bounds' parts, bit for bit.
     lo, hi = (_dtype.scalar_to(v, d) for v in vals)
+    if _on_meta(device):
+        return _meta_finish((steps,), d.np, requires_grad)
     if d.is_complex:
         r = d.to_real()
         lo_c, hi_c = complex(lo), complex(hi)
@@ -600,6 +626,8 @@ def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = Non
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
+    if _on_meta(device):
+        return _meta_finish((n, n if m is None else m), _resolve(dtype), requires_grad)
     return _finish(np.eye(n, m, dtype=_resolve(dtype)), requires_grad, device)
 
 
@@ -662,6 +690,8 @@ def randperm(n: int, *, generator: Optional[Generator] = None, dtype: Any = None
     if not d.is_floating_point and not d.is_complex and n > 0 and \
             n - 1 > np.iinfo(d.np).max:
         raise RuntimeError(f"value cannot be converted to type {d.np.name}_t without overflow")
+    if _on_meta(device):
+        return _meta_finish((int(n),), d.np, requires_grad)
     arr = draw(_randperm_array, int(n), d.np, generator)
     return _finish(arr, requires_grad, device)
 
@@ -698,9 +728,10 @@ def _like_array(kind: str, input: Tensor, nd: np.dtype, memory_format: Any, boun
     """``rand_like``/``randn_like``/``randint_like``'s samples, laid out like ``input``."""
     shape = input._data.shape
     if kind == "randint_like":
-        r = randint(bounds[0], bounds[1], shape, dtype=_dtype._FROM_NP[nd])
+        r = randint(bounds[0], bounds[1], shape, dtype=_dtype._FROM_NP[nd], device="cpu")
     else:
-        r = (rand if kind == "rand_like" else randn)(shape, dtype=_dtype._FROM_NP[nd])
+        r = (rand if kind == "rand_like" else randn)(shape, dtype=_dtype._FROM_NP[nd],
+                                                     device="cpu")
     return _like_layout(input, r._data, memory_format, kind)
 
 
@@ -715,6 +746,8 @@ def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
          generator: Any = None) -> Tensor:
     """Uniform samples in [0, 1)."""
     nd = _floating(dtype, "check_uniform_bounds")
+    if _on_meta(device):
+        return _meta_finish(_as_shape(size), nd, requires_grad)
     return _finish(draw(_rand_array, _as_shape(size), nd, generator), requires_grad, device)
 
 
@@ -722,6 +755,8 @@ def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
           generator: Any = None) -> Tensor:
     """Standard normal samples."""
     nd = _floating(dtype, "normal_kernel_cpu")
+    if _on_meta(device):
+        return _meta_finish(_as_shape(size), nd, requires_grad)
     return _finish(draw(_randn_array, _as_shape(size), nd, generator), requires_grad, device)
 
 
@@ -751,6 +786,8 @@ def randint(low: Any = None, high: Any = None, size: Any = None, *, generator: A
                         f"ints, not {type(size).__name__}")
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
     _check_random_bounds(low, high, d)
+    if _on_meta(device):
+        return _meta_finish(_as_shape((size,)), d.np, requires_grad)
     arr = draw(_randint_array, low, high, _as_shape((size,)), d.np, generator)
     return _finish(arr, requires_grad, device)
 
@@ -786,6 +823,34 @@ def _like(t: Tensor, dtype: Any) -> tuple:
     return t._data.shape, (_dtype.to_dtype(dtype).np if dtype is not None else t._data.dtype)
 
 
+def _like_on_meta(input: Tensor, device: Any) -> bool:
+    """Whether a ``*_like`` factory makes a meta tensor: ``device``, by default ``input``'s."""
+    if device is None:
+        return type(input._data) is _meta.MetaArray
+    return factory_device(check_device(device)) is not None
+
+
+def _meta_like(input: Tensor, nd: Any, memory_format: Any, fn: str,
+               requires_grad: bool) -> Tensor:
+    fmt = _layout.check(memory_format, fn)
+    x = input._data
+    if fmt is _layout.preserve_format:
+        arr = _meta.like(x, dtype=nd) if _layout.is_non_overlapping_and_dense(x) else \
+            _meta.empty(x.shape, nd, order=_meta._dense_order(x))
+    else:
+        arr = _meta.empty(x.shape, nd, order=_format_order(fmt, x.shape))
+    return _finish(arr, requires_grad, None, False)
+
+
+def _format_order(fmt: Any, shape: tuple) -> Any:
+    """The dims outermost first of a memory format (None: C order)."""
+    if fmt is _layout.channels_last and len(shape) == 4:
+        return (0, 2, 3, 1)
+    if fmt is _layout.channels_last_3d and len(shape) == 5:
+        return (0, 2, 3, 4, 1)
+    return None
+
+
 def _like_layout(input: Tensor, arr: np.ndarray, memory_format: Any, fn: str) -> np.ndarray:
     """``arr`` (C-ordered, the shape of ``input``) laid out in ``memory_format`` (by default
     ``preserve_format``: like ``input``)."""
@@ -802,24 +867,30 @@ def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """Zeros with the shape (and, by default, the layout) of ``input``."""
     shape, nd = _like(input, dtype)
+    if _like_on_meta(input, device):
+        return _meta_like(input, nd, memory_format, "zeros_like", requires_grad)
     arr = _like_layout(input, np.zeros(shape, dtype=nd), memory_format, "zeros_like")
-    return _finish(arr, requires_grad, device)
+    return _finish(arr, requires_grad, device, False)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """Ones with the shape (and, by default, the layout) of ``input``."""
     shape, nd = _like(input, dtype)
+    if _like_on_meta(input, device):
+        return _meta_like(input, nd, memory_format, "ones_like", requires_grad)
     arr = _like_layout(input, np.ones(shape, dtype=nd), memory_format, "ones_like")
-    return _finish(arr, requires_grad, device)
+    return _finish(arr, requires_grad, device, False)
 
 
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """An uninitialized tensor with the shape (and, by default, the layout) of ``input``."""
     shape, nd = _like(input, dtype)
+    if _like_on_meta(input, device):
+        return _meta_like(input, nd, memory_format, "empty_like", requires_grad)
     fmt = _layout.check(memory_format, "empty_like")
-    return _finish(_layout.empty(shape, nd, fmt, input._data), requires_grad, device)
+    return _finish(_layout.empty(shape, nd, fmt, input._data), requires_grad, device, False)
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
@@ -827,26 +898,30 @@ def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any 
     """``fill_value`` everywhere, with the shape (and, by default, the layout) of ``input``."""
     shape, nd = _like(input, dtype)
     value = _dtype.scalar_to(_fill_value(fill_value), _dtype._FROM_NP[nd])
+    if _like_on_meta(input, device):
+        return _meta_like(input, nd, memory_format, "full_like", requires_grad)
     arr = _like_layout(input, np.full(shape, value, dtype=nd), memory_format, "full_like")
-    return _finish(arr, requires_grad, device)
+    return _finish(arr, requires_grad, device, False)
 
 
 def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """Uniform samples in [0, 1) with the shape of ``input``."""
     _, nd = _like(input, dtype)
-    if device is not None:
-        check_device(device)
-    return _finish(draw(_like_array, "rand_like", input, nd, memory_format, ()), requires_grad)
+    if _like_on_meta(input, device):
+        return _meta_like(input, nd, memory_format, "rand_like", requires_grad)
+    return _finish(draw(_like_array, "rand_like", input, nd, memory_format, ()), requires_grad,
+                   None, False)
 
 
 def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """Standard normal samples with the shape of ``input``."""
     _, nd = _like(input, dtype)
-    if device is not None:
-        check_device(device)
-    return _finish(draw(_like_array, "randn_like", input, nd, memory_format, ()), requires_grad)
+    if _like_on_meta(input, device):
+        return _meta_like(input, nd, memory_format, "randn_like", requires_grad)
+    return _finish(draw(_like_array, "randn_like", input, nd, memory_format, ()), requires_grad,
+                   None, False)
 
 
 def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None,
@@ -858,7 +933,7 @@ def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None
     if high is None:
         low, high = 0, low
     _, nd = _like(input, dtype)
-    if device is not None:
-        check_device(device)
+    if _like_on_meta(input, device):
+        return _meta_like(input, nd, memory_format, "randint_like", requires_grad)
     return _finish(draw(_like_array, "randint_like", input, nd, memory_format, (low, high)),
-                   requires_grad)
+                   requires_grad, None, False)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _creation, _dtype
+from . import _creation, _dtype, _meta
 from ._creation import _finish, _resolve
 from .ops.views_inplace import _bump
 from .tensor import Tensor
@@ -26,7 +26,7 @@ _tensor_module: Any = import_module("ndgrad.tensor")     # ndgrad.tensor is also
 __all__ = ["empty_strided", "empty_permuted", "scalar_tensor", "logspace"]
 
 
-def _strided(size: tuple, stride: tuple, dt: np.dtype) -> np.ndarray:
+def _strided(size: tuple, stride: tuple, dt: np.dtype, meta: bool = False) -> np.ndarray:
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
     for n in size:
@@ -36,6 +36,8 @@ def _strided(size: tuple, stride: tuple, dt: np.dtype) -> np.ndarray:
     if any(s < 0 for s in stride):
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and "
                            f"strides={list(stride)}")
+    if meta:
+        return _meta.empty(size, dt, tuple(s * dt.itemsize for s in stride))
     if 0 in size:
         return np.empty(size, dtype=dt)
     n = 1 + sum((k - 1) * s for k, s in zip(size, stride))
@@ -48,7 +50,8 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, layout: Any = No
                   device: Any = None, requires_grad: bool = False,
                   pin_memory: Any = None) -> Tensor:
     """An uninitialized tensor with the given sizes and strides (in elements)."""
-    return _finish(_strided(tuple(size), tuple(stride), _resolve(dtype)), requires_grad, device)
+    return _finish(_strided(tuple(size), tuple(stride), _resolve(dtype),
+                            _creation._on_meta(device)), requires_grad, device)
 
 
 def new_empty_strided(self: Tensor, size: Any, stride: Any, *, dtype: Any = None,
@@ -56,7 +59,10 @@ def new_empty_strided(self: Tensor, size: Any, stride: Any, *, dtype: Any = None
                       pin_memory: Any = None) -> Tensor:
     """``empty_strided`` with ``self``'s dtype unless ``dtype`` is given."""
     dt = _dtype.to_dtype(dtype).np if dtype is not None else self._data.dtype
-    return _finish(_strided(tuple(size), tuple(stride), dt), requires_grad, device)
+    if device is None:
+        device = self.device
+    return _finish(_strided(tuple(size), tuple(stride), dt, _creation._on_meta(device)),
+                   requires_grad, device)
 
 
 def empty_permuted(size: Any, physical_layout: Any, *, dtype: Any = None, layout: Any = None,
@@ -71,6 +77,8 @@ def empty_permuted(size: Any, physical_layout: Any, *, dtype: Any = None, layout
     if sorted(perm) != list(range(len(size))):
         raise RuntimeError("Duplicate dim not allowed" if len(set(perm)) != len(perm)
                            else "Dimension out of range")
+    if _creation._on_meta(device):
+        return _finish(_meta.empty(size, _resolve(dtype), order=perm), requires_grad, device)
     phys = np.empty(tuple(size[p] for p in perm), dtype=_resolve(dtype))
     return _finish(np.transpose(phys, np.argsort(perm)), requires_grad, device)
 

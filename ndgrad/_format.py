@@ -216,7 +216,13 @@ def format_tensor(t: Any) -> str:
     indent = len(prefix)
     default_float = _dtype.get_default_dtype()
     suffixes = []
-    if arr.size == 0:
+    if type(arr).__name__ == "MetaArray":        # no data (Note [Meta arrays] in _meta.py)
+        body = "..."
+        suffixes.append("device='meta'")
+        suffixes.append(f"size={tuple(arr.shape)}")
+        if d is not default_float:
+            suffixes.append(f"dtype=ndgrad.{d.name}")
+    elif arr.size == 0:
         body = "[]"
         if arr.ndim != 1:
             suffixes.append(f"size={tuple(arr.shape)}")

@@ -356,6 +356,8 @@ def _new_factory(fn_name: str):
         size = shape
         sparse = _creation.check_extras("new_" + fn_name, layout, pin_memory)
         d = dtype if dtype is not None else self.dtype
+        if device is None:                  # self's device, not the default one
+            device = self.device
         if fn_name == "zeros":              # the generic negative-size words, not zeros' own
             _creation._as_shape(size)
         if fn_name == "full":
@@ -380,7 +382,8 @@ def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
         _creation.warn_copy_construct("tensor.new_tensor")
         data = data.detach()    # warned once, as PyTorch does
     return _creation.tensor(data, dtype=dtype if dtype is not None else self.dtype,
-                            device=device, requires_grad=requires_grad)
+                            device=self.device if device is None else device,
+                            requires_grad=requires_grad)
 
 
 # ``Tensor.backward`` is the autograd API (a layer above tensor.py, Note [Layers] in
@@ -554,7 +557,8 @@ _METHODS = {
     "bool": _type_conv(_dtype.bool), "byte": _type_conv(_dtype.uint8),
     "char": _type_conv(_dtype.int8), "short": _type_conv(_dtype.int16),
     "cfloat": _type_conv(_dtype.complex64), "cdouble": _type_conv(_dtype.complex128),
-    "cpu": lambda s, memory_format=None: ops.to(s, memory_format=memory_format),
+    "cpu": lambda s, memory_format=None: ops.to(s, "cpu", memory_format=memory_format)
+    if s.is_meta else ops.to(s, memory_format=memory_format),
     "real_part": ops.real_part,
     # in place
     "add_": _binary_inplace_of(ops.add, np.add, "add_"),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, S
 import numpy as np
 
 from . import _dlpack, _dtype, _layout, _numpy_protocol
+from ._meta import MetaArray as _MetaArray
 from ._aligned import AlignedBlock
 from ._dtype import dtype as _dtype_cls
 from ._format import format_tensor
@@ -187,6 +188,18 @@ class device:
     def __reduce__(self) -> tuple:
         return (device, (self.type,) if self.index is None else (self.type, self.index))
 
+    # As torch's: ``with ndgrad.device("meta"):`` makes the factories (and nn modules' parameters)
+    # default to that device in this thread; contexts nest; a device object can be entered again.
+    def __enter__(self) -> "device":
+        _dev_local.stack = _dev_local.stack + (self,)
+        _dev_local.active = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        st = _dev_local.stack
+        _dev_local.stack = st[:-1]
+        _dev_local.active = bool(st[:-1]) or _dev_local.default is not None
+
 
 _builtin_type = type
 
@@ -199,7 +212,7 @@ def check_device(d: Any, moving: bool = False) -> device:
     else:
         dev = device(d)
     t = dev.type
-    if t == "cpu":
+    if t == "cpu" or t == "meta":
         return dev
     if t in ("cuda", "xpu", "mtia"):
         raise AssertionError(f"ndgrad not compiled with {t.upper()} enabled")
@@ -217,24 +230,60 @@ def check_device(d: Any, moving: bool = False) -> device:
 
 
 _CPU = device("cpu")
-_default_device: list = [None]
+_META = device("meta")
+
+
+class _DeviceLocal(threading.local):
+    """The running thread's default device and entered device contexts (thread-local, as
+    torch's); ``active``: either is set (the factories' one test when given no device)."""
+    default: Any = None
+    stack: tuple = ()
+    active = False
+
+
+_dev_local = _DeviceLocal()
 
 
 def set_default_device(device: Any) -> None:
-    """Set the device factory functions use when given none: only the cpu (or None, to reset);
-    another device raises PyTorch's error for a build without its backend.
+    """Set the device factory functions use when given none, in this thread (as torch's): the
+    cpu, ``"meta"`` (Note [Meta arrays] in _meta.py), or None to reset; another device raises
+    PyTorch's error for a build without its backend.
 
     >>> import ndgrad
-    >>> ndgrad.set_default_device("cpu"); ndgrad.get_default_device()
+    >>> ndgrad.set_default_device("meta"); ndgrad.empty(2)
+    tensor(..., device='meta', size=(2,))
+    >>> ndgrad.set_default_device(None); ndgrad.get_default_device()
     device(type='cpu')
     """
-    _default_device[0] = None if device is None else check_device(device)
+    _dev_local.default = None if device is None else check_device(device)
+    _dev_local.active = _dev_local.default is not None or bool(_dev_local.stack)
 
 
 def get_default_device() -> device:
-    """The device factory functions use when given none (the cpu)."""
-    return _default_device[0] or _CPU
+    """The device factory functions use when given none: the innermost ``with device(...)``
+    of this thread, else ``set_default_device``'s, else the cpu."""
+    st = _dev_local.stack
+    if st:
+        return st[-1]
+    return _dev_local.default or _CPU
 
+
+def factory_device(d: Any) -> Optional[device]:
+    """The device a factory given ``device=d`` creates on (None: the cpu); raises for devices
+    without a backend."""
+    if d is None:
+        if not _dev_local.active:
+            return None
+        d = get_default_device()
+    dev = check_device(d)
+    return dev if dev.type == "meta" else None
+
+
+def is_meta_data(arr: Any) -> bool:
+    """Whether ``arr`` is a meta tensor's storage (Note [Meta arrays])."""
+    return type(arr) is _MetaArray
+
+META_COPY_MSG = "Cannot copy out of meta tensor; no data!"
 NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
@@ -245,7 +294,7 @@ NON_LEAF_GRAD_WARNING = (
 
 def _wrap(arr: np.ndarray) -> "Tensor":
     """Fast internal constructor: a new Tensor around ``arr`` with no autograd state."""
-    if type(arr) is not _ndarray:
+    if type(arr) is not _ndarray and type(arr) is not _MetaArray:
         arr = np.asarray(arr)
     t = _new(Tensor)
     t._data = arr
@@ -329,8 +378,17 @@ class Tensor(_TensorMethods):
 
     @property
     def device(self) -> device:
-        """Where the data lives; always the CPU."""
-        return _CPU
+        """Where the data lives: the cpu, or ``meta`` (no data, Note [Meta arrays])."""
+        return _META if type(self._data) is _MetaArray else _CPU
+
+    @property
+    def is_meta(self) -> bool:
+        """Whether this is a meta tensor (shape, dtype and strides, no data)."""
+        return type(self._data) is _MetaArray
+
+    @property
+    def is_cpu(self) -> bool:
+        return type(self._data) is not _MetaArray
 
     @property
     def is_cuda(self) -> bool:
@@ -405,7 +463,9 @@ class Tensor(_TensorMethods):
         return _layout.is_contiguous(self._data, _layout.check(memory_format, "is_contiguous"))
 
     def data_ptr(self) -> int:
-        """Address of the first element of the data."""
+        """Address of the first element of the data (0 for a meta tensor, as torch's)."""
+        if type(self._data) is _MetaArray:
+            return 0
         return _ptr(self._data)
 
     def is_floating_point(self) -> bool:
@@ -674,6 +734,8 @@ class Tensor(_TensorMethods):
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar")
+        if type(self._data) is _MetaArray:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         return self._data.reshape(()).item()
 
     def __format__(self, format_spec: str) -> str:
@@ -685,6 +747,8 @@ class Tensor(_TensorMethods):
 
     def tolist(self) -> Any:
         """The data as (nested) Python lists of Python numbers."""
+        if type(self._data) is _MetaArray:
+            raise NotImplementedError(META_COPY_MSG)
         return self._data.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -770,6 +834,8 @@ class Tensor(_TensorMethods):
     def __bool__(self) -> bool:
         if _vmap_check is not None:
             _vmap_check(self, "bool")
+        if type(self._data) is _MetaArray:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()))
@@ -785,6 +851,8 @@ class Tensor(_TensorMethods):
         return int(self.item())
 
     def __index__(self) -> int:
+        if type(self._data) is _MetaArray:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         if self._data.size != 1 or _FROM_NP[self._data.dtype]._category > _dtype._INT:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self._data.reshape(()))
@@ -830,12 +898,18 @@ def _warn_float() -> None:
 def _one_element(t: Tensor) -> None:
     """``float(t)``/``int(t)``/``complex(t)`` need one element: PyTorch's ValueError (``.item()``
     raises a RuntimeError with other words)."""
+    if type(t._data) is _MetaArray and t._data.size == 1:
+        raise RuntimeError("Tensor.item() cannot be called on meta tensors")
     if t._data.size != 1:
         raise ValueError("only one element tensors can be converted to Python scalars")
 
 
 def _check_numpy(t: Tensor) -> None:
-    """PyTorch's condition for ``numpy()``: grad mode on and the tensor requires grad."""
+    """PyTorch's condition for ``numpy()``: grad mode on and the tensor requires grad; never
+    for a meta tensor."""
+    if type(t._data) is _MetaArray:
+        raise TypeError("can't convert meta device type tensor to numpy. Use Tensor.cpu() to "
+                        "copy the tensor to host memory first.")
     if (t._requires_grad or t._base is not None and t.requires_grad) and \
             _grad_mode.is_grad_enabled():
         raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "

@@ -35,6 +35,7 @@ LAYERS = {
     # module never loads the API.
     "ndgrad._dtype": BOTTOM,
     "ndgrad._unsigned": BOTTOM,
+    "ndgrad._meta": BOTTOM,
     "ndgrad._layout": BOTTOM,
     "ndgrad.return_types": BOTTOM,
     "ndgrad._format": BOTTOM,

@@ -85,7 +85,7 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any],
         elif g is None:
             d = out._data
             if d.ndim == 0 and d.dtype.kind == "f" and out._requires_grad and \
-                    not _grad_state.inference:
+                    not _grad_state.inference and d.__class__ is np.ndarray:
                 # the usual loss: a 0-d float seed without ones_like's argument handling
                 new_grads.append(_wrap(np.array(1, d.dtype)))
             elif out.requires_grad:
@@ -168,7 +168,8 @@ def backward(
         fn = loss._grad_fn
         if fn is not None and loss._base is None:
             d = loss._data
-            if d.ndim == 0 and d.dtype.kind == "f" and not _grad_state.inference:
+            if d.ndim == 0 and d.dtype.kind == "f" and not _grad_state.inference and \
+                    d.__class__ is np.ndarray:       # (not a meta tensor: Note [Meta arrays])
                 run_backward_scalar(fn, loss._output_nr, _wrap(np.array(1, d.dtype)),
                                     False if retain_graph is None else retain_graph)
                 return
@@ -243,7 +244,7 @@ def grad(
         ins: Any = inputs
         d = loss._data
         if d.ndim == 0 and d.dtype.kind == "f" and loss._requires_grad and \
-                not _grad_state.inference:
+                not _grad_state.inference and d.__class__ is np.ndarray:
             lean: tuple = ((ins,) if ins.__class__ is _Tensor else tuple(ins)
                            if ins.__class__ is list or ins.__class__ is tuple else ())
             if lean:

@@ -91,6 +91,8 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0,
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} "
                            f"> to={b}")
+    if tensor.is_meta:          # nothing to fill: a no-op, as torch's
+        return tensor
     # torch's numbers for the seed (Note [Random streams] in ndgrad/_generator.py)
     vals = uniform_array(tuple(tensor.shape), a, b, tensor._data.dtype, _gen(generator))
     return _store(tensor, vals)
@@ -103,6 +105,8 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
     _check_float(tensor, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if tensor.is_meta:
+        return tensor
     return _store(tensor, normal_array(tuple(tensor.shape), mean, std, tensor._data.dtype,
                                        _gen(generator)))
 
@@ -118,6 +122,9 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
+
+    if tensor.is_meta:
+        return tensor
 
     def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -274,6 +281,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Optional[Any] = None
     if tensor.numel() == 0:
         return tensor
     _check_float(tensor, "normal_kernel_cpu")
+    if tensor.is_meta:
+        return tensor
     rows = tensor.size(0)
     cols = tensor.numel() // rows
     flat = normal_array((rows, cols), 0.0, 1.0, tensor._data.dtype, _gen(generator))
@@ -300,6 +309,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
     _check_float(tensor, "normal_kernel_cpu")
     rows, cols = tuple(tensor.shape)
     num_zeros = int(math.ceil(sparsity * rows))
+    if tensor.is_meta:
+        return tensor
     vals = normal_array((rows, cols), 0.0, std, tensor._data.dtype, _gen(generator))
     for col in range(cols):     # PyTorch draws the permutations from the default generator
         vals[randperm_array(rows, None)[:num_zeros], col] = 0

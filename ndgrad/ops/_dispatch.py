@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .. import _dtype, _unsigned
+from .. import _dtype, _meta, _unsigned
 from .._aligned import owns_memory as _owns_memory
 from .._refcounts import SOLE_REFERENCE_TESTS
 from ..autograd import anomaly_mode as _anomaly_mode
@@ -247,7 +247,8 @@ _SavedTensor = SavedTensor
 def _raw_apply(self: Any, grads: list) -> tuple:
     g = grads[0]
     if (g is None or _state.enabled or g.__class__ is not Tensor or _BATCHING or _FW_AD
-            or _TRACING or _PROFILING):
+            or _TRACING or _PROFILING or (_META and g._data.__class__ is _MetaArray)):
+        # (meta tensors: the Tensor rule, whose ops keep results meta; Note [Meta arrays])
         return _op_node_apply(self, grads)
     d = g._data
     dt = d.dtype
@@ -332,7 +333,8 @@ def _raw_apply(self: Any, grads: list) -> tuple:
         if out.__class__ is not _ndarray:
             if out is NotImplemented:        # the rule declined: the Tensor rule runs
                 return _op_node_apply(self, grads)
-            out = np.asarray(out)
+            if out.__class__ is not _MetaArray:
+                out = np.asarray(out)
         r = _new(Tensor)
         r._data = out
         if _TRANSFORM:
@@ -392,6 +394,17 @@ def _set_unsigned() -> None:
 
 
 _dtype.UNSIGNED_WATCHERS.append(_set_unsigned)
+# Note [Meta arrays] (_meta.py): off until a meta tensor is first made.
+_META = False
+
+
+def _set_meta() -> None:
+    global _META
+    _META = True
+
+
+_meta.WATCHERS.append(_set_meta)
+_MetaArray = _meta.MetaArray
 _transform_lock = threading.Lock()
 _tensor_module: Any = import_module("ndgrad.tensor")  # ndgrad.tensor is also a function
 
@@ -580,11 +593,14 @@ def apply(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
             return res
     if _UNSIGNED:
         _unsigned.check(op.name, arrays, args, op.node_name)
-    out = op.forward(*arrays, *args) if args else op.forward(*arrays)
+    if _META:
+        out = _meta_forward(op, tensors, arrays, args)
+    else:
+        out = op.forward(*arrays, *args) if args else op.forward(*arrays)
     if _TRACING:
         out = _trace_record(op, tensors, arrays, args, out)
     if op.num_outputs == 1:
-        if type(out) is not _ndarray:
+        if type(out) is not _ndarray and type(out) is not _MetaArray:
             out = np.asarray(out)
         result = _new(Tensor)
         result._data = out
@@ -851,3 +867,82 @@ def _set_batching(flag: bool) -> None:
 _anomaly_mode.watch(_set_anomaly)
 _profiler.attach(apply, _set_profiling)
 _batching_levels.watch(_set_batching)
+
+
+# Note [Meta arrays] (_meta.py): the ops that need values torch's meta kernels do not have, and
+# its error for each (the default: no meta kernel registered).
+_META_NONZERO = (
+    "The register_meta function for torch.nonzero() raises unimplemented by default, as a "
+    "correct data-independent implementation does not exist. This implementation returns a "
+    "fake value, assuming all elements of the tensor are non-zero. To enable this "
+    "registration, please set "
+    "'torch.fx.experimental._config.meta_nonzero_assume_all_nonzero' to True.")
+_META_REFUSED = {"nonzero": _META_NONZERO, "argwhere": _META_NONZERO,
+                 "masked_select": "masked_select", "unique": "_unique2",
+                 "unique_consecutive": "unique_consecutive", "equal": "equal",
+                 "bincount": "bincount", "histc": "histc", "histogram": "histogram",
+                 "repeat_interleave": "repeat_interleave",
+                 "allclose": "Tensor.item() cannot be called on meta tensors"}
+
+
+def _meta_refusal(name: str) -> Exception:
+    msg = _META_REFUSED[name]
+    if name == "repeat_interleave":
+        return RuntimeError("cannot repeat_interleave a meta tensor without output_size")
+    if name == "allclose":
+        return RuntimeError(msg)
+    if " " not in msg:
+        msg = (f"aten::{msg}: attempted to run this operator with Meta tensors, but there was "
+               "no fake impl or Meta kernel registered. You may have run into this message "
+               "while using an operator with PT2 compilation APIs (torch.compile/torch.export); "
+               "in order to use this operator with those APIs you'll need to add a fake impl. "
+               "Please see the following for next steps:  "
+               "https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html")
+    return NotImplementedError(msg)
+
+
+def _meta_forward(op: Op, tensors: tuple, arrays: tuple, args: tuple) -> Any:
+    """The forward once meta tensors exist: with a meta input, torch's device and
+    data-dependence checks, then the forward on meta arrays, its results made meta."""
+    for a in arrays:
+        if a.__class__ is _MetaArray:
+            break
+    else:
+        for t in tensors:
+            if t._data.__class__ is _MetaArray:
+                break
+        else:                            # no meta input: the cpu forward
+            return op.forward(*arrays, *args) if args else op.forward(*arrays)
+    first = None
+    meta = False
+    for t in tensors:
+        m = type(t._data) is _MetaArray
+        meta = meta or m
+        if m or t._data.ndim and t._data.size:   # a cpu 0-d (or empty placeholder) tensor
+            #                                         goes with any device
+            dev = "meta" if m else "cpu"
+            if first is None:
+                first = dev
+            elif dev != first and op.name != "copy_":
+                raise RuntimeError(f"Tensor on device {dev} is not on the expected device "
+                                   f"{first}!")
+    if not meta:
+        for a in arrays:
+            if type(a) is _MetaArray:
+                meta = True
+    if not meta:
+        return op.forward(*arrays, *args) if args else op.forward(*arrays)
+    if op.name in _META_REFUSED:
+        raise _meta_refusal(op.name)
+    if op.name == "copy_" and type(arrays[0]) is not _MetaArray:
+        raise NotImplementedError(_tensor_module.META_COPY_MSG)
+    return _meta.run_forward(op.forward, arrays, args)
+
+
+def meta_refuse(name: str, *tensors: Any) -> None:
+    """torch's error for op ``name`` if one of ``tensors`` is a meta tensor (the ops outside
+    ``apply`` whose results depend on values: Note [Meta arrays])."""
+    if _META:
+        for t in tensors:
+            if isinstance(t, Tensor) and type(t._data) is _MetaArray:
+                raise _meta_refusal(name)

@@ -50,6 +50,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import _meta
+
 __all__ = ["scratch", "zeros_kept", "zeros_operand"]
 
 _MAX_BYTES = 32 << 20
@@ -63,6 +65,8 @@ def scratch(slot: str, shape: tuple, dtype: np.dtype, zero: bool = False) -> np.
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes > _MAX_BYTES or dtype.hasobject:
+        if _meta.FORWARDS[0] and _meta.in_forward():   # Note [Meta forwards] in _meta.py
+            return _meta.empty(shape, dtype)
         return np.zeros(shape, dtype) if zero else np.empty(shape, dtype)
     bufs = getattr(_local, "bufs", None)
     if bufs is None:

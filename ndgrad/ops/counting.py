@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype, _unsigned
+from . import _dispatch
 from ..tensor import Tensor, _wrap
 from ._util import wrap_dim
 
@@ -55,6 +56,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     each element's value among them (``return_inverse``) and how often each occurs. Every NaN
     is distinct (NaN != NaN), sorted last in the order they occur."""
     _refuse_complex(input, "unique" if dim is None else "unique_dim")
+    _dispatch.meta_refuse("unique", input)
     x = input._data
     if dim is None:
         vals, inv, cnt = np.unique(x.reshape(-1), return_inverse=True, return_counts=True,

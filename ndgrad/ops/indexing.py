@@ -33,6 +33,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor, _wrap
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
+from . import _dispatch
 from ._dispatch import Op, apply
 from ._jvp import linear, not_implemented
 from ._util import as_scalar, broadcast_error, is_scalar, wrap_dim
@@ -1104,6 +1105,7 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
             [3]])
     """
     _unsigned.check("nonzero", (input._data,))
+    _dispatch.meta_refuse("nonzero", input)
     x = input._data
     if as_tuple:
         return tuple(_wrap(a.astype(np.int64)) for a in np.nonzero(_as1d(x)))

@@ -43,7 +43,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _meta
 from ..autograd import batching as _bt
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, _wrap
@@ -303,10 +303,10 @@ def _stat_views(mean_t, rstd_t, X, axes, center):
 def _norm_fwd(x, w, b, mean_t, rstd_t, lay, center, train, eps):
     X, axes, WB, pshape = lay
     rows = _blocks(X, axes, WB)
-    if not rows:
+    if not rows or type(x) is _meta.MetaArray:      # (meta: whole-array ufuncs compute nothing)
         return _norm_fwd_core(x, w, b, mean_t, rstd_t, lay, center, train, eps)
     xa = x.reshape(X)
-    y = np.empty(X, x.dtype)
+    y = np.empty_like(x, order="C", shape=X)        # (meta for a meta x: Note [Meta arrays])
     direct = _compute_dtype(x.dtype) == x.dtype      # blocks written in place
     m, r = _stat_views(mean_t, rstd_t, X, axes, center)
     for s in range(0, X[0], rows):
@@ -543,7 +543,9 @@ _BWD = {
 }
 
 
-def _holder(shape: tuple, dt: np.dtype) -> Tensor:
+def _holder(shape: tuple, dt: np.dtype, meta: bool = False) -> Tensor:
+    if meta:                                  # Note [Meta arrays]
+        return _wrap(_meta.empty(shape, _compute_dtype(dt)))
     return _wrap(np.empty(shape, _compute_dtype(dt)))
 
 
@@ -554,8 +556,9 @@ def _run(op: Op, x: Tensor, w: Optional[Tensor], b: Optional[Tensor], lay: tuple
     """Apply a normalization op; returns (out, mean_t, rstd_t)."""
     dt = x._data.dtype
     if train:
-        mean_t = _holder(stat_shape, dt) if center else _wrap(np.empty(0, dt))
-        rstd_t = _holder(stat_shape, dt)
+        meta = type(x._data) is _meta.MetaArray
+        mean_t = _holder(stat_shape, dt, meta) if center else _wrap(np.empty(0, dt))
+        rstd_t = _holder(stat_shape, dt, meta)
     ts = [x, w if w is not None else _ABSENT]
     arrs = [x._data, w._data if w is not None else None]
     if op is not RMS_NORM:

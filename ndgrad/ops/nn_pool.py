@@ -385,7 +385,7 @@ def _tiles2x2(x: np.ndarray, out: tuple) -> Any:
     ho, wo = out
     w = x.shape[-1]
     xv = x[..., :2 * ho, :2 * wo].reshape(lead + (ho, 2, wo, 2))
-    q = np.empty((4,) + lead + (ho, wo), x.dtype)
+    q = np.empty_like(x, order="C", shape=(4,) + lead + (ho, wo))     # (Note [Meta arrays])
     for k in range(4):
         q[k] = xv[..., k >> 1, :, k & 1]
     a, b, c, d = q

@@ -28,7 +28,9 @@ from .._aligned import owns_memory
 from .._refcounts import SOLE_REFERENCE_TESTS
 from .._layout import is_non_overlapping_and_dense
 from ..autograd import accumulate_grad as _accumulate_grad
-from ..tensor import Tensor, _wrap, check_device
+from .. import _meta
+from .._meta import MetaArray as _MetaArray
+from ..tensor import META_COPY_MSG, Tensor, _wrap, check_device
 from ..tensor import device as _device
 from ._batching import call as _bcall
 from ._batching import marked as _bmarked
@@ -1767,7 +1769,7 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 def apply_nondiff(op: Op, tensors: tuple, arrays: tuple, args: tuple = ()) -> Any:
     """``apply(op, tensors, arrays, args)`` for an op without VJP rule (Note [Non-differentiable
     ops in the table])."""
-    if _dispatch._TRACING or _dispatch._BATCHING:
+    if _dispatch._TRACING or _dispatch._BATCHING or _dispatch._META:
         return apply(op, tensors, arrays, args)
     if _dispatch._UNSIGNED:              # Note [Barebones unsigned dtypes] in _dtype.py
         _unsigned.check(op.name, arrays, args, op.node_name)
@@ -1853,6 +1855,7 @@ def equal(input: Tensor, other: Tensor) -> bool:
     """
     _tensor_arg(input, "equal", "input", 1)
     _tensor_arg(other, "equal", "other", 2)
+    _dispatch.meta_refuse("equal", input, other)
     if input._data.shape != other._data.shape:
         return False
     a, b = promote_pair(input, other)
@@ -1892,12 +1895,12 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     if equal_nan and category(a) >= _FLOAT:
         close = close | (np.isnan(a) & np.isnan(b))
     if rtol == 0 and atol == 0:
-        return _wrap(np.asarray(close))
+        return _wrap(np.asanyarray(close))        # (a meta array stays one)
     if category(a) < _FLOAT:
         a, b = to_float(a), to_float(b)
     err = np.abs(a - b)
     allowed = atol + np.abs(rtol * b)
-    return _wrap(np.asarray(close | (np.isfinite(err) & (err <= allowed))))
+    return _wrap(np.asanyarray(close | (np.isfinite(err) & (err <= allowed))))
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
@@ -1908,6 +1911,7 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
     >>> ndgrad.allclose(ndgrad.tensor([1.0, 2.0]), ndgrad.tensor([1.0, 2.0000001]))
     True
     """
+    _dispatch.meta_refuse("allclose", input, other)
     return bool(isclose(input, other, rtol, atol, equal_nan, _fn="allclose")._data.all())
 
 
@@ -2081,6 +2085,8 @@ COPY_LIKE = Op("_copy_like_layout", "CopyBackwards", lambda x, like: _empty_like
 # Copies into a given memory format (``contiguous(memory_format=...)``, ``to(memory_format=...)``).
 CLONE_FMT = Op("clone", "CloneBackward0", lambda x, fmt: _layout.copy_to(x, fmt),
                lambda ctx, g: g, args=("memory_format",), jvp=linear)
+TO_META = Op("to", "ToCopyBackward0", lambda x, dt: _meta.like(x, dtype=dt),
+             lambda ctx, g: g.to("cpu"), args=("dtype",), jvp=linear)
 TO_FMT = Op("to", "ToCopyBackward0", lambda x, dt, fmt: _layout.copy_to(_to_fwd(x, dt), fmt),
             _to_vjp, args=("dtype", "memory_format"), jvp=linear)
 REAL = Op("real", "RealBackward0", lambda x: x.real.copy(), lambda ctx, g: g,
@@ -2106,14 +2112,16 @@ def to(input: Tensor, *positional: Any, dtype: Any = None, **kwargs: Any) -> Ten
     # PyTorch's three overloads: to(dtype, non_blocking, copy), to(device, dtype, non_blocking,
     # copy), to(other, non_blocking, copy); the trailing positional bools are non_blocking, copy.
     args = list(positional)
+    target = None                       # the device asked for
     if args and isinstance(args[0], Tensor):
+        target = args[0].device
         dtype = args.pop(0).dtype
     elif args and type(args[0]) is int:   # a device index: an accelerator ndgrad does not have
         raise RuntimeError("Device index must not be negative" if args[0] < 0 else
                            "Cannot access accelerator device when none is available.")
     elif args and (args[0] is None or isinstance(args[0], (str, _device))):
         if args[0] is not None:
-            check_device(args.pop(0), moving=True)
+            target = check_device(args.pop(0), moving=True)
         else:
             args.pop(0)
         if args and not isinstance(args[0], builtins.bool):
@@ -2126,10 +2134,16 @@ def to(input: Tensor, *positional: Any, dtype: Any = None, **kwargs: Any) -> Ten
     if len(args) == 2:
         kwargs.setdefault("copy", args[1])
     if kwargs.get("device") is not None:
-        check_device(kwargs["device"], moving=True)
+        target = check_device(kwargs["device"], moving=True)
     fmt = _layout.check(kwargs.get("memory_format"), "to")
     copy = kwargs.get("copy")
     x = input._data
+    if target is not None and (target.type == "meta") != (type(x) is _MetaArray):
+        # Note [Meta arrays]: to the meta device (a differentiable copy), never out of it
+        if type(x) is _MetaArray:
+            raise NotImplementedError(META_COPY_MSG)
+        dt = _dtype.to_dtype(dtype).np if dtype is not None else x.dtype
+        return apply(TO_META, (input,), (x,), (dt,))
     if fmt is not _layout.preserve_format:
         _layout.check_rank(x.ndim, fmt)
         dt = _dtype.to_dtype(dtype).np if dtype is not None else x.dtype

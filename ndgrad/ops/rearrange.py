@@ -30,6 +30,7 @@ from .. import _dtype
 from ..tensor import Tensor, _wrap
 from . import shape as _shape
 from ._batching import call as _bcall, marked as _bmarked
+from . import _dispatch
 from ._dispatch import Op, apply
 from ._jvp import linear, zero
 from ._util import type_name, wrap_dim
@@ -246,6 +247,8 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: Any = None, *,
     """Repeat each element ``repeats`` times along ``dim`` (the flattened tensor if None);
     ``repeats`` an int or a tensor of per-element counts. With only a tensor of counts,
     the indices repeated by them."""
+    if output_size is None:
+        _dispatch.meta_refuse("repeat_interleave", input, repeats)
     if repeats is None:                                  # repeat_interleave(repeats)
         r = input._data
         if r.ndim == 0:

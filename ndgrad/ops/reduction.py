@@ -19,7 +19,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import _dtype, _unsigned
+from .. import _dtype, _meta, _unsigned
+from .._meta import MetaArray as _MetaArray
 from .._warn import warn_user
 from ..autograd import grad_mode as _grad_mode
 from ..tensor import Tensor, _as_shape, _wrap
@@ -698,6 +699,8 @@ def _logical_reduce(ufunc: Any, name: str):
         else:
             dims = dims_tuple(dim, x.ndim) if x.ndim else _check_0d_dims(dim)
             r = ufunc.reduce(x.astype(bool, copy=False), axis=dims, keepdims=bool(keepdim))
+        if type(x) is _MetaArray:        # Note [Meta arrays]
+            return _wrap(_meta.to_meta(np.asarray(r).astype(out_dt, copy=False)))
         return _wrap(np.asarray(r).astype(out_dt, copy=False))
     reduce.__name__ = name
     reduce.__doc__ = (f"True where {'all' if name == 'all' else 'any'} elements (over ``dim``, "

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _creation, _dtype
+from .. import _creation, _dtype, _meta
 from .._generator import (TRACE_HOOK, Generator, bernoulli_array, cauchy_array, draw,
                           exponential_array, geometric_array, log_normal_array,
                           multinomial_rows, normal_array, numpy_generator, randint_array,
@@ -322,6 +322,8 @@ BERNOULLI_FILL = Op("bernoulli", "BernoulliBackward2",
 
 
 def _fill(self: Tensor, op: Op, *args: Any) -> Tensor:
+    if type(self._data) is _meta.MetaArray:      # nothing to draw (Note [Meta arrays])
+        return self
     return apply_inplace(self, lambda t: apply(op, (t,), (t._data,), args), overlap="none")
 
 

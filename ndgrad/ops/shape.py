@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import _dtype, _layout, _signature
+from .. import _dtype, _layout, _meta, _signature
 from .._creation import _infer_array
 from .._warn import warn_user
 from ..autograd.saved import TensorList
@@ -32,6 +32,7 @@ from ._batching import call as _bcall
 from ._batching import marked as _bmarked
 from ._batching import refuse_batched_mask as _refuse_mask
 from ..autograd.batching import VMAP as _VMAP
+from . import _dispatch
 from ._dispatch import Op, apply
 from ._jvp import linear
 from ._util import to_tensor, type_name, wrap_dim
@@ -268,7 +269,8 @@ def broadcast_view(a: np.ndarray, shape: tuple) -> np.ndarray:
     (0, 8)
     """
     lead = len(shape) - a.ndim
-    if lead < 0 or not a.flags.c_contiguous or a.size == 0 or a.dtype.isbuiltin != 1:
+    if lead < 0 or not a.flags.c_contiguous or a.size == 0 or a.dtype.isbuiltin != 1 or \
+            a.__class__ is not np.ndarray:        # (a meta array: Note [Meta arrays])
         return np.broadcast_to(a, shape)
     strides = [0] * lead
     for n, s, st in zip(a.shape, shape[lead:], a.strides):
@@ -473,7 +475,7 @@ def _getitem_fwd(x, index):
         if shape is None:
             raise
         return np.zeros(shape, dtype=x.dtype)
-    if type(out) is not np.ndarray:
+    if type(out) is not np.ndarray and type(out) is not _meta.MetaArray:
         out = x[index + (Ellipsis,)]   # all-integer index: a 0-d view, not a NumPy scalar copy
     return out
 
@@ -949,6 +951,10 @@ def _getitem(input: Tensor, idx: tuple, basic: bool, name: str, index: Any = Non
     (Note [Saved index tensors])."""
     x = input._data
     if not basic:
+        if _dispatch._META:      # a mask's indices depend on its values (Note [Meta arrays])
+            for o in idx:
+                if type(o) is _meta.MetaArray and o.dtype == np.bool_:
+                    raise _dispatch._meta_refusal("nonzero")
         indices = _index_tensors(idx, x.ndim, index)
         split = _split_advanced(idx, x.shape)
         if split is not None:

@@ -41,7 +41,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .. import _dtype, _write_watch
+from .. import _dtype, _meta, _write_watch
 from .._aligned import AlignedBlock
 from .._layout import is_non_overlapping_and_dense
 from ..autograd import batching as _bt
@@ -387,7 +387,7 @@ def _check_inplace(self: Tensor, recording: bool, writes: bool = True) -> None:
             raise RuntimeError(LEAF_INPLACE_MSG)
     if _dispatch._TRANSFORM and self._tborn != _transform_local.tid:
         _check_capture(self)
-    if writes and not self._data.flags.writeable:
+    if writes and not self._data.flags.writeable and type(self._data) is not _meta.MetaArray:
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a "
             "single memory location. Please clone() the tensor before performing the operation.")

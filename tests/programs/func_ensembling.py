@@ -48,7 +48,7 @@ print("buffers", buffers, "requires_grad", params["fc1.weight"].requires_grad)
 # Construct a "stateless" version of one of the models. It is "stateless" in
 # the sense that the parameters are meta Tensors and do not have storage.
 base_model = copy.deepcopy(models[0])
-#base_model = base_model.to("meta")
+base_model = base_model.to("meta")
 
 
 def fmodel(params, buffers, x):
@@ -105,7 +105,7 @@ except RuntimeError as e:
 bn_models = [nn.Sequential(nn.Linear(8, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 2))
              for _ in range(3)]
 bn_params, bn_buffers = stack_module_state(bn_models)
-bn_base = copy.deepcopy(bn_models[0])
+bn_base = copy.deepcopy(bn_models[0]).to("meta")
 bn_x = torch.randn(3, 10, 8)
 bn_out = vmap(lambda p, b, x: functional_call(bn_base, (p, b), (x,)))(bn_params, bn_buffers,
                                                                       bn_x)

@@ -48,7 +48,7 @@ from ...ops import _dispatch
 from ...autograd import grad_mode
 from ...autograd.function import Function
 from ...autograd.hooks import HookDict, RemovableHandle
-from ...tensor import Tensor, check_device, typename
+from ...tensor import META_COPY_MSG, Tensor, check_device, typename
 from ..parameter import Buffer, Parameter, UninitializedTensorMixin, is_lazy
 
 # Only Module reaches ``ndgrad.nn`` (as in PyTorch); the global hook registrations are
@@ -601,8 +601,16 @@ class Module:
         """Cast floating-point parameters and buffers to bfloat16."""
         return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
-    def to_empty(self, *, device: Any = None, recurse: bool = True) -> "Module":
-        return self._apply(lambda t: _creation.empty_like(t), recurse=recurse)
+    def to_empty(self, *, device: Any, recurse: bool = True) -> "Module":
+        """Parameters and buffers replaced by uninitialized tensors of the same shapes on
+        ``device`` (a meta module made real: ``reset_parameters()`` then initializes them).
+
+        >>> import ndgrad
+        >>> m = ndgrad.nn.Linear(3, 2, device="meta").to_empty(device="cpu")
+        >>> m.weight.device, m.weight.shape
+        (device(type='cpu'), ndgrad.Size([2, 3]))
+        """
+        return self._apply(lambda t: _creation.empty_like(t, device=device), recurse=recurse)
 
     def to(self, *args: Any, **kwargs: Any) -> "Module":
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)``: casts floating
@@ -625,7 +633,7 @@ class Module:
             else:
                 device = a
         if device is not None:
-            check_device(device)
+            device = check_device(device)
         if dtype is not None:
             dtype = _dtype.to_dtype(dtype)
             if not (dtype.is_floating_point or dtype.is_complex):
@@ -633,6 +641,16 @@ class Module:
                                 f"but got desired dtype={dtype}")
 
         def convert(t: Tensor) -> Tensor:
+            if device is not None and t.device.type != device.type:
+                try:        # to the meta device, or torch's error out of it (Note [Meta arrays])
+                    t = t.to(device)
+                except NotImplementedError as e:
+                    if str(e) == META_COPY_MSG:
+                        raise NotImplementedError(
+                            f"{e} Please use ndgrad.nn.Module.to_empty() instead of "
+                            "ndgrad.nn.Module.to() when moving module from meta to a different "
+                            "device.") from None
+                    raise
             if dtype is not None and (t.is_floating_point() or t.is_complex()):
                 return t.to(dtype)
             return t
@@ -1058,6 +1076,12 @@ class Module:
                     f"size mismatch for {key}: copying a param with shape {input_param.shape} "
                     f"from checkpoint, the shape in current model is {param.shape}.")
                 continue
+            if not lazy and not assign and param.is_meta and not input_param.is_meta:
+                warnings.warn(f"for {key}: copying from a non-meta parameter in the checkpoint "
+                              "to a meta parameter in the current model, which is a no-op. "
+                              "(Did you mean to pass `assign=True` to assign items in the state "
+                              "dictionary to their corresponding key in the module instead of "
+                              "copying them in place?)", UserWarning, stacklevel=2)
             try:
                 with grad_mode.no_grad():
                     if assign:
