@@ -82,7 +82,7 @@ def _unstable_sort_idx(x, dim, descending):
     n = x.shape[dim]
     radix = x.ndim == 1 and x.dtype.kind in "iu" and not descending and n >= 32768
     r = sort_positions(_rows(x, dim), descending, radix)
-    return np.moveaxis(r.reshape(np.moveaxis(x, dim, -1).shape), -1, dim)
+    return np.ascontiguousarray(np.moveaxis(r.reshape(np.moveaxis(x, dim, -1).shape), -1, dim))
 
 
 def _topk_idx(x, dim, k, largest, sorted_):
@@ -91,7 +91,7 @@ def _topk_idx(x, dim, k, largest, sorted_):
         x = x.astype(np.float32)
     r = topk_positions(_rows(x, dim), k, largest, sorted_)
     shape = np.moveaxis(x, dim, -1).shape[:-1] + (k,)
-    return np.moveaxis(r.reshape(shape), -1, dim)
+    return np.ascontiguousarray(np.moveaxis(r.reshape(shape), -1, dim))
 
 
 def _kth_idx(x, dim, keepdim, k):
@@ -99,7 +99,7 @@ def _kth_idx(x, dim, keepdim, k):
         x = x.astype(np.float32)
     r = kth_positions(_rows(x, dim), k)
     r = r.reshape(np.moveaxis(x, dim, -1).shape[:-1])
-    return np.expand_dims(r, dim) if keepdim else r
+    return np.array(np.expand_dims(r, dim) if keepdim else r, order="C")
 
 
 def _median_idx(x, dim, keepdim):
