@@ -127,6 +127,7 @@ LAYERS = {
     # torch.func's transforms, built on the autograd API, forward AD and batch levels.
     "ndgrad.func": API,
     "ndgrad.func._pytree": API,
+    "ndgrad.utils._pytree": API,           # torch.utils._pytree; func's pytrees use it
     "ndgrad.func._common": API,
     "ndgrad.func._rng": API,
     "ndgrad.func._reverse": API,
