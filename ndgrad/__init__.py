@@ -195,7 +195,7 @@ from ._compat import (  # noqa: F401,E402
     vander)
 from .utils.dlpack import to_dlpack  # noqa: F401,E402
 from ._compat_random import binomial, poisson  # noqa: F401,E402
-from ._control_flow import cond, fork, wait, while_loop  # noqa: F401,E402
+from ._control_flow import _assert, cond, fork, wait, while_loop  # noqa: F401,E402
 from ._compat_sparse import dsmm, hspmm, saddmm, smm, spmm, sspaddmm  # noqa: F401,E402
 from ._legacy_storage import (  # noqa: F401,E402
     BFloat16Storage, BoolStorage, ByteStorage, CharStorage, ComplexDoubleStorage,
