@@ -31,9 +31,26 @@ _NAMESPACES = (("ndgrad", "torch"), ("ndgrad.nn.functional", "torch.nn.functiona
                ("ndgrad.special", "torch.special"), ("ndgrad.nn.init", "torch.nn.init"))
 _table: Optional[Dict[int, str]] = None
 
+# nn.functional functions that torch defines as its top-level ones (``F.conv2d is
+# torch.conv2d``): FX names them ``torch.<name>``. (Those torch implements in ``torch._C._nn``,
+# such as ``F.linear`` and ``F.gelu``, keep the name ``torch.nn.functional.<name>`` here: ndgrad
+# has no ``_C._nn`` namespace.)
+_FUNCTIONAL_AT_TOP = ("adaptive_avg_pool1d", "avg_pool1d", "bilinear", "celu_",
+                      "channel_shuffle", "conv1d", "conv2d", "conv3d", "conv_tbc",
+                      "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+                      "cosine_similarity", "hardshrink", "native_channel_shuffle",
+                      "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle", "prelu",
+                      "relu_", "rrelu_", "selu_", "threshold_")
+
 
 def _build() -> Dict[int, str]:
     table: Dict[int, str] = {}
+    import ndgrad
+    import ndgrad.nn.functional as F
+    for n in _FUNCTIONAL_AT_TOP:
+        f = getattr(F, n, None)
+        if f is not None and getattr(ndgrad, n, None) is not None:
+            table[id(f)] = f"torch.{n}"
     for modname, public in _NAMESPACES:
         mod = importlib.import_module(modname)
         names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("__")]

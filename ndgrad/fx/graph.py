@@ -422,6 +422,7 @@ class Graph:
                     free_vars.append(s)
                     body.append(f"{node.name} = {s.lstrip('*')}")
                     continue
+                s += _annotation(node, verbose)
                 if node.args:
                     s += f" = {fmt(node.args[0])}"
                 free_vars.append(s)
@@ -441,7 +442,7 @@ class Graph:
                        f"({fmt_args(node.args[1:], node.kwargs)})"
             else:
                 expr = self._call_function_code(node, fmt, fmt_args, add_global)
-            line = f"{node.name} = {expr}"
+            line = f"{node.name}{_annotation(node, verbose)} = {expr}"
             dead = [n.name for n in user_to_last.get(node, []) if n.op != "placeholder" or True]
             if not node.users:
                 dead.append(node.name)
@@ -471,6 +472,21 @@ class Graph:
             return f"{fmt(node.args[0])}.{node.args[1]}"
         fname = add_global(_snake_case(name or "fn"), t)
         return f"{fname}({fmt_args(node.args, node.kwargs)})"
+
+
+_DTYPE_ABBR = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
+               "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
+               "bool": "b8", "complex64": "c64", "complex128": "c128", "uint16": "u16",
+               "uint32": "u32", "uint64": "u64"}
+
+
+def _annotation(node: Node, verbose: bool) -> str:
+    """``: "f32[2, 3]"`` for a node whose result ShapeProp recorded (verbose code only)."""
+    meta = node.meta.get("tensor_meta") if verbose else None
+    if meta is None or not hasattr(meta, "dtype") or not hasattr(meta, "shape"):
+        return ""
+    abbr = _DTYPE_ABBR.get(str(meta.dtype).split(".")[-1], str(meta.dtype))
+    return f': "{abbr}[{", ".join(str(d) for d in meta.shape)}]"'
 
 
 def _resolves(root: Any, mod: str, qual: str, obj: Any) -> bool:

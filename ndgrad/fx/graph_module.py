@@ -22,6 +22,7 @@ import linecache
 from typing import Any, Dict, Optional, Union
 
 from .. import nn
+from ..tensor import Tensor
 from .graph import Graph
 
 __all__ = ["GraphModule"]
@@ -41,9 +42,8 @@ def _copy_attr(from_module: nn.Module, to_module: nn.Module, target: str) -> Non
             setattr(to_module, item, t)
         from_module, to_module = f, t
     orig = getattr(from_module, field)
-    if isinstance(orig, nn.Module) or isinstance(orig, nn.Parameter):
-        setattr(to_module, field, orig)
-    elif field in getattr(from_module, "_buffers", {}):
+    if isinstance(orig, Tensor) and not isinstance(orig, nn.Parameter):
+        # tensors the graph reads are buffers of the GraphModule (as torch's)
         to_module.register_buffer(field, orig)
     else:
         setattr(to_module, field, orig)
@@ -133,7 +133,8 @@ class GraphModule(nn.Module):
                        include_device: bool = False, colored: bool = False, **_: Any) -> str:
         """``class <name>(torch.nn.Module): def forward ...``: the generated code as a class,
         printed (and returned)."""
-        lines = self._code.strip("\n").rstrip().splitlines()
+        code = self._graph.python_code(root_module="self", verbose=True).src
+        lines = code.strip("\n").rstrip().splitlines()
         body = ["    " + lines[0], "        # No stacktrace found for following nodes"]
         body += ["    " + line for line in lines[1:]]
         out = f"class {type(self).__name__}(torch.nn.Module):\n" + "\n".join(body) + "\n"

@@ -19,6 +19,7 @@ import inspect
 import operator
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
+from ._functional_calls import torch_layout
 from .node import MAGIC_METHODS, Node, map_aggregate
 
 __all__ = ["Proxy", "Attribute", "TraceError", "TracerBase", "ParameterProxy"]
@@ -187,6 +188,7 @@ class Proxy:
                 _is_tensor_method(orig_method):
             return tracer.create_proxy("call_method", _DUNDER_METHODS.get(name, name),
                                        args, kwargs)
+        args, kwargs = torch_layout(orig_method, tuple(args), kwargs)
         return tracer.create_proxy("call_function", orig_method, args, kwargs,
                                    name=tracer.graph._target_to_str(orig_method))
 

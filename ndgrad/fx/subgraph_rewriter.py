@@ -96,26 +96,30 @@ def replace_pattern(gm: GraphModule, pattern: Union[Callable, Graph, GraphModule
         inner_set = set(inner)
         if any(u not in inner_set for g in inner if g is not node for u in g.users):
             continue
-        matches.append(Match(node, nodes_map))
+        matches.append(Match(p_root, nodes_map))
         used.update(inner)
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for m in matches:
-        anchor = m.anchor
+        anchor = m.nodes_map[m.anchor]
+        users = sorted(anchor.users, key=lambda u: order.get(u, len(order)))
+        insert = gm.graph.inserting_before(users[0]) if users else \
+            gm.graph.inserting_after(anchor)
         val_map: Dict[Node, Any] = {}
         r_inputs = [n for n in rg.nodes if n.op == "placeholder"]
         for rp, pp in zip(r_inputs, p_inputs):
             val_map[rp] = m.nodes_map[pp]
         result: Optional[Any] = None
-        with gm.graph.inserting_before(anchor):
+        with insert:
             for rn in rg.nodes:
                 if rn.op == "placeholder":
                     continue
                 if rn.op == "output":
-                    result = map_arg(rn.args[0], lambda n: val_map[n])
+                    result = map_arg(rn.args[0], val_map.__getitem__)
                     break
                 if rn.op in ("get_attr", "call_module") and isinstance(replacement,
                                                                         nn.Module):
                     _install(gm, replacement, rn.target)
-                val_map[rn] = gm.graph.node_copy(rn, lambda n: val_map[n])
+                val_map[rn] = gm.graph.node_copy(rn, val_map.__getitem__)
         assert isinstance(result, Node), "replace_pattern: the replacement returns one value"
         anchor.replace_all_uses_with(result)
         for p in reversed(list(pg.nodes)):
