@@ -277,7 +277,7 @@ class Graph:
             raise RuntimeError(f"Attempting to remove {to_erase} from wrong graph!")
         if to_erase._erased:
             import warnings
-            warnings.warn(f"erase_node({to_erase}) on an already erased node")
+            warnings.warn(f"erase_node({to_erase}) on an already erased node", stacklevel=2)
             return
         to_erase._remove_from_list()
         to_erase._erased = True

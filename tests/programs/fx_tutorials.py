@@ -158,7 +158,7 @@ for node in traced.graph.nodes:
     if node.op == "call_function" and node.target == torch.add:
         with traced.graph.inserting_after(node):
             relu = traced.graph.call_function(torch.relu, (node,))
-            node.replace_all_uses_with(relu, delete_user_cb=lambda user: user is not relu)
+            node.replace_all_uses_with(relu, delete_user_cb=lambda user, r=relu: user is not r)
 traced.recompile()
 print(traced.code)
 print([n.name for n in traced.graph.nodes], traced(-x, y))
@@ -310,7 +310,7 @@ def control(x):
 
 
 def loop(x):
-    for row in x:
+    for _row in x:
         pass
     return x
 
