@@ -244,13 +244,13 @@ def __getattr__(name: str):
     """``ndgrad.nn``, ``ndgrad.optim``, ``ndgrad.utils``, ``ndgrad.func``, ``ndgrad.viz``,
     ``ndgrad.jit``, ``ndgrad.compiler``, ``ndgrad.profiler``, ``ndgrad.multiprocessing``,
     ``ndgrad.distributions``, ``ndgrad.quasirandom``, ``ndgrad.testing``,
-    ``ndgrad.accelerator``, ``ndgrad.xpu``,
+    ``ndgrad.accelerator``, ``ndgrad.xpu``, ``ndgrad.fx``, ``ndgrad.export``,
     ``ndgrad.compile`` and ``ndgrad.vmap`` load on first use: ``import ndgrad`` stays fast, and
     ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
     import importlib
     if name in ("nn", "optim", "utils", "func", "viz", "jit", "compiler", "profiler",
                 "multiprocessing", "distributions", "quasirandom", "testing", "accelerator",
-                "xpu"):
+                "xpu", "fx", "export"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "vmap":               # torch.vmap is torch.func.vmap
         return importlib.import_module(f"{__name__}.func").vmap

@@ -17,6 +17,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from ..nn import functional as F
+
 __all__ = ["torch_layout"]
 
 _LOSS = ("size_average", "reduce", "reduction")
@@ -98,7 +100,6 @@ def torch_layout(func: Callable, args: Tuple, kwargs: Dict[str, Any]
     layout = LAYOUT.get(name)
     if layout is None or not getattr(func, "__module__", "").startswith("ndgrad"):
         return args, kwargs
-    import ndgrad.nn.functional as F
     if getattr(F, name, None) is not func:
         return args, kwargs
     sig: Optional[inspect.Signature]

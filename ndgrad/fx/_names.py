@@ -22,6 +22,10 @@ from __future__ import annotations
 import importlib
 from typing import Any, Dict, Optional
 
+import ndgrad
+
+from ..nn import functional as F
+
 __all__ = ["qualified_name", "public_name"]
 
 # (ndgrad module, the torch path it stands for), searched in this order: a function that is
@@ -45,8 +49,6 @@ _FUNCTIONAL_AT_TOP = ("adaptive_avg_pool1d", "avg_pool1d", "bilinear", "celu_",
 
 def _build() -> Dict[int, str]:
     table: Dict[int, str] = {}
-    import ndgrad
-    import ndgrad.nn.functional as F
     for n in _FUNCTIONAL_AT_TOP:
         f = getattr(F, n, None)
         if f is not None and getattr(ndgrad, n, None) is not None:

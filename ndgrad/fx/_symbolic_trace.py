@@ -27,18 +27,17 @@ import functools
 import inspect
 import operator
 import sys
+import types
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from .. import _control_flow, nn
 from ..tensor import Tensor
 from .graph import Graph
-from .node import Node, map_aggregate
+from .graph_module import GraphModule
+from .node import Node, _side_effectful, _wrapped_fns, map_aggregate
 from .proxy import ParameterProxy, Proxy, TracerBase
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "PH", "has_side_effect"]
-
-_side_effectful: set = set()
-
 
 def has_side_effect(fn: Callable) -> Callable:
     """Mark ``fn`` so that dead-code elimination keeps calls of it."""
@@ -84,7 +83,8 @@ def wrap(fn_or_name: Union[str, Callable]) -> Union[str, Callable]:
             pass
         else:
             raise NotImplementedError("wrap must be called at the top level of a module")
-    _wrapped_fns_to_patch.append((f.f_globals, fn_name))
+    if not any(g is f.f_globals and n == fn_name for g, n in _wrapped_fns_to_patch):
+        _wrapped_fns_to_patch.append((f.f_globals, fn_name))
     return fn_or_name
 
 
@@ -193,7 +193,8 @@ class Tracer(TracerBase):
                     self.tensor_attrs.setdefault(id(v), f"{mname}.{k}" if mname else k)
         self.submodule_paths = {m: n for n, m in self.root.named_modules()}
 
-        args = self._create_args_for_root(fn, isinstance(root, nn.Module), concrete_args)
+        args, kwargs = self._create_args_for_root(fn, isinstance(root, nn.Module),
+                                                  concrete_args)
         tracer = self
         orig_call = nn.Module.__call__
         orig_getattr = nn.Module.__getattr__
@@ -213,9 +214,12 @@ class Tracer(TracerBase):
         nn.Module.__call__ = module_call_wrapper  # type: ignore[method-assign]
         nn.Module.__getattr__ = module_getattr_wrapper  # type: ignore[method-assign]
         try:
-            result = fn(*args)
+            if kwargs.pop("__flattened__", False):
+                result = _flattened(fn)(*args)
+            else:
+                result = fn(*args)
             self.create_node("output", "output", (self.create_arg(result),), {},
-                             type_expr=fn.__annotations__.get("return", None))
+                             type_expr=_annotation(fn, "return"))
         finally:
             nn.Module.__call__ = orig_call  # type: ignore[method-assign]
             nn.Module.__getattr__ = orig_getattr  # type: ignore[method-assign]
@@ -243,6 +247,7 @@ class Tracer(TracerBase):
                     map_aggregate((a, kw), lambda v: found.append(v) if isinstance(
                         v, Proxy) else None)
                     if found:
+                        _wrapped_fns.add(orig)
                         return tracer.create_proxy("call_function", orig, a, kw)
                     return orig(*a, **kw)
                 return wrapped
@@ -251,55 +256,80 @@ class Tracer(TracerBase):
         return patched
 
     def _create_args_for_root(self, fn: Callable, is_module: bool,
-                              concrete_args: Optional[Dict[str, Any]]) -> list:
+                              concrete_args: Optional[Dict[str, Any]]) -> Tuple[list, dict]:
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         out: list = [self.root] if is_module else []
+        kw_out: dict = {}
         if is_module:
             params = params[1:]
         concrete_args = dict(concrete_args or {})
+        by_kind: Dict[Any, list] = {}
         for p in params:
-            if p.kind == inspect.Parameter.VAR_POSITIONAL:
-                out.append(self.create_proxy("placeholder", "*" + p.name, (), {}))
-                continue
-            if p.kind == inspect.Parameter.VAR_KEYWORD:
-                self.create_proxy("placeholder", "**" + p.name, (), {})
-                continue
-            default = () if p.default is inspect.Parameter.empty else (p.default,)
-            if p.name in concrete_args:
-                value = concrete_args.pop(p.name)
-                if isinstance(value, _PH):
-                    out.append(self.create_proxy("placeholder", p.name, default, {}))
-                    continue
-                # an input of the graph checked to have the value the trace assumed
-                self.graph._graph_namespace._used.add(p.name)
-                ph = self.create_proxy("placeholder", p.name, default, {})
-                ph.node.target = ph.node.name
-                msg = f"{p.name} has been specialized to have value {value} but got another " \
-                      "value"
-                if value is None:
-                    self.create_proxy("call_function", _assert_is_none, (ph, msg), {})
-                else:
-                    eq = self.create_proxy("call_function", operator.eq, (ph, value), {})
-                    self.create_proxy("call_function", _control_flow._assert, (eq, msg), {})
-                out.append(value)
-                continue
-            out.append(self.create_proxy("placeholder", p.name, default, {},
-                                         type_expr=fn.__annotations__.get(p.name, None)))
+            by_kind.setdefault(p.kind, []).append(self._root_arg(p, fn, concrete_args))
         if concrete_args:
             raise TypeError(f"{fn.__name__}() got unexpected concrete arguments "
                             f"{list(concrete_args)}")
-        return out
+        K = inspect.Parameter
+        out += by_kind.get(K.POSITIONAL_ONLY, []) + by_kind.get(K.POSITIONAL_OR_KEYWORD, [])
+        rest = by_kind.get(K.KEYWORD_ONLY, []) + by_kind.get(K.VAR_POSITIONAL, []) + \
+            by_kind.get(K.VAR_KEYWORD, [])
+        if rest:
+            out += rest
+            kw_out["__flattened__"] = True
+        return out, kw_out
+
+    def _root_arg(self, p: inspect.Parameter, fn: Callable, concrete_args: Dict[str, Any]
+                  ) -> Any:
+        """The value parameter ``p`` of the traced function gets (a placeholder's Proxy, or
+        the concrete value)."""
+        if p.kind == inspect.Parameter.VAR_POSITIONAL:
+            return self.create_proxy("placeholder", "*" + p.name, (), {})
+        if p.kind == inspect.Parameter.VAR_KEYWORD:
+            return self.create_proxy("placeholder", "**" + p.name, (), {})
+        default = () if p.default is inspect.Parameter.empty else (p.default,)
+        if p.name in concrete_args:
+            value = concrete_args.pop(p.name)
+            if isinstance(value, _PH):
+                return self.create_proxy("placeholder", p.name, default, {})
+            # an input of the graph, checked to have the value the trace assumed
+            self.graph._graph_namespace._used.add(p.name)
+            ph = self.create_proxy("placeholder", p.name, default, {})
+            ph.node.target = ph.node.name
+            msg = f"{p.name} has been specialized to have value {value} but got another value"
+            if value is None:
+                self.create_proxy("call_function", _assert_is_none, (ph, msg), {})
+            else:
+                eq = self.create_proxy("call_function", operator.eq, (ph, value), {})
+                self.create_proxy("call_function", _control_flow._assert, (eq, msg), {})
+            return value
+        return self.create_proxy("placeholder", p.name, default, {},
+                                 type_expr=_annotation(fn, p.name))
+
+
+def _annotation(fn: Callable, name: str) -> Any:
+    """The annotation the graph records for a parameter (or the return value) of the traced
+    function; none for ndgrad's own modules (torch's carry no annotations)."""
+    if getattr(fn, "__module__", "").startswith("ndgrad."):
+        return None
+    return getattr(fn, "__annotations__", {}).get(name, None)
+
+
+def _flattened(fn: Callable) -> Callable:
+    """``fn`` as a function of positional parameters only, in its code's order (positional,
+    keyword-only, ``*args``, ``**kwargs``): the traced function receives the Proxies of its
+    ``*args`` and ``**kwargs`` whole, as torch's tracer passes them."""
+    code = fn.__code__
+    flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+    total = code.co_argcount + code.co_kwonlyargcount + \
+        bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    new_code = code.replace(co_argcount=total, co_posonlyargcount=0, co_kwonlyargcount=0,
+                            co_flags=flags)
+    return types.FunctionType(new_code, fn.__globals__, fn.__name__, None, fn.__closure__)
 
 
 def _assert_is_none(value: Any, msg: str) -> None:
     assert value is None, msg
-
-
-class _GraphAppendingTracer(TracerBase):
-    def __init__(self, graph: Graph) -> None:
-        self.graph = graph
-        self.tensor_attrs: Dict[int, str] = {}
 
 
 def symbolic_trace(root: Union[nn.Module, Callable[..., Any]],
@@ -316,7 +346,6 @@ def symbolic_trace(root: Union[nn.Module, Callable[..., Any]],
         sum_1 = relu.sum();  relu = None
         return sum_1
     """
-    from .graph_module import GraphModule
     tracer = Tracer()
     graph = tracer.trace(root, concrete_args)
     name = type(root).__name__ if isinstance(root, nn.Module) else root.__name__

@@ -25,8 +25,10 @@ import keyword
 import re
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+import ndgrad
+
 from ._names import public_name, qualified_name
-from .node import COMPARISONS, INPLACE, MAGIC_METHODS, UNARY, Node, map_arg
+from .node import COMPARISONS, INPLACE, MAGIC_METHODS, UNARY, Node, _wrapped_fns, map_arg
 
 __all__ = ["Graph", "PythonCode"]
 
@@ -151,6 +153,13 @@ class Graph:
         self._owning_module = owning_module
         self._tracer_cls = tracer_cls
         self._tracer_extras = tracer_extras
+
+    def __getstate__(self) -> dict:
+        # the owning module refers back to the graph; whoever restores the graph owns it
+        state = dict(self.__dict__)
+        state["_owning_module"] = None
+        state["_tracer_cls"] = None
+        return state
 
     @property
     def owning_module(self) -> Optional[Any]:
@@ -374,7 +383,6 @@ class Graph:
             namespace._used.add(n.name)
 
         def add_global(hint: str, obj: Any) -> str:
-            import ndgrad
             if obj is ndgrad:
                 globals_["torch"] = obj
                 return "torch"
@@ -400,6 +408,25 @@ class Graph:
         def fmt(a: Any) -> str:
             return _repr_arg(a, add_global)
 
+        def type_repr(t: Any) -> str:
+            if isinstance(t, str):
+                return add_global(repr(t), t)
+            if t is None or t is type(None):
+                return add_global("NoneType", type(None))
+            if t is ndgrad.Tensor:
+                add_global("torch", ndgrad)
+                return "torch.Tensor"
+            origin = getattr(t, "__origin__", None)
+            if origin is not None:
+                import typing
+                name = "Union" if origin is typing.Union else getattr(t, "_name", None) or \
+                    getattr(origin, "__name__", "Any")
+                head = add_global(f"typing_{name}", getattr(typing, name, origin))
+                return f"{head}[{','.join(type_repr(a) for a in t.__args__)}]"
+            if getattr(t, "__module__", "") == "builtins":
+                return t.__name__
+            return add_global(getattr(t, "__name__", "T"), t)
+
         def fmt_args(args: Tuple, kwargs: Dict[str, Any]) -> str:
             parts = [fmt(a) for a in args] + [f"{k} = {fmt(v)}" for k, v in kwargs.items()]
             return ", ".join(parts)
@@ -415,6 +442,8 @@ class Graph:
 
         free_vars: List[str] = []
         body: List[str] = []
+        maybe_return = ""
+        wrap_stmts: List[str] = []
         for node in self.nodes:
             if node.op == "placeholder":
                 s = node.target
@@ -422,6 +451,8 @@ class Graph:
                     free_vars.append(s)
                     body.append(f"{node.name} = {s.lstrip('*')}")
                     continue
+                if node.type is not None:
+                    s += f" : {type_repr(node.type)}"
                 s += _annotation(node, verbose)
                 if node.args:
                     s += f" = {fmt(node.args[0])}"
@@ -430,6 +461,8 @@ class Graph:
                     body.append(f"{node.name} = {node.target}")
                 continue
             if node.op == "output":
+                if node.type is not None:
+                    maybe_return = f" -> {type_repr(node.type)}"
                 body.append(f"return {fmt(node.args[0])}")
                 continue
             if node.op == "get_attr":
@@ -441,7 +474,7 @@ class Graph:
                 expr = f"{fmt(node.args[0])}.{node.target}" \
                        f"({fmt_args(node.args[1:], node.kwargs)})"
             else:
-                expr = self._call_function_code(node, fmt, fmt_args, add_global)
+                expr = self._call_function_code(node, fmt, fmt_args, add_global, wrap_stmts)
             line = f"{node.name}{_annotation(node, verbose)} = {expr}"
             dead = [n.name for n in user_to_last.get(node, []) if n.op != "placeholder" or True]
             if not node.users:
@@ -453,11 +486,12 @@ class Graph:
             body.append("pass")
         code = "\n".join("    " + b for b in body)
         sig = ", ".join(["self"] + free_vars)
-        src = f"\n\n\ndef forward({sig}):\n{code}\n    "
+        wraps = "\n".join(dict.fromkeys(wrap_stmts))
+        src = f"\n{wraps}\n\ndef forward({sig}){maybe_return}:\n{code}\n    "
         return PythonCode(src, globals_)
 
     def _call_function_code(self, node: Node, fmt: Callable, fmt_args: Callable,
-                            add_global: Callable) -> str:
+                            add_global: Callable, wrap_stmts: List[str]) -> str:
         t = node.target
         mod = getattr(t, "__module__", None)
         name = getattr(t, "__name__", "")
@@ -470,7 +504,10 @@ class Graph:
         if t is getattr and len(node.args) == 2 and isinstance(node.args[1], str) and \
                 node.args[1].isidentifier() and not node.kwargs:
             return f"{fmt(node.args[0])}.{node.args[1]}"
-        fname = add_global(_snake_case(name or "fn"), t)
+        fname = add_global(qualified_name(t), t)
+        if t in _wrapped_fns:
+            wrap_stmts.append(f'torch.fx._symbolic_trace.wrap("{fname}")')
+            add_global("torch", ndgrad)
         return f"{fname}({fmt_args(node.args, node.kwargs)})"
 
 
@@ -510,7 +547,6 @@ def _arg_nodes(node: Node) -> List[Node]:
 
 
 def _repr_arg(a: Any, add_global: Callable[[str, Any], str]) -> str:
-    import ndgrad
     if isinstance(a, Node):
         return a.name
     if isinstance(a, tuple) and hasattr(a, "_fields"):

@@ -135,8 +135,11 @@ class GraphModule(nn.Module):
         printed (and returned)."""
         code = self._graph.python_code(root_module="self", verbose=True).src
         lines = code.strip("\n").rstrip().splitlines()
-        body = ["    " + lines[0], "        # No stacktrace found for following nodes"]
-        body += ["    " + line for line in lines[1:]]
+        renamed = sum(1 for n in self._graph.nodes
+                      if n.op == "placeholder" and n.name != n.target.lstrip("*"))
+        body = ["    " + line for line in lines[:1 + renamed]] + ([""] if renamed else [])
+        body.append("        # No stacktrace found for following nodes")
+        body += ["    " + line for line in lines[1 + renamed:]]
         out = f"class {type(self).__name__}(torch.nn.Module):\n" + "\n".join(body) + "\n"
         if print_output:
             print(out)
@@ -198,11 +201,16 @@ class GraphModule(nn.Module):
     def __deepcopy__(self, memo: Dict[int, Any]) -> "GraphModule":
         import copy
         fake = nn.Module()
-        fake.__dict__ = copy.deepcopy(self.__dict__, memo)
-        res = GraphModule(fake, fake.__dict__["_graph"], type(self).__name__)
+        memo[id(self)] = fake
+        state = copy.deepcopy({k: v for k, v in self.__dict__.items()
+                               if k not in ("_graph", "_code")}, memo)
+        fake.__dict__.update(state)
+        graph = copy.deepcopy(self._graph, memo)
+        res = GraphModule(fake, graph, type(self).__name__)
+        res.meta = copy.deepcopy(self.meta, memo)
         return res
 
-    def __reduce__(self) -> Any:
+    def __reduce_ex__(self, protocol: Any) -> Any:
         state = {k: v for k, v in self.__dict__.items() if k not in ("_graph", "_code")}
         return (_rebuild, (type(self).__name__, state, self._graph))
 

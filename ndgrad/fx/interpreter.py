@@ -205,7 +205,7 @@ class Transformer(Interpreter):
             def strip_proxy(a: Any) -> Any:
                 return a.node if isinstance(a, Proxy) else a
             self.new_graph.output(map_aggregate(result, strip_proxy))
-        return GraphModule(self.module, self.new_graph, type(self.module).__name__)
+        return GraphModule(self.module, self.new_graph)
 
 
 _EMPTY = object()

@@ -22,6 +22,8 @@ import operator
 import types
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from ._names import public_name, qualified_name
+
 __all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target"]
 
 Argument = Any
@@ -62,8 +64,13 @@ def map_arg(a: Argument, fn: Callable[["Node"], Argument]) -> Argument:
 
 def _qualified_name(func: Any) -> str:
     """The dotted name by which generated code and graph text name ``func``."""
-    from ._names import qualified_name
     return qualified_name(func)
+
+
+# functions dead-code elimination keeps (``has_side_effect``)
+_side_effectful: set = set()
+# functions ``fx.wrap`` made opaque to tracing (generated code re-wraps them)
+_wrapped_fns: set = set()
 
 
 def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
@@ -225,9 +232,23 @@ class Node:
                 self.target.endswith("_") and not self.target.endswith("__"):
             return True
         if self.op == "call_function":
-            from ._symbolic_trace import _side_effectful
             return self.target in _side_effectful
         return False
+
+    def __getstate__(self) -> dict:
+        # ndgrad's public functions pickle by their public path (the checking wrappers are not
+        # importable by their qualified names)
+        state = dict(self.__dict__)
+        if self.op == "call_function":
+            pub = public_name(self.target)
+            if pub is not None:
+                state["target"] = _PublicFunction(pub)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        if isinstance(state.get("target"), _PublicFunction):
+            state["target"] = state["target"].resolve()
+        self.__dict__.update(state)
 
     # ----------------------------------------------------------------- printing
     def __repr__(self) -> str:
@@ -274,9 +295,27 @@ class Node:
         if self.type is None:
             return ""
         t = self.type
+        if isinstance(t, str):
+            return f"{t!r} "
+        if getattr(t, "__origin__", None) is not None:
+            return str(t).replace("ndgrad.tensor.Tensor", "torch.Tensor") + " "
         name = getattr(t, "__qualname__", None) or str(t)
         mod = getattr(t, "__module__", "builtins")
         return (name if mod == "builtins" else f"{_public_module(mod)}.{name}") + " "
+
+
+class _PublicFunction:
+    """A pickled reference to one of ndgrad's public functions (``torch.<path>``)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def resolve(self) -> Any:
+        import importlib
+        obj: Any = importlib.import_module("ndgrad")
+        for atom in self.path.split(".")[1:]:
+            obj = getattr(obj, atom)
+        return obj
 
 
 def _public_module(mod: str) -> str:

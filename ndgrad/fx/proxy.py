@@ -19,6 +19,8 @@ import inspect
 import operator
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
+import ndgrad
+
 from ._functional_calls import torch_layout
 from .node import MAGIC_METHODS, Node, map_aggregate
 
@@ -79,7 +81,6 @@ class TracerBase:
                          self.create_arg(a.step))
         if a is None or a is ... or isinstance(a, (str, int, float, bool, complex)):
             return a
-        import ndgrad
         if isinstance(a, (ndgrad.dtype, ndgrad.device, ndgrad.layout)) or \
                 type(a).__name__ == "memory_format" or callable(a):
             return a
@@ -100,6 +101,14 @@ class TracerBase:
         return Attribute(obj, "keys")()
 
 
+class _GraphAppendingTracer(TracerBase):
+    """The tracer of a Proxy made directly on a graph's node: appends to that graph."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+        self.tensor_attrs: Dict[int, str] = {}
+
+
 # Tensor operators reached through ``Tensor.__torch_function__`` (a real tensor on the left)
 # are recorded as the method torch names them by.
 _DUNDER_METHODS = {"__add__": "add", "__radd__": "add", "__sub__": "sub", "__mul__": "mul",
@@ -115,7 +124,6 @@ class Proxy:
 
     def __init__(self, node: Node, tracer: Optional[TracerBase] = None) -> None:
         if tracer is None:
-            from ._symbolic_trace import _GraphAppendingTracer
             tracer = _GraphAppendingTracer(node.graph)
         self.tracer = tracer
         self.node = node
@@ -182,7 +190,6 @@ class Proxy:
             raise RuntimeError(f"Found multiple different tracers {list(tracers)} while trying "
                                f"to trace operations {orig_method}")
         tracer = next(iter(tracers))
-        import ndgrad
         name = getattr(orig_method, "__name__", "")
         if getattr(ndgrad.Tensor, name, None) is orig_method or \
                 _is_tensor_method(orig_method):
