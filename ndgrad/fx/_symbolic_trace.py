@@ -237,8 +237,8 @@ class Tracer(TracerBase):
         for g, name in _wrapped_fns_to_patch:
             had = name in g
             orig = g[name] if had else getattr(builtins, name, None)
-            if orig is None:
-                raise NameError(f"name '{name}' is not defined")
+            if orig is None:      # the module that wrapped it no longer defines it
+                continue
 
             def make(orig: Callable) -> Callable:
                 @functools.wraps(orig)

@@ -10,7 +10,8 @@ Example:
     ndgrad.Size([1, 2])
     >>> print(gm.code.strip())
     def forward(self, input):
-        _0 = getattr(self, "0")(input);  input = None
+        input_1 = input
+        _0 = getattr(self, "0")(input_1);  input_1 = None
         _1 = getattr(self, "1")(_0);  _0 = None
         return _1
 """
