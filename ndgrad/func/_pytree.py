@@ -12,10 +12,17 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..utils._pytree import (SUPPORTED_NODES, TreeSpec, _node_type, tree_flatten, tree_map,
-                             tree_unflatten)
+from ..utils._pytree import SUPPORTED_NODES, TreeSpec, _node_type, tree_flatten, tree_map
+from ..utils._pytree import tree_unflatten as _tree_unflatten
 
 __all__ = ["TreeSpec", "tree_flatten", "tree_unflatten", "tree_map", "broadcast_prefix"]
+
+
+def tree_unflatten(leaves: Any, spec: Optional[TreeSpec]) -> Any:
+    """``utils._pytree.tree_unflatten`` for the structures the transforms keep (always
+    present when leaves are)."""
+    assert spec is not None, "a structure comes with every flattened tree"
+    return _tree_unflatten(leaves, spec)
 
 
 def broadcast_prefix(prefix: Any, spec: TreeSpec) -> Optional[list]:

@@ -23,6 +23,7 @@ import contextlib
 import inspect
 import keyword
 import re
+import typing
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import ndgrad
@@ -395,9 +396,9 @@ class Graph:
                     _resolves(ndgrad, mod, getattr(obj, "__qualname__", ""), obj):
                 globals_["torch"] = ndgrad
                 return qualified_name(obj)
-            if mod == "builtins" and getattr(builtins, getattr(obj, "__name__", ""), None) \
-                    is obj:
-                return obj.__name__
+            bname = getattr(obj, "__name__", "")
+            if mod == "builtins" and getattr(builtins, bname, None) is obj:
+                return str(bname)
             for name, val in globals_.items():
                 if val is obj:
                     return name
@@ -418,9 +419,8 @@ class Graph:
                 return "torch.Tensor"
             origin = getattr(t, "__origin__", None)
             if origin is not None:
-                import typing
-                name = "Union" if origin is typing.Union else getattr(t, "_name", None) or \
-                    getattr(origin, "__name__", "Any")
+                name = "Union" if origin is typing.Union else str(
+                    getattr(t, "_name", None) or getattr(origin, "__name__", "Any"))
                 head = add_global(f"typing_{name}", getattr(typing, name, origin))
                 return f"{head}[{','.join(type_repr(a) for a in t.__args__)}]"
             if getattr(t, "__module__", "") == "builtins":
@@ -537,8 +537,13 @@ def _resolves(root: Any, mod: str, qual: str, obj: Any) -> bool:
 
 def _arg_nodes(node: Node) -> List[Node]:
     out: List[Node] = []
-    map_arg(node.args, lambda n: out.append(n) or n)
-    map_arg(node.kwargs, lambda n: out.append(n) or n)
+
+    def collect(n: Node) -> Node:
+        out.append(n)
+        return n
+
+    map_arg(node.args, collect)
+    map_arg(node.kwargs, collect)
     seen: List[Node] = []
     for n in out:
         if n not in seen:

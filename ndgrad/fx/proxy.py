@@ -156,7 +156,9 @@ class Proxy:
         for inst in dis.get_instructions(caller.f_code):
             if inst.offset == caller.f_lasti:
                 if inst.opname == "UNPACK_SEQUENCE":
-                    return (self[i] for i in range(inst.argval))
+                    return (self.tracer.create_proxy("call_function", operator.getitem,
+                                                     (self, i), {})
+                            for i in range(inst.argval))
                 break
         return self.tracer.iter(self)
 
@@ -283,4 +285,3 @@ for _name in list(MAGIC_METHODS) + ["eq", "ne", "lt", "gt", "le", "ge"]:
         setattr(Proxy, f"__r{_dunder}__", _binary(_op, True))
 for _name in ("neg", "pos", "invert", "abs"):
     setattr(Proxy, f"__{_name}__", _unary(getattr(operator, _name)))
-Proxy.__hash__ = object.__hash__  # type: ignore[method-assign]

@@ -195,9 +195,9 @@ def _register_namedtuple(cls: type, *, serialized_type_name: str) -> None:
 
 def is_namedtuple_class(cls: Any) -> bool:
     """Whether ``cls`` is a named tuple class."""
+    fields = getattr(cls, "_fields", None)
     return isinstance(cls, type) and issubclass(cls, tuple) and \
-        isinstance(getattr(cls, "_fields", None), tuple) and \
-        all(isinstance(f, str) for f in cls._fields)
+        isinstance(fields, tuple) and all(isinstance(f, str) for f in fields)
 
 
 def is_namedtuple_instance(obj: Any) -> bool:
@@ -275,11 +275,15 @@ _register(deque, lambda d: (list(d), d.maxlen), lambda c, m: deque(c, maxlen=m),
           "collections.deque", flatten_with_keys_fn=lambda d: (_seq_keys(list(d)), d.maxlen))
 _register(_Size, lambda s: (list(s), None), lambda c, _: _Size(c), "torch.Size",
           flatten_with_keys_fn=lambda s: (_seq_keys(list(s)), None))
+def _structseq_unflatten(cls: type) -> UnflattenFunc:
+    return lambda children, _: cls(*children)
+
+
 # the ops' result tuples are nodes of their own type (torch's structseqs), not named tuples
 for _name in dir(_return_types):
     _cls = getattr(_return_types, _name)
     if is_namedtuple_class(_cls) and _cls.__module__ == _return_types.__name__:
-        _register(_cls, lambda t: (list(t), None), lambda c, _, cls=_cls: cls(*c),
+        _register(_cls, lambda t: (list(t), None), _structseq_unflatten(_cls),
                   f"torch.return_types.{_name}",
                   flatten_with_keys_fn=lambda t: (_seq_keys(list(t)), None))
 
