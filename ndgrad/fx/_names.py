@@ -63,6 +63,18 @@ def _build() -> Dict[int, str]:
                 continue
             if callable(obj) and not isinstance(obj, type):
                 table.setdefault(id(obj), f"{public}.{n}")
+    # Tensor methods as functions (what export records): torch.Tensor.view
+    for n in dir(ndgrad.Tensor):
+        if n.startswith("__") and n.endswith("__"):
+            continue
+        obj = ndgrad.Tensor.__dict__.get(n)
+        if obj is None:
+            for klass in type.mro(ndgrad.Tensor):
+                if n in vars(klass):
+                    obj = vars(klass)[n]
+                    break
+        if callable(obj) and not isinstance(obj, type):
+            table.setdefault(id(obj), f"torch.Tensor.{n}")
     return table
 
 
