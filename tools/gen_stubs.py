@@ -332,7 +332,8 @@ def _namespace(module: str, imp: _Imports) -> list:
     names = {n: getattr(mod, n) for n in vars(mod) if not n.startswith("_")}
     if module == "ndgrad":
         import ndgrad.nn.toplevel as nn_toplevel
-        for lazy in ("nn", "optim", "utils", "distributions", "testing", "accelerator", "xpu"):
+        for lazy in ("nn", "optim", "utils", "distributions", "testing", "accelerator", "xpu",
+                     "fx", "export"):
             names[lazy] = importlib.import_module(f"ndgrad.{lazy}")
         for n in sorted(mod._NN_TOPLEVEL):
             names[n] = nn_toplevel.get(n)
