@@ -22,6 +22,8 @@ import operator
 import types
 from typing import Any, Callable, Dict, Optional, Tuple
 
+import ndgrad
+
 from ._names import public_name, qualified_name
 
 __all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target"]
@@ -311,8 +313,7 @@ class _PublicFunction:
         self.path = path
 
     def resolve(self) -> Any:
-        import importlib
-        obj: Any = importlib.import_module("ndgrad")
+        obj: Any = ndgrad
         for atom in self.path.split(".")[1:]:
             obj = getattr(obj, atom)
         return obj
