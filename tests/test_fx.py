@@ -5,8 +5,10 @@ ShapeProp, replace_pattern, wrap, concrete_args and the tracing errors."""
 from __future__ import annotations
 
 import copy
+import math
 import operator
 import pickle
+from math import sqrt
 
 import pytest
 import torch
@@ -359,3 +361,13 @@ def test_proxy_api():
     assert repr(q) == "Proxy(relu)" and q.node.op == "call_method"
     assert [n.op for n in g.nodes] == ["placeholder", "call_function", "call_method"]
     assert ndgrad.fx.map_arg((p.node, [1]), lambda n: n.name) == ("x", [1])
+
+
+def test_math_functions_are_autowrapped_like_torch():
+    def f(lib):
+        def fn(x):
+            return x * math.sqrt(x.size(0)) + math.floor(x.shape[1]) / sqrt(4)
+        gm = lib.fx.symbolic_trace(fn)
+        return f"{gm.graph}\n{gm.code}\n{gm(lib.ones(4, 3))}"
+    same(f)
+    assert math.sqrt(4.0) == 2.0 and sqrt is math.sqrt     # restored after tracing

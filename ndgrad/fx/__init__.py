@@ -3,9 +3,9 @@ GraphModules that run (edited) graphs as generated Python code, Interpreters and
 over graphs, ``passes.shape_prop`` and ``subgraph_rewriter.replace_pattern``.
 
 Differences from torch.fx (Note [FX names] in ``_names.py``): generated code spells ndgrad's
-functions ``torch.<path>`` with ``torch`` bound to ndgrad; a concrete argument becomes a
-placeholder with that default (torch renames it and adds an equality assertion); functions
-from ``math`` are not auto-wrapped.
+functions ``torch.<path>`` with ``torch`` bound to ndgrad (the official tutorials print the
+same text under both); functions torch keeps in ``torch._C._nn`` (``F.linear``) are named
+``torch.nn.functional.<name>``; no stack-trace comments in ``print_readable``.
 
 Example:
     >>> import ndgrad, ndgrad.fx as fx

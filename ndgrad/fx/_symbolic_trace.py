@@ -25,6 +25,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import math
 import operator
 import sys
 import types
@@ -34,7 +35,7 @@ from .. import _control_flow, nn
 from ..tensor import Tensor
 from .graph import Graph
 from .graph_module import GraphModule
-from .node import Node, _side_effectful, _wrapped_fns, map_aggregate
+from .node import Node, _side_effectful, map_aggregate
 from .proxy import ParameterProxy, Proxy, TracerBase
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "PH", "has_side_effect"]
@@ -91,9 +92,11 @@ def wrap(fn_or_name: Union[str, Callable]) -> Union[str, Callable]:
 class Tracer(TracerBase):
     """Turns a module or function into a Graph (see the module docstring)."""
 
-    def __init__(self, autowrap_modules: Tuple[Any, ...] = (),
+    def __init__(self, autowrap_modules: Tuple[Any, ...] = (math,),
                  autowrap_functions: Tuple[Callable, ...] = (),
                  param_shapes_constant: bool = False) -> None:
+        self._autowrap_functions = tuple(autowrap_functions)
+        self._autowrap_check: Callable[[dict], None] = lambda d: None
         self._autowrap_function_ids = {id(f) for f in autowrap_functions}
         self._autowrap_modules = autowrap_modules
         self.param_shapes_constant = param_shapes_constant
@@ -203,6 +206,7 @@ class Tracer(TracerBase):
         def module_call_wrapper(mod: nn.Module, *a: Any, **kw: Any) -> Any:
             def forward(*a2: Any, **kw2: Any) -> Any:
                 return orig_call(mod, *a2, **kw2)
+            tracer._autowrap_check(getattr(getattr(mod, "forward", mod), "__globals__", {}))
             return tracer.call_module(mod, forward, a, kw)
 
         @functools.wraps(orig_getattr)
@@ -210,7 +214,7 @@ class Tracer(TracerBase):
             val = orig_getattr(mod, attr)
             return tracer.getattr(attr, val, tracer._param_cache)
 
-        patched = self._patch_wrapped()
+        patched = self._patch_wrapped(getattr(fn, "__globals__", {}))
         nn.Module.__call__ = module_call_wrapper  # type: ignore[method-assign]
         nn.Module.__getattr__ = module_getattr_wrapper  # type: ignore[method-assign]
         try:
@@ -231,28 +235,52 @@ class Tracer(TracerBase):
         self.submodule_paths = None
         return self.graph
 
-    def _patch_wrapped(self) -> list:
-        patched = []
+    def _patch_wrapped(self, fn_globals: dict) -> list:
+        """Replace the wrapped functions (``fx.wrap``'d names; the functions of the
+        autowrap modules, ``math`` by default, in those modules and in the traced function's
+        globals) by versions that record a call when given a Proxy. Returns what to undo."""
+        patched: list = []
         tracer = self
-        for g, name in _wrapped_fns_to_patch:
-            had = name in g
-            orig = g[name] if had else getattr(builtins, name, None)
-            if orig is None:      # the module that wrapped it no longer defines it
-                continue
 
-            def make(orig: Callable) -> Callable:
-                @functools.wraps(orig)
-                def wrapped(*a: Any, **kw: Any) -> Any:
-                    found: List[Proxy] = []
-                    map_aggregate((a, kw), lambda v: found.append(v) if isinstance(
-                        v, Proxy) else None)
-                    if found:
-                        _wrapped_fns.add(orig)
-                        return tracer.create_proxy("call_function", orig, a, kw)
-                    return orig(*a, **kw)
-                return wrapped
-            patched.append((g, name, g.get(name), had))
-            g[name] = make(orig)
+        def make(orig: Callable, rewrap: bool) -> Callable:
+            @functools.wraps(orig)
+            def wrapped(*a: Any, **kw: Any) -> Any:
+                found: List[Proxy] = []
+                map_aggregate((a, kw), lambda v: found.append(v) if isinstance(
+                    v, Proxy) else None)
+                if found:
+                    if rewrap:      # generated code wraps it again (its module's global)
+                        tracer.graph._wrapped.add(orig)
+                    return tracer.create_proxy("call_function", orig, a, kw)
+                return orig(*a, **kw)
+            return wrapped
+
+        def patch(d: dict, name: str, orig: Callable, rewrap: bool) -> None:
+            patched.append((d, name, d.get(name), name in d))
+            d[name] = make(orig, rewrap)
+
+        for g, name in _wrapped_fns_to_patch:
+            orig = g[name] if name in g else getattr(builtins, name, None)
+            if orig is not None:    # else the module that wrapped it no longer defines it
+                patch(g, name, orig, True)
+        auto = {id(f): f for f in self._autowrap_functions}
+        for mod in self._autowrap_modules:
+            auto.update({id(f): f for n, f in vars(mod).items()
+                         if not n.startswith("_") and callable(f)})
+        visited: set = set()
+
+        def autowrap_check(d: dict) -> None:
+            if id(d) in visited:
+                return
+            visited.add(id(d))
+            for name, val in list(d.items()):
+                if not name.startswith("_") and callable(val) and id(val) in auto:
+                    patch(d, name, val, True)
+
+        self._autowrap_check = autowrap_check
+        autowrap_check(fn_globals)
+        for mod in self._autowrap_modules:
+            autowrap_check(vars(mod))
         return patched
 
     def _create_args_for_root(self, fn: Callable, is_module: bool,

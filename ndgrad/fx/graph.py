@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import ndgrad
 
 from ._names import public_name, qualified_name
-from .node import COMPARISONS, INPLACE, MAGIC_METHODS, UNARY, Node, _wrapped_fns, map_arg
+from .node import COMPARISONS, INPLACE, MAGIC_METHODS, UNARY, Node, map_arg
 
 __all__ = ["Graph", "PythonCode"]
 
@@ -154,6 +154,7 @@ class Graph:
         self._owning_module = owning_module
         self._tracer_cls = tracer_cls
         self._tracer_extras = tracer_extras
+        self._wrapped: set = set()      # functions fx.wrap'd in their module's globals
 
     def __getstate__(self) -> dict:
         # the owning module refers back to the graph; whoever restores the graph owns it
@@ -243,6 +244,8 @@ class Graph:
     def node_copy(self, node: Node, arg_transform: Callable[[Node], Any] = lambda x: x) -> Node:
         """A copy of ``node`` (from any graph) here, its node arguments mapped by
         ``arg_transform``."""
+        if node.op == "call_function" and node.target in node.graph._wrapped:
+            self._wrapped.add(node.target)
         args = map_arg(node.args, arg_transform)
         kwargs = map_arg(node.kwargs, arg_transform)
         result = self.create_node(node.op, node.target, args, kwargs, node.name, node.type)
@@ -505,7 +508,7 @@ class Graph:
                 node.args[1].isidentifier() and not node.kwargs:
             return f"{fmt(node.args[0])}.{node.args[1]}"
         fname = add_global(qualified_name(t), t)
-        if t in _wrapped_fns:
+        if t in self._wrapped:
             wrap_stmts.append(f'torch.fx._symbolic_trace.wrap("{fname}")')
             add_global("torch", ndgrad)
         return f"{fname}({fmt_args(node.args, node.kwargs)})"

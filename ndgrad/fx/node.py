@@ -71,8 +71,6 @@ def _qualified_name(func: Any) -> str:
 
 # functions dead-code elimination keeps (``has_side_effect``)
 _side_effectful: set = set()
-# functions ``fx.wrap`` made opaque to tracing (generated code re-wraps them)
-_wrapped_fns: set = set()
 
 
 def _format_arg(arg: Any, max_list_len: float = float("inf")) -> str:
