@@ -327,13 +327,16 @@ class TreeSpec:
     def __init__(self, type: Any, context: Context, children_specs: List["TreeSpec"]) -> None:
         self.type = type
         self.context = context
-        self.children_specs = list(children_specs)
-        self.num_children = len(self.children_specs)
+        kids = self.children_specs = list(children_specs)
+        self.num_children = len(kids)
         if type is None:
             self.num_nodes, self.num_leaves = 1, 1
         else:
-            self.num_nodes = 1 + sum(c.num_nodes for c in self.children_specs)
-            self.num_leaves = sum(c.num_leaves for c in self.children_specs)
+            nodes, leaves = 1, 0
+            for c in kids:
+                nodes += c.num_nodes
+                leaves += c.num_leaves
+            self.num_nodes, self.num_leaves = nodes, leaves
 
     def is_leaf(self) -> bool:
         return self.type is None
@@ -380,10 +383,17 @@ class TreeSpec:
         it = iter(leaves)
 
         def build(spec: TreeSpec) -> Any:
-            if spec.type is None:
+            t = spec.type
+            if t is None:
                 return next(it)
+            if t is tuple:
+                return tuple([build(c) for c in spec.children_specs])
+            if t is list:
+                return [build(c) for c in spec.children_specs]
             kids = [build(c) for c in spec.children_specs]
-            return SUPPORTED_NODES[spec.type].unflatten_fn(kids, spec.context)
+            if t is dict:
+                return dict(zip(spec.context, kids))
+            return SUPPORTED_NODES[t].unflatten_fn(kids, spec.context)
 
         return build(self)
 
@@ -478,6 +488,14 @@ def treespec_dict(mapping: Any = (), **kwargs: TreeSpec) -> TreeSpec:
 # ------------------------------------------------------------------------------ flatten
 def _flatten(tree: Any, leaves: list, is_leaf: Optional[Callable[[Any], bool]]) -> TreeSpec:
     if is_leaf is not None and is_leaf(tree):
+        leaves.append(tree)
+        return _LEAF_SPEC
+    t = type(tree)
+    if t is tuple or t is list:       # the common containers first (vmap, grad call this)
+        return TreeSpec(t, None, [_flatten(c, leaves, is_leaf) for c in tree])
+    if t is dict:
+        return TreeSpec(dict, list(tree), [_flatten(c, leaves, is_leaf) for c in tree.values()])
+    if t not in SUPPORTED_NODES and not issubclass(t, tuple):
         leaves.append(tree)
         return _LEAF_SPEC
     ntype = _node_type(tree)
