@@ -498,7 +498,12 @@ def _checked(param: Param, fn_name: str, i: int, pos: int, indent: str) -> str:
     """The type check of one argument, with the protocol's look on Tensor arguments."""
     fail = f"_fail({fn_name!r}, _params[{i}], {pos}, {param.name})"
     if "Tensor" not in param.types and "Tensor[]" not in param.types:
-        return f"{indent}if not ({_condition(param)}): {fail}"
+        # a tensor-like object where a number or list is expected (an FX Proxy for a size)
+        # dispatches as torch's parser does; looked for only once the check has failed
+        v = param.name
+        return (f"{indent}if not ({_condition(param)}):\n"
+                f"{indent}    if _tf({v}) or _tf_seq({v}): {_TF_CALL}\n"
+                f"{indent}    {fail}")
     v = param.name
     wants = f"_tf_seq({v})" if "Tensor[]" in param.types else \
         f"type({v}) not in _PLAIN and _tf({v})"
@@ -551,8 +556,10 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
         if p.varargs:
             sig.append(f"*{p.name}")
             call.append(f"*{p.name}")
-            body.append(f"    if not _is_size_varargs({p.name}): "
-                        f"_fail_varargs({fn_name!r}, _params[{i}], {p.name})")
+            body.append(f"    if not _is_size_varargs({p.name}):\n"
+                        f"        if _tf_seq({p.name}) or _tf_seq({p.name}[:1] and "
+                        f"{p.name}[0]): {_TF_CALL}\n"
+                        f"        _fail_varargs({fn_name!r}, _params[{i}], {p.name})")
             kw_started = True
             continue
         if p.kw_only and not kw_started:

@@ -371,3 +371,34 @@ def test_math_functions_are_autowrapped_like_torch():
         return f"{gm.graph}\n{gm.code}\n{gm(lib.ones(4, 3))}"
     same(f)
     assert math.sqrt(4.0) == 2.0 and sqrt is math.sqrt     # restored after tracing
+
+
+def test_sizes_factories_and_layers_like_torch():
+    def f(lib):
+        nn, F = lib.nn, lib.nn.functional
+
+        class Q(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(lib.ones(4, 4))
+                self.emb = nn.Embedding(10, 4)
+                self.attn = nn.MultiheadAttention(4, 2, batch_first=True)
+
+            def forward(self, x, idx):
+                z = lib.zeros(x.shape) + x.new_zeros(x.size()) + lib.ones(x.size(0), 4)
+                r = lib.arange(x.size(0))
+                y = lib.where(x > 0, x, lib.zeros_like(x)).masked_fill(x < -1, 0.5)
+                v, i = x.max(1)
+                y = y @ self.w.T + F.dropout(x, 0.2, training=self.training)
+                e = self.emb(idx)
+                a, _ = self.attn(e, e, e)
+                y = y.type_as(x).expand_as(x) + z
+                y += 1
+                return y, a.sum(), v, i, r, x.size()[1:]
+
+        lib.manual_seed(0)
+        gm = lib.fx.symbolic_trace(Q().eval())
+        out = gm(lib.linspace(-2, 2, 12).reshape(3, 4), lib.tensor([[1, 2], [3, 4], [5, 6]]))
+        return f"{gm.graph}\n{gm.code}\n{[tuple(o.shape) for o in out[:5]]}\n{out[5]}\n" \
+               f"{out[0]}"
+    same(f)
