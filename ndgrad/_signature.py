@@ -557,8 +557,8 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
             sig.append(f"*{p.name}")
             call.append(f"*{p.name}")
             body.append(f"    if not _is_size_varargs({p.name}):\n"
-                        f"        if _tf_seq({p.name}) or _tf_seq({p.name}[:1] and "
-                        f"{p.name}[0]): {_TF_CALL}\n"
+                        f"        if len({p.name}) == 1 and (_tf({p.name}[0]) or "
+                        f"_tf_seq({p.name}[0])): {_TF_CALL}\n"
                         f"        _fail_varargs({fn_name!r}, _params[{i}], {p.name})")
             kw_started = True
             continue
