@@ -408,3 +408,16 @@ def test_sizes_factories_and_layers_like_torch():
             lib.fx.symbolic_trace(lambda x: lib.ones(x.size(0), 4))
     two_sizes(torch)
     two_sizes(ndgrad)
+
+
+def test_inplace_operator_and_constants_in_code_like_torch():
+    def f(lib):
+        g = lib.fx.Graph()
+        x = g.placeholder("x")
+        a = g.call_function(operator.iadd, (x, 1))
+        b = g.call_method("to", (a, lib.float64))
+        c = g.call_function(operator.getitem, (b, (slice(None), None, ...)))
+        g.output([c, float("inf"), lib.float64])
+        gm = lib.fx.GraphModule(lib.nn.Module(), g)
+        return f"{g}\n{gm.code}\n{gm(lib.ones(2))}"
+    same(f)

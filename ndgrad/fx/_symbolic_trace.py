@@ -27,7 +27,6 @@ import functools
 import inspect
 import math
 import operator
-import sys
 import types
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -379,5 +378,3 @@ def symbolic_trace(root: Union[nn.Module, Callable[..., Any]],
     name = type(root).__name__ if isinstance(root, nn.Module) else root.__name__
     return GraphModule(tracer.root, graph, name)
 
-
-_ = sys

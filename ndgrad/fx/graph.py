@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import builtins
-import contextlib
 import inspect
 import keyword
 import re
@@ -29,14 +28,18 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import ndgrad
 
 from ._names import public_name, qualified_name
-from .node import COMPARISONS, INPLACE, MAGIC_METHODS, UNARY, Node, map_arg
+from .node import COMPARISONS, MAGIC_METHODS, UNARY, Node, map_arg
 
 __all__ = ["Graph", "PythonCode"]
 
 _ILLEGAL = set(keyword.kwlist) | set(dir(builtins)) | {"self", "torch", "inf", "nan",
                                                        "NoneType"}
 _SUFFIX = re.compile(r"(.*)_(\d+)$")
-_OPERATOR_FORMAT = {**MAGIC_METHODS, **COMPARISONS, **UNARY, **INPLACE}
+_OPERATOR_FORMAT = {**MAGIC_METHODS, **COMPARISONS, **UNARY}
+# in-place operators: ``x += 1;  iadd = x``
+_INPLACE = {"iadd": "+", "isub": "-", "imul": "*", "itruediv": "/", "ifloordiv": "//",
+            "imod": "%", "ipow": "**", "iand": "&", "ior": "|", "ixor": "^", "ilshift": "<<",
+            "irshift": ">>", "imatmul": "@"}
 
 
 def _snake_case(s: str) -> str:
@@ -354,13 +357,11 @@ class Graph:
 
     # ----------------------------------------------------------------- printing
     def __str__(self) -> str:
-        placeholder_names: List[str] = []
         lines = []
         for n in self.nodes:
             s = n.format_node()
             if s is not None:
                 lines.append("    " + s)
-        _ = placeholder_names
         return "graph():\n" + "\n".join(lines)
 
     def print_tabular(self) -> None:
@@ -381,7 +382,7 @@ class Graph:
                     include_stride: bool = False, include_device: bool = False,
                     colored: bool = False) -> PythonCode:
         """The graph as the source of ``def forward(self, ...)`` and its globals."""
-        globals_: Dict[str, Any] = {}
+        globals_: Dict[str, Any] = {"inf": float("inf"), "nan": float("nan")}
         namespace = _Namespace()
         for n in self.nodes:
             namespace._used.add(n.name)
@@ -479,7 +480,13 @@ class Graph:
             else:
                 expr = self._call_function_code(node, fmt, fmt_args, add_global, wrap_stmts)
             line = f"{node.name}{_annotation(node, verbose)} = {expr}"
-            dead = [n.name for n in user_to_last.get(node, []) if n.op != "placeholder" or True]
+            sym = _INPLACE.get(getattr(node.target, "__name__", "")) \
+                if node.op == "call_function" and \
+                getattr(node.target, "__module__", None) == "_operator" else None
+            if sym is not None and len(node.args) == 2 and not node.kwargs:
+                target = fmt(node.args[0])
+                line = f"{target} {sym}= {fmt(node.args[1])};  {node.name} = {target}"
+            dead = [n.name for n in user_to_last.get(node, [])]
             if not node.users:
                 dead.append(node.name)
             if dead:
@@ -583,9 +590,5 @@ def _repr_arg(a: Any, add_global: Callable[[str, Any], str]) -> str:
         if isinstance(a, (str, bytes)):
             return repr(a)
         return add_global(getattr(a, "__name__", "fn"), a)
-    if isinstance(a, float) and (a != a or a in (float("inf"), float("-inf"))):
-        return f"float('{a}')"
     return repr(a)
 
-
-_ = (contextlib, qualified_name)

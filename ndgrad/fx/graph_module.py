@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Union
 
 from .. import nn
 from ..tensor import Tensor
@@ -221,5 +221,3 @@ def _rebuild(class_name: str, state: Dict[str, Any], graph: Graph) -> GraphModul
     fake.__dict__.update(state)
     return GraphModule(fake, graph, class_name)
 
-
-_: Optional[int] = None

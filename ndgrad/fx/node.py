@@ -17,9 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import builtins
-import operator
-import types
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import ndgrad
@@ -328,19 +325,6 @@ MAGIC_METHODS = {
     "lshift": "{} << {}", "rshift": "{} >> {}", "and_": "{} & {}", "or_": "{} | {}",
     "xor": "{} ^ {}", "getitem": "{}[{}]", "matmul": "{} @ {}",
 }
-REFLECTABLE_MAGIC_METHODS = {
-    k: v for k, v in MAGIC_METHODS.items()
-    if k not in ("getitem", "div")
-}
 COMPARISONS = {"eq": "{} == {}", "ne": "{} != {}", "lt": "{} < {}", "gt": "{} > {}",
                "le": "{} <= {}", "ge": "{} >= {}"}
 UNARY = {"neg": "-{}", "pos": "+{}", "invert": "~{}"}
-INPLACE = {"iadd": "{} += {}", "isub": "{} -= {}", "imul": "{} *= {}",
-           "itruediv": "{} /= {}", "ifloordiv": "{} //= {}", "imod": "{} %= {}",
-           "ipow": "{} **= {}", "iand": "{} &= {}", "ior": "{} |= {}", "ixor": "{} ^= {}",
-           "ilshift": "{} <<= {}", "irshift": "{} >>= {}", "imatmul": "{} @= {}"}
-
-SYMBOLIC = {getattr(operator, k): v for k, v in {**MAGIC_METHODS, **COMPARISONS,
-                                                   **UNARY}.items()
-            if hasattr(operator, k)}
-_ = (builtins, types)
