@@ -107,3 +107,22 @@ def test_export_argument_errors():
         with pytest.raises(RuntimeError, match="Expecting `args` to be a tuple of example "
                                                "positional inputs, got <class 'list'>"):
             lib.export.export(lib.nn.ReLU(), [lib.ones(1)])
+
+
+def test_constant_attributes_lifted_like_torch():
+    out = {}
+    for name, lib in (("torch", torch), ("ndgrad", ndgrad)):
+        class M(lib.nn.Module):
+            def __init__(self, lib=lib):
+                super().__init__()
+                self.k = lib.tensor([1.0, 2.0])
+
+            def forward(self, x):
+                return x + self.k * 2
+
+        m = M()
+        ep = lib.export.export(m, (lib.ones(2),))
+        assert lib.equal(ep.module()(lib.full((2,), 3.0)), m(lib.full((2,), 3.0)))
+        assert type(m.k) is lib.Tensor and list(ep.constants) == ["k"]
+        out[name] = _describe(lib, ep)
+    assert out["ndgrad"] == out["torch"]

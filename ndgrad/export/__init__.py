@@ -230,6 +230,8 @@ class _ExportTracer(Tracer):
         super().__init__()
         self.lifted: Dict[int, Proxy] = {}
         self._node_values: Dict[Node, Any] = {}
+        self.lift_constant: Callable[[Tensor], Proxy] = lambda t: Proxy(Node(None, "", "root",
+                                                                              "", (), {}))
 
     def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
         return False
@@ -245,6 +247,10 @@ class _ExportTracer(Tracer):
     def create_arg(self, a: Any) -> Any:
         if isinstance(a, Tensor) and id(a) in self.lifted:
             return self.lifted[id(a)].node
+        if isinstance(a, Tensor) and not isinstance(a, nn.Parameter):
+            # a tensor made while tracing (torch.ones(2), a constant's arithmetic): lifted as
+            # a constant input, as torch lifts the tensors it cannot trace
+            return self.lift_constant(a).node
         return super().create_arg(a)
 
     def create_node(self, kind: str, target: Any, args: Tuple, kwargs: Dict[str, Any],
@@ -331,11 +337,35 @@ def _trace(mod: nn.Module, args: Tuple, kwargs: Dict[str, Any]
                       for b in m._non_persistent_buffers_set}
     for name, b in mod.named_buffers():
         lift("b", name, b, InputKind.BUFFER, name not in non_persistent)
+    plain_attrs = []        # (module, name, tensor): read as their lifted Proxies while tracing
     for mname, m in mod.named_modules():
         for k, v in vars(m).items():
             if isinstance(v, Tensor) and not isinstance(v, nn.Parameter) and \
                     id(v) not in tracer.lifted:
                 lift("c", f"{mname}.{k}" if mname else k, v, InputKind.CONSTANT_TENSOR, None)
+            if isinstance(v, Tensor) and not isinstance(v, nn.Parameter):
+                plain_attrs.append((m, k, v))
+    n_lifted = [len(input_specs)]
+    first_user: List[Optional[Node]] = [None]
+
+    def lift_constant(t: Tensor) -> Proxy:
+        i = sum(1 for s in input_specs if s.target and s.target.startswith("lifted_tensor_"))
+        target = f"lifted_tensor_{i}"
+        anchor = first_user[0]
+        ctx = graph.inserting_before(anchor) if anchor is not None else \
+            graph.inserting_before(None)
+        with ctx:
+            node = _placeholder(graph, f"c_{target}")
+        tracer._node_values[node] = t
+        p = tracer.proxy(node)
+        tracer.lifted[id(t)] = p
+        input_specs.insert(n_lifted[0], InputSpec(InputKind.CONSTANT_TENSOR,
+                                                  TensorArgument(node.name), target))
+        n_lifted[0] += 1
+        constants[target] = t
+        return p
+
+    tracer.lift_constant = lift_constant
 
     leaves, in_spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
     names = _arg_names(type(mod).forward, len(args))
@@ -349,6 +379,8 @@ def _trace(mod: nn.Module, args: Tuple, kwargs: Dict[str, Any]
     for name, leaf in zip(user_names, leaves):
         if isinstance(leaf, Tensor):
             node = _placeholder(graph, name)
+            if first_user[0] is None:
+                first_user[0] = node
             tracer._node_values[node] = leaf
             proxies.append(tracer.proxy(node))
             input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(node.name),
@@ -366,12 +398,16 @@ def _trace(mod: nn.Module, args: Tuple, kwargs: Dict[str, Any]
         return tracer.getattr(attr, orig_getattr(m, attr), {})
 
     nn.Module.__getattr__ = module_getattr  # type: ignore[method-assign]
+    for m, k, v in plain_attrs:
+        m.__dict__[k] = tracer.lifted[id(v)]
     try:
         with ndgrad.no_grad():
             result = orig_call(mod, *targs, **tkwargs)
     finally:
         nn.Module.__call__ = orig_call  # type: ignore[method-assign]
         nn.Module.__getattr__ = orig_getattr  # type: ignore[method-assign]
+        for m, k, v in plain_attrs:
+            m.__dict__[k] = v
     _ = module_call
     out_leaves, out_spec = pytree.tree_flatten(result)
     out_nodes = [tracer.create_arg(o) for o in out_leaves]
@@ -463,7 +499,19 @@ class _UnliftedModule(GraphModule):
                 g.output(map_arg(n.args[0], env.__getitem__))
                 break
             env[n] = g.node_copy(n, env.__getitem__)
-        super().__init__(ep._root, g)
+        holder = nn.Module()     # the lifted values at their targets
+        for target, value in {**ep.state_dict, **ep.constants}.items():
+            *path, field = target.split(".")
+            owner = holder
+            for atom in path:
+                if atom not in owner._modules:
+                    owner.add_module(atom, nn.Module())
+                owner = owner._modules[atom]
+            if isinstance(value, nn.Parameter):
+                owner.register_parameter(field, value)
+            else:
+                owner.register_buffer(field, value, persistent=target in ep.state_dict)
+        super().__init__(holder, g)
         self.__dict__["_ep"] = ep
         self.__dict__["_graphs"] = {}
 
