@@ -126,3 +126,15 @@ def test_constant_attributes_lifted_like_torch():
         assert type(m.k) is lib.Tensor and list(ep.constants) == ["k"]
         out[name] = _describe(lib, ep)
     assert out["ndgrad"] == out["torch"]
+
+
+def test_data_dependent_control_flow_refused_like_torch():
+    for lib in (torch, ndgrad):
+        class Branchy(lib.nn.Module):
+            def forward(self, x):
+                if x.sum() > 0:
+                    return x
+                return -x
+
+        with pytest.raises(RuntimeError, match="Could not guard on data-dependent expression"):
+            lib.export.export(Branchy(), (lib.ones(2),))

@@ -4,7 +4,8 @@ lifted to inputs, and a signature saying which input is which.
 
 It is built on ``ndgrad.fx``: the module runs on Proxies that carry the example values, so
 Python code that reads shapes, dtypes or sizes sees the example's (static) values and the graph
-is specialized to them, as torch.export's is for static dimensions. The recorded operations are
+is specialized to them, as torch.export's is for static dimensions; Python control flow on a
+tensor's value is refused, as torch's is. The recorded operations are
 ndgrad's functions and Tensor methods (``torch.nn.functional.linear``, ``torch.Tensor.view``),
 not torch's ATen operators (``torch.ops.aten.linear.default``): node names agree with torch's,
 targets do not. ``dynamic_shapes`` marks dimensions that may change: ``ep.module()`` accepts
@@ -38,7 +39,13 @@ from ..tensor import Tensor
 from ..utils import _pytree as pytree
 
 __all__ = ["export", "ExportedProgram", "ExportGraphSignature", "InputSpec", "OutputSpec",
-           "InputKind", "OutputKind", "TensorArgument", "Dim", "UserError"]
+           "InputKind", "OutputKind", "TensorArgument", "Dim", "UserError",
+           "GuardOnDataDependentSymNode"]
+
+
+class GuardOnDataDependentSymNode(RuntimeError):
+    """Python control flow on a tensor's value met while exporting (torch's
+    ``torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode``)."""
 
 
 class UserError(RuntimeError):
@@ -213,6 +220,11 @@ class _ValueProxy(Proxy):
         return Attribute(self, k)
 
     def __bool__(self) -> bool:
+        if isinstance(self.value, Tensor):
+            raise GuardOnDataDependentSymNode(
+                "Could not guard on data-dependent expression: the truth value of a tensor "
+                "computed from the inputs (Python control flow on tensor values cannot be "
+                "exported; use torch.cond or compute the branch on the tensors)")
         return bool(self.value)
 
     def __len__(self) -> int:
