@@ -195,7 +195,7 @@ from ._compat import (  # noqa: F401,E402
     vander)
 from .utils.dlpack import to_dlpack  # noqa: F401,E402
 from ._compat_random import binomial, poisson  # noqa: F401,E402
-from ._control_flow import cond, fork, wait, while_loop  # noqa: F401,E402
+from ._control_flow import _assert, cond, fork, wait, while_loop  # noqa: F401,E402
 from ._compat_sparse import dsmm, hspmm, saddmm, smm, spmm, sspaddmm  # noqa: F401,E402
 from ._legacy_storage import (  # noqa: F401,E402
     BFloat16Storage, BoolStorage, ByteStorage, CharStorage, ComplexDoubleStorage,
@@ -247,13 +247,13 @@ def __getattr__(name: str):
     ``ndgrad.jit``, ``ndgrad.compiler``, ``ndgrad.profiler``, ``ndgrad.multiprocessing``,
     ``ndgrad.distributions``, ``ndgrad.quasirandom``, ``ndgrad.testing``,
     ``ndgrad.accelerator``, ``ndgrad.xpu``, ``ndgrad.hub``, ``ndgrad.library``, ``ndgrad.mps``,
-    ``ndgrad.compile``, ``ndgrad.vmap`` and the ``ndgrad._foreach_*`` ops load on first use:
-    ``import ndgrad`` stays fast, and ``ndgrad.nn.Linear`` still works after a bare
-    ``import ndgrad``."""
+    ``ndgrad.fx``, ``ndgrad.export``, ``ndgrad.compile``, ``ndgrad.vmap`` and the
+    ``ndgrad._foreach_*`` ops load on first use: ``import ndgrad`` stays fast, and
+    ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
     import importlib
     if name in ("nn", "optim", "utils", "func", "viz", "jit", "compiler", "profiler",
                 "multiprocessing", "distributions", "quasirandom", "testing", "accelerator",
-                "xpu", "hub", "library", "mps"):
+                "xpu", "hub", "library", "mps", "fx", "export"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "vmap":               # torch.vmap is torch.func.vmap
         return importlib.import_module(f"{__name__}.func").vmap

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional
 
 from . import _dtype
+from ._torch_function import handle_torch_function, has_torch_function
 from .tensor import Tensor
 
 
@@ -157,3 +158,14 @@ def wait(future: Future) -> Any:
                         f"types are supported:\n    1. (arg0: Future) -> object\n\nInvoked "
                         f"with: {future!r}")
     return future.wait()
+
+
+def _assert(condition: Any, message: str) -> None:
+    """``assert condition, message`` that symbolic tracing records (``torch._assert``).
+
+    >>> import ndgrad
+    >>> ndgrad._assert(True, "never raised")
+    """
+    if type(condition) is not bool and has_torch_function((condition,)):
+        return handle_torch_function(_assert, (condition,), condition, message)
+    assert condition, message

@@ -513,7 +513,12 @@ def _checked(param: Param, fn_name: str, i: int, pos: int, indent: str) -> str:
     """The type check of one argument, with the protocol's look on Tensor arguments."""
     fail = f"_fail({fn_name!r}, _params[{i}], {pos}, {param.name})"
     if "Tensor" not in param.types and "Tensor[]" not in param.types:
-        return f"{indent}if not ({_condition(param)}): {fail}"
+        # a tensor-like object where a number or list is expected (an FX Proxy for a size)
+        # dispatches as torch's parser does; looked for only once the check has failed
+        v = param.name
+        return (f"{indent}if not ({_condition(param)}):\n"
+                f"{indent}    if _tf({v}) or _tf_seq({v}): {_TF_CALL}\n"
+                f"{indent}    {fail}")
     v = param.name
     wants = f"_tf_seq({v})" if "Tensor[]" in param.types else \
         f"type({v}) not in _PLAIN and _tf({v})"
@@ -572,8 +577,10 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
             call.append(f"*{v}")
             first.append(f"    if {p.name} is not _MISSING: {v} = _size_keyword({fn_name!r}, "
                          f"{p.name!r}, {v}, {p.name})")
-            body.append(f"    if not _is_size_varargs({v}): "
-                        f"_fail_varargs({fn_name!r}, _params[{i}], {v})")
+            body.append(f"    if not _is_size_varargs({v}):\n"
+                        f"        if len({v}) == 1 and (_tf({v}[0]) or "
+                        f"_tf_seq({v}[0])): {_TF_CALL}\n"
+                        f"        _fail_varargs({fn_name!r}, _params[{i}], {v})")
             kw_started = True
             varargs_name = p.name
             continue

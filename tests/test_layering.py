@@ -23,9 +23,9 @@ LAYER_NAMES = ("bottom", "runtime", "ops core", "ops", "api", "practical")
 
 # 5. the practical layer (DESIGN.md: nn, optim, utils.data, distributed; and distributions),
 # written with the public API like user code: every module under these packages (so the API
-# imports none of them).
+# imports none of them). fx and export trace nn.Modules into graphs and GraphModules.
 PRACTICAL_PACKAGES = ("ndgrad.nn", "ndgrad.optim", "ndgrad.utils.data", "ndgrad.distributed",
-                      "ndgrad.distributions")
+                      "ndgrad.distributions", "ndgrad.fx", "ndgrad.export")
 
 LAYERS = {
     # 0. dtypes, layouts, printing, Tensor (an ndarray plus autograd state) and its factories.
@@ -141,6 +141,7 @@ LAYERS = {
     # torch.func's transforms, built on the autograd API, forward AD and batch levels.
     "ndgrad.func": API,
     "ndgrad.func._pytree": API,
+    "ndgrad.utils._pytree": API,           # torch.utils._pytree; func's pytrees use it
     "ndgrad.func._common": API,
     "ndgrad.func._rng": API,
     "ndgrad.func._reverse": API,

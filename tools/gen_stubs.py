@@ -333,7 +333,7 @@ def _namespace(module: str, imp: _Imports) -> list:
     if module == "ndgrad":
         import ndgrad.nn.toplevel as nn_toplevel
         for lazy in ("nn", "optim", "utils", "distributions", "testing", "accelerator", "xpu",
-                     "hub", "library", "mps"):
+                     "hub", "library", "mps", "fx", "export"):
             names[lazy] = importlib.import_module(f"ndgrad.{lazy}")
         for n in sorted(mod._NN_TOPLEVEL):
             names[n] = nn_toplevel.get(n)

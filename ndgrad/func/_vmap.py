@@ -280,7 +280,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         rule = _common.VMAP_RULES.get(func)
         if rule is not None and not kwargs and len(args) == 1 and B and \
                 all(m is not None for m in moved):
-            res = _vectorized(rule, moved, spec.children[0], B, chunk_size)
+            res = _vectorized(rule, moved, spec.children_specs[0], B, chunk_size)
             if res is not None:
                 return _place(res, fname, out_dims)
         if B and _bt.vmap_nestable() and not any(

@@ -1,0 +1,1 @@
+"""FX passes (``torch.fx.passes``): ``shape_prop.ShapeProp``."""
