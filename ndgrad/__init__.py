@@ -65,6 +65,7 @@ from .legacy_tensor_types import Variable as _Variable  # noqa: E402
 autograd.Variable = _Variable  # type: ignore[attr-defined]  # old code's autograd.Variable
 from . import backends, cpu, cuda  # noqa: F401,E402
 from . import amp  # noqa: F401,E402
+from .amp import GradScaler  # noqa: F401,E402  (torch.GradScaler is torch.amp.GradScaler)
 from .amp.autocast_mode import (  # noqa: F401,E402
     autocast, clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
     get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
@@ -188,8 +189,8 @@ from ._tensor_methods import as_strided_  # noqa: F401,E402
 # ---- compat (session 22): torch's other spellings and small helpers (ndgrad/_compat.py) ----
 from ._compat import (  # noqa: F401,E402
     asarray, can_cast, concat, concatenate, detach, eig, frombuffer, get_deterministic_debug_mode,
-    get_device, is_complex, is_conj, is_distributed, is_floating_point, is_inference, is_neg,
-    is_storage, is_warn_always_enabled, lstsq, matrix_rank, numel, range,
+    get_device, get_device_module, is_complex, is_conj, is_distributed, is_floating_point,
+    is_inference, is_neg, is_storage, is_warn_always_enabled, lstsq, matrix_rank, numel, range,
     set_anomaly_enabled, set_deterministic_debug_mode, set_flush_denormal, set_warn_always,
     solve, sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum, symeig,
     vander)

@@ -24,6 +24,7 @@ from ndgrad.legacy_tensor_types import DoubleTensor as DoubleTensor
 from ndgrad._legacy_storage import FloatStorage as FloatStorage
 from ndgrad.legacy_tensor_types import FloatTensor as FloatTensor
 from ndgrad._generator import Generator as Generator
+from ndgrad.amp.grad_scaler import GradScaler as GradScaler
 from ndgrad._legacy_storage import HalfStorage as HalfStorage
 from ndgrad.legacy_tensor_types import HalfTensor as HalfTensor
 from ndgrad._legacy_storage import IntStorage as IntStorage
@@ -303,6 +304,7 @@ from ndgrad.tensor import get_default_device as get_default_device
 from ndgrad._dtype import get_default_dtype as get_default_dtype
 from ndgrad._compat import get_deterministic_debug_mode as get_deterministic_debug_mode
 def get_device(input: _ndgrad_types.Tensor) -> _builtins.int: ...
+from ndgrad._compat import get_device_module as get_device_module
 from ndgrad._settings import get_float32_matmul_precision as get_float32_matmul_precision
 from ndgrad._threads import get_num_interop_threads as get_num_interop_threads
 from ndgrad._threads import get_num_threads as get_num_threads

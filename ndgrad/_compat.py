@@ -430,3 +430,27 @@ def sym_ite(b: bool, t: Any, f: Any) -> Any:
 def sym_sum(args: Any) -> Any:
     """``sum(args)`` (0 for none)."""
     return builtins.sum(args)
+
+
+def get_device_module(device: Any = None) -> Any:
+    """The module of a device type (``ndgrad.cpu``, ``ndgrad.cuda``, ``ndgrad.mps`` ...), as
+    ``torch.get_device_module``; with no device, the current accelerator's, here the cpu's.
+
+    >>> import ndgrad
+    >>> ndgrad.get_device_module("cuda:0").__name__, ndgrad.get_device_module().__name__
+    ('ndgrad.cuda', 'ndgrad.cpu')
+    """
+    import importlib
+    from .tensor import device as _device
+    if device is None:
+        kind = "cpu"                  # no accelerator: torch answers with torch.cpu
+    elif isinstance(device, (str, _device)):
+        kind = _device(device).type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or "
+                           f"None")
+    try:
+        return importlib.import_module(f"ndgrad.{kind}")
+    except ImportError:
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered "
+                           f"as 'torch.{kind}'.") from None

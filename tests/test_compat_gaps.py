@@ -134,3 +134,21 @@ def test_settings_recorded():
     with pytest.warns(UserWarning, match="is not one of 'highest', 'high', or 'medium'"):
         ndgrad.set_float32_matmul_precision("fast")
     ndgrad.set_float32_matmul_precision("highest")
+
+
+@pytest.mark.parametrize("device", [None, "cpu", "cuda:0", "mps", "xpu", "meta", "foo", 3])
+def test_get_device_module_as_torch(device):
+    def run(lib):
+        d = lib.device(device) if device == "cuda:0" else device
+        try:
+            return lib.get_device_module(d).__name__.split(".", 1)[1]
+        except RuntimeError as e:
+            return str(e)
+    assert run(ndgrad) == run(torch)
+
+
+def test_toplevel_gradscaler_and_model_zoo():
+    import ndgrad.hub
+    from ndgrad.utils import model_zoo
+    assert ndgrad.GradScaler is ndgrad.amp.GradScaler
+    assert model_zoo.load_url is ndgrad.hub.load_state_dict_from_url

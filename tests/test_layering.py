@@ -182,6 +182,7 @@ LAYERS = {
     "ndgrad.utils.benchmark.utils.compare": API,
     "ndgrad.utils.benchmark.utils.fuzzer": API,
     "ndgrad.hub": API,
+    "ndgrad.utils.model_zoo": API,
     "ndgrad._library_schema": API,
     "ndgrad.library": API,
 }
