@@ -28,6 +28,7 @@ from ._compat_methods import REMOVED_FUNCTIONS
 from .autograd import anomaly_mode as _anomaly
 from .ops import rearrange as _ra
 from .tensor import Tensor
+from .tensor import device as _device
 from ._warn import WARN_ALWAYS as _WARN_ALWAYS
 
 solve = REMOVED_FUNCTIONS["solve"]
@@ -441,7 +442,6 @@ def get_device_module(device: Any = None) -> Any:
     ('ndgrad.cuda', 'ndgrad.cpu')
     """
     import importlib
-    from .tensor import device as _device
     if device is None:
         kind = "cpu"                  # no accelerator: torch answers with torch.cpu
     elif isinstance(device, (str, _device)):
