@@ -334,16 +334,17 @@ def as_tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = Non
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
     if isinstance(data, np.ndarray):
-        _check_shareable(data)
+        _check_shareable(data, share=True)
         d = _dtype.to_dtype(dtype).np if dtype is not None else data.dtype
         _dtype.from_numpy_dtype(d)
         return _finish(_dtype.cast(data, np.dtype(d), copy=False), False, device)
     return tensor(data, dtype=dtype, device=device)
 
 
-def _check_shareable(a: np.ndarray) -> None:
+def _check_shareable(a: np.ndarray, share: bool = False) -> None:
     """PyTorch's refusals of an array a tensor would share: negative strides (with elements)
-    and a non-native byte order."""
+    and a non-native byte order; ``share`` (as_tensor, from_numpy): its warning, once, for a
+    read-only array (``tensor()`` copies without one)."""
     st = a.strides
     if st and min(st) < 0 and a.size:
         raise ValueError("At least one stride in the given numpy array is negative, and tensors "
@@ -353,7 +354,7 @@ def _check_shareable(a: np.ndarray) -> None:
     if not a.dtype.isnative:
         raise ValueError("given numpy array has byte order different from the native byte "
                          "order. Conversion between byte orders is currently not supported.")
-    if not a.flags.writeable:
+    if share and not a.flags.writeable:
         warn_user_once("The given NumPy array is not writable, and PyTorch does not support "
                        "non-writable tensors. This means writing to this tensor will result in "
                        "undefined behavior. You may want to copy the array to protect its data "
@@ -365,7 +366,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``ndarray`` (no copy); writes show through both ways."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    _check_shareable(ndarray)
+    _check_shareable(ndarray, share=True)
     _dtype.from_numpy_dtype(ndarray.dtype)
     return _wrap(ndarray)
 
