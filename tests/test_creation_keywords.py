@@ -57,6 +57,45 @@ def test_new_factories_and_view_take_size_keyword(method):
     assert ndgrad.ones(6).view(dtype=ndgrad.int32).dtype == ndgrad.int32
 
 
+NEW_FULL_CALLS = {
+    "positional": lambda x: x.new_full((2,), 1.5),
+    "list": lambda x: x.new_full([2, 1], 1.5),
+    "fill_value by keyword": lambda x: x.new_full((2,), fill_value=1.5),
+    "all by keyword": lambda x: x.new_full(size=(2,), fill_value=1.5),
+    "size an int": lambda x: x.new_full(2, 1.5),
+    "no fill_value": lambda x: x.new_full((2,)),
+    "nothing": lambda x: x.new_full(),
+    "size twice": lambda x: x.new_full((2,), fill_value=1, size=(3,)),
+}
+
+
+@pytest.mark.parametrize("call", list(NEW_FULL_CALLS))
+def test_new_full_forms_as_torch(call):
+    ours = _outcome(lambda: NEW_FULL_CALLS[call](ndgrad.ones(2)))
+    theirs = _outcome(lambda: NEW_FULL_CALLS[call](torch.ones(2)))
+    assert ours == theirs
+    if not isinstance(ours, tuple) or ours[0] is not TypeError:
+        np.testing.assert_array_equal(NEW_FULL_CALLS[call](ndgrad.ones(2)).numpy(),
+                                      NEW_FULL_CALLS[call](torch.ones(2)).numpy())
+
+
+def test_new_full_value_first_with_size_keyword_is_refused():
+    # torch reads the value as the size (its words differ: the type of the size first)
+    for t in (torch, ndgrad):
+        with pytest.raises(TypeError):
+            t.ones(2).new_full(1.5, size=(2,))
+
+
+@pytest.mark.parametrize("dtype", [None, 3, "float32"])
+def test_view_dtype_keyword_refuses_a_non_dtype_as_torch(dtype):
+    # torch's TypeError, not an internal AttributeError
+    with pytest.raises(TypeError) as theirs:
+        torch.ones(2).view(dtype=dtype)
+    with pytest.raises(TypeError) as ours:
+        ndgrad.ones(2).view(dtype=dtype)
+    assert str(ours.value) == str(theirs.value)
+
+
 RANDINT_CALLS = {
     "high size": lambda t: t.randint(3, (2,)),
     "low high size": lambda t: t.randint(1, 3, (2,)),
