@@ -352,12 +352,8 @@ def _new_factory(fn_name: str):
         d = dtype if dtype is not None else self.dtype
         if fn_name == "zeros":              # the generic negative-size words, not zeros' own
             _creation._as_shape(size)
-        if fn_name == "full":
-            r = _creation.full(size[0], size[1], dtype=d, device=device,
-                               requires_grad=requires_grad)
-        else:
-            r = getattr(_creation, fn_name)(*size, dtype=d, device=device,
-                                            requires_grad=requires_grad)
+        r = getattr(_creation, fn_name)(*size, dtype=d, device=device,
+                                        requires_grad=requires_grad)
         return _layout.factory_layout(r, layout) if sparse else r
     make.__name__ = make.__qualname__ = "new_" + fn_name
     # a wrong keyword's TypeError names the code object's qualified name
@@ -375,20 +371,25 @@ def _new_full(self: Tensor, size: Any = _NO_VALUE, fill_value: Any = _NO_VALUE, 
               dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
               requires_grad: bool = False) -> Tensor:
     # torch's new_full(size, fill_value): the size one sequence, positional or by keyword
-    missing = [n for n, v in (("size", size), ("fill_value", fill_value)) if v is _NO_VALUE]
-    if missing:
+    if size is _NO_VALUE or fill_value is _NO_VALUE:
+        missing = [n for n, v in (("size", size), ("fill_value", fill_value)) if v is _NO_VALUE]
         raise TypeError(f"new_full() missing {len(missing)} required positional argument"
                         f"{'s' if len(missing) == 1 else ''}: "
                         + ", ".join(f'"{n}"' for n in missing))
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{type(size).__name__}")
-    return _new_full_sizes(self, size, fill_value, dtype=dtype, layout=layout, device=device,
-                           pin_memory=pin_memory, requires_grad=requires_grad)
+    sparse = _creation.check_extras("new_full", layout, pin_memory)
+    r = _creation.full(size, fill_value, dtype=dtype if dtype is not None else self.dtype,
+                       device=device, requires_grad=requires_grad)
+    return _layout.factory_layout(r, layout) if sparse else r
 
 
-_new_full_sizes = _new_factory("full")
 _new_full.__name__ = _new_full.__qualname__ = "new_full"
+_code_names: dict[str, Any] = {"co_name": "new_full"}    # named in a wrong keyword's TypeError
+if sys.version_info >= (3, 11):
+    _code_names["co_qualname"] = "new_full"
+_new_full.__code__ = _new_full.__code__.replace(**_code_names)
 
 
 def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
