@@ -13,8 +13,9 @@ the element at, not the first occurrence:
   with NaN as the largest value.
 ``median``/``nanmedian`` along a dim break ties by position (a stable order), which NumPy's
 stable argsort gives directly. Rows whose answer does not depend on the algorithm (no ties
-that matter) take NumPy's vectorized answer; the others replay the algorithm in Python on the
-row's values (ndgrad/ops/_std_sort.py holds the libstdc++ replays). ``topk`` with
+that matter) take NumPy's vectorized answer; the others replay the algorithm
+(ndgrad/ops/_std_sort.py holds the libstdc++ replays: ``topk``'s ``nth_element`` path and large
+``sort`` rows vectorized over rows, the rest in Python on the row's values). ``topk`` with
 ``sorted=False`` on the ``nth_element`` path leaves an order that depends on the algorithm even
 without ties, so those rows are always replayed.
 
