@@ -1,6 +1,8 @@
 """Factories called the ways torch allows (sizes by keyword, randint's forms) and tensors made
 from NumPy arrays in lists or read-only arrays, against torch."""
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -149,7 +151,7 @@ def test_list_of_arrays_warns_once():
     assert _warnings_of(lambda: ndgrad.tensor([np.ones(2), np.ones(2)])) == []
 
 
-@pytest.mark.parametrize("make", ["from_numpy", "as_tensor", "tensor"])
+@pytest.mark.parametrize("make", ["from_numpy", "as_tensor", "asarray", "Tensor"])
 def test_read_only_array_warns_once(make):
     ro = np.arange(3.0)
     ro.flags.writeable = False
@@ -161,6 +163,28 @@ def test_read_only_array_warns_once(make):
         "The given NumPy array is not writable, and PyTorch does not support non-writable "
         "tensors.")
     assert _warnings_of(lambda: getattr(ndgrad, make)(ro)) == []
+
+
+def test_read_only_array_copied_by_tensor_does_not_warn_as_torch():
+    # torch.tensor copies (no warning, even the first time); its legacy constructor reads the
+    # array in place (the warning). torch's warn-once state is per process: a fresh one.
+    code = ("import warnings, numpy as np, torch\n"
+            "ro = np.arange(3.0); ro.flags.writeable = False\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    torch.tensor(ro); torch.tensor(np.broadcast_to(ro, (2, 3)))\n"
+            "    n = len(w); torch.Tensor(ro)\n"
+            "print(n, len(w))\n")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.split() == ["0", "1"]
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    for m in list(_warn._warned_once):
+        if m.startswith("The given NumPy array is not writable"):
+            _warn._warned_once.discard(m)
+    assert _warnings_of(lambda: ndgrad.tensor(ro)) == []
+    assert _warnings_of(lambda: ndgrad.tensor(np.broadcast_to(ro, (2, 3)))) == []
+    assert len(_warnings_of(lambda: ndgrad.Tensor(ro))) == 1
 
 
 def test_multinomial_without_replacement_draws_zero_weights_as_torch():
