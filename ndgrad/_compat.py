@@ -206,6 +206,8 @@ def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: Optional[b
             raise ValueError(f"can't alias tensor with dtype '{_torch_name(obj.dtype)}' into "
                              f"dtype '{_torch_name(want)}'.")
         arr = obj.astype(want) if cast else (obj.copy() if copy else obj)
+        if arr is obj and not arr.flags.writeable:
+            _creation._check_shareable(arr)     # torch shares it: its read-only warning
         t = _creation.from_numpy(arr) if arr.flags.writeable else _creation.tensor(arr)
         return t.requires_grad_(True) if rg else t
     if isinstance(obj, np.generic):

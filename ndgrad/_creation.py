@@ -116,7 +116,8 @@ def _infer_array(data: Any, target: Optional[_dtype.dtype] = None) -> np.ndarray
     if isinstance(data, Tensor):       # laid out as a preserve_format clone (torch's copy)
         return _layout.preserve_copy(data._data)
     if isinstance(data, np.ndarray):
-        _check_shareable(data)              # torch reads the array in place first
+        # torch reads the array in place first; the copy shares nothing: no read-only warning
+        _check_shareable(data, False)
         _dtype.from_numpy_dtype(data.dtype)
         return _layout.preserve_copy(data)
     if isinstance(data, np.generic):
@@ -334,17 +335,17 @@ def as_tensor(data: Any, dtype: Optional[_dtype.dtype] = None, device: Any = Non
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
     if isinstance(data, np.ndarray):
-        _check_shareable(data, share=True)
+        _check_shareable(data)
         d = _dtype.to_dtype(dtype).np if dtype is not None else data.dtype
         _dtype.from_numpy_dtype(d)
         return _finish(_dtype.cast(data, np.dtype(d), copy=False), False, device)
     return tensor(data, dtype=dtype, device=device)
 
 
-def _check_shareable(a: np.ndarray, share: bool = False) -> None:
+def _check_shareable(a: np.ndarray, shared: bool = True) -> None:
     """PyTorch's refusals of an array a tensor would share: negative strides (with elements)
-    and a non-native byte order; ``share`` (as_tensor, from_numpy): its warning, once, for a
-    read-only array (``tensor()`` copies without one)."""
+    and a non-native byte order; and, when the tensor does share it (``shared``), its warning
+    for a read-only array."""
     st = a.strides
     if st and min(st) < 0 and a.size:
         raise ValueError("At least one stride in the given numpy array is negative, and tensors "
@@ -354,7 +355,7 @@ def _check_shareable(a: np.ndarray, share: bool = False) -> None:
     if not a.dtype.isnative:
         raise ValueError("given numpy array has byte order different from the native byte "
                          "order. Conversion between byte orders is currently not supported.")
-    if share and not a.flags.writeable:
+    if shared and not a.flags.writeable:
         warn_user_once("The given NumPy array is not writable, and PyTorch does not support "
                        "non-writable tensors. This means writing to this tensor will result in "
                        "undefined behavior. You may want to copy the array to protect its data "
@@ -366,7 +367,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``ndarray`` (no copy); writes show through both ways."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    _check_shareable(ndarray, share=True)
+    _check_shareable(ndarray)
     _dtype.from_numpy_dtype(ndarray.dtype)
     return _wrap(ndarray)
 

@@ -779,11 +779,22 @@ def _view_overloads(view_sizes: Any) -> Any:
     """``x.view(*size)`` or ``x.view(dtype)`` (PyTorch's two overloads of Tensor.view)."""
 
     def view(self: Tensor, *size: Any, **keywords: Any) -> Tensor:
-        if keywords.keys() == {"dtype"} and not size:      # x.view(dtype=...)
-            return view_dtype(self, keywords["dtype"])
-        if len(size) == 1 and isinstance(size[0], _dtype.dtype) and not keywords:
+        if keywords:
+            if not size and len(keywords) == 1 and "dtype" in keywords:    # x.view(dtype=...)
+                d = keywords["dtype"]
+                if not isinstance(d, _dtype.dtype):
+                    t = type(d).__name__
+                    raise TypeError(
+                        f"view() received an invalid combination of arguments - got (dtype={t}, "
+                        f"), but expected one of:\n * (torch.dtype dtype)\n      didn't match "
+                        f"because some of the arguments have invalid types: (!dtype={t}!, )\n * "
+                        f"(tuple of ints size)\n      didn't match because some of the keywords "
+                        f"were incorrect: dtype\n")
+                return view_dtype(self, d)
+            return view_sizes(self, *size, **keywords)       # x.view(size=(2, 3)) too
+        if len(size) == 1 and isinstance(size[0], _dtype.dtype):
             return view_dtype(self, size[0])
-        return view_sizes(self, *size, **keywords)           # x.view(size=(2, 3)) too
+        return view_sizes(self, *size)
     fn: Any = view
     fn.__doc__ = view_sizes.__doc__
     fn.__name__ = fn.__qualname__ = "view"

@@ -344,15 +344,9 @@ def _new_factory(fn_name: str):
     def make(self: Tensor, *shape: Any, size: Any = None, dtype: Any = None, layout: Any = None,
              device: Any = None, pin_memory: Any = None, requires_grad: bool = False) -> Tensor:
         if size is not None:                # x.new_zeros(size=(2, 3)), as in torch
-            if fn_name == "full":           # x.new_full(value, size=...): the value stays
-                shape = (size,) + shape
-            elif shape:
+            if shape:
                 raise TypeError(f"new_{fn_name}() got multiple values for argument 'size'")
-            else:
-                shape = (size,)
-        if fn_name == "full" and len(shape) < 2:
-            raise TypeError("new_full() missing 1 required positional arguments: "
-                            "\"fill_value\"")
+            shape = (size,)
         size = shape
         sparse = _creation.check_extras("new_" + fn_name, layout, pin_memory)
         d = dtype if dtype is not None else self.dtype
@@ -360,12 +354,8 @@ def _new_factory(fn_name: str):
             device = self.device
         if fn_name == "zeros":              # the generic negative-size words, not zeros' own
             _creation._as_shape(size)
-        if fn_name == "full":
-            r = _creation.full(size[0], size[1], dtype=d, device=device,
-                               requires_grad=requires_grad)
-        else:
-            r = getattr(_creation, fn_name)(*size, dtype=d, device=device,
-                                            requires_grad=requires_grad)
+        r = getattr(_creation, fn_name)(*size, dtype=d, device=device,
+                                        requires_grad=requires_grad)
         return _layout.factory_layout(r, layout) if sparse else r
     make.__name__ = make.__qualname__ = "new_" + fn_name
     # a wrong keyword's TypeError names the code object's qualified name
@@ -374,6 +364,34 @@ def _new_factory(fn_name: str):
         names["co_qualname"] = make.__name__
     make.__code__ = make.__code__.replace(**names)
     return make
+
+
+_NO_VALUE: Any = object()
+
+
+def _new_full(self: Tensor, size: Any = _NO_VALUE, fill_value: Any = _NO_VALUE, *,
+              dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    # torch's new_full(size, fill_value): the size one sequence, positional or by keyword
+    if size is _NO_VALUE or fill_value is _NO_VALUE:
+        missing = [n for n, v in (("size", size), ("fill_value", fill_value)) if v is _NO_VALUE]
+        raise TypeError(f"new_full() missing {len(missing)} required positional argument"
+                        f"{'s' if len(missing) == 1 else ''}: "
+                        + ", ".join(f'"{n}"' for n in missing))
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    sparse = _creation.check_extras("new_full", layout, pin_memory)
+    r = _creation.full(size, fill_value, dtype=dtype if dtype is not None else self.dtype,
+                       device=device, requires_grad=requires_grad)
+    return _layout.factory_layout(r, layout) if sparse else r
+
+
+_new_full.__name__ = _new_full.__qualname__ = "new_full"
+_code_names: dict[str, Any] = {"co_name": "new_full"}    # named in a wrong keyword's TypeError
+if sys.version_info >= (3, 11):
+    _code_names["co_qualname"] = "new_full"
+_new_full.__code__ = _new_full.__code__.replace(**_code_names)
 
 
 def _new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
@@ -615,7 +633,7 @@ _METHODS = {
                  "bitwise_not", "sign", "sgn", "cumsum", "floor_divide")},
     # factories
     "new_zeros": _new_factory("zeros"), "new_ones": _new_factory("ones"),
-    "new_empty": _new_factory("empty"), "new_full": _new_factory("full"),
+    "new_empty": _new_factory("empty"), "new_full": _new_full,
     "new_tensor": _new_tensor,
     # ---- reduce (issue 8) ----
     "aminmax": lambda s, *, dim=None, keepdim=False: ops.aminmax(s, dim=dim, keepdim=keepdim),

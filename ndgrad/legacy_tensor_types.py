@@ -118,8 +118,10 @@ def _new(d: Optional[_dtype.dtype], args: tuple, kwargs: dict) -> Tensor:
         if a is None or isinstance(a, (bool, float, complex, np.bool_, np.floating,
                                        np.complexfloating)):
             raise TypeError(f"new(): data must be a sequence (got {type(a).__name__})")
-        if isinstance(a, np.ndarray) and a.ndim == 0:
-            raise TypeError(f"new(): data must be a sequence (got {type(a).__name__})")
+        if isinstance(a, np.ndarray):
+            if a.ndim == 0:
+                raise TypeError(f"new(): data must be a sequence (got {type(a).__name__})")
+            _creation._check_shareable(a)   # read in place as torch's: its read-only warning
         return _creation.tensor(a, dtype=target)    # torch.tensor's element conversion
     if all(_is_int(a) for a in args):
         return _uninitialized(tuple(int(a) for a in args), target)

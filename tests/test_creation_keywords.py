@@ -1,6 +1,8 @@
 """Factories called the ways torch allows (sizes by keyword, randint's forms) and tensors made
 from NumPy arrays in lists or read-only arrays, against torch."""
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -57,6 +59,45 @@ def test_new_factories_and_view_take_size_keyword(method):
     assert ndgrad.ones(6).view(dtype=ndgrad.int32).dtype == ndgrad.int32
 
 
+NEW_FULL_CALLS = {
+    "positional": lambda x: x.new_full((2,), 1.5),
+    "list": lambda x: x.new_full([2, 1], 1.5),
+    "fill_value by keyword": lambda x: x.new_full((2,), fill_value=1.5),
+    "all by keyword": lambda x: x.new_full(size=(2,), fill_value=1.5),
+    "size an int": lambda x: x.new_full(2, 1.5),
+    "no fill_value": lambda x: x.new_full((2,)),
+    "nothing": lambda x: x.new_full(),
+    "size twice": lambda x: x.new_full((2,), fill_value=1, size=(3,)),
+}
+
+
+@pytest.mark.parametrize("call", list(NEW_FULL_CALLS))
+def test_new_full_forms_as_torch(call):
+    ours = _outcome(lambda: NEW_FULL_CALLS[call](ndgrad.ones(2)))
+    theirs = _outcome(lambda: NEW_FULL_CALLS[call](torch.ones(2)))
+    assert ours == theirs
+    if not isinstance(ours, tuple) or ours[0] is not TypeError:
+        np.testing.assert_array_equal(NEW_FULL_CALLS[call](ndgrad.ones(2)).numpy(),
+                                      NEW_FULL_CALLS[call](torch.ones(2)).numpy())
+
+
+def test_new_full_value_first_with_size_keyword_is_refused():
+    # torch reads the value as the size (its words differ: the type of the size first)
+    for t in (torch, ndgrad):
+        with pytest.raises(TypeError):
+            t.ones(2).new_full(1.5, size=(2,))
+
+
+@pytest.mark.parametrize("dtype", [None, 3, "float32"])
+def test_view_dtype_keyword_refuses_a_non_dtype_as_torch(dtype):
+    # torch's TypeError, not an internal AttributeError
+    with pytest.raises(TypeError) as theirs:
+        torch.ones(2).view(dtype=dtype)
+    with pytest.raises(TypeError) as ours:
+        ndgrad.ones(2).view(dtype=dtype)
+    assert str(ours.value) == str(theirs.value)
+
+
 RANDINT_CALLS = {
     "high size": lambda t: t.randint(3, (2,)),
     "low high size": lambda t: t.randint(1, 3, (2,)),
@@ -110,21 +151,40 @@ def test_list_of_arrays_warns_once():
     assert _warnings_of(lambda: ndgrad.tensor([np.ones(2), np.ones(2)])) == []
 
 
-@pytest.mark.parametrize("make", ["from_numpy", "as_tensor", "tensor"])
-def test_read_only_array_warns_once_when_shared(make):
+@pytest.mark.parametrize("make", ["from_numpy", "as_tensor", "asarray", "Tensor"])
+def test_read_only_array_warns_once(make):
     ro = np.arange(3.0)
     ro.flags.writeable = False
     for m in list(_warn._warned_once):
         if m.startswith("The given NumPy array is not writable"):
             _warn._warned_once.discard(m)
     got = _warnings_of(lambda: getattr(ndgrad, make)(ro))
-    if make == "tensor":                   # a copy: torch does not warn
-        assert got == []
-        return
     assert len(got) == 1 and got[0].startswith(
         "The given NumPy array is not writable, and PyTorch does not support non-writable "
         "tensors.")
     assert _warnings_of(lambda: getattr(ndgrad, make)(ro)) == []
+
+
+def test_read_only_array_copied_by_tensor_does_not_warn_as_torch():
+    # torch.tensor copies (no warning, even the first time); its legacy constructor reads the
+    # array in place (the warning). torch's warn-once state is per process: a fresh one.
+    code = ("import warnings, numpy as np, torch\n"
+            "ro = np.arange(3.0); ro.flags.writeable = False\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    torch.tensor(ro); torch.tensor(np.broadcast_to(ro, (2, 3)))\n"
+            "    n = len(w); torch.Tensor(ro)\n"
+            "print(n, len(w))\n")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.split() == ["0", "1"]
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    for m in list(_warn._warned_once):
+        if m.startswith("The given NumPy array is not writable"):
+            _warn._warned_once.discard(m)
+    assert _warnings_of(lambda: ndgrad.tensor(ro)) == []
+    assert _warnings_of(lambda: ndgrad.tensor(np.broadcast_to(ro, (2, 3)))) == []
+    assert len(_warnings_of(lambda: ndgrad.Tensor(ro))) == 1
 
 
 def test_multinomial_without_replacement_draws_zero_weights_as_torch():

@@ -84,10 +84,11 @@ def test_top_level_kernel_matches_torch(name):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int64"])
 @pytest.mark.parametrize("rows", [0, 1, 3])
-def test_pdist_half_types_refused_as_torch(dtype, rows):
+@pytest.mark.parametrize("cols", [0, 2])
+def test_pdist_half_types_refused_as_torch(dtype, rows, cols):
     def run(lib):
         try:
-            r = lib.pdist(lib.ones(rows, 2, dtype=getattr(lib, dtype)))
+            r = lib.pdist(lib.ones(rows, cols, dtype=getattr(lib, dtype)))
         except (RuntimeError, NotImplementedError) as e:
             return type(e), str(e)
         return tuple(r.shape)

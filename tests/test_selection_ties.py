@@ -143,3 +143,37 @@ def test_sort_large_float_with_ties_as_torch():
     for desc in (False, True):
         assert ndgrad.from_numpy(a.copy()).sort(descending=desc).indices.tolist() == \
             torch.from_numpy(a.copy()).sort(descending=desc).indices.tolist()
+
+
+def test_vectorized_nth_element_replay_equals_the_scalar_one():
+    from ndgrad.ops._std_sort import nth_element, nth_rows
+    rng = np.random.default_rng(10)
+    for _ in range(200):
+        n, nr = int(rng.integers(1, 120)), int(rng.integers(1, 4))
+        keys = rng.integers(0, int(rng.integers(1, n + 2)), (nr, n))
+        nth = int(rng.integers(0, n))
+        got = nth_rows(keys, nth)
+        for r in range(nr):
+            p = list(range(n))
+            nth_element(keys[r].tolist(), p, 0, nth, n)
+            assert got[r].tolist() == p
+
+
+@pytest.mark.parametrize("sorted_", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int64", "uint8"])
+def test_topk_nth_element_path_on_many_rows_as_torch(sorted_, dtype):
+    # k * 64 > n: the rows go through the vectorized nth_element replay together (tie-free
+    # rows too when not sorted), NaN and -0.0 included
+    rng = np.random.default_rng(11)
+    a = rng.integers(-3, 4, (6, 5, 90)).astype(dtype)
+    if dtype.startswith("float"):
+        a[0] = rng.normal(size=(5, 90))
+        a[1][rng.random((5, 90)) < 0.2] = np.nan
+        a[2][a[2] == 0] = -0.0
+    for dim in (-1, 1):
+        for k, largest in ((1, True), (2, False), (30, True), (89, False), (90, True)):
+            if k > a.shape[dim]:
+                continue
+            ours = ndgrad.from_numpy(a.copy()).topk(k, dim, largest, sorted_)
+            theirs = torch.from_numpy(a.copy()).topk(k, dim, largest, sorted_)
+            assert ours.indices.tolist() == theirs.indices.tolist(), (dim, k, largest)

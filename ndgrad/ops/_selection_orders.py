@@ -13,8 +13,9 @@ the element at, not the first occurrence:
   with NaN as the largest value.
 ``median``/``nanmedian`` along a dim break ties by position (a stable order), which NumPy's
 stable argsort gives directly. Rows whose answer does not depend on the algorithm (no ties
-that matter) take NumPy's vectorized answer; the others replay the algorithm in Python on the
-row's values (ndgrad/ops/_std_sort.py holds the libstdc++ replays). ``topk`` with
+that matter) take NumPy's vectorized answer; the others replay the algorithm
+(ndgrad/ops/_std_sort.py holds the libstdc++ replays: ``topk``'s ``nth_element`` path and large
+``sort`` rows vectorized over rows, the rest in Python on the row's values). ``topk`` with
 ``sorted=False`` on the ``nth_element`` path leaves an order that depends on the algorithm even
 without ties, so those rows are always replayed.
 
@@ -32,7 +33,7 @@ from typing import Any, List
 
 import numpy as np
 
-from ._std_sort import nth_element, partial_sort, sort_range, sort_rows, std_sort_order
+from ._std_sort import nth_element, nth_rows, partial_sort, sort_range, sort_rows, std_sort_order
 
 __all__ = ["sort_positions", "topk_positions", "kth_positions"]
 
@@ -167,6 +168,22 @@ def _candidates(rows: np.ndarray, m: int, largest: bool) -> np.ndarray:
     return np.take_along_axis(part, order, axis=1)
 
 
+def _order_keys(rows: np.ndarray, largest: bool) -> np.ndarray:
+    """int64 keys of the 2-D ``rows`` ordered as the comparator's "goes first" (NaN first for
+    ``largest``, last otherwise; equal values, NaNs among themselves and -0.0 with 0.0, equal
+    keys)."""
+    if rows.dtype.kind == "f":
+        x = rows + 0.0                          # -0.0 becomes 0.0
+        x[np.isnan(x)] = np.nan                 # one NaN, above +inf as an integer
+        bits = x.view(np.int64 if x.itemsize == 8 else np.int32)
+        keys = np.where(bits < 0, bits ^ np.iinfo(bits.dtype).max, bits).astype(np.int64)
+    elif rows.dtype.kind == "b" or rows.dtype.itemsize < 8 or rows.dtype.kind == "i":
+        keys = rows.astype(np.int64)
+    else:                                       # uint64: dense ranks
+        keys = np.unique(rows, return_inverse=True)[1].reshape(rows.shape).astype(np.int64)
+    return ~keys if largest else keys
+
+
 def topk_positions(rows: np.ndarray, k: int, largest: bool, sorted_: bool) -> np.ndarray:
     """``topk``'s positions for each row of the 2-D array ``rows`` (int64, shape (rows, k))."""
     nr, n = rows.shape
@@ -174,15 +191,26 @@ def topk_positions(rows: np.ndarray, k: int, largest: bool, sorted_: bool) -> np
         rows = rows.astype(np.float32)
     if k == 0 or nr == 0:
         return np.zeros((nr, k), np.int64)
-    m = min(k + 1, n)
-    cand = _candidates(rows, m, largest)
-    out = np.ascontiguousarray(cand[:, :k], dtype=np.int64)
-    replay: np.ndarray
     if not sorted_ and k * 64 > n and k > 1:
-        replay = np.ones(nr, bool)
+        out = np.empty((nr, k), np.int64)    # every row replayed
+        tied = np.arange(nr)
     else:
-        replay = np.asarray(_equal_neighbours(np.take_along_axis(rows, cand, axis=1)).any(axis=1))
-    for r in np.flatnonzero(replay):
+        cand = _candidates(rows, min(k + 1, n), largest)
+        out = np.ascontiguousarray(cand[:, :k], dtype=np.int64)
+        tied = np.flatnonzero(_equal_neighbours(np.take_along_axis(rows, cand, axis=1))
+                              .any(axis=1))
+    if k * 64 > n and len(tied):
+        # the nth_element path, vectorized over the rows (on dense ranks: the comparator's
+        # order and ties, NaN first when ``largest``, else last)
+        ranks = _order_keys(rows[tied], largest)
+        pos = nth_rows(ranks, k - 1)[:, :k]
+        if sorted_ and k > 2:
+            head = pos[:, :k - 1]
+            order = sort_rows(np.take_along_axis(ranks, head, axis=1))
+            pos[:, :k - 1] = np.take_along_axis(head, order, axis=1)
+        out[tied] = pos
+        return out
+    for r in tied:
         out[r] = topk_order(rows[r], k, largest, sorted_)
     return out
 

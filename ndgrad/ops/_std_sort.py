@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 
 __all__ = ["std_sort_order", "sort_range", "sort_rows", "partial_sort", "nth_element",
-           "mode_position", "mode_positions"]
+           "nth_rows", "mode_position", "mode_positions"]
 
 
 # libstdc++'s algorithms replayed on a list ``p`` of positions into ``v``, comparing
@@ -323,6 +323,69 @@ def sort_rows(K: np.ndarray) -> np.ndarray:
         depth = np.repeat(depth - 1, 2)
         nz = ln2 > 0
         ln, dst, depth = ln2[nz], dst2[nz], depth[nz]
+    return out.reshape(nr, n)
+
+
+def nth_rows(K: np.ndarray, nth: int) -> np.ndarray:
+    """``std::nth_element(first, first + nth, last)``'s order of each row of the 2-D integer
+    keys ``K`` (positions, int64), vectorized over rows: each introselect step partitions the
+    current segment of every row at once (``_partition_flat``, the segments laid end to end),
+    writes out the side it leaves (final) and keeps the side holding ``nth``; segments of at
+    most 3 elements end with the (stable) insertion sort; a row reaching the depth limit takes
+    the replayed heap select.
+
+    >>> nth_rows(np.array([[1, 0, 1, 0] * 5]), 9).tolist()[0][:10]
+    [1, 19, 17, 15, 13, 11, 9, 5, 3, 7]
+    """
+    nr, n = K.shape
+    out = np.empty(nr * n, np.int64)
+    if nr == 0 or n == 0:
+        return out.reshape(nr, n)
+    # the current segment of each active row, end to end: keys V, positions P; per segment
+    # its length, depth and start in out (row * n + offset in the row, f)
+    V = np.array(K, dtype=np.int64).reshape(-1)
+    P = np.tile(np.arange(n, dtype=np.int64), nr)
+    f = np.zeros(nr, np.int64)
+    ln = np.full(nr, n, np.int64)
+    depth = np.full(nr, 2 * (n.bit_length() - 1))
+    base = np.arange(nr, dtype=np.int64) * n
+    while len(ln):
+        seg_start = np.concatenate([[0], np.cumsum(ln)[:-1]])
+        small = ln <= 3
+        heap = ~small & (depth == 0)
+        done = small | heap
+        if done.any():
+            seg = np.repeat(np.arange(len(ln)), ln)
+            if small.any():                    # the insertion sort (stable) ends them
+                m = small[seg]
+                order = np.lexsort((V[m], seg[m]))
+                within = np.arange(m.sum()) - np.repeat(
+                    np.concatenate([[0], np.cumsum(ln[small])[:-1]]), ln[small])
+                out[np.repeat((base + f)[small], ln[small]) + within] = P[m][order]
+            for i in np.flatnonzero(heap):
+                a, b = seg_start[i], seg_start[i] + ln[i]
+                v, p = V[a:b].tolist(), list(range(ln[i]))
+                r = nth - int(f[i])
+                _heap_select(v, p, 0, r + 1, len(p))
+                p[0], p[r] = p[r], p[0]
+                out[base[i] + f[i]:base[i] + f[i] + ln[i]] = P[a:b][p]
+            keep = ~done[seg]
+            V, P = V[keep], P[keep]
+            go = ~done
+            f, ln, depth, base = f[go], ln[go], depth[go], base[go]
+            if not len(ln):
+                break
+            seg_start = np.concatenate([[0], np.cumsum(ln)[:-1]])
+        cut = _partition_flat(V, (P,), seg_start, ln)
+        right = f + cut <= nth
+        # the side left behind is final; the other is the next segment
+        within = np.arange(len(V)) - np.repeat(seg_start, ln)
+        kept = (within < np.repeat(cut, ln)) != np.repeat(right, ln)
+        out[(np.repeat(base + f, ln) + within)[~kept]] = P[~kept]
+        V, P = V[kept], P[kept]
+        f = np.where(right, f + cut, f)
+        ln = np.where(right, ln - cut, cut)
+        depth = depth - 1
     return out.reshape(nr, n)
 
 

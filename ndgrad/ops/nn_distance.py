@@ -156,7 +156,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError("pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    if input.dtype.itemsize == 2 and input.shape[0] >= 2:    # torch's kernel has no half types
+    if input.dtype.itemsize == 2 and input.shape[0] >= 2 and input.shape[1]:  # no half kernel
         raise NotImplementedError(f"\"pdist\" not implemented for "
                                   f"'{'Half' if input.dtype.name == 'float16' else 'BFloat16'}'")
     return apply(PDIST, (input,), (input._data,), (float(p),))
