@@ -370,7 +370,8 @@ def _fail_varargs(fn: str, param: Param, values: tuple) -> None:
 # by keyword too (``torch.zeros(size=(2, 3))``): the generated function has the varargs under
 # another name (``*_va_size``) and a hidden keyword-only ``size``; introspection shows
 # ``*size`` (``_declared_signature``). Both at once, or a number by keyword, are torch's
-# TypeErrors.
+# TypeErrors. A method whose only positional parameter is an ``int[]`` takes further ints as a
+# hidden ``*_va_more`` (``x.squeeze(0, 1)``), also left out of its declared signature.
 def _size_keyword(fn: str, name: str, given: tuple, value: Any) -> tuple:
     if given:
         raise TypeError(f"{fn}() got multiple values for argument '{name}'")
@@ -552,6 +553,11 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
     out_call = None
     first: list = []
     varargs_name = None
+    # A method whose only positional parameter is a list of ints takes them as separate
+    # arguments too, as torch's parser allows (x.squeeze(0, 1), x.broadcast_to(2, 3)).
+    lone = [q for q in params[1:] if not q.kw_only and not q.varargs] if method else []
+    more_ints: Optional[Param] = lone[0] if len(lone) == 1 and any(
+        t in ("int[]", "int[1]") for t in lone[0].types) else None
     aliases = _numpy_aliases(params)
     pre: list = []
     accepted = _accepted_names(impl)
@@ -609,6 +615,11 @@ def wrap(schema: str, impl: Callable, *, method: bool = False, out: bool = False
         elif alias is not None:
             default = "=_MISSING"
         sig.append(f"{p.name}{default}")
+        if more_ints is not None and p is more_ints:
+            # x.squeeze(0, 1) for x.squeeze((0, 1)) (Note [Sizes by keyword])
+            sig.append("*_va_more")
+            kw_started = True
+            first.append(f"    if _va_more: {more_ints.name} = ({more_ints.name},) + _va_more")
         consumed = p.kw_only and (p.name, p.types) in _CONSUMED
         if not consumed or accepted is None or p.name in accepted:
             call.append(f"{p.name}={p.name}" if p.kw_only else p.name)
@@ -734,6 +745,8 @@ def _declared_signature(fn: Callable, params: list, aliases: dict,
             q.replace(name=varargs, annotation=fn.__annotations__.get(varargs, q.empty))
             if q.kind is q.VAR_POSITIONAL else q
             for q in sig.parameters.values() if q.name != varargs])
+    if "_va_more" in sig.parameters:
+        sig = sig.replace(parameters=[q for q in sig.parameters.values() if q.name != "_va_more"])
     if not aliases:
         return sig
     declared = {p.name: p for p in params if p.name in aliases}

@@ -152,3 +152,16 @@ def test_toplevel_gradscaler_and_model_zoo():
     from ndgrad.utils import model_zoo
     assert ndgrad.GradScaler is ndgrad.amp.GradScaler
     assert model_zoo.load_url is ndgrad.hub.load_state_dict_from_url
+
+
+@pytest.mark.parametrize("name,args", [
+    ("broadcast_to", (2, 1, 1, 3)), ("squeeze", (0, 1)), ("count_nonzero", (0, 1)),
+    ("squeeze", (0,)), ("squeeze", ()), ("sum", (0, 1)), ("amax", (0, 1)), ("tile", (2, 1)),
+    ("broadcast_to", ((2, 1, 1, 3),)), ("squeeze", (0, 1.5))])
+def test_method_int_list_as_separate_ints_as_torch(name, args):
+    def run(lib):
+        try:
+            return tuple(getattr(lib.ones(1, 1, 3), name)(*args).shape)
+        except TypeError:
+            return TypeError
+    assert run(ndgrad) == run(torch)
