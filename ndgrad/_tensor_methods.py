@@ -340,13 +340,28 @@ def _index_put(self: Tensor, indices: Any, values: Any, accumulate: bool = False
     return ops.shape.index_put_indices(self, indices, values, accumulate)
 
 
+_NO_VALUE: Any = object()
+
+
 def _new_factory(fn_name: str):
-    def make(self: Tensor, *shape: Any, size: Any = None, dtype: Any = None, layout: Any = None,
-             device: Any = None, pin_memory: Any = None, requires_grad: bool = False) -> Tensor:
-        if size is not None:                # x.new_zeros(size=(2, 3)), as in torch
+    def make(self: Tensor, *shape: Any, size: Any = _NO_VALUE, dtype: Any = None,
+             layout: Any = None, device: Any = None, pin_memory: Any = None,
+             requires_grad: bool = False) -> Tensor:
+        name = "new_" + fn_name
+        if size is not _NO_VALUE:           # x.new_zeros(size=(2, 3)), as in torch
             if shape:
-                raise TypeError(f"new_{fn_name}() got multiple values for argument 'size'")
+                raise TypeError(f"{name}() got multiple values for argument 'size'")
+            if not isinstance(size, (tuple, list)):
+                raise TypeError(f"{name}(): argument 'size' must be tuple of ints, not "
+                                f"{type(size).__name__}")
             shape = (size,)
+        elif not shape:
+            raise TypeError(f"{name}() missing 1 required positional arguments: \"size\"")
+        if not _signature._is_size_varargs(shape):
+            bad = shape[0] if len(shape) == 1 else next(
+                (v for v in shape if not _signature._int_elem(v)), shape[0])
+            raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, "
+                            f"not {type(bad).__name__}")
         size = shape
         sparse = _creation.check_extras("new_" + fn_name, layout, pin_memory)
         d = dtype if dtype is not None else self.dtype
@@ -366,9 +381,6 @@ def _new_factory(fn_name: str):
     return make
 
 
-_NO_VALUE: Any = object()
-
-
 def _new_full(self: Tensor, size: Any = _NO_VALUE, fill_value: Any = _NO_VALUE, *,
               dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
               requires_grad: bool = False) -> Tensor:
@@ -383,7 +395,8 @@ def _new_full(self: Tensor, size: Any = _NO_VALUE, fill_value: Any = _NO_VALUE, 
                         f"{type(size).__name__}")
     sparse = _creation.check_extras("new_full", layout, pin_memory)
     r = _creation.full(size, fill_value, dtype=dtype if dtype is not None else self.dtype,
-                       device=device, requires_grad=requires_grad)
+                       device=device if device is not None else self.device,   # self's device
+                       requires_grad=requires_grad)
     return _layout.factory_layout(r, layout) if sparse else r
 
 

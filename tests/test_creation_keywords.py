@@ -199,3 +199,15 @@ def test_multinomial_without_replacement_draws_zero_weights_as_torch():
         for k in range(2, min(n, 6) + 1):
             assert ndgrad.multinomial(ndgrad.tensor(p), k).tolist() == \
                 torch.multinomial(torch.tensor(p), k).tolist()
+
+
+@pytest.mark.parametrize("args,kwargs", [((), {}), ((), {"size": 2}), ((), {"size": None}),
+                                         ((2.5,), {}), ((2, 3), {}), (((2,),), {}),
+                                         ((), {"size": [3]}), (((),), {})])
+def test_new_factory_size_forms_as_torch(args, kwargs):
+    def run(lib):
+        try:
+            return tuple(lib.ones(2).new_zeros(*args, **kwargs).shape)
+        except TypeError as e:
+            return str(e).split(" (position")[0].split(", not")[0]
+    assert run(ndgrad) == run(torch)
