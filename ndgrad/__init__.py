@@ -248,13 +248,13 @@ def __getattr__(name: str):
     ``ndgrad.jit``, ``ndgrad.compiler``, ``ndgrad.profiler``, ``ndgrad.multiprocessing``,
     ``ndgrad.distributions``, ``ndgrad.quasirandom``, ``ndgrad.testing``,
     ``ndgrad.accelerator``, ``ndgrad.xpu``, ``ndgrad.hub``, ``ndgrad.library``, ``ndgrad.mps``,
-    ``ndgrad.fx``, ``ndgrad.export``, ``ndgrad.compile``, ``ndgrad.vmap`` and the
-    ``ndgrad._foreach_*`` ops load on first use: ``import ndgrad`` stays fast, and
+    ``ndgrad.fx``, ``ndgrad.export``, ``ndgrad._dynamo``, ``ndgrad.compile``, ``ndgrad.vmap``
+    and the ``ndgrad._foreach_*`` ops load on first use: ``import ndgrad`` stays fast, and
     ``ndgrad.nn.Linear`` still works after a bare ``import ndgrad``."""
     import importlib
     if name in ("nn", "optim", "utils", "func", "viz", "jit", "compiler", "profiler",
                 "multiprocessing", "distributions", "quasirandom", "testing", "accelerator",
-                "xpu", "hub", "library", "mps", "fx", "export"):
+                "xpu", "hub", "library", "mps", "fx", "export", "_dynamo"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "vmap":               # torch.vmap is torch.func.vmap
         return importlib.import_module(f"{__name__}.func").vmap

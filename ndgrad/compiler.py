@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, List, Optional
 
 from .ops import _dispatch
@@ -60,8 +61,12 @@ def is_dynamo_compiling() -> bool:
 
 
 def reset() -> None:
-    """Nothing to reset: compiled functions keep their own caches (drop the compiled object to
-    drop its specializations)."""
+    """Forget every compiled function's specializations: each traces again at its next call
+    (``torch.compiler.reset``, ``torch._dynamo.reset``)."""
+    # nothing was compiled if the jit never loaded
+    config = sys.modules.get("ndgrad.jit.config")  # local import: only if already loaded
+    if config is not None:
+        config.reset()
 
 
 def list_backends(exclude_tags: Any = None) -> List[str]:

@@ -158,6 +158,8 @@ LAYERS = {
     "ndgrad.jit.codegen": API,
     "ndgrad.jit.executor": API,
     "ndgrad.jit.api": API,
+    "ndgrad.jit.config": API,
+    "ndgrad._dynamo": API,
     "ndgrad.jit.stack_batching": API,
     "ndgrad.jit.random_nodes": API,
     "ndgrad.jit.numba_backend": API,

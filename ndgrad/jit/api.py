@@ -54,6 +54,7 @@ from .codegen import GeneratedFunction, generate
 from .executor import Plan
 from .gradient import Gradient
 from .passes import copy_eliminating_common_subexpressions, eliminate_common_subexpression
+from . import config as _config
 from . import random_nodes as _random_nodes
 from .stack_batching import batch_stacks, fold_constants
 from .tracer import _local as _tracer_local
@@ -640,12 +641,25 @@ class CompiledFunction:
         self._fast: Optional[tuple] = None     # Note [The last specialization's fast check]
         self._other_modes: dict = {}           # key -> specializations of other flag tuples
         self._state_changes: dict = {}         # key -> traced calls that assigned attributes
+        self._generation = _config.GENERATION[0]
         functools.update_wrapper(self, fn, updated=())
+
+    def _forget(self) -> None:
+        """``reset()`` happened since the last call: trace again (ndgrad/jit/config.py)."""
+        with self._lock:
+            self._cache.clear()
+            self._other_modes.clear()
+            self._state_changes.clear()
+            self._fast = None
+            self._warned = False
+            self._generation = _config.GENERATION[0]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _tracer_local.__dict__.get("tracer") is not None:
             # called while an outer function is being traced: its ops belong to that trace
             return self._fn(*args, **kwargs)
+        if self._generation != _config.GENERATION[0]:
+            self._forget()
         fast = self._fast
         if fast is not None and not kwargs and not _dispatch._FW_AD and not _dispatch._BATCHING:
             spec = _fast_hit(fast, args)
@@ -715,6 +729,14 @@ class CompiledFunction:
                               stacklevel=4)
                 self._cache[key] = _EAGER
                 return _EAGER, None
+            except Exception as e:              # building the code failed
+                if not _config.config.suppress_errors:
+                    raise
+                _random_nodes.restore(before)
+                warnings.warn(f"ndgrad.compile: running eagerly for {_describe(key)} "
+                              f"(suppress_errors): {type(e).__name__}: {e}", stacklevel=4)
+                self._cache[key] = _EAGER
+                return _EAGER, None
             self._cache[key] = spec
             out = spec.first_outputs
             spec.first_outputs = None
@@ -733,7 +755,8 @@ class CompiledFunction:
 
 
 def compile(fn: Optional[Callable] = None, *, backend: Optional[str] = None,
-            fullgraph: bool = True, dynamic: Optional[bool] = False, cache_limit: int = 8,
+            fullgraph: bool = True, dynamic: Optional[bool] = False,
+            cache_limit: Optional[int] = None,
             mode: Optional[str] = None, options: Optional[dict] = None, disable: bool = False,
             name: Optional[str] = None, recompile_limit: Optional[int] = None) -> Any:
     """Compile ``fn`` (torch.compile's entry point; also usable as ``@ndgrad.compile`` or
@@ -752,7 +775,8 @@ def compile(fn: Optional[Callable] = None, *, backend: Optional[str] = None,
         dynamic: accepted as torch's hint; every input shape gets its own specialization
             (True runs the same way, with the same results).
         cache_limit: specializations kept before new kinds of input run eagerly
-            (``recompile_limit``, torch's name, sets it too).
+            (``recompile_limit``, torch's name, sets it too; None: ``torch._dynamo.config``'s
+            ``recompile_limit``, 8 unless a program changed it; ndgrad/jit/config.py).
         mode, options, name: torch.compile's tuning arguments, checked as torch checks them
             and otherwise without effect (there is one code generator).
         disable: True returns ``fn`` itself, as torch does.
@@ -775,6 +799,8 @@ def compile(fn: Optional[Callable] = None, *, backend: Optional[str] = None,
                            + ", ".join(m for m in _TORCH_MODES if m))
     if recompile_limit is not None:
         cache_limit = recompile_limit
+    if cache_limit is None:
+        cache_limit = _config.config.recompile_limit
     if disable:
         return (lambda f: f) if fn is None else fn
     if backend in _TORCH_BACKENDS:
