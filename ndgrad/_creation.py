@@ -642,7 +642,7 @@ class _RNG:
 def manual_seed(seed: int) -> Generator:
     """Seed ndgrad's default random generator (``rand``, ``randn``, ``randperm``, samplers
     ...); returns it."""
-    return default_generator.manual_seed(seed)
+    return default_generator.manual_seed(int(seed))     # int(): as torch's function
 
 
 def seed() -> int:

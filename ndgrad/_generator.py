@@ -94,8 +94,16 @@ class Generator:
         return _device("cpu")
 
     def manual_seed(self, seed: int) -> "Generator":
-        """Seed the engine (returns the generator, so ``Generator().manual_seed(1)`` chains)."""
-        seed = int(seed)
+        """Seed the engine (returns the generator, so ``Generator().manual_seed(1)`` chains).
+        The seed must be a Python int, as torch's method requires (``ndgrad.manual_seed``
+        converts with ``int()`` first, as torch's function does)."""
+        if seed.__class__ is not int:
+            if isinstance(seed, np.integer):
+                raise TypeError("an integer is required")
+            if isinstance(seed, bool) or not isinstance(seed, int):
+                name = "Tensor" if seed.__class__.__name__ == "Tensor" else type(seed).__name__
+                raise RuntimeError(f"manual_seed expected a long, but got {name}")
+            seed = int(seed)
         if seed < 0:
             if seed < -(2 ** 63):
                 raise ValueError("Overflow when unpacking long long")

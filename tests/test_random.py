@@ -135,3 +135,15 @@ def test_set_state_errors_match_torch():
         return out
 
     assert errors(ndgrad) == errors(torch)
+
+
+@pytest.mark.parametrize("value", ["3", 1.5, None, np.int64(3), True, 7])
+def test_generator_manual_seed_argument_as_torch(value):
+    def run(lib, v):
+        try:
+            return lib.Generator().manual_seed(v).initial_seed()
+        except (RuntimeError, TypeError) as e:
+            return type(e), str(e)
+    assert run(ndgrad, value) == run(torch, value)
+    if value is not None:                  # the function converts with int() first
+        assert ndgrad.manual_seed(value).initial_seed() == torch.manual_seed(value).initial_seed()

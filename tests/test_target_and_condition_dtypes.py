@@ -44,3 +44,16 @@ def test_where_condition_dtype_as_torch(dtype):
         return r, [str(w.message).split(" (Triggered")[0] for w in ws]
     _warn._warned_once.clear()
     assert run(ndgrad) == run(torch)
+
+
+@pytest.mark.parametrize("input_dtype", ["int64", "int32", "bool"])
+@pytest.mark.parametrize("target_dtype", ["float32", "int64"])
+def test_bce_with_logits_integer_input_as_torch(input_dtype, target_dtype):
+    def run(lib):
+        try:
+            lib.nn.functional.binary_cross_entropy_with_logits(
+                lib.tensor([1, 0]).to(getattr(lib, input_dtype)),
+                lib.tensor([1, 0]).to(getattr(lib, target_dtype)))
+        except (RuntimeError, NotImplementedError) as e:
+            return type(e), str(e)
+    assert run(ndgrad) == run(torch)

@@ -581,6 +581,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                          f"({input.shape})")
     _no_grad_arg(weight, "binary_cross_entropy_with_logits", "weight")
     _no_grad_arg(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise NotImplementedError(f"\"log_sigmoid_cpu\" not implemented for "
+                                  f"'{input.dtype._torch_name}'")
     if not (target.dtype.is_floating_point or target.dtype.is_complex):
         # PyTorch computes into the target's dtype: an integer or bool target fails there
         if target.dtype is _dtype.bool:
