@@ -49,8 +49,8 @@ _TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),
                "complex128": (1e-7, 1e-7)}
 
 
-def _tolerances(*dtypes: Any) -> tuple:
-    pairs = [_TOLERANCES.get(d.name, (0.0, 0.0)) for d in dtypes]
+def _tolerances(*dtypes: Any, table: dict = _TOLERANCES) -> tuple:
+    pairs = [table.get(d.name, (0.0, 0.0)) for d in dtypes]
     return max(p[0] for p in pairs), max(p[1] for p in pairs)
 
 
@@ -343,9 +343,8 @@ def assert_allclose(actual: Any, expected: Any, rtol: Optional[float] = None,
     if not isinstance(expected, Tensor):
         expected = _creation.tensor(expected, dtype=actual.dtype)
     if rtol is None and atol is None:
-        pairs = [_ALLCLOSE_TOLERANCES.get(str(t.dtype).rsplit(".", 1)[-1], (0.0, 0.0))
-                 for t in (actual, expected)]
-        rtol, atol = max(p[0] for p in pairs), max(p[1] for p in pairs)
+        rtol, atol = _tolerances(actual._data.dtype, expected._data.dtype,
+                                 table=_ALLCLOSE_TOLERANCES)
     assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
                  check_dtype=False, check_stride=False, msg=msg or None)
 

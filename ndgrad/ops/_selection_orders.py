@@ -33,7 +33,7 @@ from typing import Any, List
 
 import numpy as np
 
-from ._std_sort import nth_element, nth_rows, partial_sort, sort_range, sort_rows, std_sort_order
+from ._std_sort import nth_rows, partial_sort, sort_rows, std_sort_order
 
 __all__ = ["sort_positions", "topk_positions", "kth_positions"]
 
@@ -56,43 +56,36 @@ def _keys(row: np.ndarray, largest: bool, nan: bool) -> List[Any]:
     return [-x for x in vals] if largest else vals
 
 
-def topk_order(row: np.ndarray, k: int, largest: bool, sorted_: bool) -> List[int]:
-    """The positions torch's CPU ``topk`` reports for one row (Note [Selection among equal
-    elements])."""
+def topk_order(row: np.ndarray, k: int, largest: bool) -> List[int]:
+    """The positions torch's CPU ``topk`` reports for one row on its ``partial_sort`` path
+    (``0 < k``, ``k * 64 <= n``; the ``nth_element`` path is ``nth_rows``, vectorized; Note
+    [Selection among equal elements])."""
     n = len(row)
-    if k == 0:
-        return []
     p = list(range(n))
-    if k * 64 <= n:
-        # The heap holds the best k so far; an element is compared with its top only, and
-        # enters when it goes before it. The top only improves, so each block of later
-        # elements is first filtered, vectorized, against the top at the block's start: the
-        # ones left are a superset of the block's entrants, and the replay (and the keys it
-        # reads) sees only them.
-        nan = _has_nan(row)
-        v = dict(zip(range(k), _keys(row[:k], largest, nan)))
-        floats = row.dtype.kind == "f"
+    # The heap holds the best k so far; an element is compared with its top only, and
+    # enters when it goes before it. The top only improves, so each block of later
+    # elements is first filtered, vectorized, against the top at the block's start: the
+    # ones left are a superset of the block's entrants, and the replay (and the keys it
+    # reads) sees only them.
+    nan = _has_nan(row)
+    v = dict(zip(range(k), _keys(row[:k], largest, nan)))
+    floats = row.dtype.kind == "f"
 
-        def entrants(_top: Any) -> Any:
-            for b in range(k, n, _BLOCK):
-                t = row[p[0]]
-                block = row[b:b + _BLOCK]
-                if floats:
-                    bn, t_nan = np.isnan(block), bool(np.isnan(t))
-                    better = ((bn & ~t_nan) | (block > t) if largest
-                              else (~bn & t_nan) | (block < t))
-                else:
-                    better = block > t if largest else block < t
-                idx = (np.flatnonzero(better) + b).tolist()
-                if idx:
-                    v.update(zip(idx, _keys(row[idx], largest, nan)))
-                    yield from idx
-        partial_sort(v, p, 0, k, n, entrants)   # type: ignore[arg-type]
-    else:
-        keys = _keys(row, largest, _has_nan(row))
-        nth_element(keys, p, 0, k - 1, n)
-        if sorted_:
-            sort_range(keys, p, 0, k - 1)
+    def entrants(_top: Any) -> Any:
+        for b in range(k, n, _BLOCK):
+            t = row[p[0]]
+            block = row[b:b + _BLOCK]
+            if floats:
+                bn, t_nan = np.isnan(block), bool(np.isnan(t))
+                better = ((bn & ~t_nan) | (block > t) if largest
+                          else (~bn & t_nan) | (block < t))
+            else:
+                better = block > t if largest else block < t
+            idx = (np.flatnonzero(better) + b).tolist()
+            if idx:
+                v.update(zip(idx, _keys(row[idx], largest, nan)))
+                yield from idx
+    partial_sort(v, p, 0, k, n, entrants)   # type: ignore[arg-type]
     return p[:k]
 
 
@@ -211,7 +204,7 @@ def topk_positions(rows: np.ndarray, k: int, largest: bool, sorted_: bool) -> np
         out[tied] = pos
         return out
     for r in tied:
-        out[r] = topk_order(rows[r], k, largest, sorted_)
+        out[r] = topk_order(rows[r], k, largest)
     return out
 
 
@@ -254,12 +247,7 @@ def sort_positions(rows: np.ndarray, descending: bool, radix: bool = False) -> n
     tied = np.flatnonzero(_equal_neighbours(np.take_along_axis(rows, out, axis=1)).any(axis=1))
     if len(tied):
         out = np.array(out)                 # writable (the descending one is a view)
-        sub = rows[tied]
-        # integer keys with the comparator's order and ties: dense ranks (NaN last, or first
-        # when descending; -0.0 equal to 0.0)
-        ranks = np.unique(sub, return_inverse=True, equal_nan=True)[1].reshape(sub.shape)
-        if descending:
-            ranks = ranks.max() - ranks
+        ranks = _order_keys(rows[tied], descending)
         if ranks.size <= 4096:              # small: the replay in Python costs less
             for i, r in enumerate(tied):
                 out[r] = std_sort_order(ranks[i].tolist())

@@ -259,6 +259,18 @@ def _repeated(K: np.ndarray) -> np.ndarray:
     return out
 
 
+def _write_stably(out: np.ndarray, dst: np.ndarray, V: np.ndarray, P: np.ndarray,
+                  seg: np.ndarray, ln: np.ndarray, which: np.ndarray) -> None:
+    """Write the segments ``which`` (a mask over segments) of the flat values ``V`` and their
+    positions ``P`` (segment ids ``seg``, lengths ``ln``) into ``out`` at their starts
+    ``dst``, each ordered stably by value: how an insertion sort leaves a segment."""
+    m = which[seg]
+    order = np.lexsort((V[m], seg[m]))
+    lens = ln[which]
+    within = np.arange(m.sum()) - np.repeat(np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+    out[np.repeat(dst[which], lens) + within] = P[m][order]
+
+
 def sort_rows(K: np.ndarray) -> np.ndarray:
     """``std::sort``'s order of each row of the 2-D integer keys ``K`` (positions, int64),
     vectorized: the introsort's partitions are replayed level by level on all segments at
@@ -295,12 +307,7 @@ def sort_rows(K: np.ndarray) -> np.ndarray:
             seg = np.repeat(np.arange(len(ln)), ln)
             fin = done[seg]
             if small.any():
-                m = small[seg]
-                sid, vals, pos = seg[m], V[m], P[m]
-                order = np.lexsort((vals, sid))        # stable within each small segment
-                within = np.arange(m.sum()) - np.repeat(
-                    np.concatenate([[0], np.cumsum(ln[small])[:-1]]), ln[small])
-                out[np.repeat(dst[small], ln[small]) + within] = pos[order]
+                _write_stably(out, dst, V, P, seg, ln, small)
             for i in np.flatnonzero(heap):
                 a, b = seg_start[i], seg_start[i] + ln[i]
                 v = V[a:b].tolist()
@@ -357,11 +364,7 @@ def nth_rows(K: np.ndarray, nth: int) -> np.ndarray:
         if done.any():
             seg = np.repeat(np.arange(len(ln)), ln)
             if small.any():                    # the insertion sort (stable) ends them
-                m = small[seg]
-                order = np.lexsort((V[m], seg[m]))
-                within = np.arange(m.sum()) - np.repeat(
-                    np.concatenate([[0], np.cumsum(ln[small])[:-1]]), ln[small])
-                out[np.repeat((base + f)[small], ln[small]) + within] = P[m][order]
+                _write_stably(out, base + f, V, P, seg, ln, small)
             for i in np.flatnonzero(heap):
                 a, b = seg_start[i], seg_start[i] + ln[i]
                 v, p = V[a:b].tolist(), list(range(ln[i]))
